@@ -1,0 +1,74 @@
+# SPDX-License-Identifier: MIT
+"""Shared fixtures: offscreen Qt, async tests on qasync or plain asyncio, an injected clock.
+
+``async def`` tests run on a qasync ``QEventLoop`` when they request the ``qloop`` fixture
+(GUI-side async code, platform-facts.md 4.1) and on a fresh plain asyncio loop otherwise
+(engine code, which never runs on Qt). Never call ``qtbot.wait*`` inside a coroutine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+# Before pytest-qt creates the QApplication.
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("QT_API", "pyside6")
+
+import pytest
+
+from engine.clock import TestClock
+
+#: Where the read-only shared material lives (real data, FIX dictionaries, acceptance suite).
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+ASYNC_TEST_TIMEOUT_S = 60.0
+
+
+@pytest.fixture
+def test_clock() -> TestClock:
+    """Return a clock that moves only when the test advances it."""
+    return TestClock()
+
+
+@pytest.fixture
+def qloop(qapp: Any) -> Iterator[asyncio.AbstractEventLoop]:
+    """Yield a fresh qasync loop on pytest-qt's QApplication; fail on unhandled loop errors."""
+    import qasync
+
+    loop = qasync.QEventLoop(qapp)
+    asyncio.set_event_loop(loop)
+    errors: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _lp, ctx: errors.append(ctx))
+    yield loop
+    try:
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for t in pending:
+            t.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    finally:
+        loop.close()
+        asyncio.set_event_loop(None)
+    if errors:
+        raise AssertionError(f"asyncio errors during test: {errors!r}")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run ``async def`` tests: on ``qloop`` if requested, else on a fresh asyncio loop."""
+    if not inspect.iscoroutinefunction(pyfuncitem.obj):
+        return None
+    kwargs = {n: pyfuncitem.funcargs[n] for n in pyfuncitem._fixtureinfo.argnames}
+    loop = pyfuncitem.funcargs.get("qloop")
+    coro = asyncio.wait_for(pyfuncitem.obj(**kwargs), ASYNC_TEST_TIMEOUT_S)
+    if loop is not None:
+        loop.run_until_complete(coro)
+    else:
+        asyncio.run(coro)
+    return True
