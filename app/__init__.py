@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: MIT
+"""The console application: entry point, main window, engine bridge, settings."""

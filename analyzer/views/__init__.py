@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: MIT
+"""Qt views of the Trade Analyzer workspace."""

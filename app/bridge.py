@@ -1,0 +1,123 @@
+# SPDX-License-Identifier: MIT
+"""Carry engine events from any thread into the GUI thread, in batches.
+
+The engine (embedded on its own thread, or remote behind a socket) wakes the bridge when events
+arrive; the bridge drains the client at most once per ``interval_ms`` and re-emits everything
+that arrived as one list, so a burst of ten thousand events costs one model update per view,
+not ten thousand repaints (DESIGN.md: a visible table repainting per row manages ~250/s).
+"""
+
+import logging
+import time
+
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+
+from engine.client import ClientState, EngineClient
+
+log = logging.getLogger(__name__)
+
+#: Bounds of the batching interval, ms: one frame at 60 Hz up to 20 batches per second.
+MIN_INTERVAL_MS = 16
+MAX_INTERVAL_MS = 50
+
+
+class EngineBridge(QObject):
+    """Re-emit an ``EngineClient``'s event stream as Qt signals in the GUI thread.
+
+    Parameters
+    ----------
+    client : EngineClient
+        The engine to follow.
+    interval_ms : int
+        Minimum time between two batches (16–50 ms).
+
+    Signals
+    -------
+    events_received(list)
+        A batch of ``EventRecord`` in sequence order, emitted in the GUI thread.
+    client_state_changed(object)
+        The ``ClientState`` of the link changed.
+    gap_detected(int, int)
+        Events between the two sequence numbers were lost (the client dropped them); views
+        should re-read a snapshot.
+    """
+
+    events_received = Signal(list)
+    client_state_changed = Signal(object)
+    gap_detected = Signal(int, int)
+    _woken = Signal()
+
+    def __init__(
+        self, client: EngineClient, interval_ms: int = 25, parent: QObject | None = None
+    ) -> None:
+        super().__init__(parent)
+        if not MIN_INTERVAL_MS <= interval_ms <= MAX_INTERVAL_MS:
+            raise ValueError(
+                f"batch interval {interval_ms} ms is outside {MIN_INTERVAL_MS}..{MAX_INTERVAL_MS}"
+            )
+        self._client = client
+        self._interval_ms = interval_ms
+        self._last_flush = 0.0
+        self._last_seq = 0
+        self._state = client.state
+        #: Batches and events delivered so far.
+        self.batches = 0
+        self.events = 0
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setTimerType(Qt.TimerType.PreciseTimer)
+        self._timer.timeout.connect(self.flush)
+        # The wake-up comes from the engine thread: queue it into this object's thread.
+        self._woken.connect(self._on_woken, Qt.ConnectionType.QueuedConnection)
+        # A slow poll notices link changes that produce no event (a lost remote engine).
+        self._watch = QTimer(self)
+        self._watch.setInterval(250)
+        self._watch.timeout.connect(self._check_state)
+        self._watch.start()
+        client.set_wakeup(self._woken.emit)
+
+    @property
+    def client(self) -> EngineClient:
+        """Return the engine client this bridge follows."""
+        return self._client
+
+    @property
+    def last_seq(self) -> int:
+        """Return the sequence number of the newest event delivered."""
+        return self._last_seq
+
+    def detach(self) -> None:
+        """Stop following the client (before it is closed)."""
+        self._client.set_wakeup(None)
+        self._timer.stop()
+        self._watch.stop()
+
+    def _on_woken(self) -> None:
+        if self._timer.isActive():
+            return
+        since_ms = (time.monotonic() - self._last_flush) * 1000.0
+        self._timer.start(max(0, int(self._interval_ms - since_ms)))
+
+    def flush(self) -> None:
+        """Deliver everything the client has received as one batch (no-op when empty)."""
+        self._last_flush = time.monotonic()
+        batch = self._client.drain()
+        self._check_state()
+        if not batch:
+            return
+        first = batch[0].seq
+        if self._last_seq and first != self._last_seq + 1:
+            log.warning("engine events %d..%d were lost", self._last_seq + 1, first - 1)
+            self.gap_detected.emit(self._last_seq + 1, first - 1)
+        self._last_seq = batch[-1].seq
+        self.batches += 1
+        self.events += len(batch)
+        self.events_received.emit(batch)
+
+    def _check_state(self) -> None:
+        state = self._client.state
+        if state is not self._state:
+            self._state = state
+            self.client_state_changed.emit(state)
+            if state is ClientState.DISCONNECTED and self._client.last_error:
+                log.error("engine %s: %s", self._client.name, self._client.last_error)

@@ -1,0 +1,159 @@
+# SPDX-License-Identifier: MIT
+"""Command line of ``qwconsole``: the console by default, tools as subcommands.
+
+``qwconsole`` opens the console with the embedded engine. Subcommands hang off the same entry
+point (``qwconsole fix …``); each is a module with ``main(argv) -> int``. A bad argument gets a
+one-line error and exit code 2; no traceback reaches the user.
+"""
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+PROG = "qwconsole"
+
+#: Subcommand -> (module with ``main(argv) -> int``, one-line description).
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "fix": ("engine.fix.cli", "FIX tools: the conformance-suite acceptor"),
+}
+
+WORKSPACE_CHOICES = ("monitor", "manager", "analyzer")
+THEME_CHOICES = ("dark", "light")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """Print a one-line error and exit with status 2."""
+        sys.stderr.write(f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+        raise SystemExit(2)
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= 24 * 3600:
+        raise argparse.ArgumentTypeError(f"{text} s is outside 0 < seconds <= 86400")
+    return value
+
+
+def _non_negative_seconds(text: str) -> float:
+    if text.strip() in {"0", "0.0"}:
+        return 0.0
+    return _positive_seconds(text)
+
+
+def _png_path(text: str) -> Path:
+    path = Path(text)
+    if path.suffix.lower() != ".png":
+        raise argparse.ArgumentTypeError(f"{text!r} must end in .png")
+    return path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the parser of the console's own options."""
+    epilog = "subcommands:\n" + "\n".join(
+        f"  {PROG} {name + ' …':<12}{desc}" for name, (_m, desc) in SUBCOMMANDS.items()
+    )
+    parser = _Parser(
+        prog=PROG,
+        description="Desktop trading console: Trade Monitor, Enterprise Manager and Trade "
+        "Analyzer over one engine. With no options it opens the console with an embedded "
+        "engine.",
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="store_true", help="print versions and exit")
+    parser.add_argument(
+        "--smoke",
+        nargs="?",
+        const=3.0,
+        type=_positive_seconds,
+        metavar="SECONDS",
+        help="start everything, run SECONDS (default 3), check the engine heartbeat "
+        "reached the window, exit 0 (non-zero on any error)",
+    )
+    parser.add_argument(
+        "--screenshot",
+        type=_png_path,
+        metavar="PATH",
+        help="render the main window offscreen into a PNG and exit",
+    )
+    parser.add_argument(
+        "--workspace", choices=WORKSPACE_CHOICES, help="workspace to show at start"
+    )
+    parser.add_argument(
+        "--after",
+        type=_non_negative_seconds,
+        metavar="SECONDS",
+        help="with --screenshot: wait this long before rendering (default 1.5)",
+    )
+    parser.add_argument("--theme", choices=THEME_CHOICES, help="theme for this run")
+    parser.add_argument(
+        "--size",
+        metavar="WxH",
+        default=None,
+        help="with --screenshot: window size in pixels (default 1400x860)",
+    )
+    return parser
+
+
+def _parse_size(parser: argparse.ArgumentParser, text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    try:
+        w_text, h_text = text.lower().split("x")
+        w, h = int(w_text), int(h_text)
+    except ValueError:
+        parser.error(f"argument --size: {text!r} is not WIDTHxHEIGHT")
+    if not (320 <= w <= 7680 and 240 <= h <= 4320):
+        parser.error(f"argument --size: {w}x{h} is outside 320x240..7680x4320")
+    return w, h
+
+
+def print_versions() -> None:
+    """Print one ``component version`` line per component."""
+    from app.main_window import versions
+
+    for name, version in versions():
+        print(f"{name:<20} {version}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``qwconsole`` with ``argv`` (``sys.argv[1:]`` by default); return the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in SUBCOMMANDS:
+        module_name, _desc = SUBCOMMANDS[args[0]]
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as e:
+            print(f"{PROG} {args[0]}: not available in this build ({e})", file=sys.stderr)
+            return 2
+        return int(module.main(args[1:]))
+    parser = build_parser()
+    opts = parser.parse_args(args)
+    if opts.after is not None and opts.screenshot is None:
+        parser.error("argument --after: only makes sense with --screenshot")
+    if opts.size is not None and opts.screenshot is None:
+        parser.error("argument --size: only makes sense with --screenshot")
+    if opts.smoke is not None and opts.screenshot is not None:
+        parser.error("--smoke and --screenshot cannot be combined")
+    opts.size = _parse_size(parser, opts.size)
+    if opts.version:
+        print_versions()
+        return 0
+    from app.gui import run
+
+    try:
+        return run(opts)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # the last line of defence: log the traceback, show one line
+        logging.getLogger(PROG).exception("fatal error")
+        print(f"{PROG}: error: {type(e).__name__}: {e} (details in the log)", file=sys.stderr)
+        return 1

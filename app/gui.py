@@ -1,0 +1,222 @@
+# SPDX-License-Identifier: MIT
+"""Run the console: QApplication, qasync loop, embedded engine, main window, clean shutdown.
+
+Shutdown is the same whichever way it is asked for — window close, Ctrl+Q, SIGINT or SIGTERM:
+the window saves its settings, the engine stops and its thread is joined, logs are flushed.
+"""
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from types import FrameType, TracebackType
+
+import qasync
+from PySide6.QtCore import QSocketNotifier, QTimer
+from PySide6.QtGui import QGuiApplication, QIcon
+from PySide6.QtWidgets import QApplication
+
+from app import logs
+from app.controller import Controller
+from app.main_window import MainWindow
+from app.paths import resource
+from app.settings import AppSettings
+from engine.client import EngineStartError
+from engine.embedded import EmbeddedEngineClient
+from engine.events import EngineHeartbeat, EventRecord
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SCREENSHOT_AFTER_S = 1.5
+DEFAULT_SIZE = (1400, 860)
+
+
+def _say(text: str, *, error: bool = False) -> None:
+    stream = sys.stderr if error else sys.stdout
+    stream.write(f"qwconsole: {text}\n")
+    stream.flush()
+
+
+def has_display() -> bool:
+    """Return whether a window system is reachable (X11 or Wayland)."""
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+class SignalWaker:
+    """Turn SIGINT/SIGTERM into a clean close, even while Qt's C++ loop is blocking.
+
+    Python runs signal handlers only between bytecodes; the wake-up fd makes Qt's loop return to
+    Python when a signal arrives (the ``set_wakeup_fd`` + ``QSocketNotifier`` pattern).
+    """
+
+    def __init__(self, window: MainWindow) -> None:
+        self.window = window
+        self.received: list[int] = []
+        self._r, self._w = socket.socketpair()
+        self._r.setblocking(False)
+        self._w.setblocking(False)
+        self._old_fd = signal.set_wakeup_fd(self._w.fileno())
+        self._notifier = QSocketNotifier(self._r.fileno(), QSocketNotifier.Type.Read)
+        self._notifier.activated.connect(self._drain)
+        self._old = {s: signal.signal(s, self._handle) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        self.received.append(signum)
+        log.info("received %s: shutting down", signal.Signals(signum).name)
+        QTimer.singleShot(0, self.window.close)
+
+    def _drain(self) -> None:
+        try:
+            while self._r.recv(64):
+                pass
+        except BlockingIOError:
+            pass
+
+    def restore(self) -> None:
+        """Put back the previous signal handlers and wake-up fd."""
+        self._notifier.setEnabled(False)
+        for s, old in self._old.items():
+            signal.signal(s, old)
+        signal.set_wakeup_fd(self._old_fd)
+        self._r.close()
+        self._w.close()
+
+
+class SmokeCheck:
+    """Watch the event stream for ``--smoke``: heartbeats must reach the GUI, in order."""
+
+    def __init__(self) -> None:
+        self.heartbeats = 0
+        self.last_seq = 0
+        self.out_of_order = 0
+
+    def on_events(self, batch: list[EventRecord]) -> None:
+        """Check one batch."""
+        for record in batch:
+            if record.seq <= self.last_seq:
+                self.out_of_order += 1
+            self.last_seq = record.seq
+            if isinstance(record.event, EngineHeartbeat):
+                self.heartbeats += 1
+
+
+class ConsoleRun:
+    """One run of the console, from QApplication to exit code."""
+
+    def __init__(self, opts: argparse.Namespace) -> None:
+        self.opts = opts
+        self.code = 0
+        self.uncaught: list[str] = []
+        self.errors = logs.configure()
+        logs.install_qt_message_handler()
+        self.smoke = SmokeCheck()
+
+    def _excepthook(
+        self, exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
+    ) -> None:
+        self.uncaught.append(f"{exc_type.__name__}: {exc}")
+        log.error("uncaught exception", exc_info=(exc_type, exc, tb))
+
+    def run(self) -> int:
+        """Show the window, run the loop until it closes, and return the exit code."""
+        t0 = time.perf_counter()
+        sys.excepthook = self._excepthook
+        app = QApplication.instance() or QApplication(["qwconsole"])
+        assert isinstance(app, QApplication)
+        app.setApplicationName("qwconsole")
+        app.setOrganizationName("qwconsole")
+        app.setWindowIcon(QIcon(str(resource("icons", "qwconsole.svg"))))
+        QGuiApplication.setDesktopFileName("qwconsole")
+        app.setQuitOnLastWindowClosed(False)
+
+        opts = self.opts
+        headless_run = opts.smoke is not None or opts.screenshot is not None
+        controller = Controller(EmbeddedEngineClient())
+        try:
+            controller.start()
+        except EngineStartError as e:
+            _say(f"error: {e}", error=True)
+            return 1
+        window = MainWindow(controller, AppSettings(read_only=headless_run))
+        self.window, self.controller = window, controller
+        if opts.theme:
+            window.set_theme(opts.theme)
+        if opts.workspace:
+            window.show_workspace(opts.workspace)
+        if opts.screenshot is not None:
+            window.resize(*(opts.size or DEFAULT_SIZE))
+        controller.bridge.events_received.connect(self.smoke.on_events)
+        waker = SignalWaker(window)
+
+        loop = qasync.QEventLoop(app)
+        asyncio.set_event_loop(loop)
+        done: asyncio.Future[None] = loop.create_future()
+        window.closed.connect(lambda: None if done.done() else done.set_result(None))
+        window.show()
+        log.info("window shown %.0f ms after start", (time.perf_counter() - t0) * 1e3)
+        if opts.smoke is not None:
+            QTimer.singleShot(int(opts.smoke * 1000), self._finish_smoke)
+        if opts.screenshot is not None:
+            after = DEFAULT_SCREENSHOT_AFTER_S if opts.after is None else opts.after
+            QTimer.singleShot(int(after * 1000), self._shoot)
+        try:
+            with loop:
+                loop.run_until_complete(done)
+        finally:
+            window.shutdown()
+            waker.restore()
+            sys.excepthook = sys.__excepthook__
+            logging.shutdown()
+        if self.uncaught:
+            self.code = self.code or 1
+        return self.code
+
+    def _finish_smoke(self) -> None:
+        smoke, problems = self.smoke, []
+        if smoke.heartbeats == 0:
+            problems.append("no engine heartbeat reached the window")
+        if smoke.out_of_order:
+            problems.append(f"{smoke.out_of_order} events out of order")
+        if self.errors.count:
+            problems.append(f"{self.errors.count} errors logged, first: {self.errors.first}")
+        if self.uncaught:
+            problems.append(f"uncaught exception: {self.uncaught[0]}")
+        if problems:
+            _say("smoke failed: " + "; ".join(problems), error=True)
+            self.code = 1
+        else:
+            bridge = self.controller.bridge
+            _say(
+                f"smoke ok: {smoke.heartbeats} heartbeats, {bridge.events} events in "
+                f"{bridge.batches} batches, last seq {smoke.last_seq}"
+            )
+        self.window.close()
+
+    def _shoot(self) -> None:
+        path = self.opts.screenshot
+        path.parent.mkdir(parents=True, exist_ok=True)
+        image = self.window.grab()
+        if image.save(str(path), "PNG"):
+            _say(f"wrote {path} ({image.width()}x{image.height()})")
+        else:
+            _say(f"error: cannot write {path}", error=True)
+            self.code = 1
+        self.window.close()
+
+
+def run(opts: argparse.Namespace) -> int:
+    """Run the console with parsed options; return the process exit code."""
+    if opts.screenshot is not None or (opts.smoke is not None and not has_display()):
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    elif not has_display() and not os.environ.get("QT_QPA_PLATFORM"):
+        _say(
+            "error: no display (DISPLAY and WAYLAND_DISPLAY are unset); run it in a desktop "
+            "session, or use --smoke or --screenshot PATH",
+            error=True,
+        )
+        return 1
+    return ConsoleRun(opts).run()

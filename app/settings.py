@@ -1,0 +1,83 @@
+# SPDX-License-Identifier: MIT
+"""User settings of the console: theme, workspace, window geometry and dock layouts.
+
+Stored with ``QSettings`` in INI format at ``<config dir>/qwconsole.ini`` so a user can read
+and edit it; unreadable values fall back to defaults with a warning, never an exception.
+"""
+
+import logging
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, QSettings
+
+from app.paths import config_dir
+from app.theme import DEFAULT_THEME, THEMES
+
+log = logging.getLogger(__name__)
+
+#: Bumped when the meaning of stored layouts changes; older layouts are then ignored.
+LAYOUT_VERSION = 1
+
+
+class AppSettings:
+    """Typed access to the console's persisted settings.
+
+    Parameters
+    ----------
+    path : Path | None
+        INI file; ``<config dir>/qwconsole.ini`` by default.
+    read_only : bool
+        Read the stored values but never write (``--smoke`` and ``--screenshot`` runs).
+    """
+
+    def __init__(self, path: Path | None = None, *, read_only: bool = False) -> None:
+        self.path = path or config_dir() / "qwconsole.ini"
+        self.read_only = read_only
+        self._qs = QSettings(str(self.path), QSettings.Format.IniFormat)
+
+    # ---------------------------------------------------------------- values
+    @property
+    def theme(self) -> str:
+        """Return the theme name (``dark`` unless the user chose otherwise)."""
+        value = str(self._qs.value("ui/theme", DEFAULT_THEME))
+        if value not in THEMES:
+            log.warning("%s: ui/theme=%r is not a theme; using %s", self.path, value, DEFAULT_THEME)
+            return DEFAULT_THEME
+        return value
+
+    @theme.setter
+    def theme(self, name: str) -> None:
+        self._set("ui/theme", name)
+
+    @property
+    def workspace(self) -> str:
+        """Return the key of the last shown workspace (``""`` if none was stored)."""
+        return str(self._qs.value("ui/workspace", ""))
+
+    @workspace.setter
+    def workspace(self, key: str) -> None:
+        self._set("ui/workspace", key)
+
+    def geometry(self, name: str) -> QByteArray | None:
+        """Return a stored ``saveGeometry``/``saveState`` blob, or ``None``."""
+        if self._qs.value("layout/version", 0, type=int) != LAYOUT_VERSION:
+            return None
+        value = self._qs.value(f"layout/{name}")
+        return value if isinstance(value, QByteArray) and not value.isEmpty() else None
+
+    def set_geometry(self, name: str, blob: QByteArray) -> None:
+        """Store a ``saveGeometry``/``saveState`` blob under ``name``."""
+        self._set("layout/version", LAYOUT_VERSION)
+        self._set(f"layout/{name}", blob)
+
+    def sync(self) -> None:
+        """Write pending changes to disk; log (not raise) when that fails."""
+        if self.read_only:
+            return
+        self._qs.sync()
+        if self._qs.status() != QSettings.Status.NoError:
+            log.error("cannot write settings to %s (%s)", self.path, self._qs.status().name)
+
+    def _set(self, key: str, value: object) -> None:
+        if not self.read_only:
+            self._qs.setValue(key, value)

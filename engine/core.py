@@ -1,0 +1,215 @@
+# SPDX-License-Identifier: MIT
+"""The engine: bus, clock, the numbered event stream and command dispatch on one asyncio loop.
+
+The same :class:`Engine` runs inside the console (``engine.embedded``, on a dedicated thread)
+and headless on a server; it knows nothing of threads, sockets to clients or Qt. Components
+(FIX sessions, order managers, strategies) publish on :attr:`Engine.bus`; every
+:class:`engine.events.Event` published there is numbered and handed to the engine's sinks.
+"""
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from engine.bus import MessageBus
+from engine.clock import Clock
+from engine.commands import (
+    Command,
+    CommandAck,
+    CommandError,
+    CommandResult,
+    Ping,
+    SetHeartbeatInterval,
+)
+from engine.enums import EngineState
+from engine.events import EngineHeartbeat, EngineStateChanged, Event, EventRecord
+
+log = logging.getLogger(__name__)
+
+#: Bounds of the heartbeat interval a client may set, in ms.
+MIN_HEARTBEAT_MS = 10
+MAX_HEARTBEAT_MS = 60_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineSnapshot:
+    """The engine's state at one point of its event stream.
+
+    A client applies events with ``seq > snapshot.seq`` on top of it.
+    """
+
+    seq: int  # last event included in this snapshot
+    engine_id: str
+    state: EngineState
+    ts_started: int  # ns since the epoch, 0 before start
+    ts_snapshot: int  # ns since the epoch
+    heartbeat_interval_ns: int
+    heartbeats: int
+    last_heartbeat: EngineHeartbeat | None
+    recent: tuple[EventRecord, ...]  # the last few events, oldest first
+
+
+class Engine:
+    """Run the engine's components on the current asyncio loop.
+
+    Parameters
+    ----------
+    clock : Clock
+        Source of time for everything in the engine.
+    engine_id : str
+        Name shown to clients, e.g. ``"embedded"`` or a host name.
+    heartbeat_interval_ms : int
+        Period of :class:`EngineHeartbeat`.
+    history : int
+        How many recent events the engine keeps for snapshots.
+    """
+
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        engine_id: str = "embedded",
+        heartbeat_interval_ms: int = 1000,
+        history: int = 64,
+    ) -> None:
+        _check_heartbeat_ms(heartbeat_interval_ms)
+        self.clock = clock
+        self.engine_id = engine_id
+        self.bus = MessageBus()
+        self._seq = 0
+        self._sinks: list[Callable[[EventRecord], None]] = []
+        self._recent: deque[EventRecord] = deque(maxlen=history)
+        self._state = EngineState.STOPPED
+        self._ts_started = 0
+        self._mono_started = 0
+        self._hb_interval_ns = heartbeat_interval_ms * 1_000_000
+        self._hb_count = 0
+        self._last_hb: EngineHeartbeat | None = None
+        self._stop: asyncio.Event | None = None
+        self._hb_changed: asyncio.Event | None = None
+        self.bus.subscribe(Event, self._sequence)
+
+    # ------------------------------------------------------------------ stream
+    def add_sink(self, sink: Callable[[EventRecord], None]) -> None:
+        """Hand every numbered event to ``sink`` (called on the engine loop, in order)."""
+        self._sinks.append(sink)
+
+    def _sequence(self, event: Event) -> None:
+        self._seq += 1
+        record = EventRecord(self._seq, event)
+        self._recent.append(record)
+        for sink in self._sinks:
+            sink(record)
+
+    @property
+    def state(self) -> EngineState:
+        """Return the lifecycle state."""
+        return self._state
+
+    def snapshot(self) -> EngineSnapshot:
+        """Return the current state; call on the engine loop."""
+        return EngineSnapshot(
+            seq=self._seq,
+            engine_id=self.engine_id,
+            state=self._state,
+            ts_started=self._ts_started,
+            ts_snapshot=self.clock.now_ns(),
+            heartbeat_interval_ns=self._hb_interval_ns,
+            heartbeats=self._hb_count,
+            last_heartbeat=self._last_hb,
+            recent=tuple(self._recent),
+        )
+
+    # ------------------------------------------------------------------ commands
+    def handle(self, command: Command) -> CommandResult:
+        """Carry out ``command`` and return the acknowledgement or the refusal."""
+        now = self.clock.now_ns()
+        if self._state is not EngineState.RUNNING:
+            return CommandError(
+                command=command, ts_handled=now, reason=f"engine is {self._state.name.lower()}"
+            )
+        match command:
+            case Ping(payload=payload):
+                return CommandAck(command=command, ts_handled=now, detail=payload)
+            case SetHeartbeatInterval(interval_ms=ms):
+                try:
+                    _check_heartbeat_ms(ms)
+                except ValueError as e:
+                    return CommandError(command=command, ts_handled=now, reason=str(e))
+                self._hb_interval_ns = ms * 1_000_000
+                if self._hb_changed is not None:
+                    self._hb_changed.set()
+                return CommandAck(command=command, ts_handled=now, detail=f"heartbeat {ms} ms")
+        return CommandError(
+            command=command,
+            ts_handled=now,
+            reason=f"unsupported command {type(command).__name__}",
+        )
+
+    # ------------------------------------------------------------------ lifecycle
+    def request_stop(self) -> None:
+        """Ask :meth:`run` to stop; safe to call before, during or after it runs."""
+        if self._stop is not None:
+            self._stop.set()
+
+    async def run(self) -> None:
+        """Start the components, run until :meth:`request_stop`, then stop them cleanly."""
+        self._stop = asyncio.Event()
+        self._hb_changed = asyncio.Event()
+        self._ts_started = self.clock.now_ns()
+        self._mono_started = self.clock.monotonic_ns()
+        self._set_state(EngineState.STARTING)
+        heartbeat = asyncio.create_task(self._heartbeat_loop(), name="engine-heartbeat")
+        self._set_state(EngineState.RUNNING)
+        try:
+            await self._stop.wait()
+        finally:
+            self._set_state(EngineState.STOPPING)
+            heartbeat.cancel()
+            await asyncio.gather(heartbeat, return_exceptions=True)
+            self._set_state(EngineState.STOPPED, "stopped on request")
+
+    def _set_state(self, state: EngineState, reason: str = "") -> None:
+        self._state = state
+        self.bus.publish(
+            EngineStateChanged(
+                ts_event=self.clock.now_ns(), engine_id=self.engine_id, state=state, reason=reason
+            )
+        )
+
+    async def _heartbeat_loop(self) -> None:
+        assert self._hb_changed is not None
+        due = self.clock.monotonic_ns() + self._hb_interval_ns
+        while True:
+            delay_s = max(0, due - self.clock.monotonic_ns()) / 1e9
+            self._hb_changed.clear()
+            try:
+                await asyncio.wait_for(self._hb_changed.wait(), delay_s)
+            except TimeoutError:
+                pass
+            else:  # interval changed: reschedule from now
+                due = self.clock.monotonic_ns() + self._hb_interval_ns
+                continue
+            mono = self.clock.monotonic_ns()
+            self._hb_count += 1
+            self._last_hb = EngineHeartbeat(
+                ts_event=self.clock.now_ns(),
+                engine_id=self.engine_id,
+                counter=self._hb_count,
+                uptime_ns=mono - self._mono_started,
+                interval_ns=self._hb_interval_ns,
+                loop_lag_ns=max(0, mono - due),
+            )
+            self.bus.publish(self._last_hb)
+            due += self._hb_interval_ns
+            if due < mono:  # fell behind by more than an interval: do not burst to catch up
+                due = mono + self._hb_interval_ns
+
+
+def _check_heartbeat_ms(ms: int) -> None:
+    if not MIN_HEARTBEAT_MS <= ms <= MAX_HEARTBEAT_MS:
+        raise ValueError(
+            f"heartbeat interval {ms} ms is outside {MIN_HEARTBEAT_MS}..{MAX_HEARTBEAT_MS} ms"
+        )

@@ -1,0 +1,218 @@
+# SPDX-License-Identifier: MIT
+"""The embedded engine: an :class:`engine.core.Engine` on its own asyncio loop and thread.
+
+The console's GUI thread runs Qt; a repaint there must never delay a heartbeat or an order, so
+the engine gets a dedicated thread with a plain asyncio loop (DESIGN.md, "Process model"). The
+engine code is exactly the code that runs headless. Events cross to the client side through a
+lock-protected queue; the GUI drains it in batches.
+"""
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+
+from engine.client import ClientState, EngineStartError
+from engine.clock import Clock, LiveClock
+from engine.commands import Command, CommandError, CommandResult
+from engine.core import Engine, EngineSnapshot
+from engine.events import EventRecord
+
+log = logging.getLogger(__name__)
+
+
+class EmbeddedEngineClient:
+    """Run an engine in this process and expose it through the ``EngineClient`` interface.
+
+    Parameters
+    ----------
+    clock : Clock | None
+        The engine's clock (``LiveClock`` by default).
+    heartbeat_interval_ms : int
+        Period of the engine heartbeat.
+    max_queue : int
+        Events kept for a client that does not drain; beyond it the oldest are dropped and
+        counted in :attr:`dropped` (the GUI then re-reads a snapshot).
+    """
+
+    def __init__(
+        self,
+        clock: Clock | None = None,
+        *,
+        heartbeat_interval_ms: int = 1000,
+        max_queue: int = 1_000_000,
+    ) -> None:
+        self._clock = clock or LiveClock()
+        self._hb_ms = heartbeat_interval_ms
+        self._lock = threading.Lock()
+        self._queue: deque[EventRecord] = deque()
+        self._max_queue = max_queue
+        self._wake_pending = False
+        self._wakeup: Callable[[], None] | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._engine: Engine | None = None
+        self._state = ClientState.IDLE
+        self._error = ""
+        #: Events dropped because the client did not drain in time.
+        self.dropped = 0
+
+    # ------------------------------------------------------------------ EngineClient
+    @property
+    def name(self) -> str:
+        """Return ``"embedded"``."""
+        return "embedded"
+
+    @property
+    def state(self) -> ClientState:
+        """Return the link state."""
+        return self._state
+
+    @property
+    def last_error(self) -> str:
+        """Return why the engine stopped unexpectedly, or ``""``."""
+        return self._error
+
+    @property
+    def thread(self) -> threading.Thread | None:
+        """Return the engine thread (``None`` before :meth:`start`)."""
+        return self._thread
+
+    def start(self, timeout_s: float = 10.0) -> None:
+        """Start the engine thread and wait until the engine runs."""
+        if self._thread is not None:
+            raise EngineStartError("the embedded engine was already started")
+        ready = threading.Event()
+        self._state = ClientState.CONNECTING
+        self._thread = threading.Thread(
+            target=self._thread_main, args=(ready,), name="qw-engine", daemon=True
+        )
+        self._thread.start()
+        if not ready.wait(timeout_s) or self._loop is None:
+            self._state = ClientState.DISCONNECTED
+            raise EngineStartError(
+                f"the embedded engine did not start within {timeout_s:g} s: {self._error}"
+            )
+        self._state = ClientState.CONNECTED
+
+    def snapshot(self, timeout_s: float = 2.0) -> EngineSnapshot:
+        """Return the engine's state, read on the engine thread."""
+        loop, engine = self._require_running()
+        fut: Future[EngineSnapshot] = Future()
+
+        def take() -> None:
+            fut.set_result(engine.snapshot())
+
+        loop.call_soon_threadsafe(take)
+        return fut.result(timeout_s)
+
+    def drain(self, max_events: int | None = None) -> list[EventRecord]:
+        """Return (and forget) the queued events, oldest first."""
+        with self._lock:
+            q = self._queue
+            if max_events is None or max_events >= len(q):
+                out = list(q)
+                q.clear()
+                self._wake_pending = False
+            else:
+                out = [q.popleft() for _ in range(max_events)]
+            return out
+
+    def set_wakeup(self, callback: Callable[[], None] | None) -> None:
+        """Call ``callback`` from the engine thread when events arrive after a drain."""
+        with self._lock:
+            self._wakeup = callback
+            pending = bool(self._queue)
+            self._wake_pending = pending
+        if pending and callback is not None:
+            callback()
+
+    def send(self, command: Command) -> Future[CommandResult]:
+        """Hand ``command`` to the engine thread; the future resolves to its answer."""
+        fut: Future[CommandResult] = Future()
+        loop, engine = self._loop, self._engine
+        if loop is None or engine is None or loop.is_closed():
+            fut.set_result(
+                CommandError(command=command, ts_handled=0, reason="the engine is not running")
+            )
+            return fut
+
+        def run() -> None:
+            if fut.set_running_or_notify_cancel():
+                try:
+                    fut.set_result(engine.handle(command))
+                except Exception as e:  # a bug in a handler must still answer the client
+                    log.exception("command %r failed", command)
+                    fut.set_result(
+                        CommandError(
+                            command=command,
+                            ts_handled=self._clock.now_ns(),
+                            reason=f"internal error: {e}",
+                        )
+                    )
+
+        try:
+            loop.call_soon_threadsafe(run)
+        except RuntimeError:  # loop closed between the check and the call
+            fut.set_result(
+                CommandError(command=command, ts_handled=0, reason="the engine is not running")
+            )
+        return fut
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Stop the engine cleanly and join its thread; idempotent."""
+        thread, loop, engine = self._thread, self._loop, self._engine
+        if thread is None:
+            return
+        if loop is not None and engine is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(engine.request_stop)
+        thread.join(timeout_s)
+        if thread.is_alive():
+            self._error = f"the engine thread did not stop within {timeout_s:g} s"
+            log.error(self._error)
+        self._state = ClientState.DISCONNECTED
+
+    # ------------------------------------------------------------------ engine thread
+    def _require_running(self) -> tuple[asyncio.AbstractEventLoop, Engine]:
+        loop, engine = self._loop, self._engine
+        if loop is None or engine is None or loop.is_closed():
+            raise EngineStartError("the embedded engine is not running")
+        return loop, engine
+
+    def _push(self, record: EventRecord) -> None:
+        callback = None
+        with self._lock:
+            if len(self._queue) >= self._max_queue:
+                self._queue.popleft()
+                self.dropped += 1
+            self._queue.append(record)
+            if not self._wake_pending:
+                self._wake_pending = True
+                callback = self._wakeup
+        if callback is not None:
+            callback()
+
+    def _thread_main(self, ready: threading.Event) -> None:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        try:
+            engine = Engine(self._clock, heartbeat_interval_ms=self._hb_ms)
+            engine.add_sink(self._push)
+            self._engine = engine
+            self._loop = loop
+            loop.call_soon(ready.set)
+            loop.run_until_complete(engine.run())
+        except Exception as e:
+            self._error = f"{type(e).__name__}: {e}"
+            log.exception("the embedded engine failed")
+        finally:
+            ready.set()
+            try:
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            finally:
+                loop.close()
+                self._state = ClientState.DISCONNECTED

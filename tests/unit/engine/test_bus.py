@@ -1,0 +1,54 @@
+# SPDX-License-Identifier: MIT
+from dataclasses import dataclass
+
+import pytest
+
+from engine.bus import MessageBus
+
+
+@dataclass(frozen=True)
+class Base:
+    n: int
+
+
+@dataclass(frozen=True)
+class Child(Base):
+    pass
+
+
+def test_publish_delivers_to_handlers_of_the_type_and_its_bases_in_order() -> None:
+    bus = MessageBus()
+    seen: list[tuple[str, int]] = []
+    bus.subscribe(Base, lambda m: seen.append(("base", m.n)))
+    bus.subscribe(Child, lambda m: seen.append(("child", m.n)))
+    bus.publish(Child(1))
+    bus.publish(Base(2))
+    bus.publish("unrelated")
+    assert seen == [("base", 1), ("child", 1), ("base", 2)]
+
+
+def test_failing_handler_is_counted_and_does_not_stop_the_others() -> None:
+    bus = MessageBus()
+    seen: list[int] = []
+
+    def broken(_m: Base) -> None:
+        raise RuntimeError("boom")
+
+    bus.subscribe(Base, broken)
+    bus.subscribe(Base, lambda m: seen.append(m.n))
+    bus.publish(Base(7))
+    assert seen == [7]
+    assert bus.handler_errors == 1
+
+
+def test_unsubscribe_stops_delivery_and_unknown_handler_raises() -> None:
+    bus = MessageBus()
+    seen: list[int] = []
+    handler = seen.append
+    bus.subscribe(int, handler)
+    bus.publish(1)
+    bus.unsubscribe(int, handler)
+    bus.publish(2)
+    assert seen == [1]
+    with pytest.raises(KeyError, match="not subscribed to int"):
+        bus.unsubscribe(int, handler)
