@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Set up (or refresh) the project's virtual environment and run the console or the test suite.
+#
+#   packaging/bootstrap.sh run [qwconsole options]   open the console (embedded engine, demo)
+#   packaging/bootstrap.sh test [pytest options]     lint, types, import contracts, all tests
+#   packaging/bootstrap.sh bench [pytest options]    the benchmarks (figures and ratios)
+#   packaging/bootstrap.sh env                       only set up the environment
+#
+# Works on a fresh Debian-like machine: installs the system libraries Qt needs with apt when
+# run as root, otherwise prints the exact apt line and stops. Python >= 3.11 is required; set
+# QW_PYTHON to choose the interpreter. The venv lives in .venv (QW_VENV to move it).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+VENV=${QW_VENV:-$ROOT/.venv}
+MODE=${1:-}
+[ $# -gt 0 ] && shift
+
+die() { echo "bootstrap: $*" >&2; exit 1; }
+
+case "$MODE" in
+  run|test|bench|env) ;;
+  *) echo "usage: packaging/bootstrap.sh run|test|bench|env [args...]" >&2; exit 2 ;;
+esac
+
+# ------------------------------------------------------------------ system packages
+# Offscreen Qt (tests, --smoke, --screenshot): platform-facts.md 2.1.
+APT_BASE=(libglib2.0-0 libegl1 libgl1 libx11-6 libdbus-1-3 libfontconfig1 libfreetype6
+          libxkbcommon0 libbrotli1 fonts-dejavu-core)
+# A real window on X11 (the xcb platform plugin): platform-facts.md 2.2.
+APT_WINDOW=(libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-render-util0
+            libxcb-render0 libxcb-shape0 libxcb-util1 libxcb-xkb1 libxkbcommon-x11-0)
+
+pick_python() {
+  local candidates=("${QW_PYTHON:-}" python3.13 python3.12 python3.11 python3)
+  for py in "${candidates[@]}"; do
+    [ -n "$py" ] || continue
+    command -v "$py" >/dev/null 2>&1 || continue
+    if "$py" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; then
+      echo "$py"; return 0
+    fi
+  done
+  return 1
+}
+
+PY=$(pick_python) || die "Python >= 3.11 not found (set QW_PYTHON, or: apt-get install -y python3 python3-venv)"
+
+wanted=("${APT_BASE[@]}")
+[ "$MODE" = run ] && wanted+=("${APT_WINDOW[@]}")
+# python3-venv provides ensurepip for Debian's own python3.
+if ! "$PY" -c 'import ensurepip, venv' >/dev/null 2>&1; then
+  wanted+=(python3-venv)
+fi
+
+missing=()
+if command -v dpkg-query >/dev/null 2>&1; then
+  for pkg in "${wanted[@]}"; do
+    status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+    [ "$status" = "install ok installed" ] || missing+=("$pkg")
+  done
+else
+  echo "bootstrap: no dpkg here; assuming the Qt system libraries are installed" >&2
+fi
+
+if [ ${#missing[@]} -gt 0 ]; then
+  line="apt-get install -y --no-install-recommends ${missing[*]}"
+  if [ "$(id -u)" = 0 ]; then
+    echo "bootstrap: installing system packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    # shellcheck disable=SC2086
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "bootstrap: Qt needs system packages that are missing: ${missing[*]}" >&2
+    echo "bootstrap: install them as root, then run this command again:" >&2
+    echo "    sudo apt-get update && sudo $line" >&2
+    exit 1
+  fi
+fi
+
+# ------------------------------------------------------------------ virtual environment
+EXTRAS=""
+[ "$MODE" != run ] && EXTRAS="[dev]"
+STAMP="$VENV/.qw-stamp"
+want_stamp="$( (cat "$ROOT/pyproject.toml" "$ROOT/packaging/constraints.txt"; echo "$EXTRAS"; "$PY" -V) | sha256sum | cut -d' ' -f1)"
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "bootstrap: creating $VENV with $($PY -V)"
+  "$PY" -m venv "$VENV"
+fi
+if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want_stamp" ]; then
+  echo "bootstrap: installing pinned packages into $VENV"
+  "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+  "$VENV/bin/python" -m pip install -q -c "$ROOT/packaging/constraints.txt" -e "$ROOT$EXTRAS"
+  echo "$want_stamp" > "$STAMP"
+fi
+
+cd "$ROOT"
+case "$MODE" in
+  env)
+    echo "bootstrap: $VENV is ready" ;;
+  run)
+    exec "$VENV/bin/qwconsole" "$@" ;;
+  test)
+    export QT_QPA_PLATFORM=offscreen
+    t0=$(date +%s)
+    echo "== ruff";          "$VENV/bin/ruff" check . && "$VENV/bin/ruff" format --check .
+    echo "== mypy";          "$VENV/bin/mypy"
+    echo "== import-linter"; "$VENV/bin/lint-imports"
+    echo "== pytest";        "$VENV/bin/python" -m pytest -m "not bench" "$@"
+    echo "bootstrap: all checks passed in $(( $(date +%s) - t0 )) s" ;;
+  bench)
+    export QT_QPA_PLATFORM=offscreen
+    exec "$VENV/bin/python" -m pytest -m bench -s -p no:randomly tests/benchmarks "$@" ;;
+esac
