@@ -84,9 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="render the main window offscreen into a PNG and exit",
     )
-    parser.add_argument(
-        "--workspace", choices=WORKSPACE_CHOICES, help="workspace to show at start"
-    )
+    parser.add_argument("--workspace", choices=WORKSPACE_CHOICES, help="workspace to show at start")
     parser.add_argument(
         "--after",
         type=_non_negative_seconds,

@@ -104,10 +104,17 @@ case "$MODE" in
   test)
     export QT_QPA_PLATFORM=offscreen
     t0=$(date +%s)
-    echo "== ruff";          "$VENV/bin/ruff" check . && "$VENV/bin/ruff" format --check .
-    echo "== mypy";          "$VENV/bin/mypy"
-    echo "== import-linter"; "$VENV/bin/lint-imports"
-    echo "== pytest";        "$VENV/bin/python" -m pytest -m "not bench" "$@"
+    failed=()
+    step() { local name=$1; shift; echo "== $name"; "$@" || failed+=("$name"); }
+    step "ruff check"     "$VENV/bin/ruff" check .
+    step "ruff format"    "$VENV/bin/ruff" format --check .
+    step "mypy"           "$VENV/bin/mypy"
+    step "import-linter"  "$VENV/bin/lint-imports"
+    step "pytest"         "$VENV/bin/python" -m pytest -m "not bench" "$@"
+    if [ ${#failed[@]} -gt 0 ]; then
+      echo "bootstrap: FAILED: ${failed[*]} ($(( $(date +%s) - t0 )) s)" >&2
+      exit 1
+    fi
     echo "bootstrap: all checks passed in $(( $(date +%s) - t0 )) s" ;;
   bench)
     export QT_QPA_PLATFORM=offscreen

@@ -131,4 +131,3 @@ class StatusIndicators:
             )
         )
         _set_state(label, "ok" if up == n else "warn" if up else "bad")
-

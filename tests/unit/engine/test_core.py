@@ -17,10 +17,16 @@ from engine.events import EngineHeartbeat, EngineStateChanged, EventRecord
 async def test_engine_numbers_events_and_heartbeats_on_its_loop() -> None:
     engine = Engine(LiveClock(), heartbeat_interval_ms=10)
     records: list[EventRecord] = []
-    engine.add_sink(records.append)
+    five_beats = asyncio.Event()
+
+    def sink(record: EventRecord) -> None:
+        records.append(record)
+        if sum(isinstance(r.event, EngineHeartbeat) for r in records) >= 5:
+            five_beats.set()
+
+    engine.add_sink(sink)
     task = asyncio.create_task(engine.run())
-    while sum(isinstance(r.event, EngineHeartbeat) for r in records) < 5:
-        await asyncio.sleep(0.005)
+    await five_beats.wait()
     engine.request_stop()
     await task
     assert [r.seq for r in records] == list(range(1, len(records) + 1))
