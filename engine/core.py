@@ -181,17 +181,18 @@ class Engine:
 
     async def _heartbeat_loop(self) -> None:
         assert self._hb_changed is not None
-        due = self.clock.monotonic_ns() + self._hb_interval_ns
+        due = self.clock.monotonic_ns()  # the first heartbeat goes out at once
         while True:
             delay_s = max(0, due - self.clock.monotonic_ns()) / 1e9
             self._hb_changed.clear()
-            try:
-                await asyncio.wait_for(self._hb_changed.wait(), delay_s)
-            except TimeoutError:
-                pass
-            else:  # interval changed: reschedule from now
-                due = self.clock.monotonic_ns() + self._hb_interval_ns
-                continue
+            if delay_s > 0:
+                try:
+                    await asyncio.wait_for(self._hb_changed.wait(), delay_s)
+                except TimeoutError:
+                    pass
+                else:  # interval changed: reschedule from now
+                    due = self.clock.monotonic_ns() + self._hb_interval_ns
+                    continue
             mono = self.clock.monotonic_ns()
             self._hb_count += 1
             self._last_hb = EngineHeartbeat(

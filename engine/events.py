@@ -8,7 +8,16 @@ the fact became true. The engine numbers every event it publishes; a client sees
 
 from dataclasses import dataclass
 
-from engine.enums import EngineState, SessionState
+from engine.enums import (
+    AlertLevel,
+    EngineState,
+    KillLevel,
+    OrdStatus,
+    OrdType,
+    SessionState,
+    Side,
+    TimeInForce,
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,3 +74,80 @@ class EventRecord:
 
     seq: int
     event: Event
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OrderView:
+    """An order as it stands after a change: the row a blotter shows.
+
+    Prices are in ticks and quantities in lots; ``avg_px_ticks`` is a float because an average
+    of fills falls between ticks.
+    """
+
+    order_id: int  # engine-wide, stable across cancel/replace chains
+    client_order_id: str  # ClOrdID <11> currently in force
+    orig_client_order_ids: tuple[str, ...]  # OrigClOrdID <41> chain, oldest first
+    venue_order_id: str  # OrderID <37>, "" before the venue acknowledged
+    strategy_id: int
+    symbol: str  # Symbol <55>
+    side: Side
+    ord_type: OrdType
+    time_in_force: TimeInForce
+    qty_lots: int  # OrderQty <38>
+    px_ticks: int  # Price <44>, 0 for market orders
+    status: OrdStatus
+    cum_qty_lots: int  # CumQty <14>
+    leaves_qty_lots: int  # LeavesQty <151>
+    avg_px_ticks: float  # AvgPx <6>, in ticks
+    pending: str  # "", "cancel" or "replace": a request the venue has not answered yet
+    text: str  # Text <58> of the last report, or why the engine refused the order
+    ts_created: int
+    ts_sent: int  # 0 if never sent
+    ts_acked: int  # first acknowledgement from the venue, 0 before
+    ts_last: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OrderChanged(Event):
+    """An order was created, sent, acknowledged, filled, replaced, canceled or rejected."""
+
+    order: OrderView
+    change: str  # short reason: "sent", "ack", "fill", "cancel", "refused: ..."
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OrderFilled(Event):
+    """An order received a full or partial fill.
+
+    Corresponds to an ExecutionReport <8> with ExecType <150> = F (Trade).
+    """
+
+    order_id: int
+    client_order_id: str  # ClOrdID <11>
+    venue_order_id: str  # OrderID <37>
+    exec_id: str  # ExecID <17>
+    strategy_id: int
+    symbol: str
+    side: Side
+    last_px_ticks: int  # LastPx <31>, in ticks
+    last_qty_lots: int  # LastQty <32>, in lots
+    leaves_qty_lots: int  # LeavesQty <151>, in lots
+    ts_recv: int  # local receive time, ns
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Alert(Event):
+    """Something a trader must see: an unknown execution, a business reject, a refused rule."""
+
+    level: AlertLevel
+    source: str  # "oms", "risk", "fix", a strategy name
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KillSwitchChanged(Event):
+    """The kill switch was engaged or released (every use is journaled)."""
+
+    level: KillLevel
+    actor: str  # who pulled it: "console", a user name, "risk"
+    reason: str

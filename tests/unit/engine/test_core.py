@@ -40,7 +40,7 @@ async def test_engine_numbers_events_and_heartbeats_on_its_loop() -> None:
     beats = [r.event for r in records if isinstance(r.event, EngineHeartbeat)]
     assert [b.counter for b in beats] == list(range(1, len(beats) + 1))
     assert all(b.interval_ns == 10_000_000 for b in beats)
-    assert beats[-1].uptime_ns >= 4 * 10_000_000
+    assert beats[-1].uptime_ns >= 3 * 10_000_000  # the first beat goes out at start
     assert engine.snapshot().seq == records[-1].seq
 
 

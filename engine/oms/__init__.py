@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: MIT
+"""Order management: the universal order, its state machine, the order manager, risk."""

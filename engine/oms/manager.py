@@ -1,0 +1,514 @@
+# SPDX-License-Identifier: MIT
+"""The exchange-independent order manager: one per instrument and trading day.
+
+It creates orders (risk checks, ClOrdID, state PendingNew), hands them to a venue adapter, and
+applies what the venue answers — execution reports, cancel rejects, session and business
+rejects — to the universal :class:`engine.oms.order.Order`, publishing an
+:class:`engine.events.OrderChanged` for every change and an :class:`engine.events.Alert` for
+anything a trader must look at.
+"""
+
+import itertools
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from engine.bus import MessageBus
+from engine.clock import Clock
+from engine.enums import AlertLevel, ExecType, OrdStatus, OrdType, Side, TimeInForce
+from engine.events import Alert, OrderChanged, OrderFilled
+from engine.instruments import Instrument
+from engine.oms.order import Order, PendingRequest, is_allowed
+from engine.oms.risk import OrderIntent, RiskChecker
+from engine.oms.venue import CancelReject, ExecutionReport, Venue
+
+log = logging.getLogger(__name__)
+
+_FILL_TYPES = frozenset({ExecType.TRADE, ExecType.PARTIAL_FILL, ExecType.FILL})
+
+#: Engine-wide order ids (stable across cancel/replace chains and instruments).
+_order_ids = itertools.count(1)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OrderRequest:
+    """One order of a portfolio sent with :meth:`OrderManager.send_many`."""
+
+    strategy_id: int
+    side: Side
+    qty_lots: int
+    px_ticks: int = 0
+    ord_type: OrdType = OrdType.LIMIT
+    time_in_force: TimeInForce = TimeInForce.DAY
+    client_order_id: str | None = None
+
+
+class OrderManager:
+    """Orders of one instrument on one venue for one trading day.
+
+    Parameters
+    ----------
+    instrument : Instrument
+        The instrument (static data such as Symbol <55> is set once, here).
+    venue : Venue
+        Where orders go; it calls back ``on_execution_report`` and friends.
+    bus : MessageBus
+        Where order events and alerts are published.
+    clock : Clock
+        Time source.
+    risk : RiskChecker
+        Pre-trade checks (shared by every order manager of the engine).
+    security_desc : str
+        SecurityDesc <107>, for venues that need it.
+    next_order_id : Callable[[], int] | None
+        Source of engine-wide order ids.
+    """
+
+    def __init__(
+        self,
+        instrument: Instrument,
+        venue: Venue,
+        bus: MessageBus,
+        clock: Clock,
+        risk: RiskChecker,
+        *,
+        security_desc: str = "",
+        next_order_id: Callable[[], int] | None = None,
+    ) -> None:
+        self.instrument = instrument
+        self.symbol = instrument.symbol
+        self.security_desc = security_desc
+        self.venue = venue
+        self.bus = bus
+        self.clock = clock
+        self.risk = risk
+        self._next_order_id = next_order_id or (lambda: next(_order_ids))
+        self._tick_value = float(instrument.tick_value)
+        self.orders: dict[int, Order] = {}
+        self._by_clordid: dict[str, Order] = {}
+        self._by_venue_id: dict[str, Order] = {}
+        self._exec_ids: set[str] = set()
+        self._counted: dict[int, tuple[bool, int]] = {}  # order_id -> (working, leaves) risk saw
+
+    # ------------------------------------------------------------------ queries
+    def get(self, client_order_id: str) -> Order | None:
+        """Return the order that has (or had) this ClOrdID, or ``None``."""
+        return self._by_clordid.get(client_order_id)
+
+    def working(self, strategy_id: int | None = None) -> Iterator[Order]:
+        """Iterate over working orders, of one strategy or all."""
+        for order in self.orders.values():
+            if order.is_working and (strategy_id is None or order.strategy_id == strategy_id):
+                yield order
+
+    # ------------------------------------------------------------------ requests
+    def send(
+        self,
+        strategy_id: int,
+        side: Side,
+        qty_lots: int,
+        px_ticks: int = 0,
+        ord_type: OrdType = OrdType.LIMIT,
+        time_in_force: TimeInForce = TimeInForce.DAY,
+        client_order_id: str | None = None,
+    ) -> Order:
+        """Check, create and send one order; return it (``REJECTED`` with the reason if refused).
+
+        Raises
+        ------
+        ValueError
+            For a malformed request (quantity <= 0, a limit order without a price): a bug in
+            the caller, not a trading decision.
+        """
+        if qty_lots <= 0:
+            raise ValueError(f"{self.symbol}: order quantity must be > 0 lots, got {qty_lots}")
+        if ord_type is OrdType.LIMIT and px_ticks == 0:
+            raise ValueError(f"{self.symbol}: a limit order needs a price (px_ticks=0 given)")
+        if ord_type is OrdType.MARKET:
+            px_ticks = 0
+        now = self.clock.now_ns()
+        clordid = client_order_id or self.venue.new_client_order_id()
+        order = Order(
+            order_id=self._next_order_id(),
+            client_order_id=clordid,
+            strategy_id=strategy_id,
+            symbol=self.symbol,
+            side=side,
+            ord_type=ord_type,
+            time_in_force=time_in_force,
+            qty_lots=qty_lots,
+            px_ticks=px_ticks,
+            ts_created=now,
+            ts_last=now,
+            leaves_qty_lots=qty_lots,
+        )
+        self.orders[order.order_id] = order
+        if clordid in self._by_clordid:
+            return self._refuse(order, f"duplicate ClOrdID {clordid!r}: already used today")
+        self._by_clordid[clordid] = order
+        refusal = self.risk.check(
+            OrderIntent(
+                strategy_id=strategy_id,
+                symbol=self.symbol,
+                side=side,
+                qty_lots=qty_lots,
+                px_ticks=px_ticks,
+                tick_value=self._tick_value,
+            )
+        )
+        if refusal is not None:
+            return self._refuse(order, f"risk: {refusal}")
+        self.risk.record_sent(strategy_id)
+        order.ts_sent = self.clock.now_ns()
+        self._sync_risk(order)
+        self._publish(order, "new")
+        self.venue.submit(order)
+        return order
+
+    def send_many(self, requests: Iterable[OrderRequest]) -> list[Order]:
+        """Send a portfolio of orders in one call; each is checked and answered on its own."""
+        return [
+            self.send(
+                r.strategy_id,
+                r.side,
+                r.qty_lots,
+                r.px_ticks,
+                r.ord_type,
+                r.time_in_force,
+                r.client_order_id,
+            )
+            for r in requests
+        ]
+
+    def cancel(self, order: Order) -> bool:
+        """Ask the venue to cancel ``order``; return ``False`` if there is nothing to cancel.
+
+        An order with a pending cancel or replace is not asked again (the answer to the first
+        request decides).
+        """
+        if not order.is_working or order.pending is not None:
+            return False
+        request = PendingRequest(
+            kind="cancel",
+            client_order_id=self.venue.new_client_order_id(),
+            prev_status=order.status,
+            ts_sent=self.clock.now_ns(),
+        )
+        order.pending = request
+        self._by_clordid[request.client_order_id] = order
+        order.status = OrdStatus.PENDING_CANCEL
+        order.ts_last = request.ts_sent
+        self._publish(order, "cancel sent")
+        self.venue.cancel(order, request)
+        return True
+
+    def cancel_many(self, orders: Iterable[Order]) -> int:
+        """Cancel several orders in one call; return how many cancels were sent."""
+        return sum(self.cancel(o) for o in list(orders))
+
+    def cancel_all(self, strategy_id: int | None = None, side: Side | None = None) -> int:
+        """Cancel every working order (of a strategy, of a side); return how many were sent."""
+        return self.cancel_many(
+            o for o in self.working(strategy_id) if side is None or o.side is side
+        )
+
+    def replace(
+        self, order: Order, *, qty_lots: int | None = None, px_ticks: int | None = None
+    ) -> bool:
+        """Ask the venue to change quantity and/or price; ``False`` if not possible now.
+
+        Risk checks the new values; a refusal is published as an alert and the order is left
+        as it was.
+        """
+        if not order.is_working or order.pending is not None:
+            return False
+        new_qty = order.qty_lots if qty_lots is None else qty_lots
+        new_px = order.px_ticks if px_ticks is None else px_ticks
+        if new_qty <= order.cum_qty_lots:
+            raise ValueError(
+                f"{order.client_order_id}: new quantity {new_qty} lots must exceed the "
+                f"{order.cum_qty_lots} lots already filled"
+            )
+        if order.ord_type is OrdType.LIMIT and new_px == 0:
+            raise ValueError(f"{order.client_order_id}: a limit order needs a price")
+        refusal = self.risk.check(
+            OrderIntent(
+                strategy_id=order.strategy_id,
+                symbol=self.symbol,
+                side=order.side,
+                qty_lots=new_qty,
+                px_ticks=new_px,
+                tick_value=self._tick_value,
+                is_replace=True,
+                extra_qty_lots=max(0, new_qty - order.qty_lots),
+            )
+        )
+        if refusal is not None:
+            self._alert(
+                AlertLevel.WARNING, f"replace of {order.client_order_id} refused: {refusal}"
+            )
+            return False
+        self.risk.record_sent(order.strategy_id)
+        request = PendingRequest(
+            kind="replace",
+            client_order_id=self.venue.new_client_order_id(),
+            prev_status=order.status,
+            qty_lots=new_qty,
+            px_ticks=new_px,
+            ts_sent=self.clock.now_ns(),
+        )
+        order.pending = request
+        self._by_clordid[request.client_order_id] = order
+        order.status = OrdStatus.PENDING_REPLACE
+        order.ts_last = request.ts_sent
+        self._publish(order, "replace sent")
+        self.venue.replace(order, request)
+        return True
+
+    def request_status(self, order: Order) -> None:
+        """Ask the venue for the order's status (OrderStatusRequest <H>)."""
+        self.venue.request_status(order)
+
+    # ------------------------------------------------------------------ venue answers
+    def on_execution_report(self, rep: ExecutionReport) -> Order | None:
+        """Apply an ExecutionReport <8>; return the order, or ``None`` if it is unknown."""
+        order = self._find(rep.client_order_id, rep.orig_client_order_id, rep.venue_order_id)
+        if order is None:
+            self._alert(
+                AlertLevel.WARNING,
+                f"execution report for an unknown order: ClOrdID={rep.client_order_id!r} "
+                f"OrigClOrdID={rep.orig_client_order_id!r} OrderID={rep.venue_order_id!r} "
+                f"ExecType={rep.exec_type.name} ExecID={rep.exec_id!r}",
+            )
+            return None
+        et = rep.exec_type
+        if et in _FILL_TYPES and rep.exec_id:
+            if rep.exec_id in self._exec_ids:
+                log.info(
+                    "duplicate ExecID %s ignored (PossResend=%s)", rep.exec_id, rep.poss_resend
+                )
+                return order
+            self._exec_ids.add(rep.exec_id)
+        now = self.clock.now_ns()
+        if rep.venue_order_id and rep.venue_order_id != order.venue_order_id:
+            order.venue_order_id = rep.venue_order_id
+            self._by_venue_id[rep.venue_order_id] = order
+        if not order.ts_acked and et is not ExecType.REJECTED:
+            order.ts_acked = rep.ts_recv or now
+        change = self._apply_exec_type(order, rep)
+        self._apply_status(order, rep)
+        order.text = rep.text or order.text
+        order.ts_last = now
+        self._sync_risk(order)
+        self._publish(order, change)
+        return order
+
+    def _apply_exec_type(self, order: Order, rep: ExecutionReport) -> str:
+        et, pending = rep.exec_type, order.pending
+        if et in _FILL_TYPES:
+            return self._apply_fill(order, rep)
+        if et is ExecType.REPLACED:
+            return self._apply_replace(order, rep)
+        if et is ExecType.CANCELED:
+            if pending is not None:
+                order.pending = None
+                return "canceled"
+            self._alert(
+                AlertLevel.WARNING,
+                f"unsolicited cancel of {order.client_order_id}"
+                + (f": {rep.text}" if rep.text else ""),
+            )
+            return "canceled (unsolicited)"
+        if et is ExecType.REJECTED:
+            return "rejected"
+        if et in (ExecType.TRADE_CANCEL, ExecType.TRADE_CORRECT):
+            self._alert(
+                AlertLevel.WARNING,
+                f"{et.name.lower()} on {order.client_order_id}: ExecID={rep.exec_id!r}, "
+                f"CumQty now {rep.cum_qty_lots} lots",
+            )
+            return et.name.lower()
+        if et is ExecType.NEW:
+            return "ack"
+        return et.name.lower()
+
+    def _apply_fill(self, order: Order, rep: ExecutionReport) -> str:
+        if rep.last_qty_lots <= 0:
+            self._alert(
+                AlertLevel.ERROR,
+                f"fill without a quantity on {order.client_order_id}: ExecID={rep.exec_id!r}",
+            )
+            return "fill?"
+        order.notional_ticks_lots += rep.last_px_ticks * rep.last_qty_lots
+        self.risk.on_fill(order.strategy_id, self.symbol, order.side, rep.last_qty_lots)
+        self.bus.publish(
+            OrderFilled(
+                ts_event=rep.ts_event or self.clock.now_ns(),
+                order_id=order.order_id,
+                client_order_id=order.client_order_id,
+                venue_order_id=order.venue_order_id,
+                exec_id=rep.exec_id,
+                strategy_id=order.strategy_id,
+                symbol=self.symbol,
+                side=order.side,
+                last_px_ticks=rep.last_px_ticks,
+                last_qty_lots=rep.last_qty_lots,
+                leaves_qty_lots=rep.leaves_qty_lots,
+                ts_recv=rep.ts_recv,
+            )
+        )
+        return "fill"
+
+    def _apply_replace(self, order: Order, rep: ExecutionReport) -> str:
+        pending = order.pending
+        if pending is not None and pending.kind == "replace":
+            order.qty_lots, order.px_ticks = pending.qty_lots, pending.px_ticks
+            new_id = pending.client_order_id
+            order.pending = None
+        else:
+            new_id = rep.client_order_id
+            self._alert(AlertLevel.INFO, f"unsolicited replace of {order.client_order_id}")
+        if rep.order_qty_lots:
+            order.qty_lots = rep.order_qty_lots
+        if rep.px_ticks:
+            order.px_ticks = rep.px_ticks
+        if new_id != order.client_order_id:
+            order.chain = (*order.chain, order.client_order_id)
+            order.client_order_id = new_id
+            self._by_clordid[new_id] = order
+        return "replaced"
+
+    def _apply_status(self, order: Order, rep: ExecutionReport) -> None:
+        new = rep.ord_status
+        if new is OrdStatus.REPLACED:  # FIX 4.0-4.2: the old order's status after a replace
+            new = OrdStatus.PARTIALLY_FILLED if rep.cum_qty_lots else OrdStatus.NEW
+        if order.pending is not None and new in (OrdStatus.NEW, OrdStatus.PARTIALLY_FILLED):
+            # A fill or restatement while our request is open: the order stays pending.
+            order.pending.prev_status = new
+            new = (
+                OrdStatus.PENDING_CANCEL
+                if order.pending.kind == "cancel"
+                else OrdStatus.PENDING_REPLACE
+            )
+        if not is_allowed(order.status, new):
+            self._alert(
+                AlertLevel.WARNING,
+                f"{order.client_order_id}: venue moved the order from {order.status.name} to "
+                f"{new.name} (ExecType {rep.exec_type.name}), which the state table does not "
+                "allow; the venue's state is applied",
+            )
+        order.status = new
+        order.cum_qty_lots = rep.cum_qty_lots
+        order.leaves_qty_lots = 0 if order.is_terminal else rep.leaves_qty_lots
+        if order.is_terminal:
+            order.pending = None
+
+    def on_cancel_reject(self, rej: CancelReject) -> Order | None:
+        """Apply an OrderCancelReject <9>: the request ends, the order stays as the venue says."""
+        order = self._find(rej.client_order_id, rej.orig_client_order_id, rej.venue_order_id)
+        what = "replace" if rej.response_to_replace else "cancel"
+        if order is None:
+            self._alert(
+                AlertLevel.WARNING,
+                f"{what} reject for an unknown order: ClOrdID={rej.client_order_id!r} "
+                f"OrigClOrdID={rej.orig_client_order_id!r}: {rej.text}",
+            )
+            return None
+        pending = order.pending
+        restored = pending.prev_status if pending is not None else order.status
+        if rej.ord_status is not None and rej.ord_status not in (
+            OrdStatus.PENDING_CANCEL,
+            OrdStatus.PENDING_REPLACE,
+        ):
+            restored = rej.ord_status
+        order.pending = None
+        order.status = restored
+        if order.is_terminal:
+            order.leaves_qty_lots = 0
+        order.text = rej.text
+        order.ts_last = self.clock.now_ns()
+        self._sync_risk(order)
+        self._publish(order, f"{what} rejected")
+        self._alert(
+            AlertLevel.WARNING,
+            f"{what} of {order.client_order_id} rejected"
+            + (f" (CxlRejReason {rej.reason})" if rej.reason is not None else "")
+            + (f": {rej.text}" if rej.text else ""),
+        )
+        return order
+
+    def on_message_rejected(
+        self, msg_type: str, client_order_id: str, text: str, *, business: bool = False
+    ) -> Order | None:
+        """Apply a session Reject <3> or BusinessMessageReject <j> of one of our messages.
+
+        A rejected NewOrderSingle <D> leaves the order ``REJECTED``; a rejected cancel <F> or
+        replace <G> ends the pending request as a cancel reject would.
+        """
+        order = self._by_clordid.get(client_order_id)
+        kind = "business message reject" if business else "session reject"
+        if order is None:
+            self._alert(
+                AlertLevel.WARNING,
+                f"{kind} of MsgType {msg_type} for unknown ClOrdID {client_order_id!r}: {text}",
+            )
+            return None
+        if business:
+            self._alert(
+                AlertLevel.WARNING,
+                f"{kind} of MsgType {msg_type} ClOrdID {client_order_id}: {text}",
+            )
+        if msg_type == "D" and not order.ts_acked and not order.is_terminal:
+            # Never reached the venue's book (a cancel sent meanwhile dies with it).
+            order.status = OrdStatus.REJECTED
+            order.pending = None
+            order.leaves_qty_lots = 0
+            order.text = f"{kind}: {text}"
+            order.ts_last = self.clock.now_ns()
+            self._sync_risk(order)
+            self._publish(order, "rejected")
+        elif msg_type in ("F", "G") and order.pending is not None:
+            order.status = order.pending.prev_status
+            order.pending = None
+            order.text = f"{kind}: {text}"
+            order.ts_last = self.clock.now_ns()
+            self._sync_risk(order)
+            self._publish(order, f"{'cancel' if msg_type == 'F' else 'replace'} rejected")
+        return order
+
+    # ------------------------------------------------------------------ internals
+    def _find(self, clordid: str, orig: str, venue_id: str) -> Order | None:
+        return (
+            self._by_clordid.get(clordid)
+            or (self._by_clordid.get(orig) if orig else None)
+            or (self._by_venue_id.get(venue_id) if venue_id else None)
+        )
+
+    def _refuse(self, order: Order, reason: str) -> Order:
+        order.status = OrdStatus.REJECTED
+        order.leaves_qty_lots = 0
+        order.text = reason
+        self._publish(order, f"refused: {reason}")
+        self._alert(AlertLevel.WARNING, f"order refused ({order.client_order_id}): {reason}")
+        return order
+
+    def _sync_risk(self, order: Order) -> None:
+        was_working, was_leaves = self._counted.get(order.order_id, (False, 0))
+        working = order.is_working
+        leaves = order.leaves_qty_lots if working else 0
+        if working != was_working or leaves != was_leaves:
+            self.risk.on_working_changed(
+                order.strategy_id,
+                self.symbol,
+                order.side,
+                int(working) - int(was_working),
+                leaves - was_leaves,
+            )
+            self._counted[order.order_id] = (working, leaves)
+
+    def _publish(self, order: Order, change: str) -> None:
+        self.bus.publish(OrderChanged(ts_event=order.ts_last, order=order.view(), change=change))
+
+    def _alert(self, level: AlertLevel, text: str) -> None:
+        log.log(int(level), "%s: %s", self.symbol, text)
+        self.bus.publish(Alert(ts_event=self.clock.now_ns(), level=level, source="oms", text=text))

@@ -1,0 +1,224 @@
+# SPDX-License-Identifier: MIT
+"""Pre-trade risk: limits per strategy and for the whole engine, and the kill switch.
+
+Every refusal names the rule and the values that broke it, e.g.
+``max_order_qty: 500 lots > 100 lots (strategy 20170101)``.
+"""
+
+from collections import defaultdict, deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from engine.clock import Clock
+from engine.enums import KillLevel, Side
+
+#: Length of the order-rate window, ns.
+RATE_WINDOW_NS = 1_000_000_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RiskLimits:
+    """Pre-trade limits; ``None`` disables a rule.
+
+    Parameters
+    ----------
+    max_order_qty_lots : int | None
+        Largest quantity of one order.
+    max_order_notional : float | None
+        Largest price x quantity x multiplier of one order, in the instrument's currency.
+    max_position_lots : int | None
+        Largest absolute position, counting the worst case of working orders on the same side.
+    price_band_ticks : int | None
+        Farthest a limit price may be from the reference (last trade, else the touch).
+    max_open_orders : int | None
+        Most working orders at once.
+    max_orders_per_second : int | None
+        Most new and replace requests in any one-second window.
+    """
+
+    max_order_qty_lots: int | None = None
+    max_order_notional: float | None = None
+    max_position_lots: int | None = None
+    price_band_ticks: int | None = None
+    max_open_orders: int | None = None
+    max_orders_per_second: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in (
+            "max_order_qty_lots",
+            "max_order_notional",
+            "max_position_lots",
+            "price_band_ticks",
+            "max_open_orders",
+            "max_orders_per_second",
+        ):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"RiskLimits.{name} must be >= 0, got {value}")
+
+
+@dataclass(frozen=True, slots=True)
+class RiskRefusal:
+    """Why an order was refused before it was sent."""
+
+    rule: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.rule}: {self.text}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OrderIntent:
+    """What risk needs to know of an order about to be sent (or replaced)."""
+
+    strategy_id: int
+    symbol: str
+    side: Side
+    qty_lots: int
+    px_ticks: int  # 0 for a market order
+    tick_value: float  # currency value of one tick on one lot
+    is_replace: bool = False
+    extra_qty_lots: int = 0  # replace: quantity added on top of the working quantity
+
+
+class RiskChecker:
+    """Apply :class:`RiskLimits` globally and per strategy, and hold the kill switch.
+
+    The order manager tells it about working orders and fills (:meth:`on_working_changed`,
+    :meth:`on_fill`); :meth:`check` then answers with ``None`` or a :class:`RiskRefusal`.
+
+    Parameters
+    ----------
+    clock : Clock
+        For the order-rate window.
+    global_limits : RiskLimits
+        Limits over all strategies together.
+    reference_px : Callable[[str], int | None] | None
+        Reference price in ticks of a symbol for the price band (last trade, else the touch).
+    """
+
+    def __init__(
+        self,
+        clock: Clock,
+        global_limits: RiskLimits | None = None,
+        reference_px: Callable[[str], int | None] | None = None,
+    ) -> None:
+        self.clock = clock
+        self.global_limits = global_limits or RiskLimits()
+        self.strategy_limits: dict[int, RiskLimits] = {}
+        self.reference_px = reference_px
+        self.kill_level = KillLevel.OFF
+        # Keys: None for the whole engine, else the strategy id.
+        self._open: defaultdict[int | None, int] = defaultdict(int)
+        self._position: defaultdict[tuple[int | None, str], int] = defaultdict(int)
+        self._working: defaultdict[tuple[int | None, str, Side], int] = defaultdict(int)
+        self._sent: defaultdict[int | None, deque[int]] = defaultdict(deque)
+
+    def set_strategy_limits(self, strategy_id: int, limits: RiskLimits) -> None:
+        """Set (or replace) the limits of one strategy."""
+        self.strategy_limits[strategy_id] = limits
+
+    # ---------------------------------------------------------------- bookkeeping
+    def on_working_changed(
+        self, strategy_id: int, symbol: str, side: Side, d_orders: int, d_leaves_lots: int
+    ) -> None:
+        """Adjust the count of working orders and their leaves quantity."""
+        for key in (None, strategy_id):
+            self._open[key] += d_orders
+            self._working[(key, symbol, side)] += d_leaves_lots
+
+    def on_fill(self, strategy_id: int, symbol: str, side: Side, qty_lots: int) -> None:
+        """Book a fill into the positions risk sees."""
+        for key in (None, strategy_id):
+            self._position[(key, symbol)] += int(side) * qty_lots
+
+    def position(self, symbol: str, strategy_id: int | None = None) -> int:
+        """Return the net position in lots (signed) of a strategy, or of the whole engine."""
+        return self._position[(strategy_id, symbol)]
+
+    def open_orders(self, strategy_id: int | None = None) -> int:
+        """Return the number of working orders of a strategy, or of the whole engine."""
+        return self._open[strategy_id]
+
+    def record_sent(self, strategy_id: int) -> None:
+        """Count a new or replace request in the order-rate window."""
+        now = self.clock.monotonic_ns()
+        for key in (None, strategy_id):
+            self._sent[key].append(now)
+
+    # ---------------------------------------------------------------- the check
+    def check(self, intent: OrderIntent) -> RiskRefusal | None:
+        """Return why ``intent`` must not be sent, or ``None`` if every rule passes."""
+        if self.kill_level >= KillLevel.BLOCK_NEW:
+            return RiskRefusal(
+                "kill_switch", f"kill switch is at {self.kill_level.name}: new orders are blocked"
+            )
+        limits = self.strategy_limits.get(intent.strategy_id)
+        scopes: list[tuple[int | None, RiskLimits, str]] = [
+            (None, self.global_limits, "engine-wide")
+        ]
+        if limits is not None:
+            scopes.insert(0, (intent.strategy_id, limits, f"strategy {intent.strategy_id}"))
+        for key, lim, where in scopes:
+            refusal = self._check_scope(intent, key, lim, where)
+            if refusal is not None:
+                return refusal
+        return None
+
+    def _check_scope(
+        self, intent: OrderIntent, key: int | None, lim: RiskLimits, where: str
+    ) -> RiskRefusal | None:
+        qty = intent.qty_lots
+        if lim.max_order_qty_lots is not None and qty > lim.max_order_qty_lots:
+            return RiskRefusal(
+                "max_order_qty", f"{qty} lots > {lim.max_order_qty_lots} lots ({where})"
+            )
+        if lim.max_order_notional is not None and intent.px_ticks:
+            notional = abs(intent.px_ticks) * qty * intent.tick_value
+            if notional > lim.max_order_notional:
+                return RiskRefusal(
+                    "max_order_notional",
+                    f"{notional:,.2f} > {lim.max_order_notional:,.2f} ({where})",
+                )
+        if lim.max_position_lots is not None:
+            pos = self._position[(key, intent.symbol)]
+            working = self._working[(key, intent.symbol, intent.side)]
+            added = intent.extra_qty_lots if intent.is_replace else qty
+            worst = pos + int(intent.side) * (working + added)
+            if abs(worst) > lim.max_position_lots and abs(worst) > abs(pos):
+                return RiskRefusal(
+                    "max_position",
+                    f"position {pos:+d} with working {int(intent.side) * working:+d} and this "
+                    f"order {int(intent.side) * added:+d} lots reaches {worst:+d}, beyond "
+                    f"±{lim.max_position_lots} lots ({where})",
+                )
+        if lim.price_band_ticks is not None and intent.px_ticks and self.reference_px:
+            ref = self.reference_px(intent.symbol)
+            if ref is not None and abs(intent.px_ticks - ref) > lim.price_band_ticks:
+                return RiskRefusal(
+                    "price_band",
+                    f"price {intent.px_ticks} ticks is {abs(intent.px_ticks - ref)} ticks from "
+                    f"the reference {ref}, more than {lim.price_band_ticks} ({where})",
+                )
+        if (
+            lim.max_open_orders is not None
+            and not intent.is_replace
+            and self._open[key] + 1 > lim.max_open_orders
+        ):
+            return RiskRefusal(
+                "max_open_orders",
+                f"{self._open[key]} working + 1 > {lim.max_open_orders} ({where})",
+            )
+        if lim.max_orders_per_second is not None:
+            window = self._sent[key]
+            horizon = self.clock.monotonic_ns() - RATE_WINDOW_NS
+            while window and window[0] <= horizon:
+                window.popleft()
+            if len(window) + 1 > lim.max_orders_per_second:
+                return RiskRefusal(
+                    "max_order_rate",
+                    f"{len(window)} orders in the last second + 1 > "
+                    f"{lim.max_orders_per_second}/s ({where})",
+                )
+        return None

@@ -1,0 +1,79 @@
+# SPDX-License-Identifier: MIT
+"""What the order manager needs of a venue, and what a venue reports back.
+
+The order manager is exchange-independent; a venue adapter (FIX to an exchange, the built-in
+simulator, the backtester's queue simulator) turns its requests into the venue's messages, with
+the venue's tags, id formats and quirks, and turns the venue's answers into the reports below.
+"""
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from engine.enums import ExecType, OrdStatus, Side
+from engine.oms.order import Order, PendingRequest
+
+
+class Venue(Protocol):
+    """An order destination as seen by ``OrderManager``."""
+
+    @property
+    def name(self) -> str:
+        """Return the venue's name for displays and the journal."""
+        ...
+
+    def new_client_order_id(self) -> str:
+        """Return a ClOrdID <11> the venue accepts and has not seen today."""
+        ...
+
+    def submit(self, order: Order) -> None:
+        """Send a NewOrderSingle <D> for ``order``."""
+        ...
+
+    def cancel(self, order: Order, request: PendingRequest) -> None:
+        """Send an OrderCancelRequest <F> (ClOrdID = ``request.client_order_id``)."""
+        ...
+
+    def replace(self, order: Order, request: PendingRequest) -> None:
+        """Send an OrderCancelReplaceRequest <G> with the request's quantity and price."""
+        ...
+
+    def request_status(self, order: Order) -> None:
+        """Send an OrderStatusRequest <H>."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExecutionReport:
+    """An ExecutionReport <8>, normalized: prices in ticks, quantities in lots."""
+
+    client_order_id: str  # ClOrdID <11>
+    orig_client_order_id: str = ""  # OrigClOrdID <41>
+    venue_order_id: str = ""  # OrderID <37>
+    exec_id: str = ""  # ExecID <17>
+    exec_type: ExecType
+    ord_status: OrdStatus
+    side: Side | None = None
+    leaves_qty_lots: int  # LeavesQty <151>
+    cum_qty_lots: int  # CumQty <14>
+    last_qty_lots: int = 0  # LastQty <32>
+    last_px_ticks: int = 0  # LastPx <31>
+    order_qty_lots: int = 0  # OrderQty <38>, 0 when absent
+    px_ticks: int = 0  # Price <44>, 0 when absent
+    text: str = ""  # Text <58>
+    poss_resend: bool = False  # PossResend <97>
+    ts_event: int = 0  # TransactTime <60>, ns
+    ts_recv: int = 0  # local receive time, ns
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CancelReject:
+    """An OrderCancelReject <9>."""
+
+    client_order_id: str  # ClOrdID <11> of the rejected cancel/replace request
+    orig_client_order_id: str = ""  # OrigClOrdID <41>
+    venue_order_id: str = ""  # OrderID <37>
+    ord_status: OrdStatus | None = None  # OrdStatus <39> of the order after the reject
+    response_to_replace: bool = False  # CxlRejResponseTo <434> = 2
+    reason: int | None = None  # CxlRejReason <102>
+    text: str = ""  # Text <58>
+    ts_recv: int = 0

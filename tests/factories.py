@@ -1,0 +1,114 @@
+# SPDX-License-Identifier: MIT
+"""Builders shared by the tests: instruments, a recording venue, execution reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.bus import MessageBus
+from engine.clock import TestClock
+from engine.enums import ExecType, OrdStatus
+from engine.events import Alert, Event, OrderChanged, OrderFilled
+from engine.instruments import Instrument
+from engine.oms.manager import OrderManager
+from engine.oms.order import Order, PendingRequest
+from engine.oms.risk import RiskChecker, RiskLimits
+from engine.oms.venue import ExecutionReport
+
+
+def make_instrument(symbol: str = "ESZ6") -> Instrument:
+    return Instrument(symbol=symbol, tick_size="0.25", lot_size="1", multiplier="50")
+
+
+@dataclass
+class RecordingVenue:
+    """A venue adapter that records what the order manager asks of it (no network)."""
+
+    name: str = "test-venue"
+    sent: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, ClOrdID, orig)
+    _n: int = 0
+
+    def new_client_order_id(self) -> str:
+        self._n += 1
+        return f"T{self._n}"
+
+    def submit(self, order: Order) -> None:
+        self.sent.append(("new", order.client_order_id, ""))
+
+    def cancel(self, order: Order, request: PendingRequest) -> None:
+        self.sent.append(("cancel", request.client_order_id, order.client_order_id))
+
+    def replace(self, order: Order, request: PendingRequest) -> None:
+        self.sent.append(("replace", request.client_order_id, order.client_order_id))
+
+    def request_status(self, order: Order) -> None:
+        self.sent.append(("status", order.client_order_id, ""))
+
+
+@dataclass
+class OmsRig:
+    """An order manager wired to a recording venue, a bus that keeps every event, a test clock."""
+
+    clock: TestClock
+    bus: MessageBus
+    venue: RecordingVenue
+    risk: RiskChecker
+    oms: OrderManager
+    events: list[Event]
+
+    def of(self, kind: type[Event]) -> list[Event]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+    @property
+    def alerts(self) -> list[Alert]:
+        return [e for e in self.events if isinstance(e, Alert)]
+
+    @property
+    def changes(self) -> list[OrderChanged]:
+        return [e for e in self.events if isinstance(e, OrderChanged)]
+
+    @property
+    def fills(self) -> list[OrderFilled]:
+        return [e for e in self.events if isinstance(e, OrderFilled)]
+
+
+def make_oms(limits: RiskLimits | None = None, reference_px: int | None = None) -> OmsRig:
+    clock = TestClock()
+    bus = MessageBus()
+    events: list[Event] = []
+    bus.subscribe(Event, events.append)
+    venue = RecordingVenue()
+    risk = RiskChecker(clock, limits, reference_px=lambda _s: reference_px)
+    oms = OrderManager(make_instrument(), venue, bus, clock, risk)
+    return OmsRig(clock, bus, venue, risk, oms, events)
+
+
+def report(
+    order: Order,
+    exec_type: ExecType,
+    status: OrdStatus,
+    *,
+    cum: int | None = None,
+    leaves: int | None = None,
+    last_qty: int = 0,
+    last_px: int = 0,
+    exec_id: str = "",
+    clordid: str | None = None,
+    orig: str = "",
+    text: str = "",
+) -> ExecutionReport:
+    """An ExecutionReport for ``order`` as a venue would send it."""
+    cum_qty = order.cum_qty_lots + last_qty if cum is None else cum
+    return ExecutionReport(
+        client_order_id=order.client_order_id if clordid is None else clordid,
+        orig_client_order_id=orig,
+        venue_order_id=order.venue_order_id or f"V{order.order_id}",
+        exec_id=exec_id,
+        exec_type=exec_type,
+        ord_status=status,
+        leaves_qty_lots=(order.qty_lots - cum_qty) if leaves is None else leaves,
+        cum_qty_lots=cum_qty,
+        last_qty_lots=last_qty,
+        last_px_ticks=last_px,
+        text=text,
+    )

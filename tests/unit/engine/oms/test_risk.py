@@ -1,0 +1,100 @@
+# SPDX-License-Identifier: MIT
+"""Pre-trade risk: each rule refuses with its name and values, per strategy and globally."""
+
+import pytest
+
+from engine.enums import ExecType, KillLevel, OrdStatus, Side
+from engine.oms.risk import RiskLimits
+from tests.factories import make_oms, report
+
+
+def refused_text(
+    rig_limits: RiskLimits, *sends: tuple[Side, int, int], ref: int | None = None
+) -> str:
+    rig = make_oms(rig_limits, reference_px=ref)
+    order = None
+    for side, qty, px in sends:
+        order = rig.oms.send(1, side, qty, px)
+    assert order is not None
+    assert order.status is OrdStatus.REJECTED, order
+    return order.text
+
+
+def test_max_order_qty() -> None:
+    text = refused_text(RiskLimits(max_order_qty_lots=100), (Side.BUY, 500, 10))
+    assert text == "risk: max_order_qty: 500 lots > 100 lots (engine-wide)"
+
+
+def test_max_order_notional_uses_the_instrument_multiplier() -> None:
+    # 4000 ticks * 0.25 * 50 = 50,000 per lot; 3 lots = 150,000
+    text = refused_text(RiskLimits(max_order_notional=100_000), (Side.BUY, 3, 4000))
+    assert text == "risk: max_order_notional: 150,000.00 > 100,000.00 (engine-wide)"
+
+
+def test_max_position_counts_working_orders_on_the_same_side() -> None:
+    rig = make_oms(RiskLimits(max_position_lots=10))
+    first = rig.oms.send(1, Side.BUY, 6, 100)
+    rig.oms.on_execution_report(
+        report(
+            first, ExecType.TRADE, OrdStatus.PARTIALLY_FILLED, last_qty=2, last_px=100, exec_id="a"
+        )
+    )
+    second = rig.oms.send(1, Side.BUY, 5, 100)
+    assert second.status is OrdStatus.REJECTED
+    assert second.text == (
+        "risk: max_position: position +2 with working +4 and this order +5 lots reaches +11, "
+        "beyond ±10 lots (engine-wide)"
+    )
+    # Reducing the position is always allowed.
+    sell = rig.oms.send(1, Side.SELL, 12, 100)
+    assert sell.status is OrdStatus.PENDING_NEW
+
+
+def test_price_band_around_the_reference() -> None:
+    text = refused_text(RiskLimits(price_band_ticks=20), (Side.BUY, 1, 150), ref=100)
+    assert text == (
+        "risk: price_band: price 150 ticks is 50 ticks from the reference 100, more than 20 "
+        "(engine-wide)"
+    )
+    rig = make_oms(RiskLimits(price_band_ticks=20), reference_px=100)
+    assert rig.oms.send(1, Side.BUY, 1, 119).status is OrdStatus.PENDING_NEW
+
+
+def test_max_open_orders_and_strategy_limits_come_first() -> None:
+    rig = make_oms(RiskLimits(max_open_orders=3))
+    rig.risk.set_strategy_limits(7, RiskLimits(max_open_orders=1))
+    assert rig.oms.send(7, Side.BUY, 1, 100).status is OrdStatus.PENDING_NEW
+    refused = rig.oms.send(7, Side.BUY, 1, 100)
+    assert refused.text == "risk: max_open_orders: 1 working + 1 > 1 (strategy 7)"
+    rig.oms.send(8, Side.BUY, 1, 100)
+    rig.oms.send(8, Side.BUY, 1, 100)
+    assert rig.oms.send(8, Side.BUY, 1, 100).text == (
+        "risk: max_open_orders: 3 working + 1 > 3 (engine-wide)"
+    )
+
+
+def test_order_rate_window_slides() -> None:
+    rig = make_oms(RiskLimits(max_orders_per_second=2))
+    assert rig.oms.send(1, Side.BUY, 1, 100).status is OrdStatus.PENDING_NEW
+    assert rig.oms.send(1, Side.BUY, 1, 100).status is OrdStatus.PENDING_NEW
+    third = rig.oms.send(1, Side.BUY, 1, 100)
+    assert third.text == "risk: max_order_rate: 2 orders in the last second + 1 > 2/s (engine-wide)"
+    rig.clock.advance(1_000_000_001)
+    assert rig.oms.send(1, Side.BUY, 1, 100).status is OrdStatus.PENDING_NEW
+
+
+def test_kill_switch_blocks_new_orders_and_replace_refusal_is_alerted() -> None:
+    rig = make_oms(RiskLimits(max_order_qty_lots=5))
+    order = rig.oms.send(1, Side.BUY, 1, 100)
+    assert not rig.oms.replace(order, qty_lots=9)
+    assert rig.alerts[-1].text == (
+        "replace of T1 refused: max_order_qty: 9 lots > 5 lots (engine-wide)"
+    )
+    rig.risk.kill_level = KillLevel.BLOCK_NEW
+    blocked = rig.oms.send(1, Side.BUY, 1, 100)
+    assert blocked.text == "risk: kill_switch: kill switch is at BLOCK_NEW: new orders are blocked"
+
+
+def test_negative_limit_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="RiskLimits.max_open_orders must be >= 0, got -1"):
+        RiskLimits(max_open_orders=-1)
