@@ -124,7 +124,8 @@ class OmsAgainstVenue(RuleBasedStateMachine):
     @rule(data=st.data(), accept=st.booleans())
     def answer_request(self, data: st.DataObject, accept: bool) -> None:
         vo = self._pick(data, lambda v: v.request is not None)
-        assert vo is not None and vo.request is not None
+        assert vo is not None
+        assert vo.request is not None
         kind, clordid, qty, _px = vo.request
         vo.request = None
         orig = vo.order.client_order_id
@@ -186,5 +187,7 @@ class OmsAgainstVenue(RuleBasedStateMachine):
         assert not bad
 
 
-OmsAgainstVenue.TestCase.settings = settings(max_examples=150, stateful_step_count=40, deadline=None)
+OmsAgainstVenue.TestCase.settings = settings(
+    max_examples=150, stateful_step_count=40, deadline=None
+)
 TestOmsAgainstVenue = OmsAgainstVenue.TestCase

@@ -96,5 +96,5 @@ def test_kill_switch_blocks_new_orders_and_replace_refusal_is_alerted() -> None:
 
 
 def test_negative_limit_is_refused_by_name() -> None:
-    with pytest.raises(ValueError, match="RiskLimits.max_open_orders must be >= 0, got -1"):
+    with pytest.raises(ValueError, match=r"RiskLimits\.max_open_orders must be >= 0, got -1"):
         RiskLimits(max_open_orders=-1)
