@@ -111,8 +111,12 @@ class OrderManager:
         ord_type: OrdType = OrdType.LIMIT,
         time_in_force: TimeInForce = TimeInForce.DAY,
         client_order_id: str | None = None,
+        *,
+        risk_exempt: bool = False,
     ) -> Order:
         """Check, create and send one order; return it (``REJECTED`` with the reason if refused).
+
+        ``risk_exempt`` skips the pre-trade checks; only flattening uses it.
 
         Raises
         ------
@@ -146,14 +150,18 @@ class OrderManager:
         if clordid in self._by_clordid:
             return self._refuse(order, f"duplicate ClOrdID {clordid!r}: already used today")
         self._by_clordid[clordid] = order
-        refusal = self.risk.check(
-            OrderIntent(
-                strategy_id=strategy_id,
-                symbol=self.symbol,
-                side=side,
-                qty_lots=qty_lots,
-                px_ticks=px_ticks,
-                tick_value=self._tick_value,
+        refusal = (
+            None
+            if risk_exempt
+            else self.risk.check(
+                OrderIntent(
+                    strategy_id=strategy_id,
+                    symbol=self.symbol,
+                    side=side,
+                    qty_lots=qty_lots,
+                    px_ticks=px_ticks,
+                    tick_value=self._tick_value,
+                )
             )
         )
         if refusal is not None:

@@ -137,6 +137,12 @@ class RiskChecker:
         """Return the net position in lots (signed) of a strategy, or of the whole engine."""
         return self._position[(strategy_id, symbol)]
 
+    def strategies_with_position(self, symbol: str) -> list[int]:
+        """Return the strategies with a non-zero position in ``symbol``."""
+        return sorted(
+            k for (k, sym), pos in self._position.items() if k is not None and sym == symbol and pos
+        )
+
     def open_orders(self, strategy_id: int | None = None) -> int:
         """Return the number of working orders of a strategy, or of the whole engine."""
         return self._open[strategy_id]

@@ -1,0 +1,190 @@
+# SPDX-License-Identifier: MIT
+"""Route orders to the order manager of their instrument; hold the kill switch.
+
+One :class:`OrderRouter` per engine owns the shared :class:`engine.oms.risk.RiskChecker` and an
+:class:`engine.oms.manager.OrderManager` per instrument. Strategies, the console's order ticket
+and the kill switch all go through it.
+"""
+
+import itertools
+import logging
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from engine.bus import MessageBus
+from engine.clock import Clock
+from engine.enums import AlertLevel, KillLevel, OrdType, Side, TimeInForce
+from engine.events import Alert, KillSwitchChanged
+from engine.instruments import Instrument
+from engine.oms.manager import OrderManager
+from engine.oms.order import Order
+from engine.oms.risk import RiskChecker, RiskLimits
+from engine.oms.venue import Venue
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RoutedOrder:
+    """One order of a multi-instrument portfolio for :meth:`OrderRouter.send_many`."""
+
+    symbol: str
+    strategy_id: int
+    side: Side
+    qty_lots: int
+    px_ticks: int = 0
+    ord_type: OrdType = OrdType.LIMIT
+    time_in_force: TimeInForce = TimeInForce.DAY
+
+
+class OrderRouter:
+    """Every order manager of the engine, the shared risk checker and the kill switch.
+
+    Parameters
+    ----------
+    bus : MessageBus
+        Where order events, alerts and kill-switch changes are published.
+    clock : Clock
+        Time source.
+    global_limits : RiskLimits | None
+        Engine-wide limits (per-strategy limits are set on :attr:`risk`).
+    """
+
+    def __init__(
+        self, bus: MessageBus, clock: Clock, global_limits: RiskLimits | None = None
+    ) -> None:
+        self.bus = bus
+        self.clock = clock
+        self.risk = RiskChecker(clock, global_limits, reference_px=self._reference_px)
+        self.managers: dict[str, OrderManager] = {}
+        self._reference: dict[str, int] = {}
+        ids = itertools.count(1)
+        self._next_order_id = lambda: next(ids)
+
+    # ------------------------------------------------------------------ set-up
+    def add_instrument(
+        self, instrument: Instrument, venue: Venue, *, security_desc: str = ""
+    ) -> OrderManager:
+        """Create the order manager of ``instrument`` on ``venue`` and return it."""
+        if instrument.symbol in self.managers:
+            raise ValueError(f"instrument {instrument.symbol!r} is already routed")
+        manager = OrderManager(
+            instrument,
+            venue,
+            self.bus,
+            self.clock,
+            self.risk,
+            security_desc=security_desc,
+            next_order_id=self._next_order_id,
+        )
+        self.managers[instrument.symbol] = manager
+        return manager
+
+    def manager(self, symbol: str) -> OrderManager:
+        """Return the order manager of ``symbol``; ``KeyError`` naming it if not routed."""
+        try:
+            return self.managers[symbol]
+        except KeyError:
+            raise KeyError(
+                f"no order manager for {symbol!r}; routed: {', '.join(self.managers) or 'none'}"
+            ) from None
+
+    def set_reference_px(self, symbol: str, px_ticks: int) -> None:
+        """Record the reference price (last trade, else the touch) for the price band."""
+        self._reference[symbol] = px_ticks
+
+    def _reference_px(self, symbol: str) -> int | None:
+        return self._reference.get(symbol)
+
+    # ------------------------------------------------------------------ orders
+    def send(
+        self,
+        symbol: str,
+        strategy_id: int,
+        side: Side,
+        qty_lots: int,
+        px_ticks: int = 0,
+        ord_type: OrdType = OrdType.LIMIT,
+        time_in_force: TimeInForce = TimeInForce.DAY,
+    ) -> Order:
+        """Send one order (see :meth:`OrderManager.send`)."""
+        return self.manager(symbol).send(
+            strategy_id, side, qty_lots, px_ticks, ord_type, time_in_force
+        )
+
+    def send_many(self, requests: Iterable[RoutedOrder]) -> list[Order]:
+        """Send a portfolio of orders over several instruments in one call."""
+        return [
+            self.send(
+                r.symbol, r.strategy_id, r.side, r.qty_lots, r.px_ticks, r.ord_type, r.time_in_force
+            )
+            for r in requests
+        ]
+
+    def working(self, strategy_id: int | None = None) -> Iterator[Order]:
+        """Iterate over working orders of every instrument (of one strategy, or all)."""
+        for manager in self.managers.values():
+            yield from manager.working(strategy_id)
+
+    def cancel_all(self, strategy_id: int | None = None, symbol: str | None = None) -> int:
+        """Cancel every working order (of a strategy, of an instrument); return the count."""
+        managers = [self.manager(symbol)] if symbol else list(self.managers.values())
+        return sum(m.cancel_all(strategy_id) for m in managers)
+
+    def flatten(self, strategy_id: int | None = None, symbol: str | None = None) -> list[Order]:
+        """Cancel working orders and close positions with market orders; return those orders.
+
+        Flattening reduces risk, so it is exempt from the kill switch's block on new orders
+        (it is what the kill switch's top level does).
+        """
+        self.cancel_all(strategy_id, symbol)
+        orders = []
+        symbols = [symbol] if symbol else list(self.managers)
+        for sym in symbols:
+            manager = self.manager(sym)
+            for sid in self._strategies_with_position(sym, strategy_id):
+                pos = self.risk.position(sym, sid)
+                side = Side.SELL if pos > 0 else Side.BUY
+                orders.append(
+                    manager.send(
+                        sid, side, abs(pos), 0, OrdType.MARKET, TimeInForce.IOC, risk_exempt=True
+                    )
+                )
+        return orders
+
+    def _strategies_with_position(self, symbol: str, strategy_id: int | None) -> list[int]:
+        ids = self.risk.strategies_with_position(symbol)
+        return [s for s in ids if strategy_id is None or s == strategy_id]
+
+    # ------------------------------------------------------------------ kill switch
+    @property
+    def kill_level(self) -> KillLevel:
+        """Return the kill switch's level."""
+        return self.risk.kill_level
+
+    def kill(self, level: KillLevel, *, actor: str, reason: str) -> int:
+        """Set the kill switch and carry out its level; return how many orders it touched.
+
+        ``BLOCK_NEW`` refuses new orders; ``CANCEL_ALL`` also cancels every working order;
+        ``FLATTEN`` also closes every position. ``OFF`` releases it. Every call is published
+        (and so journaled) with who pulled it and why.
+        """
+        self.risk.kill_level = level
+        self.bus.publish(
+            KillSwitchChanged(ts_event=self.clock.now_ns(), level=level, actor=actor, reason=reason)
+        )
+        self.bus.publish(
+            Alert(
+                ts_event=self.clock.now_ns(),
+                level=AlertLevel.CRITICAL if level else AlertLevel.WARNING,
+                source="kill switch",
+                text=f"kill switch set to {level.name} by {actor}: {reason}",
+            )
+        )
+        log.warning("kill switch set to %s by %s: %s", level.name, actor, reason)
+        touched = 0
+        if level >= KillLevel.CANCEL_ALL:
+            touched += self.cancel_all()
+        if level >= KillLevel.FLATTEN:
+            touched += len(self.flatten())
+        return touched
