@@ -177,3 +177,11 @@ class KillLevel(IntEnum):
     BLOCK_NEW = 1  # refuse new orders
     CANCEL_ALL = 2  # and cancel every working order
     FLATTEN = 3  # and close every position
+
+
+class StrategyState(IntEnum):
+    """Lifecycle of a strategy: paused keeps its state but has no quotes out."""
+
+    STOPPED = 0
+    RUNNING = 1
+    PAUSED = 2

@@ -16,6 +16,7 @@ from engine.enums import (
     OrdType,
     SessionState,
     Side,
+    StrategyState,
     TimeInForce,
 )
 
@@ -151,3 +152,38 @@ class KillSwitchChanged(Event):
     level: KillLevel
     actor: str  # who pulled it: "console", a user name, "risk"
     reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StrategyStatusChanged(Event):
+    """A strategy started, paused, resumed, stopped or took new parameters."""
+
+    strategy_id: int
+    name: str
+    state: StrategyState
+    parameters: tuple[tuple[str, object], ...]  # (name, value) in declaration order
+    change: str  # "started", "paused", "resumed", "stopped", "parameters", "failed: ..."
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BookUpdated(Event):
+    """The book of an instrument changed; carries the top of book for displays.
+
+    Strategies read the whole book through their context; this event says *when*.
+    """
+
+    symbol: str
+    bid_px_ticks: int  # 0 with bid_qty_lots == 0 when the side is empty
+    bid_qty_lots: int
+    ask_px_ticks: int
+    ask_qty_lots: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TradeReported(Event):
+    """A trade printed on the market (anyone's, ours included)."""
+
+    symbol: str
+    px_ticks: int
+    qty_lots: int
+    aggressor: Side | None  # side of the taker, when the venue says

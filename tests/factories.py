@@ -112,3 +112,29 @@ def report(
         last_px_ticks=last_px,
         text=text,
     )
+
+
+@dataclass
+class StaticBook:
+    """A book given level by level (prices in ticks, quantities in lots), best first."""
+
+    symbol: str
+    bids: list[tuple[int, int]]
+    asks: list[tuple[int, int]]
+
+    def best_bid(self) -> tuple[int, int] | None:
+        return self.bids[0] if self.bids else None
+
+    def best_ask(self) -> tuple[int, int] | None:
+        return self.asks[0] if self.asks else None
+
+    def top(self, depth: int) -> tuple[object, object]:
+        import numpy as np
+
+        def arr(levels: list[tuple[int, int]]) -> object:
+            out = np.zeros((depth, 2), dtype=np.int64)
+            for i, lv in enumerate(levels[:depth]):
+                out[i] = lv
+            return out
+
+        return arr(self.bids), arr(self.asks)

@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: MIT
+"""The strategy API: one class runs unchanged live, on the simulator and in the backtester."""

@@ -1,0 +1,273 @@
+# SPDX-License-Identifier: MIT
+"""Run many strategies at once on the engine: dispatch events, drive their lifecycle.
+
+:class:`StrategyRunner` subscribes to the engine bus and hands each strategy the events that
+concern it: its own orders and fills (in every state), market data for its symbols and its
+timer (while running). A strategy whose handler raises is stopped, its orders are canceled and
+an alert says why — one broken strategy never takes the engine down.
+"""
+
+import functools
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from engine.bus import MessageBus
+from engine.clock import Clock
+from engine.enums import AlertLevel, OrdType, Side, StrategyState, TimeInForce
+from engine.events import (
+    Alert,
+    BookUpdated,
+    OrderChanged,
+    OrderFilled,
+    OrderView,
+    StrategyStatusChanged,
+    TradeReported,
+)
+from engine.instruments import Instrument
+from engine.oms.order import Order
+from engine.oms.router import OrderRouter
+from engine.strategy.base import BookView, Strategy
+
+log = logging.getLogger(__name__)
+
+
+class LiveContext:
+    """The :class:`engine.strategy.base.StrategyContext` of the live engine (and simulator).
+
+    Parameters
+    ----------
+    router : OrderRouter
+        Orders, risk and positions.
+    clock : Clock
+        Time source.
+    books : Callable[[str], BookView | None]
+        The current book of a symbol, from the market-data layer.
+    """
+
+    def __init__(
+        self, router: OrderRouter, clock: Clock, books: Callable[[str], BookView | None]
+    ) -> None:
+        self.router = router
+        self.clock = clock
+        self._books = books
+
+    def now_ns(self) -> int:
+        """Return the engine clock's time."""
+        return self.clock.now_ns()
+
+    def instrument(self, symbol: str) -> Instrument:
+        """Return the routed instrument ``symbol``."""
+        return self.router.manager(symbol).instrument
+
+    def book(self, symbol: str) -> BookView | None:
+        """Return the current book of ``symbol``."""
+        return self._books(symbol)
+
+    def send(
+        self,
+        strategy_id: int,
+        symbol: str,
+        side: Side,
+        qty_lots: int,
+        px_ticks: int,
+        ord_type: OrdType,
+        time_in_force: TimeInForce,
+    ) -> OrderView:
+        """Send an order through the router."""
+        order = self.router.send(
+            symbol, strategy_id, side, qty_lots, px_ticks, ord_type, time_in_force
+        )
+        return order.view()
+
+    def _order(self, order_id: int) -> tuple[Order, Any] | None:
+        for manager in self.router.managers.values():
+            order = manager.orders.get(order_id)
+            if order is not None:
+                return order, manager
+        return None
+
+    def cancel(self, order_id: int) -> bool:
+        """Cancel order ``order_id``."""
+        found = self._order(order_id)
+        return bool(found and found[1].cancel(found[0]))
+
+    def replace(self, order_id: int, qty_lots: int | None, px_ticks: int | None) -> bool:
+        """Replace order ``order_id``."""
+        found = self._order(order_id)
+        return bool(found and found[1].replace(found[0], qty_lots=qty_lots, px_ticks=px_ticks))
+
+    def cancel_all(self, strategy_id: int, symbol: str | None) -> int:
+        """Cancel the strategy's working orders."""
+        return self.router.cancel_all(strategy_id, symbol)
+
+    def flatten(self, strategy_id: int, symbol: str | None) -> None:
+        """Cancel and close the strategy's positions."""
+        self.router.flatten(strategy_id, symbol)
+
+    def position(self, strategy_id: int, symbol: str) -> int:
+        """Return the strategy's net position in lots."""
+        return self.router.risk.position(symbol, strategy_id)
+
+    def working_orders(self, strategy_id: int, symbol: str | None) -> list[OrderView]:
+        """Return the strategy's working orders."""
+        return [
+            o.view()
+            for o in self.router.working(strategy_id)
+            if symbol is None or o.symbol == symbol
+        ]
+
+
+class StrategyRunner:
+    """Own the strategies of an engine and deliver their events.
+
+    Parameters
+    ----------
+    bus : MessageBus
+        Engine bus: order, fill and market-data events come from it; strategy status and
+        alerts go to it.
+    clock : Clock
+        Time source (for timers and event timestamps).
+    ctx : LiveContext
+        What strategies trade through.
+    """
+
+    def __init__(self, bus: MessageBus, clock: Clock, ctx: LiveContext) -> None:
+        self.bus = bus
+        self.clock = clock
+        self.ctx = ctx
+        self.strategies: dict[int, Strategy] = {}
+        self._next_timer: dict[int, int] = {}
+        bus.subscribe(OrderChanged, self._on_order_changed)
+        bus.subscribe(OrderFilled, self._on_order_filled)
+        bus.subscribe(BookUpdated, self._on_book_updated)
+        bus.subscribe(TradeReported, self._on_trade)
+
+    # ------------------------------------------------------------------ lifecycle
+    def add(self, strategy: Strategy) -> None:
+        """Register ``strategy`` (stopped); its id must be unique in the engine."""
+        if strategy.strategy_id in self.strategies:
+            raise ValueError(f"strategy id {strategy.strategy_id} is already in use")
+        strategy.attach(self.ctx)
+        self.strategies[strategy.strategy_id] = strategy
+        self._publish(strategy, "added")
+
+    def get(self, strategy_id: int) -> Strategy:
+        """Return the strategy; ``KeyError`` naming the id if unknown."""
+        try:
+            return self.strategies[strategy_id]
+        except KeyError:
+            raise KeyError(f"no strategy with id {strategy_id}") from None
+
+    def start(self, strategy_id: int) -> None:
+        """Start (or resume) a strategy."""
+        s = self.get(strategy_id)
+        if s.state is StrategyState.RUNNING:
+            return
+        was = s.state
+        s.state = StrategyState.RUNNING
+        self._next_timer[strategy_id] = self.clock.monotonic_ns()
+        if was is StrategyState.PAUSED:
+            self._publish(s, "resumed")
+            return
+        self._publish(s, "started")
+        self._call(s, s.on_start)
+
+    def pause(self, strategy_id: int) -> None:
+        """Pause: keep the strategy's state, cancel its quotes, stop its market data."""
+        s = self.get(strategy_id)
+        if s.state is not StrategyState.RUNNING:
+            return
+        s.state = StrategyState.PAUSED
+        self.ctx.cancel_all(strategy_id, None)
+        self._publish(s, "paused")
+
+    def stop(self, strategy_id: int, reason: str = "stopped") -> None:
+        """Stop: cancel the strategy's orders and call its ``on_stop``."""
+        s = self.get(strategy_id)
+        if s.state is StrategyState.STOPPED:
+            return
+        s.state = StrategyState.STOPPED
+        self.ctx.cancel_all(strategy_id, None)
+        self._publish(s, reason)
+        if not reason.startswith("failed"):
+            self._call(s, s.on_stop)
+
+    def stop_all(self) -> None:
+        """Stop every strategy (engine shutdown)."""
+        for sid in list(self.strategies):
+            self.stop(sid)
+
+    def set_parameters(self, strategy_id: int, values: Mapping[str, object]) -> dict[str, Any]:
+        """Check and apply parameters; return the changes (``ParameterError`` names the rule)."""
+        s = self.get(strategy_id)
+        changed = s.set_parameters(values)
+        if changed:
+            self._publish(s, "parameters")
+            if s.state is StrategyState.RUNNING:
+                self._call(s, lambda: s.on_parameters(changed))
+        return changed
+
+    def on_timer(self) -> None:
+        """Call due strategy timers; the engine loop calls this often (e.g. every 10 ms)."""
+        now = self.clock.monotonic_ns()
+        for sid, s in self.strategies.items():
+            if s.state is not StrategyState.RUNNING or not s.timer_interval_ms:
+                continue
+            due = self._next_timer.get(sid, now)
+            if now >= due:
+                self._next_timer[sid] = max(due + s.timer_interval_ms * 1_000_000, now)
+                self._call(s, functools.partial(s.on_timer, self.clock.now_ns()))
+
+    # ------------------------------------------------------------------ dispatch
+    def _on_order_changed(self, event: OrderChanged) -> None:
+        s = self.strategies.get(event.order.strategy_id)
+        if s is not None and s.state is not StrategyState.STOPPED:
+            self._call(s, lambda: s.on_order(event.order))
+
+    def _on_order_filled(self, event: OrderFilled) -> None:
+        s = self.strategies.get(event.strategy_id)
+        if s is not None:
+            self._call(s, lambda: s.on_fill(event))
+
+    def _on_book_updated(self, event: BookUpdated) -> None:
+        book = None
+        for s in list(self.strategies.values()):
+            if s.state is StrategyState.RUNNING and event.symbol in s.symbols:
+                book = book or self.ctx.book(event.symbol)
+                if book is not None:
+                    self._call(s, functools.partial(s.on_book, book))
+
+    def _on_trade(self, event: TradeReported) -> None:
+        for s in list(self.strategies.values()):
+            if s.state is StrategyState.RUNNING and event.symbol in s.symbols:
+                self._call(s, functools.partial(s.on_trade, event))
+
+    def _call(self, s: Strategy, handler: Callable[[], None]) -> None:
+        try:
+            handler()
+        except Exception as e:
+            log.exception("strategy %s (%d) failed", s.name, s.strategy_id)
+            text = (
+                f"strategy {s.name} ({s.strategy_id}) failed and was stopped: "
+                f"{type(e).__name__}: {e}"
+            )
+            self.bus.publish(
+                Alert(
+                    ts_event=self.clock.now_ns(), level=AlertLevel.ERROR, source=s.name, text=text
+                )
+            )
+            if s.state is not StrategyState.STOPPED:
+                self.stop(s.strategy_id, f"failed: {type(e).__name__}: {e}")
+
+    def _publish(self, s: Strategy, change: str) -> None:
+        self.bus.publish(
+            StrategyStatusChanged(
+                ts_event=self.clock.now_ns(),
+                strategy_id=s.strategy_id,
+                name=s.name,
+                state=s.state,
+                parameters=tuple((p.name, s.p[p.name]) for p in s.params),
+                change=change,
+            )
+        )
