@@ -1,0 +1,153 @@
+# SPDX-License-Identifier: MIT
+"""In-process market data: the L2 books of the engine's instruments and their events.
+
+:class:`MarketData` applies batches of ``L2_EVENT_DTYPE`` rows (from a FIX market-data
+session, the exchange simulator or a recorded day) to one :class:`engine.book.l2.L2Books`, then
+publishes one :class:`engine.events.BookUpdated` per book that changed and one
+:class:`engine.events.TradeReported` per trade — the events strategies and the console follow.
+"""
+
+import numpy as np
+import numpy.typing as npt
+
+from engine.book.l2 import L2Books
+from engine.bus import MessageBus
+from engine.clock import Clock
+from engine.enums import Side
+from engine.events import BookUpdated, TradeReported
+from engine.types import BUY, L2_EVENT_DTYPE, L2_TRADE, SELL
+
+I64 = npt.NDArray[np.int64]
+
+
+class L2BookView:
+    """Read-only :class:`engine.strategy.base.BookView` of one book of an :class:`L2Books`."""
+
+    __slots__ = ("_books", "_index", "_symbol")
+
+    def __init__(self, books: L2Books, index: int, symbol: str) -> None:
+        self._books = books
+        self._index = index
+        self._symbol = symbol
+
+    @property
+    def symbol(self) -> str:
+        """Return the instrument's symbol."""
+        return self._symbol
+
+    def best_bid(self) -> tuple[int, int] | None:
+        """Return ``(px_ticks, qty_lots)`` of the best bid, or ``None``."""
+        return self._books.best_bid(self._index)
+
+    def best_ask(self) -> tuple[int, int] | None:
+        """Return ``(px_ticks, qty_lots)`` of the best ask, or ``None``."""
+        return self._books.best_ask(self._index)
+
+    def depth_at(self, side: Side, px_ticks: int) -> int:
+        """Return the size in lots at a price on one side."""
+        return self._books.depth_at(self._index, int(side), px_ticks)
+
+    def top(self, depth: int) -> tuple[I64, I64]:
+        """Return the best ``depth`` levels as ``(bids, asks)`` of (px_ticks, qty_lots) rows."""
+        return self._books.top(self._index, depth)
+
+
+class MarketData:
+    """The books of a fixed set of instruments, fed in batches.
+
+    Parameters
+    ----------
+    symbols : list[str]
+        Instruments; book ``i`` of every event batch is ``symbols[i]``.
+    bus : MessageBus
+        Where ``BookUpdated`` and ``TradeReported`` go.
+    clock : Clock
+        Receive-time source.
+    n_levels : int
+        Width of each book's price window, in ticks per side.
+    centres : list[int] | None
+        Initial window centre of each book, ticks.
+    """
+
+    def __init__(
+        self,
+        symbols: list[str],
+        bus: MessageBus,
+        clock: Clock,
+        *,
+        n_levels: int = 2000,
+        centres: list[int] | None = None,
+    ) -> None:
+        if len(set(symbols)) != len(symbols):
+            raise ValueError(f"symbols must be unique, got {symbols}")
+        self.symbols = list(symbols)
+        self.index = {s: i for i, s in enumerate(symbols)}
+        self.bus = bus
+        self.clock = clock
+        self.books = L2Books(len(symbols), n_levels, centres if centres is not None else 0)
+        self.views = {s: L2BookView(self.books, i, s) for s, i in self.index.items()}
+        self.last_trade_px: dict[str, int] = {}
+        self._bbo = np.zeros((0, 4), np.int64)
+
+    def book(self, symbol: str) -> L2BookView | None:
+        """Return the view of ``symbol``'s book, or ``None`` if it is not followed here."""
+        return self.views.get(symbol)
+
+    def reference_px(self, symbol: str) -> int | None:
+        """Return the last trade price, else the mid of the touch, else ``None``."""
+        if symbol in self.last_trade_px:
+            return self.last_trade_px[symbol]
+        view = self.views.get(symbol)
+        if view is None:
+            return None
+        bid, ask = view.best_bid(), view.best_ask()
+        if bid and ask:
+            return (bid[0] + ask[0]) // 2
+        return None
+
+    def apply(self, events: npt.NDArray[np.void]) -> int:
+        """Apply a batch of ``L2_EVENT_DTYPE`` rows and publish the resulting events.
+
+        Returns the number of rows applied. Raises ``ValueError`` naming row and field for bad
+        input, before anything is applied.
+        """
+        if events.dtype != L2_EVENT_DTYPE:
+            raise ValueError(f"events: dtype must be L2_EVENT_DTYPE, got {events.dtype}")
+        n = events.shape[0]
+        if n == 0:
+            return 0
+        if self._bbo.shape[0] < n:
+            self._bbo = np.zeros((max(n, 2 * self._bbo.shape[0]), 4), np.int64)
+        bbo = self._bbo[:n]
+        applied = self.books.apply(events, bbo)
+        ts_recv = self.clock.now_ns()
+        kinds, books = events["kind"], events["book"]
+        for i in np.flatnonzero(kinds == L2_TRADE):
+            symbol = self.symbols[int(books[i])]
+            px, side = int(events["px"][i]), int(events["side"][i])
+            self.last_trade_px[symbol] = px
+            aggressor = Side.BUY if side == BUY else Side.SELL if side == SELL else None
+            self.bus.publish(
+                TradeReported(
+                    ts_event=int(events["ts"][i]) or ts_recv,
+                    symbol=symbol,
+                    px_ticks=px,
+                    qty_lots=int(events["qty"][i]),
+                    aggressor=aggressor,
+                )
+            )
+        # One BookUpdated per touched book, with its touch after the last row of the batch.
+        _, last_rows = np.unique(books[::-1], return_index=True)
+        for j in sorted(n - 1 - last_rows):
+            b = int(books[j])
+            self.bus.publish(
+                BookUpdated(
+                    ts_event=int(events["ts"][j]) or ts_recv,
+                    symbol=self.symbols[b],
+                    bid_px_ticks=int(bbo[j, 0]),
+                    bid_qty_lots=int(bbo[j, 1]),
+                    ask_px_ticks=int(bbo[j, 2]),
+                    ask_qty_lots=int(bbo[j, 3]),
+                )
+            )
+        return applied

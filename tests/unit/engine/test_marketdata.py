@@ -1,0 +1,69 @@
+# SPDX-License-Identifier: MIT
+"""Market data: batches of L2 events become books, BookUpdated and TradeReported events."""
+
+import numpy as np
+import pytest
+
+from engine.bus import MessageBus
+from engine.clock import TestClock
+from engine.enums import Side
+from engine.events import BookUpdated, Event, TradeReported
+from engine.marketdata import MarketData
+from engine.types import BUY, L2_EVENT_DTYPE, L2_SET, L2_TRADE, SELL
+
+
+def rows(*items: tuple[int, int, int, int, int]) -> np.ndarray:
+    out = np.zeros(len(items), L2_EVENT_DTYPE)
+    for i, (book, side, px, qty, kind) in enumerate(items):
+        out[i] = (1000 + i, px, qty, book, side, kind)
+    return out
+
+
+def make() -> tuple[MarketData, list[Event]]:
+    bus = MessageBus()
+    events: list[Event] = []
+    bus.subscribe(Event, events.append)
+    return MarketData(["ESZ6", "NQZ6"], bus, TestClock(), n_levels=64, centres=[100, 500]), events
+
+
+def test_batch_builds_books_and_publishes_one_update_per_touched_book() -> None:
+    md, events = make()
+    md.apply(
+        rows(
+            (0, BUY, 99, 5, L2_SET),
+            (0, SELL, 101, 7, L2_SET),
+            (1, BUY, 499, 1, L2_SET),
+            (0, BUY, 100, 2, L2_SET),
+            (0, SELL, 101, 3, L2_TRADE),
+        )
+    )
+    es = md.book("ESZ6")
+    assert es is not None
+    assert es.best_bid() == (100, 2)
+    assert es.best_ask() == (101, 7)
+    assert es.depth_at(Side.BUY, 99) == 5
+    updates = [e for e in events if isinstance(e, BookUpdated)]
+    assert [(u.symbol, u.bid_px_ticks, u.ask_px_ticks) for u in updates] == [
+        ("NQZ6", 499, 0),
+        ("ESZ6", 100, 101),
+    ]
+    trades = [e for e in events if isinstance(e, TradeReported)]
+    assert [(t.symbol, t.px_ticks, t.qty_lots, t.aggressor) for t in trades] == [
+        ("ESZ6", 101, 3, Side.SELL)
+    ]
+    assert md.reference_px("ESZ6") == 101  # the last trade
+    assert md.reference_px("NQZ6") is None  # one-sided, never traded
+    bids, asks = es.top(2)
+    assert bids.tolist() == [[100, 2], [99, 5]]
+    assert asks.tolist() == [[101, 7]]
+
+
+def test_bad_rows_are_refused_before_anything_is_applied() -> None:
+    md, events = make()
+    bad = rows((0, BUY, 99, 5, L2_SET), (2, BUY, 99, 5, L2_SET))
+    with pytest.raises(ValueError, match="book"):
+        md.apply(bad)
+    assert md.book("ESZ6").best_bid() is None  # type: ignore[union-attr]
+    assert events == []
+    with pytest.raises(ValueError, match="symbols must be unique"):
+        MarketData(["A", "A"], MessageBus(), TestClock())
