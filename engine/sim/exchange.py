@@ -1,0 +1,643 @@
+# SPDX-License-Identifier: MIT
+"""The simulated exchange: one matcher per instrument, client orders, synthetic flow, market data.
+
+:class:`SimExchange` knows nothing of FIX: a FIX acceptor (``engine.sim.fix_app``) or an
+in-process caller submits client orders and gets :class:`SimReport` s back (acks, fills,
+cancels, replaces and rejects with reasons). Simulated participants — a random walk of the
+fair price, passive orders around it, cancels and aggressive orders at configurable rates —
+make prices move and fill resting client orders. Every book change and trade is also queued as
+``L2_EVENT_DTYPE`` rows for market data (FIX or in-process).
+
+Deterministic: with the same seed and the same sequence of calls and times, the same fills.
+"""
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from engine.enums import ExecType, OrdStatus, OrdType, Side, TimeInForce
+from engine.instruments import Instrument
+from engine.matching.matcher import Matcher, make_cmds
+from engine.types import (
+    BUY,
+    CMD_CANCEL,
+    CMD_NEW,
+    CMD_REPLACE,
+    EXEC_CANCELED,
+    EXEC_EXPIRED,
+    EXEC_NEW,
+    EXEC_REJECTED,
+    EXEC_REPLACED,
+    EXEC_TRADE,
+    L2_EVENT_DTYPE,
+    L2_SET,
+    L2_TRADE,
+    LIQ_TAKER,
+    ORD_LIMIT,
+    ORD_MARKET,
+    REASON_BOOK_FULL,
+    REASON_DUPLICATE_ID,
+    REASON_FOK_UNFILLABLE,
+    REASON_IOC_REMAINDER,
+    REASON_PRICE_RANGE,
+    REASON_REQUESTED,
+    REASON_SELF_TRADE,
+    REASON_UNKNOWN_ORDER,
+    SELL,
+    STP_CANCEL_TAKER,
+)
+
+_DONE = frozenset({OrdStatus.FILLED, OrdStatus.CANCELED, OrdStatus.EXPIRED, OrdStatus.REJECTED})
+
+#: Owner id of the simulated participants (they never self-trade among themselves).
+FLOW_OWNER = -1
+
+_REASON_TEXT = {
+    REASON_UNKNOWN_ORDER: "unknown order",
+    REASON_DUPLICATE_ID: "duplicate order id",
+    REASON_BOOK_FULL: "book full",
+    REASON_PRICE_RANGE: "price outside the allowed range",
+    REASON_IOC_REMAINDER: "IOC remainder canceled",
+    REASON_FOK_UNFILLABLE: "FOK could not be filled in full",
+    REASON_SELF_TRADE: "self-trade prevented",
+    REASON_REQUESTED: "",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowConfig:
+    """Simulated participants of one instrument.
+
+    Parameters
+    ----------
+    events_per_second : float
+        Rate of participant actions (orders and cancels).
+    volatility_ticks : float
+        Standard deviation of the fair price's random walk over one second, ticks.
+    passive_share, cancel_share : float
+        Shares of actions that add a passive order / cancel one (the rest take liquidity).
+    max_qty_lots : int
+        Largest participant order.
+    depth_ticks : int
+        Passive orders rest up to this far from the fair price.
+    """
+
+    events_per_second: float = 200.0
+    volatility_ticks: float = 2.0
+    passive_share: float = 0.6
+    cancel_share: float = 0.3
+    max_qty_lots: int = 10
+    depth_ticks: int = 10
+
+    def __post_init__(self) -> None:
+        if self.events_per_second < 0 or self.volatility_ticks < 0:
+            raise ValueError("FlowConfig: rates and volatility must be >= 0")
+        if not 0 <= self.passive_share + self.cancel_share <= 1:
+            raise ValueError("FlowConfig: passive_share + cancel_share must be within 0..1")
+        if self.max_qty_lots < 1 or self.depth_ticks < 1:
+            raise ValueError("FlowConfig: max_qty_lots and depth_ticks must be >= 1")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimInstrument:
+    """An instrument listed on the simulator, with its price range and its flow."""
+
+    instrument: Instrument
+    start_px_ticks: int
+    n_levels: int = 4000  # price range: start ± n_levels / 2
+    flow: FlowConfig = FlowConfig()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimReport:
+    """What the exchange tells one client about one of its orders (an ExecutionReport)."""
+
+    owner: int
+    client_order_id: str  # ClOrdID <11> (of the cancel/replace request when answering one)
+    orig_client_order_id: str  # OrigClOrdID <41>, "" for new orders
+    venue_order_id: str  # OrderID <37>
+    exec_id: str  # ExecID <17>
+    exec_type: ExecType
+    ord_status: OrdStatus
+    symbol: str
+    side: Side
+    ord_type: OrdType
+    order_qty_lots: int
+    px_ticks: int
+    last_qty_lots: int
+    last_px_ticks: int
+    leaves_qty_lots: int
+    cum_qty_lots: int
+    avg_px_ticks: float
+    text: str
+    maker: bool  # fill: our order rested (LastLiquidityInd <851> = 1)
+    ts_event: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimCancelReject:
+    """The exchange refuses a cancel or replace (an OrderCancelReject <9>)."""
+
+    owner: int
+    client_order_id: str
+    orig_client_order_id: str
+    venue_order_id: str  # "NONE" when the order is unknown
+    ord_status: OrdStatus
+    response_to_replace: bool
+    reason: int  # CxlRejReason <102>: 0 too late, 1 unknown order, 3 pending
+    text: str
+
+
+class _Order:
+    __slots__ = (
+        "clordid",
+        "cum",
+        "id",
+        "notional",
+        "orig",
+        "owner",
+        "px",
+        "qty",
+        "side",
+        "status",
+        "symbol",
+        "tif",
+        "type",
+    )
+
+    def __init__(
+        self,
+        oid: int,
+        owner: int,
+        clordid: str,
+        symbol: str,
+        side: int,
+        qty: int,
+        px: int,
+        ord_type: int,
+        tif: int,
+    ) -> None:
+        self.id, self.owner, self.clordid, self.orig = oid, owner, clordid, ""
+        self.symbol, self.side, self.qty, self.px = symbol, side, qty, px
+        self.type, self.tif = ord_type, tif
+        self.cum = self.notional = 0
+        self.status = OrdStatus.NEW
+
+
+class _Book:
+    """One listed instrument: its matcher, fair price and participants' resting orders."""
+
+    def __init__(self, index: int, listing: SimInstrument) -> None:
+        self.index = index
+        self.listing = listing
+        self.symbol = listing.instrument.symbol
+        self.px_min = listing.start_px_ticks - listing.n_levels // 2
+        self.px_max = self.px_min + listing.n_levels - 1
+        self.matcher = Matcher(
+            self.px_min, listing.n_levels, capacity=1 << 12, stp=STP_CANCEL_TAKER
+        )
+        self.fair = float(listing.start_px_ticks)
+        self.flow_ids: list[int] = []
+
+
+class SimExchange:
+    """A simulated exchange for several instruments.
+
+    Parameters
+    ----------
+    listings : Sequence[SimInstrument]
+        What trades here.
+    seed : int
+        Seed of the participants' random numbers.
+    """
+
+    def __init__(self, listings: Sequence[SimInstrument], *, seed: int = 1) -> None:
+        if not listings:
+            raise ValueError("SimExchange: at least one instrument is needed")
+        self.books = {x.instrument.symbol: _Book(i, x) for i, x in enumerate(listings)}
+        if len(self.books) != len(listings):
+            raise ValueError("SimExchange: instrument symbols must be unique")
+        self.rng = np.random.default_rng(seed)
+        self._orders: dict[int, _Order] = {}
+        self._by_client: dict[tuple[int, str], int] = {}
+        self._next_id = 1
+        self._exec_n = 0
+        self._md: list[tuple[int, int, int, int, int, int]] = []  # ts, px, qty, book, side, kind
+        self._last_step_ns: int | None = None
+        self.trades = 0
+
+    @property
+    def symbols(self) -> list[str]:
+        """Return the listed symbols, in book-index order."""
+        return list(self.books)
+
+    # ------------------------------------------------------------------ client requests
+    def submit(
+        self,
+        owner: int,
+        client_order_id: str,
+        symbol: str,
+        side: Side,
+        qty_lots: int,
+        px_ticks: int,
+        ord_type: OrdType,
+        time_in_force: TimeInForce,
+        ts: int,
+    ) -> list[SimReport]:
+        """Enter a client's new order; return the reports for every client it touched."""
+        book = self.books.get(symbol)
+        key = (owner, client_order_id)
+        reject = ""
+        if book is None:
+            reject = f"unknown symbol {symbol!r}"
+        elif key in self._by_client:
+            reject = f"duplicate ClOrdID {client_order_id!r}"
+        elif qty_lots <= 0:
+            reject = f"order quantity must be > 0, got {qty_lots}"
+        elif ord_type is OrdType.LIMIT and not book.px_min <= px_ticks <= book.px_max:
+            reject = f"price {px_ticks} outside {book.px_min}..{book.px_max} ticks"
+        if reject:
+            return [
+                self._reject(
+                    owner, client_order_id, symbol, side, ord_type, qty_lots, px_ticks, reject, ts
+                )
+            ]
+        assert book is not None
+        oid = self._new_id()
+        order = _Order(
+            oid,
+            owner,
+            client_order_id,
+            symbol,
+            int(side),
+            qty_lots,
+            px_ticks,
+            int(ord_type),
+            int(time_in_force),
+        )
+        self._orders[oid] = order
+        self._by_client[key] = oid
+        cmd = make_cmds(1)
+        cmd[0] = (
+            ts,
+            oid,
+            px_ticks,
+            qty_lots,
+            owner,
+            int(side),
+            CMD_NEW,
+            ORD_MARKET if ord_type is OrdType.MARKET else ORD_LIMIT,
+            int(time_in_force),
+        )
+        return self._run(book, cmd, ts)
+
+    def cancel(
+        self, owner: int, client_order_id: str, orig_client_order_id: str, ts: int
+    ) -> list[SimReport] | SimCancelReject:
+        """Cancel a client's order (OrderCancelRequest <F>)."""
+        order = self._client_order(owner, orig_client_order_id)
+        if order is None or order.status not in (OrdStatus.NEW, OrdStatus.PARTIALLY_FILLED):
+            return self._cancel_reject(
+                owner, client_order_id, orig_client_order_id, order, replace=False
+            )
+        order.orig, order.clordid = order.clordid, client_order_id
+        self._by_client[(owner, client_order_id)] = order.id
+        cmd = make_cmds(1)
+        cmd[0] = (ts, order.id, 0, 0, owner, order.side, CMD_CANCEL, order.type, order.tif)
+        return self._run(self.books[order.symbol], cmd, ts)
+
+    def replace(
+        self,
+        owner: int,
+        client_order_id: str,
+        orig_client_order_id: str,
+        qty_lots: int,
+        px_ticks: int,
+        ts: int,
+    ) -> list[SimReport] | SimCancelReject:
+        """Change quantity and price of a client's order (OrderCancelReplaceRequest <G>)."""
+        order = self._client_order(owner, orig_client_order_id)
+        book = self.books[order.symbol] if order is not None else None
+        if (
+            order is None
+            or book is None
+            or order.status not in (OrdStatus.NEW, OrdStatus.PARTIALLY_FILLED)
+            or qty_lots <= order.cum
+            or not book.px_min <= px_ticks <= book.px_max
+        ):
+            return self._cancel_reject(
+                owner, client_order_id, orig_client_order_id, order, replace=True
+            )
+        order.orig, order.clordid = order.clordid, client_order_id
+        self._by_client[(owner, client_order_id)] = order.id
+        old_px, order.qty, order.px = order.px, qty_lots, px_ticks
+        cmd = make_cmds(1)
+        cmd[0] = (
+            ts,
+            order.id,
+            px_ticks,
+            qty_lots - order.cum,
+            owner,
+            order.side,
+            CMD_REPLACE,
+            order.type,
+            order.tif,
+        )
+        return self._run(book, cmd, ts, extra_px=old_px)
+
+    def status(self, owner: int, client_order_id: str, ts: int) -> SimReport | None:
+        """Return the current state of a client's order (OrderStatusRequest <H>)."""
+        order = self._client_order(owner, client_order_id)
+        if order is None:
+            return None
+        return self._report(order, ExecType.ORDER_STATUS, ts)
+
+    def cancel_owner(self, owner: int, ts: int) -> list[SimReport]:
+        """Cancel every working order of a client (cancel on disconnect)."""
+        out: list[SimReport] = []
+        for order in list(self._orders.values()):
+            if order.owner == owner and order.status in (OrdStatus.NEW, OrdStatus.PARTIALLY_FILLED):
+                cmd = make_cmds(1)
+                cmd[0] = (ts, order.id, 0, 0, owner, order.side, CMD_CANCEL, order.type, order.tif)
+                out += self._run(self.books[order.symbol], cmd, ts)
+        return out
+
+    # ------------------------------------------------------------------ market data
+    def drain_market_events(self) -> npt.NDArray[np.void]:
+        """Return (and forget) the book changes and trades since the last call, in order."""
+        out = np.zeros(len(self._md), L2_EVENT_DTYPE)
+        for i, row in enumerate(self._md):
+            out[i] = row
+        self._md.clear()
+        return out
+
+    def depth(self, symbol: str, depth: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """Return the best ``depth`` bid and ask levels ``(px_ticks, qty_lots)`` of a book."""
+        book = self.books[symbol]
+        lv = book.matcher.book
+        bids: list[tuple[int, int]] = []
+        asks: list[tuple[int, int]] = []
+        best = lv.best_bid()
+        px = best[0] if best else None
+        while px is not None and px >= book.px_min and len(bids) < depth:
+            qty, _n = lv.depth_at(BUY, px)
+            if qty:
+                bids.append((px, qty))
+            px -= 1
+        best = lv.best_ask()
+        px = best[0] if best else None
+        while px is not None and px <= book.px_max and len(asks) < depth:
+            qty, _n = lv.depth_at(SELL, px)
+            if qty:
+                asks.append((px, qty))
+            px += 1
+        return bids, asks
+
+    # ------------------------------------------------------------------ participants
+    def seed_books(self, ts: int, levels: int = 5, qty_lots: int = 5) -> list[SimReport]:
+        """Rest participant orders on ``levels`` ticks either side of each fair price."""
+        out: list[SimReport] = []
+        for book in self.books.values():
+            fair = round(book.fair)
+            for d in range(1, levels + 1):
+                out += self._flow_order(book, BUY, fair - d, qty_lots, ORD_LIMIT, ts)
+                out += self._flow_order(book, SELL, fair + d, qty_lots, ORD_LIMIT, ts)
+        return out
+
+    def step(self, now_ns: int) -> list[SimReport]:
+        """Let the participants act for the time since the last step; return client reports."""
+        if self._last_step_ns is None:
+            self._last_step_ns = now_ns
+            return []
+        dt = (now_ns - self._last_step_ns) / 1e9
+        if dt <= 0:
+            return []
+        self._last_step_ns = now_ns
+        out: list[SimReport] = []
+        for book in self.books.values():
+            out += self._flow(book, dt, now_ns)
+        return out
+
+    def _flow(self, book: _Book, dt: float, ts: int) -> list[SimReport]:
+        flow, rng = book.listing.flow, self.rng
+        book.fair += float(rng.normal(0.0, flow.volatility_ticks * math.sqrt(dt)))
+        margin = flow.depth_ticks + 2
+        book.fair = min(max(book.fair, book.px_min + margin), book.px_max - margin)
+        out: list[SimReport] = []
+        for _ in range(min(int(rng.poisson(flow.events_per_second * dt)), 10_000)):
+            u = float(rng.random())
+            side = BUY if rng.random() < 0.5 else SELL
+            qty = int(rng.integers(1, flow.max_qty_lots + 1))
+            if u < flow.passive_share:
+                dist = 1 + int(rng.geometric(0.35)) - 1
+                dist = min(dist, flow.depth_ticks)
+                px = math.floor(book.fair) - dist if side == BUY else math.ceil(book.fair) + dist
+                out += self._flow_order(book, side, px, qty, ORD_LIMIT, ts)
+            elif u < flow.passive_share + flow.cancel_share:
+                if book.flow_ids:
+                    i = int(rng.integers(len(book.flow_ids)))
+                    oid = book.flow_ids[i]
+                    book.flow_ids[i] = book.flow_ids[-1]
+                    book.flow_ids.pop()
+                    if oid in self._orders:
+                        cmd = make_cmds(1)
+                        cmd[0] = (
+                            ts,
+                            oid,
+                            0,
+                            0,
+                            FLOW_OWNER,
+                            self._orders[oid].side,
+                            CMD_CANCEL,
+                            ORD_LIMIT,
+                            1,
+                        )
+                        out += self._run(book, cmd, ts)
+            else:
+                # Take liquidity up to a price a little through the fair value (IOC).
+                px = math.ceil(book.fair) + 1 if side == BUY else math.floor(book.fair) - 1
+                out += self._flow_order(book, side, px, qty, ORD_LIMIT, ts, ioc=True)
+        return out
+
+    def _flow_order(
+        self,
+        book: _Book,
+        side: int,
+        px: int,
+        qty: int,
+        ord_type: int,
+        ts: int,
+        *,
+        ioc: bool = False,
+    ) -> list[SimReport]:
+        px = min(max(px, book.px_min), book.px_max)
+        oid = self._new_id()
+        order = _Order(oid, FLOW_OWNER, "", book.symbol, side, qty, px, ord_type, 3 if ioc else 1)
+        self._orders[oid] = order
+        cmd = make_cmds(1)
+        cmd[0] = (ts, oid, px, qty, FLOW_OWNER, side, CMD_NEW, ord_type, 3 if ioc else 1)
+        out = self._run(book, cmd, ts)
+        if oid in self._orders and not ioc:
+            book.flow_ids.append(oid)
+        return out
+
+    # ------------------------------------------------------------------ matching
+    def _run(
+        self, book: _Book, cmd: npt.NDArray[np.void], ts: int, extra_px: int | None = None
+    ) -> list[SimReport]:
+        events = book.matcher.submit(cmd)
+        touched: set[tuple[int, int]] = set()
+        if int(cmd[0]["ord_type"]) == ORD_LIMIT and int(cmd[0]["action"]) != CMD_CANCEL:
+            touched.add((int(cmd[0]["side"]), int(cmd[0]["px"])))
+        if extra_px is not None:
+            touched.add((int(cmd[0]["side"]), extra_px))
+        out: list[SimReport] = []
+        for ev in events:
+            order = self._orders.get(int(ev["order_id"]))
+            if order is None:
+                continue
+            et = self._apply_event(book, order, ev, ts, touched)
+            if et is None:
+                continue
+            if order.status in _DONE:
+                self._orders.pop(order.id, None)
+            if order.owner != FLOW_OWNER:
+                out.append(self._report(order, et, ts, ev=ev))
+        lv = book.matcher.book
+        for side, px in sorted(touched):
+            if book.px_min <= px <= book.px_max:
+                qty, _n = lv.depth_at(side, px)
+                self._md.append((ts, px, qty, book.index, side, L2_SET))
+        return out
+
+    def _apply_event(
+        self, book: _Book, order: _Order, ev: np.void, ts: int, touched: set[tuple[int, int]]
+    ) -> ExecType | None:
+        kind, px = int(ev["kind"]), int(ev["px"])
+        if kind == EXEC_TRADE:
+            qty = int(ev["qty"])
+            order.cum += qty
+            order.notional += qty * px
+            touched.add((order.side, px))
+            if int(ev["liquidity"]) == LIQ_TAKER:
+                self.trades += 1
+                self._md.append((ts, px, qty, book.index, order.side, L2_TRADE))
+            done = int(ev["leaves"]) == 0
+            order.status = OrdStatus.FILLED if done else OrdStatus.PARTIALLY_FILLED
+            return ExecType.TRADE
+        if kind in (EXEC_CANCELED, EXEC_EXPIRED):
+            touched.add((order.side, order.px))
+            canceled = kind == EXEC_CANCELED
+            order.status = OrdStatus.CANCELED if canceled else OrdStatus.EXPIRED
+            return ExecType.CANCELED if canceled else ExecType.EXPIRED
+        if kind == EXEC_REJECTED:
+            order.status = OrdStatus.REJECTED
+            return ExecType.REJECTED
+        return {EXEC_REPLACED: ExecType.REPLACED, EXEC_NEW: ExecType.NEW}.get(kind)
+
+    def _report(self, order: _Order, et: ExecType, ts: int, ev: np.void | None = None) -> SimReport:
+        self._exec_n += 1
+        fill = ev is not None and et is ExecType.TRADE
+        leaves = (
+            0
+            if order.status
+            in (OrdStatus.FILLED, OrdStatus.CANCELED, OrdStatus.EXPIRED, OrdStatus.REJECTED)
+            else order.qty - order.cum
+        )
+        reason = int(ev["reason"]) if ev is not None else 0
+        return SimReport(
+            owner=order.owner,
+            client_order_id=order.clordid,
+            orig_client_order_id=order.orig if et in (ExecType.CANCELED, ExecType.REPLACED) else "",
+            venue_order_id=str(order.id),
+            exec_id=f"X{self._exec_n}",
+            exec_type=et,
+            ord_status=order.status,
+            symbol=order.symbol,
+            side=Side(order.side),
+            ord_type=OrdType(order.type),
+            order_qty_lots=order.qty,
+            px_ticks=order.px if order.type == ORD_LIMIT else 0,
+            last_qty_lots=int(ev["qty"]) if fill and ev is not None else 0,
+            last_px_ticks=int(ev["px"]) if fill and ev is not None else 0,
+            leaves_qty_lots=leaves,
+            cum_qty_lots=order.cum,
+            avg_px_ticks=order.notional / order.cum if order.cum else 0.0,
+            text=_REASON_TEXT.get(reason, f"reason {reason}"),
+            maker=fill and ev is not None and int(ev["liquidity"]) != LIQ_TAKER,
+            ts_event=ts,
+        )
+
+    def _reject(
+        self,
+        owner: int,
+        clordid: str,
+        symbol: str,
+        side: Side,
+        ord_type: OrdType,
+        qty: int,
+        px: int,
+        text: str,
+        ts: int,
+    ) -> SimReport:
+        self._exec_n += 1
+        return SimReport(
+            owner=owner,
+            client_order_id=clordid,
+            orig_client_order_id="",
+            venue_order_id="NONE",
+            exec_id=f"X{self._exec_n}",
+            exec_type=ExecType.REJECTED,
+            ord_status=OrdStatus.REJECTED,
+            symbol=symbol,
+            side=side,
+            ord_type=ord_type,
+            order_qty_lots=qty,
+            px_ticks=px,
+            last_qty_lots=0,
+            last_px_ticks=0,
+            leaves_qty_lots=0,
+            cum_qty_lots=0,
+            avg_px_ticks=0.0,
+            text=text,
+            maker=False,
+            ts_event=ts,
+        )
+
+    def _cancel_reject(
+        self, owner: int, clordid: str, orig: str, order: _Order | None, *, replace: bool
+    ) -> SimCancelReject:
+        if order is None:
+            known = self._by_client.get((owner, orig))
+            return SimCancelReject(
+                owner=owner,
+                client_order_id=clordid,
+                orig_client_order_id=orig,
+                venue_order_id=str(known) if known else "NONE",
+                ord_status=OrdStatus.REJECTED if known is None else OrdStatus.FILLED,
+                response_to_replace=replace,
+                reason=0 if known else 1,
+                text="too late to cancel" if known else "unknown order",
+            )
+        return SimCancelReject(
+            owner=owner,
+            client_order_id=clordid,
+            orig_client_order_id=orig,
+            venue_order_id=str(order.id),
+            ord_status=order.status,
+            response_to_replace=replace,
+            reason=0,
+            text="invalid replace: quantity or price" if replace else "too late",
+        )
+
+    def _client_order(self, owner: int, clordid: str) -> _Order | None:
+        oid = self._by_client.get((owner, clordid))
+        return self._orders.get(oid) if oid is not None else None
+
+    def _new_id(self) -> int:
+        oid = self._next_id
+        self._next_id += 1
+        return oid
