@@ -7,6 +7,8 @@ A client sends a :class:`Command` and gets exactly one :class:`CommandResult`: a
 
 from dataclasses import dataclass
 
+from engine.enums import KillLevel, OrdType, Side, TimeInForce
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Command:
@@ -46,3 +48,73 @@ class CommandError:
 
 
 CommandResult = CommandAck | CommandError
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubmitOrder(Command):
+    """Send a new order (NewOrderSingle <D>); ``strategy_id`` 0 marks a manual order."""
+
+    symbol: str
+    side: Side
+    qty_lots: int
+    px_ticks: int = 0  # 0 for market orders
+    ord_type: OrdType = OrdType.LIMIT
+    time_in_force: TimeInForce = TimeInForce.DAY
+    strategy_id: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CancelOrder(Command):
+    """Cancel a working order (OrderCancelRequest <F>)."""
+
+    order_id: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplaceOrder(Command):
+    """Change quantity and/or price of a working order (OrderCancelReplaceRequest <G>)."""
+
+    order_id: int
+    qty_lots: int | None = None
+    px_ticks: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CancelAll(Command):
+    """Cancel every working order, optionally only of one strategy and/or instrument."""
+
+    strategy_id: int | None = None
+    symbol: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Flatten(Command):
+    """Cancel working orders and close positions (of one strategy and/or instrument)."""
+
+    strategy_id: int | None = None
+    symbol: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetKillSwitch(Command):
+    """Set the kill switch (``KillLevel.OFF`` releases it); journaled with actor and reason."""
+
+    level: KillLevel
+    reason: str
+    actor: str = "console"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControlStrategy(Command):
+    """Start, pause, resume or stop a strategy."""
+
+    strategy_id: int
+    action: str  # "start", "pause", "stop"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetStrategyParameters(Command):
+    """Change a strategy's parameters while it runs (checked against their bounds)."""
+
+    strategy_id: int
+    values: tuple[tuple[str, object], ...]

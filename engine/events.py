@@ -187,3 +187,32 @@ class TradeReported(Event):
     px_ticks: int
     qty_lots: int
     aggressor: Side | None  # side of the taker, when the venue says
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InstrumentAdded(Event):
+    """An instrument became tradable in the engine; carries what displays need to format it."""
+
+    symbol: str  # Symbol <55>
+    tick_size: str  # decimal text, e.g. "0.25": price = px_ticks * tick_size
+    lot_size: str  # decimal text: quantity = qty_lots * lot_size
+    multiplier: str  # contract multiplier (currency per price point per unit)
+    currency: str
+    venue: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PositionChanged(Event):
+    """Position and P&L of one strategy in one instrument after a fill or a new mark.
+
+    P&L is average-cost, in the instrument's currency; ``unrealized_pnl`` is at ``mark_px``.
+    """
+
+    strategy_id: int
+    symbol: str
+    qty_lots: int  # signed: > 0 long
+    avg_px_ticks: float  # average entry price of the open position, ticks (0.0 when flat)
+    mark_px_ticks: int  # mark used for the unrealized P&L (0 when unknown)
+    realized_pnl: float
+    unrealized_pnl: float
+    fees: float
