@@ -216,3 +216,20 @@ class PositionChanged(Event):
     realized_pnl: float
     unrealized_pnl: float
     fees: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FixMessageSeen(Event):
+    """A FIX message went in or out of a session, with its three timestamps.
+
+    ``ts_event`` is when the engine handled it; ``ts_created`` when it was built (outbound) or
+    framed (inbound); ``ts_wire`` when it was written to or read from the socket.
+    """
+
+    session_id: str  # e.g. "FIX.4.4:CLIENT->EXCHANGE"
+    outbound: bool
+    msg_type: str  # MsgType <35>
+    seq_num: int  # MsgSeqNum <34>
+    raw: bytes  # the whole message, SOH-separated
+    ts_created: int
+    ts_wire: int
