@@ -26,8 +26,9 @@ from app.main_window import MainWindow
 from app.paths import resource
 from app.settings import AppSettings
 from engine.client import EngineStartError
+from engine.demo import build_demo
 from engine.embedded import EmbeddedEngineClient
-from engine.events import EngineHeartbeat, EventRecord
+from engine.events import EngineHeartbeat, EventRecord, OrderChanged, OrderFilled
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,8 @@ class SmokeCheck:
         self.heartbeats = 0
         self.last_seq = 0
         self.out_of_order = 0
+        self.orders = 0
+        self.fills = 0
 
     def on_events(self, batch: list[EventRecord]) -> None:
         """Check one batch."""
@@ -102,6 +105,10 @@ class SmokeCheck:
             self.last_seq = record.seq
             if isinstance(record.event, EngineHeartbeat):
                 self.heartbeats += 1
+            elif isinstance(record.event, OrderChanged):
+                self.orders += 1
+            elif isinstance(record.event, OrderFilled):
+                self.fills += 1
 
 
 class ConsoleRun:
@@ -135,7 +142,7 @@ class ConsoleRun:
 
         opts = self.opts
         headless_run = opts.smoke is not None or opts.screenshot is not None
-        controller = Controller(EmbeddedEngineClient())
+        controller = Controller(EmbeddedEngineClient(configure=build_demo))
         try:
             controller.start()
         except EngineStartError as e:
@@ -191,8 +198,9 @@ class ConsoleRun:
         else:
             bridge = self.controller.bridge
             _say(
-                f"smoke ok: {smoke.heartbeats} heartbeats, {bridge.events} events in "
-                f"{bridge.batches} batches, last seq {smoke.last_seq}"
+                f"smoke ok: {smoke.heartbeats} heartbeats, {smoke.orders} order events, "
+                f"{smoke.fills} fills, {bridge.events} events in {bridge.batches} batches, "
+                f"last seq {smoke.last_seq}"
             )
         self.window.close()
 

@@ -38,15 +38,21 @@ class ErrorCounter(logging.Handler):
             self.first = record.getMessage()
 
 
-def configure(level: int = logging.INFO, log_file: Path | None = None) -> ErrorCounter:
-    """Install the console's handlers on the root logger and return the error counter."""
+def configure(
+    level: int = logging.INFO, log_file: Path | None = None, stderr_level: int = logging.ERROR
+) -> ErrorCounter:
+    """Install the console's handlers on the root logger and return the error counter.
+
+    The terminal gets only ``stderr_level`` and above, one line each: the console shows
+    warnings and alerts in its own views, and the log file keeps everything.
+    """
     root = logging.getLogger()
     root.setLevel(level)
     for handler in list(root.handlers):
         if getattr(handler, "_qwconsole", False):
             root.removeHandler(handler)
     stderr = logging.StreamHandler()
-    stderr.setLevel(logging.WARNING)
+    stderr.setLevel(stderr_level)
     stderr.setFormatter(_TerseFormatter("qwconsole: %(levelname)s: %(name)s: %(message)s"))
     handlers: list[logging.Handler] = [stderr]
     path = log_file or state_dir() / "qwconsole.log"

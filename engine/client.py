@@ -20,8 +20,7 @@ from enum import IntEnum
 from typing import Protocol
 
 from engine.commands import Command, CommandResult
-from engine.core import EngineSnapshot
-from engine.events import EventRecord
+from engine.events import EngineSnapshot, EventRecord
 
 
 class ClientState(IntEnum):

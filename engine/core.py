@@ -11,7 +11,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import Protocol
 
 from engine.bus import MessageBus
 from engine.clock import Clock
@@ -24,7 +24,13 @@ from engine.commands import (
     SetHeartbeatInterval,
 )
 from engine.enums import EngineState
-from engine.events import EngineHeartbeat, EngineStateChanged, Event, EventRecord
+from engine.events import (
+    EngineHeartbeat,
+    EngineSnapshot,
+    EngineStateChanged,
+    Event,
+    EventRecord,
+)
 
 log = logging.getLogger(__name__)
 
@@ -33,22 +39,34 @@ MIN_HEARTBEAT_MS = 10
 MAX_HEARTBEAT_MS = 60_000
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EngineSnapshot:
-    """The engine's state at one point of its event stream.
+class Component(Protocol):
+    """A part of the engine (trading desk, FIX sessions, simulator) with a lifecycle.
 
-    A client applies events with ``seq > snapshot.seq`` on top of it.
+    Components start in the order they were added and stop in reverse order, on the engine
+    loop. A component answers the commands it owns and describes its state as events for
+    snapshots.
     """
 
-    seq: int  # last event included in this snapshot
-    engine_id: str
-    state: EngineState
-    ts_started: int  # ns since the epoch, 0 before start
-    ts_snapshot: int  # ns since the epoch
-    heartbeat_interval_ns: int
-    heartbeats: int
-    last_heartbeat: EngineHeartbeat | None
-    recent: tuple[EventRecord, ...]  # the last few events, oldest first
+    @property
+    def name(self) -> str:
+        """Return a short name for logs."""
+        ...
+
+    def start(self, engine: "Engine") -> None:
+        """Start on the running engine loop (tasks may be created here)."""
+        ...
+
+    async def stop(self) -> None:
+        """Stop cleanly: cancel tasks, flush files."""
+        ...
+
+    def handle(self, command: Command) -> CommandResult | None:
+        """Answer ``command`` if it is this component's; ``None`` otherwise."""
+        ...
+
+    def state_events(self) -> list[Event]:
+        """Return events that rebuild this component's current state in a fresh client."""
+        ...
 
 
 class Engine:
@@ -89,7 +107,14 @@ class Engine:
         self._last_hb: EngineHeartbeat | None = None
         self._stop: asyncio.Event | None = None
         self._hb_changed: asyncio.Event | None = None
+        self.components: list[Component] = []
         self.bus.subscribe(Event, self._sequence)
+
+    def add_component(self, component: Component) -> None:
+        """Add a component; it starts with the engine (or at once if the engine runs)."""
+        self.components.append(component)
+        if self._state is EngineState.RUNNING:
+            component.start(self)
 
     # ------------------------------------------------------------------ stream
     def add_sink(self, sink: Callable[[EventRecord], None]) -> None:
@@ -120,6 +145,7 @@ class Engine:
             heartbeats=self._hb_count,
             last_heartbeat=self._last_hb,
             recent=tuple(self._recent),
+            state_events=tuple(e for c in self.components for e in c.state_events()),
         )
 
     # ------------------------------------------------------------------ commands
@@ -142,6 +168,10 @@ class Engine:
                 if self._hb_changed is not None:
                     self._hb_changed.set()
                 return CommandAck(command=command, ts_handled=now, detail=f"heartbeat {ms} ms")
+        for component in self.components:
+            result = component.handle(command)
+            if result is not None:
+                return result
         return CommandError(
             command=command,
             ts_handled=now,
@@ -162,11 +192,20 @@ class Engine:
         self._mono_started = self.clock.monotonic_ns()
         self._set_state(EngineState.STARTING)
         heartbeat = asyncio.create_task(self._heartbeat_loop(), name="engine-heartbeat")
-        self._set_state(EngineState.RUNNING)
+        started: list[Component] = []
         try:
+            for component in self.components:
+                component.start(self)
+                started.append(component)
+            self._set_state(EngineState.RUNNING)
             await self._stop.wait()
         finally:
             self._set_state(EngineState.STOPPING)
+            for component in reversed(started):
+                try:
+                    await component.stop()
+                except Exception:
+                    log.exception("component %s failed to stop cleanly", component.name)
             heartbeat.cancel()
             await asyncio.gather(heartbeat, return_exceptions=True)
             self._set_state(EngineState.STOPPED, "stopped on request")

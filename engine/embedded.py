@@ -18,8 +18,8 @@ from concurrent.futures import Future
 from engine.client import ClientState, EngineStartError
 from engine.clock import Clock, LiveClock
 from engine.commands import Command, CommandError, CommandResult
-from engine.core import Engine, EngineSnapshot
-from engine.events import EventRecord
+from engine.core import Engine
+from engine.events import EngineSnapshot, EventRecord
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +36,9 @@ class EmbeddedEngineClient:
     max_queue : int
         Events kept for a client that does not drain; beyond it the oldest are dropped and
         counted in :attr:`dropped` (the GUI then re-reads a snapshot).
+    configure : Callable[[Engine], object] | None
+        Called on the engine thread, before the engine starts, to add its components (for
+        example ``engine.demo.build_demo``).
     """
 
     def __init__(
@@ -44,8 +47,10 @@ class EmbeddedEngineClient:
         *,
         heartbeat_interval_ms: int = 1000,
         max_queue: int = 1_000_000,
+        configure: Callable[[Engine], object] | None = None,
     ) -> None:
         self._clock = clock or LiveClock()
+        self._configure = configure
         self._hb_ms = heartbeat_interval_ms
         self._lock = threading.Lock()
         self._queue: deque[EventRecord] = deque()
@@ -202,6 +207,8 @@ class EmbeddedEngineClient:
         try:
             engine = Engine(self._clock, heartbeat_interval_ms=self._hb_ms)
             engine.add_sink(self._push)
+            if self._configure is not None:
+                self._configure(engine)
             self._engine = engine
             self._loop = loop
             loop.call_soon(ready.set)

@@ -233,3 +233,22 @@ class FixMessageSeen(Event):
     raw: bytes  # the whole message, SOH-separated
     ts_created: int
     ts_wire: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineSnapshot:
+    """The engine's state at one point of its event stream.
+
+    A client applies events with ``seq > snapshot.seq`` on top of it.
+    """
+
+    seq: int  # last event included in this snapshot
+    engine_id: str
+    state: EngineState
+    ts_started: int  # ns since the epoch, 0 before start
+    ts_snapshot: int  # ns since the epoch
+    heartbeat_interval_ns: int
+    heartbeats: int
+    last_heartbeat: EngineHeartbeat | None
+    recent: tuple[EventRecord, ...]  # the last few events, oldest first
+    state_events: tuple[Event, ...] = ()  # current state of every component, as events

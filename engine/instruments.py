@@ -63,9 +63,9 @@ class Instrument:
         object.__setattr__(self, "_lot_f", float(self.lot_size))
 
     @property
-    def tick_value(self) -> float:
-        """Value of one tick on one lot, in the quote currency."""
-        return float(self.tick_size * self.lot_size * self.multiplier)
+    def tick_value(self) -> Decimal:
+        """Value of one tick on one lot, in the quote currency (exact)."""
+        return self.tick_size * self.lot_size * self.multiplier
 
     # ------------------------------------------------------------------- scalars
     def price_to_ticks(self, price: float | int | str | Decimal) -> int:
@@ -143,11 +143,11 @@ def _to_grid(name: str, values: npt.ArrayLike, step: float, symbol: str) -> npt.
     a = np.asarray(values, dtype=np.float64)
     if not np.all(np.isfinite(a)):
         i = int(np.flatnonzero(~np.isfinite(a.ravel()))[0])
-        raise ValueError(f"{name}[{i}]: must be finite, got {a.ravel()[i]!r} ({symbol})")
+        raise ValueError(f"{name}[{i}]: must be finite, got {float(a.ravel()[i])!r} ({symbol})")
     x = a / step
     r = np.rint(x)
     bad = np.abs(x - r) > _REL_TOL + 1e-12 * np.abs(r)
     if np.any(bad):
         i = int(np.flatnonzero(bad.ravel())[0])
-        raise ValueError(f"{name}[{i}]: {a.ravel()[i]!r} is not a multiple of {step!r} ({symbol})")
+        raise ValueError(f"{name}[{i}]: {float(a.ravel()[i])!r} is not a multiple of {step!r} ({symbol})")
     return r.astype(np.int64)

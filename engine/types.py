@@ -234,6 +234,7 @@ OWN_ORDER_DTYPE: Final = np.dtype(
 FILL_DTYPE: Final = np.dtype(
     [
         ("ts", "i8"),  # ns since epoch
+        ("order_id", "i8"),  # the order that filled
         ("px", "i8"),  # ticks
         ("qty", "i8"),  # lots, > 0
         ("fee", "f8"),  # fee in the quote currency (negative: rebate)
@@ -271,3 +272,85 @@ ExecEventArray = npt.NDArray[np.void]
 FillArray = npt.NDArray[np.void]
 #: An int64 array.
 I64Array = npt.NDArray[np.int64]
+
+# ------------------------------------------------------------------ post-trade (journal)
+#: One order as the journal last saw it, one row per order (``engine.posttrade``).
+JOURNAL_ORDER_DTYPE: Final = np.dtype(
+    [
+        ("ts", "i8"),  # ts_event of the order's last change, ns since epoch
+        ("order_id", "i8"),  # engine-wide order id
+        ("ts_created", "i8"),  # ns
+        ("ts_sent", "i8"),  # ns, 0 if never sent
+        ("ts_acked", "i8"),  # ns, 0 if never acknowledged
+        ("px", "i8"),  # limit price, ticks (0: market order)
+        ("qty", "i8"),  # OrderQty <38>, lots
+        ("cum_qty", "i8"),  # CumQty <14>, lots
+        ("leaves_qty", "i8"),  # LeavesQty <151>, lots
+        ("avg_px", "f8"),  # AvgPx <6>, ticks
+        ("strategy", "i4"),  # strategy id
+        ("instrument", "i4"),  # index into the symbol table of the load
+        ("n_changes", "i4"),  # how many changes the journal recorded for the order
+        ("side", "i1"),  # BUY or SELL
+        ("ord_type", "u1"),  # ORD_LIMIT, ORD_MARKET
+        ("tif", "u1"),  # TIF_*
+        ("status", "u1"),  # OrdStatus <39> as ``engine.enums.OrdStatus``
+    ],
+    align=True,
+)
+
+#: One change of an order (one ``OrderChanged`` event): the order flow of a day.
+ORDER_EVENT_DTYPE: Final = np.dtype(
+    [
+        ("ts", "i8"),  # ts_event of the change, ns since epoch
+        ("seq", "i8"),  # engine event sequence number (0 if journaled off the bus)
+        ("order_id", "i8"),
+        ("px", "i8"),  # ticks
+        ("qty", "i8"),  # lots
+        ("cum_qty", "i8"),  # lots
+        ("leaves_qty", "i8"),  # lots
+        ("avg_px", "f8"),  # ticks
+        ("strategy", "i4"),
+        ("instrument", "i4"),  # index into the symbol table of the load
+        ("side", "i1"),  # BUY or SELL
+        ("ord_type", "u1"),
+        ("tif", "u1"),
+        ("status", "u1"),  # OrdStatus after the change
+    ],
+    align=True,
+)
+
+#: One execution (one ``OrderFilled`` event).
+EXECUTION_DTYPE: Final = np.dtype(
+    [
+        ("ts", "i8"),  # ts_event: TransactTime <60> (or engine time), ns since epoch
+        ("ts_recv", "i8"),  # local receive time, ns
+        ("seq", "i8"),  # engine event sequence number (0 if journaled off the bus)
+        ("order_id", "i8"),
+        ("px", "i8"),  # LastPx <31>, ticks
+        ("qty", "i8"),  # LastQty <32>, lots
+        ("leaves_qty", "i8"),  # LeavesQty <151>, lots
+        ("strategy", "i4"),
+        ("instrument", "i4"),  # index into the symbol table of the load
+        ("side", "i1"),  # BUY or SELL
+    ],
+    align=True,
+)
+
+#: Market state of one instrument from ``ts`` on (input of the post-trade as-of join).
+MARKET_SNAPSHOT_DTYPE: Final = np.dtype(
+    [
+        ("ts", "i8"),  # ns since epoch; rows sorted by ts
+        ("bid_px", "i8"),  # best bid, ticks
+        ("bid_qty", "i8"),  # lots at the best bid (0: no bid)
+        ("ask_px", "i8"),  # best ask, ticks
+        ("ask_qty", "i8"),  # lots at the best ask (0: no ask)
+        ("last_px", "i8"),  # last trade price, ticks
+        ("last_qty", "i8"),  # last trade size, lots (0: no trade yet)
+    ],
+    align=True,
+)
+
+#: Rows of ``JOURNAL_ORDER_DTYPE``, ``ORDER_EVENT_DTYPE`` or ``EXECUTION_DTYPE``.
+PostTradeArray = npt.NDArray[np.void]
+#: Rows of ``MARKET_SNAPSHOT_DTYPE``.
+MarketSnapshotArray = npt.NDArray[np.void]

@@ -437,8 +437,9 @@ class OrderManager:
         order.ts_last = self.clock.now_ns()
         self._sync_risk(order)
         self._publish(order, f"{what} rejected")
+        # Losing a race with a fill is routine for a quoting strategy; anything else is not.
         self._alert(
-            AlertLevel.WARNING,
+            AlertLevel.INFO if order.is_terminal else AlertLevel.WARNING,
             f"{what} of {order.client_order_id} rejected"
             + (f" (CxlRejReason {rej.reason})" if rej.reason is not None else "")
             + (f": {rej.text}" if rej.text else ""),

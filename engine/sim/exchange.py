@@ -222,6 +222,7 @@ class SimExchange:
             raise ValueError("SimExchange: instrument symbols must be unique")
         self.rng = np.random.default_rng(seed)
         self._orders: dict[int, _Order] = {}
+        self._final: dict[int, OrdStatus] = {}  # client orders that are done: final status
         self._by_client: dict[tuple[int, str], int] = {}
         self._next_id = 1
         self._exec_n = 0
@@ -504,6 +505,8 @@ class SimExchange:
                 continue
             if order.status in _DONE:
                 self._orders.pop(order.id, None)
+                if order.owner != FLOW_OWNER:
+                    self._final[order.id] = order.status
             if order.owner != FLOW_OWNER:
                 out.append(self._report(order, et, ts, ev=ev))
         lv = book.matcher.book
@@ -610,17 +613,21 @@ class SimExchange:
     def _cancel_reject(
         self, owner: int, clordid: str, orig: str, order: _Order | None, *, replace: bool
     ) -> SimCancelReject:
+        what = "replace" if replace else "cancel"
         if order is None:
             known = self._by_client.get((owner, orig))
+            final = self._final.get(known) if known is not None else None
             return SimCancelReject(
                 owner=owner,
                 client_order_id=clordid,
                 orig_client_order_id=orig,
-                venue_order_id=str(known) if known else "NONE",
-                ord_status=OrdStatus.REJECTED if known is None else OrdStatus.FILLED,
+                venue_order_id=str(known) if known is not None else "NONE",
+                ord_status=final if final is not None else OrdStatus.REJECTED,
                 response_to_replace=replace,
-                reason=0 if known else 1,
-                text="too late to cancel" if known else "unknown order",
+                reason=0 if known is not None else 1,
+                text=f"too late to {what}: order is {final.name.lower()}"
+                if final is not None
+                else "unknown order",
             )
         return SimCancelReject(
             owner=owner,
@@ -630,7 +637,10 @@ class SimExchange:
             ord_status=order.status,
             response_to_replace=replace,
             reason=0,
-            text="invalid replace: quantity or price" if replace else "too late",
+            text="invalid replace: quantity must exceed the filled quantity and the price "
+            "must be in range"
+            if replace
+            else f"too late to cancel: order is {order.status.name.lower()}",
         )
 
     def _client_order(self, owner: int, clordid: str) -> _Order | None:

@@ -260,14 +260,16 @@ class StrategyRunner:
             if s.state is not StrategyState.STOPPED:
                 self.stop(s.strategy_id, f"failed: {type(e).__name__}: {e}")
 
-    def _publish(self, s: Strategy, change: str) -> None:
-        self.bus.publish(
-            StrategyStatusChanged(
-                ts_event=self.clock.now_ns(),
-                strategy_id=s.strategy_id,
-                name=s.name,
-                state=s.state,
-                parameters=tuple((p.name, s.p[p.name]) for p in s.params),
-                change=change,
-            )
+    def status_event(self, s: Strategy, change: str) -> StrategyStatusChanged:
+        """Return the status event of ``s`` (also used for snapshots)."""
+        return StrategyStatusChanged(
+            ts_event=self.clock.now_ns(),
+            strategy_id=s.strategy_id,
+            name=s.name,
+            state=s.state,
+            parameters=tuple((p.name, s.p[p.name]) for p in s.params),
+            change=change,
         )
+
+    def _publish(self, s: Strategy, change: str) -> None:
+        self.bus.publish(self.status_event(s, change))

@@ -53,7 +53,7 @@ def test_cancel_and_replace_and_their_rejects() -> None:
     assert (canceled.exec_type, canceled.ord_status) == (ExecType.CANCELED, OrdStatus.CANCELED)
     late = ex.cancel(7, "A4", "A3", ts=4)
     assert isinstance(late, SimCancelReject)
-    assert (late.reason, late.text) == (0, "too late to cancel")
+    assert (late.reason, late.text) == (0, "too late to cancel: order is canceled")
     unknown = ex.cancel(7, "A5", "ZZ", ts=5)
     assert isinstance(unknown, SimCancelReject)
     assert (unknown.reason, unknown.venue_order_id) == (1, "NONE")

@@ -1,0 +1,129 @@
+# SPDX-License-Identifier: MIT
+"""The demo that ``qwconsole`` starts with nothing configured.
+
+A simulated exchange lists three futures; its participants move prices and trade; the market
+maker example quotes all three through the engine's order manager, risk checks and position
+book. Within a few seconds there are orders, fills, positions and P&L.
+"""
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from decimal import Decimal
+
+from engine.core import Engine
+from engine.events import Event
+from engine.instruments import Instrument
+from engine.marketdata import MarketData
+from engine.oms.risk import RiskLimits
+from engine.sim.exchange import FlowConfig, SimExchange, SimInstrument
+from engine.sim.venue import SimVenue
+from engine.strategy.examples import MarketMaker
+from engine.trading import TradingDesk
+
+log = logging.getLogger(__name__)
+
+#: The demo's market maker.
+DEMO_STRATEGY_ID = 20170101
+
+DEMO_LISTINGS = (
+    SimInstrument(
+        instrument=Instrument(symbol="ESZ6", tick_size=Decimal("0.25"), multiplier=Decimal(50)),
+        start_px_ticks=24_000,  # 6000.00
+        flow=FlowConfig(events_per_second=300, volatility_ticks=2.0),
+    ),
+    SimInstrument(
+        instrument=Instrument(symbol="NQZ6", tick_size=Decimal("0.25"), multiplier=Decimal(20)),
+        start_px_ticks=86_000,  # 21500.00
+        flow=FlowConfig(events_per_second=250, volatility_ticks=4.0),
+    ),
+    SimInstrument(
+        instrument=Instrument(symbol="CLF7", tick_size=Decimal("0.01"), multiplier=Decimal(1000)),
+        start_px_ticks=6_850,  # 68.50
+        flow=FlowConfig(events_per_second=200, volatility_ticks=1.5),
+    ),
+)
+
+DEMO_LIMITS = RiskLimits(
+    max_order_qty_lots=50,
+    max_position_lots=25,
+    max_open_orders=100,
+    max_orders_per_second=500,
+)
+
+
+@dataclass
+class SimPump:
+    """Engine component that lets the simulated participants act and publishes market data."""
+
+    exchange: SimExchange
+    venue: SimVenue
+    market: MarketData
+    engine: Engine | None = None
+    interval_s: float = 0.02
+    name: str = "simulator"
+    _task: "asyncio.Task[None] | None" = None
+
+    def start(self, engine: Engine) -> None:
+        """Seed the books and start stepping the participants."""
+        self.engine = engine
+        now = engine.clock.now_ns()
+        self.venue.deliver(self.exchange.seed_books(now))
+        self.exchange.step(now)
+        self.pump()
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="simulator")
+
+    def pump(self) -> None:
+        """Step the participants to now, deliver client reports, publish market data."""
+        assert self.engine is not None
+        self.venue.deliver(self.exchange.step(self.engine.clock.now_ns()))
+        events = self.exchange.drain_market_events()
+        if events.shape[0]:
+            self.market.apply(events)
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval_s)
+            try:
+                self.pump()
+            except Exception:
+                log.exception("simulator step failed")
+
+    async def stop(self) -> None:
+        """Stop stepping."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def handle(self, command: object) -> None:
+        """Own no commands."""
+        return None
+
+    def state_events(self) -> list[Event]:
+        """Have no state of its own to show."""
+        return []
+
+
+def build_demo(engine: Engine, *, seed: int = 7) -> TradingDesk:
+    """Add the demo's simulator, trading desk and market maker to ``engine``; return the desk."""
+    loop = asyncio.get_event_loop()
+    exchange = SimExchange(DEMO_LISTINGS, seed=seed)
+    venue = SimVenue(exchange, engine.clock, loop.call_soon, name="SIM")
+    symbols = [x.instrument.symbol for x in DEMO_LISTINGS]
+    market = MarketData(
+        symbols, engine.bus, engine.clock, centres=[x.start_px_ticks for x in DEMO_LISTINGS]
+    )
+    desk = TradingDesk(engine.bus, engine.clock, DEMO_LIMITS)
+    for listing in DEMO_LISTINGS:
+        desk.add_instrument(listing.instrument, venue)
+    desk.set_market_data(market)
+    desk.add_strategy(
+        MarketMaker(DEMO_STRATEGY_ID, symbols, qty_lots=1, half_spread_ticks=1,
+                    skew_ticks_per_lot=0.5, max_position_lots=10),
+        autostart=True,
+    )  # fmt: skip
+    engine.add_component(desk)  # first: its position book must exist before the first fill
+    engine.add_component(SimPump(exchange, venue, market))
+    return desk

@@ -1,0 +1,124 @@
+# SPDX-License-Identifier: MIT
+"""The application interface of the FIX engine, in QuickFIX's shape.
+
+An application (the order manager, the exchange simulator, the acceptance-test app) subclasses
+:class:`Application` and overrides the callbacks it needs. Callbacks may raise the exceptions
+below; the session turns them into the answer QuickFIX gives (session Reject,
+BusinessMessageReject, Logout, or not sending).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.fix.message import FixMessage, OutMessage
+
+
+@dataclass(frozen=True, slots=True)
+class SessionID:
+    """Identity of a session, seen from our side.
+
+    Parameters
+    ----------
+    begin_string : str
+        BeginString <8> (``"FIX.4.4"``, ``"FIXT.1.1"``).
+    sender_comp_id : str
+        Our CompID (SenderCompID <49> on what we send).
+    target_comp_id : str
+        The counterparty's CompID.
+    qualifier : str
+        SessionQualifier, to tell otherwise identical sessions apart.
+    """
+
+    begin_string: str
+    sender_comp_id: str
+    target_comp_id: str
+    qualifier: str = ""
+
+    def __str__(self) -> str:
+        q = f":{self.qualifier}" if self.qualifier else ""
+        return f"{self.begin_string}:{self.sender_comp_id}->{self.target_comp_id}{q}"
+
+    @property
+    def file_prefix(self) -> str:
+        """Return the base name QuickFIX uses for this session's store and log files."""
+        q = f"-{self.qualifier}" if self.qualifier else ""
+        return f"{self.begin_string}-{self.sender_comp_id}-{self.target_comp_id}{q}"
+
+    @property
+    def is_fixt(self) -> bool:
+        """Return True for FIXT.1.1 sessions."""
+        return self.begin_string.startswith("FIXT")
+
+
+class DoNotSend(Exception):
+    """Raised in ``to_app`` to drop an outbound (or resent) application message."""
+
+
+class RejectLogon(Exception):
+    """Raised in ``from_admin`` on a Logon to refuse it: Logout with this text, then disconnect."""
+
+
+class UnsupportedMessageType(Exception):
+    """Raised in ``from_app``: answered with BusinessMessageReject 380=3 (Reject on FIX.4.0/4.1)."""
+
+
+class FieldNotFound(Exception):
+    """Raised in a callback when a field it needs is missing.
+
+    Parameters
+    ----------
+    tag : int
+        The missing tag.
+    """
+
+    def __init__(self, tag: int) -> None:
+        super().__init__(f"field not found: {tag}")
+        self.tag = tag
+
+
+class IncorrectTagValue(Exception):
+    """Raised in a callback for a value out of range; answered with Reject 373=5."""
+
+    def __init__(self, tag: int) -> None:
+        super().__init__(f"incorrect tag value: {tag}")
+        self.tag = tag
+
+
+class IncorrectDataFormat(Exception):
+    """Raised in a callback for a malformed value; answered with Reject 373=6."""
+
+    def __init__(self, tag: int) -> None:
+        super().__init__(f"incorrect data format: {tag}")
+        self.tag = tag
+
+
+class Application:
+    """Callbacks from the FIX sessions; every method is a no-op by default.
+
+    ``message`` arguments of ``from_*`` callbacks are decoded :class:`FixMessage` s;
+    ``to_*`` callbacks get the :class:`OutMessage` about to be encoded and may change it.
+    To send, call :meth:`engine.fix.session.FixSession.send` (or
+    :func:`engine.fix.session.send_to_target`).
+    """
+
+    def on_create(self, session_id: SessionID) -> None:
+        """Call when a session is created."""
+
+    def on_logon(self, session_id: SessionID) -> None:
+        """Call when the session is logged on (Logon sent and received)."""
+
+    def on_logout(self, session_id: SessionID) -> None:
+        """Call when a logged-on (or logging-on) session is disconnected."""
+
+    def to_admin(self, message: OutMessage, session_id: SessionID) -> None:
+        """Inspect or change an outbound session-level message."""
+
+    def from_admin(self, message: FixMessage, session_id: SessionID) -> None:
+        """Receive a verified session-level message; may raise :class:`RejectLogon`."""
+
+    def to_app(self, message: OutMessage, session_id: SessionID) -> None:
+        """Inspect or change an outbound application message; may raise :class:`DoNotSend`."""
+
+    def from_app(self, message: FixMessage, session_id: SessionID) -> None:
+        """Receive a verified application message; may raise :class:`UnsupportedMessageType`."""

@@ -1,0 +1,482 @@
+# SPDX-License-Identifier: MIT
+"""FIX wire codec: framing decoder, field-ordering encoder, timestamps.
+
+Decoding runs the numba kernel :func:`engine.fix._kernels.scan_frames` over everything received
+so far: one call frames, verifies (BodyLength <9>, CheckSum <10>, first three fields) and
+tokenizes every complete message. Garbled frames are dropped and counted, never raised.
+
+Encoding writes ``8, 9, 35``, the other header fields in ascending tag order, the body in
+ascending tag order with each repeating group at its NumInGroup tag (entries in the order
+given, i.e. dictionary order), then ``10`` -- the order QuickFIX produces and the acceptance
+scripts expect. :class:`MessageTemplate` is the fast path for messages with a fixed layout.
+
+Not checked here: anything a data dictionary knows (required fields, enums, formats).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from engine.fix import _kernels
+from engine.fix.message import SOH, BodyEntry, Field, FixMessage, Group
+
+_log = logging.getLogger(__name__)
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+
+#: Human-readable reasons for the frame status codes of the kernel.
+FRAME_REASONS: dict[int, str] = {
+    _kernels.FRAME_BAD_LENGTH: "BodyLength does not match",
+    _kernels.FRAME_BAD_CHECKSUM: "CheckSum does not match",
+    _kernels.FRAME_BAD_FIELD: "malformed field",
+    _kernels.FRAME_BAD_ORDER: "first three fields are not 8, 9, 35",
+    _kernels.FRAME_JUNK: "bytes outside any message",
+    _kernels.FRAME_NO_LENGTH: "BodyLength missing or not a number",
+}
+
+# ---------------------------------------------------------------------------------- timestamps
+
+_sec_cache: dict[int, bytes] = {}
+
+
+def _second_prefix(sec: int) -> bytes:
+    p = _sec_cache.get(sec)
+    if p is None:
+        if len(_sec_cache) > 4:
+            _sec_cache.clear()
+        t = _EPOCH + _dt.timedelta(seconds=sec)
+        p = t.strftime("%Y%m%d-%H:%M:%S").encode()
+        _sec_cache[sec] = p
+    return p
+
+
+def format_timestamp(now_ns: int, precision: int = 3) -> bytes:
+    """Return UTCTimestamp ``YYYYMMDD-HH:MM:SS[.fff...]`` for ``now_ns``.
+
+    Parameters
+    ----------
+    now_ns : int
+        ns since the epoch, UTC.
+    precision : int
+        Fractional digits: 0 (seconds), 3 (milli), 6 (micro) or 9 (nano); others 0-9 too.
+    """
+    sec, frac = divmod(now_ns, 1_000_000_000)
+    prefix = _second_prefix(sec)
+    if precision <= 0:
+        return prefix
+    digits = b"%09d" % frac
+    return prefix + b"." + digits[:precision]
+
+
+_parse_cache: dict[bytes, int] = {}
+_POW10: list[int] = [10**i for i in range(10)]
+
+
+def parse_timestamp(value: bytes) -> int | None:
+    """Return ns since the epoch for a UTCTimestamp, or None when it is malformed."""
+    sec = _parse_cache.get(value[:17])
+    if sec is not None:
+        n = len(value)
+        if n == 17:
+            return sec
+        f = value[18:]
+        if value[17:18] == b"." and n <= 27 and f.isdigit():
+            return sec + int(f) * _POW10[9 - len(f)]
+    ns = _parse_timestamp(value)
+    if ns is not None:
+        if len(_parse_cache) > 64:
+            _parse_cache.clear()
+        _parse_cache[value[:17]] = ns - ns % 1_000_000_000
+    return ns
+
+
+def _parse_timestamp(value: bytes) -> int | None:
+    if len(value) < 17 or value[8:9] != b"-" or value[11:12] != b":" or value[14:15] != b":":
+        return None
+    try:
+        y, mo, d = int(value[0:4]), int(value[4:6]), int(value[6:8])
+        h, mi, s = int(value[9:11]), int(value[12:14]), int(value[15:17])
+        frac_ns = 0
+        if len(value) > 17:
+            if value[17:18] != b"." or not value[18:].isdigit() or len(value) > 27:
+                return None
+            f = value[18:]
+            frac_ns = int(f) * 10 ** (9 - len(f))
+        if not (value[0:8].isdigit() and value[9:11].isdigit()):
+            return None
+        dt = _dt.datetime(y, mo, d, h, mi, min(s, 59), tzinfo=_dt.UTC)
+    except ValueError:
+        return None
+    delta = dt - _EPOCH
+    return (delta.days * 86400 + delta.seconds + (1 if s == 60 else 0)) * 1_000_000_000 + frac_ns
+
+
+def default_precision(begin_string: str) -> int:
+    """Return QuickFIX's default timestamp precision: 0 for FIX.4.0/4.1, else 3."""
+    return 0 if begin_string in ("FIX.4.0", "FIX.4.1") else 3
+
+
+# ------------------------------------------------------------------------------------ encoding
+
+_PREFIX: list[bytes] = [b"%d=" % t for t in range(10000)]
+
+
+def _pfx(tag: int) -> bytes:
+    if 0 <= tag < 10000:
+        return _PREFIX[tag]
+    return b"%d=" % tag
+
+
+def _tag_key(e: BodyEntry) -> int:
+    return e.tag if isinstance(e, Group) else e[0]
+
+
+def _append_entries(parts: list[bytes], entries: Sequence[BodyEntry]) -> None:
+    for e in entries:
+        if isinstance(e, Group):
+            parts.append(_pfx(e.tag))
+            parts.append(b"%d" % len(e.entries))
+            parts.append(SOH)
+            for entry in e.entries:
+                _append_entries(parts, entry)
+        else:
+            parts.append(_pfx(e[0]))
+            parts.append(e[1])
+            parts.append(SOH)
+
+
+def checksum_bytes(data: bytes) -> bytes:
+    """Return the three-digit CheckSum <10> value of ``data``."""
+    return b"%03d" % (sum(data) & 0xFF)
+
+
+def finish(begin_string: bytes, body: bytes) -> bytes:
+    """Wrap ``body`` (everything from ``35=`` to the last SOH) with 8, 9 and 10."""
+    head = b"8=" + begin_string + b"\x019=%d\x01" % len(body)
+    msg = head + body
+    return msg + b"10=%03d\x01" % (sum(msg) & 0xFF)
+
+
+def encode(
+    begin_string: bytes,
+    msg_type: bytes,
+    header: Sequence[Field],
+    body: Sequence[BodyEntry],
+    *,
+    sort_body: bool = True,
+) -> bytes:
+    """Encode a complete message with BodyLength and CheckSum.
+
+    Parameters
+    ----------
+    begin_string : bytes
+        BeginString <8>.
+    msg_type : bytes
+        MsgType <35>.
+    header : sequence of (tag, value)
+        Header fields other than 8, 9, 35; written in ascending tag order.
+    body : sequence of (tag, value) or Group
+        Body; written in ascending tag order (groups at their NumInGroup tag, entries as
+        given) unless ``sort_body`` is False.
+    """
+    if sort_body:
+        body = sorted(body, key=_first)  # a Group's [0] is its NumInGroup tag
+    prefix = _PREFIX
+    try:
+        # Fast path: plain (tag, value) fields with tags below 10000.
+        head = b"".join([prefix[t] + v + SOH for t, v in sorted(header, key=_first)])
+        # A Group raises IndexError on [1]: the slow path below handles it.
+        rest = b"".join([prefix[e[0]] + e[1] + SOH for e in body])  # type: ignore[operator]
+    except (IndexError, TypeError):
+        parts: list[bytes] = []
+        _append_entries(parts, sorted(header, key=_first))
+        head = b"".join(parts)
+        parts = []
+        _append_entries(parts, body)
+        rest = b"".join(parts)
+    return finish(begin_string, b"35=" + msg_type + SOH + head + rest)
+
+
+_first = operator.itemgetter(0)
+
+
+class MessageTemplate:
+    """Fast encoder for messages whose tags are fixed in advance.
+
+    The static bytes around the values (tags, ``=``, SOH, constant fields) are joined once; an
+    encode fills in the values, adds BodyLength and CheckSum. About an order of magnitude
+    faster than building a message field by field.
+
+    Parameters
+    ----------
+    begin_string : bytes
+        BeginString <8>.
+    msg_type : bytes
+        MsgType <35>.
+    fields : sequence of (tag, value or None)
+        Header and body fields other than 8, 9, 35, in the order they are to be written
+        (header ascending, then body ascending). ``None`` marks a slot filled per message; other
+        values are constant.
+    """
+
+    __slots__ = ("_begin", "_parts", "_slots")
+
+    def __init__(
+        self, begin_string: bytes, msg_type: bytes, fields: Sequence[tuple[int, bytes | None]]
+    ) -> None:
+        parts: list[bytes] = []
+        cur = b"35=" + msg_type + SOH
+        slots = 0
+        for tag, value in fields:
+            if value is None:
+                parts.append(cur + _pfx(tag))
+                parts.append(b"")
+                cur = SOH
+                slots += 1
+            else:
+                cur += _pfx(tag) + value + SOH
+        parts.append(cur)
+        self._parts = parts
+        self._slots = slots
+        self._begin = b"8=" + begin_string + b"\x019="
+
+    @property
+    def slots(self) -> int:
+        """Return how many values :meth:`encode` expects."""
+        return self._slots
+
+    def encode(self, values: Sequence[bytes]) -> bytes:
+        """Return the message with ``values`` in the template's slots, in order."""
+        parts = self._parts
+        parts[1:-1:2] = values
+        body = b"".join(parts)
+        msg = self._begin + b"%d\x01" % len(body) + body
+        return msg + b"10=%03d\x01" % (sum(msg) & 0xFF)
+
+
+# ------------------------------------------------------------------------------------ decoding
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedFrame:
+    """A frame the decoder dropped.
+
+    Parameters
+    ----------
+    reason : str
+        Why (see ``FRAME_REASONS``).
+    data : bytes
+        The bytes dropped (at most 4 KiB of them).
+    """
+
+    reason: str
+    data: bytes
+
+
+class DecodedBatch:
+    """Everything one :meth:`FixDecoder.decode_batch` call framed, as arrays.
+
+    The arrays are views of the decoder's buffers: valid until the next decode call.
+
+    Attributes
+    ----------
+    buf : bytes
+        The bytes the offsets refer to.
+    msgs : int64[n, MSG_COLUMNS]
+        One row per frame (start, end, first field, field count, status).
+    tags, vstart, vend : int64[:]
+        Field tags and value offsets.
+    """
+
+    __slots__ = ("buf", "msgs", "tags", "vend", "vstart")
+
+    def __init__(
+        self,
+        buf: bytes,
+        msgs: npt.NDArray[np.int64],
+        tags: npt.NDArray[np.int64],
+        vstart: npt.NDArray[np.int64],
+        vend: npt.NDArray[np.int64],
+    ) -> None:
+        self.buf = buf
+        self.msgs = msgs
+        self.tags = tags
+        self.vstart = vstart
+        self.vend = vend
+
+    def __len__(self) -> int:
+        return int(self.msgs.shape[0])
+
+    def ok(self) -> npt.NDArray[np.bool_]:
+        """Return a mask of the frames that passed every check."""
+        return np.asarray(self.msgs[:, _kernels.MSG_STATUS] == _kernels.FRAME_OK)
+
+    def message(self, i: int, ts_recv: int = 0) -> FixMessage:
+        """Return frame ``i`` as a :class:`FixMessage` (copies its offsets)."""
+        row = self.msgs[i]
+        a = int(row[_kernels.MSG_FIRST_FIELD])
+        b = a + int(row[_kernels.MSG_FIELD_COUNT])
+        return FixMessage(
+            self.buf,
+            int(row[_kernels.MSG_START]),
+            int(row[_kernels.MSG_END]),
+            self.tags[a:b].tolist(),
+            self.vstart[a:b].tolist(),
+            self.vend[a:b].tolist(),
+            ts_recv,
+        )
+
+
+class FixDecoder:
+    """Incremental FIX decoder over a byte stream.
+
+    Feed it bytes as they arrive; it returns the complete, verified messages and keeps any
+    incomplete tail for the next call. Garbled frames (bad BodyLength or CheckSum, malformed
+    fields, first three fields out of order, bytes between messages) are dropped, counted in
+    ``garbled`` and passed to ``on_garbled`` -- never raised.
+
+    Parameters
+    ----------
+    on_garbled : callable, optional
+        Called with a :class:`DroppedFrame` for every dropped frame.
+    max_buffer : int
+        Bytes kept while waiting for the end of a message; beyond that the buffer is dropped.
+    """
+
+    __slots__ = (
+        "_msgs",
+        "_pending",
+        "_tags",
+        "_vend",
+        "_vstart",
+        "garbled",
+        "max_buffer",
+        "on_garbled",
+    )
+
+    def __init__(
+        self,
+        on_garbled: Callable[[DroppedFrame], None] | None = None,
+        max_buffer: int = 16 << 20,
+    ) -> None:
+        self._pending = b""
+        self._msgs = np.zeros((256, _kernels.MSG_COLUMNS), dtype=np.int64)
+        self._tags = np.zeros(8192, dtype=np.int64)
+        self._vstart = np.zeros(8192, dtype=np.int64)
+        self._vend = np.zeros(8192, dtype=np.int64)
+        self.garbled = 0
+        self.on_garbled = on_garbled
+        self.max_buffer = max_buffer
+
+    @property
+    def pending(self) -> int:
+        """Return how many bytes wait for the rest of their message."""
+        return len(self._pending)
+
+    def reset(self) -> None:
+        """Forget any partial message (on a new connection)."""
+        self._pending = b""
+
+    def _ensure(self, nbytes: int) -> None:
+        need = nbytes // 2 + 2
+        if self._tags.shape[0] < need:
+            size = max(need, self._tags.shape[0] * 2)
+            self._tags = np.zeros(size, dtype=np.int64)
+            self._vstart = np.zeros(size, dtype=np.int64)
+            self._vend = np.zeros(size, dtype=np.int64)
+
+    def decode_batch(self, data: bytes) -> DecodedBatch:
+        """Frame ``data`` (appended to any pending tail) and return the frames as arrays.
+
+        Dropped frames are counted and reported as in :meth:`feed`; they also appear in the
+        batch with a non-zero status. The returned arrays are valid until the next call.
+        """
+        buf = self._pending + data if self._pending else data
+        n = len(buf)
+        self._ensure(n)
+        arr = np.frombuffer(buf, dtype=np.uint8)
+        msgs = self._msgs
+        nm, nf, consumed = _kernels.scan_frames(arr, n, msgs, self._tags, self._vstart, self._vend)
+        if nm < msgs.shape[0] or consumed >= n:
+            all_rows = msgs[:nm]
+        else:
+            # More frames than rows: scan the rest in further passes and merge.
+            rows = [msgs[:nm].copy()]
+            while nm == msgs.shape[0] and consumed < n:
+                t = self._tags[nf:]
+                vs = self._vstart[nf:]
+                ve = self._vend[nf:]
+                nm, nf2, used = _kernels.scan_frames(arr[consumed:], n - consumed, msgs, t, vs, ve)
+                part = msgs[:nm].copy()
+                part[:, 0:2] += consumed
+                part[:, 2] += nf
+                rows.append(part)
+                vs[:nf2] += consumed
+                ve[:nf2] += consumed
+                nf += nf2
+                consumed += used
+            all_rows = np.concatenate(rows)
+        self._pending = buf[consumed:]
+        if len(self._pending) > self.max_buffer:
+            self._report(_kernels.FRAME_JUNK, self._pending[:4096])
+            self._pending = b""
+        status = all_rows[:, _kernels.MSG_STATUS]
+        if status.any():
+            for i in np.nonzero(status)[0].tolist():
+                row = all_rows[i]
+                self._report(int(row[4]), buf[int(row[0]) : min(int(row[1]), int(row[0]) + 4096)])
+        return DecodedBatch(buf, all_rows, self._tags[:nf], self._vstart[:nf], self._vend[:nf])
+
+    def _report(self, status: int, data: bytes) -> None:
+        self.garbled += 1
+        frame = DroppedFrame(FRAME_REASONS.get(status, "garbled"), data)
+        _log.debug("dropped garbled FIX frame (%s): %r", frame.reason, data[:200])
+        if self.on_garbled is not None:
+            try:
+                self.on_garbled(frame)
+            except Exception:  # a logging callback must not break decoding
+                _log.exception("on_garbled callback failed")
+
+    def feed(self, data: bytes, ts_recv: int = 0) -> list[FixMessage]:
+        """Append ``data`` and return every complete, verified message in arrival order."""
+        batch = self.decode_batch(data)
+        msgs = batch.msgs
+        if msgs.shape[0] == 0:
+            return []
+        buf = batch.buf
+        out: list[FixMessage] = []
+        tags = batch.tags
+        vstart = batch.vstart
+        vend = batch.vend
+        for start, end, first, count, status in msgs.tolist():
+            if status:
+                continue
+            b = first + count
+            out.append(
+                FixMessage(
+                    buf,
+                    start,
+                    end,
+                    tags[first:b].tolist(),
+                    vstart[first:b].tolist(),
+                    vend[first:b].tolist(),
+                    ts_recv,
+                )
+            )
+        return out
+
+
+def decode_one(raw: bytes) -> FixMessage | None:
+    """Return ``raw`` decoded when it is exactly one valid message, else None."""
+    dec = FixDecoder()
+    msgs = dec.feed(raw)
+    if len(msgs) != 1 or dec.pending or dec.garbled:
+        return None
+    return msgs[0]

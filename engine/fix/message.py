@@ -1,0 +1,370 @@
+# SPDX-License-Identifier: MIT
+"""FIX messages as the session layer and applications see them.
+
+:class:`FixMessage` is a decoded inbound message: a view of the received bytes with the tag and
+value offsets found by the framing kernel, values handed out as ``bytes`` on demand.
+:class:`OutMessage` is an outbound message being built: MsgType, extra header fields and a body
+of fields and :class:`Group` s, encoded by :func:`engine.fix.codec.encode`.
+
+Neither class validates against a data dictionary; that is ``engine.fix.validation``'s job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from decimal import Decimal
+from typing import TypeAlias
+
+#: Field separator.
+SOH: bytes = b"\x01"
+
+#: Standard header tags of FIX 4.0 - 5.0 SP2 / FIXT.1.1 (the union of the specifications).
+HEADER_TAGS: frozenset[int] = frozenset(
+    {
+        8, 9, 35, 49, 56, 115, 128, 90, 91, 34, 50, 142, 57, 143, 116, 144, 129, 145, 43, 97,
+        52, 122, 212, 213, 347, 369, 627, 628, 629, 630, 1128, 1129, 1156,
+    }
+)  # fmt: skip
+#: Standard trailer tags.
+TRAILER_TAGS: frozenset[int] = frozenset({93, 89, 10})
+#: Session-level (admin) message types.
+ADMIN_MSG_TYPES: frozenset[bytes] = frozenset({b"0", b"1", b"2", b"3", b"4", b"5", b"A"})
+
+#: A field as ``(tag, value)``.
+Field: TypeAlias = tuple[int, bytes]
+#: A value accepted by the builders; converted with :func:`to_bytes`.
+Value: TypeAlias = bytes | str | int | float | Decimal | bool
+
+
+def to_bytes(value: Value) -> bytes:
+    """Return the FIX wire form of ``value`` (``bool`` becomes ``Y``/``N``)."""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("latin-1")
+    if isinstance(value, bool):
+        return b"Y" if value else b"N"
+    if isinstance(value, int):
+        return b"%d" % value
+    if isinstance(value, float):
+        return repr(value).encode()
+    return str(value).encode()
+
+
+class FixMessage:
+    """A decoded message: the received bytes plus the offsets of every field, in wire order.
+
+    Parameters
+    ----------
+    buf : bytes
+        Buffer holding the message (may hold other messages too).
+    start, end : int
+        The message is ``buf[start:end]``.
+    tags, starts, ends : list of int
+        Per field: tag number and absolute value offsets into ``buf``.
+    ts_recv : int
+        Local receive time, ns since the epoch (0 when unknown).
+
+    Notes
+    -----
+    Values are ``bytes``; ``get`` returns the first occurrence of a tag. Repeating groups are
+    seen as repeated tags in wire order (``pairs``); typed access and group structure come
+    from the data dictionary.
+    """
+
+    __slots__ = ("_buf", "_end", "_ends", "_index", "_start", "_starts", "_tags", "ts_recv")
+
+    def __init__(
+        self,
+        buf: bytes,
+        start: int,
+        end: int,
+        tags: list[int],
+        starts: list[int],
+        ends: list[int],
+        ts_recv: int = 0,
+    ) -> None:
+        self._buf = buf
+        self._start = start
+        self._end = end
+        self._tags = tags
+        self._starts = starts
+        self._ends = ends
+        self._index: dict[int, int] | None = None
+        self.ts_recv = ts_recv
+
+    @classmethod
+    def from_pairs(cls, pairs: Iterable[tuple[int, Value]]) -> FixMessage:
+        """Build a message from fields in wire order (no BodyLength/CheckSum added or checked)."""
+        out = bytearray()
+        tags: list[int] = []
+        starts: list[int] = []
+        ends: list[int] = []
+        for tag, value in pairs:
+            raw = to_bytes(value)
+            out += b"%d=" % tag
+            tags.append(tag)
+            starts.append(len(out))
+            out += raw
+            ends.append(len(out))
+            out += SOH
+        return cls(bytes(out), 0, len(out), tags, starts, ends)
+
+    @property
+    def raw(self) -> bytes:
+        """Return the message bytes as received."""
+        if self._start == 0 and self._end == len(self._buf):
+            return self._buf
+        return self._buf[self._start : self._end]
+
+    @property
+    def tags(self) -> list[int]:
+        """Return the tags in wire order."""
+        return self._tags
+
+    @property
+    def pairs(self) -> list[Field]:
+        """Return ``(tag, value)`` for every field in wire order."""
+        buf = self._buf
+        return [(t, buf[s:e]) for t, s, e in zip(self._tags, self._starts, self._ends, strict=True)]
+
+    def __len__(self) -> int:
+        return len(self._tags)
+
+    def __iter__(self) -> Iterator[Field]:
+        return iter(self.pairs)
+
+    def __repr__(self) -> str:
+        return f"FixMessage({self.raw.replace(SOH, b'|').decode('latin-1')!r})"
+
+    def _idx(self) -> dict[int, int]:
+        index = self._index
+        if index is None:
+            # Built from the end so that the first occurrence of a tag wins.
+            tags = self._tags
+            index = dict(zip(reversed(tags), range(len(tags) - 1, -1, -1), strict=True))
+            self._index = index
+        return index
+
+    def __contains__(self, tag: object) -> bool:
+        return tag in self._idx()
+
+    def get(self, tag: int, default: bytes | None = None) -> bytes | None:
+        """Return the value of the first ``tag`` field, or ``default``."""
+        index = self._index
+        i = (index if index is not None else self._idx()).get(tag)
+        if i is None:
+            return default
+        return self._buf[self._starts[i] : self._ends[i]]
+
+    def get_int(self, tag: int) -> int | None:
+        """Return the value of ``tag`` as an int, or None when absent or not an integer."""
+        v = self.get(tag)
+        if v is None or not v.isdigit():
+            if v is not None and v[:1] == b"-" and v[1:].isdigit():
+                return int(v)
+            return None
+        return int(v)
+
+    def get_all(self, tag: int) -> list[bytes]:
+        """Return every value of ``tag`` in wire order."""
+        buf = self._buf
+        return [
+            buf[s:e]
+            for t, s, e in zip(self._tags, self._starts, self._ends, strict=True)
+            if t == tag
+        ]
+
+    @property
+    def msg_type(self) -> bytes:
+        """Return MsgType <35> (empty when missing)."""
+        return self.get(35) or b""
+
+    @property
+    def begin_string(self) -> bytes:
+        """Return BeginString <8>."""
+        return self.get(8) or b""
+
+    @property
+    def seq_num(self) -> int | None:
+        """Return MsgSeqNum <34>, or None when missing or not a number."""
+        return self.get_int(34)
+
+    @property
+    def is_admin(self) -> bool:
+        """Return True for session-level message types."""
+        return self.msg_type in ADMIN_MSG_TYPES
+
+    def header_pairs(self) -> list[Field]:
+        """Return the standard header fields other than 8, 9 and 35, in wire order."""
+        return [(t, v) for t, v in self.pairs if t in HEADER_TAGS and t not in (8, 9, 35)]
+
+    def body_pairs(self) -> list[Field]:
+        """Return the body fields in wire order (neither header nor trailer)."""
+        return [(t, v) for t, v in self.pairs if t not in HEADER_TAGS and t not in TRAILER_TAGS]
+
+
+class Group:
+    """One repeating group inside an :class:`OutMessage`.
+
+    Parameters
+    ----------
+    tag : int
+        The NumInGroup tag (for example NoPartyIDs <453>).
+    entries : list of list
+        One list of fields (or nested groups) per repetition, in dictionary order.
+    """
+
+    __slots__ = ("entries", "tag")
+
+    def __init__(self, tag: int, entries: Sequence[Sequence[Field | Group]] = ()) -> None:
+        self.tag = tag
+        self.entries: list[list[Field | Group]] = [list(e) for e in entries]
+
+    def __getitem__(self, index: int) -> int:
+        # Lets a Group sort among (tag, value) tuples by its NumInGroup tag.
+        if index == 0:
+            return self.tag
+        raise IndexError(index)
+
+    def __repr__(self) -> str:
+        return f"Group({self.tag}, {self.entries!r})"
+
+
+BodyEntry: TypeAlias = Field | Group
+
+
+class OutMessage:
+    """An outbound message being built.
+
+    Parameters
+    ----------
+    msg_type : bytes or str
+        MsgType <35>.
+    body : iterable of (tag, value) or Group, optional
+        Body fields; encoded in ascending tag order, each group at its NumInGroup tag.
+    header : mapping of int to value, optional
+        Header fields besides the ones the session fills in (8, 9, 35, 34, 49, 52, 56); for
+        example PossResend <97>, OnBehalfOfCompID <115>, ApplVerID <1128>.
+    """
+
+    __slots__ = ("body", "header", "msg_type")
+
+    def __init__(
+        self,
+        msg_type: bytes | str,
+        body: Iterable[tuple[int, Value] | Group] = (),
+        header: dict[int, Value] | None = None,
+    ) -> None:
+        self.msg_type = msg_type if type(msg_type) is bytes else to_bytes(msg_type)
+        entries = list(body)
+        try:
+            plain = all(type(e[1]) is bytes for e in entries)
+        except IndexError:  # a Group
+            plain = False
+        self.body: list[BodyEntry] = (
+            entries  # type: ignore[assignment]
+            if plain
+            else [e if isinstance(e, Group) else (e[0], to_bytes(e[1])) for e in entries]
+        )
+        self.header: dict[int, bytes] = {t: to_bytes(v) for t, v in (header or {}).items()}
+
+    def set(self, tag: int, value: Value) -> OutMessage:
+        """Set body field ``tag`` (replacing an existing one) and return self."""
+        raw = to_bytes(value)
+        for i, e in enumerate(self.body):
+            if not isinstance(e, Group) and e[0] == tag:
+                self.body[i] = (tag, raw)
+                return self
+        self.body.append((tag, raw))
+        return self
+
+    def get(self, tag: int) -> bytes | None:
+        """Return body or header field ``tag`` (first occurrence), or None."""
+        if tag in self.header:
+            return self.header[tag]
+        for e in self.body:
+            if not isinstance(e, Group) and e[0] == tag:
+                return e[1]
+        return None
+
+    def remove(self, tag: int) -> None:
+        """Remove every body field ``tag``."""
+        self.body = [e for e in self.body if isinstance(e, Group) or e[0] != tag]
+
+    def add_group(self, tag: int, entries: Sequence[Sequence[tuple[int, Value] | Group]]) -> None:
+        """Append repeating group ``tag`` with ``entries`` (fields in dictionary order)."""
+        conv = [
+            [x if isinstance(x, Group) else (x[0], to_bytes(x[1])) for x in entry]
+            for entry in entries
+        ]
+        self.body.append(Group(tag, conv))
+
+    @classmethod
+    def from_message(
+        cls, message: FixMessage, groups: dict[int, tuple[int, ...]] | None = None
+    ) -> OutMessage:
+        """Copy a decoded message's MsgType, non-session header fields and body.
+
+        Parameters
+        ----------
+        message : FixMessage
+            The decoded message.
+        groups : dict, optional
+            NumInGroup tag -> member tags (first one the delimiter) for the repeating groups of
+            this message type, nested groups listed under their own NumInGroup tag. Without it
+            the body is copied flat (fine for messages without groups).
+        """
+        header: dict[int, Value] = {}
+        body: list[Field] = []
+        for t, v in message.pairs:
+            if t in HEADER_TAGS:
+                if t not in _SESSION_FILLED:
+                    header[t] = v
+            elif t not in TRAILER_TAGS:
+                body.append((t, v))
+        out = cls(message.msg_type, header=header)
+        if groups:
+            out.body = _nest(body, groups)
+        else:
+            out.body = list(body)
+        return out
+
+
+#: Header fields the session always sets itself when sending.
+_SESSION_FILLED: frozenset[int] = frozenset({8, 9, 35, 34, 49, 52, 56})
+
+
+def _nest(fields: list[Field], groups: dict[int, tuple[int, ...]]) -> list[BodyEntry]:
+    out: list[BodyEntry] = []
+    i = 0
+    while i < len(fields):
+        entry, i = _take(fields, i, groups, None)
+        out.append(entry)
+    return out
+
+
+def _take(
+    fields: list[Field], i: int, groups: dict[int, tuple[int, ...]], allowed: frozenset[int] | None
+) -> tuple[BodyEntry, int]:
+    tag, value = fields[i]
+    members = groups.get(tag)
+    if members is None or not value.isdigit():
+        return (tag, value), i + 1
+    count = int(value)
+    member_set = frozenset(members)
+    delim = members[0]
+    i += 1
+    entries: list[list[BodyEntry]] = []
+    while len(entries) < count and i < len(fields) and fields[i][0] == delim:
+        entry: list[BodyEntry] = []
+        seen: set[int] = set()
+        while i < len(fields) and fields[i][0] in member_set:
+            t = fields[i][0]
+            if entry and (t == delim or t in seen):
+                break
+            seen.add(t)
+            sub, i = _take(fields, i, groups, member_set)
+            entry.append(sub)
+        entries.append(entry)
+    return Group(tag, entries), i

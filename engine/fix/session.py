@@ -1,0 +1,1324 @@
+# SPDX-License-Identifier: MIT
+"""The FIX session layer: a sans-IO state machine in QuickFIX's shape.
+
+:class:`FixSession` owns no socket and reads no clock on its own: the transport hands it
+decoded messages, garbled-frame notices and timer ticks together with ``now_ns``, and sends
+the bytes it returns. When the session wants the connection closed it sets
+:attr:`FixSession.wants_disconnect` (after the returned bytes are written).
+
+Behaviour follows QuickFIX 1.16 (``Session.cpp``), which the FIX session-level acceptance
+scripts encode byte for byte: Logon / Logout / Heartbeat / TestRequest / ResendRequest /
+SequenceReset (gap fill and reset) / Reject handling, PossDupFlag and OrigSendingTime checks,
+CompID and SendingTime checks, the out-of-order queue, resend with gap fills for admin
+messages, reverse routing on rejects, ResetOnLogon / ResetOnLogout / ResetOnDisconnect /
+RefreshOnLogon, FIXT.1.1 with DefaultApplVerID, and QuickFIX's exact texts.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from engine.clock import Clock, LiveClock
+from engine.fix.application import (
+    Application,
+    DoNotSend,
+    FieldNotFound,
+    IncorrectDataFormat,
+    IncorrectTagValue,
+    RejectLogon,
+    SessionID,
+    UnsupportedMessageType,
+)
+from engine.fix.codec import (
+    decode_one,
+    default_precision,
+    encode,
+    format_timestamp,
+    parse_timestamp,
+)
+from engine.fix.dictionary import DataDictionary, GroupDef, default_dictionary_path
+from engine.fix.log import NullLog, SessionLog
+from engine.fix.message import (
+    ADMIN_MSG_TYPES,
+    HEADER_TAGS,
+    BodyEntry,
+    Field,
+    FixMessage,
+    Group,
+    OutMessage,
+)
+from engine.fix.state import SessionState
+from engine.fix.store import MemoryStore, MessageStore
+from engine.fix.validation import (
+    REJECT_TEXTS,
+    IssueKind,
+    ValidationIssue,
+    ValidationOptions,
+    validate,
+)
+
+_log = logging.getLogger(__name__)
+
+_NS = 1_000_000_000
+
+#: ApplVerID <1128> codes by version name.
+APPL_VER_IDS: dict[str, str] = {
+    "FIX.2.7": "0",
+    "FIX.3.0": "1",
+    "FIX.4.0": "2",
+    "FIX.4.1": "3",
+    "FIX.4.2": "4",
+    "FIX.4.3": "5",
+    "FIX.4.4": "6",
+    "FIX.5.0": "7",
+    "FIX.5.0SP1": "8",
+    "FIX.5.0SP2": "9",
+}
+_VERSION_BY_APPL_VER_ID = {v: k for k, v in APPL_VER_IDS.items()}
+
+#: BusinessRejectReason <380> texts (QuickFIX ``Values.h``).
+BUSINESS_REJECT_TEXTS: dict[int, str] = {
+    0: "Other",
+    1: "Unknown ID",
+    2: "Unknown Security",
+    3: "Unsupported Message Type",
+    4: "Application not available",
+    5: "Conditionally Required Field Missing",
+    6: "Not authorized",
+    7: "DeliverTo firm not available at this time",
+}
+
+#: Routing fields swapped on a reject (QuickFIX ``Message::reverseRoute``).
+_REVERSE_ROUTE = ((115, 128), (116, 129), (128, 115), (129, 116))
+_REVERSE_ROUTE_41 = ((144, 145), (145, 144))
+
+
+def normalize_appl_ver_id(value: str) -> str:
+    """Return the ApplVerID code for ``"FIX.5.0SP2"`` or ``"9"`` alike."""
+    return APPL_VER_IDS.get(value, value)
+
+
+class Schedule(Protocol):
+    """What the session needs from a schedule (``engine.fix.schedule``)."""
+
+    def is_in_session(self, now_ns: int) -> bool:
+        """Return True when ``now_ns`` lies inside a session window."""
+        ...
+
+    def is_same_session(self, a_ns: int, b_ns: int) -> bool:
+        """Return True when both times lie in the same session window."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionConfig:
+    """The settings one session runs with (QuickFIX keys in snake_case).
+
+    Build it from an ``engine.fix.settings`` section with :meth:`from_settings`, or directly.
+    """
+
+    begin_string: str
+    sender_comp_id: str
+    target_comp_id: str
+    session_qualifier: str = ""
+    sender_sub_id: str = ""
+    sender_location_id: str = ""
+    target_sub_id: str = ""
+    target_location_id: str = ""
+    initiator: bool = False
+    heart_bt_int: int = 30
+    logon_timeout: float = 10.0
+    logout_timeout: float = 2.0
+    reset_on_logon: bool = False
+    reset_on_logout: bool = False
+    reset_on_disconnect: bool = False
+    refresh_on_logon: bool = False
+    send_reset_seq_num_flag: bool = False
+    send_redundant_resend_requests: bool = False
+    persist_messages: bool = True
+    check_comp_id: bool = True
+    check_latency: bool = True
+    max_latency: int = 120
+    timestamp_precision: int | None = None
+    use_data_dictionary: bool = True
+    data_dictionary: str | None = None
+    transport_data_dictionary: str | None = None
+    app_data_dictionary: str | None = None
+    app_data_dictionaries: Mapping[str, str] = field(default_factory=dict)
+    default_appl_ver_id: str | None = None
+    validation: ValidationOptions = field(default_factory=ValidationOptions)
+
+    @property
+    def session_id(self) -> SessionID:
+        """Return the session's identity."""
+        return SessionID(
+            self.begin_string, self.sender_comp_id, self.target_comp_id, self.session_qualifier
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> SessionConfig:
+        """Build a config from a ``SessionSettings`` object (attributes in snake_case).
+
+        Missing attributes take QuickFIX's defaults, so any object with the right names works.
+        """
+
+        def get(name: str, default: Any) -> Any:
+            value = getattr(settings, name, None)
+            return default if value is None else value
+
+        conn = str(get("connection_type", "acceptor")).lower()
+        precision = get("timestamp_precision", None)
+        if precision is None and get("milliseconds_in_time_stamp", True) is False:
+            precision = 0
+        app_dds = get("app_data_dictionaries", {})
+        return cls(
+            begin_string=str(get("begin_string", "FIX.4.4")),
+            sender_comp_id=str(get("sender_comp_id", "")),
+            target_comp_id=str(get("target_comp_id", "")),
+            session_qualifier=str(get("session_qualifier", "")),
+            sender_sub_id=str(get("sender_sub_id", "")),
+            sender_location_id=str(get("sender_location_id", "")),
+            target_sub_id=str(get("target_sub_id", "")),
+            target_location_id=str(get("target_location_id", "")),
+            initiator=conn == "initiator",
+            heart_bt_int=int(get("heart_bt_int", 30)),
+            logon_timeout=float(get("logon_timeout", 10)),
+            logout_timeout=float(get("logout_timeout", 2)),
+            reset_on_logon=bool(get("reset_on_logon", False)),
+            reset_on_logout=bool(get("reset_on_logout", False)),
+            reset_on_disconnect=bool(get("reset_on_disconnect", False)),
+            refresh_on_logon=bool(get("refresh_on_logon", False)),
+            send_reset_seq_num_flag=bool(get("send_reset_seq_num_flag", False)),
+            send_redundant_resend_requests=bool(get("send_redundant_resend_requests", False)),
+            persist_messages=bool(get("persist_messages", True)),
+            check_comp_id=bool(get("check_comp_id", True)),
+            check_latency=bool(get("check_latency", True)),
+            max_latency=int(get("max_latency", 120)),
+            timestamp_precision=None if precision is None else int(precision),
+            use_data_dictionary=bool(get("use_data_dictionary", True)),
+            data_dictionary=_opt_str(get("data_dictionary", None)),
+            transport_data_dictionary=_opt_str(get("transport_data_dictionary", None)),
+            app_data_dictionary=_opt_str(get("app_data_dictionary", None)),
+            app_data_dictionaries=dict(app_dds) if isinstance(app_dds, Mapping) else {},
+            default_appl_ver_id=_opt_str(get("default_appl_ver_id", None)),
+            validation=ValidationOptions(
+                validate_fields_out_of_order=bool(get("validate_fields_out_of_order", True)),
+                validate_fields_have_values=bool(get("validate_fields_have_values", True)),
+                validate_user_defined_fields=bool(get("validate_user_defined_fields", True)),
+                validate_unordered_group_fields=bool(get("validate_unordered_group_fields", True)),
+                allow_unknown_msg_fields=bool(get("allow_unknown_msg_fields", False)),
+            ),
+        )
+
+
+def _opt_str(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    return str(value)
+
+
+_DD_CACHE: dict[str, DataDictionary] = {}
+
+
+def load_dictionary(path: str | Path) -> DataDictionary:
+    """Load a data dictionary once per process (they are immutable)."""
+    key = str(Path(path).resolve())
+    dd = _DD_CACHE.get(key)
+    if dd is None:
+        dd = DataDictionary.load(key)
+        _DD_CACHE[key] = dd
+    return dd
+
+
+# ------------------------------------------------------------------------- control flow
+
+
+class _Disconnect(Exception):
+    """Abort processing of a message and drop the connection."""
+
+
+class _NotLoggedOn(Exception):
+    """A reject was due before the session was logged on: send nothing."""
+
+
+class _UnsupportedVersion(Exception):
+    """BeginString <8> differs from the session's."""
+
+
+_SESSIONS: dict[SessionID, FixSession] = {}
+
+
+def lookup_session(session_id: SessionID) -> FixSession | None:
+    """Return the live session with this identity, or None."""
+    return _SESSIONS.get(session_id)
+
+
+def send_to_target(message: OutMessage, session_id: SessionID) -> bool:
+    """Send ``message`` on the session ``session_id`` (QuickFIX ``Session::sendToTarget``).
+
+    Raises
+    ------
+    KeyError
+        If no such session exists.
+    """
+    session = _SESSIONS.get(session_id)
+    if session is None:
+        raise KeyError(str(session_id))
+    return session.send(message)
+
+
+class FixSession:
+    """FIX session-layer state machine; owns no socket and reads no clock by itself.
+
+    Parameters
+    ----------
+    config : SessionConfig
+        Settings.
+    store : MessageStore, optional
+        Sequence numbers and sent messages (default: a :class:`MemoryStore`).
+    application : Application, optional
+        Callbacks.
+    log : SessionLog, optional
+        Message and event log.
+    clock : Clock, optional
+        Used only for :meth:`send` calls made outside the entry points.
+    schedule : Schedule, optional
+        Session windows; None means always in session with no daily reset.
+
+    Notes
+    -----
+    Entry points: :meth:`on_connected`, :meth:`on_message`, :meth:`on_garbled`,
+    :meth:`on_timer`, :meth:`on_disconnected`; each returns the bytes to write, in order.
+    """
+
+    def __init__(
+        self,
+        config: SessionConfig,
+        store: MessageStore | None = None,
+        application: Application | None = None,
+        log: SessionLog | None = None,
+        clock: Clock | None = None,
+        schedule: Schedule | None = None,
+    ) -> None:
+        self.config = config
+        self.session_id = config.session_id
+        self._clock: Clock = clock or LiveClock()
+        self._now = self._clock.now_ns()
+        self.store: MessageStore = store if store is not None else MemoryStore(self._now)
+        self.app = application or Application()
+        self.log: SessionLog = log or NullLog(str(self.session_id))
+        self.schedule = schedule
+        self._schedule_checked: tuple[int, int] = (-1, -1)
+        self._schedule_ok = True
+        self.state = SessionState(
+            initiate=config.initiator,
+            heart_bt_int=config.heart_bt_int if config.initiator else 0,
+            logon_timeout=config.logon_timeout,
+            logout_timeout=config.logout_timeout,
+        )
+        self.enabled = True
+        #: Set when the session wants its connection closed (after writing what it returned).
+        self.wants_disconnect = False
+        self._out: list[bytes] = []
+        self._depth = 0
+        self._responder: Callable[[bytes], None] | None = None
+        bs = config.begin_string
+        self._bs = bs
+        self._begin = bs.encode()
+        self._fix42_plus = bs >= "FIX.4.2"
+        self._fix41_plus = bs >= "FIX.4.1"
+        self._is_fixt = bs.startswith("FIXT")
+        self._sender = config.sender_comp_id.encode()
+        self._target = config.target_comp_id.encode()
+        self._precision = (
+            config.timestamp_precision
+            if config.timestamp_precision is not None
+            else default_precision(bs)
+        )
+        extra: list[Field] = []
+        for tag, value in (
+            (50, config.sender_sub_id),
+            (142, config.sender_location_id),
+            (57, config.target_sub_id),
+            (143, config.target_location_id),
+        ):
+            if value:
+                extra.append((tag, value.encode()))
+        self._extra_header = extra
+        self._sender_appl_ver_id = normalize_appl_ver_id(config.default_appl_ver_id or "")
+        self._target_appl_ver_id = self._sender_appl_ver_id
+        self._session_dd: DataDictionary | None = None
+        self._app_dds: dict[str, DataDictionary] = {}
+        self._group_layouts: dict[str, dict[int, tuple[int, ...]]] = {}
+        self._load_dictionaries()
+        _SESSIONS[self.session_id] = self
+        self.app.on_create(self.session_id)
+        self._event("Created session")
+        if self.schedule is not None and not self.schedule.is_same_session(
+            self._now, self.store.creation_time_ns
+        ):
+            self.store.reset(self._now)
+
+    # ------------------------------------------------------------------ setup
+
+    def _load_dictionaries(self) -> None:
+        cfg = self.config
+        if not cfg.use_data_dictionary:
+            return
+        if self._is_fixt:
+            path = cfg.transport_data_dictionary or str(default_dictionary_path("FIXT.1.1"))
+            self._session_dd = load_dictionary(path)
+            if cfg.app_data_dictionary and self._sender_appl_ver_id:
+                self._app_dds[self._sender_appl_ver_id] = load_dictionary(cfg.app_data_dictionary)
+            for version, p in cfg.app_data_dictionaries.items():
+                self._app_dds[normalize_appl_ver_id(version)] = load_dictionary(p)
+        else:
+            path = cfg.data_dictionary or str(default_dictionary_path(cfg.begin_string))
+            self._session_dd = load_dictionary(path)
+
+    def _app_dd(self, msg: FixMessage) -> DataDictionary | None:
+        if not self._is_fixt:
+            return self._session_dd
+        code = (msg.get(1128) or b"").decode("latin-1") or self._target_appl_ver_id
+        code = normalize_appl_ver_id(code)
+        dd = self._app_dds.get(code)
+        if dd is None and code in _VERSION_BY_APPL_VER_ID:
+            try:
+                dd = load_dictionary(default_dictionary_path(_VERSION_BY_APPL_VER_ID[code]))
+            except (KeyError, OSError):
+                return None
+            self._app_dds[code] = dd
+        return dd
+
+    def group_layout(
+        self, msg_type: bytes, appl_ver_id: str | None = None
+    ) -> dict[int, tuple[int, ...]]:
+        """Return NumInGroup tag -> member tags for ``msg_type`` from the dictionary.
+
+        Used to rebuild repeating groups from a decoded message (:meth:`OutMessage.from_message`).
+        """
+        code = normalize_appl_ver_id(appl_ver_id or self._target_appl_ver_id)
+        key = msg_type.decode("latin-1") + "/" + code
+        layout = self._group_layouts.get(key)
+        if layout is None:
+            layout = {}
+            dd = self._session_dd
+            if (
+                self._is_fixt
+                and self._session_dd is not None
+                and not self._session_dd.is_msg_type(msg_type.decode("latin-1"))
+            ):
+                dd = self._app_dds.get(code) or self._app_dd(FixMessage.from_pairs([(1128, code)]))
+            if dd is not None:
+                mdef = dd.message(msg_type.decode("latin-1"))
+                if mdef is not None:
+                    _collect_groups(mdef.groups, layout)
+            self._group_layouts[key] = layout
+        return layout
+
+    def _order_groups(self, msg: OutMessage) -> None:
+        # Repeating-group entries go out in dictionary order, whatever order they were built in.
+        dd = self._session_dd
+        if self._is_fixt and dd is not None and not dd.is_msg_type(msg.msg_type.decode()):
+            appl = msg.header.get(1128, b"").decode() or self._sender_appl_ver_id
+            dd = self._app_dd(FixMessage.from_pairs([(1128, appl)]))
+        mdef = dd.message(msg.msg_type.decode("latin-1")) if dd is not None else None
+        if mdef is not None:
+            _sort_groups(msg.body, mdef.groups)
+
+    def set_responder(self, responder: Callable[[bytes], None] | None) -> None:
+        """Set where :meth:`send` writes when called outside an entry point (the transport)."""
+        self._responder = responder
+
+    def close(self) -> None:
+        """Unregister the session and release its store and log."""
+        if _SESSIONS.get(self.session_id) is self:
+            del _SESSIONS[self.session_id]
+        self.log.close()
+        self.store.close()
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def is_logged_on(self) -> bool:
+        """Return True when Logon was both sent and received."""
+        return self.state.logged_on
+
+    @property
+    def next_sender_seq_num(self) -> int:
+        """Return the MsgSeqNum of the next message we send."""
+        return self.store.next_sender_seq_num
+
+    @property
+    def next_target_seq_num(self) -> int:
+        """Return the MsgSeqNum expected next."""
+        return self.store.next_target_seq_num
+
+    def set_next_sender_seq_num(self, value: int) -> None:
+        """Set the next outbound MsgSeqNum."""
+        self.store.set_next_sender_seq_num(value)
+
+    def set_next_target_seq_num(self, value: int) -> None:
+        """Set the next expected inbound MsgSeqNum."""
+        self.store.set_next_target_seq_num(value)
+
+    # ------------------------------------------------------------------ entry points
+
+    def _enter(self, now_ns: int) -> None:
+        self._depth += 1
+        self._now = now_ns
+
+    def _leave(self) -> list[bytes]:
+        self._depth -= 1
+        out = self._out
+        self._out = []
+        return out
+
+    def on_connected(self, now_ns: int) -> list[bytes]:
+        """Start a connection: an initiator sends its Logon."""
+        self._enter(now_ns)
+        try:
+            st = self.state
+            st.connected = True
+            self.wants_disconnect = False
+            st.clear_connection()
+            st.last_received_ns = now_ns
+            st.last_sent_ns = now_ns
+            if st.initiate:
+                st.heart_bt_int = self.config.heart_bt_int
+                if self._in_session(now_ns):
+                    self._generate_logon()
+        except Exception as e:  # nothing may escape into the transport
+            self._crash(e)
+        return self._leave()
+
+    def on_message(self, msg: FixMessage, now_ns: int) -> list[bytes]:
+        """Process one verified inbound message and return the bytes to send."""
+        if self.wants_disconnect:
+            return []
+        self._enter(now_ns)
+        try:
+            self.log.on_incoming(msg.raw, now_ns)
+            self._next(msg, queued=False)
+        except Exception as e:
+            self._crash(e)
+        return self._leave()
+
+    def on_garbled(self, reason: str, data: bytes, now_ns: int) -> list[bytes]:
+        """Note a dropped frame; before Logon it ends the connection (as QuickFIX does)."""
+        self._enter(now_ns)
+        try:
+            self._event(f"Garbled message dropped ({reason}): {data[:200]!r}")
+            if not self.state.received_logon:
+                self._event("Logon message is not valid")
+                self._disconnect()
+        except Exception as e:
+            self._crash(e)
+        return self._leave()
+
+    def on_timer(self, now_ns: int) -> list[bytes]:
+        """Run the heartbeat, TestRequest and timeout rules."""
+        if not self.state.connected or self.wants_disconnect:
+            return []
+        self._enter(now_ns)
+        try:
+            self._next_timer()
+        except Exception as e:
+            self._crash(e)
+        return self._leave()
+
+    def on_disconnected(self, now_ns: int) -> None:
+        """Tell the session its connection is gone."""
+        self._enter(now_ns)
+        try:
+            if self.state.connected or self.state.received_logon or self.state.sent_logon:
+                self._disconnect()
+            self.state.connected = False
+            self.wants_disconnect = False
+        except Exception as e:
+            self._crash(e)
+        self._leave()
+        self.log.flush()
+
+    def send(self, message: OutMessage) -> bool:
+        """Send an application (or admin) message; False when not sent now.
+
+        Called from inside a callback, the bytes go out with the entry point's result;
+        otherwise they are written through the responder set by the transport.
+        """
+        message.header.pop(43, None)
+        message.header.pop(122, None)
+        outside = self._depth == 0
+        if outside:
+            self._enter(self._clock.now_ns())
+        try:
+            ok = self._send_raw(message)
+        finally:
+            if outside:
+                out = self._leave()
+                if self._responder is not None:
+                    for data in out:
+                        self._responder(data)
+                else:
+                    self._out.extend(out)
+        return ok
+
+    def drain(self) -> list[bytes]:
+        """Return (and forget) bytes produced outside entry points with no responder set."""
+        out = self._out
+        self._out = []
+        return out
+
+    def logout(self, reason: str = "") -> list[bytes]:
+        """Start a Logout (QuickFIX ``Session::logout``) and return the bytes to send."""
+        self._enter(self._clock.now_ns())
+        try:
+            if self.state.logged_on and not self.state.sent_logout:
+                self._generate_logout(reason)
+        except Exception as e:
+            self._crash(e)
+        return self._leave()
+
+    def reset(self, now_ns: int) -> list[bytes]:
+        """Log out if logged on, disconnect, and reset both sequence numbers to 1."""
+        self._enter(now_ns)
+        try:
+            self._reset()
+        except Exception as e:
+            self._crash(e)
+        return self._leave()
+
+    # ------------------------------------------------------------------ helpers
+
+    def _event(self, text: str) -> None:
+        self.log.on_event(text, self._now)
+
+    def _crash(self, e: Exception) -> None:
+        _log.exception("%s: unexpected error", self.session_id)
+        self._event(f"Unexpected error: {e!r}; disconnecting")
+        self._disconnect()
+
+    def _in_session(self, now_ns: int) -> bool:
+        return self.schedule is None or self.schedule.is_in_session(now_ns)
+
+    def _check_session_time(self) -> bool:
+        if self.schedule is None:
+            return True
+        # One schedule evaluation per second is plenty (QuickFIX's clock has 1 s resolution).
+        key = (self._now // _NS, self.store.creation_time_ns)
+        if key != self._schedule_checked:
+            self._schedule_ok = self.schedule.is_same_session(self._now, key[1])
+            self._schedule_checked = key
+        return self._schedule_ok
+
+    def _reset(self) -> None:
+        if self.state.logged_on and not self.state.sent_logout:
+            self._generate_logout()
+        self._disconnect()
+        self.store.reset(self._now)
+        self._event("Session reset")
+
+    def _disconnect(self) -> None:
+        st = self.state
+        if st.connected and not self.wants_disconnect:
+            self._event("Disconnecting")
+        self.wants_disconnect = True
+        if st.received_logon or st.sent_logon:
+            st.received_logon = False
+            st.sent_logon = False
+            try:
+                self.app.on_logout(self.session_id)
+            except Exception:
+                _log.exception("%s: on_logout failed", self.session_id)
+        was_connected = st.connected
+        st.clear_connection()
+        if self.config.reset_on_disconnect and was_connected:
+            st.connected = False
+            self.store.reset(self._now)
+
+    def _timestamp(self) -> bytes:
+        return format_timestamp(self._now, self._precision)
+
+    def _emit(self, raw: bytes) -> None:
+        self.log.on_outgoing(raw, self._now)
+        self._out.append(raw)
+
+    def _encode(
+        self,
+        msg: OutMessage,
+        seq: int,
+        extra: list[Field] | None = None,
+        *,
+        sort_body: bool = True,
+    ) -> bytes:
+        header: list[Field] = [
+            (34, b"%d" % seq),
+            (49, self._sender),
+            (52, self._timestamp()),
+            (56, self._target),
+        ]
+        header.extend(self._extra_header)
+        if msg.header:
+            header.extend(msg.header.items())
+        if extra:
+            header.extend(extra)
+        return encode(self._begin, msg.msg_type, header, msg.body, sort_body=sort_body)
+
+    def _send_raw(self, msg: OutMessage, num: int = 0) -> bool:
+        st = self.state
+        store = self.store
+        st.last_sent_ns = self._now
+        seq = num or store.next_sender_seq_num
+        mt = msg.msg_type
+        if mt in ADMIN_MSG_TYPES:
+            self.app.to_admin(msg, self.session_id)
+            if mt == b"A" and not st.received_reset:
+                flag = msg.get(141) == b"Y"
+                if flag:
+                    store.reset(self._now)
+                    seq = store.next_sender_seq_num
+                st.sent_reset = flag
+            raw = self._encode(msg, seq)
+            ok = mt in (b"A", b"5", b"2", b"4") or st.logged_on
+        else:
+            try:
+                self.app.to_app(msg, self.session_id)
+            except DoNotSend:
+                return False
+            if Group in map(type, msg.body):
+                self._order_groups(msg)
+            raw = self._encode(msg, seq)
+            ok = st.logged_on
+        if not num:
+            if self.config.persist_messages:
+                store.set(seq, raw)
+            store.incr_next_sender_seq_num()
+        if ok:
+            self._emit(raw)
+        return ok
+
+    # ------------------------------------------------------------------ inbound
+
+    def _validate(self, msg: FixMessage) -> ValidationIssue | None:
+        dd = self._session_dd
+        if dd is None:
+            return None
+        app_dd = self._app_dd(msg) if self._is_fixt else None
+        if self._is_fixt and app_dd is None and not dd.is_msg_type(msg.msg_type.decode("latin-1")):
+            return None
+        return validate(msg.pairs, dd, app_dd, self.config.validation)
+
+    def _next(self, msg: FixMessage, queued: bool) -> None:  # noqa: C901  (QuickFIX's dispatch)
+        st = self.state
+        mt = msg.get(35) or b""
+        try:
+            if not self._check_session_time():
+                self._reset()
+                return
+            if msg.get(49) is None:
+                raise FieldNotFound(49)
+            if msg.get(56) is None:
+                raise FieldNotFound(56)
+            if msg.get(8) != self._begin:
+                raise _UnsupportedVersion
+            if mt == b"A" and self._is_fixt:
+                v = msg.get(1137)
+                if v is None:
+                    raise FieldNotFound(1137)
+                self._target_appl_ver_id = normalize_appl_ver_id(v.decode("latin-1"))
+                if not self._sender_appl_ver_id:
+                    self._sender_appl_ver_id = self._target_appl_ver_id
+            issue = self._validate(msg)
+            if issue is not None:
+                self._on_issue(msg, mt, issue)
+            elif mt == b"A":
+                self._next_logon(msg)
+            elif mt == b"0":
+                self._next_heartbeat(msg)
+            elif mt == b"1":
+                self._next_test_request(msg)
+            elif mt == b"4":
+                self._next_sequence_reset(msg)
+            elif mt == b"5":
+                self._next_logout(msg)
+            elif mt == b"2":
+                self._next_resend_request(msg)
+            elif mt == b"3":
+                self._next_reject(msg)
+            elif self._verify(msg):
+                self.store.incr_next_target_seq_num()
+        except FieldNotFound as e:
+            if self._fix42_plus and mt not in ADMIN_MSG_TYPES:
+                self._logex(self._generate_business_reject, msg, 5, e.tag)
+            else:
+                self._logex(self._generate_reject, msg, 1, e.tag)
+                if mt == b"A":
+                    self._event("Required field missing from logon")
+                    self._disconnect()
+        except IncorrectTagValue as e:
+            self._logex(self._generate_reject, msg, 5, e.tag)
+        except IncorrectDataFormat as e:
+            self._logex(self._generate_reject, msg, 6, e.tag)
+        except UnsupportedMessageType:
+            if self._fix42_plus:
+                self._logex(self._generate_business_reject, msg, 3, 0)
+            else:
+                self._logex(self._generate_text_reject, msg, "Unsupported message type")
+        except RejectLogon as e:
+            self._event(str(e))
+            self._generate_logout(str(e))
+            self._disconnect()
+        except _UnsupportedVersion:
+            if mt == b"5":
+                self._next_logout(msg)
+            else:
+                self._generate_logout("Incorrect BeginString")
+                self.store.incr_next_target_seq_num()
+        except _Disconnect as e:
+            self._event(str(e))
+            self._disconnect()
+        if self.wants_disconnect:
+            return
+        if not queued:
+            self._next_queued()
+        if st.logged_on:
+            self._next_timer()
+
+    def _logex(self, fn: Callable[..., None], *args: Any) -> None:
+        try:
+            fn(*args)
+        except (_NotLoggedOn, _Disconnect) as e:
+            self._event(str(e) or type(e).__name__)
+
+    def _on_issue(self, msg: FixMessage, mt: bytes, issue: ValidationIssue) -> None:
+        if issue.kind is IssueKind.INCORRECT_BEGIN_STRING:
+            raise _UnsupportedVersion
+        if issue.kind is IssueKind.BUSINESS_REJECT:
+            self._logex(self._generate_business_reject, msg, issue.reason, issue.ref_tag or 0)
+            return
+        self._logex(self._generate_reject, msg, issue.reason, issue.ref_tag or 0, issue.text)
+        if mt == b"A" and not self.state.received_logon:
+            self._event("Logon message is not valid")
+            self._disconnect()
+
+    def _next_queued(self) -> None:
+        st = self.state
+        while st.queue and not self.wants_disconnect:
+            num = self.store.next_target_seq_num
+            msg = st.queue.pop(num, None)
+            if msg is None:
+                return
+            self._event(f"Processing QUEUED message: {num}")
+            mt = msg.msg_type
+            if mt in (b"A", b"2"):
+                self.store.incr_next_target_seq_num()
+            else:
+                self._next(msg, queued=True)
+
+    def _valid_logon_state(self, mt: bytes) -> bool:
+        st = self.state
+        if (mt == b"A" and st.sent_reset) or st.received_reset:
+            return True
+        if (mt == b"A" and not st.received_logon) or (mt != b"A" and st.received_logon):
+            return True
+        if mt == b"5" and st.sent_logon:
+            return True
+        if mt != b"5" and st.sent_logout:
+            return True
+        return mt == b"4"
+
+    def _is_good_time(self, sending_time: bytes) -> bool:
+        if not self.config.check_latency:
+            return True
+        ts = parse_timestamp(sending_time)
+        if ts is None:
+            raise _Disconnect("SendingTime is not a UTCTimestamp")
+        return abs(self._now // _NS - ts // _NS) <= self.config.max_latency
+
+    def _verify(  # noqa: C901  (QuickFIX Session::verify, check by check)
+        self, msg: FixMessage, check_too_high: bool = True, check_too_low: bool = True
+    ) -> bool:
+        st = self.state
+        mt = msg.get(35) or b""
+        try:
+            sender = msg.get(49)
+            target = msg.get(56)
+            sending_time = msg.get(52)
+            if sender is None or target is None or sending_time is None:
+                raise _Disconnect("Required header field missing")
+            seq = 0
+            if check_too_high or check_too_low:
+                s = msg.seq_num
+                if s is None:
+                    raise _Disconnect("MsgSeqNum missing or invalid")
+                seq = s
+            if not self._valid_logon_state(mt):
+                raise _Disconnect("Logon state is not valid for message")
+            if not self._is_good_time(sending_time):
+                self._generate_reject(msg, 10)
+                self._generate_logout()
+                return False
+            if self.config.check_comp_id and (sender != self._target or target != self._sender):
+                self._generate_reject(msg, 9)
+                self._generate_logout()
+                return False
+            expected = self.store.next_target_seq_num
+            if check_too_high and seq > expected:
+                self._do_target_too_high(msg, seq)
+                return False
+            if check_too_low and seq < expected:
+                self._do_target_too_low(msg, seq)
+                return False
+            if (check_too_high or check_too_low) and st.resend_requested:
+                begin, end = st.resend_range
+                if seq >= end:
+                    self._event(
+                        f"ResendRequest for messages FROM: {begin} TO: {end} has been satisfied."
+                    )
+                    st.resend_range = (0, 0)
+        except (_Disconnect, _NotLoggedOn) as e:
+            self._event(str(e) or type(e).__name__)
+            self._disconnect()
+            return False
+        st.last_received_ns = self._now
+        st.test_request = 0
+        if mt in ADMIN_MSG_TYPES:
+            self.app.from_admin(msg, self.session_id)
+        else:
+            self.app.from_app(msg, self.session_id)
+        return True
+
+    def _do_target_too_high(self, msg: FixMessage, seq: int) -> None:
+        st = self.state
+        self._event(
+            f"MsgSeqNum too high, expecting {self.store.next_target_seq_num} but received {seq}"
+        )
+        st.queue[seq] = msg
+        if st.resend_requested:
+            begin, end = st.resend_range
+            if not self.config.send_redundant_resend_requests and seq >= begin:
+                self._event(
+                    f"Already sent ResendRequest FROM: {begin} TO: {end}.  Not sending another."
+                )
+                return
+        self._generate_resend_request(seq)
+
+    def _do_target_too_low(self, msg: FixMessage, seq: int) -> None:
+        if msg.get(43) != b"Y":
+            text = (
+                f"MsgSeqNum too low, expecting {self.store.next_target_seq_num} but received {seq}"
+            )
+            self._generate_logout(text)
+            raise _Disconnect(text)
+        self._do_poss_dup(msg)
+
+    def _do_poss_dup(self, msg: FixMessage) -> bool:
+        if msg.msg_type == b"4":
+            return True
+        orig = msg.get(122)
+        if orig is None:
+            self._generate_reject(msg, 1, 122)
+            return False
+        orig_ns = parse_timestamp(orig)
+        sending_ns = parse_timestamp(msg.get(52) or b"")
+        if orig_ns is None or sending_ns is None:
+            self._generate_reject(msg, 6, 122)
+            return False
+        if orig_ns > sending_ns:
+            self._generate_reject(msg, 10)
+            self._generate_logout()
+            return False
+        return True
+
+    # ------------------------------------------------------------------ _next_* (admin)
+
+    def _next_logon(self, logon: FixMessage) -> None:  # noqa: C901  (QuickFIX Session::nextLogon)
+        st = self.state
+        cfg = self.config
+        if cfg.refresh_on_logon:
+            self.store.refresh()
+        if not self.enabled:
+            self._event("Session is not enabled for logon")
+            self._disconnect()
+            return
+        if not self._in_session(self._now):
+            self._event("Received logon outside of valid logon time")
+            self._disconnect()
+            return
+        reset_flag = logon.get(141) == b"Y"
+        st.received_reset = reset_flag
+        if reset_flag:
+            self._event("Logon contains ResetSeqNumFlag=Y, reseting sequence numbers to 1")
+            if not st.sent_reset:
+                self.store.reset(self._now)
+        if st.should_send_logon and not reset_flag:
+            self._event("Received logon response before sending request")
+            self._disconnect()
+            return
+        if not st.initiate and cfg.reset_on_logon:
+            self.store.reset(self._now)
+        if not self._verify(logon, False, True):
+            return
+        st.received_logon = True
+        if not st.initiate or (st.received_reset and not st.sent_reset):
+            hb = logon.get_int(108)
+            if hb is not None:
+                st.heart_bt_int = hb
+            self._event("Received logon request")
+            self._generate_logon_response(logon)
+            self._event("Responding to logon request")
+        else:
+            self._event("Received logon response")
+        st.sent_reset = False
+        st.received_reset = False
+        seq = logon.seq_num or 0
+        if seq > self.store.next_target_seq_num and not reset_flag:
+            self._do_target_too_high(logon, seq)
+        else:
+            self.store.incr_next_target_seq_num()
+            self._next_queued()
+        if st.logged_on:
+            self.app.on_logon(self.session_id)
+
+    def _next_heartbeat(self, msg: FixMessage) -> None:
+        if not self._verify(msg):
+            return
+        self.store.incr_next_target_seq_num()
+        self._next_queued()
+
+    def _next_test_request(self, msg: FixMessage) -> None:
+        if not self._verify(msg):
+            return
+        self._generate_heartbeat(msg.get(112))
+        self.store.incr_next_target_seq_num()
+        self._next_queued()
+
+    def _next_reject(self, msg: FixMessage) -> None:
+        if not self._verify(msg):
+            return
+        self.store.incr_next_target_seq_num()
+        self._next_queued()
+
+    def _next_logout(self, msg: FixMessage) -> None:
+        if not self._verify(msg, False, False):
+            return
+        if not self.state.sent_logout:
+            self._event("Received logout request")
+            self._generate_logout()
+            self._event("Sending logout response")
+        else:
+            self._event("Received logout response")
+        self.store.incr_next_target_seq_num()
+        if self.config.reset_on_logout:
+            self.store.reset(self._now)
+        self._disconnect()
+
+    def _next_sequence_reset(self, msg: FixMessage) -> None:
+        gap_fill = msg.get(123) == b"Y"
+        if not self._verify(msg, gap_fill, gap_fill):
+            return
+        new_seq = msg.get_int(36)
+        if new_seq is None:
+            return
+        expected = self.store.next_target_seq_num
+        self._event(f"Received SequenceReset FROM: {expected} TO: {new_seq}")
+        if new_seq > expected:
+            self.store.set_next_target_seq_num(new_seq)
+        elif new_seq < expected:
+            self._generate_reject(msg, 5)
+
+    def _next_resend_request(self, msg: FixMessage) -> None:
+        if not self._verify(msg, False, False):
+            return
+        begin = msg.get_int(7) or 0
+        end = msg.get_int(16) or 0
+        self._event(f"Received ResendRequest FROM: {begin} TO: {end}")
+        next_sender = self.store.next_sender_seq_num
+        if (
+            (self._fix42_plus and end == 0)
+            or (self._bs <= "FIX.4.2" and end == 999999)
+            or end >= next_sender
+        ):
+            end = next_sender - 1
+        self._resend(begin, end)
+        seq = msg.seq_num or 0
+        if seq == self.store.next_target_seq_num:
+            self.store.incr_next_target_seq_num()
+
+    def _resend(self, begin: int, end: int) -> None:
+        if begin < 1:
+            begin = 1
+        next_sender = self.store.next_sender_seq_num
+        if not self.config.persist_messages:
+            self._generate_sequence_reset(begin, min(end + 1, next_sender))
+            return
+        gap_start = 0
+        current = begin
+        for seq, raw in self.store.get_range(begin, end):
+            stored = decode_one(raw)
+            if stored is None or stored.msg_type in ADMIN_MSG_TYPES:
+                if not gap_start:
+                    gap_start = current
+                current = seq + 1
+                continue
+            out = self._resend_message(stored, seq)
+            if out is None:
+                if not gap_start:
+                    gap_start = current
+            else:
+                if gap_start:
+                    self._generate_sequence_reset(gap_start, seq)
+                    gap_start = 0
+                elif current != seq:
+                    self._generate_sequence_reset(current, seq)
+                self._emit(out)
+                self._event(f"Resending Message: {seq}")
+            current = seq + 1
+        if current <= end and not gap_start:
+            gap_start = current
+        if gap_start:
+            self._generate_sequence_reset(gap_start, min(end + 1, next_sender))
+
+    def _resend_message(self, stored: FixMessage, seq: int) -> bytes | None:
+        header: dict[int, bytes] = {}
+        body: list[BodyEntry] = []
+        orig = b""
+        for t, v in stored.pairs:
+            if t in HEADER_TAGS:
+                if t == 52:
+                    orig = v
+                elif t not in (8, 9, 35, 34, 49, 56, 43, 122):
+                    header[t] = v
+            elif t not in (10, 93, 89):
+                body.append((t, v))
+        header[43] = b"Y"
+        header[122] = _match_precision(orig, self._precision)
+        msg = OutMessage(stored.msg_type)
+        msg.header = header
+        msg.body = body
+        try:
+            self.app.to_app(msg, self.session_id)
+        except DoNotSend:
+            return None
+        return self._encode(msg, seq, sort_body=False)
+
+    # ------------------------------------------------------------------ timers
+
+    def _next_timer(self) -> None:  # noqa: C901  (QuickFIX Session::next)
+        st = self.state
+        now = self._now
+        if not self.enabled:
+            if st.logged_on:
+                if not st.sent_logout:
+                    self._event("Initiated logout request")
+                    self._generate_logout(st.logout_reason)
+            else:
+                return
+        if not self._check_session_time():
+            self._reset()
+            return
+        if not st.received_logon:
+            if st.should_send_logon and self._in_session(now):
+                self._generate_logon()
+                self._event("Initiated logon request")
+            elif st.sent_logon and st.logon_timed_out(now):
+                self._event("Timed out waiting for logon response")
+                self._disconnect()
+            return
+        if st.heart_bt_int == 0:
+            return
+        if st.logout_timed_out(now):
+            self._event("Timed out waiting for logout response")
+            self._disconnect()
+            return
+        if st.within_heartbeat(now):
+            return
+        if st.timed_out(now):
+            self._event("Timed out waiting for heartbeat")
+            self._disconnect()
+        elif st.need_test_request(now):
+            self._generate_test_request(b"TEST")
+            st.test_request += 1
+            self._event("Sent test request TEST")
+        elif st.need_heartbeat(now):
+            self._generate_heartbeat()
+
+    # ------------------------------------------------------------------ _generate_*
+
+    def _generate_logon(self) -> None:
+        st = self.state
+        cfg = self.config
+        if cfg.refresh_on_logon:
+            self.store.refresh()
+        if cfg.reset_on_logon:
+            self.store.reset(self._now)
+        msg = OutMessage(b"A", [(98, b"0"), (108, b"%d" % st.heart_bt_int)])
+        if self._should_send_reset():
+            msg.set(141, b"Y")
+        if self._is_fixt and self._sender_appl_ver_id:
+            msg.set(1137, self._sender_appl_ver_id)
+        st.last_received_ns = self._now
+        st.test_request = 0
+        st.sent_logon = True
+        self._send_raw(msg)
+
+    def _should_send_reset(self) -> bool:
+        cfg = self.config
+        return (
+            self._fix41_plus
+            and (
+                cfg.send_reset_seq_num_flag
+                or cfg.reset_on_logon
+                or cfg.reset_on_logout
+                or cfg.reset_on_disconnect
+            )
+            and self.store.next_sender_seq_num == 1
+            and self.store.next_target_seq_num == 1
+        )
+
+    def _generate_logon_response(self, logon: FixMessage) -> None:
+        msg = OutMessage(
+            b"A", [(98, b"0"), (108, logon.get(108) or b"%d" % self.state.heart_bt_int)]
+        )
+        if self.state.received_reset:
+            msg.set(141, b"Y")
+        if self._is_fixt and self._sender_appl_ver_id:
+            msg.set(1137, self._sender_appl_ver_id)
+        self._send_raw(msg)
+        self.state.sent_logon = True
+
+    def _generate_heartbeat(self, test_req_id: bytes | None = None) -> None:
+        msg = OutMessage(b"0")
+        if test_req_id is not None:
+            msg.body.append((112, test_req_id))
+        self._send_raw(msg)
+
+    def _generate_test_request(self, test_req_id: bytes) -> None:
+        self._send_raw(OutMessage(b"1", [(112, test_req_id)]))
+
+    def _generate_resend_request(self, seq: int) -> None:
+        begin = self.store.next_target_seq_num
+        end = 0 if self._fix42_plus else 999999
+        self._send_raw(OutMessage(b"2", [(7, b"%d" % begin), (16, b"%d" % end)]))
+        self._event(f"Sent ResendRequest FROM: {begin} TO: {end}")
+        self.state.resend_range = (begin, seq - 1)
+
+    def _generate_sequence_reset(self, begin: int, new_seq: int) -> None:
+        msg = OutMessage(b"4", [(36, b"%d" % new_seq), (123, b"Y")])
+        msg.header[43] = b"Y"
+        msg.header[122] = self._timestamp()
+        self._send_raw(msg, num=begin)
+        self._event(f"Sent SequenceReset TO: {new_seq}")
+
+    def _generate_logout(self, text: str = "") -> None:
+        msg = OutMessage(b"5")
+        if text:
+            msg.body.append((58, text.encode("latin-1", "replace")))
+        self._send_raw(msg)
+        self.state.sent_logout = True
+
+    def _reverse_route(self, msg: FixMessage, out: OutMessage) -> None:
+        pairs = _REVERSE_ROUTE + _REVERSE_ROUTE_41 if self._fix41_plus else _REVERSE_ROUTE
+        for src, dst in pairs:
+            v = msg.get(src)
+            if v:
+                out.header[dst] = v
+
+    def _generate_reject(
+        self, msg: FixMessage, err: int, field: int = 0, text: str | None = None
+    ) -> None:
+        st = self.state
+        reject = OutMessage(b"3")
+        self._reverse_route(msg, reject)
+        mt = msg.get(35) or b""
+        seq_raw = msg.get(34)
+        if seq_raw:
+            reject.body.append((45, seq_raw))
+        if self._fix42_plus:
+            if mt:
+                reject.body.append((372, mt))
+            if (self._bs == "FIX.4.2" and err <= 11) or self._bs > "FIX.4.2":
+                reject.body.append((373, b"%d" % err))
+        seq = msg.seq_num
+        if mt not in (b"A", b"4") and seq == self.store.next_target_seq_num:
+            self.store.incr_next_target_seq_num()
+        reason = text if text is not None else REJECT_TEXTS.get(err)
+        if reason and (field or err == 0):
+            if self._fix42_plus:
+                reject.body.append((371, b"%d" % field))
+                reject.body.append((58, reason.encode()))
+            else:
+                reject.body.append((58, f"{reason} ({field})".encode()))
+        elif reason:
+            reject.body.append((58, reason.encode()))
+        self._event(f"Message {seq} Rejected: {reason}")
+        if not st.received_logon:
+            raise _NotLoggedOn("Tried to send a reject while not logged on")
+        self._send_raw(reject)
+
+    def _generate_text_reject(self, msg: FixMessage, text: str) -> None:
+        reject = OutMessage(b"3")
+        self._reverse_route(msg, reject)
+        mt = msg.get(35) or b""
+        if self._fix42_plus:
+            reject.body.append((372, mt))
+        reject.body.append((45, msg.get(34) or b"0"))
+        if mt not in (b"A", b"4") and msg.get(43) != b"Y":
+            self.store.incr_next_target_seq_num()
+        reject.body.append((58, text.encode()))
+        self._send_raw(reject)
+        self._event(f"Message {msg.seq_num} Rejected: {text}")
+
+    def _generate_business_reject(self, msg: FixMessage, err: int, field: int = 0) -> None:
+        reject = OutMessage(b"j")
+        reject.body.append((372, msg.get(35) or b""))
+        reject.body.append((45, msg.get(34) or b"0"))
+        reject.body.append((380, b"%d" % err))
+        seq = msg.seq_num
+        if seq == self.store.next_target_seq_num:
+            self.store.incr_next_target_seq_num()
+        reason = BUSINESS_REJECT_TEXTS.get(err)
+        if reason and field:
+            reject.body.append((371, b"%d" % field))
+            reject.body.append((58, reason.encode()))
+        elif reason:
+            reject.body.append((58, reason.encode()))
+        self._send_raw(reject)
+        self._event(f"Message {seq} Rejected: {reason}")
+
+
+def _match_precision(ts: bytes, precision: int) -> bytes:
+    # OrigSendingTime <122> keeps the original time at the session's precision.
+    if not ts:
+        return ts
+    base = ts[:17]
+    if precision <= 0:
+        return base
+    frac = ts[18:] if len(ts) > 18 else b""
+    return base + b"." + (frac + b"000000000")[:precision]
+
+
+def _entry_tag(e: BodyEntry) -> int:
+    return e.tag if isinstance(e, Group) else e[0]
+
+
+def _sort_groups(entries: list[BodyEntry], groups: Mapping[int, GroupDef]) -> None:
+    for e in entries:
+        if isinstance(e, Group):
+            g = groups.get(e.tag)
+            if g is None:
+                continue
+            order = g.order
+            for entry in e.entries:
+                entry.sort(key=lambda x: order.get(_entry_tag(x), 1 << 30))
+                _sort_groups(entry, g.groups)
+
+
+def _collect_groups(groups: Mapping[int, GroupDef], out: dict[int, tuple[int, ...]]) -> None:
+    for tag, g in groups.items():
+        out[tag] = tuple(f.tag for f in g.fields)
+        _collect_groups(g.groups, out)

@@ -1,0 +1,351 @@
+# SPDX-License-Identifier: MIT
+r"""Message stores: sequence numbers and sent messages, for resends and restarts.
+
+:class:`MemoryStore` keeps everything in memory. :class:`FileStore` keeps it in three files per
+session under ``FileStorePath`` and survives a killed process: every sent message is appended
+with one unbuffered ``write`` (the kernel has it once the call returns, so ``kill -9`` loses
+nothing; ``fsync=True`` adds durability across power loss), and sequence numbers are
+rewritten in place with ``pwrite``. On open, a torn last record is cut off.
+
+Files, for session ``FIX.4.4-ISLD-TW44``:
+
+* ``.body``: records ``<seq>,<length>\\n<message bytes>\\n``, appended in send order;
+* ``.seqnums``: ``<next sender> : <next target>``, fixed width;
+* ``.session``: creation time of the session (ns since the epoch), reset with the store.
+
+The next sender number after a restart is the larger of ``.seqnums`` and the last stored
+message + 1, so a kill between storing a message and updating ``.seqnums`` is harmless.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+
+@runtime_checkable
+class MessageStore(Protocol):
+    """What a session needs from a store (QuickFIX's ``MessageStore``)."""
+
+    def set(self, seq_num: int, message: bytes) -> bool:
+        """Store a sent message under its MsgSeqNum."""
+        ...
+
+    def get_range(self, begin: int, end: int) -> list[tuple[int, bytes]]:
+        """Return the stored ``(seq_num, message)`` with ``begin <= seq_num <= end``, in order."""
+        ...
+
+    @property
+    def next_sender_seq_num(self) -> int:
+        """Return the MsgSeqNum of the next message we send."""
+        ...
+
+    @property
+    def next_target_seq_num(self) -> int:
+        """Return the MsgSeqNum expected on the next message received."""
+        ...
+
+    def set_next_sender_seq_num(self, value: int) -> None:
+        """Set the next outbound MsgSeqNum."""
+        ...
+
+    def set_next_target_seq_num(self, value: int) -> None:
+        """Set the next expected inbound MsgSeqNum."""
+        ...
+
+    def incr_next_sender_seq_num(self) -> None:
+        """Add one to the next outbound MsgSeqNum."""
+        ...
+
+    def incr_next_target_seq_num(self) -> None:
+        """Add one to the next expected inbound MsgSeqNum."""
+        ...
+
+    @property
+    def creation_time_ns(self) -> int:
+        """Return when the store was created or last reset, ns since the epoch."""
+        ...
+
+    def reset(self, now_ns: int) -> None:
+        """Forget all messages and restart both sequence numbers at 1."""
+        ...
+
+    def refresh(self) -> None:
+        """Reload from the backing storage (no-op in memory)."""
+        ...
+
+    def close(self) -> None:
+        """Release files."""
+        ...
+
+
+class MemoryStore:
+    """In-memory :class:`MessageStore`.
+
+    Parameters
+    ----------
+    now_ns : int
+        Creation time, ns since the epoch.
+    """
+
+    __slots__ = ("_created", "_messages", "_sender", "_target")
+
+    def __init__(self, now_ns: int = 0) -> None:
+        self._messages: dict[int, bytes] = {}
+        self._sender = 1
+        self._target = 1
+        self._created = now_ns
+
+    def set(self, seq_num: int, message: bytes) -> bool:
+        """Store a sent message under its MsgSeqNum."""
+        self._messages[seq_num] = message
+        return True
+
+    def get_range(self, begin: int, end: int) -> list[tuple[int, bytes]]:
+        """Return the stored messages with ``begin <= seq_num <= end``, in order."""
+        msgs = self._messages
+        if end - begin < len(msgs):
+            return [(s, msgs[s]) for s in range(begin, end + 1) if s in msgs]
+        return sorted((s, m) for s, m in msgs.items() if begin <= s <= end)
+
+    @property
+    def next_sender_seq_num(self) -> int:
+        """Return the MsgSeqNum of the next message we send."""
+        return self._sender
+
+    @property
+    def next_target_seq_num(self) -> int:
+        """Return the MsgSeqNum expected next."""
+        return self._target
+
+    def set_next_sender_seq_num(self, value: int) -> None:
+        """Set the next outbound MsgSeqNum."""
+        self._sender = value
+
+    def set_next_target_seq_num(self, value: int) -> None:
+        """Set the next expected inbound MsgSeqNum."""
+        self._target = value
+
+    def incr_next_sender_seq_num(self) -> None:
+        """Add one to the next outbound MsgSeqNum."""
+        self._sender += 1
+
+    def incr_next_target_seq_num(self) -> None:
+        """Add one to the next expected inbound MsgSeqNum."""
+        self._target += 1
+
+    @property
+    def creation_time_ns(self) -> int:
+        """Return when the store was created or last reset."""
+        return self._created
+
+    def reset(self, now_ns: int) -> None:
+        """Forget all messages and restart both sequence numbers at 1."""
+        self._messages.clear()
+        self._sender = 1
+        self._target = 1
+        self._created = now_ns
+
+    def refresh(self) -> None:
+        """Do nothing: memory is the only copy."""
+
+    def close(self) -> None:
+        """Do nothing."""
+
+
+_SEQ_FMT = b"%020d : %020d\n"
+
+
+class FileStore:
+    """:class:`MessageStore` in files that survive a killed process (see the module docstring).
+
+    Parameters
+    ----------
+    directory : str or Path
+        ``FileStorePath``; created if missing.
+    prefix : str
+        File base name, normally ``SessionID.file_prefix``.
+    now_ns : int
+        Creation time used when the store is new.
+    fsync : bool
+        Also ``fsync`` after every write (durable across power loss, much slower).
+    """
+
+    __slots__ = (
+        "_body_fd",
+        "_body_size",
+        "_created",
+        "_dir",
+        "_fsync",
+        "_index",
+        "_last_set",
+        "_prefix",
+        "_sender",
+        "_seq_fd",
+        "_target",
+    )
+
+    def __init__(
+        self, directory: str | Path, prefix: str, now_ns: int = 0, *, fsync: bool = False
+    ) -> None:
+        self._dir = Path(directory)
+        self._dir.mkdir(parents=True, exist_ok=True)
+        self._prefix = prefix
+        self._fsync = fsync
+        self._index: dict[int, tuple[int, int]] = {}
+        self._sender = 1
+        self._target = 1
+        self._created = now_ns
+        self._last_set = 0
+        self._body_fd = -1
+        self._seq_fd = -1
+        self._body_size = 0
+        self._open(now_ns)
+
+    # ------------------------------------------------------------------ files
+
+    def _path(self, suffix: str) -> Path:
+        return self._dir / f"{self._prefix}.{suffix}"
+
+    def _open(self, now_ns: int) -> None:
+        flags = os.O_RDWR | os.O_CREAT
+        self._body_fd = os.open(self._path("body"), flags | os.O_APPEND, 0o644)
+        self._seq_fd = os.open(self._path("seqnums"), flags, 0o644)
+        session = self._path("session")
+        if session.exists():
+            try:
+                self._created = int(session.read_text().strip() or "0")
+            except ValueError:
+                self._created = now_ns
+        else:
+            self._created = now_ns
+            self._write_session_file()
+        self._load()
+
+    def _write_session_file(self) -> None:
+        tmp = self._path("session.tmp")
+        tmp.write_text(f"{self._created}\n")
+        os.replace(tmp, self._path("session"))
+
+    def _load(self) -> None:
+        raw = os.pread(self._seq_fd, 64, 0)
+        sender, target = 1, 1
+        parts = raw.split(b":")
+        if len(parts) == 2 and parts[0].strip().isdigit() and parts[1].strip().isdigit():
+            sender, target = int(parts[0]), int(parts[1])
+        size = os.fstat(self._body_fd).st_size
+        data = os.pread(self._body_fd, size, 0) if size else b""
+        index: dict[int, tuple[int, int]] = {}
+        pos = 0
+        last_seq = 0
+        n = len(data)
+        while pos < n:
+            nl = data.find(b"\n", pos, pos + 48)
+            if nl < 0:
+                break
+            head = data[pos:nl].split(b",")
+            if len(head) != 2 or not head[0].isdigit() or not head[1].isdigit():
+                break
+            seq, length = int(head[0]), int(head[1])
+            start = nl + 1
+            if start + length + 1 > n or data[start + length : start + length + 1] != b"\n":
+                break
+            index[seq] = (start, length)
+            last_seq = seq
+            pos = start + length + 1
+        if pos < n:
+            # A torn last record (killed mid-write) or garbage: cut it off before appending.
+            os.ftruncate(self._body_fd, pos)
+        self._body_size = pos
+        self._index = index
+        self._sender = max(sender, last_seq + 1)
+        self._target = target
+        self._last_set = last_seq
+
+    def _write_seqnums(self) -> None:
+        os.pwrite(self._seq_fd, _SEQ_FMT % (self._sender, self._target), 0)
+        if self._fsync:
+            os.fsync(self._seq_fd)
+
+    # ------------------------------------------------------------------ MessageStore
+
+    def set(self, seq_num: int, message: bytes) -> bool:
+        """Append a sent message; it is safe from ``kill -9`` when this returns."""
+        head = b"%d,%d\n" % (seq_num, len(message))
+        os.write(self._body_fd, head + message + b"\n")
+        if self._fsync:
+            os.fsync(self._body_fd)
+        start = self._body_size + len(head)
+        self._index[seq_num] = (start, len(message))
+        self._body_size = start + len(message) + 1
+        self._last_set = seq_num
+        return True
+
+    def get_range(self, begin: int, end: int) -> list[tuple[int, bytes]]:
+        """Return the stored messages with ``begin <= seq_num <= end``, in order."""
+        out: list[tuple[int, bytes]] = []
+        for seq in sorted(s for s in self._index if begin <= s <= end):
+            start, length = self._index[seq]
+            out.append((seq, os.pread(self._body_fd, length, start)))
+        return out
+
+    @property
+    def next_sender_seq_num(self) -> int:
+        """Return the MsgSeqNum of the next message we send."""
+        return self._sender
+
+    @property
+    def next_target_seq_num(self) -> int:
+        """Return the MsgSeqNum expected next."""
+        return self._target
+
+    def set_next_sender_seq_num(self, value: int) -> None:
+        """Set the next outbound MsgSeqNum."""
+        self._sender = value
+        self._write_seqnums()
+
+    def set_next_target_seq_num(self, value: int) -> None:
+        """Set the next expected inbound MsgSeqNum."""
+        self._target = value
+        self._write_seqnums()
+
+    def incr_next_sender_seq_num(self) -> None:
+        """Add one to the next outbound MsgSeqNum."""
+        self._sender += 1
+        if self._last_set != self._sender - 1:
+            # Not derivable from the body file on restart: persist it.
+            self._write_seqnums()
+
+    def incr_next_target_seq_num(self) -> None:
+        """Add one to the next expected inbound MsgSeqNum."""
+        self._target += 1
+        self._write_seqnums()
+
+    @property
+    def creation_time_ns(self) -> int:
+        """Return when the store was created or last reset."""
+        return self._created
+
+    def reset(self, now_ns: int) -> None:
+        """Forget all messages and restart both sequence numbers at 1."""
+        os.ftruncate(self._body_fd, 0)
+        self._body_size = 0
+        self._index.clear()
+        self._last_set = 0
+        self._sender = 1
+        self._target = 1
+        self._write_seqnums()
+        self._created = now_ns
+        self._write_session_file()
+
+    def refresh(self) -> None:
+        """Reload sequence numbers and the message index from the files."""
+        self._load()
+
+    def close(self) -> None:
+        """Close the files (the store cannot be used afterwards)."""
+        for fd in (self._body_fd, self._seq_fd):
+            if fd >= 0:
+                os.close(fd)
+        self._body_fd = self._seq_fd = -1

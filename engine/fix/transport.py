@@ -1,0 +1,471 @@
+# SPDX-License-Identifier: MIT
+"""asyncio transport for FIX sessions: acceptor and initiator.
+
+The only FIX code that touches sockets. Each connection is an :class:`asyncio.Protocol`
+(cheaper per message than streams): received bytes go through one :class:`FixDecoder` call,
+every verified message is handed to :meth:`FixSession.on_message` with ``clock.now_ns()``, and
+whatever the session returns is written in one ``write``. A timer task drives
+:meth:`FixSession.on_timer` (heartbeats, TestRequests, timeouts) and flushes the logs.
+
+* :class:`SocketAcceptor` serves many sessions on one port; a connection is bound to a session
+  by its first message, which must be a Logon for a configured session that is not already
+  connected (otherwise the connection is dropped without an answer, as QuickFIX does).
+* :class:`SocketInitiator` connects one session, tries its hosts in turn (fail-over) and
+  reconnects after ``reconnect_interval`` seconds.
+
+Both accept an optional :class:`ssl.SSLContext`. :func:`install_uvloop` switches the event loop
+policy to uvloop when it is installed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.metadata
+import logging
+import socket
+import ssl as _ssl
+from collections.abc import Iterable, Sequence
+from typing import cast
+
+from engine.clock import Clock, LiveClock
+from engine.fix import _kernels
+from engine.fix.codec import FRAME_REASONS, DecodedBatch, FixDecoder
+from engine.fix.message import FixMessage
+from engine.fix.session import FixSession
+
+_log = logging.getLogger(__name__)
+
+
+def install_uvloop() -> str | None:
+    """Use uvloop's event loop policy when uvloop is installed; return its version or None."""
+    try:
+        import uvloop  # optional dependency
+    except ImportError:
+        return None
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    return importlib.metadata.version("uvloop")
+
+
+class _Connection(asyncio.Protocol):
+    """One TCP connection carrying one FIX session."""
+
+    def __init__(self, owner: _Endpoint, session: FixSession | None = None) -> None:
+        self._owner = owner
+        self._clock = owner.clock
+        self.session = session
+        self._transport: asyncio.Transport | None = None
+        self._decoder = FixDecoder()
+        self._closing = False
+        self._logon_timer: asyncio.TimerHandle | None = None
+        # Output is gathered while a batch of input is processed (and for sends made outside
+        # the session's entry points, until the loop comes round) and written in one call.
+        self._pending: list[bytes] = []
+        self._batching = False
+        self._flush_scheduled = False
+
+    # -------------------------------------------------------------- asyncio callbacks
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports do not subclass asyncio.Transport but have the same API.
+        self._transport = cast(asyncio.Transport, transport)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._owner.connections.add(self)
+        if self.session is not None:
+            self._bind(self.session)
+            self._write(self.session.on_connected(self._clock.now_ns()))
+            self._check()
+        else:
+            loop = asyncio.get_running_loop()
+            self._logon_timer = loop.call_later(self._owner.logon_timeout, self._logon_timeout)
+
+    def data_received(self, data: bytes) -> None:
+        if self._closing:
+            return
+        now = self._clock.now_ns()
+        batch = self._decoder.decode_batch(data)
+        rows = batch.msgs
+        if rows.shape[0] == 0:
+            return
+        self._batching = True
+        try:
+            self._process(batch, now)
+        finally:
+            self._batching = False
+            self._flush()
+
+    def _process(self, batch: DecodedBatch, now: int) -> None:
+        for i, row in enumerate(batch.msgs.tolist()):
+            if self.is_closing():
+                return
+            status = row[_kernels.MSG_STATUS]
+            session = self.session
+            if status:
+                reason = FRAME_REASONS.get(status, "garbled")
+                if session is None:
+                    _log.info("garbled data before logon (%s): disconnecting", reason)
+                    self.close()
+                    return
+                self._write(session.on_garbled(reason, batch.buf[row[0] : row[1]], now))
+                self._check()
+                continue
+            msg = batch.message(i, now)
+            if session is None:
+                session = self._owner.route(self, msg)
+                if session is None:
+                    self.close()
+                    return
+                self._bind(session)
+                self._write(session.on_connected(now))
+            self._write(session.on_message(msg, now))
+            self._check()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closing = True
+        self._unbind()
+        self._owner.connections.discard(self)
+        if self._logon_timer is not None:
+            self._logon_timer.cancel()
+
+    # -------------------------------------------------------------- helpers
+
+    def is_closing(self) -> bool:
+        """Return True once the connection is being closed."""
+        return self._closing
+
+    def _bind(self, session: FixSession) -> None:
+        self.session = session
+        self._owner.active[session] = self
+        session.set_responder(self._write_one)
+        if self._logon_timer is not None:
+            self._logon_timer.cancel()
+            self._logon_timer = None
+
+    def _unbind(self) -> None:
+        session = self.session
+        if session is not None and self._owner.active.get(session) is self:
+            del self._owner.active[session]
+            session.set_responder(None)
+            session.on_disconnected(self._clock.now_ns())
+            self._owner.on_session_disconnected(session)
+        self.session = None
+
+    def _logon_timeout(self) -> None:
+        if self.session is None:
+            _log.info("no Logon within %ss: disconnecting", self._owner.logon_timeout)
+            self.close()
+
+    def _write(self, out: list[bytes]) -> None:
+        if out and not self._closing:
+            self._pending.extend(out)
+            if not self._batching:
+                self._flush()
+
+    def _write_one(self, data: bytes) -> None:
+        if self._closing:
+            return
+        self._pending.append(data)
+        if not self._batching and not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        pending = self._pending
+        t = self._transport
+        if pending and t is not None:
+            self._pending = []
+            t.write(pending[0] if len(pending) == 1 else b"".join(pending))
+
+    def _check(self) -> None:
+        s = self.session
+        if s is not None and s.wants_disconnect:
+            self.close()
+
+    def tick(self, now_ns: int) -> None:
+        """Run the session timers."""
+        s = self.session
+        if s is None or self._closing:
+            return
+        self._write(s.on_timer(now_ns))
+        self._check()
+
+    def close(self) -> None:
+        """Write what is pending, then close; the session is told at once."""
+        if self._closing:
+            return
+        self._flush()
+        self._closing = True
+        self._unbind()
+        if self._transport is not None:
+            self._transport.close()
+
+
+class _Endpoint:
+    """What acceptor and initiator share: clock, timer task, live connections."""
+
+    def __init__(self, clock: Clock | None, timer_interval: float, logon_timeout: float) -> None:
+        self.clock: Clock = clock or LiveClock()
+        self.timer_interval = timer_interval
+        self.logon_timeout = logon_timeout
+        self.connections: set[_Connection] = set()
+        self.active: dict[FixSession, _Connection] = {}
+        self._timer_task: asyncio.Task[None] | None = None
+
+    def route(self, conn: _Connection, msg: FixMessage) -> FixSession | None:
+        return None
+
+    def on_session_disconnected(self, session: FixSession) -> None:
+        """Call when a session lost its connection."""
+
+    def _start_timer(self) -> None:
+        if self._timer_task is None:
+            self._timer_task = asyncio.get_running_loop().create_task(self._timer_loop())
+
+    async def _timer_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.timer_interval)
+            now = self.clock.now_ns()
+            for conn in list(self.connections):
+                try:
+                    conn.tick(now)
+                except Exception:  # one broken session must not stop the others' timers
+                    _log.exception("session timer failed")
+            for session in list(self.active):
+                session.log.flush()
+
+    async def _stop_timer(self) -> None:
+        if self._timer_task is not None:
+            self._timer_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._timer_task
+            self._timer_task = None
+
+
+class SocketAcceptor(_Endpoint):
+    """Accept FIX connections for many sessions on one port.
+
+    Parameters
+    ----------
+    sessions : iterable of FixSession
+        Acceptor sessions; a connection's Logon picks one by BeginString and CompIDs.
+    host : str
+        Address to listen on (loopback by default).
+    port : int
+        Port; 0 picks a free one (see :attr:`port` after :meth:`start`).
+    clock : Clock, optional
+        Time source.
+    ssl : ssl.SSLContext, optional
+        TLS server context.
+    timer_interval : float
+        Seconds between timer ticks.
+    logon_timeout : float
+        Seconds a new connection may take to send its Logon.
+    """
+
+    def __init__(
+        self,
+        sessions: Iterable[FixSession],
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        clock: Clock | None = None,
+        ssl: _ssl.SSLContext | None = None,
+        timer_interval: float = 0.2,
+        logon_timeout: float = 10.0,
+    ) -> None:
+        super().__init__(clock, timer_interval, logon_timeout)
+        self.sessions: dict[tuple[bytes, bytes, bytes], FixSession] = {}
+        for s in sessions:
+            cfg = s.config
+            key = (
+                cfg.begin_string.encode(),
+                cfg.sender_comp_id.encode(),
+                cfg.target_comp_id.encode(),
+            )
+            self.sessions[key] = s
+        self.host = host
+        self._port = port
+        self._ssl = ssl
+        self._server: asyncio.Server | None = None
+
+    @property
+    def port(self) -> int:
+        """Return the listening port."""
+        if self._server is not None and self._server.sockets:
+            return int(self._server.sockets[0].getsockname()[1])
+        return self._port
+
+    async def start(self) -> None:
+        """Start listening."""
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: _Connection(self), self.host, self._port, ssl=self._ssl, reuse_address=True
+        )
+        self._start_timer()
+
+    async def serve_forever(self) -> None:
+        """Run until cancelled."""
+        if self._server is None:
+            await self.start()
+        assert self._server is not None
+        await self._server.serve_forever()
+
+    def route(self, conn: _Connection, msg: FixMessage) -> FixSession | None:
+        """Return the session a first message opens, or None to drop the connection."""
+        if msg.msg_type != b"A":
+            _log.info("first message is not a Logon: disconnecting")
+            return None
+        key = (msg.get(8) or b"", msg.get(56) or b"", msg.get(49) or b"")
+        session = self.sessions.get(key)
+        if session is None:
+            _log.info("Logon for unknown session %r: disconnecting", key)
+            return None
+        if session in self.active:
+            session.log.on_event(
+                "Refused a second Logon for a session that is already connected",
+                self.clock.now_ns(),
+            )
+            return None
+        return session
+
+    async def stop(self, logout: bool = True) -> None:
+        """Log out connected sessions, close connections and stop listening."""
+        if logout:
+            for session, conn in list(self.active.items()):
+                conn._write(session.logout())
+            if self.active:
+                await asyncio.sleep(0.05)
+        for conn in list(self.connections):
+            conn.close()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+        await self._stop_timer()
+        for s in self.sessions.values():
+            s.log.flush()
+
+
+class SocketInitiator(_Endpoint):
+    """Connect one FIX session to its counterparty, with fail-over and reconnects.
+
+    Parameters
+    ----------
+    session : FixSession
+        An initiator session.
+    hosts : sequence of (host, port)
+        Targets tried in turn (``SocketConnectHost``/``Port``, then ``<n>`` fail-overs).
+    reconnect_interval : float
+        Seconds between connection attempts.
+    clock : Clock, optional
+        Time source.
+    ssl : ssl.SSLContext, optional
+        TLS client context.
+    server_hostname : str, optional
+        Name to verify the TLS certificate against.
+    timer_interval : float
+        Seconds between timer ticks.
+    """
+
+    def __init__(
+        self,
+        session: FixSession,
+        hosts: Sequence[tuple[str, int]],
+        *,
+        reconnect_interval: float = 30.0,
+        clock: Clock | None = None,
+        ssl: _ssl.SSLContext | None = None,
+        server_hostname: str | None = None,
+        timer_interval: float = 0.2,
+    ) -> None:
+        super().__init__(clock, timer_interval, session.config.logon_timeout)
+        if not hosts:
+            raise ValueError("SocketInitiator needs at least one (host, port)")
+        self.session = session
+        self.hosts = list(hosts)
+        self.reconnect_interval = reconnect_interval
+        self._ssl = ssl
+        self._server_hostname = server_hostname
+        self._task: asyncio.Task[None] | None = None
+        self._lost: asyncio.Event | None = None
+        self._next_host = 0
+        #: How many connections were made so far.
+        self.connects = 0
+
+    async def start(self) -> None:
+        """Start connecting in the background."""
+        self._lost = asyncio.Event()
+        self._start_timer()
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def on_session_disconnected(self, session: FixSession) -> None:
+        """Wake the reconnect loop."""
+        if self._lost is not None:
+            self._lost.set()
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        assert self._lost is not None
+        while True:
+            host, port = self.hosts[self._next_host % len(self.hosts)]
+            self._next_host += 1
+            self._lost.clear()
+            try:
+                await loop.create_connection(
+                    lambda: _Connection(self, self.session),
+                    host,
+                    port,
+                    ssl=self._ssl,
+                    server_hostname=self._server_hostname if self._ssl else None,
+                )
+            except OSError as e:
+                _log.info(
+                    "%s: cannot connect to %s:%s (%s)", self.session.session_id, host, port, e
+                )
+                await asyncio.sleep(self.reconnect_interval)
+                continue
+            self.connects += 1
+            await self._lost.wait()
+            await asyncio.sleep(self.reconnect_interval)
+
+    async def wait_logged_on(self, within: float = 10.0) -> None:
+        """Wait until the session is logged on.
+
+        Raises
+        ------
+        TimeoutError
+            If it is not logged on within ``within`` seconds.
+        """
+        async with asyncio.timeout(within):
+            # The sans-IO session has no change notification; polling costs nothing here.
+            while not self.session.is_logged_on:  # noqa: ASYNC110
+                await asyncio.sleep(0.005)
+
+    def send(self, data: list[bytes]) -> None:
+        """Write bytes produced by the session outside an entry point."""
+        conn = self.active.get(self.session)
+        if conn is not None:
+            conn._write(data)
+
+    async def stop(self, logout: bool = True) -> None:
+        """Log out (waiting briefly for the answer), then disconnect and stop reconnecting."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        conn = self.active.get(self.session)
+        if conn is not None and logout and self.session.is_logged_on:
+            conn._write(self.session.logout())
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(2.0):
+                    while self.session in self.active:  # noqa: ASYNC110  (see above)
+                        await asyncio.sleep(0.01)
+        for c in list(self.connections):
+            c.close()
+        await self._stop_timer()
+        self.session.log.flush()

@@ -1,0 +1,380 @@
+# SPDX-License-Identifier: MIT
+"""Read a journal: check framing and CRCs, drop a torn tail, decode records.
+
+Policy for damage (documented in ``docs/journal.md``):
+
+* A bad last record is a **torn tail** (a write cut short by a killed process or a crash):
+  it is dropped and described by :attr:`JournalReader.torn_tail`; nothing is raised unless
+  the reader was made with ``strict=True``. A bad record is the last one when no intact record
+  starts anywhere after it.
+* A bad record followed by intact records is **corruption**: :class:`JournalCorruptError`
+  names the file, the byte offset, the record index and the reason.
+* A file that is not a journal (or of another major version) raises
+  :class:`JournalFormatError`.
+
+Nothing else escapes the reader: every decoding problem of an intact (CRC-valid) record is
+reported as :class:`JournalCorruptError`.
+"""
+
+import struct
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from engine.events import Event
+from engine.journal import format as fmt
+from engine.journal.format import (
+    KIND_EVENT,
+    KIND_FIX,
+    KIND_LOG,
+    KIND_OPEN,
+    KIND_SCHEMA,
+    KNOWN_KINDS,
+    MAX_PAYLOAD,
+    RECORD_HEADER_SIZE,
+    FixDirection,
+    FixMessageRecord,
+    JournalCorruptError,
+    JournalEvent,
+    JournalOpened,
+    JournalRecord,
+    LogEntry,
+    ReadSchema,
+)
+
+_HEADER = fmt.RECORD_HEADER
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TornTail:
+    """The dropped end of a journal: where it starts, how long it is and why it was dropped."""
+
+    offset: int
+    size: int
+    index: int  # index the record would have had
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RawRecord:
+    """One intact record, not yet decoded: for fast paths that filter by kind and type id."""
+
+    index: int
+    offset: int
+    kind: int
+    type_id: int
+    payload: memoryview
+
+
+class JournalReader:
+    """Read one journal file (which may still be appended to by a writer).
+
+    The whole file is read into memory at :meth:`scan`; records are decoded lazily.
+
+    Parameters
+    ----------
+    path : str | Path
+        The journal file.
+    strict : bool
+        Raise :class:`JournalCorruptError` on a torn tail too, instead of dropping it.
+
+    Raises
+    ------
+    JournalFormatError
+        From :meth:`scan` (and everything that calls it) if the file is not a journal.
+    JournalCorruptError
+        If a record before the tail is damaged, or an intact record cannot be decoded.
+    """
+
+    def __init__(self, path: str | Path, *, strict: bool = False) -> None:
+        self.path = Path(path)
+        self.strict = strict
+        self._torn_tail: TornTail | None = None
+        self._schemas: dict[int, ReadSchema] = {}
+        #: Records of kinds this version does not know (skipped), after :meth:`scan`.
+        self.skipped = 0
+        #: Format version ``(major, minor)`` and creation time of the file (after :meth:`scan`).
+        self.version = (0, 0)
+        self.created_ns = 0
+        self._data = b""
+        self._frames: list[tuple[int, int, int, int]] = []  # offset, length, kind, type_id
+        self._end = 0
+        self._scanned = False
+        self._dec = msgspec.msgpack.Decoder()
+
+    # ------------------------------------------------------------------ framing
+    def scan(self) -> int:
+        """Read the file, check every frame, load the schemas; return the end of intact data.
+
+        Safe to call again: it rereads the file (to pick up records appended since).
+        """
+        data = self.path.read_bytes()
+        major, minor, pos, created = fmt.unpack_file_header(self.path, data)
+        self.version, self.created_ns = (major, minor), created
+        self._data, self._torn_tail, self.skipped = data, None, 0
+        self._schemas = {}
+        frames: list[tuple[int, int, int, int]] = []
+        size = len(data)
+        unpack, crc32 = _HEADER.unpack_from, zlib.crc32
+        view = memoryview(data)
+        while pos < size:
+            bad = None
+            if size - pos < RECORD_HEADER_SIZE:
+                bad = f"{size - pos} bytes left, less than a record header"
+            else:
+                length, crc, kind, _flags, type_id = unpack(data, pos)
+                start = pos + RECORD_HEADER_SIZE
+                end = start + length
+                if length > MAX_PAYLOAD:
+                    bad = f"length {length} exceeds the {MAX_PAYLOAD}-byte limit"
+                elif end > size:
+                    bad = f"record of {length} bytes runs {end - size} bytes past the end"
+                elif crc32(view[start:end], crc32(view[pos + 8 : start])) != crc:
+                    bad = f"CRC mismatch (length {length}, kind {kind})"
+            if bad is not None:
+                self._bad_frame(pos, len(frames), bad)
+                break
+            if kind == KIND_SCHEMA:
+                self._load_schema(pos, len(frames), type_id, view[start:end])
+            elif kind not in KNOWN_KINDS:
+                self.skipped += 1
+            frames.append((pos, length, kind, type_id))
+            pos = end
+        self._frames = frames
+        self._end = pos
+        self._scanned = True
+        return pos
+
+    def _bad_frame(self, pos: int, index: int, reason: str) -> None:
+        later = _next_intact_frame(self._data, pos + 1)
+        if later is not None:
+            raise JournalCorruptError(
+                self.path,
+                pos,
+                index,
+                f"{reason}; an intact record follows at offset {later}, so this is not a torn tail",
+            )
+        tail = TornTail(offset=pos, size=len(self._data) - pos, index=index, reason=reason)
+        if self.strict:
+            raise JournalCorruptError(self.path, pos, index, f"torn tail: {reason}")
+        self._torn_tail = tail
+
+    def _load_schema(self, pos: int, index: int, type_id: int, payload: memoryview) -> None:
+        try:
+            name, raw_fields = self._dec.decode(payload)
+            fields = tuple((str(n), str(c)) for n, c in raw_fields)
+            if not isinstance(name, str):
+                raise TypeError("schema name is not a string")
+            if type_id in self._schemas:
+                raise ValueError(f"type id {type_id} is defined twice")
+            if type_id == 0:
+                raise ValueError("type id 0 is reserved")
+            self._schemas[type_id] = ReadSchema(type_id, name, fields, self._schemas)
+        except (msgspec.DecodeError, TypeError, ValueError) as e:
+            raise JournalCorruptError(self.path, pos, index, f"bad schema record: {e}") from e
+
+    def _ensure(self) -> None:
+        if not self._scanned:
+            self.scan()
+
+    # ------------------------------------------------------------------ access
+    @property
+    def torn_tail(self) -> TornTail | None:
+        """Return the torn tail dropped by the last scan, or ``None``."""
+        self._ensure()
+        return self._torn_tail
+
+    @property
+    def schemas(self) -> dict[int, ReadSchema]:
+        """Return the schemas defined in the file, by type id."""
+        self._ensure()
+        return self._schemas
+
+    def __len__(self) -> int:
+        self._ensure()
+        return len(self._frames)
+
+    @property
+    def end_offset(self) -> int:
+        """Return the byte offset just after the last intact record."""
+        self._ensure()
+        return self._end
+
+    def raw(self, kinds: Iterable[int] | None = None) -> Iterator[RawRecord]:
+        """Iterate over intact records without decoding them, optionally of some kinds only."""
+        self._ensure()
+        wanted = None if kinds is None else frozenset(kinds)
+        view = memoryview(self._data)
+        for index, (pos, length, kind, type_id) in enumerate(self._frames):
+            if wanted is None or kind in wanted:
+                start = pos + RECORD_HEADER_SIZE
+                yield RawRecord(index, pos, kind, type_id, view[start : start + length])
+
+    def decode_values(self, rec: RawRecord) -> list[Any]:
+        """Return the payload array of an EVENT, FIX or LOG record, checked to be a list.
+
+        Raises
+        ------
+        JournalCorruptError
+            If the payload is not a MessagePack array.
+        """
+        try:
+            values = self._dec.decode(rec.payload)
+        except msgspec.DecodeError as e:
+            raise JournalCorruptError(self.path, rec.offset, rec.index, f"bad payload: {e}") from e
+        if not isinstance(values, list):
+            what = type(values).__name__
+            raise JournalCorruptError(
+                self.path, rec.offset, rec.index, f"payload is a {what}, not an array"
+            )
+        return values
+
+    def schema(self, rec: RawRecord) -> ReadSchema:
+        """Return the schema of an EVENT record.
+
+        Raises
+        ------
+        JournalCorruptError
+            If no schema record defined its type id earlier in the file.
+        """
+        schema = self._schemas.get(rec.type_id)
+        if schema is None:
+            raise JournalCorruptError(
+                self.path, rec.offset, rec.index, f"event of undefined type id {rec.type_id}"
+            )
+        return schema
+
+    def records(self, kinds: Iterable[int] | None = None) -> Iterator[JournalRecord]:
+        """Iterate over decoded records (schema records are not yielded).
+
+        Parameters
+        ----------
+        kinds : Iterable[int] | None
+            Record kinds to decode (``format.KIND_*``); all by default.
+        """
+        for rec in self.raw(kinds):
+            if rec.kind in _DECODED_KINDS:
+                yield self.decode(rec)
+
+    def __iter__(self) -> Iterator[JournalRecord]:
+        return self.records()
+
+    def decode(self, rec: RawRecord) -> JournalRecord:
+        """Decode one raw record.
+
+        Raises
+        ------
+        JournalCorruptError
+            If the record does not decode as its kind says.
+        ValueError
+            If the record's kind has no decoder (``SCHEMA``, kinds of a later minor version).
+        """
+        if rec.kind not in _DECODED_KINDS:
+            raise ValueError(f"record kind {rec.kind} ({_KIND_NAMES.get(rec.kind)}) is not decoded")
+        try:
+            return self._decode(rec)
+        except JournalCorruptError:
+            raise
+        except (msgspec.DecodeError, TypeError, ValueError, KeyError, struct.error) as e:
+            raise JournalCorruptError(
+                self.path, rec.offset, rec.index, f"bad {_KIND_NAMES.get(rec.kind)} record: {e}"
+            ) from e
+
+    def _decode(self, rec: RawRecord) -> JournalRecord:
+        kind = rec.kind
+        if kind == KIND_EVENT:
+            values = self.decode_values(rec)
+            if not values or not isinstance(values[0], int):
+                raise ValueError("event payload does not start with a sequence number")
+            event = self.schema(rec).build(values[1:])
+            if not isinstance(event, Event):
+                raise TypeError(f"{type(event).__name__} is not an engine event")
+            return JournalEvent(seq=values[0], event=event)
+        if kind == KIND_FIX:
+            session_id, direction, ts_c, ts_w, ts_h, raw = self.decode_values(rec)
+            _check_types(session_id, str, direction, int, ts_c, int, ts_w, int, ts_h, int)
+            if not isinstance(raw, bytes):
+                raise TypeError("FIX raw message is not bytes")
+            return FixMessageRecord(
+                session_id=session_id,
+                direction=FixDirection(direction),
+                raw=raw,
+                ts_created=ts_c,
+                ts_wire=ts_w,
+                ts_handled=ts_h,
+            )
+        if kind == KIND_LOG:
+            ts, level, source, message, exc_text = self.decode_values(rec)
+            _check_types(ts, int, level, int, source, str, message, str, exc_text, str)
+            return LogEntry(ts=ts, level=level, source=source, message=message, exc_text=exc_text)
+        if kind == KIND_OPEN:
+            info = self._dec.decode(rec.payload)
+            if not isinstance(info, dict):
+                raise TypeError("open record is not a map")
+            _check_types(info["ts"], int, info["pid"], int, info["offset"], int)
+            return JournalOpened(
+                ts=info["ts"],
+                pid=info["pid"],
+                engine_id=str(info.get("engine_id", "")),
+                offset=info["offset"],
+            )
+        raise AssertionError(f"record kind {kind} has no decoder")  # checked in decode()
+
+
+_DECODED_KINDS = frozenset({KIND_EVENT, KIND_FIX, KIND_LOG, KIND_OPEN})
+_KIND_NAMES = {
+    KIND_OPEN: "OPEN",
+    KIND_SCHEMA: "SCHEMA",
+    KIND_EVENT: "EVENT",
+    KIND_FIX: "FIX",
+    KIND_LOG: "LOG",
+}
+
+
+def _check_types(*pairs: Any) -> None:
+    for value, tp in zip(pairs[::2], pairs[1::2], strict=True):
+        if not isinstance(value, tp) or (tp is int and isinstance(value, bool)):
+            raise TypeError(f"expected {tp.__name__}, got {type(value).__name__}")
+
+
+def _next_intact_frame(data: bytes, start: int) -> int | None:
+    """Return the offset of the first intact record starting at or after ``start``, if any.
+
+    Vectorized over every byte offset: a candidate must have a known kind, zero flags and a
+    length that fits in the file; only candidates get their CRC checked.
+    """
+    size = len(data)
+    n = size - start - RECORD_HEADER_SIZE + 1
+    if n <= 0:
+        return None
+    buf = np.frombuffer(data, dtype=np.uint8, offset=start)
+    kind = buf[8 : 8 + n]
+    ok = (buf[9 : 9 + n] == 0) & (kind >= 1) & (kind <= max(KNOWN_KINDS))
+    cand = np.flatnonzero(ok)
+    if cand.size == 0:
+        return None
+    length = (
+        buf[cand].astype(np.int64)
+        | (buf[cand + 1].astype(np.int64) << 8)
+        | (buf[cand + 2].astype(np.int64) << 16)
+        | (buf[cand + 3].astype(np.int64) << 24)
+    )
+    fits = start + cand + RECORD_HEADER_SIZE + length <= size
+    view = memoryview(data)
+    for rel in cand[fits].tolist():
+        pos = start + rel
+        length_, crc, _k, _f, _t = _HEADER.unpack_from(data, pos)
+        body = pos + RECORD_HEADER_SIZE
+        if zlib.crc32(view[body : body + length_], zlib.crc32(view[pos + 8 : body])) == crc:
+            return int(pos)
+    return None
+
+
+def read_journal(path: str | Path, *, strict: bool = False) -> list[JournalRecord]:
+    """Return every decoded record of a journal (a torn tail is dropped unless ``strict``)."""
+    return list(JournalReader(path, strict=strict).records())

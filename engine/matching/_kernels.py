@@ -1,0 +1,861 @@
+# SPDX-License-Identifier: MIT
+"""Matching kernels: price-time priority over the L3 book arrays of ``engine.book``.
+
+The matcher consumes ``ORDER_CMD_DTYPE`` rows and writes ``EXEC_EVENT_DTYPE`` rows into a
+preallocated array (the wrapper sizes it from a bound: at most ``6 * n_cmds + 3 * resting``
+events per batch). Book arrays are those of ``engine.book.l3.L3Arrays``; the order record's
+``OR_OWNER`` field is the self-trade group.
+"""
+
+import numpy as np
+import numpy.typing as npt
+
+from engine.book._kernels import (
+    ht_find,
+    l2_clear,
+    l2_set,
+    l3_apply_event,
+    l3_new_order,
+    l3_remove,
+    side_index,
+)
+from engine.jit import kernel, kernel_inline
+from engine.types import (
+    ASK_SIDE,
+    BID_SIDE,
+    BUY,
+    CMD_CANCEL,
+    CMD_REPLACE,
+    EXEC_CANCELED,
+    EXEC_EXPIRED,
+    EXEC_NEW,
+    EXEC_REJECTED,
+    EXEC_REPLACED,
+    EXEC_TRADE,
+    L2_SET,
+    L2_TRADE,
+    L2S_ASK,
+    L2S_BASE,
+    L2S_BID,
+    L2S_TS,
+    L3_ADD,
+    L3_CANCEL,
+    L3_CLEAR,
+    L3_EXECUTE,
+    L3_MODIFY,
+    L3S_ASK,
+    L3S_BASE,
+    L3S_BID,
+    L3S_FREE,
+    L3S_POLICY,
+    L3S_SEQ,
+    L3S_TS,
+    LIQ_MAKER,
+    LIQ_NONE,
+    LIQ_TAKER,
+    LV_CNT,
+    LV_HEAD,
+    LV_QTY,
+    OR_ID,
+    OR_NEXT,
+    OR_OWNER,
+    OR_PX,
+    OR_QTY,
+    OR_SEQ,
+    OR_SIDE,
+    ORD_LIMIT,
+    ORD_MARKET,
+    OWN_ACTIVE,
+    OWN_CANCELED,
+    OWN_FILLED,
+    OWN_PENDING,
+    PRIO_LOSE_ON_DECREASE,
+    PRIO_LOSE_ON_INCREASE,
+    QM_LOG,
+    QM_POWER,
+    REASON_BOOK_FULL,
+    REASON_DUPLICATE_ID,
+    REASON_FOK_UNFILLABLE,
+    REASON_IOC_REMAINDER,
+    REASON_NONE,
+    REASON_PRICE_RANGE,
+    REASON_REQUESTED,
+    REASON_SELF_TRADE,
+    REASON_UNKNOWN_ORDER,
+    SELL,
+    STP_CANCEL_BOTH,
+    STP_CANCEL_MAKER,
+    STP_CANCEL_TAKER,
+    STP_NONE,
+    TIF_FOK,
+    TIF_GTC,
+    TIF_IOC,
+)
+
+I64 = npt.NDArray[np.int64]
+Rec = npt.NDArray[np.void]
+
+
+@kernel_inline
+def _emit(
+    out: Rec,
+    k: int,
+    ts: int,
+    cmd: int,
+    kind: int,
+    oid: int,
+    other: int,
+    px: int,
+    qty: int,
+    leaves: int,
+    side: int,
+    liq: int,
+    reason: int,
+) -> int:
+    """Write one ``EXEC_EVENT_DTYPE`` row at ``out[k]``; return ``k + 1``."""
+    r = out[k]
+    r["ts"] = ts
+    r["cmd"] = cmd
+    r["kind"] = kind
+    r["order_id"] = oid
+    r["other_id"] = other
+    r["px"] = px
+    r["qty"] = qty
+    r["leaves"] = leaves
+    r["side"] = side
+    r["liquidity"] = liq
+    r["reason"] = reason
+    return k + 1
+
+
+@kernel_inline
+def _can_fill(o: I64, lv: I64, st: I64, si: int, lim: int, qty: int, owner: int, stp: int) -> bool:
+    """Whether ``qty`` can trade at once up to level ``lim`` (fill-or-kill check).
+
+    With self-trade prevention, own resting orders provide nothing; under
+    ``STP_CANCEL_TAKER``/``STP_CANCEL_BOTH`` the walk stops at the first one.
+    """
+    n = lv.shape[1]
+    need = qty
+    check_self = stp != STP_NONE and owner >= 0
+    if si == BID_SIDE:
+        osi = ASK_SIDE
+        lvl = st[L3S_ASK]
+        step = 1
+    else:
+        osi = BID_SIDE
+        lvl = st[L3S_BID]
+        step = -1
+    while (
+        lvl >= 0
+        and lvl < n
+        and ((si == BID_SIDE and lvl <= lim) or (si == ASK_SIDE and lvl >= lim))
+    ):
+        if lv[osi, lvl, LV_CNT] > 0:
+            if not check_self:
+                need -= lv[osi, lvl, LV_QTY]
+                if need <= 0:
+                    return True
+            else:
+                h = lv[osi, lvl, LV_HEAD]
+                while h >= 0:
+                    if o[h, OR_OWNER] == owner:
+                        if stp != STP_CANCEL_MAKER:
+                            return False
+                    else:
+                        need -= o[h, OR_QTY]
+                        if need <= 0:
+                            return True
+                    h = o[h, OR_NEXT]
+        lvl += step
+    return False
+
+
+@kernel_inline
+def _take(
+    o: I64,
+    lv: I64,
+    st: I64,
+    keys: I64,
+    vals: I64,
+    free: I64,
+    out: Rec,
+    k: int,
+    ts: int,
+    c: int,
+    oid: int,
+    sd: int,
+    lim: int,
+    qty: int,
+    owner: int,
+    stp: int,
+) -> tuple[int, int, bool]:
+    """Match an incoming order against the opposite side up to level index ``lim``.
+
+    Returns ``(k, remaining, stopped)``: the next free event row, the unfilled quantity and
+    whether self-trade prevention stopped the incoming order.
+    """
+    si = side_index(sd)
+    n = lv.shape[1]
+    base = st[L3S_BASE]
+    rem = qty
+    stopped = False
+    check_self = stp != STP_NONE and owner >= 0
+    osi = ASK_SIDE if si == BID_SIDE else BID_SIDE
+    while rem > 0:
+        if si == BID_SIDE:
+            lvl = st[L3S_ASK]
+            if lvl >= n or lvl > lim:
+                break
+        else:
+            lvl = st[L3S_BID]
+            if lvl < 0 or lvl < lim:
+                break
+        h = lv[osi, lvl, LV_HEAD]
+        mid = o[h, OR_ID]
+        mq = o[h, OR_QTY]
+        if check_self and o[h, OR_OWNER] == owner:
+            if stp == STP_CANCEL_TAKER:
+                stopped = True
+                break
+            l3_remove(o, lv, st, keys, vals, free, ht_find(keys, mid), h)
+            k = _emit(
+                out, k, ts, c, EXEC_CANCELED, mid, oid, base + lvl, mq, 0, -sd, LIQ_NONE,
+                REASON_SELF_TRADE,
+            )  # fmt: skip
+            if stp == STP_CANCEL_BOTH:
+                stopped = True
+                break
+            continue
+        q = min(rem, mq)
+        rem -= q
+        px = base + lvl
+        k = _emit(out, k, ts, c, EXEC_TRADE, oid, mid, px, q, rem, sd, LIQ_TAKER, REASON_NONE)
+        k = _emit(out, k, ts, c, EXEC_TRADE, mid, oid, px, q, mq - q, -sd, LIQ_MAKER, REASON_NONE)
+        if q == mq:
+            l3_remove(o, lv, st, keys, vals, free, ht_find(keys, mid), h)
+        else:
+            o[h, OR_QTY] = mq - q
+            lv[osi, lvl, LV_QTY] -= q
+    return k, rem, stopped
+
+
+@kernel_inline
+def _finish(
+    o: I64,
+    lv: I64,
+    st: I64,
+    keys: I64,
+    vals: I64,
+    free: I64,
+    out: Rec,
+    k: int,
+    ts: int,
+    c: int,
+    oid: int,
+    sd: int,
+    px: int,
+    idx: int,
+    rem: int,
+    owner: int,
+    stopped: bool,
+    rest: bool,
+) -> int:
+    """Rest or end the unfilled part ``rem`` of an incoming order; return the next row."""
+    if rem <= 0:
+        return k
+    if stopped:
+        return _emit(
+            out, k, ts, c, EXEC_CANCELED, oid, -1, px, rem, 0, sd, LIQ_NONE, REASON_SELF_TRADE
+        )
+    if not rest:
+        return _emit(
+            out, k, ts, c, EXEC_EXPIRED, oid, -1, px, rem, 0, sd, LIQ_NONE, REASON_IOC_REMAINDER
+        )
+    if st[L3S_FREE] == 0:
+        return _emit(
+            out, k, ts, c, EXEC_CANCELED, oid, -1, px, rem, 0, sd, LIQ_NONE, REASON_BOOK_FULL
+        )
+    l3_new_order(o, lv, st, keys, vals, free, oid, side_index(sd), idx, rem, owner)
+    return k
+
+
+@kernel_inline
+def _cancel(
+    o: I64, lv: I64, st: I64, keys: I64, vals: I64, free: I64, out: Rec, k: int, ts: int, c: int,
+    oid: int, sd: int,
+) -> int:  # fmt: skip
+    """Cancel a resting order on request (or reject an unknown id)."""
+    b = ht_find(keys, oid)
+    if b < 0:
+        return _emit(
+            out, k, ts, c, EXEC_REJECTED, oid, -1, 0, 0, 0, sd, LIQ_NONE, REASON_UNKNOWN_ORDER
+        )
+    slot = vals[b]
+    q = o[slot, OR_QTY]
+    px = st[L3S_BASE] + o[slot, OR_PX]
+    rsd = BUY if o[slot, OR_SIDE] == BID_SIDE else SELL
+    l3_remove(o, lv, st, keys, vals, free, b, slot)
+    return _emit(out, k, ts, c, EXEC_CANCELED, oid, -1, px, q, 0, rsd, LIQ_NONE, REASON_REQUESTED)
+
+
+@kernel_inline
+def _replace(
+    o: I64, lv: I64, st: I64, keys: I64, vals: I64, free: I64, out: Rec, k: int, ts: int, c: int,
+    oid: int, sd: int, px: int, qty: int, stp: int,
+) -> int:  # fmt: skip
+    """Give a resting order a new price and leaves quantity.
+
+    Priority is kept only when the price is unchanged and the size does not grow; otherwise
+    the order leaves the book, may trade as a taker at its new price, and rests at the back.
+    """
+    n = lv.shape[1]
+    b = ht_find(keys, oid)
+    if b < 0:
+        return _emit(
+            out, k, ts, c, EXEC_REJECTED, oid, -1, px, qty, 0, sd, LIQ_NONE, REASON_UNKNOWN_ORDER
+        )
+    slot = vals[b]
+    si = o[slot, OR_SIDE]
+    rsd = BUY if si == BID_SIDE else SELL
+    idx = px - st[L3S_BASE]
+    old_q = o[slot, OR_QTY]
+    if idx < 0 or idx >= n:
+        return _emit(
+            out, k, ts, c, EXEC_REJECTED, oid, -1, px, qty, old_q, rsd, LIQ_NONE,
+            REASON_PRICE_RANGE,
+        )  # fmt: skip
+    if idx == o[slot, OR_PX] and qty <= old_q:
+        lv[si, idx, LV_QTY] -= old_q - qty
+        o[slot, OR_QTY] = qty
+        return _emit(
+            out, k, ts, c, EXEC_REPLACED, oid, -1, px, qty, qty, rsd, LIQ_NONE, REASON_NONE
+        )
+    owner = o[slot, OR_OWNER]
+    l3_remove(o, lv, st, keys, vals, free, b, slot)
+    k = _emit(out, k, ts, c, EXEC_REPLACED, oid, -1, px, qty, qty, rsd, LIQ_NONE, REASON_NONE)
+    k, rem, stopped = _take(
+        o, lv, st, keys, vals, free, out, k, ts, c, oid, rsd, idx, qty, owner, stp
+    )
+    return _finish(
+        o, lv, st, keys, vals, free, out, k, ts, c, oid, rsd, px, idx, rem, owner, stopped, True
+    )
+
+
+@kernel_inline
+def _new(
+    o: I64, lv: I64, st: I64, keys: I64, vals: I64, free: I64, out: Rec, k: int, ts: int, c: int,
+    oid: int, sd: int, px: int, qty: int, owner: int, ord_type: int, tif: int, stp: int,
+) -> int:  # fmt: skip
+    """Accept (or reject) a new order, match it and rest, expire or cancel the remainder."""
+    n = lv.shape[1]
+    if ht_find(keys, oid) >= 0:
+        return _emit(
+            out, k, ts, c, EXEC_REJECTED, oid, -1, px, qty, 0, sd, LIQ_NONE, REASON_DUPLICATE_ID
+        )
+    si = side_index(sd)
+    market = ord_type == ORD_MARKET
+    if market:
+        idx = n if si == BID_SIDE else -1
+    else:
+        idx = px - st[L3S_BASE]
+        if idx < 0 or idx >= n:
+            return _emit(
+                out, k, ts, c, EXEC_REJECTED, oid, -1, px, qty, 0, sd, LIQ_NONE, REASON_PRICE_RANGE
+            )
+    k = _emit(out, k, ts, c, EXEC_NEW, oid, -1, px, qty, qty, sd, LIQ_NONE, REASON_NONE)
+    if tif == TIF_FOK and not _can_fill(o, lv, st, si, idx, qty, owner, stp):
+        return _emit(
+            out, k, ts, c, EXEC_EXPIRED, oid, -1, px, qty, 0, sd, LIQ_NONE, REASON_FOK_UNFILLABLE
+        )
+    k, rem, stopped = _take(
+        o, lv, st, keys, vals, free, out, k, ts, c, oid, sd, idx, qty, owner, stp
+    )
+    rest = not market and tif != TIF_IOC and tif != TIF_FOK
+    return _finish(
+        o, lv, st, keys, vals, free, out, k, ts, c, oid, sd, px, idx, rem, owner, stopped, rest
+    )
+
+
+@kernel
+def match_batch(
+    o: I64, lv: I64, st: I64, keys: I64, vals: I64, free: I64, cmds: Rec, out: Rec, stp: int
+) -> int:
+    """Run ``ORDER_CMD_DTYPE`` commands through the matcher; return the events written.
+
+    Mutates the book arrays and writes ``EXEC_EVENT_DTYPE`` rows into ``out`` (which must
+    hold ``6 * len(cmds) + 3 * resting`` rows). ``stp`` is an ``STP_*`` mode.
+    """
+    k = 0
+    for c in range(cmds.shape[0]):
+        m = cmds[c]
+        act = m["action"]
+        oid = m["order_id"]
+        ts = m["ts"]
+        sd = int(m["side"])
+        if act == CMD_CANCEL:
+            k = _cancel(o, lv, st, keys, vals, free, out, k, ts, c, oid, sd)
+        elif act == CMD_REPLACE:
+            k = _replace(
+                o, lv, st, keys, vals, free, out, k, ts, c, oid, sd, m["px"], m["qty"], stp
+            )
+        else:
+            k = _new(
+                o, lv, st, keys, vals, free, out, k, ts, c, oid, sd, m["px"], m["qty"], m["owner"],
+                int(m["ord_type"]), int(m["tif"]), stp,
+            )  # fmt: skip
+    return k
+
+
+@kernel
+def match_limits(
+    o: I64,
+    lv: I64,
+    st: I64,
+    keys: I64,
+    vals: I64,
+    free: I64,
+    oid: I64,
+    side: npt.NDArray[np.int8],
+    px: I64,
+    qty: I64,
+    out: Rec,
+) -> int:
+    """Run plain GTC limit orders given as columns (no self-trade prevention).
+
+    The lean path of :func:`match_batch` for the common case; same events, ``cmd`` is the row.
+    """
+    k = 0
+    for c in range(oid.shape[0]):
+        k = _new(
+            o, lv, st, keys, vals, free, out, k, 0, c, oid[c], int(side[c]), px[c], qty[c],
+            -1, ORD_LIMIT, TIF_GTC, STP_NONE,
+        )  # fmt: skip
+    return k
+
+
+# ======================================================================== queue position
+#: Replay state columns (``int64[RS_N]``) shared by the L2 and L3 own-order replays.
+RS_NEXT = 0  # next own order (by arrival) not yet at the venue
+RS_NACT = 1  # number of active own orders (indices in ``act[:RS_NACT]``)
+RS_NFILLS = 2  # fill rows written so far
+RS_CANCEL_TS = 3  # earliest cancel time among active own orders
+RS_N = 4
+_NEVER = np.iinfo(np.int64).max
+
+
+@kernel_inline
+def qm_prob(model: int, param: float, front: float, back: float) -> float:
+    """Share of a level decrease that a probabilistic model puts behind the own order.
+
+    ``QM_POWER``: ``f(x) = x**param``; ``QM_LOG``: ``f(x) = log(1 + x)``; the share is
+    ``f(back) / (f(back) + f(front))``. ``QM_CONSERVATIVE`` puts every cancel behind (1.0).
+    """
+    if model == QM_POWER:
+        fb = max(back, 0.0) ** param
+        ff = max(front, 0.0) ** param
+    elif model == QM_LOG:
+        fb = np.log1p(max(back, 0.0))
+        ff = np.log1p(max(front, 0.0))
+    else:
+        return 1.0
+    d = fb + ff
+    if d <= 0.0:
+        return 1.0
+    return float(fb / d)
+
+
+@kernel_inline
+def qm_depth(own: Rec, j: int, prev: int, new: int, model: int, param: float) -> None:
+    """Update the queue estimate of own order ``j`` after its level went ``prev -> new`` lots.
+
+    Trades already seen at the price (``pending``) explain part of a decrease; the rest is
+    cancels, split between front and back by the model.
+    """
+    r = own[j]
+    chg = float(prev - new) - r["pending"]
+    r["pending"] = 0.0
+    front = r["ahead"]
+    if chg <= 0.0:
+        r["ahead"] = min(front, float(new))
+        return
+    back = float(prev) - front
+    p = qm_prob(model, param, front, back)
+    est = front - (1.0 - p) * chg + min(back - p * chg, 0.0)
+    r["ahead"] = max(min(est, float(new)), 0.0)
+
+
+@kernel_inline
+def _own_fill(own: Rec, j: int, qty: int, px: int, ts: int, liq: int, fills: Rec, nf: int) -> int:
+    """Fill ``qty`` lots of own order ``j`` at ``px``; write a fill row; return the row count."""
+    r = own[j]
+    r["leaves"] -= qty
+    if r["leaves"] <= 0:
+        r["status"] = OWN_FILLED
+    f = fills[nf]
+    f["ts"] = ts
+    f["order_id"] = r["order_id"]
+    f["px"] = px
+    f["qty"] = qty
+    f["fee"] = 0.0
+    f["strategy"] = 0
+    f["instrument"] = r["book"]
+    f["side"] = r["side"]
+    f["liquidity"] = liq
+    return nf + 1
+
+
+@kernel_inline
+def qm_trade(own: Rec, j: int, qty: int, px: int, ts: int, fills: Rec, nf: int) -> int:
+    """Advance own order ``j``'s queue after a trade of ``qty`` lots at its price; maybe fill.
+
+    Returns the new fill row count.
+    """
+    r = own[j]
+    r["ahead"] -= qty
+    r["pending"] += qty
+    if r["ahead"] < 0.0:
+        x = min(r["leaves"], np.int64(-r["ahead"] + 1e-9))
+        r["ahead"] = 0.0
+        if x > 0:
+            nf = _own_fill(own, j, x, px, ts, LIQ_MAKER, fills, nf)
+    return nf
+
+
+@kernel_inline
+def _drop_inactive(own: Rec, act: I64, rs: I64) -> None:
+    """Compact the active list (filled/canceled removed) and refresh the next cancel time."""
+    n = rs[RS_NACT]
+    w = 0
+    nxt = _NEVER
+    for a in range(n):
+        j = act[a]
+        if own[j]["status"] == OWN_ACTIVE:
+            act[w] = j
+            w += 1
+            if own[j]["cancel_ts"] < nxt:
+                nxt = own[j]["cancel_ts"]
+    rs[RS_NACT] = w
+    rs[RS_CANCEL_TS] = nxt
+
+
+@kernel_inline
+def _cancel_due(own: Rec, act: I64, rs: I64, ts: int) -> None:
+    """Cancel active own orders whose cancel has reached the venue by ``ts``."""
+    if ts < rs[RS_CANCEL_TS]:
+        return
+    for a in range(rs[RS_NACT]):
+        j = act[a]
+        if own[j]["cancel_ts"] <= ts:
+            own[j]["status"] = OWN_CANCELED
+    _drop_inactive(own, act, rs)
+
+
+@kernel_inline
+def _n_due(own: Rec, rs: I64, ts: int) -> int:
+    """Own orders that reach the venue by ``ts`` and are not active yet."""
+    p = rs[RS_NEXT]
+    while p < own.shape[0] and own[p]["ts"] <= ts:
+        p += 1
+    return int(p - rs[RS_NEXT])
+
+
+@kernel_inline
+def _activate(own: Rec, act: I64, rs: I64, j: int) -> None:
+    n = rs[RS_NACT]
+    act[n] = j
+    rs[RS_NACT] = n + 1
+    own[j]["status"] = OWN_ACTIVE
+    if own[j]["cancel_ts"] < rs[RS_CANCEL_TS]:
+        rs[RS_CANCEL_TS] = own[j]["cancel_ts"]
+
+
+@kernel_inline
+def _l2_arrive(q: I64, st: I64, own: Rec, act: I64, rs: I64, ts: int, fills: Rec, nf: int) -> int:
+    """Bring own orders that reach the venue by ``ts`` into the book; return fill rows."""
+    n = q.shape[2]
+    while rs[RS_NEXT] < own.shape[0] and own[rs[RS_NEXT]]["ts"] <= ts:
+        j = rs[RS_NEXT]
+        rs[RS_NEXT] = j + 1
+        r = own[j]
+        if r["status"] != OWN_PENDING or r["cancel_ts"] <= r["ts"]:
+            r["status"] = OWN_CANCELED
+            continue
+        b = r["book"]
+        base = st[b, L2S_BASE]
+        i = r["px"] - base
+        if r["side"] == BUY:
+            ba = st[b, L2S_ASK]
+            if ba < n and base + ba <= r["px"]:  # marketable: take the best ask
+                nf = _own_fill(own, j, r["leaves"], base + ba, r["ts"], LIQ_TAKER, fills, nf)
+                continue
+            si = BID_SIDE
+        else:
+            bb = st[b, L2S_BID]
+            if bb >= 0 and base + bb >= r["px"]:
+                nf = _own_fill(own, j, r["leaves"], base + bb, r["ts"], LIQ_TAKER, fills, nf)
+                continue
+            si = ASK_SIDE
+        r["ahead"] = float(q[b, si, i]) if 0 <= i < n else 0.0
+        r["pending"] = 0.0
+        _activate(own, act, rs, j)
+    return nf
+
+
+@kernel_inline
+def _l2_own_on_set(
+    q: I64, st: I64, own: Rec, act: I64, rs: I64, b: int, sd: int, px: int, prev: int,
+    new: int, ts: int, fills: Rec, nf: int, model: int, param: float,
+) -> int:  # fmt: skip
+    """Update own orders after level ``px`` of side ``sd`` of book ``b`` went ``prev -> new``.
+
+    Own orders at that level move in the queue; own orders that the opposite best now
+    crosses fill in full at their price.
+    """
+    n = q.shape[2]
+    base = st[b, L2S_BASE]
+    filled = False
+    for a in range(rs[RS_NACT]):
+        j = act[a]
+        r = own[j]
+        if r["book"] != b:
+            continue
+        if r["side"] == sd:
+            if r["px"] == px and prev >= 0:
+                qm_depth(own, j, prev, new, model, param)
+            continue
+        if sd == SELL:
+            ba = st[b, L2S_ASK]
+            cross = ba < n and base + ba <= r["px"]
+        else:
+            bb = st[b, L2S_BID]
+            cross = bb >= 0 and base + bb >= r["px"]
+        if cross:
+            nf = _own_fill(own, j, r["leaves"], r["px"], ts, LIQ_MAKER, fills, nf)
+            filled = True
+    if filled:
+        _drop_inactive(own, act, rs)
+    return nf
+
+
+@kernel_inline
+def _l2_own_on_trade(
+    own: Rec, act: I64, rs: I64, b: int, sd: int, px: int, qty: int, ts: int, fills: Rec,
+    nf: int,
+) -> int:  # fmt: skip
+    """Update own orders after a trade (aggressor side ``sd``) of ``qty`` at ``px``."""
+    filled = False
+    for a in range(rs[RS_NACT]):
+        j = act[a]
+        r = own[j]
+        if r["book"] != b or r["side"] == sd:
+            continue
+        opx = r["px"]
+        if (sd == SELL and px < opx) or (sd == BUY and px > opx):  # traded through
+            nf = _own_fill(own, j, r["leaves"], opx, ts, LIQ_MAKER, fills, nf)
+            filled = True
+        elif px == opx:
+            nf = qm_trade(own, j, qty, opx, ts, fills, nf)
+            filled = filled or own[j]["status"] == OWN_FILLED
+    if filled:
+        _drop_inactive(own, act, rs)
+    return nf
+
+
+@kernel
+def l2_replay_own(
+    q: I64,
+    st: I64,
+    ev: Rec,
+    start: int,
+    own: Rec,
+    act: I64,
+    rs: I64,
+    fills: Rec,
+    model: int,
+    param: float,
+) -> int:
+    """Replay L2 events from row ``start`` with own orders under a queue model.
+
+    Applies ``L2_EVENT_DTYPE`` rows to the books (as ``engine.book`` does), brings own orders
+    (``OWN_ORDER_DTYPE``, sorted by ``ts``) to the venue at their ``ts``, cancels them at
+    ``cancel_ts`` and fills them: at the front of the queue when trades at their price
+    exhaust the estimated quantity ahead, fully when a trade goes through their price or
+    the opposite side crosses it. Fills are ``FILL_DTYPE`` rows in ``fills``.
+    ``own``, ``act`` (``int64[len(own)]``), ``rs`` (``int64[RS_N]``), ``q``, ``st`` and
+    ``fills`` are mutated. Stops early when ``fills`` may overflow; returns the next row.
+    """
+    nf = rs[RS_NFILLS]
+    cap = fills.shape[0]
+    k = start
+    while k < ev.shape[0]:
+        e = ev[k]
+        ts = e["ts"]
+        if cap - nf < rs[RS_NACT] + _n_due(own, rs, ts) + 1:
+            break
+        b = e["book"]
+        nf = _l2_arrive(q, st, own, act, rs, ts, fills, nf)
+        _cancel_due(own, act, rs, ts)
+        kind = e["kind"]
+        px = e["px"]
+        sd = int(e["side"])
+        if kind == L2_SET:
+            prev = l2_set(q, st, b, side_index(sd), px, e["qty"])
+            if rs[RS_NACT] > 0:
+                nf = _l2_own_on_set(
+                    q, st, own, act, rs, b, sd, px, prev, e["qty"], ts, fills, nf, model, param
+                )
+        elif kind == L2_TRADE:
+            if rs[RS_NACT] > 0:
+                nf = _l2_own_on_trade(own, act, rs, b, sd, px, e["qty"], ts, fills, nf)
+        else:
+            l2_clear(q, st, b)
+        st[b, L2S_TS] = ts
+        k += 1
+    rs[RS_NFILLS] = nf
+    return k
+
+
+# ----------------------------------------------------------------------- L3, exact FIFO
+@kernel_inline
+def _l3_arrive(
+    o: I64, lv: I64, st: I64, own: Rec, act: I64, rs: I64, ts: int, fills: Rec, nf: int
+) -> int:
+    """Bring own orders that reach the venue by ``ts`` to the back of their L3 queue."""
+    n = lv.shape[1]
+    base = st[L3S_BASE]
+    while rs[RS_NEXT] < own.shape[0] and own[rs[RS_NEXT]]["ts"] <= ts:
+        j = rs[RS_NEXT]
+        rs[RS_NEXT] = j + 1
+        r = own[j]
+        if r["status"] != OWN_PENDING or r["cancel_ts"] <= r["ts"]:
+            r["status"] = OWN_CANCELED
+            continue
+        i = r["px"] - base
+        if r["side"] == BUY:
+            ba = st[L3S_ASK]
+            if ba < n and ba <= i:
+                nf = _own_fill(own, j, r["leaves"], base + ba, r["ts"], LIQ_TAKER, fills, nf)
+                continue
+            si = BID_SIDE
+        else:
+            bb = st[L3S_BID]
+            if bb >= 0 and bb >= i:
+                nf = _own_fill(own, j, r["leaves"], base + bb, r["ts"], LIQ_TAKER, fills, nf)
+                continue
+            si = ASK_SIDE
+        st[L3S_SEQ] += 1
+        r["seq"] = st[L3S_SEQ]
+        r["ahead"] = float(lv[si, i, LV_QTY])  # everyone resting there is ahead
+        _activate(own, act, rs, j)
+    return nf
+
+
+@kernel_inline
+def _l3_ahead_drop(pol: int, action: int, lpx: int, oq: int, px: int, qty: int) -> int:
+    """Return the lots that leave the front of a queue by an event on an order ahead.
+
+    The order ahead has ``oq`` lots at ``lpx`` and is canceled or modified to ``px``/``qty``.
+    """
+    if action == L3_CANCEL:
+        return oq if qty <= 0 else min(qty, oq)
+    if action != L3_MODIFY:
+        return 0
+    if qty <= 0 or px != lpx:
+        return oq
+    if qty > oq:
+        return oq if (pol & PRIO_LOSE_ON_INCREASE) != 0 else oq - qty
+    if qty < oq:
+        return oq if (pol & PRIO_LOSE_ON_DECREASE) != 0 else oq - qty
+    return 0
+
+
+@kernel_inline
+def _l3_own_before(
+    o: I64, st: I64, own: Rec, act: I64, rs: I64, slot: int, action: int, px: int, qty: int,
+    ts: int, fills: Rec, nf: int,
+) -> int:  # fmt: skip
+    """Adjust own orders for an event on resting order ``slot`` before the book applies it.
+
+    Keeps ``ahead`` exact (lots of earlier-sequence orders at the own order's level) and
+    fills own orders that an execution reaches first: an execution of an order behind an
+    own order at its level, or one at a worse price on its side.
+    """
+    si = o[slot, OR_SIDE]
+    sd = BUY if si == BID_SIDE else SELL
+    idx = o[slot, OR_PX]
+    seq = o[slot, OR_SEQ]
+    oq = o[slot, OR_QTY]
+    base = st[L3S_BASE]
+    lpx = base + idx
+    filled = False
+    for a in range(rs[RS_NACT]):
+        j = act[a]
+        r = own[j]
+        if r["side"] != sd:
+            continue
+        at_level = r["px"] == lpx
+        if action == L3_EXECUTE:
+            worse = (sd == BUY and lpx < r["px"]) or (sd == SELL and lpx > r["px"])
+            if worse:
+                nf = _own_fill(own, j, r["leaves"], r["px"], ts, LIQ_MAKER, fills, nf)
+                filled = True
+            elif at_level:
+                if seq < r["seq"]:
+                    r["ahead"] -= min(qty, oq)
+                else:
+                    nf = _own_fill(own, j, min(r["leaves"], qty), r["px"], ts, LIQ_MAKER, fills, nf)
+                    filled = filled or r["status"] == OWN_FILLED
+        elif at_level and seq < r["seq"]:
+            r["ahead"] -= _l3_ahead_drop(st[L3S_POLICY], action, lpx, oq, px, qty)
+    if filled:
+        _drop_inactive(own, act, rs)
+    return nf
+
+
+@kernel
+def l3_replay_own(
+    o: I64,
+    lv: I64,
+    st: I64,
+    keys: I64,
+    vals: I64,
+    free: I64,
+    ev: Rec,
+    start: int,
+    own: Rec,
+    act: I64,
+    rs: I64,
+    fills: Rec,
+) -> int:
+    """Replay L3 events from row ``start`` with own orders at their exact FIFO position.
+
+    Own orders (``OWN_ORDER_DTYPE``, sorted by ``ts``) join the back of their level's queue
+    when they reach the venue; ``ahead`` stays the exact number of lots in front of them.
+    They fill when an execution reaches past them in the queue or trades through their
+    price. The book arrays, ``own``, ``act``, ``rs`` and ``fills`` are mutated. Stops early
+    when ``fills`` may overflow; returns the next row.
+    """
+    nf = rs[RS_NFILLS]
+    cap = fills.shape[0]
+    k = start
+    while k < ev.shape[0]:
+        e = ev[k]
+        ts = e["ts"]
+        if cap - nf < rs[RS_NACT] + _n_due(own, rs, ts) + 1:
+            break
+        nf = _l3_arrive(o, lv, st, own, act, rs, ts, fills, nf)
+        _cancel_due(own, act, rs, ts)
+        action = int(e["action"])
+        oid = e["order_id"]
+        if rs[RS_NACT] > 0 and action != L3_ADD and action != L3_CLEAR:
+            b = ht_find(keys, oid)
+            if b >= 0:
+                nf = _l3_own_before(
+                    o, st, own, act, rs, vals[b], action, e["px"], e["qty"], ts, fills, nf
+                )
+        l3_apply_event(o, lv, st, keys, vals, free, action, oid, int(e["side"]), e["px"], e["qty"])
+        st[L3S_TS] = ts
+        k += 1
+    rs[RS_NFILLS] = nf
+    return k

@@ -1,0 +1,176 @@
+# SPDX-License-Identifier: MIT
+"""The matching engine of the exchange simulator: price-time priority over an L3 book.
+
+Limit, market, IOC and FOK orders, cancels and replaces (priority kept only on a size
+decrease at the same price), optional self-trade prevention. Results come back as
+``EXEC_EVENT_DTYPE`` rows: acks, fills (one row per side, maker/taker flagged), cancels,
+expiries and rejects with a reason.
+"""
+
+import numpy as np
+import numpy.typing as npt
+
+from engine.book.l3 import L3Arrays, L3Book
+from engine.matching import _kernels as k
+from engine.types import (
+    BUY,
+    CMD_CANCEL,
+    CMD_NEW,
+    CMD_REPLACE,
+    EXEC_EVENT_DTYPE,
+    ID_EMPTY,
+    ORD_LIMIT,
+    ORD_MARKET,
+    ORDER_CMD_DTYPE,
+    PRIO_DEFAULT,
+    SELL,
+    STP_CANCEL_BOTH,
+    STP_NONE,
+    TIF_DAY,
+    TIF_FOK,
+    TIF_GTC,
+    TIF_IOC,
+)
+
+_TIFS = (TIF_DAY, TIF_GTC, TIF_IOC, TIF_FOK)
+
+
+def _first_bad(
+    field: str, mask: npt.NDArray[np.bool_], values: npt.NDArray[np.generic], why: str
+) -> None:
+    if np.any(mask):
+        i = int(np.flatnonzero(mask)[0])
+        raise ValueError(f"cmds[{i}].{field}: {why}, got {values[i].item()!r}")
+
+
+def validate_cmds(cmds: npt.NDArray[np.void]) -> None:
+    """Check a batch of ``ORDER_CMD_DTYPE`` rows.
+
+    Raises
+    ------
+    ValueError
+        Naming the first bad row, field and value.
+    """
+    if cmds.dtype != ORDER_CMD_DTYPE:
+        raise ValueError(f"cmds: dtype must be ORDER_CMD_DTYPE, got {cmds.dtype}")
+    act = cmds["action"]
+    _first_bad(
+        "action",
+        (act < CMD_NEW) | (act > CMD_REPLACE),
+        act,
+        "must be CMD_NEW, CMD_CANCEL or CMD_REPLACE",
+    )
+    oid = cmds["order_id"]
+    _first_bad("order_id", oid == ID_EMPTY, oid, "is the reserved empty-bucket marker")
+    new = act == CMD_NEW
+    side = cmds["side"]
+    _first_bad("side", new & (side != BUY) & (side != SELL), side, "must be BUY (1) or SELL (-1)")
+    typ = cmds["ord_type"]
+    _first_bad(
+        "ord_type",
+        new & (typ != ORD_LIMIT) & (typ != ORD_MARKET),
+        typ,
+        "must be ORD_LIMIT or ORD_MARKET",
+    )
+    tif = cmds["tif"]
+    _first_bad(
+        "tif", new & ~np.isin(tif, _TIFS), tif, "must be TIF_DAY, TIF_GTC, TIF_IOC or TIF_FOK"
+    )
+    qty = cmds["qty"]
+    _first_bad("qty", (act != CMD_CANCEL) & (qty <= 0), qty, "must be > 0")
+
+
+class Matcher:
+    """A price-time priority matching engine for one instrument.
+
+    Parameters
+    ----------
+    px_min : int
+        Lowest limit price accepted, ticks; orders outside the range are rejected.
+    n_levels : int
+        Number of price levels (``px_min .. px_min + n_levels - 1``).
+    capacity : int
+        Initial resting-order capacity (grows as needed).
+    stp : int
+        Self-trade prevention mode, an ``STP_*`` constant; applies between orders of the
+        same ``owner`` (``owner < 0`` never self-trades).
+    """
+
+    __slots__ = ("_a", "_out", "_stp")
+
+    def __init__(
+        self, px_min: int, n_levels: int, capacity: int = 1 << 16, stp: int = STP_NONE
+    ) -> None:
+        if not STP_NONE <= stp <= STP_CANCEL_BOTH:
+            raise ValueError(f"stp: must be one of the STP_* modes, got {stp}")
+        self._a = L3Arrays(px_min, n_levels, capacity, PRIO_DEFAULT)
+        self._stp = stp
+        self._out = np.zeros(1024, EXEC_EVENT_DTYPE)
+
+    @property
+    def book(self) -> L3Book:
+        """A read view of the resting book (shares the arrays)."""
+        return L3Book.over(self._a)
+
+    @property
+    def arrays(self) -> L3Arrays:
+        """The underlying book arrays."""
+        return self._a
+
+    def _reserve(self, n_cmds: int, n_new: int) -> None:
+        self._a.reserve(self._a.n_orders + n_new)
+        need = 6 * n_cmds + 3 * self._a.n_orders + 16
+        if self._out.shape[0] < need:
+            self._out = np.zeros(max(need, 2 * self._out.shape[0]), EXEC_EVENT_DTYPE)
+
+    def submit(self, cmds: npt.NDArray[np.void]) -> npt.NDArray[np.void]:
+        """Process a batch of commands in order; return the events (a fresh array).
+
+        Raises
+        ------
+        ValueError
+            If a command is malformed (see :func:`validate_cmds`); nothing is processed.
+        """
+        validate_cmds(cmds)
+        self._reserve(cmds.shape[0], int(np.count_nonzero(cmds["action"] == CMD_NEW)))
+        a = self._a
+        n = k.match_batch(
+            a.o,
+            a.lv,
+            a.st,
+            a.keys,
+            a.vals,
+            a.free,
+            np.ascontiguousarray(cmds),
+            self._out,
+            self._stp,
+        )
+        return self._out[:n].copy()
+
+    def submit_limits(
+        self, order_id: npt.ArrayLike, side: npt.ArrayLike, px: npt.ArrayLike, qty: npt.ArrayLike
+    ) -> npt.NDArray[np.void]:
+        """Process plain GTC limit orders given as columns (fast path); return the events."""
+        oid = np.ascontiguousarray(order_id, np.int64)
+        s = np.ascontiguousarray(side, np.int8)
+        p = np.ascontiguousarray(px, np.int64)
+        q = np.ascontiguousarray(qty, np.int64)
+        if not oid.shape == s.shape == p.shape == q.shape or oid.ndim != 1:
+            raise ValueError("order_id, side, px, qty: must be 1-d of one length")
+        _first_bad("side", (s != BUY) & (s != SELL), s, "must be BUY (1) or SELL (-1)")
+        _first_bad("qty", q <= 0, q, "must be > 0")
+        _first_bad("order_id", oid == ID_EMPTY, oid, "is the reserved empty-bucket marker")
+        self._reserve(oid.shape[0], oid.shape[0])
+        a = self._a
+        n = k.match_limits(a.o, a.lv, a.st, a.keys, a.vals, a.free, oid, s, p, q, self._out)
+        return self._out[:n].copy()
+
+
+def make_cmds(n: int) -> npt.NDArray[np.void]:
+    """Return ``n`` zeroed command rows with ``owner = -1``, GTC limit defaults."""
+    c = np.zeros(n, ORDER_CMD_DTYPE)
+    c["owner"] = -1
+    c["ord_type"] = ORD_LIMIT
+    c["tif"] = TIF_GTC
+    c["action"] = CMD_NEW
+    return c

@@ -1,0 +1,254 @@
+# SPDX-License-Identifier: MIT
+"""Queue position of own orders: exact in an L3 book, modelled in an L2 book.
+
+Both trackers have the same interface, so the backtester (replaying history) and the live
+ladder (fed the live stream) run the same code: ``add`` an own order when it reaches the
+venue, ``cancel`` it, ``apply`` market events in order, read ``ahead`` (lots in front of the
+order) and collect the simulated fills that ``apply`` returns.
+"""
+
+import numpy as np
+import numpy.typing as npt
+
+from engine.book.l2 import L2Books
+from engine.book.l3 import L3Book
+from engine.matching import _kernels as k
+from engine.matching.models import ConservativeQueue, QueueModel
+from engine.types import (
+    BUY,
+    FILL_DTYPE,
+    OWN_ACTIVE,
+    OWN_CANCELED,
+    OWN_FILLED,
+    OWN_ORDER_DTYPE,
+    OWN_PENDING,
+    SELL,
+)
+
+_NEVER = int(np.iinfo(np.int64).max)
+_STATUS = {
+    OWN_PENDING: "pending",
+    OWN_ACTIVE: "active",
+    OWN_FILLED: "filled",
+    OWN_CANCELED: "canceled",
+}
+
+
+class _OwnOrders:
+    """Own-order arrays shared by both trackers (rows in arrival order)."""
+
+    __slots__ = ("_act", "_fills", "_n", "_own", "_row", "_rs")
+
+    def __init__(self, capacity: int) -> None:
+        cap = max(int(capacity), 4)
+        self._own = np.zeros(cap, OWN_ORDER_DTYPE)
+        self._act = np.zeros(cap, np.int64)
+        self._rs = np.zeros(k.RS_N, np.int64)
+        self._rs[k.RS_CANCEL_TS] = _NEVER
+        self._fills = np.zeros(1024, FILL_DTYPE)
+        self._n = 0
+        self._row: dict[int, int] = {}
+
+    @property
+    def orders(self) -> npt.NDArray[np.void]:
+        """Read-only ``OWN_ORDER_DTYPE`` rows of every own order added so far."""
+        v = self._own[: self._n].view()
+        v.flags.writeable = False
+        return v
+
+    def _add(self, order_id: int, book: int, side: int, px: int, qty: int, ts: int) -> None:
+        if side not in (BUY, SELL):
+            raise ValueError(f"side: must be BUY (1) or SELL (-1), got {side!r}")
+        if qty <= 0:
+            raise ValueError(f"qty: must be > 0, got {qty}")
+        if order_id in self._row:
+            raise ValueError(f"order_id: {order_id} was already added")
+        if self._n and ts < int(self._own[self._n - 1]["ts"]):
+            last = int(self._own[self._n - 1]["ts"])
+            raise ValueError(f"ts: own orders must arrive in time order, got {ts} after {last}")
+        if self._n == self._own.shape[0]:
+            grown = np.zeros(2 * self._n, OWN_ORDER_DTYPE)
+            grown[: self._n] = self._own
+            act = np.zeros(2 * self._n, np.int64)
+            act[: self._n] = self._act
+            self._own, self._act = grown, act
+        r = self._own[self._n]
+        r["order_id"] = order_id
+        r["ts"] = ts
+        r["px"] = px
+        r["qty"] = qty
+        r["leaves"] = qty
+        r["cancel_ts"] = _NEVER
+        r["book"] = book
+        r["side"] = side
+        r["status"] = OWN_PENDING
+        self._row[int(order_id)] = self._n
+        self._n += 1
+
+    def cancel(self, order_id: int, ts: int) -> None:
+        """Cancel an own order from time ``ts`` on (when the cancel reaches the venue).
+
+        Raises
+        ------
+        KeyError
+            If the order was never added.
+        """
+        j = self._row[int(order_id)]
+        r = self._own[j]
+        r["cancel_ts"] = min(int(r["cancel_ts"]), int(ts))
+        if r["status"] == OWN_ACTIVE and ts < self._rs[k.RS_CANCEL_TS]:
+            self._rs[k.RS_CANCEL_TS] = ts
+
+    def ahead(self, order_id: int) -> float:
+        """Lots ahead of an own order in its queue (estimated in L2, exact in L3)."""
+        return float(self._own[self._row[int(order_id)]]["ahead"])
+
+    def status(self, order_id: int) -> str:
+        """Return ``"pending"``, ``"active"``, ``"filled"`` or ``"canceled"``."""
+        return _STATUS[int(self._own[self._row[int(order_id)]]["status"])]
+
+    def leaves(self, order_id: int) -> int:
+        """Open quantity of an own order, lots."""
+        return int(self._own[self._row[int(order_id)]]["leaves"])
+
+    def _take_fills(self) -> npt.NDArray[np.void]:
+        n = int(self._rs[k.RS_NFILLS])
+        out = self._fills[:n].copy()
+        self._rs[k.RS_NFILLS] = 0
+        return out
+
+    def _grow_fills(self) -> None:
+        n = int(self._rs[k.RS_NFILLS])
+        need = max(2 * self._fills.shape[0], n + 2 * (int(self._rs[k.RS_NACT]) + self._n) + 2)
+        grown = np.zeros(need, FILL_DTYPE)
+        grown[:n] = self._fills[:n]
+        self._fills = grown
+
+
+class L2QueuePositions(_OwnOrders):
+    """Own orders in L2 books under a queue model.
+
+    Parameters
+    ----------
+    books : L2Books
+        The books the market events update (shared, mutated by :meth:`apply`).
+    model : QueueModel
+        :class:`ConservativeQueue`, :class:`PowerProbQueue` or :class:`LogProbQueue`.
+    capacity : int
+        Initial own-order capacity (grows).
+    """
+
+    __slots__ = ("_books", "_model")
+
+    def __init__(self, books: L2Books, model: QueueModel | None = None, capacity: int = 64) -> None:
+        super().__init__(capacity)
+        self._books = books
+        self._model = model if model is not None else ConservativeQueue()
+
+    def add(self, order_id: int, book: int, side: int, px: int, qty: int, ts: int) -> None:
+        """Add an own limit order that reaches the venue at ``ts`` (non-decreasing).
+
+        Raises
+        ------
+        ValueError
+            On a bad book, side, quantity, duplicate id or out-of-order time.
+        """
+        if not 0 <= book < self._books.n_books:
+            raise ValueError(f"book: must be in [0, {self._books.n_books}), got {book}")
+        self._add(order_id, book, side, px, qty, ts)
+
+    def apply(self, events: npt.NDArray[np.void]) -> npt.NDArray[np.void]:
+        """Apply ``L2_EVENT_DTYPE`` rows (books and own orders); return the own fills.
+
+        Raises
+        ------
+        ValueError
+            If the events are malformed (as :meth:`L2Books.apply` checks).
+        """
+        self._books.validate(events)
+        ev = np.ascontiguousarray(events)
+        code, param = self._model.code
+        q, st = self._books._q, self._books._st
+        pos = 0
+        while pos < ev.shape[0]:
+            pos = int(
+                k.l2_replay_own(
+                    q,
+                    st,
+                    ev,
+                    pos,
+                    self._own[: self._n],
+                    self._act,
+                    self._rs,
+                    self._fills,
+                    code,
+                    param,
+                )
+            )
+            if pos < ev.shape[0]:
+                self._grow_fills()
+        return self._take_fills()
+
+
+class L3QueuePositions(_OwnOrders):
+    """Own orders at their exact FIFO position in an L3 book.
+
+    Parameters
+    ----------
+    book : L3Book
+        The book the market events update (shared, mutated by :meth:`apply`).
+    capacity : int
+        Initial own-order capacity (grows).
+    """
+
+    __slots__ = ("_book",)
+
+    def __init__(self, book: L3Book, capacity: int = 64) -> None:
+        super().__init__(capacity)
+        self._book = book
+
+    def add(self, order_id: int, side: int, px: int, qty: int, ts: int) -> None:
+        """Add an own limit order that joins its queue at ``ts`` (non-decreasing).
+
+        Raises
+        ------
+        ValueError
+            On a bad side, price, quantity, duplicate id or out-of-order time.
+        """
+        lo = self._book.px_min
+        if not lo <= px < lo + self._book.n_levels:
+            raise ValueError(f"px: must be in [{lo}, {lo + self._book.n_levels}), got {px}")
+        self._add(order_id, 0, side, px, qty, ts)
+
+    def apply(self, events: npt.NDArray[np.void]) -> npt.NDArray[np.void]:
+        """Apply ``L3_EVENT_DTYPE`` rows (book and own orders); return the own fills.
+
+        Raises
+        ------
+        ValueError
+            If the events are malformed (as :meth:`L3Book.apply` checks).
+        """
+        self._book.validate(events)
+        a = self._book.arrays
+        ev = np.ascontiguousarray(events)
+        pos = 0
+        while pos < ev.shape[0]:
+            pos = int(
+                k.l3_replay_own(
+                    a.o,
+                    a.lv,
+                    a.st,
+                    a.keys,
+                    a.vals,
+                    a.free,
+                    ev,
+                    pos,
+                    self._own[: self._n],
+                    self._act,
+                    self._rs,
+                    self._fills,
+                )
+            )
+            if pos < ev.shape[0]:
+                self._grow_fills()
+        return self._take_fills()

@@ -1,0 +1,172 @@
+# SPDX-License-Identifier: MIT
+"""An in-process venue adapter: the order manager trades directly on a :class:`SimExchange`.
+
+The same ``OrderManager`` that sends FIX to a real venue sends here through plain calls — the
+fast path for the demo, for tests, and for stepping a strategy without sockets. Answers are
+delivered through ``defer`` (``loop.call_soon`` on the engine loop), never re-entrantly inside
+the call that caused them, exactly as answers from a socket would arrive.
+"""
+
+import itertools
+from collections.abc import Callable, Iterable
+
+from engine.clock import Clock
+from engine.oms.order import Order, PendingRequest
+from engine.oms.venue import CancelReject, ExecutionReport
+from engine.sim.exchange import SimCancelReject, SimExchange, SimReport
+
+Deliver = Callable[[Callable[[], None]], object]
+
+
+class SimVenue:
+    """Venue adapter over a :class:`SimExchange` for one client (``owner``).
+
+    Parameters
+    ----------
+    exchange : SimExchange
+        The exchange to trade on.
+    clock : Clock
+        Time stamped on requests.
+    defer : Callable
+        Schedules a callable to run later (``loop.call_soon``).
+    owner : int
+        This client's owner id at the exchange (self-trade prevention group).
+    name : str
+        Venue name for displays.
+    """
+
+    def __init__(
+        self,
+        exchange: SimExchange,
+        clock: Clock,
+        defer: Deliver,
+        *,
+        owner: int = 1,
+        name: str = "SIM",
+    ) -> None:
+        self.exchange = exchange
+        self.clock = clock
+        self.defer = defer
+        self.owner = owner
+        self._name = name
+        self._ids = itertools.count(1)
+        self._prefix = f"Q{clock.now_ns() // 1_000_000_000 % 100_000:05d}-"
+        self._targets: dict[str, Callable[[ExecutionReport], object]] = {}
+        self._rejects: dict[str, Callable[[CancelReject], object]] = {}
+
+    @property
+    def name(self) -> str:
+        """Return the venue's name."""
+        return self._name
+
+    def route(
+        self,
+        symbol: str,
+        on_report: Callable[[ExecutionReport], object],
+        on_cancel_reject: Callable[[CancelReject], object],
+    ) -> None:
+        """Send reports about ``symbol`` to these handlers (its order manager's)."""
+        self._targets[symbol] = on_report
+        self._rejects[symbol] = on_cancel_reject
+
+    def new_client_order_id(self) -> str:
+        """Return a fresh ClOrdID."""
+        return f"{self._prefix}{next(self._ids)}"
+
+    def submit(self, order: Order) -> None:
+        """Enter a new order at the exchange."""
+        self.deliver(
+            self.exchange.submit(
+                self.owner,
+                order.client_order_id,
+                order.symbol,
+                order.side,
+                order.qty_lots,
+                order.px_ticks,
+                order.ord_type,
+                order.time_in_force,
+                ts=self.clock.now_ns(),
+            )
+        )
+
+    def cancel(self, order: Order, request: PendingRequest) -> None:
+        """Cancel an order at the exchange."""
+        result = self.exchange.cancel(
+            self.owner, request.client_order_id, order.client_order_id, ts=self.clock.now_ns()
+        )
+        self._answer(order.symbol, result)
+
+    def replace(self, order: Order, request: PendingRequest) -> None:
+        """Replace an order at the exchange."""
+        result = self.exchange.replace(
+            self.owner,
+            request.client_order_id,
+            order.client_order_id,
+            request.qty_lots,
+            request.px_ticks,
+            ts=self.clock.now_ns(),
+        )
+        self._answer(order.symbol, result)
+
+    def request_status(self, order: Order) -> None:
+        """Ask for an order's status."""
+        report = self.exchange.status(self.owner, order.client_order_id, self.clock.now_ns())
+        if report is not None:
+            self.deliver([report])
+
+    def _answer(self, symbol: str, result: list[SimReport] | SimCancelReject) -> None:
+        if isinstance(result, SimCancelReject):
+            handler = self._rejects[symbol]
+            rej = CancelReject(
+                client_order_id=result.client_order_id,
+                orig_client_order_id=result.orig_client_order_id,
+                venue_order_id=result.venue_order_id,
+                ord_status=result.ord_status,
+                response_to_replace=result.response_to_replace,
+                reason=result.reason,
+                text=result.text,
+                ts_recv=self.clock.now_ns(),
+            )
+
+            def run() -> None:
+                handler(rej)
+
+            self.defer(run)
+        else:
+            self.deliver(result)
+
+    def deliver(self, reports: Iterable[SimReport]) -> None:
+        """Hand this client's reports to their order managers (later, via ``defer``)."""
+        mine = [r for r in reports if r.owner == self.owner]
+        if not mine:
+            return
+        now = self.clock.now_ns()
+        batch = [(self._targets[r.symbol], to_execution_report(r, now)) for r in mine]
+
+        def run() -> None:
+            for handler, rep in batch:
+                handler(rep)
+
+        self.defer(run)
+
+
+def to_execution_report(r: SimReport, ts_recv: int) -> ExecutionReport:
+    """Convert an exchange report into the order manager's normalized report."""
+    return ExecutionReport(
+        client_order_id=r.client_order_id,
+        orig_client_order_id=r.orig_client_order_id,
+        venue_order_id=r.venue_order_id,
+        exec_id=r.exec_id,
+        exec_type=r.exec_type,
+        ord_status=r.ord_status,
+        side=r.side,
+        leaves_qty_lots=r.leaves_qty_lots,
+        cum_qty_lots=r.cum_qty_lots,
+        last_qty_lots=r.last_qty_lots,
+        last_px_ticks=r.last_px_ticks,
+        order_qty_lots=r.order_qty_lots,
+        px_ticks=r.px_ticks,
+        text=r.text,
+        ts_event=r.ts_event,
+        ts_recv=ts_recv,
+    )

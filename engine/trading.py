@@ -1,0 +1,305 @@
+# SPDX-License-Identifier: MIT
+"""The trading desk: order routing, risk, positions and P&L, strategies — one engine component.
+
+:class:`TradingDesk` assembles the order router (one order manager per instrument), the
+position book, the strategy runner and the market data it marks positions with, answers the
+trading commands (orders, cancel-all, flatten, kill switch, strategy control) and describes its
+state as events for new clients.
+"""
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from decimal import Decimal
+
+from engine.bus import MessageBus
+from engine.clock import Clock
+from engine.commands import (
+    CancelAll,
+    CancelOrder,
+    Command,
+    CommandAck,
+    CommandError,
+    CommandResult,
+    ControlStrategy,
+    Flatten,
+    ReplaceOrder,
+    SetKillSwitch,
+    SetStrategyParameters,
+    SubmitOrder,
+)
+from engine.core import Engine
+from engine.events import (
+    Event,
+    InstrumentAdded,
+    KillSwitchChanged,
+    OrderChanged,
+    OrderFilled,
+    PositionChanged,
+    TradeReported,
+)
+from engine.instruments import Instrument
+from engine.marketdata import MarketData
+from engine.oms.order import Order
+from engine.oms.risk import RiskLimits
+from engine.oms.router import OrderRouter
+from engine.oms.venue import Venue
+from engine.portfolio.positions import PositionBook
+from engine.strategy.base import BookView, Strategy
+from engine.strategy.params import ParameterError
+from engine.strategy.runner import LiveContext, StrategyRunner
+
+log = logging.getLogger(__name__)
+
+#: Strategy slots of the position book (slot 0 holds manual orders).
+MAX_STRATEGIES = 64
+#: How often positions are re-marked and strategy timers checked, seconds.
+MARK_INTERVAL_S = 0.25
+TIMER_INTERVAL_S = 0.01
+
+
+class TradingDesk:
+    """Orders, risk, positions and strategies of one engine.
+
+    Parameters
+    ----------
+    bus : MessageBus
+        The engine bus.
+    clock : Clock
+        The engine clock.
+    limits : RiskLimits | None
+        Engine-wide risk limits.
+    """
+
+    name = "trading"
+
+    def __init__(self, bus: MessageBus, clock: Clock, limits: RiskLimits | None = None) -> None:
+        self.bus = bus
+        self.clock = clock
+        self.router = OrderRouter(bus, clock, limits)
+        self.market: MarketData | None = None
+        self.instruments: list[tuple[Instrument, str]] = []
+        self.runner = StrategyRunner(bus, clock, LiveContext(self.router, clock, self._book))
+        self.positions: PositionBook | None = None
+        self._slot: dict[int, int] = {0: 0}
+        self._instrument_index: dict[str, int] = {}
+        self._marked: dict[tuple[int, int], tuple[int, int]] = {}  # (slot, ins) -> (qty, mark)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._autostart: list[int] = []
+        bus.subscribe(OrderFilled, self._on_fill)
+        bus.subscribe(TradeReported, self._on_trade)
+
+    # ------------------------------------------------------------------ set-up
+    def add_instrument(self, instrument: Instrument, venue: Venue) -> None:
+        """Trade ``instrument`` on ``venue`` (before the engine starts)."""
+        if self.positions is not None:
+            raise RuntimeError("instruments must be added before the trading desk starts")
+        manager = self.router.add_instrument(instrument, venue)
+        self._instrument_index[instrument.symbol] = len(self.instruments)
+        self.instruments.append((instrument, venue.name))
+        route = getattr(venue, "route", None)
+        if route is not None:
+            route(instrument.symbol, manager.on_execution_report, manager.on_cancel_reject)
+
+    def set_market_data(self, market: MarketData) -> None:
+        """Mark positions and feed strategies from ``market``."""
+        self.market = market
+
+    def add_strategy(self, strategy: Strategy, *, autostart: bool = False) -> None:
+        """Add a strategy (stopped; started with the engine when ``autostart``)."""
+        if len(self._slot) >= MAX_STRATEGIES:
+            raise ValueError(f"at most {MAX_STRATEGIES - 1} strategies per engine")
+        self.runner.add(strategy)
+        self._slot[strategy.strategy_id] = len(self._slot)
+        if autostart:
+            self._autostart.append(strategy.strategy_id)
+
+    def _book(self, symbol: str) -> BookView | None:
+        return self.market.book(symbol) if self.market is not None else None
+
+    # ------------------------------------------------------------------ Component
+    def start(self, engine: Engine) -> None:
+        """Create the position book, announce the instruments, start strategies and timers."""
+        if not self.instruments:
+            raise RuntimeError("the trading desk has no instruments")
+        self.positions = PositionBook(MAX_STRATEGIES, [i for i, _v in self.instruments])
+        for event in self._instrument_events():
+            self.bus.publish(event)
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._every(TIMER_INTERVAL_S, self.runner.on_timer), name="timers"),
+            loop.create_task(self._every(MARK_INTERVAL_S, self.mark_positions), name="marks"),
+        ]
+        for sid in self._autostart:
+            self.runner.start(sid)
+
+    async def stop(self) -> None:
+        """Stop strategies (their orders are canceled) and the timers."""
+        self.runner.stop_all()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _every(self, interval_s: float, fn: Callable[[], None]) -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                fn()
+            except Exception:
+                log.exception("periodic %s failed", getattr(fn, "__name__", fn))
+
+    def state_events(self) -> list[Event]:
+        """Describe instruments, orders, positions, strategies and the kill switch as events."""
+        now = self.clock.now_ns()
+        events: list[Event] = list(self._instrument_events())
+        events += [
+            OrderChanged(ts_event=o.ts_last, order=o.view(), change="snapshot")
+            for m in self.router.managers.values()
+            for o in m.orders.values()
+        ]
+        events += self._position_events(only_changed=False)
+        events += [self.runner.status_event(s, "snapshot") for s in self.runner.strategies.values()]
+        events.append(
+            KillSwitchChanged(ts_event=now, level=self.router.kill_level, actor="", reason="")
+        )
+        return events
+
+    def _instrument_events(self) -> list[InstrumentAdded]:
+        now = self.clock.now_ns()
+        return [
+            InstrumentAdded(
+                ts_event=now,
+                symbol=i.symbol,
+                tick_size=_dec(i.tick_size),
+                lot_size=_dec(i.lot_size),
+                multiplier=_dec(i.multiplier),
+                currency=i.currency,
+                venue=venue,
+            )
+            for i, venue in self.instruments
+        ]
+
+    # ------------------------------------------------------------------ positions
+    def _on_fill(self, fill: OrderFilled) -> None:
+        if self.positions is None:
+            return
+        slot = self._slot.get(fill.strategy_id, 0)
+        ins = self._instrument_index[fill.symbol]
+        self.positions.on_fill(slot, ins, int(fill.side), fill.last_px_ticks, fill.last_qty_lots,
+                               ts=fill.ts_event)  # fmt: skip
+        self._publish_position(slot, ins, fill.strategy_id)
+
+    def _on_trade(self, trade: TradeReported) -> None:
+        self.router.set_reference_px(trade.symbol, trade.px_ticks)
+
+    def _mark(self, symbol: str) -> int:
+        return self.market.reference_px(symbol) or 0 if self.market is not None else 0
+
+    def _publish_position(self, slot: int, ins: int, strategy_id: int) -> None:
+        self.bus.publish(self._position_event(slot, ins, strategy_id))
+
+    def _position_event(self, slot: int, ins: int, strategy_id: int) -> PositionChanged:
+        assert self.positions is not None
+        symbol = self.instruments[ins][0].symbol
+        mark = self._mark(symbol)
+        p = self.positions.position(slot, ins, float(mark) if mark else None)
+        self._marked[(slot, ins)] = (p.qty, mark)
+        return PositionChanged(
+            ts_event=self.clock.now_ns(),
+            strategy_id=strategy_id,
+            symbol=symbol,
+            qty_lots=p.qty,
+            avg_px_ticks=p.avg_px if p.qty else 0.0,
+            mark_px_ticks=mark,
+            realized_pnl=p.realized,
+            unrealized_pnl=p.unrealized,
+            fees=p.fees,
+        )
+
+    def _position_events(self, *, only_changed: bool) -> list[PositionChanged]:
+        if self.positions is None:
+            return []
+        out = []
+        ids = {slot: sid for sid, slot in self._slot.items()}
+        for (slot, ins), (qty, mark) in list(self._marked.items()):
+            if only_changed and (qty == 0 or self._mark(self.instruments[ins][0].symbol) == mark):
+                continue
+            out.append(self._position_event(slot, ins, ids[slot]))
+        return out
+
+    def mark_positions(self) -> None:
+        """Publish positions whose mark moved since they were last published."""
+        for event in self._position_events(only_changed=True):
+            self.bus.publish(event)
+
+    # ------------------------------------------------------------------ commands
+    def handle(self, command: Command) -> CommandResult | None:  # noqa: C901
+        """Answer the trading commands; ``None`` for any other command."""
+        now = self.clock.now_ns()
+
+        def ok(detail: str = "") -> CommandAck:
+            return CommandAck(command=command, ts_handled=now, detail=detail)
+
+        def err(reason: str) -> CommandError:
+            return CommandError(command=command, ts_handled=now, reason=reason)
+
+        try:
+            match command:
+                case SubmitOrder():
+                    sent = self.router.send(
+                        command.symbol, command.strategy_id, command.side, command.qty_lots,
+                        command.px_ticks, command.ord_type, command.time_in_force,
+                    )  # fmt: skip
+                    if sent.is_terminal:
+                        return err(sent.text)
+                    return ok(f"order {sent.order_id} {sent.client_order_id}")
+                case CancelOrder(order_id=oid):
+                    order = self._order(oid)
+                    if order is None:
+                        return err(f"no order {oid}")
+                    if not self.router.manager(order.symbol).cancel(order):
+                        return err(f"order {oid} is {order.status.name}: nothing to cancel now")
+                    return ok(f"cancel sent for {order.client_order_id}")
+                case ReplaceOrder(order_id=oid):
+                    order = self._order(oid)
+                    if order is None:
+                        return err(f"no order {oid}")
+                    if not self.router.manager(order.symbol).replace(
+                        order, qty_lots=command.qty_lots, px_ticks=command.px_ticks
+                    ):
+                        return err(order.text or f"order {oid} cannot be replaced now")
+                    return ok(f"replace sent for {order.client_order_id}")
+                case CancelAll(strategy_id=sid, symbol=sym):
+                    return ok(f"{self.router.cancel_all(sid, sym)} cancels sent")
+                case Flatten(strategy_id=sid, symbol=sym):
+                    return ok(f"{len(self.router.flatten(sid, sym))} closing orders sent")
+                case SetKillSwitch(level=level, reason=reason, actor=actor):
+                    n = self.router.kill(level, actor=actor, reason=reason)
+                    return ok(f"kill switch {level.name}: {n} orders touched")
+                case ControlStrategy(strategy_id=sid, action=action):
+                    actions = {"start": self.runner.start, "pause": self.runner.pause,
+                               "stop": self.runner.stop}  # fmt: skip
+                    if action not in actions:
+                        return err(f"unknown strategy action {action!r}; use start, pause, stop")
+                    actions[action](sid)
+                    return ok(f"strategy {sid}: {action}")
+                case SetStrategyParameters(strategy_id=sid, values=values):
+                    changed = self.runner.set_parameters(sid, dict(values))
+                    return ok(", ".join(f"{k}={v}" for k, v in changed.items()) or "no change")
+        except (KeyError, ValueError, ParameterError) as e:
+            return err(str(e.args[0]) if e.args else str(e))
+        return None
+
+    def _order(self, order_id: int) -> Order | None:
+        for manager in self.router.managers.values():
+            order = manager.orders.get(order_id)
+            if order is not None:
+                return order
+        return None
+
+
+def _dec(value: Decimal) -> str:
+    return format(value.normalize(), "f")

@@ -1,0 +1,118 @@
+# SPDX-License-Identifier: MIT
+"""The embedded demo: within five seconds there are orders, fills, positions and P&L."""
+
+import time
+
+import pytest
+
+from engine.commands import (
+    CancelAll,
+    CommandAck,
+    CommandError,
+    ControlStrategy,
+    SetKillSwitch,
+    SetStrategyParameters,
+    SubmitOrder,
+)
+from engine.demo import DEMO_STRATEGY_ID, build_demo
+from engine.embedded import EmbeddedEngineClient
+from engine.enums import KillLevel, OrdStatus, Side, StrategyState
+from engine.events import (
+    EventRecord,
+    InstrumentAdded,
+    OrderChanged,
+    OrderFilled,
+    PositionChanged,
+    StrategyStatusChanged,
+)
+
+pytestmark = pytest.mark.integration
+
+
+def collect_until(
+    client: EmbeddedEngineClient, pred: object, timeout_s: float
+) -> list[EventRecord]:
+    assert callable(pred)
+    got: list[EventRecord] = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        got += client.drain()
+        if pred(got):
+            return got
+        time.sleep(0.02)
+    raise AssertionError(f"condition not met in {timeout_s} s; {len(got)} events")
+
+
+def kinds(records: list[EventRecord], kind: type) -> list:
+    return [r.event for r in records if isinstance(r.event, kind)]
+
+
+def test_demo_trades_within_five_seconds_and_obeys_commands() -> None:
+    client = EmbeddedEngineClient(configure=build_demo)
+    client.start()
+    try:
+        events = collect_until(
+            client,
+            lambda ev: kinds(ev, OrderFilled) and kinds(ev, PositionChanged),
+            timeout_s=5.0,
+        )
+        assert {e.symbol for e in kinds(events, InstrumentAdded)} == {"ESZ6", "NQZ6", "CLF7"}
+        orders = kinds(events, OrderChanged)
+        assert {o.order.symbol for o in orders} == {"ESZ6", "NQZ6", "CLF7"}
+        assert all(o.order.strategy_id == DEMO_STRATEGY_ID for o in orders)
+        fill = kinds(events, OrderFilled)[0]
+        assert fill.last_qty_lots >= 1
+        assert kinds(events, PositionChanged)[-1].strategy_id == DEMO_STRATEGY_ID
+        # The snapshot describes the same state.
+        snap = client.snapshot()
+        state_kinds = {type(e) for e in snap.state_events}
+        assert {InstrumentAdded, OrderChanged, StrategyStatusChanged} <= state_kinds
+
+        # Strategy control and validated parameters.
+        bad = client.send(
+            SetStrategyParameters(strategy_id=DEMO_STRATEGY_ID, values=(("qty_lots", 0),))
+        ).result(2)
+        assert isinstance(bad, CommandError)
+        assert bad.reason == "parameter 'qty_lots': 0 is below the minimum 1"
+        good = client.send(
+            SetStrategyParameters(strategy_id=DEMO_STRATEGY_ID, values=(("qty_lots", 2),))
+        ).result(2)
+        assert isinstance(good, CommandAck)
+        assert good.detail == "qty_lots=2"
+        paused = client.send(ControlStrategy(strategy_id=DEMO_STRATEGY_ID, action="pause"))
+        assert isinstance(paused.result(2), CommandAck)
+        status = collect_until(
+            client,
+            lambda ev: any(
+                e.state is StrategyState.PAUSED for e in kinds(ev, StrategyStatusChanged)
+            ),
+            timeout_s=2.0,
+        )
+        assert status
+
+        # A manual order, then the kill switch blocks the next one and cancels it.
+        manual = client.send(
+            SubmitOrder(symbol="CLF7", side=Side.BUY, qty_lots=1, px_ticks=6_700)
+        ).result(2)
+        assert isinstance(manual, CommandAck)
+        killed = client.send(SetKillSwitch(level=KillLevel.CANCEL_ALL, reason="test")).result(2)
+        assert isinstance(killed, CommandAck)
+        refused = client.send(
+            SubmitOrder(symbol="CLF7", side=Side.BUY, qty_lots=1, px_ticks=6_700)
+        ).result(2)
+        assert isinstance(refused, CommandError)
+        assert "kill switch is at CANCEL_ALL" in refused.reason
+        after = collect_until(
+            client,
+            lambda ev: any(
+                e.order.strategy_id == 0 and e.order.status is OrdStatus.CANCELED
+                for e in kinds(ev, OrderChanged)
+            ),
+            timeout_s=2.0,
+        )
+        assert after
+        assert isinstance(client.send(CancelAll()).result(2), CommandAck)
+    finally:
+        client.close()
+    assert client.thread is not None
+    assert not client.thread.is_alive()
