@@ -18,6 +18,7 @@ PROG = "qwconsole"
 
 #: Subcommand -> (module with ``main(argv) -> int``, one-line description).
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "engine": ("engine.headless", "run the engine without a window (--demo)"),
     "fix": ("engine.fix.cli", "FIX tools: the conformance-suite acceptor"),
 }
 

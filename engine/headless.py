@@ -1,0 +1,103 @@
+# SPDX-License-Identifier: MIT
+"""``qwconsole engine``: run the engine without a window.
+
+``qwconsole engine --demo`` runs the same demo the console embeds (simulated exchange,
+market maker on three instruments) on a plain asyncio loop and prints a live one-line summary;
+it stops cleanly on SIGINT and SIGTERM.
+"""
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Sequence
+from typing import NoReturn, TextIO
+
+from engine.clock import LiveClock
+from engine.core import Engine
+from engine.demo import build_demo
+from engine.events import Alert, Event, OrderChanged, OrderFilled, PositionChanged
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+        raise SystemExit(2)
+
+
+class Summary:
+    """Count what happens on the bus and render it as one line."""
+
+    def __init__(self) -> None:
+        self.orders: set[int] = set()
+        self.order_events = 0
+        self.fills = 0
+        self.alerts = 0
+        self.positions: dict[tuple[int, str], PositionChanged] = {}
+
+    def on_event(self, event: Event) -> None:
+        """Account for one event."""
+        if isinstance(event, OrderChanged):
+            self.orders.add(event.order.order_id)
+            self.order_events += 1
+        elif isinstance(event, OrderFilled):
+            self.fills += 1
+        elif isinstance(event, PositionChanged):
+            self.positions[(event.strategy_id, event.symbol)] = event
+        elif isinstance(event, Alert):
+            self.alerts += 1
+
+    def line(self, uptime_s: float) -> str:
+        """Return the summary line."""
+        pos = " ".join(f"{sym}:{p.qty_lots:+d}" for (_s, sym), p in sorted(self.positions.items()))
+        pnl = sum(p.realized_pnl + p.unrealized_pnl - p.fees for p in self.positions.values())
+        return (
+            f"{uptime_s:7.1f}s  orders {len(self.orders):6d}  fills {self.fills:6d}  "
+            f"alerts {self.alerts:4d}  pos {pos or '-'}  P&L {pnl:+,.2f}"
+        )
+
+
+async def run_demo(seconds: float | None, interval_s: float, out: TextIO) -> int:
+    """Run the demo engine until a signal (or ``seconds``); print a summary every interval."""
+    clock = LiveClock()
+    engine = Engine(clock, engine_id="headless")
+    build_demo(engine)
+    summary = Summary()
+    engine.bus.subscribe(Event, summary.on_event)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    runner = loop.create_task(engine.run())
+    start = clock.monotonic_ns()
+    try:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), interval_s)
+            uptime = (clock.monotonic_ns() - start) / 1e9
+            out.write(summary.line(uptime) + ("\r" if out.isatty() else "\n"))
+            out.flush()
+            if seconds is not None and uptime >= seconds:
+                break
+    finally:
+        engine.request_stop()
+        await runner
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    out.write("\nengine stopped cleanly\n")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``qwconsole engine`` with ``argv``; return the exit code."""
+    parser = _Parser(prog="qwconsole engine", description="Run the engine without a window.")
+    parser.add_argument("--demo", action="store_true", help="run the built-in demo")
+    parser.add_argument("--seconds", type=float, default=None, help="stop after this long")
+    parser.add_argument("--interval", type=float, default=1.0, help="summary period, seconds")
+    opts = parser.parse_args(argv)
+    if not opts.demo:
+        parser.error("nothing to run: use --demo (engine configuration files come later)")
+    if opts.interval <= 0 or (opts.seconds is not None and opts.seconds <= 0):
+        parser.error("--seconds and --interval must be > 0")
+    return asyncio.run(run_demo(opts.seconds, opts.interval, sys.stdout))
