@@ -29,6 +29,7 @@ from engine.client import EngineStartError
 from engine.demo import build_demo
 from engine.embedded import EmbeddedEngineClient
 from engine.events import EngineHeartbeat, EventRecord, OrderChanged, OrderFilled
+from engine.warmup import warm_up
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +143,7 @@ class ConsoleRun:
 
         opts = self.opts
         headless_run = opts.smoke is not None or opts.screenshot is not None
-        controller = Controller(EmbeddedEngineClient(configure=build_demo))
+        controller = Controller(EmbeddedEngineClient(configure=build_demo, warm_up=warm_up))
         try:
             controller.start()
         except EngineStartError as e:

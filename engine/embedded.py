@@ -39,6 +39,9 @@ class EmbeddedEngineClient:
     configure : Callable[[Engine], object] | None
         Called on the engine thread, before the engine starts, to add its components (for
         example ``engine.demo.build_demo``).
+    warm_up : Callable[[], object] | None
+        Called on the engine thread after :meth:`start` returned and before the engine runs
+        (``engine.warmup.warm_up`` compiles the kernels while the window appears).
     """
 
     def __init__(
@@ -48,7 +51,9 @@ class EmbeddedEngineClient:
         heartbeat_interval_ms: int = 1000,
         max_queue: int = 1_000_000,
         configure: Callable[[Engine], object] | None = None,
+        warm_up: Callable[[], object] | None = None,
     ) -> None:
+        self._warm_up = warm_up
         self._clock = clock or LiveClock()
         self._configure = configure
         self._hb_ms = heartbeat_interval_ms
@@ -211,7 +216,9 @@ class EmbeddedEngineClient:
                 self._configure(engine)
             self._engine = engine
             self._loop = loop
-            loop.call_soon(ready.set)
+            ready.set()
+            if self._warm_up is not None:
+                self._warm_up()
             loop.run_until_complete(engine.run())
         except Exception as e:
             self._error = f"{type(e).__name__}: {e}"

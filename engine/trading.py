@@ -99,8 +99,8 @@ class TradingDesk:
         self._instrument_index[instrument.symbol] = len(self.instruments)
         self.instruments.append((instrument, venue.name))
         route = getattr(venue, "route", None)
-        if route is not None:
-            route(instrument.symbol, manager.on_execution_report, manager.on_cancel_reject)
+        if route is not None:  # adapters that deliver reports themselves
+            route(instrument, manager)
 
     def set_market_data(self, market: MarketData) -> None:
         """Mark positions and feed strategies from ``market``."""

@@ -11,6 +11,8 @@ import itertools
 from collections.abc import Callable, Iterable
 
 from engine.clock import Clock
+from engine.instruments import Instrument
+from engine.oms.fix_venue import ReportSink
 from engine.oms.order import Order, PendingRequest
 from engine.oms.venue import CancelReject, ExecutionReport
 from engine.sim.exchange import SimCancelReject, SimExchange, SimReport
@@ -51,23 +53,16 @@ class SimVenue:
         self._name = name
         self._ids = itertools.count(1)
         self._prefix = f"Q{clock.now_ns() // 1_000_000_000 % 100_000:05d}-"
-        self._targets: dict[str, Callable[[ExecutionReport], object]] = {}
-        self._rejects: dict[str, Callable[[CancelReject], object]] = {}
+        self._sinks: dict[str, ReportSink] = {}
 
     @property
     def name(self) -> str:
         """Return the venue's name."""
         return self._name
 
-    def route(
-        self,
-        symbol: str,
-        on_report: Callable[[ExecutionReport], object],
-        on_cancel_reject: Callable[[CancelReject], object],
-    ) -> None:
-        """Send reports about ``symbol`` to these handlers (its order manager's)."""
-        self._targets[symbol] = on_report
-        self._rejects[symbol] = on_cancel_reject
+    def route(self, instrument: Instrument, sink: ReportSink) -> None:
+        """Deliver reports about ``instrument`` to ``sink`` (its order manager)."""
+        self._sinks[instrument.symbol] = sink
 
     def new_client_order_id(self) -> str:
         """Return a fresh ClOrdID."""
@@ -116,7 +111,7 @@ class SimVenue:
 
     def _answer(self, symbol: str, result: list[SimReport] | SimCancelReject) -> None:
         if isinstance(result, SimCancelReject):
-            handler = self._rejects[symbol]
+            sink = self._sinks[symbol]
             rej = CancelReject(
                 client_order_id=result.client_order_id,
                 orig_client_order_id=result.orig_client_order_id,
@@ -129,7 +124,7 @@ class SimVenue:
             )
 
             def run() -> None:
-                handler(rej)
+                sink.on_cancel_reject(rej)
 
             self.defer(run)
         else:
@@ -141,11 +136,11 @@ class SimVenue:
         if not mine:
             return
         now = self.clock.now_ns()
-        batch = [(self._targets[r.symbol], to_execution_report(r, now)) for r in mine]
+        batch = [(self._sinks[r.symbol], to_execution_report(r, now)) for r in mine]
 
         def run() -> None:
-            for handler, rep in batch:
-                handler(rep)
+            for sink, rep in batch:
+                sink.on_execution_report(rep)
 
         self.defer(run)
 

