@@ -9,15 +9,26 @@ book. Within a few seconds there are orders, fills, positions and P&L.
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 
-from engine.core import Engine
+import numpy as np
+import numpy.typing as npt
+
+from engine.core import Component, Engine
 from engine.events import Event
+from engine.fix.log import NullLog
+from engine.fix.session import FixSession, SessionConfig
+from engine.fix.store import MemoryStore
+from engine.fix.transport import SocketAcceptor, SocketInitiator
+from engine.fixlink import BusLog, FixLink
 from engine.instruments import Instrument
 from engine.marketdata import MarketData
+from engine.oms.fix_venue import FixVenue
 from engine.oms.risk import RiskLimits
-from engine.sim.exchange import FlowConfig, SimExchange, SimInstrument
+from engine.sim.exchange import FlowConfig, SimExchange, SimInstrument, SimReport
+from engine.sim.fix_app import SimFixApplication
 from engine.sim.venue import SimVenue
 from engine.strategy.examples import MarketMaker
 from engine.trading import TradingDesk
@@ -55,11 +66,15 @@ DEMO_LIMITS = RiskLimits(
 
 @dataclass
 class SimPump:
-    """Engine component that lets the simulated participants act and publishes market data."""
+    """Engine component that lets the simulated participants act and publishes market data.
+
+    ``deliver`` gets the exchange's reports for clients; ``publish`` its book changes and trades
+    (``L2_EVENT_DTYPE`` rows), every ``interval_s``.
+    """
 
     exchange: SimExchange
-    venue: SimVenue
-    market: MarketData
+    deliver: Callable[[list[SimReport]], object]
+    publish: Callable[[npt.NDArray[np.void]], object]
     engine: Engine | None = None
     interval_s: float = 0.02
     name: str = "simulator"
@@ -69,7 +84,7 @@ class SimPump:
         """Seed the books and start stepping the participants."""
         self.engine = engine
         now = engine.clock.now_ns()
-        self.venue.deliver(self.exchange.seed_books(now))
+        self.deliver(self.exchange.seed_books(now))
         self.exchange.step(now)
         self.pump()
         self._task = asyncio.get_running_loop().create_task(self._run(), name="simulator")
@@ -77,10 +92,10 @@ class SimPump:
     def pump(self) -> None:
         """Step the participants to now, deliver client reports, publish market data."""
         assert self.engine is not None
-        self.venue.deliver(self.exchange.step(self.engine.clock.now_ns()))
+        self.deliver(self.exchange.step(self.engine.clock.now_ns()))
         events = self.exchange.drain_market_events()
         if events.shape[0]:
-            self.market.apply(events)
+            self.publish(events)
 
     async def _run(self) -> None:
         while True:
@@ -106,24 +121,81 @@ class SimPump:
         return []
 
 
-def build_demo(engine: Engine, *, seed: int = 7) -> TradingDesk:
-    """Add the demo's simulator, trading desk and market maker to ``engine``; return the desk."""
+#: CompIDs of the demo's FIX session (our side -> the simulator).
+DEMO_CLIENT_COMP_ID = "QWCONSOLE"
+DEMO_SIM_COMP_ID = "QWSIM"
+
+
+def build_demo(engine: Engine, *, seed: int = 7, transport: str = "fix") -> TradingDesk:
+    """Add the demo's simulator, trading desk and market maker to ``engine``; return the desk.
+
+    With ``transport="fix"`` (the default) orders and market data go over a real FIX 4.4
+    session on loopback between the engine's initiator and the simulator's acceptor; with
+    ``"inprocess"`` the order manager calls the simulator directly.
+    """
+    if transport not in ("fix", "inprocess"):
+        raise ValueError(f"transport must be 'fix' or 'inprocess', got {transport!r}")
     loop = asyncio.get_event_loop()
     exchange = SimExchange(DEMO_LISTINGS, seed=seed)
-    venue = SimVenue(exchange, engine.clock, loop.call_soon, name="SIM")
     symbols = [x.instrument.symbol for x in DEMO_LISTINGS]
     market = MarketData(
         symbols, engine.bus, engine.clock, centres=[x.start_px_ticks for x in DEMO_LISTINGS]
     )
     desk = TradingDesk(engine.bus, engine.clock, DEMO_LIMITS)
+    desk.set_market_data(market)
+    if transport == "inprocess":
+        sim_venue = SimVenue(exchange, engine.clock, loop.call_soon, name="SIM")
+        venue: SimVenue | FixVenue = sim_venue
+        pump = SimPump(exchange, sim_venue.deliver, market.apply)
+        components: list[Component] = [desk, pump]
+    else:
+        app = SimFixApplication(exchange, engine.clock)
+        link = FixLink(engine.bus, engine.clock)
+        sim_session = FixSession(
+            SessionConfig(begin_string="FIX.4.4", sender_comp_id=DEMO_SIM_COMP_ID,
+                          target_comp_id=DEMO_CLIENT_COMP_ID, reset_on_logon=True),
+            MemoryStore(engine.clock.now_ns()), app, NullLog("simulator"), engine.clock,
+        )  # fmt: skip
+        acceptor = SocketAcceptor([sim_session], host="127.0.0.1", port=0, clock=engine.clock)
+        venue = FixVenue(
+            engine.clock,
+            name="SIM-FIX",
+            defer=loop.call_soon,
+            on_session=lambda _sid, _up: link.publish_status(),
+        )
+        config = SessionConfig(begin_string="FIX.4.4", sender_comp_id=DEMO_CLIENT_COMP_ID,
+                               target_comp_id=DEMO_SIM_COMP_ID, initiator=True,
+                               heart_bt_int=10, reset_on_logon=True)  # fmt: skip
+        session = FixSession(
+            config,
+            MemoryStore(engine.clock.now_ns()),
+            venue,
+            BusLog(engine.bus, engine.clock, str(config.session_id)),
+            engine.clock,
+        )
+        venue.bind(session)
+        venue.set_market_data(market)
+        initiator = SocketInitiator(session, [("127.0.0.1", 0)], reconnect_interval=1.0,
+                                    clock=engine.clock)  # fmt: skip
+        link.add_acceptor(acceptor, track=False)
+
+        async def connect() -> None:
+            initiator.hosts = [("127.0.0.1", acceptor.port)]
+            await initiator.start()
+
+        link.initiators.append(initiator)
+        link.track(session)
+        link.add_startup(connect)
+        pump = SimPump(exchange, app.dispatch, app.publish_market_data)
+        components = [desk, link, pump]
     for listing in DEMO_LISTINGS:
         desk.add_instrument(listing.instrument, venue)
-    desk.set_market_data(market)
     desk.add_strategy(
         MarketMaker(DEMO_STRATEGY_ID, symbols, qty_lots=1, half_spread_ticks=1,
                     skew_ticks_per_lot=0.5, max_position_lots=10),
         autostart=True,
     )  # fmt: skip
-    engine.add_component(desk)  # first: its position book must exist before the first fill
-    engine.add_component(SimPump(exchange, venue, market))
+    # The desk first: its position book must exist before the first fill.
+    for component in components:
+        engine.add_component(component)
     return desk

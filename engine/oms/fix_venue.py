@@ -15,6 +15,8 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
+import numpy as np
+
 from engine.clock import Clock
 from engine.enums import OrdType
 from engine.fix.application import Application, IncorrectTagValue, SessionID
@@ -22,6 +24,7 @@ from engine.fix.codec import format_timestamp, parse_timestamp
 from engine.fix.message import FixMessage, OutMessage
 from engine.fix.session import FixSession
 from engine.instruments import Instrument
+from engine.marketdata import MarketData
 from engine.oms.fixcodes import (
     FIX_TO_SIDE,
     ORD_TYPE_TO_FIX,
@@ -37,6 +40,7 @@ from engine.oms.fixcodes import (
 )
 from engine.oms.order import Order, PendingRequest
 from engine.oms.venue import CancelReject, ExecutionReport
+from engine.types import BUY, L2_CLEAR, L2_EVENT_DTYPE, L2_SET, L2_TRADE, SELL
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +102,8 @@ class FixVenue(Application):
         self._ids = itertools.count(1)
         self._prefix = f"F{clock.now_ns() // 1_000_000_000 % 100_000:05d}-"
         self._precision = 3
+        self.market: MarketData | None = None
+        self._md_req = itertools.count(1)
 
     # ------------------------------------------------------------------ wiring
     @property
@@ -114,6 +120,10 @@ class FixVenue(Application):
         """Deliver what the venue says about ``instrument`` to ``sink`` (its order manager)."""
         self.instruments[instrument.symbol] = instrument
         self._sinks[instrument.symbol] = sink
+
+    def set_market_data(self, market: MarketData) -> None:
+        """Subscribe to the routed instruments at each logon and feed ``market`` with them."""
+        self.market = market
 
     # ------------------------------------------------------------------ Venue
     def new_client_order_id(self) -> str:
@@ -202,9 +212,22 @@ class FixVenue(Application):
 
     # ------------------------------------------------------------------ Application
     def on_logon(self, session_id: SessionID) -> None:
-        """Report the logon."""
+        """Report the logon; subscribe to market data when a market is attached."""
         if self.on_session is not None:
             self.on_session(session_id, True)
+        if self.market is not None and self.session is not None:
+            self.session.send(
+                self._md_request([s for s in self.market.symbols if s in self._sinks])
+            )
+
+    def _md_request(self, symbols: list[str]) -> OutMessage:
+        msg = OutMessage(
+            b"V",
+            [(262, b"MD%d" % next(self._md_req)), (263, b"1"), (264, b"0"), (265, b"1")],
+        )
+        msg.add_group(267, [[(269, b"0")], [(269, b"1")], [(269, b"2")]])
+        msg.add_group(146, [[(55, s.encode())] for s in symbols])
+        return msg
 
     def on_logout(self, session_id: SessionID) -> None:
         """Report the logout."""
@@ -247,6 +270,8 @@ class FixVenue(Application):
                 self._on_cancel_reject(message)
             elif mt == b"j":
                 self._on_business_reject(message)
+            elif mt in (b"W", b"X") and self.market is not None:
+                self._on_market_data(message)
         except FixValueError as e:
             log.warning("%s: %s", session_id, e)
             raise IncorrectTagValue(e.tag) from e
@@ -306,6 +331,41 @@ class FixVenue(Application):
             )
         )
 
+    def _on_market_data(self, m: FixMessage) -> None:
+        market = self.market
+        assert market is not None
+        snapshot = m.msg_type == b"W"
+        rows: list[tuple[int, int, int, int, int, int]] = []
+        ts = self.clock.now_ns()
+        symbol = (m.get(55) or b"").decode("latin-1") if snapshot else ""
+        if snapshot:
+            if symbol not in market.index:
+                raise FixValueError(55, symbol.encode(), "is not an instrument this engine follows")
+            rows.append((ts, 0, 0, market.index[symbol], 0, L2_CLEAR))
+        for e in group_entries(m, 268, 269 if snapshot else 279):
+            sym = e.get(55, b"").decode("latin-1") or symbol
+            book = market.index.get(sym)
+            if book is None:
+                continue
+            ins = self.instruments.get(sym)
+            if ins is None:
+                continue
+            px = px_ticks(ins, 270, e.get(270))
+            qty = qty_lots(ins, 271, e.get(271)) if e.get(271) else 0
+            kind = e.get(269)
+            if kind in (b"0", b"1"):
+                side = BUY if kind == b"0" else SELL
+                rows.append((ts, px, 0 if e.get(279) == b"2" else qty, book, side, L2_SET))
+            elif kind == b"2":
+                ask = market.books.best_ask(book)
+                side = BUY if ask is not None and px >= ask[0] else SELL  # quote rule
+                rows.append((ts, px, qty, book, side, L2_TRADE))
+        if rows:
+            arr = np.zeros(len(rows), L2_EVENT_DTYPE)
+            for i, row in enumerate(rows):
+                arr[i] = row
+            market.apply(arr)
+
     def _on_business_reject(self, m: FixMessage) -> None:
         ref_type = (m.get(372) or b"").decode("latin-1")
         ref_id = (m.get(379) or b"").decode("latin-1")
@@ -315,3 +375,21 @@ class FixVenue(Application):
             sink = next(iter(self._sinks.values()), None)
         if sink is not None:
             sink.on_message_rejected(ref_type, ref_id, text, business=True)
+
+
+def group_entries(m: FixMessage, count_tag: int, delimiter: int) -> list[dict[int, bytes]]:
+    """Return the entries of a flat (non-nested) repeating group as tag -> value dicts."""
+    entries: list[dict[int, bytes]] = []
+    entry: dict[int, bytes] = {}
+    in_group = False
+    for tag, value in m.pairs:
+        if tag == count_tag:
+            in_group = True
+        elif in_group:
+            if tag == delimiter and entry:
+                entries.append(entry)
+                entry = {}
+            entry[tag] = value
+    if entry:
+        entries.append(entry)
+    return entries

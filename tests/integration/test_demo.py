@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """The embedded demo: within five seconds there are orders, fills, positions and P&L."""
 
+import functools
 import time
 
 import pytest
@@ -16,13 +17,15 @@ from engine.commands import (
 )
 from engine.demo import DEMO_STRATEGY_ID, build_demo
 from engine.embedded import EmbeddedEngineClient
-from engine.enums import KillLevel, OrdStatus, Side, StrategyState
+from engine.enums import KillLevel, OrdStatus, SessionState, Side, StrategyState
 from engine.events import (
     EventRecord,
+    FixMessageSeen,
     InstrumentAdded,
     OrderChanged,
     OrderFilled,
     PositionChanged,
+    SessionStatusChanged,
     StrategyStatusChanged,
 )
 from engine.warmup import warm_up
@@ -48,9 +51,10 @@ def kinds(records: list[EventRecord], kind: type) -> list:
     return [r.event for r in records if isinstance(r.event, kind)]
 
 
-def test_demo_trades_within_five_seconds_and_obeys_commands() -> None:
+@pytest.mark.parametrize("transport", ["fix", "inprocess"])
+def test_demo_trades_within_five_seconds_and_obeys_commands(transport: str) -> None:
     warm_up()  # kernels compiled (or loaded from the cache) before the clock starts
-    client = EmbeddedEngineClient(configure=build_demo)
+    client = EmbeddedEngineClient(configure=functools.partial(build_demo, transport=transport))
     client.start()
     try:
         events = collect_until(
@@ -62,6 +66,15 @@ def test_demo_trades_within_five_seconds_and_obeys_commands() -> None:
         orders = kinds(events, OrderChanged)
         assert {o.order.symbol for o in orders} == {"ESZ6", "NQZ6", "CLF7"}
         assert all(o.order.strategy_id == DEMO_STRATEGY_ID for o in orders)
+        if transport == "fix":
+            sessions = kinds(events, SessionStatusChanged)
+            assert sessions[-1].session_id == "FIX.4.4:QWCONSOLE->QWSIM"
+            assert any(s.state is SessionState.LOGGED_ON for s in sessions)
+            seen = kinds(events, FixMessageSeen)
+            types = {(m.msg_type, m.outbound) for m in seen}
+            assert {("A", True), ("A", False), ("D", True), ("8", False), ("V", True)} <= types
+            assert {("W", False), ("X", False)} <= types  # market data arrives over FIX
+            assert all(m.raw.startswith(b"8=FIX.4.4\x01") for m in seen)
         fill = kinds(events, OrderFilled)[0]
         assert fill.last_qty_lots >= 1
         assert kinds(events, PositionChanged)[-1].strategy_id == DEMO_STRATEGY_ID

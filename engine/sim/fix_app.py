@@ -1,0 +1,335 @@
+# SPDX-License-Identifier: MIT
+"""The exchange simulator as a FIX acceptor application.
+
+:class:`SimFixApplication` answers NewOrderSingle <D>, OrderCancelRequest <F>,
+OrderCancelReplaceRequest <G> and OrderStatusRequest <H> with ExecutionReports <8> and
+OrderCancelRejects <9>; MarketDataRequest <V> with a snapshot <W> and then incremental
+refreshes <X>; other application messages are refused as unsupported. Each logged-on session
+is one client of the :class:`engine.sim.exchange.SimExchange`; with ``cancel_on_disconnect``
+its working orders are canceled when it goes away.
+"""
+
+import itertools
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+import numpy as np
+import numpy.typing as npt
+
+from engine.clock import Clock
+from engine.enums import ExecType, OrdStatus, OrdType
+from engine.fix.application import (
+    Application,
+    FieldNotFound,
+    IncorrectTagValue,
+    SessionID,
+    UnsupportedMessageType,
+)
+from engine.fix.codec import format_timestamp
+from engine.fix.message import FixMessage, Group, OutMessage
+from engine.fix.session import lookup_session
+from engine.instruments import Instrument
+from engine.oms.fixcodes import (
+    FIX_TO_ORD_TYPE,
+    FIX_TO_SIDE,
+    FIX_TO_TIF,
+    SIDE_TO_FIX,
+    FixValueError,
+    exec_type_to_fix,
+    ord_status_to_fix,
+    px_text,
+    px_ticks,
+    qty_lots,
+    qty_text,
+)
+from engine.sim.exchange import SimCancelReject, SimExchange, SimReport
+from engine.types import BUY, L2_SET, L2_TRADE
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Client:
+    session_id: SessionID
+    owner: int
+    md: dict[bytes, set[str]] = field(default_factory=dict)  # MDReqID -> symbols
+
+
+class SimFixApplication(Application):
+    """The simulator's side of FIX sessions.
+
+    Parameters
+    ----------
+    exchange : SimExchange
+        The exchange clients trade on.
+    clock : Clock
+        Time for TransactTime <60> and requests.
+    cancel_on_disconnect : bool
+        Cancel a client's working orders when its session logs out or drops.
+    """
+
+    def __init__(
+        self, exchange: SimExchange, clock: Clock, *, cancel_on_disconnect: bool = True
+    ) -> None:
+        self.exchange = exchange
+        self.clock = clock
+        self.cancel_on_disconnect = cancel_on_disconnect
+        self.instruments: dict[str, Instrument] = {
+            b.symbol: b.listing.instrument for b in exchange.books.values()
+        }
+        self._clients: dict[SessionID, _Client] = {}
+        self._by_owner: dict[int, _Client] = {}
+        self._owner_of: dict[SessionID, int] = {}
+        self._owners = itertools.count(100)
+        self._md_ids = itertools.count(1)
+
+    # ------------------------------------------------------------------ sessions
+    def on_logon(self, session_id: SessionID) -> None:
+        """Register the session as a client (the same owner id across reconnects)."""
+        owner = self._owner_of.setdefault(session_id, next(self._owners))
+        client = _Client(session_id, owner)
+        self._clients[session_id] = client
+        self._by_owner[owner] = client
+
+    def on_logout(self, session_id: SessionID) -> None:
+        """Forget the client; cancel its orders if configured to."""
+        client = self._clients.pop(session_id, None)
+        if client is None:
+            return
+        self._by_owner.pop(client.owner, None)
+        if self.cancel_on_disconnect:
+            canceled = self.exchange.cancel_owner(client.owner, self.clock.now_ns())
+            log.info("%s: canceled %d orders on disconnect", session_id, len(canceled))
+
+    # ------------------------------------------------------------------ requests
+    def from_app(self, message: FixMessage, session_id: SessionID) -> None:
+        """Answer order and market-data requests; refuse other types."""
+        client = self._clients.get(session_id)
+        if client is None:  # pragma: no cover  (the session delivers only after logon)
+            return
+        mt = message.msg_type
+        try:
+            if mt == b"D":
+                self._new_order(client, message)
+            elif mt == b"F":
+                self._cancel(client, message)
+            elif mt == b"G":
+                self._replace(client, message)
+            elif mt == b"H":
+                self._status(client, message)
+            elif mt == b"V":
+                self._md_request(client, message)
+            else:
+                raise UnsupportedMessageType
+        except FixValueError as e:
+            raise IncorrectTagValue(e.tag) from e
+
+    def _req(self, m: FixMessage, tag: int) -> bytes:
+        value = m.get(tag)
+        if value is None:
+            raise FieldNotFound(tag)
+        return value
+
+    def _instrument(self, m: FixMessage) -> Instrument | None:
+        return self.instruments.get(self._req(m, 55).decode("latin-1"))
+
+    def _new_order(self, client: _Client, m: FixMessage) -> None:
+        clordid = self._req(m, 11).decode("latin-1")
+        side = FIX_TO_SIDE.get(self._req(m, 54))
+        if side is None:
+            raise IncorrectTagValue(54)
+        ord_type = FIX_TO_ORD_TYPE.get(self._req(m, 40))
+        if ord_type is None:
+            raise IncorrectTagValue(40)
+        tif = FIX_TO_TIF.get(m.get(59) or b"0")
+        if tif is None:
+            raise IncorrectTagValue(59)
+        symbol = self._req(m, 55).decode("latin-1")
+        ins = self.instruments.get(symbol)
+        now = self.clock.now_ns()
+        if ins is None:
+            reports = self.exchange.submit(client.owner, clordid, symbol, side, 1, 0, ord_type,
+                                           tif, ts=now)  # fmt: skip
+        else:
+            qty = qty_lots(ins, 38, self._req(m, 38))
+            px = px_ticks(ins, 44, self._req(m, 44)) if ord_type is OrdType.LIMIT else 0
+            reports = self.exchange.submit(client.owner, clordid, symbol, side, qty, px,
+                                           ord_type, tif, ts=now)  # fmt: skip
+        self.dispatch(reports)
+
+    def _cancel(self, client: _Client, m: FixMessage) -> None:
+        result = self.exchange.cancel(
+            client.owner,
+            self._req(m, 11).decode("latin-1"),
+            self._req(m, 41).decode("latin-1"),
+            ts=self.clock.now_ns(),
+        )
+        self._answer(client, result)
+
+    def _replace(self, client: _Client, m: FixMessage) -> None:
+        ins = self._instrument(m)
+        clordid = self._req(m, 11).decode("latin-1")
+        orig = self._req(m, 41).decode("latin-1")
+        if ins is None:
+            result: list[SimReport] | SimCancelReject = self.exchange.replace(
+                client.owner, clordid, orig, 0, 0, ts=self.clock.now_ns()
+            )
+        else:
+            qty = qty_lots(ins, 38, self._req(m, 38))
+            px = px_ticks(ins, 44, m.get(44)) if m.get(44) else 0
+            result = self.exchange.replace(client.owner, clordid, orig, qty, px,
+                                           ts=self.clock.now_ns())  # fmt: skip
+        self._answer(client, result)
+
+    def _status(self, client: _Client, m: FixMessage) -> None:
+        report = self.exchange.status(
+            client.owner, self._req(m, 11).decode("latin-1"), self.clock.now_ns()
+        )
+        if report is not None:
+            self.dispatch([report])
+
+    def _answer(self, client: _Client, result: list[SimReport] | SimCancelReject) -> None:
+        if isinstance(result, SimCancelReject):
+            body = [
+                (11, result.client_order_id.encode()),
+                (37, result.venue_order_id.encode()),
+                (39, ord_status_to_fix(result.ord_status)),
+                (41, result.orig_client_order_id.encode()),
+                (58, result.text.encode()),
+                (102, b"%d" % result.reason),
+                (434, b"2" if result.response_to_replace else b"1"),
+            ]
+            self._send(client, OutMessage(b"9", body))
+        else:
+            self.dispatch(result)
+
+    # ------------------------------------------------------------------ reports
+    def dispatch(self, reports: Iterable[SimReport]) -> None:
+        """Send each report to its client's session (if that client is logged on)."""
+        for r in reports:
+            client = self._by_owner.get(r.owner)
+            if client is not None:
+                self._send(client, self._execution_report(client, r))
+
+    def _execution_report(self, client: _Client, r: SimReport) -> OutMessage:
+        ins = self.instruments.get(r.symbol)
+        bs = client.session_id.begin_string
+        precision = 0 if bs < "FIX.4.2" else 3
+
+        def qty(v: int) -> bytes:
+            return qty_text(ins, v) if ins is not None else b"%d" % v
+
+        def px(v: int) -> bytes:
+            return px_text(ins, v) if ins is not None else b"%d" % v
+
+        avg = (
+            (ins.tick_size * Decimal(f"{r.avg_px_ticks:.6f}")).normalize()
+            if ins is not None and r.cum_qty_lots
+            else Decimal(0)
+        )
+        et = r.exec_type
+        body: list[tuple[int, bytes]] = [
+            (6, format(avg, "f").encode()),
+            (11, r.client_order_id.encode()),
+            (14, qty(r.cum_qty_lots)),
+            (17, r.exec_id.encode()),
+            (37, r.venue_order_id.encode()),
+            (38, qty(r.order_qty_lots)),
+            (39, ord_status_to_fix(r.ord_status)),
+            (40, b"2" if r.ord_type is OrdType.LIMIT else b"1"),
+            (54, SIDE_TO_FIX[r.side]),
+            (55, r.symbol.encode()),
+            (60, format_timestamp(r.ts_event, precision)),
+            (151, qty(r.leaves_qty_lots)),
+        ]
+        if bs < "FIX.4.3":
+            body.append((20, b"3" if et is ExecType.ORDER_STATUS else b"0"))
+            if et is ExecType.ORDER_STATUS:
+                et = ExecType.NEW if r.ord_status is OrdStatus.NEW else ExecType.PARTIAL_FILL
+        body.append((150, exec_type_to_fix(et, bs, r.ord_status)))
+        if r.px_ticks and r.ord_type is OrdType.LIMIT:
+            body.append((44, px(r.px_ticks)))
+        if r.orig_client_order_id:
+            body.append((41, r.orig_client_order_id.encode()))
+        if r.last_qty_lots:
+            body += [(31, px(r.last_px_ticks)), (32, qty(r.last_qty_lots))]
+            if bs >= "FIX.4.3":
+                body.append((851, b"1" if r.maker else b"2"))
+        if r.text:
+            body.append((58, r.text.encode()))
+        return OutMessage(b"8", body)
+
+    def _send(self, client: _Client, msg: OutMessage) -> None:
+        session = lookup_session(client.session_id)
+        if session is not None and session.is_logged_on:
+            session.send(msg)
+
+    # ------------------------------------------------------------------ market data
+    def _md_request(self, client: _Client, m: FixMessage) -> None:
+        req_id = self._req(m, 262)
+        sub_type = self._req(m, 263)
+        symbols = [v.decode("latin-1") for v in m.get_all(55)]
+        if sub_type == b"2":
+            client.md.pop(req_id, None)
+            return
+        unknown = [s for s in symbols if s not in self.instruments]
+        if not symbols or unknown:
+            why = f"unknown symbol {unknown[0]!r}" if unknown else "no symbol"
+            body = [(262, req_id), (281, b"0"), (58, why.encode())]
+            self._send(client, OutMessage(b"Y", body))
+            return
+        depth = m.get_int(264) or 10
+        for symbol in symbols:
+            self._send(client, self._snapshot(req_id, symbol, depth if depth > 0 else 10))
+        if sub_type == b"1":
+            client.md[req_id] = set(symbols)
+
+    def _snapshot(self, req_id: bytes, symbol: str, depth: int) -> OutMessage:
+        ins = self.instruments[symbol]
+        bids, asks = self.exchange.depth(symbol, depth)
+        entries: list[list[tuple[int, bytes] | Group]] = [
+            [(269, b"0"), (270, px_text(ins, p)), (271, qty_text(ins, q))] for p, q in bids
+        ]
+        entries += [[(269, b"1"), (270, px_text(ins, p)), (271, qty_text(ins, q))] for p, q in asks]
+        msg = OutMessage(b"W", [(55, symbol.encode()), (262, req_id)])
+        msg.add_group(268, entries)
+        return msg
+
+    def publish_market_data(self, events: npt.NDArray[np.void]) -> None:
+        """Send ``L2_EVENT_DTYPE`` rows (book changes, trades) to the subscribed clients."""
+        if events.shape[0] == 0:
+            return
+        symbols = self.exchange.symbols
+        for client in list(self._clients.values()):
+            wanted = set().union(*client.md.values()) if client.md else set()
+            if not wanted:
+                continue
+            entries: list[list[tuple[int, bytes] | Group]] = []
+            for row in events:
+                symbol = symbols[int(row["book"])]
+                if symbol not in wanted:
+                    continue
+                ins = self.instruments[symbol]
+                kind, qty = int(row["kind"]), int(row["qty"])
+                if kind == L2_SET:
+                    action = b"1" if qty else b"2"
+                    typ = b"0" if int(row["side"]) == BUY else b"1"
+                elif kind == L2_TRADE:
+                    action, typ = b"0", b"2"
+                else:
+                    continue
+                entries.append(
+                    [
+                        (279, action),
+                        (269, typ),
+                        (55, symbol.encode()),
+                        (270, px_text(ins, int(row["px"]))),
+                        (271, qty_text(ins, qty)),
+                    ]
+                )
+            if entries:
+                msg = OutMessage(b"X", [(262, next(iter(client.md)))])
+                msg.add_group(268, entries)
+                self._send(client, msg)
