@@ -193,7 +193,10 @@ def _type_ids(
         except (KeyError, ValueError) as e:
             # A schema without the fields post-trade needs: an older or foreign event class.
             raise JournalCorruptError(
-                reader.path, 0, -1, f"schema {tid} ({schema.name}) lacks field {e}"
+                reader.path,
+                schema.offset,
+                schema.record_index,
+                f"schema {tid} ({schema.name}) lacks field {e}, which post-trade needs",
             ) from e
     return changed, filled
 

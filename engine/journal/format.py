@@ -19,6 +19,7 @@ are given once per file by a ``SCHEMA`` record.
 
 import dataclasses
 import struct
+import types
 import typing
 import zlib
 from collections.abc import Callable, Sequence
@@ -259,6 +260,8 @@ CODE_ANY: Final[str] = "any"
 CODE_ENUM: Final[str] = "enum:"
 #: Prefix of a nested dataclass field's code, followed by its schema's type id.
 CODE_STRUCT: Final[str] = "struct:"
+#: Prefix of an optional field's code (``X | None``), followed by the code of ``X``.
+CODE_OPTIONAL: Final[str] = "opt:"
 
 _SIMPLE_CODES: Final[dict[object, str]] = {
     int: CODE_INT,
@@ -292,20 +295,28 @@ def field_codes(
     codes: list[tuple[str, str]] = []
     nested: dict[int, type] = {}
     for i, f in enumerate(dataclasses.fields(cls)):
-        tp = hints.get(f.name, Any)
-        code = _SIMPLE_CODES.get(tp)
-        if code is None:
-            if isinstance(tp, type) and issubclass(tp, IntEnum):
-                code = CODE_ENUM + qualified_name(tp)
-            elif isinstance(tp, type) and dataclasses.is_dataclass(tp):
-                code = CODE_STRUCT + str(nested_id(tp))
-                nested[i] = tp
-            elif typing.get_origin(tp) is tuple:
-                code = CODE_TUPLE
-            else:
-                code = CODE_ANY
-        codes.append((f.name, code))
+        codes.append((f.name, _code_for(hints.get(f.name, Any), i, nested, nested_id)))
     return tuple(codes), nested
+
+
+def _code_for(tp: Any, i: int, nested: dict[int, type], nested_id: Callable[[type], int]) -> str:
+    code = _SIMPLE_CODES.get(tp)
+    if code is not None:
+        return code
+    if isinstance(tp, type) and issubclass(tp, IntEnum):
+        return CODE_ENUM + qualified_name(tp)
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        nested[i] = tp
+        return CODE_STRUCT + str(nested_id(tp))
+    origin = typing.get_origin(tp)
+    if origin is tuple:
+        return CODE_TUPLE
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        inner = [a for a in args if a is not type(None)]
+        if len(args) == 2 and len(inner) == 1:  # X | None
+            return CODE_OPTIONAL + _code_for(inner[0], i, nested, nested_id)
+    return CODE_ANY
 
 
 def make_flattener(names: Sequence[str], nested: dict[int, Flattener]) -> Flattener:
@@ -350,7 +361,19 @@ class ReadSchema:
         Schemas already defined in the same file, by type id (for ``struct:`` fields).
     """
 
-    __slots__ = ("_build_kwargs", "cls", "convs", "fields", "index", "name", "type_id")
+    __slots__ = (
+        "_build_kwargs",
+        "_names",
+        "_wanted",
+        "cls",
+        "convs",
+        "fields",
+        "index",
+        "name",
+        "offset",
+        "record_index",
+        "type_id",
+    )
 
     def __init__(
         self,
@@ -362,6 +385,9 @@ class ReadSchema:
         self.type_id = type_id
         self.name = name
         self.fields = fields
+        #: Byte offset and index of the SCHEMA record in its file (-1 when not from a file).
+        self.offset = -1
+        self.record_index = -1
         #: Position of each field in the payload array (after ``seq`` for events).
         self.index = {n: i for i, (n, _c) in enumerate(fields)}
         self.convs: tuple[tuple[int, Converter], ...] = tuple(
@@ -372,6 +398,10 @@ class ReadSchema:
         cls = lookup_type(name)
         self.cls = cls if cls is not None and dataclasses.is_dataclass(cls) else None
         self._build_kwargs = self._fits()
+        self._names = self._kwargs_plan()
+        self._wanted = (
+            frozenset(f.name for f in dataclasses.fields(self.cls)) if self.cls else frozenset()
+        )
 
     def _fits(self) -> bool:
         # The class can be built if every field it requires was recorded.
@@ -382,6 +412,14 @@ class ReadSchema:
             if required and f.name not in self.index:
                 return False
         return True
+
+    def _kwargs_plan(self) -> tuple[str, ...] | None:
+        # Names to zip with the values; None when some recorded fields must be dropped.
+        if self.cls is None:
+            return None
+        wanted = {f.name for f in dataclasses.fields(self.cls)}
+        names = tuple(n for n, _c in self.fields)
+        return names if wanted.issuperset(names) else None
 
     def convert(self, values: list[Any]) -> list[Any]:
         """Apply the field converters (enums, tuples, nested classes) in place; return it."""
@@ -406,8 +444,13 @@ class ReadSchema:
         except (ValueError, TypeError):
             return self._unknown(values)
         if self._build_kwargs and self.cls is not None:
-            wanted = {f.name for f in dataclasses.fields(self.cls)}
-            kwargs = {n: v for (n, _c), v in zip(self.fields, values, strict=True) if n in wanted}
+            if self._names is not None:
+                kwargs = dict(zip(self._names, values, strict=True))
+            else:  # the class lost fields since the file was written: drop those values
+                wanted = self._wanted
+                kwargs = {
+                    n: v for (n, _c), v in zip(self.fields, values, strict=True) if n in wanted
+                }
             try:
                 return self.cls(**kwargs)
             except (TypeError, ValueError):
@@ -423,6 +466,11 @@ class ReadSchema:
 
 
 def _converter(code: str, nested: dict[int, ReadSchema]) -> Converter | None:
+    if code.startswith(CODE_OPTIONAL):
+        inner = _converter(code[len(CODE_OPTIONAL) :], nested)
+        if inner is None:
+            return None
+        return lambda v: None if v is None else inner(v)
     if code == CODE_TUPLE:
         return _to_tuple
     if code.startswith(CODE_ENUM):

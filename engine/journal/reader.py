@@ -26,7 +26,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from engine.events import Event
+from engine.events import Event, FixMessageSeen
 from engine.journal import format as fmt
 from engine.journal.format import (
     KIND_EVENT,
@@ -48,6 +48,7 @@ from engine.journal.format import (
 )
 
 _HEADER = fmt.RECORD_HEADER
+_FIX_SEEN = fmt.qualified_name(FixMessageSeen)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -174,8 +175,10 @@ class JournalReader:
                 raise ValueError(f"type id {type_id} is defined twice")
             if type_id == 0:
                 raise ValueError("type id 0 is reserved")
-            self._schemas[type_id] = ReadSchema(type_id, name, fields, self._schemas)
-        except (msgspec.DecodeError, TypeError, ValueError) as e:
+            schema = ReadSchema(type_id, name, fields, self._schemas)
+            schema.offset, schema.record_index = pos, index
+            self._schemas[type_id] = schema
+        except (msgspec.DecodeError, TypeError, ValueError, RecursionError) as e:
             raise JournalCorruptError(self.path, pos, index, f"bad schema record: {e}") from e
 
     def _ensure(self) -> None:
@@ -225,7 +228,7 @@ class JournalReader:
         """
         try:
             values = self._dec.decode(rec.payload)
-        except msgspec.DecodeError as e:
+        except (msgspec.DecodeError, RecursionError) as e:
             raise JournalCorruptError(self.path, rec.offset, rec.index, f"bad payload: {e}") from e
         if not isinstance(values, list):
             what = type(values).__name__
@@ -261,6 +264,36 @@ class JournalReader:
             if rec.kind in _DECODED_KINDS:
                 yield self.decode(rec)
 
+    def fix_messages(self) -> Iterator[FixMessageRecord]:
+        """Iterate over every FIX message: ``FIX`` records and ``FixMessageSeen`` events.
+
+        A ``FixMessageSeen`` event is returned as a :class:`FixMessageRecord` whose
+        ``ts_handled`` is the event's ``ts_event``.
+        """
+        seen = {
+            tid
+            for tid, sch in self.schemas.items()
+            if sch.name == _FIX_SEEN and sch.cls is not None
+        }
+        for rec in self.raw([KIND_FIX, KIND_EVENT]):
+            if rec.kind == KIND_FIX:
+                fix = self.decode(rec)
+                assert isinstance(fix, FixMessageRecord)
+                yield fix
+            elif rec.type_id in seen:
+                ev = self.decode(rec)
+                assert isinstance(ev, JournalEvent)
+                m = ev.event
+                if isinstance(m, FixMessageSeen):
+                    yield FixMessageRecord(
+                        session_id=m.session_id,
+                        direction=FixDirection.OUTBOUND if m.outbound else FixDirection.INBOUND,
+                        raw=m.raw,
+                        ts_created=m.ts_created,
+                        ts_wire=m.ts_wire,
+                        ts_handled=m.ts_event,
+                    )
+
     def __iter__(self) -> Iterator[JournalRecord]:
         return self.records()
 
@@ -280,7 +313,14 @@ class JournalReader:
             return self._decode(rec)
         except JournalCorruptError:
             raise
-        except (msgspec.DecodeError, TypeError, ValueError, KeyError, struct.error) as e:
+        except (
+            msgspec.DecodeError,
+            TypeError,
+            ValueError,
+            KeyError,
+            struct.error,
+            RecursionError,
+        ) as e:
             raise JournalCorruptError(
                 self.path, rec.offset, rec.index, f"bad {_KIND_NAMES.get(rec.kind)} record: {e}"
             ) from e
@@ -297,8 +337,15 @@ class JournalReader:
             return JournalEvent(seq=values[0], event=event)
         if kind == KIND_FIX:
             session_id, direction, ts_c, ts_w, ts_h, raw = self.decode_values(rec)
-            _check_types(session_id, str, direction, int, ts_c, int, ts_w, int, ts_h, int)
-            if not isinstance(raw, bytes):
+            if not (
+                type(session_id) is str
+                and type(direction) is int
+                and type(ts_c) is int
+                and type(ts_w) is int
+                and type(ts_h) is int
+                and type(raw) is bytes
+            ):
+                _check_types(session_id, str, direction, int, ts_c, int, ts_w, int, ts_h, int)
                 raise TypeError("FIX raw message is not bytes")
             return FixMessageRecord(
                 session_id=session_id,
@@ -310,7 +357,14 @@ class JournalReader:
             )
         if kind == KIND_LOG:
             ts, level, source, message, exc_text = self.decode_values(rec)
-            _check_types(ts, int, level, int, source, str, message, str, exc_text, str)
+            if not (
+                type(ts) is int
+                and type(level) is int
+                and type(source) is str
+                and type(message) is str
+                and type(exc_text) is str
+            ):
+                _check_types(ts, int, level, int, source, str, message, str, exc_text, str)
             return LogEntry(ts=ts, level=level, source=source, message=message, exc_text=exc_text)
         if kind == KIND_OPEN:
             info = self._dec.decode(rec.payload)

@@ -15,7 +15,7 @@ import math
 import os
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Literal
@@ -79,6 +79,8 @@ class Journal:
     sync : {"none", "flush", "batch"}
         When to ``fsync``: never, on :meth:`flush` and :meth:`close` (default), or after every
         batch. Without ``fsync`` written data survives a killed process, not a power cut.
+    exclude : Iterable[type[Event]]
+        Event classes not to journal (exact classes, e.g. a high-rate ``BookUpdated``).
 
     Raises
     ------
@@ -105,6 +107,7 @@ class Journal:
         flush_interval_ms: float = 20.0,
         batch_records: int = 4096,
         sync: SyncPolicy = "flush",
+        exclude: Iterable[type[Event]] = (),
     ) -> None:
         if not math.isfinite(flush_interval_ms) or flush_interval_ms <= 0:
             raise ValueError(f"flush_interval_ms must be > 0, got {flush_interval_ms}")
@@ -118,6 +121,7 @@ class Journal:
         self._interval_s = flush_interval_ms / 1000.0
         self._batch = batch_records
         self._sync = sync
+        self._exclude = frozenset(exclude)
         self._queue: deque[_Item] = deque()
         #: The trading-path append; replaced by a raising function on close.
         self._append: Callable[[_Item], None] = self._queue.append
@@ -203,11 +207,13 @@ class Journal:
     # ------------------------------------------------------------------ trading path
     def on_event(self, event: Event) -> None:
         """Append an event taken off the bus (recorded with ``seq`` 0)."""
-        self._append((KIND_EVENT, 0, event))
+        if type(event) not in self._exclude:
+            self._append((KIND_EVENT, 0, event))
 
     def on_event_record(self, record: EventRecord) -> None:
         """Append a numbered event; use as an engine sink (``engine.add_sink``)."""
-        self._append((KIND_EVENT, record.seq, record.event))
+        if type(record.event) not in self._exclude:
+            self._append((KIND_EVENT, record.seq, record.event))
 
     def subscribe(self, bus: MessageBus) -> None:
         """Journal every :class:`engine.events.Event` published on ``bus``.
@@ -348,9 +354,12 @@ class Journal:
                     self._write_batch(b"".join(parts), n)
                     if self._sync == "flush":
                         os.fsync(self._fd)
+                except Exception as e:
+                    self._error = e  # before waking flush(), which reports it
+                    raise
                 finally:
                     parts, n = [], 0
-                    item[1].set()  # flush() then reports any error
+                    item[1].set()
                 continue
             try:
                 data = encode(item)
@@ -365,7 +374,7 @@ class Journal:
             if n >= self._batch:
                 self._write_batch(b"".join(parts), n)
                 parts, n = [], 0
-        if parts:
+        if parts or self._unwritten:  # also retries what a failed write left behind
             self._write_batch(b"".join(parts), n)
 
     def _write_batch(self, data: bytes, n: int) -> None:
@@ -430,7 +439,7 @@ class Journal:
             return known
         fmt.register_type(cls)
         fields, nested_types = fmt.field_codes(cls, lambda t: self._schema_for(t).type_id)
-        nested = {i: self._schema_for(t).flatten for i, t in nested_types.items()}
+        nested = {i: _or_none(self._schema_for(t).flatten) for i, t in nested_types.items()}
         name = fmt.qualified_name(cls)
         type_id = self._schema_keys.get((name, fields))
         if type_id is None:
@@ -452,6 +461,11 @@ def _frame(kind: int, type_id: int, payload: bytes) -> bytes:
     if len(payload) > MAX_PAYLOAD:
         raise ValueError(f"record of {len(payload)} bytes exceeds the {MAX_PAYLOAD}-byte limit")
     return fmt.frame(kind, type_id, payload)
+
+
+def _or_none(flatten: fmt.Flattener) -> fmt.Flattener:
+    # A nested dataclass field may be declared ``X | None``.
+    return lambda v: None if v is None else flatten(v)  # type: ignore[return-value]
 
 
 def _closed_append(path: Path) -> Callable[[_Item], None]:

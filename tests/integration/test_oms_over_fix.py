@@ -1,0 +1,170 @@
+# SPDX-License-Identifier: MIT
+"""The order manager trading the simulator over real FIX sessions on 127.0.0.1."""
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from decimal import Decimal
+
+import pytest
+
+from engine.bus import MessageBus
+from engine.clock import LiveClock
+from engine.enums import KillLevel, OrdStatus, OrdType, Side, TimeInForce
+from engine.events import Alert, Event, OrderChanged
+from engine.fix.log import NullLog
+from engine.fix.message import OutMessage
+from engine.fix.session import FixSession, SessionConfig
+from engine.fix.store import MemoryStore
+from engine.fix.transport import SocketAcceptor, SocketInitiator
+from engine.instruments import Instrument
+from engine.oms.fix_venue import FixVenue
+from engine.oms.order import Order
+from engine.oms.router import OrderRouter
+from engine.sim.exchange import FlowConfig, SimExchange, SimInstrument
+from engine.sim.fix_app import SimFixApplication
+
+pytestmark = pytest.mark.integration
+
+ES = Instrument(symbol="ESZ6", tick_size=Decimal("0.25"), multiplier=Decimal(50))
+
+
+@dataclass
+class Rig:
+    router: OrderRouter
+    exchange: SimExchange
+    app: SimFixApplication
+    events: list[Event]
+
+    async def until(self, pred: Callable[[], bool], within: float = 5.0) -> None:
+        async with asyncio.timeout(within):
+            while not pred():  # noqa: ASYNC110  (the sessions run on this loop)
+                await asyncio.sleep(0.005)
+
+
+class SloppyVenue(FixVenue):
+    """A venue whose NewOrderSingle lacks Side <54>: the counterparty must reject it."""
+
+    def submit(self, order: Order) -> None:
+        if order.client_order_id.endswith("-1"):
+            msg = OutMessage(
+                b"D",
+                [(11, order.client_order_id), (21, b"1"), (38, b"1"), (40, b"2"), (44, b"6000"),
+                 (55, b"ESZ6"), (59, b"0"), (60, self._now_text())],
+            )  # fmt: skip
+            self._send(msg, "D", order.client_order_id, order.symbol)
+        else:
+            super().submit(order)
+
+
+@asynccontextmanager
+async def fix_rig(venue_cls: type[FixVenue] = FixVenue) -> AsyncIterator[Rig]:
+    clock = LiveClock()
+    loop = asyncio.get_running_loop()
+    exchange = SimExchange(
+        [SimInstrument(instrument=ES, start_px_ticks=24_000,
+                       flow=FlowConfig(events_per_second=0))],
+        seed=1,
+    )  # fmt: skip
+    exchange.seed_books(clock.now_ns())
+    exchange.drain_market_events()
+    app = SimFixApplication(exchange, clock)
+    sim = FixSession(
+        SessionConfig(begin_string="FIX.4.4", sender_comp_id="SIM", target_comp_id="CLIENT",
+                      reset_on_logon=True),
+        MemoryStore(), app, NullLog("sim"), clock,
+    )  # fmt: skip
+    acceptor = SocketAcceptor([sim], port=0, clock=clock)
+    await acceptor.start()
+    venue = venue_cls(clock, defer=loop.call_soon)
+    session = FixSession(
+        SessionConfig(begin_string="FIX.4.4", sender_comp_id="CLIENT", target_comp_id="SIM",
+                      initiator=True, heart_bt_int=5, reset_on_logon=True),
+        MemoryStore(), venue, NullLog("client"), clock,
+    )  # fmt: skip
+    venue.bind(session)
+    bus = MessageBus()
+    events: list[Event] = []
+    bus.subscribe(Event, events.append)
+    router = OrderRouter(bus, clock)
+    manager = router.add_instrument(ES, venue)
+    venue.route(ES, manager)
+    initiator = SocketInitiator(session, [("127.0.0.1", acceptor.port)], reconnect_interval=0.2,
+                                clock=clock)  # fmt: skip
+    await initiator.start()
+    await initiator.wait_logged_on(5.0)
+    try:
+        yield Rig(router, exchange, app, events)
+    finally:
+        await initiator.stop()
+        await acceptor.stop()
+        session.close()
+        sim.close()
+
+
+async def test_order_ack_cancel_and_replace_chain_over_fix() -> None:
+    async with fix_rig() as rig:
+        order = rig.router.send("ESZ6", 1, Side.BUY, 2, 23_990)
+        await rig.until(lambda: order.status is OrdStatus.NEW)
+        assert order.venue_order_id
+        m = rig.router.manager("ESZ6")
+        assert m.replace(order, px_ticks=23_991)
+        await rig.until(lambda: order.pending is None and order.px_ticks == 23_991)
+        assert m.replace(order, qty_lots=5)
+        await rig.until(lambda: order.pending is None and order.qty_lots == 5)
+        assert len(order.chain) == 2
+        assert rig.exchange.depth("ESZ6", 20)[0].count((23_991, 5)) == 1
+        assert m.cancel(order)
+        await rig.until(lambda: order.status is OrdStatus.CANCELED)
+        assert rig.router.risk.open_orders() == 0
+
+
+async def test_fill_against_the_book_and_cancel_reject_when_too_late() -> None:
+    async with fix_rig() as rig:
+        # Seeded asks: 5 lots at 24_001 .. 24_005; buy 7 IOC up to 24_002.
+        order = rig.router.send("ESZ6", 1, Side.BUY, 7, 24_002, OrdType.LIMIT, TimeInForce.IOC)
+        await rig.until(lambda: order.is_terminal)
+        assert order.status is OrdStatus.FILLED
+        assert order.cum_qty_lots == 7
+        assert order.avg_px_ticks == pytest.approx((5 * 24_001 + 2 * 24_002) / 7)
+        assert rig.router.risk.position("ESZ6", 1) == 7
+        resting = rig.router.send("ESZ6", 1, Side.SELL, 1, 24_010)
+        await rig.until(lambda: resting.status is OrdStatus.NEW)
+        # Another client lifts it before our cancel arrives.
+        rig.app.dispatch(rig.exchange.submit(999, "X", "ESZ6", Side.BUY, 50, 24_010,
+                                             OrdType.LIMIT, TimeInForce.IOC, ts=1))  # fmt: skip
+        m = rig.router.manager("ESZ6")
+        assert m.cancel(resting)
+        await rig.until(lambda: resting.pending is None and resting.is_terminal)
+        assert resting.status is OrdStatus.FILLED
+        assert any("cancel of" in a.text and "rejected" in a.text
+                   for a in rig.events if isinstance(a, Alert))  # fmt: skip
+
+
+async def test_session_reject_sets_the_order_rejected_with_its_own_event() -> None:
+    async with fix_rig(SloppyVenue) as rig:
+        order = rig.router.send("ESZ6", 1, Side.BUY, 1, 24_000)
+        await rig.until(lambda: order.is_terminal)
+        assert order.status is OrdStatus.REJECTED
+        assert order.text == "session reject: Required tag missing"
+        change = [e for e in rig.events if isinstance(e, OrderChanged)][-1]
+        assert (change.change, change.order.status) == ("rejected", OrdStatus.REJECTED)
+        # The session stays up and the next (well-formed) order goes through.
+        good = rig.router.send("ESZ6", 1, Side.BUY, 1, 23_900)
+        await rig.until(lambda: good.status is OrdStatus.NEW)
+
+
+async def test_kill_switch_levels_over_fix() -> None:
+    async with fix_rig() as rig:
+        buy = rig.router.send("ESZ6", 1, Side.BUY, 3, 24_001, OrdType.LIMIT, TimeInForce.IOC)
+        await rig.until(lambda: buy.is_terminal)
+        working = [rig.router.send("ESZ6", 2, Side.SELL, 1, 24_020 + i) for i in range(3)]
+        await rig.until(lambda: all(o.status is OrdStatus.NEW for o in working))
+        rig.router.kill(KillLevel.BLOCK_NEW, actor="test", reason="block")
+        assert rig.router.send("ESZ6", 2, Side.SELL, 1, 24_030).status is OrdStatus.REJECTED
+        rig.router.kill(KillLevel.CANCEL_ALL, actor="test", reason="cancel")
+        await rig.until(lambda: all(o.status is OrdStatus.CANCELED for o in working))
+        rig.router.kill(KillLevel.FLATTEN, actor="test", reason="flatten")
+        await rig.until(lambda: rig.router.risk.position("ESZ6", 1) == 0)
+        assert rig.router.risk.position("ESZ6") == 0
