@@ -7,6 +7,7 @@ the window saves its settings, the engine stops and its thread is joined, logs a
 
 import argparse
 import asyncio
+import functools
 import logging
 import os
 import signal
@@ -23,7 +24,7 @@ from PySide6.QtWidgets import QApplication
 from app import logs
 from app.controller import Controller
 from app.main_window import MainWindow
-from app.paths import resource
+from app.paths import resource, state_dir
 from app.settings import AppSettings
 from engine.client import EngineStartError
 from engine.demo import build_demo
@@ -143,7 +144,10 @@ class ConsoleRun:
 
         opts = self.opts
         headless_run = opts.smoke is not None or opts.screenshot is not None
-        controller = Controller(EmbeddedEngineClient(configure=build_demo, warm_up=warm_up))
+        demo = functools.partial(
+            build_demo, journal_dir=state_dir() / "journal", store_dir=state_dir() / "fix"
+        )
+        controller = Controller(EmbeddedEngineClient(configure=demo, warm_up=warm_up))
         try:
             controller.start()
         except EngineStartError as e:

@@ -88,7 +88,7 @@ class MainWindow(QMainWindow):
         self.theme = ""
         self._shut_down = False
 
-        self.monitor = MonitorWorkspace()
+        self.monitor = MonitorWorkspace(send=controller.client.send)
         self.manager = ManagerWorkspace()
         self.analyzer = AnalyzerWorkspace()
         self.workspaces: dict[str, QMainWindow] = {

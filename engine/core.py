@@ -209,6 +209,13 @@ class Engine:
             heartbeat.cancel()
             await asyncio.gather(heartbeat, return_exceptions=True)
             self._set_state(EngineState.STOPPED, "stopped on request")
+            for component in reversed(started):
+                close = getattr(component, "close", None)  # after the very last event
+                if close is not None:
+                    try:
+                        close()
+                    except Exception:
+                        log.exception("component %s failed to close", component.name)
 
     def _set_state(self, state: EngineState, reason: str = "") -> None:
         self._state = state

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -20,10 +21,11 @@ from engine.core import Component, Engine
 from engine.events import Event
 from engine.fix.log import NullLog
 from engine.fix.session import FixSession, SessionConfig
-from engine.fix.store import MemoryStore
+from engine.fix.store import FileStore, MemoryStore, MessageStore
 from engine.fix.transport import SocketAcceptor, SocketInitiator
 from engine.fixlink import BusLog, FixLink
 from engine.instruments import Instrument
+from engine.journaling import JournalComponent, recover_day
 from engine.marketdata import MarketData
 from engine.oms.fix_venue import FixVenue
 from engine.oms.risk import RiskLimits
@@ -126,12 +128,24 @@ DEMO_CLIENT_COMP_ID = "QWCONSOLE"
 DEMO_SIM_COMP_ID = "QWSIM"
 
 
-def build_demo(engine: Engine, *, seed: int = 7, transport: str = "fix") -> TradingDesk:
+def build_demo(
+    engine: Engine,
+    *,
+    seed: int = 7,
+    transport: str = "fix",
+    journal_dir: Path | None = None,
+    store_dir: Path | None = None,
+) -> TradingDesk:
     """Add the demo's simulator, trading desk and market maker to ``engine``; return the desk.
 
     With ``transport="fix"`` (the default) orders and market data go over a real FIX 4.4
     session on loopback between the engine's initiator and the simulator's acceptor; with
     ``"inprocess"`` the order manager calls the simulator directly.
+
+    ``journal_dir`` journals everything to today's file there and, if that file exists
+    already (a restart mid-day), first rebuilds orders and positions from it. ``store_dir``
+    keeps both FIX sessions' sequence numbers and messages in file stores there, so a restart
+    resumes them instead of resetting to 1.
     """
     if transport not in ("fix", "inprocess"):
         raise ValueError(f"transport must be 'fix' or 'inprocess', got {transport!r}")
@@ -143,36 +157,63 @@ def build_demo(engine: Engine, *, seed: int = 7, transport: str = "fix") -> Trad
     )
     desk = TradingDesk(engine.bus, engine.clock, DEMO_LIMITS)
     desk.set_market_data(market)
+    recovered = None
+    pre: list[Component] = []
+    if journal_dir is not None:
+        recovered = recover_day(journal_dir, engine.engine_id, engine.clock.now_ns())
+        pre.append(JournalComponent(engine, journal_dir))
     if transport == "inprocess":
         sim_venue = SimVenue(exchange, engine.clock, loop.call_soon, name="SIM")
         venue: SimVenue | FixVenue = sim_venue
         pump = SimPump(exchange, sim_venue.deliver, market.apply)
-        components: list[Component] = [desk, pump]
+        components: list[Component] = [*pre, desk, pump]
     else:
         app = SimFixApplication(exchange, engine.clock)
         link = FixLink(engine.bus, engine.clock)
+        reset = store_dir is None
+
+        def store(name: str) -> MessageStore:
+            if store_dir is None:
+                return MemoryStore(engine.clock.now_ns())
+            store_dir.mkdir(parents=True, exist_ok=True)
+            return FileStore(store_dir, name, engine.clock.now_ns())
+
         sim_session = FixSession(
             SessionConfig(begin_string="FIX.4.4", sender_comp_id=DEMO_SIM_COMP_ID,
-                          target_comp_id=DEMO_CLIENT_COMP_ID, reset_on_logon=True),
-            MemoryStore(engine.clock.now_ns()), app, NullLog("simulator"), engine.clock,
+                          target_comp_id=DEMO_CLIENT_COMP_ID, reset_on_logon=reset),
+            store(f"FIX.4.4-{DEMO_SIM_COMP_ID}-{DEMO_CLIENT_COMP_ID}"), app,
+            NullLog("simulator"), engine.clock,
         )  # fmt: skip
         acceptor = SocketAcceptor([sim_session], host="127.0.0.1", port=0, clock=engine.clock)
+
+        def on_session(up: bool) -> None:
+            link.publish_status()
+            if up:
+                desk.reconcile()
+
         venue = FixVenue(
             engine.clock,
             name="SIM-FIX",
             defer=loop.call_soon,
-            on_session=lambda _sid, _up: link.publish_status(),
+            on_session=lambda _sid, up: on_session(up),
         )
         config = SessionConfig(begin_string="FIX.4.4", sender_comp_id=DEMO_CLIENT_COMP_ID,
                                target_comp_id=DEMO_SIM_COMP_ID, initiator=True,
-                               heart_bt_int=10, reset_on_logon=True)  # fmt: skip
+                               heart_bt_int=10, reset_on_logon=reset)  # fmt: skip
         session = FixSession(
             config,
-            MemoryStore(engine.clock.now_ns()),
+            store(f"FIX.4.4-{DEMO_CLIENT_COMP_ID}-{DEMO_SIM_COMP_ID}"),
             venue,
             BusLog(engine.bus, engine.clock, str(config.session_id)),
             engine.clock,
         )
+        if not reset and (
+            session.next_sender_seq_num != sim_session.next_target_seq_num
+            or session.next_target_seq_num != sim_session.next_sender_seq_num
+        ):  # the two stores disagree (one was lost): start both sides afresh
+            log.warning("demo FIX stores disagree; resetting both sessions' sequence numbers")
+            session.store.reset(engine.clock.now_ns())
+            sim_session.store.reset(engine.clock.now_ns())
         venue.bind(session)
         venue.set_market_data(market)
         initiator = SocketInitiator(session, [("127.0.0.1", 0)], reconnect_interval=1.0,
@@ -187,9 +228,11 @@ def build_demo(engine: Engine, *, seed: int = 7, transport: str = "fix") -> Trad
         link.track(session)
         link.add_startup(connect)
         pump = SimPump(exchange, app.dispatch, app.publish_market_data)
-        components = [desk, link, pump]
+        components = [*pre, desk, link, pump]
     for listing in DEMO_LISTINGS:
         desk.add_instrument(listing.instrument, venue)
+    if recovered is not None:
+        desk.restore(recovered)
     desk.add_strategy(
         MarketMaker(DEMO_STRATEGY_ID, symbols, qty_lots=1, half_spread_ticks=1,
                     skew_ticks_per_lot=0.5, max_position_lots=10),

@@ -9,9 +9,11 @@ it stops cleanly on SIGINT and SIGTERM.
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn, TextIO
 
 from engine.clock import LiveClock
@@ -58,11 +60,28 @@ class Summary:
         )
 
 
-async def run_demo(seconds: float | None, interval_s: float, out: TextIO) -> int:
-    """Run the demo engine until a signal (or ``seconds``); print a summary every interval."""
+def default_state_dir() -> Path:
+    """Return ``$XDG_STATE_HOME/qwconsole`` (``~/.local/state/qwconsole``)."""
+    base = os.environ.get("XDG_STATE_HOME", "")
+    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".local/state"
+    return root / "qwconsole"
+
+
+async def run_demo(
+    seconds: float | None, interval_s: float, out: TextIO, state_dir: Path | None = None
+) -> int:
+    """Run the demo engine until a signal (or ``seconds``); print a summary every interval.
+
+    With ``state_dir`` the engine journals to ``state_dir/journal`` and keeps its FIX stores in
+    ``state_dir/fix``: a restart the same day rebuilds orders and positions and resumes the
+    sequence numbers.
+    """
     clock = LiveClock()
     engine = Engine(clock, engine_id="headless")
-    build_demo(engine)
+    if state_dir is None:
+        build_demo(engine)
+    else:
+        build_demo(engine, journal_dir=state_dir / "journal", store_dir=state_dir / "fix")
     summary = Summary()
     engine.bus.subscribe(Event, summary.on_event)
     loop = asyncio.get_running_loop()
@@ -95,9 +114,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--demo", action="store_true", help="run the built-in demo")
     parser.add_argument("--seconds", type=float, default=None, help="stop after this long")
     parser.add_argument("--interval", type=float, default=1.0, help="summary period, seconds")
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        help="journal and FIX stores go here (default $XDG_STATE_HOME/qwconsole)",
+    )
+    parser.add_argument(
+        "--no-journal", action="store_true", help="keep nothing on disk (fresh start every time)"
+    )
     opts = parser.parse_args(argv)
     if not opts.demo:
         parser.error("nothing to run: use --demo (engine configuration files come later)")
     if opts.interval <= 0 or (opts.seconds is not None and opts.seconds <= 0):
         parser.error("--seconds and --interval must be > 0")
-    return asyncio.run(run_demo(opts.seconds, opts.interval, sys.stdout))
+    state = None if opts.no_journal else (opts.state_dir or default_state_dir())
+    return asyncio.run(run_demo(opts.seconds, opts.interval, sys.stdout, state))

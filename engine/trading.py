@@ -40,6 +40,7 @@ from engine.events import (
     TradeReported,
 )
 from engine.instruments import Instrument
+from engine.journal import RecoveredState
 from engine.marketdata import MarketData
 from engine.oms.order import Order
 from engine.oms.risk import RiskLimits
@@ -87,6 +88,7 @@ class TradingDesk:
         self._marked: dict[tuple[int, int], tuple[int, int]] = {}  # (slot, ins) -> (qty, mark)
         self._tasks: list[asyncio.Task[None]] = []
         self._autostart: list[int] = []
+        self._recovered: RecoveredState | None = None
         bus.subscribe(OrderFilled, self._on_fill)
         bus.subscribe(TradeReported, self._on_trade)
 
@@ -115,6 +117,41 @@ class TradingDesk:
         if autostart:
             self._autostart.append(strategy.strategy_id)
 
+    def restore(self, state: RecoveredState) -> int:
+        """Rebuild orders (now) and positions (at start) from a replayed journal.
+
+        Returns the number of orders restored. Call after the instruments were added and
+        before the engine starts; :meth:`reconcile` then asks the venue about working orders.
+        """
+        if self.positions is not None:
+            raise RuntimeError("restore before the trading desk starts")
+        self._recovered = state
+        restored = 0
+        for view in state.orders.values():
+            manager = self.router.managers.get(view.symbol)
+            if manager is None:
+                log.warning("journal order %d on %s: instrument no longer traded", view.order_id,
+                            view.symbol)  # fmt: skip
+                continue
+            ids = [f.exec_id for f in state.fills if f.order_id == view.order_id]
+            manager.restore(view, ids)
+            restored += 1
+        if state.orders:
+            self.router.continue_order_ids_after(max(state.orders))
+        if state.kill_switch is not None:
+            self.router.risk.kill_level = state.kill_switch.level
+        log.info("restored %d orders and %d fills from the journal", restored, len(state.fills))
+        return restored
+
+    def reconcile(self) -> int:
+        """Ask the venues for the status of every working order; return how many were asked."""
+        n = 0
+        for manager in self.router.managers.values():
+            for order in list(manager.working()):
+                manager.request_status(order)
+                n += 1
+        return n
+
     def _book(self, symbol: str) -> BookView | None:
         return self.market.book(symbol) if self.market is not None else None
 
@@ -126,6 +163,8 @@ class TradingDesk:
         self.positions = PositionBook(MAX_STRATEGIES, [i for i, _v in self.instruments])
         for event in self._instrument_events():
             self.bus.publish(event)
+        if self._recovered is not None:
+            self._replay(self._recovered)
         loop = asyncio.get_running_loop()
         self._tasks = [
             loop.create_task(self._every(TIMER_INTERVAL_S, self.runner.on_timer), name="timers"),
@@ -133,6 +172,26 @@ class TradingDesk:
         ]
         for sid in self._autostart:
             self.runner.start(sid)
+
+    def _replay(self, state: RecoveredState) -> None:
+        assert self.positions is not None
+        for manager in self.router.managers.values():
+            for order in manager.orders.values():
+                self.bus.publish(
+                    OrderChanged(ts_event=order.ts_last, order=order.view(), change="recovered")
+                )
+        touched: set[tuple[int, int, int]] = set()
+        for fill in state.fills:
+            ins = self._instrument_index.get(fill.symbol)
+            if ins is None:
+                continue
+            slot = self._slot.get(fill.strategy_id, 0)
+            self.positions.on_fill(slot, ins, int(fill.side), fill.last_px_ticks,
+                                   fill.last_qty_lots, ts=fill.ts_event)  # fmt: skip
+            self.router.risk.on_fill(fill.strategy_id, fill.symbol, fill.side, fill.last_qty_lots)
+            touched.add((slot, ins, fill.strategy_id))
+        for slot, ins, sid in sorted(touched):
+            self._publish_position(slot, ins, sid)
 
     async def stop(self) -> None:
         """Stop strategies (their orders are canceled) and the timers."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from engine.bus import MessageBus
 from engine.clock import Clock
 from engine.enums import AlertLevel, ExecType, OrdStatus, OrdType, Side, TimeInForce
-from engine.events import Alert, OrderChanged, OrderFilled
+from engine.events import Alert, OrderChanged, OrderFilled, OrderView
 from engine.instruments import Instrument
 from engine.oms.order import Order, PendingRequest, is_allowed
 from engine.oms.risk import OrderIntent, RiskChecker
@@ -100,6 +100,47 @@ class OrderManager:
         for order in self.orders.values():
             if order.is_working and (strategy_id is None or order.strategy_id == strategy_id):
                 yield order
+
+    # ------------------------------------------------------------------ recovery
+    def restore(self, view: OrderView, exec_ids: Iterable[str] = ()) -> Order:
+        """Rebuild an order from its last journaled view (engine restart).
+
+        A cancel or replace that was pending is forgotten (its fate is unknown until the venue
+        answers a status request); the order takes the status it had before the request.
+        """
+        status = view.status
+        if status in (OrdStatus.PENDING_CANCEL, OrdStatus.PENDING_REPLACE):
+            status = OrdStatus.PARTIALLY_FILLED if view.cum_qty_lots else OrdStatus.NEW
+        order = Order(
+            order_id=view.order_id,
+            client_order_id=view.client_order_id,
+            strategy_id=view.strategy_id,
+            symbol=self.symbol,
+            side=view.side,
+            ord_type=view.ord_type,
+            time_in_force=view.time_in_force,
+            qty_lots=view.qty_lots,
+            px_ticks=view.px_ticks,
+            ts_created=view.ts_created,
+            status=status,
+            venue_order_id=view.venue_order_id,
+            chain=view.orig_client_order_ids,
+            cum_qty_lots=view.cum_qty_lots,
+            leaves_qty_lots=view.leaves_qty_lots,
+            notional_ticks_lots=round(view.avg_px_ticks * view.cum_qty_lots),
+            text=view.text,
+            ts_sent=view.ts_sent,
+            ts_acked=view.ts_acked,
+            ts_last=view.ts_last,
+        )
+        self.orders[order.order_id] = order
+        for clordid in (*order.chain, order.client_order_id):
+            self._by_clordid[clordid] = order
+        if order.venue_order_id:
+            self._by_venue_id[order.venue_order_id] = order
+        self._exec_ids.update(exec_ids)
+        self._sync_risk(order)
+        return order
 
     # ------------------------------------------------------------------ requests
     def send(

@@ -58,8 +58,8 @@ class OrderRouter:
         self.risk = RiskChecker(clock, global_limits, reference_px=self._reference_px)
         self.managers: dict[str, OrderManager] = {}
         self._reference: dict[str, int] = {}
-        ids = itertools.count(1)
-        self._next_order_id = lambda: next(ids)
+        self._ids = itertools.count(1)
+        self._next_order_id = lambda: next(self._ids)
 
     # ------------------------------------------------------------------ set-up
     def add_instrument(
@@ -79,6 +79,10 @@ class OrderRouter:
         )
         self.managers[instrument.symbol] = manager
         return manager
+
+    def continue_order_ids_after(self, last_order_id: int) -> None:
+        """Give new orders ids above ``last_order_id`` (orders restored from a journal)."""
+        self._ids = itertools.count(last_order_id + 1)
 
     def manager(self, symbol: str) -> OrderManager:
         """Return the order manager of ``symbol``; ``KeyError`` naming it if not routed."""

@@ -13,7 +13,7 @@ Deterministic: with the same seed and the same sequence of calls and times, the 
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -355,6 +355,15 @@ class SimExchange:
         if order is None:
             return None
         return self._report(order, ExecType.ORDER_STATUS, ts)
+
+    def unknown_status(
+        self, owner: int, client_order_id: str, symbol: str, side: Side, ts: int
+    ) -> SimReport:
+        """Return the answer to a status request for an order this exchange does not know."""
+        rep = self._reject(
+            owner, client_order_id, symbol, side, OrdType.LIMIT, 0, 0, "unknown order", ts
+        )
+        return replace(rep, exec_type=ExecType.ORDER_STATUS)
 
     def cancel_owner(self, owner: int, ts: int) -> list[SimReport]:
         """Cancel every working order of a client (cancel on disconnect)."""

@@ -50,6 +50,15 @@ from engine.types import BUY, L2_SET, L2_TRADE
 log = logging.getLogger(__name__)
 
 
+#: FIX 4.2 status reports: ExecType <150> that matches the order's status.
+_STATUS_EXEC_42 = {
+    OrdStatus.PARTIALLY_FILLED: ExecType.PARTIAL_FILL,
+    OrdStatus.FILLED: ExecType.FILL,
+    OrdStatus.CANCELED: ExecType.CANCELED,
+    OrdStatus.REJECTED: ExecType.REJECTED,
+}
+
+
 @dataclass
 class _Client:
     session_id: SessionID
@@ -184,11 +193,25 @@ class SimFixApplication(Application):
         self._answer(client, result)
 
     def _status(self, client: _Client, m: FixMessage) -> None:
-        report = self.exchange.status(
-            client.owner, self._req(m, 11).decode("latin-1"), self.clock.now_ns()
-        )
+        clordid = self._req(m, 11).decode("latin-1")
+        report = self.exchange.status(client.owner, clordid, self.clock.now_ns())
         if report is not None:
             self.dispatch([report])
+            return
+        # Unknown here (never seen, or from before a restart of the simulator).
+        ins = self._instrument(m)
+        side = FIX_TO_SIDE.get(m.get(54) or b"")
+        if side is None:
+            raise IncorrectTagValue(54)
+        self._send(
+            client,
+            self._execution_report(
+                client,
+                self.exchange.unknown_status(
+                    client.owner, clordid, ins.symbol if ins else "", side, self.clock.now_ns()
+                ),
+            ),
+        )
 
     def _answer(self, client: _Client, result: list[SimReport] | SimCancelReject) -> None:
         if isinstance(result, SimCancelReject):
@@ -246,8 +269,8 @@ class SimFixApplication(Application):
         ]
         if bs < "FIX.4.3":
             body.append((20, b"3" if et is ExecType.ORDER_STATUS else b"0"))
-            if et is ExecType.ORDER_STATUS:
-                et = ExecType.NEW if r.ord_status is OrdStatus.NEW else ExecType.PARTIAL_FILL
+            if et is ExecType.ORDER_STATUS:  # 4.2 has no "I": the status says it (20=3)
+                et = _STATUS_EXEC_42.get(r.ord_status, ExecType.NEW)
         body.append((150, exec_type_to_fix(et, bs, r.ord_status)))
         if r.px_ticks and r.ord_type is OrdType.LIMIT:
             body.append((44, px(r.px_ticks)))

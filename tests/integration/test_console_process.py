@@ -74,6 +74,8 @@ def test_screenshot_renders_the_window_to_a_png(tmp_path: Path, theme: str) -> N
 
 
 def start_console(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    log = tmp_path / "state" / "qwconsole.log"
+    shown_before = log.read_text().count("window shown") if log.exists() else 0
     proc = subprocess.Popen(
         [sys.executable, "-m", "app", *args],
         stdout=subprocess.PIPE,
@@ -81,10 +83,9 @@ def start_console(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
         text=True,
         env=console_env(tmp_path),
     )
-    log = tmp_path / "state" / "qwconsole.log"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        if log.exists() and "window shown" in log.read_text():
+        if log.exists() and log.read_text().count("window shown") > shown_before:
             time.sleep(0.3)  # let the first heartbeat arrive
             return proc
         if proc.poll() is not None:

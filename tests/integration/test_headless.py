@@ -6,15 +6,26 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-def test_demo_prints_summaries_with_fills_and_stops_on_sigterm() -> None:
+def test_demo_prints_summaries_with_fills_and_stops_on_sigterm(tmp_path: Path) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app", "engine", "--demo", "--interval", "0.5"],
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "engine",
+            "--demo",
+            "--interval",
+            "0.5",
+            "--state-dir",
+            str(tmp_path),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -34,6 +45,8 @@ def test_demo_prints_summaries_with_fills_and_stops_on_sigterm() -> None:
     assert "engine stopped cleanly" in out
     assert any("orders" in ln and "P&L" in ln for ln in lines)
     assert "Traceback" not in err
+    assert list((tmp_path / "journal").glob("headless-*.qwj"))
+    assert list((tmp_path / "fix").iterdir())
 
 
 def test_engine_subcommand_without_mode_is_a_one_line_error() -> None:
