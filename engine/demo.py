@@ -128,6 +128,77 @@ DEMO_CLIENT_COMP_ID = "QWCONSOLE"
 DEMO_SIM_COMP_ID = "QWSIM"
 
 
+def _fix_demo(
+    engine: Engine,
+    exchange: SimExchange,
+    market: MarketData,
+    desk: TradingDesk,
+    store_dir: Path | None,
+) -> tuple[FixVenue, list[Component]]:
+    """Wire the simulator's FIX acceptor and the engine's FIX initiator on loopback."""
+    loop = asyncio.get_event_loop()
+    app = SimFixApplication(exchange, engine.clock)
+    link = FixLink(engine.bus, engine.clock)
+    reset = store_dir is None
+
+    def store(name: str) -> MessageStore:
+        if store_dir is None:
+            return MemoryStore(engine.clock.now_ns())
+        store_dir.mkdir(parents=True, exist_ok=True)
+        return FileStore(store_dir, name, engine.clock.now_ns())
+
+    sim_session = FixSession(
+        SessionConfig(begin_string="FIX.4.4", sender_comp_id=DEMO_SIM_COMP_ID,
+                      target_comp_id=DEMO_CLIENT_COMP_ID, reset_on_logon=reset),
+        store(f"FIX.4.4-{DEMO_SIM_COMP_ID}-{DEMO_CLIENT_COMP_ID}"), app,
+        NullLog("simulator"), engine.clock,
+    )  # fmt: skip
+    acceptor = SocketAcceptor([sim_session], host="127.0.0.1", port=0, clock=engine.clock)
+
+    def on_session(up: bool) -> None:
+        link.publish_status()
+        if up:
+            desk.reconcile()
+
+    venue = FixVenue(
+        engine.clock,
+        name="SIM-FIX",
+        defer=loop.call_soon,
+        on_session=lambda _sid, up: on_session(up),
+    )
+    config = SessionConfig(begin_string="FIX.4.4", sender_comp_id=DEMO_CLIENT_COMP_ID,
+                           target_comp_id=DEMO_SIM_COMP_ID, initiator=True,
+                           heart_bt_int=10, reset_on_logon=reset)  # fmt: skip
+    session = FixSession(
+        config,
+        store(f"FIX.4.4-{DEMO_CLIENT_COMP_ID}-{DEMO_SIM_COMP_ID}"),
+        venue,
+        BusLog(engine.bus, engine.clock, str(config.session_id)),
+        engine.clock,
+    )
+    if not reset and (
+        session.next_sender_seq_num != sim_session.next_target_seq_num
+        or session.next_target_seq_num != sim_session.next_sender_seq_num
+    ):  # the two stores disagree (one was lost): start both sides afresh
+        log.warning("demo FIX stores disagree; resetting both sessions' sequence numbers")
+        session.store.reset(engine.clock.now_ns())
+        sim_session.store.reset(engine.clock.now_ns())
+    venue.bind(session)
+    venue.set_market_data(market)
+    initiator = SocketInitiator(session, [("127.0.0.1", 0)], reconnect_interval=1.0,
+                                clock=engine.clock)  # fmt: skip
+    link.add_acceptor(acceptor, track=False)
+
+    async def connect() -> None:
+        initiator.hosts = [("127.0.0.1", acceptor.port)]
+        await initiator.start()
+
+    link.initiators.append(initiator)
+    link.track(session)
+    link.add_startup(connect)
+    return venue, [link, SimPump(exchange, app.dispatch, app.publish_market_data)]
+
+
 def build_demo(
     engine: Engine,
     *,
@@ -168,67 +239,8 @@ def build_demo(
         pump = SimPump(exchange, sim_venue.deliver, market.apply)
         components: list[Component] = [*pre, desk, pump]
     else:
-        app = SimFixApplication(exchange, engine.clock)
-        link = FixLink(engine.bus, engine.clock)
-        reset = store_dir is None
-
-        def store(name: str) -> MessageStore:
-            if store_dir is None:
-                return MemoryStore(engine.clock.now_ns())
-            store_dir.mkdir(parents=True, exist_ok=True)
-            return FileStore(store_dir, name, engine.clock.now_ns())
-
-        sim_session = FixSession(
-            SessionConfig(begin_string="FIX.4.4", sender_comp_id=DEMO_SIM_COMP_ID,
-                          target_comp_id=DEMO_CLIENT_COMP_ID, reset_on_logon=reset),
-            store(f"FIX.4.4-{DEMO_SIM_COMP_ID}-{DEMO_CLIENT_COMP_ID}"), app,
-            NullLog("simulator"), engine.clock,
-        )  # fmt: skip
-        acceptor = SocketAcceptor([sim_session], host="127.0.0.1", port=0, clock=engine.clock)
-
-        def on_session(up: bool) -> None:
-            link.publish_status()
-            if up:
-                desk.reconcile()
-
-        venue = FixVenue(
-            engine.clock,
-            name="SIM-FIX",
-            defer=loop.call_soon,
-            on_session=lambda _sid, up: on_session(up),
-        )
-        config = SessionConfig(begin_string="FIX.4.4", sender_comp_id=DEMO_CLIENT_COMP_ID,
-                               target_comp_id=DEMO_SIM_COMP_ID, initiator=True,
-                               heart_bt_int=10, reset_on_logon=reset)  # fmt: skip
-        session = FixSession(
-            config,
-            store(f"FIX.4.4-{DEMO_CLIENT_COMP_ID}-{DEMO_SIM_COMP_ID}"),
-            venue,
-            BusLog(engine.bus, engine.clock, str(config.session_id)),
-            engine.clock,
-        )
-        if not reset and (
-            session.next_sender_seq_num != sim_session.next_target_seq_num
-            or session.next_target_seq_num != sim_session.next_sender_seq_num
-        ):  # the two stores disagree (one was lost): start both sides afresh
-            log.warning("demo FIX stores disagree; resetting both sessions' sequence numbers")
-            session.store.reset(engine.clock.now_ns())
-            sim_session.store.reset(engine.clock.now_ns())
-        venue.bind(session)
-        venue.set_market_data(market)
-        initiator = SocketInitiator(session, [("127.0.0.1", 0)], reconnect_interval=1.0,
-                                    clock=engine.clock)  # fmt: skip
-        link.add_acceptor(acceptor, track=False)
-
-        async def connect() -> None:
-            initiator.hosts = [("127.0.0.1", acceptor.port)]
-            await initiator.start()
-
-        link.initiators.append(initiator)
-        link.track(session)
-        link.add_startup(connect)
-        pump = SimPump(exchange, app.dispatch, app.publish_market_data)
-        components = [*pre, desk, link, pump]
+        venue, fix_parts = _fix_demo(engine, exchange, market, desk, store_dir)
+        components = [*pre, desk, *fix_parts]
     for listing in DEMO_LISTINGS:
         desk.add_instrument(listing.instrument, venue)
     if recovered is not None:

@@ -207,7 +207,7 @@ class EmbeddedEngineClient:
             callback()
 
     def _thread_main(self, ready: threading.Event) -> None:
-        loop = asyncio.new_event_loop()
+        loop = new_event_loop()
         asyncio.set_event_loop(loop)
         try:
             engine = Engine(self._clock, heartbeat_interval_ms=self._hb_ms)
@@ -230,3 +230,12 @@ class EmbeddedEngineClient:
             finally:
                 loop.close()
                 self._state = ClientState.DISCONNECTED
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """Return a uvloop loop where uvloop is installed (faster sockets), else asyncio's."""
+    try:
+        import uvloop  # optional: not on every platform
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()

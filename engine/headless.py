@@ -20,6 +20,7 @@ from engine.clock import LiveClock
 from engine.core import Engine
 from engine.demo import build_demo
 from engine.events import Alert, Event, OrderChanged, OrderFilled, PositionChanged
+from engine.fix.transport import install_uvloop
 
 
 class _Parser(argparse.ArgumentParser):
@@ -129,4 +130,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     if opts.interval <= 0 or (opts.seconds is not None and opts.seconds <= 0):
         parser.error("--seconds and --interval must be > 0")
     state = None if opts.no_journal else (opts.state_dir or default_state_dir())
+    install_uvloop()
     return asyncio.run(run_demo(opts.seconds, opts.interval, sys.stdout, state))

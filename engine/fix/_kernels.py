@@ -67,10 +67,14 @@ def _tokenize(
     vstart: npt.NDArray[np.int64],
     vend: npt.NDArray[np.int64],
     nf: int,
+    data_tags: npt.NDArray[np.int64],
 ) -> int:
     # Returns the new field count, or -1 when a field is malformed.
     i = start
     k = nf
+    want_tag = -1  # DATA field announced by the LENGTH field just read
+    want_len = 0
+    ndt = data_tags.shape[0]
     while i < end:
         neg = False
         if buf[i] == _MINUS:
@@ -86,10 +90,27 @@ def _tokenize(
             return -1
         i += 1
         vs = i
-        while i < end and buf[i] != _SOH:
-            i += 1
-        if i >= end:
-            return -1
+        if not neg and tag == want_tag and vs + want_len < end and buf[vs + want_len] == _SOH:
+            # Raw data: exactly the announced number of bytes, SOH included.
+            i = vs + want_len
+        else:
+            while i < end and buf[i] != _SOH:
+                i += 1
+            if i >= end:
+                return -1
+        want_tag = -1
+        if not neg and tag < ndt and data_tags[tag] > 0:
+            length = 0
+            ok = i > vs and i - vs < 10
+            for j in range(vs, i):
+                c = int(buf[j]) - _ZERO
+                if c < 0 or c > 9:
+                    ok = False
+                    break
+                length = length * 10 + c
+            if ok:
+                want_tag = data_tags[tag]
+                want_len = length
         tags[k] = -tag if neg else tag
         vstart[k] = vs
         vend[k] = i
@@ -106,6 +127,7 @@ def scan_frames(  # noqa: C901  (one pass, one kernel: splitting costs calls)
     tags: npt.NDArray[np.int64],
     vstart: npt.NDArray[np.int64],
     vend: npt.NDArray[np.int64],
+    data_tags: npt.NDArray[np.int64],
 ) -> tuple[int, int, int]:
     """Frame, verify and tokenize the FIX messages in ``buf[:n]``.
 
@@ -125,6 +147,9 @@ def scan_frames(  # noqa: C901  (one pass, one kernel: splitting costs calls)
     tags, vstart, vend : int64[:]
         Output per field: tag number (negative when written with a minus sign) and absolute
         value offsets ``[vstart, vend)`` into ``buf``. Mutated.
+    data_tags : int64[:]
+        ``data_tags[length_tag]`` is the DATA tag whose byte count ``length_tag`` gives
+        (RawDataLength <95> -> RawData <96>), 0 elsewhere; such values may contain SOH.
 
     Returns
     -------
@@ -259,7 +284,7 @@ def scan_frames(  # noqa: C901  (one pass, one kernel: splitting costs calls)
                 ):
                     status = FRAME_BAD_CHECKSUM
         if status == FRAME_OK:
-            k = _tokenize(buf, s, end, tags, vstart, vend, nf)
+            k = _tokenize(buf, s, end, tags, vstart, vend, nf, data_tags)
             if k < 0:
                 status = FRAME_BAD_FIELD
             elif k - nf < 4 or tags[nf] != 8 or tags[nf + 1] != 9 or tags[nf + 2] != 35:

@@ -20,6 +20,7 @@ import logging
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from zlib import adler32 as _adler32
 
 import numpy as np
 import numpy.typing as npt
@@ -152,16 +153,30 @@ def _append_entries(parts: list[bytes], entries: Sequence[BodyEntry]) -> None:
             parts.append(SOH)
 
 
+def checksum(data: bytes) -> int:
+    """Return the FIX CheckSum <10> of ``data``: the sum of its bytes modulo 256.
+
+    Computed with zlib's Adler-32, whose low half is 1 + the byte sum modulo 65521: exact for
+    up to 256 bytes at a time (256 x 255 < 65520), and ten times faster than ``sum()``.
+    """
+    if len(data) <= 256:
+        return ((_adler32(data) & 0xFFFF) - 1) & 0xFF
+    total = 0
+    for i in range(0, len(data), 256):
+        total += (_adler32(data[i : i + 256]) & 0xFFFF) - 1
+    return total & 0xFF
+
+
 def checksum_bytes(data: bytes) -> bytes:
     """Return the three-digit CheckSum <10> value of ``data``."""
-    return b"%03d" % (sum(data) & 0xFF)
+    return b"%03d" % checksum(data)
 
 
 def finish(begin_string: bytes, body: bytes) -> bytes:
     """Wrap ``body`` (everything from ``35=`` to the last SOH) with 8, 9 and 10."""
     head = b"8=" + begin_string + b"\x019=%d\x01" % len(body)
     msg = head + body
-    return msg + b"10=%03d\x01" % (sum(msg) & 0xFF)
+    return msg + b"10=%03d\x01" % checksum(msg)
 
 
 def encode(
@@ -186,22 +201,29 @@ def encode(
         Body; written in ascending tag order (groups at their NumInGroup tag, entries as
         given) unless ``sort_body`` is False.
     """
-    if sort_body:
-        body = sorted(body, key=_first)  # a Group's [0] is its NumInGroup tag
     prefix = _PREFIX
     try:
-        # Fast path: plain (tag, value) fields with tags below 10000.
         head = b"".join([prefix[t] + v + SOH for t, v in sorted(header, key=_first)])
-        # A Group raises IndexError on [1]: the slow path below handles it.
-        rest = b"".join([prefix[e[0]] + e[1] + SOH for e in body])  # type: ignore[operator]
-    except (IndexError, TypeError):
+    except IndexError:
         parts: list[bytes] = []
         _append_entries(parts, sorted(header, key=_first))
         head = b"".join(parts)
-        parts = []
+    return finish(begin_string, b"35=" + msg_type + SOH + head + encode_body(body, sort_body))
+
+
+def encode_body(body: Sequence[BodyEntry], sort_body: bool = True) -> bytes:
+    """Return the wire bytes of body fields and groups (ascending tags unless told not to)."""
+    if sort_body:
+        body = sorted(body, key=_first)  # a Group's [0] is its NumInGroup tag
+    try:
+        # Fast path: plain (tag, value) fields with tags below 10000; a Group raises
+        # IndexError on [1] and goes the slow way.
+        prefix = _PREFIX
+        return b"".join([prefix[e[0]] + e[1] + SOH for e in body])  # type: ignore[operator]
+    except (IndexError, TypeError):
+        parts: list[bytes] = []
         _append_entries(parts, body)
-        rest = b"".join(parts)
-    return finish(begin_string, b"35=" + msg_type + SOH + head + rest)
+        return b"".join(parts)
 
 
 _first = operator.itemgetter(0)
@@ -258,10 +280,27 @@ class MessageTemplate:
         parts[1:-1:2] = values
         body = b"".join(parts)
         msg = self._begin + b"%d\x01" % len(body) + body
-        return msg + b"10=%03d\x01" % (sum(msg) & 0xFF)
+        return msg + b"10=%03d\x01" % checksum(msg)
 
 
 # ------------------------------------------------------------------------------------ decoding
+
+#: LENGTH -> DATA tag pairs of the FIX specifications (values of DATA fields may hold SOH).
+DATA_LENGTH_TAGS: dict[int, int] = {
+    90: 91, 93: 89, 95: 96, 212: 213, 348: 349, 350: 351, 352: 353, 354: 355, 356: 357,
+    358: 359, 360: 361, 362: 363, 364: 365, 445: 446, 618: 619, 621: 622, 1184: 1185,
+    1277: 1278, 1401: 1402, 1525: 1526, 1697: 1698, 1733: 1734,
+}  # fmt: skip
+
+
+def data_tag_table(pairs: dict[int, int] | None = None) -> npt.NDArray[np.int64]:
+    """Return the kernel's LENGTH -> DATA lookup array for ``pairs`` (default: the standard)."""
+    pairs = DATA_LENGTH_TAGS if pairs is None else pairs
+    table = np.zeros(max(pairs, default=0) + 1, dtype=np.int64)
+    for length_tag, data_tag in pairs.items():
+        if length_tag >= 0:
+            table[length_tag] = data_tag
+    return table
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,7 +334,7 @@ class DecodedBatch:
         Field tags and value offsets.
     """
 
-    __slots__ = ("buf", "msgs", "tags", "vend", "vstart")
+    __slots__ = ("_fields", "_rows", "buf", "msgs", "tags", "vend", "vstart")
 
     def __init__(
         self,
@@ -304,12 +343,22 @@ class DecodedBatch:
         tags: npt.NDArray[np.int64],
         vstart: npt.NDArray[np.int64],
         vend: npt.NDArray[np.int64],
+        rows: list[list[int]] | None = None,
     ) -> None:
         self.buf = buf
         self.msgs = msgs
         self.tags = tags
         self.vstart = vstart
         self.vend = vend
+        self._rows = rows
+        self._fields: tuple[list[int], list[int], list[int]] | None = None
+
+    @property
+    def rows(self) -> list[list[int]]:
+        """Return the message table as Python lists (start, end, first, count, status)."""
+        if self._rows is None:
+            self._rows = self.msgs.tolist()
+        return self._rows
 
     def __len__(self) -> int:
         return int(self.msgs.shape[0])
@@ -320,18 +369,13 @@ class DecodedBatch:
 
     def message(self, i: int, ts_recv: int = 0) -> FixMessage:
         """Return frame ``i`` as a :class:`FixMessage` (copies its offsets)."""
-        row = self.msgs[i]
-        a = int(row[_kernels.MSG_FIRST_FIELD])
-        b = a + int(row[_kernels.MSG_FIELD_COUNT])
-        return FixMessage(
-            self.buf,
-            int(row[_kernels.MSG_START]),
-            int(row[_kernels.MSG_END]),
-            self.tags[a:b].tolist(),
-            self.vstart[a:b].tolist(),
-            self.vend[a:b].tolist(),
-            ts_recv,
-        )
+        start, end, a, count, _ = self.rows[i]
+        b = a + count
+        fields = self._fields
+        if fields is None:
+            fields = self._fields = (self.tags.tolist(), self.vstart.tolist(), self.vend.tolist())
+        tags, vstart, vend = fields
+        return FixMessage(self.buf, start, end, tags[a:b], vstart[a:b], vend[a:b], ts_recv)
 
 
 class FixDecoder:
@@ -348,9 +392,13 @@ class FixDecoder:
         Called with a :class:`DroppedFrame` for every dropped frame.
     max_buffer : int
         Bytes kept while waiting for the end of a message; beyond that the buffer is dropped.
+    data_length_tags : dict of int to int, optional
+        LENGTH -> DATA tag pairs (a dictionary's ``data_length_tags``); default the standard
+        ones (:data:`DATA_LENGTH_TAGS`).
     """
 
     __slots__ = (
+        "_data_tags",
         "_msgs",
         "_pending",
         "_tags",
@@ -365,8 +413,10 @@ class FixDecoder:
         self,
         on_garbled: Callable[[DroppedFrame], None] | None = None,
         max_buffer: int = 16 << 20,
+        data_length_tags: dict[int, int] | None = None,
     ) -> None:
         self._pending = b""
+        self._data_tags = data_tag_table(data_length_tags)
         self._msgs = np.zeros((256, _kernels.MSG_COLUMNS), dtype=np.int64)
         self._tags = np.zeros(8192, dtype=np.int64)
         self._vstart = np.zeros(8192, dtype=np.int64)
@@ -402,37 +452,49 @@ class FixDecoder:
         n = len(buf)
         self._ensure(n)
         arr = np.frombuffer(buf, dtype=np.uint8)
+        if self._msgs.shape[0] < min(n // 64, 1 << 20):
+            self._msgs = np.zeros((min(n // 64, 1 << 20), _kernels.MSG_COLUMNS), dtype=np.int64)
         msgs = self._msgs
-        nm, nf, consumed = _kernels.scan_frames(arr, n, msgs, self._tags, self._vstart, self._vend)
+        nm, nf, consumed = _kernels.scan_frames(
+            arr, n, msgs, self._tags, self._vstart, self._vend, self._data_tags
+        )
         if nm < msgs.shape[0] or consumed >= n:
             all_rows = msgs[:nm]
         else:
             # More frames than rows: scan the rest in further passes and merge.
-            rows = [msgs[:nm].copy()]
+            parts = [msgs[:nm].copy()]
             while nm == msgs.shape[0] and consumed < n:
                 t = self._tags[nf:]
                 vs = self._vstart[nf:]
                 ve = self._vend[nf:]
-                nm, nf2, used = _kernels.scan_frames(arr[consumed:], n - consumed, msgs, t, vs, ve)
+                nm, nf2, used = _kernels.scan_frames(
+                    arr[consumed:], n - consumed, msgs, t, vs, ve, self._data_tags
+                )
                 part = msgs[:nm].copy()
                 part[:, 0:2] += consumed
                 part[:, 2] += nf
-                rows.append(part)
+                parts.append(part)
                 vs[:nf2] += consumed
                 ve[:nf2] += consumed
                 nf += nf2
                 consumed += used
-            all_rows = np.concatenate(rows)
+            all_rows = np.concatenate(parts)
         self._pending = buf[consumed:]
         if len(self._pending) > self.max_buffer:
             self._report(_kernels.FRAME_JUNK, self._pending[:4096])
             self._pending = b""
-        status = all_rows[:, _kernels.MSG_STATUS]
-        if status.any():
-            for i in np.nonzero(status)[0].tolist():
-                row = all_rows[i]
-                self._report(int(row[4]), buf[int(row[0]) : min(int(row[1]), int(row[0]) + 4096)])
-        return DecodedBatch(buf, all_rows, self._tags[:nf], self._vstart[:nf], self._vend[:nf])
+        rows: list[list[int]] | None = None
+        if all_rows.shape[0] <= 32:
+            rows = all_rows.tolist()
+            bad = [r for r in rows if r[4]]
+        else:
+            status = all_rows[:, _kernels.MSG_STATUS]
+            bad = all_rows[status != 0].tolist() if status.any() else []
+        for start, end, _, _, status_code in bad:
+            self._report(status_code, buf[start : min(end, start + 4096)])
+        return DecodedBatch(
+            buf, all_rows, self._tags[:nf], self._vstart[:nf], self._vend[:nf], rows
+        )
 
     def _report(self, status: int, data: bytes) -> None:
         self.garbled += 1
@@ -447,30 +509,20 @@ class FixDecoder:
     def feed(self, data: bytes, ts_recv: int = 0) -> list[FixMessage]:
         """Append ``data`` and return every complete, verified message in arrival order."""
         batch = self.decode_batch(data)
-        msgs = batch.msgs
-        if msgs.shape[0] == 0:
+        rows = batch.rows
+        if not rows:
             return []
         buf = batch.buf
-        out: list[FixMessage] = []
-        tags = batch.tags
-        vstart = batch.vstart
-        vend = batch.vend
-        for start, end, first, count, status in msgs.tolist():
-            if status:
-                continue
-            b = first + count
-            out.append(
-                FixMessage(
-                    buf,
-                    start,
-                    end,
-                    tags[first:b].tolist(),
-                    vstart[first:b].tolist(),
-                    vend[first:b].tolist(),
-                    ts_recv,
-                )
+        tags = batch.tags.tolist()
+        vstart = batch.vstart.tolist()
+        vend = batch.vend.tolist()
+        return [
+            FixMessage(
+                buf, start, end, tags[a : a + n], vstart[a : a + n], vend[a : a + n], ts_recv
             )
-        return out
+            for start, end, a, n, status in rows
+            if not status
+        ]
 
 
 def decode_one(raw: bytes) -> FixMessage | None:

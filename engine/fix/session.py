@@ -37,6 +37,8 @@ from engine.fix.codec import (
     decode_one,
     default_precision,
     encode,
+    encode_body,
+    finish,
     format_timestamp,
     parse_timestamp,
 )
@@ -334,6 +336,14 @@ class FixSession:
         self._is_fixt = bs.startswith("FIXT")
         self._sender = config.sender_comp_id.encode()
         self._target = config.target_comp_id.encode()
+        # "35=<type>|34=<seq>|49=<sender>|52=<time>|56=<target>|" with % placeholders.
+        self._head = (
+            b"35=%b\x0134=%d\x0149="
+            + self._sender.replace(b"%", b"%%")
+            + b"\x0152=%b\x0156="
+            + self._target.replace(b"%", b"%%")
+            + b"\x01"
+        )
         self._precision = (
             config.timestamp_precision
             if config.timestamp_precision is not None
@@ -559,12 +569,13 @@ class FixSession:
             ok = self._send_raw(message)
         finally:
             if outside:
-                out = self._leave()
-                if self._responder is not None:
+                self._depth -= 1
+                responder = self._responder
+                if responder is not None and self._out:
+                    out = self._out
+                    self._out = []
                     for data in out:
-                        self._responder(data)
-                else:
-                    self._out.extend(out)
+                        responder(data)
         return ok
 
     def drain(self) -> list[bytes]:
@@ -655,6 +666,10 @@ class FixSession:
         *,
         sort_body: bool = True,
     ) -> bytes:
+        if not msg.header and not extra and not self._extra_header:
+            # The common case: only the four fields the session fills, already in order.
+            head = self._head % (msg.msg_type, seq, self._timestamp())
+            return finish(self._begin, head + encode_body(msg.body, sort_body))
         header: list[Field] = [
             (34, b"%d" % seq),
             (49, self._sender),
@@ -732,9 +747,12 @@ class FixSession:
                 self._target_appl_ver_id = normalize_appl_ver_id(v.decode("latin-1"))
                 if not self._sender_appl_ver_id:
                     self._sender_appl_ver_id = self._target_appl_ver_id
-            issue = self._validate(msg)
+            issue = self._validate(msg) if self._session_dd is not None else None
             if issue is not None:
                 self._on_issue(msg, mt, issue)
+            elif mt not in ADMIN_MSG_TYPES:
+                if self._verify(msg):
+                    self.store.incr_next_target_seq_num()
             elif mt == b"A":
                 self._next_logon(msg)
             elif mt == b"0":
@@ -749,8 +767,6 @@ class FixSession:
                 self._next_resend_request(msg)
             elif mt == b"3":
                 self._next_reject(msg)
-            elif self._verify(msg):
-                self.store.incr_next_target_seq_num()
         except FieldNotFound as e:
             if self._fix42_plus and mt not in ADMIN_MSG_TYPES:
                 self._logex(self._generate_business_reject, msg, 5, e.tag)
@@ -783,7 +799,7 @@ class FixSession:
             self._disconnect()
         if self.wants_disconnect:
             return
-        if not queued:
+        if not queued and st.queue:
             self._next_queued()
         if st.logged_on:
             self._next_timer()

@@ -87,8 +87,7 @@ class _Connection(asyncio.Protocol):
             return
         now = self._clock.now_ns()
         batch = self._decoder.decode_batch(data)
-        rows = batch.msgs
-        if rows.shape[0] == 0:
+        if not batch.rows:
             return
         self._batching = True
         try:
@@ -98,7 +97,7 @@ class _Connection(asyncio.Protocol):
             self._flush()
 
     def _process(self, batch: DecodedBatch, now: int) -> None:
-        for i, row in enumerate(batch.msgs.tolist()):
+        for i, row in enumerate(batch.rows):
             if self.is_closing():
                 return
             status = row[_kernels.MSG_STATUS]
@@ -167,10 +166,16 @@ class _Connection(asyncio.Protocol):
     def _write_one(self, data: bytes) -> None:
         if self._closing:
             return
-        self._pending.append(data)
-        if not self._batching and not self._flush_scheduled:
-            self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush)
+        if self._batching or self._flush_scheduled:
+            self._pending.append(data)
+            return
+        # The first send of a loop iteration goes out at once (latency); later ones in the
+        # same iteration are gathered and written together by the scheduled flush (bursts).
+        self._flush_scheduled = True
+        asyncio.get_running_loop().call_soon(self._flush)
+        t = self._transport
+        if t is not None:
+            t.write(data)
 
     def _flush(self) -> None:
         self._flush_scheduled = False

@@ -345,3 +345,26 @@ async def test_initiator_and_acceptor_over_tls(tmp_path: Path) -> None:
         await acceptor.stop()
         exch.close()
         client.close()
+
+
+async def test_acceptor_drops_silent_and_garbled_connections(tmp_path: Path) -> None:
+    exch = _session("FIX.4.4", None, "EXCH", "CLIENT", Application(), tmp_path, initiator=False)
+    acceptor = SocketAcceptor([exch], port=0, logon_timeout=0.3)
+    await acceptor.start()
+    try:
+        # Nothing sent: closed after the logon timeout, without a byte from the acceptor.
+        reader, writer = await asyncio.open_connection("127.0.0.1", acceptor.port)
+        assert await asyncio.wait_for(reader.read(), 3) == b""
+        writer.close()
+        # A Logon with a wrong CheckSum: dropped frame before logon -> disconnect.
+        reader, writer = await asyncio.open_connection("127.0.0.1", acceptor.port)
+        writer.write(
+            b"8=FIX.4.4\x019=63\x0135=A\x0134=1\x0149=CLIENT\x0152=20240101-00:00:00.000"
+            b"\x0156=EXCH\x0198=0\x01108=30\x0110=000\x01"
+        )
+        assert await asyncio.wait_for(reader.read(), 3) == b""
+        writer.close()
+        assert not exch.is_logged_on
+    finally:
+        await acceptor.stop()
+        exch.close()

@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: MIT
+"""FIX session-level acceptance suite run against our acceptor."""

@@ -1,0 +1,380 @@
+# SPDX-License-Identifier: MIT
+"""FIX engine benchmarks: decode, encode, round trips between two processes.
+
+Run ``python -m tests.benchmarks.bench_fix`` (``--quick`` for a short run, ``--uvloop`` to run
+the event loops on uvloop) or ``pytest -m bench tests/benchmarks/bench_fix.py``. Figures are
+medians of several repetitions, printed next to their targets and to simplefix measured in the
+same run (2 noisy cores: compare ratios, not absolute numbers across runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import simplefix
+
+from engine.fix.application import Application, SessionID
+from engine.fix.codec import FixDecoder, MessageTemplate, decode_one, encode, format_timestamp
+from engine.fix.message import FixMessage, OutMessage
+from engine.fix.session import FixSession, SessionConfig, lookup_session
+from engine.fix.store import MemoryStore
+from engine.fix.transport import SocketAcceptor, SocketInitiator, install_uvloop
+
+ROOT = Path(__file__).resolve().parents[2]
+TS = b"20240102-03:04:05.678"
+
+
+def _er_bytes() -> bytes:
+    """Return an ExecutionReport of 25 fields (8, 9, 35 ... 10), about 210 bytes."""
+    body = [
+        (6, b"101.5"), (11, b"ord-1"), (14, b"100"), (17, b"exec-1"), (31, b"101.5"),
+        (32, b"100"), (37, b"o-1"), (38, b"100"), (39, b"2"), (40, b"2"), (44, b"101.5"),
+        (54, b"1"), (55, b"AAPL"), (59, b"0"), (60, TS), (150, b"F"), (151, b"0"),
+    ]  # fmt: skip
+    header = [(34, b"7"), (49, b"EX"), (52, TS), (56, b"CL")]
+    return encode(b"FIX.4.4", b"8", header, body)
+
+
+ER = _er_bytes()
+
+
+def _median_rate(fn: Callable[[], int], reps: int) -> float:
+    rates = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        n = fn()
+        rates.append(n / (time.perf_counter() - t))
+    return statistics.median(rates)
+
+
+# ----------------------------------------------------------------------------- codec
+
+
+def bench_decode(n: int, reps: int) -> dict[str, float]:
+    """Return msg/s for batch decoding, chunked decoding, message objects and simplefix."""
+    stream = ER * n
+    chunks = [stream[i : i + 65536] for i in range(0, len(stream), 65536)]
+    dec = FixDecoder()
+    dec.decode_batch(ER)  # compile / load the kernel
+
+    def batch() -> int:
+        b = dec.decode_batch(stream)
+        assert len(b) == n
+        return n
+
+    def chunked() -> int:
+        return sum(len(dec.decode_batch(c)) for c in chunks)
+
+    def objects() -> int:
+        got = 0
+        for c in chunks:
+            for m in dec.feed(c):
+                got += m.get(39) is not None
+        return got
+
+    small = ER * min(n, 5000)
+
+    def simple() -> int:
+        parser = simplefix.FixParser()
+        got = 0
+        for i in range(0, len(small), 4096):
+            parser.append_buffer(small[i : i + 4096])
+            while parser.get_message() is not None:
+                got += 1
+        return got
+
+    return {
+        "decode_batch": _median_rate(batch, reps),
+        "decode_chunks_64k": _median_rate(chunked, reps),
+        "decode_to_messages": _median_rate(objects, reps),
+        "simplefix_decode": _median_rate(simple, reps),
+    }
+
+
+def bench_encode(n: int, reps: int) -> dict[str, float]:
+    """Return msg/s for template, generic and simplefix NewOrderSingle encoding."""
+    tmpl = MessageTemplate(
+        b"FIX.4.4",
+        b"D",
+        [(34, None), (49, b"CLIENT"), (52, None), (56, b"EXCH"), (11, None), (21, b"1"),
+         (38, None), (40, b"2"), (44, None), (54, b"1"), (55, b"AAPL"), (59, b"0"), (60, None)],
+    )  # fmt: skip
+    base_ns = 1_700_000_000_000_000_000
+
+    def template() -> int:
+        enc = tmpl.encode
+        for i in range(n):
+            ts = format_timestamp(base_ns + i * 1000, 3)
+            enc((b"%d" % i, ts, b"ord%d" % i, b"100", b"101.25", ts))
+        return n
+
+    def generic() -> int:
+        for i in range(n):
+            ts = format_timestamp(base_ns + i * 1000, 3)
+            encode(
+                b"FIX.4.4",
+                b"D",
+                [(34, b"%d" % i), (49, b"CLIENT"), (52, ts), (56, b"EXCH")],
+                [(11, b"ord%d" % i), (21, b"1"), (38, b"100"), (40, b"2"), (44, b"101.25"),
+                 (54, b"1"), (55, b"AAPL"), (59, b"0"), (60, ts)],
+            )  # fmt: skip
+        return n
+
+    m_small = min(n, 20000)
+
+    def simple() -> int:
+        for i in range(m_small):
+            m = simplefix.FixMessage()
+            m.append_pair(8, "FIX.4.4")
+            m.append_pair(35, "D")
+            m.append_pair(34, i)
+            m.append_pair(49, "CLIENT")
+            m.append_utc_timestamp(52, precision=3)
+            m.append_pair(56, "EXCH")
+            m.append_pair(11, f"ord{i}")
+            m.append_pair(21, "1")
+            m.append_pair(38, "100")
+            m.append_pair(40, "2")
+            m.append_pair(44, "101.25")
+            m.append_pair(54, "1")
+            m.append_pair(55, "AAPL")
+            m.append_pair(59, "0")
+            m.append_utc_timestamp(60, precision=3)
+            m.encode()
+        return m_small
+
+    return {
+        "encode_template": _median_rate(template, reps),
+        "encode_generic": _median_rate(generic, reps),
+        "simplefix_encode": _median_rate(simple, reps),
+    }
+
+
+# ----------------------------------------------------------------------------- round trips
+
+
+def _nos(clordid: bytes) -> OutMessage:
+    return OutMessage(
+        b"D",
+        [(11, clordid), (21, b"1"), (38, b"100"), (40, b"2"), (44, b"101.25"), (54, b"1"),
+         (55, b"AAPL"), (59, b"0"), (60, TS)],
+    )  # fmt: skip
+
+
+class _Venue(Application):
+    """Answers every NewOrderSingle with an ExecutionReport (new)."""
+
+    def from_app(self, message: FixMessage, session_id: SessionID) -> None:
+        s = lookup_session(session_id)
+        assert s is not None
+        clordid = message.get(11) or b""
+        s.send(
+            OutMessage(
+                b"8",
+                [
+                    (6, b"0"),
+                    (11, clordid),
+                    (14, b"0"),
+                    (17, b"E" + clordid),
+                    (37, b"O" + clordid),
+                    (38, b"100"),
+                    (39, b"0"),
+                    (54, b"1"),
+                    (55, b"AAPL"),
+                    (150, b"0"),
+                    (151, b"100"),
+                ],
+            )
+        )
+
+
+def _config(me: str, them: str, *, initiator: bool, dictionary: bool) -> SessionConfig:
+    return SessionConfig(
+        begin_string="FIX.4.4",
+        sender_comp_id=me,
+        target_comp_id=them,
+        initiator=initiator,
+        heart_bt_int=30,
+        use_data_dictionary=dictionary,
+    )
+
+
+async def _serve(dictionary: bool) -> None:
+    session = FixSession(
+        _config("EXCH", "CLIENT", initiator=False, dictionary=dictionary), MemoryStore(), _Venue()
+    )
+    acceptor = SocketAcceptor([session], port=0, timer_interval=1.0)
+    await acceptor.start()
+    print(acceptor.port, flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    await acceptor.stop()
+
+
+class _Client(Application):
+    def __init__(self) -> None:
+        self.received = 0
+        self.waiter: asyncio.Future[None] | None = None
+        self.target = 0
+
+    def from_app(self, message: FixMessage, session_id: SessionID) -> None:
+        self.received += 1
+        w = self.waiter
+        if w is not None and self.received >= self.target and not w.done():
+            w.set_result(None)
+
+
+async def _round_trips(port: int, n: int, pipelined_n: int, dictionary: bool) -> dict[str, float]:
+    app = _Client()
+    session = FixSession(
+        _config("CLIENT", "EXCH", initiator=True, dictionary=dictionary), MemoryStore(), app
+    )
+    initiator = SocketInitiator(session, [("127.0.0.1", port)], reconnect_interval=0.2)
+    await initiator.start()
+    await initiator.wait_logged_on(10)
+    loop = asyncio.get_running_loop()
+    try:
+        lat: list[int] = []
+        clordids = [b"c%d" % i for i in range(n + 200)]
+        for i in range(n + 200):  # the first 200 warm up
+            app.target = app.received + 1
+            app.waiter = loop.create_future()
+            t0 = time.perf_counter_ns()
+            session.send(_nos(clordids[i]))
+            await app.waiter
+            if i >= 200:
+                lat.append(time.perf_counter_ns() - t0)
+        total_s = sum(lat) / 1e9
+        lat.sort()
+        app.target = app.received + pipelined_n
+        app.waiter = loop.create_future()
+        t0 = time.perf_counter_ns()
+        for i in range(pipelined_n):
+            session.send(_nos(b"p%d" % i))
+            if i % 200 == 199:
+                # Let the loop write (and read answers) while the burst goes on, as a real
+                # sender would: the venue then works while we are still sending.
+                await asyncio.sleep(0)
+        await asyncio.wait_for(app.waiter, 120)
+        pipe_s = (time.perf_counter_ns() - t0) / 1e9
+    finally:
+        await initiator.stop()
+        session.close()
+    return {
+        "rt_per_s": n / total_s,
+        "rt_p50_us": lat[len(lat) // 2] / 1000,
+        "rt_p99_us": lat[int(len(lat) * 0.99)] / 1000,
+        "pipelined_per_s": pipelined_n / pipe_s,
+    }
+
+
+def bench_round_trip(
+    n: int, pipelined_n: int, *, dictionary: bool, uvloop: bool
+) -> dict[str, float]:
+    """Run a venue in a child process and measure NOS -> ER round trips from this one."""
+    cmd = [sys.executable, "-m", "tests.benchmarks.bench_fix", "--serve"]
+    if dictionary:
+        cmd.append("--dictionary")
+    if uvloop:
+        cmd.append("--uvloop")
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        if uvloop:
+            install_uvloop()
+        return asyncio.run(_round_trips(port, n, pipelined_n, dictionary))
+    finally:
+        asyncio.set_event_loop_policy(None)
+        assert proc.stdin is not None
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+# ----------------------------------------------------------------------------- report
+
+TARGETS = {
+    "decode_batch": (1_000_000, "msg/s"),
+    "encode_template": (300_000, "msg/s"),
+    "rt_per_s": (15_000, "round trips/s"),
+    "rt_p50_us": (80, "µs (at most)"),
+    "rt_p99_us": (300, "µs (at most)"),
+    "pipelined_per_s": (100_000, "orders/s"),
+}
+
+
+def run(quick: bool, uvloop: bool) -> dict[str, float]:
+    """Run every benchmark and print the table; return the figures."""
+    reps = 3 if quick else 5
+    n = 20_000 if quick else 100_000
+    res: dict[str, float] = {}
+    res |= bench_decode(n, reps)
+    res |= bench_encode(n // 2, reps)
+    rt_n = 3_000 if quick else 20_000
+    pipe_n = 10_000 if quick else 50_000
+    rts = [
+        bench_round_trip(rt_n, pipe_n, dictionary=False, uvloop=uvloop)
+        for _ in range(1 if quick else 3)
+    ]
+    for key in rts[0]:
+        res[key] = statistics.median(r[key] for r in rts)
+    val = bench_round_trip(rt_n // 3, pipe_n // 5, dictionary=True, uvloop=uvloop)
+    res |= {f"{k}_validated": v for k, v in val.items()}
+    print(f"FIX benchmarks ({'quick' if quick else 'full'}; medians; uvloop={uvloop})")
+    for key, value in res.items():
+        target = TARGETS.get(key)
+        extra = f"  target {target[0]:,} {target[1]}" if target else ""
+        print(f"  {key:<28} {value:>14,.1f}{extra}")
+    for num, den in (
+        ("decode_batch", "simplefix_decode"),
+        ("decode_to_messages", "simplefix_decode"),
+        ("encode_template", "simplefix_encode"),
+        ("encode_generic", "simplefix_encode"),
+    ):
+        print(f"  ratio {num} / {den}: {res[num] / res[den]:.1f}x (same run)")
+    return res
+
+
+@pytest.mark.bench
+def test_bench_fix() -> None:
+    res = run(quick=True, uvloop=False)
+    # Floors well under the targets: a noisy shared machine must not fail the run; the
+    # printed figures are what to compare.
+    assert res["decode_batch"] > 500_000
+    assert res["encode_template"] > 150_000
+    assert res["rt_per_s"] > 1_000
+    assert decode_one(ER) is not None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmarks (or, with ``--serve``, the venue side of the round trips)."""
+    ap = argparse.ArgumentParser(prog="bench_fix")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--uvloop", action="store_true")
+    ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--dictionary", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.serve:
+        if args.uvloop:
+            install_uvloop()
+        asyncio.run(_serve(args.dictionary))
+        return 0
+    run(args.quick, args.uvloop)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
