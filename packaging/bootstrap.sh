@@ -90,8 +90,12 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want_stamp" ]; then
   echo "bootstrap: installing pinned packages into $VENV"
-  "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-  "$VENV/bin/python" -m pip install -q -c "$ROOT/packaging/constraints.txt" -e "$ROOT$EXTRAS"
+  pip_log="$VENV/pip-install.log"
+  if ! "$VENV/bin/python" -m pip install -q -c "$ROOT/packaging/constraints.txt" \
+      -e "$ROOT$EXTRAS" >"$pip_log" 2>&1; then
+    tail -n 30 "$pip_log" >&2
+    die "pip could not install the pinned packages (full log: $pip_log)"
+  fi
   echo "$want_stamp" > "$STAMP"
 fi
 
@@ -118,5 +122,11 @@ case "$MODE" in
     echo "bootstrap: all checks passed in $(( $(date +%s) - t0 )) s" ;;
   bench)
     export QT_QPA_PLATFORM=offscreen
-    exec "$VENV/bin/python" -m pytest -m bench -s -p no:randomly tests/benchmarks "$@" ;;
+    # The reference backtester, without its plotting dependencies (the benchmarks skip its
+    # column with a note when it cannot be installed).
+    "$VENV/bin/python" -c "import hftbacktest" 2>/dev/null \
+      || "$VENV/bin/python" -m pip install -q --no-deps -c "$ROOT/packaging/constraints.txt" \
+           hftbacktest >/dev/null 2>&1 \
+      || echo "bootstrap: hftbacktest could not be installed; its figures will be skipped"
+    exec "$VENV/bin/python" -m pytest -m bench -s tests/benchmarks "$@" ;;
 esac
