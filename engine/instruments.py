@@ -149,5 +149,7 @@ def _to_grid(name: str, values: npt.ArrayLike, step: float, symbol: str) -> npt.
     bad = np.abs(x - r) > _REL_TOL + 1e-12 * np.abs(r)
     if np.any(bad):
         i = int(np.flatnonzero(bad.ravel())[0])
-        raise ValueError(f"{name}[{i}]: {float(a.ravel()[i])!r} is not a multiple of {step!r} ({symbol})")
+        raise ValueError(
+            f"{name}[{i}]: {float(a.ravel()[i])!r} is not a multiple of {step!r} ({symbol})"
+        )
     return r.astype(np.int64)

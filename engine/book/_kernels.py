@@ -144,11 +144,13 @@ def l2_recentre(q: I64, st: I64, b: int, new_base: int) -> None:
     l2_rescan(q, st, b)
 
 
-@kernel_inline
+@kernel
 def _l2_outside(q: I64, st: I64, b: int, si: int, i: int) -> bool:
     """Handle an update at window index ``i`` outside the window; True if it is dropped.
 
-    An update that would become the best of its side re-centres the window on it.
+    An update that would become the best of its side re-centres the window on it. (A
+    separate, non-inlined kernel: it runs rarely, and keeping its loops out of the callers
+    keeps their hot path free of reference counting.)
     """
     n = q.shape[2]
     deep = (i < 0 and st[b, L2S_BID] >= 0) if si == BID_SIDE else (i >= n and st[b, L2S_ASK] < n)
@@ -159,13 +161,34 @@ def _l2_outside(q: I64, st: I64, b: int, si: int, i: int) -> bool:
     return False
 
 
-@kernel_inline
+@kernel
+def _l2_scan(q: I64, b: int, si: int, j: int) -> int:
+    """Return the first non-empty index of side ``si`` from ``j`` away from the touch.
+
+    Bids scan down (-1 when none is left), asks scan up (``n_levels`` when none is left).
+    """
+    n = q.shape[2]
+    if si == BID_SIDE:
+        while j >= 0 and q[b, BID_SIDE, j] == 0:
+            j -= 1
+    else:
+        while j < n and q[b, ASK_SIDE, j] == 0:
+            j += 1
+    return int(j)
+
+
+@kernel
 def l2_set(q: I64, st: I64, b: int, si: int, px: int, v: int) -> int:
     """Set the level ``px`` (ticks) of side index ``si`` of book ``b`` to ``v`` lots.
 
     Returns the previous size at the level, or -1 if the update fell outside the window
     and was dropped. An update outside the window that would become the best price of its
     side (the price walked away) re-centres the window on ``px``; a deeper one is dropped.
+
+    This is the complete version. The hot loops below repeat its in-window part inline and
+    call it only for updates outside the window: with numba, loops or array-passing calls
+    on every event's path (even through inlined helpers) cost reference counting, about
+    2x on this kernel.
     """
     n = q.shape[2]
     i = px - st[b, L2S_BASE]
@@ -177,34 +200,18 @@ def l2_set(q: I64, st: I64, b: int, si: int, px: int, v: int) -> int:
         i = px - st[b, L2S_BASE]
     prev = q[b, si, i]
     q[b, si, i] = v
-    _l2_fix_best(q, st, b, si, i, v)
-    return int(prev)
-
-
-@kernel_inline
-def _l2_fix_best(q: I64, st: I64, b: int, si: int, i: int, v: int) -> None:
-    """Update the best index of side ``si`` after level ``i`` was set to ``v``."""
-    n = q.shape[2]
     if si == BID_SIDE:
-        bb = st[b, L2S_BID]
         if v > 0:
-            if i > bb:
+            if i > st[b, L2S_BID]:
                 st[b, L2S_BID] = i
-        elif i == bb:
-            j = i - 1
-            while j >= 0 and q[b, BID_SIDE, j] == 0:
-                j -= 1
-            st[b, L2S_BID] = j
-    else:
-        ba = st[b, L2S_ASK]
-        if v > 0:
-            if i < ba:
-                st[b, L2S_ASK] = i
-        elif i == ba:
-            j = i + 1
-            while j < n and q[b, ASK_SIDE, j] == 0:
-                j += 1
-            st[b, L2S_ASK] = j
+        elif i == st[b, L2S_BID]:
+            st[b, L2S_BID] = _l2_scan(q, b, BID_SIDE, i - 1)
+    elif v > 0:
+        if i < st[b, L2S_ASK]:
+            st[b, L2S_ASK] = i
+    elif i == st[b, L2S_ASK]:
+        st[b, L2S_ASK] = _l2_scan(q, b, ASK_SIDE, i + 1)
+    return int(prev)
 
 
 @kernel
@@ -214,16 +221,54 @@ def l2_apply(q: I64, st: I64, ev: Rec) -> int:
     ``L2_SET`` rows set a level, ``L2_CLEAR`` rows empty their book, ``L2_TRADE`` rows do not
     change the book. Returns the number of rows processed.
     """
+    n = q.shape[2]
     for k in range(ev.shape[0]):
         e = ev[k]
         b = e["book"]
         kind = e["kind"]
         if kind == L2_SET:
-            l2_set(q, st, b, side_index(int(e["side"])), e["px"], e["qty"])
+            si = side_index(int(e["side"]))
+            v = e["qty"]
+            i = e["px"] - st[b, L2S_BASE]
+            if i >= 0 and i < n:
+                q[b, si, i] = v
+                if si == BID_SIDE:
+                    if v > 0:
+                        if i > st[b, L2S_BID]:
+                            st[b, L2S_BID] = i
+                    elif i == st[b, L2S_BID]:
+                        st[b, L2S_BID] = _l2_scan(q, b, BID_SIDE, i - 1)
+                elif v > 0:
+                    if i < st[b, L2S_ASK]:
+                        st[b, L2S_ASK] = i
+                elif i == st[b, L2S_ASK]:
+                    st[b, L2S_ASK] = _l2_scan(q, b, ASK_SIDE, i + 1)
+            else:
+                l2_set(q, st, b, si, e["px"], v)
         elif kind == L2_CLEAR:
             l2_clear(q, st, b)
         st[b, L2S_TS] = e["ts"]
     return int(ev.shape[0])
+
+
+@kernel
+def l2_check(ev: Rec, n_books: int) -> int:
+    """Return the first row of ``L2_EVENT_DTYPE`` rows that is invalid, or -1.
+
+    Invalid: a ``book`` outside ``[0, n_books)``, an unknown ``kind``, a ``side`` other than
+    ``BUY``/``SELL`` on a set or trade, or a negative ``qty``. One pass; the wrapper builds
+    the error message from the row.
+    """
+    for k in range(ev.shape[0]):
+        e = ev[k]
+        b = e["book"]
+        kind = e["kind"]
+        sd = e["side"]
+        if b < 0 or b >= n_books or kind > L2_CLEAR or e["qty"] < 0:
+            return k
+        if kind != L2_CLEAR and sd != 1 and sd != -1:
+            return k
+    return -1
 
 
 @kernel
@@ -239,7 +284,24 @@ def l2_apply_bbo(q: I64, st: I64, ev: Rec, out: I64) -> int:
         b = e["book"]
         kind = e["kind"]
         if kind == L2_SET:
-            l2_set(q, st, b, side_index(int(e["side"])), e["px"], e["qty"])
+            si = side_index(int(e["side"]))
+            v = e["qty"]
+            i = e["px"] - st[b, L2S_BASE]
+            if i >= 0 and i < n:
+                q[b, si, i] = v
+                if si == BID_SIDE:
+                    if v > 0:
+                        if i > st[b, L2S_BID]:
+                            st[b, L2S_BID] = i
+                    elif i == st[b, L2S_BID]:
+                        st[b, L2S_BID] = _l2_scan(q, b, BID_SIDE, i - 1)
+                elif v > 0:
+                    if i < st[b, L2S_ASK]:
+                        st[b, L2S_ASK] = i
+                elif i == st[b, L2S_ASK]:
+                    st[b, L2S_ASK] = _l2_scan(q, b, ASK_SIDE, i + 1)
+            else:
+                l2_set(q, st, b, si, e["px"], v)
         elif kind == L2_CLEAR:
             l2_clear(q, st, b)
         st[b, L2S_TS] = e["ts"]
@@ -259,8 +321,26 @@ def l2_apply_one(q: I64, st: I64, px: I64, qty: I64, side: npt.NDArray[np.int8])
 
     The fastest path for a single book. Returns the number of updates applied.
     """
+    n = q.shape[2]
     for k in range(px.shape[0]):
-        l2_set(q, st, 0, side_index(int(side[k])), px[k], qty[k])
+        si = side_index(int(side[k]))
+        v = qty[k]
+        i = px[k] - st[0, L2S_BASE]
+        if i >= 0 and i < n:
+            q[0, si, i] = v
+            if si == BID_SIDE:
+                if v > 0:
+                    if i > st[0, L2S_BID]:
+                        st[0, L2S_BID] = i
+                elif i == st[0, L2S_BID]:
+                    st[0, L2S_BID] = _l2_scan(q, 0, BID_SIDE, i - 1)
+            elif v > 0:
+                if i < st[0, L2S_ASK]:
+                    st[0, L2S_ASK] = i
+            elif i == st[0, L2S_ASK]:
+                st[0, L2S_ASK] = _l2_scan(q, 0, ASK_SIDE, i + 1)
+        else:
+            l2_set(q, st, 0, si, px[k], v)
     return int(px.shape[0])
 
 
@@ -614,28 +694,143 @@ def l3_apply_event(
 
 
 @kernel
-def l3_apply(o: I64, lv: I64, st: I64, keys: I64, vals: I64, free: I64, ev: Rec) -> int:
+def l3_apply_slow(
+    o: I64, lv: I64, st: I64, keys: I64, vals: I64, free: I64, action: int, oid: int,
+    side: int, px: int, qty: int,
+) -> int:  # fmt: skip
+    """Out-of-line :func:`l3_apply_event`, for the rarer actions of the flat loops."""
+    return l3_apply_event(o, lv, st, keys, vals, free, action, oid, side, px, qty)
+
+
+@kernel
+def l3_scan_best(lv: I64, st: I64, si: int, i: int) -> None:
+    """Find the new best of side ``si`` after its level ``i`` (the best) emptied."""
+    n = lv.shape[1]
+    if si == BID_SIDE:
+        j = i - 1
+        while j >= 0 and lv[BID_SIDE, j, LV_CNT] == 0:
+            j -= 1
+        st[L3S_BID] = j
+    else:
+        j = i + 1
+        while j < n and lv[ASK_SIDE, j, LV_CNT] == 0:
+            j += 1
+        st[L3S_ASK] = j
+
+
+@kernel
+def l3_apply(o: I64, lv: I64, st: I64, keys: I64, vals: I64, free: I64, ev: Rec) -> int:  # noqa: C901
     """Apply a stream of ``L3_EVENT_DTYPE`` rows to the book (all arrays mutated in place).
 
-    Returns the number of rows processed. Prices must lie inside the level window and the
-    number of resting orders must stay within the capacity (the wrapper checks both).
+    Returns the number of rows processed: fewer than ``len(ev)`` when an add finds no free
+    slot (the wrapper grows the arrays and resumes). Prices must lie inside the level
+    window (the wrapper checks).
+
+    Adds, cancels and executions run flat in this loop (the same steps as
+    :func:`l3_apply_event`): with numba, helpers that loop or call on every event's path cost
+    reference counting of every array they take, about 3x here. Modifications and clears go
+    through :func:`l3_apply_slow`.
     """
+    mask = keys.shape[0] - 1
+    base = st[L3S_BASE]
     for k in range(ev.shape[0]):
         e = ev[k]
-        l3_apply_event(
-            o,
-            lv,
-            st,
-            keys,
-            vals,
-            free,
-            int(e["action"]),
-            e["order_id"],
-            int(e["side"]),
-            e["px"],
-            e["qty"],
-        )
+        action = e["action"]
+        oid = e["order_id"]
         st[L3S_TS] = e["ts"]
+        if action == L3_ADD:
+            if st[L3S_FREE] == 0:
+                return k  # full: the wrapper grows the arrays and resumes here
+            h = (oid ^ (oid >> 17) ^ (oid >> 31) ^ (oid >> 47)) & mask
+            while keys[h] != ID_EMPTY and keys[h] != oid:
+                h = (h + 1) & mask
+            if keys[h] == oid:
+                st[L3S_DUPLICATE] += 1
+                continue
+            st[L3S_FREE] -= 1
+            slot = free[st[L3S_FREE]]
+            keys[h] = oid
+            vals[h] = slot
+            si = side_index(int(e["side"]))
+            i = e["px"] - base
+            q = e["qty"]
+            tail = lv[si, i, LV_TAIL]
+            o[slot, OR_PX] = i
+            o[slot, OR_QTY] = q
+            o[slot, OR_PREV] = tail
+            o[slot, OR_NEXT] = -1
+            o[slot, OR_SIDE] = si
+            o[slot, OR_ID] = oid
+            o[slot, OR_OWNER] = -1
+            if tail >= 0:
+                o[tail, OR_NEXT] = slot
+            else:
+                lv[si, i, LV_HEAD] = slot
+            lv[si, i, LV_TAIL] = slot
+            lv[si, i, LV_QTY] += q
+            lv[si, i, LV_CNT] += 1
+            st[L3S_SEQ] += 1
+            o[slot, OR_SEQ] = st[L3S_SEQ]
+            st[L3S_NORDERS] += 1
+            if si == BID_SIDE:
+                if i > st[L3S_BID]:
+                    st[L3S_BID] = i
+            elif i < st[L3S_ASK]:
+                st[L3S_ASK] = i
+        elif action == L3_CANCEL or action == L3_EXECUTE:  # noqa: SIM109 (numba)
+            h = (oid ^ (oid >> 17) ^ (oid >> 31) ^ (oid >> 47)) & mask
+            while keys[h] != oid and keys[h] != ID_EMPTY:
+                h = (h + 1) & mask
+            if keys[h] != oid:
+                st[L3S_UNKNOWN] += 1
+                continue
+            slot = vals[h]
+            q = e["qty"]
+            si = o[slot, OR_SIDE]
+            i = o[slot, OR_PX]
+            left = o[slot, OR_QTY] - q if (action == L3_EXECUTE or q > 0) else 0
+            if left > 0:
+                o[slot, OR_QTY] = left
+                lv[si, i, LV_QTY] -= q
+                continue
+            prv = o[slot, OR_PREV]
+            nxt = o[slot, OR_NEXT]
+            if prv >= 0:
+                o[prv, OR_NEXT] = nxt
+            else:
+                lv[si, i, LV_HEAD] = nxt
+            if nxt >= 0:
+                o[nxt, OR_PREV] = prv
+            else:
+                lv[si, i, LV_TAIL] = prv
+            lv[si, i, LV_QTY] -= o[slot, OR_QTY]
+            lv[si, i, LV_CNT] -= 1
+            o[slot, OR_QTY] = 0
+            if lv[si, i, LV_CNT] == 0 and (
+                (si == BID_SIDE and i == st[L3S_BID]) or (si == ASK_SIDE and i == st[L3S_ASK])
+            ):
+                l3_scan_best(lv, st, si, i)
+            # backward-shift delete of bucket h
+            j = h
+            while True:
+                j = (j + 1) & mask
+                kj = keys[j]
+                if kj == ID_EMPTY:
+                    break
+                hj = (kj ^ (kj >> 17) ^ (kj >> 31) ^ (kj >> 47)) & mask
+                stay = (h < hj and hj <= j) if h <= j else (hj > h or hj <= j)
+                if not stay:
+                    keys[h] = kj
+                    vals[h] = vals[j]
+                    h = j
+            keys[h] = ID_EMPTY
+            free[st[L3S_FREE]] = slot
+            st[L3S_FREE] += 1
+            st[L3S_NORDERS] -= 1
+        else:
+            l3_apply_slow(
+                o, lv, st, keys, vals, free, int(action), oid, int(e["side"]), e["px"], e["qty"]
+            )
     return int(ev.shape[0])
 
 
@@ -651,6 +846,8 @@ def l3_apply_bbo(
     n = lv.shape[1]
     for k in range(ev.shape[0]):
         e = ev[k]
+        if e["action"] == L3_ADD and st[L3S_FREE] == 0:
+            return k  # full: the wrapper grows the arrays and resumes here
         l3_apply_event(
             o, lv, st, keys, vals, free, int(e["action"]), e["order_id"], int(e["side"]),
             e["px"], e["qty"],
@@ -664,6 +861,29 @@ def l3_apply_bbo(
         out[k, 2] = base + j if j < n else 0
         out[k, 3] = lv[ASK_SIDE, j, LV_QTY] if j < n else 0
     return int(ev.shape[0])
+
+
+@kernel
+def l3_check(ev: Rec, px_lo: int, px_hi: int) -> int:
+    """Return the first row of ``L3_EVENT_DTYPE`` rows that is invalid, or -1.
+
+    Invalid: an unknown ``action``; the reserved ``order_id`` ``ID_EMPTY``; on an add, a
+    ``side`` other than ``BUY``/``SELL`` or a ``qty <= 0``; on an add or modify, a price
+    outside ``[px_lo, px_hi)``; on an execute, a ``qty <= 0``.
+    """
+    for k in range(ev.shape[0]):
+        e = ev[k]
+        a = e["action"]
+        if a < L3_ADD or a > L3_CLEAR or e["order_id"] == ID_EMPTY:
+            return k
+        if a == L3_ADD or a == L3_MODIFY:  # noqa: SIM109 (numba)
+            if e["px"] < px_lo or e["px"] >= px_hi:
+                return k
+            if a == L3_ADD and ((e["side"] != 1 and e["side"] != -1) or e["qty"] <= 0):
+                return k
+        elif a == L3_EXECUTE and e["qty"] <= 0:
+            return k
+    return -1
 
 
 @kernel

@@ -38,11 +38,16 @@ def _readonly(a: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
 
 
 def _first_bad(
-    name: str, field: str, mask: npt.NDArray[np.bool_], values: npt.NDArray[np.generic], why: str
+    name: str,
+    field: str,
+    mask: npt.NDArray[np.bool_],
+    values: npt.NDArray[np.generic],
+    why: str,
+    offset: int = 0,
 ) -> None:
     if np.any(mask):
         i = int(np.flatnonzero(mask)[0])
-        raise ValueError(f"{name}[{i}].{field}: {why}, got {values[i].item()!r}")
+        raise ValueError(f"{name}[{i + offset}].{field}: {why}, got {values[i].item()!r}")
 
 
 def side_index(side: int) -> int:
@@ -129,32 +134,39 @@ class L2Books:
         """
         if events.dtype != L2_EVENT_DTYPE:
             raise ValueError(f"events: dtype must be L2_EVENT_DTYPE, got {events.dtype}")
-        book = events["book"]
+        bad = int(k.l2_check(np.ascontiguousarray(events), self.n_books))
+        if bad < 0:
+            return
+        r = events[bad : bad + 1]
+        book = r["book"]
         _first_bad(
             "events",
             "book",
             (book < 0) | (book >= self.n_books),
             book,
             f"must be in [0, {self.n_books})",
+            bad,
         )
-        kind = events["kind"]
+        kind = r["kind"]
         _first_bad(
             "events",
             "kind",
             (kind != L2_SET) & (kind != L2_TRADE) & (kind != L2_CLEAR),
             kind,
             "must be L2_SET, L2_TRADE or L2_CLEAR",
+            bad,
         )
-        side = events["side"]
+        side = r["side"]
         _first_bad(
             "events",
             "side",
             (kind != L2_CLEAR) & (side != BUY) & (side != SELL),
             side,
             "must be BUY (1) or SELL (-1)",
+            bad,
         )
-        qty = events["qty"]
-        _first_bad("events", "qty", qty < 0, qty, "must be >= 0")
+        qty = r["qty"]
+        _first_bad("events", "qty", qty < 0, qty, "must be >= 0", bad)
 
     def apply(self, events: npt.NDArray[np.void], bbo: I64 | None = None) -> int:
         """Apply ``L2_EVENT_DTYPE`` rows in order; return the number applied.

@@ -79,7 +79,7 @@ class L3Arrays:
         ``PRIO_*`` bits: which modifications lose queue priority.
     """
 
-    __slots__ = ("free", "keys", "lv", "o", "st", "vals")
+    __slots__ = ("free", "keys", "lv", "o", "st", "tab", "vals")
 
     def __init__(self, px_min: int, n_levels: int, capacity: int, policy: int) -> None:
         if n_levels < 1:
@@ -91,8 +91,10 @@ class L3Arrays:
         self.o: I64 = aligned_records(capacity, ORDER_WIDTH)
         self.lv: I64 = np.zeros((2, n_levels, LEVEL_WIDTH), np.int64)
         self.st: I64 = np.zeros(L3_NSTATE, np.int64)
-        self.keys: I64 = np.full(_table_size(capacity), ID_EMPTY, np.int64)
-        self.vals: I64 = np.zeros(self.keys.shape[0], np.int64)
+        # keys and values interleaved: one cache line per probe
+        self.tab: I64 = np.full(2 * _table_size(capacity), ID_EMPTY, np.int64)
+        self.keys: I64 = self.tab[0::2]
+        self.vals: I64 = self.tab[1::2]
         self.free: I64 = np.zeros(capacity, np.int64)
         self.st[L3S_BASE] = px_min
         self.st[L3S_POLICY] = policy
@@ -121,12 +123,47 @@ class L3Arrays:
         extra = np.arange(new_cap - 1, cap - 1, -1, dtype=np.int64)
         free[: extra.shape[0]] = extra
         free[extra.shape[0] : extra.shape[0] + nfree] = self.free[:nfree]
-        keys = np.full(_table_size(new_cap), ID_EMPTY, np.int64)
-        vals = np.zeros(keys.shape[0], np.int64)
+        tab = np.full(2 * _table_size(new_cap), ID_EMPTY, np.int64)
+        keys, vals = tab[0::2], tab[1::2]
         live = self.keys != ID_EMPTY
         k.ht_rebuild(keys, vals, self.keys[live].copy(), self.vals[live].copy())
-        self.o, self.free, self.keys, self.vals = o, free, keys, vals
+        self.o, self.free, self.tab, self.keys, self.vals = o, free, tab, keys, vals
         self.st[L3S_FREE] = nfree + extra.shape[0]
+
+    def grow(self) -> None:
+        """Double the order capacity."""
+        self.reserve(2 * self.capacity)
+
+    def run(self, events: npt.NDArray[np.void], bbo: I64 | None = None) -> int:
+        """Apply checked ``L3_EVENT_DTYPE`` rows, growing whenever the book is full.
+
+        The kernels stop before an add that finds no free slot; this doubles the capacity
+        and resumes, so capacity (and the id table) follows the live order count.
+        """
+        ev = np.ascontiguousarray(events)
+        n = ev.shape[0]
+        pos = 0
+        while True:
+            if bbo is None:
+                pos += int(
+                    k.l3_apply(self.o, self.lv, self.st, self.keys, self.vals, self.free, ev[pos:])
+                )
+            else:
+                pos += int(
+                    k.l3_apply_bbo(
+                        self.o,
+                        self.lv,
+                        self.st,
+                        self.keys,
+                        self.vals,
+                        self.free,
+                        ev[pos:],
+                        bbo[pos:],
+                    )
+                )
+            if pos >= n:
+                return int(n)
+            self.grow()
 
     def px_of(self, idx: int) -> int:
         """Price in ticks of level index ``idx``."""
@@ -152,7 +189,7 @@ class L3Book:
     __slots__ = ("_a",)
 
     def __init__(
-        self, px_min: int, n_levels: int, capacity: int = 1 << 16, policy: int = PRIO_DEFAULT
+        self, px_min: int, n_levels: int, capacity: int = 1 << 12, policy: int = PRIO_DEFAULT
     ) -> None:
         self._a = L3Arrays(px_min, n_levels, capacity, policy)
 
@@ -206,7 +243,7 @@ class L3Book:
 
     # ---------------------------------------------------------------------- input
     def validate(self, events: npt.NDArray[np.void]) -> None:
-        """Check ``L3_EVENT_DTYPE`` rows without applying them, and reserve order slots.
+        """Check ``L3_EVENT_DTYPE`` rows without applying them.
 
         Raises
         ------
@@ -216,24 +253,31 @@ class L3Book:
         """
         if events.dtype != L3_EVENT_DTYPE:
             raise ValueError(f"events: dtype must be L3_EVENT_DTYPE, got {events.dtype}")
-        act = events["action"]
-        bad = (act < L3_ADD) | (act > L3_CLEAR)
-        _first_bad("action", bad, act, "must be L3_ADD .. L3_CLEAR")
-        sets = (act == L3_ADD) | (act == L3_MODIFY)
-        side = events["side"]
-        _first_bad(
-            "side", (act == L3_ADD) & (side != BUY) & (side != SELL), side, "must be BUY or SELL"
-        )
-        oid = events["order_id"]
-        _first_bad("order_id", oid == ID_EMPTY, oid, "is the reserved empty-bucket marker")
-        px = events["px"]
         lo = self.px_min
         hi = lo + self.n_levels
-        _first_bad("px", sets & ((px < lo) | (px >= hi)), px, f"must be in [{lo}, {hi})")
-        qty = events["qty"]
-        _first_bad("qty", (act == L3_ADD) & (qty <= 0), qty, "must be > 0 on an add")
-        _first_bad("qty", (act == L3_EXECUTE) & (qty <= 0), qty, "must be > 0 on an execute")
-        self._a.reserve(self._a.n_orders + int(np.count_nonzero(act == L3_ADD)))
+        row = int(k.l3_check(np.ascontiguousarray(events), lo, hi))
+        if row < 0:
+            return
+        r = events[row : row + 1]
+        act = r["action"]
+        bad = (act < L3_ADD) | (act > L3_CLEAR)
+        _first_bad("action", bad, act, "must be L3_ADD .. L3_CLEAR", row)
+        sets = (act == L3_ADD) | (act == L3_MODIFY)
+        side = r["side"]
+        _first_bad(
+            "side",
+            (act == L3_ADD) & (side != BUY) & (side != SELL),
+            side,
+            "must be BUY or SELL",
+            row,
+        )
+        oid = r["order_id"]
+        _first_bad("order_id", oid == ID_EMPTY, oid, "is the reserved empty-bucket marker", row)
+        px = r["px"]
+        _first_bad("px", sets & ((px < lo) | (px >= hi)), px, f"must be in [{lo}, {hi})", row)
+        qty = r["qty"]
+        _first_bad("qty", (act == L3_ADD) & (qty <= 0), qty, "must be > 0 on an add", row)
+        _first_bad("qty", (act == L3_EXECUTE) & (qty <= 0), qty, "must be > 0 on an execute", row)
 
     def apply(self, events: npt.NDArray[np.void], bbo: I64 | None = None) -> int:
         """Apply ``L3_EVENT_DTYPE`` rows in order; return the number applied.
@@ -261,13 +305,7 @@ class L3Book:
                 f"bbo: must be C-contiguous int64[{events.shape[0]}, 4], got {bbo.dtype}{bbo.shape}"
             )
         self.validate(events)
-        a = self._a
-        if bbo is not None:
-            ev = np.ascontiguousarray(events)
-            return int(k.l3_apply_bbo(a.o, a.lv, a.st, a.keys, a.vals, a.free, ev, bbo))
-        return int(
-            k.l3_apply(a.o, a.lv, a.st, a.keys, a.vals, a.free, np.ascontiguousarray(events))
-        )
+        return self._a.run(events, bbo)
 
     def clear(self) -> None:
         """Remove every order (counters are kept)."""
@@ -359,11 +397,15 @@ class L3Book:
 
 
 def _first_bad(
-    field: str, mask: npt.NDArray[np.bool_], values: npt.NDArray[np.generic], why: str
+    field: str,
+    mask: npt.NDArray[np.bool_],
+    values: npt.NDArray[np.generic],
+    why: str,
+    offset: int = 0,
 ) -> None:
     if np.any(mask):
         i = int(np.flatnonzero(mask)[0])
-        raise ValueError(f"events[{i}].{field}: {why}, got {values[i].item()!r}")
+        raise ValueError(f"events[{i + offset}].{field}: {why}, got {values[i].item()!r}")
 
 
 __all__ = ["L3Arrays", "L3Book", "aligned_records"]

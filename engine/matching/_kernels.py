@@ -2,7 +2,7 @@
 """Matching kernels: price-time priority over the L3 book arrays of ``engine.book``.
 
 The matcher consumes ``ORDER_CMD_DTYPE`` rows and writes ``EXEC_EVENT_DTYPE`` rows into a
-preallocated array (the wrapper sizes it from a bound: at most ``6 * n_cmds + 3 * resting``
+preallocated array (the wrapper sizes it from a bound: at most ``8 * n_cmds + 3 * resting``
 events per batch). Book arrays are those of ``engine.book.l3.L3Arrays``; the order record's
 ``OR_OWNER`` field is the self-trade group.
 """
@@ -11,12 +11,14 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.book._kernels import (
+    _l2_scan,
     ht_find,
     l2_clear,
     l2_set,
-    l3_apply_event,
+    l3_apply_slow,
     l3_new_order,
     l3_remove,
+    l3_scan_best,
     side_index,
 )
 from engine.jit import kernel, kernel_inline
@@ -25,6 +27,7 @@ from engine.types import (
     BID_SIDE,
     BUY,
     CMD_CANCEL,
+    CMD_NEW,
     CMD_REPLACE,
     EXEC_CANCELED,
     EXEC_EXPIRED,
@@ -32,6 +35,7 @@ from engine.types import (
     EXEC_REJECTED,
     EXEC_REPLACED,
     EXEC_TRADE,
+    ID_EMPTY,
     L2_SET,
     L2_TRADE,
     L2S_ASK,
@@ -46,19 +50,24 @@ from engine.types import (
     L3S_ASK,
     L3S_BASE,
     L3S_BID,
+    L3S_DUPLICATE,
     L3S_FREE,
+    L3S_NORDERS,
     L3S_POLICY,
     L3S_SEQ,
     L3S_TS,
+    L3S_UNKNOWN,
     LIQ_MAKER,
     LIQ_NONE,
     LIQ_TAKER,
     LV_CNT,
     LV_HEAD,
     LV_QTY,
+    LV_TAIL,
     OR_ID,
     OR_NEXT,
     OR_OWNER,
+    OR_PREV,
     OR_PX,
     OR_QTY,
     OR_SEQ,
@@ -88,7 +97,6 @@ from engine.types import (
     STP_CANCEL_TAKER,
     STP_NONE,
     TIF_FOK,
-    TIF_GTC,
     TIF_IOC,
 )
 
@@ -378,60 +386,298 @@ def _new(
 
 
 @kernel
-def match_batch(
+def _slow_cmd(
+    o: I64, lv: I64, st: I64, keys: I64, vals: I64, free: I64, out: Rec, k: int, c: int,
+    m: np.void, stp: int,
+) -> int:  # fmt: skip
+    """Run one command the general way (replaces, market, FOK, self-trade groups)."""
+    sd = int(m["side"])
+    if m["action"] == CMD_REPLACE:
+        return _replace(
+            o, lv, st, keys, vals, free, out, k, m["ts"], c, m["order_id"], sd, m["px"], m["qty"],
+            stp,
+        )  # fmt: skip
+    return _new(
+        o, lv, st, keys, vals, free, out, k, m["ts"], c, m["order_id"], sd, m["px"], m["qty"],
+        m["owner"], int(m["ord_type"]), int(m["tif"]), stp,
+    )  # fmt: skip
+
+
+@kernel
+def match_batch(  # noqa: C901 (one flat hot loop on purpose, see the docstring)
     o: I64, lv: I64, st: I64, keys: I64, vals: I64, free: I64, cmds: Rec, out: Rec, stp: int
-) -> int:
-    """Run ``ORDER_CMD_DTYPE`` commands through the matcher; return the events written.
+) -> tuple[int, int]:
+    """Run ``ORDER_CMD_DTYPE`` commands through the matcher.
 
     Mutates the book arrays and writes ``EXEC_EVENT_DTYPE`` rows into ``out`` (which must
-    hold ``6 * len(cmds) + 3 * resting`` rows). ``stp`` is an ``STP_*`` mode.
+    hold ``8 * len(cmds) + 3 * resting`` rows). ``stp`` is an ``STP_*`` mode. Returns
+    ``(commands processed, events written)``; it stops early before a new order when no
+    order slot is free (the wrapper grows the arrays and resumes).
+
+    Cancels and plain limit orders (day, GTC or IOC, no self-trade group) run flat in this
+    loop, with the same results as the general helpers (:func:`_new`, :func:`_cancel`) that
+    the other commands take out of line: numba helpers that loop or call on every
+    command's path cost reference counting of every array they take.
     """
     k = 0
+    n = lv.shape[1]
+    mask = keys.shape[0] - 1
+    base = st[L3S_BASE]
     for c in range(cmds.shape[0]):
         m = cmds[c]
         act = m["action"]
         oid = m["order_id"]
         ts = m["ts"]
         sd = int(m["side"])
+        h = (oid ^ (oid >> 17) ^ (oid >> 31) ^ (oid >> 47)) & mask
+        while keys[h] != oid and keys[h] != ID_EMPTY:
+            h = (h + 1) & mask
         if act == CMD_CANCEL:
-            k = _cancel(o, lv, st, keys, vals, free, out, k, ts, c, oid, sd)
-        elif act == CMD_REPLACE:
-            k = _replace(
-                o, lv, st, keys, vals, free, out, k, ts, c, oid, sd, m["px"], m["qty"], stp
-            )
-        else:
-            k = _new(
-                o, lv, st, keys, vals, free, out, k, ts, c, oid, sd, m["px"], m["qty"], m["owner"],
-                int(m["ord_type"]), int(m["tif"]), stp,
+            if keys[h] != oid:
+                k = _emit(
+                    out,
+                    k,
+                    ts,
+                    c,
+                    EXEC_REJECTED,
+                    oid,
+                    -1,
+                    0,
+                    0,
+                    0,
+                    sd,
+                    LIQ_NONE,
+                    REASON_UNKNOWN_ORDER,
+                )
+                continue
+            slot = vals[h]
+            q = o[slot, OR_QTY]
+            si = o[slot, OR_SIDE]
+            i = o[slot, OR_PX]
+            rsd = BUY if si == BID_SIDE else SELL
+            k = _emit(
+                out, k, ts, c, EXEC_CANCELED, oid, -1, base + i, q, 0, rsd, LIQ_NONE,
+                REASON_REQUESTED,
             )  # fmt: skip
-    return k
-
-
-@kernel
-def match_limits(
-    o: I64,
-    lv: I64,
-    st: I64,
-    keys: I64,
-    vals: I64,
-    free: I64,
-    oid: I64,
-    side: npt.NDArray[np.int8],
-    px: I64,
-    qty: I64,
-    out: Rec,
-) -> int:
-    """Run plain GTC limit orders given as columns (no self-trade prevention).
-
-    The lean path of :func:`match_batch` for the common case; same events, ``cmd`` is the row.
-    """
-    k = 0
-    for c in range(oid.shape[0]):
-        k = _new(
-            o, lv, st, keys, vals, free, out, k, 0, c, oid[c], int(side[c]), px[c], qty[c],
-            -1, ORD_LIMIT, TIF_GTC, STP_NONE,
-        )  # fmt: skip
-    return k
+            # (remove the order: as below for a filled maker)
+        elif act == CMD_NEW and (
+            m["ord_type"] == ORD_LIMIT
+            and m["tif"] != TIF_FOK
+            and (stp == STP_NONE or m["owner"] < 0)
+        ):
+            if st[L3S_FREE] == 0:
+                return c, k
+            px = m["px"]
+            qty = m["qty"]
+            if keys[h] == oid:
+                k = _emit(
+                    out,
+                    k,
+                    ts,
+                    c,
+                    EXEC_REJECTED,
+                    oid,
+                    -1,
+                    px,
+                    qty,
+                    0,
+                    sd,
+                    LIQ_NONE,
+                    REASON_DUPLICATE_ID,
+                )
+                continue
+            idx = px - base
+            if idx < 0 or idx >= n:
+                k = _emit(
+                    out,
+                    k,
+                    ts,
+                    c,
+                    EXEC_REJECTED,
+                    oid,
+                    -1,
+                    px,
+                    qty,
+                    0,
+                    sd,
+                    LIQ_NONE,
+                    REASON_PRICE_RANGE,
+                )
+                continue
+            k = _emit(out, k, ts, c, EXEC_NEW, oid, -1, px, qty, qty, sd, LIQ_NONE, REASON_NONE)
+            si = BID_SIDE if sd == BUY else ASK_SIDE
+            osi = ASK_SIDE if si == BID_SIDE else BID_SIDE
+            rem = qty
+            while rem > 0:
+                lvl = st[L3S_ASK] if si == BID_SIDE else st[L3S_BID]
+                if (si == BID_SIDE and (lvl >= n or lvl > idx)) or (
+                    si == ASK_SIDE and (lvl < 0 or lvl < idx)
+                ):
+                    break
+                mk = lv[osi, lvl, LV_HEAD]
+                mid = o[mk, OR_ID]
+                mq = o[mk, OR_QTY]
+                x = min(rem, mq)
+                rem -= x
+                k = _emit(
+                    out,
+                    k,
+                    ts,
+                    c,
+                    EXEC_TRADE,
+                    oid,
+                    mid,
+                    base + lvl,
+                    x,
+                    rem,
+                    sd,
+                    LIQ_TAKER,
+                    REASON_NONE,
+                )
+                k = _emit(
+                    out,
+                    k,
+                    ts,
+                    c,
+                    EXEC_TRADE,
+                    mid,
+                    oid,
+                    base + lvl,
+                    x,
+                    mq - x,
+                    -sd,
+                    LIQ_MAKER,
+                    REASON_NONE,
+                )
+                if x < mq:
+                    o[mk, OR_QTY] = mq - x
+                    lv[osi, lvl, LV_QTY] -= x
+                    continue
+                # the maker is done: unlink it (it is the head) and delete its id
+                nxt = o[mk, OR_NEXT]
+                lv[osi, lvl, LV_HEAD] = nxt
+                if nxt >= 0:
+                    o[nxt, OR_PREV] = -1
+                else:
+                    lv[osi, lvl, LV_TAIL] = -1
+                lv[osi, lvl, LV_QTY] -= mq
+                lv[osi, lvl, LV_CNT] -= 1
+                o[mk, OR_QTY] = 0
+                if lv[osi, lvl, LV_CNT] == 0:
+                    l3_scan_best(lv, st, osi, lvl)
+                g = (mid ^ (mid >> 17) ^ (mid >> 31) ^ (mid >> 47)) & mask
+                while keys[g] != mid:
+                    g = (g + 1) & mask
+                j = g
+                while True:
+                    j = (j + 1) & mask
+                    kj = keys[j]
+                    if kj == ID_EMPTY:
+                        break
+                    hj = (kj ^ (kj >> 17) ^ (kj >> 31) ^ (kj >> 47)) & mask
+                    stay = (g < hj and hj <= j) if g <= j else (hj > g or hj <= j)
+                    if not stay:
+                        keys[g] = kj
+                        vals[g] = vals[j]
+                        g = j
+                keys[g] = ID_EMPTY
+                free[st[L3S_FREE]] = mk
+                st[L3S_FREE] += 1
+                st[L3S_NORDERS] -= 1
+            if rem <= 0:
+                continue
+            if m["tif"] == TIF_IOC:
+                k = _emit(
+                    out,
+                    k,
+                    ts,
+                    c,
+                    EXEC_EXPIRED,
+                    oid,
+                    -1,
+                    px,
+                    rem,
+                    0,
+                    sd,
+                    LIQ_NONE,
+                    REASON_IOC_REMAINDER,
+                )
+                continue
+            # rest: the id's bucket may have moved while makers were deleted
+            h = (oid ^ (oid >> 17) ^ (oid >> 31) ^ (oid >> 47)) & mask
+            while keys[h] != ID_EMPTY:
+                h = (h + 1) & mask
+            st[L3S_FREE] -= 1
+            slot = free[st[L3S_FREE]]
+            keys[h] = oid
+            vals[h] = slot
+            tail = lv[si, idx, LV_TAIL]
+            o[slot, OR_PX] = idx
+            o[slot, OR_QTY] = rem
+            o[slot, OR_PREV] = tail
+            o[slot, OR_NEXT] = -1
+            o[slot, OR_SIDE] = si
+            o[slot, OR_ID] = oid
+            o[slot, OR_OWNER] = m["owner"]
+            if tail >= 0:
+                o[tail, OR_NEXT] = slot
+            else:
+                lv[si, idx, LV_HEAD] = slot
+            lv[si, idx, LV_TAIL] = slot
+            lv[si, idx, LV_QTY] += rem
+            lv[si, idx, LV_CNT] += 1
+            st[L3S_SEQ] += 1
+            o[slot, OR_SEQ] = st[L3S_SEQ]
+            st[L3S_NORDERS] += 1
+            if si == BID_SIDE:
+                if idx > st[L3S_BID]:
+                    st[L3S_BID] = idx
+            elif idx < st[L3S_ASK]:
+                st[L3S_ASK] = idx
+            continue
+        else:
+            if act == CMD_NEW and st[L3S_FREE] == 0:
+                return c, k
+            k = _slow_cmd(o, lv, st, keys, vals, free, out, k, c, m, stp)
+            continue
+        # cancel: remove the order in bucket h / slot
+        slot = vals[h]
+        si = o[slot, OR_SIDE]
+        i = o[slot, OR_PX]
+        prv = o[slot, OR_PREV]
+        nxt = o[slot, OR_NEXT]
+        if prv >= 0:
+            o[prv, OR_NEXT] = nxt
+        else:
+            lv[si, i, LV_HEAD] = nxt
+        if nxt >= 0:
+            o[nxt, OR_PREV] = prv
+        else:
+            lv[si, i, LV_TAIL] = prv
+        lv[si, i, LV_QTY] -= o[slot, OR_QTY]
+        lv[si, i, LV_CNT] -= 1
+        o[slot, OR_QTY] = 0
+        if lv[si, i, LV_CNT] == 0 and (
+            (si == BID_SIDE and i == st[L3S_BID]) or (si == ASK_SIDE and i == st[L3S_ASK])
+        ):
+            l3_scan_best(lv, st, si, i)
+        j = h
+        while True:
+            j = (j + 1) & mask
+            kj = keys[j]
+            if kj == ID_EMPTY:
+                break
+            hj = (kj ^ (kj >> 17) ^ (kj >> 31) ^ (kj >> 47)) & mask
+            stay = (h < hj and hj <= j) if h <= j else (hj > h or hj <= j)
+            if not stay:
+                keys[h] = kj
+                vals[h] = vals[j]
+                h = j
+        keys[h] = ID_EMPTY
+        free[st[L3S_FREE]] = slot
+        st[L3S_FREE] += 1
+        st[L3S_NORDERS] -= 1
+    return int(cmds.shape[0]), k
 
 
 # ======================================================================== queue position
@@ -442,6 +688,7 @@ RS_NFILLS = 2  # fill rows written so far
 RS_CANCEL_TS = 3  # earliest cancel time among active own orders
 RS_N = 4
 _NEVER = np.iinfo(np.int64).max
+_NO_BID = np.iinfo(np.int64).min
 
 
 @kernel_inline
@@ -523,9 +770,29 @@ def qm_trade(own: Rec, j: int, qty: int, px: int, ts: int, fills: Rec, nf: int) 
 
 
 @kernel_inline
-def _drop_inactive(own: Rec, act: I64, rs: I64) -> None:
-    """Compact the active list (filled/canceled removed) and refresh the next cancel time."""
+def _extend(own: Rec, ox: I64, j: int) -> None:
+    """Widen the own-price extremes of own order ``j``'s book to include it."""
+    r = own[j]
+    b = r["book"]
+    if r["side"] == BUY:
+        if r["px"] > ox[b, 0]:
+            ox[b, 0] = r["px"]
+    elif r["px"] < ox[b, 1]:
+        ox[b, 1] = r["px"]
+
+
+@kernel
+def _drop_inactive(own: Rec, act: I64, rs: I64, ox: I64) -> None:
+    """Compact the active list (filled/canceled removed); refresh cancel time and extremes.
+
+    ``ox`` is ``int64[n_books, 2]``: the highest active own bid and lowest active own ask
+    per book (``INT64_MIN`` / ``INT64_MAX`` when none), the replays' cheap relevance test.
+    """
     n = rs[RS_NACT]
+    for a in range(n):
+        b = own[act[a]]["book"]
+        ox[b, 0] = _NO_BID
+        ox[b, 1] = _NEVER
     w = 0
     nxt = _NEVER
     for a in range(n):
@@ -533,45 +800,36 @@ def _drop_inactive(own: Rec, act: I64, rs: I64) -> None:
         if own[j]["status"] == OWN_ACTIVE:
             act[w] = j
             w += 1
-            if own[j]["cancel_ts"] < nxt:
-                nxt = own[j]["cancel_ts"]
+            nxt = min(nxt, own[j]["cancel_ts"])
+            _extend(own, ox, j)
     rs[RS_NACT] = w
     rs[RS_CANCEL_TS] = nxt
 
 
-@kernel_inline
-def _cancel_due(own: Rec, act: I64, rs: I64, ts: int) -> None:
+@kernel
+def _cancel_due(own: Rec, act: I64, rs: I64, ox: I64, ts: int) -> None:
     """Cancel active own orders whose cancel has reached the venue by ``ts``."""
-    if ts < rs[RS_CANCEL_TS]:
-        return
     for a in range(rs[RS_NACT]):
         j = act[a]
         if own[j]["cancel_ts"] <= ts:
             own[j]["status"] = OWN_CANCELED
-    _drop_inactive(own, act, rs)
+    _drop_inactive(own, act, rs, ox)
 
 
 @kernel_inline
-def _n_due(own: Rec, rs: I64, ts: int) -> int:
-    """Own orders that reach the venue by ``ts`` and are not active yet."""
-    p = rs[RS_NEXT]
-    while p < own.shape[0] and own[p]["ts"] <= ts:
-        p += 1
-    return int(p - rs[RS_NEXT])
-
-
-@kernel_inline
-def _activate(own: Rec, act: I64, rs: I64, j: int) -> None:
+def _activate(own: Rec, act: I64, rs: I64, ox: I64, j: int) -> None:
     n = rs[RS_NACT]
     act[n] = j
     rs[RS_NACT] = n + 1
     own[j]["status"] = OWN_ACTIVE
-    if own[j]["cancel_ts"] < rs[RS_CANCEL_TS]:
-        rs[RS_CANCEL_TS] = own[j]["cancel_ts"]
+    rs[RS_CANCEL_TS] = min(rs[RS_CANCEL_TS], own[j]["cancel_ts"])
+    _extend(own, ox, j)
 
 
-@kernel_inline
-def _l2_arrive(q: I64, st: I64, own: Rec, act: I64, rs: I64, ts: int, fills: Rec, nf: int) -> int:
+@kernel
+def _l2_arrive(
+    q: I64, st: I64, own: Rec, act: I64, rs: I64, ox: I64, ts: int, fills: Rec, nf: int
+) -> int:
     """Bring own orders that reach the venue by ``ts`` into the book; return fill rows."""
     n = q.shape[2]
     while rs[RS_NEXT] < own.shape[0] and own[rs[RS_NEXT]]["ts"] <= ts:
@@ -598,13 +856,13 @@ def _l2_arrive(q: I64, st: I64, own: Rec, act: I64, rs: I64, ts: int, fills: Rec
             si = ASK_SIDE
         r["ahead"] = float(q[b, si, i]) if 0 <= i < n else 0.0
         r["pending"] = 0.0
-        _activate(own, act, rs, j)
+        _activate(own, act, rs, ox, j)
     return nf
 
 
-@kernel_inline
+@kernel
 def _l2_own_on_set(
-    q: I64, st: I64, own: Rec, act: I64, rs: I64, b: int, sd: int, px: int, prev: int,
+    q: I64, st: I64, own: Rec, act: I64, rs: I64, ox: I64, b: int, sd: int, px: int, prev: int,
     new: int, ts: int, fills: Rec, nf: int, model: int, param: float,
 ) -> int:  # fmt: skip
     """Update own orders after level ``px`` of side ``sd`` of book ``b`` went ``prev -> new``.
@@ -634,13 +892,13 @@ def _l2_own_on_set(
             nf = _own_fill(own, j, r["leaves"], r["px"], ts, LIQ_MAKER, fills, nf)
             filled = True
     if filled:
-        _drop_inactive(own, act, rs)
+        _drop_inactive(own, act, rs, ox)
     return nf
 
 
-@kernel_inline
+@kernel
 def _l2_own_on_trade(
-    own: Rec, act: I64, rs: I64, b: int, sd: int, px: int, qty: int, ts: int, fills: Rec,
+    own: Rec, act: I64, rs: I64, ox: I64, b: int, sd: int, px: int, qty: int, ts: int, fills: Rec,
     nf: int,
 ) -> int:  # fmt: skip
     """Update own orders after a trade (aggressor side ``sd``) of ``qty`` at ``px``."""
@@ -658,12 +916,12 @@ def _l2_own_on_trade(
             nf = qm_trade(own, j, qty, opx, ts, fills, nf)
             filled = filled or own[j]["status"] == OWN_FILLED
     if filled:
-        _drop_inactive(own, act, rs)
+        _drop_inactive(own, act, rs, ox)
     return nf
 
 
 @kernel
-def l2_replay_own(
+def l2_replay_own(  # noqa: C901 (one flat hot loop on purpose, see the docstring)
     q: I64,
     st: I64,
     ev: Rec,
@@ -671,6 +929,7 @@ def l2_replay_own(
     own: Rec,
     act: I64,
     rs: I64,
+    ox: I64,
     fills: Rec,
     model: int,
     param: float,
@@ -681,45 +940,81 @@ def l2_replay_own(
     (``OWN_ORDER_DTYPE``, sorted by ``ts``) to the venue at their ``ts``, cancels them at
     ``cancel_ts`` and fills them: at the front of the queue when trades at their price
     exhaust the estimated quantity ahead, fully when a trade goes through their price or
-    the opposite side crosses it. Fills are ``FILL_DTYPE`` rows in ``fills``.
-    ``own``, ``act`` (``int64[len(own)]``), ``rs`` (``int64[RS_N]``), ``q``, ``st`` and
-    ``fills`` are mutated. Stops early when ``fills`` may overflow; returns the next row.
+    the opposite side crosses it. Fills are ``FILL_DTYPE`` rows in ``fills``, which must
+    have room for the open quantity of every pending and active own order (each fill is at
+    least one lot). ``own``, ``act`` (``int64[len(own)]``), ``rs`` (``int64[RS_N]``), ``ox``
+    (``int64[n_books, 2]``, see :func:`_drop_inactive`), ``q``, ``st`` and ``fills`` are
+    mutated. Returns the number of rows processed (all of them).
+
+    Own-order work runs out of line and only for events that can concern an own order (its
+    level, a trade at or through its price, a touch that crosses it), so the per-event cost
+    stays that of the book update.
     """
+    n = q.shape[2]
+    n_own = own.shape[0]
     nf = rs[RS_NFILLS]
-    cap = fills.shape[0]
-    k = start
-    while k < ev.shape[0]:
+    for k in range(start, ev.shape[0]):
         e = ev[k]
         ts = e["ts"]
-        if cap - nf < rs[RS_NACT] + _n_due(own, rs, ts) + 1:
-            break
         b = e["book"]
-        nf = _l2_arrive(q, st, own, act, rs, ts, fills, nf)
-        _cancel_due(own, act, rs, ts)
+        if rs[RS_NEXT] < n_own and own[rs[RS_NEXT]]["ts"] <= ts:
+            nf = _l2_arrive(q, st, own, act, rs, ox, ts, fills, nf)
+        if ts >= rs[RS_CANCEL_TS]:
+            _cancel_due(own, act, rs, ox, ts)
         kind = e["kind"]
         px = e["px"]
         sd = int(e["side"])
         if kind == L2_SET:
-            prev = l2_set(q, st, b, side_index(sd), px, e["qty"])
+            si = side_index(sd)
+            v = e["qty"]
+            i = px - st[b, L2S_BASE]
+            if i >= 0 and i < n:
+                prev = q[b, si, i]
+                q[b, si, i] = v
+                if si == BID_SIDE:
+                    if v > 0:
+                        if i > st[b, L2S_BID]:
+                            st[b, L2S_BID] = i
+                    elif i == st[b, L2S_BID]:
+                        st[b, L2S_BID] = _l2_scan(q, b, BID_SIDE, i - 1)
+                elif v > 0:
+                    if i < st[b, L2S_ASK]:
+                        st[b, L2S_ASK] = i
+                elif i == st[b, L2S_ASK]:
+                    st[b, L2S_ASK] = _l2_scan(q, b, ASK_SIDE, i + 1)
+            else:
+                prev = l2_set(q, st, b, si, px, v)
             if rs[RS_NACT] > 0:
-                nf = _l2_own_on_set(
-                    q, st, own, act, rs, b, sd, px, prev, e["qty"], ts, fills, nf, model, param
-                )
+                base = st[b, L2S_BASE]
+                ba = st[b, L2S_ASK]
+                bb = st[b, L2S_BID]
+                hit = (ba < n and base + ba <= ox[b, 0]) or (bb >= 0 and base + bb >= ox[b, 1])
+                if not hit and prev >= 0:
+                    for a in range(rs[RS_NACT]):
+                        r = own[act[a]]
+                        if r["px"] == px and r["side"] == sd and r["book"] == b:
+                            hit = True
+                            break
+                if hit:
+                    nf = _l2_own_on_set(
+                        q, st, own, act, rs, ox, b, sd, px, prev, v, ts, fills, nf, model, param
+                    )
         elif kind == L2_TRADE:
-            if rs[RS_NACT] > 0:
-                nf = _l2_own_on_trade(own, act, rs, b, sd, px, e["qty"], ts, fills, nf)
+            if rs[RS_NACT] > 0 and (
+                (sd == SELL and ox[b, 0] >= px) or (sd == BUY and ox[b, 1] <= px)
+            ):
+                nf = _l2_own_on_trade(own, act, rs, ox, b, sd, px, e["qty"], ts, fills, nf)
         else:
             l2_clear(q, st, b)
         st[b, L2S_TS] = ts
-        k += 1
     rs[RS_NFILLS] = nf
-    return k
+    return int(ev.shape[0])
 
 
 # ----------------------------------------------------------------------- L3, exact FIFO
-@kernel_inline
+@kernel
 def _l3_arrive(
-    o: I64, lv: I64, st: I64, own: Rec, act: I64, rs: I64, ts: int, fills: Rec, nf: int
+    lv: I64, st: I64, own: Rec, act: I64, rs: I64, ox: I64, ts: int, fills: Rec, nf: int
 ) -> int:
     """Bring own orders that reach the venue by ``ts`` to the back of their L3 queue."""
     n = lv.shape[1]
@@ -747,7 +1042,7 @@ def _l3_arrive(
         st[L3S_SEQ] += 1
         r["seq"] = st[L3S_SEQ]
         r["ahead"] = float(lv[si, i, LV_QTY])  # everyone resting there is ahead
-        _activate(own, act, rs, j)
+        _activate(own, act, rs, ox, j)
     return nf
 
 
@@ -770,9 +1065,10 @@ def _l3_ahead_drop(pol: int, action: int, lpx: int, oq: int, px: int, qty: int) 
     return 0
 
 
-@kernel_inline
+@kernel
 def _l3_own_before(
-    o: I64, st: I64, own: Rec, act: I64, rs: I64, slot: int, action: int, px: int, qty: int,
+    o: I64, st: I64, own: Rec, act: I64, rs: I64, ox: I64, slot: int, action: int, px: int,
+    qty: int,
     ts: int, fills: Rec, nf: int,
 ) -> int:  # fmt: skip
     """Adjust own orders for an event on resting order ``slot`` before the book applies it.
@@ -809,12 +1105,12 @@ def _l3_own_before(
         elif at_level and seq < r["seq"]:
             r["ahead"] -= _l3_ahead_drop(st[L3S_POLICY], action, lpx, oq, px, qty)
     if filled:
-        _drop_inactive(own, act, rs)
+        _drop_inactive(own, act, rs, ox)
     return nf
 
 
 @kernel
-def l3_replay_own(
+def l3_replay_own(  # noqa: C901 (one flat hot loop on purpose, see engine.book._kernels.l3_apply)
     o: I64,
     lv: I64,
     st: I64,
@@ -826,6 +1122,7 @@ def l3_replay_own(
     own: Rec,
     act: I64,
     rs: I64,
+    ox: I64,
     fills: Rec,
 ) -> int:
     """Replay L3 events from row ``start`` with own orders at their exact FIFO position.
@@ -833,29 +1130,129 @@ def l3_replay_own(
     Own orders (``OWN_ORDER_DTYPE``, sorted by ``ts``) join the back of their level's queue
     when they reach the venue; ``ahead`` stays the exact number of lots in front of them.
     They fill when an execution reaches past them in the queue or trades through their
-    price. The book arrays, ``own``, ``act``, ``rs`` and ``fills`` are mutated. Stops early
-    when ``fills`` may overflow; returns the next row.
+    price. The book arrays, ``own``, ``act``, ``rs``, ``ox`` (``int64[1, 2]``) and
+    ``fills`` (room for the open quantity of every pending and active own order) are
+    mutated. Stops early when an add finds the book full; returns the next row.
+
+    The book steps are those of :func:`engine.book._kernels.l3_apply`, kept flat in this
+    loop for the same reason; own-order work runs out of line, only for events on an order
+    at or beyond an own order's price.
     """
+    n_own = own.shape[0]
     nf = rs[RS_NFILLS]
-    cap = fills.shape[0]
+    base = st[L3S_BASE]
+    mask = keys.shape[0] - 1
     k = start
     while k < ev.shape[0]:
         e = ev[k]
         ts = e["ts"]
-        if cap - nf < rs[RS_NACT] + _n_due(own, rs, ts) + 1:
-            break
-        nf = _l3_arrive(o, lv, st, own, act, rs, ts, fills, nf)
-        _cancel_due(own, act, rs, ts)
         action = int(e["action"])
-        oid = e["order_id"]
-        if rs[RS_NACT] > 0 and action != L3_ADD and action != L3_CLEAR:
-            b = ht_find(keys, oid)
-            if b >= 0:
-                nf = _l3_own_before(
-                    o, st, own, act, rs, vals[b], action, e["px"], e["qty"], ts, fills, nf
-                )
-        l3_apply_event(o, lv, st, keys, vals, free, action, oid, int(e["side"]), e["px"], e["qty"])
+        if action == L3_ADD and st[L3S_FREE] == 0:
+            break  # full: the wrapper grows the arrays and resumes here
+        if rs[RS_NEXT] < n_own and own[rs[RS_NEXT]]["ts"] <= ts:
+            nf = _l3_arrive(lv, st, own, act, rs, ox, ts, fills, nf)
+        if ts >= rs[RS_CANCEL_TS]:
+            _cancel_due(own, act, rs, ox, ts)
         st[L3S_TS] = ts
         k += 1
+        oid = e["order_id"]
+        if action == L3_ADD:
+            h = (oid ^ (oid >> 17) ^ (oid >> 31) ^ (oid >> 47)) & mask
+            while keys[h] != ID_EMPTY and keys[h] != oid:
+                h = (h + 1) & mask
+            if keys[h] == oid:
+                st[L3S_DUPLICATE] += 1
+                continue
+            st[L3S_FREE] -= 1
+            slot = free[st[L3S_FREE]]
+            keys[h] = oid
+            vals[h] = slot
+            si = side_index(int(e["side"]))
+            i = e["px"] - base
+            q = e["qty"]
+            tail = lv[si, i, LV_TAIL]
+            o[slot, OR_PX] = i
+            o[slot, OR_QTY] = q
+            o[slot, OR_PREV] = tail
+            o[slot, OR_NEXT] = -1
+            o[slot, OR_SIDE] = si
+            o[slot, OR_ID] = oid
+            o[slot, OR_OWNER] = -1
+            if tail >= 0:
+                o[tail, OR_NEXT] = slot
+            else:
+                lv[si, i, LV_HEAD] = slot
+            lv[si, i, LV_TAIL] = slot
+            lv[si, i, LV_QTY] += q
+            lv[si, i, LV_CNT] += 1
+            st[L3S_SEQ] += 1
+            o[slot, OR_SEQ] = st[L3S_SEQ]
+            st[L3S_NORDERS] += 1
+            if si == BID_SIDE:
+                if i > st[L3S_BID]:
+                    st[L3S_BID] = i
+            elif i < st[L3S_ASK]:
+                st[L3S_ASK] = i
+            continue
+        if action == L3_CLEAR:
+            l3_apply_slow(
+                o, lv, st, keys, vals, free, action, oid, int(e["side"]), e["px"], e["qty"]
+            )
+            continue
+        h = (oid ^ (oid >> 17) ^ (oid >> 31) ^ (oid >> 47)) & mask
+        while keys[h] != oid and keys[h] != ID_EMPTY:
+            h = (h + 1) & mask
+        if keys[h] != oid:
+            st[L3S_UNKNOWN] += 1
+            continue
+        slot = vals[h]
+        si = o[slot, OR_SIDE]
+        i = o[slot, OR_PX]
+        q = e["qty"]
+        if rs[RS_NACT] > 0 and (
+            (si == BID_SIDE and ox[0, 0] >= base + i) or (si == ASK_SIDE and ox[0, 1] <= base + i)
+        ):
+            nf = _l3_own_before(o, st, own, act, rs, ox, slot, action, e["px"], q, ts, fills, nf)
+        if action == L3_MODIFY:
+            l3_apply_slow(o, lv, st, keys, vals, free, action, oid, int(e["side"]), e["px"], q)
+            continue
+        left = o[slot, OR_QTY] - q if (action == L3_EXECUTE or q > 0) else 0
+        if left > 0:
+            o[slot, OR_QTY] = left
+            lv[si, i, LV_QTY] -= q
+            continue
+        prv = o[slot, OR_PREV]
+        nxt = o[slot, OR_NEXT]
+        if prv >= 0:
+            o[prv, OR_NEXT] = nxt
+        else:
+            lv[si, i, LV_HEAD] = nxt
+        if nxt >= 0:
+            o[nxt, OR_PREV] = prv
+        else:
+            lv[si, i, LV_TAIL] = prv
+        lv[si, i, LV_QTY] -= o[slot, OR_QTY]
+        lv[si, i, LV_CNT] -= 1
+        o[slot, OR_QTY] = 0
+        if lv[si, i, LV_CNT] == 0 and (
+            (si == BID_SIDE and i == st[L3S_BID]) or (si == ASK_SIDE and i == st[L3S_ASK])
+        ):
+            l3_scan_best(lv, st, si, i)
+        j = h
+        while True:
+            j = (j + 1) & mask
+            kj = keys[j]
+            if kj == ID_EMPTY:
+                break
+            hj = (kj ^ (kj >> 17) ^ (kj >> 31) ^ (kj >> 47)) & mask
+            stay = (h < hj and hj <= j) if h <= j else (hj > h or hj <= j)
+            if not stay:
+                keys[h] = kj
+                vals[h] = vals[j]
+                h = j
+        keys[h] = ID_EMPTY
+        free[st[L3S_FREE]] = slot
+        st[L3S_FREE] += 1
+        st[L3S_NORDERS] -= 1
     rs[RS_NFILLS] = nf
     return k

@@ -90,7 +90,7 @@ class Matcher:
     n_levels : int
         Number of price levels (``px_min .. px_min + n_levels - 1``).
     capacity : int
-        Initial resting-order capacity (grows as needed).
+        Initial resting-order capacity (doubles whenever the book is full).
     stp : int
         Self-trade prevention mode, an ``STP_*`` constant; applies between orders of the
         same ``owner`` (``owner < 0`` never self-trades).
@@ -117,9 +117,10 @@ class Matcher:
         """The underlying book arrays."""
         return self._a
 
-    def _reserve(self, n_cmds: int, n_new: int) -> None:
-        self._a.reserve(self._a.n_orders + n_new)
-        need = 6 * n_cmds + 3 * self._a.n_orders + 16
+    def _reserve(self, n_cmds: int) -> None:
+        # per command at most 2 reports besides fills; fills <= resting + 2 * commands (each
+        # ends a maker or its taker), 2 rows each; self-trade cancels <= resting + commands
+        need = 8 * n_cmds + 3 * self._a.n_orders + 16
         if self._out.shape[0] < need:
             self._out = np.zeros(max(need, 2 * self._out.shape[0]), EXEC_EVENT_DTYPE)
 
@@ -132,38 +133,24 @@ class Matcher:
             If a command is malformed (see :func:`validate_cmds`); nothing is processed.
         """
         validate_cmds(cmds)
-        self._reserve(cmds.shape[0], int(np.count_nonzero(cmds["action"] == CMD_NEW)))
-        a = self._a
-        n = k.match_batch(
-            a.o,
-            a.lv,
-            a.st,
-            a.keys,
-            a.vals,
-            a.free,
-            np.ascontiguousarray(cmds),
-            self._out,
-            self._stp,
-        )
-        return self._out[:n].copy()
-
-    def submit_limits(
-        self, order_id: npt.ArrayLike, side: npt.ArrayLike, px: npt.ArrayLike, qty: npt.ArrayLike
-    ) -> npt.NDArray[np.void]:
-        """Process plain GTC limit orders given as columns (fast path); return the events."""
-        oid = np.ascontiguousarray(order_id, np.int64)
-        s = np.ascontiguousarray(side, np.int8)
-        p = np.ascontiguousarray(px, np.int64)
-        q = np.ascontiguousarray(qty, np.int64)
-        if not oid.shape == s.shape == p.shape == q.shape or oid.ndim != 1:
-            raise ValueError("order_id, side, px, qty: must be 1-d of one length")
-        _first_bad("side", (s != BUY) & (s != SELL), s, "must be BUY (1) or SELL (-1)")
-        _first_bad("qty", q <= 0, q, "must be > 0")
-        _first_bad("order_id", oid == ID_EMPTY, oid, "is the reserved empty-bucket marker")
-        self._reserve(oid.shape[0], oid.shape[0])
-        a = self._a
-        n = k.match_limits(a.o, a.lv, a.st, a.keys, a.vals, a.free, oid, s, p, q, self._out)
-        return self._out[:n].copy()
+        cm = np.ascontiguousarray(cmds)
+        n = cm.shape[0]
+        pos = 0
+        parts = []
+        while True:
+            self._reserve(n - pos)
+            a = self._a
+            done, m = k.match_batch(
+                a.o, a.lv, a.st, a.keys, a.vals, a.free, cm[pos:], self._out, self._stp
+            )
+            part = self._out[:m].copy()
+            part["cmd"] += pos
+            parts.append(part)
+            pos += int(done)
+            if pos >= n:
+                break
+            a.grow()
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 def make_cmds(n: int) -> npt.NDArray[np.void]:

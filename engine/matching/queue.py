@@ -37,15 +37,18 @@ _STATUS = {
 class _OwnOrders:
     """Own-order arrays shared by both trackers (rows in arrival order)."""
 
-    __slots__ = ("_act", "_fills", "_n", "_own", "_row", "_rs")
+    __slots__ = ("_act", "_fills", "_n", "_own", "_ox", "_row", "_rs")
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, n_books: int = 1) -> None:
         cap = max(int(capacity), 4)
         self._own = np.zeros(cap, OWN_ORDER_DTYPE)
         self._act = np.zeros(cap, np.int64)
         self._rs = np.zeros(k.RS_N, np.int64)
         self._rs[k.RS_CANCEL_TS] = _NEVER
         self._fills = np.zeros(1024, FILL_DTYPE)
+        self._ox = np.empty((n_books, 2), np.int64)  # highest own bid, lowest own ask per book
+        self._ox[:, 0] = np.iinfo(np.int64).min
+        self._ox[:, 1] = _NEVER
         self._n = 0
         self._row: dict[int, int] = {}
 
@@ -117,12 +120,16 @@ class _OwnOrders:
         self._rs[k.RS_NFILLS] = 0
         return out
 
-    def _grow_fills(self) -> None:
-        n = int(self._rs[k.RS_NFILLS])
-        need = max(2 * self._fills.shape[0], n + 2 * (int(self._rs[k.RS_NACT]) + self._n) + 2)
-        grown = np.zeros(need, FILL_DTYPE)
-        grown[:n] = self._fills[:n]
-        self._fills = grown
+    def _room_for_fills(self) -> None:
+        # every fill takes at least one lot: the open quantity bounds the rows still to come
+        own = self._own[: self._n]
+        live = (own["status"] == OWN_PENDING) | (own["status"] == OWN_ACTIVE)
+        need = int(self._rs[k.RS_NFILLS]) + int(own["leaves"][live].sum()) + 1
+        if self._fills.shape[0] < need:
+            grown = np.zeros(max(need, 2 * self._fills.shape[0]), FILL_DTYPE)
+            n = int(self._rs[k.RS_NFILLS])
+            grown[:n] = self._fills[:n]
+            self._fills = grown
 
 
 class L2QueuePositions(_OwnOrders):
@@ -141,7 +148,7 @@ class L2QueuePositions(_OwnOrders):
     __slots__ = ("_books", "_model")
 
     def __init__(self, books: L2Books, model: QueueModel | None = None, capacity: int = 64) -> None:
-        super().__init__(capacity)
+        super().__init__(capacity, books.n_books)
         self._books = books
         self._model = model if model is not None else ConservativeQueue()
 
@@ -166,27 +173,12 @@ class L2QueuePositions(_OwnOrders):
             If the events are malformed (as :meth:`L2Books.apply` checks).
         """
         self._books.validate(events)
-        ev = np.ascontiguousarray(events)
+        self._room_for_fills()
         code, param = self._model.code
-        q, st = self._books._q, self._books._st
-        pos = 0
-        while pos < ev.shape[0]:
-            pos = int(
-                k.l2_replay_own(
-                    q,
-                    st,
-                    ev,
-                    pos,
-                    self._own[: self._n],
-                    self._act,
-                    self._rs,
-                    self._fills,
-                    code,
-                    param,
-                )
-            )
-            if pos < ev.shape[0]:
-                self._grow_fills()
+        k.l2_replay_own(
+            self._books._q, self._books._st, np.ascontiguousarray(events), 0, self._own[: self._n],
+            self._act, self._rs, self._ox, self._fills, code, param,
+        )  # fmt: skip
         return self._take_fills()
 
 
@@ -229,10 +221,11 @@ class L3QueuePositions(_OwnOrders):
             If the events are malformed (as :meth:`L3Book.apply` checks).
         """
         self._book.validate(events)
-        a = self._book.arrays
+        self._room_for_fills()
         ev = np.ascontiguousarray(events)
         pos = 0
         while pos < ev.shape[0]:
+            a = self._book.arrays
             pos = int(
                 k.l3_replay_own(
                     a.o,
@@ -246,9 +239,10 @@ class L3QueuePositions(_OwnOrders):
                     self._own[: self._n],
                     self._act,
                     self._rs,
+                    self._ox,
                     self._fills,
                 )
             )
             if pos < ev.shape[0]:
-                self._grow_fills()
+                a.grow()  # the book was full
         return self._take_fills()

@@ -75,7 +75,6 @@ def warm_up() -> int:
     cmds["px"] = 99
     cmds["qty"] = 1
     acc += int(m.submit(cmds).shape[0])
-    acc += int(m.submit_limits([3], [BUY], [98], [1]).shape[0])
 
     pos = PositionBook(1, [Instrument(symbol="X", tick_size=Decimal(1))])
     fills = np.zeros(1, FILL_DTYPE)

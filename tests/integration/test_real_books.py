@@ -98,6 +98,8 @@ def test_binance_rebuilt_touch_equals_book_ticker(
     u = np.array(diff_u, np.int64)
     # diffs recorded before the snapshot are kept buffered; the stale ones are dropped
     keep = u > last_id if spot else u >= last_id
+    # the window must hold every level that can become the touch: a level dropped outside it
+    # (deeper than the touch when it last changed) cannot come back from diffs alone
     books = L2Books(1, 1 << 17)
     s_side, s_px, s_qty = zip(*snap, strict=True)
     kept = books.snapshot(0, s_side, ins.prices_to_ticks(s_px), ins.qtys_to_lots(s_qty))
