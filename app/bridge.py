@@ -8,6 +8,7 @@ not ten thousand repaints (DESIGN.md: a visible table repainting per row manages
 """
 
 import logging
+import math
 import time
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
@@ -66,7 +67,7 @@ class EngineBridge(QObject):
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setTimerType(Qt.TimerType.PreciseTimer)
-        self._timer.timeout.connect(self.flush)
+        self._timer.timeout.connect(lambda: self.flush())
         # The wake-up comes from the engine thread: queue it into this object's thread.
         self._woken.connect(self._on_woken, Qt.ConnectionType.QueuedConnection)
         # A slow poll notices link changes that produce no event (a lost remote engine).
@@ -96,10 +97,20 @@ class EngineBridge(QObject):
         if self._timer.isActive():
             return
         since_ms = (time.monotonic() - self._last_flush) * 1000.0
-        self._timer.start(max(0, int(self._interval_ms - since_ms)))
+        # Round up: a batch never follows the previous one sooner than the interval.
+        self._timer.start(max(0, math.ceil(self._interval_ms - since_ms)))
 
-    def flush(self) -> None:
-        """Deliver everything the client has received as one batch (no-op when empty)."""
+    def flush(self, *, force: bool = False) -> None:
+        """Deliver everything the client has received as one batch (no-op when empty).
+
+        Unless ``force`` (shutdown), a batch never follows the previous one sooner than the
+        interval.
+        """
+        since_ms = (time.monotonic() - self._last_flush) * 1000.0
+        if not force and self._last_flush and since_ms < self._interval_ms:
+            # A timer may fire a hair early; hold the batch until the interval is really over.
+            self._timer.start(math.ceil(self._interval_ms - since_ms))
+            return
         self._last_flush = time.monotonic()
         batch = self._client.drain()
         self._check_state()

@@ -42,7 +42,7 @@ class Controller(QObject):
             return
         self._closed = True
         self.client.close(timeout_s)
-        self.bridge.flush()
+        self.bridge.flush(force=True)
         self.bridge.detach()
         log.info("engine %s stopped", self.client.name)
 
