@@ -118,3 +118,17 @@ class SetStrategyParameters(Command):
 
     strategy_id: int
     values: tuple[tuple[str, object], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControlSession(Command):
+    """Operate a FIX session: log on, log out, reset, or set its next sequence numbers.
+
+    ``action`` is ``"logon"``, ``"logout"``, ``"reset"`` (log out, disconnect, both sequence
+    numbers back to 1) or ``"set_seq"`` (``next_sender_seq_num`` / ``next_target_seq_num``).
+    """
+
+    session_id: str  # e.g. "FIX.4.4:QWCONSOLE->QWSIM"
+    action: str
+    next_sender_seq_num: int | None = None
+    next_target_seq_num: int | None = None

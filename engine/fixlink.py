@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from engine.bus import MessageBus
 from engine.clock import Clock
-from engine.commands import Command, CommandResult
+from engine.commands import Command, CommandAck, CommandError, CommandResult, ControlSession
 from engine.core import Engine
 from engine.enums import SessionState
 from engine.events import Event, FixMessageSeen, SessionStatusChanged
@@ -85,6 +85,32 @@ class BusLog:
     def close(self) -> None:
         """Close the inner log."""
         self.inner.close()
+
+
+def _set_seq(session: FixSession, command: ControlSession) -> str:
+    out_seq, in_seq = command.next_sender_seq_num, command.next_target_seq_num
+    if out_seq is None and in_seq is None:
+        raise ValueError("set_seq needs next_sender_seq_num and/or next_target_seq_num")
+    for name, value in (("next_sender_seq_num", out_seq), ("next_target_seq_num", in_seq)):
+        if value is not None and value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
+    if out_seq is not None:
+        session.set_next_sender_seq_num(out_seq)
+    if in_seq is not None:
+        session.set_next_target_seq_num(in_seq)
+    return f"next out {session.next_sender_seq_num}, next in {session.next_target_seq_num}"
+
+
+@dataclass
+class _Sender:
+    """Write bytes a session produced outside an entry point to its live connection."""
+
+    endpoint: SocketAcceptor | SocketInitiator
+
+    def send_for(self, session: FixSession, data: list[bytes]) -> None:
+        conn = self.endpoint.active.get(session)
+        if conn is not None and data:
+            conn._write(data)
 
 
 @dataclass
@@ -208,7 +234,56 @@ class FixLink:
                 session.close()
 
     def handle(self, command: Command) -> CommandResult | None:
-        """Own no commands yet (session control comes with the Sessions panel)."""
+        """Answer :class:`engine.commands.ControlSession` for the sessions this link tracks."""
+        if not isinstance(command, ControlSession):
+            return None
+        now = self.clock.now_ns()
+        session = next(
+            (t.session for t in self._tracked if str(t.session.session_id) == command.session_id),
+            None,
+        )
+        if session is None:
+            known = ", ".join(str(t.session.session_id) for t in self._tracked) or "none"
+            return CommandError(
+                command=command, ts_handled=now,
+                reason=f"no FIX session {command.session_id!r}; sessions: {known}",
+            )  # fmt: skip
+        try:
+            detail = self._control(session, command)
+        except ValueError as e:
+            return CommandError(command=command, ts_handled=now, reason=str(e))
+        self.publish_status(force=True)
+        return CommandAck(command=command, ts_handled=now, detail=detail)
+
+    def _control(self, session: FixSession, command: ControlSession) -> str:
+        endpoint = self._endpoint_of(session)
+        match command.action:
+            case "logout":
+                if not session.is_logged_on:
+                    raise ValueError(f"{session.session_id} is not logged on")
+                session.enabled = False
+                if endpoint is not None:
+                    endpoint.send_for(session, session.logout("logout requested by the console"))
+                return "Logout sent"
+            case "logon":
+                session.enabled = True
+                return "logon enabled: the initiator connects at its next attempt"
+            case "reset":
+                out = session.reset(self.clock.now_ns())
+                if endpoint is not None:
+                    endpoint.send_for(session, out)
+                return "session reset: sequence numbers are 1"
+            case "set_seq":
+                return _set_seq(session, command)
+        raise ValueError(
+            f"unknown session action {command.action!r}; use logon, logout, reset or set_seq"
+        )
+
+    def _endpoint_of(self, session: FixSession) -> _Sender | None:
+        endpoints: list[SocketAcceptor | SocketInitiator] = [*self.initiators, *self.acceptors]
+        for endpoint in endpoints:
+            if session in endpoint.active:
+                return _Sender(endpoint)
         return None
 
     def state_events(self) -> list[Event]:
