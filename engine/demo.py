@@ -226,6 +226,7 @@ def build_demo(
     market = MarketData(
         symbols, engine.bus, engine.clock, centres=[x.start_px_ticks for x in DEMO_LISTINGS]
     )
+    market.track_queue()  # conservative queue estimates of own orders for the ladder
     desk = TradingDesk(engine.bus, engine.clock, DEMO_LIMITS)
     desk.set_market_data(market)
     recovered = None

@@ -252,3 +252,30 @@ class EngineSnapshot:
     last_heartbeat: EngineHeartbeat | None
     recent: tuple[EventRecord, ...]  # the last few events, oldest first
     state_events: tuple[Event, ...] = ()  # current state of every component, as events
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OwnQuote:
+    """One own working order as the depth ladder shows it."""
+
+    order_id: int
+    side: Side
+    px_ticks: int
+    leaves_qty_lots: int
+    status: OrdStatus
+    pending: str  # "", "cancel" or "replace"
+    ahead_lots: float | None  # estimated lots in front of it in the queue; None if unknown
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DepthChanged(Event):
+    """The top levels of an instrument's book with own orders and their queue position.
+
+    Published at most every ~100 ms per instrument (a display feed, not a tick feed).
+    """
+
+    symbol: str
+    bids: tuple[tuple[int, int], ...]  # (px_ticks, qty_lots), best first
+    asks: tuple[tuple[int, int], ...]
+    last_trade_px_ticks: int  # 0 before the first trade
+    own: tuple[OwnQuote, ...]

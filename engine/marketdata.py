@@ -7,6 +7,8 @@ publishes one :class:`engine.events.BookUpdated` per book that changed and one
 :class:`engine.events.TradeReported` per trade — the events strategies and the console follow.
 """
 
+import itertools
+
 import numpy as np
 import numpy.typing as npt
 
@@ -15,6 +17,8 @@ from engine.bus import MessageBus
 from engine.clock import Clock
 from engine.enums import Side
 from engine.events import BookUpdated, TradeReported
+from engine.matching.models import ConservativeQueue, QueueModel
+from engine.matching.queue import L2QueuePositions
 from engine.types import BUY, L2_EVENT_DTYPE, L2_TRADE, SELL
 
 I64 = npt.NDArray[np.int64]
@@ -88,6 +92,41 @@ class MarketData:
         self.views = {s: L2BookView(self.books, i, s) for s, i in self.index.items()}
         self.last_trade_px: dict[str, int] = {}
         self._bbo = np.zeros((0, 4), np.int64)
+        self.queue: L2QueuePositions | None = None
+        self._queue_keys = itertools.count(1)
+        self._queue_key: dict[int, int] = {}  # caller's id -> tracker key (ids never reused)
+
+    # ------------------------------------------------------------------ own orders
+    def track_queue(self, model: QueueModel | None = None) -> None:
+        """Estimate the queue position of own orders with ``model`` (conservative default).
+
+        The same :class:`engine.matching.queue.L2QueuePositions` the backtester uses; from now
+        on every batch goes through it.
+        """
+        self.queue = L2QueuePositions(self.books, model or ConservativeQueue())
+
+    def add_own(self, own_id: int, symbol: str, side: Side, px_ticks: int, qty_lots: int) -> None:
+        """Start estimating the queue position of an own order resting at ``px_ticks``."""
+        if self.queue is None or symbol not in self.index:
+            return
+        self.remove_own(own_id)
+        key = next(self._queue_keys)
+        self._queue_key[own_id] = key
+        self.queue.add(key, self.index[symbol], int(side), px_ticks, qty_lots,
+                       ts=self.clock.now_ns())  # fmt: skip
+
+    def remove_own(self, own_id: int) -> None:
+        """Stop estimating an own order's queue position (canceled, filled or moved)."""
+        key = self._queue_key.pop(own_id, None)
+        if key is not None and self.queue is not None:
+            self.queue.cancel(key, self.clock.now_ns())
+
+    def ahead(self, own_id: int) -> float | None:
+        """Return the estimated lots ahead of an own order, or ``None`` if not tracked."""
+        key = self._queue_key.get(own_id)
+        if key is None or self.queue is None:
+            return None
+        return self.queue.ahead(key)
 
     def book(self, symbol: str) -> L2BookView | None:
         """Return the view of ``symbol``'s book, or ``None`` if it is not followed here."""
@@ -119,7 +158,15 @@ class MarketData:
         if self._bbo.shape[0] < n:
             self._bbo = np.zeros((max(n, 2 * self._bbo.shape[0]), 4), np.int64)
         bbo = self._bbo[:n]
-        applied = self.books.apply(events, bbo)
+        if self.queue is not None:
+            self.queue.apply(events)  # books and own-order queues, one pass
+            applied = n
+            for b in np.unique(events["book"]):
+                bid, ask = self.books.best_bid(int(b)), self.books.best_ask(int(b))
+                last = int(np.flatnonzero(events["book"] == b)[-1])
+                bbo[last] = (*(bid or (0, 0)), *(ask or (0, 0)))
+        else:
+            applied = self.books.apply(events, bbo)
         ts_recv = self.clock.now_ns()
         kinds, books = events["kind"], events["book"]
         for i in np.flatnonzero(kinds == L2_TRADE):
@@ -150,4 +197,4 @@ class MarketData:
                     ask_qty_lots=int(bbo[j, 3]),
                 )
             )
-        return applied
+        return int(applied)

@@ -30,12 +30,16 @@ from engine.commands import (
     SubmitOrder,
 )
 from engine.core import Engine
+from engine.enums import OrdStatus, OrdType
 from engine.events import (
+    BookUpdated,
+    DepthChanged,
     Event,
     InstrumentAdded,
     KillSwitchChanged,
     OrderChanged,
     OrderFilled,
+    OwnQuote,
     PositionChanged,
     TradeReported,
 )
@@ -52,6 +56,10 @@ from engine.strategy.params import ParameterError
 from engine.strategy.runner import LiveContext, StrategyRunner
 
 log = logging.getLogger(__name__)
+
+#: Levels per side in depth events, and how often they are published per instrument.
+DEPTH_LEVELS = 10
+DEPTH_INTERVAL_S = 0.1
 
 #: Strategy slots of the position book (slot 0 holds manual orders).
 MAX_STRATEGIES = 64
@@ -89,8 +97,12 @@ class TradingDesk:
         self._tasks: list[asyncio.Task[None]] = []
         self._autostart: list[int] = []
         self._recovered: RecoveredState | None = None
+        self._own_px: dict[int, int] = {}  # order id -> price its queue position is tracked at
+        self._depth_dirty: set[str] = set()
         bus.subscribe(OrderFilled, self._on_fill)
         bus.subscribe(TradeReported, self._on_trade)
+        bus.subscribe(BookUpdated, self._on_book)
+        bus.subscribe(OrderChanged, self._on_order)
 
     # ------------------------------------------------------------------ set-up
     def add_instrument(self, instrument: Instrument, venue: Venue) -> None:
@@ -169,6 +181,7 @@ class TradingDesk:
         self._tasks = [
             loop.create_task(self._every(TIMER_INTERVAL_S, self.runner.on_timer), name="timers"),
             loop.create_task(self._every(MARK_INTERVAL_S, self.mark_positions), name="marks"),
+            loop.create_task(self._every(DEPTH_INTERVAL_S, self.publish_depth), name="depth"),
         ]
         for sid in self._autostart:
             self.runner.start(sid)
@@ -240,6 +253,65 @@ class TradingDesk:
             )
             for i, venue in self.instruments
         ]
+
+    # ------------------------------------------------------------------ depth ladder
+    def _on_book(self, event: BookUpdated) -> None:
+        self._depth_dirty.add(event.symbol)
+
+    def _on_order(self, event: OrderChanged) -> None:
+        view, market = event.order, self.market
+        self._depth_dirty.add(view.symbol)
+        if market is None or market.queue is None:
+            return
+        resting = (
+            view.status in (OrdStatus.NEW, OrdStatus.PARTIALLY_FILLED,
+                            OrdStatus.PENDING_CANCEL, OrdStatus.PENDING_REPLACE)
+            and view.ord_type is OrdType.LIMIT
+            and view.ts_acked > 0
+        )  # fmt: skip
+        if not resting or view.leaves_qty_lots <= 0:
+            if self._own_px.pop(view.order_id, None) is not None:
+                market.remove_own(view.order_id)
+        elif self._own_px.get(view.order_id) != view.px_ticks:  # new at the venue, or moved
+            self._own_px[view.order_id] = view.px_ticks
+            market.add_own(view.order_id, view.symbol, view.side, view.px_ticks,
+                           view.leaves_qty_lots)  # fmt: skip
+
+    def publish_depth(self) -> None:
+        """Publish a DepthChanged for every instrument whose book or own orders changed."""
+        market = self.market
+        if market is None or not self._depth_dirty:
+            return
+        dirty, self._depth_dirty = self._depth_dirty, set()
+        now = self.clock.now_ns()
+        for symbol in sorted(dirty):
+            view = market.book(symbol)
+            if view is None or symbol not in self.router.managers:
+                continue
+            bids, asks = view.top(DEPTH_LEVELS)
+            own = tuple(
+                OwnQuote(
+                    order_id=o.order_id,
+                    side=o.side,
+                    px_ticks=o.px_ticks,
+                    leaves_qty_lots=o.leaves_qty_lots,
+                    status=o.status,
+                    pending=o.pending.kind if o.pending else "",
+                    ahead_lots=market.ahead(o.order_id),
+                )
+                for o in self.router.manager(symbol).working()
+                if o.ord_type is OrdType.LIMIT
+            )
+            self.bus.publish(
+                DepthChanged(
+                    ts_event=now,
+                    symbol=symbol,
+                    bids=tuple((int(p), int(q)) for p, q in bids),
+                    asks=tuple((int(p), int(q)) for p, q in asks),
+                    last_trade_px_ticks=market.last_trade_px.get(symbol, 0),
+                    own=own,
+                )
+            )
 
     # ------------------------------------------------------------------ positions
     def _on_fill(self, fill: OrderFilled) -> None:

@@ -19,6 +19,7 @@ from engine.demo import DEMO_STRATEGY_ID, build_demo
 from engine.embedded import EmbeddedEngineClient
 from engine.enums import KillLevel, OrdStatus, SessionState, Side, StrategyState
 from engine.events import (
+    DepthChanged,
     EventRecord,
     FixMessageSeen,
     InstrumentAdded,
@@ -75,6 +76,17 @@ def test_demo_trades_within_five_seconds_and_obeys_commands(transport: str) -> N
             assert {("A", True), ("A", False), ("D", True), ("8", False), ("V", True)} <= types
             assert {("W", False), ("X", False)} <= types  # market data arrives over FIX
             assert all(m.raw.startswith(b"8=FIX.4.4\x01") for m in seen)
+        depth = collect_until(
+            client,
+            lambda ev: any(d.own and d.bids and d.asks for d in kinds(ev, DepthChanged)),
+            timeout_s=3.0,
+        )
+        ladder = next(d for d in kinds(depth, DepthChanged) if d.own and d.bids and d.asks)
+        assert ladder.bids[0][0] < ladder.asks[0][0]
+        assert [p for p, _q in ladder.bids] == sorted((p for p, _q in ladder.bids), reverse=True)
+        for quote in ladder.own:
+            assert quote.ahead_lots is not None
+            assert quote.ahead_lots >= 0
         fill = kinds(events, OrderFilled)[0]
         assert fill.last_qty_lots >= 1
         assert kinds(events, PositionChanged)[-1].strategy_id == DEMO_STRATEGY_ID
