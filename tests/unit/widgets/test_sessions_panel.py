@@ -1,0 +1,54 @@
+# SPDX-License-Identifier: MIT
+"""The FIX sessions panel: rows per session, armed confirmations, the commands it emits."""
+
+import pytest
+from PySide6.QtCore import Qt
+
+from engine.commands import ControlSession
+from engine.enums import SessionState
+from engine.events import EventRecord, SessionStatusChanged
+from widgets.sessions_panel import SessionsPanel
+
+pytestmark = pytest.mark.gui
+
+SID = "FIX.4.4:QWCONSOLE->QWSIM"
+
+
+def status(state: SessionState, out: int, inn: int, sid: str = SID) -> EventRecord:
+    return EventRecord(
+        1,
+        SessionStatusChanged(ts_event=1_700_000_000_000_000_000, session_id=sid, state=state,
+                             next_sender_seq_num=out, next_target_seq_num=inn),
+    )  # fmt: skip
+
+
+def test_rows_update_by_session_and_actions_need_confirmation(qtbot: object) -> None:
+    panel = SessionsPanel()
+    qtbot.addWidget(panel)  # type: ignore[attr-defined]
+    panel.on_events([status(SessionState.LOGON_SENT, 1, 1)])
+    panel.on_events([status(SessionState.LOGGED_ON, 42, 17), status(SessionState.LOGGED_ON, 5, 5,
+                                                                     "FIX.4.2:A->B")])  # fmt: skip
+    model = panel.model
+    assert model.rowCount() == 2
+    assert [model.index(0, c).data() for c in range(4)] == [SID, "Logged on", "42", "17"]
+    assert (panel.out_seq.value(), panel.in_seq.value()) == (42, 17)
+    sent: list[ControlSession] = []
+    panel.command_requested.connect(sent.append)
+    qtbot.mouseClick(panel.reset, Qt.MouseButton.LeftButton)  # type: ignore[attr-defined]
+    assert sent == []
+    assert panel.reset.text() == "Confirm reset?"
+    qtbot.mouseClick(panel.reset, Qt.MouseButton.LeftButton)  # type: ignore[attr-defined]
+    assert [(c.session_id, c.action) for c in sent] == [(SID, "reset")]
+    assert panel.reset.text() == "Reset"
+    panel.out_seq.setValue(100)
+    qtbot.mouseClick(panel.set_seq, Qt.MouseButton.LeftButton)  # type: ignore[attr-defined]
+    qtbot.mouseClick(panel.logout, Qt.MouseButton.LeftButton)  # type: ignore[attr-defined]
+    assert len(sent) == 1  # arming logout disarmed set_seq
+    qtbot.mouseClick(panel.logout, Qt.MouseButton.LeftButton)  # type: ignore[attr-defined]
+    qtbot.mouseClick(panel.logon, Qt.MouseButton.LeftButton)  # type: ignore[attr-defined]
+    assert [c.action for c in sent] == ["reset", "logout", "logon"]
+    qtbot.mouseClick(panel.set_seq, Qt.MouseButton.LeftButton)  # type: ignore[attr-defined]
+    qtbot.mouseClick(panel.set_seq, Qt.MouseButton.LeftButton)  # type: ignore[attr-defined]
+    assert (sent[-1].action, sent[-1].next_sender_seq_num, sent[-1].next_target_seq_num) == (
+        "set_seq", 100, 17,
+    )  # fmt: skip

@@ -1,0 +1,218 @@
+# SPDX-License-Identifier: MIT
+"""The FIX sessions panel: state and sequence numbers of every session, and its controls.
+
+Log on, log out, reset and set sequence numbers are one click away but never one *accidental*
+click: logout, reset and set-sequence arm first ("Confirm reset?") and act on the second click
+within a few seconds, without a modal dialog.
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    Qt,
+    QTimer,
+    Signal,
+)
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QSpinBox,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from engine.commands import ControlSession
+from engine.enums import SessionState
+from engine.events import EventRecord, SessionStatusChanged
+from widgets.fmt import fmt_ts_utc
+
+_Index = QModelIndex | QPersistentModelIndex
+
+COLUMNS = ("Session", "State", "Next out", "Next in", "Changed (UTC)")
+STATE_TEXT = {
+    SessionState.DISCONNECTED: "Disconnected",
+    SessionState.CONNECTING: "Connecting",
+    SessionState.LOGON_SENT: "Logon sent",
+    SessionState.LOGGED_ON: "Logged on",
+    SessionState.LOGOUT_SENT: "Logout sent",
+}
+#: How long an armed action waits for its confirming click, ms.
+ARM_MS = 4000
+
+
+class SessionsModel(QAbstractTableModel):
+    """One row per FIX session, keyed by session id, in order of first appearance."""
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self._rows: list[SessionStatusChanged] = []
+        self._row_of: dict[str, int] = {}
+
+    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
+        """Return the number of sessions."""
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
+        """Return the number of columns."""
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
+        """Return the column titles."""
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return COLUMNS[section]
+        return None
+
+    def session(self, row: int) -> SessionStatusChanged:
+        """Return the status of the session in ``row``."""
+        return self._rows[row]
+
+    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        """Return the text of a cell."""
+        if not index.isValid():
+            return None
+        s, col = self._rows[index.row()], index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            return (
+                s.session_id,
+                STATE_TEXT[s.state],
+                f"{s.next_sender_seq_num:,}",
+                f"{s.next_target_seq_num:,}",
+                fmt_ts_utc(s.ts_event),
+            )[col]
+        if role == Qt.ItemDataRole.TextAlignmentRole and col in (2, 3):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ForegroundRole and col == 1:
+            return QColor("#3fb950") if s.state is SessionState.LOGGED_ON else QColor("#d29922")
+        return None
+
+    def update(self, events: Sequence[SessionStatusChanged]) -> None:
+        """Apply status events (the newest per session wins)."""
+        for ev in events:
+            row = self._row_of.get(ev.session_id)
+            if row is None:
+                self.beginInsertRows(QModelIndex(), len(self._rows), len(self._rows))
+                self._row_of[ev.session_id] = len(self._rows)
+                self._rows.append(ev)
+                self.endInsertRows()
+            else:
+                self._rows[row] = ev
+                self.dataChanged.emit(self.index(row, 0), self.index(row, len(COLUMNS) - 1))
+
+
+class SessionsPanel(QWidget):
+    """Table of FIX sessions with log on, log out, reset and set-sequence controls.
+
+    Signals
+    -------
+    command_requested(object)
+        A :class:`engine.commands.ControlSession` the user confirmed.
+    """
+
+    command_requested = Signal(object)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model = SessionsModel(self)
+        self.table = QTableView()
+        self.table.setModel(self.model)
+        self.table.verticalHeader().hide()
+        self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QTableView.SelectionMode.SingleSelection)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.logon = QPushButton("Log on")
+        self.logout = QPushButton("Log out")
+        self.reset = QPushButton("Reset")
+        self.set_seq = QPushButton("Set seq")
+        self.out_seq = QSpinBox()
+        self.in_seq = QSpinBox()
+        for box, name in ((self.out_seq, "out "), (self.in_seq, "in ")):
+            box.setRange(1, 2_000_000_000)
+            box.setPrefix(name)
+        self.logon.clicked.connect(lambda: self._act("logon"))
+        self.logout.clicked.connect(lambda: self._arm_or_act("logout", self.logout))
+        self.reset.clicked.connect(lambda: self._arm_or_act("reset", self.reset))
+        self.set_seq.clicked.connect(lambda: self._arm_or_act("set_seq", self.set_seq))
+        self.message = QLabel("")
+        self.message.setProperty("state", "muted")
+        self._armed: tuple[str, QPushButton] | None = None
+        self._disarm = QTimer(self)
+        self._disarm.setSingleShot(True)
+        self._disarm.timeout.connect(self._reset_arm)
+        bar = QHBoxLayout()
+        bar.setContentsMargins(4, 2, 4, 2)
+        for w in (self.logon, self.logout, self.reset, self.out_seq, self.in_seq, self.set_seq):
+            bar.addWidget(w)
+        bar.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.table, 1)
+        layout.addLayout(bar)
+        layout.addWidget(self.message)
+        self.table.selectionModel().currentRowChanged.connect(self._on_row)
+
+    def on_events(self, batch: Sequence[EventRecord]) -> None:
+        """Apply the session status events of a batch."""
+        sessions = [r.event for r in batch if isinstance(r.event, SessionStatusChanged)]
+        if sessions:
+            self.model.update(sessions)
+            current = self.table.currentIndex()
+            if not current.isValid() and self.model.rowCount():
+                self.table.selectRow(0)
+            elif current.isValid() and not (self.out_seq.hasFocus() or self.in_seq.hasFocus()):
+                self._on_row(current, current)  # follow the live numbers unless being edited
+
+    def show_result(self, text: str) -> None:
+        """Show the engine's answer to the last command."""
+        self.message.setText(text)
+
+    def _on_row(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        if current.isValid():
+            s = self.model.session(current.row())
+            self.out_seq.setValue(s.next_sender_seq_num)
+            self.in_seq.setValue(s.next_target_seq_num)
+
+    def _selected(self) -> str | None:
+        index = self.table.currentIndex()
+        return self.model.session(index.row()).session_id if index.isValid() else None
+
+    def _arm_or_act(self, action: str, button: QPushButton) -> None:
+        if self._armed is not None and self._armed[0] == action:
+            self._reset_arm()
+            self._act(action)
+            return
+        self._reset_arm()
+        self._armed = (action, button)
+        button.setText(f"Confirm {button.text().lower()}?")
+        self._disarm.start(ARM_MS)
+
+    def _reset_arm(self) -> None:
+        if self._armed is not None:
+            action, button = self._armed
+            button.setText({"logout": "Log out", "reset": "Reset", "set_seq": "Set seq"}[action])
+        self._armed = None
+        self._disarm.stop()
+
+    def _act(self, action: str) -> None:
+        session_id = self._selected()
+        if session_id is None:
+            self.message.setText("Select a session first")
+            return
+        self.command_requested.emit(
+            ControlSession(
+                session_id=session_id,
+                action=action,
+                next_sender_seq_num=self.out_seq.value() if action == "set_seq" else None,
+                next_target_seq_num=self.in_seq.value() if action == "set_seq" else None,
+            )
+        )
