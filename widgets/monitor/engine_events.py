@@ -18,13 +18,35 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.events import EngineHeartbeat, EventRecord
+from engine.events import (
+    BookUpdated,
+    EngineHeartbeat,
+    EventRecord,
+    FixMessageSeen,
+    OrderChanged,
+    OrderFilled,
+    PositionChanged,
+    TradeReported,
+)
 from widgets.empty_state import EmptyState
-from widgets.fmt import fmt_duration_ns, fmt_ts_utc
+from widgets.fmt import fmt_duration_ns
+from widgets.monitor.formats import fmt_time
+from widgets.tables import DataTableView
 
 _Index = QModelIndex | QPersistentModelIndex
 
 COLUMNS = ("Seq", "Time (UTC)", "Event", "Details")
+
+#: Order flow, market data and FIX traffic: thousands a second, each with a view of its own
+#: (blotter, executions, positions, FIX inspector), so this panel leaves them out.
+HIGH_RATE_EVENTS = (
+    OrderChanged,
+    OrderFilled,
+    PositionChanged,
+    BookUpdated,
+    TradeReported,
+    FixMessageSeen,
+)
 
 
 def describe(record: EventRecord) -> str:
@@ -90,12 +112,13 @@ class EngineEventsModel(QAbstractTableModel):
         rows = [
             (
                 str(r.seq),
-                fmt_ts_utc(r.event.ts_event, precision=6),
+                fmt_time(r.event.ts_event),
                 type(r.event).__name__,
                 describe(r),
             )
             for r in batch
-            if self.show_heartbeats or not isinstance(r.event, EngineHeartbeat)
+            if not isinstance(r.event, HIGH_RATE_EVENTS)
+            and (self.show_heartbeats or not isinstance(r.event, EngineHeartbeat))
         ]
         if not rows:
             return 0
@@ -119,7 +142,7 @@ class EngineEventsView(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.model = EngineEventsModel(parent=self)
-        self.table = QTableView()
+        self.table = DataTableView("engineEventsTable")
         self.table.setModel(self.model)
         self.table.setAlternatingRowColors(True)
         self.table.verticalHeader().hide()
@@ -142,8 +165,8 @@ class EngineEventsView(QWidget):
         bar.addWidget(self.count_label)
         self.empty = EmptyState(
             "No engine events yet",
-            "Engine lifecycle changes, FIX session changes and alerts appear here as the "
-            "engine reports them.",
+            "Engine lifecycle changes, FIX session changes, strategy changes and alerts "
+            "appear here as the engine reports them (order flow has its own views).",
         )
         self._stack = QStackedLayout()
         self._stack.addWidget(self.empty)

@@ -1,0 +1,267 @@
+# SPDX-License-Identifier: MIT
+"""Logs and alerts, live: a level filter, a search box and an unread-alerts count.
+
+The engine's stream carries ``Alert`` events and state changes worth a line (sessions, the
+kill switch, strategies, refused or rejected orders); :func:`log_entries` turns a batch into
+:class:`LogEntry` rows. The console adds its own lines (a refused command) with
+:meth:`LogView.add_local`.
+"""
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from PySide6.QtCore import (
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    QSortFilterProxyModel,
+    Signal,
+)
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLineEdit, QToolButton, QWidget
+
+from engine.enums import AlertLevel, EngineState, KillLevel, OrdStatus, SessionState
+from engine.events import (
+    Alert,
+    EngineStateChanged,
+    EventRecord,
+    KillSwitchChanged,
+    OrderChanged,
+    SessionStatusChanged,
+    StrategyStatusChanged,
+)
+from widgets.empty_state import EmptyState
+from widgets.monitor.formats import fmt_time
+from widgets.tables import Column, DataTableView, KeyedTableModel
+from widgets.tables.panel import TablePanel
+
+#: Levels below INFO, for the console's own chatter.
+DEBUG = 10
+
+#: Level names shown in the table.
+LEVEL_NAMES = {DEBUG: "DEBUG", 20: "INFO", 30: "WARNING", 40: "ERROR", 50: "CRITICAL"}
+#: Tone of each level.
+LEVEL_TONES = {30: "warn", 40: "bad", 50: "bad"}
+#: Level filter choices: (label, minimum level).
+LEVEL_FILTERS = (
+    ("All levels", 0),
+    ("Info and above", int(AlertLevel.INFO)),
+    ("Warnings and above", int(AlertLevel.WARNING)),
+    ("Errors and above", int(AlertLevel.ERROR)),
+    ("Critical only", int(AlertLevel.CRITICAL)),
+)
+#: Entries at or above this level count as unread alerts until the trader looks.
+UNREAD_LEVEL = int(AlertLevel.WARNING)
+#: Lines kept on screen.
+LOG_CAPACITY = 50_000
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    """One line of the log: when, how bad, from where, what."""
+
+    key: int  # engine sequence number, or negative for the console's own lines
+    ts_ns: int
+    level: int
+    source: str
+    text: str
+
+
+def _level_name(level: int) -> str:
+    return LEVEL_NAMES.get(level, str(level))
+
+
+def _entry_of(record: EventRecord) -> LogEntry | None:
+    ev, seq = record.event, record.seq
+    if isinstance(ev, Alert):
+        return LogEntry(seq, ev.ts_event, int(ev.level), ev.source, ev.text)
+    if isinstance(ev, KillSwitchChanged):
+        level = AlertLevel.WARNING if ev.level is KillLevel.OFF else AlertLevel.CRITICAL
+        name = ev.level.name.replace("_", " ").lower()
+        text = f"kill switch {'released' if ev.level is KillLevel.OFF else name} by {ev.actor}"
+        return LogEntry(seq, ev.ts_event, int(level), "kill switch", f"{text}: {ev.reason}")
+    if isinstance(ev, SessionStatusChanged):
+        level = AlertLevel.WARNING if ev.state is SessionState.DISCONNECTED else AlertLevel.INFO
+        text = (
+            f"{ev.session_id} {ev.state.name.replace('_', ' ').lower()} "
+            f"(next out {ev.next_sender_seq_num}, in {ev.next_target_seq_num})"
+        )
+        return LogEntry(seq, ev.ts_event, int(level), "fix", f"{text} {ev.text}".strip())
+    if isinstance(ev, StrategyStatusChanged):
+        failed = ev.change.startswith("failed")
+        level = AlertLevel.ERROR if failed else AlertLevel.INFO
+        return LogEntry(seq, ev.ts_event, int(level), ev.name, f"strategy {ev.change}")
+    if isinstance(ev, EngineStateChanged):
+        level = AlertLevel.ERROR if ev.state is EngineState.FAILED else AlertLevel.INFO
+        text = f"engine {ev.engine_id} {ev.state.name.lower()}"
+        return LogEntry(seq, ev.ts_event, int(level), "engine", f"{text} {ev.reason}".strip())
+    if isinstance(ev, OrderChanged):
+        o = ev.order
+        if o.status is OrdStatus.REJECTED or ev.change.startswith("refused"):
+            what = "rejected" if o.status is OrdStatus.REJECTED else ev.change
+            return LogEntry(
+                seq,
+                ev.ts_event,
+                int(AlertLevel.WARNING),
+                "oms",
+                f"order {o.client_order_id} {o.symbol} {what}: {o.text}".rstrip(": "),
+            )
+    return None
+
+
+def log_entries(batch: Sequence[EventRecord]) -> list[LogEntry]:
+    """Return the log lines of a batch of engine events, in order."""
+    return [e for r in batch if (e := _entry_of(r)) is not None]
+
+
+LOG_COLUMNS: tuple[Column[LogEntry], ...] = (
+    Column("time", "Time (UTC)", lambda e: fmt_time(e.ts_ns), width=125),
+    Column("level", "Level", lambda e: _level_name(e.level),
+           tone=lambda e: LEVEL_TONES.get(e.level, ""), width=75),
+    Column("source", "Source", lambda e: e.source, width=100),
+    Column("text", "Message", lambda e: e.text, tooltip=lambda e: e.text),
+)  # fmt: skip
+
+
+def _entry_key(e: LogEntry) -> int:
+    return e.key
+
+
+class LogFilterModel(QSortFilterProxyModel):
+    """Hide entries below a level or not containing a search text (case-insensitive)."""
+
+    def __init__(self, source: KeyedTableModel[int, LogEntry], parent: QObject | None = None):
+        super().__init__(parent)
+        self._source = source
+        self.min_level = 0
+        self.search = ""
+        self.setSourceModel(source)
+
+    def set_filter(self, min_level: int, search: str) -> None:
+        """Show entries at ``min_level`` or above whose text contains ``search``."""
+        self.beginFilterChange()
+        self.min_level = min_level
+        self.search = search.strip().casefold()
+        self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+
+    def filterAcceptsRow(
+        self, source_row: int, source_parent: QModelIndex | QPersistentModelIndex
+    ) -> bool:
+        """Return whether a source row passes the level and search filters."""
+        e = self._source.record(source_row)
+        if e.level < self.min_level:
+            return False
+        if not self.search:
+            return True
+        return self.search in e.text.casefold() or self.search in e.source.casefold()
+
+
+class LogView(QWidget):
+    """The log table with its filters and an unread-alerts count.
+
+    Signals
+    -------
+    unread_changed(int)
+        The number of unread alerts (warnings and worse) changed.
+    """
+
+    unread_changed = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model: KeyedTableModel[int, LogEntry] = KeyedTableModel(
+            LOG_COLUMNS, _entry_key, newest_first=True, capacity=LOG_CAPACITY, parent=self
+        )
+        self.proxy = LogFilterModel(self.model, self)
+        self.table = DataTableView("logTable")
+        self.table.setModel(self.proxy)
+        for n, col in enumerate(LOG_COLUMNS):
+            if col.width:
+                self.table.setColumnWidth(n, col.width)
+        self.level_filter = QComboBox()
+        for label, level in LEVEL_FILTERS:
+            self.level_filter.addItem(label, level)
+        self.level_filter.setToolTip("Show only lines at this level or worse")
+        self.search_edit = QLineEdit()
+        self.search_edit.setObjectName("logSearch")
+        self.search_edit.setPlaceholderText("Search messages and sources (Ctrl+F)")
+        self.search_edit.setClearButtonEnabled(True)
+        self.unread_button = QToolButton()
+        self.unread_button.setObjectName("unreadBadge")
+        self.unread_button.setAutoRaise(True)
+        self.unread_button.setToolTip("Unread warnings and errors; click to mark them read")
+        self.unread_button.clicked.connect(self.mark_read)
+        self.level_filter.currentIndexChanged.connect(self._apply_filter)
+        self.search_edit.textChanged.connect(self._apply_filter)
+        tools = QHBoxLayout()
+        tools.addWidget(self.level_filter)
+        tools.addWidget(self.search_edit, 1)
+        tools.addWidget(self.unread_button)
+        self.panel = TablePanel(
+            self.table,
+            EmptyState(
+                "No log lines yet",
+                "Alerts from the engine (unknown executions, business rejects, refused "
+                "rules), FIX session changes and strategy changes appear here as they happen.",
+            ),
+            tools,
+            model=self.model,
+        )
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.panel)
+        self._unread = 0
+        self._local_keys = itertools.count(-1, -1)
+        self._show_unread()
+
+    @property
+    def unread(self) -> int:
+        """Return the number of unread alerts."""
+        return self._unread
+
+    def on_events(self, batch: Sequence[EventRecord]) -> None:
+        """Add the log lines of a batch."""
+        self.add_entries(log_entries(batch))
+
+    def add_local(self, level: int, source: str, text: str, ts_ns: int) -> None:
+        """Add a line of the console's own (a refused command, a lost link)."""
+        self.add_entries([LogEntry(next(self._local_keys), ts_ns, level, source, text)])
+
+    def add_entries(self, entries: Sequence[LogEntry]) -> None:
+        """Add lines, newest on top, and count the alerts among them as unread."""
+        if not entries:
+            return
+        self.model.apply(entries)
+        alerts = sum(e.level >= UNREAD_LEVEL for e in entries)
+        if alerts:
+            self._unread += alerts
+            self._show_unread()
+            self.unread_changed.emit(self._unread)
+
+    def mark_read(self) -> None:
+        """Mark every alert as read."""
+        if self._unread:
+            self._unread = 0
+            self._show_unread()
+            self.unread_changed.emit(0)
+
+    def set_level(self, min_level: int) -> None:
+        """Show lines at ``min_level`` or worse."""
+        self.level_filter.setCurrentIndex(self.level_filter.findData(min_level))
+
+    def visible_entries(self) -> list[LogEntry]:
+        """Return the entries that pass the filters, top to bottom."""
+        return [
+            self.model.record(self.proxy.mapToSource(self.proxy.index(r, 0)).row())
+            for r in range(self.proxy.rowCount())
+        ]
+
+    def _apply_filter(self) -> None:
+        self.proxy.set_filter(int(self.level_filter.currentData()), self.search_edit.text())
+
+    def _show_unread(self) -> None:
+        n = self._unread
+        self.unread_button.setText(f"{n:,} unread" if n else "No unread alerts")
+        self.unread_button.setProperty("state", "bad" if n else "muted")
+        self.unread_button.style().unpolish(self.unread_button)
+        self.unread_button.style().polish(self.unread_button)

@@ -1,0 +1,409 @@
+# SPDX-License-Identifier: MIT
+"""The order ticket: new, cancel and replace by hand, validated before anything is sent.
+
+Checks made here (the engine checks risk again): the instrument is known, the quantity is
+greater than 0 and a whole number of lots, the price is on the instrument's tick grid. What
+the engine or the venue refuses is shown in the ticket: the ``CommandError.reason`` of a
+refused command, or the text of an ``OrderChanged`` whose order was rejected.
+"""
+
+from collections.abc import Sequence
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QComboBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from engine.commands import (
+    CancelOrder,
+    Command,
+    CommandError,
+    CommandResult,
+    ReplaceOrder,
+    SubmitOrder,
+)
+from engine.enums import OrdStatus, OrdType, Side, TimeInForce
+from engine.events import BookUpdated, EventRecord, OrderChanged, OrderView
+from widgets.monitor.formats import (
+    ORD_TYPE_TEXT,
+    SIDE_TEXT,
+    STATUS_TEXT,
+    TIF_TEXT,
+    InstrumentFormats,
+    is_working,
+)
+
+#: Strategy id of orders sent by hand.
+MANUAL = 0
+
+
+def _repolish(w: QWidget) -> None:
+    w.style().unpolish(w)
+    w.style().polish(w)
+
+
+class OrderTicket(QWidget):
+    """Enter, check and send orders by hand; cancel or replace the selected order.
+
+    Parameters
+    ----------
+    formats : InstrumentFormats
+        Known instruments and how to read prices and quantities typed for them.
+
+    Signals
+    -------
+    command_requested(object)
+        A checked ``SubmitOrder``, ``CancelOrder`` or ``ReplaceOrder`` to send.
+    """
+
+    command_requested = Signal(object)
+
+    def __init__(self, formats: InstrumentFormats, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("orderTicket")
+        self.formats = formats
+        self.order: OrderView | None = None
+        self._pending: dict[int, Command] = {}
+        self._touched: set[int] = set()
+
+        self.symbol_combo = QComboBox()
+        self.symbol_combo.setObjectName("ticketSymbol")
+        self.symbol_combo.setPlaceholderText("no instruments yet")
+        self.buy_button = QPushButton("Buy")
+        self.buy_button.setObjectName("ticketBuy")
+        self.sell_button = QPushButton("Sell")
+        self.sell_button.setObjectName("ticketSell")
+        sides = QButtonGroup(self)
+        for b in (self.buy_button, self.sell_button):
+            b.setCheckable(True)
+            sides.addButton(b)
+        self.buy_button.setChecked(True)
+        side_row = QHBoxLayout()
+        side_row.addWidget(self.buy_button)
+        side_row.addWidget(self.sell_button)
+        self.qty_edit = QLineEdit()
+        self.qty_edit.setObjectName("ticketQty")
+        self.qty_edit.setPlaceholderText("quantity")
+        self.qty_edit.setAlignment(Qt.AlignmentFlag.AlignRight)
+        self.price_edit = QLineEdit()
+        self.price_edit.setObjectName("ticketPrice")
+        self.price_edit.setPlaceholderText("limit price")
+        self.price_edit.setAlignment(Qt.AlignmentFlag.AlignRight)
+        self.type_combo = QComboBox()
+        for t in (OrdType.LIMIT, OrdType.MARKET):
+            self.type_combo.addItem(ORD_TYPE_TEXT[t], t)
+        self.type_combo.currentIndexChanged.connect(self._on_type_changed)
+        self.tif_combo = QComboBox()
+        for tif in (TimeInForce.DAY, TimeInForce.GTC, TimeInForce.IOC, TimeInForce.FOK):
+            self.tif_combo.addItem(TIF_TEXT[tif], tif)
+        self.symbol_combo.currentIndexChanged.connect(self._on_symbol_changed)
+
+        form = QFormLayout()
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        # Top of book of the chosen instrument; a click copies that price into the ticket.
+        self.bid_button = QPushButton()
+        self.bid_button.setObjectName("ticketBid")
+        self.bid_button.setToolTip("Best bid; click to use its price")
+        self.ask_button = QPushButton()
+        self.ask_button.setObjectName("ticketAsk")
+        self.ask_button.setToolTip("Best ask; click to use its price")
+        self.bid_button.clicked.connect(lambda: self._use_book_price(bid=True))
+        self.ask_button.clicked.connect(lambda: self._use_book_price(bid=False))
+        book_row = QHBoxLayout()
+        book_row.addWidget(self.bid_button)
+        book_row.addWidget(self.ask_button)
+        #: Latest top of book per symbol.
+        self.books: dict[str, BookUpdated] = {}
+        form.addRow("Instrument", self.symbol_combo)
+        form.addRow("Market", book_row)
+        form.addRow("Side", side_row)
+        form.addRow("Quantity", self.qty_edit)
+        form.addRow("Price", self.price_edit)
+        form.addRow("Type", self.type_combo)
+        form.addRow("Time in force", self.tif_combo)
+        self.submit_button = QPushButton("Send order")
+        self.submit_button.setObjectName("ticketSubmit")
+        self.submit_button.setDefault(True)
+        self.submit_button.setToolTip("Check and send a new order (Enter)")
+        self.submit_button.clicked.connect(self.submit)
+        for edit in (self.qty_edit, self.price_edit):
+            edit.returnPressed.connect(self.submit)
+
+        self.order_label = QLabel()
+        self.order_label.setObjectName("ticketOrder")
+        self.order_label.setWordWrap(True)
+        self.cancel_button = QPushButton("Cancel order")
+        self.cancel_button.setObjectName("ticketCancel")
+        self.cancel_button.setToolTip("Cancel the order selected in the blotter (Del)")
+        self.cancel_button.clicked.connect(self.cancel)
+        self.replace_button = QPushButton("Replace")
+        self.replace_button.setObjectName("ticketReplace")
+        self.replace_button.setToolTip(
+            "Send the quantity and price above as the selected order's new values (Ctrl+R loads it)"
+        )
+        self.replace_button.clicked.connect(self.replace)
+        order_row = QHBoxLayout()
+        order_row.addWidget(self.cancel_button)
+        order_row.addWidget(self.replace_button)
+
+        self.message_label = QLabel()
+        self.message_label.setObjectName("ticketMessage")
+        self.message_label.setWordWrap(True)
+        self.message_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 6, 8, 6)
+        layout.addLayout(form)
+        layout.addWidget(self.submit_button)
+        layout.addSpacing(6)
+        layout.addWidget(self.order_label)
+        layout.addLayout(order_row)
+        layout.addWidget(self.message_label)
+        layout.addStretch(1)
+        self.refresh_instruments()
+        self._show_book()
+        self.set_order(None)
+
+    # ------------------------------------------------------------------ inputs
+    @property
+    def side(self) -> Side:
+        """Return the chosen side."""
+        return Side.BUY if self.buy_button.isChecked() else Side.SELL
+
+    def set_side(self, side: Side) -> None:
+        """Choose the side."""
+        (self.buy_button if side is Side.BUY else self.sell_button).setChecked(True)
+
+    def refresh_instruments(self) -> None:
+        """Offer the known instruments, keeping the current choice."""
+        current = self.symbol_combo.currentText()
+        symbols = self.formats.symbols()
+        if symbols == [self.symbol_combo.itemText(i) for i in range(self.symbol_combo.count())]:
+            return
+        self.symbol_combo.blockSignals(True)
+        self.symbol_combo.clear()
+        self.symbol_combo.addItems(symbols)
+        if current in symbols:
+            self.symbol_combo.setCurrentText(current)
+        elif symbols:
+            self.symbol_combo.setCurrentIndex(0)
+        self.symbol_combo.blockSignals(False)
+        self._on_symbol_changed()
+
+    def set_order(self, order: OrderView | None) -> None:
+        """Make ``order`` (selected in the blotter) the target of cancel and replace."""
+        self.order = order
+        working = order is not None and is_working(order.status, order.leaves_qty_lots)
+        self.cancel_button.setEnabled(working)
+        self.replace_button.setEnabled(working)
+        if order is None:
+            self.order_label.setText("Select an order in the blotter to cancel or replace it.")
+            self.order_label.setProperty("state", "muted")
+        else:
+            f = self.formats
+            px = (
+                "MKT" if order.ord_type is OrdType.MARKET else f.price(order.symbol, order.px_ticks)
+            )
+            self.order_label.setText(
+                f"Order {order.client_order_id}: {SIDE_TEXT[order.side]} "
+                f"{f.qty(order.symbol, order.qty_lots)} {order.symbol} @ {px} — "
+                f"{STATUS_TEXT.get(order.status, order.status.name)}"
+            )
+            self.order_label.setProperty("state", "")
+        _repolish(self.order_label)
+
+    def load_order(self, order: OrderView) -> None:
+        """Select ``order`` and copy its instrument, side, quantity and price into the ticket."""
+        self.set_order(order)
+        f = self.formats.get(order.symbol)
+        self.symbol_combo.setCurrentText(order.symbol)
+        self.set_side(order.side)
+        if f is not None:
+            self.qty_edit.setText(f.qty(order.leaves_qty_lots or order.qty_lots).replace(",", ""))
+            if order.ord_type is OrdType.LIMIT:
+                self.price_edit.setText(f.price(order.px_ticks).replace(",", ""))
+        self.price_edit.setFocus()
+
+    # ------------------------------------------------------------------ commands
+    def build_submit(self) -> SubmitOrder:
+        """Return the checked ``SubmitOrder`` of the fields; raise ``ValueError`` if invalid."""
+        symbol = self.symbol_combo.currentText()
+        f = self.formats.get(symbol)
+        if f is None:
+            raise ValueError(
+                f"unknown instrument {symbol!r}" if symbol else "choose an instrument first"
+            )
+        qty = f.parse_qty(self.qty_edit.text())
+        ord_type = OrdType(self.type_combo.currentData())
+        px = 0
+        if ord_type is OrdType.LIMIT:
+            px = f.parse_price(self.price_edit.text())
+        return SubmitOrder(
+            symbol=symbol,
+            side=self.side,
+            qty_lots=qty,
+            px_ticks=px,
+            ord_type=ord_type,
+            time_in_force=TimeInForce(self.tif_combo.currentData()),
+            strategy_id=MANUAL,
+        )
+
+    def build_replace(self) -> ReplaceOrder:
+        """Return the checked ``ReplaceOrder`` for the selected order; raise ``ValueError``."""
+        o = self.order
+        if o is None or not is_working(o.status, o.leaves_qty_lots):
+            raise ValueError("select a working order to replace")
+        f = self.formats.get(o.symbol)
+        if f is None:
+            raise ValueError(f"unknown instrument {o.symbol!r}")
+        qty = f.parse_qty(self.qty_edit.text()) if self.qty_edit.text().strip() else None
+        px = None
+        if o.ord_type is OrdType.LIMIT and self.price_edit.text().strip():
+            px = f.parse_price(self.price_edit.text())
+        if qty == o.qty_lots:
+            qty = None
+        if px == o.px_ticks:
+            px = None
+        if qty is None and px is None:
+            raise ValueError("nothing to replace: quantity and price are unchanged")
+        return ReplaceOrder(order_id=o.order_id, qty_lots=qty, px_ticks=px)
+
+    def submit(self) -> SubmitOrder | None:
+        """Check the fields and send a new order; return it, or ``None`` when refused here."""
+        try:
+            command = self.build_submit()
+        except ValueError as e:
+            self._say(f"Not sent: {e}", "bad")
+            return None
+        f = self.formats.get(command.symbol)
+        assert f is not None  # checked by build_submit
+        px = "market" if command.ord_type is OrdType.MARKET else f"@ {f.price(command.px_ticks)}"
+        self._send(command, f"Sending {SIDE_TEXT[command.side].lower()} "
+                   f"{f.qty(command.qty_lots)} {command.symbol} {px}…")  # fmt: skip
+        return command
+
+    def cancel(self) -> CancelOrder | None:
+        """Cancel the selected order; return the command, or ``None`` when there is none."""
+        o = self.order
+        if o is None or not is_working(o.status, o.leaves_qty_lots):
+            self._say("Not sent: select a working order to cancel", "bad")
+            return None
+        command = CancelOrder(order_id=o.order_id)
+        self._touched.add(o.order_id)
+        self._send(command, f"Canceling {o.client_order_id}…")
+        return command
+
+    def replace(self) -> ReplaceOrder | None:
+        """Replace the selected order with the ticket's quantity and price."""
+        try:
+            command = self.build_replace()
+        except ValueError as e:
+            self._say(f"Not sent: {e}", "bad")
+            return None
+        self._touched.add(command.order_id)
+        assert self.order is not None
+        self._send(command, f"Replacing {self.order.client_order_id}…")
+        return command
+
+    def _send(self, command: Command, text: str) -> None:
+        self._pending[id(command)] = command
+        self._say(text, "warn")
+        self.command_requested.emit(command)
+
+    def on_command_result(self, command: Command, result: CommandResult) -> None:
+        """Show the engine's answer to a command this ticket sent."""
+        if self._pending.pop(id(command), None) is not command:
+            return
+        if isinstance(result, CommandError):
+            self._say(f"Refused: {result.reason}", "bad")
+        else:
+            what = {SubmitOrder: "Order", CancelOrder: "Cancel", ReplaceOrder: "Replace"}
+            name = what.get(type(command), type(command).__name__)
+            self._say(
+                f"{name} accepted by the engine{': ' + result.detail if result.detail else ''}",
+                "ok",
+            )
+
+    def on_events(self, batch: Sequence[EventRecord]) -> None:
+        """Show rejections of hand-sent orders, follow the selected order and the market."""
+        book_changed = False
+        for r in batch:
+            ev = r.event
+            if isinstance(ev, BookUpdated):
+                self.books[ev.symbol] = ev
+                book_changed = True
+                continue
+            if not isinstance(ev, OrderChanged):
+                continue
+            o = ev.order
+            if self.order is not None and o.order_id == self.order.order_id:
+                self.set_order(o)
+            mine = o.strategy_id == MANUAL or o.order_id in self._touched
+            if not mine:
+                continue
+            if o.status is OrdStatus.REJECTED:
+                self._say(f"Rejected {o.client_order_id} {o.symbol}: {o.text or ev.change}", "bad")
+            elif ev.change.startswith("refused"):
+                self._say(
+                    f"{o.client_order_id}: {ev.change}{': ' + o.text if o.text else ''}", "bad"
+                )
+        if book_changed:
+            self._show_book()
+
+    def _show_book(self) -> None:
+        symbol = self.symbol_combo.currentText()
+        book = self.books.get(symbol)
+        f = self.formats
+        for button, side, px, qty in (
+            (self.bid_button, "Bid", book.bid_px_ticks if book else 0,
+             book.bid_qty_lots if book else 0),
+            (self.ask_button, "Ask", book.ask_px_ticks if book else 0,
+             book.ask_qty_lots if book else 0),
+        ):  # fmt: skip
+            if qty:
+                button.setText(f"{side} {f.price(symbol, px)} × {f.qty(symbol, qty)}")
+                button.setEnabled(True)
+            else:
+                button.setText(f"{side} —")
+                button.setEnabled(False)
+
+    def _use_book_price(self, *, bid: bool) -> None:
+        symbol = self.symbol_combo.currentText()
+        book, f = self.books.get(symbol), self.formats.get(symbol)
+        if book is None or f is None:
+            return
+        px = book.bid_px_ticks if bid else book.ask_px_ticks
+        self.price_edit.setText(f.price(px).replace(",", ""))
+
+    # ------------------------------------------------------------------ display
+    def _say(self, text: str, state: str) -> None:
+        self.message_label.setText(text)
+        self.message_label.setProperty("state", state)
+        _repolish(self.message_label)
+
+    @property
+    def message(self) -> str:
+        """Return the text shown under the buttons (the last outcome)."""
+        return self.message_label.text()
+
+    def _on_type_changed(self) -> None:
+        limit = self.type_combo.currentData() == OrdType.LIMIT
+        self.price_edit.setEnabled(limit)
+
+    def _on_symbol_changed(self) -> None:
+        self._show_book()
+        f = self.formats.get(self.symbol_combo.currentText())
+        if f is None:
+            self.price_edit.setToolTip("")
+            return
+        self.price_edit.setToolTip(f"Tick size {f.tick_size}")
+        self.qty_edit.setToolTip(f"Lot size {f.lot_size}")
+        self.price_edit.setPlaceholderText(f"limit price, tick {f.tick_size}")
