@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 
 from analyzer.views.workspace import AnalyzerWorkspace
 from app.controller import Controller
+from app.fix_describe import FieldDescriber
 from app.paths import resource
 from app.settings import AppSettings
 from app.theme import THEMES, apply_theme, load_theme
@@ -88,7 +89,7 @@ class MainWindow(QMainWindow):
         self.theme = ""
         self._shut_down = False
 
-        self.monitor = MonitorWorkspace(send=controller.client.send)
+        self.monitor = MonitorWorkspace(send=controller.client.send, describe=FieldDescriber())
         self.manager = ManagerWorkspace()
         self.analyzer = AnalyzerWorkspace()
         self.workspaces: dict[str, QMainWindow] = {

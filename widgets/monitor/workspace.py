@@ -27,11 +27,15 @@ from engine.commands import (
     Command,
     CommandError,
     CommandResult,
+    ControlSession,
+    ReplaceOrder,
+    SubmitOrder,
 )
-from engine.enums import AlertLevel
+from engine.enums import AlertLevel, Side
 from engine.events import EventRecord
 from widgets.fix_inspector import DescribeField, FixInspector
 from widgets.kill_switch import KillSwitch
+from widgets.ladder import PriceLadder
 from widgets.log_view import LogView
 from widgets.monitor.context import CommandChannel, CommandSink, MonitorContext
 from widgets.monitor.engine_events import EngineEventsView
@@ -41,6 +45,7 @@ from widgets.monitor.orders import OrderCounts, OrdersView
 from widgets.monitor.positions import PositionsView
 from widgets.monitor.strategies import StrategiesView
 from widgets.order_ticket import OrderTicket
+from widgets.sessions_panel import SessionsPanel
 from widgets.tables import DataTableView
 
 #: Most model updates per second; batches arriving faster are merged.
@@ -124,16 +129,18 @@ class MonitorWorkspace(QMainWindow):
         self.kill_switch = KillSwitch()
         self.fix_view = FixInspector(describe)
         self.events_view = EngineEventsView()
+        self.ladder = PriceLadder()
+        self.sessions_view = SessionsPanel()
         self.orders_view.setMinimumSize(200, 120)
         self.setCentralWidget(self.orders_view)
         # What a trader acts on at once, then the lanes (see _on_flush_timer).
         self._first_views: tuple[_View, ...] = (self.orders_view, self.kill_switch, self.ticket)
         self._lanes: tuple[tuple[_View, ...], ...] = (
-            (self.positions_view, self.strategies_view),
+            (self.positions_view, self.strategies_view, self.ladder),
             (self.executions_view,),
             (self.log_view,),
             (self.fix_view,),
-            (self.events_view,),
+            (self.events_view, self.sessions_view),
         )
         self._lane_pending: list[list[EventRecord]] = [[] for _ in self._lanes]
 
@@ -162,7 +169,15 @@ class MonitorWorkspace(QMainWindow):
         for dock in (self.logs_dock, self.fix_dock, self.events_dock):
             self.tabifyDockWidget(self.executions_dock, dock)
         self.executions_dock.raise_()
+        self.ladder_dock = self._dock("Depth ladder", "monitorLadderDock", self.ladder, right)
+        self.sessions_dock = self._dock(
+            "FIX sessions", "monitorSessionsDock", self.sessions_view, bottom
+        )
         self.splitDockWidget(self.ticket_dock, self.strategies_dock, Qt.Orientation.Vertical)
+        self.tabifyDockWidget(self.strategies_dock, self.ladder_dock)
+        self.tabifyDockWidget(self.executions_dock, self.sessions_dock)
+        self.ladder_dock.raise_()
+        self.executions_dock.raise_()
         self._sized = False
 
         # The kill switch bar: fixed, always visible.
@@ -192,6 +207,14 @@ class MonitorWorkspace(QMainWindow):
             self.commands.result_received.connect(view.on_command_result)
         self.commands.result_received.connect(self._on_command_result)
         self.orders_view.order_selected.connect(self.ticket.set_order)
+        self.ladder.order_requested.connect(self._on_ladder_order)
+        self.ladder.cancel_requested.connect(
+            lambda order_id: self.commands.send(CancelOrder(order_id=order_id))
+        )
+        self.ladder.move_requested.connect(
+            lambda order_id, px: self.commands.send(ReplaceOrder(order_id=order_id, px_ticks=px))
+        )
+        self.sessions_view.command_requested.connect(self.commands.send)
         self.ctx.formats_changed.connect(self.ticket.refresh_instruments)
         self._build_actions()
 
@@ -374,7 +397,16 @@ class MonitorWorkspace(QMainWindow):
         """Send the widgets' commands through ``send`` (``EngineClient.send``)."""
         self.commands.set_sink(send)
 
+    def _on_ladder_order(self, symbol: str, side: Side, px_ticks: int, qty_lots: int) -> None:
+        self.commands.send(
+            SubmitOrder(symbol=symbol, side=side, qty_lots=qty_lots, px_ticks=px_ticks)
+        )
+
     def _on_command_result(self, command: Command, result: CommandResult) -> None:
+        if isinstance(command, ControlSession):
+            self.sessions_view.show_result(
+                result.reason if isinstance(result, CommandError) else result.detail
+            )
         if isinstance(result, CommandError):
             self.log_view.add_local(
                 int(AlertLevel.WARNING),

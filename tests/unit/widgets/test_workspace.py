@@ -60,8 +60,9 @@ def test_every_dock_has_a_stable_name_and_the_layout_restores(
     qtbot: object, ws: MonitorWorkspace
 ) -> None:
     names = [d.objectName() for d in ws.docks]
-    assert len(names) == 7
-    assert len(set(names)) == 7
+    assert len(names) == 9
+    assert len(set(names)) == 9
+    assert {"monitorLadderDock", "monitorSessionsDock"} <= set(names)
     assert all(n.startswith("monitor") and n.endswith("Dock") for n in names)
     assert not ws.kill_bar.isMovable()
     ws.show()
@@ -157,3 +158,24 @@ def test_a_failing_sink_or_future_becomes_a_visible_refusal(qtbot: object) -> No
     qtbot.waitUntil(lambda: len(answers) == 2, timeout=2000)  # type: ignore[attr-defined]
     assert answers[1][1].reason == "failed: no answer in 2 s"  # type: ignore[attr-defined]
     assert channel.sent == [CancelOrder(order_id=1), CancelOrder(order_id=2)]
+
+
+def test_ladder_and_sessions_intents_become_engine_commands(qtbot: object) -> None:
+    from engine.commands import ControlSession, ReplaceOrder, SubmitOrder
+    from engine.enums import Side
+
+    sink = RecordingSink(
+        refuse=lambda c: "no such session" if isinstance(c, ControlSession) else ""
+    )
+    w = MonitorWorkspace(send=sink)
+    qtbot.addWidget(w)  # type: ignore[attr-defined]
+    w.ladder.order_requested.emit("ESZ6", Side.SELL, 24_010, 2)
+    w.ladder.cancel_requested.emit(7)
+    w.ladder.move_requested.emit(7, 24_011)
+    w.sessions_view.command_requested.emit(ControlSession(session_id="X", action="reset"))
+    assert sink.commands[:3] == [
+        SubmitOrder(symbol="ESZ6", side=Side.SELL, qty_lots=2, px_ticks=24_010),
+        CancelOrder(order_id=7),
+        ReplaceOrder(order_id=7, px_ticks=24_011),
+    ]
+    qtbot.waitUntil(lambda: w.sessions_view.message.text() == "no such session", timeout=2000)  # type: ignore[attr-defined]
