@@ -14,6 +14,7 @@ import time
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 
 from engine.client import ClientState, EngineClient
+from engine.events import EventRecord
 
 log = logging.getLogger(__name__)
 
@@ -120,10 +121,21 @@ class EngineBridge(QObject):
         if self._last_seq and first != self._last_seq + 1:
             log.warning("engine events %d..%d were lost", self._last_seq + 1, first - 1)
             self.gap_detected.emit(self._last_seq + 1, first - 1)
+            batch = self._resync(batch)
         self._last_seq = batch[-1].seq
         self.batches += 1
         self.events += len(batch)
         self.events_received.emit(batch)
+
+    def _resync(self, batch: list[EventRecord]) -> list[EventRecord]:
+        """Prefix ``batch`` with the engine's current state, as events, after lost events."""
+        try:
+            snap = self._client.snapshot()
+        except Exception as e:  # the engine may be going away; the gap stays reported
+            log.warning("cannot re-read the engine's state after a gap: %s", e)
+            return batch
+        state = [EventRecord(snap.seq, ev) for ev in snap.state_events]
+        return state + [r for r in batch if r.seq > snap.seq]
 
     def _check_state(self) -> None:
         state = self._client.state
