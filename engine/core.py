@@ -53,7 +53,12 @@ class Component(Protocol):
         ...
 
     def start(self, engine: "Engine") -> None:
-        """Start on the running engine loop (tasks may be created here)."""
+        """Start on the running engine loop (tasks may be created here).
+
+        A component may also define ``async prepare_stop()`` (called for every component
+        before any ``stop``, e.g. to cancel orders while the FIX sessions are still up) and
+        ``close()`` (called after the engine's last event, e.g. to close the journal).
+        """
         ...
 
     async def stop(self) -> None:
@@ -201,6 +206,13 @@ class Engine:
             await self._stop.wait()
         finally:
             self._set_state(EngineState.STOPPING)
+            for component in reversed(started):
+                prepare = getattr(component, "prepare_stop", None)  # e.g. cancel while FIX is up
+                if prepare is not None:
+                    try:
+                        await prepare()
+                    except Exception:
+                        log.exception("component %s failed to prepare to stop", component.name)
             for component in reversed(started):
                 try:
                     await component.stop()

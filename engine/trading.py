@@ -206,6 +206,16 @@ class TradingDesk:
         for slot, ins, sid in sorted(touched):
             self._publish_position(slot, ins, sid)
 
+    async def prepare_stop(self, within_s: float = 1.5) -> None:
+        """Stop the strategies and wait (briefly) for the venue to confirm their cancels."""
+        self.runner.stop_all()
+        deadline = self.clock.monotonic_ns() + int(within_s * 1e9)
+        # Polled: cancels are confirmed by reports arriving on this loop; nothing to wait on.
+        while self.clock.monotonic_ns() < deadline and any(  # noqa: ASYNC110
+            o.strategy_id in self.runner.strategies for o in self.router.working()
+        ):
+            await asyncio.sleep(0.01)
+
     async def stop(self) -> None:
         """Stop strategies (their orders are canceled) and the timers."""
         self.runner.stop_all()
