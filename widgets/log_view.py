@@ -211,6 +211,7 @@ class LogView(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.panel)
         self._unread = 0
+        self._session_state: dict[str, SessionState] = {}
         self._local_keys = itertools.count(-1, -1)
         self._show_unread()
 
@@ -220,8 +221,29 @@ class LogView(QWidget):
         return self._unread
 
     def on_events(self, batch: Sequence[EventRecord]) -> None:
-        """Add the log lines of a batch."""
-        self.add_entries(log_entries(batch))
+        """Add the log lines of a batch.
+
+        A FIX session is logged when its state changes (not on every sequence-number update);
+        a disconnection is a warning only when the session had been logged on.
+        """
+        kept: list[EventRecord] = []
+        for record in batch:
+            ev = record.event
+            if isinstance(ev, SessionStatusChanged):
+                before = self._session_state.get(ev.session_id)
+                if before is ev.state:
+                    continue
+                self._session_state[ev.session_id] = ev.state
+                if ev.state is SessionState.DISCONNECTED and before is not SessionState.LOGGED_ON:
+                    text = (
+                        f"{ev.session_id} disconnected (next out {ev.next_sender_seq_num}, "
+                        f"in {ev.next_target_seq_num})"
+                    )
+                    self.add_entries([LogEntry(record.seq, ev.ts_event, int(AlertLevel.INFO),
+                                               "fix", text)])  # fmt: skip
+                    continue
+            kept.append(record)
+        self.add_entries(log_entries(kept))
 
     def add_local(self, level: int, source: str, text: str, ts_ns: int) -> None:
         """Add a line of the console's own (a refused command, a lost link)."""

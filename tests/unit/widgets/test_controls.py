@@ -195,16 +195,30 @@ def test_ticket_shows_the_top_of_book_and_copies_its_price(ticket: OrderTicket) 
 def test_log_lines_for_kill_switch_sessions_and_strategies(qtbot: object) -> None:
     view = LogView()
     qtbot.addWidget(view)  # type: ignore[attr-defined]
+
+    def session(state: SessionState, out: int, text: str = "") -> SessionStatusChanged:
+        return SessionStatusChanged(
+            ts_event=T0,
+            session_id="FIX.4.4:A->B",
+            state=state,
+            next_sender_seq_num=out,
+            next_target_seq_num=5,
+            text=text,
+        )
+
     view.on_events(records([
+        session(SessionState.DISCONNECTED, 1),  # before the first logon: not an alert
         KillSwitchChanged(ts_event=T0, level=KillLevel.FLATTEN, actor="jane", reason="runaway"),
-        SessionStatusChanged(ts_event=T0, session_id="FIX.4.4:A->B",
-                             state=SessionState.DISCONNECTED, next_sender_seq_num=8,
-                             next_target_seq_num=5, text="peer closed"),
+        session(SessionState.LOGGED_ON, 2),
+        session(SessionState.LOGGED_ON, 7),  # only the sequence numbers moved: no line
+        session(SessionState.DISCONNECTED, 8, "peer closed"),
         strategy(1, "mm", change="failed: ZeroDivisionError"),
     ]))  # fmt: skip
     lines = [(e.level, e.source, e.text) for e in reversed(view.visible_entries())]
     assert lines == [
+        (int(AlertLevel.INFO), "fix", "FIX.4.4:A->B disconnected (next out 1, in 5)"),
         (int(AlertLevel.CRITICAL), "kill switch", "kill switch flatten by jane: runaway"),
+        (int(AlertLevel.INFO), "fix", "FIX.4.4:A->B logged on (next out 2, in 5)"),
         (int(AlertLevel.WARNING), "fix",
          "FIX.4.4:A->B disconnected (next out 8, in 5) peer closed"),
         (int(AlertLevel.ERROR), "mm", "strategy failed: ZeroDivisionError"),
