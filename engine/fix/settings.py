@@ -49,7 +49,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from engine.fix.dictionary import default_dictionary_path
+from engine.fix.dictionary import APPL_VER_IDS, default_dictionary_path
 
 __all__ = [
     "BEGIN_STRINGS",
@@ -78,18 +78,7 @@ BEGIN_STRINGS: tuple[str, ...] = (
 )
 
 #: DefaultApplVerID accepts a code or a version name (QuickFIX accepts both).
-_APPL_VER_IDS: Mapping[str, str] = {
-    "FIX.2.7": "0",
-    "FIX.3.0": "1",
-    "FIX.4.0": "2",
-    "FIX.4.1": "3",
-    "FIX.4.2": "4",
-    "FIX.4.3": "5",
-    "FIX.4.4": "6",
-    "FIX.5.0": "7",
-    "FIX.5.0SP1": "8",
-    "FIX.5.0SP2": "9",
-}
+_APPL_VER_IDS: Mapping[str, str] = APPL_VER_IDS
 
 _VERSION_OF_CODE: Mapping[str, str] = {v: k for k, v in _APPL_VER_IDS.items()}
 
