@@ -262,6 +262,9 @@ CODE_ENUM: Final[str] = "enum:"
 CODE_STRUCT: Final[str] = "struct:"
 #: Prefix of an optional field's code (``X | None``), followed by the code of ``X``.
 CODE_OPTIONAL: Final[str] = "opt:"
+#: Prefix of a ``tuple[X, ...]`` field of dataclasses (each element a map of its fields),
+#: followed by the qualified name of ``X``.
+CODE_TUPLE_OF: Final[str] = "tuple_of:"
 
 _SIMPLE_CODES: Final[dict[object, str]] = {
     int: CODE_INT,
@@ -310,6 +313,10 @@ def _code_for(tp: Any, i: int, nested: dict[int, type], nested_id: Callable[[typ
         return CODE_STRUCT + str(nested_id(tp))
     origin = typing.get_origin(tp)
     if origin is tuple:
+        args = typing.get_args(tp)
+        item = args[0] if len(args) == 2 and args[1] is Ellipsis else None
+        if isinstance(item, type) and dataclasses.is_dataclass(item):
+            return CODE_TUPLE_OF + qualified_name(item)
         return CODE_TUPLE
     if origin in (typing.Union, types.UnionType):
         args = typing.get_args(tp)
@@ -473,6 +480,9 @@ def _converter(code: str, nested: dict[int, ReadSchema]) -> Converter | None:
         return lambda v: None if v is None else inner(v)
     if code == CODE_TUPLE:
         return _to_tuple
+    if code.startswith(CODE_TUPLE_OF):
+        item_cls = lookup_type(code[len(CODE_TUPLE_OF) :])
+        return _to_tuple if item_cls is None else _tuple_of(item_cls)
     if code.startswith(CODE_ENUM):
         enum_cls = lookup_type(code[len(CODE_ENUM) :])
         if enum_cls is None or not issubclass(enum_cls, IntEnum):
@@ -491,6 +501,27 @@ def _converter(code: str, nested: dict[int, ReadSchema]) -> Converter | None:
 
         return build_nested
     return None
+
+
+def _tuple_of(cls: type) -> Converter:
+    """Rebuild a tuple of ``cls`` instances from their recorded maps (enums restored)."""
+    hints = typing.get_type_hints(cls)
+    enums = {
+        name: tp for name, tp in hints.items() if isinstance(tp, type) and issubclass(tp, IntEnum)
+    }
+
+    def build(v: Any) -> Any:
+        if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
+            return _to_tuple(v)
+        try:
+            return tuple(
+                cls(**{k: (enums[k](x) if k in enums else x) for k, x in item.items()})
+                for item in v
+            )
+        except (TypeError, ValueError):
+            return _to_tuple(v)  # the class changed since the journal was written
+
+    return build
 
 
 def _to_tuple(v: Any) -> Any:
