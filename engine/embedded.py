@@ -132,7 +132,11 @@ class EmbeddedEngineClient:
             return out
 
     def set_wakeup(self, callback: Callable[[], None] | None) -> None:
-        """Call ``callback`` from the engine thread when events arrive after a drain."""
+        """Call ``callback`` from the engine thread when events arrive after a drain.
+
+        The callback must return at once (post a message, set a flag). After
+        ``set_wakeup(None)`` returns, the previous callback is not called any more.
+        """
         with self._lock:
             self._wakeup = callback
             pending = bool(self._queue)
@@ -194,7 +198,6 @@ class EmbeddedEngineClient:
         return loop, engine
 
     def _push(self, record: EventRecord) -> None:
-        callback = None
         with self._lock:
             if len(self._queue) >= self._max_queue:
                 self._queue.popleft()
@@ -202,9 +205,10 @@ class EmbeddedEngineClient:
             self._queue.append(record)
             if not self._wake_pending:
                 self._wake_pending = True
-                callback = self._wakeup
-        if callback is not None:
-            callback()
+                # Called under the lock: once set_wakeup(None) returns, the old callback is
+                # never called again (its owner may be deleted). Wake-ups must not block.
+                if self._wakeup is not None:
+                    self._wakeup()
 
     def _thread_main(self, ready: threading.Event) -> None:
         loop = new_event_loop()

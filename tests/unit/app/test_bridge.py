@@ -31,5 +31,5 @@ def test_lost_events_are_replaced_by_a_snapshot_of_the_state(qtbot: object) -> N
         assert StrategyStatusChanged in kinds
         assert client.dropped > 0
     finally:
-        bridge.detach()
         client.close()
+        bridge.detach()
