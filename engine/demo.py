@@ -26,6 +26,7 @@ from engine.fix.transport import SocketAcceptor, SocketInitiator
 from engine.fixlink import BusLog, FixLink
 from engine.instruments import Instrument
 from engine.journaling import JournalComponent, recover_day
+from engine.logfeed import LogFeed
 from engine.marketdata import MarketData
 from engine.oms.fix_venue import FixVenue
 from engine.oms.risk import RiskLimits
@@ -230,7 +231,7 @@ def build_demo(
     desk = TradingDesk(engine.bus, engine.clock, DEMO_LIMITS)
     desk.set_market_data(market)
     recovered = None
-    pre: list[Component] = []
+    pre: list[Component] = [LogFeed()]
     if journal_dir is not None:
         recovered = recover_day(journal_dir, engine.engine_id, engine.clock.now_ns())
         pre.append(JournalComponent(engine, journal_dir))

@@ -279,3 +279,12 @@ class DepthChanged(Event):
     asks: tuple[tuple[int, int], ...]
     last_trade_px_ticks: int  # 0 before the first trade
     own: tuple[OwnQuote, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogRecorded(Event):
+    """A log record of the engine (WARNING and above by default), for the console's log."""
+
+    level: int  # logging level: 30 WARNING, 40 ERROR, 50 CRITICAL
+    source: str  # logger name, e.g. "engine.fix.session"
+    text: str

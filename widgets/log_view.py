@@ -26,6 +26,7 @@ from engine.events import (
     EngineStateChanged,
     EventRecord,
     KillSwitchChanged,
+    LogRecorded,
     OrderChanged,
     SessionStatusChanged,
     StrategyStatusChanged,
@@ -75,6 +76,8 @@ def _entry_of(record: EventRecord) -> LogEntry | None:
     ev, seq = record.event, record.seq
     if isinstance(ev, Alert):
         return LogEntry(seq, ev.ts_event, int(ev.level), ev.source, ev.text)
+    if isinstance(ev, LogRecorded):
+        return LogEntry(seq, ev.ts_event, ev.level, ev.source, ev.text)
     if isinstance(ev, KillSwitchChanged):
         level = AlertLevel.WARNING if ev.level is KillLevel.OFF else AlertLevel.CRITICAL
         name = ev.level.name.replace("_", " ").lower()
