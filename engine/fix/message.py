@@ -27,6 +27,11 @@ HEADER_TAGS: frozenset[int] = frozenset(
 )  # fmt: skip
 #: Standard trailer tags.
 TRAILER_TAGS: frozenset[int] = frozenset({93, 89, 10})
+#: The first seven tags of a message in the standard header layout (see
+#: :meth:`FixMessage.session_header`).
+_STD_HEADER: list[int] = [8, 9, 35, 34, 49, 52, 56]
+#: Lookups a :class:`FixMessage` answers by scanning its tags before it builds an index.
+_MAX_SCANS = 4
 #: Session-level (admin) message types.
 ADMIN_MSG_TYPES: frozenset[bytes] = frozenset({b"0", b"1", b"2", b"3", b"4", b"5", b"A"})
 
@@ -72,7 +77,17 @@ class FixMessage:
     from the data dictionary.
     """
 
-    __slots__ = ("_buf", "_end", "_ends", "_index", "_start", "_starts", "_tags", "ts_recv")
+    __slots__ = (
+        "_buf",
+        "_end",
+        "_ends",
+        "_index",
+        "_scans",
+        "_start",
+        "_starts",
+        "_tags",
+        "ts_recv",
+    )
 
     def __init__(
         self,
@@ -91,6 +106,7 @@ class FixMessage:
         self._starts = starts
         self._ends = ends
         self._index: dict[int, int] | None = None
+        self._scans = 0
         self.ts_recv = ts_recv
 
     @classmethod
@@ -152,10 +168,22 @@ class FixMessage:
     def get(self, tag: int, default: bytes | None = None) -> bytes | None:
         """Return the value of the first ``tag`` field, or ``default``."""
         index = self._index
-        i = (index if index is not None else self._idx()).get(tag)
-        if i is None:
+        if index is None:
+            if self._scans < _MAX_SCANS:
+                # The first few lookups scan the tag list (first occurrence, as the index
+                # gives): cheaper than building the index for an application callback that
+                # reads a field or two. Further lookups build it.
+                self._scans += 1
+                try:
+                    i = self._tags.index(tag)
+                except ValueError:
+                    return default
+                return self._buf[self._starts[i] : self._ends[i]]
+            index = self._idx()
+        j = index.get(tag)
+        if j is None:
             return default
-        return self._buf[self._starts[i] : self._ends[i]]
+        return self._buf[self._starts[j] : self._ends[j]]
 
     def get_int(self, tag: int) -> int | None:
         """Return the value of ``tag`` as an int, or None when absent or not an integer."""
@@ -174,6 +202,29 @@ class FixMessage:
             for t, s, e in zip(self._tags, self._starts, self._ends, strict=True)
             if t == tag
         ]
+
+    def session_header(self) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes] | None:
+        """Return the session header values when the message starts in the standard layout.
+
+        The standard layout is ``8, 9, 35, 34, 49, 52, 56`` in that order (what QuickFIX and
+        this engine write when there are no further header fields before TargetCompID <56>).
+        Returns ``(BeginString, MsgType, MsgSeqNum, SenderCompID, SendingTime, TargetCompID)``
+        as raw bytes, or None for any other layout (then use :meth:`get`). Each value is the
+        first occurrence of its tag, as :meth:`get` would return it.
+        """
+        if self._tags[:7] != _STD_HEADER:
+            return None
+        buf = self._buf
+        s = self._starts
+        e = self._ends
+        return (
+            buf[s[0] : e[0]],
+            buf[s[2] : e[2]],
+            buf[s[3] : e[3]],
+            buf[s[4] : e[4]],
+            buf[s[5] : e[5]],
+            buf[s[6] : e[6]],
+        )
 
     @property
     def msg_type(self) -> bytes:

@@ -29,7 +29,6 @@ from collections.abc import Iterable, Sequence
 from typing import cast
 
 from engine.clock import Clock, LiveClock
-from engine.fix import _kernels
 from engine.fix.codec import FRAME_REASONS, DecodedBatch, FixDecoder
 from engine.fix.message import FixMessage
 from engine.fix.session import FixSession
@@ -97,10 +96,13 @@ class _Connection(asyncio.Protocol):
             self._flush()
 
     def _process(self, batch: DecodedBatch, now: int) -> None:
-        for i, row in enumerate(batch.rows):
-            if self.is_closing():
+        # Per message this loop is on the hot path: locals, no helper calls besides the
+        # session's entry point (the equivalent of _write and _check is inlined).
+        buf = batch.buf
+        tags, vstart, vend = batch.field_lists()
+        for start, end, a, count, status in batch.rows:
+            if self._closing:
                 return
-            status = row[_kernels.MSG_STATUS]
             session = self.session
             if status:
                 reason = FRAME_REASONS.get(status, "garbled")
@@ -108,10 +110,11 @@ class _Connection(asyncio.Protocol):
                     _log.info("garbled data before logon (%s): disconnecting", reason)
                     self.close()
                     return
-                self._write(session.on_garbled(reason, batch.buf[row[0] : row[1]], now))
+                self._write(session.on_garbled(reason, buf[start:end], now))
                 self._check()
                 continue
-            msg = batch.message(i, now)
+            b = a + count
+            msg = FixMessage(buf, start, end, tags[a:b], vstart[a:b], vend[a:b], now)
             if session is None:
                 session = self._owner.route(self, msg)
                 if session is None:
@@ -119,8 +122,11 @@ class _Connection(asyncio.Protocol):
                     return
                 self._bind(session)
                 self._write(session.on_connected(now))
-            self._write(session.on_message(msg, now))
-            self._check()
+            out = session.on_message(msg, now)
+            if out and not self._closing:
+                self._pending.extend(out)
+            if session.wants_disconnect and session is self.session:
+                self.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True

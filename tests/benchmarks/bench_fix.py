@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 """FIX engine benchmarks: decode, encode, round trips between two processes.
 
-Run ``python -m tests.benchmarks.bench_fix`` (``--quick`` for a short run, ``--uvloop`` to run
-the event loops on uvloop) or ``pytest -m bench tests/benchmarks/bench_fix.py``. Figures are
+Run ``python -m tests.benchmarks.bench_fix`` (``--quick`` for a short run; the event loops run
+on uvloop when it is installed, ``--asyncio`` for the stock loop) or
+``pytest -m bench tests/benchmarks/bench_fix.py``. Figures are
 medians of several repetitions, printed next to their targets and to simplefix measured in the
 same run (2 noisy cores: compare ratios, not absolute numbers across runs).
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import statistics
 import subprocess
 import sys
@@ -24,7 +26,7 @@ import simplefix
 from engine.fix.application import Application, SessionID
 from engine.fix.codec import FixDecoder, MessageTemplate, decode_one, encode, format_timestamp
 from engine.fix.message import FixMessage, OutMessage
-from engine.fix.session import FixSession, SessionConfig, lookup_session
+from engine.fix.session import AppTemplate, FixSession, SessionConfig, lookup_session
 from engine.fix.store import MemoryStore
 from engine.fix.transport import SocketAcceptor, SocketInitiator, install_uvloop
 
@@ -169,8 +171,41 @@ def _nos(clordid: bytes) -> OutMessage:
     )  # fmt: skip
 
 
+#: The NewOrderSingle of :func:`_nos` as a template; slot ClOrdID.
+NOS_FIELDS: list[tuple[int, bytes | None]] = [
+    (11, None), (21, b"1"), (38, b"100"), (40, b"2"), (44, b"101.25"), (54, b"1"), (55, b"AAPL"),
+    (59, b"0"), (60, TS),
+]  # fmt: skip
+
+#: ExecutionReport (new) answering a NewOrderSingle; slots ClOrdID, ExecID, OrderID.
+ER_FIELDS: list[tuple[int, bytes | None]] = [
+    (6, b"0"), (11, None), (14, b"0"), (17, None), (37, None), (38, b"100"), (39, b"0"),
+    (54, b"1"), (55, b"AAPL"), (150, b"0"), (151, b"100"),
+]  # fmt: skip
+
+
+class _TemplateVenue(Application):
+    """Answers every NewOrderSingle with an ExecutionReport (new) from a session template."""
+
+    def __init__(self) -> None:
+        self._templates: dict[SessionID, AppTemplate] = {}
+        self._last: tuple[SessionID | None, AppTemplate | None] = (None, None)
+
+    def from_app(self, message: FixMessage, session_id: SessionID) -> None:
+        last_id, tmpl = self._last
+        if session_id is not last_id or tmpl is None:
+            tmpl = self._templates.get(session_id)
+            if tmpl is None:
+                s = lookup_session(session_id)
+                assert s is not None
+                tmpl = self._templates[session_id] = s.template(b"8", ER_FIELDS)
+            self._last = (session_id, tmpl)
+        clordid = message.get(11) or b""
+        tmpl.session.send_template(tmpl, (clordid, b"E" + clordid, b"O" + clordid))
+
+
 class _Venue(Application):
-    """Answers every NewOrderSingle with an ExecutionReport (new)."""
+    """Answers every NewOrderSingle with an ExecutionReport (new) built as an OutMessage."""
 
     def from_app(self, message: FixMessage, session_id: SessionID) -> None:
         s = lookup_session(session_id)
@@ -207,9 +242,10 @@ def _config(me: str, them: str, *, initiator: bool, dictionary: bool) -> Session
     )
 
 
-async def _serve(dictionary: bool) -> None:
+async def _serve(dictionary: bool, templates: bool) -> None:
+    app = _TemplateVenue() if templates else _Venue()
     session = FixSession(
-        _config("EXCH", "CLIENT", initiator=False, dictionary=dictionary), MemoryStore(), _Venue()
+        _config("EXCH", "CLIENT", initiator=False, dictionary=dictionary), MemoryStore(), app
     )
     acceptor = SocketAcceptor([session], port=0, timer_interval=1.0)
     await acceptor.start()
@@ -231,11 +267,21 @@ class _Client(Application):
             w.set_result(None)
 
 
-async def _round_trips(port: int, n: int, pipelined_n: int, dictionary: bool) -> dict[str, float]:
+async def _round_trips(
+    port: int, n: int, pipelined_n: int, dictionary: bool, templates: bool
+) -> dict[str, float]:
     app = _Client()
     session = FixSession(
         _config("CLIENT", "EXCH", initiator=True, dictionary=dictionary), MemoryStore(), app
     )
+    nos = session.template(b"D", NOS_FIELDS)
+
+    def send(clordid: bytes) -> None:
+        if templates:
+            session.send_template(nos, (clordid,))
+        else:
+            session.send(_nos(clordid))
+
     initiator = SocketInitiator(session, [("127.0.0.1", port)], reconnect_interval=0.2)
     await initiator.start()
     await initiator.wait_logged_on(10)
@@ -247,7 +293,7 @@ async def _round_trips(port: int, n: int, pipelined_n: int, dictionary: bool) ->
             app.target = app.received + 1
             app.waiter = loop.create_future()
             t0 = time.perf_counter_ns()
-            session.send(_nos(clordids[i]))
+            send(clordids[i])
             await app.waiter
             if i >= 200:
                 lat.append(time.perf_counter_ns() - t0)
@@ -257,7 +303,7 @@ async def _round_trips(port: int, n: int, pipelined_n: int, dictionary: bool) ->
         app.waiter = loop.create_future()
         t0 = time.perf_counter_ns()
         for i in range(pipelined_n):
-            session.send(_nos(b"p%d" % i))
+            send(b"p%d" % i)
             if i % 200 == 199:
                 # Let the loop write (and read answers) while the burst goes on, as a real
                 # sender would: the venue then works while we are still sending.
@@ -276,21 +322,29 @@ async def _round_trips(port: int, n: int, pipelined_n: int, dictionary: bool) ->
 
 
 def bench_round_trip(
-    n: int, pipelined_n: int, *, dictionary: bool, uvloop: bool
+    n: int, pipelined_n: int, *, dictionary: bool, uvloop: bool, templates: bool = True
 ) -> dict[str, float]:
-    """Run a venue in a child process and measure NOS -> ER round trips from this one."""
+    """Run a venue in a child process and measure NOS -> ER round trips from this one.
+
+    Both sides run a real :class:`FixSession` (sequence numbers, MemoryStore, verification).
+    With ``templates`` both build their messages with :meth:`FixSession.send_template`
+    (client NewOrderSingle, venue ExecutionReport); without, with :class:`OutMessage` and
+    :meth:`FixSession.send`. ``dictionary`` turns data-dictionary validation on for both.
+    """
     cmd = [sys.executable, "-m", "tests.benchmarks.bench_fix", "--serve"]
     if dictionary:
         cmd.append("--dictionary")
     if uvloop:
         cmd.append("--uvloop")
+    if not templates:
+        cmd.append("--generic")
     proc = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         port = int(proc.stdout.readline())
         if uvloop:
             install_uvloop()
-        return asyncio.run(_round_trips(port, n, pipelined_n, dictionary))
+        return asyncio.run(_round_trips(port, n, pipelined_n, dictionary, templates))
     finally:
         asyncio.set_event_loop_policy(None)
         assert proc.stdin is not None
@@ -325,19 +379,35 @@ def run(quick: bool, uvloop: bool) -> dict[str, float]:
     res |= bench_encode(n // 2, reps)
     rt_n = 3_000 if quick else 20_000
     pipe_n = 10_000 if quick else 50_000
-    rts = [
-        bench_round_trip(rt_n, pipe_n, dictionary=False, uvloop=uvloop)
-        for _ in range(1 if quick else 3)
-    ]
-    for key in rts[0]:
-        res[key] = statistics.median(r[key] for r in rts)
+    runs: dict[bool, list[dict[str, float]]] = {True: [], False: []}
+    for _ in range(1 if quick else 3):
+        # Interleaved, so that both configurations see the same machine load.
+        for templates in (True, False):
+            runs[templates].append(
+                bench_round_trip(rt_n, pipe_n, dictionary=False, uvloop=uvloop, templates=templates)
+            )
+    spread: dict[str, str] = {}
+    for templates, suffix in ((True, ""), (False, "_generic")):
+        for key in runs[templates][0]:
+            values = [r[key] for r in runs[templates]]
+            res[key + suffix] = statistics.median(values)
+            if len(values) > 1:
+                spread[key + suffix] = f"  ({min(values):,.1f} - {max(values):,.1f})"
     val = bench_round_trip(rt_n // 3, pipe_n // 5, dictionary=True, uvloop=uvloop)
     res |= {f"{k}_validated": v for k, v in val.items()}
-    print(f"FIX benchmarks ({'quick' if quick else 'full'}; medians; uvloop={uvloop})")
+    print(f"FIX benchmarks ({'quick' if quick else 'full'}; medians)")
+    print(
+        "  round trips: two processes over loopback TCP, a real FixSession on each side"
+        " (MemoryStore, sequence numbers, verification, NullLog);"
+        f" event loop {'uvloop' if uvloop else 'asyncio'}"
+    )
+    print("    rt_*, pipelined_per_s: validation OFF; NOS and ER built by send_template")
+    print("    *_generic:             validation OFF; NOS and ER built as OutMessage, send()")
+    print("    *_validated:           validation ON (FIX.4.4 dictionary); send_template")
     for key, value in res.items():
         target = TARGETS.get(key)
         extra = f"  target {target[0]:,} {target[1]}" if target else ""
-        print(f"  {key:<28} {value:>14,.1f}{extra}")
+        print(f"  {key:<28} {value:>14,.1f}{extra}{spread.get(key, '')}")
     for num, den in (
         ("decode_batch", "simplefix_decode"),
         ("decode_to_messages", "simplefix_decode"),
@@ -363,16 +433,21 @@ def main(argv: list[str] | None = None) -> int:
     """Run the benchmarks (or, with ``--serve``, the venue side of the round trips)."""
     ap = argparse.ArgumentParser(prog="bench_fix")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--uvloop", action="store_true")
+    ap.add_argument(
+        "--uvloop", action="store_true", help="run on uvloop (the default when installed)"
+    )
+    ap.add_argument("--asyncio", action="store_true", help="run on the stock asyncio loop")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--dictionary", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--generic", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.serve:
         if args.uvloop:
             install_uvloop()
-        asyncio.run(_serve(args.dictionary))
+        asyncio.run(_serve(args.dictionary, templates=not args.generic))
         return 0
-    run(args.quick, args.uvloop)
+    uvloop = not args.asyncio and importlib.util.find_spec("uvloop") is not None
+    run(args.quick, uvloop)
     return 0
 
 
