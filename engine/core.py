@@ -189,8 +189,13 @@ class Engine:
         if self._stop is not None:
             self._stop.set()
 
-    async def run(self) -> None:
-        """Start the components, run until :meth:`request_stop`, then stop them cleanly."""
+    async def run(self, warm_up: Callable[[], object] | None = None) -> None:
+        """Start the components, run until :meth:`request_stop`, then stop them cleanly.
+
+        ``warm_up`` (compiling the numba kernels, seconds on a cold cache) runs in a worker
+        thread before the components start; the heartbeat and commands keep going meanwhile,
+        and a stop request during it is honoured at once.
+        """
         self._stop = asyncio.Event()
         self._hb_changed = asyncio.Event()
         self._ts_started = self.clock.now_ns()
@@ -199,6 +204,8 @@ class Engine:
         heartbeat = asyncio.create_task(self._heartbeat_loop(), name="engine-heartbeat")
         started: list[Component] = []
         try:
+            if warm_up is not None and not await self._warm(warm_up):
+                return
             for component in self.components:
                 component.start(self)
                 started.append(component)
@@ -228,6 +235,23 @@ class Engine:
                         close()
                     except Exception:
                         log.exception("component %s failed to close", component.name)
+
+    async def _warm(self, warm_up: Callable[[], object]) -> bool:
+        """Run ``warm_up`` off the loop; return False if a stop was requested meanwhile."""
+        assert self._stop is not None
+        loop = asyncio.get_running_loop()
+        warm: asyncio.Future[object] = loop.run_in_executor(None, warm_up)
+        stop: asyncio.Future[object] = asyncio.ensure_future(self._stop.wait())
+        done, _pending = await asyncio.wait((warm, stop), return_when=asyncio.FIRST_COMPLETED)
+        if stop in done:
+            return False  # the worker thread finishes compiling on its own
+        stop.cancel()
+        await asyncio.gather(stop, return_exceptions=True)
+        try:
+            warm.result()
+        except Exception:
+            log.exception("warm-up failed; kernels will compile on first use")
+        return True
 
     def _set_state(self, state: EngineState, reason: str = "") -> None:
         self._state = state

@@ -40,8 +40,9 @@ class EmbeddedEngineClient:
         Called on the engine thread, before the engine starts, to add its components (for
         example ``engine.demo.build_demo``).
     warm_up : Callable[[], object] | None
-        Called on the engine thread after :meth:`start` returned and before the engine runs
-        (``engine.warmup.warm_up`` compiles the kernels while the window appears).
+        Run in a worker thread before the engine's components start
+        (``engine.warmup.warm_up`` compiles the kernels while the window appears and the
+        heartbeat already runs).
     """
 
     def __init__(
@@ -221,9 +222,7 @@ class EmbeddedEngineClient:
             self._engine = engine
             self._loop = loop
             ready.set()
-            if self._warm_up is not None:
-                self._warm_up()
-            loop.run_until_complete(engine.run())
+            loop.run_until_complete(engine.run(self._warm_up))
         except Exception as e:
             self._error = f"{type(e).__name__}: {e}"
             log.exception("the embedded engine failed")

@@ -21,6 +21,7 @@ from engine.core import Engine
 from engine.demo import build_demo
 from engine.events import Alert, Event, OrderChanged, OrderFilled, PositionChanged
 from engine.fix.transport import install_uvloop
+from engine.warmup import warm_up
 
 
 class _Parser(argparse.ArgumentParser):
@@ -89,7 +90,7 @@ async def run_demo(
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    runner = loop.create_task(engine.run())
+    runner = loop.create_task(engine.run(warm_up))
     start = clock.monotonic_ns()
     try:
         while not stop.is_set():

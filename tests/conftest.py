@@ -29,6 +29,17 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 ASYNC_TEST_TIMEOUT_S = 60.0
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Compile every numba kernel into the on-disk cache once, before any test.
+
+    Tests that start the console or the engine in a child process then load the kernels from
+    the cache instead of each compiling them (tens of seconds on a fresh clone).
+    """
+    from engine.warmup import warm_up
+
+    warm_up()
+
+
 @pytest.fixture
 def test_clock() -> TestClock:
     """Return a clock that moves only when the test advances it."""
