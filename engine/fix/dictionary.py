@@ -49,7 +49,7 @@ import xml.parsers.expat
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from xml.sax.saxutils import quoteattr
 
 __all__ = [
@@ -707,6 +707,7 @@ class DataDictionary:
     """
 
     __slots__ = (
+        "_derived",
         "_fields",
         "_fields_by_name",
         "_group_index",
@@ -764,6 +765,10 @@ class DataDictionary:
         self._messages_by_name: Mapping[str, MessageDef] = {m.name: m for m in messages.values()}
         self._group_index: dict[tuple[str, int], GroupDef] = {}
         self.data_length_tags: Mapping[int, int] = _data_length_tags(fields, by_name)
+        # Lookup tables other modules derive from this dictionary, built on first use and kept
+        # here (engine.fix.validation's per-MsgType plans). The dictionary never changes after
+        # construction, so they never go stale; with_overlay() builds a new dictionary.
+        self._derived: dict[object, Any] = {}
 
     # ------------------------------------------------------------------ construction
 

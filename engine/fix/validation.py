@@ -36,13 +36,19 @@ no RefTagID, use :meth:`ValidationIssue.text_for` to get "Invalid tag number (99
 :meth:`ValidationIssue.reject_reason_for` for the SessionRejectReason <373> to send (None on
 FIX.4.0/4.1, and on FIX.4.2 for codes above 11, which QuickFIX leaves out there).
 
-Cost: about 25 µs for a 20-field ExecutionReport against FIX 4.4 on this machine.
+Cost: a well-formed message of a known type takes a plan precompiled per (dictionaries, MsgType)
+and, once its tag layout has been seen valid, only the value checks of that layout: about 3 µs
+for a 25-field ExecutionReport against FIX 4.4 on this machine (the full walk, which every other
+message takes and which alone decides issues, texts and precedence: about 27 µs).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import enum
-from collections.abc import Iterator, Mapping, Sequence
+import functools
+import operator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -54,6 +60,8 @@ from engine.fix.dictionary import (
     MessageDef,
 )
 from engine.fix.fields import (
+    FLOAT_TYPES,
+    INT_TYPES,
     FieldMap,
     ParsedMessage,
     _Parser,
@@ -289,6 +297,37 @@ def validate(
     ValidationIssue or None
         None when the message is valid.
     """
+    # A message the precompiled plan proves valid is valid under any options (options only
+    # switch checks off); anything else takes the full walk, which finds the first issue.
+    if len(pairs) > 2:
+        tag, mt = pairs[2]
+        if tag == 35 and pairs[0][0] == 8 and pairs[1][0] == 9:
+            plans = dictionary._derived.get(app_dictionary)
+            plan = plans.get(mt) if plans is not None else None
+            if plan is None:
+                plan = _plan_for(dictionary, app_dictionary, mt)
+            if plan is not None:
+                # Structure depends on the tags alone: a layout seen valid before needs only
+                # its value checks (NumInGroup counts included).
+                shape = tuple(map(_first, pairs))
+                checks = plan.shapes.get(shape)
+                if checks is None:
+                    checks = []
+                    if _plan_accepts(plan, pairs, checks):
+                        plan.remember(shape, checks)
+                        return None
+                elif _values_ok(checks, pairs):
+                    return None
+    return next(_issues(pairs, dictionary, app_dictionary, options), None)
+
+
+def _validate_reference(
+    pairs: Sequence[tuple[int, bytes]],
+    dictionary: DataDictionary,
+    app_dictionary: DataDictionary | None = None,
+    options: ValidationOptions = DEFAULT_OPTIONS,
+) -> ValidationIssue | None:
+    # The straightforward walk, without the fast path: what validate() must always agree with.
     return next(_issues(pairs, dictionary, app_dictionary, options), None)
 
 
@@ -464,3 +503,304 @@ class _Checker:
                 continue
             for entry in part.groups[count_tag]:
                 yield from self.level(entry, dd, gdef)
+
+
+# ----------------------------------------------------------------------------- fast path
+#
+# validate() first runs the message through a plan precompiled per (dictionaries, MsgType): one
+# pass over the pairs that follows the parser's rules (sections, group entries) and checks every
+# condition under which the full walk above finds nothing, with the strictest options. It only
+# ever answers "valid"; on the first doubt it gives up and the full walk decides, so issues,
+# texts and precedence are the full walk's by construction.
+
+#: A value check: True when a non-empty value passes format and enum checks. None: any value.
+_Check = Callable[[bytes], bool] | None
+#: Per tag of one level: (section 0/1/2 or position in the group entry, check, group plan).
+_Entry = tuple[int, _Check, "_GroupPlan | None"]
+
+_CHECKS_KEY = "engine.fix.validation.checks"
+#: Valid tag layouts remembered per plan (cleared when full).
+_MAX_SHAPES = 256
+_first = operator.itemgetter(0)
+#: Types check_format() looks at; every other type (STRING, MONTHYEAR, ...) passes any value.
+_FORMAT_TYPES = INT_TYPES | FLOAT_TYPES | {"CHAR", "BOOLEAN", "UTCTIMESTAMP"}
+_FORMAT_TYPES |= {"UTCTIMEONLY", "UTCDATEONLY", "UTCDATE"}
+#: Values already found valid (bounded: cleared when full).
+_GOOD_DATES: dict[bytes, bool] = {}
+_GOOD_TIMESTAMPS: dict[bytes, bool] = {}
+
+
+def _int_ok(v: bytes) -> bool:
+    # -?[0-9]+ (bytes.isdigit() is ASCII only, like the regex)
+    return v.isdigit() or (v[:1] == b"-" and v[1:].isdigit())
+
+
+def _float_ok(v: bytes) -> bool:
+    # -?([0-9]+\\.?[0-9]*|\\.[0-9]+): digits with at most one dot, at least one digit
+    return v.replace(b".", b"", 1).isdigit() or (
+        v[:1] == b"-" and v[1:].replace(b".", b"", 1).isdigit()
+    )
+
+
+def _char_ok(v: bytes) -> bool:
+    return len(v) == 1
+
+
+def _timestamp_ok(v: bytes) -> bool:
+    # parse_utc_timestamp(v) is not None, without the regex: YYYYMMDD-HH:MM:SS[.f{1,9}].
+    # Senders stamp many messages alike (SendingTime, TransactTime): remember good values.
+    if v in _GOOD_TIMESTAMPS:
+        return True
+    n = len(v)
+    if n != 17 and not 19 <= n <= 27:
+        return False
+    if v[8] != 45 or v[11] != 58 or v[14] != 58 or (n > 17 and v[17] != 46):
+        return False
+    hh, mm, ss = v[9:11], v[12:14], v[15:17]
+    if not (hh.isdigit() and mm.isdigit() and ss.isdigit()):
+        return False
+    if hh > b"23" or mm > b"59" or ss > b"60" or (n > 17 and not v[18:].isdigit()):
+        return False
+    day = v[:8]
+    if day not in _GOOD_DATES:
+        if not day.isdigit():
+            return False
+        try:
+            dt.date(int(day[:4]), int(day[4:6]), int(day[6:]))
+        except ValueError:
+            return False
+        if len(_GOOD_DATES) >= 1024:
+            _GOOD_DATES.clear()
+        _GOOD_DATES[day] = True
+    if len(_GOOD_TIMESTAMPS) >= 4096:
+        _GOOD_TIMESTAMPS.clear()
+    _GOOD_TIMESTAMPS[v] = True
+    return True
+
+
+def _never(v: bytes) -> bool:
+    return False
+
+
+def _make_check(fd: FieldDef, char_is_string: bool) -> _Check:
+    t = fd.type
+    if fd.enums and not fd.allow_other_values:
+        allowed = {e.encode("latin-1") for e in fd.enums if e.isascii() or _latin1(e)}
+        if t in MULTI_VALUE_TYPES:  # no format check for these: only the enum of every item
+            items = frozenset(allowed)
+            return lambda v: all(x in items for x in v.split(b" "))
+        ok = frozenset(
+            v for v in allowed if v and check_format(t, v, char_is_string=char_is_string)
+        )
+        return ok.__contains__
+    if t not in _FORMAT_TYPES:
+        return None
+    if t in INT_TYPES:
+        return _int_ok
+    if t in FLOAT_TYPES:
+        return _float_ok
+    if t == "CHAR":
+        return None if char_is_string else _char_ok
+    if t == "BOOLEAN":
+        return frozenset((b"Y", b"N")).__contains__
+    if t == "UTCTIMESTAMP":
+        return _timestamp_ok
+    return functools.partial(check_format, t)
+
+
+def _latin1(text: str) -> bool:
+    try:
+        text.encode("latin-1")
+    except UnicodeEncodeError:
+        return False  # no latin-1 decoded value can equal it
+    return True
+
+
+def _checks(dd: DataDictionary) -> Mapping[int, _Check]:
+    table: dict[int, _Check] | None = dd._derived.get(_CHECKS_KEY)
+    if table is None:
+        cis = dd.spec.major == 4 and dd.spec.minor < 2
+        table = {tag: _make_check(fd, cis) for tag, fd in dd.fields.items()}
+        dd._derived[_CHECKS_KEY] = table
+    return table
+
+
+class _GroupPlan:
+    __slots__ = ("delimiter", "members", "required")
+
+    def __init__(self, gdef: GroupDef, checks: Mapping[int, _Check]) -> None:
+        self.delimiter = gdef.delimiter
+        self.required = frozenset(gdef.required_tags)
+        members: dict[int, _Entry] = {}
+        for tag, pos in gdef.order.items():
+            nested = gdef.groups.get(tag)
+            # A member the dictionary does not define still belongs to the entry: never valid.
+            check = checks.get(tag, _never)
+            members[tag] = (pos, check, None if nested is None else _GroupPlan(nested, checks))
+        self.members = members
+
+
+class _Plan:
+    __slots__ = ("required", "shapes", "top")
+
+    def __init__(
+        self, sdd: DataDictionary, add: DataDictionary, mdef: MessageDef, begin: bytes
+    ) -> None:
+        s_checks, b_checks = _checks(sdd), _checks(add)
+        header = sdd.header.tags | {8, 9, 35}
+        trailer = (sdd.trailer.tags | {10}) - header
+        top: dict[int, _Entry] = {}
+        # Section 0: header, 1: body, 2: trailer, as the parser splits them; a tag the level's
+        # dictionary does not define is left out (the walk gives up on it).
+        levels = (
+            (0, header, sdd.header.groups, s_checks),
+            (2, trailer, sdd.trailer.groups, s_checks),
+            (1, mdef.tags - header - trailer, mdef.groups, b_checks),
+        )
+        for section, tags, groups, checks in levels:
+            for tag in tags:
+                if tag in checks:
+                    g = groups.get(tag)
+                    top[tag] = (section, checks[tag], None if g is None else _GroupPlan(g, checks))
+        required_by_level = (
+            (0, sdd.header.required_tags),
+            (1, mdef.required_tags),
+            (2, sdd.trailer.required_tags),
+        )
+        if (
+            any(t not in top or top[t][2] is not None for t in (8, 9, 35))
+            or any(t not in top or top[t][0] != s for s, tags in required_by_level for t in tags)
+            or (top[8][1] is not None and not top[8][1](begin))
+        ):
+            # 8, 9 or 35 undefined or starting a group, a required field that cannot be at its
+            # level, a BeginString its own check refuses: leave it all to the full walk.
+            top.clear()
+        else:
+            top[8] = (0, frozenset((begin,)).__contains__, None)  # BeginString <8> as well
+        self.top = top
+        #: Every level's required fields: a top-level tag belongs to one level only.
+        self.required = frozenset(t for _, tags in required_by_level for t in tags)
+        #: Tag sequences found valid, with the value check of each position.
+        self.shapes: dict[tuple[int, ...], list[_Check]] = {}
+
+    def remember(self, shape: tuple[int, ...], checks: list[_Check]) -> None:
+        if len(self.shapes) >= _MAX_SHAPES:
+            self.shapes.clear()
+        self.shapes[shape] = checks
+
+
+def _plan_for(sdd: DataDictionary, app_dd: DataDictionary | None, mt: bytes) -> _Plan | None:
+    msg_type = mt.decode("latin-1")
+    add = sdd if app_dd is None or sdd.is_msg_type(msg_type) else app_dd
+    mdef = add.message(msg_type)
+    if mdef is None:
+        return None  # Invalid MsgType: not cached, so that garbage cannot grow the cache
+    plans: dict[bytes, _Plan] | None = sdd._derived.get(app_dd)
+    if plans is None:
+        plans = sdd._derived[app_dd] = {}
+    plan = plans[mt] = _Plan(sdd, add, mdef, sdd.begin_string.encode("latin-1"))
+    return plan
+
+
+class _OpenGroup:
+    __slots__ = ("count", "entries", "entry", "index", "last", "plan")
+
+    def __init__(self, plan: _GroupPlan, count: int, index: int) -> None:
+        self.plan = plan
+        self.count = count  # NumInGroup as the full walk reads it (-1 if not a number)
+        self.index = index  # position of the NumInGroup field in the message
+        self.entries = 0
+        self.entry: list[int] | None = None
+        self.last = -1
+
+    def close(self, checks: list[_Check]) -> bool:
+        entry = self.entry
+        if entry is not None and not self.plan.required.issubset(entry):
+            return False
+        if self.entries != self.count:
+            return False
+        checks[self.index] = _count_check(checks[self.index], self.entries)
+        return True
+
+
+def _count_check(check: _Check, entries: int) -> Callable[[bytes], bool]:
+    # The value check of a NumInGroup field in a known layout: its format, and the count.
+    if check is None:
+        return lambda v: _count(v) == entries
+    return lambda v: check(v) and _count(v) == entries
+
+
+def _values_ok(checks: list[_Check], pairs: Sequence[tuple[int, bytes]]) -> bool:
+    for (_, value), check in zip(pairs, checks, strict=True):
+        if not value or (check is not None and not check(value)):
+            return False
+    return True
+
+
+def _plan_accepts(plan: _Plan, pairs: Sequence[tuple[int, bytes]], checks: list[_Check]) -> bool:
+    # True only if the full walk finds no issue; False means "not sure". Fills ``checks`` with
+    # the value check of every position, for _values_ok() on the next message of this layout.
+    top = plan.top
+    tags: list[int] = []  # top level (header, body, trailer): one tag is in one level only
+    append = tags.append
+    record = checks.append
+    section = 0
+    stack: list[_OpenGroup] = []
+    for tag, value in pairs:
+        if not value:
+            return False
+        if stack:
+            step = _group_step(stack, tag, value, checks)
+            if step > 0:
+                continue
+            if step < 0:
+                return False
+        entry = top.get(tag)
+        if entry is None:
+            return False
+        sec, check, nested = entry
+        if sec < section:  # header, body, trailer: a header field after the body, and so on
+            return False
+        section = sec
+        append(tag)
+        if check is not None and not check(value):
+            return False
+        record(check)
+        if nested is not None:
+            stack.append(_OpenGroup(nested, _count(value), len(checks) - 1))
+    while stack:
+        if not stack.pop().close(checks):
+            return False
+    present = set(tags)
+    return len(present) == len(tags) and plan.required <= present
+
+
+def _group_step(stack: list[_OpenGroup], tag: int, value: bytes, checks: list[_Check]) -> int:
+    # 1: the field belongs to the open group; 0: it ended every open group; -1: not sure.
+    while stack:
+        g = stack[-1]
+        member = g.plan.members.get(tag)
+        if member is None:  # the first non-member ends the group (the parser's rule)
+            if not g.close(checks):
+                return -1
+            stack.pop()
+            continue
+        pos, check, nested = member
+        entry = g.entry
+        if tag == g.plan.delimiter:
+            if entry is not None and not g.plan.required.issubset(entry):
+                return -1
+            g.entry = [tag]
+            g.entries += 1
+        elif entry is None or pos <= g.last:
+            return -1  # out of order, repeated, or an entry not led by the delimiter
+        else:
+            entry.append(tag)
+        g.last = pos
+        if check is not None and not check(value):
+            return -1
+        checks.append(check)
+        if nested is not None:
+            stack.append(_OpenGroup(nested, _count(value), len(checks) - 1))
+        return 1
+    return 0

@@ -8,6 +8,12 @@ OrderStatusRequest <H>, and turns ExecutionReport <8>, OrderCancelReject <9>, se
 <3> and BusinessMessageReject <j> into the order manager's calls. A request that cannot go out
 because the session is not logged on is refused at once — it is never queued to surprise the
 market later.
+
+Order messages go out through the session's send templates (``FixSession.template`` and
+``send_template``, one per body layout, built on first use and dropped on :meth:`FixVenue.bind`),
+which write the bytes ``FixSession.send`` would. The venue does not override ``to_app`` (that
+would send the session back to its generic path): it reads the MsgSeqNum <34> each order
+message goes out under just before sending it, to map a session Reject back to the order.
 """
 
 import itertools
@@ -22,7 +28,7 @@ from engine.enums import OrdType
 from engine.fix.application import Application, IncorrectTagValue, SessionID
 from engine.fix.codec import format_timestamp, parse_timestamp
 from engine.fix.message import FixMessage, OutMessage
-from engine.fix.session import FixSession
+from engine.fix.session import AppTemplate, FixSession
 from engine.instruments import Instrument
 from engine.marketdata import MarketData
 from engine.oms.fixcodes import (
@@ -46,6 +52,31 @@ log = logging.getLogger(__name__)
 
 #: How many sent order messages are remembered for mapping session Rejects back to orders.
 SENT_MEMORY = 100_000
+#: How many price or quantity texts are remembered per instrument (cleared when full).
+TEXT_MEMORY = 4_096
+
+_Layout = tuple[tuple[int, bytes | None], ...]
+
+
+def _layout(*tags: int) -> _Layout:
+    # Body of an order message: HandlInst <21> is the one constant, every other field a slot.
+    return tuple((t, b"1" if t == 21 else None) for t in sorted(tags))
+
+
+#: Body layouts of the order messages, by (MsgType, with Price <44>, with OrderID <37>); the
+#: values of a send are given in ascending tag order, as the body goes on the wire.
+_LAYOUTS: dict[tuple[str, bool, bool], _Layout] = {
+    ("D", True, False): _layout(11, 21, 38, 40, 44, 54, 55, 59, 60),
+    ("D", False, False): _layout(11, 21, 38, 40, 54, 55, 59, 60),
+    ("F", False, True): _layout(11, 37, 38, 41, 54, 55, 60),
+    ("F", False, False): _layout(11, 38, 41, 54, 55, 60),
+    ("G", True, True): _layout(11, 21, 37, 38, 40, 41, 44, 54, 55, 59, 60),
+    ("G", True, False): _layout(11, 21, 38, 40, 41, 44, 54, 55, 59, 60),
+    ("G", False, True): _layout(11, 21, 37, 38, 40, 41, 54, 55, 59, 60),
+    ("G", False, False): _layout(11, 21, 38, 40, 41, 54, 55, 59, 60),
+    ("H", False, True): _layout(11, 37, 54, 55),
+    ("H", False, False): _layout(11, 54, 55),
+}
 
 
 class ReportSink(Protocol):
@@ -104,6 +135,16 @@ class FixVenue(Application):
         self._precision = 3
         self.market: MarketData | None = None
         self._md_req = itertools.count(1)
+        # Send templates of the bound session (built on first use, dropped on bind()).
+        self._templates: dict[tuple[str, bool, bool], AppTemplate] = {}
+        self._templates_of: FixSession | None = None
+        # TransactTime <60> text, formatted once per unit of the precision.
+        self._ts_unit = 1_000_000
+        self._ts_key = -1
+        self._ts = b""
+        # Price and quantity texts by symbol (dropped when the symbol is routed again).
+        self._px_texts: dict[str, dict[int, bytes]] = {}
+        self._qty_texts: dict[str, dict[int, bytes]] = {}
 
     # ------------------------------------------------------------------ wiring
     @property
@@ -115,11 +156,17 @@ class FixVenue(Application):
         """Send through ``session`` (an initiator whose application is this venue)."""
         self.session = session
         self._precision = 0 if session.config.begin_string < "FIX.4.2" else 3
+        self._ts_unit = 10 ** (9 - self._precision)
+        self._ts_key = -1
+        self._templates = {}
+        self._templates_of = session
 
     def route(self, instrument: Instrument, sink: ReportSink) -> None:
         """Deliver what the venue says about ``instrument`` to ``sink`` (its order manager)."""
         self.instruments[instrument.symbol] = instrument
         self._sinks[instrument.symbol] = sink
+        self._px_texts.pop(instrument.symbol, None)
+        self._qty_texts.pop(instrument.symbol, None)
 
     def set_market_data(self, market: MarketData) -> None:
         """Subscribe to the routed instruments at each logon and feed ``market`` with them."""
@@ -133,74 +180,132 @@ class FixVenue(Application):
     def submit(self, order: Order) -> None:
         """Send a NewOrderSingle <D>."""
         ins = self.instruments[order.symbol]
-        body: list[tuple[int, bytes]] = [
-            (11, order.client_order_id.encode()),
-            (21, b"1"),
-            (38, qty_text(ins, order.qty_lots)),
-            (40, ORD_TYPE_TO_FIX[order.ord_type]),
-            (54, SIDE_TO_FIX[order.side]),
-            (55, order.symbol.encode()),
-            (59, TIF_TO_FIX[order.time_in_force]),
-            (60, self._now_text()),
-        ]
-        if order.ord_type is OrdType.LIMIT:
-            body.append((44, px_text(ins, order.px_ticks)))
-        self._send(OutMessage(b"D", body), "D", order.client_order_id, order.symbol)
+        clordid = order.client_order_id
+        limit = order.ord_type is OrdType.LIMIT
+        # ClOrdID <11>, [HandlInst <21>], OrderQty <38>, OrdType <40>, Price <44> if limit,
+        # Side <54>, Symbol <55>, TimeInForce <59>, TransactTime <60>.
+        values = [clordid.encode(), self._qty_text(ins, order.qty_lots)]
+        values.append(ORD_TYPE_TO_FIX[order.ord_type])
+        if limit:
+            values.append(self._px_text(ins, order.px_ticks))
+        values.append(SIDE_TO_FIX[order.side])
+        values.append(order.symbol.encode())
+        values.append(TIF_TO_FIX[order.time_in_force])
+        values.append(self._now_text())
+        self._send_order(("D", limit, False), values, clordid, order.symbol)
 
     def cancel(self, order: Order, request: PendingRequest) -> None:
         """Send an OrderCancelRequest <F>."""
         ins = self.instruments[order.symbol]
-        body = [
-            (11, request.client_order_id.encode()),
-            (38, qty_text(ins, order.qty_lots)),
-            (41, order.client_order_id.encode()),
-            (54, SIDE_TO_FIX[order.side]),
-            (55, order.symbol.encode()),
-            (60, self._now_text()),
-        ]
+        # ClOrdID <11>, OrderID <37> if known, OrderQty <38>, OrigClOrdID <41>, Side <54>,
+        # Symbol <55>, TransactTime <60>.
+        values = [request.client_order_id.encode()]
         if order.venue_order_id:
-            body.append((37, order.venue_order_id.encode()))
-        self._send(OutMessage(b"F", body), "F", request.client_order_id, order.symbol)
+            values.append(order.venue_order_id.encode())
+        values.append(self._qty_text(ins, order.qty_lots))
+        values.append(order.client_order_id.encode())
+        values.append(SIDE_TO_FIX[order.side])
+        values.append(order.symbol.encode())
+        values.append(self._now_text())
+        key = ("F", False, bool(order.venue_order_id))
+        self._send_order(key, values, request.client_order_id, order.symbol)
 
     def replace(self, order: Order, request: PendingRequest) -> None:
         """Send an OrderCancelReplaceRequest <G>."""
         ins = self.instruments[order.symbol]
-        body = [
-            (11, request.client_order_id.encode()),
-            (21, b"1"),
-            (38, qty_text(ins, request.qty_lots)),
-            (40, ORD_TYPE_TO_FIX[order.ord_type]),
-            (41, order.client_order_id.encode()),
-            (54, SIDE_TO_FIX[order.side]),
-            (55, order.symbol.encode()),
-            (59, TIF_TO_FIX[order.time_in_force]),
-            (60, self._now_text()),
-        ]
-        if order.ord_type is OrdType.LIMIT:
-            body.append((44, px_text(ins, request.px_ticks)))
+        limit = order.ord_type is OrdType.LIMIT
+        # ClOrdID <11>, [HandlInst <21>], OrderID <37> if known, OrderQty <38>, OrdType <40>,
+        # OrigClOrdID <41>, Price <44> if limit, Side <54>, Symbol <55>, TimeInForce <59>,
+        # TransactTime <60>.
+        values = [request.client_order_id.encode()]
         if order.venue_order_id:
-            body.append((37, order.venue_order_id.encode()))
-        self._send(OutMessage(b"G", body), "G", request.client_order_id, order.symbol)
+            values.append(order.venue_order_id.encode())
+        values.append(self._qty_text(ins, request.qty_lots))
+        values.append(ORD_TYPE_TO_FIX[order.ord_type])
+        values.append(order.client_order_id.encode())
+        if limit:
+            values.append(self._px_text(ins, request.px_ticks))
+        values.append(SIDE_TO_FIX[order.side])
+        values.append(order.symbol.encode())
+        values.append(TIF_TO_FIX[order.time_in_force])
+        values.append(self._now_text())
+        key = ("G", limit, bool(order.venue_order_id))
+        self._send_order(key, values, request.client_order_id, order.symbol)
 
     def request_status(self, order: Order) -> None:
         """Send an OrderStatusRequest <H>."""
-        body = [
-            (11, order.client_order_id.encode()),
-            (54, SIDE_TO_FIX[order.side]),
-            (55, order.symbol.encode()),
-        ]
+        # ClOrdID <11>, OrderID <37> if known, Side <54>, Symbol <55>.
+        values = [order.client_order_id.encode()]
         if order.venue_order_id:
-            body.append((37, order.venue_order_id.encode()))
-        self._send(OutMessage(b"H", body), "H", order.client_order_id, order.symbol)
+            values.append(order.venue_order_id.encode())
+        values.append(SIDE_TO_FIX[order.side])
+        values.append(order.symbol.encode())
+        key = ("H", False, bool(order.venue_order_id))
+        self._send_order(key, values, order.client_order_id, order.symbol)
 
     def _now_text(self) -> bytes:
-        return format_timestamp(self.clock.now_ns(), self._precision)
+        # TransactTime changes once per unit of the precision: format it once per unit.
+        now = self.clock.now_ns()
+        key = now // self._ts_unit
+        if key != self._ts_key:
+            self._ts_key = key
+            self._ts = format_timestamp(now, self._precision)
+        return self._ts
 
-    def _send(self, msg: OutMessage, msg_type: str, clordid: str, symbol: str) -> None:
+    def _px_text(self, ins: Instrument, ticks: int) -> bytes:
+        texts = self._px_texts.get(ins.symbol)
+        if texts is None:
+            texts = self._px_texts[ins.symbol] = {}
+        text = texts.get(ticks)
+        if text is None:
+            if len(texts) >= TEXT_MEMORY:
+                texts.clear()
+            text = texts[ticks] = px_text(ins, ticks)
+        return text
+
+    def _qty_text(self, ins: Instrument, lots: int) -> bytes:
+        texts = self._qty_texts.get(ins.symbol)
+        if texts is None:
+            texts = self._qty_texts[ins.symbol] = {}
+        text = texts.get(lots)
+        if text is None:
+            if len(texts) >= TEXT_MEMORY:
+                texts.clear()
+            text = texts[lots] = qty_text(ins, lots)
+        return text
+
+    def _send_order(
+        self, key: tuple[str, bool, bool], values: list[bytes], clordid: str, symbol: str
+    ) -> None:
+        # An order message through the session's template for its layout; see _send.
         self._symbol_of[clordid] = symbol
         session = self.session
-        if session is not None and session.is_logged_on and session.send(msg):
-            return
+        if session is not None and session.is_logged_on:
+            templates = self._templates
+            if self._templates_of is not session:  # session set without bind()
+                templates = self._templates = {}
+                self._templates_of = session
+            template = templates.get(key)
+            if template is None:
+                template = templates[key] = session.template(key[0], _LAYOUTS[key])
+            # The MsgSeqNum <34> this message goes out under, for mapping a Reject back.
+            self._remember(session.next_sender_seq_num, key[0], clordid)
+            if session.send_template(template, values):
+                return
+        self._refuse(key[0], clordid, symbol)
+
+    def _send(self, msg: OutMessage, msg_type: str, clordid: str, symbol: str) -> None:
+        """Send an order message built by hand (any layout), or refuse it at once."""
+        self._symbol_of[clordid] = symbol
+        session = self.session
+        if session is not None and session.is_logged_on:
+            self._remember(session.next_sender_seq_num, msg_type, clordid)
+            if session.send(msg):
+                return
+        self._refuse(msg_type, clordid, symbol)
+
+    def _refuse(self, msg_type: str, clordid: str, symbol: str) -> None:
+        session = self.session
         name = session.session_id if session is not None else "(none)"
         why = f"not sent: FIX session {name} is not logged on"
         sink = self._sinks[symbol]
@@ -209,6 +314,13 @@ class FixVenue(Application):
             sink.on_message_rejected(msg_type, clordid, why)
 
         self.defer(refuse)
+
+    def _remember(self, seq: int, msg_type: str, clordid: str) -> None:
+        sent = self._sent
+        sent[seq] = (msg_type, clordid)
+        if len(sent) > SENT_MEMORY:
+            for old in list(sent)[: SENT_MEMORY // 10]:
+                del sent[old]
 
     # ------------------------------------------------------------------ Application
     def on_logon(self, session_id: SessionID) -> None:
@@ -233,16 +345,6 @@ class FixVenue(Application):
         """Report the logout."""
         if self.on_session is not None:
             self.on_session(session_id, False)
-
-    def to_app(self, message: OutMessage, session_id: SessionID) -> None:
-        """Remember which order message goes out under which MsgSeqNum <34>."""
-        mt = message.msg_type
-        if mt in (b"D", b"F", b"G", b"H") and self.session is not None:
-            clordid = (message.get(11) or b"").decode("latin-1")
-            self._sent[self.session.next_sender_seq_num] = (mt.decode(), clordid)
-            if len(self._sent) > SENT_MEMORY:
-                for key in list(self._sent)[: SENT_MEMORY // 10]:
-                    del self._sent[key]
 
     def from_admin(self, message: FixMessage, session_id: SessionID) -> None:
         """Map a session Reject <3> of an order message back to its order."""

@@ -25,10 +25,12 @@ import simplefix
 
 from engine.fix.application import Application, SessionID
 from engine.fix.codec import FixDecoder, MessageTemplate, decode_one, encode, format_timestamp
+from engine.fix.dictionary import DataDictionary, default_dictionary_path
 from engine.fix.message import FixMessage, OutMessage
 from engine.fix.session import AppTemplate, FixSession, SessionConfig, lookup_session
 from engine.fix.store import MemoryStore
 from engine.fix.transport import SocketAcceptor, SocketInitiator, install_uvloop
+from engine.fix.validation import _validate_reference, validate
 
 ROOT = Path(__file__).resolve().parents[2]
 TS = b"20240102-03:04:05.678"
@@ -358,6 +360,42 @@ def bench_round_trip(
             proc.stdout.close()
 
 
+# ----------------------------------------------------------------------------- validation
+
+
+def _md_bytes() -> bytes:
+    """Return a MarketDataIncrementalRefresh <X> with three entries in NoMDEntries <268>."""
+    body: list[tuple[int, bytes]] = [(268, b"3")]
+    for action, kind, px in (
+        (b"0", b"0", b"101.25"),
+        (b"1", b"1", b"101.5"),
+        (b"0", b"2", b"101.5"),
+    ):
+        body += [(279, action), (269, kind), (55, b"AAPL"), (270, px), (271, b"300")]
+    header = [(34, b"8"), (49, b"EX"), (52, TS), (56, b"CL")]
+    return encode(b"FIX.4.4", b"X", header, body, sort_body=False)
+
+
+def bench_validate(n: int, reps: int) -> dict[str, float]:
+    """Return µs per message of validate() and of the full walk it falls back to (FIX 4.4)."""
+    dd = DataDictionary.load(default_dictionary_path("FIX.4.4"))
+    res: dict[str, float] = {}
+    for name, raw in (("er", ER), ("md", _md_bytes())):
+        msg = decode_one(raw)
+        assert msg is not None
+        pairs = msg.pairs
+        for label, fn in (("", validate), ("_reference", _validate_reference)):
+            assert fn(pairs, dd) is None
+
+            def loop(fn: Callable[..., object] = fn, pairs: object = pairs) -> int:
+                for _ in range(n):
+                    fn(pairs, dd)
+                return n
+
+            res[f"validate_{name}_us{label}"] = 1e6 / _median_rate(loop, reps)
+    return res
+
+
 # ----------------------------------------------------------------------------- report
 
 TARGETS = {
@@ -377,6 +415,7 @@ def run(quick: bool, uvloop: bool) -> dict[str, float]:
     res: dict[str, float] = {}
     res |= bench_decode(n, reps)
     res |= bench_encode(n // 2, reps)
+    res |= bench_validate(n // 10, reps)
     rt_n = 3_000 if quick else 20_000
     pipe_n = 10_000 if quick else 50_000
     runs: dict[bool, list[dict[str, float]]] = {True: [], False: []}
@@ -404,6 +443,9 @@ def run(quick: bool, uvloop: bool) -> dict[str, float]:
     print("    rt_*, pipelined_per_s: validation OFF; NOS and ER built by send_template")
     print("    *_generic:             validation OFF; NOS and ER built as OutMessage, send()")
     print("    *_validated:           validation ON (FIX.4.4 dictionary); send_template")
+    print("    validate_er/md_us:     µs per validate() of an ExecutionReport (25 fields) and a")
+    print("                           MarketDataIncrementalRefresh (3 entries), FIX.4.4;")
+    print("                           *_reference: the full walk, without the precompiled plan")
     for key, value in res.items():
         target = TARGETS.get(key)
         extra = f"  target {target[0]:,} {target[1]}" if target else ""
@@ -415,6 +457,9 @@ def run(quick: bool, uvloop: bool) -> dict[str, float]:
         ("encode_generic", "simplefix_encode"),
     ):
         print(f"  ratio {num} / {den}: {res[num] / res[den]:.1f}x (same run)")
+    for name in ("er", "md"):
+        ratio = res[f"validate_{name}_us_reference"] / res[f"validate_{name}_us"]
+        print(f"  ratio validate_{name}_us_reference / validate_{name}_us: {ratio:.1f}x (same run)")
     return res
 
 
