@@ -44,7 +44,12 @@ from engine.fix.codec import (
     format_timestamp,
     parse_timestamp,
 )
-from engine.fix.dictionary import DataDictionary, GroupDef, default_dictionary_path
+from engine.fix.dictionary import (
+    APPL_VER_IDS,
+    DataDictionary,
+    GroupDef,
+    default_dictionary_path,
+)
 from engine.fix.log import NullLog, SessionLog
 from engine.fix.message import (
     ADMIN_MSG_TYPES,
@@ -74,19 +79,7 @@ _NS = 1_000_000_000
 _NO_RANGE = (0, 0)
 _first = operator.itemgetter(0)
 
-#: ApplVerID <1128> codes by version name.
-APPL_VER_IDS: dict[str, str] = {
-    "FIX.2.7": "0",
-    "FIX.3.0": "1",
-    "FIX.4.0": "2",
-    "FIX.4.1": "3",
-    "FIX.4.2": "4",
-    "FIX.4.3": "5",
-    "FIX.4.4": "6",
-    "FIX.5.0": "7",
-    "FIX.5.0SP1": "8",
-    "FIX.5.0SP2": "9",
-}
+#: Version name by ApplVerID <1128> code (``APPL_VER_IDS`` is the dictionary module's table).
 _VERSION_BY_APPL_VER_ID = {v: k for k, v in APPL_VER_IDS.items()}
 
 #: BusinessRejectReason <380> texts (QuickFIX ``Values.h``).
