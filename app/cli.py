@@ -12,7 +12,8 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+
+from engine.cli_parser import OneLineErrorParser
 
 PROG = "qwconsole"
 
@@ -24,13 +25,6 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 
 WORKSPACE_CHOICES = ("monitor", "manager", "analyzer")
 THEME_CHOICES = ("dark", "light")
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        """Print a one-line error and exit with status 2."""
-        sys.stderr.write(f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
-        raise SystemExit(2)
 
 
 def _positive_seconds(text: str) -> float:
@@ -61,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     epilog = "subcommands:\n" + "\n".join(
         f"  {PROG} {name + ' …':<12}{desc}" for name, (_m, desc) in SUBCOMMANDS.items()
     )
-    parser = _Parser(
+    parser = OneLineErrorParser(
         prog=PROG,
         description="Desktop trading console: Trade Monitor, Enterprise Manager and Trade "
         "Analyzer over one engine. With no options it opens the console with an embedded "

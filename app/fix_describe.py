@@ -7,6 +7,7 @@ then the newer and older versions, so custom and session-level tags are found to
 """
 
 import logging
+import threading
 
 from engine.fix.dictionary import DataDictionary, DictionaryError, default_dictionary_path
 
@@ -17,22 +18,35 @@ VERSIONS = ("FIX.4.4", "FIX.5.0SP2", "FIXT.1.1", "FIX.4.2")
 
 
 class FieldDescriber:
-    """``(tag, value) -> (field name, meaning of the value)``; loads dictionaries on first use."""
+    """``(tag, value) -> (field name, meaning of the value)`` from the shipped dictionaries.
 
-    def __init__(self, versions: tuple[str, ...] = VERSIONS) -> None:
+    The dictionaries (a few hundred ms to parse) load in a background thread started with the
+    describer, so the GUI thread does not wait for them when the first message is inspected.
+    """
+
+    def __init__(self, versions: tuple[str, ...] = VERSIONS, *, preload: bool = True) -> None:
         self.versions = versions
         self._dds: list[DataDictionary] | None = None
+        self._lock = threading.Lock()
         self._cache: dict[tuple[int, bytes], tuple[str, str]] = {}
+        if preload:
+            threading.Thread(
+                target=self._dictionaries, name="fix-dictionaries", daemon=True
+            ).start()
 
     def _dictionaries(self) -> list[DataDictionary]:
-        if self._dds is None:
-            self._dds = []
-            for version in self.versions:
-                try:
-                    self._dds.append(DataDictionary.load(default_dictionary_path(version)))
-                except (DictionaryError, OSError, KeyError) as e:
-                    log.warning("FIX dictionary %s unavailable for the inspector: %s", version, e)
-        return self._dds
+        with self._lock:
+            if self._dds is None:
+                dds = []
+                for version in self.versions:
+                    try:
+                        dds.append(DataDictionary.load(default_dictionary_path(version)))
+                    except (DictionaryError, OSError, KeyError) as e:
+                        log.warning(
+                            "FIX dictionary %s unavailable to the inspector: %s", version, e
+                        )
+                self._dds = dds
+            return self._dds
 
     def __call__(self, tag: int, value: bytes) -> tuple[str, str]:
         """Return the field name and the meaning of ``value`` (``""`` where unknown)."""

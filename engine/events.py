@@ -145,6 +145,11 @@ class Alert(Event):
     text: str
 
 
+#: ``extra=`` of a log call whose text is also published as an :class:`Alert` (the log feed
+#: then leaves it out of the event stream, so the console shows it once).
+ALERTED: dict[str, object] = {"qw_alerted": True}
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class KillSwitchChanged(Event):
     """The kill switch was engaged or released (every use is journaled)."""

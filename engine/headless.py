@@ -6,7 +6,6 @@ market maker on three instruments) on a plain asyncio loop and prints a live one
 it stops cleanly on SIGINT and SIGTERM.
 """
 
-import argparse
 import asyncio
 import contextlib
 import os
@@ -14,20 +13,15 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import TextIO
 
+from engine.cli_parser import OneLineErrorParser
 from engine.clock import LiveClock
 from engine.core import Engine
 from engine.demo import build_demo
 from engine.events import Alert, Event, OrderChanged, OrderFilled, PositionChanged
 from engine.fix.transport import install_uvloop
 from engine.warmup import warm_up
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
-        raise SystemExit(2)
 
 
 class Summary:
@@ -112,7 +106,9 @@ async def run_demo(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``qwconsole engine`` with ``argv``; return the exit code."""
-    parser = _Parser(prog="qwconsole engine", description="Run the engine without a window.")
+    parser = OneLineErrorParser(
+        prog="qwconsole engine", description="Run the engine without a window."
+    )
     parser.add_argument("--demo", action="store_true", help="run the built-in demo")
     parser.add_argument("--seconds", type=float, default=None, help="stop after this long")
     parser.add_argument("--interval", type=float, default=1.0, help="summary period, seconds")

@@ -2,8 +2,10 @@
 """Engine log records as events, so the console shows them live.
 
 :class:`BusLogHandler` is a ``logging.Handler`` that turns records (WARNING and above by
-default) into :class:`engine.events.LogRecorded` events on the engine bus. Records logged on
-other threads are handed to the engine loop with ``call_soon_threadsafe``; a burst beyond
+default) into :class:`engine.events.LogRecorded` events on the engine bus; records logged
+with ``extra=ALERTED`` are skipped, their text being on the bus already as an ``Alert``.
+Records logged on other threads are handed to the engine loop with ``call_soon_threadsafe``;
+a burst beyond
 ``max_per_second`` is summarized in one line instead of flooding the stream.
 """
 
@@ -59,6 +61,8 @@ class BusLogHandler(logging.Handler):
             self._busy.on = False
 
     def _emit(self, record: logging.LogRecord) -> None:
+        if getattr(record, "qw_alerted", False):  # already in the stream as an Alert
+            return
         second = int(record.created)
         with self._guard:
             if second != self._window_s:

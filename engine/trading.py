@@ -46,7 +46,6 @@ from engine.events import (
 from engine.instruments import Instrument
 from engine.journal import RecoveredState
 from engine.marketdata import MarketData
-from engine.oms.order import Order
 from engine.oms.risk import RiskLimits
 from engine.oms.router import OrderRouter
 from engine.oms.venue import Venue
@@ -398,17 +397,19 @@ class TradingDesk:
                         return err(sent.text)
                     return ok(f"order {sent.order_id} {sent.client_order_id}")
                 case CancelOrder(order_id=oid):
-                    order = self._order(oid)
-                    if order is None:
+                    found = self.router.find(oid)
+                    if found is None:
                         return err(f"no order {oid}")
-                    if not self.router.manager(order.symbol).cancel(order):
+                    order, manager = found
+                    if not manager.cancel(order):
                         return err(f"order {oid} is {order.status.name}: nothing to cancel now")
                     return ok(f"cancel sent for {order.client_order_id}")
                 case ReplaceOrder(order_id=oid):
-                    order = self._order(oid)
-                    if order is None:
+                    found = self.router.find(oid)
+                    if found is None:
                         return err(f"no order {oid}")
-                    if not self.router.manager(order.symbol).replace(
+                    order, manager = found
+                    if not manager.replace(
                         order, qty_lots=command.qty_lots, px_ticks=command.px_ticks
                     ):
                         return err(order.text or f"order {oid} cannot be replaced now")
@@ -432,13 +433,6 @@ class TradingDesk:
                     return ok(", ".join(f"{k}={v}" for k, v in changed.items()) or "no change")
         except (KeyError, ValueError, ParameterError) as e:
             return err(str(e.args[0]) if e.args else str(e))
-        return None
-
-    def _order(self, order_id: int) -> Order | None:
-        for manager in self.router.managers.values():
-            order = manager.orders.get(order_id)
-            if order is not None:
-                return order
         return None
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from engine.bus import MessageBus
 from engine.clock import Clock
 from engine.enums import AlertLevel, ExecType, OrdStatus, OrdType, Side, TimeInForce
-from engine.events import Alert, OrderChanged, OrderFilled, OrderView
+from engine.events import ALERTED, Alert, OrderChanged, OrderFilled, OrderView
 from engine.instruments import Instrument
 from engine.oms.order import Order, PendingRequest, is_allowed
 from engine.oms.risk import OrderIntent, RiskChecker
@@ -560,5 +560,5 @@ class OrderManager:
         self.bus.publish(OrderChanged(ts_event=order.ts_last, order=order.view(), change=change))
 
     def _alert(self, level: AlertLevel, text: str) -> None:
-        log.log(int(level), "%s: %s", self.symbol, text)
+        log.log(int(level), "%s: %s", self.symbol, text, extra=ALERTED)
         self.bus.publish(Alert(ts_event=self.clock.now_ns(), level=level, source="oms", text=text))

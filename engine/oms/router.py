@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from engine.bus import MessageBus
 from engine.clock import Clock
 from engine.enums import AlertLevel, KillLevel, OrdType, Side, TimeInForce
-from engine.events import Alert, KillSwitchChanged
+from engine.events import ALERTED, Alert, KillSwitchChanged
 from engine.instruments import Instrument
 from engine.oms.manager import OrderManager
 from engine.oms.order import Order
@@ -92,6 +92,14 @@ class OrderRouter:
             raise KeyError(
                 f"no order manager for {symbol!r}; routed: {', '.join(self.managers) or 'none'}"
             ) from None
+
+    def find(self, order_id: int) -> tuple[Order, OrderManager] | None:
+        """Return an order by its engine-wide id and the manager that owns it, or ``None``."""
+        for manager in self.managers.values():
+            order = manager.orders.get(order_id)
+            if order is not None:
+                return order, manager
+        return None
 
     def set_reference_px(self, symbol: str, px_ticks: int) -> None:
         """Record the reference price (last trade, else the touch) for the price band."""
@@ -185,7 +193,7 @@ class OrderRouter:
                 text=f"kill switch set to {level.name} by {actor}: {reason}",
             )
         )
-        log.warning("kill switch set to %s by %s: %s", level.name, actor, reason)
+        log.warning("kill switch set to %s by %s: %s", level.name, actor, reason, extra=ALERTED)
         touched = 0
         if level >= KillLevel.CANCEL_ALL:
             touched += self.cancel_all()

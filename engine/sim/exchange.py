@@ -21,6 +21,7 @@ import numpy.typing as npt
 from engine.enums import ExecType, OrdStatus, OrdType, Side, TimeInForce
 from engine.instruments import Instrument
 from engine.matching.matcher import Matcher, make_cmds
+from engine.oms.order import TERMINAL
 from engine.types import (
     BUY,
     CMD_CANCEL,
@@ -50,7 +51,7 @@ from engine.types import (
     STP_CANCEL_TAKER,
 )
 
-_DONE = frozenset({OrdStatus.FILLED, OrdStatus.CANCELED, OrdStatus.EXPIRED, OrdStatus.REJECTED})
+_DONE = TERMINAL  # an order in one of these states leaves the exchange
 
 #: Owner id of the simulated participants (they never self-trade among themselves).
 FLOW_OWNER = -1

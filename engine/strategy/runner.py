@@ -16,6 +16,7 @@ from engine.bus import MessageBus
 from engine.clock import Clock
 from engine.enums import AlertLevel, OrdType, Side, StrategyState, TimeInForce
 from engine.events import (
+    ALERTED,
     Alert,
     BookUpdated,
     OrderChanged,
@@ -25,7 +26,6 @@ from engine.events import (
     TradeReported,
 )
 from engine.instruments import Instrument
-from engine.oms.order import Order
 from engine.oms.router import OrderRouter
 from engine.strategy.base import BookView, Strategy
 
@@ -80,21 +80,14 @@ class LiveContext:
         )
         return order.view()
 
-    def _order(self, order_id: int) -> tuple[Order, Any] | None:
-        for manager in self.router.managers.values():
-            order = manager.orders.get(order_id)
-            if order is not None:
-                return order, manager
-        return None
-
     def cancel(self, order_id: int) -> bool:
         """Cancel order ``order_id``."""
-        found = self._order(order_id)
+        found = self.router.find(order_id)
         return bool(found and found[1].cancel(found[0]))
 
     def replace(self, order_id: int, qty_lots: int | None, px_ticks: int | None) -> bool:
         """Replace order ``order_id``."""
-        found = self._order(order_id)
+        found = self.router.find(order_id)
         return bool(found and found[1].replace(found[0], qty_lots=qty_lots, px_ticks=px_ticks))
 
     def cancel_all(self, strategy_id: int, symbol: str | None) -> int:
@@ -247,7 +240,7 @@ class StrategyRunner:
         try:
             handler()
         except Exception as e:
-            log.exception("strategy %s (%d) failed", s.name, s.strategy_id)
+            log.exception("strategy %s (%d) failed", s.name, s.strategy_id, extra=ALERTED)
             text = (
                 f"strategy {s.name} ({s.strategy_id}) failed and was stopped: "
                 f"{type(e).__name__}: {e}"

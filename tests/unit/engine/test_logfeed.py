@@ -63,3 +63,21 @@ async def test_a_burst_is_capped_and_summarized() -> None:
     await task
     logs = [r.event for r in records if isinstance(r.event, LogRecorded)]
     assert 1 <= len(logs) <= 11  # at most 5 per second (the burst may straddle a second)
+
+
+async def test_records_already_published_as_alerts_are_not_repeated() -> None:
+    from engine.events import ALERTED
+
+    engine = Engine(LiveClock())
+    engine.add_component(LogFeed())
+    records: list[EventRecord] = []
+    engine.add_sink(records.append)
+    task = asyncio.create_task(engine.run())
+    await asyncio.sleep(0.01)
+    log = logging.getLogger("engine.oms.test")
+    log.warning("cancel of X rejected", extra=ALERTED)
+    log.warning("plain warning")
+    engine.request_stop()
+    await task
+    texts = [r.event.text for r in records if isinstance(r.event, LogRecorded)]
+    assert texts == ["plain warning"]
