@@ -7,14 +7,17 @@ that arrived as one list, so a burst of ten thousand events costs one model upda
 not ten thousand repaints (DESIGN.md: a visible table repainting per row manages ~250/s).
 """
 
+import gc
 import logging
 import math
 import time
+import weakref
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 
 from engine.client import ClientState, EngineClient
 from engine.events import EventRecord
+from widgets.monitor.context import thread_relay
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +50,6 @@ class EngineBridge(QObject):
     events_received = Signal(list)
     client_state_changed = Signal(object)
     gap_detected = Signal(int, int)
-    _woken = Signal()
 
     def __init__(
         self, client: EngineClient, interval_ms: int = 25, parent: QObject | None = None
@@ -69,14 +71,16 @@ class EngineBridge(QObject):
         self._timer.setSingleShot(True)
         self._timer.setTimerType(Qt.TimerType.PreciseTimer)
         self._timer.timeout.connect(lambda: self.flush())
-        # The wake-up comes from the engine thread: queue it into this object's thread.
-        self._woken.connect(self._on_woken, Qt.ConnectionType.QueuedConnection)
         # A slow poll notices link changes that produce no event (a lost remote engine).
         self._watch = QTimer(self)
         self._watch.setInterval(250)
         self._watch.timeout.connect(self._check_state)
         self._watch.start()
-        client.set_wakeup(self._woken.emit)
+        # The wake-up comes from the engine thread. It goes through the process's relay, never
+        # through a signal of this object: the engine thread must not touch a QObject the GUI
+        # thread may be deleting at that moment (the relay drops it if the bridge is gone).
+        relay, me = thread_relay(), weakref.ref(self)
+        client.set_wakeup(lambda: relay.post(me, "_on_woken"))
 
     @property
     def client(self) -> EngineClient:
@@ -144,3 +148,70 @@ class EngineBridge(QObject):
             self.client_state_changed.emit(state)
             if state is ClientState.DISCONNECTED and self._client.last_error:
                 log.error("engine %s: %s", self._client.name, self._client.last_error)
+
+
+class GcPacer(QObject):
+    r"""Keep CPython's full garbage collections from stalling the GUI.
+
+    A full (oldest-generation) collection walks every container object the process holds: with
+    the blotter's orders, the lists' rows and the embedded engine's state that is millions of
+    objects, a pause of 100–200 ms that grows with the session (``bench_monitor`` measured
+    it). The pacer moves everything long-lived out of the collector's reach: once every
+    ``interval_ms`` it collects the young generations (a few milliseconds), then
+    ``gc.freeze()``\ s the survivors; every ``full_every``-th pass collects everything made
+    since the previous freeze first. Automatic collections keep running, but only over what
+    was made since the last freeze.
+
+    Reference counting still frees frozen objects; only a reference cycle that becomes garbage
+    after it was frozen is never collected (the event records and table rows are acyclic; the
+    benchmark counts such cycles after a storm and finds none).
+
+    Parameters
+    ----------
+    interval_ms : int
+        Time between two passes.
+    full_every : int
+        Every this many passes, collect all unfrozen objects, not only the young ones.
+    parent : QObject | None
+        Qt parent.
+    """
+
+    def __init__(
+        self, interval_ms: int = 1000, full_every: int = 10, parent: QObject | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.full_every = max(1, full_every)
+        self._timer = QTimer(self)
+        self._timer.setInterval(interval_ms)
+        self._timer.timeout.connect(self.step)
+        #: Passes so far, objects freed by them and the longest pass, ms.
+        self.passes = 0
+        self.collected = 0
+        self.longest_ms = 0.0
+
+    @property
+    def active(self) -> bool:
+        """Return whether the pacer runs."""
+        return self._timer.isActive()
+
+    def start(self) -> None:
+        """Freeze what exists now (start-up's objects) and pace from now on.
+
+        The first pass walks everything once; it is start-up's cost and not counted.
+        """
+        gc.collect()
+        gc.freeze()
+        self._timer.start()
+
+    def stop(self) -> None:
+        """Stop pacing and hand every frozen object back to the collector."""
+        self._timer.stop()
+        gc.unfreeze()
+
+    def step(self) -> None:
+        """Collect the young objects (all unfrozen ones now and then), freeze the survivors."""
+        t = time.perf_counter()
+        self.collected += gc.collect(2 if (self.passes + 1) % self.full_every == 0 else 1)
+        gc.freeze()
+        self.passes += 1
+        self.longest_ms = max(self.longest_ms, (time.perf_counter() - t) * 1e3)

@@ -19,8 +19,10 @@ PROG = "qwconsole"
 
 #: Subcommand -> (module with ``main(argv) -> int``, one-line description).
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "engine": ("engine.headless", "run the engine without a window (--demo)"),
+    "engine": ("engine.headless", "run the engine without a window (--demo, --config FILE)"),
     "fix": ("engine.fix.cli", "FIX tools: the conformance-suite acceptor"),
+    "backtest": ("engine.backtest.cli", "replay recorded data through a strategy (--sweep)"),
+    "import": ("engine.tickstore.cli", "import vendor files into the tick store"),
 }
 
 WORKSPACE_CHOICES = ("monitor", "manager", "analyzer")
@@ -48,6 +50,14 @@ def _png_path(text: str) -> Path:
     if path.suffix.lower() != ".png":
         raise argparse.ArgumentTypeError(f"{text!r} must end in .png")
     return path
+
+
+def _endpoint(text: str) -> tuple[str, str, int]:
+    name, _, where = text.rpartition("=")
+    host, _, port = where.rpartition(":")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not [NAME=]HOST:PORT")
+    return (name or f"{host}:{port}", host, int(port))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,6 +97,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --screenshot: wait this long before rendering (default 1.5)",
     )
     parser.add_argument("--theme", choices=THEME_CHOICES, help="theme for this run")
+    parser.add_argument(
+        "--connect",
+        action="append",
+        default=[],
+        type=_endpoint,
+        metavar="[NAME=]HOST:PORT",
+        help="also attach this remote engine (repeatable); the token is read from "
+        "$QWCONSOLE_TOKEN, TLS is used unless --no-tls",
+    )
+    parser.add_argument(
+        "--no-tls", action="store_true", help="with --connect: plain WebSocket (loopback only)"
+    )
     parser.add_argument(
         "--size",
         metavar="WxH",

@@ -22,8 +22,10 @@ from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication
 
 from app import logs
+from app.bridge import GcPacer
 from app.controller import Controller
 from app.main_window import MainWindow
+from app.multi_client import MultiEngineClient
 from app.paths import resource, state_dir
 from app.settings import AppSettings
 from engine.client import EngineStartError
@@ -31,6 +33,7 @@ from engine.demo import build_demo
 from engine.embedded import EmbeddedEngineClient
 from engine.events import EngineHeartbeat, EventRecord, OrderChanged, OrderFilled
 from engine.warmup import warm_up
+from widgets.connect_dialog import ConnectRequest
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +150,10 @@ class ConsoleRun:
         demo = functools.partial(
             build_demo, journal_dir=state_dir() / "journal", store_dir=state_dir() / "fix"
         )
-        controller = Controller(EmbeddedEngineClient(configure=demo, warm_up=warm_up))
+        # One client for every engine: remote engines attach to it later (Engine menu).
+        controller = Controller(
+            MultiEngineClient([EmbeddedEngineClient(configure=demo, warm_up=warm_up)])
+        )
         try:
             controller.start()
         except EngineStartError as e:
@@ -161,6 +167,10 @@ class ConsoleRun:
             window.show_workspace(opts.workspace)
         if opts.screenshot is not None:
             window.resize(*(opts.size or DEFAULT_SIZE))
+        for name, host, port in getattr(opts, "connect", []):
+            window.engines.connect_engine(ConnectRequest(
+                name=name, host=host, port=port, token=os.environ.get("QWCONSOLE_TOKEN", ""),
+                tls=not opts.no_tls, remember=False))  # fmt: skip
         controller.bridge.events_received.connect(self.smoke.on_events)
         waker = SignalWaker(window)
 
@@ -170,6 +180,9 @@ class ConsoleRun:
         window.closed.connect(lambda: None if done.done() else done.set_result(None))
         window.show()
         log.info("window shown %.0f ms after start", (time.perf_counter() - t0) * 1e3)
+        # Start-up's objects leave the collector now; later ones once a second (no GC stalls).
+        gc_pacer = GcPacer()
+        gc_pacer.start()
         if opts.smoke is not None:
             QTimer.singleShot(int(opts.smoke * 1000), self._finish_smoke)
         if opts.screenshot is not None:
@@ -179,6 +192,7 @@ class ConsoleRun:
             with loop:
                 loop.run_until_complete(done)
         finally:
+            gc_pacer.stop()
             window.shutdown()
             waker.restore()
             sys.excepthook = sys.__excepthook__

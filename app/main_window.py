@@ -90,8 +90,14 @@ class MainWindow(QMainWindow):
         self._shut_down = False
 
         self.monitor = MonitorWorkspace(send=controller.client.send, describe=FieldDescriber())
-        self.manager = ManagerWorkspace()
-        self.analyzer = AnalyzerWorkspace()
+        # The Manager's editors are engine models that widgets may not import: the app hands
+        # them over (engine.fix.editors), with the client to apply settings to a running engine.
+        from engine.fix.editors import EditorServices
+
+        self.manager = ManagerWorkspace(EditorServices(), client=controller.client)
+        from app.paths import state_dir
+
+        self.analyzer = AnalyzerWorkspace(journal_dir=state_dir() / "journal")
         self.workspaces: dict[str, QMainWindow] = {
             "monitor": self.monitor,
             "manager": self.manager,
@@ -104,6 +110,10 @@ class MainWindow(QMainWindow):
 
         self.workspace_actions: dict[str, QAction] = {}
         self._build_sidebar()
+        from app.engines import EngineConnections
+
+        self.engines = EngineConnections(self, controller.client)
+        self.engines.message.connect(self._show_message)
         self._build_menus()
         self.status = StatusIndicators(self.statusBar(), controller.client.name)
         self.status.on_client_state(controller.client.state)
@@ -191,6 +201,12 @@ class MainWindow(QMainWindow):
         ping.setToolTip("Send a command to the engine and show the round-trip time")
         ping.triggered.connect(self.controller.on_ping_requested)
         engine_menu.addAction(ping)
+        connect = QAction("&Connect to engine…", self)
+        connect.setObjectName("action_connect_engine")
+        connect.setToolTip("Attach a remote engine (host, port, token, TLS)")
+        connect.setEnabled(self.engines.enabled)
+        connect.triggered.connect(self.engines.show_connect_dialog)
+        engine_menu.addAction(connect)
 
         help_menu = menu.addMenu("&Help")
         about = QAction("&About qwconsole", self)

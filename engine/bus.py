@@ -39,13 +39,29 @@ class MessageBus:
             raise KeyError(f"{handler!r} is not subscribed to {msg_type.__name__}") from None
         self._cache.clear()
 
+    def _handlers_of(self, cls: type[Any]) -> tuple[Callable[[Any], None], ...]:
+        handlers = self._cache.get(cls)
+        if handlers is None:
+            handlers = tuple(h for t, h in self._handlers if issubclass(cls, t))
+            self._cache[cls] = handlers
+        return handlers
+
+    def wants(self, msg_type: type[Any]) -> bool:
+        """Return whether a message of exactly ``msg_type`` would reach any handler.
+
+        Lets a publisher skip building a message nobody would get.
+        """
+        handlers = self._cache.get(msg_type)
+        if handlers is None:
+            handlers = self._handlers_of(msg_type)
+        return bool(handlers)
+
     def publish(self, msg: object) -> None:
         """Deliver ``msg`` to every matching handler, in subscription order."""
         cls = type(msg)
         handlers = self._cache.get(cls)
         if handlers is None:
-            handlers = tuple(h for t, h in self._handlers if issubclass(cls, t))
-            self._cache[cls] = handlers
+            handlers = self._handlers_of(cls)
         for handler in handlers:
             try:
                 handler(msg)

@@ -132,3 +132,20 @@ class ControlSession(Command):
     action: str
     next_sender_seq_num: int | None = None
     next_target_seq_num: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetRiskLimits(Command):
+    """Replace the pre-trade limits of one strategy, or the engine-wide ones.
+
+    ``strategy_id`` ``None`` means engine-wide; each ``None`` limit disables that rule (see
+    ``engine.oms.risk.RiskLimits``).
+    """
+
+    strategy_id: int | None = None
+    max_order_qty_lots: int | None = None
+    max_order_notional: float | None = None
+    max_position_lots: int | None = None
+    price_band_ticks: int | None = None
+    max_open_orders: int | None = None
+    max_orders_per_second: int | None = None

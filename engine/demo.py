@@ -207,6 +207,7 @@ def build_demo(
     transport: str = "fix",
     journal_dir: Path | None = None,
     store_dir: Path | None = None,
+    record_path: Path | None = None,
 ) -> TradingDesk:
     """Add the demo's simulator, trading desk and market maker to ``engine``; return the desk.
 
@@ -217,7 +218,8 @@ def build_demo(
     ``journal_dir`` journals everything to today's file there and, if that file exists
     already (a restart mid-day), first rebuilds orders and positions from it. ``store_dir``
     keeps both FIX sessions' sequence numbers and messages in file stores there, so a restart
-    resumes them instead of resetting to 1.
+    resumes them instead of resetting to 1. ``record_path`` records the market data the
+    engine receives into that tick store (``engine.tickstore.recorder``).
     """
     if transport not in ("fix", "inprocess"):
         raise ValueError(f"transport must be 'fix' or 'inprocess', got {transport!r}")
@@ -235,6 +237,13 @@ def build_demo(
     if journal_dir is not None:
         recovered = recover_day(journal_dir, engine.engine_id, engine.clock.now_ns())
         pre.append(JournalComponent(engine, journal_dir))
+    if record_path is not None:
+        from engine.tickstore.recorder import Recorder
+
+        recorder = Recorder(record_path, engine.clock, [x.instrument for x in DEMO_LISTINGS],
+                            venue="SIM")  # fmt: skip
+        recorder.attach(market)  # before anyone holds market.apply
+        pre.append(recorder)
     if transport == "inprocess":
         sim_venue = SimVenue(exchange, engine.clock, loop.call_soon, name="SIM")
         venue: SimVenue | FixVenue = sim_venue

@@ -1,27 +1,43 @@
 # SPDX-License-Identifier: MIT
-"""``qwconsole engine``: run the engine without a window.
+"""``qwconsole engine``: run the engine without a window, and manage its remote access.
 
-``qwconsole engine --demo`` runs the same demo the console embeds (simulated exchange,
-market maker on three instruments) on a plain asyncio loop and prints a live one-line summary;
-it stops cleanly on SIGINT and SIGTERM.
+* ``qwconsole engine --demo`` runs the demo the console embeds (simulated exchange, market
+  maker on three instruments) and prints a live one-line summary.
+* ``qwconsole engine --config FILE`` runs what a TOML configuration describes
+  (:mod:`engine.config`): FIX sessions from a QuickFIX-style ``.cfg`` (or the built-in
+  simulator), strategies with parameters, risk limits, and the remote server consoles attach
+  to. It logs to ``<logs_dir>/engine.log`` and audits to ``<logs_dir>/audit.log``.
+* ``qwconsole engine cert`` makes a self-signed TLS certificate and prints its fingerprint.
+* ``qwconsole engine token add|list|remove`` manages the hashed access tokens.
+
+Every mode stops cleanly on SIGINT and SIGTERM; bad input gets one line on stderr and exit 2.
 """
 
 import asyncio
 import contextlib
+import importlib
+import logging
 import os
 import signal
 import sys
 from collections.abc import Sequence
+from decimal import Decimal
 from pathlib import Path
 from typing import TextIO
 
 from engine.cli_parser import OneLineErrorParser
 from engine.clock import LiveClock
-from engine.core import Engine
-from engine.demo import build_demo
+from engine.config import ConfigError, EngineConfig, load_config
+from engine.core import Component, Engine
+from engine.demo import DEMO_LISTINGS, build_demo
 from engine.events import Alert, Event, OrderChanged, OrderFilled, PositionChanged
 from engine.fix.transport import install_uvloop
+from engine.oms.risk import RiskLimits
+from engine.strategy.base import Strategy
+from engine.trading import TradingDesk
 from engine.warmup import warm_up
+
+log = logging.getLogger(__name__)
 
 
 class Summary:
@@ -63,21 +79,10 @@ def default_state_dir() -> Path:
     return root / "qwconsole"
 
 
-async def run_demo(
-    seconds: float | None, interval_s: float, out: TextIO, state_dir: Path | None = None
-) -> int:
-    """Run the demo engine until a signal (or ``seconds``); print a summary every interval.
-
-    With ``state_dir`` the engine journals to ``state_dir/journal`` and keeps its FIX stores in
-    ``state_dir/fix``: a restart the same day rebuilds orders and positions and resumes the
-    sequence numbers.
-    """
-    clock = LiveClock()
-    engine = Engine(clock, engine_id="headless")
-    if state_dir is None:
-        build_demo(engine)
-    else:
-        build_demo(engine, journal_dir=state_dir / "journal", store_dir=state_dir / "fix")
+async def _run_until_stopped(
+    engine: Engine, seconds: float | None, interval_s: float, out: TextIO
+) -> None:
+    """Run ``engine`` until SIGINT/SIGTERM (or ``seconds``), printing a summary line."""
     summary = Summary()
     engine.bus.subscribe(Event, summary.on_event)
     loop = asyncio.get_running_loop()
@@ -85,12 +90,12 @@ async def run_demo(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     runner = loop.create_task(engine.run(warm_up))
-    start = clock.monotonic_ns()
+    start = engine.clock.monotonic_ns()
     try:
-        while not stop.is_set():
+        while not stop.is_set() and not runner.done():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), interval_s)
-            uptime = (clock.monotonic_ns() - start) / 1e9
+            uptime = (engine.clock.monotonic_ns() - start) / 1e9
             out.write(summary.line(uptime) + ("\r" if out.isatty() else "\n"))
             out.flush()
             if seconds is not None and uptime >= seconds:
@@ -100,32 +105,347 @@ async def run_demo(
         await runner
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
+
+
+async def run_demo(
+    seconds: float | None, interval_s: float, out: TextIO, state_dir: Path | None = None
+) -> int:
+    """Run the demo engine until a signal (or ``seconds``); print a summary every interval.
+
+    With ``state_dir`` the engine journals to ``state_dir/journal`` and keeps its FIX stores in
+    ``state_dir/fix``: a restart the same day rebuilds orders and positions and resumes the
+    sequence numbers.
+    """
+    engine = Engine(LiveClock(), engine_id="headless")
+    if state_dir is None:
+        build_demo(engine)
+    else:
+        build_demo(engine, journal_dir=state_dir / "journal", store_dir=state_dir / "fix")
+    await _run_until_stopped(engine, seconds, interval_s, out)
     out.write("\nengine stopped cleanly\n")
     return 0
 
 
+# ----------------------------------------------------------------------------- --config
+
+
+#: Where bare strategy class names (``class = "MarketMaker"``) are looked up.
+BUILTIN_STRATEGIES = "engine.strategy.examples"
+
+
+class BuildError(ValueError):
+    """The configuration is valid TOML but cannot be built (a class, a session, a file)."""
+
+
+def load_strategy_class(path: str) -> type[Strategy]:
+    """Return the :class:`Strategy` subclass ``package.module:ClassName`` (or a built-in name)."""
+    module_name, _, cls_name = path.rpartition(":")
+    module_name = module_name or BUILTIN_STRATEGIES
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise BuildError(f"strategy class {path}: cannot import {module_name}: {e}") from None
+    cls = getattr(module, cls_name, None)
+    if not (isinstance(cls, type) and issubclass(cls, Strategy)):
+        raise BuildError(f"strategy class {path}: {cls_name} is not a Strategy in {module_name}")
+    return cls
+
+
+def _add_strategies(desk: TradingDesk, cfg: EngineConfig, default_symbols: list[str]) -> None:
+    for i, s in enumerate(cfg.strategies):
+        cls = load_strategy_class(s.class_path)
+        symbols = list(s.symbols) or default_symbols
+        try:
+            strategy = cls(s.strategy_id, symbols, **dict(s.parameters))
+            desk.add_strategy(strategy, autostart=s.autostart)
+        except (TypeError, ValueError) as e:
+            raise BuildError(f"strategies[{i}] ({s.class_path}, id {s.strategy_id}): {e}") from None
+        if s.risk is not None:
+            desk.router.risk.set_strategy_limits(s.strategy_id, s.risk)
+
+
+def _sessions_venues(engine: Engine, cfg: EngineConfig, desk: TradingDesk) -> list[Component]:
+    """Build the initiator sessions of the ``.cfg`` and route each instrument to its session."""
+    from engine.fix.cli import build_session
+    from engine.fix.settings import SettingsError, load_settings
+    from engine.fix.transport import SocketInitiator
+    from engine.fixlink import FixLink
+    from engine.instruments import Instrument
+    from engine.marketdata import MarketData
+    from engine.oms.fix_venue import FixVenue
+
+    path = cfg.resolve(cfg.sessions_file)
+    assert path is not None
+    try:
+        settings = load_settings(path)
+    except SettingsError as e:
+        raise BuildError(str(e)) from None
+    initiators = {str(s.session_id): s for s in settings.sessions if s.is_initiator}
+    if not initiators:
+        raise BuildError(f"{path}: no initiator sessions (the engine connects out to venues)")
+    symbols = [i.symbol for i in cfg.instruments]
+    market = MarketData(symbols, engine.bus, engine.clock) if symbols else None
+    if market is not None:
+        desk.set_market_data(market)
+    link = FixLink(engine.bus, engine.clock)
+    loop = asyncio.get_event_loop()
+    venues: dict[str, FixVenue] = {}
+
+    def on_session(_sid: object, up: bool) -> None:
+        link.publish_status()
+        if up:
+            desk.reconcile()
+
+    for sid, s in initiators.items():
+        venue = FixVenue(engine.clock, name=sid, defer=loop.call_soon, on_session=on_session)
+        session = build_session(s, venue, path.parent)
+        venue.bind(session)
+        if market is not None:
+            venue.set_market_data(market)
+        initiator = SocketInitiator(session, s.connect_addresses(),
+                                    reconnect_interval=float(s.reconnect_interval),
+                                    clock=engine.clock)  # fmt: skip
+        link.initiators.append(initiator)
+        link.track(session)
+        link.add_startup(initiator.start)
+        venues[sid] = venue
+    for i, ins in enumerate(cfg.instruments):
+        found = venues.get(ins.session) if ins.session else next(iter(venues.values()))
+        if found is None:
+            raise BuildError(f"instruments[{i}].session: {ins.session!r} is not an initiator "
+                             f"session of {path} (there: {', '.join(initiators)})")  # fmt: skip
+        desk.add_instrument(Instrument(symbol=ins.symbol, tick_size=Decimal(ins.tick_size),
+                                       lot_size=Decimal(ins.lot_size),
+                                       multiplier=Decimal(ins.multiplier),
+                                       currency=ins.currency), found)  # fmt: skip
+    return [link]
+
+
+def build_from_config(engine: Engine, cfg: EngineConfig) -> TradingDesk:
+    """Add what ``cfg`` describes to ``engine``; return the trading desk.
+
+    With ``[simulator] enabled`` the venue is the built-in simulator with the demo's three
+    listings and market maker; the configuration's risk limits and strategies come on top.
+    Otherwise the initiator sessions of ``[sessions] file`` are the venues of the listed
+    instruments.
+    """
+    from engine.journaling import JournalComponent, recover_day
+    from engine.logfeed import LogFeed
+
+    journal = cfg.resolve(cfg.files.journal_dir)
+    store = cfg.resolve(cfg.files.store_dir)
+    if cfg.simulator.enabled:
+        desk = build_demo(engine, seed=cfg.simulator.seed, journal_dir=journal, store_dir=store)
+        if cfg.risk != RiskLimits():
+            desk.router.risk.global_limits = cfg.risk
+        _add_strategies(desk, cfg, [x.instrument.symbol for x in DEMO_LISTINGS])
+        return desk
+    if cfg.sessions_file is None:
+        raise BuildError("nothing to trade on: set [sessions] file or [simulator] enabled = true")
+    desk = TradingDesk(engine.bus, engine.clock, cfg.risk)
+    parts: list[Component] = [LogFeed()]
+    if journal is not None:
+        recovered = recover_day(journal, engine.engine_id, engine.clock.now_ns())
+        parts.append(JournalComponent(engine, journal))
+    else:
+        recovered = None
+    fix_parts = _sessions_venues(engine, cfg, desk)
+    if recovered is not None:
+        desk.restore(recovered)
+    _add_strategies(desk, cfg, [i.symbol for i in cfg.instruments])
+    for component in [*parts, desk, *fix_parts]:
+        engine.add_component(component)
+    return desk
+
+
+def _log_to_files(logs_dir: Path | None) -> None:
+    if logs_dir is None:
+        return
+    logs_dir.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(logs_dir / "engine.log", encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+
+
+async def run_config(cfg: EngineConfig, seconds: float | None, interval_s: float,
+                     out: TextIO) -> int:  # fmt: skip
+    """Run the engine ``cfg`` describes, with its remote server, until a signal."""
+    from engine.remote.server import AuditLog, RemoteServer
+    from engine.remote.tls import server_context
+    from engine.remote.tokens import TokenStore
+
+    engine = Engine(LiveClock(), engine_id=cfg.engine_id,
+                    heartbeat_interval_ms=cfg.heartbeat_interval_ms)  # fmt: skip
+    build_from_config(engine, cfg)
+    server = None
+    rem = cfg.remote
+    if rem.enabled:
+        store = cfg.resolve(rem.token_store)
+        assert store is not None  # checked by the configuration
+        cert, key = cfg.resolve(rem.tls_cert), cfg.resolve(rem.tls_key)
+        ssl_ctx = server_context(cert, key) if cert is not None and key is not None else None
+        logs = cfg.resolve(cfg.files.logs_dir)
+        audit_path = cfg.resolve(rem.audit_log) or (logs / "audit.log" if logs else None)
+        server = RemoteServer(engine, TokenStore(store), host=rem.bind, port=rem.port,
+                              ssl_context=ssl_ctx, audit=AuditLog(audit_path, engine.clock),
+                              client_queue=rem.client_queue, history=rem.history)  # fmt: skip
+        await server.open()
+        scheme = "wss" if ssl_ctx else "ws"
+        out.write(f"remote server on {scheme}://{rem.bind}:{server.port}\n")
+        out.flush()
+    try:
+        await _run_until_stopped(engine, seconds, interval_s, out)
+    finally:
+        if server is not None:
+            await server.close()
+    out.write("\nengine stopped cleanly\n")
+    log.info("engine stopped cleanly")
+    return 0
+
+
+# ----------------------------------------------------------------------------- cert / token
+
+
+def _cert_main(argv: Sequence[str]) -> int:
+    from engine.remote.tls import TlsError, file_fingerprint, make_self_signed
+
+    parser = OneLineErrorParser(
+        prog="qwconsole engine cert",
+        description="Make a self-signed TLS certificate for the remote server and print its "
+        "SHA-256 fingerprint.",
+    )
+    parser.add_argument("--config", type=Path, help="take tls_cert/tls_key from this file")
+    parser.add_argument("--cert", type=Path, help="certificate file to write (PEM)")
+    parser.add_argument("--key", type=Path, help="private key file to write (PEM)")
+    parser.add_argument("--host", default="localhost", help="name the certificate is for")
+    parser.add_argument("--days", type=int, default=825, help="validity, days")
+    parser.add_argument("--show", action="store_true", help="only print the fingerprint")
+    opts = parser.parse_args(argv)
+    cert, key = opts.cert, opts.key
+    if opts.config is not None:
+        cfg = _load_or_exit(parser, opts.config)
+        cert = cert or cfg.resolve(cfg.remote.tls_cert)
+        key = key or cfg.resolve(cfg.remote.tls_key)
+    if cert is None or (key is None and not opts.show):
+        parser.error("say where: --cert FILE --key FILE, or --config FILE with [remote] tls_*")
+    try:
+        if opts.show:
+            _say(f"SHA-256 fingerprint: {file_fingerprint(cert)}")
+            return 0
+        if cert.exists() or key.exists():
+            parser.error(f"{cert if cert.exists() else key} exists; remove it first (consoles "
+                         "that pinned the old certificate will refuse the new one)")  # fmt: skip
+        fp = make_self_signed(cert, key, opts.host, opts.days)
+    except TlsError as e:
+        parser.error(str(e))
+    _say(f"certificate {cert}\nkey         {key}\nSHA-256 fingerprint: {fp}")
+    _say("Compare it with what the console shows on its first connection.")
+    return 0
+
+
+def _token_main(argv: Sequence[str]) -> int:
+    from engine.remote.tokens import ROLES, TokenError, TokenStore
+
+    parser = OneLineErrorParser(prog="qwconsole engine token",
+                                description="Manage the remote server's access tokens "
+                                            "(stored hashed).")  # fmt: skip
+    parser.add_argument("--config", type=Path, help="take [remote] token_store from this file")
+    parser.add_argument("--store", type=Path, help="token store file")
+    sub = parser.add_subparsers(dest="action", required=True)
+    add = sub.add_parser("add", help="create a token and print it once")
+    add.add_argument("name", help="who the token is for (one word)")
+    add.add_argument("--role", choices=ROLES, required=True)
+    add.add_argument("--expires-days", type=float, default=0.0, help="0: never")
+    sub.add_parser("list", help="list tokens (never the secrets)")
+    rm = sub.add_parser("remove", help="revoke a token")
+    rm.add_argument("name")
+    opts = parser.parse_args(argv)
+    path = opts.store
+    if path is None and opts.config is not None:
+        cfg = _load_or_exit(parser, opts.config)
+        path = cfg.resolve(cfg.remote.token_store)
+    if path is None:
+        parser.error("say where: --store FILE, or --config FILE with [remote] token_store")
+    clock = LiveClock()
+    try:
+        store = TokenStore(path)
+        if opts.action == "add":
+            if opts.expires_days < 0:
+                parser.error("--expires-days must be >= 0")
+            now = clock.now_ns()
+            expires = now + int(opts.expires_days * 86_400e9) if opts.expires_days else 0
+            token = store.add(opts.name, opts.role, now, expires)
+            _say(token)
+            _say(f"(token for {opts.name}, role {opts.role}; it is not stored and will not be "
+                  "shown again)", file=sys.stderr)  # fmt: skip
+        elif opts.action == "list":
+            for e in store.entries():
+                exp = (
+                    "never"
+                    if not e.expires_ns
+                    else f"{(e.expires_ns - clock.now_ns()) / 86_400e9:+.1f} days"
+                )
+                _say(f"{e.name:<20} {e.role:<7} id {e.id}  expires {exp}")
+        elif not store.remove(opts.name):
+            parser.error(f"no token named {opts.name!r} in {path}")
+    except TokenError as e:
+        parser.error(str(e))
+    return 0
+
+
+def _say(*parts: object, file: TextIO | None = None) -> None:
+    (file or sys.stdout).write(" ".join(str(p) for p in parts) + "\n")
+
+
+def _load_or_exit(parser: OneLineErrorParser, path: Path) -> EngineConfig:
+    try:
+        return load_config(path)
+    except ConfigError as e:
+        for p in e.problems[1:]:
+            _say(f"  {p}", file=sys.stderr)
+        parser.error(str(e.problems[0]) + (f" (and {len(e.problems) - 1} more above)"
+                                           if len(e.problems) > 1 else ""))  # fmt: skip
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``qwconsole engine`` with ``argv``; return the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "cert":
+        return _cert_main(args[1:])
+    if args and args[0] == "token":
+        return _token_main(args[1:])
     parser = OneLineErrorParser(
-        prog="qwconsole engine", description="Run the engine without a window."
+        prog="qwconsole engine",
+        description="Run the engine without a window. Also: 'qwconsole engine cert ...' and "
+        "'qwconsole engine token ...' for remote access.",
     )
     parser.add_argument("--demo", action="store_true", help="run the built-in demo")
+    parser.add_argument("--config", type=Path, help="run what this TOML file describes")
     parser.add_argument("--seconds", type=float, default=None, help="stop after this long")
     parser.add_argument("--interval", type=float, default=1.0, help="summary period, seconds")
     parser.add_argument(
         "--state-dir",
         type=Path,
         default=None,
-        help="journal and FIX stores go here (default $XDG_STATE_HOME/qwconsole)",
+        help="--demo: journal and FIX stores go here (default $XDG_STATE_HOME/qwconsole)",
     )
-    parser.add_argument(
-        "--no-journal", action="store_true", help="keep nothing on disk (fresh start every time)"
-    )
-    opts = parser.parse_args(argv)
-    if not opts.demo:
-        parser.error("nothing to run: use --demo (engine configuration files come later)")
+    parser.add_argument("--no-journal", action="store_true", help="--demo: keep nothing on disk")
+    opts = parser.parse_args(args)
+    if not opts.demo and opts.config is None:
+        parser.error("nothing to run: use --demo or --config FILE")
+    if opts.demo and opts.config is not None:
+        parser.error("--demo and --config exclude each other")
     if opts.interval <= 0 or (opts.seconds is not None and opts.seconds <= 0):
         parser.error("--seconds and --interval must be > 0")
-    state = None if opts.no_journal else (opts.state_dir or default_state_dir())
     install_uvloop()
+    if opts.config is not None:
+        cfg = _load_or_exit(parser, opts.config)
+        _log_to_files(cfg.resolve(cfg.files.logs_dir))
+        try:
+            return asyncio.run(run_config(cfg, opts.seconds, opts.interval, sys.stdout))
+        except (BuildError, OSError) as e:
+            parser.error(f"{opts.config}: {e}")
+    state = None if opts.no_journal else (opts.state_dir or default_state_dir())
     return asyncio.run(run_demo(opts.seconds, opts.interval, sys.stdout, state))

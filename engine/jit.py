@@ -4,12 +4,113 @@
 Every kernel in the project is decorated with :func:`kernel`, which compiles it in nopython
 mode with ``cache=True`` (compiled code is kept on disk; a warm start loads it in well under a
 second) and ``nogil=True`` (a kernel running in a worker thread never freezes the GUI).
+
+Where the compiled code is kept
+-------------------------------
+From a source checkout numba's default applies: ``__pycache__`` next to each ``_kernels.py``
+(the test suite's warm-up fills it once), or ``NUMBA_CACHE_DIR`` if the user set it.
+
+In a frozen bundle (PyInstaller) that default fails. Module file names there are relative
+(``engine/book/_kernels.py``), so numba ignores ``NUMBA_CACHE_DIR`` and names a cache folder
+after the *current directory*: a full recompile for every folder the console is started from
+(platform-facts.md 7.2). So, before numba is imported, :func:`configure_cache` points numba at
+the user's cache folder (``$XDG_CACHE_HOME/qwconsole/numba-<version>``, ``~/.cache`` when
+unset) and installs :class:`BundleCacheLocator`. That locator names each cache folder after the
+module's path *inside* the bundle, never after where the bundle sits, so a moved or copied
+bundle reuses the cache. Its entries are stamped with the content hash of the bundle's
+executable, which carries the bytecode of every module: a bundle rebuilt with changed kernels
+(or changed constants they freeze) recompiles them once, on its first start.
+
+Every compilation that does happen is logged (``compiled <kernel> in <s> s``) and counted by
+:func:`compiled_count`; a start that only loads cached code logs none.
 """
 
+import logging
+import os
+import sys
+import tempfile
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
-import numba
+log = logging.getLogger(__name__)
+
+APP_NAME = "qwconsole"
+
+#: The locators numba tries in a bundle, in order (``NUMBA_CACHE_LOCATOR_CLASSES``).
+BUNDLE_LOCATORS = "engine.jit.BundleCacheLocator,UserWideCacheLocator"
+
+
+def is_frozen() -> bool:
+    """Return whether this is a bundled (PyInstaller) build."""
+    return bool(getattr(sys, "frozen", False))
+
+
+def _app_version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(APP_NAME)
+    except metadata.PackageNotFoundError:
+        return "0"
+
+
+def bundle_cache_dir() -> Path:
+    """Return the bundle's numba cache folder: ``$XDG_CACHE_HOME/qwconsole/numba-<version>``.
+
+    ``~/.cache`` stands in for ``XDG_CACHE_HOME`` when it is unset or not an absolute path
+    (the XDG rule). One folder per console version, so two installed versions started in
+    turn do not keep replacing each other's compiled code.
+    """
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return base / APP_NAME / f"numba-{_app_version()}"
+
+
+def _writable(folder: Path) -> bool:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError:
+        return False
+    return True
+
+
+def configure_cache() -> None:
+    """Send numba's cache to the user's cache folder when running from a bundle.
+
+    Runs when this module is imported, before numba is. Does nothing from a source checkout.
+    A ``NUMBA_CACHE_DIR`` set by the user wins; an unwritable cache folder (read-only home)
+    falls back to a per-user folder under the system's temporary folder rather than failing.
+    """
+    if not is_frozen():
+        return
+    if not os.environ.get("NUMBA_CACHE_DIR"):
+        folder = bundle_cache_dir()
+        if not _writable(folder):
+            fallback = Path(tempfile.gettempdir()) / f"{APP_NAME}-{os.getuid()}" / folder.name
+            log.warning("numba cache folder %s is not writable; using %s", folder, fallback)
+            folder = fallback
+        os.environ["NUMBA_CACHE_DIR"] = str(folder)
+    os.environ.setdefault("NUMBA_CACHE_LOCATOR_CLASSES", BUNDLE_LOCATORS)
+
+
+configure_cache()
+
+import numba  # noqa: E402  (configure_cache must set numba's environment first)
+import numba.core.caching  # noqa: E402
+import numba.core.config  # noqa: E402
+import numba.core.event  # noqa: E402
+
+# numba's internals are untyped: reach them through Any.
+_caching: Any = numba.core.caching
+_config: Any = numba.core.config
+_event: Any = numba.core.event
+
+if os.environ.get("NUMBA_CACHE_DIR", "") != _config.CACHE_DIR:
+    # Something imported numba before this module: make it read the environment again.
+    _config.reload_config()
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -22,3 +123,65 @@ def kernel(fn: F) -> F:
 def kernel_inline(fn: F) -> F:
     """Compile a small helper kernel that numba inlines into its callers."""
     return cast(F, numba.njit(cache=True, nogil=True, inline="always")(fn))
+
+
+class BundleCacheLocator(_caching.UserProvidedCacheLocator):  # type: ignore[misc]
+    """numba cache locator for a frozen bundle: one folder per package, wherever it runs.
+
+    Used for functions whose source file name is relative (every module inside a PyInstaller
+    bundle). The cache folder is ``NUMBA_CACHE_DIR`` joined with the module's folder inside
+    the bundle (``engine/book``). The source stamp is numba's own for frozen programs: the
+    content hash of ``sys.executable``, which changes with any Python module in the bundle
+    and not with the file's location or modification time.
+    """
+
+    def __init__(self, py_func: Callable[..., Any], py_file: str) -> None:
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        inside = os.path.dirname(os.path.normpath(py_file))
+        self._cache_path = os.path.join(_config.CACHE_DIR, inside or "_top")
+
+    @classmethod
+    def from_function(
+        cls, py_func: Callable[..., Any], py_file: str
+    ) -> "BundleCacheLocator | None":
+        """Return a locator for ``py_func``, or None to let numba try the next locator."""
+        name = os.path.normpath(py_file)
+        if not (is_frozen() and _config.CACHE_DIR) or os.path.isabs(name):
+            return None
+        if name.startswith(os.pardir) or name.startswith("<"):
+            return None
+        locator = cls(py_func, py_file)
+        try:
+            locator.ensure_cache_path()
+        except OSError:
+            return None
+        return locator
+
+
+class _CompileLog(_event.Listener):  # type: ignore[misc]
+    """Count and log every real compilation (numba fires no event for a cache load)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._started: list[float] = []
+
+    def on_start(self, _ev: Any) -> None:
+        self._started.append(time.perf_counter())
+
+    def on_end(self, ev: Any) -> None:
+        seconds = time.perf_counter() - self._started.pop() if self._started else 0.0
+        self.count += 1
+        dispatcher = ev.data.get("dispatcher") if isinstance(ev.data, dict) else None
+        py_func = getattr(dispatcher, "py_func", None)
+        name = f"{py_func.__module__}.{py_func.__qualname__}" if py_func else "?"
+        log.info("compiled %s in %.2f s", name, seconds)
+
+
+_compile_log = _CompileLog()
+_event.register("numba:compile", _compile_log)
+
+
+def compiled_count() -> int:
+    """Return how many kernels this process compiled (loads from the cache not counted)."""
+    return _compile_log.count

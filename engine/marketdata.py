@@ -23,6 +23,9 @@ from engine.types import BUY, L2_EVENT_DTYPE, L2_TRADE, SELL
 
 I64 = npt.NDArray[np.int64]
 
+#: Batches up to this many rows are handled row by row in Python (cheaper than numpy calls).
+SMALL_BATCH = 32
+
 
 class L2BookView:
     """Read-only :class:`engine.strategy.base.BookView` of one book of an :class:`L2Books`."""
@@ -158,6 +161,9 @@ class MarketData:
         if self._bbo.shape[0] < n:
             self._bbo = np.zeros((max(n, 2 * self._bbo.shape[0]), 4), np.int64)
         bbo = self._bbo[:n]
+        if n <= SMALL_BATCH:
+            # A tick or a FIX message's worth: rows as Python tuples beat numpy calls per row.
+            return self._apply_small(events, bbo)
         if self.queue is not None:
             self.queue.apply(events)  # books and own-order queues, one pass
             applied = n
@@ -170,31 +176,70 @@ class MarketData:
         ts_recv = self.clock.now_ns()
         kinds, books = events["kind"], events["book"]
         for i in np.flatnonzero(kinds == L2_TRADE):
-            symbol = self.symbols[int(books[i])]
-            px, side = int(events["px"][i]), int(events["side"][i])
-            self.last_trade_px[symbol] = px
-            aggressor = Side.BUY if side == BUY else Side.SELL if side == SELL else None
-            self.bus.publish(
-                TradeReported(
-                    ts_event=int(events["ts"][i]) or ts_recv,
-                    symbol=symbol,
-                    px_ticks=px,
-                    qty_lots=int(events["qty"][i]),
-                    aggressor=aggressor,
-                )
+            self._publish_trade(
+                int(events["ts"][i]) or ts_recv,
+                int(books[i]),
+                int(events["px"][i]),
+                int(events["qty"][i]),
+                int(events["side"][i]),
             )
         # One BookUpdated per touched book, with its touch after the last row of the batch.
         _, last_rows = np.unique(books[::-1], return_index=True)
         for j in sorted(n - 1 - last_rows):
-            b = int(books[j])
+            bid_px, bid_qty, ask_px, ask_qty = bbo[j].tolist()
             self.bus.publish(
                 BookUpdated(
                     ts_event=int(events["ts"][j]) or ts_recv,
-                    symbol=self.symbols[b],
-                    bid_px_ticks=int(bbo[j, 0]),
-                    bid_qty_lots=int(bbo[j, 1]),
-                    ask_px_ticks=int(bbo[j, 2]),
-                    ask_qty_lots=int(bbo[j, 3]),
+                    symbol=self.symbols[int(books[j])],
+                    bid_px_ticks=bid_px,
+                    bid_qty_lots=bid_qty,
+                    ask_px_ticks=ask_px,
+                    ask_qty_lots=ask_qty,
                 )
             )
         return int(applied)
+
+    def _apply_small(self, events: npt.NDArray[np.void], bbo: I64) -> int:
+        # apply() for a few rows: the same books, events and order of events.
+        books = self.books
+        if self.queue is not None:
+            self.queue.apply(events)
+            applied = events.shape[0]
+        else:
+            applied = books.apply(events, bbo)
+        ts_recv = self.clock.now_ns()
+        rows = events.tolist()  # (ts, px, qty, book, side, kind) per row
+        last: dict[int, int] = {}  # book -> its last row
+        for i, (ts, px, qty, book, side, kind) in enumerate(rows):
+            last[book] = i
+            if kind == L2_TRADE:
+                self._publish_trade(ts or ts_recv, book, px, qty, side)
+        for j in sorted(last.values()):
+            book = rows[j][3]
+            if self.queue is not None:
+                bid, ask = books.best_bid(book), books.best_ask(book)
+                bid_px, bid_qty = bid or (0, 0)
+                ask_px, ask_qty = ask or (0, 0)
+            else:
+                bid_px, bid_qty, ask_px, ask_qty = bbo[j].tolist()
+            self.bus.publish(
+                BookUpdated(
+                    ts_event=rows[j][0] or ts_recv,
+                    symbol=self.symbols[book],
+                    bid_px_ticks=bid_px,
+                    bid_qty_lots=bid_qty,
+                    ask_px_ticks=ask_px,
+                    ask_qty_lots=ask_qty,
+                )
+            )
+        return int(applied)
+
+    def _publish_trade(self, ts: int, book: int, px: int, qty: int, side: int) -> None:
+        symbol = self.symbols[book]
+        self.last_trade_px[symbol] = px
+        aggressor = Side.BUY if side == BUY else Side.SELL if side == SELL else None
+        self.bus.publish(
+            TradeReported(
+                ts_event=ts, symbol=symbol, px_ticks=px, qty_lots=qty, aggressor=aggressor
+            )
+        )

@@ -26,6 +26,7 @@ from engine.commands import (
     Flatten,
     ReplaceOrder,
     SetKillSwitch,
+    SetRiskLimits,
     SetStrategyParameters,
     SubmitOrder,
 )
@@ -431,9 +432,20 @@ class TradingDesk:
                 case SetStrategyParameters(strategy_id=sid, values=values):
                     changed = self.runner.set_parameters(sid, dict(values))
                     return ok(", ".join(f"{k}={v}" for k, v in changed.items()) or "no change")
+                case SetRiskLimits():
+                    return ok(self._set_risk_limits(command))
         except (KeyError, ValueError, ParameterError) as e:
             return err(str(e.args[0]) if e.args else str(e))
         return None
+
+    def _set_risk_limits(self, command: SetRiskLimits) -> str:
+        limits = RiskLimits(**{f: getattr(command, f) for f in RiskLimits.__dataclass_fields__})
+        risk = self.router.risk
+        if command.strategy_id is None:
+            risk.global_limits = limits
+            return "engine-wide risk limits replaced"
+        risk.set_strategy_limits(command.strategy_id, limits)
+        return f"risk limits of strategy {command.strategy_id} replaced"
 
 
 def _dec(value: Decimal) -> str:

@@ -6,6 +6,7 @@
 #   packaging/bootstrap.sh test [pytest options]     lint, types, import contracts, all tests
 #   packaging/bootstrap.sh bench [pytest options]    the benchmarks (figures and ratios)
 #   packaging/bootstrap.sh env                       only set up the environment
+#   packaging/bootstrap.sh bundle [--no-smoke]       build the desktop bundle into dist/qwconsole
 #
 # Works on a fresh Debian-like machine: installs the system libraries Qt needs with apt when
 # run as root, otherwise prints the exact apt line and stops. Python >= 3.11 is required; set
@@ -20,8 +21,8 @@ MODE=${1:-}
 die() { echo "bootstrap: $*" >&2; exit 1; }
 
 case "$MODE" in
-  run|test|bench|env) ;;
-  *) echo "usage: packaging/bootstrap.sh run|test|bench|env [args...]" >&2; exit 2 ;;
+  run|test|bench|env|bundle) ;;
+  *) echo "usage: packaging/bootstrap.sh run|test|bench|env|bundle [args...]" >&2; exit 2 ;;
 esac
 
 # ------------------------------------------------------------------ system packages
@@ -48,6 +49,9 @@ PY=$(pick_python) || die "Python >= 3.11 not found (set QW_PYTHON, or: apt-get i
 
 wanted=("${APT_BASE[@]}")
 [ "$MODE" = run ] && wanted+=("${APT_WINDOW[@]}")
+# The bundle copies the xcb plugin's libraries from the build machine (platform-facts.md 7.2);
+# binutils strips debug sections from the bundle.
+[ "$MODE" = bundle ] && wanted+=("${APT_WINDOW[@]}" binutils)
 # python3-venv provides ensurepip for Debian's own python3.
 if ! "$PY" -c 'import ensurepip, venv' >/dev/null 2>&1; then
   wanted+=(python3-venv)
@@ -136,4 +140,6 @@ case "$MODE" in
            hftbacktest >/dev/null 2>&1 \
       || echo "bootstrap: hftbacktest could not be installed; its figures will be skipped"
     exec "$VENV/bin/python" -m pytest -m bench -s tests/benchmarks "$@" ;;
+  bundle)
+    exec "$VENV/bin/python" packaging/bundle.py "$@" ;;
 esac

@@ -2,42 +2,49 @@
 """Every FIX message of every session, filterable, with a detail pane naming every field.
 
 Field names and enum meanings come from a ``describe(tag, value) -> (name, meaning)`` callable
-injected by the app (widgets may not import ``engine.fix``). The detail pane shows the three
-timestamps of a message and the gaps between them, and the raw message with SOH shown as ``|``.
+injected by the app (widgets may not import ``engine.fix``). When that callable also has an
+``explain(raw)`` method (:class:`ExplainsMessages`) the detail pane shows the message as header,
+body and trailer, repeating groups as a tree of entries, and highlights every field that fails
+the session dictionary's validation, with the reason. The pane also shows the three timestamps
+of a message and the gaps between them, and the raw message with SOH shown as ``|``.
+
+Selecting an order (:meth:`FixInspector.show_chain`) lists every message of its ClOrdID chain
+(ClOrdID <11> or OrigClOrdID <41> in the chain) oldest first.
 """
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar, Protocol, runtime_checkable
 
 from PySide6.QtCore import (
-    QAbstractTableModel,
     QModelIndex,
     QObject,
     QPersistentModelIndex,
     QSortFilterProxyModel,
     Qt,
 )
-from PySide6.QtGui import QFontDatabase, QGuiApplication
+from PySide6.QtGui import QBrush, QFont, QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
     QSplitter,
     QTableView,
+    QTreeWidget,
+    QTreeWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
-from engine.events import EventRecord, FixMessageSeen
+from engine.events import Event, EventRecord, FixMessageSeen
 from widgets.empty_state import EmptyState
 from widgets.fmt import fmt_duration_ns, fmt_ts_utc
 from widgets.monitor.formats import fmt_time
 from widgets.tables import Column, DataTableView, KeyedTableModel
+from widgets.tables.model import KeyRole
 from widgets.tables.panel import TablePanel
 
 #: Names a field and its value: ``describe(tag, value) -> (field name, enum meaning or "")``.
@@ -91,54 +98,68 @@ class FixRow:
     key: int  # engine sequence number of the event
     ev: FixMessageSeen
     client_order_id: str
+    orig_client_order_id: str = ""
 
 
-class FieldsModel(QAbstractTableModel):
-    """Tag, field name, value and meaning of each field of one message."""
+@dataclass(frozen=True, slots=True)
+class FieldNode:
+    """One line of the detail tree: a field, or a section or group entry holding fields.
 
-    HEADERS = ("Tag", "Field", "Value", "Meaning")
+    ``tag`` is -1 for sections (Header, Body, Trailer), group entries and malformed fields.
+    ``problem`` is why the field fails validation (QuickFIX's text), or ``""``.
+    """
 
-    def __init__(self, describe: DescribeField, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self._describe = describe
-        self.rows: list[tuple[str, str, str, str]] = []
+    tag: int
+    name: str
+    value: str
+    meaning: str = ""
+    problem: str = ""
+    children: tuple["FieldNode", ...] = ()
 
-    def set_message(self, raw: bytes | None) -> None:
-        """Show the fields of ``raw`` (``None``: nothing)."""
-        self.beginResetModel()
-        self.rows = []
-        for tag, value in parse_fields(raw or b""):
-            name, meaning = self._describe(tag, value) if tag >= 0 else ("", "malformed")
-            self.rows.append(
-                (str(tag) if tag >= 0 else "?", name, value.decode("latin-1"), meaning)
-            )
-        self.endResetModel()
 
-    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008
-        """Return the number of fields."""
-        return 0 if parent.isValid() else len(self.rows)
+@runtime_checkable
+class ExplainsMessages(Protocol):
+    """A field describer that also explains whole messages (``app.fix_describe``)."""
 
-    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008
-        """Return 4."""
-        return 0 if parent.isValid() else 4
+    def __call__(self, tag: int, value: bytes) -> tuple[str, str]:
+        """Return a field's name and the meaning of its value."""
+        ...
 
-    def data(
-        self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole
-    ) -> Any:
-        """Return a cell's text."""
-        if role == Qt.ItemDataRole.DisplayRole:
-            return self.rows[index.row()][index.column()]
-        if role == Qt.ItemDataRole.TextAlignmentRole and index.column() == 0:
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        return None
+    def explain(self, raw: bytes) -> tuple[FieldNode, ...]:
+        """Return the message as sections of checked fields, groups as entries."""
+        ...
 
-    def headerData(
-        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
-    ) -> Any:
-        """Return the column titles."""
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return self.HEADERS[section]
-        return None
+
+def flat_fields(raw: bytes, describe: DescribeField) -> tuple[FieldNode, ...]:
+    """Return the fields of ``raw`` as a flat, unchecked list (no dictionary structure)."""
+    out = []
+    for tag, value in parse_fields(raw):
+        text = value.decode("latin-1")
+        if tag < 0:
+            out.append(FieldNode(-1, "", text, problem="not tag=value"))
+        else:
+            name, meaning = describe(tag, value)
+            out.append(FieldNode(tag, name, text, meaning))
+    return tuple(out)
+
+
+def count_problems(nodes: Sequence[FieldNode]) -> int:
+    """Return how many fields under ``nodes`` fail validation."""
+    return sum((1 if n.problem else 0) + count_problems(n.children) for n in nodes)
+
+
+def failing_fields(nodes: Sequence[FieldNode]) -> list[str]:
+    """Return ``Name <tag>`` of every field under ``nodes`` that fails validation."""
+    out = []
+    for n in nodes:
+        if n.problem:
+            out.append(f"{n.name or '?'} <{n.tag}>" if n.tag >= 0 else n.value)
+        out += failing_fields(n.children)
+    return out
+
+
+#: Columns of the detail tree.
+DETAIL_HEADERS = ("Field", "Tag", "Value", "Meaning", "Check")
 
 
 class FixFilterModel(QSortFilterProxyModel):
@@ -152,7 +173,20 @@ class FixFilterModel(QSortFilterProxyModel):
         self.msg_types: frozenset[str] = frozenset()
         self.client_order_id = ""
         self.text = b""
+        #: ClOrdIDs of one order's chain; when set, only its messages pass (other filters off).
+        self.chain: frozenset[str] = frozenset()
         self.setSourceModel(source)
+        self.setSortRole(KeyRole)
+
+    def set_chain(self, chain: frozenset[str]) -> None:
+        """Show only the messages of one ClOrdID chain, oldest first (empty: every message)."""
+        self.beginFilterChange()
+        self.chain = chain
+        self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+        if chain:
+            self.sort(0, Qt.SortOrder.AscendingOrder)
+        else:
+            self.sort(-1)
 
     def set_filter(
         self,
@@ -177,6 +211,8 @@ class FixFilterModel(QSortFilterProxyModel):
     ) -> bool:
         """Return whether a message passes every filter."""
         row = self._source.record(source_row)
+        if self.chain:
+            return row.client_order_id in self.chain or row.orig_client_order_id in self.chain
         ev = row.ev
         if self.session and ev.session_id != self.session:
             return False
@@ -197,6 +233,9 @@ class FixInspector(QWidget):
     describe : DescribeField | None
         Names fields and enum values (from the app's FIX dictionary).
     """
+
+    #: Engine event types :meth:`on_events` reads (the workspace hands it only these).
+    EVENT_TYPES: ClassVar[tuple[type[Event], ...]] = (FixMessageSeen,)
 
     def __init__(self, describe: DescribeField | None = None, parent: QWidget | None = None):
         super().__init__(parent)
@@ -232,22 +271,45 @@ class FixInspector(QWidget):
             combo.currentIndexChanged.connect(self._apply_filter)
         for e in (self.type_edit, self.clordid_edit, self.text_edit):
             e.textChanged.connect(self._apply_filter)
+        self.chain_label = QLabel()
+        self.chain_label.setObjectName("fixChain")
+        self.chain_label.setProperty("state", "warn")
+        self.show_all_button = QPushButton("Show all messages")
+        self.show_all_button.setToolTip("Leave the order's chain and show every message")
+        self.show_all_button.clicked.connect(lambda: self.show_chain(()))
         tools = QHBoxLayout()
-        for tool in (self.session_combo, self.direction_combo, self.type_edit, self.clordid_edit):
+        self._filter_tools: tuple[QWidget, ...] = (
+            self.session_combo,
+            self.direction_combo,
+            self.type_edit,
+            self.clordid_edit,
+            self.text_edit,
+        )
+        for tool in self._filter_tools[:-1]:
             tools.addWidget(tool)
         tools.addWidget(self.text_edit, 1)
+        tools.addWidget(self.chain_label, 1)
+        tools.addWidget(self.show_all_button)
+        self.chain_label.hide()
+        self.show_all_button.hide()
+        #: The ClOrdIDs of the order whose chain is shown (empty: every message).
+        self.chain: tuple[str, ...] = ()
+        #: ``17=ExecID`` of a report asked for before it arrived (selected when it does).
+        self._pending_exec = b""
 
-        self.fields_model = FieldsModel(self.describe, self)
-        self.fields_table = DataTableView("fixFieldsTable")
-        self.fields_table.setModel(self.fields_model)
-        self.fields_table.verticalHeader().hide()
-        self.fields_table.verticalHeader().setDefaultSectionSize(20)
-        self.fields_table.horizontalHeader().setStretchLastSection(True)
-        self.fields_table.horizontalHeader().setSectionResizeMode(
-            QHeaderView.ResizeMode.Interactive
-        )
-        for n, width in enumerate((50, 130, 150)):
-            self.fields_table.setColumnWidth(n, width)
+        self.fields_tree = QTreeWidget()
+        self.fields_tree.setObjectName("fixFieldsTree")
+        self.fields_tree.setColumnCount(len(DETAIL_HEADERS))
+        self.fields_tree.setHeaderLabels(list(DETAIL_HEADERS))
+        self.fields_tree.setUniformRowHeights(True)
+        self.fields_tree.setAlternatingRowColors(True)
+        self.fields_tree.setIndentation(14)
+        self.fields_tree.header().setStretchLastSection(True)
+        for n, width in enumerate((190, 56, 170, 170)):
+            self.fields_tree.setColumnWidth(n, width)
+        self.check_label = QLabel()
+        self.check_label.setObjectName("fixCheck")
+        self.check_label.setWordWrap(True)
         self.times_label = QLabel()
         self.times_label.setObjectName("fixTimes")
         self.times_label.setWordWrap(True)
@@ -264,7 +326,7 @@ class FixInspector(QWidget):
         rl.addWidget(self.raw_edit, 1)
         rl.addWidget(self.copy_button, 0, Qt.AlignmentFlag.AlignRight)
         fields_and_raw = QSplitter(Qt.Orientation.Horizontal)
-        fields_and_raw.addWidget(self.fields_table)
+        fields_and_raw.addWidget(self.fields_tree)
         fields_and_raw.addWidget(raw_box)
         fields_and_raw.setStretchFactor(0, 3)
         fields_and_raw.setStretchFactor(1, 2)
@@ -273,6 +335,7 @@ class FixInspector(QWidget):
         dl.setContentsMargins(0, 0, 0, 0)
         dl.setSpacing(2)
         dl.addWidget(self.times_label)
+        dl.addWidget(self.check_label)
         dl.addWidget(fields_and_raw, 1)
 
         self.panel = TablePanel(
@@ -321,17 +384,18 @@ class FixInspector(QWidget):
     def on_events(self, batch: Sequence[EventRecord]) -> None:
         """Append the ``FixMessageSeen`` events of a batch."""
         rows = [
-            FixRow(r.seq, r.event, field_value(r.event.raw, 11))
+            FixRow(r.seq, r.event, field_value(r.event.raw, 11), field_value(r.event.raw, 41))
             for r in batch
             if isinstance(r.event, FixMessageSeen)
         ]
         if not rows:
             return
-        for row in rows:
-            sid = row.ev.session_id
+        for sid in {row.ev.session_id for row in rows}:
             if self.session_combo.findData(sid) < 0:
                 self.session_combo.addItem(sid, sid)
         self.model.apply(rows)
+        if self._pending_exec and any(self._pending_exec in row.ev.raw for row in rows):
+            self._select_report(self._pending_exec)
 
     def set_filter(
         self,
@@ -374,14 +438,29 @@ class FixInspector(QWidget):
         self.show_message(row.ev)
 
     def show_message(self, ev: FixMessageSeen | None) -> None:
-        """Show every field, the timestamps and the raw text of ``ev``."""
+        """Show every field (checked, groups as a tree), the timestamps and the raw text."""
         self.current = ev
-        self.fields_model.set_message(ev.raw if ev else None)
+        self.fields_tree.clear()
         if ev is None:
             self.times_label.setText("Select a message to read its fields.")
+            self.check_label.setText("")
             self.raw_edit.setPlainText("")
             self.copy_button.setEnabled(False)
             return
+        explain = self.describe.explain if isinstance(self.describe, ExplainsMessages) else None
+        nodes = explain(ev.raw) if explain else flat_fields(ev.raw, self.describe)
+        self._fill_tree(nodes)
+        problems = count_problems(nodes)
+        if explain is None:
+            self._set_check("Not checked: no FIX dictionary", "muted")
+        elif problems:
+            s = "s" if problems != 1 else ""
+            names = ", ".join(failing_fields(nodes))
+            self._set_check(
+                f"⚠ {problems} field{s} fail{'' if s else 's'} validation: {names}", "bad"
+            )
+        else:
+            self._set_check("✓ Every field passes the session dictionary's validation", "ok")
         wire = "sent" if ev.outbound else "received"
         made = "created" if ev.outbound else "framed"
         self.times_label.setText(
@@ -393,6 +472,106 @@ class FixInspector(QWidget):
         )
         self.raw_edit.setPlainText(show_soh(ev.raw))
         self.copy_button.setEnabled(True)
+
+    def _set_check(self, text: str, state: str) -> None:
+        self.check_label.setText(text)
+        self.check_label.setProperty("state", state)
+        self.check_label.style().unpolish(self.check_label)
+        self.check_label.style().polish(self.check_label)
+
+    def _fill_tree(self, nodes: Sequence[FieldNode]) -> None:
+        bad = QBrush(self.table.tone_color("bad"))
+        muted = QBrush(self.table.tone_color("muted"))
+        bold = QFont(self.fields_tree.font())
+        bold.setBold(True)
+
+        def add(parent: QTreeWidget | QTreeWidgetItem, node: FieldNode) -> int:
+            problem = f"⚠ {node.problem}" if node.problem else ""
+            tag = str(node.tag) if node.tag >= 0 else ""
+            item = QTreeWidgetItem(parent, [node.name, tag, node.value, node.meaning, problem])
+            item.setTextAlignment(1, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            below = sum(add(item, child) for child in node.children)
+            if node.tag < 0 and node.children:  # a section or a group entry
+                item.setFont(0, bold)
+                item.setForeground(2, muted)
+                if below:
+                    item.setText(4, f"⚠ {below} failing below")
+                    item.setForeground(4, bad)
+            if node.problem:
+                for col in range(len(DETAIL_HEADERS)):
+                    item.setForeground(col, bad)
+                    item.setFont(col, bold)
+                    item.setToolTip(col, node.problem)
+            return below + (1 if node.problem else 0)
+
+        for node in nodes:
+            add(self.fields_tree, node)
+        self.fields_tree.expandAll()
+
+    def detail_rows(self) -> list[tuple[int, str, str, str, str, str]]:
+        """Return the detail tree top to bottom: ``(depth, tag, name, value, meaning, check)``."""
+        out: list[tuple[int, str, str, str, str, str]] = []
+
+        def walk(item: QTreeWidgetItem | None, depth: int) -> None:
+            if item is None:
+                return
+            t = [item.text(c) for c in range(len(DETAIL_HEADERS))]
+            out.append((depth, t[1], t[0], t[2], t[3], t[4]))
+            for n in range(item.childCount()):
+                walk(item.child(n), depth + 1)
+
+        for n in range(self.fields_tree.topLevelItemCount()):
+            walk(self.fields_tree.topLevelItem(n), 0)
+        return out
+
+    # ------------------------------------------------------------------ order chains
+    def show_chain(self, client_order_ids: Sequence[str], title: str = "") -> None:
+        """List only the messages of one ClOrdID chain, oldest first (empty: every message).
+
+        ``title`` names the order in the banner (default: the chain itself).
+        """
+        chain = tuple(dict.fromkeys(c for c in client_order_ids if c))
+        self.chain = chain
+        self._pending_exec = b""
+        for tool in self._filter_tools:
+            tool.setVisible(not chain)
+        self.chain_label.setVisible(bool(chain))
+        self.show_all_button.setVisible(bool(chain))
+        self.proxy.set_chain(frozenset(chain))
+        if chain:
+            n = self.proxy.rowCount()
+            ids = " → ".join(chain) if len(chain) <= 3 else f"{len(chain)} ClOrdIDs"
+            self.chain_label.setText(
+                f"Order {title or chain[-1]} ({ids}): {n:,} message"
+                f"{'s' if n != 1 else ''}, oldest first"
+            )
+            self.chain_label.setToolTip("ClOrdID chain: " + " → ".join(chain))
+            if n:
+                self.table.selectRow(0)
+        else:
+            self.table.clearSelection()
+
+    def show_execution(self, client_order_ids: Sequence[str], exec_id: str) -> bool:
+        """Show the chain of an order and select the report carrying ExecID <17> ``exec_id``.
+
+        Returns whether the report was found among the messages kept.
+        """
+        self.show_chain(client_order_ids)
+        needle = f"\x0117={exec_id}\x01".encode("latin-1")
+        found = self._select_report(needle)
+        # Not here yet (the list follows a little later than the executions): select it on
+        # arrival.
+        self._pending_exec = b"" if found else needle
+        return found
+
+    def _select_report(self, needle: bytes) -> bool:
+        for r in range(self.proxy.rowCount() - 1, -1, -1):
+            row = self.model.record(self.proxy.mapToSource(self.proxy.index(r, 0)).row())
+            if needle in row.ev.raw:
+                self.table.selectRow(r)
+                self._pending_exec = b""
+                return True
+        return False
 
     def copy_raw(self) -> str:
         """Copy the selected message (SOH as ``|``) to the clipboard; return the text."""

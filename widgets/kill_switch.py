@@ -6,6 +6,7 @@ the button asks "Flatten?" (red) for a few seconds; a second click sends it; any
 """
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QFont, QFontMetrics
@@ -13,7 +14,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QSize
 
 from engine.commands import Command, CommandError, CommandResult, SetKillSwitch
 from engine.enums import KillLevel
-from engine.events import EventRecord, KillSwitchChanged
+from engine.events import Event, EventRecord, KillSwitchChanged
 
 #: How long an armed level waits for its confirmation, ms.
 ARM_TIMEOUT_MS = 4000
@@ -51,6 +52,9 @@ class KillSwitch(QWidget):
     command_requested(object)
         A confirmed ``SetKillSwitch`` to send to the engine.
     """
+
+    #: Engine event types :meth:`on_events` reads (the workspace hands it only these).
+    EVENT_TYPES: ClassVar[tuple[type[Event], ...]] = (KillSwitchChanged,)
 
     command_requested = Signal(object)
 

@@ -12,7 +12,7 @@ order to cancel it; with an own-order cell selected, Up/Down move that order by 
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QKeyEvent
@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from engine.enums import OrdStatus, Side
-from engine.events import DepthChanged, EventRecord, InstrumentAdded, OwnQuote
+from engine.events import DepthChanged, Event, EventRecord, InstrumentAdded, OwnQuote
 from widgets.monitor.formats import InstrumentFormats
 
 _Index = QModelIndex | QPersistentModelIndex
@@ -246,6 +246,9 @@ class PriceLadder(QWidget):
         Replace the own order with this id at a new price (ticks).
     """
 
+    #: Engine event types :meth:`on_events` reads (the workspace hands it only these).
+    EVENT_TYPES: ClassVar[tuple[type[Event], ...]] = (InstrumentAdded, DepthChanged)
+
     order_requested = Signal(str, object, int, int)
     cancel_requested = Signal(int)
     move_requested = Signal(int, int)
@@ -273,7 +276,15 @@ class PriceLadder(QWidget):
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectItems)
         self.table.setEditTriggers(QTableView.EditTrigger.NoEditTriggers)
         header = self.table.horizontalHeader()
+        header.setMinimumSectionSize(40)
+        # Sizes and prices take what their digits need; own orders (glyph, size, queue
+        # position) share the rest.
         header.setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        fm = self.table.fontMetrics()
+        size, price = fm.horizontalAdvance("00,000") + 12, fm.horizontalAdvance("000,000.00") + 12
+        for col, width in ((BID, size), (PRICE, price), (ASK, size)):
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
+            self.table.setColumnWidth(col, width)
         self.table.clicked.connect(self._on_clicked)
         self.table.move_key.connect(self._on_move_key)
         self.empty = QLabel("Waiting for market data…")

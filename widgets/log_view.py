@@ -10,6 +10,7 @@ kill switch, strategies, refused or rejected orders); :func:`log_entries` turns 
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from PySide6.QtCore import (
     QModelIndex,
@@ -24,6 +25,7 @@ from engine.enums import AlertLevel, EngineState, KillLevel, OrdStatus, SessionS
 from engine.events import (
     Alert,
     EngineStateChanged,
+    Event,
     EventRecord,
     KillSwitchChanged,
     LogRecorded,
@@ -74,6 +76,10 @@ def _level_name(level: int) -> str:
 
 def _entry_of(record: EventRecord) -> LogEntry | None:
     ev, seq = record.event, record.seq
+    if type(ev) is OrderChanged and not (
+        ev.order.status is OrdStatus.REJECTED or ev.change.startswith("refused")
+    ):
+        return None  # the common case first: an order changed, nothing to log
     if isinstance(ev, Alert):
         return LogEntry(seq, ev.ts_event, int(ev.level), ev.source, ev.text)
     if isinstance(ev, LogRecorded):
@@ -167,6 +173,17 @@ class LogView(QWidget):
     unread_changed(int)
         The number of unread alerts (warnings and worse) changed.
     """
+
+    #: Engine event types :meth:`on_events` reads (the workspace hands it only these).
+    EVENT_TYPES: ClassVar[tuple[type[Event], ...]] = (
+        Alert,
+        LogRecorded,
+        KillSwitchChanged,
+        SessionStatusChanged,
+        StrategyStatusChanged,
+        EngineStateChanged,
+        OrderChanged,
+    )
 
     unread_changed = Signal(int)
 

@@ -8,6 +8,7 @@ refused command, or the text of an ``OrderChanged`` whose order was rejected.
 """
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -31,7 +32,7 @@ from engine.commands import (
     SubmitOrder,
 )
 from engine.enums import OrdStatus, OrdType, Side, TimeInForce
-from engine.events import BookUpdated, EventRecord, OrderChanged, OrderView
+from engine.events import BookUpdated, Event, EventRecord, OrderChanged, OrderView
 from widgets.monitor.formats import (
     ORD_TYPE_TEXT,
     SIDE_TEXT,
@@ -63,6 +64,9 @@ class OrderTicket(QWidget):
     command_requested(object)
         A checked ``SubmitOrder``, ``CancelOrder`` or ``ReplaceOrder`` to send.
     """
+
+    #: Engine event types :meth:`on_events` reads (the workspace hands it only these).
+    EVENT_TYPES: ClassVar[tuple[type[Event], ...]] = (BookUpdated, OrderChanged)
 
     command_requested = Signal(object)
 

@@ -7,7 +7,7 @@ within a few seconds, without a modal dialog.
 """
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from PySide6.QtCore import (
     QAbstractTableModel,
@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 
 from engine.commands import ControlSession
 from engine.enums import SessionState
-from engine.events import EventRecord, SessionStatusChanged
+from engine.events import Event, EventRecord, SessionStatusChanged
 from widgets.fmt import fmt_ts_utc
 
 _Index = QModelIndex | QPersistentModelIndex
@@ -117,6 +117,9 @@ class SessionsPanel(QWidget):
     command_requested(object)
         A :class:`engine.commands.ControlSession` the user confirmed.
     """
+
+    #: Engine event types :meth:`on_events` reads (the workspace hands it only these).
+    EVENT_TYPES: ClassVar[tuple[type[Event], ...]] = (SessionStatusChanged,)
 
     command_requested = Signal(object)
 

@@ -1,25 +1,946 @@
 # SPDX-License-Identifier: MIT
-"""The Trade Analyzer workspace: tick history, synchronized charts, own orders overlaid."""
+"""The Trade Analyzer workspace: tick history, synchronized charts, own orders overlaid.
 
-from PySide6.QtWidgets import QMainWindow, QWidget
+Left, the instrument and day browser over a tick store (row counts and time spans); in the
+middle, the chart stack with its tool bar (time zone, span statistics, replay controls) and a
+progress line with a Cancel button while a day opens; right, the depth ladder following the
+cursor and the statistics of the selected span; below, the FIX message chain of the clicked
+order or execution. Opening days and journals runs on worker threads (:mod:`.jobs`).
+"""
 
+import logging
+import math
+import threading
+from collections.abc import Iterable, Sequence
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+from PySide6.QtCore import QItemSelectionModel, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QDockWidget,
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QMainWindow,
+    QProgressBar,
+    QPushButton,
+    QStackedWidget,
+    QTableView,
+    QTableWidget,
+    QTableWidgetItem,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
+
+from analyzer.dataset import Depth, InstrumentDay, open_day
+from analyzer.overlay import Overlay, load_overlay
+from analyzer.source import DayEntry, StoreDay, browse
+from analyzer.stats import RangeStats
+from analyzer.views.chart import ChartStack, TickChart
+from analyzer.views.jobs import Job, Latest
+from analyzer.views.timeaxis import NS, ZONES, format_ns, zone
+from engine.enums import OrdStatus
+from engine.events import DepthChanged, EventRecord, FixMessageSeen, InstrumentAdded
+from engine.journal.format import FixDirection, FixMessageRecord
+from engine.tickstore.store import TickStore
+from engine.types import BUY, SELL
 from widgets.empty_state import EmptyState
+from widgets.fix_inspector import FixInspector, field_value
+from widgets.fmt import fmt_duration_ns, fmt_ts_utc
+from widgets.ladder import LadderModel
+from widgets.monitor.formats import InstrumentFormats
+
+log = logging.getLogger(__name__)
+
+#: Replay speeds offered (multiples of real time).
+SPEEDS: Final[tuple[float, ...]] = (0.1, 0.5, 1.0, 2.0, 10.0, 100.0, 1000.0)
+#: Replay timer period, ms.
+REPLAY_TICK_MS: Final[int] = 40
+
+HISTORY_COLUMNS: Final[tuple[str, ...]] = (
+    "Time (UTC)", "Event", "Side", "Price", "Qty", "Filled", "Leaves", "Status",
+)  # fmt: skip
+
+BROWSER_COLUMNS: Final[tuple[str, ...]] = (
+    "Symbol", "Day", "Quotes", "Trades", "Depth", "From (UTC)", "To (UTC)", "Store",
+)  # fmt: skip
+
+
+_warm_lock = threading.Lock()
+_warmed = False
+
+
+def _warm_kernels() -> None:
+    """Load (or compile) the pyramid kernels on a worker thread, once per process."""
+    global _warmed
+    with _warm_lock:
+        if _warmed:
+            return
+        _warmed = True
+    from analyzer._kernels import warm_up
+
+    threading.Thread(target=warm_up, name="analyzer-warm-up", daemon=True).start()
+
+
+def _decimal(x: float) -> str:
+    """Return a tick or lot size as the decimal text the formats read (1e-08 -> 0.00000001)."""
+    return format(Decimal(repr(x)).normalize(), "f")
+
+
+def _side(side: int) -> str:
+    return {BUY: "buy", SELL: "sell"}.get(side, "")
+
+
+def _count(n: int) -> str:
+    return f"{n:,}" if n else "—"
+
+
+class DayBrowser(QTableWidget):
+    """Instruments and days of a tick store with their row counts and time spans.
+
+    Signals
+    -------
+    open_requested(str, str, str)
+        Chart this symbol and day of this store (double click).
+    """
+
+    open_requested = Signal(str, str, str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(0, len(BROWSER_COLUMNS), parent)
+        self.setObjectName("analyzerBrowser")
+        self.setHorizontalHeaderLabels(list(BROWSER_COLUMNS))
+        self.verticalHeader().hide()
+        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.entries: list[DayEntry] = []
+        self.itemDoubleClicked.connect(lambda item: self._open_row(item.row()))
+
+    def add_entries(self, entries: Sequence[DayEntry]) -> None:
+        """List ``entries`` too (replacing those of the same store)."""
+        stores = {e.store for e in entries}
+        self.entries = [e for e in self.entries if e.store not in stores] + list(entries)
+        self.setRowCount(len(self.entries))
+        right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+        for r, e in enumerate(self.entries):
+            depth = e.counts.get("l2", 0) + e.counts.get("mbo", 0)
+            cells = (
+                (e.symbol, None),
+                (f"{e.day[:4]}-{e.day[4:6]}-{e.day[6:]}", None),
+                (_count(e.counts.get("bbo", 0)), right),
+                (_count(e.counts.get("trades", 0)), right),
+                (_count(depth), right),
+                (fmt_ts_utc(e.t_first) if e.t_first else "—", right),
+                (fmt_ts_utc(e.t_last) if e.t_last else "—", right),
+                (Path(e.store).name, None),
+            )
+            for c, (text, align) in enumerate(cells):
+                item = QTableWidgetItem(text)
+                if align is not None:
+                    item.setTextAlignment(align)
+                self.setItem(r, c, item)
+        self.resizeColumnsToContents()
+
+    def selected(self) -> list[DayEntry]:
+        """Return the selected entries, top to bottom."""
+        rows = sorted({i.row() for i in self.selectedIndexes()})
+        return [self.entries[r] for r in rows]
+
+    def _open_row(self, row: int) -> None:
+        e = self.entries[row]
+        self.open_requested.emit(e.symbol, e.day, e.store)
+
+
+class StatsTable(QTableWidget):
+    """Range statistics of the selected span, one column per instrument."""
+
+    ROWS: Final[tuple[str, ...]] = (
+        "Span", "Events", "Trades", "Volume", "Buy / sell volume", "VWAP", "Low / high",
+        "Quotes", "Spread mean", "Spread min / max",
+    )  # fmt: skip
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(len(self.ROWS), 0, parent)
+        self.setObjectName("analyzerStats")
+        self.setVerticalHeaderLabels(list(self.ROWS))
+        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+
+    def show_stats(
+        self,
+        stats: Sequence[RangeStats],
+        decimals: Sequence[int],
+        labels: Sequence[str] = (),
+    ) -> None:
+        """Fill one column per instrument."""
+        self.setColumnCount(len(stats))
+        self.setHorizontalHeaderLabels(list(labels) if labels else [s.symbol for s in stats])
+        right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+        for c, (s, d) in enumerate(zip(stats, decimals, strict=True)):
+
+            def px(v: float, d: int = d) -> str:
+                return "—" if math.isnan(v) else f"{v:,.{d}f}"
+
+            t = s.trades
+            values = (
+                fmt_duration_ns(s.t1 - s.t0),
+                f"{s.events:,}",
+                f"{t.trades:,}",
+                f"{t.volume:,.8g}",
+                f"{t.buy_volume:,.8g} / {t.sell_volume:,.8g}",
+                px(s.vwap),
+                f"{px(t.px_lo)} / {px(t.px_hi)}",
+                f"{s.spread.quotes:,}",
+                px(s.spread_mean) if math.isnan(s.spread_mean) else f"{s.spread_mean:,.{d + 2}f}",
+                f"{px(s.spread.lo)} / {px(s.spread.hi)}",
+            )
+            for r, text in enumerate(values):
+                item = QTableWidgetItem(text)
+                item.setTextAlignment(right)
+                self.setItem(r, c, item)
+
+    def value(self, row: str, column: int = 0) -> str:
+        """Return the text of a cell (``row`` by its label)."""
+        item = self.item(self.ROWS.index(row), column)
+        return item.text() if item is not None else ""
+
+
+class ReplayBar(QWidget):
+    """Play, pause, speed and step through the charts; the crosshair marks the replay time.
+
+    Signals
+    -------
+    moved(int)
+        The replay time moved (ns).
+    """
+
+    moved = Signal(object)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("replayBar")
+        self.days: list[InstrumentDay] = []
+        self.ts: int | None = None
+        self.end: int | None = None
+        self.tz_name = "UTC"
+        self.play = QPushButton("▶ Play")
+        self.play.setCheckable(True)
+        self.play.setToolTip("Play the day from the crosshair (Space)")
+        self.play.toggled.connect(self._on_play)
+        self.step = QPushButton("Step ▸|")
+        self.step.setToolTip("Jump to the next quote or trade of any charted instrument")
+        self.step.clicked.connect(self.step_event)
+        self.speed = QComboBox()
+        for s in SPEEDS:
+            self.speed.addItem(f"{s:g}×", s)
+        self.speed.setCurrentIndex(SPEEDS.index(1.0))
+        self.speed.setToolTip("Replay speed (multiple of real time)")
+        self.clock = QLabel("—")
+        self.clock.setObjectName("replayClock")
+        self.clock.setMinimumWidth(180)
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        for w in (self.play, self.step, self.speed, self.clock):
+            lay.addWidget(w)
+        self.timer = QTimer(self)
+        self.timer.setInterval(REPLAY_TICK_MS)
+        self.timer.timeout.connect(self._tick)
+
+    def set_zone(self, tz_name: str) -> None:
+        """Show the replay time in ``tz_name``."""
+        self.tz_name = tz_name
+        self._show_clock()
+
+    def _show_clock(self) -> None:
+        if self.ts is None:
+            self.clock.setText("—")
+            return
+        text = f"{format_ns(self.ts, zone(self.tz_name), 1.0)}.{self.ts % NS:09d}"
+        self.clock.setText(f"{text} {self.tz_name}")
+        self.clock.setToolTip(fmt_ts_utc(self.ts, date=True, precision=9) + " UTC")
+
+    def set_days(self, days: Sequence[InstrumentDay]) -> None:
+        """Replay these instrument-days."""
+        self.days = list(days)
+        spans = [d.span for d in self.days if d.span != (0, 0)]
+        self.end = max(s[1] for s in spans) if spans else None
+        if self.ts is None and spans:
+            self.ts = min(s[0] for s in spans)
+
+    def seek(self, ts: int) -> None:
+        """Put the replay time at ``ts`` (the crosshair)."""
+        self.ts = int(ts)
+        self._show_clock()
+
+    def _emit(self) -> None:
+        assert self.ts is not None
+        self._show_clock()
+        self.moved.emit(self.ts)
+
+    def _on_play(self, on: bool) -> None:
+        self.play.setText("❚❚ Pause" if on else "▶ Play")
+        if on and self.ts is not None:
+            self.timer.start()
+        else:
+            self.timer.stop()
+
+    def _tick(self) -> None:
+        if self.ts is None:
+            return
+        speed = float(self.speed.currentData())
+        self.ts += int(REPLAY_TICK_MS * 1_000_000 * speed)
+        if self.end is not None and self.ts >= self.end:
+            self.ts = self.end
+            self.play.setChecked(False)
+        self._emit()
+
+    def step_event(self) -> None:
+        """Move to the next quote or trade after the replay time."""
+        if self.ts is None:
+            return
+        nxt = [t for d in self.days if (t := d.next_event(self.ts)) is not None]
+        if nxt:
+            self.ts = min(nxt)
+            self._emit()
 
 
 class AnalyzerWorkspace(QMainWindow):
-    """Tick-by-tick history from the HDF5 tick store on one synchronized time axis."""
+    """Tick-by-tick history from the HDF5 tick store on one synchronized time axis.
+
+    Signals
+    -------
+    store_opened(str)
+        A tick store was opened and listed (its path).
+    day_opened(str, str)
+        An instrument-day was charted (symbol, day).
+    overlay_loaded(int)
+        A journal was overlaid (the number of executions).
+    error(str)
+        Something could not be done (one line for the status bar).
+    """
 
     key = "analyzer"
     title = "Trade Analyzer"
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    store_opened = Signal(str)
+    day_opened = Signal(str, str)
+    overlay_loaded = Signal(int)
+    error = Signal(str)
+
+    def __init__(
+        self,
+        parent: QWidget | None = None,
+        *,
+        tz_name: str = "UTC",
+        journal_dir: Path | None = None,
+    ) -> None:
         super().__init__(parent)
+        #: Where the console's engine journals (``Overlay engine journal`` reads the newest).
+        self.journal_dir = journal_dir
         self.setObjectName("analyzerWorkspace")
+        self.setDockNestingEnabled(True)
+        self.stores: dict[str, TickStore] = {}
+        self.days: list[InstrumentDay] = []
+        self.overlay: Overlay | None = None
+        self.jobs: list[Job] = []
+        self.fix_chain: list[FixMessageRecord] = []
+        self.clicked_execution: Any = None
+        self.last_depth: Depth | None = None
+
         self.empty = EmptyState(
             "No tick store open",
             "Tick-by-tick history from the HDF5 tick store appears here: several instruments "
-            "on one time axis, own orders and executions overlaid, and strategy replays over "
-            "history.",
-            "Recorded or imported days will be listed here once a tick store exists.",
+            "on one time axis, own orders and executions overlaid, and replays of the day.",
+            "Open a tick store (File ▸ Open tick store…) or import market data with "
+            "`qwconsole import`; then double-click a day in the browser.",
         )
-        self.setCentralWidget(self.empty)
+        self.stack = ChartStack(tz_name)
+        self.central = QStackedWidget()
+        self.central.addWidget(self.empty)
+        self.central.addWidget(self.stack)
+
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setTextVisible(True)
+        self.progress_label = QLabel()
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.clicked.connect(self.cancel_jobs)
+        progress_row = QWidget()
+        pl = QHBoxLayout(progress_row)
+        pl.setContentsMargins(6, 2, 6, 2)
+        pl.addWidget(self.progress_label)
+        pl.addWidget(self.progress, 1)
+        pl.addWidget(self.cancel_button)
+        self.progress_row = progress_row
+        progress_row.hide()
+
+        body = QWidget()
+        bl = QVBoxLayout(body)
+        bl.setContentsMargins(0, 0, 0, 0)
+        bl.setSpacing(0)
+        bl.addWidget(self.central, 1)
+        bl.addWidget(progress_row)
+        self.setCentralWidget(body)
+
+        self._build_toolbar(tz_name)
+        self._build_docks()
+
+        self.stack.cursor_moved.connect(self._on_cursor)
+        self.stack.span_changed.connect(self._on_span)
+        self.replay.moved.connect(self._on_replay)
+        self.depth_lookup = Latest(self._depth_for, self)
+        self.depth_lookup.result.connect(self._show_depth)
+        _warm_kernels()
+
+    # ------------------------------------------------------------------ building
+    def _build_toolbar(self, tz_name: str) -> None:
+        bar = QToolBar("Analyzer", self)
+        bar.setObjectName("analyzerToolbar")
+        bar.setMovable(False)
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
+        self.open_action = QAction("Open tick store…", self)
+        self.open_action.triggered.connect(self._choose_store)
+        self.journal_action = QAction("Overlay journal…", self)
+        self.journal_action.triggered.connect(self._choose_journal)
+        self.engine_journal_action = QAction("Overlay engine journal", self)
+        self.engine_journal_action.setToolTip(
+            "Overlay (or re-read) today's journal of the console's engine: its orders and fills "
+            "so far"
+        )
+        self.engine_journal_action.setEnabled(self.journal_dir is not None)
+        self.engine_journal_action.triggered.connect(self.overlay_engine_journal)
+        self.span_action = QAction("Span statistics", self)
+        self.span_action.setCheckable(True)
+        self.span_action.setToolTip("Select a span on the charts and show its statistics")
+        self.span_action.toggled.connect(self._toggle_span)
+        self.chart_action = QAction("Chart selected", self)
+        self.chart_action.setToolTip(
+            "Chart the selected days (consecutive days of one symbol as one series)"
+        )
+        self.chart_action.triggered.connect(self.chart_selected)
+        self.clear_action = QAction("Close charts", self)
+        self.clear_action.setToolTip("Close every chart (the stores stay open)")
+        self.clear_action.triggered.connect(self.close_charts)
+        self.fit_action = QAction("Whole day", self)
+        self.fit_action.triggered.connect(self.fit)
+        bar.addAction(self.open_action)
+        bar.addAction(self.chart_action)
+        bar.addAction(self.journal_action)
+        bar.addAction(self.engine_journal_action)
+        bar.addAction(self.clear_action)
+        bar.addSeparator()
+        bar.addAction(self.fit_action)
+        bar.addAction(self.span_action)
+        bar.addSeparator()
+        bar.addWidget(QLabel(" Time zone "))
+        self.zone_box = QComboBox()
+        self.zone_box.setObjectName("analyzerZone")
+        for z in ZONES:
+            self.zone_box.addItem(z)
+        self.zone_box.setCurrentText(tz_name)
+        self.zone_box.currentTextChanged.connect(self.stack.set_zone)
+        bar.addWidget(self.zone_box)
+        bar.addSeparator()
+        self.replay = ReplayBar()
+        for key, slot in (("Space", self.replay.play.toggle), ("Right", self.replay.step_event)):
+            shortcut = QShortcut(QKeySequence(key), self)
+            shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            shortcut.activated.connect(slot)
+        self.replay.set_zone(tz_name)
+        self.zone_box.currentTextChanged.connect(self.replay.set_zone)
+        bar.addWidget(self.replay)
+
+    def _build_docks(self) -> None:
+        self.browser = DayBrowser()
+        self.browser.open_requested.connect(self.open_day)
+        self.browser_dock = self._dock("Tick store", "analyzerBrowserDock", self.browser)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.browser_dock)
+
+        self.formats = InstrumentFormats()
+        self.ladder_model = LadderModel(self.formats, rows=11, parent=self)
+        self.ladder = QTableView()
+        self.ladder.setObjectName("analyzerLadder")
+        self.ladder.setModel(self.ladder_model)
+        self.ladder.verticalHeader().hide()
+        self.ladder.verticalHeader().setDefaultSectionSize(19)
+        self.ladder.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.ladder.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        for column in (0, 4):  # own orders: history has none working at the cursor
+            self.ladder.setColumnHidden(column, True)
+        self.ladder_symbol = QComboBox()
+        self.ladder_symbol.setToolTip("Instrument whose book the ladder shows")
+        self.ladder_symbol.currentTextChanged.connect(self._on_ladder_symbol)
+        self.ladder_caption = QLabel("Book at the cursor")
+        self.ladder_caption.setProperty("state", "muted")
+        ladder_box = QWidget()
+        ll = QVBoxLayout(ladder_box)
+        ll.setContentsMargins(2, 2, 2, 2)
+        ll.addWidget(self.ladder_symbol)
+        ll.addWidget(self.ladder, 1)
+        ll.addWidget(self.ladder_caption)
+        self.ladder_dock = self._dock("Depth at cursor", "analyzerLadderDock", ladder_box)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.ladder_dock)
+
+        self.stats = StatsTable()
+        self.stats_dock = self._dock("Span statistics", "analyzerStatsDock", self.stats)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.stats_dock)
+
+        self.fix = FixInspector()
+        # Docked below the charts: it may be squeezed (the window sets the workspace's
+        # minimum size, and the Monitor's is the smaller one).
+        self.fix.setMinimumSize(160, 60)
+        self.fix_dock = self._dock("FIX messages of the clicked order", "analyzerFixDock", self.fix)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.fix_dock)
+        self.history = QTableWidget(0, len(HISTORY_COLUMNS))
+        self.history.setObjectName("analyzerOrderHistory")
+        self.history.setHorizontalHeaderLabels(list(HISTORY_COLUMNS))
+        self.history.verticalHeader().hide()
+        self.history.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.history.horizontalHeader().setStretchLastSection(True)
+        self.history_dock = self._dock("Order history", "analyzerHistoryDock", self.history)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.history_dock)
+        self.tabifyDockWidget(self.browser_dock, self.fix_dock)
+        self.tabifyDockWidget(self.fix_dock, self.history_dock)
+        self.browser_dock.raise_()
+        self.resizeDocks([self.ladder_dock], [380], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.ladder_dock, self.stats_dock], [340, 300], Qt.Orientation.Vertical)
+        self.resizeDocks([self.browser_dock], [230], Qt.Orientation.Vertical)
+
+    def _dock(self, title: str, name: str, widget: QWidget) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(name)
+        dock.setWidget(widget)
+        dock.setFeatures(
+            QDockWidget.DockWidgetFeature.DockWidgetMovable
+            | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+        )
+        return dock
+
+    # ------------------------------------------------------------------ store and days
+    def _choose_store(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Open tick store", "", "Tick stores (*.h5 *.hdf5);;All files (*)"
+        )
+        if path:
+            self.open_store(path)
+
+    def open_store(self, path: str | Path) -> bool:
+        """Open a tick store (besides those open) and list its days; report failures."""
+        try:
+            store = TickStore(path)
+            entries = browse(store)
+        except Exception as e:
+            self._fail(f"{path}: cannot open the tick store: {e}")
+            return False
+        old = self.stores.pop(str(store.path), None)
+        if old is not None:
+            old.close()
+        self.stores[str(store.path)] = store
+        self.browser.add_entries(entries)
+        self.browser_dock.raise_()
+        if not self.days:
+            self.empty.title_label.setText("No day charted")
+            self.empty.body_label.setText(
+                f"{len(self.browser.entries)} instrument-days in {len(self.stores)} tick "
+                "store(s), listed under Tick store below with their row counts and time spans."
+            )
+            self.empty.hint_label.setText(
+                "Double-click a day to chart it, or select several (one symbol's consecutive "
+                "days chart as one series) and press Chart selected."
+            )
+        self.store_opened.emit(str(path))
+        return True
+
+    def chart_selected(self) -> list[Job]:
+        """Chart the browser's selected rows: consecutive days of one symbol as one chart."""
+        groups: dict[tuple[str, str], list[str]] = {}
+        for e in self.browser.selected():
+            groups.setdefault((e.store, e.symbol), []).append(e.day)
+        jobs = [self.open_day(sym, days, store) for (store, sym), days in groups.items()]
+        return [j for j in jobs if j is not None]
+
+    def open_day(self, symbol: str, day: str | Sequence[str], store: str = "") -> Job | None:
+        """Chart ``symbol`` on ``day`` (or several days as one series) on a worker thread.
+
+        ``store`` is the path of an open store (default: the first that holds the day).
+        """
+        days = [day] if isinstance(day, str) else list(day)
+        st = self.stores.get(store) if store else None
+        if st is None:
+            st = next((s for s in self.stores.values() if set(days) <= set(s.days(symbol))), None)
+        if st is None:
+            self._fail(f"{symbol} {', '.join(days)}: not in any open tick store")
+            return None
+        try:
+            source = StoreDay(st, symbol, days)
+        except (KeyError, ValueError) as e:
+            self._fail(str(e).strip("'\""))
+            return None
+        if any(
+            d.symbol == symbol and d.day == source.day and getattr(d.source, "store", None) is st
+            for d in self.days
+        ):
+            return None
+
+        def work(progress: Any, token: Any) -> InstrumentDay:
+            return open_day(source, progress=progress, cancel=token)
+
+        job = Job(f"open {symbol} {source.day}", work, self)
+        job.finished.connect(self._day_ready)
+        return self._start(job)
+
+    def add_day(self, day: InstrumentDay) -> TickChart:
+        """Chart an instrument-day opened elsewhere (e.g. an in-memory one)."""
+        return self._day_ready(day)
+
+    def _day_ready(self, day: InstrumentDay) -> TickChart:
+        if any(d.symbol == day.symbol for d in self.days):
+            store = getattr(day.source, "store", None)
+            where = Path(store.path).stem if store is not None else day.day
+            day.label = f"{day.symbol} ({where})"
+        self.days.append(day)
+        self.formats.add(
+            InstrumentAdded(
+                ts_event=0, symbol=day.label, tick_size=_decimal(day.source.tick_size),
+                lot_size=_decimal(day.source.lot_size), multiplier="1", currency="", venue="",
+            )
+        )  # fmt: skip
+        chart = self.stack.add(day)
+        chart.execution_clicked.connect(self.show_execution)
+        chart.order_clicked.connect(self.show_order)
+        if self.overlay is not None:
+            self.set_overlay(self.overlay)
+        self.central.setCurrentWidget(self.stack)
+        self.ladder_symbol.addItem(day.label)
+        self.replay.set_days(self.days)
+        if self.stack.cursor_ns is None:
+            t0, t1 = day.span
+            self.stack.set_cursor((t0 + t1) // 2)
+        self.day_opened.emit(day.symbol, day.day)
+        return chart
+
+    def close_charts(self) -> None:
+        """Close every chart and forget the overlay (the stores stay open)."""
+        self.replay.play.setChecked(False)
+        for chart in list(self.stack.charts):
+            self.stack.remove(chart)
+        self.stack.cursor_ns = None
+        self.stack.set_span(None)
+        self.span_action.setChecked(False)
+        self.days.clear()
+        self.overlay = None
+        self.ladder_symbol.clear()
+        self.ladder_model.set_symbol("")
+        self.replay.ts = None
+        self.replay.set_days([])
+        self.central.setCurrentWidget(self.empty)
+
+    def fit(self) -> None:
+        """Show the whole of every charted day."""
+        spans = [d.span for d in self.days]
+        if spans:
+            self.stack.set_view(min(s[0] for s in spans), max(s[1] for s in spans))
+
+    # ------------------------------------------------------------------ journal
+    def overlay_engine_journal(self) -> Job | None:
+        """Overlay the newest journal in :attr:`journal_dir` (the running engine's, live).
+
+        The engine keeps appending to it; the reader stops at the last whole record, so this
+        can be repeated to follow the day.
+        """
+        folder = self.journal_dir
+        files = sorted(folder.glob("*.qwj"), key=lambda p: p.stat().st_mtime) if folder else []
+        if not files:
+            self._fail(f"{folder}: no engine journal yet")
+            return None
+        return self.load_journal(files[-1])
+
+    def _choose_journal(self) -> None:
+        start = str(self.journal_dir) if self.journal_dir is not None else ""
+        paths, _ = QFileDialog.getOpenFileNames(
+            self, "Overlay journal", start, "Journals (*.qwj);;All files (*)"
+        )
+        if paths:
+            self.load_journal(paths)
+
+    def load_journal(self, paths: str | Path | Iterable[str | Path]) -> Job:
+        """Overlay the orders and executions of one or more journals (read off the GUI thread)."""
+        files = [paths] if isinstance(paths, str | Path) else list(paths)
+
+        def work(progress: Any, _token: Any) -> Overlay:
+            progress(0.0, "reading the journal")
+            return load_overlay(files)
+
+        job = Job("overlay journal", work, self)
+        job.finished.connect(self.set_overlay)
+        return self._start(job)
+
+    def set_overlay(self, overlay: Overlay) -> None:
+        """Overlay a journal on the charts of its symbols.
+
+        When several charts show one symbol (spot and perpetual of one pair from two stores),
+        the journal goes on the one whose prices its orders match (journal prices are ticks:
+        on the wrong tick size they land far off the quotes).
+        """
+        self.overlay = overlay
+        targets = {id(c) for c in self._overlay_targets(overlay)}
+        for c in self.stack.charts:
+            c.set_overlay(overlay if id(c) in targets else None)
+        self.overlay_loaded.emit(int(overlay.day.executions.shape[0]))
+
+    def _overlay_targets(self, overlay: Overlay) -> list[TickChart]:
+        out: list[TickChart] = []
+        for symbol in overlay.symbols:
+            charts = [c for c in self.stack.charts if c.day.symbol == symbol]
+            if len(charts) > 1:
+                seg = overlay.segments(symbol)
+                px = float(np.median(seg.px)) if seg.n else 0.0
+
+                def miss(c: TickChart, px: float = px) -> float:
+                    q = c.day.quote_at(c.day.span[1])
+                    ref = q.bid if not math.isnan(q.bid) else q.last_px
+                    return abs(px * c.day.source.tick_size - ref) if not math.isnan(ref) else 1e300
+
+                charts = [min(charts, key=miss)]
+            out += charts
+        return out
+
+    def chart(self, label: str) -> TickChart:
+        """Return the chart of ``label`` (a symbol, or "symbol (store)" for a second store)."""
+        for c in self.stack.charts:
+            if c.day.label == label:
+                return c
+        raise KeyError(f"{label} is not charted")
+
+    def show_execution(self, symbol: str, row: int) -> None:
+        """Show an execution's FIX chain and put the cursor (and the ladder) on it."""
+        if self.overlay is None:
+            return
+        ex = self.overlay.executions(symbol)[row]
+        chain, pos = self.overlay.execution_chain(int(ex["order_id"]), self.overlay.exec_id(ex))
+        self._show_history(symbol, int(ex["order_id"]), int(ex["ts"]))
+        self._show_chain(chain, pos)
+        self._follow_symbol(symbol)
+        self.clicked_execution = ex
+        self.stack.set_cursor(int(ex["ts"]))
+        self.replay.seek(int(ex["ts"]))
+
+    def show_order(self, symbol: str, order_id: int, ts: int) -> None:
+        """Show an order's FIX chain and the book at the clicked time."""
+        if self.overlay is None:
+            return
+        self._show_history(symbol, order_id, ts)
+        self._show_chain(self.overlay.order_chain(order_id), -1)
+        self._follow_symbol(symbol)
+        self.stack.set_cursor(int(ts))
+
+    def _show_history(self, symbol: str, order_id: int, at_ts: int) -> None:
+        """List the order's changes and fills (every journal has them, backtests too)."""
+        assert self.overlay is not None
+        events, fills = self.overlay.order_history(order_id)
+        chart = next(
+            (c for c in self.stack.charts if c.day.symbol == symbol and c.overlay is not None),
+            None,
+        )
+        tick = chart.day.source.tick_size if chart is not None else 1.0
+        decimals = chart.decimals if chart is not None else 2
+        rows: list[tuple[int, tuple[str, ...]]] = []
+        for e in events:
+            status = OrdStatus(int(e["status"])).name.replace("_", " ").lower()
+            rows.append(
+                (
+                    int(e["ts"]),
+                    (
+                        "change", _side(int(e["side"])), f"{e['px'] * tick:,.{decimals}f}",
+                        f"{e['qty']:,}", f"{e['cum_qty']:,}", f"{e['leaves_qty']:,}", status,
+                    ),
+                )
+            )  # fmt: skip
+        rows.extend(
+            (
+                int(f["ts"]),
+                (
+                    "fill", _side(int(f["side"])), f"{f['px'] * tick:,.{decimals}f}",
+                    f"{f['qty']:,}", "", f"{f['leaves_qty']:,}", "",
+                ),
+            )
+            for f in fills
+        )  # fmt: skip
+        rows.sort(key=lambda r: r[0])
+        self.history.setRowCount(len(rows))
+        right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+        for r, (ts, cells) in enumerate(rows):
+            for c, text in enumerate((fmt_ts_utc(ts, precision=6), *cells)):
+                item = QTableWidgetItem(text)
+                if 3 <= c <= 6:
+                    item.setTextAlignment(right)
+                if ts == at_ts and cells[0] == "fill":
+                    font = item.font()
+                    font.setBold(True)
+                    item.setFont(font)
+                self.history.setItem(r, c, item)
+        self.history.resizeColumnsToContents()
+        self.history_dock.setWindowTitle(
+            f"Order history · {symbol} order {order_id} · {self.overlay.client_order_id(order_id)}"
+        )
+
+    def _show_chain(self, chain: list[FixMessageRecord], pos: int) -> None:
+        self.fix_chain = chain
+        if not chain:
+            # A backtest journal has no FIX messages: the order's history tells its story.
+            self.fix.model.clear()
+            self.history_dock.raise_()
+            return
+        self.fix_dock.raise_()
+        self.fix.model.clear()
+        records = [
+            EventRecord(
+                seq=i + 1,
+                event=FixMessageSeen(
+                    ts_event=m.ts_handled, session_id=m.session_id,
+                    outbound=m.direction is FixDirection.OUTBOUND,
+                    msg_type=field_value(m.raw, 35), seq_num=int(field_value(m.raw, 34) or 0),
+                    raw=m.raw, ts_created=m.ts_created, ts_wire=m.ts_wire,
+                ),
+            )
+            for i, m in enumerate(chain)
+        ]  # fmt: skip
+        self.fix.on_events(records)
+        if 0 <= pos < len(records):
+            row = self.fix.model.row_of(pos + 1)
+            index = self.fix.proxy.mapFromSource(self.fix.model.index(row, 0))
+            self.fix.table.selectionModel().setCurrentIndex(
+                index,
+                QItemSelectionModel.SelectionFlag.ClearAndSelect
+                | QItemSelectionModel.SelectionFlag.Rows,
+            )
+
+    # ------------------------------------------------------------------ cursor, ladder, span
+    def _follow_symbol(self, symbol: str) -> None:
+        shown = [c.day.label for c in self.stack.charts if c.overlay is not None]
+        label = next((d.label for d in self.days if d.symbol == symbol and d.label in shown), "")
+        label = label or next((d.label for d in self.days if d.symbol == symbol), symbol)
+        if self.ladder_symbol.currentText() != label:
+            self.ladder_symbol.setCurrentText(label)
+
+    def _on_ladder_symbol(self, label: str) -> None:
+        self.ladder_model.set_symbol(label)
+        if self.stack.cursor_ns is not None:
+            self._on_cursor(self.stack.cursor_ns)
+
+    def _on_cursor(self, ts: int) -> None:
+        label = self.ladder_symbol.currentText()
+        day = next((d for d in self.days if d.label == label), None)
+        if day is not None:
+            self.depth_lookup.request((day, int(ts)))
+        if not self.replay.timer.isActive():
+            self.replay.seek(int(ts))
+
+    @staticmethod
+    def _depth_for(arg: tuple[InstrumentDay, int]) -> tuple[str, Depth, int]:
+        day, ts = arg
+        last = day.quote_at(ts)
+        tick = day.source.tick_size
+        last_ticks = 0 if math.isnan(last.last_px) else round(last.last_px / tick)
+        return day.label, day.depth_at(ts, 10), last_ticks
+
+    def _show_depth(self, result: tuple[str, Depth, int]) -> None:
+        symbol, depth, last = result
+        self.last_depth = depth
+        self.ladder_model.set_depth(
+            DepthChanged(
+                ts_event=depth.ts, symbol=symbol, bids=tuple(depth.bids), asks=tuple(depth.asks),
+                last_trade_px_ticks=last, own=(),
+            )
+        )  # fmt: skip
+        self.ladder_model.centre()
+        tz = self.replay.tz_name
+        at = f"{format_ns(depth.ts, zone(tz), 1.0)}.{depth.ts % NS:09d}"[:-3]
+        self.ladder_caption.setText(f"{symbol} at {at} {tz} · from {depth.source}")
+
+    def _on_replay(self, ts: int) -> None:
+        self.stack.set_cursor(ts)
+        t0, t1 = self.stack.view_ns()
+        if not t0 <= ts <= t1:
+            half = (t1 - t0) // 2
+            self.stack.set_view(ts - half, ts + half)
+
+    def _toggle_span(self, on: bool) -> None:
+        if not on:
+            self.stack.set_span(None)
+            return
+        t0, t1 = self.stack.view_ns()
+        third = (t1 - t0) // 3
+        self.stack.set_span((t0 + third, t1 - third))
+
+    def _on_span(self, t0: int, t1: int) -> None:
+        self.show_stats(int(t0), int(t1))
+
+    def show_stats(self, t0: int, t1: int) -> list[RangeStats]:
+        """Compute and show the statistics of ``[t0, t1]`` for every charted instrument."""
+        stats = [d.range_stats(t0, t1) for d in self.days]
+        charts = {id(c.day): c for c in self.stack.charts}
+        self.stats.show_stats(
+            stats,
+            [charts[id(d)].decimals if id(d) in charts else 2 for d in self.days],
+            [d.label for d in self.days],
+        )
+        return stats
+
+    # ------------------------------------------------------------------ jobs
+    def _start(self, job: Job) -> Job:
+        self.jobs.append(job)
+        job.progress.connect(self._on_progress)
+        job.failed.connect(self._fail)
+        for sig in (job.finished, job.failed, job.cancelled):
+            sig.connect(lambda *_a, j=job: self._job_done(j))
+        self.progress_label.setText(job.title)
+        self.progress.setValue(0)
+        self.progress_row.show()
+        return job.start()
+
+    def _on_progress(self, fraction: float, text: str) -> None:
+        self.progress.setValue(int(fraction * 1000))
+        self.progress.setFormat(text)
+
+    def _job_done(self, job: Job) -> None:
+        if job in self.jobs:
+            self.jobs.remove(job)
+        if not self.jobs:
+            self.progress_row.hide()
+
+    def cancel_jobs(self) -> None:
+        """Cancel every running job."""
+        for job in self.jobs:
+            job.cancel()
+
+    def _fail(self, message: str) -> None:
+        log.warning("%s", message)
+        self.progress_label.setText(message)
+        self.error.emit(message)
+
+    def replay_step_ns(self) -> int:
+        """Return how far the replay moves per timer tick at the current speed (ns)."""
+        return int(REPLAY_TICK_MS * 1_000_000 * float(self.replay.speed.currentData()))
+
+    def closeEvent(self, event: Any) -> None:
+        """Stop running jobs and close the stores."""
+        self.cancel_jobs()
+        for job in list(self.jobs):
+            job.wait(2.0)
+        for store in self.stores.values():
+            store.close()
+        self.stores.clear()
+        super().closeEvent(event)
+
+
+__all__ = ["NS", "AnalyzerWorkspace", "ChartStack", "DayBrowser", "ReplayBar", "StatsTable"]

@@ -112,8 +112,8 @@ def _tokenize(
                 want_tag = data_tags[tag]
                 want_len = length
         tags[k] = -tag if neg else tag
-        vstart[k] = vs
-        vend[k] = i
+        vstart[k] = vs - start  # relative to the frame: small numbers, cheap to hand over
+        vend[k] = i - start
         k += 1
         i += 1
     return k
@@ -145,8 +145,8 @@ def scan_frames(  # noqa: C901  (one pass, one kernel: splitting costs calls)
     msgs : int64[:, MSG_COLUMNS]
         Output, one row per frame (start, end, first field, field count, status). Mutated.
     tags, vstart, vend : int64[:]
-        Output per field: tag number (negative when written with a minus sign) and absolute
-        value offsets ``[vstart, vend)`` into ``buf``. Mutated.
+        Output per field: tag number (negative when written with a minus sign) and value
+        offsets ``[vstart, vend)`` relative to the start of the field's frame. Mutated.
     data_tags : int64[:]
         ``data_tags[length_tag]`` is the DATA tag whose byte count ``length_tag`` gives
         (RawDataLength <95> -> RawData <96>), 0 elsewhere; such values may contain SOH.

@@ -127,6 +127,11 @@ def default_precision(begin_string: str) -> int:
 # ------------------------------------------------------------------------------------ encoding
 
 _PREFIX: list[bytes] = [b"%d=" % t for t in range(10000)]
+# BodyLength <9> values with their SOH, and the whole CheckSum <10> field, by number: looked
+# up rather than formatted for every message.
+_MAX_LENGTH = 4096
+_LENGTH: list[bytes] = [b"%d\x01" % n for n in range(_MAX_LENGTH)]
+_TRAILER: list[bytes] = [b"10=%03d\x01" % cs for cs in range(256)]
 
 
 def _pfx(tag: int) -> bytes:
@@ -174,11 +179,13 @@ def checksum_bytes(data: bytes) -> bytes:
 
 def finish(begin_string: bytes, body: bytes) -> bytes:
     """Wrap ``body`` (everything from ``35=`` to the last SOH) with 8, 9 and 10."""
-    head = b"8=" + begin_string + b"\x019=%d\x01" % len(body)
-    msg = head + body
+    n = len(body)
+    length = _LENGTH[n] if n < _MAX_LENGTH else b"%d\x01" % n
+    msg = b"8=" + begin_string + b"\x019=" + length + body
     # checksum() inlined for the usual short message (see there).
-    cs = ((_adler32(msg) & 0xFFFF) - 1) & 0xFF if len(msg) <= 256 else checksum(msg)
-    return msg + b"10=%03d\x01" % cs
+    if len(msg) <= 256:
+        return msg + _TRAILER[((_adler32(msg) & 0xFFFF) - 1) & 0xFF]
+    return msg + _TRAILER[checksum(msg)]
 
 
 def encode(
@@ -283,10 +290,30 @@ class MessageTemplate:
         parts = self._parts
         parts[1:-1:2] = values
         body = b"".join(parts)
-        msg = self._begin + b"%d\x01" % len(body) + body
+        n = len(body)
+        msg = self._begin + (_LENGTH[n] if n < _MAX_LENGTH else b"%d\x01" % n) + body
         # checksum() inlined for the usual short message (see there).
-        cs = ((_adler32(msg) & 0xFFFF) - 1) & 0xFF if len(msg) <= 256 else checksum(msg)
-        return msg + b"10=%03d\x01" % cs
+        if len(msg) <= 256:
+            return msg + _TRAILER[((_adler32(msg) & 0xFFFF) - 1) & 0xFF]
+        return msg + _TRAILER[checksum(msg)]
+
+    def encode2(self, first: bytes, second: bytes, rest: Sequence[bytes]) -> bytes:
+        """Return ``encode((first, second, *rest))``, without building that sequence.
+
+        A session template's first two slots are MsgSeqNum <34> and SendingTime <52>.
+        """
+        parts = self._parts
+        parts[1] = first
+        parts[3] = second
+        parts[5:-1:2] = rest
+        body = b"".join(parts)
+        # The rest as in encode() (written out: a call costs as much as the rest of it).
+        n = len(body)
+        msg = self._begin + (_LENGTH[n] if n < _MAX_LENGTH else b"%d\x01" % n) + body
+        # checksum() inlined for the usual short message (see there).
+        if len(msg) <= 256:
+            return msg + _TRAILER[((_adler32(msg) & 0xFFFF) - 1) & 0xFF]
+        return msg + _TRAILER[checksum(msg)]
 
 
 # ------------------------------------------------------------------------------------ decoding
@@ -337,7 +364,7 @@ class DecodedBatch:
     msgs : int64[n, MSG_COLUMNS]
         One row per frame (start, end, first field, field count, status).
     tags, vstart, vend : int64[:]
-        Field tags and value offsets.
+        Field tags and value offsets, relative to the start of the field's frame.
     """
 
     __slots__ = ("_fields", "_rows", "buf", "msgs", "tags", "vend", "vstart")
@@ -381,11 +408,12 @@ class DecodedBatch:
         return fields
 
     def message(self, i: int, ts_recv: int = 0) -> FixMessage:
-        """Return frame ``i`` as a :class:`FixMessage` (copies its offsets)."""
+        """Return frame ``i`` as a :class:`FixMessage` (copies its bytes and offsets)."""
         start, end, a, count, _ = self.rows[i]
         b = a + count
         tags, vstart, vend = self.field_lists()
-        return FixMessage(self.buf, start, end, tags[a:b], vstart[a:b], vend[a:b], ts_recv)
+        raw = self.buf[start:end]
+        return FixMessage(raw, 0, end - start, tags[a:b], vstart[a:b], vend[a:b], ts_recv)
 
 
 class FixDecoder:
@@ -500,8 +528,6 @@ class FixDecoder:
                 part[:, 0:2] += consumed
                 part[:, 2] += nf
                 parts.append(part)
-                vs[:nf2] += consumed
-                ve[:nf2] += consumed
                 nf += nf2
                 consumed += used
             all_rows = np.concatenate(parts)
@@ -544,7 +570,13 @@ class FixDecoder:
         vend = batch.vend.tolist()
         return [
             FixMessage(
-                buf, start, end, tags[a : a + n], vstart[a : a + n], vend[a : a + n], ts_recv
+                buf[start:end],
+                0,
+                end - start,
+                tags[a : a + n],
+                vstart[a : a + n],
+                vend[a : a + n],
+                ts_recv,
             )
             for start, end, a, n, status in rows
             if not status

@@ -11,7 +11,8 @@ Neither class validates against a data dictionary; that is ``engine.fix.validati
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import operator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from decimal import Decimal
 from typing import TypeAlias
 
@@ -203,6 +204,21 @@ class FixMessage:
             if t == tag
         ]
 
+    def values_pass(self, checks: Iterable[tuple[int, Callable[[bytes], bool]]]) -> bool:
+        """Return whether no field is empty and ``check(value)`` holds for every check given.
+
+        ``checks`` holds ``(position, check)`` pairs, positions in wire order; values are
+        sliced only for them.
+        """
+        starts, ends = self._starts, self._ends
+        if not all(map(operator.lt, starts, ends)):
+            return False
+        buf = self._buf
+        for i, check in checks:  # noqa: SIM110  (a loop: no generator object per message)
+            if not check(buf[starts[i] : ends[i]]):
+                return False
+        return True
+
     def session_header(self) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes] | None:
         """Return the session header values when the message starts in the standard layout.
 
@@ -215,16 +231,9 @@ class FixMessage:
         if self._tags[:7] != _STD_HEADER:
             return None
         buf = self._buf
-        s = self._starts
-        e = self._ends
-        return (
-            buf[s[0] : e[0]],
-            buf[s[2] : e[2]],
-            buf[s[3] : e[3]],
-            buf[s[4] : e[4]],
-            buf[s[5] : e[5]],
-            buf[s[6] : e[6]],
-        )
+        s0, _, s2, s3, s4, s5, s6 = self._starts[:7]
+        e0, _, e2, e3, e4, e5, e6 = self._ends[:7]
+        return buf[s0:e0], buf[s2:e2], buf[s3:e3], buf[s4:e4], buf[s5:e5], buf[s6:e6]
 
     @property
     def msg_type(self) -> bytes:

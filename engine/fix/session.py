@@ -69,7 +69,7 @@ from engine.fix.validation import (
     IssueKind,
     ValidationIssue,
     ValidationOptions,
-    validate,
+    validate_message,
 )
 
 _log = logging.getLogger(__name__)
@@ -376,6 +376,8 @@ class FixSession:
         self._out: list[bytes] = []
         self._depth = 0
         self._responder: Callable[[bytes], None] | None = None
+        # The application last found not to override to_app (send_template's fast path).
+        self._plain_app: Application | None = None
         bs = config.begin_string
         self._bs = bs
         self._begin = bs.encode()
@@ -686,7 +688,9 @@ class FixSession:
         identity = order == tuple(range(len(order)))
         return AppTemplate(self, mt, given, encoder, None if identity else order)
 
-    def send_template(self, template: AppTemplate, values: Sequence[bytes]) -> bool:
+    def send_template(  # noqa: C901  (one hot path, its checks inlined)
+        self, template: AppTemplate, values: Sequence[bytes]
+    ) -> bool:
         """Send ``template`` with ``values`` in its slots; like :meth:`send`, faster.
 
         The message is built as bytes directly, without an :class:`OutMessage`, unless the
@@ -700,8 +704,11 @@ class FixSession:
         """
         if template.session is not self:
             raise ValueError("template belongs to another session")
-        if type(self.app).to_app is not Application.to_app:
-            return self.send(template.message(values))
+        app = self.app
+        if app is not self._plain_app:  # checked once per application object
+            if type(app).to_app is not Application.to_app:
+                return self.send(template.message(values))
+            self._plain_app = app
         outside = self._depth == 0
         if outside:
             self._now = self._clock.now_ns()
@@ -717,7 +724,7 @@ class FixSession:
         ts = self._ts
         if now // self._ts_unit != self._ts_key:  # _timestamp(), inlined
             ts = self._timestamp()
-        raw = template._encoder.encode((b"%d" % seq, ts, *values))
+        raw = template._encoder.encode2(b"%d" % seq, ts, values)
         st.last_sent_ns = now
         if self._persist:
             store.set(seq, raw)
@@ -891,7 +898,7 @@ class FixSession:
         app_dd = self._app_dd(msg) if self._is_fixt else None
         if self._is_fixt and app_dd is None and not dd.is_msg_type(msg.msg_type.decode("latin-1")):
             return None
-        return validate(msg.pairs, dd, app_dd, self.config.validation)
+        return validate_message(msg, dd, app_dd, self.config.validation)
 
     def _next(self, msg: FixMessage, queued: bool) -> None:  # noqa: C901  (QuickFIX's dispatch)
         st = self.state
@@ -938,6 +945,12 @@ class FixSession:
         if not queued and st.queue:
             self._next_queued()
         if st.received_logon and st.sent_logon:  # st.logged_on, inlined
+            if self.enabled and self.schedule is None and not st.sent_logout:
+                # _next_timer's usual answer, inlined: nothing due (see there).
+                hb = st.heart_bt_int * _NS
+                now = self._now
+                if hb == 0 or (now - st.last_sent_ns < hb and now - st.last_received_ns < hb):
+                    return
             self._next_timer()
 
     def _dispatch(self, msg: FixMessage, mt: bytes) -> None:  # noqa: C901  (QuickFIX's order)

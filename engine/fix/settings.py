@@ -115,10 +115,16 @@ class SettingsProblem:
 
 
 class SettingsError(ValueError):
-    """A settings file has errors; ``problems`` lists all of them (the message shows them)."""
+    """A settings file has errors; ``problems`` lists all of them (the message shows them).
 
-    def __init__(self, problems: list[SettingsProblem]) -> None:
+    ``warnings`` holds the warnings found in the same pass (for editors that show both).
+    """
+
+    def __init__(
+        self, problems: list[SettingsProblem], warnings: list[SettingsProblem] | None = None
+    ) -> None:
         self.problems = problems
+        self.warnings = warnings or []
         super().__init__("\n".join(str(p) for p in problems))
 
 
@@ -996,7 +1002,7 @@ class SettingsFile:
             seen[sid] = line_no
             built.append(s)
         if errors:
-            raise SettingsError(errors)
+            raise SettingsError(errors, self.warnings)
         self.sessions = built
 
     def _scan(self) -> tuple[dict[str, _Value], list[tuple[int, dict[str, _Value]]]]:

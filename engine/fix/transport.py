@@ -114,7 +114,9 @@ class _Connection(asyncio.Protocol):
                 self._check()
                 continue
             b = a + count
-            msg = FixMessage(buf, start, end, tags[a:b], vstart[a:b], vend[a:b], now)
+            # Offsets are relative to the frame: the message gets its own bytes.
+            raw = buf[start:end]
+            msg = FixMessage(raw, 0, end - start, tags[a:b], vstart[a:b], vend[a:b], now)
             if session is None:
                 session = self._owner.route(self, msg)
                 if session is None:

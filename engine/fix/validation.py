@@ -68,6 +68,7 @@ from engine.fix.fields import (
     check_format,
     select_body_dictionary,
 )
+from engine.fix.message import FixMessage
 
 __all__ = [
     "REJECT_TEXTS",
@@ -78,6 +79,7 @@ __all__ = [
     "find_issues",
     "unsupported_message_type",
     "validate",
+    "validate_message",
 ]
 
 
@@ -319,6 +321,29 @@ def validate(
                 elif _values_ok(checks, pairs):
                     return None
     return next(_issues(pairs, dictionary, app_dictionary, options), None)
+
+
+def validate_message(
+    msg: FixMessage,
+    dictionary: DataDictionary,
+    app_dictionary: DataDictionary | None = None,
+    options: ValidationOptions = DEFAULT_OPTIONS,
+) -> ValidationIssue | None:
+    """Return :func:`validate` of a decoded message's fields, reading only what it must.
+
+    A message in a layout already found valid needs only the value checks of that layout;
+    they run on the message's fields in place, without building its ``(tag, value)`` list.
+    Anything else is ``validate(msg.pairs, ...)``.
+    """
+    tags = msg.tags
+    if len(tags) > 2 and tags[2] == 35 and tags[0] == 8 and tags[1] == 9:
+        plans = dictionary._derived.get(app_dictionary)
+        plan = plans.get(msg.get(35) or b"") if plans is not None else None
+        if plan is not None:
+            checks = plan.checked.get(tuple(tags))
+            if checks is not None and msg.values_pass(checks):
+                return None
+    return validate(msg.pairs, dictionary, app_dictionary, options)
 
 
 def _validate_reference(
@@ -641,7 +666,7 @@ class _GroupPlan:
 
 
 class _Plan:
-    __slots__ = ("required", "shapes", "top")
+    __slots__ = ("checked", "required", "shapes", "top")
 
     def __init__(
         self, sdd: DataDictionary, add: DataDictionary, mdef: MessageDef, begin: bytes
@@ -682,11 +707,15 @@ class _Plan:
         self.required = frozenset(t for _, tags in required_by_level for t in tags)
         #: Tag sequences found valid, with the value check of each position.
         self.shapes: dict[tuple[int, ...], list[_Check]] = {}
+        #: The same layouts with only the positions that have a value check.
+        self.checked: dict[tuple[int, ...], list[tuple[int, Callable[[bytes], bool]]]] = {}
 
     def remember(self, shape: tuple[int, ...], checks: list[_Check]) -> None:
         if len(self.shapes) >= _MAX_SHAPES:
             self.shapes.clear()
+            self.checked.clear()
         self.shapes[shape] = checks
+        self.checked[shape] = [(i, c) for i, c in enumerate(checks) if c is not None]
 
 
 def _plan_for(sdd: DataDictionary, app_dd: DataDictionary | None, mt: bytes) -> _Plan | None:

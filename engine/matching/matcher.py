@@ -34,6 +34,11 @@ from engine.types import (
 
 _TIFS = (TIF_DAY, TIF_GTC, TIF_IOC, TIF_FOK)
 
+#: Events of :meth:`Matcher.submit_one` are tuples in ``EXEC_EVENT_DTYPE`` field order; these
+#: are the positions of the fields in them.
+EV_TS, EV_ORDER_ID, EV_OTHER_ID, EV_PX, EV_QTY, EV_LEAVES, EV_CMD = 0, 1, 2, 3, 4, 5, 6
+EV_SIDE, EV_KIND, EV_LIQUIDITY, EV_REASON = 7, 8, 9, 10
+
 
 def _first_bad(
     field: str, mask: npt.NDArray[np.bool_], values: npt.NDArray[np.generic], why: str
@@ -80,6 +85,26 @@ def validate_cmds(cmds: npt.NDArray[np.void]) -> None:
     _first_bad("qty", (act != CMD_CANCEL) & (qty <= 0), qty, "must be > 0")
 
 
+def _check_one(action: int, order_id: int, side: int, ord_type: int, tif: int, qty: int) -> None:
+    # validate_cmds for one command given as scalars (same rules, same order, same texts).
+    new = action == CMD_NEW
+    bad: tuple[str, int, str] | None = None
+    if not CMD_NEW <= action <= CMD_REPLACE:
+        bad = ("action", action, "must be CMD_NEW, CMD_CANCEL or CMD_REPLACE")
+    elif order_id == ID_EMPTY:
+        bad = ("order_id", order_id, "is the reserved empty-bucket marker")
+    elif new and side != BUY and side != SELL:
+        bad = ("side", side, "must be BUY (1) or SELL (-1)")
+    elif new and ord_type != ORD_LIMIT and ord_type != ORD_MARKET:
+        bad = ("ord_type", ord_type, "must be ORD_LIMIT or ORD_MARKET")
+    elif new and tif not in _TIFS:
+        bad = ("tif", tif, "must be TIF_DAY, TIF_GTC, TIF_IOC or TIF_FOK")
+    elif action != CMD_CANCEL and qty <= 0:
+        bad = ("qty", qty, "must be > 0")
+    if bad is not None:
+        raise ValueError(f"cmds[0].{bad[0]}: {bad[2]}, got {bad[1]!r}")
+
+
 class Matcher:
     """A price-time priority matching engine for one instrument.
 
@@ -96,7 +121,7 @@ class Matcher:
         same ``owner`` (``owner < 0`` never self-trades).
     """
 
-    __slots__ = ("_a", "_out", "_stp")
+    __slots__ = ("_a", "_one", "_out", "_stp")
 
     def __init__(
         self, px_min: int, n_levels: int, capacity: int = 1 << 16, stp: int = STP_NONE
@@ -106,6 +131,7 @@ class Matcher:
         self._a = L3Arrays(px_min, n_levels, capacity, PRIO_DEFAULT)
         self._stp = stp
         self._out = np.zeros(1024, EXEC_EVENT_DTYPE)
+        self._one = make_cmds(1)
 
     @property
     def book(self) -> L3Book:
@@ -151,6 +177,42 @@ class Matcher:
                 break
             a.grow()
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def submit_one(
+        self,
+        ts: int,
+        order_id: int,
+        px: int,
+        qty: int,
+        owner: int,
+        side: int,
+        action: int,
+        ord_type: int,
+        tif: int,
+    ) -> list[tuple[int, ...]]:
+        """Process one command given field by field; return its events as tuples.
+
+        The same checks and results as :meth:`submit` of a one-row batch, without building
+        arrays per call: the path of a simulator that sees orders one at a time. Each event
+        is a tuple in ``EXEC_EVENT_DTYPE`` field order (index it with the ``EV_*`` constants).
+
+        Raises
+        ------
+        ValueError
+            If the command is malformed (see :func:`validate_cmds`); nothing is processed.
+        """
+        _check_one(action, order_id, side, ord_type, tif, qty)
+        cmd = self._one
+        cmd[0] = (ts, order_id, px, qty, owner, side, action, ord_type, tif)
+        while True:
+            self._reserve(1)
+            a = self._a
+            done, m = k.match_batch(
+                a.o, a.lv, a.st, a.keys, a.vals, a.free, cmd, self._out, self._stp
+            )
+            if done:
+                return self._out[:m].tolist()  # type: ignore[no-any-return]
+            a.grow()
 
 
 def make_cmds(n: int) -> npt.NDArray[np.void]:

@@ -36,13 +36,10 @@ from engine.oms.fixcodes import (
     ORD_TYPE_TO_FIX,
     SIDE_TO_FIX,
     TIF_TO_FIX,
+    FixNumbers,
     FixValueError,
     fix_to_exec_type,
     fix_to_ord_status,
-    px_text,
-    px_ticks,
-    qty_lots,
-    qty_text,
 )
 from engine.oms.order import Order, PendingRequest
 from engine.oms.venue import CancelReject, ExecutionReport
@@ -52,8 +49,6 @@ log = logging.getLogger(__name__)
 
 #: How many sent order messages are remembered for mapping session Rejects back to orders.
 SENT_MEMORY = 100_000
-#: How many price or quantity texts are remembered per instrument (cleared when full).
-TEXT_MEMORY = 4_096
 
 _Layout = tuple[tuple[int, bytes | None], ...]
 
@@ -77,6 +72,11 @@ _LAYOUTS: dict[tuple[str, bool, bool], _Layout] = {
     ("H", False, True): _layout(11, 37, 54, 55),
     ("H", False, False): _layout(11, 54, 55),
 }
+
+
+_NEW_LIMIT = ("D", True, False)
+_NEW_OTHER = ("D", False, False)
+_LIMIT = ORD_TYPE_TO_FIX[OrdType.LIMIT]
 
 
 class ReportSink(Protocol):
@@ -142,9 +142,8 @@ class FixVenue(Application):
         self._ts_unit = 1_000_000
         self._ts_key = -1
         self._ts = b""
-        # Price and quantity texts by symbol (dropped when the symbol is routed again).
-        self._px_texts: dict[str, dict[int, bytes]] = {}
-        self._qty_texts: dict[str, dict[int, bytes]] = {}
+        # Price and quantity conversions by symbol (made afresh when it is routed again).
+        self._numbers: dict[str, FixNumbers] = {}
 
     # ------------------------------------------------------------------ wiring
     @property
@@ -165,8 +164,7 @@ class FixVenue(Application):
         """Deliver what the venue says about ``instrument`` to ``sink`` (its order manager)."""
         self.instruments[instrument.symbol] = instrument
         self._sinks[instrument.symbol] = sink
-        self._px_texts.pop(instrument.symbol, None)
-        self._qty_texts.pop(instrument.symbol, None)
+        self._numbers[instrument.symbol] = FixNumbers(instrument)
 
     def set_market_data(self, market: MarketData) -> None:
         """Subscribe to the routed instruments at each logon and feed ``market`` with them."""
@@ -179,30 +177,34 @@ class FixVenue(Application):
 
     def submit(self, order: Order) -> None:
         """Send a NewOrderSingle <D>."""
-        ins = self.instruments[order.symbol]
+        nums = self._numbers[order.symbol]
         clordid = order.client_order_id
-        limit = order.ord_type is OrdType.LIMIT
         # ClOrdID <11>, [HandlInst <21>], OrderQty <38>, OrdType <40>, Price <44> if limit,
         # Side <54>, Symbol <55>, TimeInForce <59>, TransactTime <60>.
-        values = [clordid.encode(), self._qty_text(ins, order.qty_lots)]
-        values.append(ORD_TYPE_TO_FIX[order.ord_type])
-        if limit:
-            values.append(self._px_text(ins, order.px_ticks))
-        values.append(SIDE_TO_FIX[order.side])
-        values.append(order.symbol.encode())
-        values.append(TIF_TO_FIX[order.time_in_force])
-        values.append(self._now_text())
-        self._send_order(("D", limit, False), values, clordid, order.symbol)
+        if order.ord_type is OrdType.LIMIT:
+            values = [
+                clordid.encode(), nums.qty_text(order.qty_lots), _LIMIT,
+                nums.px_text(order.px_ticks), SIDE_TO_FIX[order.side], nums.symbol,
+                TIF_TO_FIX[order.time_in_force], self._now_text(),
+            ]  # fmt: skip
+            self._send_order(_NEW_LIMIT, values, clordid, order.symbol)
+            return
+        values = [
+            clordid.encode(), nums.qty_text(order.qty_lots), ORD_TYPE_TO_FIX[order.ord_type],
+            SIDE_TO_FIX[order.side], nums.symbol, TIF_TO_FIX[order.time_in_force],
+            self._now_text(),
+        ]  # fmt: skip
+        self._send_order(_NEW_OTHER, values, clordid, order.symbol)
 
     def cancel(self, order: Order, request: PendingRequest) -> None:
         """Send an OrderCancelRequest <F>."""
-        ins = self.instruments[order.symbol]
+        nums = self._numbers[order.symbol]
         # ClOrdID <11>, OrderID <37> if known, OrderQty <38>, OrigClOrdID <41>, Side <54>,
         # Symbol <55>, TransactTime <60>.
         values = [request.client_order_id.encode()]
         if order.venue_order_id:
             values.append(order.venue_order_id.encode())
-        values.append(self._qty_text(ins, order.qty_lots))
+        values.append(nums.qty_text(order.qty_lots))
         values.append(order.client_order_id.encode())
         values.append(SIDE_TO_FIX[order.side])
         values.append(order.symbol.encode())
@@ -212,7 +214,7 @@ class FixVenue(Application):
 
     def replace(self, order: Order, request: PendingRequest) -> None:
         """Send an OrderCancelReplaceRequest <G>."""
-        ins = self.instruments[order.symbol]
+        nums = self._numbers[order.symbol]
         limit = order.ord_type is OrdType.LIMIT
         # ClOrdID <11>, [HandlInst <21>], OrderID <37> if known, OrderQty <38>, OrdType <40>,
         # OrigClOrdID <41>, Price <44> if limit, Side <54>, Symbol <55>, TimeInForce <59>,
@@ -220,11 +222,11 @@ class FixVenue(Application):
         values = [request.client_order_id.encode()]
         if order.venue_order_id:
             values.append(order.venue_order_id.encode())
-        values.append(self._qty_text(ins, request.qty_lots))
+        values.append(nums.qty_text(request.qty_lots))
         values.append(ORD_TYPE_TO_FIX[order.ord_type])
         values.append(order.client_order_id.encode())
         if limit:
-            values.append(self._px_text(ins, request.px_ticks))
+            values.append(nums.px_text(request.px_ticks))
         values.append(SIDE_TO_FIX[order.side])
         values.append(order.symbol.encode())
         values.append(TIF_TO_FIX[order.time_in_force])
@@ -252,28 +254,6 @@ class FixVenue(Application):
             self._ts = format_timestamp(now, self._precision)
         return self._ts
 
-    def _px_text(self, ins: Instrument, ticks: int) -> bytes:
-        texts = self._px_texts.get(ins.symbol)
-        if texts is None:
-            texts = self._px_texts[ins.symbol] = {}
-        text = texts.get(ticks)
-        if text is None:
-            if len(texts) >= TEXT_MEMORY:
-                texts.clear()
-            text = texts[ticks] = px_text(ins, ticks)
-        return text
-
-    def _qty_text(self, ins: Instrument, lots: int) -> bytes:
-        texts = self._qty_texts.get(ins.symbol)
-        if texts is None:
-            texts = self._qty_texts[ins.symbol] = {}
-        text = texts.get(lots)
-        if text is None:
-            if len(texts) >= TEXT_MEMORY:
-                texts.clear()
-            text = texts[lots] = qty_text(ins, lots)
-        return text
-
     def _send_order(
         self, key: tuple[str, bool, bool], values: list[bytes], clordid: str, symbol: str
     ) -> None:
@@ -288,8 +268,12 @@ class FixVenue(Application):
             template = templates.get(key)
             if template is None:
                 template = templates[key] = session.template(key[0], _LAYOUTS[key])
-            # The MsgSeqNum <34> this message goes out under, for mapping a Reject back.
-            self._remember(session.next_sender_seq_num, key[0], clordid)
+            # The MsgSeqNum <34> this message goes out under, for mapping a Reject back
+            # (_remember, inlined).
+            sent = self._sent
+            sent[session.store.next_sender_seq_num] = (key[0], clordid)
+            if len(sent) > SENT_MEMORY:
+                self._forget_oldest()
             if session.send_template(template, values):
                 return
         self._refuse(key[0], clordid, symbol)
@@ -319,8 +303,12 @@ class FixVenue(Application):
         sent = self._sent
         sent[seq] = (msg_type, clordid)
         if len(sent) > SENT_MEMORY:
-            for old in list(sent)[: SENT_MEMORY // 10]:
-                del sent[old]
+            self._forget_oldest()
+
+    def _forget_oldest(self) -> None:
+        sent = self._sent
+        for old in list(sent)[: SENT_MEMORY // 10]:
+            del sent[old]
 
     # ------------------------------------------------------------------ Application
     def on_logon(self, session_id: SessionID) -> None:
@@ -378,34 +366,36 @@ class FixVenue(Application):
             log.warning("%s: %s", session_id, e)
             raise IncorrectTagValue(e.tag) from e
 
-    def _sink(self, symbol: str) -> tuple[ReportSink, Instrument]:
+    def _sink(self, symbol: str) -> tuple[ReportSink, FixNumbers]:
         sink = self._sinks.get(symbol)
         if sink is None:
             raise FixValueError(55, symbol.encode(), "is not an instrument this engine trades")
-        return sink, self.instruments[symbol]
+        return sink, self._numbers[symbol]
 
     def _on_execution_report(self, m: FixMessage) -> None:
-        symbol = (m.get(55) or b"").decode("latin-1")
-        sink, ins = self._sink(symbol)
-        side = FIX_TO_SIDE.get(m.get(54) or b"")
-        last_qty = m.get(32)
+        get = m.get
+        sink, nums = self._sink((get(55) or b"").decode("latin-1"))
+        last_qty = get(32)
+        last_px = get(31) if last_qty else None
+        order_qty = get(38)
+        px = get(44)
         rep = ExecutionReport(
-            client_order_id=(m.get(11) or b"").decode("latin-1"),
-            orig_client_order_id=(m.get(41) or b"").decode("latin-1"),
-            venue_order_id=(m.get(37) or b"").decode("latin-1"),
-            exec_id=(m.get(17) or b"").decode("latin-1"),
-            exec_type=fix_to_exec_type(m.get(150)),
-            ord_status=fix_to_ord_status(m.get(39)),
-            side=side,
-            leaves_qty_lots=qty_lots(ins, 151, m.get(151)),
-            cum_qty_lots=qty_lots(ins, 14, m.get(14)),
-            last_qty_lots=qty_lots(ins, 32, last_qty) if last_qty else 0,
-            last_px_ticks=px_ticks(ins, 31, m.get(31)) if last_qty and m.get(31) else 0,
-            order_qty_lots=qty_lots(ins, 38, m.get(38)) if m.get(38) else 0,
-            px_ticks=px_ticks(ins, 44, m.get(44)) if m.get(44) else 0,
-            text=(m.get(58) or b"").decode("latin-1"),
-            poss_resend=m.get(97) == b"Y",
-            ts_event=parse_timestamp(m.get(60) or b"") or 0,
+            client_order_id=(get(11) or b"").decode("latin-1"),
+            orig_client_order_id=(get(41) or b"").decode("latin-1"),
+            venue_order_id=(get(37) or b"").decode("latin-1"),
+            exec_id=(get(17) or b"").decode("latin-1"),
+            exec_type=fix_to_exec_type(get(150)),
+            ord_status=fix_to_ord_status(get(39)),
+            side=FIX_TO_SIDE.get(get(54) or b""),
+            leaves_qty_lots=nums.qty_lots(151, get(151)),
+            cum_qty_lots=nums.qty_lots(14, get(14)),
+            last_qty_lots=nums.qty_lots(32, last_qty) if last_qty else 0,
+            last_px_ticks=nums.px_ticks(31, last_px) if last_px else 0,
+            order_qty_lots=nums.qty_lots(38, order_qty) if order_qty else 0,
+            px_ticks=nums.px_ticks(44, px) if px else 0,
+            text=(get(58) or b"").decode("latin-1"),
+            poss_resend=get(97) == b"Y",
+            ts_event=parse_timestamp(get(60) or b"") or 0,
             ts_recv=m.ts_recv or self.clock.now_ns(),
         )
         sink.on_execution_report(rep)
@@ -449,11 +439,11 @@ class FixVenue(Application):
             book = market.index.get(sym)
             if book is None:
                 continue
-            ins = self.instruments.get(sym)
-            if ins is None:
+            nums = self._numbers.get(sym)
+            if nums is None:
                 continue
-            px = px_ticks(ins, 270, e.get(270))
-            qty = qty_lots(ins, 271, e.get(271)) if e.get(271) else 0
+            px = nums.px_ticks(270, e.get(270))
+            qty = nums.qty_lots(271, e.get(271)) if e.get(271) else 0
             kind = e.get(269)
             if kind in (b"0", b"1"):
                 side = BUY if kind == b"0" else SELL

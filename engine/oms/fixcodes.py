@@ -31,30 +31,39 @@ class FixValueError(ValueError):
         self.tag = tag
 
 
+#: ExecType <150> and OrdStatus <39> codes, both ways (looked up, not computed, per message).
+_EXEC_TYPE_CODE: dict[ExecType, bytes] = {e: _B36[int(e)].encode() for e in ExecType}
+_EXEC_TYPE_OF: dict[bytes, ExecType] = {v: k for k, v in _EXEC_TYPE_CODE.items()}
+_ORD_STATUS_CODE: dict[OrdStatus, bytes] = {s: _B36[int(s)].encode() for s in OrdStatus}
+_ORD_STATUS_OF: dict[bytes, OrdStatus] = {v: k for k, v in _ORD_STATUS_CODE.items()}
+
+
 def exec_type_to_fix(et: ExecType, begin_string: str, status: OrdStatus) -> bytes:
     """Return the ExecType <150> code; FIX 4.2 and earlier say 1/2 for partial/full fills."""
     if et is ExecType.TRADE and begin_string < "FIX.4.3":
         return b"2" if status is OrdStatus.FILLED else b"1"
-    return _B36[int(et)].encode()
+    return _EXEC_TYPE_CODE[et]
 
 
 def fix_to_exec_type(value: bytes | None) -> ExecType:
     """Return the ExecType of a code ("F" -> TRADE)."""
-    if not value or len(value) != 1 or value.decode("latin-1") not in _B36[:19]:
+    et = _EXEC_TYPE_OF.get(value) if value is not None else None
+    if et is None:
         raise FixValueError(150, value, "is not an ExecType")
-    return ExecType(_B36.index(value.decode("latin-1")))
+    return et
 
 
 def ord_status_to_fix(status: OrdStatus) -> bytes:
     """Return the OrdStatus <39> code ("A" for PENDING_NEW)."""
-    return _B36[int(status)].encode()
+    return _ORD_STATUS_CODE[status]
 
 
 def fix_to_ord_status(value: bytes | None) -> OrdStatus:
     """Return the OrdStatus of a code."""
-    if not value or len(value) != 1 or value.decode("latin-1") not in _B36[:15]:
+    status = _ORD_STATUS_OF.get(value) if value is not None else None
+    if status is None:
         raise FixValueError(39, value, "is not an OrdStatus")
-    return OrdStatus(_B36.index(value.decode("latin-1")))
+    return status
 
 
 def px_text(instrument: Instrument, px_ticks: int) -> bytes:
@@ -85,3 +94,79 @@ def qty_lots(instrument: Instrument, tag: int, value: bytes | None) -> int:
         return instrument.qty_to_lots(Decimal(value.decode("latin-1")))
     except (InvalidOperation, ValueError) as e:
         raise FixValueError(tag, value, f"is not a quantity of {instrument.symbol}: {e}") from None
+
+
+#: How many texts :class:`FixNumbers` remembers per direction (it starts afresh when full).
+TEXT_MEMORY = 4_096
+
+
+class FixNumbers:
+    """Prices and quantities of one instrument to and from FIX text, remembered.
+
+    The same few prices and quantities go back and forth all day; each is converted once
+    through ``Decimal`` (:func:`px_text`, :func:`px_ticks`, ...) and then looked up. A text
+    that fails to convert is never remembered, so it fails again with the same
+    :class:`FixValueError`.
+
+    Parameters
+    ----------
+    instrument : Instrument
+        Tick and lot sizes.
+    """
+
+    __slots__ = ("_lots", "_px_texts", "_qty_texts", "_ticks", "instrument", "symbol")
+
+    def __init__(self, instrument: Instrument) -> None:
+        self.instrument = instrument
+        #: Symbol <55> as it goes on the wire.
+        self.symbol = instrument.symbol.encode()
+        self._px_texts: dict[int, bytes] = {}
+        self._qty_texts: dict[int, bytes] = {}
+        self._ticks: dict[bytes, int] = {}
+        self._lots: dict[bytes, int] = {}
+
+    def px_text(self, ticks: int) -> bytes:
+        """Return a price in ticks as FIX decimal text."""
+        texts = self._px_texts
+        text = texts.get(ticks)
+        if text is None:
+            if len(texts) >= TEXT_MEMORY:
+                texts.clear()
+            text = texts[ticks] = px_text(self.instrument, ticks)
+        return text
+
+    def qty_text(self, lots: int) -> bytes:
+        """Return a quantity in lots as FIX decimal text."""
+        texts = self._qty_texts
+        text = texts.get(lots)
+        if text is None:
+            if len(texts) >= TEXT_MEMORY:
+                texts.clear()
+            text = texts[lots] = qty_text(self.instrument, lots)
+        return text
+
+    def px_ticks(self, tag: int, value: bytes | None) -> int:
+        """Parse a FIX price into ticks; raise :class:`FixValueError` naming the tag."""
+        if value is None:
+            raise FixValueError(tag, value, "is missing")
+        known = self._ticks
+        ticks = known.get(value)
+        if ticks is None:
+            ticks = px_ticks(self.instrument, tag, value)
+            if len(known) >= TEXT_MEMORY:
+                known.clear()
+            known[value] = ticks
+        return ticks
+
+    def qty_lots(self, tag: int, value: bytes | None) -> int:
+        """Parse a FIX quantity into lots; raise :class:`FixValueError` naming the tag."""
+        if value is None:
+            raise FixValueError(tag, value, "is missing")
+        known = self._lots
+        lots = known.get(value)
+        if lots is None:
+            lots = qty_lots(self.instrument, tag, value)
+            if len(known) >= TEXT_MEMORY:
+                known.clear()
+            known[value] = lots
+        return lots

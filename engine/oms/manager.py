@@ -18,13 +18,15 @@ from engine.clock import Clock
 from engine.enums import AlertLevel, ExecType, OrdStatus, OrdType, Side, TimeInForce
 from engine.events import ALERTED, Alert, OrderChanged, OrderFilled, OrderView
 from engine.instruments import Instrument
-from engine.oms.order import Order, PendingRequest, is_allowed
+from engine.oms.order import WORKING, Order, PendingRequest, is_allowed
 from engine.oms.risk import OrderIntent, RiskChecker
 from engine.oms.venue import CancelReject, ExecutionReport, Venue
 
 log = logging.getLogger(__name__)
 
 _FILL_TYPES = frozenset({ExecType.TRADE, ExecType.PARTIAL_FILL, ExecType.FILL})
+
+_NOT_COUNTED = (False, 0)
 
 #: Engine-wide order ids (stable across cancel/replace chains and instruments).
 _order_ids = itertools.count(1)
@@ -173,41 +175,25 @@ class OrderManager:
             px_ticks = 0
         now = self.clock.now_ns()
         clordid = client_order_id or self.venue.new_client_order_id()
-        order = Order(
-            order_id=self._next_order_id(),
-            client_order_id=clordid,
-            strategy_id=strategy_id,
-            symbol=self.symbol,
-            side=side,
-            ord_type=ord_type,
-            time_in_force=time_in_force,
-            qty_lots=qty_lots,
-            px_ticks=px_ticks,
-            ts_created=now,
-            ts_last=now,
-            leaves_qty_lots=qty_lots,
-        )
+        order = Order.pending_new(
+            self._next_order_id(), clordid, strategy_id, self.symbol, side, ord_type,
+            time_in_force, qty_lots, px_ticks, now,
+        )  # fmt: skip
         self.orders[order.order_id] = order
         if clordid in self._by_clordid:
             return self._refuse(order, f"duplicate ClOrdID {clordid!r}: already used today")
         self._by_clordid[clordid] = order
+        risk = self.risk
         refusal = (
             None
             if risk_exempt
-            else self.risk.check(
-                OrderIntent(
-                    strategy_id=strategy_id,
-                    symbol=self.symbol,
-                    side=side,
-                    qty_lots=qty_lots,
-                    px_ticks=px_ticks,
-                    tick_value=self._tick_value,
-                )
+            else risk.check_order(
+                strategy_id, self.symbol, side, qty_lots, px_ticks, self._tick_value
             )
         )
         if refusal is not None:
             return self._refuse(order, f"risk: {refusal}")
-        self.risk.record_sent(strategy_id)
+        risk.record_sent(strategy_id)
         order.ts_sent = self.clock.now_ns()
         self._sync_risk(order)
         self._publish(order, "new")
@@ -543,8 +529,8 @@ class OrderManager:
         return order
 
     def _sync_risk(self, order: Order) -> None:
-        was_working, was_leaves = self._counted.get(order.order_id, (False, 0))
-        working = order.is_working
+        was_working, was_leaves = self._counted.get(order.order_id, _NOT_COUNTED)
+        working = order.status in WORKING  # order.is_working, inlined
         leaves = order.leaves_qty_lots if working else 0
         if working != was_working or leaves != was_leaves:
             self.risk.on_working_changed(
@@ -557,7 +543,12 @@ class OrderManager:
             self._counted[order.order_id] = (working, leaves)
 
     def _publish(self, order: Order, change: str) -> None:
-        self.bus.publish(OrderChanged(ts_event=order.ts_last, order=order.view(), change=change))
+        bus = self.bus
+        if not bus.wants(OrderChanged):  # nobody listens: build no view
+            order.published = None
+            return
+        view = order.published = order.view()
+        bus.publish(OrderChanged(ts_event=order.ts_last, order=view, change=change))
 
     def _alert(self, level: AlertLevel, text: str) -> None:
         log.log(int(level), "%s: %s", self.symbol, text, extra=ALERTED)

@@ -7,12 +7,13 @@ order; :data:`ORDER_STATE_TABLE` says which moves a report may make, and a move 
 applied but raised as an alert (the venue is right about its own book; the trader must know).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from engine.enums import OrdStatus, OrdType, Side, TimeInForce
 from engine.events import OrderView
 
 S = OrdStatus
+_new = object.__new__
 
 #: States after which nothing more happens to an order.
 TERMINAL: frozenset[OrdStatus] = frozenset({S.FILLED, S.CANCELED, S.REJECTED, S.EXPIRED})
@@ -113,6 +114,46 @@ class Order:
     ts_sent: int = 0
     ts_acked: int = 0
     ts_last: int = 0
+    #: The view the order manager last published (``None`` if it built none since the last
+    #: change): what :meth:`view` returns now, without building it again.
+    published: OrderView | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def pending_new(
+        cls,
+        order_id: int,
+        client_order_id: str,
+        strategy_id: int,
+        symbol: str,
+        side: Side,
+        ord_type: OrdType,
+        time_in_force: TimeInForce,
+        qty_lots: int,
+        px_ticks: int,
+        ts: int,
+    ) -> "Order":
+        """Return a new order about to be sent: ``PENDING_NEW``, all of it left, created at ``ts``.
+
+        The same order as ``Order(...)`` with these fields, ``leaves_qty_lots=qty_lots`` and
+        ``ts_last=ts``, in half the time (the order manager makes one per order sent). A test
+        checks that every field is set as the generated ``__init__`` sets it.
+        """
+        o = _new(cls)
+        o.order_id, o.client_order_id, o.strategy_id = order_id, client_order_id, strategy_id
+        o.symbol, o.side, o.ord_type, o.time_in_force = symbol, side, ord_type, time_in_force
+        o.qty_lots, o.px_ticks, o.ts_created = qty_lots, px_ticks, ts
+        o.status = OrdStatus.PENDING_NEW
+        o.venue_order_id = ""
+        o.chain = ()
+        o.cum_qty_lots = 0
+        o.leaves_qty_lots = qty_lots
+        o.notional_ticks_lots = 0
+        o.pending = None
+        o.text = ""
+        o.ts_sent = o.ts_acked = 0
+        o.ts_last = ts
+        o.published = None
+        return o
 
     @property
     def is_terminal(self) -> bool:

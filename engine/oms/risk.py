@@ -82,6 +82,10 @@ class OrderIntent:
     extra_qty_lots: int = 0  # replace: quantity added on top of the working quantity
 
 
+#: Limits that check nothing (the default): an order against them passes at once.
+_NO_LIMITS = RiskLimits()
+
+
 class RiskChecker:
     """Apply :class:`RiskLimits` globally and per strategy, and hold the kill switch.
 
@@ -114,6 +118,7 @@ class RiskChecker:
         self._position: defaultdict[tuple[int | None, str], int] = defaultdict(int)
         self._working: defaultdict[tuple[int | None, str, Side], int] = defaultdict(int)
         self._sent: defaultdict[int | None, deque[int]] = defaultdict(deque)
+        self._seen: dict[int, tuple[RiskLimits, bool]] = {}
 
     def set_strategy_limits(self, strategy_id: int, limits: RiskLimits) -> None:
         """Set (or replace) the limits of one strategy."""
@@ -124,9 +129,11 @@ class RiskChecker:
         self, strategy_id: int, symbol: str, side: Side, d_orders: int, d_leaves_lots: int
     ) -> None:
         """Adjust the count of working orders and their leaves quantity."""
-        for key in (None, strategy_id):
-            self._open[key] += d_orders
-            self._working[(key, symbol, side)] += d_leaves_lots
+        opened, working = self._open, self._working
+        opened[None] += d_orders
+        opened[strategy_id] += d_orders
+        working[(None, symbol, side)] += d_leaves_lots
+        working[(strategy_id, symbol, side)] += d_leaves_lots
 
     def on_fill(self, strategy_id: int, symbol: str, side: Side, qty_lots: int) -> None:
         """Book a fill into the positions risk sees."""
@@ -150,66 +157,112 @@ class RiskChecker:
     def record_sent(self, strategy_id: int) -> None:
         """Count a new or replace request in the order-rate window."""
         now = self.clock.monotonic_ns()
-        for key in (None, strategy_id):
-            self._sent[key].append(now)
+        sent = self._sent
+        sent[None].append(now)
+        sent[strategy_id].append(now)
 
     # ---------------------------------------------------------------- the check
     def check(self, intent: OrderIntent) -> RiskRefusal | None:
         """Return why ``intent`` must not be sent, or ``None`` if every rule passes."""
+        return self.check_order(
+            intent.strategy_id,
+            intent.symbol,
+            intent.side,
+            intent.qty_lots,
+            intent.px_ticks,
+            intent.tick_value,
+            intent.is_replace,
+            intent.extra_qty_lots,
+        )
+
+    def check_order(
+        self,
+        strategy_id: int,
+        symbol: str,
+        side: Side,
+        qty_lots: int,
+        px_ticks: int,
+        tick_value: float,
+        is_replace: bool = False,
+        extra_qty_lots: int = 0,
+    ) -> RiskRefusal | None:
+        """:meth:`check` with the fields of an :class:`OrderIntent` as arguments (per order)."""
         if self.kill_level >= KillLevel.BLOCK_NEW:
             return RiskRefusal(
                 "kill_switch", f"kill switch is at {self.kill_level.name}: new orders are blocked"
             )
-        limits = self.strategy_limits.get(intent.strategy_id)
-        scopes: list[tuple[int | None, RiskLimits, str]] = [
-            (None, self.global_limits, "engine-wide")
-        ]
-        if limits is not None:
-            scopes.insert(0, (intent.strategy_id, limits, f"strategy {intent.strategy_id}"))
-        for key, lim, where in scopes:
-            refusal = self._check_scope(intent, key, lim, where)
+        limits = self.strategy_limits.get(strategy_id)
+        if limits is not None and self._checks_anything(limits):
+            refusal = self._check_scope(
+                strategy_id, limits, f"strategy {strategy_id}", symbol, side, qty_lots,
+                px_ticks, tick_value, is_replace, extra_qty_lots,
+            )  # fmt: skip
             if refusal is not None:
                 return refusal
-        return None
+        glob = self.global_limits
+        if not self._checks_anything(glob):
+            return None
+        return self._check_scope(
+            None, glob, "engine-wide", symbol, side, qty_lots, px_ticks, tick_value, is_replace,
+            extra_qty_lots,
+        )  # fmt: skip
+
+    def _checks_anything(self, lim: RiskLimits) -> bool:
+        # Whether ``lim`` has a rule at all; remembered per limits object (they are frozen).
+        seen = self._seen.get(id(lim))
+        if seen is None or seen[0] is not lim:
+            if len(self._seen) > 256:
+                self._seen.clear()
+            seen = self._seen[id(lim)] = (lim, lim != _NO_LIMITS)
+        return seen[1]
 
     def _check_scope(
-        self, intent: OrderIntent, key: int | None, lim: RiskLimits, where: str
+        self,
+        key: int | None,
+        lim: RiskLimits,
+        where: str,
+        symbol: str,
+        side: Side,
+        qty: int,
+        px_ticks: int,
+        tick_value: float,
+        is_replace: bool,
+        extra_qty_lots: int,
     ) -> RiskRefusal | None:
-        qty = intent.qty_lots
         if lim.max_order_qty_lots is not None and qty > lim.max_order_qty_lots:
             return RiskRefusal(
                 "max_order_qty", f"{qty} lots > {lim.max_order_qty_lots} lots ({where})"
             )
-        if lim.max_order_notional is not None and intent.px_ticks:
-            notional = abs(intent.px_ticks) * qty * intent.tick_value
+        if lim.max_order_notional is not None and px_ticks:
+            notional = abs(px_ticks) * qty * tick_value
             if notional > lim.max_order_notional:
                 return RiskRefusal(
                     "max_order_notional",
                     f"{notional:,.2f} > {lim.max_order_notional:,.2f} ({where})",
                 )
         if lim.max_position_lots is not None:
-            pos = self._position[(key, intent.symbol)]
-            working = self._working[(key, intent.symbol, intent.side)]
-            added = intent.extra_qty_lots if intent.is_replace else qty
-            worst = pos + int(intent.side) * (working + added)
+            pos = self._position[(key, symbol)]
+            working = self._working[(key, symbol, side)]
+            added = extra_qty_lots if is_replace else qty
+            worst = pos + int(side) * (working + added)
             if abs(worst) > lim.max_position_lots and abs(worst) > abs(pos):
                 return RiskRefusal(
                     "max_position",
-                    f"position {pos:+d} with working {int(intent.side) * working:+d} and this "
-                    f"order {int(intent.side) * added:+d} lots reaches {worst:+d}, beyond "
+                    f"position {pos:+d} with working {int(side) * working:+d} and this "
+                    f"order {int(side) * added:+d} lots reaches {worst:+d}, beyond "
                     f"±{lim.max_position_lots} lots ({where})",
                 )
-        if lim.price_band_ticks is not None and intent.px_ticks and self.reference_px:
-            ref = self.reference_px(intent.symbol)
-            if ref is not None and abs(intent.px_ticks - ref) > lim.price_band_ticks:
+        if lim.price_band_ticks is not None and px_ticks and self.reference_px:
+            ref = self.reference_px(symbol)
+            if ref is not None and abs(px_ticks - ref) > lim.price_band_ticks:
                 return RiskRefusal(
                     "price_band",
-                    f"price {intent.px_ticks} ticks is {abs(intent.px_ticks - ref)} ticks from "
+                    f"price {px_ticks} ticks is {abs(px_ticks - ref)} ticks from "
                     f"the reference {ref}, more than {lim.price_band_ticks} ({where})",
                 )
         if (
             lim.max_open_orders is not None
-            and not intent.is_replace
+            and not is_replace
             and self._open[key] + 1 > lim.max_open_orders
         ):
             return RiskRefusal(

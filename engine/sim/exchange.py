@@ -14,13 +14,23 @@ Deterministic: with the same seed and the same sequence of calls and times, the 
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from engine.enums import ExecType, OrdStatus, OrdType, Side, TimeInForce
 from engine.instruments import Instrument
-from engine.matching.matcher import Matcher, make_cmds
+from engine.matching.matcher import (
+    EV_KIND,
+    EV_LEAVES,
+    EV_LIQUIDITY,
+    EV_ORDER_ID,
+    EV_PX,
+    EV_QTY,
+    EV_REASON,
+    Matcher,
+)
 from engine.oms.order import TERMINAL
 from engine.types import (
     BUY,
@@ -52,6 +62,19 @@ from engine.types import (
 )
 
 _DONE = TERMINAL  # an order in one of these states leaves the exchange
+
+
+class Playback(Protocol):
+    """A recorded market played into the exchange (``engine.sim.playback.TickPlayback``)."""
+
+    def step(self, now_ns: int) -> list["SimReport"]:
+        """Play everything due by ``now_ns``; return the client reports it caused."""
+        ...
+
+
+_EXEC_TYPES = {EXEC_REPLACED: ExecType.REPLACED, EXEC_NEW: ExecType.NEW}
+_SIDES = {int(s): s for s in Side}
+_ORD_TYPES = {int(t): t for t in OrdType}
 
 #: Owner id of the simulated participants (they never self-trade among themselves).
 FLOW_OWNER = -1
@@ -230,6 +253,7 @@ class SimExchange:
         self._md: list[tuple[int, int, int, int, int, int]] = []  # ts, px, qty, book, side, kind
         self._last_step_ns: int | None = None
         self.trades = 0
+        self._playbacks: list[Playback] = []  # recorded markets played into the books
 
     @property
     def symbols(self) -> list[str]:
@@ -282,19 +306,10 @@ class SimExchange:
         )
         self._orders[oid] = order
         self._by_client[key] = oid
-        cmd = make_cmds(1)
-        cmd[0] = (
-            ts,
-            oid,
-            px_ticks,
-            qty_lots,
-            owner,
-            int(side),
-            CMD_NEW,
-            ORD_MARKET if ord_type is OrdType.MARKET else ORD_LIMIT,
-            int(time_in_force),
+        typ = ORD_MARKET if ord_type is OrdType.MARKET else ORD_LIMIT
+        return self._run(
+            book, ts, oid, px_ticks, qty_lots, owner, int(side), CMD_NEW, typ, int(time_in_force)
         )
-        return self._run(book, cmd, ts)
 
     def cancel(
         self, owner: int, client_order_id: str, orig_client_order_id: str, ts: int
@@ -307,9 +322,10 @@ class SimExchange:
             )
         order.orig, order.clordid = order.clordid, client_order_id
         self._by_client[(owner, client_order_id)] = order.id
-        cmd = make_cmds(1)
-        cmd[0] = (ts, order.id, 0, 0, owner, order.side, CMD_CANCEL, order.type, order.tif)
-        return self._run(self.books[order.symbol], cmd, ts)
+        return self._run(
+            self.books[order.symbol], ts, order.id, 0, 0, owner, order.side, CMD_CANCEL,
+            order.type, order.tif,
+        )  # fmt: skip
 
     def replace(
         self,
@@ -336,19 +352,10 @@ class SimExchange:
         order.orig, order.clordid = order.clordid, client_order_id
         self._by_client[(owner, client_order_id)] = order.id
         old_px, order.qty, order.px = order.px, qty_lots, px_ticks
-        cmd = make_cmds(1)
-        cmd[0] = (
-            ts,
-            order.id,
-            px_ticks,
-            qty_lots - order.cum,
-            owner,
-            order.side,
-            CMD_REPLACE,
-            order.type,
-            order.tif,
-        )
-        return self._run(book, cmd, ts, extra_px=old_px)
+        return self._run(
+            book, ts, order.id, px_ticks, qty_lots - order.cum, owner, order.side, CMD_REPLACE,
+            order.type, order.tif, extra_px=old_px,
+        )  # fmt: skip
 
     def status(self, owner: int, client_order_id: str, ts: int) -> SimReport | None:
         """Return the current state of a client's order (OrderStatusRequest <H>)."""
@@ -371,9 +378,10 @@ class SimExchange:
         out: list[SimReport] = []
         for order in list(self._orders.values()):
             if order.owner == owner and order.status in (OrdStatus.NEW, OrdStatus.PARTIALLY_FILLED):
-                cmd = make_cmds(1)
-                cmd[0] = (ts, order.id, 0, 0, owner, order.side, CMD_CANCEL, order.type, order.tif)
-                out += self._run(self.books[order.symbol], cmd, ts)
+                out += self._run(
+                    self.books[order.symbol], ts, order.id, 0, 0, owner, order.side, CMD_CANCEL,
+                    order.type, order.tif,
+                )  # fmt: skip
         return out
 
     # ------------------------------------------------------------------ market data
@@ -428,9 +436,49 @@ class SimExchange:
             return []
         self._last_step_ns = now_ns
         out: list[SimReport] = []
+        for playback in self._playbacks:
+            out += playback.step(now_ns)
         for book in self.books.values():
             out += self._flow(book, dt, now_ns)
         return out
+
+    # ------------------------------------------------------------------ playback hooks
+    def attach_playback(self, playback: "Playback") -> None:
+        """Play ``playback`` (recorded ticks, ``engine.sim.playback``) on every :meth:`step`."""
+        self._playbacks.append(playback)
+
+    def add_flow_order(
+        self, symbol: str, side: int, px: int, qty: int, ts: int, *, ioc: bool = False
+    ) -> tuple[int, list[SimReport]]:
+        """Enter a participant order (resting, or IOC); return its id and the client reports.
+
+        Unlike the random participants' orders, these are never canceled by the flow.
+        """
+        book = self.books[symbol]
+        px = min(max(px, book.px_min), book.px_max)
+        oid = self._new_id()
+        tif = 3 if ioc else 1
+        self._orders[oid] = _Order(oid, FLOW_OWNER, "", symbol, side, qty, px, ORD_LIMIT, tif)
+        out = self._run(book, ts, oid, px, qty, FLOW_OWNER, side, CMD_NEW, ORD_LIMIT, tif)
+        return oid, out
+
+    def flow_leaves(self, oid: int) -> int:
+        """Open lots of a participant order (0 once it is done)."""
+        order = self._orders.get(oid)
+        return 0 if order is None else order.qty - order.cum
+
+    def reduce_flow_order(self, oid: int, leaves: int, ts: int) -> list[SimReport]:
+        """Reduce a participant order to ``leaves`` lots (keeping its place), or cancel it."""
+        order = self._orders.get(oid)
+        if order is None or leaves >= order.qty - order.cum:
+            return []
+        book = self.books[order.symbol]
+        if leaves <= 0:
+            return self._run(book, ts, oid, 0, 0, FLOW_OWNER, order.side, CMD_CANCEL, ORD_LIMIT, 1)
+        order.qty = order.cum + leaves
+        return self._run(
+            book, ts, oid, order.px, leaves, FLOW_OWNER, order.side, CMD_REPLACE, ORD_LIMIT, 1
+        )
 
     def _flow(self, book: _Book, dt: float, ts: int) -> list[SimReport]:
         flow, rng = book.listing.flow, self.rng
@@ -454,19 +502,10 @@ class SimExchange:
                     book.flow_ids[i] = book.flow_ids[-1]
                     book.flow_ids.pop()
                     if oid in self._orders:
-                        cmd = make_cmds(1)
-                        cmd[0] = (
-                            ts,
-                            oid,
-                            0,
-                            0,
-                            FLOW_OWNER,
-                            self._orders[oid].side,
-                            CMD_CANCEL,
-                            ORD_LIMIT,
-                            1,
+                        side = self._orders[oid].side
+                        out += self._run(
+                            book, ts, oid, 0, 0, FLOW_OWNER, side, CMD_CANCEL, ORD_LIMIT, 1
                         )
-                        out += self._run(book, cmd, ts)
             else:
                 # Take liquidity up to a price a little through the fair value (IOC).
                 px = math.ceil(book.fair) + 1 if side == BUY else math.floor(book.fair) - 1
@@ -488,57 +527,76 @@ class SimExchange:
         oid = self._new_id()
         order = _Order(oid, FLOW_OWNER, "", book.symbol, side, qty, px, ord_type, 3 if ioc else 1)
         self._orders[oid] = order
-        cmd = make_cmds(1)
-        cmd[0] = (ts, oid, px, qty, FLOW_OWNER, side, CMD_NEW, ord_type, 3 if ioc else 1)
-        out = self._run(book, cmd, ts)
+        out = self._run(
+            book, ts, oid, px, qty, FLOW_OWNER, side, CMD_NEW, ord_type, 3 if ioc else 1
+        )
         if oid in self._orders and not ioc:
             book.flow_ids.append(oid)
         return out
 
     # ------------------------------------------------------------------ matching
     def _run(
-        self, book: _Book, cmd: npt.NDArray[np.void], ts: int, extra_px: int | None = None
+        self,
+        book: _Book,
+        ts: int,
+        oid: int,
+        px: int,
+        qty: int,
+        owner: int,
+        side: int,
+        action: int,
+        ord_type: int,
+        tif: int,
+        extra_px: int | None = None,
     ) -> list[SimReport]:
-        events = book.matcher.submit(cmd)
+        # One command through the book's matcher; its events applied to the orders, the
+        # client reports returned and the levels it touched queued as market data.
+        events = book.matcher.submit_one(ts, oid, px, qty, owner, side, action, ord_type, tif)
         touched: set[tuple[int, int]] = set()
-        if int(cmd[0]["ord_type"]) == ORD_LIMIT and int(cmd[0]["action"]) != CMD_CANCEL:
-            touched.add((int(cmd[0]["side"]), int(cmd[0]["px"])))
+        if ord_type == ORD_LIMIT and action != CMD_CANCEL:
+            touched.add((side, px))
         if extra_px is not None:
-            touched.add((int(cmd[0]["side"]), extra_px))
+            touched.add((side, extra_px))
         out: list[SimReport] = []
+        orders = self._orders
         for ev in events:
-            order = self._orders.get(int(ev["order_id"]))
+            order = orders.get(ev[EV_ORDER_ID])
             if order is None:
                 continue
             et = self._apply_event(book, order, ev, ts, touched)
             if et is None:
                 continue
             if order.status in _DONE:
-                self._orders.pop(order.id, None)
+                orders.pop(order.id, None)
                 if order.owner != FLOW_OWNER:
                     self._final[order.id] = order.status
             if order.owner != FLOW_OWNER:
                 out.append(self._report(order, et, ts, ev=ev))
         lv = book.matcher.book
-        for side, px in sorted(touched):
-            if book.px_min <= px <= book.px_max:
-                qty, _n = lv.depth_at(side, px)
-                self._md.append((ts, px, qty, book.index, side, L2_SET))
+        for side_, px_ in sorted(touched):
+            if book.px_min <= px_ <= book.px_max:
+                level_qty, _n = lv.depth_at(side_, px_)
+                self._md.append((ts, px_, level_qty, book.index, side_, L2_SET))
         return out
 
     def _apply_event(
-        self, book: _Book, order: _Order, ev: np.void, ts: int, touched: set[tuple[int, int]]
+        self,
+        book: _Book,
+        order: _Order,
+        ev: tuple[int, ...],
+        ts: int,
+        touched: set[tuple[int, int]],
     ) -> ExecType | None:
-        kind, px = int(ev["kind"]), int(ev["px"])
+        kind, px = ev[EV_KIND], ev[EV_PX]
         if kind == EXEC_TRADE:
-            qty = int(ev["qty"])
+            qty = ev[EV_QTY]
             order.cum += qty
             order.notional += qty * px
             touched.add((order.side, px))
-            if int(ev["liquidity"]) == LIQ_TAKER:
+            if ev[EV_LIQUIDITY] == LIQ_TAKER:
                 self.trades += 1
                 self._md.append((ts, px, qty, book.index, order.side, L2_TRADE))
-            done = int(ev["leaves"]) == 0
+            done = ev[EV_LEAVES] == 0
             order.status = OrdStatus.FILLED if done else OrdStatus.PARTIALLY_FILLED
             return ExecType.TRADE
         if kind in (EXEC_CANCELED, EXEC_EXPIRED):
@@ -549,9 +607,11 @@ class SimExchange:
         if kind == EXEC_REJECTED:
             order.status = OrdStatus.REJECTED
             return ExecType.REJECTED
-        return {EXEC_REPLACED: ExecType.REPLACED, EXEC_NEW: ExecType.NEW}.get(kind)
+        return _EXEC_TYPES.get(kind)
 
-    def _report(self, order: _Order, et: ExecType, ts: int, ev: np.void | None = None) -> SimReport:
+    def _report(
+        self, order: _Order, et: ExecType, ts: int, ev: tuple[int, ...] | None = None
+    ) -> SimReport:
         self._exec_n += 1
         fill = ev is not None and et is ExecType.TRADE
         leaves = (
@@ -560,7 +620,7 @@ class SimExchange:
             in (OrdStatus.FILLED, OrdStatus.CANCELED, OrdStatus.EXPIRED, OrdStatus.REJECTED)
             else order.qty - order.cum
         )
-        reason = int(ev["reason"]) if ev is not None else 0
+        reason = ev[EV_REASON] if ev is not None else 0
         return SimReport(
             owner=order.owner,
             client_order_id=order.clordid,
@@ -570,17 +630,17 @@ class SimExchange:
             exec_type=et,
             ord_status=order.status,
             symbol=order.symbol,
-            side=Side(order.side),
-            ord_type=OrdType(order.type),
+            side=_SIDES[order.side],
+            ord_type=_ORD_TYPES[order.type],
             order_qty_lots=order.qty,
             px_ticks=order.px if order.type == ORD_LIMIT else 0,
-            last_qty_lots=int(ev["qty"]) if fill and ev is not None else 0,
-            last_px_ticks=int(ev["px"]) if fill and ev is not None else 0,
+            last_qty_lots=ev[EV_QTY] if fill and ev is not None else 0,
+            last_px_ticks=ev[EV_PX] if fill and ev is not None else 0,
             leaves_qty_lots=leaves,
             cum_qty_lots=order.cum,
             avg_px_ticks=order.notional / order.cum if order.cum else 0.0,
             text=_REASON_TEXT.get(reason, f"reason {reason}"),
-            maker=fill and ev is not None and int(ev["liquidity"]) != LIQ_TAKER,
+            maker=fill and ev is not None and ev[EV_LIQUIDITY] != LIQ_TAKER,
             ts_event=ts,
         )
 

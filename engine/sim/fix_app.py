@@ -29,13 +29,14 @@ from engine.fix.application import (
 )
 from engine.fix.codec import format_timestamp
 from engine.fix.message import FixMessage, Group, OutMessage
-from engine.fix.session import lookup_session
+from engine.fix.session import AppTemplate, FixSession, lookup_session
 from engine.instruments import Instrument
 from engine.oms.fixcodes import (
     FIX_TO_ORD_TYPE,
     FIX_TO_SIDE,
     FIX_TO_TIF,
     SIDE_TO_FIX,
+    FixNumbers,
     FixValueError,
     exec_type_to_fix,
     ord_status_to_fix,
@@ -64,6 +65,9 @@ class _Client:
     session_id: SessionID
     owner: int
     md: dict[bytes, set[str]] = field(default_factory=dict)  # MDReqID -> symbols
+    # Send templates of ExecutionReports by their tags, for the session they were made for.
+    templates: dict[tuple[int, ...], AppTemplate] = field(default_factory=dict)
+    templates_of: FixSession | None = None
 
 
 class SimFixApplication(Application):
@@ -93,6 +97,9 @@ class SimFixApplication(Application):
         self._owner_of: dict[SessionID, int] = {}
         self._owners = itertools.count(100)
         self._md_ids = itertools.count(1)
+        self._nums: dict[str, FixNumbers] = {}
+        self._ts_key = (-1, -1)
+        self._ts = b""
 
     # ------------------------------------------------------------------ sessions
     def on_logon(self, session_id: SessionID) -> None:
@@ -162,8 +169,10 @@ class SimFixApplication(Application):
             reports = self.exchange.submit(client.owner, clordid, symbol, side, 1, 0, ord_type,
                                            tif, ts=now)  # fmt: skip
         else:
-            qty = qty_lots(ins, 38, self._req(m, 38))
-            px = px_ticks(ins, 44, self._req(m, 44)) if ord_type is OrdType.LIMIT else 0
+            nums = self._numbers(symbol)
+            assert nums is not None
+            qty = nums.qty_lots(38, self._req(m, 38))
+            px = nums.px_ticks(44, self._req(m, 44)) if ord_type is OrdType.LIMIT else 0
             reports = self.exchange.submit(client.owner, clordid, symbol, side, qty, px,
                                            ord_type, tif, ts=now)  # fmt: skip
         self.dispatch(reports)
@@ -231,58 +240,101 @@ class SimFixApplication(Application):
     # ------------------------------------------------------------------ reports
     def dispatch(self, reports: Iterable[SimReport]) -> None:
         """Send each report to its client's session (if that client is logged on)."""
+        by_owner = self._by_owner
         for r in reports:
-            client = self._by_owner.get(r.owner)
-            if client is not None:
-                self._send(client, self._execution_report(client, r))
+            client = by_owner.get(r.owner)
+            if client is None:
+                continue
+            session = lookup_session(client.session_id)
+            if session is None or not session.is_logged_on:
+                continue
+            # Through a send template per layout of the report: the bytes send() would
+            # write for the same fields, without building and sorting a message each time.
+            fields = self._report_fields(client, r)
+            tags = tuple(t for t, _ in fields)
+            templates = client.templates
+            if client.templates_of is not session:
+                templates = client.templates = {}
+                client.templates_of = session
+            template = templates.get(tags)
+            if template is None:
+                template = templates[tags] = session.template(b"8", [(t, None) for t in tags])
+            session.send_template(template, [v for _, v in fields])
 
     def _execution_report(self, client: _Client, r: SimReport) -> OutMessage:
-        ins = self.instruments.get(r.symbol)
+        return OutMessage(b"8", self._report_fields(client, r))
+
+    def _numbers(self, symbol: str) -> FixNumbers | None:
+        nums = self._nums.get(symbol)
+        if nums is None:
+            ins = self.instruments.get(symbol)
+            if ins is None:
+                return None
+            nums = self._nums[symbol] = FixNumbers(ins)
+        return nums
+
+    def _report_fields(self, client: _Client, r: SimReport) -> list[tuple[int, bytes]]:
+        # The fields of an ExecutionReport <8> for ``r``, in ascending tag order.
+        nums = self._numbers(r.symbol)
         bs = client.session_id.begin_string
-        precision = 0 if bs < "FIX.4.2" else 3
 
         def qty(v: int) -> bytes:
-            return qty_text(ins, v) if ins is not None else b"%d" % v
+            return nums.qty_text(v) if nums is not None else b"%d" % v
 
         def px(v: int) -> bytes:
-            return px_text(ins, v) if ins is not None else b"%d" % v
+            return nums.px_text(v) if nums is not None else b"%d" % v
 
-        avg = (
-            (ins.tick_size * Decimal(f"{r.avg_px_ticks:.6f}")).normalize()
-            if ins is not None and r.cum_qty_lots
-            else Decimal(0)
-        )
+        if nums is None or not r.cum_qty_lots:
+            avg = b"0"
+        elif r.avg_px_ticks.is_integer():
+            avg = nums.px_text(int(r.avg_px_ticks))
+        else:
+            exact = nums.instrument.tick_size * Decimal(f"{r.avg_px_ticks:.6f}")
+            avg = format(exact.normalize(), "f").encode()
         et = r.exec_type
+        fix42 = bs < "FIX.4.3"
+        if fix42 and et is ExecType.ORDER_STATUS:  # 4.2 has no "I": the status says it (20=3)
+            et = _STATUS_EXEC_42.get(r.ord_status, ExecType.NEW)
+        last = bool(r.last_qty_lots)
         body: list[tuple[int, bytes]] = [
-            (6, format(avg, "f").encode()),
+            (6, avg),
             (11, r.client_order_id.encode()),
             (14, qty(r.cum_qty_lots)),
             (17, r.exec_id.encode()),
+        ]
+        if fix42:
+            body.append((20, b"3" if r.exec_type is ExecType.ORDER_STATUS else b"0"))
+        if last:
+            body += [(31, px(r.last_px_ticks)), (32, qty(r.last_qty_lots))]
+        body += [
             (37, r.venue_order_id.encode()),
             (38, qty(r.order_qty_lots)),
             (39, ord_status_to_fix(r.ord_status)),
             (40, b"2" if r.ord_type is OrdType.LIMIT else b"1"),
-            (54, SIDE_TO_FIX[r.side]),
-            (55, r.symbol.encode()),
-            (60, format_timestamp(r.ts_event, precision)),
-            (151, qty(r.leaves_qty_lots)),
         ]
-        if bs < "FIX.4.3":
-            body.append((20, b"3" if et is ExecType.ORDER_STATUS else b"0"))
-            if et is ExecType.ORDER_STATUS:  # 4.2 has no "I": the status says it (20=3)
-                et = _STATUS_EXEC_42.get(r.ord_status, ExecType.NEW)
-        body.append((150, exec_type_to_fix(et, bs, r.ord_status)))
-        if r.px_ticks and r.ord_type is OrdType.LIMIT:
-            body.append((44, px(r.px_ticks)))
         if r.orig_client_order_id:
             body.append((41, r.orig_client_order_id.encode()))
-        if r.last_qty_lots:
-            body += [(31, px(r.last_px_ticks)), (32, qty(r.last_qty_lots))]
-            if bs >= "FIX.4.3":
-                body.append((851, b"1" if r.maker else b"2"))
+        if r.px_ticks and r.ord_type is OrdType.LIMIT:
+            body.append((44, px(r.px_ticks)))
+        body += [(54, SIDE_TO_FIX[r.side]), (55, r.symbol.encode())]
         if r.text:
             body.append((58, r.text.encode()))
-        return OutMessage(b"8", body)
+        body += [
+            (60, self._timestamp(r.ts_event, 0 if bs < "FIX.4.2" else 3)),
+            (150, exec_type_to_fix(et, bs, r.ord_status)),
+            (151, qty(r.leaves_qty_lots)),
+        ]
+        if last and not fix42:
+            body.append((851, b"1" if r.maker else b"2"))
+        return body
+
+    def _timestamp(self, ts: int, precision: int) -> bytes:
+        # TransactTime <60>: reports of one step share their time; format it once.
+        key = (ts, precision)
+        if key != self._ts_key:
+            self._ts_key = key
+            self._ts = format_timestamp(ts, precision)
+        return self._ts
 
     def _send(self, client: _Client, msg: OutMessage) -> None:
         session = lookup_session(client.session_id)
@@ -325,20 +377,21 @@ class SimFixApplication(Application):
         if events.shape[0] == 0:
             return
         symbols = self.exchange.symbols
+        rows = events.tolist()  # (ts, px, qty, book, side, kind) per row
         for client in list(self._clients.values()):
             wanted = set().union(*client.md.values()) if client.md else set()
             if not wanted:
                 continue
             entries: list[list[tuple[int, bytes] | Group]] = []
-            for row in events:
-                symbol = symbols[int(row["book"])]
+            for _ts, px, qty, book, side, kind in rows:
+                symbol = symbols[book]
                 if symbol not in wanted:
                     continue
-                ins = self.instruments[symbol]
-                kind, qty = int(row["kind"]), int(row["qty"])
+                nums = self._numbers(symbol)
+                assert nums is not None
                 if kind == L2_SET:
                     action = b"1" if qty else b"2"
-                    typ = b"0" if int(row["side"]) == BUY else b"1"
+                    typ = b"0" if side == BUY else b"1"
                 elif kind == L2_TRADE:
                     action, typ = b"0", b"2"
                 else:
@@ -348,8 +401,8 @@ class SimFixApplication(Application):
                         (279, action),
                         (269, typ),
                         (55, symbol.encode()),
-                        (270, px_text(ins, int(row["px"]))),
-                        (271, qty_text(ins, qty)),
+                        (270, nums.px_text(px)),
+                        (271, nums.qty_text(qty)),
                     ]
                 )
             if entries:

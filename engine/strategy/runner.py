@@ -7,7 +7,6 @@ timer (while running). A strategy whose handler raises is stopped, its orders ar
 an alert says why — one broken strategy never takes the engine down.
 """
 
-import functools
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -78,7 +77,8 @@ class LiveContext:
         order = self.router.send(
             symbol, strategy_id, side, qty_lots, px_ticks, ord_type, time_in_force
         )
-        return order.view()
+        # The order manager published every change it made: its last view is the current one.
+        return order.published or order.view()
 
     def cancel(self, order_id: int) -> bool:
         """Cancel order ``order_id``."""
@@ -198,7 +198,7 @@ class StrategyRunner:
         if changed:
             self._publish(s, "parameters")
             if s.state is StrategyState.RUNNING:
-                self._call(s, lambda: s.on_parameters(changed))
+                self._call(s, s.on_parameters, changed)
         return changed
 
     def on_timer(self) -> None:
@@ -210,35 +210,37 @@ class StrategyRunner:
             due = self._next_timer.get(sid, now)
             if now >= due:
                 self._next_timer[sid] = max(due + s.timer_interval_ms * 1_000_000, now)
-                self._call(s, functools.partial(s.on_timer, self.clock.now_ns()))
+                self._call(s, s.on_timer, self.clock.now_ns())
 
     # ------------------------------------------------------------------ dispatch
     def _on_order_changed(self, event: OrderChanged) -> None:
-        s = self.strategies.get(event.order.strategy_id)
+        order = event.order
+        s = self.strategies.get(order.strategy_id)
         if s is not None and s.state is not StrategyState.STOPPED:
-            self._call(s, lambda: s.on_order(event.order))
+            self._call(s, s.on_order, order)
 
     def _on_order_filled(self, event: OrderFilled) -> None:
         s = self.strategies.get(event.strategy_id)
         if s is not None:
-            self._call(s, lambda: s.on_fill(event))
+            self._call(s, s.on_fill, event)
 
     def _on_book_updated(self, event: BookUpdated) -> None:
         book = None
+        symbol = event.symbol
         for s in list(self.strategies.values()):
-            if s.state is StrategyState.RUNNING and event.symbol in s.symbols:
-                book = book or self.ctx.book(event.symbol)
+            if s.state is StrategyState.RUNNING and symbol in s.symbols:
+                book = book or self.ctx.book(symbol)
                 if book is not None:
-                    self._call(s, functools.partial(s.on_book, book))
+                    self._call(s, s.on_book, book)
 
     def _on_trade(self, event: TradeReported) -> None:
         for s in list(self.strategies.values()):
             if s.state is StrategyState.RUNNING and event.symbol in s.symbols:
-                self._call(s, functools.partial(s.on_trade, event))
+                self._call(s, s.on_trade, event)
 
-    def _call(self, s: Strategy, handler: Callable[[], None]) -> None:
+    def _call(self, s: Strategy, handler: Callable[..., None], *args: Any) -> None:
         try:
-            handler()
+            handler(*args)
         except Exception as e:
             log.exception("strategy %s (%d) failed", s.name, s.strategy_id, extra=ALERTED)
             text = (

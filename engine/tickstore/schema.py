@@ -45,6 +45,7 @@ BBO_DTYPE: Final = np.dtype(
         ("bid_qty", "i8"),
         ("ask_px", "i8"),
         ("ask_qty", "i8"),
+        ("seq", "i8"),  # venue sequence / update id of the change, -1 when the source has none
     ],
     align=True,
 )
@@ -59,6 +60,7 @@ L2_DELTA_DTYPE: Final = np.dtype(
         ("qty", "i8"),
         ("side", "i1"),
         ("kind", "u1"),
+        ("seq", "i8"),  # venue sequence / update id of the change, -1 when the source has none
     ],
     align=True,
 )

@@ -55,6 +55,6 @@ def test_engine_subcommand_without_mode_is_a_one_line_error() -> None:
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "qwconsole engine: error: nothing to run: use --demo (engine configuration files "
-        "come later) (see 'qwconsole engine --help')"
+        "qwconsole engine: error: nothing to run: use --demo or --config FILE "
+        "(see 'qwconsole engine --help')"
     ]

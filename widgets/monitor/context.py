@@ -1,14 +1,21 @@
 # SPDX-License-Identifier: MIT
-"""What every Monitor view shares: instrument formats, strategy names, a command channel."""
+"""What every Monitor view shares: instrument formats, strategy names, a command channel.
+
+Also the :class:`ThreadRelay` that carries calls from engine threads into the GUI thread.
+"""
 
 import logging
+import threading
+import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from typing import Any, ClassVar
 
-from PySide6.QtCore import QObject, Qt, Signal
+import shiboken6
+from PySide6.QtCore import QCoreApplication, QObject, Qt, Signal
 
 from engine.commands import Command, CommandError, CommandResult
-from engine.events import EventRecord, InstrumentAdded, StrategyStatusChanged
+from engine.events import Event, EventRecord, InstrumentAdded, StrategyStatusChanged
 from widgets.monitor.formats import InstrumentFormats
 
 log = logging.getLogger(__name__)
@@ -30,6 +37,9 @@ class MonitorContext(QObject):
     formats_changed()
         A new instrument or strategy name arrived; views re-render their texts.
     """
+
+    #: Engine event types :meth:`on_events` reads (the workspace hands it only these).
+    EVENT_TYPES: ClassVar[tuple[type[Event], ...]] = (InstrumentAdded, StrategyStatusChanged)
 
     formats_changed = Signal()
 
@@ -66,6 +76,50 @@ class MonitorContext(QObject):
             self.formats_changed.emit()
 
 
+class ThreadRelay(QObject):
+    """Carry calls from any thread to a GUI-thread object that may be deleted meanwhile.
+
+    An engine thread that emits a signal of a ``QObject`` the GUI thread is destroying at
+    that moment races with its destructor (a crash inside Qt's event processing, seen twice
+    in CI). The relay is created once and never deleted, so other threads only ever emit on
+    it; in the GUI thread it calls the target's method only if the target still exists.
+    Use :func:`thread_relay` to get it.
+    """
+
+    _posted = Signal(object, str, object)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._posted.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
+
+    def post(self, target: "weakref.ref[Any]", method: str, *args: object) -> None:
+        """Call ``target().method(*args)`` in the relay's (the GUI) thread, if it still lives."""
+        self._posted.emit(target, method, args)
+
+    @staticmethod
+    def _deliver(target: "weakref.ref[Any]", method: str, args: tuple[Any, ...]) -> None:
+        obj = target()
+        if obj is not None and shiboken6.isValid(obj):
+            getattr(obj, method)(*args)
+
+
+_relay: ThreadRelay | None = None
+_relay_lock = threading.Lock()
+
+
+def thread_relay() -> ThreadRelay:
+    """Return the process's :class:`ThreadRelay`, made on first use in the GUI thread."""
+    global _relay
+    with _relay_lock:
+        if _relay is None:
+            relay = ThreadRelay()
+            app = QCoreApplication.instance()
+            if app is not None and relay.thread() is not app.thread():
+                relay.moveToThread(app.thread())
+            _relay = relay
+        return _relay
+
+
 class CommandChannel(QObject):
     """Send commands to the engine and deliver each answer in the GUI thread.
 
@@ -81,15 +135,19 @@ class CommandChannel(QObject):
     """
 
     result_received = Signal(object, object)
-    _resolved = Signal(object, object)
 
     def __init__(self, sink: CommandSink | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._sink = sink
         #: Every command sent, oldest first (for tests and the session's record).
         self.sent: list[Command] = []
-        # Futures resolve on the engine's thread; a queued connection brings them here.
-        self._resolved.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
+        # Futures resolve on the engine's thread; the relay brings the answers here, and
+        # drops them if this channel is gone by then.
+        self._relay = thread_relay()
+        self._self_ref: weakref.ref[Any] = weakref.ref(self)
+
+    def _resolved(self, command: Command, result: CommandResult) -> None:
+        self._relay.post(self._self_ref, "_deliver", command, result)
 
     def set_sink(self, sink: CommandSink | None) -> None:
         """Send future commands through ``sink`` (``None``: refuse them)."""
@@ -104,7 +162,7 @@ class CommandChannel(QObject):
         """Send ``command``; its answer arrives later through :attr:`result_received`."""
         self.sent.append(command)
         if self._sink is None:
-            self._resolved.emit(
+            self._resolved(
                 command, CommandError(command=command, ts_handled=0, reason="no engine connected")
             )
             return
@@ -112,13 +170,13 @@ class CommandChannel(QObject):
             future = self._sink(command)
         except Exception as e:  # the sink is someone else's code: report, never crash the GUI
             log.exception("sending %s failed", type(command).__name__)
-            self._resolved.emit(
+            self._resolved(
                 command, CommandError(command=command, ts_handled=0, reason=f"not sent: {e}")
             )
             return
 
         def done(f: "Future[CommandResult]") -> None:
-            self._resolved.emit(command, _result_of(command, f))
+            self._resolved(command, _result_of(command, f))
 
         future.add_done_callback(done)
 

@@ -20,12 +20,14 @@ from PySide6.QtWidgets import (
 
 from engine.events import (
     BookUpdated,
+    DepthChanged,
     EngineHeartbeat,
     EventRecord,
     FixMessageSeen,
     OrderChanged,
     OrderFilled,
     PositionChanged,
+    SessionStatusChanged,
     TradeReported,
 )
 from widgets.empty_state import EmptyState
@@ -38,12 +40,13 @@ _Index = QModelIndex | QPersistentModelIndex
 COLUMNS = ("Seq", "Time (UTC)", "Event", "Details")
 
 #: Order flow, market data and FIX traffic: thousands a second, each with a view of its own
-#: (blotter, executions, positions, FIX inspector), so this panel leaves them out.
+#: (blotter, executions, positions, ladder, FIX inspector), so this panel leaves them out.
 HIGH_RATE_EVENTS = (
     OrderChanged,
     OrderFilled,
     PositionChanged,
     BookUpdated,
+    DepthChanged,
     TradeReported,
     FixMessageSeen,
 )
@@ -73,6 +76,7 @@ class EngineEventsModel(QAbstractTableModel):
     """The newest ``capacity`` engine events, appended in batches (one insert per batch).
 
     Heartbeats are left out unless ``show_heartbeats`` is set: they are the status bar's job.
+    A FIX session's status is shown when its state changes, not on every sequence number.
     """
 
     def __init__(self, capacity: int = 10_000, parent: QWidget | None = None) -> None:
@@ -80,6 +84,7 @@ class EngineEventsModel(QAbstractTableModel):
         self.capacity = capacity
         self.show_heartbeats = False
         self._rows: deque[tuple[str, str, str, str]] = deque()
+        self._session_states: dict[str, object] = {}
 
     def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
         """Return the number of rows."""
@@ -107,6 +112,14 @@ class EngineEventsModel(QAbstractTableModel):
             return COLUMNS[section]
         return None
 
+    def _sequence_only(self, ev: object) -> bool:
+        """Return whether ``ev`` only moves a FIX session's sequence numbers (not shown)."""
+        if not isinstance(ev, SessionStatusChanged):
+            return False
+        same = self._session_states.get(ev.session_id) is ev.state
+        self._session_states[ev.session_id] = ev.state
+        return same
+
     def append(self, batch: Sequence[EventRecord]) -> int:
         """Append the events of ``batch`` that are shown; return how many rows were added."""
         rows = [
@@ -119,6 +132,7 @@ class EngineEventsModel(QAbstractTableModel):
             for r in batch
             if not isinstance(r.event, HIGH_RATE_EVENTS)
             and (self.show_heartbeats or not isinstance(r.event, EngineHeartbeat))
+            and not self._sequence_only(r.event)
         ]
         if not rows:
             return 0

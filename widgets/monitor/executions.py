@@ -2,10 +2,12 @@
 """The Executions list: every fill, newest first, keyed by ExecID <17>."""
 
 from collections.abc import Sequence
+from typing import ClassVar
 
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
-from engine.events import EventRecord, OrderFilled
+from engine.events import Event, EventRecord, OrderFilled
 from widgets.empty_state import EmptyState
 from widgets.monitor.context import MonitorContext
 from widgets.monitor.formats import SIDE_TEXT, SIDE_TONE, fmt_time
@@ -42,7 +44,18 @@ def _exec_key(e: OrderFilled) -> tuple[int, str]:
 
 
 class ExecutionsView(QWidget):
-    """Fills as they arrive, newest first, with a count and a total quantity per side."""
+    """Fills as they arrive, newest first, with a count.
+
+    Signals
+    -------
+    execution_selected(object)
+        The current row's ``OrderFilled`` (or ``None`` when nothing is selected).
+    """
+
+    execution_selected = Signal(object)
+
+    #: Engine event types :meth:`on_events` reads (the workspace hands it only these).
+    EVENT_TYPES: ClassVar[tuple[type[Event], ...]] = (OrderFilled,)
 
     def __init__(self, ctx: MonitorContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -74,7 +87,12 @@ class ExecutionsView(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.panel)
         ctx.formats_changed.connect(self.model.refresh)
+        self.table.selectionModel().currentRowChanged.connect(self._on_current_changed)
         self._update_count()
+
+    def _on_current_changed(self) -> None:
+        index = self.table.currentIndex()
+        self.execution_selected.emit(self.model.record(index.row()) if index.isValid() else None)
 
     def on_events(self, batch: Sequence[EventRecord]) -> None:
         """Append the ``OrderFilled`` events of a batch."""

@@ -8,12 +8,13 @@ one drops an order when it can no longer trade, without a filter pass over a mil
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QButtonGroup, QHBoxLayout, QLabel, QToolButton, QWidget
 
 from engine.enums import OrdType
-from engine.events import EventRecord, OrderChanged, OrderView
+from engine.events import Event, EventRecord, OrderChanged, OrderView
 from widgets.empty_state import EmptyState
 from widgets.monitor.context import MonitorContext
 from widgets.monitor.formats import (
@@ -31,6 +32,10 @@ from widgets.tables import Column, DataTableView, KeyedTableModel
 from widgets.tables.panel import TablePanel
 
 OrdersModel = KeyedTableModel[int, OrderView]
+
+#: Orders the "All" blotter keeps (memory stays bounded: about 1.5 KB each); beyond that the
+#: oldest leave it (they stay in the engine's journal). Working orders stay in "Working".
+BLOTTER_CAPACITY = 1_000_000
 
 
 def _chain(o: OrderView) -> str:
@@ -107,6 +112,9 @@ class OrdersView(QWidget):
         The current row's ``OrderView`` (or ``None`` when nothing is selected).
     """
 
+    #: Engine event types :meth:`on_events` reads (the workspace hands it only these).
+    EVENT_TYPES: ClassVar[tuple[type[Event], ...]] = (OrderChanged,)
+
     order_selected = Signal(object)
 
     def __init__(self, ctx: MonitorContext, parent: QWidget | None = None) -> None:
@@ -114,7 +122,7 @@ class OrdersView(QWidget):
         self.ctx = ctx
         columns = order_columns(ctx)
         self.all_model: OrdersModel = KeyedTableModel(
-            columns, _order_key, newest_first=True, parent=self
+            columns, _order_key, newest_first=True, capacity=BLOTTER_CAPACITY, parent=self
         )
         self.working_model: OrdersModel = KeyedTableModel(
             columns, _order_key, newest_first=True, parent=self
@@ -203,7 +211,7 @@ class OrdersView(QWidget):
                 c = self.counts[o.strategy_id] = OrderCounts()
             was_working = oid in known_working
             prev = known_all.get(oid)
-            if prev is None:
+            if prev is None and not was_working:  # (a working order that left "All" is known)
                 c.orders += 1
             now_working = is_working(o.status, o.leaves_qty_lots)
             if now_working:

@@ -8,10 +8,11 @@ a total over several currencies is only shown when they agree.
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QWidget
 
-from engine.events import EventRecord, PositionChanged
+from engine.events import Event, EventRecord, PositionChanged
 from widgets.empty_state import EmptyState
 from widgets.monitor.context import MonitorContext
 from widgets.monitor.formats import fmt_money, money_tone
@@ -69,7 +70,7 @@ def position_columns(ctx: MonitorContext) -> tuple[Column[PositionRow], ...]:
         return f.price(r.symbol, r.mark_px_ticks) if r.mark_px_ticks and r.symbol else ""
 
     return (
-        Column("strategy", "Strategy", lambda r: r.strategy, width=90),
+        Column("strategy", "Strategy", lambda r: r.strategy, width=110),
         Column("symbol", "Instrument", lambda r: r.symbol, width=88),
         Column("position", "Position", qty, numeric=True, tone=qty_tone, width=75),
         Column("avg_price", "Avg price", avg, numeric=True, width=105),
@@ -92,6 +93,9 @@ def _row_key(r: PositionRow) -> tuple[str, str, str]:
 
 class PositionsView(QWidget):
     """Positions & P&L with a grouping selector and a totals row at the bottom."""
+
+    #: Engine event types :meth:`on_events` reads (the workspace hands it only these).
+    EVENT_TYPES: ClassVar[tuple[type[Event], ...]] = (PositionChanged,)
 
     def __init__(self, ctx: MonitorContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)

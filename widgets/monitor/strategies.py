@@ -12,7 +12,7 @@ took it.
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from PySide6.QtCore import (
     QAbstractTableModel,
@@ -44,6 +44,7 @@ from engine.commands import (
 )
 from engine.enums import StrategyState
 from engine.events import (
+    Event,
     EventRecord,
     OrderChanged,
     OrderFilled,
@@ -203,6 +204,14 @@ class StrategiesView(QWidget):
         A ``ControlStrategy``, ``CancelAll``, ``Flatten`` or ``SetStrategyParameters`` to send.
     """
 
+    #: Engine event types :meth:`on_events` reads (the workspace hands it only these).
+    EVENT_TYPES: ClassVar[tuple[type[Event], ...]] = (
+        StrategyStatusChanged,
+        OrderFilled,
+        OrderChanged,
+        PositionChanged,
+    )
+
     command_requested = Signal(object)
 
     def __init__(
@@ -307,7 +316,7 @@ class StrategiesView(QWidget):
             return (r, u, r + u)[part]
 
         return (
-            Column("id", "ID", lambda s: str(s.strategy_id), numeric=True, width=32),
+            Column("id", "ID", lambda s: str(s.strategy_id), numeric=True, width=72),
             Column("name", "Strategy", lambda s: s.name, width=95),
             Column("state", "State", lambda s: STRATEGY_STATE_TEXT[s.state],
                    tone=lambda s: STRATEGY_STATE_TONE[s.state], width=65),

@@ -32,7 +32,7 @@ from engine.commands import (
     SubmitOrder,
 )
 from engine.enums import AlertLevel, Side
-from engine.events import EventRecord
+from engine.events import Event, EventRecord, OrderFilled, OrderView
 from widgets.fix_inspector import DescribeField, FixInspector
 from widgets.kill_switch import KillSwitch
 from widgets.ladder import PriceLadder
@@ -67,6 +67,45 @@ _STATE_VERSION = 1
 
 class _View(Protocol):
     def on_events(self, batch: Sequence[EventRecord]) -> None: ...
+
+
+class _Feed:
+    """One view and the engine event types it reads (its ``EVENT_TYPES``; ``None``: all).
+
+    At 20,000 events a second most views read a small share of the stream; handing each only
+    its share costs one set look-up per event instead of a chain of ``isinstance`` tests in
+    every view.
+    """
+
+    __slots__ = ("_wants", "types", "view")
+
+    def __init__(self, view: _View) -> None:
+        self.view = view
+        self.types: tuple[type[Event], ...] | None = getattr(view, "EVENT_TYPES", None)
+        self._wants: dict[type[Event], bool] = {}
+
+    def deliver(self, batch: list[EventRecord], kinds: set[type[Event]]) -> None:
+        """Hand the view the records of ``batch`` it reads (nothing when it reads none).
+
+        ``kinds`` holds the event types present in ``batch``.
+        """
+        if self.types is None:
+            self.view.on_events(batch)
+            return
+        wants = self._wants
+        match = set()
+        for kind in kinds:
+            w = wants.get(kind)
+            if w is None:
+                w = wants[kind] = issubclass(kind, self.types)
+            if w:
+                match.add(kind)
+        if not match:
+            return
+        if len(match) == len(kinds):
+            self.view.on_events(batch)
+        else:
+            self.view.on_events([r for r in batch if type(r.event) in match])
 
 
 class MonitorWorkspace(QMainWindow):
@@ -134,14 +173,17 @@ class MonitorWorkspace(QMainWindow):
         self.orders_view.setMinimumSize(200, 120)
         self.setCentralWidget(self.orders_view)
         # What a trader acts on at once, then the lanes (see _on_flush_timer).
-        self._first_views: tuple[_View, ...] = (self.orders_view, self.kill_switch, self.ticket)
-        self._lanes: tuple[tuple[_View, ...], ...] = (
+        self._ctx_feed = _Feed(self.ctx)
+        first: tuple[_View, ...] = (self.orders_view, self.kill_switch, self.ticket)
+        lanes: tuple[tuple[_View, ...], ...] = (
             (self.positions_view, self.strategies_view, self.ladder),
             (self.executions_view,),
             (self.log_view,),
             (self.fix_view,),
             (self.events_view, self.sessions_view),
         )
+        self._first_views = tuple(_Feed(v) for v in first)
+        self._lanes = tuple(tuple(_Feed(v) for v in lane) for lane in lanes)
         self._lane_pending: list[list[EventRecord]] = [[] for _ in self._lanes]
 
         # Docks, each with a stable object name for the saved layout. The right column (ticket,
@@ -207,6 +249,8 @@ class MonitorWorkspace(QMainWindow):
             self.commands.result_received.connect(view.on_command_result)
         self.commands.result_received.connect(self._on_command_result)
         self.orders_view.order_selected.connect(self.ticket.set_order)
+        self.orders_view.order_selected.connect(self._show_order_chain)
+        self.executions_view.execution_selected.connect(self._show_execution_message)
         self.ladder.order_requested.connect(self._on_ladder_order)
         self.ladder.cancel_requested.connect(
             lambda order_id: self.commands.send(CancelOrder(order_id=order_id))
@@ -392,6 +436,27 @@ class MonitorWorkspace(QMainWindow):
         b.style().polish(b)
         self.logs_dock.setWindowTitle(f"Logs && alerts ({n:,})" if n else "Logs && alerts")
 
+    # ------------------------------------------------------------------ FIX chains
+    def _chain_of(self, order_id: int, client_order_id: str) -> tuple[str, ...]:
+        order = self.orders_view.all_model.get(order_id)
+        if order is None:
+            return (client_order_id,)
+        return (*order.orig_client_order_ids, order.client_order_id)
+
+    def _show_order_chain(self, order: OrderView | None) -> None:
+        """List the whole FIX chain of the order selected in the blotter."""
+        if order is not None:
+            self.fix_view.show_chain(
+                (*order.orig_client_order_ids, order.client_order_id), order.client_order_id
+            )
+
+    def _show_execution_message(self, fill: OrderFilled | None) -> None:
+        """Show the ExecutionReport (LastPx, LastQty…) of the execution selected."""
+        if fill is not None:
+            self.fix_view.show_execution(
+                self._chain_of(fill.order_id, fill.client_order_id), fill.exec_id
+            )
+
     # ------------------------------------------------------------------ commands
     def set_command_sink(self, send: CommandSink | None) -> None:
         """Send the widgets' commands through ``send`` (``EngineClient.send``)."""
@@ -442,9 +507,10 @@ class MonitorWorkspace(QMainWindow):
             return
         self.flushes += 1
         self._last_ts = batch[-1].event.ts_event
-        self.ctx.on_events(batch)
-        for view in self._first_views:
-            view.on_events(batch)
+        kinds = {type(r.event) for r in batch}
+        self._ctx_feed.deliver(batch, kinds)
+        for feed in self._first_views:
+            feed.deliver(batch, kinds)
         for pending in self._lane_pending:
             pending.extend(batch)
 
@@ -458,5 +524,6 @@ class MonitorWorkspace(QMainWindow):
     def _flush_lane(self, n: int) -> None:
         batch, self._lane_pending[n] = self._lane_pending[n], []
         if batch:
-            for view in self._lanes[n]:
-                view.on_events(batch)
+            kinds = {type(r.event) for r in batch}
+            for feed in self._lanes[n]:
+                feed.deliver(batch, kinds)

@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: MIT
-"""The bridge re-reads the engine's state when events were lost."""
+"""The bridge: state re-read after lost events, wake-ups safe from deletion; the GC pacer."""
 
+import gc
 import time
 
 import pytest
+import shiboken6
 
-from app.bridge import EngineBridge
+from app.bridge import EngineBridge, GcPacer
 from engine.demo import build_demo
 from engine.embedded import EmbeddedEngineClient
 from engine.events import EventRecord, InstrumentAdded, StrategyStatusChanged
@@ -33,3 +35,53 @@ def test_lost_events_are_replaced_by_a_snapshot_of_the_state(qtbot: object) -> N
     finally:
         client.close()
         bridge.detach()
+
+
+def test_a_deleted_bridge_is_never_touched_by_the_engine_thread(
+    qtbot: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = EmbeddedEngineClient(heartbeat_interval_ms=10)
+    kept = EngineBridge(client)  # a second window's bridge: it must go on working
+    kept_batches: list[list[EventRecord]] = []
+    doomed = EngineBridge(client)
+    doomed.events_received.connect(lambda b: pytest.fail("a deleted bridge delivered"))
+    # ``doomed`` replaced ``kept`` as the wake-up; delete it without detach, as a window
+    # torn down in a hurry would, while the engine thread keeps waking it.
+    client.start()
+    try:
+        shiboken6.delete(doomed)
+        time.sleep(0.2)  # heartbeats arrive: the engine thread calls the wake-up many times
+        kept._client.set_wakeup(None)  # the relay was still called safely meanwhile
+        kept.events_received.connect(kept_batches.append)
+        kept.flush(force=True)
+        assert kept_batches
+        assert {type(r.event).__name__ for r in kept_batches[0]} >= {"EngineHeartbeat"}
+        assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
+    finally:
+        client.close()
+        kept.detach()
+
+
+def test_gc_pacer_freezes_survivors_and_collects_young_cycles(qtbot: object) -> None:
+    pacer = GcPacer(interval_ms=20, full_every=2)
+    gc.collect()
+    pacer.start()
+    try:
+        assert gc.get_freeze_count() > 0
+        frozen = gc.get_freeze_count()
+
+        class Node:
+            def __init__(self) -> None:
+                self.me = self  # a cycle: only the collector frees it
+
+        survivor = [Node() for _ in range(100)]
+        garbage = [Node() for _ in range(1000)]
+        del garbage
+        qtbot.waitUntil(lambda: pacer.passes >= 2, timeout=5000)  # type: ignore[attr-defined]
+        assert pacer.collected >= 1000  # the young cycles were collected before freezing
+        assert gc.get_freeze_count() >= frozen + 100  # the survivors left the generations
+        assert survivor[0].me is survivor[0]
+    finally:
+        pacer.stop()
+    assert gc.get_freeze_count() == 0
+    assert not pacer.active

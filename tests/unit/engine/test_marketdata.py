@@ -3,7 +3,10 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from engine import marketdata
 from engine.bus import MessageBus
 from engine.clock import TestClock
 from engine.enums import Side
@@ -67,3 +70,39 @@ def test_bad_rows_are_refused_before_anything_is_applied() -> None:
     assert events == []
     with pytest.raises(ValueError, match="symbols must be unique"):
         MarketData(["A", "A"], MessageBus(), TestClock())
+
+
+@pytest.mark.parametrize("track_queue", [False, True])
+@settings(max_examples=60, deadline=None)
+@given(
+    batch=st.lists(
+        st.tuples(
+            st.integers(0, 1),
+            st.sampled_from([BUY, SELL]),
+            st.integers(-20, 20),
+            st.integers(0, 9),
+            st.sampled_from([L2_SET, L2_SET, L2_TRADE]),
+            st.sampled_from([0, 5]),
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_small_batches_row_by_row_give_the_events_of_the_array_path(
+    track_queue: bool, batch: list[tuple[int, ...]]
+) -> None:
+    # Batches up to SMALL_BATCH rows go row by row in Python; every size must give the same
+    # books and the same events, in the same order, as the array path.
+    got = []
+    for small in (0, 1_000):
+        md, events = make()
+        if track_queue:
+            md.track_queue()
+        arr = np.zeros(len(batch), L2_EVENT_DTYPE)
+        for i, (book, side, dpx, qty, kind, ts) in enumerate(batch):
+            arr[i] = (ts and 1000 + i, (100, 500)[book] + dpx, qty, book, side, kind)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(marketdata, "SMALL_BATCH", small)
+            md.apply(arr)
+        got.append((events, [md.books.top(b, 5)[0].tolist() for b in (0, 1)], md.last_trade_px))
+    assert got[0] == got[1]

@@ -56,6 +56,11 @@ def test_log_filters_by_level_and_search_and_counts_unread(qtbot: object) -> Non
 
 
 # ---------------------------------------------------------------------- kill switch
+def armed(ks: KillSwitch) -> KillLevel | None:
+    """Read the armed level afresh (each click changes it)."""
+    return ks.armed
+
+
 def test_kill_switch_needs_a_second_click_to_send(qtbot: object) -> None:
     ks = KillSwitch()
     qtbot.addWidget(ks)  # type: ignore[attr-defined]
@@ -64,18 +69,18 @@ def test_kill_switch_needs_a_second_click_to_send(qtbot: object) -> None:
     flatten = ks.buttons[KillLevel.FLATTEN]
     qtbot.mouseClick(flatten, Qt.MouseButton.LeftButton)  # type: ignore[attr-defined]
     assert sent == []
-    assert ks.armed is KillLevel.FLATTEN
+    assert armed(ks) is KillLevel.FLATTEN
     assert flatten.text() == "Flatten?"
     # Another level disarms the first.
     qtbot.mouseClick(ks.buttons[KillLevel.BLOCK_NEW], Qt.MouseButton.LeftButton)  # type: ignore[attr-defined]
     assert flatten.text() == "Flatten"
-    assert ks.armed is KillLevel.BLOCK_NEW
+    assert armed(ks) is KillLevel.BLOCK_NEW
     ks.reason_edit.setText("venue unstable")
     qtbot.mouseClick(ks.buttons[KillLevel.BLOCK_NEW], Qt.MouseButton.LeftButton)  # type: ignore[attr-defined]
     assert sent == [
         SetKillSwitch(level=KillLevel.BLOCK_NEW, reason="venue unstable", actor="console")
     ]
-    assert ks.armed is None
+    assert armed(ks) is None
     ks.on_command_result(sent[0], CommandError(command=sent[0], ts_handled=T0,  # type: ignore[arg-type]
                                                reason="not allowed"))  # fmt: skip
     assert ks.message_label.text() == "Refused: not allowed"

@@ -4,6 +4,7 @@
 import pytest
 from PySide6.QtWidgets import QApplication
 
+from app.fix_describe import FieldDescriber
 from tests.unit.widgets.builders import T0, fix_message, records
 from widgets.fix_inspector import FixInspector, field_value, parse_fields
 
@@ -55,14 +56,114 @@ def test_fix_messages_filter_by_session_direction_type_clordid_and_text(view: Fi
 def test_detail_pane_names_every_field_and_shows_timestamps_and_raw(view: FixInspector) -> None:
     view.set_filter(direction="in")
     view.table.selectRow(0)
-    fm = view.fields_model
-    assert fm.rows[1] == ("35", "MsgType", "8", "ExecutionReport")
-    assert fm.rows[4] == ("39", "OrdStatus", "0", "New")
-    assert len(fm.rows) == 7
+    rows = view.detail_rows()
+    assert rows[1] == (0, "35", "MsgType", "8", "ExecutionReport", "")
+    assert rows[4] == (0, "39", "OrdStatus", "0", "New", "")
+    assert len(rows) == 7
+    assert view.check_label.text() == "Not checked: no FIX dictionary"
     assert view.raw_edit.toPlainText() == "8=FIX.4.4|35=8|34=3|11=A1|39=0|55=ESZ6|10=000|"
     assert "+4.5 µs → received 14:30:00.001004" in view.times_label.text()
     assert view.copy_raw() == view.raw_edit.toPlainText()
     assert QApplication.clipboard().text() == view.raw_edit.toPlainText()
+
+
+NOS_WITH_PARTIES = (
+    "8=FIX.4.4|9=120|35=D|34=2|49=CL|52=20261202-14:30:00.000|56=EX|11=A1|453=2|448=P1|447=D|"
+    "452=1|448=P2|447=D|452=3|21=1|55=ESZ6|54=Z|60=20261202-14:30:00.000|44=abc|10=000|"
+)
+
+
+@pytest.fixture(scope="module")
+def describer() -> FieldDescriber:
+    return FieldDescriber(preload=False)
+
+
+def test_detail_pane_shows_sections_groups_as_a_tree_and_fields_failing_validation(
+    qtbot: object, describer: FieldDescriber
+) -> None:
+    v = FixInspector(describer)
+    qtbot.addWidget(v)  # type: ignore[attr-defined]
+    v.on_events(records([fix_message(NOS_WITH_PARTIES, seq=2)]))
+    v.table.selectRow(0)
+    rows = v.detail_rows()
+    sections = [r for r in rows if r[0] == 0]
+    assert [r[2] for r in sections] == ["Header", "Body", "Trailer"]
+    assert sections[0][3] == "7 fields"
+    # NoPartyIDs <453> holds two entries of three named fields each.
+    i = next(n for n, r in enumerate(rows) if r[1] == "453")
+    assert rows[i][:4] == (1, "453", "NoPartyIDs", "2")
+    assert rows[i + 1][:4] == (2, "", "Entry 1", "3 fields")
+    assert rows[i + 2][:5] == (3, "448", "PartyID", "P1", "")
+    assert rows[i + 4][1:5] == ("452", "PartyRole", "1", "Executing firm")
+    assert rows[i + 5][2] == "Entry 2"
+    # The bad enum, the bad price and the missing OrdType are marked with QuickFIX's reasons.
+    failing = {r[1]: r[5] for r in rows if r[5] and r[1]}
+    assert failing == {
+        "54": "⚠ Value is incorrect (out of range) for this tag",
+        "44": "⚠ Incorrect data format for value",
+        "40": "⚠ Required tag missing",
+    }
+    assert next(r for r in rows if r[1] == "40")[3] == "(missing)"
+    assert sections[1][5] == "⚠ 3 failing below"
+    assert v.check_label.text() == (
+        "⚠ 3 fields fail validation: Side <54>, Price <44>, OrdType <40>"
+    )
+    body = v.fields_tree.topLevelItem(1)
+    assert body is not None
+    items = [body.child(n) for n in range(body.childCount())]
+    side = next(i for i in items if i is not None and i.text(1) == "54")
+    assert side.foreground(2).color() == v.table.tone_color("bad")
+    assert side.toolTip(2) == "Value is incorrect (out of range) for this tag"
+    assert v.raw_edit.toPlainText() == NOS_WITH_PARTIES
+
+
+def test_a_valid_execution_report_passes_and_names_last_px_and_last_qty(
+    qtbot: object, describer: FieldDescriber
+) -> None:
+    v = FixInspector(describer)
+    qtbot.addWidget(v)  # type: ignore[attr-defined]
+    v.on_events(records([fix_message(
+        "8=FIX.4.4|9=120|35=8|34=3|49=EX|52=20261202-14:30:00.000|56=CL|37=O1|11=A1|17=X1|"
+        "150=F|39=2|55=ESZ6|54=1|151=0|14=5|6=4510.25|31=4510.25|32=5|10=000|",
+        outbound=False,
+    )]))  # fmt: skip
+    v.table.selectRow(0)
+    by_tag = {r[1]: r for r in v.detail_rows()}
+    assert by_tag["31"][2:4] == ("LastPx", "4510.25")
+    assert by_tag["32"][2:4] == ("LastQty", "5")
+    assert by_tag["150"][2:5] == ("ExecType", "F", "Trade")
+    assert v.check_label.text() == "✓ Every field passes the session dictionary's validation"
+
+
+def test_an_order_chain_lists_its_messages_oldest_first(view: FixInspector) -> None:
+    view.on_events(records([
+        fix_message("8=FIX.4.4|35=G|34=5|11=A1.1|41=A1|55=ESZ6|10=000|", seq=5),
+        fix_message("8=FIX.4.4|35=8|34=6|11=A1.1|41=A1|17=E9|39=5|10=000|", outbound=False,
+                    seq=6),
+        fix_message("8=FIX.4.4|35=D|34=6|11=Z9|55=ESZ6|10=000|", seq=6),
+    ]))  # fmt: skip
+    view.set_filter(direction="in")  # the chain ignores the filters
+    view.show_chain(("A1", "A1.1"), "A1.1")
+    shown = view.visible_rows()
+    assert [(r.ev.msg_type, r.ev.seq_num) for r in shown] == [
+        ("D", 2), ("8", 3), ("G", 5), ("8", 6)
+    ]  # fmt: skip
+    assert view.chain_label.text() == "Order A1.1 (A1 → A1.1): 4 messages, oldest first"
+    assert view.current is shown[0].ev
+    assert view.session_combo.isHidden()
+    assert view.show_execution(("A1", "A1.1"), "E9")
+    assert view.current is shown[3].ev
+    # A report asked for before it arrived is selected when it does.
+    assert not view.show_execution(("A1", "A1.1"), "E10")
+    late = fix_message("8=FIX.4.4|35=8|34=7|11=A1.1|41=A1|17=E10|39=2|10=000|", outbound=False,
+                       seq=7)  # fmt: skip
+    view.on_events(records([late]))
+    assert view.current is late
+    view.show_all_button.click()
+    assert view.chain == ()
+    # The direction filter is back, newest first.
+    assert [r.ev.seq_num for r in view.visible_rows()] == [7, 6, 3]
+    assert not view.session_combo.isHidden()
 
 
 def test_parse_fields_marks_malformed_fields() -> None:

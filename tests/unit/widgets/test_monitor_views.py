@@ -36,15 +36,25 @@ def ctx() -> MonitorContext:
     return MonitorContext()
 
 
+def showing_empty(view: OrdersView) -> bool:
+    """Read the panel's state afresh (events change it)."""
+    return view.panel.showing_empty
+
+
+def last(sent: list[object]) -> object:
+    """Return the newest command sent (read afresh after each click)."""
+    return sent[-1]
+
+
 def test_orders_blotter_shows_all_and_working_orders(qtbot: object, ctx: MonitorContext) -> None:
     view = OrdersView(ctx)
     qtbot.addWidget(view)  # type: ignore[attr-defined]
-    assert view.panel.showing_empty
+    assert showing_empty(view)
     o1 = order(1, px=18_050, qty=10)
     o2 = order(2, side=Side.SELL, px=18_052, status=OrdStatus.FILLED, cum=10, avg=18_052.0)
     o3 = order(3, status=OrdStatus.REJECTED, text="risk: max position")
     feed(ctx, view, instrument(), strategy(1, "mm-es"), changed(o1), changed(o2), changed(o3))
-    assert not view.panel.showing_empty
+    assert not showing_empty(view)
     assert view.working_only
     assert view.working_model.rowCount() == 1
     assert view.all_model.rowCount() == 3
@@ -166,8 +176,8 @@ def test_strategies_send_controls_and_parameter_edits(qtbot: object, ctx: Monito
     assert sent[-1] == SetStrategyParameters(strategy_id=1, values=(("spread_ticks", 4),))
     assert pm.data(pm.index(0, 1)) == "2"  # the engine's value until it reports the new one
     view.on_command_result(
-        sent[-1],  # type: ignore[arg-type]
-        CommandError(command=sent[-1], ts_handled=T0,  # type: ignore[arg-type]
+        sent[-1],
+        CommandError(command=sent[-1], ts_handled=T0,
                      reason="spread_ticks=4 is above its maximum 3"),
     )  # fmt: skip
     assert view.message == "Refused: spread_ticks=4 is above its maximum 3"
@@ -176,7 +186,7 @@ def test_strategies_send_controls_and_parameter_edits(qtbot: object, ctx: Monito
     view.select(2)
     assert view.buttons["start"].isEnabled()
     view.buttons["start"].click()
-    assert sent[-1] == ControlStrategy(strategy_id=2, action="start")
+    assert last(sent) == ControlStrategy(strategy_id=2, action="start")
     feed(ctx, view, strategy(2, "taker", params=(("threshold_ticks", 5),), change="parameters"))
     assert pm.data(pm.index(0, 1)) == "5"
 

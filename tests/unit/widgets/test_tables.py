@@ -71,6 +71,26 @@ def test_capacity_drops_the_oldest_rows(qtbot: object) -> None:
     assert model.record(0)[0] == 3
 
 
+def test_rows_stay_addressable_by_key_after_many_oldest_rows_left(qtbot: object) -> None:
+    model = make_model(capacity=100)
+    for start in range(0, 1000, 25):  # the oldest leave five more than needed at a time
+        model.apply([(i, "x", i) for i in range(start, start + 25)])
+        assert model.rowCount() <= 100
+        assert model.rowCount() >= min(95, start + 25)
+    n = model.rowCount()
+    keys = [model.record(r)[0] for r in range(n)]
+    assert keys == list(range(1000 - n, 1000))
+    assert 1000 - n - 1 not in model
+    model.apply([(990, "changed", 1)])  # an update in place after thousands of drops
+    assert model.get(990) == (990, "changed", 1)
+    assert model.record(model.row_of(990)) == (990, "changed", 1)
+    model.apply([], remove=[995, 1000 - n])  # removal rebuilds the index
+    assert model.rowCount() == n - 2
+    assert model.row_of(996) == model.row_of(994) + 1
+    model.apply([(1000, "x", 0)])
+    assert model.record(model.rowCount() - 1)[0] == 1000
+
+
 def test_export_csv_writes_every_row_without_thousands_separators(
     qtbot: object, tmp_path: Path
 ) -> None:

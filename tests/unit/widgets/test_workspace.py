@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: MIT
 """The whole Monitor: batching, docks and saved layout, shortcuts, commands and answers."""
 
+import threading
 from concurrent.futures import Future
 
 import pytest
+import shiboken6
 from PySide6.QtCore import QByteArray, Qt
 from PySide6.QtWidgets import QMainWindow
 
-from engine.commands import CancelOrder, Command, CommandResult
+from engine.commands import CancelOrder, Command, CommandAck, CommandResult
 from engine.enums import OrdStatus
 from tests.unit.widgets.builders import (
     RecordingSink,
@@ -179,3 +181,37 @@ def test_ladder_and_sessions_intents_become_engine_commands(qtbot: object) -> No
         ReplaceOrder(order_id=7, px_ticks=24_011),
     ]
     qtbot.waitUntil(lambda: w.sessions_view.message.text() == "no such session", timeout=2000)  # type: ignore[attr-defined]
+
+
+def test_answers_resolved_on_another_thread_reach_only_living_channels(
+    qtbot: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    futures: list[Future[CommandResult]] = []
+
+    def sink(_c: Command) -> Future[CommandResult]:
+        futures.append(Future())
+        return futures[-1]
+
+    alive, doomed = CommandChannel(sink), CommandChannel(sink)
+    answers: list[object] = []
+    threads: list[str] = []
+    alive.result_received.connect(lambda c, r: answers.append(c))
+    alive.result_received.connect(lambda c, r: threads.append(threading.current_thread().name))
+    doomed.result_received.connect(lambda c, r: pytest.fail("a deleted channel delivered"))
+    first, second = CancelOrder(order_id=1), CancelOrder(order_id=2)
+    alive.send(first)
+    doomed.send(second)
+    shiboken6.delete(doomed)  # its workspace closed while the command was in flight
+
+    def engine() -> None:  # the engine thread answers both
+        for f, c in zip(futures, (first, second), strict=True):
+            f.set_result(CommandAck(command=c, ts_handled=0))
+
+    t = threading.Thread(target=engine, name="engine")
+    t.start()
+    t.join()
+    qtbot.waitUntil(lambda: answers == [first], timeout=2000)  # type: ignore[attr-defined]
+    qtbot.wait(50)  # type: ignore[attr-defined]
+    assert answers == [first]
+    assert threads == ["MainThread"]  # delivered in the GUI thread, not the engine's
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]  # no callback failed

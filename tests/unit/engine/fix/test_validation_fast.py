@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from engine.fix.dictionary import DataDictionary, FieldDef, GroupDef, MessageDef
 from engine.fix.fields import check_format, parse_utc_timestamp
+from engine.fix.message import FixMessage
 from engine.fix.validation import (
     DEFAULT_OPTIONS,
     ValidationOptions,
@@ -32,6 +33,7 @@ from engine.fix.validation import (
     _timestamp_ok,
     _validate_reference,
     validate,
+    validate_message,
 )
 
 RESOURCES = Path(__file__).resolve().parents[4] / "resources" / "fix"
@@ -228,6 +230,10 @@ def test_fast_validate_equals_reference(setup: tuple[str, str | None]) -> None:
         expected = _validate_reference(pairs, sdd, app, opts)
         assert validate(pairs, sdd, app, opts) == expected
         assert validate(pairs, sdd, app, opts) == expected  # and again, from the cached plan
+        # A decoded message, its values checked in place once the layout is known.
+        want = _validate_reference(base, sdd, app, opts)
+        assert validate_message(FixMessage.from_pairs(base), sdd, app, opts) == want
+        assert validate_message(FixMessage.from_pairs(pairs), sdd, app, opts) == expected
         standard = [t for t, _ in pairs[:3]] == [8, 9, 35]  # the layout the fast path takes
         if expected is None and opts == DEFAULT_OPTIONS and standard:
             plan = _plan_for(sdd, app, pairs[2][1])

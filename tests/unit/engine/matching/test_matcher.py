@@ -4,6 +4,7 @@ plus the invariants (filled + leaves == qty, never crossed, never worse than the
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ from engine.types import (
     EXEC_REJECTED,
     EXEC_REPLACED,
     EXEC_TRADE,
+    ID_EMPTY,
     LIQ_MAKER,
     LIQ_NONE,
     LIQ_TAKER,
@@ -444,3 +446,34 @@ def test_matcher_rejects_bad_commands_naming_field_and_value() -> None:
     with pytest.raises(ValueError, match="stp: must be one of"):
         Matcher(0, 10, stp=9)
     _ = REASON_BOOK_FULL
+
+
+_any_cmd = st.tuples(
+    st.sampled_from([CMD_NEW] * 6 + [CMD_CANCEL] * 2 + [CMD_REPLACE] * 2 + [0, 4]),
+    st.sampled_from([0, 1, 2, 3, 4, 5, 6, 7, ID_EMPTY]),
+    st.sampled_from([BUY, SELL, 0]),
+    st.integers(PX_MIN - 1, PX_MIN + N),
+    st.integers(-1, 8),
+    st.sampled_from([ORD_LIMIT] * 5 + [ORD_MARKET, 0]),
+    st.sampled_from([TIF_DAY, TIF_GTC, TIF_IOC, TIF_FOK, 2]),
+    st.sampled_from([-1, 0, 1]),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(cmds=st.lists(_any_cmd, max_size=40), stp=st.sampled_from([STP_NONE, STP_CANCEL_TAKER]))
+def test_submit_one_is_submit_of_one_row(cmds: list[tuple[int, ...]], stp: int) -> None:
+    # The simulator's scalar path: same events (as tuples), same refusals with the same text,
+    # the same book afterwards; a small capacity makes it grow on the way.
+    batch, single = Matcher(PX_MIN, N, capacity=2, stp=stp), Matcher(PX_MIN, N, capacity=2, stp=stp)
+    for i, (act, oid, sd, px, qty, typ, tif, owner) in enumerate(cmds):
+        row = make_cmds(1)
+        row[0] = (1000 + i, oid, px, qty, owner, sd, act, typ, tif)
+        try:
+            want = [tuple(r) for r in batch.submit(row).tolist()]
+        except ValueError as e:
+            with pytest.raises(ValueError, match=re.escape(str(e))):
+                single.submit_one(1000 + i, oid, px, qty, owner, sd, act, typ, tif)
+            continue
+        assert single.submit_one(1000 + i, oid, px, qty, owner, sd, act, typ, tif) == want
+    assert single.book.resting().tolist() == batch.book.resting().tolist()

@@ -175,6 +175,8 @@ class OmsAgainstVenue(RuleBasedStateMachine):
         for vo in self.venue:
             o = vo.order
             assert o.cum_qty_lots == vo.cum
+            # Every change is published: the last view published is the order as it is now.
+            assert o.published == o.view()
             if o.is_terminal:
                 assert o.leaves_qty_lots == 0
                 assert not vo.alive

@@ -1,0 +1,558 @@
+# SPDX-License-Identifier: MIT
+"""Tick charts: one per instrument, stacked on one synchronized nanosecond time axis.
+
+:class:`TickChart` draws an :class:`analyzer.dataset.InstrumentDay`: bid and ask as step lines
+(or, zoomed out, their min/max envelopes from the pyramid: never more points than pixels),
+trades as markers sized by quantity and coloured by aggressor side (a price envelope when too
+many to see one by one), own orders as lines at their price from placement to fill or cancel
+and executions as clickable stars. A crosshair shows the quote and last trade at the cursor.
+
+:class:`ChartStack` links the x axes of its charts (instruments with different tick rates
+share one time axis, gaps stay gaps), moves every crosshair together and owns the span
+selection of the range statistics.
+"""
+
+import html
+import math
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, QPointF, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+from analyzer.dataset import InstrumentDay
+from analyzer.overlay import OrderSegments, Overlay
+from analyzer.views.jobs import Latest
+from analyzer.views.timeaxis import NS, NsTimeAxis
+from engine.types import BUY, SELL
+
+#: Own fills are drawn one star each when the view holds at most this many.
+MAX_FILLS: Final[int] = 2_000
+#: Largest and smallest trade marker, pixels.
+MARKER_MIN: Final[float] = 5.0
+MARKER_MAX: Final[float] = 20.0
+
+
+@dataclass(frozen=True, slots=True)
+class Palette:
+    """Colours of one theme: bid, ask, trades by aggressor, own orders, crosshair."""
+
+    bid: str
+    ask: str
+    buy: str
+    sell: str
+    envelope: str
+    own_buy: str
+    own_sell: str
+    fill_edge: str
+    cursor: str
+    text: str
+    background: str
+    grid: int  # grid alpha 0..255
+
+
+DARK: Final = Palette(
+    bid="#3fb950", ask="#f85149", buy="#58a6ff", sell="#f0883e", envelope="#8b949e",
+    own_buy="#a5d6ff", own_sell="#ffa7c4", fill_edge="#f2cc60", cursor="#c9d1d9",
+    text="#e6edf3", background="#0d1117", grid=40,
+)  # fmt: skip
+LIGHT: Final = Palette(
+    bid="#1a7f37", ask="#cf222e", buy="#0969da", sell="#bc4c00", envelope="#6e7781",
+    own_buy="#0550ae", own_sell="#a0115e", fill_edge="#7d4e00", cursor="#24292f",
+    text="#1f2328", background="#ffffff", grid=50,
+)  # fmt: skip
+
+
+def palette_for(widget: QWidget) -> Palette:
+    """Return the chart colours that suit the widget's (dark or light) palette."""
+    window = widget.palette().color(QPalette.ColorRole.Window)
+    return DARK if window.lightness() < 128 else LIGHT
+
+
+def marker_sizes(qty: npt.NDArray[np.float64], typical: float) -> npt.NDArray[np.float64]:
+    """Return marker diameters growing with the square root of the size (area ~ size)."""
+    scale = max(typical, 1e-12)
+    return np.clip(MARKER_MIN * np.sqrt(qty / scale) + 2.0, MARKER_MIN, MARKER_MAX)
+
+
+def tick_decimals(tick: float) -> int:
+    """Return how many decimals show every multiple of ``tick`` exactly (0.25 -> 2)."""
+    text = f"{tick:.10f}".rstrip("0")
+    return len(text.split(".")[1]) if "." in text else 0
+
+
+def _fmt(v: float, decimals: int) -> str:
+    return "—" if math.isnan(v) else f"{v:,.{decimals}f}"
+
+
+def _qty(v: float) -> str:
+    return "" if math.isnan(v) else f"{v:,.8g}"
+
+
+class TickChart(pg.PlotWidget):
+    """One instrument's ticks over the stack's shared time axis.
+
+    Signals
+    -------
+    cursor_moved(int)
+        The mouse is over the chart at this time (ns since the epoch).
+    execution_clicked(str, int)
+        An execution marker was clicked: symbol and its row in the overlay's executions.
+    order_clicked(str, int, int)
+        An own-order line was clicked: symbol, order id and the time clicked (ns).
+    """
+
+    cursor_moved = Signal(object)
+    execution_clicked = Signal(str, int)
+    order_clicked = Signal(str, int, object)
+
+    def __init__(
+        self, day: InstrumentDay, origin_ns: int, tz_name: str, parent: QWidget | None = None
+    ) -> None:
+        self.axis = NsTimeAxis(origin_ns, tz_name)
+        super().__init__(parent=parent, axisItems={"bottom": self.axis})
+        self.setObjectName(f"tickChart_{day.symbol}")
+        self.day = day
+        self.origin_ns = origin_ns
+        self.decimals = tick_decimals(day.source.tick_size)
+        self.colors = palette_for(self)
+        pi = self.getPlotItem()
+        pi.setLabel("left", f"{day.label}  price")
+        pi.showGrid(x=True, y=True, alpha=self.colors.grid / 255)
+        pi.setMenuEnabled(False)
+        pi.hideButtons()
+        pi.getAxis("left").setWidth(78)
+        vb = pi.getViewBox()
+        vb.setMouseEnabled(x=True, y=False)
+        vb.enableAutoRange(y=True)
+        vb.setAutoVisible(y=True)
+        self.bid = pg.PlotDataItem(name="bid", connect="finite")
+        self.ask = pg.PlotDataItem(name="ask", connect="finite")
+        self.envelope = pg.PlotDataItem(name="trades (range)", connect="finite")
+        self.buys = pg.ScatterPlotItem(name="buy trades", symbol="t1", pxMode=True)
+        self.sells = pg.ScatterPlotItem(name="sell trades", symbol="t", pxMode=True)
+        self.own = pg.PlotCurveItem(connect="pairs")
+        self.own_sell = pg.PlotCurveItem(connect="pairs")
+        self.fills = pg.ScatterPlotItem(symbol="star", size=16, pxMode=True)
+        self.fills_sell = pg.ScatterPlotItem(symbol="star", size=16, pxMode=True)
+        for item in (self.bid, self.ask, self.envelope, self.buys, self.sells):
+            pi.addItem(item)
+        for item in (self.own, self.own_sell, self.fills, self.fills_sell):
+            pi.addItem(item)
+        # Quotes above trade markers, own orders and fills above everything.
+        self.bid.setZValue(5)
+        self.ask.setZValue(5)
+        for z, item in enumerate((self.own, self.own_sell, self.fills, self.fills_sell), 10):
+            item.setZValue(z)
+        self.own.setClickable(True, width=8)
+        self.own_sell.setClickable(True, width=8)
+        self.own.sigClicked.connect(self._on_order_clicked)
+        self.own_sell.sigClicked.connect(self._on_order_clicked)
+        self.fills.sigClicked.connect(self._on_fill_clicked)
+        self.fills_sell.sigClicked.connect(self._on_fill_clicked)
+        self.cursor = pg.InfiniteLine(angle=90, movable=False)
+        pi.addItem(self.cursor, ignoreBounds=True)
+        #: The crosshair read-out, drawn as the plot's title line (above the data, never
+        #: over it or over the legend).
+        self.readout = ""
+        pi.setTitle(day.label, justify="left", size="9pt")
+        self.note = pg.TextItem(anchor=(0, 1))
+        self.note.setParentItem(vb)
+        #: Whether the title line ends with the colour key (the top chart of a stack).
+        self.show_key = True
+        self.region: pg.LinearRegionItem | None = None
+        self.overlay: Overlay | None = None
+        self._segments: OrderSegments | None = None
+        self._fill_rows: npt.NDArray[np.void] | None = None
+        self._typical_qty = 1.0
+        self.markers_shown = 0
+        self.fills_shown = 0
+        self.exact = False
+        self._redraw = QTimer(self)
+        self._redraw.setSingleShot(True)
+        self._redraw.setInterval(0)
+        self._redraw.timeout.connect(self.refresh)
+        self.fetching = False
+        self._fetch = Latest(lambda span: day.prefetch(*span), self)
+        self._fetch.result.connect(lambda _r: self._redraw.start())
+        vb.sigXRangeChanged.connect(lambda *_: self._redraw.start())
+        vb.sigResized.connect(lambda *_: self._redraw.start())
+        self.scene().sigMouseMoved.connect(self._on_mouse_moved)
+        self.apply_colors()
+        if day.trades is not None and day.trades.n_rows:
+            lv = day.trades.pyramid.levels[0]
+            vol = float(np.nansum(lv.sums["qty"][: min(lv.n, 4096)]))
+            rows = min(lv.n, 4096) * lv.rows
+            self._typical_qty = max(vol / max(rows, 1), 1e-12)
+
+    # ------------------------------------------------------------------ look
+    def apply_colors(self) -> None:
+        """Take the colours of the current (dark or light) palette."""
+        c = self.colors = palette_for(self)
+        self.setBackground(c.background)
+        pi = self.getPlotItem()
+        for name in ("left", "bottom"):
+            ax = pi.getAxis(name)
+            ax.setPen(pg.mkPen(c.envelope))
+            ax.setTextPen(pg.mkPen(c.text))
+        pi.showGrid(x=True, y=True, alpha=c.grid / 255)
+        self.bid.setPen(pg.mkPen(c.bid, width=1.6))
+        self.ask.setPen(pg.mkPen(c.ask, width=1.6))
+        self.envelope.setPen(pg.mkPen(c.envelope, width=1))
+        for item, color in ((self.buys, c.buy), (self.sells, c.sell)):
+            fill = QColor(color)
+            fill.setAlpha(150)
+            item.setBrush(pg.mkBrush(fill))
+            item.setPen(pg.mkPen(color, width=0.8))
+        self.own.setPen(pg.mkPen(c.own_buy, width=2.5, style=Qt.PenStyle.DashLine))
+        self.own_sell.setPen(pg.mkPen(c.own_sell, width=2.5, style=Qt.PenStyle.DashLine))
+        for item, color in ((self.fills, c.buy), (self.fills_sell, c.sell)):
+            item.setPen(pg.mkPen(c.fill_edge, width=1.5))
+            item.setBrush(pg.mkBrush(color))
+        self.note.setColor(QColor(c.text))
+        self.cursor.setPen(pg.mkPen(c.cursor, width=1, style=Qt.PenStyle.DotLine))
+        self._show_title()
+
+    def key_html(self) -> str:
+        """Return the colour key: bid, ask, trades by aggressor, own orders and fills."""
+        c = self.colors
+        parts = [
+            (c.bid, "━ bid"), (c.ask, "━ ask"), (c.buy, "▲ buy aggressor"),
+            (c.sell, "▼ sell aggressor"),
+        ]  # fmt: skip
+        if self.overlay is not None:
+            parts += [(c.own_buy, "╌ own buy"), (c.own_sell, "╌ own sell"), (c.fill_edge, "★ fill")]
+        return "&nbsp;&nbsp;".join(f"<span style='color:{col}'>{t}</span>" for col, t in parts)
+
+    def _show_title(self) -> None:
+        text = html.escape(self.readout or self.day.label).replace("  ", "&nbsp;&nbsp;")
+        if self.show_key or self.overlay is not None:
+            text += "&nbsp;" * 8 + self.key_html()
+        self.getPlotItem().titleLabel.setText(text, color=self.colors.text)
+
+    def changeEvent(self, event: QEvent) -> None:
+        """Follow theme changes."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and hasattr(self, "show_key"):
+            self.apply_colors()
+
+    # ------------------------------------------------------------------ data
+    def to_x(self, ts: npt.NDArray[np.int64] | int) -> Any:
+        """Return chart x (seconds since the origin) of ns timestamps."""
+        if isinstance(ts, int):
+            return (ts - self.origin_ns) / NS
+        return (ts - self.origin_ns).astype(np.float64) / NS
+
+    def view_ns(self) -> tuple[int, int]:
+        """Return the visible time span, ns since the epoch."""
+        (x0, x1), _ = self.getPlotItem().getViewBox().viewRange()
+        return self.axis.to_ns(x0), self.axis.to_ns(x1)
+
+    def refresh(self) -> None:
+        """Draw what the visible span needs at the chart's pixel width.
+
+        Never waits for the disk: when the span needs rows of a long day that are not read
+        yet, the finest pyramid level is drawn now and the rows are read on a worker thread,
+        which redraws when they are in (:attr:`fetching`).
+        """
+        t0, t1 = self.view_ns()
+        width = max(int(self.getPlotItem().getViewBox().width()), 50)
+        day = self.day
+        read = True
+        if day.needs_read(t0, t1, width):
+            read = False
+            self.fetching = True
+            self._fetch.request((t0, t1))
+        else:
+            self.fetching = False
+        x, bid, ask, exact = day.quote_lines(t0, t1, width, read=read)
+        self.exact = exact
+        xs = self.to_x(x)
+        self.bid.setData(xs, bid)
+        self.ask.setData(xs, ask)
+        marks = day.trade_marks(t0, t1, read=read)
+        if marks is None:
+            ex, ey = day.trade_envelope(t0, t1, width, read=read)
+            self.envelope.setData(self.to_x(ex), ey)
+            self.buys.clear()
+            self.sells.clear()
+            self.markers_shown = 0
+        else:
+            self.envelope.setData([], [])
+            side = marks.values["side"]
+            px = marks.values["px"]
+            qty = np.asarray(marks.values["qty"], dtype=np.float64)
+            mx = self.to_x(marks.ts)
+            for item, s in ((self.buys, BUY), (self.sells, SELL)):
+                m = side == s
+                item.setData(mx[m], px[m], size=marker_sizes(qty[m], self._typical_qty))
+            self.markers_shown = marks.n
+        self._draw_orders(t0, t1)
+        self._draw_fills(t0, t1)
+        self.note.setPos(6, self.getPlotItem().getViewBox().height() - 4)
+
+    # ------------------------------------------------------------------ overlay
+    def set_overlay(self, overlay: Overlay | None) -> None:
+        """Show (or, with ``None``, hide) own orders and executions of the journal."""
+        self.overlay = overlay
+        if overlay is None:
+            self._segments = None
+            self._fill_rows = None
+        else:
+            self._segments = overlay.segments(self.day.symbol)
+            self._fill_rows = overlay.executions(self.day.symbol)
+        self.apply_colors()
+        self.refresh()
+
+    def _draw_orders(self, t0: int, t1: int) -> None:
+        seg = self._segments
+        if seg is None or seg.n == 0:
+            self.own.setData([], [])
+            self.own_sell.setData([], [])
+            return
+        end = np.where(seg.t1 < 0, max(t1, int(seg.t0.max())), seg.t1)
+        vis = (end >= t0) & (seg.t0 <= t1)
+        tick = self.day.source.tick_size
+        for item, s in ((self.own, BUY), (self.own_sell, SELL)):
+            m = vis & (seg.side == s)
+            x = np.empty(2 * int(m.sum()))
+            y = np.empty_like(x)
+            x[0::2] = self.to_x(seg.t0[m])
+            x[1::2] = self.to_x(end[m])
+            y[0::2] = seg.px[m] * tick
+            y[1::2] = y[0::2]
+            item.setData(x, y)
+
+    def _draw_fills(self, t0: int, t1: int) -> None:
+        """Draw the own fills in view: one star per pixel column, price and side.
+
+        Fills that would land on the same star (a burst at one instant, thousands over a
+        day) are drawn once, as the first of them; a click shows that one. Only when even
+        that leaves more than :data:`MAX_FILLS` stars does a note ask to zoom in.
+        """
+        rows = self._fill_rows
+        self.note.setText("")
+        self.fills_shown = 0
+        if rows is None or rows.shape[0] == 0:
+            self.fills.clear()
+            self.fills_sell.clear()
+            return
+        ts = rows["ts"].astype(np.int64)
+        i0 = int(np.searchsorted(ts, t0, side="left"))
+        i1 = int(np.searchsorted(ts, t1, side="right"))
+        width = max(int(self.getPlotItem().getViewBox().width()), 1)
+        column = ((ts[i0:i1] - t0) * (width / max(t1 - t0, 1))).astype(np.int64)
+        px = rows["px"][i0:i1].astype(np.int64)
+        span = int(px.max() - px.min()) + 1 if px.shape[0] else 1
+        # One int64 per (column, price, side): column < width, so this cannot overflow
+        # for any price span below about 1e14 ticks.
+        key = (column * span + (px - (px.min() if px.shape[0] else 0))) * 2 + (
+            rows["side"][i0:i1] == BUY
+        )
+        _, first = np.unique(key, return_index=True)
+        idx = i0 + np.sort(first)
+        if idx.shape[0] > MAX_FILLS:
+            self.fills.clear()
+            self.fills_sell.clear()
+            self.note.setText(f"{i1 - i0:,} own fills in view: zoom in to see them")
+            return
+        tick = self.day.source.tick_size
+        for item, s in ((self.fills, BUY), (self.fills_sell, SELL)):
+            m = idx[rows["side"][idx] == s]
+            item.setData(self.to_x(ts[m]), rows["px"][m] * tick, data=m)
+        self.fills_shown = i1 - i0
+
+    def _on_fill_clicked(self, _item: Any, points: Any, *_: Any) -> None:
+        if len(points):
+            self.execution_clicked.emit(self.day.symbol, int(points[0].data()))
+
+    def _on_order_clicked(self, curve: Any, ev: Any) -> None:
+        seg = self._segments
+        if seg is None or seg.n == 0:
+            return
+        pos = self.getPlotItem().getViewBox().mapSceneToView(ev.scenePos())
+        ts = self.axis.to_ns(pos.x())
+        side = BUY if curve is self.own else SELL
+        end = np.where(seg.t1 < 0, np.iinfo(np.int64).max, seg.t1)
+        m = (seg.t0 <= ts) & (ts <= end) & (seg.side == side)
+        if not m.any():
+            return
+        idx = np.flatnonzero(m)
+        best = idx[np.argmin(np.abs(seg.px[idx] * self.day.source.tick_size - pos.y()))]
+        self.order_clicked.emit(self.day.symbol, int(seg.order_id[best]), ts)
+
+    def click_execution(self, row: int) -> None:
+        """Act as if execution ``row`` was clicked (keyboard and tests)."""
+        self.execution_clicked.emit(self.day.symbol, row)
+
+    # ------------------------------------------------------------------ cursor
+    def _on_mouse_moved(self, pos: QPointF) -> None:
+        vb = self.getPlotItem().getViewBox()
+        if not vb.sceneBoundingRect().contains(pos):
+            return
+        self.cursor_moved.emit(self.axis.to_ns(vb.mapSceneToView(pos).x()))
+
+    def set_cursor(self, ts: int) -> None:
+        """Move the crosshair to ``ts`` and show the quote and last trade in force there."""
+        self.cursor.setPos(self.to_x(ts))
+        self.readout = self.readout_text(ts)
+        self._show_title()
+
+    def readout_text(self, ts: int) -> str:
+        """Return the crosshair text: symbol, bid, ask, spread and last trade at ``ts``."""
+        q = self.day.quote_at(ts)
+        d = self.decimals
+        side = {BUY: "buy", SELL: "sell"}.get(q.last_side, "")
+        spread = q.ask - q.bid
+        parts = [
+            self.day.label,
+            f"bid {_fmt(q.bid, d)} × {_qty(q.bid_qty)}",
+            f"ask {_fmt(q.ask, d)} × {_qty(q.ask_qty)}",
+            f"spread {_fmt(spread, d)}",
+            f"last {_fmt(q.last_px, d)} × {_qty(q.last_qty)} {side}".rstrip(),
+        ]
+        return "   ".join(parts)
+
+
+class ChartStack(QWidget):
+    """Charts of several instruments stacked on one linked time axis.
+
+    Signals
+    -------
+    cursor_moved(int)
+        The shared crosshair moved to this time (ns).
+    span_changed(int, int)
+        The selected span of the range statistics changed (ns).
+    """
+
+    cursor_moved = Signal(object)
+    span_changed = Signal(object, object)
+
+    def __init__(self, tz_name: str = "UTC", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("chartStack")
+        self.tz_name = tz_name
+        self.origin_ns: int | None = None
+        self.charts: list[TickChart] = []
+        self.cursor_ns: int | None = None
+        self.span: tuple[int, int] | None = None
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(0, 0, 0, 0)
+        self._layout.setSpacing(2)
+
+    def add(self, day: InstrumentDay) -> TickChart:
+        """Add a chart for ``day`` below the others, linked to their time axis."""
+        t0, t1 = day.span
+        if self.origin_ns is None:
+            self.origin_ns = t0 - t0 % (86_400 * NS)  # midnight UTC of the first day
+        chart = TickChart(day, self.origin_ns, self.tz_name, self)
+        first = self.charts[0] if self.charts else None
+        chart.show_key = first is None
+        chart.apply_colors()
+        self.charts.append(chart)
+        self._layout.addWidget(chart, 1)
+        chart.cursor_moved.connect(self.set_cursor)
+        if first is not None:
+            chart.setXLink(first)
+            chart.refresh()
+        else:
+            chart.getPlotItem().getViewBox().setXRange(chart.to_x(t0), chart.to_x(t1), padding=0.01)
+        for c in self.charts[:-1]:
+            c.getPlotItem().getAxis("bottom").setStyle(showValues=False)
+            c.getPlotItem().getAxis("bottom").setLabel("")
+        if self.span is not None:
+            self._add_region(chart)
+        if self.cursor_ns is not None:
+            chart.set_cursor(self.cursor_ns)
+        return chart
+
+    def remove(self, chart: TickChart) -> None:
+        """Take a chart out of the stack."""
+        self.charts.remove(chart)
+        chart.setParent(None)
+        chart.deleteLater()
+        for i, c in enumerate(self.charts):
+            c.show_key = i == 0
+            c.apply_colors()
+        if self.charts:
+            last = self.charts[-1].getPlotItem().getAxis("bottom")
+            last.setStyle(showValues=True)
+            last.setLabel(f"Time ({self.tz_name})")
+            if self.charts[0].getPlotItem().getViewBox().linkedView(0) is not None:
+                self.charts[0].setXLink(None)
+            for c in self.charts[1:]:
+                c.setXLink(self.charts[0])
+        else:
+            self.origin_ns = None
+
+    def set_zone(self, tz_name: str) -> None:
+        """Label every time axis in ``tz_name``."""
+        self.tz_name = tz_name
+        for c in self.charts:
+            c.axis.set_zone(tz_name)
+        if self.charts:
+            for c in self.charts[:-1]:
+                c.getPlotItem().getAxis("bottom").setLabel("")
+
+    def set_overlay(self, overlay: Overlay | None) -> None:
+        """Overlay one journal's orders and executions on every chart."""
+        for c in self.charts:
+            c.set_overlay(overlay)
+
+    def set_cursor(self, ts: int) -> None:
+        """Move every crosshair to ``ts``."""
+        self.cursor_ns = int(ts)
+        for c in self.charts:
+            c.set_cursor(int(ts))
+        self.cursor_moved.emit(int(ts))
+
+    def view_ns(self) -> tuple[int, int]:
+        """Return the visible span (ns); ``(0, 0)`` without charts."""
+        return self.charts[0].view_ns() if self.charts else (0, 0)
+
+    def set_view(self, t0: int, t1: int) -> None:
+        """Show ``[t0, t1]`` on every chart."""
+        if self.charts:
+            c = self.charts[0]
+            c.getPlotItem().getViewBox().setXRange(c.to_x(t0), c.to_x(t1), padding=0)
+
+    # ------------------------------------------------------------------ span
+    def set_span(self, span: tuple[int, int] | None) -> None:
+        """Show the span selector over ``span`` on every chart, or hide it (``None``)."""
+        for c in self.charts:
+            if c.region is not None:
+                c.removeItem(c.region)
+                c.region = None
+        self.span = span
+        if span is not None:
+            for c in self.charts:
+                self._add_region(c)
+            self.span_changed.emit(span[0], span[1])
+
+    def _add_region(self, chart: TickChart) -> None:
+        assert self.span is not None
+        region = pg.LinearRegionItem(
+            values=(chart.to_x(self.span[0]), chart.to_x(self.span[1])),
+            brush=pg.mkBrush(QColor(128, 128, 160, 40)),
+        )
+        region.setZValue(-10)
+        chart.addItem(region)
+        chart.region = region
+        region.sigRegionChangeFinished.connect(lambda r: self._on_region(chart, r))
+
+    def _on_region(self, chart: TickChart, region: pg.LinearRegionItem) -> None:
+        x0, x1 = region.getRegion()
+        span = (chart.axis.to_ns(x0), chart.axis.to_ns(x1))
+        if span == self.span:
+            return
+        self.span = span
+        for c in self.charts:
+            if c.region is not None and c is not chart:
+                c.region.blockSignals(True)
+                c.region.setRegion((c.to_x(span[0]), c.to_x(span[1])))
+                c.region.blockSignals(False)
+        self.span_changed.emit(span[0], span[1])

@@ -1,0 +1,119 @@
+# SPDX-License-Identifier: MIT
+"""A time axis for nanosecond timestamps: readable labels in a chosen time zone.
+
+Charts plot x as seconds since an origin (the first loaded day's midnight, UTC): a float64
+then resolves far below a nanosecond over a day, where seconds since 1970 would not. The axis
+turns x back into ns since the epoch and labels ticks at round clock steps (1 ns ... 12 h) in
+the selected zone (``UTC``, ``America/Chicago``, ...), with as many fraction digits as the step
+needs.
+"""
+
+from datetime import UTC, datetime, tzinfo
+from typing import Any, Final
+from zoneinfo import ZoneInfo
+
+import pyqtgraph as pg
+
+NS: Final[int] = 1_000_000_000
+
+#: Major tick steps, seconds (minor ticks are the next smaller step that divides it).
+_STEPS: Final[tuple[float, ...]] = (
+    *(m * 10.0**e for e in range(-9, 0) for m in (1, 2, 5)),
+    1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 3 * 3600, 6 * 3600,
+    12 * 3600, 24 * 3600,
+)  # fmt: skip
+#: Time zones offered by the zone selector.
+ZONES: Final[tuple[str, ...]] = (
+    "UTC", "America/Chicago", "America/New_York", "Europe/London", "Asia/Tokyo", "local",
+)  # fmt: skip
+
+
+def zone(name: str) -> tzinfo | None:
+    """Return the zone called ``name``; ``None`` for ``"local"`` (this machine's zone)."""
+    if name == "UTC":
+        return UTC
+    if name == "local":
+        return None
+    return ZoneInfo(name)
+
+
+def format_ns(ts_ns: int, tz: tzinfo | None, step_s: float) -> str:
+    """Format ``ts_ns`` for a tick ``step_s`` apart from its neighbours."""
+    secs, frac = divmod(ts_ns, NS)
+    dt = datetime.fromtimestamp(secs, tz=tz)
+    if step_s >= 60:
+        return dt.strftime("%H:%M")
+    text = dt.strftime("%H:%M:%S")
+    digits = 0
+    while step_s < 10.0**-digits * 0.999 and digits < 9:
+        digits += 1
+    if digits:
+        text += "." + f"{frac:09d}"[:digits]
+    if step_s < 1e-3:
+        # Sub-millisecond steps: the seconds are the same on every label, keep the fraction.
+        text = "…" + text[6:]
+    return text
+
+
+class NsTimeAxis(pg.AxisItem):
+    """Bottom axis of the charts: x is seconds since ``origin_ns``.
+
+    Parameters
+    ----------
+    origin_ns : int
+        ns since the epoch at x = 0.
+    tz_name : str
+        Zone of the labels (one of :data:`ZONES` or any IANA name).
+    """
+
+    def __init__(self, origin_ns: int = 0, tz_name: str = "UTC", **kwargs: Any) -> None:
+        super().__init__(orientation="bottom", **kwargs)
+        self.origin_ns = origin_ns
+        self.tz_name = tz_name
+        self.tz = zone(tz_name)
+        self.setLabel(f"Time ({tz_name})")
+
+    def set_zone(self, tz_name: str) -> None:
+        """Label in another time zone."""
+        self.tz_name = tz_name
+        self.tz = zone(tz_name)
+        self.setLabel(f"Time ({tz_name})")
+        self.picture = None
+        self.update()
+
+    def to_ns(self, x: float) -> int:
+        """Return ns since the epoch at ``x``."""
+        return self.origin_ns + round(x * NS)
+
+    def tickSpacing(self, minVal: float, maxVal: float, size: float) -> list[tuple[float, float]]:
+        """Round clock steps, about one label per 120 pixels."""
+        span = maxVal - minVal
+        if span <= 0 or size <= 0:
+            return []
+        want = span * 120.0 / size
+        major = next((s for s in _STEPS if s >= want), _STEPS[-1])
+        i = _STEPS.index(major)
+        minor = next((s for s in reversed(_STEPS[:i]) if major / s in (2, 4, 5, 6, 10)), major)
+        return [(major, 0.0), (minor, 0.0)]
+
+    def tickValues(
+        self, minVal: float, maxVal: float, size: float
+    ) -> list[tuple[float, list[float]]]:
+        """Put ticks at round clock times in the label zone (whole minutes, hours...)."""
+        out: list[tuple[float, list[float]]] = []
+        for step, _ in self.tickSpacing(minVal, maxVal, size):
+            step_ns = round(step * NS)
+            t0 = self.to_ns(minVal)
+            offset = 0
+            if step >= 3600:
+                off = datetime.fromtimestamp(t0 // NS, tz=self.tz).utcoffset()
+                offset = int(off.total_seconds()) * NS if off else 0
+            first = -(-(t0 + offset) // step_ns) * step_ns - offset
+            n = int((maxVal - minVal) / step) + 2
+            values = [(first + k * step_ns - self.origin_ns) / NS for k in range(n)]
+            out.append((step, [v for v in values if minVal <= v <= maxVal]))
+        return out
+
+    def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:
+        """Clock labels in the selected zone."""
+        return [format_ns(self.to_ns(v), self.tz, spacing) for v in values]

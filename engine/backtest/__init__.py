@@ -1,0 +1,13 @@
+# SPDX-License-Identifier: MIT
+"""The backtester (offline simulator): strategies replayed over recorded market data.
+
+Two paths over the same book kernels, queue models and latency models (``docs/backtest.md``):
+
+* the **generic** path (:mod:`engine.backtest.generic`) runs any
+  :class:`engine.strategy.base.Strategy` through the production ``OrderManager`` and a
+  backtest venue on a simulated clock;
+* the **fast** path (:mod:`engine.backtest.fast`) runs a strategy whose decision step is
+  compiled into the replay loop (:class:`engine.backtest.fast.CompiledMarketMaker`).
+
+Both write a journal in the engine's format, byte-identical for identical inputs.
+"""

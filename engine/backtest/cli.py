@@ -1,0 +1,198 @@
+# SPDX-License-Identifier: MIT
+"""``qwconsole backtest``: replay recorded data through a strategy; sweep days x parameters.
+
+Examples::
+
+    qwconsole backtest events.npy --out day.qwj --param half_spread_ticks=2
+    qwconsole backtest ticks.h5 --symbol BTCUSDT --day 20240808 --level l2 --out bt.qwj
+    qwconsole backtest a.npy b.npy --sweep half_spread_ticks=1,2,3 --out-dir sweep/
+
+A single run prints a progress line (events, rate, percentage) and stops cleanly on Ctrl+C:
+the journal then holds everything replayed so far and says it was canceled. Errors are one
+line and exit status 2.
+"""
+
+import argparse
+import itertools
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+from engine.backtest.runner import (
+    STRATEGIES,
+    BacktestInputError,
+    BacktestJob,
+    JobSummary,
+    queue_model,
+    run_job,
+    run_sweep,
+    sweep_jobs,
+)
+from engine.cli_parser import OneLineErrorParser
+from engine.strategy.params import ParameterError
+
+PROG = "qwconsole backtest"
+
+
+def _value(text: str) -> object:
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    return text
+
+
+def _param(text: str) -> tuple[str, object]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE")
+    return name.strip(), _value(value.strip())
+
+
+def _sweep(text: str) -> tuple[str, list[object]]:
+    name, sep, values = text.partition("=")
+    if not sep or not name or not values:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=V1,V2,...")
+    return name.strip(), [_value(v.strip()) for v in values.split(",")]
+
+
+def _ns(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer number of ns") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"{v} ns is negative")
+    return v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser of ``qwconsole backtest``."""
+    p = OneLineErrorParser(prog=PROG, description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("inputs", nargs="+", help=".npy kernel events or a tick store (.h5)")
+    p.add_argument("--level", choices=("l2", "l3"), default="l2")
+    p.add_argument("--symbol", default="SIM", help="instrument (tick store: which to read)")
+    p.add_argument("--day", action="append", default=[], help="tick store day YYYYMMDD")
+    p.add_argument("--tick-size", default="0.01")
+    p.add_argument("--strategy", choices=tuple(STRATEGIES), default="mm")
+    p.add_argument("--strategy-id", type=int, default=1)
+    p.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--queue", default="power3", help="conservative, log or power<n>")
+    p.add_argument("--feed-ns", type=_ns, default=0)
+    p.add_argument("--order-ns", type=_ns, default=0)
+    p.add_argument("--response-ns", type=_ns, default=0)
+    p.add_argument(
+        "--recorded-latency", action="store_true", help="latencies from ts_recv - ts (store)"
+    )
+    p.add_argument("--generic", action="store_true", help="run the Python strategy through the OMS")
+    p.add_argument("--book-interval-ns", type=_ns, default=0)
+    p.add_argument("--out", default="backtest.qwj", help="journal of a single run")
+    p.add_argument("--sweep", type=_sweep, action="append", default=[], metavar="NAME=V1,V2,...")
+    p.add_argument("--out-dir", default="backtest-sweep", help="journals of a sweep")
+    p.add_argument("--workers", type=int, default=0, help="sweep processes (0: every core)")
+    p.add_argument("--quiet", action="store_true", help="no progress line")
+    return p
+
+
+class _Progress:
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.t0 = time.perf_counter()  # wall time for the rate shown, never in results
+        self.canceled = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.quiet:
+            return
+        dt = max(time.perf_counter() - self.t0, 1e-9)
+        pct = 100.0 * done / total if total else 100.0
+        sys.stderr.write(
+            f"\rbacktest: {done:,}/{total:,} events ({pct:5.1f} %), "
+            f"{done / dt / 1e6:.2f}M events/s   "
+        )
+        sys.stderr.flush()
+
+    def cancel(self) -> bool:
+        return self.canceled
+
+    def on_sigint(self, _sig: int, _frame: FrameType | None) -> None:
+        if self.canceled:
+            raise KeyboardInterrupt
+        self.canceled = True
+
+
+def _summary(s: JobSummary) -> str:
+    state = "CANCELED " if s.canceled else ""
+    return (
+        f"{state}{s.label or s.journal}: {s.events:,} events, {s.orders:,} orders, "
+        f"{s.fills:,} fills, position {s.position}, P&L {s.pnl_ticks:+,.1f} tick-lots, "
+        f"journal {s.journal}"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``qwconsole backtest``; return the exit status."""
+    parser = build_parser()
+    a = parser.parse_args(argv)
+    try:
+        queue_model(a.queue)
+    except ValueError as e:
+        parser.error(str(e))
+    store = Path(a.inputs[0]).suffix in (".h5", ".hdf5")
+    base = BacktestJob(
+        events=a.inputs[0],
+        journal=a.out,
+        level=a.level,
+        symbol=a.symbol,
+        day=a.day[0] if a.day else "",
+        tick_size=a.tick_size,
+        strategy=a.strategy,
+        strategy_id=a.strategy_id,
+        params=tuple(a.param),
+        queue=a.queue,
+        feed_ns=a.feed_ns,
+        order_ns=a.order_ns,
+        response_ns=a.response_ns,
+        recorded_latency=a.recorded_latency,
+        generic=a.generic,
+        book_interval_ns=a.book_interval_ns,
+    )
+    days = (a.day or [""]) if store else a.inputs
+    try:
+        if a.sweep or len(days) > 1:
+            names = [n for n, _v in a.sweep]
+            grid = [dict(zip(names, combo, strict=True)) for combo in
+                    itertools.product(*(v for _n, v in a.sweep))]  # fmt: skip
+            jobs = sweep_jobs(base, days, grid or [{}], a.out_dir)
+            workers = a.workers or None
+            t0 = time.perf_counter()
+            results = run_sweep(jobs, workers, on_done=lambda s: print(_summary(s), flush=True))
+            print(
+                f"{len(results)} runs in {time.perf_counter() - t0:.1f} s; journals in {a.out_dir}"
+            )
+            return 0
+        prog = _Progress(a.quiet)
+        old = signal.signal(signal.SIGINT, prog.on_sigint)
+        try:
+            s = run_job(base, progress=prog, cancel=prog.cancel)
+        finally:
+            signal.signal(signal.SIGINT, old)
+        if not a.quiet:
+            sys.stderr.write("\n")
+        print(_summary(s))
+        return 130 if s.canceled else 0
+    except (BacktestInputError, ParameterError, ValueError, OSError) as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,762 @@
+# SPDX-License-Identifier: MIT
+"""The generic backtest: any ``Strategy`` through the production ``OrderManager``.
+
+The strategy, the :class:`engine.strategy.runner.StrategyRunner`, the
+:class:`engine.oms.router.OrderRouter` (risk, order managers) and the message bus are the
+production ones; only the clock (:class:`engine.clock.TestClock`, moved by the replay) and
+the venue (:class:`BacktestVenue`, an :class:`engine.oms.venue.Venue`) are simulated. The
+venue keeps the market book and the own orders' queue positions with the kernels of
+:mod:`engine.matching` (exact FIFO in L3, a queue model in L2).
+
+One timeline, in time order (ties in this order): the venue applies market event ``i`` at
+its exchange time ``ts``; the venue's answers reach the order manager ``response`` later;
+the strategy sees event ``i`` at ``ts + feed`` (as a ``BookUpdated`` / ``TradeReported`` on
+the bus, at most every ``book_interval_ns``). A request sent at local time ``t`` is carried
+out at the venue at ``t + order`` (never before an earlier request), before the market
+events of that time.
+
+Every step is Python, so this path runs at tens of thousands of events per second; the
+compiled fast path (:mod:`engine.backtest.fast`) is the one for whole days.
+"""
+
+import dataclasses
+import heapq
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from engine.backtest.journal import BacktestJournal
+from engine.backtest.models import ConstantLatency, LatencyModel, Level
+from engine.book.l2 import L2Books
+from engine.book.l3 import L3Book
+from engine.bus import MessageBus
+from engine.clock import TestClock
+from engine.enums import ExecType, OrdStatus, OrdType, Side, TimeInForce
+from engine.events import BookUpdated, Event, TradeReported
+from engine.instruments import Instrument
+from engine.matching import _kernels as mk
+from engine.matching.models import ConservativeQueue, QueueModel
+from engine.oms.fix_venue import ReportSink
+from engine.oms.order import Order, PendingRequest
+from engine.oms.router import OrderRouter
+from engine.oms.venue import CancelReject, ExecutionReport
+from engine.strategy.base import Strategy
+from engine.strategy.runner import LiveContext, StrategyRunner
+from engine.types import (
+    BUY,
+    FILL_DTYPE,
+    L2_EVENT_DTYPE,
+    L2_TRADE,
+    L3_ADD,
+    L3_EVENT_DTYPE,
+    L3_EXECUTE,
+    L3_MODIFY,
+    OWN_ACTIVE,
+    OWN_CANCELED,
+    OWN_FILLED,
+    OWN_ORDER_DTYPE,
+    OWN_PENDING,
+    PRIO_DEFAULT,
+    SELL,
+)
+
+_NEVER = int(np.iinfo(np.int64).max)
+_INF = float("inf")
+
+
+# ------------------------------------------------------------------------- book views
+class L2View:
+    """A :class:`engine.strategy.base.BookView` over book 0 of an :class:`L2Books`."""
+
+    def __init__(self, books: L2Books, symbol: str) -> None:
+        self._books = books
+        self._symbol = symbol
+
+    @property
+    def symbol(self) -> str:
+        """Return the instrument's symbol."""
+        return self._symbol
+
+    def best_bid(self) -> tuple[int, int] | None:
+        """Return the best bid ``(px_ticks, qty_lots)``."""
+        return self._books.best_bid(0)
+
+    def best_ask(self) -> tuple[int, int] | None:
+        """Return the best ask ``(px_ticks, qty_lots)``."""
+        return self._books.best_ask(0)
+
+    def top(self, depth: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Return the best ``depth`` levels per side, ``(m, 2)`` arrays of (px, qty)."""
+        return self._books.top(0, depth)
+
+
+class L3View:
+    """A :class:`engine.strategy.base.BookView` over an :class:`L3Book` (levels aggregated)."""
+
+    def __init__(self, book: L3Book, symbol: str) -> None:
+        self._book = book
+        self._symbol = symbol
+
+    @property
+    def symbol(self) -> str:
+        """Return the instrument's symbol."""
+        return self._symbol
+
+    def best_bid(self) -> tuple[int, int] | None:
+        """Return the best bid ``(px_ticks, qty_lots)``."""
+        return self._book.best_bid()
+
+    def best_ask(self) -> tuple[int, int] | None:
+        """Return the best ask ``(px_ticks, qty_lots)``."""
+        return self._book.best_ask()
+
+    def top(self, depth: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Return the best ``depth`` levels per side, ``(m, 2)`` arrays of (px, qty)."""
+        lq = self._book.level_qty
+        lo = self._book.px_min
+        bi = np.flatnonzero(lq[0] > 0)[::-1][:depth]
+        ai = np.flatnonzero(lq[1] > 0)[:depth]
+        bids = np.stack([bi + lo, lq[0][bi]], axis=1).astype(np.int64)
+        asks = np.stack([ai + lo, lq[1][ai]], axis=1).astype(np.int64)
+        return bids, asks
+
+
+# ------------------------------------------------------------------------- own orders
+class OwnQueue:
+    """Own orders at the simulated venue: queue positions and fills, through the kernels.
+
+    Rows are added when a request reaches the venue (so in time order); ``order_id`` of row
+    ``j`` is ``j + 1``. :meth:`apply` replays market events over the book and the own orders
+    and returns the fills (``FILL_DTYPE``).
+    """
+
+    def __init__(self, level: Level, book: L2Books | L3Book, model: QueueModel) -> None:
+        self.level = level
+        self.book = book
+        self._code, self._param = model.code
+        self.own = np.zeros(256, OWN_ORDER_DTYPE)
+        self.n = 0
+        self.act = np.zeros(256, np.int64)
+        self.rs = np.zeros(mk.RS_N, np.int64)
+        self.rs[mk.RS_CANCEL_TS] = _NEVER
+        self.ox = np.empty((1, 2), np.int64)
+        self.ox[0, 0] = np.iinfo(np.int64).min
+        self.ox[0, 1] = _NEVER
+        self.fills = np.zeros(256, FILL_DTYPE)
+
+    def add(self, side: int, px: int, qty: int, ts: int) -> int:
+        """Add an own limit order reaching the venue at ``ts``; return its row."""
+        if self.n == self.own.shape[0]:
+            grown = np.zeros(2 * self.n, OWN_ORDER_DTYPE)
+            grown[: self.n] = self.own
+            act = np.zeros(2 * self.n, np.int64)
+            act[: self.n] = self.act
+            self.own, self.act = grown, act
+        j = self.n
+        r = self.own[j]
+        r["order_id"] = j + 1
+        r["ts"] = ts
+        r["px"] = px
+        r["qty"] = qty
+        r["leaves"] = qty
+        r["cancel_ts"] = _NEVER
+        r["side"] = side
+        r["status"] = OWN_PENDING
+        self.n += 1
+        return j
+
+    def cancel(self, j: int, ts: int) -> None:
+        """Cancel row ``j`` from venue time ``ts`` on."""
+        r = self.own[j]
+        r["cancel_ts"] = min(int(r["cancel_ts"]), ts)
+        if r["status"] == OWN_ACTIVE and ts < self.rs[mk.RS_CANCEL_TS]:
+            self.rs[mk.RS_CANCEL_TS] = ts
+
+    def settle(self, ts: int) -> npt.NDArray[np.void]:
+        """Carry out the arrivals and cancels due by ``ts`` without a market event.
+
+        Returns the fills of orders that took liquidity on arrival.
+        """
+        self._room(1)
+        nf = 0
+        own = self.own[: self.n]
+        nxt = int(self.rs[mk.RS_NEXT])
+        if nxt < self.n and int(own[nxt]["ts"]) <= ts:
+            if isinstance(self.book, L2Books):
+                nf = mk._l2_arrive(
+                    self.book._q, self.book._st, own, self.act, self.rs, self.ox, ts,
+                    self.fills, 0,
+                )  # fmt: skip
+            else:
+                a = self.book.arrays
+                nf = mk._l3_arrive(a.lv, a.st, own, self.act, self.rs, self.ox, ts, self.fills, 0)
+        if ts >= self.rs[mk.RS_CANCEL_TS]:
+            mk._cancel_due(own, self.act, self.rs, self.ox, ts)
+        return self.fills[: int(nf)]
+
+    def _room(self, n_events: int) -> None:
+        # each event (or settlement) fills each live row at most once
+        live = int(self.rs[mk.RS_NACT]) + self.n - int(self.rs[mk.RS_NEXT])
+        need = live * n_events + 1
+        if self.fills.shape[0] < need:
+            self.fills = np.zeros(max(need, 2 * self.fills.shape[0]), FILL_DTYPE)
+
+    def status(self, j: int) -> int:
+        """Return the ``OWN_*`` status of row ``j``."""
+        return int(self.own[j]["status"])
+
+    def leaves(self, j: int) -> int:
+        """Return the open lots of row ``j``."""
+        return int(self.own[j]["leaves"])
+
+    def apply(self, ev: npt.NDArray[np.void]) -> npt.NDArray[np.void]:
+        """Replay ``ev`` (rows of the book's event type) with the own orders; return fills."""
+        self._room(int(ev.shape[0]))
+        self.rs[mk.RS_NFILLS] = 0
+        own = self.own[: self.n]
+        if isinstance(self.book, L2Books):
+            mk.l2_replay_own(
+                self.book._q, self.book._st, ev, 0, own, self.act, self.rs, self.ox,
+                self.fills, self._code, self._param,
+            )  # fmt: skip
+        else:
+            pos = 0
+            while pos < ev.shape[0]:
+                a = self.book.arrays
+                pos = int(
+                    mk.l3_replay_own(
+                        a.o, a.lv, a.st, a.keys, a.vals, a.free, ev, pos, own, self.act,
+                        self.rs, self.ox, self.fills,
+                    )
+                )  # fmt: skip
+                if pos < ev.shape[0]:
+                    a.grow()
+        nf = int(self.rs[mk.RS_NFILLS])
+        return self.fills[:nf]
+
+
+# --------------------------------------------------------------------------- the venue
+@dataclass(slots=True)
+class _Request:
+    kind: str  # "new", "cancel", "replace", "status"
+    order: Order
+    request: PendingRequest | None
+    t_arrive: int
+    seq: int = 0
+
+
+class BacktestVenue:
+    """The :class:`engine.oms.venue.Venue` of a backtest: requests go to the simulator.
+
+    Parameters
+    ----------
+    sim : GenericBacktest
+        The backtest that carries requests out at the simulated venue.
+    name : str
+        Venue name for displays and the journal.
+    """
+
+    def __init__(self, sim: "GenericBacktest", name: str = "BACKTEST") -> None:
+        self._sim = sim
+        self._name = name
+        self._ids = itertools.count(1)
+
+    @property
+    def name(self) -> str:
+        """Return the venue's name."""
+        return self._name
+
+    def new_client_order_id(self) -> str:
+        """Return a fresh, deterministic ClOrdID."""
+        return f"BT{next(self._ids)}"
+
+    def submit(self, order: Order) -> None:
+        """Send a new order; it reaches the venue after the order latency."""
+        self._sim._request("new", order, None)
+
+    def cancel(self, order: Order, request: PendingRequest) -> None:
+        """Send a cancel."""
+        self._sim._request("cancel", order, request)
+
+    def replace(self, order: Order, request: PendingRequest) -> None:
+        """Send a cancel/replace (a new queue position at the venue)."""
+        self._sim._request("replace", order, request)
+
+    def request_status(self, order: Order) -> None:
+        """Ask for the order's status."""
+        self._sim._request("status", order, None)
+
+
+Progress = Callable[[int, int], None]
+Cancel = Callable[[], bool]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GenericResult:
+    """What a generic run did."""
+
+    events: int  # market events replayed
+    strategy_calls: int  # BookUpdated events delivered to strategies
+    orders: int  # orders created
+    fills: int  # fills reported
+    canceled: bool  # stopped before the end of the data
+    last_ts: int  # exchange time of the last replayed event
+
+
+class GenericBacktest:
+    """Replay one instrument's events through the production strategy and order stack.
+
+    Parameters
+    ----------
+    strategies : Sequence[Strategy]
+        Strategies to run (each trades ``instrument``).
+    instrument : Instrument
+        The instrument replayed.
+    level : {"l2", "l3"}
+        ``L2_EVENT_DTYPE`` rows with a queue model, or ``L3_EVENT_DTYPE`` (exact queue).
+    queue : QueueModel
+        L2 queue model.
+    latency : LatencyModel
+        Feed, order and response latencies.
+    book_interval_ns : int
+        Least simulated time between two book updates delivered to the strategies (0: every
+        event).
+    n_levels : int
+        L2 price window (re-centres by itself).
+    """
+
+    def __init__(
+        self,
+        strategies: Sequence[Strategy],
+        instrument: Instrument,
+        *,
+        level: Level = "l2",
+        queue: QueueModel | None = None,
+        latency: LatencyModel | None = None,
+        book_interval_ns: int = 0,
+        n_levels: int = 4096,
+    ) -> None:
+        if level not in ("l2", "l3"):
+            raise ValueError(f"level: must be 'l2' or 'l3', got {level!r}")
+        if book_interval_ns < 0:
+            raise ValueError(f"book_interval_ns: must be >= 0, got {book_interval_ns}")
+        self.strategies = list(strategies)
+        self.instrument = instrument
+        self.level = level
+        self.queue = queue if queue is not None else ConservativeQueue()
+        self.latency = latency if latency is not None else ConstantLatency()
+        self.book_interval_ns = book_interval_ns
+        self.n_levels = n_levels
+        self._reset()
+
+    def _reset(self) -> None:
+        # run state: every run starts from scratch
+        self._heap: list[tuple[int, int, Callable[[], None]]] = []
+        self._seq = itertools.count()
+        self._arrivals: list[_Request] = []  # requests on their way to the venue (FIFO)
+        self._rows: dict[int, Order] = {}  # own row -> order
+        self._row_of: dict[int, int] = {}  # order_id -> current own row
+        self._last_arrive = 0
+        self._prior: dict[int, int] = {}  # order_id -> lots filled on earlier rows (replaces)
+        self._exec_ids = itertools.count(1)
+        self._fills = 0
+
+    # ------------------------------------------------------------------ running
+    def run(
+        self,
+        events: npt.NDArray[np.void],
+        journal: BacktestJournal | str | Path | None = None,
+        *,
+        progress: Progress | None = None,
+        cancel: Cancel | None = None,
+        progress_every: int = 65_536,
+    ) -> GenericResult:
+        """Replay ``events``; journal every engine event to ``journal``.
+
+        Raises
+        ------
+        ValueError
+            For events of the wrong dtype, malformed or out of time order.
+        """
+        want = L2_EVENT_DTYPE if self.level == "l2" else L3_EVENT_DTYPE
+        if events.dtype != want:
+            raise ValueError(
+                f"events: a {self.level.upper()} backtest needs {self.level.upper()}_EVENT_DTYPE "
+                f"rows, got dtype {events.dtype}"
+            )
+        ev = np.ascontiguousarray(events)
+        n = int(ev.shape[0])
+        if n == 0:
+            raise ValueError("events: nothing to replay (0 rows)")
+        if bool((np.diff(ev["ts"]) < 0).any()):
+            bad = int(np.argmax(np.diff(ev["ts"]) < 0)) + 1
+            raise ValueError(f"events: row {bad} is earlier than row {bad - 1}; sort by ts")
+        ts0 = int(ev["ts"][0])
+        own_journal = not isinstance(journal, BacktestJournal) and journal is not None
+        jr = BacktestJournal(journal, ts0) if own_journal else journal  # type: ignore[arg-type]
+        try:
+            return self._run(ev, jr if isinstance(jr, BacktestJournal) else None, progress, cancel,
+                             progress_every)  # fmt: skip
+        finally:
+            if own_journal and isinstance(jr, BacktestJournal):
+                jr.close()
+
+    def _setup(self, ev: npt.NDArray[np.void], ts0: int, same_book: bool) -> None:
+        self._reset()
+        self.clock = TestClock(ts0)
+        self.bus = MessageBus()
+        self.router = OrderRouter(self.bus, self.clock)
+        self.venue = BacktestVenue(self)
+        self.manager = self.router.add_instrument(self.instrument, self.venue)
+        sym = self.instrument.symbol
+        if self.level == "l2":
+            centre = int(np.median(ev["px"][: min(1000, ev.shape[0])]))
+            vb: L2Books | L3Book = L2Books(1, self.n_levels, centre=centre)
+            vb.validate(ev)
+            local: L2Books | L3Book = L2Books(1, self.n_levels, centre=centre)
+            self.view: L2View | L3View = L2View(local, sym)  # type: ignore[arg-type]
+        else:
+            px = ev["px"][(ev["action"] == L3_ADD) | (ev["action"] == L3_MODIFY)]
+            lo, hi = (int(px.min()), int(px.max())) if px.size else (0, 1)
+            pad = max(64, (hi - lo) // 4)
+            vb = L3Book(lo - pad, hi - lo + 1 + 2 * pad, 1 << 12, PRIO_DEFAULT)
+            vb.validate(ev)
+            local = L3Book(lo - pad, hi - lo + 1 + 2 * pad, 1 << 12, PRIO_DEFAULT)
+            self.view = L3View(local, sym)
+        self.local = local
+        if same_book:  # no feed latency: the strategies read the venue's book itself
+            self.view = L2View(vb, sym) if isinstance(vb, L2Books) else L3View(vb, sym)
+        self.own = OwnQueue(self.level, vb, self.queue)
+        self.ctx = LiveContext(self.router, self.clock, lambda s: self.view if s == sym else None)
+        self.runner = StrategyRunner(self.bus, self.clock, self.ctx)
+
+    def _run(  # noqa: C901 (the one timeline loop)
+        self,
+        ev: npt.NDArray[np.void],
+        journal: BacktestJournal | None,
+        progress: Progress | None,
+        cancel: Cancel | None,
+        progress_every: int,
+    ) -> GenericResult:
+        n = int(ev.shape[0])
+        ts_l = ev["ts"].tolist()
+        feed, olat, rlat = self.latency.arrays(n)
+        same_book = feed.shape[0] == 1 and int(feed[0]) == 0
+        self._setup(ev, ts_l[0], same_book)
+        if journal is not None:
+            record = journal.on_event
+
+            def keep(e: Event) -> None:
+                if not isinstance(e, BookUpdated | TradeReported):
+                    record(e)
+
+            self.bus.subscribe(Event, keep)
+        self._olat, self._rlat = olat, rlat
+        self._ev_ts = ev["ts"]
+        feed_l = feed.tolist() if feed.shape[0] > 1 else None
+        f0 = int(feed[0])
+        is_l2 = self.level == "l2"
+        trade = (ev["kind"] == L2_TRADE) if is_l2 else (ev["action"] == L3_EXECUTE)
+        trade_l = trade.tolist()
+        px_l, qty_l, side_l = ev["px"].tolist(), ev["qty"].tolist(), ev["side"].tolist()
+        timers = [s.timer_interval_ms for s in self.strategies if s.timer_interval_ms]
+        timer_ns = min(timers) * 1_000_000 if timers else 0
+        next_timer = ts_l[0] + timer_ns if timer_ns else _NEVER
+        for s in self.strategies:
+            self.runner.add(s)
+            self.runner.start(s.strategy_id)
+        heap = self._heap
+        sym = self.instrument.symbol
+        i = 0  # next event for the venue
+        j = 0  # next event for the strategies
+        next_call = 0
+        calls = 0
+        stopped = False
+        closing = False
+        while True:
+            tv = ts_l[i] if i < n else _INF
+            ta = self._arrivals[0].t_arrive if self._arrivals else _INF
+            tr = heap[0][0] if heap else _INF
+            tsee = (ts_l[j] + (feed_l[j] if feed_l is not None else f0)) if j < n else _INF
+            t = min(ta, tv, tr, tsee)
+            if i >= n and j >= n and not closing:
+                # end of the data: stop the strategies (their cancels still reach the venue)
+                closing = True
+                for s in self.strategies:
+                    self.runner.stop(s.strategy_id)
+                continue
+            if t == _INF:
+                break
+            if next_timer <= t and not closing:
+                self.clock.set(max(next_timer, self.clock.now_ns()))
+                self.runner.on_timer()
+                next_timer += timer_ns
+                continue
+            self.clock.set(max(int(t), self.clock.now_ns()))
+            if ta == t and ta <= tv:
+                self._arrive(self._arrivals.pop(0))
+            elif tv == t:
+                fills = self.own.apply(ev[i : i + 1])
+                i += 1
+                if fills.shape[0]:
+                    self._report_fills(fills)
+                if progress is not None and i % progress_every == 0:
+                    progress(i, n)
+                    if cancel is not None and cancel():
+                        stopped = True
+                        break
+            elif tr == t:
+                _t, _s, fn = heapq.heappop(heap)
+                fn()
+            else:
+                if not same_book:
+                    self.local.apply(ev[j : j + 1])
+                j += 1
+                now = int(t)
+                if trade_l[j - 1]:
+                    sd = side_l[j - 1]
+                    self.bus.publish(
+                        TradeReported(
+                            ts_event=now,
+                            symbol=sym,
+                            px_ticks=px_l[j - 1],
+                            qty_lots=qty_l[j - 1],
+                            aggressor=Side(sd) if sd in (BUY, SELL) else None,
+                        )
+                    )
+                if now >= next_call:
+                    if self.book_interval_ns:
+                        next_call = now + self.book_interval_ns
+                    bid = self.view.best_bid()
+                    ask = self.view.best_ask()
+                    calls += 1
+                    self.bus.publish(
+                        BookUpdated(
+                            ts_event=now,
+                            symbol=sym,
+                            bid_px_ticks=bid[0] if bid else 0,
+                            bid_qty_lots=bid[1] if bid else 0,
+                            ask_px_ticks=ask[0] if ask else 0,
+                            ask_qty_lots=ask[1] if ask else 0,
+                        )
+                    )
+        if progress is not None:
+            progress(i, n)
+        if stopped:
+            for s in self.strategies:
+                self.runner.stop(s.strategy_id, "stopped: backtest canceled")
+        last = ts_l[i - 1] if i else ts_l[0]
+        if journal is not None:
+            journal.info(
+                last,
+                f"backtest {'canceled' if stopped else 'done'}: {i} of {n} events, "
+                f"{len(self.manager.orders)} orders, {self._fills} fills",
+            )
+        return GenericResult(
+            events=i,
+            strategy_calls=calls,
+            orders=len(self.manager.orders),
+            fills=self._fills,
+            canceled=stopped,
+            last_ts=last,
+        )
+
+    # ------------------------------------------------------------------ venue side
+    def _sink(self) -> ReportSink:
+        return self.manager
+
+    def _request(self, kind: str, order: Order, request: PendingRequest | None) -> None:
+        now = self.clock.now_ns()
+        k = int(np.searchsorted(self._ev_ts, now, side="right")) - 1
+        olat = int(self._olat[max(k, 0)] if self._olat.shape[0] > 1 else self._olat[0])
+        t = max(now + olat, self._last_arrive)
+        self._last_arrive = t
+        self._arrivals.append(_Request(kind, order, request, t, next(self._seq)))
+
+    def _resp(self, ts: int) -> int:
+        if self._rlat.shape[0] == 1:
+            return int(self._rlat[0])
+        k = int(np.searchsorted(self._ev_ts, ts, side="right")) - 1
+        return int(self._rlat[max(k, 0)])
+
+    def _later(self, ts: int, fn: Callable[[], None]) -> None:
+        heapq.heappush(self._heap, (ts + self._resp(ts), next(self._seq), fn))
+
+    def _report(self, ts: int, rep: ExecutionReport) -> None:
+        sink = self.manager
+
+        def run() -> None:
+            sink.on_execution_report(dataclasses.replace(rep, ts_recv=self.clock.now_ns()))
+
+        self._later(ts, run)
+
+    def _arrive(self, r: _Request) -> None:
+        """Carry out a request at the venue at its arrival time; schedule the answers."""
+        o = r.order
+        t = r.t_arrive
+        self._settle(t)  # earlier arrivals and cancels are exact at t
+        if r.kind == "new":
+            self._arrive_new(o, t)
+        elif r.kind == "cancel":
+            row = self._row_of.get(o.order_id, -1)
+            if row < 0 or self.own.status(row) in (OWN_FILLED, OWN_CANCELED, OWN_PENDING):
+                self._cancel_reject(r, t)
+                return
+            self.own.cancel(row, t)
+            self._settle(t)
+            cum = self._cum(row, o)
+            self._report(t, self._exec(o, ExecType.CANCELED, OrdStatus.CANCELED, t, cum=cum,
+                                       leaves=0))  # fmt: skip
+        elif r.kind == "replace":
+            self._arrive_replace(r, o, t)
+        else:
+            self._report(t, self._exec(o, ExecType.ORDER_STATUS, o.status, t))
+
+    def _arrive_new(self, o: Order, t: int) -> None:
+        px = o.px_ticks
+        if o.ord_type is OrdType.MARKET:
+            px = self._market_px(o.side)
+        elif not self._in_window(px):
+            self._report(t, self._exec(o, ExecType.REJECTED, OrdStatus.REJECTED, t, text=(
+                f"price {px} ticks is outside the simulated book window")))  # fmt: skip
+            return
+        row = self.own.add(int(o.side), px, o.qty_lots, t)
+        self._rows[row] = o
+        self._row_of[o.order_id] = row
+        self._report(t, self._exec(o, ExecType.NEW, OrdStatus.NEW, t, cum=0))
+        self._settle(t)  # joins its queue, or takes liquidity at once
+        ioc = o.time_in_force in (TimeInForce.IOC, TimeInForce.FOK)
+        if (ioc or o.ord_type is OrdType.MARKET) and self.own.status(row) == OWN_ACTIVE:
+            self.own.cancel(row, t)
+            self._settle(t)
+            self._report(t, self._exec(
+                o, ExecType.EXPIRED, OrdStatus.EXPIRED, t, cum=self._cum(row, o), leaves=0,
+                text="IOC remainder canceled"))  # fmt: skip
+
+    def _arrive_replace(self, r: _Request, o: Order, t: int) -> None:
+        row = self._row_of.get(o.order_id, -1)
+        req = r.request
+        if row < 0 or req is None or self.own.status(row) not in (OWN_ACTIVE,):
+            self._cancel_reject(r, t)
+            return
+        cum = self._cum(row, o)
+        leaves = req.qty_lots - cum
+        if leaves <= 0 or not self._in_window(req.px_ticks):
+            self._cancel_reject(r, t)
+            return
+        self.own.cancel(row, t)
+        self._settle(t)
+        self._prior[o.order_id] = cum  # the old row cannot fill any more
+        new = self.own.add(int(o.side), req.px_ticks, leaves, t)
+        self._rows[new] = o
+        self._row_of[o.order_id] = new
+        status = OrdStatus.PARTIALLY_FILLED if cum else OrdStatus.NEW
+        self._report(t, self._exec(
+            o, ExecType.REPLACED, status, t, cum=cum, leaves=leaves, qty=req.qty_lots,
+            px=req.px_ticks, clordid=req.client_order_id))  # fmt: skip
+        self._settle(t)
+
+    def _settle(self, t: int) -> None:
+        fills = self.own.settle(t)
+        if fills.shape[0]:
+            self._report_fills(fills)
+
+    def _cum(self, row: int, o: Order) -> int:
+        r = self.own.own[row]
+        prior = self._prior.get(o.order_id, 0) if self._row_of.get(o.order_id) == row else 0
+        return int(r["qty"] - r["leaves"]) + prior
+
+    def _report_fills(self, fills: npt.NDArray[np.void]) -> None:
+        for f in fills:
+            row = int(f["order_id"]) - 1
+            o = self._rows[row]
+            cum = self._cum(row, o)
+            leaves = self.own.leaves(row)
+            done = leaves == 0
+            self._fills += 1
+            ts = int(f["ts"])
+            status = OrdStatus.FILLED if done else OrdStatus.PARTIALLY_FILLED
+            self._report(ts, self._exec(
+                o, ExecType.TRADE, status, ts, cum=cum, leaves=leaves,
+                last_qty=int(f["qty"]), last_px=int(f["px"]),
+                exec_id=f"E{next(self._exec_ids)}"))  # fmt: skip
+
+    def _cancel_reject(self, r: _Request, t: int) -> None:
+        req = r.request
+        o = r.order
+        row = self._row_of.get(o.order_id, -1)
+        st = self.own.status(row) if row >= 0 else -1
+        what = "cancel" if r.kind == "cancel" else "replace"
+        if st == OWN_FILLED:
+            text = f"too late to {what}: the order is filled"
+        elif st == OWN_CANCELED:
+            text = f"too late to {what}: the order is canceled"
+        else:
+            text = f"cannot {what}: quantity or price not acceptable"
+        rej = CancelReject(
+            client_order_id=req.client_order_id if req is not None else o.client_order_id,
+            orig_client_order_id=o.client_order_id,
+            venue_order_id=o.venue_order_id,
+            ord_status=None,
+            response_to_replace=r.kind == "replace",
+            reason=0,
+            text=text,
+        )
+        sink = self.manager
+
+        def run() -> None:
+            sink.on_cancel_reject(dataclasses.replace(rej, ts_recv=self.clock.now_ns()))
+
+        self._later(t, run)
+
+    def _exec(
+        self,
+        o: Order,
+        exec_type: ExecType,
+        status: OrdStatus,
+        ts: int,
+        *,
+        cum: int | None = None,
+        leaves: int | None = None,
+        last_qty: int = 0,
+        last_px: int = 0,
+        qty: int = 0,
+        px: int = 0,
+        exec_id: str = "",
+        clordid: str = "",
+        text: str = "",
+    ) -> ExecutionReport:
+        c = o.cum_qty_lots if cum is None else cum
+        return ExecutionReport(
+            client_order_id=clordid or o.client_order_id,
+            orig_client_order_id=o.client_order_id if clordid else "",
+            venue_order_id=f"V{o.order_id}",
+            exec_id=exec_id,
+            exec_type=exec_type,
+            ord_status=status,
+            side=o.side,
+            leaves_qty_lots=(o.qty_lots - c) if leaves is None else leaves,
+            cum_qty_lots=c,
+            last_qty_lots=last_qty,
+            last_px_ticks=last_px,
+            order_qty_lots=qty,
+            px_ticks=px,
+            text=text,
+            ts_event=ts,
+        )
+
+    def _in_window(self, px: int) -> bool:
+        b = self.own.book
+        if isinstance(b, L2Books):
+            return True
+        return b.px_min <= px < b.px_min + b.n_levels
+
+    def _market_px(self, side: Side) -> int:
+        b = self.own.book
+        if isinstance(b, L2Books):
+            return 1 << 40 if side is Side.BUY else -(1 << 40)
+        return b.px_min + b.n_levels - 1 if side is Side.BUY else b.px_min

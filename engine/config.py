@@ -1,0 +1,806 @@
+# SPDX-License-Identifier: MIT
+"""The headless engine's configuration: one TOML file, typed, checked and written back.
+
+``qwconsole engine --config FILE`` reads it; the Enterprise Manager edits it. Example::
+
+    [engine]
+    id = "ny4-1"                      # name shown in consoles
+    heartbeat_interval_ms = 1000
+
+    [files]                           # relative paths are relative to this file's folder
+    journal_dir = "journal"
+    store_dir = "fix-store"
+    logs_dir = "logs"
+
+    [sessions]
+    file = "sessions.cfg"             # QuickFIX-style session settings (initiators are used)
+
+    [simulator]
+    enabled = false                   # true: the built-in exchange simulator is the venue
+
+    [[instruments]]
+    symbol = "ESZ6"
+    tick_size = "0.25"
+    multiplier = "50"
+    session = "FIX.4.4:QWCONSOLE->EXCH"   # the session orders go through
+
+    [risk]                            # engine-wide limits (engine.oms.risk.RiskLimits)
+    max_order_qty_lots = 50
+    max_position_lots = 25
+
+    [[strategies]]
+    id = 20170101
+    class = "engine.strategy.examples:MarketMaker"
+    symbols = ["ESZ6"]
+    autostart = true
+    [strategies.parameters]
+    qty_lots = 1
+    [strategies.risk]                 # limits of this strategy only
+    max_order_qty_lots = 5
+
+    [remote]
+    enabled = true
+    bind = "127.0.0.1"
+    port = 7341
+    tls_cert = "engine.crt"
+    tls_key = "engine.key"
+    token_store = "tokens.toml"
+
+Every table and key is optional except ``strategies[].id`` / ``class`` and
+``instruments[].symbol`` / ``tick_size``. An unknown key is an error (a typo must not silently
+disable a risk limit). :func:`load_config` raises :class:`ConfigError`, whose ``problems`` each
+name the file, the line, the key path (``strategies[1].parameters.qty_lots``) and the value.
+:func:`dump_config` writes a :class:`EngineConfig` back as TOML, deterministically: the same
+configuration always gives the same text, and loading that text gives the same configuration.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+from engine.oms.risk import RiskLimits
+
+__all__ = [
+    "DEFAULT_REMOTE_PORT",
+    "LOOPBACK",
+    "ConfigError",
+    "ConfigProblem",
+    "EngineConfig",
+    "FilesConfig",
+    "InstrumentConfig",
+    "RemoteConfig",
+    "SimulatorConfig",
+    "StrategyConfig",
+    "check_config",
+    "dump_config",
+    "load_config",
+    "parse_config",
+    "save_config",
+]
+
+#: Port of the remote server when the file names none.
+DEFAULT_REMOTE_PORT = 7341
+
+#: Addresses the remote server may listen on without TLS.
+LOOPBACK: tuple[str, ...] = ("127.0.0.1", "::1", "localhost")
+
+#: Parameter values a strategy may take from a file (TOML scalars).
+ParamValue = bool | int | float | str
+
+_RISK_KEYS: tuple[str, ...] = tuple(f.name for f in fields(RiskLimits))
+_SYMBOL = re.compile(r"^[A-Za-z0-9._/:-]{1,32}$")
+_CLASS_PATH = re.compile(r"^([A-Za-z_][\w.]*:)?[A-Za-z_]\w*$")
+
+
+# ----------------------------------------------------------------------------- problems
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigProblem:
+    """One thing wrong in a configuration file.
+
+    ``line`` is 1-based, 0 when unknown (a key missing altogether); ``key`` is the dotted key
+    path, ``""`` for a syntax error.
+    """
+
+    file: str
+    line: int
+    key: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.key}: {self.message}" if self.key else f"{where}: {self.message}"
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be used; :attr:`problems` lists every reason found."""
+
+    def __init__(self, problems: list[ConfigProblem]) -> None:
+        self.problems = problems
+        first = str(problems[0]) if problems else "invalid configuration"
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        super().__init__(first + more)
+
+
+# ----------------------------------------------------------------------------- the model
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FilesConfig:
+    """Where the engine keeps its files; ``None`` keeps nothing of that kind on disk.
+
+    Relative paths are relative to the configuration file's folder
+    (:meth:`EngineConfig.resolve`).
+    """
+
+    journal_dir: Path | None = None
+    store_dir: Path | None = None
+    logs_dir: Path | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimulatorConfig:
+    """The built-in exchange simulator as the venue (no FIX counterparty needed)."""
+
+    enabled: bool = False
+    seed: int = 7
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InstrumentConfig:
+    """An instrument the engine trades and the FIX session its orders go through.
+
+    ``tick_size``, ``lot_size`` and ``multiplier`` are decimal text (exact); ``session`` is a
+    QuickFIX session id (``FIX.4.4:SENDER->TARGET``), ``""`` for the simulator.
+    """
+
+    symbol: str
+    tick_size: str
+    lot_size: str = "1"
+    multiplier: str = "1"
+    currency: str = "USD"
+    session: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StrategyConfig:
+    """A strategy to run: its class, integer id, instruments, parameters and own limits.
+
+    ``class_path`` is ``"package.module:ClassName"`` (``class`` in the file), or a bare name of
+    a built-in strategy (``"MarketMaker"``, from ``engine.strategy.examples``); ``parameters``
+    are (name, value) pairs in file order, checked against the class's declared parameters
+    when the engine builds the strategy.
+    """
+
+    strategy_id: int
+    class_path: str
+    symbols: tuple[str, ...] = ()
+    parameters: tuple[tuple[str, ParamValue], ...] = ()
+    autostart: bool = True
+    risk: RiskLimits | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoteConfig:
+    """The remote monitor/control server (``docs/remote-protocol.md``).
+
+    Parameters
+    ----------
+    enabled : bool
+        Serve consoles at all.
+    bind : str
+        Address to listen on; loopback unless configured otherwise.
+    port : int
+        TCP port (0: any free port, written to the log).
+    tls_cert, tls_key : Path | None
+        PEM certificate and key (``qwconsole engine cert`` makes a self-signed pair). Without
+        them the server speaks plain WebSocket and refuses to bind anywhere but loopback.
+    token_store : Path | None
+        File of hashed tokens (``qwconsole engine token add``); required when enabled.
+    audit_log : Path | None
+        Where every command is written with who sent it (default ``<logs_dir>/audit.log``).
+    client_queue : int
+        Events buffered per console; a console further behind is resynchronised.
+    history : int
+        Events kept for consoles that reconnect and resume.
+    """
+
+    enabled: bool = False
+    bind: str = "127.0.0.1"
+    port: int = DEFAULT_REMOTE_PORT
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    token_store: Path | None = None
+    audit_log: Path | None = None
+    client_queue: int = 50_000
+    history: int = 200_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineConfig:
+    """Everything ``qwconsole engine --config FILE`` needs.
+
+    ``source`` is the file the configuration was read from (``None`` when built in code); its
+    folder anchors relative paths.
+    """
+
+    engine_id: str = "engine"
+    heartbeat_interval_ms: int = 1000
+    sessions_file: Path | None = None
+    files: FilesConfig = field(default_factory=FilesConfig)
+    simulator: SimulatorConfig = field(default_factory=SimulatorConfig)
+    instruments: tuple[InstrumentConfig, ...] = ()
+    risk: RiskLimits = field(default_factory=RiskLimits)
+    strategies: tuple[StrategyConfig, ...] = ()
+    remote: RemoteConfig = field(default_factory=RemoteConfig)
+    source: Path | None = None
+
+    @property
+    def base_dir(self) -> Path:
+        """Return the folder relative paths are resolved against."""
+        return self.source.parent if self.source is not None else Path.cwd()
+
+    def resolve(self, path: Path | None) -> Path | None:
+        """Return ``path`` made absolute against :attr:`base_dir` (``None`` stays ``None``)."""
+        if path is None:
+            return None
+        p = path.expanduser()
+        return p if p.is_absolute() else self.base_dir / p
+
+
+# ----------------------------------------------------------------------------- line index
+
+
+def _line_index(text: str) -> dict[str, int]:
+    """Map key paths (``remote.port``, ``strategies[0].parameters.x``) to their 1-based line.
+
+    A light scanner, enough to point at a line: table headers, ``[[array]]`` headers with
+    their running index, and ``key = value`` lines (bare or quoted keys, dotted keys).
+    """
+    index: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    prefix = ""
+    header = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+    key_line = re.compile(r"^\s*((?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*')"
+                          r"(?:\s*\.\s*(?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*'))*)\s*=")  # fmt: skip
+    for no, line in enumerate(text.splitlines(), 1):
+        m = header.match(line)
+        if m:
+            name = _dotted(m.group(2))
+            if m.group(1) == "[[":
+                i = counts.get(name, -1) + 1
+                counts[name] = i
+                # Tables below an array element ("strategies.risk") belong to its last element.
+                for arr in [a for a in counts if a.startswith(name + ".")]:
+                    counts[arr] = -1
+            prefix = _indexed(name, counts)
+            index.setdefault(prefix, no)
+            continue
+        k = key_line.match(line)
+        if k:
+            path = _dotted(k.group(1))
+            index.setdefault(f"{prefix}.{path}" if prefix else path, no)
+    return index
+
+
+def _dotted(raw: str) -> str:
+    """Return a TOML key (``a."b.c".d``) as a dotted path with the quotes removed."""
+    parts: list[str] = []
+    cur: list[str] = []
+    quote = ""
+    for ch in raw:
+        if quote:
+            if ch == quote:
+                quote = ""
+            else:
+                cur.append(ch)
+        elif ch in "\"'":
+            quote = ch
+        elif ch == ".":
+            parts.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur).strip())
+    return ".".join(parts)
+
+
+def _indexed(name: str, counts: Mapping[str, int]) -> str:
+    """Spell ``strategies.risk`` as ``strategies[2].risk`` using the running array indices."""
+    parts = name.split(".")
+    out: list[str] = []
+    for i, part in enumerate(parts):
+        out.append(part)
+        so_far = ".".join(parts[: i + 1])
+        n = counts.get(so_far, -1)
+        if n >= 0:
+            out[-1] = f"{part}[{n}]"
+    return ".".join(out)
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+class _Reader:
+    """Collect problems while converting the parsed TOML into the typed model."""
+
+    def __init__(self, file: str, lines: Mapping[str, int]) -> None:
+        self.file = file
+        self.lines = lines
+        self.problems: list[ConfigProblem] = []
+
+    def problem(self, key: str, message: str) -> None:
+        line = self.lines.get(key, 0)
+        probe = key
+        while not line and ("." in probe or "[" in probe):  # fall back to the enclosing table
+            probe = re.sub(r"(\.[^.\[]*|\[\d+\])$", "", probe)
+            line = self.lines.get(probe, 0)
+        self.problems.append(ConfigProblem(self.file, line, key, message))
+
+    def table(self, data: Mapping[str, Any], key: str, path: str) -> dict[str, Any]:
+        value = data.get(key, {})
+        if not isinstance(value, dict):
+            self.problem(_join(path, key), f"must be a table, got {_show(value)}")
+            return {}
+        return value
+
+    def unknown(self, data: Mapping[str, Any], allowed: Iterable[str], path: str) -> None:
+        known = set(allowed)
+        for k in data:
+            if k not in known:
+                self.problem(
+                    _join(path, k), f"unknown key (known here: {', '.join(sorted(known))})"
+                )
+
+    def get(
+        self,
+        data: Mapping[str, Any],
+        key: str,
+        path: str,
+        conv: Callable[[Any], Any],
+        default: Any,
+    ) -> Any:
+        if key not in data:
+            return default
+        value = data[key]
+        try:
+            return conv(value)
+        except (TypeError, ValueError) as e:
+            self.problem(_join(path, key), f"{_show(value)}: {e}")
+            return default
+
+    def require(
+        self, data: Mapping[str, Any], key: str, path: str, conv: Callable[[Any], Any]
+    ) -> Any:
+        if key not in data:
+            self.problem(_join(path, key), "is required")
+            return None
+        return self.get(data, key, path, conv, None)
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _show(value: object) -> str:
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    return repr(value)
+
+
+# Converters: each raises ValueError/TypeError with a message that completes "key: value: ...".
+
+
+def _int(lo: int | None = None, hi: int | None = None) -> Callable[[Any], int]:
+    def conv(v: Any) -> int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError("must be an integer")
+        if lo is not None and v < lo:
+            raise ValueError(f"must be >= {lo}")
+        if hi is not None and v > hi:
+            raise ValueError(f"must be <= {hi}")
+        return v
+
+    return conv
+
+
+def _nonneg_number(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise TypeError("must be a number")
+    if not math.isfinite(v) or v < 0:
+        raise ValueError("must be a finite number >= 0")
+    return float(v)
+
+
+def _bool(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise TypeError("must be true or false")
+    return v
+
+
+def _str(v: Any) -> str:
+    if not isinstance(v, str):
+        raise TypeError("must be a string")
+    return v
+
+
+def _nonempty(v: Any) -> str:
+    s = _str(v).strip()
+    if not s:
+        raise ValueError("must not be empty")
+    return s
+
+
+def _path(v: Any) -> Path | None:
+    s = _str(v)
+    return Path(s) if s.strip() else None
+
+
+def _decimal(v: Any) -> str:
+    if isinstance(v, bool) or not isinstance(v, str | int | float):
+        raise TypeError('must be a decimal number, preferably as text ("0.25")')
+    try:
+        d = Decimal(str(v))
+    except InvalidOperation:
+        raise ValueError("is not a number") from None
+    if not d.is_finite() or d <= 0:
+        raise ValueError("must be a number > 0")
+    return str(v)
+
+
+def _symbol(v: Any) -> str:
+    s = _str(v)
+    if not _SYMBOL.match(s):
+        raise ValueError("must be 1-32 letters, digits or ._/:-")
+    return s
+
+
+def _class_path(v: Any) -> str:
+    s = _str(v)
+    if not _CLASS_PATH.match(s):
+        raise ValueError('must look like "package.module:ClassName" (or a built-in "ClassName")')
+    return s
+
+
+def _bind(v: Any) -> str:
+    s = _nonempty(v)
+    if any(c.isspace() for c in s):
+        raise ValueError("must be a host name or address")
+    return s
+
+
+def _read_risk(r: _Reader, data: Mapping[str, Any], path: str) -> RiskLimits:
+    r.unknown(data, _RISK_KEYS, path)
+    values: dict[str, Any] = {}
+    for name in _RISK_KEYS:
+        conv: Callable[[Any], Any] = _nonneg_number if name == "max_order_notional" else _int(0)
+        values[name] = r.get(data, name, path, conv, None)
+    return RiskLimits(**values)
+
+
+def _read_strategy(r: _Reader, data: Any, path: str) -> StrategyConfig | None:
+    if not isinstance(data, dict):
+        r.problem(path, f"must be a table, got {_show(data)}")
+        return None
+    allowed = ("id", "class", "symbols", "parameters", "autostart", "risk")
+    r.unknown(data, allowed, path)
+    sid = r.require(data, "id", path, _int(1, 2**63 - 1))
+    cls = r.require(data, "class", path, _class_path)
+    symbols: tuple[str, ...] = ()
+    raw_symbols = data.get("symbols", [])
+    if not isinstance(raw_symbols, list):
+        r.problem(_join(path, "symbols"), f"{_show(raw_symbols)}: must be an array of symbols")
+    else:
+        ok = []
+        for i, s in enumerate(raw_symbols):
+            try:
+                ok.append(_symbol(s))
+            except (TypeError, ValueError) as e:
+                r.problem(f"{path}.symbols[{i}]", f"{_show(s)}: {e}")
+        symbols = tuple(ok)
+    params: list[tuple[str, ParamValue]] = []
+    for name, value in r.table(data, "parameters", path).items():
+        if isinstance(value, bool | int | float | str):
+            params.append((name, value))
+        else:
+            r.problem(
+                f"{path}.parameters.{name}", f"{_show(value)}: must be a number, bool or string"
+            )
+    autostart = r.get(data, "autostart", path, _bool, True)
+    risk = (
+        _read_risk(r, r.table(data, "risk", path), _join(path, "risk")) if "risk" in data else None
+    )
+    if sid is None or cls is None:
+        return None
+    return StrategyConfig(
+        strategy_id=sid,
+        class_path=cls,
+        symbols=symbols,
+        parameters=tuple(params),
+        autostart=autostart,
+        risk=risk,
+    )
+
+
+def _read_instrument(r: _Reader, data: Any, path: str) -> InstrumentConfig | None:
+    if not isinstance(data, dict):
+        r.problem(path, f"must be a table, got {_show(data)}")
+        return None
+    allowed = ("symbol", "tick_size", "lot_size", "multiplier", "currency", "session")
+    r.unknown(data, allowed, path)
+    symbol = r.require(data, "symbol", path, _symbol)
+    tick = r.require(data, "tick_size", path, _decimal)
+    lot = r.get(data, "lot_size", path, _decimal, "1")
+    mult = r.get(data, "multiplier", path, _decimal, "1")
+    ccy = r.get(data, "currency", path, _nonempty, "USD")
+    session = r.get(data, "session", path, _str, "")
+    if symbol is None or tick is None:
+        return None
+    return InstrumentConfig(
+        symbol=symbol, tick_size=tick, lot_size=lot, multiplier=mult, currency=ccy, session=session
+    )
+
+
+def _read_remote(r: _Reader, data: Mapping[str, Any]) -> RemoteConfig:
+    p = "remote"
+    names = [f.name for f in fields(RemoteConfig)]
+    r.unknown(data, names, p)
+    d = RemoteConfig()
+    return RemoteConfig(
+        enabled=r.get(data, "enabled", p, _bool, d.enabled),
+        bind=r.get(data, "bind", p, _bind, d.bind),
+        port=r.get(data, "port", p, _int(0, 65535), d.port),
+        tls_cert=r.get(data, "tls_cert", p, _path, None),
+        tls_key=r.get(data, "tls_key", p, _path, None),
+        token_store=r.get(data, "token_store", p, _path, None),
+        audit_log=r.get(data, "audit_log", p, _path, None),
+        client_queue=r.get(data, "client_queue", p, _int(100, 10_000_000), d.client_queue),
+        history=r.get(data, "history", p, _int(0, 100_000_000), d.history),
+    )
+
+
+def _check_whole(r: _Reader, cfg: EngineConfig) -> None:
+    """Rules across tables: unique ids and symbols, known symbols, TLS and bind address."""
+    seen: dict[int, int] = {}
+    for i, s in enumerate(cfg.strategies):
+        if s.strategy_id in seen:
+            r.problem(
+                f"strategies[{i}].id",
+                f"{s.strategy_id} is already the id of strategies[{seen[s.strategy_id]}]",
+            )
+        seen.setdefault(s.strategy_id, i)
+    symbols: dict[str, int] = {}
+    for i, ins in enumerate(cfg.instruments):
+        if ins.symbol in symbols:
+            r.problem(f"instruments[{i}].symbol", f"{ins.symbol!r} is listed twice")
+        symbols.setdefault(ins.symbol, i)
+    if symbols:
+        for i, s in enumerate(cfg.strategies):
+            for j, sym in enumerate(s.symbols):
+                if sym not in symbols:
+                    r.problem(f"strategies[{i}].symbols[{j}]", f"{sym!r} is not in [[instruments]]")
+    _check_remote(r, cfg.remote)
+
+
+def _check_remote(r: _Reader, rem: RemoteConfig) -> None:
+    if (rem.tls_cert is None) != (rem.tls_key is None):
+        r.problem("remote.tls_key" if rem.tls_key is None else "remote.tls_cert",
+                  "tls_cert and tls_key go together (both or neither)")  # fmt: skip
+    if rem.enabled and rem.token_store is None:
+        r.problem("remote.token_store", "is required when remote.enabled = true")
+    if rem.tls_cert is None and rem.bind not in LOOPBACK:
+        r.problem(
+            "remote.bind",
+            f"{rem.bind!r}: a non-loopback address needs TLS (set tls_cert and tls_key)",
+        )
+
+
+def parse_config(text: str, source: Path | None = None) -> EngineConfig:
+    """Return the configuration in ``text``; raise :class:`ConfigError` listing every problem.
+
+    ``source`` names the file in messages and anchors relative paths.
+    """
+    name = str(source) if source is not None else "<config>"
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        m = re.search(r"\(at line (\d+), column \d+\)", str(e))
+        line = int(m.group(1)) if m else 0
+        raise ConfigError([ConfigProblem(name, line, "", f"not valid TOML: {e}")]) from None
+    r = _Reader(name, _line_index(text))
+    top = ("engine", "files", "sessions", "simulator", "instruments", "risk", "strategies",
+           "remote")  # fmt: skip
+    r.unknown(data, top, "")
+    eng = r.table(data, "engine", "")
+    r.unknown(eng, ("id", "heartbeat_interval_ms"), "engine")
+    files = r.table(data, "files", "")
+    r.unknown(files, ("journal_dir", "store_dir", "logs_dir"), "files")
+    sessions = r.table(data, "sessions", "")
+    r.unknown(sessions, ("file",), "sessions")
+    sim = r.table(data, "simulator", "")
+    r.unknown(sim, ("enabled", "seed"), "simulator")
+    instruments: list[InstrumentConfig] = []
+    strategies: list[StrategyConfig] = []
+    for key, out, read in (
+        ("instruments", instruments, _read_instrument),
+        ("strategies", strategies, _read_strategy),
+    ):
+        items = data.get(key, [])
+        if not isinstance(items, list):
+            r.problem(key, f"must be an array of tables ([[{key}]]), got {_show(items)}")
+            continue
+        for i, item in enumerate(items):
+            got = read(r, item, f"{key}[{i}]")
+            if got is not None:
+                out.append(got)  # type: ignore[arg-type]  # each list gets its reader's type
+    cfg = EngineConfig(
+        engine_id=r.get(eng, "id", "engine", _symbol, "engine"),
+        heartbeat_interval_ms=r.get(eng, "heartbeat_interval_ms", "engine", _int(10, 60_000), 1000),
+        sessions_file=r.get(sessions, "file", "sessions", _path, None),
+        files=FilesConfig(
+            journal_dir=r.get(files, "journal_dir", "files", _path, None),
+            store_dir=r.get(files, "store_dir", "files", _path, None),
+            logs_dir=r.get(files, "logs_dir", "files", _path, None),
+        ),
+        simulator=SimulatorConfig(
+            enabled=r.get(sim, "enabled", "simulator", _bool, False),
+            seed=r.get(sim, "seed", "simulator", _int(0, 2**32 - 1), 7),
+        ),
+        instruments=tuple(instruments),
+        risk=_read_risk(r, r.table(data, "risk", ""), "risk"),
+        strategies=tuple(strategies),
+        remote=_read_remote(r, r.table(data, "remote", "")),
+        source=source,
+    )
+    _check_whole(r, cfg)
+    if r.problems:
+        raise ConfigError(r.problems)
+    return cfg
+
+
+def load_config(path: Path | str) -> EngineConfig:
+    """Read and check the configuration file at ``path``.
+
+    Raises
+    ------
+    ConfigError
+        When the file cannot be read, is not TOML, or breaks a rule; every problem names the
+        file, line, key path and value.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(
+            [ConfigProblem(str(p), 0, "", f"cannot read: {e.strerror or e}")]
+        ) from None
+    except UnicodeDecodeError as e:
+        raise ConfigError([ConfigProblem(str(p), 0, "", f"not UTF-8 text: {e.reason}")]) from None
+    return parse_config(text, p)
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+def _toml_key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else _toml_str(key)
+
+
+def _toml_str(s: str) -> str:
+    out = ['"']
+    for ch in s:
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04X}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _toml_value(v: object) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        text = repr(v)
+        return text if any(c in text for c in ".en") else text + ".0"
+    if isinstance(v, Path):
+        return _toml_str(v.as_posix())
+    if isinstance(v, str):
+        return _toml_str(v)
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(f"cannot write {type(v).__name__} as TOML")
+
+
+def _pairs(items: Iterable[tuple[str, object]]) -> list[str]:
+    """Return ``key = value`` lines, leaving out ``None`` (TOML has no null: absent means None)."""
+    return [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in items if v is not None]
+
+
+def _risk_pairs(limits: RiskLimits) -> list[str]:
+    return _pairs((name, getattr(limits, name)) for name in _RISK_KEYS)
+
+
+def dump_config(cfg: EngineConfig) -> str:
+    """Return ``cfg`` as TOML text; deterministic, and :func:`parse_config` reads it back equal.
+
+    Values equal to their default are written too (the file documents the running setup),
+    except ``None`` paths and limits, which TOML cannot spell and which mean "absent".
+    """
+    blocks: list[list[str]] = []
+
+    def table(header: str, lines: list[str], *, always: bool = True) -> None:
+        if lines or always:
+            blocks.append([header, *lines])
+
+    table("[engine]", _pairs([("id", cfg.engine_id),
+                              ("heartbeat_interval_ms", cfg.heartbeat_interval_ms)]))  # fmt: skip
+    f = cfg.files
+    table("[files]", _pairs([("journal_dir", f.journal_dir), ("store_dir", f.store_dir),
+                             ("logs_dir", f.logs_dir)]))  # fmt: skip
+    table("[sessions]", _pairs([("file", cfg.sessions_file)]))
+    table("[simulator]", _pairs([("enabled", cfg.simulator.enabled),
+                                 ("seed", cfg.simulator.seed)]))  # fmt: skip
+    for ins in cfg.instruments:
+        table("[[instruments]]", _pairs([
+            ("symbol", ins.symbol), ("tick_size", ins.tick_size), ("lot_size", ins.lot_size),
+            ("multiplier", ins.multiplier), ("currency", ins.currency), ("session", ins.session),
+        ]))  # fmt: skip
+    table("[risk]", _risk_pairs(cfg.risk))
+    for s in cfg.strategies:
+        table("[[strategies]]", _pairs([("id", s.strategy_id), ("class", s.class_path),
+                                        ("symbols", list(s.symbols)),
+                                        ("autostart", s.autostart)]))  # fmt: skip
+        table("[strategies.parameters]", _pairs(s.parameters), always=bool(s.parameters))
+        if s.risk is not None:
+            table("[strategies.risk]", _risk_pairs(s.risk))
+    rem = cfg.remote
+    table("[remote]", _pairs([(f.name, getattr(rem, f.name)) for f in fields(RemoteConfig)]))
+    return "\n\n".join("\n".join(b) for b in blocks) + "\n"
+
+
+def check_config(cfg: EngineConfig) -> list[ConfigProblem]:
+    """Return what is wrong with a configuration built or edited in code (empty when valid).
+
+    The same rules as :func:`parse_config`; the problems name key paths and values (their line
+    numbers refer to :func:`dump_config`'s text). An editor calls this before saving.
+    """
+    try:
+        parse_config(dump_config(cfg), cfg.source)
+    except ConfigError as e:
+        return e.problems
+    return []
+
+
+def save_config(cfg: EngineConfig, path: Path | str) -> None:
+    """Write ``cfg`` to ``path`` as TOML, atomically (a crash leaves the old file intact)."""
+    p = Path(path)
+    tmp = p.with_name(p.name + ".tmp")
+    tmp.write_text(dump_config(cfg), encoding="utf-8")
+    tmp.replace(p)

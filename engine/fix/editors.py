@@ -1,0 +1,99 @@
+# SPDX-License-Identifier: MIT
+"""The services the Manager workspace is given: editors, previews, test logons, log scans.
+
+``widgets/manager`` may not import ``engine.fix``; the app passes it an :class:`EditorServices`,
+which satisfies ``widgets.manager.backend.ManagerServices`` structurally.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import cast
+
+from engine.clock import Clock, LiveClock
+from engine.fix.cfgdoc import (
+    KEY_GROUPS,
+    CfgEditor,
+    KeyInfo,
+    LogonOutcome,
+    key_info,
+    reset_explanation,
+    schedule_preview,
+    try_logon,
+)
+from engine.fix.dictedit import FIELD_TYPES, DictionaryEditor
+from engine.fix.logscan import LogScan, scan_log
+from engine.fix.settings import SessionSettings
+
+__all__ = ["EditorServices"]
+
+
+class EditorServices:
+    """Engine-side services of the Manager workspace.
+
+    Parameters
+    ----------
+    clock : Clock, optional
+        Time source for schedule previews (default: the wall clock).
+    local_zone : tzinfo, optional
+        The user's zone in previews (default: the machine's).
+    """
+
+    def __init__(self, clock: Clock | None = None, local_zone: dt.tzinfo | None = None) -> None:
+        self.clock = clock or LiveClock()
+        self.local_zone = local_zone
+
+    def key_groups(self) -> Sequence[tuple[str, Sequence[str]]]:
+        """Return ``(group title, key names)`` covering every known key."""
+        return KEY_GROUPS
+
+    def key_info(self, name: str) -> KeyInfo | None:
+        """Return how key ``name`` is edited, or None for an unknown key."""
+        return key_info(name)
+
+    def field_types(self) -> Sequence[str]:
+        """Return the FIX field types a dictionary field may have."""
+        return FIELD_TYPES
+
+    def open_cfg(self, path: str | Path) -> CfgEditor:
+        """Open a ``.cfg`` file."""
+        return CfgEditor.load(path)
+
+    def new_cfg(self, text: str, source: str) -> CfgEditor:
+        """Return an editor over ``text`` that saves to ``source``."""
+        return CfgEditor(text, source)
+
+    def schedule_preview(self, settings: object, now_ns: int) -> list[str]:
+        """Describe a session's schedule in plain words."""
+        return schedule_preview(cast(SessionSettings, settings), now_ns, self.local_zone)
+
+    def reset_explanation(self, settings: object) -> list[str]:
+        """Say what the sequence-number settings will do."""
+        return reset_explanation(cast(SessionSettings, settings))
+
+    def test_logon(self, settings: object, base_dir: Path, timeout_s: float) -> LogonOutcome:
+        """Connect, log on and log out on a private event loop (call it off the GUI thread)."""
+        return asyncio.run(try_logon(cast(SessionSettings, settings), base_dir, timeout_s))
+
+    def open_dictionary(self, path: str | Path) -> DictionaryEditor:
+        """Open a QuickFIX XML dictionary."""
+        return DictionaryEditor.load(path)
+
+    def scan_log(
+        self,
+        path: str | Path,
+        editor: object,
+        progress: Callable[[int], None],
+        cancelled: Callable[[], bool],
+    ) -> LogScan:
+        """Scan a FIX log for tags the edited dictionary (a ``DictionaryEditor``) lacks."""
+        if not isinstance(editor, DictionaryEditor):
+            raise TypeError(f"expected a DictionaryEditor, got {type(editor).__name__}")
+        return scan_log(path, editor.dictionary(), progress=progress, cancelled=cancelled)
+
+    def now_ns(self) -> int:
+        """Return the current time."""
+        return self.clock.now_ns()

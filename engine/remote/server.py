@@ -1,0 +1,495 @@
+# SPDX-License-Identifier: MIT
+"""The remote server: one engine, many consoles, over WebSocket (``docs/remote-protocol.md``).
+
+It runs on the engine's own asyncio loop. The engine's sink puts every event into a ring of
+recent records shared by all consoles (each encoded once, when first sent); each console has a
+cursor into that ring and a sender task that writes what lies between its cursor and the head.
+The engine never waits for a console: a console whose cursor falls more than ``client_queue``
+records behind (or out of the ring) gets a fresh snapshot instead of the records it missed,
+and a console that reconnects within the ring resumes right after the last record it saw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+import secrets
+import ssl
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+
+from engine.clock import Clock
+from engine.commands import Command, CommandAck, CommandError, SetKillSwitch
+from engine.core import Engine
+from engine.events import EventRecord
+from engine.remote.protocol import (
+    CLOSE_AUTH,
+    CLOSE_PROTOCOL,
+    CLOSE_SHUTDOWN,
+    CLOSE_VERSION,
+    MAX_CLIENT_FRAME,
+    PROTOCOL_VERSION,
+    Ack,
+    Auth,
+    AuthOk,
+    Beat,
+    Cmd,
+    Error,
+    Events,
+    Hello,
+    Nak,
+    ProtocolError,
+    Resumed,
+    SnapReq,
+    Welcome,
+    decode_client,
+    decode_command,
+    encode,
+    encode_record,
+    snapshot_message,
+)
+from engine.remote.tokens import ROLE_COMMANDS, ROLES, Identity, TokenStore, may_send
+
+log = logging.getLogger(__name__)
+
+#: Most records in one frame (bounds a frame's size and a sender's time slice).
+MAX_BATCH = 2048
+#: Seconds a console has for ``hello`` and ``auth``.
+HANDSHAKE_TIMEOUT_S = 10.0
+#: Seconds between heartbeats on an otherwise quiet link.
+BEAT_INTERVAL_S = 1.0
+#: Malformed frames tolerated (each answered with an error) before the link is closed.
+MAX_MALFORMED = 8
+
+
+class LoginThrottle:
+    """Slow down repeated failed logins from one address.
+
+    The n-th failure within ``window_s`` is answered after ``base_s * 2**(n-1)`` seconds (at
+    most ``max_delay_s``); from ``lockout_after`` failures on, logins from that address are
+    refused without looking at the token until the window has passed.
+    """
+
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        base_s: float = 0.25,
+        max_delay_s: float = 8.0,
+        window_s: float = 300.0,
+        lockout_after: int = 20,
+    ) -> None:
+        self.clock = clock
+        self.base_s = base_s
+        self.max_delay_s = max_delay_s
+        self.window_ns = int(window_s * 1e9)
+        self.lockout_after = lockout_after
+        self._failures: dict[str, deque[int]] = {}
+
+    def _recent(self, host: str) -> deque[int]:
+        q = self._failures.setdefault(host, deque())
+        horizon = self.clock.monotonic_ns() - self.window_ns
+        while q and q[0] <= horizon:
+            q.popleft()
+        return q
+
+    def locked(self, host: str) -> bool:
+        """Return whether ``host`` failed so often that it is refused outright."""
+        return len(self._recent(host)) >= self.lockout_after
+
+    def fail(self, host: str) -> float:
+        """Count a failure of ``host``; return how long to wait before answering, seconds."""
+        q = self._recent(host)
+        q.append(self.clock.monotonic_ns())
+        return float(min(self.max_delay_s, self.base_s * 2 ** (len(q) - 1)))
+
+    def succeed(self, host: str) -> None:
+        """Forget the failures of ``host``."""
+        self._failures.pop(host, None)
+
+
+class AuditLog:
+    """Append one JSON line per login and per command, with who sent it and the outcome."""
+
+    def __init__(self, path: Path | None, clock: Clock) -> None:
+        self.path = path
+        self.clock = clock
+        self._file = None
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = path.open("a", encoding="utf-8", buffering=1)
+
+    def write(self, **fields: Any) -> None:
+        """Write one record (a JSON object with ``ts_ns`` first)."""
+        if self._file is None:
+            return
+        line = json.dumps({"ts_ns": self.clock.now_ns(), **fields}, default=str)
+        self._file.write(line + "\n")
+
+    def close(self) -> None:
+        """Close the file."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+class _Ring:
+    """The last ``capacity`` records, addressed by sequence number.
+
+    A record is encoded the first time a console needs it, then kept encoded for the others:
+    an engine nobody watches pays nothing for encoding.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = max(1, capacity)
+        self._items: list[EventRecord | bytes | None] = [None] * self.capacity
+        self.head = 0  # last sequence number stored
+
+    @property
+    def first(self) -> int:
+        """Return the oldest sequence number still held."""
+        return max(1, self.head - self.capacity + 1)
+
+    def append(self, record: EventRecord) -> None:
+        self._items[record.seq % self.capacity] = record
+        self.head = record.seq
+
+    def slice(self, after: int, count: int) -> list[msgspec.Raw]:
+        cap, items = self.capacity, self._items
+        out = []
+        for s in range(after + 1, after + count + 1):
+            item = items[s % cap]
+            if isinstance(item, EventRecord):
+                item = items[s % cap] = encode_record(item.seq, item.event)
+            assert item is not None
+            out.append(msgspec.Raw(item))
+        return out
+
+
+@dataclasses.dataclass(eq=False)
+class _Console:
+    """One connected, authenticated console."""
+
+    ws: ServerConnection
+    who: Identity
+    peer: str
+    cursor: int  # last sequence number sent
+    wake: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    control: deque[bytes | int] = dataclasses.field(default_factory=deque)  # frames / snap rids
+    resyncs: int = 0
+    sent: int = 0
+
+
+class RemoteServer:
+    """Serve ``engine`` to consoles over WebSocket, with token authentication and roles.
+
+    Create it before the engine runs (it numbers nothing itself: it keeps the engine's own
+    sequence numbers), then ``await open()`` on the engine loop and ``await close()`` at the
+    end.
+
+    Parameters
+    ----------
+    engine : Engine
+        The engine to serve.
+    tokens : TokenStore
+        Who may connect, with which role.
+    host, port : str, int
+        Where to listen (port 0: any free port, see :attr:`port`).
+    ssl_context : ssl.SSLContext | None
+        TLS; ``None`` serves plain WebSocket (loopback only).
+    audit : AuditLog | None
+        Where logins and commands are recorded.
+    client_queue : int
+        Records a console may lag behind before it is resynchronised with a snapshot.
+    history : int
+        Records kept for consoles that reconnect and resume.
+    throttle : LoginThrottle | None
+        Failed-login policy.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        tokens: TokenStore,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        ssl_context: ssl.SSLContext | None = None,
+        audit: AuditLog | None = None,
+        client_queue: int = 50_000,
+        history: int = 200_000,
+        throttle: LoginThrottle | None = None,
+    ) -> None:
+        self.engine = engine
+        self.tokens = tokens
+        self.host = host
+        self._port = port
+        self.ssl_context = ssl_context
+        self.audit = audit or AuditLog(None, engine.clock)
+        self.client_queue = client_queue
+        self.throttle = throttle or LoginThrottle(engine.clock)
+        #: Identifies this engine run; sequence numbers restart with every run.
+        self.run_id = secrets.token_hex(8)
+        self._ring = _Ring(max(history, client_queue))
+        self._consoles: set[_Console] = set()
+        self._server: Server | None = None
+        #: Consoles resynchronised because they lagged, since start.
+        self.resyncs = 0
+        engine.add_sink(self._on_record)
+
+    @property
+    def port(self) -> int:
+        """Return the port listened on (after :meth:`open`)."""
+        return self._port
+
+    @property
+    def consoles(self) -> int:
+        """Return how many consoles are attached."""
+        return len(self._consoles)
+
+    # ------------------------------------------------------------------ engine side
+    def _on_record(self, record: EventRecord) -> None:
+        self._ring.append(record)
+        for c in self._consoles:
+            c.wake.set()
+
+    # ------------------------------------------------------------------ lifecycle
+    async def open(self) -> None:
+        """Start listening; :attr:`port` then holds the real port."""
+        self._server = await serve(
+            self._handle,
+            self.host,
+            self._port,
+            ssl=self.ssl_context,
+            compression=None,
+            max_size=MAX_CLIENT_FRAME,
+            max_queue=64,
+            ping_interval=5.0,
+            ping_timeout=15.0,
+            open_timeout=HANDSHAKE_TIMEOUT_S,
+            server_header=None,
+        )
+        sock = next(iter(self._server.sockets))
+        self._port = int(sock.getsockname()[1])
+        log.info("remote server listening on %s:%d (%s)", self.host, self._port,
+                 "TLS" if self.ssl_context else "no TLS, loopback only")  # fmt: skip
+
+    async def close(self) -> None:
+        """Send consoles the last records, close every link, stop listening."""
+        for c in list(self._consoles):
+            c.control.append(encode(Error(code="shutdown", reason="the engine is stopping")))
+            c.wake.set()
+        await asyncio.sleep(0)
+        if self._server is not None:
+            self._server.close(close_connections=False)
+            for c in list(self._consoles):
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(c.ws.close(CLOSE_SHUTDOWN, "engine stopping"), 2.0)
+            await self._server.wait_closed()
+        self.audit.close()
+
+    # ------------------------------------------------------------------ one console
+    async def _handle(self, ws: ServerConnection) -> None:
+        addr = ws.remote_address
+        peer = f"{addr[0]}:{addr[1]}" if addr else "?"
+        host = str(addr[0]) if addr else "?"
+        try:
+            console = await self._handshake(ws, peer, host)
+        except (ConnectionClosed, TimeoutError):
+            return
+        if console is None:
+            return
+        self._consoles.add(console)
+        sender = asyncio.get_running_loop().create_task(self._send_loop(console))
+        try:
+            await self._read_loop(console)
+        except ConnectionClosed:
+            pass
+        finally:
+            self._consoles.discard(console)
+            sender.cancel()
+            await asyncio.gather(sender, return_exceptions=True)
+            self.audit.write(event="disconnect", user=console.who.name, peer=peer,
+                             resyncs=console.resyncs)  # fmt: skip
+            log.info("console %s (%s) left", console.who.name, peer)
+
+    async def _recv(self, ws: ServerConnection) -> Any:
+        frame = await asyncio.wait_for(ws.recv(), HANDSHAKE_TIMEOUT_S)
+        if isinstance(frame, str):
+            raise ProtocolError("text frames are not part of the protocol; send binary frames")
+        return decode_client(frame)
+
+    async def _refuse(self, ws: ServerConnection, code: int, error: Error) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            await ws.send(encode(error))
+            await ws.close(code, error.reason[:120])
+
+    async def _handshake(self, ws: ServerConnection, peer: str, host: str) -> _Console | None:
+        try:
+            hello = await self._recv(ws)
+            if not isinstance(hello, Hello):
+                raise ProtocolError(f"expected hello first, got {type(hello).__name__.lower()}")
+            if hello.version != PROTOCOL_VERSION:
+                await self._refuse(ws, CLOSE_VERSION, Error(code="version", reason=(
+                    f"protocol version {hello.version} is not supported; this engine speaks "
+                    f"version {PROTOCOL_VERSION}")))  # fmt: skip
+                return None
+            await ws.send(encode(Welcome(version=PROTOCOL_VERSION,
+                                         engine_id=self.engine.engine_id,
+                                         run_id=self.run_id)))  # fmt: skip
+            auth = await self._recv(ws)
+            if not isinstance(auth, Auth):
+                raise ProtocolError(f"expected auth, got {type(auth).__name__.lower()}")
+        except ProtocolError as e:
+            await self._refuse(ws, CLOSE_PROTOCOL, Error(code="malformed", reason=str(e)))
+            return None
+        if self.throttle.locked(host):
+            self.audit.write(event="login-locked", peer=peer)
+            await self._refuse(ws, CLOSE_AUTH, Error(code="auth", reason=(
+                "too many failed logins from this address; wait and retry")))  # fmt: skip
+            return None
+        who = self.tokens.verify(auth.token, self.engine.clock.now_ns())
+        if not isinstance(who, Identity):
+            delay = self.throttle.fail(host)
+            self.audit.write(event="login-refused", peer=peer, client=hello.client, reason=who)
+            log.warning("console login from %s refused: %s", peer, who)
+            await asyncio.sleep(delay)
+            await self._refuse(ws, CLOSE_AUTH, Error(code="auth", reason=who))
+            return None
+        self.throttle.succeed(host)
+        self.audit.write(event="login", user=who.name, role=who.role, peer=peer,
+                         client=hello.client)  # fmt: skip
+        allowed = (
+            sorted(ROLE_COMMANDS.get(who.role, frozenset())) if who.role != ROLES[-1] else ["*"]
+        )
+        await ws.send(encode(AuthOk(user=who.name, role=who.role, commands=allowed)))
+        ring = self._ring
+        resume = (
+            auth.resume_run == self.run_id
+            and ring.first - 1 <= auth.resume_seq <= ring.head
+            and ring.head - auth.resume_seq <= self.client_queue
+        )
+        console = _Console(ws=ws, who=who, peer=peer, cursor=auth.resume_seq)
+        if resume:
+            await ws.send(encode(Resumed(from_seq=auth.resume_seq + 1)))
+        else:
+            reason = "first connection" if auth.resume_run != self.run_id else "too far behind"
+            if auth.resume_run and auth.resume_run != self.run_id:
+                reason = "the engine restarted"
+            console.cursor = await self._send_snapshot(console, 0, reason)
+        log.info("console %s (%s, %s) attached at %d%s", who.name, who.role, peer,
+                 console.cursor, " (resumed)" if resume else "")  # fmt: skip
+        return console
+
+    async def _send_snapshot(self, console: _Console, rid: int, reason: str) -> int:
+        # Taken and encoded without an await in between: it is exact at its sequence number.
+        snap = self.engine.snapshot()
+        frame = encode(snapshot_message(snap, run_id=self.run_id, rid=rid, reason=reason))
+        await console.ws.send(frame)
+        return snap.seq
+
+    async def _send_loop(self, c: _Console) -> None:
+        ring, ws = self._ring, c.ws
+        with contextlib.suppress(ConnectionClosed):
+            while True:
+                try:
+                    await asyncio.wait_for(c.wake.wait(), BEAT_INTERVAL_S)
+                except TimeoutError:
+                    await ws.send(encode(Beat(ts=self.engine.clock.now_ns(), head=ring.head)))
+                    continue
+                c.wake.clear()
+                while True:
+                    behind = ring.head - c.cursor
+                    if behind > self.client_queue or c.cursor < ring.first - 1:
+                        c.resyncs += 1
+                        self.resyncs += 1
+                        log.warning("console %s lags %d events: resynchronising",
+                                    c.who.name, behind)  # fmt: skip
+                        c.cursor = await self._send_snapshot(c, 0, f"lagged {behind} events")
+                    elif behind > 0:
+                        n = min(behind, MAX_BATCH)
+                        frame = encode(Events(records=ring.slice(c.cursor, n)))
+                        c.cursor += n
+                        c.sent += n
+                        await ws.send(frame)
+                    elif c.control:
+                        item = c.control.popleft()
+                        if isinstance(item, int):
+                            c.cursor = await self._send_snapshot(c, item, "requested")
+                        else:
+                            await ws.send(item)
+                    else:
+                        break
+
+    async def _read_loop(self, c: _Console) -> None:
+        malformed = 0
+        async for frame in c.ws:
+            try:
+                if isinstance(frame, str):
+                    raise ProtocolError("text frames are not part of the protocol")
+                msg = decode_client(frame)
+                if isinstance(msg, Cmd):
+                    self._command(c, msg)
+                elif isinstance(msg, SnapReq):
+                    c.control.append(msg.rid)
+                elif isinstance(msg, Beat):
+                    continue
+                else:
+                    raise ProtocolError(f"{type(msg).__name__.lower()} is only valid at the start")
+            except ProtocolError as e:
+                malformed += 1
+                c.control.append(encode(Error(code="malformed", reason=str(e))))
+                if malformed >= MAX_MALFORMED:
+                    c.wake.set()
+                    await asyncio.sleep(0.05)  # let the sender deliver the error
+                    await c.ws.close(CLOSE_PROTOCOL, "too many malformed frames")
+                    return
+            c.wake.set()
+
+    def _command(self, c: _Console, msg: Cmd) -> None:
+        who = c.who
+        try:
+            command = decode_command(msg)
+        except ProtocolError as e:
+            self.audit.write(event="command", user=who.name, role=who.role, peer=c.peer,
+                             rid=msg.rid, kind=msg.kind, result="invalid",
+                             reason=str(e))  # fmt: skip
+            c.control.append(encode(Nak(rid=msg.rid, code="invalid", reason=str(e))))
+            return
+        if not may_send(who.role, msg.kind):
+            reason = f"role {who.role} may not send {msg.kind}"
+            self.audit.write(event="command", user=who.name, role=who.role, peer=c.peer,
+                             rid=msg.rid, kind=msg.kind, args=_args(command),
+                             result="forbidden")  # fmt: skip
+            c.control.append(encode(Nak(rid=msg.rid, code="forbidden", reason=reason)))
+            return
+        if isinstance(command, SetKillSwitch):  # the journal records who really pulled it
+            command = dataclasses.replace(command, actor=f"{who.name}@{c.peer}")
+        try:
+            result = self.engine.handle(command)
+        except Exception as e:  # a handler bug must still answer the console
+            log.exception("command %r failed", command)
+            result = CommandError(command=command, ts_handled=0, reason=f"internal error: {e}")
+        if isinstance(result, CommandAck):
+            outcome, detail = "ack", result.detail
+            frame = encode(Ack(rid=msg.rid, ts_handled=result.ts_handled, detail=detail))
+        else:
+            outcome, detail = "refused", result.reason
+            frame = encode(Nak(rid=msg.rid, code="refused", reason=detail,
+                               ts_handled=result.ts_handled))  # fmt: skip
+        self.audit.write(event="command", user=who.name, role=who.role, peer=c.peer,
+                         rid=msg.rid, kind=msg.kind, args=_args(command), result=outcome,
+                         detail=detail)  # fmt: skip
+        c.control.append(frame)
+
+
+def _args(command: Command) -> dict[str, Any]:
+    return {f.name: getattr(command, f.name) for f in dataclasses.fields(command)}

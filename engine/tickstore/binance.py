@@ -1,0 +1,408 @@
+# SPDX-License-Identifier: MIT
+"""Import Binance market-data recordings: depth snapshot + diffs, ``bookTicker`` and trades.
+
+Input: text (or gzip) with one message per line, ``<receive time, ns> <JSON>``, the JSON being
+a combined-stream envelope ``{"stream": ..., "data": ...}`` of ``<sym>@depth[@100ms|@0ms]``,
+``<sym>@bookTicker`` or ``<sym>@trade``, or a REST depth snapshot
+``{"lastUpdateId": ..., "bids": [...], "asks": [...]}`` (the format of hftbacktest's collector
+and of most home-made recorders).
+
+Book sequencing follows Binance's rules for a local order book:
+
+* diffs arriving before the snapshot are kept; once the snapshot (``lastUpdateId`` L) is in,
+  diffs with ``u <= L`` (spot) / ``u < L`` (futures) are dropped;
+* the first diff applied must bridge the snapshot: ``U <= L + 1 <= u`` on spot,
+  ``U <= L <= u`` on futures;
+* after it, every diff must follow the previous one: ``U == previous u + 1`` on spot,
+  ``pu == previous u`` on futures. A gap stops applying diffs until the next snapshot (the gap
+  and the diffs dropped are counted in :attr:`BinanceStats`).
+
+What is stored: the snapshot becomes an ``L2_CLEAR`` row and one ``L2_SET`` row per level, then
+each applied diff one ``L2_SET`` row per level (``qty`` 0 deletes). ``seq`` holds the update
+id ``u`` (the snapshot's rows hold L), so a reader can line the book up with ``bookTicker``
+quotes, whose ``seq`` is their own ``u``. Every UTC day starts with a full book (a CLEAR and
+the levels held at midnight) so that each day replays on its own. Every ``snapshot_interval_ms``
+of event time (1 s) the top ``snapshot_levels`` (20) levels go to ``l2_snap``.
+
+Times: ``ts`` is Binance's event time ``E`` (trades: trade time ``T``), ``ts_recv`` the
+recorder's receive time. Spot ``bookTicker`` messages carry no event time, so their ``ts`` is
+the receive time. A time that goes backwards in a stream is raised to the previous one (the
+stream's order is the venue's order); such rows are counted.
+"""
+
+from __future__ import annotations
+
+import gzip
+import heapq
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, cast
+
+import numpy as np
+
+from engine.tickstore.importing import (
+    Grid,
+    ImportResult,
+    Progress,
+    Rejects,
+    Sink,
+    Staging,
+)
+from engine.tickstore.schema import BBO_DTYPE, L2_DELTA_DTYPE, TRADE_DTYPE, l2_snapshot_dtype
+from engine.tickstore.store import DAY_NS
+from engine.types import BUY, L2_CLEAR, L2_SET, SELL
+
+#: Rows buffered per kind before they go to the store.
+BATCH_ROWS = 65536
+
+
+@dataclass
+class BinanceStats:
+    """Sequencing counts of one import."""
+
+    snapshots: int = 0
+    diffs_applied: int = 0
+    diffs_dropped: int = 0  # before the first snapshot's bridge or after a gap
+    gaps: int = 0
+    times_raised: int = 0  # rows whose time went backwards and was raised
+
+
+class _Buffer:
+    """Rows of one kind, clamped to non-decreasing ``ts`` and flushed in batches."""
+
+    def __init__(self, sink: Sink, kind: str, dtype: np.dtype[np.void], stats: BinanceStats):
+        self.sink, self.kind, self.dtype, self.stats = sink, kind, dtype, stats
+        self.rows: list[tuple[Any, ...]] = []
+        self.last_ts = -(2**63)
+
+    def ts(self, t: int) -> int:
+        """Return ``t`` raised to the last ``ts`` of this kind (counted when raised)."""
+        if t < self.last_ts:
+            self.stats.times_raised += 1
+            return self.last_ts
+        self.last_ts = t
+        return t
+
+    def add(self, row: tuple[Any, ...]) -> None:
+        self.rows.append(row)
+        if len(self.rows) >= BATCH_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.rows:
+            self.sink.append(self.kind, np.array(self.rows, self.dtype))
+            self.rows = []
+
+
+class _Book:
+    """The importer's own copy of the book, for day starts and gap recovery."""
+
+    def __init__(self) -> None:
+        self.bids: dict[int, int] = {}
+        self.asks: dict[int, int] = {}
+
+    def set(self, side: int, px: int, qty: int) -> None:
+        levels = self.bids if side == BUY else self.asks
+        if qty:
+            levels[px] = qty
+        else:
+            levels.pop(px, None)
+
+
+class BinanceImporter:
+    """Import Binance recordings of one instrument into a :class:`Staging` store.
+
+    Parameters
+    ----------
+    staging : Staging
+        Where the rows go.
+    symbol : str
+        Name stored (messages of other symbols are bad rows).
+    tick_size, lot_size : str
+        Price and quantity steps, decimal text (e.g. ``"0.01"`` and ``"0.00000001"``).
+    futures : bool
+        USD-M futures sequencing (``pu``) instead of spot's.
+    skip_bad_rows : bool
+        List bad lines in the result instead of stopping at the first.
+    """
+
+    def __init__(
+        self,
+        staging: Staging,
+        symbol: str,
+        *,
+        tick_size: str,
+        lot_size: str,
+        futures: bool = False,
+        venue: str = "BINANCE",
+        skip_bad_rows: bool = False,
+        snapshot_levels: int = 20,
+        snapshot_interval_ms: int = 1000,
+    ) -> None:
+        if not 0 <= snapshot_levels <= 1000:
+            raise ValueError(f"snapshot_levels: must be in 0..1000, got {snapshot_levels}")
+        self.result = ImportResult()
+        self.stats = BinanceStats()
+        self.symbol = symbol
+        self.futures = futures
+        self.px = Grid("tick size", tick_size)
+        self.qty = Grid("lot size", lot_size)
+        self.rejects = Rejects(skip_bad_rows, self.result)
+        self.sink = Sink(
+            staging, self.result, symbol, tick_size=tick_size, lot_size=lot_size, venue=venue,
+            n_levels=snapshot_levels,
+        )  # fmt: skip
+        self.snapshot_levels = snapshot_levels
+        self.snapshot_interval_ns = snapshot_interval_ms * 1_000_000
+        self._next_snap = 0
+        self.snaps = _Buffer(
+            self.sink, "l2_snap", l2_snapshot_dtype(max(1, snapshot_levels)), self.stats
+        )
+        self.l2 = _Buffer(self.sink, "l2", L2_DELTA_DTYPE, self.stats)
+        self.bbo = _Buffer(self.sink, "bbo", BBO_DTYPE, self.stats)
+        self.trades = _Buffer(self.sink, "trades", TRADE_DTYPE, self.stats)
+        self.book = _Book()
+        self._synced = False  # a snapshot is in and the diffs follow it
+        self._last_u = -1
+        self._snapshot_id = -1
+        self._pending: list[tuple[int, dict[str, Any], str, int]] = []  # diffs before a snapshot
+        self._l2_day = -1
+        self._where = ("", 0)
+
+    # ------------------------------------------------------------------ input
+    def import_file(self, path: Path, progress: Progress | None = None) -> None:
+        """Import one recording (``.gz`` or plain text)."""
+        total = path.stat().st_size
+        line_no = 0
+        with path.open("rb") as raw:
+            fh: IO[bytes] = (
+                cast(IO[bytes], gzip.GzipFile(fileobj=raw)) if path.suffix == ".gz" else raw
+            )
+            for line_no, line in enumerate(fh, 1):
+                self._where = (str(path), line_no)
+                self._line(line)
+                if progress is not None and line_no % 4096 == 0:
+                    progress(raw.tell(), total, line_no)
+        if progress is not None:
+            progress(total, total, line_no)  # lines read: rows are counted when written
+
+    def finish(self) -> ImportResult:
+        """Write what is buffered; return the result."""
+        if self._pending:
+            if not self.stats.snapshots:
+                file, line = self._where
+                self.rejects.bad(file, line, "lastUpdateId", "", "no depth snapshot in the input")
+            self.stats.diffs_dropped += len(self._pending)  # after a gap, never resynced
+            self._pending = []
+        for b in (self.l2, self.bbo, self.trades, self.snaps):
+            b.flush()
+        return self.result
+
+    def _bad(self, column: str, value: object, reason: str) -> None:
+        file, line = self._where
+        self.rejects.bad(file, line, column, str(value)[:80], reason)
+
+    def _line(self, line: bytes) -> None:
+        text = line.strip()
+        if not text:
+            return
+        head, _, body = text.partition(b" ")
+        try:
+            recv = int(head)
+        except ValueError:
+            self._bad("receive time", head.decode(errors="replace"), "is not an integer (ns)")
+            return
+        try:
+            msg = json.loads(body)
+        except json.JSONDecodeError as e:
+            self._bad("message", body.decode(errors="replace"), f"is not JSON ({e.msg})")
+            return
+        except UnicodeDecodeError:
+            self._bad("message", body.decode(errors="replace"), "is not UTF-8 text")
+            return
+        if not isinstance(msg, dict):
+            self._bad("message", body.decode(errors="replace"), "is not a JSON object")
+            return
+        try:
+            self._message(recv, msg)
+        except (KeyError, TypeError, IndexError) as e:
+            self._bad("message", body.decode(errors="replace"), f"lacks a field ({e!r})")
+        except _BadValue as e:
+            self._bad(e.column, e.value, e.reason)
+
+    def _message(self, recv: int, msg: dict[str, Any]) -> None:
+        if "lastUpdateId" in msg:
+            self._snapshot(recv, msg)
+            return
+        stream = str(msg["stream"])
+        data = msg["data"]
+        sym = str(data.get("s", self.symbol))
+        if "@depth" in stream:
+            self._diff(recv, data, sym)
+        elif stream.endswith("@bookTicker"):
+            self._check_symbol(sym)
+            ts = self.bbo.ts(int(data["E"]) * 1_000_000 if "E" in data else recv)
+            self.bbo.add(
+                (ts, recv, self._px(data["b"], "b"), self._qty(data["B"], "B"),
+                 self._px(data["a"], "a"), self._qty(data["A"], "A"), int(data["u"]))
+            )  # fmt: skip
+        elif stream.endswith("@trade"):
+            self._check_symbol(sym)
+            ts = self.trades.ts(int(data["T"]) * 1_000_000)
+            side = SELL if data["m"] else BUY
+            self.trades.add(
+                (ts, recv, self._px(data["p"], "p"), self._qty(data["q"], "q"), int(data["t"]),
+                 side)
+            )  # fmt: skip
+        else:
+            raise _BadValue("stream", stream, "is not a depth, bookTicker or trade stream")
+
+    def _check_symbol(self, sym: str) -> None:
+        if sym.upper() != self.symbol.upper():
+            raise _BadValue("s", sym, f"is not the imported symbol {self.symbol}")
+
+    def _px(self, text: str, column: str) -> int:
+        try:
+            return self.px(text)
+        except ValueError as e:
+            raise _BadValue(column, text, str(e)) from None
+
+    def _qty(self, text: str, column: str) -> int:
+        try:
+            return self.qty(text)
+        except ValueError as e:
+            raise _BadValue(column, text, str(e)) from None
+
+    # ------------------------------------------------------------------- book
+    def _levels(self, levels: list[list[str]], col: str) -> Iterator[tuple[int, int]]:
+        for px, qty in levels:
+            yield self._px(px, col), self._qty(qty, col)
+
+    def _snapshot(self, recv: int, msg: dict[str, Any]) -> None:
+        last_id = int(msg["lastUpdateId"])
+        bids = list(self._levels(msg["bids"], "bids"))
+        asks = list(self._levels(msg["asks"], "asks"))
+        self.stats.snapshots += 1
+        pending, self._pending = self._pending, []
+        kept = [p for p in pending if not self._covered(p[1], last_id)]
+        # The snapshot is the state before its first kept diff: stamp it no later.
+        first_e = int(kept[0][1]["E"]) * 1_000_000 if kept else None
+        ts = int(msg["E"]) * 1_000_000 if "E" in msg else (first_e or recv)
+        if first_e is not None:
+            ts = min(ts, first_e)
+        ts = self.l2.ts(ts)
+        self.book = _Book()
+        self.l2.add((ts, recv, 0, 0, 0, L2_CLEAR, last_id))
+        self._l2_day = ts // DAY_NS
+        for side, levels in ((BUY, bids), (SELL, asks)):
+            for px, qty in levels:
+                if qty:
+                    self.book.set(side, px, qty)
+                    self.l2.add((ts, recv, px, qty, side, L2_SET, last_id))
+        self._synced = True
+        self._last_u = last_id
+        self._snapshot_id = last_id
+        for recv_d, data, sym, _line in pending:  # diffs kept from before the snapshot
+            self._diff(recv_d, data, sym)
+
+    def _covered(self, data: dict[str, Any], last_id: int) -> bool:
+        u = int(data["u"])
+        return u < last_id if self.futures else u <= last_id
+
+    def _bridges(self, data: dict[str, Any], last_id: int) -> bool:
+        first, last = int(data["U"]), int(data["u"])
+        if self.futures:
+            return first <= last_id <= last
+        return first <= last_id + 1 <= last
+
+    def _follows(self, data: dict[str, Any]) -> bool:
+        if self._last_u == self._snapshot_id:
+            return self._bridges(data, self._snapshot_id)
+        if self.futures:
+            return int(data["pu"]) == self._last_u
+        return int(data["U"]) == self._last_u + 1
+
+    def _diff(self, recv: int, data: dict[str, Any], sym: str) -> None:
+        self._check_symbol(sym)
+        if not self._synced:
+            self._pending.append((recv, data, sym, self._where[1]))
+            return
+        if self._covered(data, self._snapshot_id) and self._last_u == self._snapshot_id:
+            self.stats.diffs_dropped += 1
+            return
+        if not self._follows(data):
+            self.stats.gaps += 1
+            self.stats.diffs_dropped += 1
+            self._synced = False  # wait for the next snapshot
+            return
+        self._apply(recv, data)
+
+    def _apply(self, recv: int, data: dict[str, Any]) -> None:
+        ts = self.l2.ts(int(data["E"]) * 1_000_000)
+        day = ts // DAY_NS
+        if day != self._l2_day:
+            self._day_start(ts, recv)
+        u = int(data["u"])
+        for side, key in ((BUY, "b"), (SELL, "a")):
+            for px, qty in self._levels(data[key], key):
+                self.book.set(side, px, qty)
+                self.l2.add((ts, recv, px, qty, side, L2_SET, u))
+        self._last_u = u
+        self.stats.diffs_applied += 1
+        if self.snapshot_levels and ts >= self._next_snap:
+            self._next_snap = (ts // self.snapshot_interval_ns + 1) * self.snapshot_interval_ns
+            self._snap(ts, recv)
+
+    def _snap(self, ts: int, recv: int) -> None:
+        """Store the top ``snapshot_levels`` levels of the book as an ``l2_snap`` row."""
+        n = self.snapshot_levels
+        bids = heapq.nlargest(n, self.book.bids.items())
+        asks = heapq.nsmallest(n, self.book.asks.items())
+        cols = []
+        for levels in (bids, asks):
+            px = [p for p, _ in levels] + [0] * (n - len(levels))
+            qty = [q for _, q in levels] + [0] * (n - len(levels))
+            cols += [px, qty]
+        self.snaps.add((ts, recv, *cols))
+
+    def _day_start(self, ts: int, recv: int) -> None:
+        """Begin a new day's ``l2`` with the whole book (a CLEAR and every level)."""
+        self._l2_day = ts // DAY_NS
+        u = self._last_u
+        self.l2.add((ts, recv, 0, 0, 0, L2_CLEAR, u))
+        for side, levels in ((BUY, self.book.bids), (SELL, self.book.asks)):
+            for px in sorted(levels):
+                self.l2.add((ts, recv, px, levels[px], side, L2_SET, u))
+
+
+class _BadValue(Exception):
+    def __init__(self, column: str, value: object, reason: str) -> None:
+        super().__init__(reason)
+        self.column, self.value, self.reason = column, str(value), reason
+
+
+def import_binance(
+    files: list[Path],
+    store: Path,
+    symbol: str,
+    *,
+    tick_size: str,
+    lot_size: str,
+    futures: bool = False,
+    venue: str = "BINANCE",
+    replace: bool = False,
+    skip_bad_rows: bool = False,
+    progress: Progress | None = None,
+) -> tuple[ImportResult, BinanceStats]:
+    """Import Binance recordings into ``store``, all or nothing (see :class:`Staging`)."""
+    with Staging(store, replace=replace) as staging:
+        imp = BinanceImporter(
+            staging, symbol, tick_size=tick_size, lot_size=lot_size, futures=futures,
+            venue=venue, skip_bad_rows=skip_bad_rows,
+        )  # fmt: skip
+        for f in files:
+            imp.import_file(f, progress)
+        result = imp.finish()
+    return result, imp.stats

@@ -1,0 +1,244 @@
+# SPDX-License-Identifier: MIT
+"""``qwconsole import``: bring vendor files into the tick store, with a progress bar.
+
+Every import is all or nothing (``engine.tickstore.importing.Staging``): a bad row (unless
+``--skip-bad-rows``), an error or Ctrl+C leaves the store as it was. Errors are one line on
+stderr and exit status 2; Ctrl+C exits with 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+from engine.cli_parser import OneLineErrorParser
+from engine.tickstore.importing import ImportResult, ImportRowError, write_report
+from engine.tickstore.store import TickStore, TickStoreError
+
+PROG = "qwconsole import"
+
+
+class ProgressBar:
+    """A one-line progress bar on a terminal stream, redrawn at most every ``interval`` s."""
+
+    def __init__(
+        self, label: str, stream: TextIO | None = None, interval: float = 0.1, enabled: bool = True
+    ) -> None:
+        self.label = label
+        self.stream = stream or sys.stderr
+        self.enabled = enabled
+        self.interval = interval
+        self.t0 = time.perf_counter()
+        self._last = 0.0
+        self._drawn = False
+
+    def __call__(self, done: int, total: int, rows: int) -> None:
+        """Redraw with ``done`` of ``total`` bytes and ``rows`` rows imported."""
+        now = time.perf_counter()
+        if not self.enabled or (now - self._last < self.interval and done < total):
+            return
+        self._last = now
+        frac = 0.0 if total <= 0 else min(1.0, done / total)
+        bar = "#" * int(frac * 30)
+        mb = done / 1e6
+        text = f"\r{self.label} {frac * 100:5.1f}% |{bar:<30}| {mb:8.1f} MB "
+        text += f"{rows:>12,} rows {now - self.t0:6.1f} s"
+        self.stream.write(text)
+        self.stream.flush()
+        self._drawn = True
+
+    def close(self) -> None:
+        """End the bar's line."""
+        if self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("files", nargs="+", type=Path, help="input files, in time order")
+    p.add_argument("--store", required=True, type=Path, help="tick store (HDF5), created if new")
+    p.add_argument("--replace", action="store_true", help="overwrite instrument-days stored")
+    p.add_argument("--skip-bad-rows", action="store_true", help="skip bad rows, list them")
+    p.add_argument("--report", type=Path, help="CSV file listing the skipped rows")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _steps(p: argparse.ArgumentParser, lot: str | None = None) -> None:
+    p.add_argument("--tick-size", required=True, help="price step, decimal (e.g. 0.01)")
+    if lot is None:
+        p.add_argument("--lot-size", required=True, help="quantity step, decimal")
+    else:
+        p.add_argument("--lot-size", default=lot, help=f"quantity step, decimal ({lot})")
+    p.add_argument("--venue", default="", help="venue attribute of the instrument-days")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the parser of ``qwconsole import``."""
+    parser = OneLineErrorParser(
+        prog=PROG,
+        description="Bring vendor files into the tick store: all or nothing, with a progress "
+        "bar. See docs/tickstore.md.",
+    )
+    sub = parser.add_subparsers(dest="format", required=True, metavar="FORMAT")
+    p = sub.add_parser("csv", help="any delimited text with a column mapping")
+    _common(p)
+    p.add_argument("--symbol", required=True)
+    p.add_argument("--kind", required=True, choices=["trades", "bbo", "l2"])
+    p.add_argument(
+        "--mapping",
+        required=True,
+        help="field=column:conv,... (see docs/tickstore.md) or a JSON mapping file",
+    )
+    p.add_argument("--delimiter", default=",")
+    p.add_argument("--no-header", action="store_true", help="first line is data (use #N)")
+    _steps(p)
+    p = sub.add_parser("binance", help="Binance recordings: depth snapshot+diffs, bookTicker")
+    _common(p)
+    p.add_argument("--symbol", required=True)
+    p.add_argument("--futures", action="store_true", help="USD-M futures sequencing (pu)")
+    _steps(p)
+    p = sub.add_parser("dbn", help="Databento DBN (.dbn or .dbn.zst): mbo, mbp-1, trades")
+    _common(p)
+    p.add_argument("--symbol", help="store under this name (default: the file's symbol)")
+    _steps(p, lot="1")
+    p = sub.add_parser("lobster", help="LOBSTER message + orderbook file pairs")
+    _common(p)
+    p.add_argument("--symbol", required=True)
+    p.add_argument("--day", help="trading day YYYYMMDD (default: from the file name)")
+    p.add_argument("--price-scale", default="10000", help="LOBSTER price units per 1 (10000)")
+    _steps(p, lot="1")
+    p = sub.add_parser("recover", help="make a store left by a killed writer writable again")
+    p.add_argument("store", type=Path)
+    p = sub.add_parser("ls", help="list what a store holds")
+    p.add_argument("store", type=Path)
+    return parser
+
+
+def _run_csv(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
+    from engine.tickstore.csv_import import CsvMapping, import_csv
+
+    mapping_path = Path(a.mapping)
+    if a.mapping.endswith(".json") or mapping_path.is_file():
+        mapping = CsvMapping.load(mapping_path)
+    else:
+        mapping = CsvMapping.parse(a.kind, a.mapping, delimiter=a.delimiter, header=not a.no_header)
+    return import_csv(
+        a.files, a.store, a.symbol, mapping, tick_size=a.tick_size, lot_size=a.lot_size,
+        venue=a.venue, replace=a.replace, skip_bad_rows=a.skip_bad_rows, progress=progress,
+    )  # fmt: skip
+
+
+def _run_binance(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
+    from engine.tickstore.binance import import_binance
+
+    result, stats = import_binance(
+        a.files, a.store, a.symbol, tick_size=a.tick_size, lot_size=a.lot_size,
+        futures=a.futures, venue=a.venue or "BINANCE", replace=a.replace,
+        skip_bad_rows=a.skip_bad_rows, progress=progress,
+    )  # fmt: skip
+    progress.close()
+    print(
+        f"book sequencing: {stats.snapshots} snapshots, {stats.diffs_applied} diffs applied, "
+        f"{stats.diffs_dropped} dropped, {stats.gaps} gaps, {stats.times_raised} times raised",
+        file=sys.stderr,
+    )
+    return result
+
+
+def _run_dbn(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
+    from engine.tickstore.dbn import import_dbn
+
+    return import_dbn(
+        a.files, a.store, symbol=a.symbol, tick_size=a.tick_size, lot_size=a.lot_size,
+        venue=a.venue, replace=a.replace, skip_bad_rows=a.skip_bad_rows, progress=progress,
+    )  # fmt: skip
+
+
+def _run_lobster(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
+    from engine.tickstore.lobster import import_lobster
+
+    if len(a.files) % 2:
+        raise ValueError("lobster: give message and orderbook files in pairs")
+    pairs = [(a.files[i], a.files[i + 1]) for i in range(0, len(a.files), 2)]
+    return import_lobster(
+        pairs, a.store, a.symbol, day=a.day, tick_size=a.tick_size, lot_size=a.lot_size,
+        price_scale=a.price_scale, venue=a.venue, replace=a.replace,
+        skip_bad_rows=a.skip_bad_rows, progress=progress,
+    )  # fmt: skip
+
+
+_RUNNERS: dict[str, Callable[[argparse.Namespace, ProgressBar], ImportResult]] = {
+    "csv": _run_csv,
+    "binance": _run_binance,
+    "dbn": _run_dbn,
+    "lobster": _run_lobster,
+}
+
+
+def _ls(path: Path) -> int:
+    with TickStore(path) as s:
+        for sym in s.instruments():
+            for day in s.days(sym):
+                info = s.info(sym, day)
+                rows = " ".join(f"{k}={n:,}" for k, n in info.rows.items())
+                print(f"{sym} {day} tick={info.tick_size} lot={info.lot_size} {rows}")
+    return 0
+
+
+def _summary(a: argparse.Namespace, result: ImportResult, seconds: float) -> None:
+    n = result.total_rows
+    rate = n / seconds if seconds > 0 else 0.0
+    days = ", ".join(f"{s}/{d}" for s, d in result.days) or "nothing"
+    print(f"imported {n:,} rows into {a.store} ({days}) in {seconds:.1f} s, {rate:,.0f} rows/s")
+    if result.skipped:
+        print(f"skipped {len(result.skipped)} bad rows", file=sys.stderr)
+        if a.report is not None:
+            write_report(a.report, result.skipped)
+            print(f"listed in {a.report}", file=sys.stderr)
+        else:
+            for b in result.skipped[:5]:
+                print(f"  {b}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``qwconsole import``; return the exit status."""
+    parser = build_parser()
+    a = parser.parse_args(argv)
+    try:
+        if a.format == "recover":
+            n = TickStore.recover(a.store)
+            print(f"{a.store}: recovered ({n} instrument-days)")
+            return 0
+        if a.format == "ls":
+            return _ls(a.store)
+        if a.report is not None and not a.skip_bad_rows:
+            parser.error("--report only makes sense with --skip-bad-rows")
+        for f in a.files:
+            if not f.is_file():
+                raise ValueError(f"{f}: no such file")
+        progress = ProgressBar(f"import {a.format}", enabled=not a.quiet)
+        t0 = time.perf_counter()
+        try:
+            result = _RUNNERS[a.format](a, progress)
+        finally:
+            progress.close()
+        _summary(a, result, time.perf_counter() - t0)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; the store is unchanged", file=sys.stderr)
+        return 130
+    except ImportRowError as e:
+        print(f"{PROG}: error: {e}; nothing imported", file=sys.stderr)
+        return 2
+    except (TickStoreError, ValueError, KeyError, OSError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
+        print(f"{PROG}: error: {msg}; nothing imported", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

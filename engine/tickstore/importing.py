@@ -1,0 +1,294 @@
+# SPDX-License-Identifier: MIT
+"""What every importer shares: bad-row reports, decimal scaling and the all-or-nothing commit.
+
+An import writes into a *staging* store next to the target (``.<name>.import-<pid>.tmp``).
+Only when every input file went through does :meth:`Staging.commit` move the new
+instrument-days into the target: a new target is the staging file renamed (atomic), an
+existing one receives each day by an HDF5 object copy under a hidden name followed by a rename
+of that link (readers that hold the file see the new days after reopening it). An error, a bad
+row or Ctrl+C before that point deletes the staging file and leaves the target exactly as it
+was.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from engine.tickstore.store import (
+    DAY_NS,
+    DayWriter,
+    TickStore,
+    TickStoreError,
+    day_of,
+    symbol_key,
+)
+
+#: Decimal places kept when text is scaled to integers (nano-units).
+SCALE_DIGITS: Final[int] = 9
+_SCALE: Final[int] = 10**SCALE_DIGITS
+
+#: ``progress(bytes_done, bytes_total, rows_done)``: called now and then during an import.
+Progress = Callable[[int, int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class BadRow:
+    """One input row an importer refused: where, which column, what value and why."""
+
+    file: str
+    line: int
+    column: str
+    value: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: column {self.column}: {self.value!r} {self.reason}"
+
+
+class ImportRowError(ValueError):
+    """A bad input row stopped the import; :attr:`bad` says where and why."""
+
+    def __init__(self, bad: BadRow) -> None:
+        super().__init__(str(bad))
+        self.bad = bad
+
+
+class ImportConflictError(TickStoreError):
+    """The import would overwrite instrument-days already in the target store."""
+
+
+@dataclass
+class ImportResult:
+    """What an import wrote: rows per ``(symbol, day, kind)`` and the rows it skipped."""
+
+    rows: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    skipped: list[BadRow] = field(default_factory=list)
+    days: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def total_rows(self) -> int:
+        """Return the number of rows written."""
+        return sum(self.rows.values())
+
+    def add(self, symbol: str, day: str, kind: str, n: int) -> None:
+        """Count ``n`` rows written to one dataset."""
+        key = (symbol, day, kind)
+        self.rows[key] = self.rows.get(key, 0) + n
+
+
+class Rejects:
+    """Collect bad rows: stop at the first (``skip=False``) or keep going and list them."""
+
+    def __init__(self, skip: bool, result: ImportResult) -> None:
+        self.skip = skip
+        self.result = result
+
+    def bad(self, file: str, line: int, column: str, value: str, reason: str) -> None:
+        """Report a bad row; raises :class:`ImportRowError` unless skipping."""
+        row = BadRow(file, line, column, value, reason)
+        if not self.skip:
+            raise ImportRowError(row)
+        self.result.skipped.append(row)
+
+
+def write_report(path: Path, skipped: list[BadRow]) -> None:
+    """Write skipped rows as CSV: ``file,line,column,value,reason``."""
+    import csv
+
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["file", "line", "column", "value", "reason"])
+        for b in skipped:
+            w.writerow([b.file, b.line, b.column, b.value, b.reason])
+
+
+def units(name: str, step: str) -> int:
+    """Return ``step`` (decimal text, e.g. a tick size) in nano-units; ``ValueError`` if inexact."""
+    n = scaled(step)
+    if n is None or n <= 0:
+        raise ValueError(f"{name}: {step!r} must be a positive decimal with at most 9 places")
+    return n
+
+
+def scaled(text: str) -> int | None:
+    """Return decimal ``text`` times 10**9 as an exact int, or ``None`` if it is not one."""
+    s = text.strip()
+    neg = s.startswith("-")
+    if neg or s.startswith("+"):
+        s = s[1:]
+    whole, _dot, frac = s.partition(".")
+    if not (whole or frac) or (whole and not whole.isdigit()) or (frac and not frac.isdigit()):
+        return None
+    if len(frac) > SCALE_DIGITS:
+        if frac[SCALE_DIGITS:].strip("0"):
+            return None
+        frac = frac[:SCALE_DIGITS]
+    v = int(whole or "0") * _SCALE + int(frac.ljust(SCALE_DIGITS, "0") or "0")
+    return -v if neg else v
+
+
+class Grid:
+    """Convert decimal text to integer steps of ``step`` (ticks or lots), exactly."""
+
+    __slots__ = ("name", "step", "units")
+
+    def __init__(self, name: str, step: str) -> None:
+        self.name = name
+        self.step = step
+        self.units = units(name, step)
+
+    def __call__(self, text: str) -> int:
+        """Return ``text`` in steps; ``ValueError`` saying why if it is not on the grid."""
+        v = scaled(text)
+        if v is None:
+            raise ValueError("is not a decimal number")
+        q, r = divmod(v, self.units)
+        if r:
+            raise ValueError(f"is not a multiple of the {self.name} {self.step}")
+        return q
+
+
+class Staging:
+    """Write an import into a temporary store and move it into ``target`` on success.
+
+    Parameters
+    ----------
+    target : Path
+        The tick store to import into (created if missing).
+    replace : bool
+        Replace instrument-days already in the target; otherwise they are a conflict, found
+        before anything is imported.
+    """
+
+    def __init__(self, target: Path, *, replace: bool = False) -> None:
+        self.target = Path(target)
+        self.replace = replace
+        self.tmp = self.target.with_name(f".{self.target.name}.import-{os.getpid()}.tmp")
+        self.tmp.unlink(missing_ok=True)
+        self.store = TickStore(self.tmp, "a")
+        self._writers: dict[tuple[str, str], DayWriter] = {}
+        self._done = False
+
+    def __enter__(self) -> Staging:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            if et is None and not self._done:
+                self.commit()
+        finally:
+            self.abort()
+
+    def check_free(self, symbol: str, day: str) -> None:
+        """Raise :class:`ImportConflictError` if the target holds ``symbol``/``day``."""
+        if self.replace or not self.target.exists():
+            return
+        with TickStore(self.target) as t:
+            if day in t.days(symbol):
+                raise ImportConflictError(
+                    f"{self.target}: {symbol}/{day} is already stored (use --replace to "
+                    "overwrite it)"
+                )
+
+    def writer(
+        self, symbol: str, day: str, *, tick_size: str, lot_size: str, venue: str, n_levels: int = 0
+    ) -> DayWriter:
+        """Return the staging writer of one instrument-day (checked against the target once)."""
+        key = (symbol, day)
+        w = self._writers.get(key)
+        if w is None:
+            self.check_free(symbol, day)
+            w = self.store.writer(
+                symbol, day, tick_size=tick_size, lot_size=lot_size, venue=venue, n_levels=n_levels
+            )
+            self._writers[key] = w
+        return w
+
+    def commit(self) -> list[tuple[str, str]]:
+        """Move every staged instrument-day into the target; return them."""
+        days = sorted(self._writers)
+        self.store.close()
+        self._done = True
+        if not days:
+            self.tmp.unlink(missing_ok=True)
+            return []
+        if not self.target.exists():
+            self.tmp.replace(self.target)
+            return days
+        for symbol, day in days:
+            self.check_free(symbol, day)
+        with TickStore(self.tmp) as src, TickStore(self.target, "a") as dst:
+            for symbol, day in days:
+                key = symbol_key(symbol)
+                sym = dst.file.require_group(key)
+                sym.attrs["symbol"] = symbol
+                hidden = f".{day}.importing"
+                if hidden in sym:
+                    del sym[hidden]
+                src.file.copy(src.file[key][day], sym, name=hidden)
+                if day in sym:
+                    del sym[day]
+                sym.move(hidden, day)
+        self.tmp.unlink(missing_ok=True)
+        return days
+
+    def abort(self) -> None:
+        """Drop the staging file (nothing reaches the target)."""
+        self.store.close()
+        self.tmp.unlink(missing_ok=True)
+
+
+class Sink:
+    """Append rows of one instrument to the staging store, split by UTC day of ``ts``.
+
+    ``on_new_day(day)`` (optional) is called before the first row of each further day, so an
+    importer can start that day with a full book.
+    """
+
+    def __init__(
+        self,
+        staging: Staging,
+        result: ImportResult,
+        symbol: str,
+        *,
+        tick_size: str,
+        lot_size: str,
+        venue: str,
+        n_levels: int = 0,
+    ) -> None:
+        self.staging = staging
+        self.result = result
+        self.symbol = symbol
+        self._attrs = {"tick_size": tick_size, "lot_size": lot_size, "venue": venue}
+        self._n_levels = n_levels
+
+    def writer(self, day: str) -> DayWriter:
+        """Return the staging writer of ``day``."""
+        w = self.staging.writer(self.symbol, day, n_levels=self._n_levels, **self._attrs)
+        if (self.symbol, day) not in self.result.days:
+            self.result.days.append((self.symbol, day))
+        return w
+
+    def append(self, kind: str, rows: npt.NDArray[np.void]) -> None:
+        """Append ``rows`` (sorted by ``ts``) to the days they fall on."""
+        if rows.shape[0] == 0:
+            return
+        d = rows["ts"] // DAY_NS
+        cuts = np.flatnonzero(d[1:] != d[:-1]) + 1
+        for a, b in zip(
+            np.concatenate(([0], cuts)), np.concatenate((cuts, [rows.shape[0]])), strict=True
+        ):
+            part = rows[a:b]
+            day = day_of(int(part["ts"][0]))
+            self.writer(day).append(kind, part)
+            self.result.add(self.symbol, day, kind, int(b - a))

@@ -1,0 +1,664 @@
+# SPDX-License-Identifier: MIT
+"""The HDF5 tick store: one file, a group per instrument and UTC day, a dataset per kind.
+
+Layout (schema version :data:`engine.tickstore.schema.SCHEMA_VERSION`, ``docs/tickstore.md``)::
+
+    /                         attrs: format, schema_version
+    /<symbol key>/            attrs: symbol (the real name; "/" and "%" are %-escaped in the key)
+    /<symbol key>/<YYYYMMDD>/ attrs: symbol, day, tick_size, lot_size, venue
+        trades | bbo | l2 | mbo | l2_snap   1-D chunked datasets of the schema's row types
+
+Every dataset is sorted by ``ts`` and compressed with Blosc-lz4 + shuffle. A
+:class:`TickStore` opened for reading reads a time range by bisecting the on-disk ``ts``
+column (one chunk per probe, no full column load) and iterates in chunks of bounded size. A
+:class:`DayWriter` appends in batches and checks every batch (row type, ``ts`` order, day)
+before anything reaches the file. A store opened with ``swmr=True`` for writing is readable
+by other processes while it grows (HDF5 single-writer/multiple-reader): readers open it with
+``TickStore(path)`` (SWMR reading, without the file lock, so that a writer may open the file
+while it is read) and call :meth:`refresh` to see rows appended since; instrument-days created
+since appear after reopening.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final, Literal
+
+import h5py
+import hdf5plugin
+import numpy as np
+import numpy.typing as npt
+
+from engine.tickstore.schema import KINDS, L2_SNAPSHOT_KIND, SCHEMA_VERSION, l2_snapshot_dtype
+
+#: Value of the root attribute ``format``.
+FORMAT_NAME: Final[str] = "qwconsole-tickstore"
+#: Rows per HDF5 chunk (about 1.5 MiB of 48-byte rows): the unit of compression and I/O.
+CHUNK_ROWS: Final[int] = 32768
+#: Chunk cache of an open file, bytes (holds the chunks a bisection probes twice).
+CHUNK_CACHE_BYTES: Final[int] = 64 << 20
+#: Every kind a day group may hold.
+ALL_KINDS: Final[tuple[str, ...]] = (*KINDS, L2_SNAPSHOT_KIND)
+#: Nanoseconds per day.
+DAY_NS: Final[int] = 86_400_000_000_000
+
+Rows = npt.NDArray[np.void]
+
+
+class TickStoreError(OSError):
+    """A tick store cannot be opened, read or written as asked; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class DayInfo:
+    """What one instrument-day group holds.
+
+    ``rows`` maps each stored kind to its row count; ``first_ts``/``last_ts`` span every kind
+    (0 when the day is empty); ``n_levels`` is the depth of ``l2_snap`` (0 when absent).
+    """
+
+    symbol: str
+    day: str
+    tick_size: str
+    lot_size: str
+    venue: str
+    rows: dict[str, int]
+    first_ts: int
+    last_ts: int
+    n_levels: int
+
+
+def symbol_key(symbol: str) -> str:
+    """Return the HDF5 group name of ``symbol`` ("/" and "%" %-escaped, "." alone refused)."""
+    if not symbol or symbol in {".", ".."} or not symbol.isprintable():
+        raise ValueError(f"symbol: {symbol!r} is not a usable instrument name")
+    return symbol.replace("%", "%25").replace("/", "%2F")
+
+
+def day_of(ts_ns: int) -> str:
+    """Return the UTC day ``YYYYMMDD`` of a time in ns since the epoch."""
+    return (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=ts_ns // 1000)).strftime(
+        "%Y%m%d"
+    )
+
+
+def day_start_ns(day: str) -> int:
+    """Return the first ns of UTC day ``YYYYMMDD``; ``ValueError`` for anything else."""
+    try:
+        if len(day) != 8 or not day.isdigit():
+            raise ValueError
+        d = datetime.strptime(day, "%Y%m%d").replace(tzinfo=UTC)
+    except ValueError:
+        raise ValueError(f"day: {day!r} is not a date YYYYMMDD") from None
+    return int(d.timestamp()) * 1_000_000_000
+
+
+def _check_decimal(name: str, text: str) -> str:
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        raise ValueError(f"{name}: {text!r} is not a decimal number") from None
+    if not value.is_finite() or value <= 0:
+        raise ValueError(f"{name}: {text!r} must be a positive number")
+    return text
+
+
+def _kind_dtype(kind: str, n_levels: int) -> np.dtype[np.void]:
+    if kind in KINDS:
+        return KINDS[kind]
+    if kind == L2_SNAPSHOT_KIND:
+        if n_levels < 1:
+            raise ValueError("l2_snap: give the writer n_levels (depth of the snapshots)")
+        return l2_snapshot_dtype(n_levels)
+    raise ValueError(f"kind: {kind!r} is not one of {', '.join(ALL_KINDS)}")
+
+
+def _compression() -> dict[str, Any]:
+    return dict(hdf5plugin.Blosc(cname="lz4", clevel=5, shuffle=hdf5plugin.Blosc.SHUFFLE))
+
+
+def _bisect(ds: h5py.Dataset, value: int, lo: int, hi: int) -> int:
+    """Return the first row in ``[lo, hi)`` of ``ds`` with ``ts >= value`` (``hi`` if none).
+
+    Searches the on-disk ``ts`` column without loading it, by single-row probes: one placed
+    by interpolation between the times known at both ends of the window (ticks are roughly
+    evenly spread, so it lands near the answer), then one half a chunk past it on the other
+    side, which usually closes the window to less than a chunk; when the pair did not shrink
+    the window fourfold, a halving step follows (so the worst case stays logarithmic). Each
+    probe decompresses one chunk, kept by the chunk cache for the next nearby probe; the last
+    window (at most one chunk) is searched in memory.
+    """
+    if lo >= hi:
+        return lo
+    chunk = ds.chunks[0] if ds.chunks else hi - lo
+    ts = ds.fields("ts")
+    t_lo, t_hi = int(ts[lo]), int(ts[hi - 1])
+    if value <= t_lo:
+        return lo
+    if value > t_hi:
+        return hi
+    # Invariant: ts[lo] < value <= ts[hi]; the answer is in (lo, hi].
+    hi -= 1
+    step = 0  # 0 interpolate, 1 guard the other side of the estimate, 2 halve
+    moved_lo = False
+    start = hi - lo
+    while hi - lo > chunk:
+        width = hi - lo
+        if step == 0 and t_hi > t_lo:
+            mid = lo + (value - t_lo) * width // (t_hi - t_lo)
+            start = width
+        elif step == 1:  # half a chunk past the estimate, on the side not yet moved
+            mid = lo + chunk // 2 if moved_lo else hi - chunk // 2
+        else:
+            mid = lo + width // 2
+        mid = min(max(mid, lo + 1), hi - 1)
+        t = int(ts[mid])
+        moved_lo = t < value
+        if moved_lo:
+            lo, t_lo = mid, t
+        else:
+            hi, t_hi = mid, t
+        step = 1 if step == 0 else 0 if step == 2 or hi - lo <= start // 4 else 2
+    block = ts[lo + 1 : hi + 1]
+    return lo + 1 + int(np.searchsorted(block, value, side="left"))
+
+
+class DayWriter:
+    """Append rows to one instrument-day group, in batches.
+
+    Rows are buffered per kind and written ``batch_rows`` at a time (and on :meth:`flush`).
+    Every :meth:`append` checks the row type, that ``ts`` never decreases (within the batch and
+    against what was already appended) and that every ``ts`` falls on the writer's UTC day; a
+    bad batch raises ``ValueError`` and nothing of it is kept.
+    """
+
+    def __init__(self, store: TickStore, group: h5py.Group, n_levels: int, batch_rows: int):
+        self._store = store
+        self._group = group
+        self.symbol: str = str(group.attrs["symbol"])
+        self.day: str = str(group.attrs["day"])
+        self._t0 = day_start_ns(self.day)
+        self._n_levels = n_levels
+        self._batch_rows = batch_rows
+        self._pending: dict[str, list[Rows]] = {}
+        self._pending_rows: dict[str, int] = {}
+        self._last_ts: dict[str, int] = {}
+        self._closed = False
+        for kind in ALL_KINDS:
+            if kind in group:
+                ds = group[kind]
+                if ds.shape[0]:
+                    self._last_ts[kind] = int(ds.fields("ts")[ds.shape[0] - 1])
+
+    def __enter__(self) -> DayWriter:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def dtype(self, kind: str) -> np.dtype[np.void]:
+        """Return the row type of ``kind`` in this day."""
+        return _kind_dtype(kind, self._n_levels)
+
+    def last_ts(self, kind: str) -> int | None:
+        """Return the ``ts`` of the last row appended to ``kind`` (``None`` if none yet)."""
+        return self._last_ts.get(kind)
+
+    def append(self, kind: str, rows: Rows) -> None:
+        """Queue ``rows`` (1-D array of ``kind``'s row type) for writing.
+
+        Raises
+        ------
+        ValueError
+            If the dtype is not the kind's, ``ts`` goes backwards, or a row is off the day;
+            the message names the row and the value.
+        """
+        if self._closed:
+            raise TickStoreError(f"{self.symbol}/{self.day}: the writer is closed")
+        want = self.dtype(kind)
+        if rows.dtype != want:
+            raise ValueError(f"{kind}: rows must have dtype {want}, got {rows.dtype}")
+        if rows.ndim != 1:
+            raise ValueError(f"{kind}: rows must be 1-D, got shape {rows.shape}")
+        n = rows.shape[0]
+        if n == 0:
+            return
+        ts = rows["ts"]
+        prev = self._last_ts.get(kind)
+        if prev is not None and ts[0] < prev:
+            raise ValueError(
+                f"{self.symbol}/{self.day}/{kind}: row 0 ts {int(ts[0])} is before the last "
+                f"stored ts {prev} (rows must be sorted by ts)"
+            )
+        if n > 1:
+            back = np.flatnonzero(ts[1:] < ts[:-1])
+            if back.size:
+                i = int(back[0]) + 1
+                raise ValueError(
+                    f"{self.symbol}/{self.day}/{kind}: row {i} ts {int(ts[i])} is before row "
+                    f"{i - 1} ts {int(ts[i - 1])} (rows must be sorted by ts)"
+                )
+        off = np.flatnonzero((ts < self._t0) | (ts >= self._t0 + DAY_NS))
+        if off.size:
+            i = int(off[0])
+            raise ValueError(
+                f"{self.symbol}/{self.day}/{kind}: row {i} ts {int(ts[i])} is on day "
+                f"{day_of(int(ts[i]))}, not {self.day}"
+            )
+        self._pending.setdefault(kind, []).append(np.array(rows, copy=True))
+        self._pending_rows[kind] = self._pending_rows.get(kind, 0) + n
+        self._last_ts[kind] = int(ts[-1])
+        if self._pending_rows[kind] >= self._batch_rows:
+            self._write(kind)
+
+    def _dataset(self, kind: str) -> h5py.Dataset:
+        if kind in self._group:
+            ds: h5py.Dataset = self._group[kind]
+            return ds
+        ds = self._group.create_dataset(
+            kind,
+            shape=(0,),
+            maxshape=(None,),
+            dtype=self.dtype(kind),
+            chunks=(self._store.chunk_rows,),
+            **_compression(),
+        )
+        if kind == L2_SNAPSHOT_KIND:
+            ds.attrs["n_levels"] = self._n_levels
+        return ds
+
+    def _write(self, kind: str) -> None:
+        parts = self._pending.pop(kind, [])
+        self._pending_rows.pop(kind, None)
+        if not parts:
+            return
+        rows = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        ds = self._dataset(kind)
+        n0 = ds.shape[0]
+        ds.resize((n0 + rows.shape[0],))
+        ds.write_direct(np.ascontiguousarray(rows), dest_sel=np.s_[n0 : n0 + rows.shape[0]])
+
+    def flush(self, *, to_disk: bool = True) -> None:
+        """Write every queued row; with ``to_disk``, flush the file (readers then see it).
+
+        Several writers of one store may write with ``to_disk=False`` and leave one
+        :meth:`TickStore.flush` to the caller.
+        """
+        for kind in list(self._pending):
+            self._write(kind)
+        if to_disk:
+            self._store.flush()
+
+    def close(self) -> None:
+        """Flush and stop accepting rows (the store stays open)."""
+        if not self._closed:
+            self.flush()
+            self._closed = True
+
+
+class TickStore:
+    """An HDF5 tick-store file.
+
+    Parameters
+    ----------
+    path : str | Path
+        The file.
+    mode : "r" | "a"
+        ``"r"`` reads (also a file another process is writing with SWMR); ``"a"`` reads and
+        writes, creating the file if needed.
+    swmr : bool
+        With ``mode="a"``: switch the file to SWMR writing once opened, so that readers in
+        other processes can follow it while it grows (and a killed writer leaves a readable
+        file). New instrument-days are created before the switch or through :meth:`writer`.
+    chunk_rows : int
+        Rows per chunk of datasets created through this store.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        mode: Literal["r", "a"] = "r",
+        *,
+        swmr: bool = False,
+        chunk_rows: int = CHUNK_ROWS,
+    ) -> None:
+        if mode not in ("r", "a"):
+            raise ValueError(f"mode: must be 'r' or 'a', got {mode!r}")
+        if chunk_rows < 1:
+            raise ValueError(f"chunk_rows: must be >= 1, got {chunk_rows}")
+        self.path = Path(path)
+        self.mode = mode
+        self.chunk_rows = chunk_rows
+        self._swmr_read = False
+        self._writers: list[DayWriter] = []
+        self.file = self._open(swmr)
+
+    def _open(self, swmr: bool) -> h5py.File:
+        cache: dict[str, Any] = {"rdcc_nbytes": CHUNK_CACHE_BYTES, "rdcc_nslots": 10007}
+        if self.mode == "r":
+            if not self.path.exists():
+                raise TickStoreError(f"{self.path}: no such tick store")
+            try:
+                # SWMR reading without the file lock: a recorder or an import may open the
+                # file for writing while it is read (they write SWMR-safely).
+                f = h5py.File(self.path, "r", swmr=True, locking=False, **cache)
+                self._swmr_read = True
+            except OSError:
+                try:
+                    f = h5py.File(self.path, "r", **cache)  # an older-format HDF5 file
+                except OSError as e:
+                    if "unable to lock file" in str(e):
+                        raise TickStoreError(
+                            f"{self.path}: another process is writing it (not in SWMR mode); "
+                            "open it when that is done"
+                        ) from e
+                    raise TickStoreError(f"{self.path}: not a readable HDF5 file ({e})") from e
+            self._check_format(f)
+            return f
+        new = not self.path.exists() or self.path.stat().st_size == 0
+        try:
+            f = h5py.File(self.path, "a", libver="latest", **cache)
+        except OSError as e:
+            hint = ""
+            if "already open for write" in str(e):
+                hint = (
+                    " (a writer was killed: run TickStore.recover(path) or "
+                    "'qwconsole import recover PATH')"
+                )
+            elif "unable to lock file" in str(e):
+                hint = " (another process is writing it)"
+            raise TickStoreError(f"{self.path}: cannot open for writing ({e}){hint}") from e
+        if new:
+            f.attrs["format"] = FORMAT_NAME
+            f.attrs["schema_version"] = SCHEMA_VERSION
+        else:
+            self._check_format(f)
+        if swmr:
+            f.swmr_mode = True
+        return f
+
+    def _check_format(self, f: h5py.File) -> None:
+        if f.attrs.get("format") != FORMAT_NAME:
+            f.close()
+            raise TickStoreError(f"{self.path}: not a tick store (no format={FORMAT_NAME!r})")
+        version = int(f.attrs.get("schema_version", -1))
+        if version != SCHEMA_VERSION:
+            f.close()
+            raise TickStoreError(
+                f"{self.path}: schema version {version}, this build reads {SCHEMA_VERSION}"
+            )
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> TickStore:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Flush open writers and close the file."""
+        if self.file.id.valid:
+            for w in self._writers:
+                w.close()
+            self.file.close()
+
+    def flush(self) -> None:
+        """Push everything written so far to disk (readers see it after :meth:`refresh`)."""
+        if self.mode == "a":
+            self.file.flush()
+
+    def refresh(self) -> None:
+        """See rows a SWMR writer appended since the file was opened.
+
+        Instrument-days created after the file was opened appear after reopening it.
+        """
+        if self._swmr_read:
+            for sym in self.file.values():
+                for day in sym.values():
+                    for ds in day.values():
+                        ds.refresh()
+
+    @staticmethod
+    def recover(path: str | Path) -> int:
+        """Make the file of a killed SWMR writer writable again; return its instrument-days.
+
+        HDF5 marks a file open for SWMR writing in its superblock; a killed writer leaves the
+        mark, which refuses further writers. The file is read (it is consistent) and copied
+        into a fresh file that replaces it atomically.
+        """
+        src_path = Path(path)
+        tmp = src_path.with_name(src_path.name + ".recover.tmp")
+        tmp.unlink(missing_ok=True)
+        copied = 0
+        with (
+            h5py.File(src_path, "r", swmr=True) as src,
+            h5py.File(tmp, "w", libver="latest") as dst,
+        ):
+            for k, v in src.attrs.items():
+                dst.attrs[k] = v
+            for name in src:
+                src.copy(src[name], dst, name=name)
+                copied += len(src[name])
+        tmp.replace(src_path)
+        return copied
+
+    # ------------------------------------------------------------------ catalogue
+    def instruments(self) -> list[str]:
+        """Return the symbols with at least one stored day, sorted."""
+        return sorted(
+            str(g.attrs.get("symbol", k))
+            for k, g in self.file.items()
+            if any(len(d) == 8 and d.isdigit() for d in g)
+        )
+
+    def days(self, symbol: str) -> list[str]:
+        """Return the days (``YYYYMMDD``, ascending) stored for ``symbol`` ([] if none)."""
+        key = symbol_key(symbol)
+        if key not in self.file:
+            return []
+        return sorted(k for k in self.file[key] if len(k) == 8 and k.isdigit())
+
+    def _day(self, symbol: str, day: str) -> h5py.Group:
+        key = symbol_key(symbol)
+        if key not in self.file or day not in self.file[key]:
+            raise KeyError(f"{symbol}/{day}: not in {self.path}")
+        g: h5py.Group = self.file[key][day]
+        return g
+
+    def kinds(self, symbol: str, day: str) -> list[str]:
+        """Return the kinds stored for one instrument-day."""
+        return [k for k in ALL_KINDS if k in self._day(symbol, day)]
+
+    def info(self, symbol: str, day: str) -> DayInfo:
+        """Describe one instrument-day; ``KeyError`` if it is not stored."""
+        g = self._day(symbol, day)
+        rows: dict[str, int] = {}
+        first, last = math.inf, -math.inf
+        n_levels = 0
+        for kind in ALL_KINDS:
+            if kind not in g:
+                continue
+            ds = g[kind]
+            n = int(ds.shape[0])
+            rows[kind] = n
+            if kind == L2_SNAPSHOT_KIND:
+                n_levels = int(ds.attrs["n_levels"])
+            if n:
+                ts = ds.fields("ts")
+                first = min(first, int(ts[0]))
+                last = max(last, int(ts[n - 1]))
+        return DayInfo(
+            symbol=symbol,
+            day=day,
+            tick_size=str(g.attrs["tick_size"]),
+            lot_size=str(g.attrs["lot_size"]),
+            venue=str(g.attrs["venue"]),
+            rows=rows,
+            first_ts=0 if first == math.inf else int(first),
+            last_ts=0 if last == -math.inf else int(last),
+            n_levels=n_levels,
+        )
+
+    # ---------------------------------------------------------------------- reads
+    def _dataset(self, symbol: str, day: str, kind: str) -> h5py.Dataset | None:
+        if kind not in ALL_KINDS:
+            raise ValueError(f"kind: {kind!r} is not one of {', '.join(ALL_KINDS)}")
+        g = self._day(symbol, day)
+        ds: h5py.Dataset | None = g.get(kind)
+        return ds
+
+    def dtype(self, symbol: str, day: str, kind: str) -> np.dtype[np.void]:
+        """Return the row type of ``kind`` in one instrument-day."""
+        ds = self._dataset(symbol, day, kind)
+        if ds is None:
+            return _kind_dtype(kind, 1)
+        dt: np.dtype[np.void] = np.dtype(ds.dtype)
+        return dt
+
+    def row_range(
+        self, symbol: str, day: str, kind: str, t0: int | None = None, t1: int | None = None
+    ) -> tuple[int, int]:
+        """Return the rows ``[i0, i1)`` of ``kind`` with ``t0 <= ts < t1`` (by bisection)."""
+        ds = self._dataset(symbol, day, kind)
+        if ds is None:
+            return 0, 0
+        n = int(ds.shape[0])
+        i0 = 0 if t0 is None else _bisect(ds, t0, 0, n)
+        i1 = n if t1 is None else _bisect(ds, t1, i0, n)
+        return i0, max(i0, i1)
+
+    def read(
+        self,
+        symbol: str,
+        day: str,
+        kind: str,
+        t0: int | None = None,
+        t1: int | None = None,
+        *,
+        out: Rows | None = None,
+    ) -> Rows:
+        """Return the rows of ``kind`` with ``t0 <= ts < t1`` (all rows by default).
+
+        A kind the day does not hold gives an empty array of its row type. ``out`` (a 1-D
+        C-contiguous array of the row type, long enough) receives the rows instead of a new
+        array, and the filled part of it is returned: a caller reading many ranges saves the
+        page faults of a fresh array each time.
+        """
+        ds = self._dataset(symbol, day, kind)
+        if ds is None:
+            return np.empty(0, _kind_dtype(kind, 1)) if out is None else out[:0]
+        i0, i1 = self.row_range(symbol, day, kind, t0, t1)
+        if out is not None:
+            if out.dtype != ds.dtype or out.ndim != 1 or not out.flags.c_contiguous:
+                raise ValueError(f"out: must be a 1-D C-contiguous {ds.dtype} array")
+            if out.shape[0] < i1 - i0:
+                raise ValueError(f"out: holds {out.shape[0]} rows, the range has {i1 - i0}")
+        return self._read_rows(ds, i0, i1, out)
+
+    @staticmethod
+    def _read_rows(ds: h5py.Dataset, i0: int, i1: int, out: Rows | None = None) -> Rows:
+        dest = np.empty(i1 - i0, ds.dtype) if out is None else out[: i1 - i0]
+        if i1 > i0:
+            ds.read_direct(dest, np.s_[i0:i1])
+        return dest
+
+    def iter_chunks(
+        self,
+        symbol: str,
+        day: str,
+        kind: str,
+        t0: int | None = None,
+        t1: int | None = None,
+        rows: int = 1 << 20,
+    ) -> Iterator[Rows]:
+        """Yield the rows of :meth:`read` as arrays of at most ``rows`` rows, in order."""
+        if rows < 1:
+            raise ValueError(f"rows: must be >= 1, got {rows}")
+        ds = self._dataset(symbol, day, kind)
+        if ds is None:
+            return
+        i0, i1 = self.row_range(symbol, day, kind, t0, t1)
+        for a in range(i0, i1, rows):
+            yield self._read_rows(ds, a, min(a + rows, i1))
+
+    # --------------------------------------------------------------------- writes
+    def writer(
+        self,
+        symbol: str,
+        day: str,
+        *,
+        tick_size: str,
+        lot_size: str,
+        venue: str = "",
+        n_levels: int = 0,
+        batch_rows: int | None = None,
+    ) -> DayWriter:
+        """Return a writer appending to ``symbol``'s ``day`` (created if missing).
+
+        ``tick_size`` and ``lot_size`` are decimal text (price = px * tick_size); an existing
+        day must have the same ones. ``n_levels`` is the depth of ``l2_snap`` rows, if any.
+        """
+        if self.mode != "a":
+            raise TickStoreError(f"{self.path}: opened read-only")
+        _check_decimal("tick_size", tick_size)
+        _check_decimal("lot_size", lot_size)
+        day_start_ns(day)
+        key = symbol_key(symbol)
+        sym = self.file.require_group(key)
+        sym.attrs["symbol"] = symbol
+        if day in sym:
+            g = sym[day]
+            for name, want in (("tick_size", tick_size), ("lot_size", lot_size)):
+                have = str(g.attrs[name])
+                if Decimal(have) != Decimal(want):
+                    raise ValueError(f"{symbol}/{day}: {name} is {have} in the store, not {want}")
+            if L2_SNAPSHOT_KIND in g:
+                stored = int(g[L2_SNAPSHOT_KIND].attrs["n_levels"])
+                if n_levels and n_levels != stored:
+                    raise ValueError(f"{symbol}/{day}: l2_snap has {stored} levels, not {n_levels}")
+                n_levels = stored
+        else:
+            g = sym.create_group(day)
+            g.attrs.update(
+                {
+                    "symbol": symbol,
+                    "day": day,
+                    "tick_size": tick_size,
+                    "lot_size": lot_size,
+                    "venue": venue,
+                }
+            )
+        w = DayWriter(self, g, n_levels, batch_rows or self.chunk_rows)
+        self._writers.append(w)
+        return w
+
+    def delete_day(self, symbol: str, day: str) -> None:
+        """Remove one instrument-day (its space is reused by later writes, not returned)."""
+        g = self._day(symbol, day)
+        parent = g.parent
+        del parent[day]
+        if len(parent) == 0:
+            del self.file[symbol_key(symbol)]
+
+
+__all__ = [
+    "ALL_KINDS",
+    "CHUNK_ROWS",
+    "DayInfo",
+    "DayWriter",
+    "TickStore",
+    "TickStoreError",
+    "day_of",
+    "day_start_ns",
+    "symbol_key",
+]

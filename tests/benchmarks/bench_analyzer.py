@@ -1,0 +1,335 @@
+# SPDX-License-Identifier: MIT
+"""Trade Analyzer benchmark: open a 100M-tick day, pan and zoom, memory.
+
+Run ``python -m tests.benchmarks.bench_analyzer`` (``--ticks 10000000`` for a shorter run) or
+``pytest -m bench tests/benchmarks/bench_analyzer.py`` (10M ticks). A synthetic day (quotes
+and about one trade per eight quotes, ``analyzer.synthetic``) is written to a tick store in a
+temporary folder; then, each in a fresh interpreter (so that memory is the day's alone):
+
+* **cold open**: the first open of the day reads it once and builds the min/max pyramids
+  (kept beside the store), as the workspace does on its worker thread;
+* **warm open to the first drawn frame**: store opened, pyramids loaded (memory-mapped), a
+  chart built and painted: the figure the target is about;
+* **pan / zoom**: 80 frames from the whole day down to single ticks (new range, redraw from
+  the pyramid or the rows, synchronous repaint), median / p95 / max;
+* **memory**: resident memory added by the opened day against the size of the columns the
+  chart shows (ts, bid, ask, bid size, ask size per quote; ts, price, size, side per trade);
+* **baseline, same run**: pyqtgraph alone with 10M points (``setData`` with peak
+  downsampling and clipping, first frame, one pan frame), the reference of the issue.
+
+Figures are medians of the frames; 2 noisy cores: compare ratios, not absolute numbers across
+runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+NS = 1_000_000_000
+DAY0 = 1_699_920_000 * NS  # 2023-11-14 00:00 UTC
+SYMBOL = "ES"
+DAY = "20231114"
+TICKS_PER_QUOTE = 1.0 + 1.0 / 8  # quotes plus about one trade per eight quotes
+
+TARGET_OPEN_S = 1.0
+TARGET_FRAME_MS = 16.0
+TARGET_MEMORY = 2.0
+
+
+def rss_bytes() -> int:
+    """Return the resident set size of this process."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def generate(path: Path, ticks: int) -> tuple[int, float]:
+    """Write a synthetic day of about ``ticks`` rows; return (rows, seconds)."""
+    from analyzer.synthetic import SyntheticSpec, synthetic_day
+    from engine.tickstore.store import TickStore
+
+    quotes = int(ticks / TICKS_PER_QUOTE)
+    spec = SyntheticSpec(quotes=quotes, start_ns=DAY0 + 3600 * NS, span_ns=22 * 3600 * NS)
+    t = time.perf_counter()
+    rows = 0
+    with TickStore(path, "a") as st, st.writer(SYMBOL, DAY, tick_size="0.25", lot_size="1") as w:
+        for bbo, trades in synthetic_day(spec, chunk=1 << 22):
+            w.append("bbo", bbo)
+            w.append("trades", trades)
+            rows += bbo.shape[0] + trades.shape[0]
+    return rows, time.perf_counter() - t
+
+
+def _app() -> Any:
+    from PySide6.QtWidgets import QApplication
+
+    return QApplication.instance() or QApplication(sys.argv[:1])
+
+
+def child_cold(path: Path) -> dict[str, Any]:
+    """Open the day for the first time: read it and build the pyramids."""
+    from analyzer.dataset import open_day
+    from analyzer.source import StoreDay
+    from engine.tickstore.store import TickStore
+
+    base = rss_bytes()
+    peak = 0
+
+    def progress(_fraction: float, _text: str) -> None:  # sampled after every chunk
+        nonlocal peak
+        peak = max(peak, rss_bytes() - base)
+
+    t = time.perf_counter()
+    with TickStore(path) as st:
+        day = open_day(StoreDay(st, SYMBOL, DAY), progress=progress)
+    seconds = time.perf_counter() - t
+    return {
+        "seconds": seconds,
+        "peak_rss": max(peak, rss_bytes() - base),
+        "pyramid_bytes": sum(s.pyramid.nbytes for s in (day.quotes, day.trades) if s is not None),
+    }
+
+
+def _frame(chart: Any, x0: float, x1: float) -> float:
+    vb = chart.getPlotItem().getViewBox()
+    t = time.perf_counter()
+    vb.setXRange(x0, x1, padding=0)
+    chart.refresh()
+    chart._redraw.stop()  # the refresh the range change scheduled is done
+    chart.viewport().repaint()
+    return (time.perf_counter() - t) * 1000
+
+
+def child_warm(path: Path, frames: int) -> dict[str, Any]:
+    """Open the day again (pyramids kept with the data) to the first frame, then pan/zoom."""
+    app = _app()
+    from analyzer.dataset import open_day
+    from analyzer.source import StoreDay
+    from analyzer.views.chart import ChartStack
+    from engine.tickstore.store import TickStore
+
+    stack = ChartStack()
+    stack.resize(1600, 700)
+    stack.show()
+    app.processEvents()
+    base = rss_bytes()
+    t = time.perf_counter()
+    st = TickStore(path)
+    day = open_day(StoreDay(st, SYMBOL, DAY))
+    chart = stack.add(day)
+    chart.refresh()
+    chart._redraw.stop()
+    chart.viewport().repaint()
+    first_frame = time.perf_counter() - t
+    after_open = rss_bytes() - base
+    # Pan and zoom: spans from the whole day to a few ms, at random places, then pans.
+    rng = np.random.default_rng(7)
+    t0, t1 = day.span
+    x0, x1 = chart.to_x(t0), chart.to_x(t1)
+    times: list[float] = []
+    by_span: dict[str, list[float]] = {}
+    spans = np.geomspace(x1 - x0, 0.005, 8)
+    for i in range(frames):
+        span = float(spans[i % len(spans)])
+        centre = x0 + span / 2 + rng.random() * max(x1 - x0 - span, 0.0)
+        ms = _frame(chart, centre - span / 2, centre + span / 2)
+        times.append(ms)
+        by_span.setdefault(f"{span:.3g} s", []).append(ms)
+        for k in range(3):  # a small drag: three pans by a tenth of the span
+            shift = span / 10 * (k + 1)
+            ms = _frame(chart, centre - span / 2 + shift, centre + span / 2 + shift)
+            times.append(ms)
+            by_span[f"{span:.3g} s"].append(ms)
+    after_pan = rss_bytes() - base
+    fetches = []
+    for _ in range(10):
+        c = int(t0 + rng.random() * (t1 - t0))
+        t = time.perf_counter()
+        day.prefetch(c, c + NS // 10)
+        fetches.append((time.perf_counter() - t) * 1000)
+    st.close()
+    return {
+        "first_frame_s": first_frame,
+        "rss_open": after_open,
+        "rss_after_pan": after_pan,
+        "shown_bytes": day.shown_nbytes,
+        "day_bytes": day.nbytes,
+        "rows": {k: int(v) for k, v in day.counts.items()},
+        "frames_ms": times,
+        "by_span": {k: statistics.median(v) for k, v in by_span.items()},
+        "markers_last": chart.markers_shown,
+        "fetch_ms": statistics.median(fetches),
+    }
+
+
+def child_baseline(points: int) -> dict[str, Any]:
+    """pyqtgraph alone: the bid of ``points`` quotes, peak downsampling and clipping."""
+    app = _app()
+    import pyqtgraph as pg
+
+    w = pg.PlotWidget()
+    w.resize(1600, 700)
+    w.show()
+    app.processEvents()
+    from analyzer.synthetic import SyntheticSpec, synthetic_day
+
+    # The same quotes as the benchmark's day: the bid of its first ``points`` quotes.
+    spec = SyntheticSpec(quotes=points, start_ns=DAY0 + 3600 * NS, span_ns=22 * 3600 * NS)
+    bids = [b["bid_px"] * 0.25 for b, _ in synthetic_day(spec, chunk=1 << 22)]
+    y = np.concatenate(bids).astype(np.float64)
+    x = np.arange(points, dtype=np.float64)
+    item = pg.PlotDataItem(skipFiniteCheck=True)
+    w.addItem(item)
+    item.setDownsampling(auto=True, method="peak")  # (ignored when given to the constructor)
+    item.setClipToView(True)
+    vb = w.getPlotItem().getViewBox()
+    vb.disableAutoRange()
+    vb.setRange(xRange=(0, points), yRange=(float(y.min()), float(y.max())), padding=0)
+    app.processEvents()
+    t = time.perf_counter()
+    item.setData(x, y)
+    set_s = time.perf_counter() - t
+    t = time.perf_counter()
+    app.processEvents()
+    w.viewport().repaint()
+    first_s = time.perf_counter() - t
+    pans = []
+    for k in range(5):
+        t = time.perf_counter()
+        vb.setXRange(k * points / 20, points * (0.5 + k / 20), padding=0)
+        app.processEvents()
+        w.viewport().repaint()
+        pans.append((time.perf_counter() - t) * 1000)
+    return {"set_s": set_s, "first_s": first_s, "pan_ms": statistics.median(pans)}
+
+
+def _child(args: list[str]) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-m", "tests.benchmarks.bench_analyzer", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def run(ticks: int, frames: int, folder: Path, *, reuse: bool = False) -> bool:
+    """Run everything; print figures; return whether every target was met."""
+    path = folder / "bench.h5"
+    if reuse and path.exists():
+        from engine.tickstore.store import TickStore
+
+        with TickStore(path) as st:
+            rows = sum(st.info(SYMBOL, DAY).rows.values())
+        print(f"reusing {path}: {rows:,} rows")
+    else:
+        path.unlink(missing_ok=True)
+        print(f"generating a synthetic day of {ticks:,} ticks into {path} ...", flush=True)
+        rows, gen_s = generate(path, ticks)
+        size = path.stat().st_size
+        print(f"  {rows:,} rows written in {gen_s:.1f} s ({size / 1e9:.2f} GB on disk)")
+    shutil.rmtree(path.with_name(path.name + ".lod"), ignore_errors=True)  # a cold open
+    base = _child(["--child", "baseline", "--points", str(10_000_000)])
+    cold = _child(["--child", "cold", "--store", str(path)])
+    warm = _child(["--child", "warm", "--store", str(path), "--frames", str(frames)])
+    frames_ms = warm["frames_ms"]
+    med = statistics.median(frames_ms)
+    p95 = float(np.percentile(frames_ms, 95))
+    mem = warm["rss_after_pan"] / warm["shown_bytes"]
+    print()
+    print(f"day: {warm['rows']} ({rows / 1e6:.1f}M ticks)")
+    print(
+        f"baseline, pyqtgraph alone at 10M points: setData {base['set_s'] * 1e3:.0f} ms, "
+        f"first frame {base['first_s'] * 1e3:.0f} ms, pan {base['pan_ms']:.1f} ms/frame"
+    )
+    print(
+        f"cold open (read once, build pyramids, keep them beside the store): "
+        f"{cold['seconds']:.2f} s, peak memory +{cold['peak_rss'] / 1e6:.0f} MB, "
+        f"pyramids {cold['pyramid_bytes'] / 1e6:.0f} MB "
+        f"({rows / max(cold['seconds'], 1e-9) / 1e6:.1f}M rows/s)"
+    )
+    base_first = base["set_s"] + base["first_s"]
+    ok_open = warm["first_frame_s"] <= TARGET_OPEN_S
+    print(
+        f"open to first drawn frame (pyramids kept): {warm['first_frame_s'] * 1e3:.0f} ms  "
+        f"target <= {TARGET_OPEN_S * 1e3:.0f} ms  {'OK' if ok_open else 'MISSED'}  "
+        f"(baseline 10M points: {base_first * 1e3:.0f} ms, ratio "
+        f"{warm['first_frame_s'] / base_first:.2f})"
+    )
+    ok_frame = p95 <= TARGET_FRAME_MS
+    print(
+        f"pan/zoom, {len(frames_ms)} frames: median {med:.1f} ms, p95 {p95:.1f} ms, "
+        f"max {max(frames_ms):.1f} ms  target <= {TARGET_FRAME_MS:.0f} ms  "
+        f"{'OK' if ok_frame else 'MISSED'}  (baseline pan at 10M: {base['pan_ms']:.1f} ms, "
+        f"ratio {med / base['pan_ms']:.4f})"
+    )
+    spans = ", ".join(f"{k} {v:.1f} ms" for k, v in warm["by_span"].items())
+    print(f"  median by visible span: {spans}")
+    print(
+        f"  rows read off the GUI thread for a zoomed-in span (the finest pyramid level is "
+        f"drawn meanwhile): median {warm['fetch_ms']:.1f} ms"
+    )
+    ok_mem = mem <= TARGET_MEMORY
+    print(
+        f"memory: +{warm['rss_after_pan'] / 1e6:.0f} MB resident after open and pan/zoom "
+        f"(+{warm['rss_open'] / 1e6:.0f} MB at the first frame), shown columns "
+        f"{warm['shown_bytes'] / 1e6:.0f} MB: {mem:.3f}x  target <= {TARGET_MEMORY:.0f}x  "
+        f"{'OK' if ok_mem else 'MISSED'}"
+    )
+    return ok_open and ok_frame and ok_mem
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; exit 1 if a target was missed."""
+    ap = argparse.ArgumentParser(prog="bench_analyzer")
+    ap.add_argument("--ticks", type=int, default=100_000_000, help="ticks of the day")
+    ap.add_argument("--frames", type=int, default=20, help="zoom steps (each plus 3 pans)")
+    ap.add_argument("--dir", type=Path, help="folder for the store (default: a temporary one)")
+    ap.add_argument("--reuse", action="store_true", help="reuse the store in --dir if there")
+    ap.add_argument("--child", choices=("cold", "warm", "baseline"), help=argparse.SUPPRESS)
+    ap.add_argument("--store", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--points", type=int, default=10_000_000, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child == "cold":
+        print(json.dumps(child_cold(args.store)))
+        return 0
+    if args.child == "warm":
+        print(json.dumps(child_warm(args.store, args.frames)))
+        return 0
+    if args.child == "baseline":
+        print(json.dumps(child_baseline(args.points)))
+        return 0
+    if args.dir is not None:
+        args.dir.mkdir(parents=True, exist_ok=True)
+        return 0 if run(args.ticks, args.frames, args.dir, reuse=args.reuse) else 1
+    with tempfile.TemporaryDirectory(prefix="bench-analyzer-") as tmp:
+        return 0 if run(args.ticks, args.frames, Path(tmp)) else 1
+
+
+@pytest.mark.bench
+def test_bench_analyzer(tmp_path: Path) -> None:
+    """10M ticks: figures printed; the targets are judged by the full run."""
+    run(10_000_000, 10, tmp_path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

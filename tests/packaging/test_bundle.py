@@ -1,0 +1,166 @@
+# SPDX-License-Identifier: MIT
+"""The desktop bundle: build it, start it twice, and prove the second start compiles nothing.
+
+The first start of a fresh user (empty ``XDG_CACHE_HOME``) compiles every numba kernel into
+``$XDG_CACHE_HOME/qwconsole/numba-<version>``. The bundle is then moved to another folder and
+started with ``--smoke`` from another working directory: it must load every kernel from that
+cache (no ``compiled`` log line from ``engine.jit``, no cache file rewritten) and be ready
+sooner.
+
+Prints the issue's figures: bundle size, first and second start to window. Takes 3-5 minutes on
+2 cores (PyInstaller about a minute, the first start's compilation one to three).
+"""
+
+import importlib.util
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.integration,
+    pytest.mark.timeout(1500),
+    pytest.mark.skipif(sys.platform != "linux", reason="the bundle recipe is for Linux"),
+]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def load_bundle_module() -> ModuleType:
+    # packaging/ is not a Python package (the name belongs to PyPI's `packaging`): load by path.
+    spec = importlib.util.spec_from_file_location("qw_bundle", ROOT / "packaging" / "bundle.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look the module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+def cache_files(folder: Path) -> dict[Path, int]:
+    return {p.relative_to(folder): p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()}
+
+
+def fmt(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds:.2f} s"
+
+
+@dataclass
+class Built:
+    module: ModuleType
+    folder: Path
+    build_s: float
+    stripped_files: int
+    stripped_bytes: int
+    size_mb: float
+
+
+@dataclass
+class FirstStart:
+    figures: Any
+    home: Path
+    cache: Path
+    files: dict[Path, int]
+
+
+# Three tests over module fixtures: each step stays under pytest's 240 s faulthandler dump.
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    pytest.importorskip("PyInstaller")
+    bundle = load_bundle_module()
+    work = tmp_path_factory.mktemp("bundle")
+    build_s = bundle.build(work / "dist", work / "work")
+    folder = work / "dist" / "qwconsole"
+    stripped_files, stripped_bytes = bundle.strip_debug(folder)
+    bundle.add_desktop_files(folder)
+    size_mb = bundle.size_bytes(folder) / 1e6
+    return Built(bundle, folder, build_s, stripped_files, stripped_bytes, size_mb)
+
+
+@pytest.fixture(scope="module")
+def first_start(built: Built, tmp_path_factory: pytest.TempPathFactory) -> FirstStart:
+    tmp = tmp_path_factory.mktemp("first")
+    home = tmp / "home"
+    # The first start is a short user session: it closes (SIGTERM, as a desktop logout does)
+    # once the kernels are ready and the demo's traffic has compiled nothing for 5 s.
+    # engine.warmup does not cover the FIX decoder's kernels; they compile on first use.
+    figures = built.module.start(
+        built.folder / "qwconsole",
+        built.module.bundle_env(home),
+        tmp / "state",
+        args=("--smoke", "900"),
+        cwd=tmp,
+        timeout_s=1200,
+        settle_s=5.0,
+    )
+    assert figures.returncode == 0, figures.output + figures.log[-3000:]
+    caches = list((home / ".cache" / "qwconsole").glob("numba-*"))
+    assert len(caches) == 1, caches
+    return FirstStart(figures, home, caches[0], cache_files(caches[0]))
+
+
+def test_bundle_holds_the_console_its_desktop_entry_and_icons(built: Built) -> None:
+    assert (built.folder / "qwconsole").is_file()
+    assert os.access(built.folder / "qwconsole", os.X_OK)
+    assert (built.folder / "_internal" / "resources" / "fix" / "FIX44.xml").is_file()
+    desktop = (built.folder / "share" / "applications" / "qwconsole.desktop").read_text()
+    assert "Exec=qwconsole" in desktop
+    assert "Icon=qwconsole" in desktop
+    icons = built.folder / "share" / "icons" / "hicolor"
+    for size in (16, 32, 48, 256):
+        assert (icons / f"{size}x{size}" / "apps" / "qwconsole.png").is_file()
+    assert (icons / "scalable" / "apps" / "qwconsole.svg").is_file()
+    assert os.access(built.folder / "install-desktop-entry.sh", os.X_OK)
+
+
+def test_first_start_shows_the_window_and_fills_the_user_cache(first_start: FirstStart) -> None:
+    figures = first_start.figures
+    assert "window shown" in figures.log
+    assert figures.compiled > 0, "a fresh user cache must be filled by the first start"
+    assert any(p.suffix == ".nbi" for p in first_start.files), sorted(first_start.files)
+    assert any(p.suffix == ".nbc" for p in first_start.files), sorted(first_start.files)
+    assert not (first_start.home / ".cache" / "numba").exists(), "numba used its own folder"
+
+
+def test_second_start_elsewhere_compiles_nothing_and_is_faster(
+    built: Built, first_start: FirstStart, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Another folder for the bundle, another working directory for the start.
+    moved = tmp_path / "moved" / "qwconsole"
+    moved.parent.mkdir()
+    shutil.move(built.folder, moved)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = built.module.bundle_env(first_start.home)
+    second = built.module.start(moved / "qwconsole", env, tmp_path / "state", cwd=elsewhere)
+    assert second.returncode == 0, second.output + second.log[-3000:]
+    assert "smoke ok" in second.output
+
+    compiled_lines = [line for line in second.log.splitlines() if "engine.jit: compiled" in line]
+    assert compiled_lines == []
+    assert cache_files(first_start.cache) == first_start.files, "the numba cache was rewritten"
+    assert list(first_start.cache.parent.iterdir()) == [first_start.cache]
+    assert not (first_start.home / ".cache" / "numba").exists(), "numba used its own folder"
+    first = first_start.figures
+    assert first.to_kernels_s is not None
+    assert second.to_kernels_s is not None
+    assert second.to_kernels_s < first.to_kernels_s
+
+    target = built.module
+    with capsys.disabled():
+        print(
+            f"\nbundle: build {built.build_s:.0f} s; debug sections stripped from "
+            f"{built.stripped_files} files ({built.stripped_bytes / 1e6:.0f} MB)\n"
+            f"bundle: size {built.size_mb:.0f} MB unpacked (target <= {target.SIZE_TARGET_MB} MB)\n"
+            f"bundle: first start  to window {fmt(first.to_window_s)}, kernels ready "
+            f"{fmt(first.to_kernels_s)} ({first.compiled} compiled), exit {first.total_s:.1f} s\n"
+            f"bundle: second start to window {fmt(second.to_window_s)} (target <= "
+            f"{target.WARM_START_TARGET_S:.0f} s), kernels ready {fmt(second.to_kernels_s)} "
+            f"(0 compiled), exit {second.total_s:.1f} s"
+        )
