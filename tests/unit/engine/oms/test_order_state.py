@@ -275,4 +275,5 @@ def test_pending_new_is_the_dataclass_order_with_every_field_set() -> None:
                  leaves_qty_lots=3)  # fmt: skip
     for f in dataclasses.fields(Order):  # a field added to Order but not to pending_new fails
         assert getattr(fast, f.name) == getattr(slow, f.name), f.name
-    assert fast == slow and fast.view() == slow.view()
+    assert fast == slow
+    assert fast.view() == slow.view()
