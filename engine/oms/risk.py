@@ -119,6 +119,8 @@ class RiskChecker:
         self._working: defaultdict[tuple[int | None, str, Side], int] = defaultdict(int)
         self._sent: defaultdict[int | None, deque[int]] = defaultdict(deque)
         self._seen: dict[int, tuple[RiskLimits, bool]] = {}
+        self._glob = self.global_limits
+        self._glob_active = self._checks_anything(self._glob)
 
     def set_strategy_limits(self, strategy_id: int, limits: RiskLimits) -> None:
         """Set (or replace) the limits of one strategy."""
@@ -200,7 +202,9 @@ class RiskChecker:
             if refusal is not None:
                 return refusal
         glob = self.global_limits
-        if not self._checks_anything(glob):
+        if glob is not self._glob:  # _checks_anything() of the global limits, kept at hand
+            self._glob, self._glob_active = glob, self._checks_anything(glob)
+        if not self._glob_active:
             return None
         return self._check_scope(
             None, glob, "engine-wide", symbol, side, qty_lots, px_ticks, tick_value, is_replace,

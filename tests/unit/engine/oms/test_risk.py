@@ -98,3 +98,20 @@ def test_kill_switch_blocks_new_orders_and_replace_refusal_is_alerted() -> None:
 def test_negative_limit_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match=r"RiskLimits\.max_open_orders must be >= 0, got -1"):
         RiskLimits(max_open_orders=-1)
+
+
+def test_limits_set_while_running_apply_to_the_next_order() -> None:
+    # Global and strategy limits are replaced at run time (console commands, config reload).
+    rig = make_oms()
+    assert rig.oms.send(1, Side.BUY, 5, 10).status is OrdStatus.PENDING_NEW
+    rig.risk.global_limits = RiskLimits(max_order_qty_lots=4)
+    refused = rig.oms.send(1, Side.BUY, 5, 10)
+    assert refused.text == "risk: max_order_qty: 5 lots > 4 lots (engine-wide)"
+    rig.risk.global_limits = RiskLimits()
+    assert rig.oms.send(1, Side.BUY, 5, 10).status is OrdStatus.PENDING_NEW
+    rig.risk.set_strategy_limits(1, RiskLimits(max_order_qty_lots=2))
+    assert rig.oms.send(1, Side.BUY, 3, 10).text == (
+        "risk: max_order_qty: 3 lots > 2 lots (strategy 1)"
+    )
+    rig.risk.set_strategy_limits(1, RiskLimits())
+    assert rig.oms.send(1, Side.BUY, 3, 10).status is OrdStatus.PENDING_NEW
