@@ -14,7 +14,9 @@ A client gives three things:
   ``asyncio.wrap_future``).
 """
 
-from collections.abc import Callable
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from enum import IntEnum
 from typing import Protocol
@@ -77,3 +79,82 @@ class EngineClient(Protocol):
 
 class EngineStartError(RuntimeError):
     """The engine could not be started or reached; the message says why."""
+
+
+class EventInbox:
+    """The received side of a client's event stream: a bounded queue with a wake-up.
+
+    Producers (the engine thread, a network thread) call :meth:`push` / :meth:`push_many`; the
+    GUI calls :meth:`drain`. The wake-up callback is called once when the queue goes from
+    drained to non-empty, under the lock: once ``set_wakeup(None)`` returns, the previous
+    callback is never called again (its owner may be deleted), so it must not block. When the
+    queue is full the oldest records go and :attr:`dropped` counts them; the consumer sees the
+    gap in sequence numbers and re-reads a snapshot.
+    """
+
+    def __init__(self, max_queue: int) -> None:
+        if max_queue < 1:
+            raise ValueError(f"max_queue: {max_queue} must be >= 1")
+        self.max_queue = max_queue
+        self.dropped = 0
+        self._lock = threading.Lock()
+        self._queue: deque[EventRecord] = deque()
+        self._wake_pending = False
+        self._wakeup: Callable[[], None] | None = None
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    def push(self, record: EventRecord) -> None:
+        """Append one record (dropping the oldest when full) and wake the consumer."""
+        with self._lock:
+            q = self._queue
+            if len(q) >= self.max_queue:
+                q.popleft()
+                self.dropped += 1
+            q.append(record)
+            if not self._wake_pending:
+                self._wake_pending = True
+                if self._wakeup is not None:
+                    self._wakeup()
+
+    def push_many(self, records: Iterable[EventRecord]) -> None:
+        """Append records in order (dropping the oldest when full) and wake the consumer."""
+        with self._lock:
+            q = self._queue
+            q.extend(records)
+            over = len(q) - self.max_queue
+            if over > 0:
+                for _ in range(over):
+                    q.popleft()
+                self.dropped += over
+            if q and not self._wake_pending:
+                self._wake_pending = True
+                if self._wakeup is not None:
+                    self._wakeup()
+
+    def drain(self, max_events: int | None = None) -> list[EventRecord]:
+        """Return (and forget) the queued records, oldest first."""
+        with self._lock:
+            q = self._queue
+            if max_events is None or max_events >= len(q):
+                out = list(q)
+                q.clear()
+                self._wake_pending = False
+            else:
+                out = [q.popleft() for _ in range(max_events)]
+            return out
+
+    def clear(self) -> None:
+        """Forget every queued record (a fresh snapshot replaces them)."""
+        with self._lock:
+            self._queue.clear()
+
+    def set_wakeup(self, callback: Callable[[], None] | None) -> None:
+        """Call ``callback`` when records arrive after a drain (at once if some are queued)."""
+        with self._lock:
+            self._wakeup = callback
+            pending = bool(self._queue)
+            self._wake_pending = pending
+        if pending and callback is not None:
+            callback()

@@ -11,11 +11,10 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 
-from engine.client import ClientState, EngineStartError
+from engine.client import ClientState, EngineStartError, EventInbox
 from engine.clock import Clock, LiveClock
 from engine.commands import Command, CommandError, CommandResult
 from engine.core import Engine
@@ -58,18 +57,12 @@ class EmbeddedEngineClient:
         self._clock = clock or LiveClock()
         self._configure = configure
         self._hb_ms = heartbeat_interval_ms
-        self._lock = threading.Lock()
-        self._queue: deque[EventRecord] = deque()
-        self._max_queue = max_queue
-        self._wake_pending = False
-        self._wakeup: Callable[[], None] | None = None
+        self._inbox = EventInbox(max_queue)
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._engine: Engine | None = None
         self._state = ClientState.IDLE
         self._error = ""
-        #: Events dropped because the client did not drain in time.
-        self.dropped = 0
 
     # ------------------------------------------------------------------ EngineClient
     @property
@@ -122,15 +115,7 @@ class EmbeddedEngineClient:
 
     def drain(self, max_events: int | None = None) -> list[EventRecord]:
         """Return (and forget) the queued events, oldest first."""
-        with self._lock:
-            q = self._queue
-            if max_events is None or max_events >= len(q):
-                out = list(q)
-                q.clear()
-                self._wake_pending = False
-            else:
-                out = [q.popleft() for _ in range(max_events)]
-            return out
+        return self._inbox.drain(max_events)
 
     def set_wakeup(self, callback: Callable[[], None] | None) -> None:
         """Call ``callback`` from the engine thread when events arrive after a drain.
@@ -138,12 +123,12 @@ class EmbeddedEngineClient:
         The callback must return at once (post a message, set a flag). After
         ``set_wakeup(None)`` returns, the previous callback is not called any more.
         """
-        with self._lock:
-            self._wakeup = callback
-            pending = bool(self._queue)
-            self._wake_pending = pending
-        if pending and callback is not None:
-            callback()
+        self._inbox.set_wakeup(callback)
+
+    @property
+    def dropped(self) -> int:
+        """Events dropped because the client did not drain in time."""
+        return self._inbox.dropped
 
     def send(self, command: Command) -> Future[CommandResult]:
         """Hand ``command`` to the engine thread; the future resolves to its answer."""
@@ -198,25 +183,12 @@ class EmbeddedEngineClient:
             raise EngineStartError("the embedded engine is not running")
         return loop, engine
 
-    def _push(self, record: EventRecord) -> None:
-        with self._lock:
-            if len(self._queue) >= self._max_queue:
-                self._queue.popleft()
-                self.dropped += 1
-            self._queue.append(record)
-            if not self._wake_pending:
-                self._wake_pending = True
-                # Called under the lock: once set_wakeup(None) returns, the old callback is
-                # never called again (its owner may be deleted). Wake-ups must not block.
-                if self._wakeup is not None:
-                    self._wakeup()
-
     def _thread_main(self, ready: threading.Event) -> None:
         loop = new_event_loop()
         asyncio.set_event_loop(loop)
         try:
             engine = Engine(self._clock, heartbeat_interval_ms=self._hb_ms)
-            engine.add_sink(self._push)
+            engine.add_sink(self._inbox.push)
             if self._configure is not None:
                 self._configure(engine)
             self._engine = engine

@@ -22,7 +22,6 @@ import logging
 import random
 import ssl
 import threading
-from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from websockets.exceptions import (
     InvalidURI,
 )
 
-from engine.client import ClientState, EngineStartError
+from engine.client import ClientState, EngineStartError, EventInbox
 from engine.commands import Command, CommandAck, CommandError, CommandResult
 from engine.embedded import new_event_loop
 from engine.events import EngineSnapshot, EngineStateChanged, Event, EventRecord
@@ -129,13 +128,9 @@ class RemoteEngineClient:
         self.tls = tls
         self.pins = pins
         self._name = name or f"{host}:{port}"
-        self._max_queue = max_queue
+        self._inbox = EventInbox(max_queue)
         self.backoff = backoff or Backoff()
         self.stall_timeout_s = stall_timeout_s
-        self._lock = threading.Lock()
-        self._queue: deque[EventRecord] = deque()
-        self._wake_pending = False
-        self._wakeup: Callable[[], None] | None = None
         self._state = ClientState.IDLE
         self._error = ""
         self._thread: threading.Thread | None = None
@@ -159,8 +154,6 @@ class RemoteEngineClient:
         self.role = ""
         #: The engine's id (after the first connection).
         self.engine_id = ""
-        #: Events dropped because the GUI did not drain in time.
-        self.dropped = 0
         #: Fresh snapshots taken after the first (engine restarts, lagging).
         self.resyncs = 0
         #: Successful connections, the first included.
@@ -231,24 +224,16 @@ class RemoteEngineClient:
 
     def drain(self, max_events: int | None = None) -> list[EventRecord]:
         """Return (and forget) the received events, oldest first."""
-        with self._lock:
-            q = self._queue
-            if max_events is None or max_events >= len(q):
-                out = list(q)
-                q.clear()
-                self._wake_pending = False
-            else:
-                out = [q.popleft() for _ in range(max_events)]
-            return out
+        return self._inbox.drain(max_events)
 
     def set_wakeup(self, callback: Callable[[], None] | None) -> None:
         """Call ``callback`` (from the client thread) when events arrive after a drain."""
-        with self._lock:
-            self._wakeup = callback
-            pending = bool(self._queue)
-            self._wake_pending = pending
-        if pending and callback is not None:
-            callback()
+        self._inbox.set_wakeup(callback)
+
+    @property
+    def dropped(self) -> int:
+        """Events dropped because the GUI did not drain in time."""
+        return self._inbox.dropped
 
     def send(self, command: Command) -> Future[CommandResult]:
         """Send ``command``; the future resolves to the engine's answer.
@@ -521,31 +506,13 @@ class RemoteEngineClient:
 
     def _push_many(self, records: list[EventRecord]) -> None:
         self._local_seq = records[-1].seq
-        with self._lock:
-            q = self._queue
-            q.extend(records)
-            over = len(q) - self._max_queue
-            if over > 0:  # drop the oldest; the GUI notices the gap and re-reads a snapshot
-                for _ in range(over):
-                    q.popleft()
-                self.dropped += over
-            if not self._wake_pending:
-                self._wake_pending = True
-                if self._wakeup is not None:
-                    self._wakeup()
+        # Beyond max_queue the oldest go; the GUI notices the gap and re-reads a snapshot.
+        self._inbox.push_many(records)
 
     def _push(self, record: EventRecord, *, count: bool = True) -> None:
         if count:
             self._local_seq = record.seq
-        with self._lock:
-            if len(self._queue) >= self._max_queue:
-                self._queue.popleft()
-                self.dropped += 1
-            self._queue.append(record)
-            if not self._wake_pending:
-                self._wake_pending = True
-                if self._wakeup is not None:
-                    self._wakeup()
+        self._inbox.push(record)
 
     def _fail_pending(self, reason: str) -> None:
         pending, self._pending = self._pending, {}
