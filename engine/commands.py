@@ -149,3 +149,17 @@ class SetRiskLimits(Command):
     price_band_ticks: int | None = None
     max_open_orders: int | None = None
     max_orders_per_second: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReloadSession(Command):
+    """Re-read a FIX session's settings from the ``.cfg`` file it was started from; restart it.
+
+    The engine reads and checks the file first: on any problem it refuses, naming the file, the
+    line and the key, and the running session is left as it is. Otherwise the session logs out
+    (if logged on), is replaced by one built from the new settings (its sequence numbers are
+    kept unless FileStorePath changed) and logs on again as its schedule allows. The identity
+    (BeginString, CompIDs, SessionQualifier) and the role cannot change by a reload.
+    """
+
+    session_id: str  # e.g. "FIX.4.4:QW->EXCH", as in SessionStatusChanged

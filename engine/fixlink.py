@@ -5,6 +5,11 @@
 publishes :class:`engine.events.SessionStatusChanged` whenever a session's state or sequence
 numbers change, and — through :class:`BusLog` — one :class:`engine.events.FixMessageSeen` per
 message in either direction, so the console can show every field of every message.
+
+Sessions built from a QuickFIX-style ``.cfg`` (``track(session, settings=..., settings_file=...)``)
+can be reloaded while the engine runs (:class:`engine.commands.ReloadSession`): the file is read
+and checked again, and the session restarts with the new settings — or, on any problem, keeps
+running as it is while the answer names the file, the line and the key.
 """
 
 import asyncio
@@ -12,15 +17,26 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from engine.bus import MessageBus
 from engine.clock import Clock
-from engine.commands import Command, CommandAck, CommandError, CommandResult, ControlSession
+from engine.commands import (
+    Command,
+    CommandAck,
+    CommandError,
+    CommandResult,
+    ControlSession,
+    ReloadSession,
+)
 from engine.core import Engine
 from engine.enums import SessionState
 from engine.events import Event, FixMessageSeen, SessionStatusChanged
 from engine.fix.log import NullLog, SessionLog
-from engine.fix.session import FixSession
+from engine.fix.schedule import SessionSchedule
+from engine.fix.session import FixSession, SessionConfig, load_dictionary
+from engine.fix.settings import KEYS, SessionSettings, SettingsError, SettingsFile, load_settings
+from engine.fix.store import MemoryStore
 from engine.fix.transport import SocketAcceptor, SocketInitiator
 
 log = logging.getLogger(__name__)
@@ -117,6 +133,10 @@ class _Sender:
 class _Tracked:
     session: FixSession
     last: tuple[SessionState, int, int] | None = None
+    #: The ``[SESSION]`` it was built from and its file (None: built in code, not reloadable).
+    settings: SessionSettings | None = None
+    settings_file: Path | None = None
+    reloading: bool = False
 
 
 class FixLink:
@@ -141,9 +161,19 @@ class FixLink:
         self._startup: list[Callable[[], Awaitable[None]]] = []
         self._tasks: list[asyncio.Task[None]] = []
 
-    def track(self, session: FixSession) -> None:
-        """Publish status changes of ``session``."""
-        self._tracked.append(_Tracked(session))
+    def track(
+        self,
+        session: FixSession,
+        *,
+        settings: SessionSettings | None = None,
+        settings_file: Path | None = None,
+    ) -> None:
+        """Publish status changes of ``session``.
+
+        With ``settings`` (the ``[SESSION]`` it was built from) and ``settings_file`` (that
+        ``.cfg``), the session can be reloaded from the file (:class:`ReloadSession`).
+        """
+        self._tracked.append(_Tracked(session, settings=settings, settings_file=settings_file))
 
     def add_acceptor(self, acceptor: SocketAcceptor, *, track: bool = True) -> None:
         """Serve ``acceptor``'s sessions (started with the engine).
@@ -234,22 +264,25 @@ class FixLink:
                 session.close()
 
     def handle(self, command: Command) -> CommandResult | None:
-        """Answer :class:`engine.commands.ControlSession` for the sessions this link tracks."""
-        if not isinstance(command, ControlSession):
+        """Answer :class:`ControlSession` and :class:`ReloadSession` for the tracked sessions."""
+        if not isinstance(command, ControlSession | ReloadSession):
             return None
         now = self.clock.now_ns()
-        session = next(
-            (t.session for t in self._tracked if str(t.session.session_id) == command.session_id),
-            None,
+        tracked = next(
+            (t for t in self._tracked if str(t.session.session_id) == command.session_id), None
         )
-        if session is None:
+        if tracked is None:
             known = ", ".join(str(t.session.session_id) for t in self._tracked) or "none"
             return CommandError(
                 command=command, ts_handled=now,
                 reason=f"no FIX session {command.session_id!r}; sessions: {known}",
             )  # fmt: skip
+        session = tracked.session
         try:
-            detail = self._control(session, command)
+            if isinstance(command, ReloadSession):
+                detail = self._reload(tracked)
+            else:
+                detail = self._control(session, command)
         except ValueError as e:
             return CommandError(command=command, ts_handled=now, reason=str(e))
         self.publish_status(force=True)
@@ -279,6 +312,97 @@ class FixLink:
             f"unknown session action {command.action!r}; use logon, logout, reset or set_seq"
         )
 
+    # ------------------------------------------------------------------ reload
+    def _reload(self, t: _Tracked) -> str:
+        """Check the session's file again and start the restart; return what will happen.
+
+        Everything that can fail is checked here, before the running session is touched: the
+        file parses, the session is still in it with the same role, its dictionaries load and
+        its store and log folders can be created. Raises ValueError naming file, line and key.
+        """
+        old = t.session
+        sid = str(old.session_id)
+        if t.settings is None or t.settings_file is None:
+            raise ValueError(
+                f"{sid} was built by the engine itself, not from a settings file: "
+                "there is nothing to reload it from"
+            )
+        if t.reloading:
+            raise ValueError(f"{sid} is being reloaded already; wait for it to log on again")
+        initiator = next((i for i in self.initiators if i.session is old), None)
+        if initiator is None:
+            raise ValueError(
+                f"{sid} is an acceptor session: only initiators can be reloaded; "
+                "restart the engine to apply its settings"
+            )
+        path = t.settings_file
+        file = _read_settings(path, sid)
+        new = _find_session(file, old, path)
+        if not new.is_initiator:
+            raise ValueError(
+                f"{path}:{_key_line(file, new, 'ConnectionType')}: ConnectionType: "
+                f"{new.connection_type}: a reload cannot change a session's role; {sid} keeps "
+                "running unchanged"
+            )
+        schedule = _check_buildable(file, new, path)
+        changes = _changes(t.settings, new)
+        t.reloading = True
+        task = asyncio.get_running_loop().create_task(
+            self._restart(t, initiator, new, path), name=f"fix-reload {sid}"
+        )
+        self._tasks = [*(x for x in self._tasks if not x.done()), task]
+        host, port = new.connect_addresses()[0]
+        more = f"; and {len(changes) - 8} more" if len(changes) > 8 else ""
+        shown = "; ".join(changes[:8]) + more
+        what = "logging out, then on again" if old.is_logged_on else "connecting again"
+        when = ""
+        if schedule is not None and not schedule.is_in_session(self.clock.now_ns()):
+            when = " when its schedule opens (out of session now)"
+        return (
+            f"reloaded from {path} ([SESSION] at line {new.section_line}): "
+            f"{shown or 'no setting changed'}; {what} to {host}:{port}{when}"
+        )
+
+    async def _restart(
+        self, t: _Tracked, initiator: SocketInitiator, new: SessionSettings, path: Path
+    ) -> None:
+        """Log out, replace the session with one built from ``new`` and connect again."""
+        from engine.fix.cli import build_session
+        from engine.oms.fix_venue import FixVenue
+
+        old = t.session
+        sid = str(old.session_id)
+        try:
+            await initiator.stop(logout=True)
+            old.close()
+            used = new
+            try:
+                session = build_session(new, old.app, path.parent)
+            except Exception:  # checked before; if it still fails, run the previous settings
+                log.exception("%s: cannot build the reloaded session; keeping its settings", sid)
+                assert t.settings is not None
+                used = t.settings
+                session = build_session(used, old.app, path.parent)
+            if not used.file_store_path and isinstance(old.store, MemoryStore):
+                # No FileStorePath: memory is the only copy of the sequence numbers.
+                session.store = old.store
+            if isinstance(old.log, BusLog):
+                session.log = BusLog(self.bus, self.clock, sid, inner=session.log)
+            if isinstance(old.app, FixVenue):
+                old.app.bind(session)
+            initiator.session = session
+            initiator.hosts = used.connect_addresses()
+            initiator.reconnect_interval = float(used.reconnect_interval)
+            initiator.logon_timeout = session.config.logon_timeout
+            t.session, t.settings, t.last = session, used, None
+            log.info("%s: restarted with the settings of %s", sid, path)
+            await initiator.start()
+        except Exception:  # the engine keeps running; the log says what went wrong
+            log.exception("%s: reload from %s failed", sid, path)
+        finally:
+            t.reloading = False
+            self.publish_status()
+
     def _endpoint_of(self, session: FixSession) -> _Sender | None:
         endpoints: list[SocketAcceptor | SocketInitiator] = [*self.initiators, *self.acceptors]
         for endpoint in endpoints:
@@ -289,3 +413,120 @@ class FixLink:
     def state_events(self) -> list[Event]:
         """Describe every session's status."""
         return [self._status_event(t.session, self._state(t.session)) for t in self._tracked]
+
+
+# ----------------------------------------------------------------------------- reload helpers
+
+#: Dictionary keys of SessionConfig and how the file spells them.
+_DICTIONARY_KEYS = (
+    ("data_dictionary", "DataDictionary"),
+    ("transport_data_dictionary", "TransportDataDictionary"),
+    ("app_data_dictionary", "AppDataDictionary"),
+)
+
+
+def _read_settings(path: Path, sid: str) -> SettingsFile:
+    try:
+        return load_settings(path)
+    except SettingsError as e:
+        shown = "; ".join(str(p) for p in e.problems[:5])
+        more = f" (and {len(e.problems) - 5} more)" if len(e.problems) > 5 else ""
+        raise ValueError(f"{shown}{more}; {sid} keeps running unchanged") from None
+    except OSError as e:
+        raise ValueError(
+            f"cannot read {path}: {e.strerror or e}; {sid} keeps running unchanged"
+        ) from None
+
+
+def _find_session(file: SettingsFile, old: FixSession, path: Path) -> SessionSettings:
+    cfg = old.config
+    want = (cfg.begin_string, cfg.sender_comp_id, cfg.target_comp_id, cfg.session_qualifier)
+    for s in file.sessions:
+        if (s.begin_string, s.sender_comp_id, s.target_comp_id, s.session_qualifier or "") == want:
+            return s
+    there = ", ".join(str(s.session_id) for s in file.sessions) or "none"
+    raise ValueError(
+        f"{path} has no [SESSION] {old.session_id} any more (sessions there: {there}); a "
+        f"reload cannot change a session's identity; {old.session_id} keeps running unchanged"
+    )
+
+
+def _key_line(file: SettingsFile, s: SessionSettings, key: str) -> int:
+    """Return the 1-based line setting ``key`` for session ``s`` (its section, else DEFAULT)."""
+    lines = file.document.lines
+    sections = file.document.section_lines()
+    spans = [
+        (name, idx, sections[i + 1][1] if i + 1 < len(sections) else len(lines))
+        for i, (name, idx) in enumerate(sections)
+    ]
+    own = [sp for sp in spans if sp[1] + 1 == s.section_line]
+    default = [sp for sp in spans if sp[0].upper() == "DEFAULT"]
+    for _name, start, end in own + default:
+        for i in range(start, end):
+            if lines[i].kind == "key" and lines[i].name.upper() == key.upper():
+                return i + 1
+    return s.section_line
+
+
+def _check_buildable(file: SettingsFile, s: SessionSettings, path: Path) -> SessionSchedule | None:
+    """Check what building the session needs; return its schedule (None: always in session)."""
+    sid = s.session_id
+
+    def fail(key: str, reason: str) -> ValueError:
+        return ValueError(
+            f"{path}:{_key_line(file, s, key)}: {key}: {reason}; {sid} keeps running unchanged"
+        )
+
+    config = SessionConfig.from_settings(s)
+    if config.use_data_dictionary:
+        named = [(key, getattr(config, attr)) for attr, key in _DICTIONARY_KEYS]
+        named += [(f"AppDataDictionary.{v}", p) for v, p in config.app_data_dictionaries.items()]
+        for key, value in named:
+            if not value:
+                continue
+            p = Path(value)
+            found = p if p.is_absolute() or p.exists() else path.parent / p
+            try:
+                load_dictionary(found)
+            except (OSError, ValueError) as e:
+                raise fail(key, f"{value}: cannot load: {e}") from None
+    for key, folder in (("FileStorePath", s.file_store_path), ("FileLogPath", s.file_log_path)):
+        if folder:
+            try:
+                Path(folder).mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise fail(key, f"{folder}: {e.strerror or e}") from None
+    if not (s.non_stop_session or s.start_time):
+        return None
+    try:
+        return SessionSchedule.from_settings(s)
+    except ValueError as e:
+        raise fail("StartTime", str(e)) from None
+
+
+def _show(value: object) -> str:
+    if value is None:
+        return "(not set)"
+    if isinstance(value, bool):
+        return "Y" if value else "N"
+    if isinstance(value, tuple | list):
+        return ", ".join(_show(v) for v in value) or "(none)"
+    return str(value)
+
+
+def _changes(old: SessionSettings, new: SessionSettings) -> list[str]:
+    """Return ``"HeartBtInt 30 → 5"`` for every setting that differs."""
+    out = []
+    for spec in KEYS.values():
+        a, b = getattr(old, spec.attr, None), getattr(new, spec.attr, None)
+        if a != b:
+            out.append(f"{spec.name} {_show(a)} → {_show(b)}")
+    for name, attr in (
+        ("fail-over hosts", "socket_connect_failover"),
+        ("AppDataDictionary.<version>", "app_data_dictionaries"),
+        ("custom keys", "extra"),
+    ):
+        a, b = getattr(old, attr), getattr(new, attr)
+        if a != b:
+            out.append(f"{name} {_show(a)} → {_show(b)}")
+    return out

@@ -206,7 +206,7 @@ def _sessions_venues(engine: Engine, cfg: EngineConfig, desk: TradingDesk) -> li
                                     reconnect_interval=float(s.reconnect_interval),
                                     clock=engine.clock)  # fmt: skip
         link.initiators.append(initiator)
-        link.track(session)
+        link.track(session, settings=s, settings_file=path)
         link.add_startup(initiator.start)
         venues[sid] = venue
     for i, ins in enumerate(cfg.instruments):

@@ -25,6 +25,7 @@ from engine.fix.cfgdoc import (
     try_logon,
 )
 from engine.fix.dictedit import FIELD_TYPES, DictionaryEditor
+from engine.fix.dictionary import default_dictionary_path
 from engine.fix.logscan import LogScan, scan_log
 from engine.fix.settings import SessionSettings
 
@@ -77,6 +78,10 @@ class EditorServices:
     def test_logon(self, settings: object, base_dir: Path, timeout_s: float) -> LogonOutcome:
         """Connect, log on and log out on a private event loop (call it off the GUI thread)."""
         return asyncio.run(try_logon(cast(SessionSettings, settings), base_dir, timeout_s))
+
+    def default_dictionary(self, version: str) -> str:
+        """Return the path of the dictionary shipped for ``version`` (``"FIXT.1.1"`` …)."""
+        return str(default_dictionary_path(version))
 
     def open_dictionary(self, path: str | Path) -> DictionaryEditor:
         """Open a QuickFIX XML dictionary."""

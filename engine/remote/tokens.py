@@ -15,8 +15,9 @@ tokens the same way). The store is a TOML file, one ``[[token]]`` table per toke
     expires_ns = 0                  # 0: never
 
 Roles nest: a ``viewer`` reads the stream; a ``trader`` also sends, cancels and replaces
-orders and runs strategies; an ``admin`` also operates FIX sessions, risk limits, the kill
-switch and engine settings (:data:`ROLE_COMMANDS`).
+orders and runs strategies; an ``admin`` also operates FIX sessions (log on and off, reset,
+reload from their settings file), risk limits, the kill switch and engine settings
+(:data:`ROLE_COMMANDS`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ from engine.commands import (
 ROLES: tuple[str, ...] = ("viewer", "trader", "admin")
 
 #: Commands each role may send; an admin may send every command (including ones added later).
+#: Admin only, on purpose: ControlSession, ReloadSession (restarts a venue session with settings
+#: read from the engine host's files), SetRiskLimits, SetKillSwitch, SetHeartbeatInterval.
 ROLE_COMMANDS: dict[str, frozenset[str]] = {
     "viewer": frozenset({Ping.__name__}),
     "trader": frozenset(

@@ -258,6 +258,10 @@ class ManagerServices(Protocol):
         """Connect, log on and log out (blocking: call it off the GUI thread)."""
         ...
 
+    def default_dictionary(self, version: str) -> str:
+        """Return the path of the dictionary shipped for ``version`` (``"FIXT.1.1"`` …)."""
+        ...
+
     def open_dictionary(self, path: str | Path) -> DictEditorLike:
         """Open a QuickFIX XML dictionary (raises ValueError naming file and line, OSError)."""
         ...

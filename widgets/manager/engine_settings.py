@@ -6,12 +6,14 @@ locations, the session file, engine-wide risk limits, the strategies to run with
 parameters and own limits, and the remote server (bind address, port, TLS certificate and key,
 token store). The form edits a typed :class:`engine.config.EngineConfig`; the raw TOML view
 shows what will be saved and may be edited directly (its errors name the file, line and key
-path). Saving writes the TOML that :func:`engine.config.dump_config` produces.
+path). A form edit changes only the lines of what changed
+(:func:`engine.config.update_config_text`): the file's comments, blank lines and order stay.
 
 With an engine attached (embedded or remote, through ``EngineClient``), changes can also be
 applied to it while it runs: engine-wide or per-strategy risk limits (``SetRiskLimits``),
 strategy parameters (``SetStrategyParameters``) and session operations (``ControlSession``:
-log on, log out, reset). The engine's answer is shown as it comes back.
+log on, log out, reset; ``ReloadSession``: re-read from the ``.cfg``). The engine's answer is
+shown as it comes back.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from engine.commands import (
     CommandError,
     CommandResult,
     ControlSession,
+    ReloadSession,
     SetRiskLimits,
     SetStrategyParameters,
 )
@@ -58,8 +61,8 @@ from engine.config import (
     ConfigError,
     EngineConfig,
     StrategyConfig,
-    dump_config,
     parse_config,
+    update_config_text,
 )
 from engine.oms.risk import RiskLimits
 from widgets.empty_state import EmptyState
@@ -327,7 +330,12 @@ class EngineSettingsEditor(QWidget):
         self.session_id.setMinimumWidth(260)
         sf.addWidget(self.session_id, 1)
         self.session_buttons: dict[str, QPushButton] = {}
-        for action, label in (("logon", "Log on"), ("logout", "Log out"), ("reset", "Reset")):
+        for action, label in (
+            ("logon", "Log on"),
+            ("logout", "Log out"),
+            ("reset", "Reset"),
+            ("reload", "Reload from file"),
+        ):
             b = QPushButton(label)
             b.setObjectName(f"session_{action}")
             b.clicked.connect(lambda _c=False, a=action: self.control_session(a))
@@ -458,7 +466,7 @@ class EngineSettingsEditor(QWidget):
 
     def _push_config(self, label: str, cfg: EngineConfig) -> None:
         before = self.text
-        after = dump_config(cfg)
+        after = update_config_text(self.text, cfg)
         if after != before:
             self.undo_stack.push(SnapshotCommand(label, before, after, self._set_text))
 
@@ -795,12 +803,17 @@ class EngineSettingsEditor(QWidget):
         return out
 
     def control_session(self, action: str) -> Future[CommandResult] | None:
-        """Log on, log out or reset a session of the running engine."""
+        """Log on, log out, reset or reload (from its ``.cfg``) a session of the running engine."""
         sid = self.session_id.currentText().strip()
         if not sid:
             self._say_problem("Session: enter a session id such as FIX.4.4:ME->THEM")
             return None
-        return self._send(f"Session {sid}: {action}", ControlSession(session_id=sid, action=action))
+        command: Command = (
+            ReloadSession(session_id=sid)
+            if action == "reload"
+            else ControlSession(session_id=sid, action=action)
+        )
+        return self._send(f"Session {sid}: {action}", command)
 
     def _on_answer(self, what: str, answer: object) -> None:
         if answer is None:

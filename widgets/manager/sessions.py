@@ -5,19 +5,25 @@ Layout, left to right: the sections of the file (``[DEFAULT]`` first, then each 
 its error count); the selected section as a grouped form (identity, schedule, behaviour,
 validation and dictionaries, connection, storage and logging, TLS, misc — every known key) or
 as raw text; and what the settings mean: the file's problems (file, line, key, reason), the
-schedule in plain words, what the sequence-number settings will do, and the outcome of a
-test logon.
+schedule in plain words, what the sequence-number settings will do, the outcome of a
+test logon and, with an engine attached, the engine's answer to reloading the session.
 
 In the form each key shows where its value comes from: set in this section, inherited from
 ``[DEFAULT]`` (shown as the placeholder, in grey), or the engine's default. Clearing a field
 removes the key from the section, so that it inherits again. Every change is one undo step;
 the raw text view follows the form and the form follows the raw text.
+
+*New session* asks for the keys a session needs (:class:`~widgets.manager.new_session.
+NewSessionDialog`). *Apply to engine: reload session* saves the file and sends
+``ReloadSession``: the running engine re-reads the session from the file it was started from
+and restarts it, or refuses (naming file, line and key) and keeps it running.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Protocol
 
@@ -44,6 +50,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.client import EngineClient
+from engine.commands import CommandAck, CommandResult, ReloadSession
 from widgets.empty_state import EmptyState
 from widgets.manager.backend import (
     CfgEditorLike,
@@ -53,6 +61,7 @@ from widgets.manager.backend import (
     ProblemLike,
     SectionLike,
 )
+from widgets.manager.new_session import NewSessionDialog
 from widgets.manager.undo import RAW_TEXT_ID, SnapshotCommand
 
 #: Template of a new file.
@@ -110,6 +119,7 @@ _SOURCE_TEXT = {"session": "set here", "default": "from [DEFAULT]", "engine": "e
 class _Relay(QObject):
     # Carries a result from a worker thread to the GUI thread (queued connection).
     logon_done = Signal(object)
+    reload_done = Signal(str, object)
 
 
 class RowEdited(Protocol):
@@ -227,6 +237,8 @@ class SessionEditor(QWidget):
     ----------
     services : ManagerServices
         Engine-side models and previews.
+    client : EngineClient, optional
+        The running engine, whose sessions *Apply to engine* reloads.
 
     Signals
     -------
@@ -236,10 +248,20 @@ class SessionEditor(QWidget):
 
     state_changed = Signal()
 
-    def __init__(self, services: ManagerServices, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        services: ManagerServices,
+        parent: QWidget | None = None,
+        *,
+        client: EngineClient | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("sessionEditor")
         self.services = services
+        self.client = client
+        #: The engine's last answer to a reload (a CommandResult or the exception), if any.
+        self.last_reload: object | None = None
+        self.new_dialog: NewSessionDialog | None = None
         self.cfg: CfgEditorLike | None = None
         self.undo_stack = QUndoStack(self)
         self.undo_stack.cleanChanged.connect(self._on_clean_changed)
@@ -249,6 +271,7 @@ class SessionEditor(QWidget):
         self.last_outcome: LogonOutcomeLike | None = None
         self._relay = _Relay(self)
         self._relay.logon_done.connect(self._on_logon_done)
+        self._relay.reload_done.connect(self._on_reload_done)
         self._raw_timer = QTimer(self)
         self._raw_timer.setSingleShot(True)
         self._raw_timer.setInterval(500)
@@ -271,7 +294,8 @@ class SessionEditor(QWidget):
         self.sections_list.setSpacing(3)
         self.sections_list.currentRowChanged.connect(self._on_section_selected)
         self.new_button = QPushButton("New session")
-        self.new_button.clicked.connect(lambda: self.new_session())
+        self.new_button.setToolTip("Add a [SESSION]: role, BeginString, CompIDs and address")
+        self.new_button.clicked.connect(self.ask_new_session)
         self.clone_button = QPushButton("Clone")
         self.clone_button.clicked.connect(self.clone_session)
         self.delete_button = QPushButton("Delete")
@@ -396,7 +420,24 @@ class SessionEditor(QWidget):
         tl.addWidget(self.test_button, 0, Qt.AlignmentFlag.AlignLeft)
         tl.addWidget(self.test_label)
         tl.addWidget(self.test_detail)
-        for box in (pbox, sbox, rbox, tbox):
+        self.reload_button = QPushButton("Apply to engine: reload session")
+        self.reload_button.setObjectName("reloadSession")
+        self.reload_button.setToolTip(
+            "Save the file, then ask the running engine to re-read this session from the file "
+            "it was started from and restart it (log out, log on again as scheduled). A file "
+            "with errors is refused and the session keeps running."
+        )
+        self.reload_button.clicked.connect(self.reload_session)
+        self.reload_label = QLabel()
+        self.reload_label.setObjectName("reloadOutcome")
+        self.reload_label.setWordWrap(True)
+        self.reload_label.setTextFormat(Qt.TextFormat.RichText)
+        self.reload_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        ebox = QGroupBox("Running engine")
+        el = QVBoxLayout(ebox)
+        el.addWidget(self.reload_button, 0, Qt.AlignmentFlag.AlignLeft)
+        el.addWidget(self.reload_label)
+        for box in (pbox, sbox, rbox, tbox, ebox):
             rv.addWidget(box)
         rv.addStretch(1)
         right_scroll = QScrollArea()
@@ -489,6 +530,17 @@ class SessionEditor(QWidget):
             self.cfg.set(section, key, value)
             label = f"Set {key} = {value}"
         self._push(label, before)
+
+    def ask_new_session(self) -> NewSessionDialog | None:
+        """Open the *New session* dialog (prefilled from the selected session); add on OK."""
+        if self.cfg is None:
+            return None
+        dialog = NewSessionDialog(self.cfg, self.services, self.section, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.accepted.connect(lambda: self.new_session(dialog.values()))
+        self.new_dialog = dialog
+        dialog.open()
+        return dialog
 
     def new_session(self, values: dict[str, str] | None = None) -> int:
         """Add a ``[SESSION]`` (with ``values``, or a starting point to fill in) and select it."""
@@ -735,6 +787,7 @@ class SessionEditor(QWidget):
             return
         sessions = cfg.session_sections()
         self.test_button.setEnabled(False)
+        self._update_reload(self.section in sessions)
         if self.section not in sessions:
             self.schedule_label.setText(
                 "Select a session to see its schedule: [DEFAULT] values apply to every "
@@ -821,9 +874,104 @@ class SessionEditor(QWidget):
         self.test_label.style().polish(self.test_label)
         self._refresh_meaning()
 
+    # ------------------------------------------------------------------ reload in the engine
+    def _update_reload(self, is_session: bool) -> None:
+        attached = self.client is not None
+        self.reload_button.setEnabled(attached and is_session and not self._reloading)
+        if self.reload_label.text():
+            return
+        if self.client is None:
+            self.reload_button.setToolTip("No engine attached: attach one to reload its sessions")
+            self._show_reload("muted", "No engine attached: changes only go to the file.")
+        else:
+            self._show_reload(
+                "muted",
+                f"Attached to engine “{_escape(self.client.name)}”: reloading saves this file, "
+                "then the engine re-reads the session from the file it was started from.",
+            )
+
+    _reloading = False
+
+    def reload_session(self) -> Future[CommandResult] | None:
+        """Save the file, then ask the engine to reload the selected session from its file."""
+        cfg = self.cfg
+        if cfg is None or self.section not in cfg.session_sections():
+            return None
+        sid = cfg.title(self.section)
+        if self.client is None:
+            self._on_reload_done(sid, RuntimeError("no engine attached"))
+            return None
+        if cfg.modified:
+            try:
+                self.save()
+            except OSError as e:
+                self._on_reload_done(sid, e)
+                return None
+        self._reloading = True
+        self.reload_button.setEnabled(False)
+        self._show_reload("muted", f"⟳ Asking the engine to reload {_escape(sid)}…")
+        future = self.client.send(ReloadSession(session_id=sid))
+        relay = self._relay
+
+        def done(f: Future[CommandResult]) -> None:
+            try:
+                relay.reload_done.emit(sid, f.result())
+            except Exception as e:  # the answer shown is whatever went wrong
+                relay.reload_done.emit(sid, e)
+
+        future.add_done_callback(done)
+        return future
+
+    def _on_reload_done(self, sid: str, answer: object) -> None:
+        self._reloading = False
+        self.last_reload = answer
+        if isinstance(answer, CommandAck):
+            text = f"✔ {_escape(sid)} {_parts(answer.detail)}"
+            read = _file_read(answer.detail)
+            if read is not None and self.cfg is not None and not _same_file(read, self.cfg.source):
+                text += (
+                    f"<br>⚠ The engine read {_escape(read)}, not {_escape(self.cfg.source)} "
+                    "saved here: edit the engine's own file for the change to apply."
+                )
+            self._show_reload("ok", text)
+        elif isinstance(answer, Exception):
+            self._show_reload("bad", f"✖ Reload of {_escape(sid)} failed: {_escape(str(answer))}")
+        else:
+            reason = getattr(answer, "reason", str(answer))
+            self._show_reload(
+                "bad", f"✖ The engine refused to reload {_escape(sid)}:<br>{_parts(reason)}"
+            )
+        self._refresh_meaning()
+
+    def _show_reload(self, state: str, html: str) -> None:
+        self.reload_label.setProperty("state", state)
+        self.reload_label.setText(html)
+        self.reload_label.style().unpolish(self.reload_label)
+        self.reload_label.style().polish(self.reload_label)
+
 
 def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _file_read(detail: str) -> str | None:
+    # "reloaded from /path/sessions.cfg ([SESSION] at line 10): ..." (engine.fixlink).
+    head, sep, _rest = detail.partition(" ([SESSION] at line ")
+    if not sep or not head.startswith("reloaded from "):
+        return None
+    return head.removeprefix("reloaded from ")
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return a == b
+
+
+def _parts(answer: str) -> str:
+    # The engine joins the parts of an answer (changes, problems, outcome) with "; ".
+    return "<br>".join(_escape(part) for part in answer.split("; "))
 
 
 def _html_lines(lines: list[str]) -> str:

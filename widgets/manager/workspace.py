@@ -77,7 +77,7 @@ class ManagerWorkspace(QMainWindow):
             )
             self.setCentralWidget(self.empty)
             return
-        self.sessions = SessionEditor(services)
+        self.sessions = SessionEditor(services, client=client)
         self.dictionaries = DictionaryEditor(services)
         self.engine_settings = EngineSettingsEditor(client)
         self.tabs = QTabWidget()

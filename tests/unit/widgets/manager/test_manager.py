@@ -22,6 +22,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
 from app.theme import apply_theme, load_theme
 from engine.clock import TestClock
+from engine.commands import CommandAck, CommandError
 from engine.config import load_config
 from engine.demo import build_demo
 from engine.embedded import EmbeddedEngineClient
@@ -31,6 +32,7 @@ from engine.fix.dictionary import DataDictionary
 from engine.fix.editors import EditorServices
 from engine.fix.settings import load_settings
 from engine.fix.transport import SocketAcceptor
+from engine.headless import build_from_config
 from widgets.manager.workspace import ManagerWorkspace
 
 pytestmark = pytest.mark.gui
@@ -135,26 +137,121 @@ def test_change_heartbeat_undo_redo_and_save(  # type: ignore[no-untyped-def]
     shot(ws, out_dir, "manager-sessions.png")
 
 
-def test_add_session_shows_missing_keys_then_accepts_it(  # type: ignore[no-untyped-def]
-    qtbot, ws: ManagerWorkspace, files: Path
+def test_new_session_dialog_adds_a_valid_initiator(  # type: ignore[no-untyped-def]
+    qtbot, ws: ManagerWorkspace, files: Path, out_dir: Path
 ) -> None:
     ws.open_path(files / "sessions.cfg")
     ed = ws.sessions
-    before = len(ed.cfg.session_sections())  # type: ignore[union-attr]
+    assert ed.cfg is not None
+    before = len(ed.cfg.session_sections())
+    ed.select_section(0)  # [DEFAULT]: nothing to clone
     qtbot.mouseClick(ed.new_button, Qt.MouseButton.LeftButton)
-    sections = ed.cfg.session_sections()  # type: ignore[union-attr]
+    dialog = ed.new_dialog
+    assert dialog is not None
+    qtbot.waitExposed(dialog)
+    assert not dialog.clone.isVisible()
+    assert dialog.role.currentText() == "initiator"  # what [DEFAULT] says
+    assert not dialog.ok_button.isEnabled()
+    assert dialog.problem.text() == "SenderCompID and TargetCompID are required."
+    qtbot.keyClicks(dialog.sender_id, "QWCONSOLE")
+    qtbot.keyClicks(dialog.target_id, "SIMULATOR")
+    assert dialog.problem.text() == "FIX.4.4:QWCONSOLE->SIMULATOR is already in this file."
+    dialog.target_id.clear()
+    qtbot.keyClicks(dialog.target_id, "BROKER2")
+    assert dialog.problem.text() == "SocketConnectPort: a port from 1 to 65535 is required."
+    qtbot.keyClicks(dialog.port, "70000")
+    assert not dialog.ok_button.isEnabled()
+    dialog.port.clear()
+    qtbot.keyClicks(dialog.port, "5010")
+    assert dialog.ok_button.isEnabled()
+    assert dialog.preview.text().splitlines() == [
+        "Adds to the file:",
+        "[SESSION]",
+        "ConnectionType=initiator",
+        "BeginString=FIX.4.4",
+        "SenderCompID=QWCONSOLE",
+        "TargetCompID=BROKER2",
+        "SocketConnectHost=127.0.0.1",
+        "SocketConnectPort=5010",
+    ]
+    dialog.grab().save(str(out_dir / "manager-new-session.png"))
+    qtbot.mouseClick(dialog.ok_button, Qt.MouseButton.LeftButton)
+    sections = ed.cfg.session_sections()
     assert len(sections) == before + 1
     assert ed.section == sections[-1]
-    problems = [ed.problems_list.item(i).text() for i in range(ed.problems_list.count())]
-    assert "sessions.cfg:57  SocketConnectHost: required for initiators" in problems
-    assert ed.rows["SOCKETCONNECTHOST"].problem.isVisibleTo(ed)
-    type_into(qtbot, ed.rows["SOCKETCONNECTHOST"].line, "127.0.0.1")
-    type_into(qtbot, ed.rows["SOCKETCONNECTPORT"].line, "5009")
-    assert ed.cfg.errors() == []  # type: ignore[union-attr]
+    assert ed.cfg.title(ed.section) == "FIX.4.4:QWCONSOLE->BROKER2"
+    assert ed.cfg.errors() == []
+    ws.undo_action.trigger()
+    assert len(ed.cfg.session_sections()) == before
+    ws.redo_action.trigger()
     ed.save()
-    sessions = load_settings(files / "sessions.cfg").sessions
-    assert str(sessions[-1].session_id) == "FIX.4.4:ME->NEW4"
-    assert sessions[-1].socket_connect_port == 5009
+    new = load_settings(files / "sessions.cfg").sessions[-1]
+    assert str(new.session_id) == "FIX.4.4:QWCONSOLE->BROKER2"
+    assert new.connect_addresses() == [("127.0.0.1", 5010)]
+    assert new.heart_bt_int == 30  # inherited from [DEFAULT]
+
+
+def test_new_session_dialog_fixt_acceptor_and_clone(  # type: ignore[no-untyped-def]
+    qtbot, ws: ManagerWorkspace, files: Path, out_dir: Path
+) -> None:
+    ws.open_path(files / "sessions.cfg")
+    ed = ws.sessions
+    assert ed.cfg is not None
+    # A FIXT.1.1 acceptor from scratch: DefaultApplVerID and both dictionaries are asked for.
+    ed.select_section(0)
+    dialog = ed.ask_new_session()
+    assert dialog is not None
+    qtbot.waitExposed(dialog)
+    assert not dialog.appl_ver.isVisible()
+    dialog.role.setCurrentText("acceptor")
+    dialog.begin.setCurrentText("FIXT.1.1")
+    assert dialog.appl_ver.isVisible()
+    assert dialog.port_label.text() == "SocketAcceptPort"
+    dialog.appl_ver.setCurrentText("FIX.5.0SP1")
+    # Prefilled from the file's FIXT session; a shipped one follows the version chosen.
+    assert dialog.transport_dd.text() == "resources/fix/FIXT11.xml"
+    assert dialog.app_dd.text() == "resources/fix/FIX50SP2.xml"
+    for edit, text in ((dialog.sender_id, "EXCH"), (dialog.target_id, "MEMBER1"),
+                       (dialog.port, "6001")):  # fmt: skip
+        qtbot.keyClicks(edit, text)
+    dialog.host.clear()
+    assert dialog.problem_text() == ""
+    dialog.grab().save(str(out_dir / "manager-new-session-fixt.png"))
+    dialog.accept()
+    sec = ed.section
+    assert ed.cfg.title(sec) == "FIXT.1.1:EXCH->MEMBER1"
+    assert ed.cfg.errors() == []
+    assert ed.cfg.get(sec, "DefaultApplVerID") == "FIX.5.0SP1"
+    assert ed.cfg.get(sec, "SocketAcceptHost") is None
+    # Clone the FIXT initiator under a new TargetCompID: its other keys come along.
+    ed.select_section(3)  # FIXT.1.1:QWCONSOLE->BROKER
+    dialog = ed.ask_new_session()
+    assert dialog is not None
+    assert dialog.clone.isChecked()
+    assert (dialog.begin.currentText(), dialog.sender_id.text()) == ("FIXT.1.1", "QWCONSOLE")
+    assert (dialog.host.text(), dialog.port.text()) == ("127.0.0.1", "5002")
+    qtbot.keyClicks(dialog.target_id, "BROKER_B")
+    dialog.port.clear()
+    qtbot.keyClicks(dialog.port, "5012")
+    assert dialog.preview.text().endswith("… and 7 more keys of FIXT.1.1:QWCONSOLE->BROKER")
+    dialog.grab().save(str(out_dir / "manager-new-session-clone.png"))
+    dialog.accept()
+    assert ed.cfg.errors() == []
+    ed.save()
+    clone = load_settings(files / "sessions.cfg").sessions[-1]
+    assert str(clone.session_id) == "FIXT.1.1:QWCONSOLE->BROKER_B"
+    assert clone.connect_addresses() == [("127.0.0.1", 5012), ("127.0.0.1", 5003)]
+    assert (clone.time_zone, clone.reset_on_logon) == ("America/New_York", True)
+    # A FIXT session may not inherit DataDictionary from [DEFAULT]: the dialog says so.
+    ed.set_value(0, "DataDictionary", "resources/fix/FIX44.xml")
+    dialog = ed.ask_new_session()
+    assert dialog is not None
+    dialog.begin.setCurrentText("FIXT.1.1")
+    for edit, text in ((dialog.sender_id, "A"), (dialog.target_id, "B"), (dialog.port, "1")):
+        qtbot.keyClicks(edit, text)
+    assert dialog.problem_text().startswith("[DEFAULT] sets DataDictionary")
+    assert not dialog.ok_button.isEnabled()
+    dialog.reject()
 
 
 def test_breaking_fixt_settings_shows_the_error(  # type: ignore[no-untyped-def]
@@ -262,6 +359,117 @@ def test_test_connection_logs_on_with_the_edited_heartbeat(  # type: ignore[no-u
         assert (saved.heart_bt_int, saved.socket_connect_port) == (12, acceptor.acceptor.port)
         shot(ws, out_dir, "manager-sessions-test-connection.png")
     finally:
+        acceptor.close()
+
+
+RELOAD_CFG = """\
+[DEFAULT]
+ConnectionType=initiator
+NonStopSession=Y
+ReconnectInterval=1
+FileLogPath={logs}
+
+[SESSION]
+BeginString=FIX.4.4
+SenderCompID=QW
+TargetCompID=EXCH
+SocketConnectHost=127.0.0.1
+SocketConnectPort={port}
+HeartBtInt=30
+"""
+
+RELOAD_TOML = """\
+[engine]
+id = "manager-reload"
+
+[sessions]
+file = "sessions.cfg"
+
+[[instruments]]
+symbol = "ESZ6"
+tick_size = "0.25"
+session = "FIX.4.4:QW->EXCH"
+"""
+
+
+def test_reload_session_in_the_running_engine(  # type: ignore[no-untyped-def]
+    qtbot, themed_app: QApplication, tmp_path: Path, out_dir: Path
+) -> None:
+    acc_cfg = tmp_path / "acceptor.cfg"
+    acc_cfg.write_text(
+        "[DEFAULT]\nConnectionType=acceptor\nNonStopSession=Y\nSocketAcceptPort=1\n\n"
+        "[SESSION]\nBeginString=FIX.4.4\nSenderCompID=EXCH\nTargetCompID=QW\n"
+    )
+    acceptor = _Acceptor(acc_cfg)
+    cfg_path = tmp_path / "sessions.cfg"
+    cfg_path.write_text(RELOAD_CFG.format(logs=tmp_path / "logs", port=acceptor.acceptor.port))
+    (tmp_path / "engine.toml").write_text(RELOAD_TOML)
+    engine_cfg = load_config(tmp_path / "engine.toml")
+    outgoing = tmp_path / "logs" / "FIX.4.4-QW-EXCH.outgoing.log"
+
+    def logons() -> list[str]:
+        text = outgoing.read_bytes().decode() if outgoing.exists() else ""
+        return [m for m in text.replace("\x01", "|").splitlines() if "|35=A|" in m]
+
+    client = EmbeddedEngineClient(configure=lambda e: build_from_config(e, engine_cfg))
+    client.start()
+    try:
+        qtbot.waitUntil(lambda: len(logons()) == 1, timeout=15_000)
+        w = ManagerWorkspace(EditorServices(TestClock(NOW_NS), dt.UTC), client=client)
+        qtbot.addWidget(w)
+        w.ask_on_close = False
+        w.resize(1800, 1000)
+        w.show()
+        assert w.open_path(cfg_path)
+        ed = w.sessions
+        ed.select_section(1)
+        assert ed.reload_button.isEnabled()
+        assert ed.reload_label.text().startswith("Attached to engine “embedded”: reloading")
+        heartbeat = ed.rows["HEARTBTINT"].line
+        assert heartbeat is not None
+        type_into(qtbot, heartbeat, "7")
+        assert ed.modified
+        qtbot.mouseClick(ed.reload_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: ed.last_reload is not None, timeout=5000)
+        assert isinstance(ed.last_reload, CommandAck), ed.last_reload
+        assert not ed.modified  # saved first
+        assert ed.reload_label.text() == (
+            f"✔ FIX.4.4:QW-&gt;EXCH reloaded from {cfg_path} ([SESSION] at line 7): "
+            "HeartBtInt 30 → 7<br>logging out, then on again to "
+            f"127.0.0.1:{acceptor.acceptor.port}"
+        )
+        qtbot.waitUntil(lambda: len(logons()) == 2, timeout=15_000)
+        assert "|108=7|" in logons()[1]
+        shot(w, out_dir, "manager-sessions-reload.png")
+        # A broken value is saved, sent, and refused by the engine; the session keeps running.
+        type_into(qtbot, heartbeat, "often")
+        qtbot.mouseClick(ed.reload_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: isinstance(ed.last_reload, CommandError), timeout=5000)
+        assert ed.reload_label.text() == (
+            "✖ The engine refused to reload FIX.4.4:QW-&gt;EXCH:<br>"
+            f"{cfg_path}:13: HeartBtInt: 'often' is not an integer<br>"
+            "FIX.4.4:QW-&gt;EXCH keeps running unchanged"
+        )
+        shot(w, out_dir, "manager-sessions-reload-refused.png")
+        assert len(logons()) == 2
+        # Saved elsewhere: the engine still reads its own file, and the answer says so.
+        type_into(qtbot, heartbeat, "7")
+        ed.save()
+        elsewhere = tmp_path / "elsewhere.cfg"
+        ed.save(elsewhere)
+        ed.last_reload = None
+        qtbot.mouseClick(ed.reload_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: ed.last_reload is not None, timeout=5000)
+        assert isinstance(ed.last_reload, CommandAck)
+        assert "no setting changed" in ed.reload_label.text()
+        assert ed.reload_label.text().endswith(
+            f"<br>⚠ The engine read {cfg_path}, not {elsewhere} saved here: edit the "
+            "engine's own file for the change to apply."
+        )
+        qtbot.waitUntil(lambda: len(logons()) == 3, timeout=15_000)
+        w.close()
+    finally:
+        client.close()
         acceptor.close()
 
 
@@ -507,6 +715,7 @@ def test_large_dictionary_opens_off_the_gui_thread(  # type: ignore[no-untyped-d
 
 
 ENGINE_TOML = """\
+# Desk 1: what runs at the open.
 [engine]
 id = "desk-1"
 heartbeat_interval_ms = 1000
@@ -516,7 +725,7 @@ journal_dir = "journal"
 logs_dir = "logs"
 
 [risk]
-max_order_qty_lots = 50
+max_order_qty_lots = 50  # agreed with the risk desk
 max_position_lots = 25
 
 [[strategies]]
@@ -558,6 +767,10 @@ def test_engine_settings_edit_save_and_apply_to_a_running_engine(  # type: ignor
         w.save()
         cfg = load_config(path)
         assert (cfg.risk.max_order_qty_lots, cfg.remote.port) == (20, 7400)
+        # Only the edited lines changed: comments and the rest stay as written.
+        assert path.read_text() == ENGINE_TOML.replace(
+            "max_order_qty_lots = 50 ", "max_order_qty_lots = 20 "
+        ).replace("port = 7341", "port = 7400")
         # Applied to the running engine: the answer is shown.
         es.apply_engine_risk()
         qtbot.waitUntil(lambda: "replaced" in es.answers[-1], timeout=5000)
@@ -566,6 +779,15 @@ def test_engine_settings_edit_save_and_apply_to_a_running_engine(  # type: ignor
         es.control_session("logout")
         qtbot.waitUntil(lambda: "refused" in es.answers[-1], timeout=5000)
         assert es.answers[-1].startswith("Session FIX.4.2:A->B: logout: refused — no FIX session")
+        # The demo's session is built in code: there is no file to reload it from.
+        es.session_id.setEditText("FIX.4.4:QWCONSOLE->QWSIM")
+        es.control_session("reload")
+        qtbot.waitUntil(lambda: "reload: refused" in es.answers[-1], timeout=5000)
+        assert es.answers[-1] == (
+            "Session FIX.4.4:QWCONSOLE->QWSIM: reload: refused — FIX.4.4:QWCONSOLE->QWSIM was "
+            "built by the engine itself, not from a settings file: there is nothing to reload "
+            "it from"
+        )
         # A bad value in the raw TOML is reported with its file, line and key.
         es.center.setCurrentIndex(1)
         es.raw.setPlainText(es.raw.toPlainText().replace("port = 7400", "port = 99999"))
