@@ -8,21 +8,30 @@ Layout (schema version :data:`engine.tickstore.schema.SCHEMA_VERSION`, ``docs/ti
     /<symbol key>/<YYYYMMDD>/ attrs: symbol, day, tick_size, lot_size, venue
         trades | bbo | l2 | mbo | l2_snap   1-D chunked datasets of the schema's row types
 
-Every dataset is sorted by ``ts`` and compressed with Blosc-lz4 + shuffle. A
-:class:`TickStore` opened for reading reads a time range by bisecting the on-disk ``ts``
-column (one chunk per probe, no full column load) and iterates in chunks of bounded size. A
-:class:`DayWriter` appends in batches and checks every batch (row type, ``ts`` order, day)
-before anything reaches the file. A store opened with ``swmr=True`` for writing is readable
-by other processes while it grows (HDF5 single-writer/multiple-reader): readers open it with
-``TickStore(path)`` (SWMR reading, without the file lock, so that a writer may open the file
-while it is read) and call :meth:`refresh` to see rows appended since; instrument-days created
-since appear after reopening.
+Every dataset is sorted by ``ts`` and compressed with Blosc-lz4 + shuffle; next to it,
+``<kind>.chunk_ts`` holds the first ``ts`` of each chunk (the chunk index). A
+:class:`TickStore` opened for reading finds the bounds of a time range in that index (one
+chunk decompressed per bound), or, in a file without it, by bisecting the on-disk ``ts``
+column (no full column load). It reads the stored chunks raw and decompresses them straight
+into the result, in several threads while cores are idle, and iterates in chunks of bounded
+size. A :class:`DayWriter` appends in batches, keeps the chunk index, and checks every batch
+(row type, ``ts`` order, day) before anything reaches the file. A store opened with
+``swmr=True`` for writing is readable by other processes while it grows (HDF5
+single-writer/multiple-reader): readers open it with ``TickStore(path)`` (SWMR reading,
+without the file lock, so that a writer may open the file while it is read) and call
+:meth:`refresh` to see rows appended since; instrument-days created since appear after
+reopening.
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import math
-from collections.abc import Iterator
+import os
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
@@ -47,6 +56,14 @@ CHUNK_CACHE_BYTES: Final[int] = 64 << 20
 ALL_KINDS: Final[tuple[str, ...]] = (*KINDS, L2_SNAPSHOT_KIND)
 #: Nanoseconds per day.
 DAY_NS: Final[int] = 86_400_000_000_000
+#: Name suffix of the chunk index next to each dataset (``bbo`` -> ``bbo.chunk_ts``).
+INDEX_SUFFIX: Final[str] = ".chunk_ts"
+#: Threads that decompress the chunks of one large read (the calling thread is one of them).
+READ_THREADS: Final[int] = max(1, min(4, os.cpu_count() or 1))
+#: Whole chunks a read needs before it is shared between threads.
+PARALLEL_MIN_CHUNKS: Final[int] = 8
+#: HDF5 filter id of Blosc (hdf5plugin).
+_BLOSC_FILTER: Final[int] = 32001
 
 Rows = npt.NDArray[np.void]
 
@@ -121,6 +138,236 @@ def _kind_dtype(kind: str, n_levels: int) -> np.dtype[np.void]:
 
 def _compression() -> dict[str, Any]:
     return dict(hdf5plugin.Blosc(cname="lz4", clevel=5, shuffle=hdf5plugin.Blosc.SHUFFLE))
+
+
+class _Blosc:
+    """c-blosc's decompressor, taken from the Blosc filter that hdf5plugin gives HDF5.
+
+    The filter stores each chunk as one Blosc buffer, so a chunk read raw
+    (``read_direct_chunk``) decompresses with ``blosc_decompress_ctx`` straight into the
+    caller's array: no intermediate chunk buffer and no second copy. ctypes releases the GIL
+    for the call, so several threads decompress at once.
+    """
+
+    def __init__(self, lib: ctypes.CDLL) -> None:
+        size_p = ctypes.POINTER(ctypes.c_size_t)
+        self._decompress = lib.blosc_decompress_ctx
+        self._decompress.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_size_t,
+            ctypes.c_int,
+        ]
+        self._decompress.restype = ctypes.c_int
+        self._sizes = lib.blosc_cbuffer_sizes
+        self._sizes.argtypes = [ctypes.c_void_p, size_p, size_p, size_p]
+        self._sizes.restype = None
+
+    def decompress(self, src: bytes, src_len: int, dst: int, nbytes: int) -> bool:
+        """Decompress the Blosc buffer ``src`` into ``nbytes`` at ``dst``; ``False`` if bad.
+
+        The header is checked first (c-blosc trusts its sizes): it must describe exactly
+        ``nbytes`` and fit in ``src_len``.
+        """
+        if src_len < 16:
+            return False
+        n, c, b = ctypes.c_size_t(), ctypes.c_size_t(), ctypes.c_size_t()
+        self._sizes(src, ctypes.byref(n), ctypes.byref(c), ctypes.byref(b))
+        if n.value != nbytes or c.value > src_len:
+            return False
+        return bool(self._decompress(src, dst, nbytes, 1) == nbytes)
+
+
+@functools.cache
+def _blosc() -> _Blosc | None:
+    """Return the Blosc decompressor, or ``None`` (reads then go through HDF5's filter)."""
+    try:
+        lib = ctypes.CDLL(hdf5plugin.get_config().registered_filters["blosc"])
+        return _Blosc(lib)
+    except (OSError, KeyError, AttributeError):
+        return None
+
+
+def _idle_cores() -> int:
+    """Return the cores the 1-minute load average leaves idle.
+
+    Helper threads only pay off on an idle core: on a busy machine they were measured
+    slower than one thread (a helper preempted while it holds the GIL stalls the others).
+    """
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return 0
+    return max(0, int((os.cpu_count() or 1) - load))
+
+
+@functools.cache
+def _pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max(1, READ_THREADS - 1), thread_name_prefix="tickstore-read")
+
+
+class _Shared:
+    """Chunks to decompress, taken one at a time by whichever thread is free.
+
+    The calling thread works too; at the end it waits only for chunks a helper has taken,
+    never for a helper that has not started (on a busy machine it may start late and then
+    find nothing left).
+    """
+
+    def __init__(self, chunks: range) -> None:
+        self._chunks = chunks
+        self._next = 0
+        self._busy = 0
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._error: BaseException | None = None
+
+    def run(self, decode: Callable[[int, int], None], base: int, step: int) -> None:
+        """Decompress chunks until none is left (``decode(c, address)``)."""
+        while True:
+            with self._lock:
+                if self._next >= len(self._chunks) or self._error is not None:
+                    return
+                c = self._chunks[self._next]
+                self._next += 1
+                self._busy += 1
+            try:
+                decode(c, base + c * step)
+            except BaseException as e:  # handed to the calling thread by wait()
+                with self._lock:
+                    self._error = e
+            finally:
+                with self._lock:
+                    self._busy -= 1
+                    if self._busy == 0:
+                        self._idle.notify_all()
+
+    def wait(self) -> None:
+        """Return once no chunk is being decompressed; raise what a thread raised."""
+        with self._lock:
+            while self._busy:
+                self._idle.wait()
+            self._next = len(self._chunks)  # a helper starting late finds nothing
+            if self._error is not None:
+                raise self._error
+
+
+class _ChunkReader:
+    """Reads whole chunks of one Blosc-compressed 1-D dataset, decompressing them in place.
+
+    :meth:`chunk` keeps the last few chunks it decompressed: the chunk that a range bound was
+    found in is the chunk the range starts or ends in, so a read decompresses it once.
+    """
+
+    def __init__(self, ds: h5py.Dataset, blosc: _Blosc) -> None:
+        self.ds = ds
+        self.rows: int = ds.chunks[0]
+        self.nbytes: int = self.rows * ds.dtype.itemsize
+        self._blosc = blosc
+        self._decoded: dict[int, Rows] = {}
+
+    @staticmethod
+    def of(ds: h5py.Dataset) -> _ChunkReader | None:
+        """Return a reader for ``ds``, or ``None`` if its storage is not one Blosc filter."""
+        blosc = _blosc()
+        if blosc is None or ds.chunks is None or len(ds.chunks) != 1:
+            return None
+        plist = ds.id.get_create_plist()
+        if plist.get_nfilters() != 1 or plist.get_filter(0)[0] != _BLOSC_FILTER:
+            return None
+        return _ChunkReader(ds, blosc)
+
+    def fetch(self, c: int) -> tuple[int, bytes]:
+        """Return chunk ``c`` as stored: the HDF5 filter mask and the bytes."""
+        mask, raw = self.ds.id.read_direct_chunk((c * self.rows,))
+        return int(mask), bytes(raw)
+
+    def unpack(self, c: int, mask: int, raw: bytes, dst: int) -> None:
+        """Decompress stored chunk ``c`` (all ``rows`` of it) to the address ``dst``."""
+        if mask & 1:  # the filter was skipped (data that does not compress): stored as is
+            ok = len(raw) == self.nbytes
+            if ok:
+                ctypes.memmove(dst, raw, self.nbytes)
+        else:
+            ok = self._blosc.decompress(raw, len(raw), dst, self.nbytes)
+        if not ok:
+            raise TickStoreError(
+                f"{self.ds.file.filename}: {self.ds.name} chunk {c} does not decompress "
+                f"to {self.nbytes} bytes (damaged file)"
+            )
+
+    def decode_into(self, c: int, dst: int) -> None:
+        """Read chunk ``c`` and decompress it to the address ``dst``."""
+        self.unpack(c, *self.fetch(c), dst)
+
+    def chunk(self, c: int) -> Rows:
+        """Return chunk ``c`` decompressed (kept for the next call)."""
+        got = self._decoded.get(c)
+        if got is None:
+            got = np.empty(self.rows, self.ds.dtype)
+            self.decode_into(c, got.ctypes.data)
+            if len(self._decoded) >= 4:
+                del self._decoded[next(iter(self._decoded))]
+            self._decoded[c] = got
+        return got
+
+    def read(self, i0: int, i1: int, dest: Rows, threads: int | None = None) -> None:
+        """Fill ``dest[: i1 - i0]`` with rows ``[i0, i1)``: whole chunks in place, in threads.
+
+        ``threads`` caps the threads (default: up to :data:`READ_THREADS` while cores are
+        idle, and one per :data:`PARALLEL_MIN_CHUNKS` chunks).
+        """
+        rows = self.rows
+        full0, full1 = -(-i0 // rows), i1 // rows  # the whole chunks [full0, full1)
+        if i0 % rows:
+            c = i0 // rows
+            n = min(i1, (c + 1) * rows) - i0
+            dest[:n] = self.chunk(c)[i0 - c * rows : i0 - c * rows + n]
+        if i1 % rows and i1 // rows >= full0:
+            c = i1 // rows
+            dest[c * rows - i0 : i1 - i0] = self.chunk(c)[: i1 - c * rows]
+        if full1 <= full0:
+            return
+        base = dest.ctypes.data - i0 * dest.dtype.itemsize
+        chunks = range(full0, full1)
+        if threads is None:
+            threads = min(READ_THREADS, len(chunks) // PARALLEL_MIN_CHUNKS + 1, _idle_cores() + 1)
+        helpers = min(threads, len(chunks)) - 1
+        if helpers <= 0:
+            for c in chunks:
+                self.decode_into(c, base + c * self.nbytes)
+            return
+        # HDF5 reads the stored chunks here; the threads then only decompress, holding the
+        # GIL for a few microseconds per chunk.
+        stored = [self.fetch(c) for c in chunks]
+
+        def unpack(c: int, dst: int) -> None:
+            self.unpack(c, *stored[c - full0], dst)
+
+        work = _Shared(chunks)
+        for _ in range(helpers):
+            _pool().submit(work.run, unpack, base, self.nbytes)
+        work.run(unpack, base, self.nbytes)
+        work.wait()
+
+    def find(self, value: int, index: npt.NDArray[np.int64], n: int) -> int:
+        """Return the first row of ``[0, n)`` with ``ts >= value`` (``n`` if none).
+
+        ``index`` holds the first ``ts`` of chunks ``0 .. len(index) - 1``; when it covers
+        every chunk of the ``n`` rows, one chunk is decompressed, the one the answer is in.
+        Rows past the index are bisected on disk.
+        """
+        if n == 0:
+            return 0
+        j = int(np.searchsorted(index, value, side="left"))  # index[j-1] < value <= index[j]
+        if j == 0:
+            return 0
+        lo = (j - 1) * self.rows
+        if j == index.shape[0] and j * self.rows < n:  # past the indexed chunks
+            return _bisect(self.ds, value, lo, n)
+        hi = min(n, j * self.rows)
+        ts = self.chunk(j - 1)["ts"][: hi - lo]
+        return lo + int(np.searchsorted(ts, value, side="left"))
 
 
 def _bisect(ds: h5py.Dataset, value: int, lo: int, hi: int) -> int:
@@ -285,6 +532,38 @@ class DayWriter:
         n0 = ds.shape[0]
         ds.resize((n0 + rows.shape[0],))
         ds.write_direct(np.ascontiguousarray(rows), dest_sel=np.s_[n0 : n0 + rows.shape[0]])
+        self._write_index(kind, ds, n0, rows["ts"])
+
+    def _write_index(self, kind: str, ds: h5py.Dataset, n0: int, ts: npt.NDArray[np.int64]) -> None:
+        """Append the first ``ts`` of every chunk that rows ``n0 ..`` started to the index.
+
+        The index (``<kind>.chunk_ts``, int64, attribute ``chunk_rows``) lets a range read
+        find its bounds without reading chunks. Rows are only ever appended, so an entry never
+        changes once written. Entries missing from before (a file written by an older version)
+        are read back from the dataset first.
+        """
+        rows = int(ds.chunks[0])
+        name = kind + INDEX_SUFFIX
+        idx: h5py.Dataset | None = self._group.get(name)
+        if idx is None:
+            idx = self._group.create_dataset(
+                name, shape=(0,), maxshape=(None,), dtype=np.int64, chunks=(4096,)
+            )
+            idx.attrs["chunk_rows"] = rows
+        elif int(idx.attrs.get("chunk_rows", 0)) != rows:
+            return
+        have, want = int(idx.shape[0]), -(-(n0 + ts.shape[0]) // rows)
+        if want <= have:
+            return
+        starts = np.arange(have, want, dtype=np.int64) * rows
+        first = np.empty(want - have, np.int64)
+        mine = starts >= n0
+        first[mine] = ts[starts[mine] - n0]
+        column = ds.fields("ts")
+        for j in np.flatnonzero(~mine):
+            first[j] = int(column[int(starts[j])])
+        idx.resize((want,))
+        idx[have:want] = first
 
     def flush(self, *, to_disk: bool = True) -> None:
         """Write every queued row; with ``to_disk``, flush the file (readers then see it).
@@ -339,6 +618,8 @@ class TickStore:
         self.chunk_rows = chunk_rows
         self._swmr_read = False
         self._writers: list[DayWriter] = []
+        self._indexes: dict[str, npt.NDArray[np.int64]] = {}
+        self._blosc_datasets: dict[str, bool] = {}
         self.file = self._open(swmr)
 
     def _open(self, swmr: bool) -> h5py.File:
@@ -422,6 +703,7 @@ class TickStore:
 
         Instrument-days created after the file was opened appear after reopening it.
         """
+        self._indexes.clear()
         if self._swmr_read:
             for sym in self.file.values():
                 for day in sym.values():
@@ -525,17 +807,61 @@ class TickStore:
         dt: np.dtype[np.void] = np.dtype(ds.dtype)
         return dt
 
+    def _index(self, ds: h5py.Dataset, n: int) -> npt.NDArray[np.int64]:
+        """Return the first ``ts`` of each chunk of ``ds`` that holds rows of the first ``n``.
+
+        Empty when the file has no usable index for ``ds`` (written before it existed). It
+        may cover fewer chunks: a writer of an older version appended. A store opened for
+        reading keeps each index it loaded (entries never change; a longer one is loaded
+        when the dataset has grown past it, and :meth:`refresh` drops them).
+        """
+        rows = ds.chunks[0] if ds.chunks else 0
+        need = -(-n // rows) if rows else 0
+        got = self._indexes.get(ds.name)
+        if got is None or got.shape[0] < need:
+            got = np.empty(0, np.int64)
+            idx = ds.parent.get(ds.name.rsplit("/", 1)[-1] + INDEX_SUFFIX)
+            usable = isinstance(idx, h5py.Dataset) and idx.dtype == np.int64 and rows > 0
+            if usable and int(idx.attrs.get("chunk_rows", 0)) == rows:
+                got = idx[:]
+            if self.mode == "r":
+                self._indexes[ds.name] = got
+        return got[:need]
+
+    def _reader(self, ds: h5py.Dataset) -> _ChunkReader | None:
+        blosc = self._blosc_datasets.get(ds.name)
+        reader = _ChunkReader.of(ds) if blosc is None or blosc else None
+        if self.mode == "r":
+            self._blosc_datasets[ds.name] = reader is not None
+        return reader
+
+    def _locate(
+        self, ds: h5py.Dataset, t0: int | None, t1: int | None
+    ) -> tuple[int, int, _ChunkReader | None]:
+        n = int(ds.shape[0])
+        reader = self._reader(ds)
+        index = self._index(ds, n) if reader is not None else np.empty(0, np.int64)
+        if reader is None or index.shape[0] == 0:
+            i0 = 0 if t0 is None else _bisect(ds, t0, 0, n)
+            i1 = n if t1 is None else _bisect(ds, t1, i0, n)
+        else:
+            i0 = 0 if t0 is None else reader.find(t0, index, n)
+            i1 = n if t1 is None else reader.find(t1, index, n)
+        return i0, max(i0, i1), reader
+
     def row_range(
         self, symbol: str, day: str, kind: str, t0: int | None = None, t1: int | None = None
     ) -> tuple[int, int]:
-        """Return the rows ``[i0, i1)`` of ``kind`` with ``t0 <= ts < t1`` (by bisection)."""
+        """Return the rows ``[i0, i1)`` of ``kind`` with ``t0 <= ts < t1``.
+
+        The bounds come from the chunk index (one chunk decompressed per bound), or by
+        bisecting the ``ts`` column on disk in a file without one.
+        """
         ds = self._dataset(symbol, day, kind)
         if ds is None:
             return 0, 0
-        n = int(ds.shape[0])
-        i0 = 0 if t0 is None else _bisect(ds, t0, 0, n)
-        i1 = n if t1 is None else _bisect(ds, t1, i0, n)
-        return i0, max(i0, i1)
+        i0, i1, _ = self._locate(ds, t0, t1)
+        return i0, i1
 
     def read(
         self,
@@ -557,19 +883,28 @@ class TickStore:
         ds = self._dataset(symbol, day, kind)
         if ds is None:
             return np.empty(0, _kind_dtype(kind, 1)) if out is None else out[:0]
-        i0, i1 = self.row_range(symbol, day, kind, t0, t1)
+        i0, i1, reader = self._locate(ds, t0, t1)
         if out is not None:
             if out.dtype != ds.dtype or out.ndim != 1 or not out.flags.c_contiguous:
                 raise ValueError(f"out: must be a 1-D C-contiguous {ds.dtype} array")
             if out.shape[0] < i1 - i0:
                 raise ValueError(f"out: holds {out.shape[0]} rows, the range has {i1 - i0}")
-        return self._read_rows(ds, i0, i1, out)
+        return self._read_rows(ds, i0, i1, out, reader)
 
     @staticmethod
-    def _read_rows(ds: h5py.Dataset, i0: int, i1: int, out: Rows | None = None) -> Rows:
+    def _read_rows(
+        ds: h5py.Dataset,
+        i0: int,
+        i1: int,
+        out: Rows | None = None,
+        reader: _ChunkReader | None = None,
+    ) -> Rows:
         dest = np.empty(i1 - i0, ds.dtype) if out is None else out[: i1 - i0]
         if i1 > i0:
-            ds.read_direct(dest, np.s_[i0:i1])
+            if reader is not None:
+                reader.read(i0, i1, dest)
+            else:
+                ds.read_direct(dest, np.s_[i0:i1])
         return dest
 
     def iter_chunks(
@@ -587,9 +922,9 @@ class TickStore:
         ds = self._dataset(symbol, day, kind)
         if ds is None:
             return
-        i0, i1 = self.row_range(symbol, day, kind, t0, t1)
+        i0, i1, reader = self._locate(ds, t0, t1)
         for a in range(i0, i1, rows):
-            yield self._read_rows(ds, a, min(a + rows, i1))
+            yield self._read_rows(ds, a, min(a + rows, i1), None, reader)
 
     # --------------------------------------------------------------------- writes
     def writer(

@@ -23,6 +23,7 @@ from engine.tickstore.store import (
     DayInfo,
     TickStore,
     TickStoreError,
+    _ChunkReader,
     day_of,
     day_start_ns,
     symbol_key,
@@ -207,7 +208,7 @@ import sys, numpy as np
 from engine.tickstore.store import TickStore, day_start_ns
 from engine.tickstore.schema import TRADE_DTYPE
 t0 = day_start_ns("20240808")
-with TickStore(sys.argv[1], "a", swmr=True) as s:
+with TickStore(sys.argv[1], "a", swmr=True, chunk_rows=1000) as s:
     w = s.writer("X", "20240808", tick_size="0.01", lot_size="1")
     n = 0
     while True:
@@ -235,12 +236,17 @@ def test_swmr_reader_follows_a_writer_and_a_killed_writer_leaves_a_readable_file
         with TickStore(path) as s:  # falls back to SWMR reading on its own
             n_a = s.read("X", DAY, "trades").shape[0]
             assert n_a >= first
+            early = s.read("X", DAY, "trades", T0 + 10, T0 + n_a)  # loads the chunk index
+            np.testing.assert_array_equal(early["trade_id"], np.arange(10, n_a))
             while int(child.stdout.readline()) < n_a + 5000:
                 pass
             s.refresh()
             a = s.read("X", DAY, "trades")
             assert a.shape[0] > n_a
             np.testing.assert_array_equal(a["trade_id"], np.arange(a.shape[0]))
+            lo, hi = max(0, n_a - 1234), a.shape[0] - 7  # past the index loaded before
+            late = s.read("X", DAY, "trades", T0 + lo, T0 + hi)
+            np.testing.assert_array_equal(late["trade_id"], np.arange(lo, hi))
         seen = int(child.stdout.readline())
     finally:
         child.kill()
@@ -307,3 +313,108 @@ def test_a_store_held_by_a_plain_writer_says_so(tmp_path: Path) -> None:
         child.communicate("", timeout=30)
     with TickStore(path) as s:
         assert s.days("X") == [DAY]
+
+
+def _expect_ranges(s: TickStore, a: np.ndarray, kind: str = "trades") -> None:
+    ts = a["ts"]
+    rng = np.random.default_rng(7)
+    probes = [None, int(ts[0]), int(ts[-1]), int(ts[-1]) + 1, T0 - 1]
+    probes += [int(ts[i]) for i in (999, 1000, 1001, 2000, 4999, 5000) if i < len(ts)]
+    probes += [int(x) for x in rng.integers(ts[0] - 10, ts[-1] + 10, 30)]
+    for t0 in probes:
+        for t1 in probes[:12]:
+            i0 = 0 if t0 is None else int(np.searchsorted(ts, t0))
+            i1 = len(ts) if t1 is None else int(np.searchsorted(ts, t1))
+            assert s.row_range("X", DAY, kind, t0, t1) == (i0, max(i0, i1))
+            np.testing.assert_array_equal(s.read("X", DAY, kind, t0, t1), a[i0 : max(i0, i1)])
+
+
+def test_chunk_index_finds_bounds_and_older_files_read_the_same(tmp_path: Path) -> None:
+    path = tmp_path / "t.h5"
+    a = trades(20_500, step=3_000_001)
+    a["ts"][990:1010] = a["ts"][990]  # equal times across a chunk boundary
+    a["ts"][1010:] += 9
+    with TickStore(path, "a", chunk_rows=1000) as s:
+        w = s.writer("X", DAY, tick_size="0.01", lot_size="1")
+        for i in range(0, 12_000, 777):  # batches that start and end inside chunks
+            w.append("trades", a[i : min(i + 777, 12_000)])
+            w.flush()
+    with h5py.File(path, "r") as f:
+        idx = f["X"][DAY]["trades.chunk_ts"]
+        assert idx.attrs["chunk_rows"] == 1000
+        np.testing.assert_array_equal(idx[:], a["ts"][:12_000:1000])
+    # A writer of an older version appends without the index: the rows past it are bisected.
+    with h5py.File(path, "a", libver="latest") as f:
+        ds = f["X"][DAY]["trades"]
+        ds.resize((16_000,))
+        ds[12_000:16_000] = a[12_000:16_000]
+    with TickStore(path) as s:
+        _expect_ranges(s, a[:16_000])
+    with TickStore(path, "a", chunk_rows=1000) as s:  # the next append fills the index in
+        s.writer("X", DAY, tick_size="0.01", lot_size="1").append("trades", a[16_000:])
+    with TickStore(path) as s:
+        _expect_ranges(s, a)
+    with h5py.File(path, "r") as f:
+        np.testing.assert_array_equal(f["X"][DAY]["trades.chunk_ts"][:], a["ts"][::1000])
+    with h5py.File(path, "a") as f:  # a file written before the index existed
+        del f["X"][DAY]["trades.chunk_ts"]
+    with TickStore(path) as s:
+        _expect_ranges(s, a)
+        assert s.kinds("X", DAY) == ["trades"]
+
+
+def test_whole_chunks_decompress_in_place_in_threads_as_hdf5_reads_them(tmp_path: Path) -> None:
+    a = trades(64_000, step=1_000)
+    with TickStore(tmp_path / "t.h5", "a", chunk_rows=1024) as s:
+        s.writer("X", DAY, tick_size="0.01", lot_size="1").append("trades", a)
+    with h5py.File(tmp_path / "t.h5", "r") as f:
+        ds = f["X"][DAY]["trades"]
+        reader = _ChunkReader.of(ds)
+        assert reader is not None
+        for threads in (1, 2, 3):
+            for i0, i1 in ((0, 64_000), (5, 63_999), (1024, 60 * 1024), (100, 900)):
+                dest = np.zeros(i1 - i0 + 3, TRADE_DTYPE)
+                reader.read(i0, i1, dest, threads=threads)
+                np.testing.assert_array_equal(dest[: i1 - i0], a[i0:i1])
+                assert not dest[i1 - i0 :].view(np.uint8).any()  # nothing past the range
+
+
+def test_incompressible_unfiltered_and_non_blosc_chunks_read_back(tmp_path: Path) -> None:
+    path = tmp_path / "t.h5"
+    rng = np.random.default_rng(5)
+    a = np.zeros(9_000, BBO_DTYPE)
+    a["ts"] = T0 + np.arange(9_000) * 1_000
+    for field in ("ts_recv", "bid_px", "bid_qty", "ask_px", "ask_qty", "seq"):
+        a[field] = rng.integers(-(2**62), 2**62, 9_000)
+    with TickStore(path, "a", chunk_rows=1000) as s:
+        s.writer("X", DAY, tick_size="0.01", lot_size="1").append("bbo", a)
+    with h5py.File(path, "a") as f:
+        ds = f["X"][DAY]["bbo"]
+        # A chunk stored unfiltered, as HDF5 does when an optional filter fails on it.
+        ds.id.write_direct_chunk((3000,), a[3000:4000].tobytes(), filter_mask=1)
+        # Another tool wrote this day's trades with gzip: HDF5 reads them.
+        t = trades(5_000)
+        f["X"][DAY].create_dataset("trades", data=t, chunks=(700,), maxshape=(None,),
+                                   compression="gzip")  # fmt: skip
+    with TickStore(path) as s:
+        assert s.file["X"][DAY]["bbo"].id.read_direct_chunk((3000,))[0] == 1
+        np.testing.assert_array_equal(s.read("X", DAY, "bbo"), a)
+        np.testing.assert_array_equal(s.read("X", DAY, "bbo", T0 + 1_500_000, T0 + 7_000_000),
+                                      a[1500:7000])  # fmt: skip
+        _expect_ranges(s, t)
+
+
+def test_a_damaged_chunk_is_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "t.h5"
+    with TickStore(path, "a", chunk_rows=1000) as s:
+        s.writer("X", DAY, tick_size="0.01", lot_size="1").append("trades", trades(5_000))
+    with h5py.File(path, "a") as f:
+        f["X"][DAY]["trades"].id.write_direct_chunk((2000,), b"\x02\x01\x21\x30" + bytes(60))
+    with TickStore(path) as s:
+        assert s.read("X", DAY, "trades", T0, T0 + 1_000_000_000).shape == (1000,)
+        with pytest.raises(TickStoreError, match=r"/X/20240808/trades chunk 2 does not "):
+            s.read("X", DAY, "trades")
+        reader = _ChunkReader.of(s.file["X"][DAY]["trades"])
+        assert reader is not None
+        with pytest.raises(TickStoreError, match="chunk 2 does not decompress to 48000 bytes"):
+            reader.read(0, 5_000, np.zeros(5_000, TRADE_DTYPE), threads=3)  # in a helper
