@@ -74,6 +74,7 @@ class Overlay:
     _by_exec: dict[str, list[int]] = field(default_factory=dict)
     _links: dict[str, str] = field(default_factory=dict)  # ClOrdID -> root of its chain
     _groups: dict[str, list[str]] = field(default_factory=dict)  # root -> its ClOrdIDs
+    _indexed: bool = False  # FIX chains are indexed on the first look-up
 
     @property
     def symbols(self) -> tuple[str, ...]:
@@ -173,8 +174,11 @@ class Overlay:
         self._links = {k: root(k) for k in parent}
         for k, r in self._links.items():
             self._groups.setdefault(r, []).append(k)
+        self._indexed = True
 
     def _chain_indices(self, order_id: int) -> list[int]:
+        if not self._indexed:
+            self._index()
         clordid = self.day.client_order_ids.get(int(order_id), "")
         if not clordid:
             return []

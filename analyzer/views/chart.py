@@ -444,12 +444,15 @@ class ChartStack(QWidget):
         self._layout.setContentsMargins(0, 0, 0, 0)
         self._layout.setSpacing(2)
 
-    def add(self, day: InstrumentDay) -> TickChart:
-        """Add a chart for ``day`` below the others, linked to their time axis."""
+    def add(self, day: InstrumentDay, kind: type[TickChart] | None = None) -> TickChart:
+        """Add a chart for ``day`` below the others, linked to their time axis.
+
+        ``kind``: the chart class (a subclass of :class:`TickChart`, e.g. a live chart).
+        """
         t0, t1 = day.span
         if self.origin_ns is None:
             self.origin_ns = t0 - t0 % (86_400 * NS)  # midnight UTC of the first day
-        chart = TickChart(day, self.origin_ns, self.tz_name, self)
+        chart = (kind or TickChart)(day, self.origin_ns, self.tz_name, self)
         first = self.charts[0] if self.charts else None
         chart.show_key = first is None
         chart.apply_colors()

@@ -6,12 +6,16 @@ middle, the chart stack with its tool bar (time zone, span statistics, replay co
 progress line with a Cancel button while a day opens; right, the depth ladder following the
 cursor and the statistics of the selected span; below, the FIX message chain of the clicked
 order or execution. Opening days and journals runs on worker threads (:mod:`.jobs`).
+
+Given the console bridge's ``events_received`` signal (``engine_events``), the browser also
+lists the engine's instruments as live rows; charting one shows its quotes, trades and own
+orders as they arrive (:mod:`.live`).
 """
 
 import logging
 import math
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Final
@@ -40,14 +44,22 @@ from PySide6.QtWidgets import (
 )
 
 from analyzer.dataset import Depth, InstrumentDay, open_day
+from analyzer.live import LIVE_PREFIX, LiveFeed, LiveInstrument
 from analyzer.overlay import Overlay, load_overlay
 from analyzer.source import DayEntry, StoreDay, browse
 from analyzer.stats import RangeStats
 from analyzer.views.chart import ChartStack, TickChart
 from analyzer.views.jobs import Job, Latest
+from analyzer.views.live import LIVE_WINDOW_NS, LiveChart, LiveLink, follow_span
 from analyzer.views.timeaxis import NS, ZONES, format_ns, zone
 from engine.enums import OrdStatus
-from engine.events import DepthChanged, EventRecord, FixMessageSeen, InstrumentAdded
+from engine.events import (
+    DepthChanged,
+    EngineSnapshot,
+    EventRecord,
+    FixMessageSeen,
+    InstrumentAdded,
+)
 from engine.journal.format import FixDirection, FixMessageRecord
 from engine.tickstore.store import TickStore
 from engine.types import BUY, SELL
@@ -102,6 +114,13 @@ def _count(n: int) -> str:
     return f"{n:,}" if n else "—"
 
 
+def _store_name(store: str) -> str:
+    """Return the browser's Store cell: the file's name, or "● live · engine"."""
+    if store.startswith(LIVE_PREFIX):
+        return f"● live · {store.removeprefix(LIVE_PREFIX)}"
+    return Path(store).name
+
+
 class DayBrowser(QTableWidget):
     """Instruments and days of a tick store with their row counts and time spans.
 
@@ -128,10 +147,13 @@ class DayBrowser(QTableWidget):
     def add_entries(self, entries: Sequence[DayEntry]) -> None:
         """List ``entries`` too (replacing those of the same store)."""
         stores = {e.store for e in entries}
+        before = self.entries
         self.entries = [e for e in self.entries if e.store not in stores] + list(entries)
         self.setRowCount(len(self.entries))
         right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
         for r, e in enumerate(self.entries):
+            if r < len(before) and before[r] == e and self.item(r, 0) is not None:
+                continue  # unchanged (live rows are listed again every second)
             depth = e.counts.get("l2", 0) + e.counts.get("mbo", 0)
             cells = (
                 (e.symbol, None),
@@ -141,7 +163,7 @@ class DayBrowser(QTableWidget):
                 (_count(depth), right),
                 (fmt_ts_utc(e.t_first) if e.t_first else "—", right),
                 (fmt_ts_utc(e.t_last) if e.t_last else "—", right),
-                (Path(e.store).name, None),
+                (_store_name(e.store), None),
             )
             for c, (text, align) in enumerate(cells):
                 item = QTableWidgetItem(text)
@@ -342,6 +364,9 @@ class AnalyzerWorkspace(QMainWindow):
         *,
         tz_name: str = "UTC",
         journal_dir: Path | None = None,
+        engine_events: Any = None,
+        engine_name: str = "engine",
+        engine_snapshot: Callable[[], EngineSnapshot] | None = None,
     ) -> None:
         super().__init__(parent)
         #: Where the console's engine journals (``Overlay engine journal`` reads the newest).
@@ -399,6 +424,24 @@ class AnalyzerWorkspace(QMainWindow):
         self.replay.moved.connect(self._on_replay)
         self.depth_lookup = Latest(self._depth_for, self)
         self.depth_lookup.result.connect(self._show_depth)
+        #: The cursor the live edge last set (it keeps following the edge until moved).
+        self._edge_cursor: int | None = None
+        #: Whether the charts follow the live edge, and the view's width meanwhile (ns).
+        #: Panning or zooming so that the newest row leaves the view stops it; bringing the
+        #: view back to it (or *Follow live*) starts it again.
+        self.following = True
+        self.window_ns = LIVE_WINDOW_NS
+        #: The console's engine, followed live from the bridge's batches (``engine_events``:
+        #: its ``events_received`` signal; the Analyzer never drains the client itself).
+        self.live: LiveLink | None = None
+        if engine_events is not None:
+            self.live = LiveLink(LiveFeed(engine_name), self._live_charts, self)
+            self.live.instruments_changed.connect(self._list_live)
+            self.live.drawn.connect(self._on_live_drawn)
+            engine_events.connect(self.live.on_events)
+            if engine_snapshot is not None:
+                self._read_engine_state(engine_snapshot)
+        self.follow_action.setEnabled(self.live is not None)
         _warm_kernels()
 
     # ------------------------------------------------------------------ building
@@ -432,6 +475,11 @@ class AnalyzerWorkspace(QMainWindow):
         self.clear_action.triggered.connect(self.close_charts)
         self.fit_action = QAction("Whole day", self)
         self.fit_action.triggered.connect(self.fit)
+        self.follow_action = QAction("Follow live", self)
+        self.follow_action.setToolTip("Live charts: follow the newest events again (End)")
+        self.follow_action.setShortcut(QKeySequence("End"))
+        self.follow_action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        self.follow_action.triggered.connect(self.follow_live)
         bar.addAction(self.open_action)
         bar.addAction(self.chart_action)
         bar.addAction(self.journal_action)
@@ -439,6 +487,7 @@ class AnalyzerWorkspace(QMainWindow):
         bar.addAction(self.clear_action)
         bar.addSeparator()
         bar.addAction(self.fit_action)
+        bar.addAction(self.follow_action)
         bar.addAction(self.span_action)
         bar.addSeparator()
         bar.addWidget(QLabel(" Time zone "))
@@ -573,6 +622,9 @@ class AnalyzerWorkspace(QMainWindow):
 
         ``store`` is the path of an open store (default: the first that holds the day).
         """
+        if store.startswith(LIVE_PREFIX):
+            self.chart_live(symbol)
+            return None
         days = [day] if isinstance(day, str) else list(day)
         st = self.stores.get(store) if store else None
         if st is None:
@@ -602,11 +654,11 @@ class AnalyzerWorkspace(QMainWindow):
         """Chart an instrument-day opened elsewhere (e.g. an in-memory one)."""
         return self._day_ready(day)
 
-    def _day_ready(self, day: InstrumentDay) -> TickChart:
+    def _day_ready(self, day: InstrumentDay, kind: type[TickChart] | None = None) -> TickChart:
         if any(d.symbol == day.symbol for d in self.days):
             store = getattr(day.source, "store", None)
             where = Path(store.path).stem if store is not None else day.day
-            day.label = f"{day.symbol} ({where})"
+            day.label = f"{day.symbol} ({'live' if isinstance(day, LiveInstrument) else where})"
         self.days.append(day)
         self.formats.add(
             InstrumentAdded(
@@ -614,9 +666,17 @@ class AnalyzerWorkspace(QMainWindow):
                 lot_size=_decimal(day.source.lot_size), multiplier="1", currency="", venue="",
             )
         )  # fmt: skip
-        chart = self.stack.add(day)
-        chart.execution_clicked.connect(self.show_execution)
-        chart.order_clicked.connect(self.show_order)
+        chart = self.stack.add(day, kind)
+        chart.getPlotItem().getViewBox().sigRangeChangedManually.connect(
+            lambda *_: self._on_user_view()
+        )
+        # A click explains the overlay of the chart clicked (a live chart has its own).
+        chart.execution_clicked.connect(
+            lambda symbol, row, c=chart: self.show_execution(symbol, row, c.overlay)
+        )
+        chart.order_clicked.connect(
+            lambda symbol, oid, ts, c=chart: self.show_order(symbol, oid, ts, c.overlay)
+        )
         if self.overlay is not None:
             self.set_overlay(self.overlay)
         self.central.setCurrentWidget(self.stack)
@@ -627,6 +687,115 @@ class AnalyzerWorkspace(QMainWindow):
             self.stack.set_cursor((t0 + t1) // 2)
         self.day_opened.emit(day.symbol, day.day)
         return chart
+
+    # ------------------------------------------------------------------ live engine
+    def _read_engine_state(self, snapshot: Callable[[], EngineSnapshot]) -> Job:
+        """Start from the engine's state: its instruments and orders (read off the GUI thread).
+
+        The Analyzer is built when first shown, after the engine listed its instruments; the
+        snapshot lists them again. Events the bridge delivers meanwhile are taken as they come.
+        """
+
+        def work(progress: Any, _token: Any) -> EngineSnapshot:
+            progress(0.0, "reading the engine's state")
+            return snapshot()
+
+        def ready(snap: EngineSnapshot) -> None:
+            assert self.live is not None
+            self.live.on_events([EventRecord(snap.seq, e) for e in snap.state_events])
+
+        job = Job("engine state", work, self)
+        job.finished.connect(ready)
+        return self._start(job)
+
+    def _live_charts(self) -> list[LiveChart]:
+        return [c for c in self.stack.charts if isinstance(c, LiveChart)]
+
+    def _list_live(self) -> None:
+        assert self.live is not None
+        entries = self.live.feed.entries()
+        self.browser.add_entries(entries)
+        if not self.days and not self.stores:
+            self.empty.title_label.setText("No instrument charted")
+            self.empty.body_label.setText(
+                f"The engine {self.live.feed.engine} lists {len(entries)} instruments: they are "
+                "under Tick store below as live rows, with the quotes and trades received so far."
+            )
+            self.empty.hint_label.setText(
+                "Double-click a live row to chart it as it trades, with the engine's own orders "
+                "and fills; open a tick store (File ▸ Open tick store…) for history."
+            )
+
+    def chart_live(self, symbol: str) -> LiveChart | None:
+        """Chart the live engine's ``symbol``: quotes, trades and own orders as they arrive."""
+        if self.live is None:
+            self._fail(f"{symbol}: no live engine to follow")
+            return None
+        for c in self._live_charts():
+            if c.day.symbol == symbol:
+                return c
+        try:
+            day = self.live.feed.chart(symbol)
+        except KeyError as e:
+            self._fail(str(e).strip("'\""))
+            return None
+        chart = self._day_ready(day, LiveChart)
+        assert isinstance(chart, LiveChart)
+        if len(self.stack.charts) == 1:
+            self.window_ns = LIVE_WINDOW_NS
+        chart.set_live_overlay(self.live.feed.orders.overlay())
+        self.follow_live()
+        return chart
+
+    def follow_live(self) -> None:
+        """Make the charts, and the cursor, follow the newest events again."""
+        if self.live is None or not self._live_charts():
+            return
+        self.following = True
+        self._edge_cursor = self.stack.cursor_ns
+        self._on_live_drawn(True)
+
+    def _live_edge(self) -> tuple[int, int]:
+        """Return the first and the newest row over the live charts (ns)."""
+        spans = [c.live.span for c in self._live_charts()]
+        return min(s[0] for s in spans), max(s[1] for s in spans)
+
+    def _on_user_view(self) -> None:
+        # The user moved the view (mouse, Whole day): follow while it shows the newest row.
+        if self.live is None or not self._live_charts():
+            return
+        t0, t1 = self.stack.view_ns()
+        first, newest = self._live_edge()
+        self.following = t1 >= newest - 1
+        # A view that starts before the first row is a young instrument's: its width says
+        # nothing of the window wanted, unless the user widened it.
+        if self.following and (t0 > first or t1 - t0 > self.window_ns):
+            self.window_ns = max(t1 - t0, 1000)
+
+    def _on_live_drawn(self, changed: bool) -> None:
+        charts = self._live_charts()
+        if not charts or self.live is None:
+            return
+        now = self.live.feed.now_ns
+        if self.following and not self.replay.timer.isActive():
+            start, end = follow_span(now, self._live_edge()[0], self.window_ns)
+            self.stack.set_view(start, end)  # every chart redraws (their x axes are linked)
+        elif changed:
+            for c in charts:
+                c.on_data()
+        self._on_live_edge(now)
+
+    def _on_live_edge(self, now: int) -> None:
+        # The crosshair (and the ladder) show the newest quote while nobody moved them:
+        # not while the mouse is over a chart, a replay runs, or after a click placed them.
+        if not self.following or self.replay.timer.isActive():
+            return
+        if self.stack.cursor_ns != self._edge_cursor:
+            return
+        if any(c.underMouse() for c in self.stack.charts):
+            return
+        self._edge_cursor = int(now)
+        self.stack.set_cursor(int(now))
 
     def close_charts(self) -> None:
         """Close every chart and forget the overlay (the stores stay open)."""
@@ -649,6 +818,7 @@ class AnalyzerWorkspace(QMainWindow):
         spans = [d.span for d in self.days]
         if spans:
             self.stack.set_view(min(s[0] for s in spans), max(s[1] for s in spans))
+            self._on_user_view()
 
     # ------------------------------------------------------------------ journal
     def overlay_engine_journal(self) -> Job | None:
@@ -694,13 +864,18 @@ class AnalyzerWorkspace(QMainWindow):
         self.overlay = overlay
         targets = {id(c) for c in self._overlay_targets(overlay)}
         for c in self.stack.charts:
-            c.set_overlay(overlay if id(c) in targets else None)
+            if not isinstance(c, LiveChart):  # a live chart shows the engine's own orders
+                c.set_overlay(overlay if id(c) in targets else None)
         self.overlay_loaded.emit(int(overlay.day.executions.shape[0]))
 
     def _overlay_targets(self, overlay: Overlay) -> list[TickChart]:
         out: list[TickChart] = []
         for symbol in overlay.symbols:
-            charts = [c for c in self.stack.charts if c.day.symbol == symbol]
+            charts = [
+                c
+                for c in self.stack.charts
+                if c.day.symbol == symbol and not isinstance(c, LiveChart)
+            ]
             if len(charts) > 1:
                 seg = overlay.segments(symbol)
                 px = float(np.median(seg.px)) if seg.n else 0.0
@@ -721,34 +896,40 @@ class AnalyzerWorkspace(QMainWindow):
                 return c
         raise KeyError(f"{label} is not charted")
 
-    def show_execution(self, symbol: str, row: int) -> None:
-        """Show an execution's FIX chain and put the cursor (and the ladder) on it."""
-        if self.overlay is None:
+    def show_execution(self, symbol: str, row: int, overlay: Overlay | None = None) -> None:
+        """Show an execution's FIX chain and put the cursor (and the ladder) on it.
+
+        ``overlay``: the one the execution belongs to (default: the journal's).
+        """
+        overlay = overlay if overlay is not None else self.overlay
+        if overlay is None:
             return
-        ex = self.overlay.executions(symbol)[row]
-        chain, pos = self.overlay.execution_chain(int(ex["order_id"]), self.overlay.exec_id(ex))
-        self._show_history(symbol, int(ex["order_id"]), int(ex["ts"]))
+        ex = overlay.executions(symbol)[row]
+        chain, pos = overlay.execution_chain(int(ex["order_id"]), overlay.exec_id(ex))
+        self._show_history(overlay, symbol, int(ex["order_id"]), int(ex["ts"]))
         self._show_chain(chain, pos)
         self._follow_symbol(symbol)
         self.clicked_execution = ex
         self.stack.set_cursor(int(ex["ts"]))
         self.replay.seek(int(ex["ts"]))
 
-    def show_order(self, symbol: str, order_id: int, ts: int) -> None:
+    def show_order(
+        self, symbol: str, order_id: int, ts: int, overlay: Overlay | None = None
+    ) -> None:
         """Show an order's FIX chain and the book at the clicked time."""
-        if self.overlay is None:
+        overlay = overlay if overlay is not None else self.overlay
+        if overlay is None:
             return
-        self._show_history(symbol, order_id, ts)
-        self._show_chain(self.overlay.order_chain(order_id), -1)
+        self._show_history(overlay, symbol, order_id, ts)
+        self._show_chain(overlay.order_chain(order_id), -1)
         self._follow_symbol(symbol)
         self.stack.set_cursor(int(ts))
 
-    def _show_history(self, symbol: str, order_id: int, at_ts: int) -> None:
+    def _show_history(self, overlay: Overlay, symbol: str, order_id: int, at_ts: int) -> None:
         """List the order's changes and fills (every journal has them, backtests too)."""
-        assert self.overlay is not None
-        events, fills = self.overlay.order_history(order_id)
+        events, fills = overlay.order_history(order_id)
         chart = next(
-            (c for c in self.stack.charts if c.day.symbol == symbol and c.overlay is not None),
+            (c for c in self.stack.charts if c.day.symbol == symbol and c.overlay is overlay),
             None,
         )
         tick = chart.day.source.tick_size if chart is not None else 1.0
@@ -790,7 +971,7 @@ class AnalyzerWorkspace(QMainWindow):
                 self.history.setItem(r, c, item)
         self.history.resizeColumnsToContents()
         self.history_dock.setWindowTitle(
-            f"Order history · {symbol} order {order_id} · {self.overlay.client_order_id(order_id)}"
+            f"Order history · {symbol} order {order_id} · {overlay.client_order_id(order_id)}"
         )
 
     def _show_chain(self, chain: list[FixMessageRecord], pos: int) -> None:
