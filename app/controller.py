@@ -3,14 +3,18 @@
 
 import asyncio
 import logging
+import threading
 import time
+import weakref
 
 import qasync
 from PySide6.QtCore import QObject, Signal
 
 from app.bridge import EngineBridge
-from engine.client import EngineClient
+from app.cli import seconds_since_process_start
+from engine.client import EngineClient, EngineStartError
 from engine.commands import CommandAck, CommandResult, Ping
+from widgets.monitor.context import thread_relay
 
 log = logging.getLogger(__name__)
 
@@ -22,25 +26,72 @@ class Controller(QObject):
     -------
     message(str)
         A short outcome for the status bar ("engine answered ping in 84 µs").
+    started()
+        :meth:`start_in_background` started the engine.
+    start_failed(str)
+        :meth:`start_in_background` could not start the engine (the reason, one line).
     """
 
     message = Signal(str)
+    started = Signal()
+    start_failed = Signal(str)
 
     def __init__(self, client: EngineClient, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.client = client
         self.bridge = EngineBridge(client, parent=self)
         self._closed = False
+        self._starter: threading.Thread | None = None
 
     def start(self) -> None:
         """Start (or connect to) the engine; raises ``EngineStartError`` with the reason."""
         self.client.start()
+
+    def start_in_background(self) -> None:
+        """Start the engine from a worker thread, so the window is never held up by it.
+
+        The engine's own start (building it, importing what it runs) then happens while the
+        window is already on screen. The outcome arrives in the GUI thread: :attr:`started`, or
+        :attr:`start_failed` with the reason (also logged).
+        """
+        if self._starter is not None:
+            raise EngineStartError("the engine was already started")
+        relay, me, client = thread_relay(), weakref.ref(self), self.client
+
+        def start() -> None:
+            try:
+                client.start()
+            except EngineStartError as e:
+                log.warning("engine %s did not start: %s", client.name, e)
+                relay.post(me, "_report_start_failure", str(e))
+                return
+            except Exception as e:  # a bug, not a refusal: the traceback goes to the log
+                log.exception("engine %s did not start", client.name)
+                relay.post(me, "_report_start_failure", f"{type(e).__name__}: {e}")
+                return
+            log.info(
+                "engine %s running %.0f ms after process start",
+                client.name,
+                seconds_since_process_start() * 1e3,
+            )
+            relay.post(me, "_report_started")
+
+        self._starter = threading.Thread(target=start, name="qw-engine-start", daemon=True)
+        self._starter.start()
+
+    def _report_started(self) -> None:
+        self.started.emit()
+
+    def _report_start_failure(self, reason: str) -> None:
+        self.start_failed.emit(reason)
 
     def shutdown(self, timeout_s: float = 5.0) -> None:
         """Deliver the last events, stop the engine and join its thread; idempotent."""
         if self._closed:
             return
         self._closed = True
+        if self._starter is not None:
+            self._starter.join(timeout_s)  # an engine still starting is stopped once it runs
         self.client.close(timeout_s)
         self.bridge.flush(force=True)
         self.bridge.detach()

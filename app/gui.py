@@ -7,7 +7,6 @@ the window saves its settings, the engine stops and its thread is joined, logs a
 
 import argparse
 import asyncio
-import functools
 import logging
 import os
 import signal
@@ -15,25 +14,28 @@ import socket
 import sys
 import time
 from types import FrameType, TracebackType
+from typing import TYPE_CHECKING
 
 import qasync
-from PySide6.QtCore import QSocketNotifier, QTimer
+from PySide6.QtCore import QSocketNotifier, Qt, QTimer
 from PySide6.QtGui import QGuiApplication, QIcon
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QMessageBox
 
 from app import logs
 from app.bridge import GcPacer
+from app.cli import seconds_since_process_start
 from app.controller import Controller
 from app.main_window import MainWindow
 from app.multi_client import MultiEngineClient
 from app.paths import resource, state_dir
 from app.settings import AppSettings
-from engine.client import EngineStartError
-from engine.demo import build_demo
+from engine.client import ClientState
 from engine.embedded import EmbeddedEngineClient
 from engine.events import EngineHeartbeat, EventRecord, OrderChanged, OrderFilled
-from engine.warmup import warm_up
 from widgets.connect_dialog import ConnectRequest
+
+if TYPE_CHECKING:
+    from engine.core import Engine
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +47,20 @@ def _say(text: str, *, error: bool = False) -> None:
     stream = sys.stderr if error else sys.stdout
     stream.write(f"qwconsole: {text}\n")
     stream.flush()
+
+
+def _configure_demo(engine: "Engine") -> None:
+    """Add the demo to ``engine``; runs on the engine thread, which also pays its imports."""
+    from engine.demo import build_demo
+
+    build_demo(engine, journal_dir=state_dir() / "journal", store_dir=state_dir() / "fix")
+
+
+def _warm_up() -> object:
+    """Load (or compile) the kernels; runs on the engine's worker thread."""
+    from engine.warmup import warm_up
+
+    return warm_up()
 
 
 def has_display() -> bool:
@@ -147,18 +163,11 @@ class ConsoleRun:
 
         opts = self.opts
         headless_run = opts.smoke is not None or opts.screenshot is not None
-        demo = functools.partial(
-            build_demo, journal_dir=state_dir() / "journal", store_dir=state_dir() / "fix"
-        )
-        # One client for every engine: remote engines attach to it later (Engine menu).
+        # One client for every engine: remote engines attach to it later (Engine menu). The
+        # embedded engine starts once the window is on screen (below), on its own threads.
         controller = Controller(
-            MultiEngineClient([EmbeddedEngineClient(configure=demo, warm_up=warm_up)])
+            MultiEngineClient([EmbeddedEngineClient(configure=_configure_demo, warm_up=_warm_up)])
         )
-        try:
-            controller.start()
-        except EngineStartError as e:
-            _say(f"error: {e}", error=True)
-            return 1
         window = MainWindow(controller, AppSettings(read_only=headless_run))
         self.window, self.controller = window, controller
         if opts.theme:
@@ -178,16 +187,21 @@ class ConsoleRun:
         asyncio.set_event_loop(loop)
         done: asyncio.Future[None] = loop.create_future()
         window.closed.connect(lambda: None if done.done() else done.set_result(None))
+        window.status.on_client_state(ClientState.CONNECTING)  # it starts after the first frame
         window.show()
-        log.info("window shown %.0f ms after start", (time.perf_counter() - t0) * 1e3)
+        log.info(
+            "window shown %.0f ms after process start (%.0f ms after run)",
+            seconds_since_process_start() * 1e3,
+            (time.perf_counter() - t0) * 1e3,
+        )
+        app.processEvents()  # paint the first frame before the engine's start competes for it
+        log.info("first frame %.0f ms after process start", seconds_since_process_start() * 1e3)
+        controller.start_failed.connect(self._engine_failed)
+        controller.started.connect(self._engine_started)
+        controller.start_in_background()
         # Start-up's objects leave the collector now; later ones once a second (no GC stalls).
         gc_pacer = GcPacer()
         gc_pacer.start()
-        if opts.smoke is not None:
-            QTimer.singleShot(int(opts.smoke * 1000), self._finish_smoke)
-        if opts.screenshot is not None:
-            after = DEFAULT_SCREENSHOT_AFTER_S if opts.after is None else opts.after
-            QTimer.singleShot(int(after * 1000), self._shoot)
         try:
             with loop:
                 loop.run_until_complete(done)
@@ -200,6 +214,32 @@ class ConsoleRun:
         if self.uncaught:
             self.code = self.code or 1
         return self.code
+
+    def _engine_started(self) -> None:
+        # --smoke and --screenshot time their run from here: the engine starts after the window.
+        opts = self.opts
+        if opts.smoke is not None:
+            QTimer.singleShot(int(opts.smoke * 1000), self._finish_smoke)
+        if opts.screenshot is not None:
+            after = DEFAULT_SCREENSHOT_AFTER_S if opts.after is None else opts.after
+            QTimer.singleShot(int(after * 1000), self._shoot)
+
+    def _engine_failed(self, reason: str) -> None:
+        _say(f"error: {reason}", error=True)
+        self.code = 1
+        if self.opts.smoke is not None or self.opts.screenshot is not None:
+            self.window.close()
+            return
+        box = QMessageBox(
+            QMessageBox.Icon.Critical,
+            "Engine did not start",
+            f"The embedded engine did not start:\n{reason}\n\nDetails are in the log "
+            f"({state_dir() / 'qwconsole.log'}). Remote engines can still be attached "
+            "(Engine ▸ Connect to engine…).",
+            parent=self.window,
+        )
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
 
     def _finish_smoke(self) -> None:
         smoke, problems = self.smoke, []

@@ -1,12 +1,25 @@
 # SPDX-License-Identifier: MIT
-"""The main window: side bar, three workspaces, menus, status bar, persisted layout."""
+"""The main window: side bar, three workspaces, menus, status bar, persisted layout.
 
+Only the Trade Monitor is built with the window. The Enterprise Manager and the Trade Analyzer
+(with their imports: pyqtgraph, h5py, the FIX editors' models, the Analyzer's kernels) are built
+the first time they are shown; until then a placeholder holds their place in the stack. Once the
+engine runs (its kernels loaded), a worker thread loads what the first frame did not need: the
+FIX dictionaries of the message inspector and the lazy workspaces' Qt-free modules, so that
+their first showing mostly builds widgets.
+"""
+
+import importlib
 import logging
 import platform
+import threading
+import time
+from collections.abc import Callable
 from importlib import metadata
+from typing import TYPE_CHECKING, cast
 
 from PySide6.QtCore import QByteArray, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QIcon, QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QIcon, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
     QApplication,
     QMainWindow,
@@ -16,20 +29,39 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from analyzer.views.workspace import AnalyzerWorkspace
 from app.controller import Controller
 from app.fix_describe import FieldDescriber
-from app.paths import resource
+from app.paths import resource, state_dir
 from app.settings import AppSettings
 from app.theme import THEMES, apply_theme, load_theme
-from widgets.manager.workspace import ManagerWorkspace
+from engine.client import ClientState
+from engine.enums import EngineState
+from engine.events import EngineStateChanged, EventRecord
+from widgets.empty_state import EmptyState
 from widgets.monitor.workspace import MonitorWorkspace
 from widgets.status_bar import StatusIndicators
+
+if TYPE_CHECKING:
+    from analyzer.views.workspace import AnalyzerWorkspace
+    from widgets.manager.workspace import ManagerWorkspace
 
 log = logging.getLogger(__name__)
 
 #: Workspace keys in side-bar order; Ctrl+1..3 follow this order.
 WORKSPACES = ("monitor", "manager", "analyzer")
+#: Side-bar labels, and full titles (menus, window title), known before a workspace is built.
+LABELS = {"monitor": "Monitor", "manager": "Manager", "analyzer": "Analyzer"}
+TITLES = {"monitor": "Trade Monitor", "manager": "Enterprise Manager", "analyzer": "Trade Analyzer"}
+#: Workspaces built the first time they are shown.
+LAZY_WORKSPACES = ("manager", "analyzer")
+#: A lazy workspace shown before the window is built this long after the window appears (its
+#: first frame is painted first, with the workspace's placeholder).
+BUILD_AFTER_FIRST_FRAME_MS = 100
+#: Background loading starts when the engine reports that it runs, or this long after the
+#: window first showed (an engine that never runs), whichever comes first.
+BACKGROUND_LOAD_AFTER_MS = 5000
+#: The lazy workspaces' Qt-free modules (Qt modules are imported in the GUI thread only).
+PRELOAD_MODULES = ("engine.fix.editors", "analyzer.dataset", "analyzer.source", "analyzer.overlay")
 
 _VERSION_PACKAGES = (
     "qwconsole",
@@ -58,6 +90,14 @@ def versions() -> list[tuple[str, str]]:
     pairs.insert(1, ("Python", platform.python_version()))
     pairs.insert(2, ("Qt", QtCore.qVersion()))
     return pairs
+
+
+class WorkspacePlaceholder(EmptyState):
+    """Holds a lazy workspace's place in the stack until it is first shown."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(TITLES[key], f"Opening the {TITLES[key]}…")
+        self.key = key
 
 
 class MainWindow(QMainWindow):
@@ -89,20 +129,19 @@ class MainWindow(QMainWindow):
         self.theme = ""
         self._shut_down = False
 
-        self.monitor = MonitorWorkspace(send=controller.client.send, describe=FieldDescriber())
-        # The Manager's editors are engine models that widgets may not import: the app hands
-        # them over (engine.fix.editors), with the client to apply settings to a running engine.
-        from engine.fix.editors import EditorServices
-
-        self.manager = ManagerWorkspace(EditorServices(), client=controller.client)
-        from app.paths import state_dir
-
-        self.analyzer = AnalyzerWorkspace(journal_dir=state_dir() / "journal")
-        self.workspaces: dict[str, QMainWindow] = {
-            "monitor": self.monitor,
-            "manager": self.manager,
-            "analyzer": self.analyzer,
+        # The dictionaries load once the window is up (_start_background_loading).
+        self.describer = FieldDescriber(preload=False)
+        self.monitor = MonitorWorkspace(send=controller.client.send, describe=self.describer)
+        #: Every workspace by key: the workspace itself once built, its placeholder before.
+        self.workspaces: dict[str, QWidget] = {"monitor": self.monitor}
+        self.workspaces.update({key: WorkspacePlaceholder(key) for key in LAZY_WORKSPACES})
+        self._builders: dict[str, Callable[[], QMainWindow]] = {
+            "manager": self._build_manager,
+            "analyzer": self._build_analyzer,
         }
+        self._background_started = False
+        #: Set once the background loading (see :meth:`_start_background_loading`) is done.
+        self.background_loaded = threading.Event()
         self.stack = QStackedWidget()
         for ws in self.workspaces.values():
             self.stack.addWidget(ws)
@@ -121,6 +160,7 @@ class MainWindow(QMainWindow):
         bridge = controller.bridge
         bridge.events_received.connect(self.status.on_events)
         bridge.events_received.connect(self.monitor.on_events)
+        bridge.events_received.connect(self._watch_engine_running)
         bridge.client_state_changed.connect(self.status.on_client_state)
         controller.message.connect(self._show_message)
 
@@ -139,15 +179,13 @@ class MainWindow(QMainWindow):
         self.addToolBar(Qt.ToolBarArea.LeftToolBarArea, bar)
         group = QActionGroup(self)
         group.setExclusive(True)
-        labels = {"monitor": "Monitor", "manager": "Manager", "analyzer": "Analyzer"}
         for n, key in enumerate(WORKSPACES, start=1):
-            ws = self.workspaces[key]
-            action = QAction(QIcon(str(resource("icons", f"{key}.svg"))), labels[key], self)
+            action = QAction(QIcon(str(resource("icons", f"{key}.svg"))), LABELS[key], self)
             action.setObjectName(f"workspace_{key}")
             action.setCheckable(True)
             action.setShortcut(QKeySequence(f"Ctrl+{n}"))
             action.setShortcutContext(Qt.ShortcutContext.ApplicationShortcut)
-            action.setToolTip(f"{ws.windowTitle() or getattr(ws, 'title', key)} (Ctrl+{n})")
+            action.setToolTip(f"{TITLES[key]} (Ctrl+{n})")
             action.triggered.connect(lambda _checked=False, k=key: self.show_workspace(k))
             group.addAction(action)
             bar.addAction(action)
@@ -168,7 +206,7 @@ class MainWindow(QMainWindow):
         view_menu = menu.addMenu("&View")
         for key in WORKSPACES:
             action = self.workspace_actions[key]
-            titled = QAction(getattr(self.workspaces[key], "title", key), self)
+            titled = QAction(TITLES[key], self)
             titled.setShortcut(action.shortcut())
             titled.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)  # the side bar owns it
             titled.triggered.connect(action.trigger)
@@ -221,14 +259,101 @@ class MainWindow(QMainWindow):
         current = self.stack.currentWidget()
         return next(k for k, w in self.workspaces.items() if w is current)
 
+    @property
+    def manager(self) -> "ManagerWorkspace":
+        """Return the Enterprise Manager workspace, building it if it was not shown yet."""
+        from widgets.manager.workspace import ManagerWorkspace
+
+        return cast(ManagerWorkspace, self.workspace("manager"))
+
+    @property
+    def analyzer(self) -> "AnalyzerWorkspace":
+        """Return the Trade Analyzer workspace, building it if it was not shown yet."""
+        from analyzer.views.workspace import AnalyzerWorkspace
+
+        return cast(AnalyzerWorkspace, self.workspace("analyzer"))
+
+    def is_built(self, key: str) -> bool:
+        """Return whether workspace ``key`` exists (a lazy one is built when first shown)."""
+        return not isinstance(self.workspaces[key], WorkspacePlaceholder)
+
+    def workspace(self, key: str) -> QWidget:
+        """Return workspace ``key``, building it first if it is still a placeholder."""
+        if key not in self.workspaces:
+            raise ValueError(f"unknown workspace {key!r}; choose one of {', '.join(WORKSPACES)}")
+        placeholder = self.workspaces[key]
+        if not isinstance(placeholder, WorkspacePlaceholder):
+            return placeholder
+        if self.stack.currentWidget() is placeholder and self.isVisible():
+            placeholder.repaint()  # "Opening …" stays on screen while the workspace is built
+        t0 = time.perf_counter()
+        ws = self._builders[key]()
+        state = self.settings.geometry(f"{key}/state")
+        if state is not None:
+            ws.restoreState(state)
+        current = self.stack.currentWidget() is placeholder
+        self.stack.insertWidget(self.stack.indexOf(placeholder), ws)
+        self.workspaces[key] = ws
+        if current:
+            self.stack.setCurrentWidget(ws)
+        self.stack.removeWidget(placeholder)
+        placeholder.deleteLater()
+        log.info("%s built in %.0f ms", TITLES[key], (time.perf_counter() - t0) * 1e3)
+        return ws
+
+    def _build_manager(self) -> QMainWindow:
+        # The Manager's editors are engine models that widgets may not import: the app hands
+        # them over (engine.fix.editors), with the client to apply settings to a running engine.
+        from engine.fix.editors import EditorServices
+        from widgets.manager.workspace import ManagerWorkspace
+
+        return ManagerWorkspace(EditorServices(), client=self.controller.client)
+
+    def _build_analyzer(self) -> QMainWindow:
+        from analyzer.views.workspace import AnalyzerWorkspace
+
+        # The Analyzer follows the engine live through the bridge's batches (never a second
+        # drain of the client), starting from the engine's state when it is built. Built before
+        # the engine runs (it starts after the window shows), it sees every event from the
+        # first: there is no state to read yet.
+        client = self.controller.client
+        running = client.state is ClientState.CONNECTED
+        return AnalyzerWorkspace(
+            journal_dir=state_dir() / "journal",
+            engine_events=self.controller.bridge.events_received,
+            engine_name=client.name,
+            engine_snapshot=client.snapshot if running else None,
+        )
+
     def show_workspace(self, key: str) -> None:
-        """Make workspace ``key`` visible (``monitor``, ``manager`` or ``analyzer``)."""
+        """Make workspace ``key`` visible (``monitor``, ``manager`` or ``analyzer``).
+
+        A lazy workspace is built now; before the window is first shown (the workspace stored
+        from the last session, ``--workspace``), right after its first frame instead.
+        """
         if key not in self.workspaces:
             raise ValueError(f"unknown workspace {key!r}; choose one of {', '.join(WORKSPACES)}")
         self.stack.setCurrentWidget(self.workspaces[key])
         self.workspace_actions[key].setChecked(True)
-        ws = self.workspaces[key]
-        self.setWindowTitle(f"qwconsole — {getattr(ws, 'title', key)}")
+        self.setWindowTitle(f"qwconsole — {TITLES[key]}")
+        if self.isVisible():
+            self._build_shown(key)
+        elif not self.is_built(key):
+            QTimer.singleShot(BUILD_AFTER_FIRST_FRAME_MS, self, lambda: self._build_shown(key))
+
+    def _build_shown(self, key: str) -> None:
+        if self._shut_down:
+            return
+        try:
+            self.workspace(key)
+        except Exception as e:  # a broken workspace must not take the console down
+            log.exception("cannot build the %s", TITLES[key])
+            placeholder = self.workspaces[key]
+            if isinstance(placeholder, WorkspacePlaceholder):
+                placeholder.body_label.setText(
+                    f"The {TITLES[key]} could not be opened: {type(e).__name__}: {e} (details "
+                    "in the log)."
+                )
 
     def set_theme(self, name: str) -> None:
         """Apply theme ``name`` to the whole application and remember it."""
@@ -270,10 +395,9 @@ class MainWindow(QMainWindow):
         state = self.settings.geometry("main/state")
         if state is not None:
             self.restoreState(state)
-        for key, ws in self.workspaces.items():
-            ws_state = self.settings.geometry(f"{key}/state")
-            if ws_state is not None:
-                ws.restoreState(ws_state)
+        ws_state = self.settings.geometry("monitor/state")
+        if ws_state is not None:
+            self.monitor.restoreState(ws_state)
         self.set_theme(self.settings.theme)
         stored = self.settings.workspace
         self.show_workspace(stored if stored in self.workspaces else "monitor")
@@ -284,7 +408,8 @@ class MainWindow(QMainWindow):
         self.settings.set_geometry("main/geometry", QByteArray(self.saveGeometry()))
         self.settings.set_geometry("main/state", QByteArray(self.saveState()))
         for key, ws in self.workspaces.items():
-            self.settings.set_geometry(f"{key}/state", QByteArray(ws.saveState()))
+            if isinstance(ws, QMainWindow):  # a workspace never built keeps its stored layout
+                self.settings.set_geometry(f"{key}/state", QByteArray(ws.saveState()))
         self.settings.sync()
 
     def shutdown(self) -> None:
@@ -294,6 +419,45 @@ class MainWindow(QMainWindow):
         self._shut_down = True
         self.save_settings()
         self.controller.shutdown()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        """Make sure the background loading happens even if the engine never runs."""
+        super().showEvent(event)
+        if not self._background_started:
+            QTimer.singleShot(BACKGROUND_LOAD_AFTER_MS, self._start_background_loading)
+
+    def _watch_engine_running(self, batch: list[EventRecord]) -> None:
+        if self._background_started:
+            return
+        for record in batch:
+            event = record.event
+            if isinstance(event, EngineStateChanged) and event.state is EngineState.RUNNING:
+                self._start_background_loading()
+                return
+
+    def _start_background_loading(self) -> None:
+        """Load, on a worker thread, what the first frame did not need (once).
+
+        Python threads share one interpreter lock: this runs after the start, not during it,
+        where it would slow every Qt call of the GUI thread.
+        """
+        if self._background_started or self._shut_down:
+            return
+        self._background_started = True
+        describe, done = self.describer, self.background_loaded
+
+        def load() -> None:
+            t0 = time.perf_counter()
+            describe(35, b"0")  # the inspector's dictionaries
+            for name in PRELOAD_MODULES:
+                try:
+                    importlib.import_module(name)
+                except ImportError as e:  # the workspace will say so when it is built
+                    log.warning("cannot preload %s: %s", name, e)
+            log.info("background loading done in %.0f ms", (time.perf_counter() - t0) * 1e3)
+            done.set()
+
+        threading.Thread(target=load, name="qw-background-load", daemon=True).start()
 
     def closeEvent(self, event: QCloseEvent) -> None:
         """Shut down cleanly (settings saved, engine stopped) and close."""

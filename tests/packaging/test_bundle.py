@@ -89,7 +89,7 @@ def first_start(built: Built, tmp_path_factory: pytest.TempPathFactory) -> First
     home = tmp / "home"
     # The first start is a short user session: it closes (SIGTERM, as a desktop logout does)
     # once the kernels are ready and the demo's traffic has compiled nothing for 5 s.
-    # engine.warmup does not cover the FIX decoder's kernels; they compile on first use.
+    # The settle time also catches a kernel compiled on first use rather than by the warm-up.
     figures = built.module.start(
         built.folder / "qwconsole",
         built.module.bundle_env(home),
