@@ -17,7 +17,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 
 from engine.client import ClientState, EngineClient
 from engine.events import EventRecord
-from widgets.monitor.context import thread_relay
+from widgets.relay import thread_relay
 
 log = logging.getLogger(__name__)
 

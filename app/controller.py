@@ -14,7 +14,7 @@ from app.bridge import EngineBridge
 from app.cli import seconds_since_process_start
 from engine.client import EngineClient, EngineStartError
 from engine.commands import CommandAck, CommandResult, Ping
-from widgets.monitor.context import thread_relay
+from widgets.relay import thread_relay
 
 log = logging.getLogger(__name__)
 

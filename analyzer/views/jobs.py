@@ -9,12 +9,14 @@ The function receives a ``progress(fraction, text)`` callback and a
 
 import logging
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
 from analyzer.dataset import Cancelled, CancelToken
+from widgets.relay import thread_relay
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +49,7 @@ class Job(QObject):
         self.token = CancelToken()
         self._work = work
         self._thread = threading.Thread(target=self._run, name=f"analyzer-{title}", daemon=True)
+        self._relay, self._me = thread_relay(), weakref.ref(self)
         self.done = False
 
     def start(self) -> "Job":
@@ -64,18 +67,28 @@ class Job(QObject):
         return not self._thread.is_alive()
 
     def _run(self) -> None:
+        # Signals are emitted in the GUI thread through the never-deleted relay: emitting
+        # them here would race with the job's deletion (widgets.relay).
+        relay, me = self._relay, self._me
+
+        def progress(fraction: float, text: str) -> None:
+            relay.post(me, "_emit", "progress", fraction, text)
+
         try:
-            result = self._work(self.progress.emit, self.token)
+            result = self._work(progress, self.token)
         except Cancelled:
             self.done = True
-            self.cancelled.emit()
+            relay.post(me, "_emit", "cancelled")
         except Exception as e:
             log.debug("%s failed", self.title, exc_info=True)
             self.done = True
-            self.failed.emit(f"{self.title}: {e}")
+            relay.post(me, "_emit", "failed", f"{self.title}: {e}")
         else:
             self.done = True
-            self.finished.emit(result)
+            relay.post(me, "_emit", "finished", result)
+
+    def _emit(self, signal: str, *args: object) -> None:
+        getattr(self, signal).emit(*args)
 
 
 class Latest(QObject):
@@ -98,6 +111,7 @@ class Latest(QObject):
         self._lock = threading.Lock()
         self._pending: tuple[Any] | None = None
         self._busy = False
+        self._relay, self._me = thread_relay(), weakref.ref(self)
 
     def request(self, arg: Any) -> None:
         """Ask for ``fn(arg)``; an older request not yet started is dropped."""
@@ -121,7 +135,10 @@ class Latest(QObject):
             except Exception:
                 log.warning("lookup failed for %r", arg, exc_info=True)
                 continue
-            self.result.emit(out)
+            self._relay.post(self._me, "_emit_result", out)
+
+    def _emit_result(self, out: object) -> None:
+        self.result.emit(out)
 
     @property
     def busy(self) -> bool:

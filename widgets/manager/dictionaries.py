@@ -17,9 +17,10 @@ dictionary or as an overlay over the base (``docs/fix-dictionary-overlay.md``).
 from __future__ import annotations
 
 import threading
+import weakref
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QFont, QUndoStack
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -51,6 +52,7 @@ from PySide6.QtWidgets import (
 from widgets.empty_state import EmptyState
 from widgets.manager.backend import DictEditorLike, LogScanLike, ManagerServices, NodeLike
 from widgets.manager.undo import SnapshotCommand
+from widgets.relay import thread_relay
 
 _ERROR = QColor("#e5534b")
 _WARN = QColor("#c69026")
@@ -85,13 +87,6 @@ def _cell(table: QTableWidget, row: int, col: int) -> str:
     return it.text().strip() if it is not None else ""
 
 
-class _Relay(QObject):
-    # Carries worker-thread results to the GUI thread (queued connections).
-    scan_progress = Signal(int)
-    scan_done = Signal(object)
-    opened = Signal(str, object)
-
-
 class DictionaryEditor(QWidget):
     """Edit a QuickFIX XML dictionary.
 
@@ -122,10 +117,6 @@ class DictionaryEditor(QWidget):
         self.undo_stack.indexChanged.connect(self._on_index_changed)
         self.last_scan: LogScanLike | None = None
         self._scan_cancel = threading.Event()
-        self._relay = _Relay(self)
-        self._relay.scan_progress.connect(self._on_scan_progress)
-        self._relay.scan_done.connect(self._on_scan_done)
-        self._relay.opened.connect(self._on_opened)
         self.loading = False
         self._build()
         self._show_empty(True)
@@ -385,14 +376,14 @@ class DictionaryEditor(QWidget):
         """
         self.loading = True
         self._say(f"Loading {path}…", "muted")
-        services, relay = self.services, self._relay
+        services, relay, me = self.services, thread_relay(), weakref.ref(self)
 
         def work() -> None:
             try:
                 result: object = services.open_dictionary(path)
             except (OSError, ValueError) as e:
                 result = e
-            relay.opened.emit(str(path), result)
+            relay.post(me, "_on_opened", str(path), result)
 
         threading.Thread(target=work, name="fix-dictionary-open", daemon=True).start()
 
@@ -904,16 +895,18 @@ class DictionaryEditor(QWidget):
         self.scan_cancel.setEnabled(True)
         self.scan_progress.setVisible(True)
         self.scan_summary.setText(f"Reading {path}…")
-        services, relay, cancel = self.services, self._relay, self._scan_cancel
+        services, cancel = self.services, self._scan_cancel
+        relay, me = thread_relay(), weakref.ref(self)
+
+        def progress(percent: int) -> None:
+            relay.post(me, "_on_scan_progress", percent)
 
         def work() -> None:
             try:
-                result: object = services.scan_log(
-                    path, ed, relay.scan_progress.emit, cancel.is_set
-                )
+                result: object = services.scan_log(path, ed, progress, cancel.is_set)
             except (OSError, ValueError) as e:
                 result = e
-            relay.scan_done.emit(result)
+            relay.post(me, "_on_scan_done", result)
 
         threading.Thread(target=work, name="fix-log-scan", daemon=True).start()
 

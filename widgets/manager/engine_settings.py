@@ -19,10 +19,11 @@ shown as it comes back.
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from concurrent.futures import Future
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QUndoStack
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -67,6 +68,7 @@ from engine.config import (
 from engine.oms.risk import RiskLimits
 from widgets.empty_state import EmptyState
 from widgets.manager.undo import RAW_TEXT_ID, SnapshotCommand
+from widgets.relay import thread_relay
 
 #: Risk limit fields with their labels and whether they are integers.
 RISK_FIELDS: tuple[tuple[str, str, bool], ...] = (
@@ -117,10 +119,6 @@ def _parse_param(text: str) -> bool | int | float | str:
 
 def _limit_text(v: int | float | None) -> str:
     return "" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
-
-
-class _Relay(QObject):
-    answered = Signal(str, object)
 
 
 class RiskForm(QWidget):
@@ -191,8 +189,6 @@ class EngineSettingsEditor(QWidget):
         self.strategy_index = -1
         self.answers: list[str] = []
         self.undo_stack = QUndoStack(self)
-        self._relay = _Relay(self)
-        self._relay.answered.connect(self._on_answer)
         self._raw_timer = QTimer(self)
         self._raw_timer.setSingleShot(True)
         self._raw_timer.setInterval(500)
@@ -755,13 +751,14 @@ class EngineSettingsEditor(QWidget):
             return None
         self._on_answer(what, None)
         future = self.client.send(command)
-        relay = self._relay
+        relay, me = thread_relay(), weakref.ref(self)
 
         def done(f: Future[CommandResult]) -> None:
             try:
-                relay.answered.emit(what, f.result())
+                answer: object = f.result()
             except Exception as e:  # the answer shown is whatever went wrong
-                relay.answered.emit(what, e)
+                answer = e
+            relay.post(me, "_on_answer", what, answer)
 
         future.add_done_callback(done)
         return future

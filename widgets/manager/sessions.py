@@ -22,12 +22,13 @@ and restarts it, or refuses (naming file, line and key) and keeps it running.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Protocol
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QTextCursor, QTextFormat, QUndoStack
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -63,6 +64,7 @@ from widgets.manager.backend import (
 )
 from widgets.manager.new_session import NewSessionDialog
 from widgets.manager.undo import RAW_TEXT_ID, SnapshotCommand
+from widgets.relay import thread_relay
 
 #: Template of a new file.
 NEW_FILE = """\
@@ -114,12 +116,6 @@ LABEL_WIDTH = 250
 _ERROR = QColor("#e5534b")
 _WARN = QColor("#c69026")
 _SOURCE_TEXT = {"session": "set here", "default": "from [DEFAULT]", "engine": "engine default"}
-
-
-class _Relay(QObject):
-    # Carries a result from a worker thread to the GUI thread (queued connection).
-    logon_done = Signal(object)
-    reload_done = Signal(str, object)
 
 
 class RowEdited(Protocol):
@@ -269,9 +265,6 @@ class SessionEditor(QWidget):
         self.rows: dict[str, KeyRow] = {}
         self.extra_rows: dict[str, QLineEdit] = {}
         self.last_outcome: LogonOutcomeLike | None = None
-        self._relay = _Relay(self)
-        self._relay.logon_done.connect(self._on_logon_done)
-        self._relay.reload_done.connect(self._on_reload_done)
         self._raw_timer = QTimer(self)
         self._raw_timer.setSingleShot(True)
         self._raw_timer.setInterval(500)
@@ -840,14 +833,14 @@ class SessionEditor(QWidget):
         self.test_label.setProperty("state", "muted")
         self.test_label.setText(f"Connecting to {host}:{port} and logging on…")
         base = cfg.base_dir
-        services, relay = self.services, self._relay
+        services, relay, me = self.services, thread_relay(), weakref.ref(self)
 
         def work() -> None:
             try:
                 outcome: object = services.test_logon(settings, base, 5.0)
             except Exception as e:  # any failure is the outcome to show
                 outcome = e
-            relay.logon_done.emit(outcome)
+            relay.post(me, "_on_logon_done", outcome)
 
         threading.Thread(target=work, name="fix-test-logon", daemon=True).start()
 
@@ -911,13 +904,14 @@ class SessionEditor(QWidget):
         self.reload_button.setEnabled(False)
         self._show_reload("muted", f"⟳ Asking the engine to reload {_escape(sid)}…")
         future = self.client.send(ReloadSession(session_id=sid))
-        relay = self._relay
+        relay, me = thread_relay(), weakref.ref(self)
 
         def done(f: Future[CommandResult]) -> None:
             try:
-                relay.reload_done.emit(sid, f.result())
+                answer: object = f.result()
             except Exception as e:  # the answer shown is whatever went wrong
-                relay.reload_done.emit(sid, e)
+                answer = e
+            relay.post(me, "_on_reload_done", sid, answer)
 
         future.add_done_callback(done)
         return future

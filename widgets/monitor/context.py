@@ -5,18 +5,17 @@ Also the :class:`ThreadRelay` that carries calls from engine threads into the GU
 """
 
 import logging
-import threading
 import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any, ClassVar
 
-import shiboken6
-from PySide6.QtCore import QCoreApplication, QObject, Qt, Signal
+from PySide6.QtCore import QObject, Signal
 
 from engine.commands import Command, CommandError, CommandResult
 from engine.events import Event, EventRecord, InstrumentAdded, StrategyStatusChanged
 from widgets.monitor.formats import InstrumentFormats
+from widgets.relay import thread_relay
 
 log = logging.getLogger(__name__)
 
@@ -74,50 +73,6 @@ class MonitorContext(QObject):
                 changed = True
         if changed:
             self.formats_changed.emit()
-
-
-class ThreadRelay(QObject):
-    """Carry calls from any thread to a GUI-thread object that may be deleted meanwhile.
-
-    An engine thread that emits a signal of a ``QObject`` the GUI thread is destroying at
-    that moment races with its destructor (a crash inside Qt's event processing, seen twice
-    in CI). The relay is created once and never deleted, so other threads only ever emit on
-    it; in the GUI thread it calls the target's method only if the target still exists.
-    Use :func:`thread_relay` to get it.
-    """
-
-    _posted = Signal(object, str, object)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._posted.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
-
-    def post(self, target: "weakref.ref[Any]", method: str, *args: object) -> None:
-        """Call ``target().method(*args)`` in the relay's (the GUI) thread, if it still lives."""
-        self._posted.emit(target, method, args)
-
-    @staticmethod
-    def _deliver(target: "weakref.ref[Any]", method: str, args: tuple[Any, ...]) -> None:
-        obj = target()
-        if obj is not None and shiboken6.isValid(obj):
-            getattr(obj, method)(*args)
-
-
-_relay: ThreadRelay | None = None
-_relay_lock = threading.Lock()
-
-
-def thread_relay() -> ThreadRelay:
-    """Return the process's :class:`ThreadRelay`, made on first use in the GUI thread."""
-    global _relay
-    with _relay_lock:
-        if _relay is None:
-            relay = ThreadRelay()
-            app = QCoreApplication.instance()
-            if app is not None and relay.thread() is not app.thread():
-                relay.moveToThread(app.thread())
-            _relay = relay
-        return _relay
 
 
 class CommandChannel(QObject):
