@@ -184,6 +184,7 @@ class GcPacer(QObject):
         self._timer = QTimer(self)
         self._timer.setInterval(interval_ms)
         self._timer.timeout.connect(self.step)
+        self._was_enabled = True
         #: Passes so far, objects freed by them and the longest pass, ms.
         self.passes = 0
         self.collected = 0
@@ -197,16 +198,24 @@ class GcPacer(QObject):
     def start(self) -> None:
         """Freeze what exists now (start-up's objects) and pace from now on.
 
-        The first pass walks everything once; it is start-up's cost and not counted.
+        The first pass walks everything once; it is start-up's cost and not counted. Automatic
+        collections stop: they run in whichever thread allocates, and one in an engine or
+        worker thread that frees a cycle holding a Qt object destroys it in the wrong thread
+        (its timers stay registered with the GUI thread: a crash in ``activateTimers`` later).
+        Every collection now runs here, in the GUI thread.
         """
+        self._was_enabled = gc.isenabled()
+        gc.disable()
         gc.collect()
         gc.freeze()
         self._timer.start()
 
     def stop(self) -> None:
-        """Stop pacing and hand every frozen object back to the collector."""
+        """Stop pacing, hand every frozen object back and restore automatic collection."""
         self._timer.stop()
         gc.unfreeze()
+        if self._was_enabled:
+            gc.enable()
 
     def step(self) -> None:
         """Collect the young objects (all unfrozen ones now and then), freeze the survivors."""

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import os
 from collections.abc import Iterator
@@ -38,6 +39,26 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     from engine.warmup import warm_up
 
     warm_up()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Run the cyclic garbage collector only in the main (GUI) thread during GUI tests.
+
+    An automatic collection runs in whichever thread allocates; one in an engine or worker
+    thread that frees a cycle holding a Qt object destroys it in the wrong thread, whose
+    timers then stay registered with the GUI thread (a segfault in ``activateTimers`` in a
+    later test). The console does the same with ``app.bridge.GcPacer``.
+    """
+    if item.get_closest_marker("gui") is not None and gc.isenabled():
+        gc.disable()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """Collect the GUI test's cyclic garbage here, in the main thread."""
+    if item.get_closest_marker("gui") is not None:
+        gc.collect()
 
 
 @pytest.fixture

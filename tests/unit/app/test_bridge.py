@@ -65,8 +65,10 @@ def test_a_deleted_bridge_is_never_touched_by_the_engine_thread(
 def test_gc_pacer_freezes_survivors_and_collects_young_cycles(qtbot: object) -> None:
     pacer = GcPacer(interval_ms=20, full_every=2)
     gc.collect()
+    enabled = gc.isenabled()
     pacer.start()
     try:
+        assert not gc.isenabled()  # every collection runs in the GUI thread, by the pacer
         assert gc.get_freeze_count() > 0
         frozen = gc.get_freeze_count()
 
@@ -85,3 +87,4 @@ def test_gc_pacer_freezes_survivors_and_collects_young_cycles(qtbot: object) -> 
         pacer.stop()
     assert gc.get_freeze_count() == 0
     assert not pacer.active
+    assert gc.isenabled() == enabled
