@@ -105,7 +105,23 @@ def test_a_trader_session_on_the_demo(qtbot: object, monitor: MonitorWorkspace) 
     cell = ladder.model.data(ladder.model.index(ladder.model.top_px - px, MY_BIDS))
     assert "2" in cell
 
-    # 2. Move it through the touch from the ticket (a replace): it fills.
+    # 2. Move it through the touch from the ticket (a replace): it fills. The venue prevents
+    # self-trades (cancel taker) and the demo's market maker quotes at the touch under the
+    # same account, so it is paused first: its quotes are canceled and the replace trades
+    # with the other participants.
+    sv = ws.strategies_view
+    wait(qtbot, lambda: sv.model.rowCount() > 0, "the strategies")
+
+    def state() -> StrategyState:
+        return next(x.state for x in sv.model.records() if x.strategy_id == DEMO_STRATEGY_ID)
+
+    def mm_quotes() -> int:
+        wm = ws.orders_view.working_model
+        return sum(1 for o in wm.records() if o.strategy_id == DEMO_STRATEGY_ID)
+
+    sv.select(DEMO_STRATEGY_ID)
+    sv.buttons["pause"].click()
+    wait(qtbot, lambda: state() is StrategyState.PAUSED and mm_quotes() == 0, "quotes pulled")
     ws.orders_view.set_working_only(False)
     ws.orders_view.table.selectRow(ws.orders_view.all_model.row_of(order.order_id))
     assert ticket.order is not None
@@ -118,6 +134,8 @@ def test_a_trader_session_on_the_demo(qtbot: object, monitor: MonitorWorkspace) 
     assert filled is not None
     assert filled.cum_qty_lots == 2
     assert filled.orig_client_order_ids == (order.client_order_id,)
+    sv.buttons["start"].click()
+    wait(qtbot, lambda: state() is StrategyState.RUNNING, "the market maker back")
 
     # 3. The position and its P&L.
     key = (MANUAL_STRATEGY_ID, "ESZ6")
@@ -165,8 +183,6 @@ def test_a_trader_session_on_the_demo(qtbot: object, monitor: MonitorWorkspace) 
     assert ws.fix_view.chain == (order.client_order_id, filled.client_order_id)
 
     # 6. Edit a parameter of the running market maker; a value beyond its bound is refused.
-    sv = ws.strategies_view
-    wait(qtbot, lambda: sv.model.rowCount() > 0, "the strategies")
     sv.select(DEMO_STRATEGY_ID)
     params = sv.params_model
     names = [params.data(params.index(r, 0)) for r in range(params.rowCount())]
@@ -180,9 +196,6 @@ def test_a_trader_session_on_the_demo(qtbot: object, monitor: MonitorWorkspace) 
     assert params.data(params.index(r, 1)) == "3"
 
     # 7. Pause and resume.
-    def state() -> StrategyState:
-        return next(x.state for x in sv.model.records() if x.strategy_id == DEMO_STRATEGY_ID)
-
     assert state() is StrategyState.RUNNING
     sv.buttons["pause"].click()
     wait(qtbot, lambda: state() is StrategyState.PAUSED, "the pause")
