@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from analyzer._kernels import QUOTE_COLUMNS, TRADE_COLUMNS, bucket_quotes, bucket_trades
-from analyzer.pyramid import Pyramid, PyramidBuilder, PyramidFormatError
+from analyzer.pyramid import Pyramid, PyramidBuilder, PyramidFormatError, pixel_envelope
 from analyzer.source import DaySource, Rows
 from analyzer.stats import RangeStats, SpreadSums, TradeSums, spread_sums, trade_sums
 from engine.tickstore.schema import BBO_DTYPE
@@ -302,14 +302,13 @@ class InstrumentDay:
         w0, w1 = int(lv.t_first[b0]), int(lv.t_last[b1])
         with self._lock:
             hit = self._windows.get(s.kind)
-            if hit is None or not _covers(hit, s, t0, t1):
-                # By row number (bucket b holds rows [b * rows, (b + 1) * rows)): no bisection
-                # of the on-disk times, one or two compressed chunks read.
-                rows = self.source.read_rows(
-                    s.kind, b0 * lv.rows, min((b1 + 1) * lv.rows, s.n_rows)
-                )
-                cols = self._columns(s.kind, rows)
-                hit = (w0, w1, cols)
+        if hit is None or not _covers(hit, s, t0, t1):
+            # By row number (bucket b holds rows [b * rows, (b + 1) * rows)): no bisection of
+            # the on-disk times. The lock is not held meanwhile: the GUI thread asks
+            # has_rows() every frame and must not wait for a worker's read.
+            rows = self.source.read_rows(s.kind, b0 * lv.rows, min((b1 + 1) * lv.rows, s.n_rows))
+            hit = (w0, w1, self._columns(s.kind, rows))
+            with self._lock:
                 self._windows[s.kind] = hit
         cols = hit[2]
         i0 = max(0, int(np.searchsorted(cols.ts, t0, side="left")) - margin)
@@ -349,19 +348,15 @@ class InstrumentDay:
             if s is not None and s.rows is None and s.n_rows:
                 self._window(s, t0, t1, 0)
 
-    def _finest(self, s: Series, column: str, t0: int, t1: int) -> tuple[I64, F64]:
-        """Return the level-0 envelope of ``[t0, t1]`` (16 rows per bucket), whatever the width."""
-        env = s.pyramid.envelope(column, t0, t1, 1, gap_ns=self.gap_ns)
-        if env is not None:
-            return env
-        lv = s.pyramid.levels[0]
-        i0 = max(0, int(np.searchsorted(lv.t_last, t0, side="left")) - 1)
-        i1 = min(lv.n, int(np.searchsorted(lv.t_first, t1, side="right")) + 1)
-        x = np.empty(2 * (i1 - i0), np.int64)
-        y = np.empty(2 * (i1 - i0))
-        x[0::2], x[1::2] = lv.t_first[i0:i1], lv.t_last[i0:i1]
-        y[0::2], y[1::2] = lv.lo[column][i0:i1], lv.hi[column][i0:i1]
-        return x, y
+    def _finest(self, s: Series, column: str, t0: int, t1: int, width: int) -> tuple[I64, F64]:
+        """Return the level-0 envelope of ``[t0, t1]`` (16 rows per bucket) on ``width`` pixels.
+
+        Drawn while the rows of a span too fine for the pyramid are being read.
+        """
+        env = s.pyramid.envelope(column, t0, t1, width, gap_ns=self.gap_ns, level=0)
+        if env is None:
+            return np.empty(0, np.int64), np.empty(0)
+        return env
 
     def _columns(self, kind: str, rows: Rows) -> _Cols:
         tick, lot = self.source.tick_size, self.source.lot_size
@@ -373,8 +368,10 @@ class InstrumentDay:
     ) -> tuple[I64, F64, F64, bool]:
         """Return ``(x, bid, ask, exact)`` to draw over ``[t0, t1]`` on ``width`` pixels.
 
-        ``exact``: step lines of the quotes themselves (each value held until the next
-        quote); otherwise the min/max envelope of the pyramid. Gaps longer than
+        ``exact``: drawn from the quotes themselves, as step lines (each value held until
+        the next quote), or, with more quotes than twice the pixels, as their min/max per
+        pixel column (the same pixels, a fraction of the points); otherwise the min/max
+        envelope of the pyramid. Gaps longer than
         :attr:`gap_ns` and missing sides are NaN (the line breaks). With ``read=False``
         rows not at hand are not read: the finest pyramid level stands in for them.
         """
@@ -388,9 +385,13 @@ class InstrumentDay:
             assert ask_env is not None
             return bid_env[0], bid_env[1], ask_env[1], False
         if not read and not self.has_rows("bbo", t0, t1):
-            x, bid = self._finest(s, "bid", t0, t1)
-            return x, bid, self._finest(s, "ask", t0, t1)[1], False
+            x, bid = self._finest(s, "bid", t0, t1, width)
+            return x, bid, self._finest(s, "ask", t0, t1, width)[1], False
         c = self.rows("bbo", t0, t1)
+        if c.n > 2 * width:  # denser than the pixels: their min/max per pixel column
+            x, bid = pixel_envelope(c.ts, c.values["bid"], t0, t1, width, self.gap_ns)  # type: ignore[arg-type]
+            _, ask = pixel_envelope(c.ts, c.values["ask"], t0, t1, width, self.gap_ns)  # type: ignore[arg-type]
+            return x, bid, ask, True
         x, bid = step(c.ts, c.values["bid"], self.gap_ns)  # type: ignore[arg-type]
         _, ask = step(c.ts, c.values["ask"], self.gap_ns)  # type: ignore[arg-type]
         return x, bid, ask, True
@@ -421,8 +422,10 @@ class InstrumentDay:
         if env is not None:
             return env
         if not read and not self.has_rows("trades", t0, t1):
-            return self._finest(s, "px", t0, t1)
+            return self._finest(s, "px", t0, t1, width)
         c = self.rows("trades", t0, t1, margin=0)
+        if c.n > 2 * width:
+            return pixel_envelope(c.ts, c.values["px"], t0, t1, width, self.gap_ns)  # type: ignore[arg-type]
         return c.ts, c.values["px"]  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ instants

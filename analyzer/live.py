@@ -38,6 +38,7 @@ import numpy.typing as npt
 
 from analyzer.dataset import MAX_GAP_NS, MAX_MARKERS, Depth, InstrumentDay, Quote, _Cols, step
 from analyzer.overlay import Overlay
+from analyzer.pyramid import bin_columns, pixel_envelope
 from analyzer.source import CHUNK_ROWS, DayEntry, Rows
 from analyzer.stats import RangeStats, SpreadSums, TradeSums, spread_sums, trade_sums
 from engine.events import (
@@ -267,39 +268,6 @@ class LiveSource:
         return None
 
 
-def pixel_envelope(ts: I64, v: F64, t0: int, t1: int, width: int, gap_ns: int) -> tuple[I64, F64]:
-    """Return the min/max polyline of ``v`` over pixel columns of ``[t0, t1]``.
-
-    Each column with rows gives two points, (first time, min) and (last time, max), as the
-    pyramid's envelopes do; a pause longer than ``gap_ns`` between columns breaks the line
-    (NaN). ``ts`` and ``v`` are the rows to summarize, in time order.
-    """
-    return _bin(ts, ts, v, v, t0, t1, width, gap_ns)
-
-
-def _bin(
-    t_first: I64, t_last: I64, lo: F64, hi: F64, t0: int, t1: int, width: int, gap_ns: int
-) -> tuple[I64, F64]:
-    """Return the min/max polyline of spans (rows, or blocks of rows) over pixel columns."""
-    n = t_first.shape[0]
-    if n == 0:
-        return np.empty(0, np.int64), np.empty(0)
-    col = ((t_first - t0).astype(np.float64) * (width / max(t1 - t0, 1))).astype(np.int64)
-    starts = np.flatnonzero(np.concatenate([[True], col[1:] != col[:-1]]))
-    ends = np.concatenate([starts[1:] - 1, [n - 1]])
-    x = np.empty(2 * starts.shape[0], np.int64)
-    y = np.empty(2 * starts.shape[0])
-    x[0::2], x[1::2] = t_first[starts], t_last[ends]
-    y[0::2], y[1::2] = np.fmin.reduceat(lo, starts), np.fmax.reduceat(hi, starts)
-    if gap_ns > 0 and starts.shape[0] > 1:
-        gaps = np.flatnonzero(t_first[starts[1:]] - t_last[ends[:-1]] > gap_ns)
-        if gaps.shape[0]:
-            at = 2 * (gaps + 1)
-            x = np.insert(x, at, t_last[ends[gaps]])
-            y = np.insert(y, at, np.nan)
-    return x, y
-
-
 class BlockSummary:
     """Min and max of shown columns per block of :data:`BLOCK_ROWS` rows of a live buffer.
 
@@ -409,7 +377,7 @@ class LiveInstrument(InstrumentDay):
         x = np.empty(0, np.int64)
         ys: list[F64] = []
         for name in columns:
-            bx, by = _bin(
+            bx, by = bin_columns(
                 b["ts"], b["t_last"], b[f"{name}_lo"], b[f"{name}_hi"], t0, t1, width, self.gap_ns
             )
             v = np.asarray(c.values[name], np.float64)

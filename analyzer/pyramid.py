@@ -40,6 +40,47 @@ FACTOR: Final[int] = 4
 FORMAT_VERSION: Final[int] = 1
 
 
+def bin_columns(
+    t_first: I64, t_last: I64, lo: F64, hi: F64, t0: int, t1: int, width: int, gap_ns: int
+) -> tuple[I64, F64]:
+    """Return the min/max polyline of spans (rows, or buckets of rows) over pixel columns.
+
+    The spans (``t_first``/``t_last``, ``lo``/``hi``, in time order) are grouped by the
+    pixel column of ``[t0, t1]`` on ``width`` pixels their first time falls in (spans off the
+    view make columns of their own); each column gives two points, (first time, min) and
+    (last time, max): a vertical stroke at pixel scale, so never more than about
+    ``2 * width`` points whatever the rows. A pause longer than ``gap_ns`` between two
+    columns breaks the line (NaN); ``0``: none.
+    """
+    n = t_first.shape[0]
+    if n == 0:
+        return np.empty(0, np.int64), np.empty(0)
+    col = np.floor((t_first - t0).astype(np.float64) * (width / max(t1 - t0, 1))).astype(np.int64)
+    starts = np.flatnonzero(np.concatenate([[True], col[1:] != col[:-1]]))
+    ends = np.concatenate([starts[1:] - 1, [n - 1]])
+    x = np.empty(2 * starts.shape[0], np.int64)
+    y = np.empty(2 * starts.shape[0])
+    x[0::2], x[1::2] = t_first[starts], t_last[ends]
+    y[0::2], y[1::2] = np.fmin.reduceat(lo, starts), np.fmax.reduceat(hi, starts)
+    if gap_ns > 0 and starts.shape[0] > 1:
+        gaps = np.flatnonzero(t_first[starts[1:]] - t_last[ends[:-1]] > gap_ns)
+        if gaps.shape[0]:
+            at = 2 * (gaps + 1)
+            x = np.insert(x, at, t_last[ends[gaps]])
+            y = np.insert(y, at, np.nan)
+    return x, y
+
+
+def pixel_envelope(ts: I64, v: F64, t0: int, t1: int, width: int, gap_ns: int) -> tuple[I64, F64]:
+    """Return the min/max polyline of ``v`` over pixel columns of ``[t0, t1]``.
+
+    Each column with rows gives two points, (first time, min) and (last time, max), as the
+    pyramid's envelopes do; a pause longer than ``gap_ns`` between columns breaks the line
+    (NaN). ``ts`` and ``v`` are the rows to summarize, in time order.
+    """
+    return bin_columns(ts, ts, v, v, t0, t1, width, gap_ns)
+
+
 class PyramidFormatError(ValueError):
     """A saved pyramid is missing, damaged or was built from other data."""
 
@@ -196,32 +237,35 @@ class Pyramid:
         return best
 
     def envelope(
-        self, column: str, t0: int, t1: int, width: int, *, gap_ns: int = 0
+        self,
+        column: str,
+        t0: int,
+        t1: int,
+        width: int,
+        *,
+        gap_ns: int = 0,
+        level: int | None = None,
     ) -> tuple[I64, F64] | None:
         """Return the min/max polyline of ``column`` over ``[t0, t1]`` for ``width`` pixels.
 
-        Two points per bucket (its minimum and maximum at the bucket's first and last time, a
-        vertical stroke when drawn at pixel scale), at most about ``2 * width`` buckets, plus
-        one bucket either side so that the line runs off the view's edges. At every gap of the
-        series longer than ``gap_ns`` (``0``: none; see :attr:`gaps`) a NaN breaks the line.
+        The buckets of the coarsest level with at least ``width`` of them in the span (or of
+        ``level``), plus one either side so that the line runs off the view's edges, are
+        merged per pixel column (:func:`bin_columns`): two points per column, its minimum and
+        maximum, so a frame strokes about ``2 * width`` points and no more (Qt's cost grows
+        with the points and with the length of their strokes). At every gap of the series
+        longer than ``gap_ns`` (``0``: none; see :attr:`gaps`) a NaN breaks the line.
         ``None`` means the span is fine enough to draw the rows themselves.
         """
-        k = self.level_for(t0, t1, width)
-        if k is None:
+        k = self.level_for(t0, t1, width) if level is None else level
+        if k is None or not self.levels:
             return None
         lv = self.levels[k]
         i0 = max(0, int(np.searchsorted(lv.t_last, t0, side="left")) - 1)
         i1 = min(lv.n, int(np.searchsorted(lv.t_first, t1, side="right")) + 1)
-        lo = lv.lo[column][i0:i1]
-        hi = lv.hi[column][i0:i1]
-        tf = lv.t_first[i0:i1]
-        tl = lv.t_last[i0:i1]
-        x = np.empty(2 * (i1 - i0), dtype=np.int64)
-        y = np.empty(2 * (i1 - i0), dtype=np.float64)
-        x[0::2] = tf
-        x[1::2] = tl
-        y[0::2] = lo
-        y[1::2] = hi
+        x, y = bin_columns(
+            lv.t_first[i0:i1], lv.t_last[i0:i1], lv.lo[column][i0:i1], lv.hi[column][i0:i1],
+            t0, t1, width, 0,
+        )  # fmt: skip
         if gap_ns > 0 and self.gaps.shape[0]:
             g = self.gaps[(self.gaps[:, 1] - self.gaps[:, 0] > gap_ns)]
             g = g[(g[:, 1] >= x[0]) & (g[:, 0] <= x[-1])]

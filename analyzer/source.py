@@ -16,7 +16,7 @@ from typing import Final, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from engine.tickstore.store import TickStore, symbol_key
+from engine.tickstore.store import TickStore
 
 Rows = npt.NDArray[np.void]
 
@@ -239,8 +239,8 @@ class StoreDay:
     def read_rows(self, kind: str, i0: int, i1: int) -> Rows:
         """Return rows ``[i0, i1)`` of ``kind``, numbered across the days in order.
 
-        Read by position from the day groups' datasets (``docs/tickstore.md`` layout), which
-        skips the bisection of the on-disk times a read by time does.
+        Read by position (``TickStore.read_rows``), which skips the bisection of the on-disk
+        times a read by time does, and reads the stored chunks outside the GIL.
         """
         parts: list[Rows] = []
         start = 0
@@ -248,10 +248,7 @@ class StoreDay:
             n = info.rows.get(kind, 0)
             a, b = max(i0 - start, 0), min(i1 - start, n)
             if b > a:
-                ds = self.store.file[symbol_key(self._symbol)][info.day][kind]
-                out = np.empty(b - a, ds.dtype)
-                ds.read_direct(out, np.s_[a:b])
-                parts.append(out)
+                parts.append(self.store.read_rows(self._symbol, info.day, kind, a, b))
             start += n
         if not parts:
             return self.store.read(self._symbol, self.days[0], kind, 0, 0)

@@ -159,8 +159,8 @@ class GcPacer(QObject):
     it). The pacer moves everything long-lived out of the collector's reach: once every
     ``interval_ms`` it collects the young generations (a few milliseconds), then
     ``gc.freeze()``\ s the survivors; every ``full_every``-th pass collects everything made
-    since the previous freeze first. Automatic collections keep running, but only over what
-    was made since the last freeze.
+    since the previous freeze first. Automatic collections are off while it runs, so that every
+    collection happens in the GUI thread (:meth:`start` says why).
 
     Reference counting still frees frozen objects; only a reference cycle that becomes garbage
     after it was frozen is never collected (the event records and table rows are acyclic; the

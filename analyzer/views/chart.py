@@ -27,7 +27,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 from analyzer.dataset import InstrumentDay
 from analyzer.overlay import OrderSegments, Overlay
 from analyzer.views.jobs import Latest
-from analyzer.views.timeaxis import NS, NsTimeAxis
+from analyzer.views.timeaxis import NS, NsTimeAxis, OpaqueGridAxis
 from engine.types import BUY, SELL
 
 #: Own fills are drawn one star each when the view holds at most this many.
@@ -35,6 +35,11 @@ MAX_FILLS: Final[int] = 2_000
 #: Largest and smallest trade marker, pixels.
 MARKER_MIN: Final[float] = 5.0
 MARKER_MAX: Final[float] = 20.0
+#: Width of the bid and ask lines while they have at most :data:`BOLD_MAX_POINTS` points
+#: (a whole-day envelope on 1600 pixels has about 10,000: 13 ms a frame with this pen,
+#: 2 ms with a 1-pixel one).
+QUOTE_PEN_BOLD: Final[float] = 1.6
+BOLD_MAX_POINTS: Final[int] = 2_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +119,8 @@ class TickChart(pg.PlotWidget):
         self, day: InstrumentDay, origin_ns: int, tz_name: str, parent: QWidget | None = None
     ) -> None:
         self.axis = NsTimeAxis(origin_ns, tz_name)
-        super().__init__(parent=parent, axisItems={"bottom": self.axis})
+        self.price_axis = OpaqueGridAxis("left")
+        super().__init__(parent=parent, axisItems={"bottom": self.axis, "left": self.price_axis})
         self.setObjectName(f"tickChart_{day.symbol}")
         self.day = day
         self.origin_ns = origin_ns
@@ -128,8 +134,10 @@ class TickChart(pg.PlotWidget):
         pi.getAxis("left").setWidth(78)
         vb = pi.getViewBox()
         vb.setMouseEnabled(x=True, y=False)
-        vb.enableAutoRange(y=True)
-        vb.setAutoVisible(y=True)
+        # The price range follows what is drawn, set by refresh() itself: pyqtgraph's
+        # auto-range ran while painting and changed the range there, which painted every
+        # frame twice.
+        vb.disableAutoRange()
         self.bid = pg.PlotDataItem(name="bid", connect="finite")
         self.ask = pg.PlotDataItem(name="ask", connect="finite")
         self.envelope = pg.PlotDataItem(name="trades (range)", connect="finite")
@@ -179,9 +187,15 @@ class TickChart(pg.PlotWidget):
         self.fetching = False
         self._fetch = Latest(lambda span: day.prefetch(*span), self)
         self._fetch.result.connect(lambda _r: self._redraw.start())
-        vb.sigXRangeChanged.connect(lambda *_: self._redraw.start())
+        # Redrawn at once when the time span changes (a pan, a zoom, a linked chart's pan),
+        # not on the next loop pass: a paint queued by the change could run first and draw
+        # the old data over the new span, then paint again.
+        vb.sigXRangeChanged.connect(lambda *_: self.refresh())
         vb.sigResized.connect(lambda *_: self._redraw.start())
         self.scene().sigMouseMoved.connect(self._on_mouse_moved)
+        #: Bid and ask pen width: bold while the lines have few points; 1 px beyond
+        #: :data:`BOLD_MAX_POINTS`, where Qt strokes a wider pen about six times slower.
+        self._quote_pen_width = QUOTE_PEN_BOLD
         self.apply_colors()
         if day.trades is not None and day.trades.n_rows:
             lv = day.trades.pyramid.levels[0]
@@ -200,8 +214,9 @@ class TickChart(pg.PlotWidget):
             ax.setPen(pg.mkPen(c.envelope))
             ax.setTextPen(pg.mkPen(c.text))
         pi.showGrid(x=True, y=True, alpha=c.grid / 255)
-        self.bid.setPen(pg.mkPen(c.bid, width=1.6))
-        self.ask.setPen(pg.mkPen(c.ask, width=1.6))
+        for axis in (self.axis, self.price_axis):
+            axis.set_background(c.background)
+        self._set_quote_pens(self._quote_pen_width)
         self.envelope.setPen(pg.mkPen(c.envelope, width=1))
         for item, color in ((self.buys, c.buy), (self.sells, c.sell)):
             fill = QColor(color)
@@ -216,6 +231,11 @@ class TickChart(pg.PlotWidget):
         self.note.setColor(QColor(c.text))
         self.cursor.setPen(pg.mkPen(c.cursor, width=1, style=Qt.PenStyle.DotLine))
         self._show_title()
+
+    def _set_quote_pens(self, width: float) -> None:
+        self._quote_pen_width = width
+        self.bid.setPen(pg.mkPen(self.colors.bid, width=width))
+        self.ask.setPen(pg.mkPen(self.colors.ask, width=width))
 
     def key_html(self) -> str:
         """Return the colour key: bid, ask, trades by aggressor, own orders and fills."""
@@ -272,8 +292,12 @@ class TickChart(pg.PlotWidget):
         x, bid, ask, exact = day.quote_lines(t0, t1, width, read=read)
         self.exact = exact
         xs = self.to_x(x)
+        pen_width = QUOTE_PEN_BOLD if xs.shape[0] <= BOLD_MAX_POINTS else 1.0
+        if pen_width != self._quote_pen_width:
+            self._set_quote_pens(pen_width)
         self.bid.setData(xs, bid)
         self.ask.setData(xs, ask)
+        prices = [bid, ask]
         marks = day.trade_marks(t0, t1, read=read)
         if marks is None:
             ex, ey = day.trade_envelope(t0, t1, width, read=read)
@@ -281,6 +305,7 @@ class TickChart(pg.PlotWidget):
             self.buys.clear()
             self.sells.clear()
             self.markers_shown = 0
+            prices.append(ey)
         else:
             self.envelope.setData([], [])
             side = marks.values["side"]
@@ -291,8 +316,14 @@ class TickChart(pg.PlotWidget):
                 m = side == s
                 item.setData(mx[m], px[m], size=marker_sizes(qty[m], self._typical_qty))
             self.markers_shown = marks.n
-        self._draw_orders(t0, t1)
-        self._draw_fills(t0, t1)
+            prices.append(np.asarray(px, np.float64))
+        prices.append(self._draw_orders(t0, t1))
+        prices.append(self._draw_fills(t0, t1))
+        self._fit_prices(prices)
+        self._redraw.stop()  # (anything that asked for a redraw meanwhile is drawn)
+        # pyqtgraph maps the new ranges to the scene when it paints; changing the scene
+        # while painting painted every frame twice. Done here, before the paint.
+        self.getPlotItem().getViewBox().updateMatrix()
         self.note.setPos(6, self.getPlotItem().getViewBox().height() - 4)
 
     # ------------------------------------------------------------------ overlay
@@ -308,12 +339,34 @@ class TickChart(pg.PlotWidget):
         self.apply_colors()
         self.refresh()
 
-    def _draw_orders(self, t0: int, t1: int) -> None:
+    def _fit_prices(self, parts: list[npt.NDArray[np.float64]]) -> None:
+        """Set the price range to what is drawn: whole ticks, a margin, never under 4 ticks."""
+        lo, hi = math.inf, -math.inf
+        for a in parts:
+            a = a[np.isfinite(a)]
+            if a.shape[0]:
+                lo, hi = min(lo, float(a.min())), max(hi, float(a.max()))
+        if lo > hi:  # nothing drawn: keep the range
+            return
+        tick = self.day.source.tick_size
+        pad = max((hi - lo) * 0.05, tick)
+        y0 = math.floor((lo - pad) / tick) * tick
+        y1 = math.ceil((hi + pad) / tick) * tick
+        if y1 - y0 < 4 * tick:
+            y0 -= tick
+            y1 = y0 + 4 * tick
+        vb = self.getPlotItem().getViewBox()
+        (_, _), (c0, c1) = vb.viewRange()
+        if abs(c0 - y0) > tick * 1e-6 or abs(c1 - y1) > tick * 1e-6:
+            vb.setYRange(y0, y1, padding=0)
+
+    def _draw_orders(self, t0: int, t1: int) -> npt.NDArray[np.float64]:
+        """Draw the own orders alive in ``[t0, t1]``; return their prices."""
         seg = self._segments
         if seg is None or seg.n == 0:
             self.own.setData([], [])
             self.own_sell.setData([], [])
-            return
+            return np.empty(0)
         end = np.where(seg.t1 < 0, max(t1, int(seg.t0.max())), seg.t1)
         vis = (end >= t0) & (seg.t0 <= t1)
         tick = self.day.source.tick_size
@@ -326,9 +379,10 @@ class TickChart(pg.PlotWidget):
             y[0::2] = seg.px[m] * tick
             y[1::2] = y[0::2]
             item.setData(x, y)
+        return np.asarray(seg.px[vis], np.float64) * tick
 
-    def _draw_fills(self, t0: int, t1: int) -> None:
-        """Draw the own fills in view: one star per pixel column, price and side.
+    def _draw_fills(self, t0: int, t1: int) -> npt.NDArray[np.float64]:
+        """Draw the own fills in view, one star per pixel column, price and side; return prices.
 
         Fills that would land on the same star (a burst at one instant, thousands over a
         day) are drawn once, as the first of them; a click shows that one. Only when even
@@ -340,7 +394,7 @@ class TickChart(pg.PlotWidget):
         if rows is None or rows.shape[0] == 0:
             self.fills.clear()
             self.fills_sell.clear()
-            return
+            return np.empty(0)
         ts = rows["ts"].astype(np.int64)
         i0 = int(np.searchsorted(ts, t0, side="left"))
         i1 = int(np.searchsorted(ts, t1, side="right"))
@@ -359,12 +413,13 @@ class TickChart(pg.PlotWidget):
             self.fills.clear()
             self.fills_sell.clear()
             self.note.setText(f"{i1 - i0:,} own fills in view: zoom in to see them")
-            return
+            return np.asarray(rows["px"][i0:i1], np.float64) * self.day.source.tick_size
         tick = self.day.source.tick_size
         for item, s in ((self.fills, BUY), (self.fills_sell, SELL)):
             m = idx[rows["side"][idx] == s]
             item.setData(self.to_x(ts[m]), rows["px"][m] * tick, data=m)
         self.fills_shown = i1 - i0
+        return np.asarray(rows["px"][idx], np.float64) * tick
 
     def _on_fill_clicked(self, _item: Any, points: Any, *_: Any) -> None:
         if len(points):

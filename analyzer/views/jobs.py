@@ -7,9 +7,14 @@ The function receives a ``progress(fraction, text)`` callback and a
 :class:`analyzer.dataset.CancelToken` it should poll.
 """
 
+import contextlib
+import functools
+import inspect
 import logging
+import os
 import threading
 import weakref
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -91,11 +96,95 @@ class Job(QObject):
         getattr(self, signal).emit(*args)
 
 
+def lower_thread_priority(nice: int = 10) -> None:
+    """Make the calling thread yield the CPU to the GUI thread (Linux: nice is per thread).
+
+    On a machine with few cores, a worker decompressing rows competes with the GUI thread
+    for a core; with a higher nice value the kernel runs the GUI thread first.
+    """
+    with contextlib.suppress(OSError, AttributeError):  # not Linux, or not allowed: as is
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+
+
+class _Request:
+    """The newest argument of one :class:`Latest` and whether it is being handled."""
+
+    def __init__(self, fn: Callable[[Any], Any], owner: "weakref.ref[Latest]") -> None:
+        # A bound method is held weakly: its object usually owns the Latest.
+        self.fn: Callable[[], Callable[[Any], Any] | None]
+        if inspect.ismethod(fn):
+            self.fn = weakref.WeakMethod(fn)
+        else:
+            self.fn = lambda: fn
+        self.owner = owner
+        self.pending: tuple[Any] | None = None
+        self.running = False
+
+
+class _LatestWorker:
+    """The one thread that runs every :class:`Latest`'s function, in request order.
+
+    Started once (with the first :class:`Latest`), it waits on a condition: a request only
+    stores its argument and notifies, so the requesting frame never waits (starting a thread
+    per request made it wait for the new thread to hand back the GIL). One thread for all
+    charts: their reads take turns instead of taking every core from the GUI thread, and it
+    runs at a lower priority than the GUI thread.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._queue: deque[_Request] = deque()
+        self._relay = thread_relay()
+        threading.Thread(target=self._run, name="analyzer-latest", daemon=True).start()
+
+    def request(self, req: _Request, arg: Any) -> None:
+        with self._cond:
+            if req.pending is None:  # else it is queued already
+                self._queue.append(req)
+            req.pending = (arg,)
+            self._cond.notify()
+
+    def busy(self, req: _Request) -> bool:
+        with self._cond:
+            return req.pending is not None or req.running
+
+    def _run(self) -> None:
+        lower_thread_priority()
+        while True:
+            with self._cond:
+                while not self._queue:
+                    self._cond.wait()
+                req = self._queue.popleft()
+                if req.pending is None:  # dropped
+                    continue
+                (arg,) = req.pending
+                req.pending = None
+                req.running = True
+            try:
+                fn = req.fn()
+                if fn is not None:
+                    out = fn(arg)
+                    self._relay.post(req.owner, "_emit_result", out)
+                del fn
+            except Exception:
+                log.warning("lookup failed for %r", arg, exc_info=True)
+            finally:
+                with self._cond:
+                    req.running = False
+
+
+@functools.cache
+def _worker() -> _LatestWorker:
+    return _LatestWorker()
+
+
 class Latest(QObject):
     """Run a function for the newest request only: requests made while busy collapse to one.
 
-    Used for work that follows the cursor (the book at an instant): the GUI thread never
-    waits for it, and a fast-moving cursor does not queue up stale requests.
+    Used for work that follows the cursor (the book at an instant) or the view (rows to read
+    for a zoomed-in span): the GUI thread never waits for it, and a fast-moving cursor does
+    not queue up stale requests. One worker thread serves every instance
+    (:class:`_LatestWorker`).
 
     Signals
     -------
@@ -107,41 +196,17 @@ class Latest(QObject):
 
     def __init__(self, fn: Callable[[Any], Any], parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self._fn = fn
-        self._lock = threading.Lock()
-        self._pending: tuple[Any] | None = None
-        self._busy = False
-        self._relay, self._me = thread_relay(), weakref.ref(self)
+        self._req = _Request(fn, weakref.ref(self))
+        self._worker = _worker()
 
     def request(self, arg: Any) -> None:
         """Ask for ``fn(arg)``; an older request not yet started is dropped."""
-        with self._lock:
-            self._pending = (arg,)
-            if self._busy:
-                return
-            self._busy = True
-        threading.Thread(target=self._loop, name="analyzer-latest", daemon=True).start()
-
-    def _loop(self) -> None:
-        while True:
-            with self._lock:
-                if self._pending is None:
-                    self._busy = False
-                    return
-                (arg,) = self._pending
-                self._pending = None
-            try:
-                out = self._fn(arg)
-            except Exception:
-                log.warning("lookup failed for %r", arg, exc_info=True)
-                continue
-            self._relay.post(self._me, "_emit_result", out)
+        self._worker.request(self._req, arg)
 
     def _emit_result(self, out: object) -> None:
         self.result.emit(out)
 
     @property
     def busy(self) -> bool:
-        """Return whether a request is being handled."""
-        with self._lock:
-            return self._busy
+        """Return whether a request is pending or being handled."""
+        return self._worker.busy(self._req)

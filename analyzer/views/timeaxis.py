@@ -13,6 +13,7 @@ from typing import Any, Final
 from zoneinfo import ZoneInfo
 
 import pyqtgraph as pg
+from PySide6.QtGui import QColor, QPainter, QPen
 
 NS: Final[int] = 1_000_000_000
 
@@ -55,7 +56,55 @@ def format_ns(ts_ns: int, tz: tzinfo | None, step_s: float) -> str:
     return text
 
 
-class NsTimeAxis(pg.AxisItem):
+class OpaqueGridAxis(pg.AxisItem):
+    """An axis whose translucent tick and grid lines are drawn in opaque, pre-mixed colours.
+
+    pyqtgraph fades grid lines with the pen's alpha. Qt's raster engine blends a translucent
+    vertical line one pixel row at a time: the grid of a 1600 x 700 chart took 25 ms a frame
+    here, against under 1 ms for the same lines opaque. The lines lie on the plain background,
+    so mixing their colour with :attr:`background` by the same alpha draws the same pixels.
+    """
+
+    def __init__(self, orientation: str, **kwargs: Any) -> None:
+        super().__init__(orientation=orientation, **kwargs)
+        self.background = QColor("#000000")
+
+    def set_background(self, color: str | QColor) -> None:
+        """Mix the lines with ``color`` (the chart's background) from now on."""
+        self.background = QColor(color)
+        self.picture = None
+        self.update()
+
+    def generateDrawSpecs(self, p: QPainter) -> Any:
+        """Return pyqtgraph's specs with every translucent tick pen made opaque."""
+        specs = super().generateDrawSpecs(p)
+        if specs is None:
+            return None
+        axis, ticks, texts = specs
+        bg = self.background
+        opaque: dict[int, QPen] = {}
+        out = []
+        for pen, p1, p2 in ticks:
+            c = pen.color()
+            a = c.alpha()
+            if a < 255:
+                mixed = opaque.get(c.rgba())
+                if mixed is None:
+                    f = a / 255.0
+                    mixed = opaque[c.rgba()] = QPen(pen)
+                    mixed.setColor(
+                        QColor(
+                            round(c.red() * f + bg.red() * (1 - f)),
+                            round(c.green() * f + bg.green() * (1 - f)),
+                            round(c.blue() * f + bg.blue() * (1 - f)),
+                        )
+                    )
+                pen = mixed
+            out.append((pen, p1, p2))
+        return axis, out, texts
+
+
+class NsTimeAxis(OpaqueGridAxis):
     """Bottom axis of the charts: x is seconds since ``origin_ns``.
 
     Parameters

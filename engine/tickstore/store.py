@@ -252,22 +252,77 @@ class _Shared:
                 raise self._error
 
 
+class _RawFile:
+    """The store file opened a second time, read with ``os.pread`` (which releases the GIL).
+
+    HDF5 reads hold the GIL for their whole length, so a reader thread stalls the GUI thread
+    meanwhile; reading a chunk's stored bytes at the address HDF5 gives for it
+    (``H5Dget_chunk_info``) holds it only for that lookup. Read-only stores only: a writer's
+    chunks may still sit in HDF5's cache.
+    """
+
+    def __init__(self, path: Path, base: int) -> None:
+        self.path = path
+        self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        self.base = base  # the userblock: HDF5 addresses are relative to it
+        self._lock = threading.Lock()
+        self._reading = 0
+        self._closed = False
+
+    def read(self, address: int, size: int) -> bytes:
+        """Return ``size`` bytes at HDF5 address ``address`` (fewer at the end of the file).
+
+        Raises
+        ------
+        TickStoreError
+            The store was closed (a reader thread outlived it).
+        """
+        with self._lock:
+            if self._closed:
+                raise TickStoreError(f"{self.path}: the tick store was closed")
+            self._reading += 1
+        try:
+            return os.pread(self.fd, size, self.base + address)
+        finally:
+            self._done_reading()
+
+    def _done_reading(self) -> None:
+        with self._lock:
+            self._reading -= 1
+            last = self._closed and self._reading == 0
+        if last:
+            os.close(self.fd)
+
+    def close(self) -> None:
+        """Close the descriptor (once no thread reads from it any more)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            now = self._reading == 0
+        if now:  # else the last read closes it: its number must not be reused meanwhile
+            os.close(self.fd)
+
+
 class _ChunkReader:
     """Reads whole chunks of one Blosc-compressed 1-D dataset, decompressing them in place.
 
     :meth:`chunk` keeps the last few chunks it decompressed: the chunk that a range bound was
-    found in is the chunk the range starts or ends in, so a read decompresses it once.
+    found in is the chunk the range starts or ends in, so a read decompresses it once. With a
+    :class:`_RawFile` the stored bytes are read outside HDF5 (and outside the GIL); a chunk
+    that then does not decompress (a SWMR writer moved it meanwhile) is read again by HDF5.
     """
 
-    def __init__(self, ds: h5py.Dataset, blosc: _Blosc) -> None:
+    def __init__(self, ds: h5py.Dataset, blosc: _Blosc, raw: _RawFile | None = None) -> None:
         self.ds = ds
         self.rows: int = ds.chunks[0]
         self.nbytes: int = self.rows * ds.dtype.itemsize
         self._blosc = blosc
+        self._raw = raw
         self._decoded: dict[int, Rows] = {}
 
     @staticmethod
-    def of(ds: h5py.Dataset) -> _ChunkReader | None:
+    def of(ds: h5py.Dataset, raw: _RawFile | None = None) -> _ChunkReader | None:
         """Return a reader for ``ds``, or ``None`` if its storage is not one Blosc filter."""
         blosc = _blosc()
         if blosc is None or ds.chunks is None or len(ds.chunks) != 1:
@@ -275,21 +330,30 @@ class _ChunkReader:
         plist = ds.id.get_create_plist()
         if plist.get_nfilters() != 1 or plist.get_filter(0)[0] != _BLOSC_FILTER:
             return None
-        return _ChunkReader(ds, blosc)
+        return _ChunkReader(ds, blosc, raw)
 
-    def fetch(self, c: int) -> tuple[int, bytes]:
+    def fetch(self, c: int, *, by_hdf5: bool = False) -> tuple[int, bytes]:
         """Return chunk ``c`` as stored: the HDF5 filter mask and the bytes."""
+        if self._raw is not None and not by_hdf5:
+            info = self.ds.id.get_chunk_info_by_coord((c * self.rows,))
+            if info.byte_offset is not None:
+                return int(info.filter_mask), self._raw.read(info.byte_offset, info.size)
         mask, raw = self.ds.id.read_direct_chunk((c * self.rows,))
         return int(mask), bytes(raw)
 
+    def _unpack(self, mask: int, raw: bytes, dst: int) -> bool:
+        if mask & 1:  # the filter was skipped (data that does not compress): stored as is
+            if len(raw) != self.nbytes:
+                return False
+            ctypes.memmove(dst, raw, self.nbytes)
+            return True
+        return self._blosc.decompress(raw, len(raw), dst, self.nbytes)
+
     def unpack(self, c: int, mask: int, raw: bytes, dst: int) -> None:
         """Decompress stored chunk ``c`` (all ``rows`` of it) to the address ``dst``."""
-        if mask & 1:  # the filter was skipped (data that does not compress): stored as is
-            ok = len(raw) == self.nbytes
-            if ok:
-                ctypes.memmove(dst, raw, self.nbytes)
-        else:
-            ok = self._blosc.decompress(raw, len(raw), dst, self.nbytes)
+        ok = self._unpack(mask, raw, dst)
+        if not ok and self._raw is not None:
+            ok = self._unpack(*self.fetch(c, by_hdf5=True), dst)
         if not ok:
             raise TickStoreError(
                 f"{self.ds.file.filename}: {self.ds.name} chunk {c} does not decompress "
@@ -621,6 +685,13 @@ class TickStore:
         self._indexes: dict[str, npt.NDArray[np.int64]] = {}
         self._blosc_datasets: dict[str, bool] = {}
         self.file = self._open(swmr)
+        self._raw: _RawFile | None = None
+        if mode == "r":
+            try:
+                userblock = int(self.file.id.get_create_plist().get_userblock())
+                self._raw = _RawFile(self.path, userblock)
+            except OSError:  # HDF5 has it open: its own reads still work
+                self._raw = None
 
     def _open(self, swmr: bool) -> h5py.File:
         cache: dict[str, Any] = {"rdcc_nbytes": CHUNK_CACHE_BYTES, "rdcc_nslots": 10007}
@@ -692,6 +763,9 @@ class TickStore:
             for w in self._writers:
                 w.close()
             self.file.close()
+        if self._raw is not None:
+            self._raw.close()
+            self._raw = None
 
     def flush(self) -> None:
         """Push everything written so far to disk (readers see it after :meth:`refresh`)."""
@@ -830,7 +904,7 @@ class TickStore:
 
     def _reader(self, ds: h5py.Dataset) -> _ChunkReader | None:
         blosc = self._blosc_datasets.get(ds.name)
-        reader = _ChunkReader.of(ds) if blosc is None or blosc else None
+        reader = _ChunkReader.of(ds, self._raw) if blosc is None or blosc else None
         if self.mode == "r":
             self._blosc_datasets[ds.name] = reader is not None
         return reader
@@ -890,6 +964,21 @@ class TickStore:
             if out.shape[0] < i1 - i0:
                 raise ValueError(f"out: holds {out.shape[0]} rows, the range has {i1 - i0}")
         return self._read_rows(ds, i0, i1, out, reader)
+
+    def read_rows(
+        self, symbol: str, day: str, kind: str, i0: int, i1: int, *, out: Rows | None = None
+    ) -> Rows:
+        """Return rows ``[i0, i1)`` of ``kind`` by position (clipped to the rows there are).
+
+        The bisection of times that :meth:`read` does is skipped: for callers that number
+        rows themselves (the Analyzer's pyramid buckets). ``out`` as in :meth:`read`.
+        """
+        ds = self._dataset(symbol, day, kind)
+        if ds is None:
+            return np.empty(0, _kind_dtype(kind, 1)) if out is None else out[:0]
+        n = int(ds.shape[0])
+        i0, i1 = min(max(i0, 0), n), min(max(i1, 0), n)
+        return self._read_rows(ds, i0, max(i0, i1), out, self._reader(ds))
 
     @staticmethod
     def _read_rows(

@@ -11,6 +11,7 @@ import h5py
 import numpy as np
 import pytest
 
+import engine.tickstore.store as store_module
 from engine.tickstore.schema import (
     BBO_DTYPE,
     L2_DELTA_DTYPE,
@@ -418,3 +419,31 @@ def test_a_damaged_chunk_is_one_clear_error(tmp_path: Path) -> None:
         assert reader is not None
         with pytest.raises(TickStoreError, match="chunk 2 does not decompress to 48000 bytes"):
             reader.read(0, 5_000, np.zeros(5_000, TRADE_DTYPE), threads=3)  # in a helper
+
+
+def test_rows_by_position_read_the_stored_chunks_outside_hdf5(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a = trades(10_000, step=1_000)
+    with TickStore(tmp_path / "t.h5", "a", chunk_rows=1000) as s:
+        s.writer("X", DAY, tick_size="0.01", lot_size="1").append("trades", a)
+        np.testing.assert_array_equal(s.read_rows("X", DAY, "trades", 10, 20), a[10:20])
+        assert s._raw is None  # a writer's chunks may still be in HDF5's cache
+    reads: list[tuple[int, int]] = []
+    real = store_module._RawFile.read
+
+    def counted(self: store_module._RawFile, address: int, size: int) -> bytes:
+        reads.append((address, size))
+        return real(self, address, size)
+
+    monkeypatch.setattr(store_module._RawFile, "read", counted)
+    with TickStore(tmp_path / "t.h5") as s:
+        for i0, i1 in ((0, 10_000), (999, 1001), (2500, 7300), (9990, 12_000), (-5, 3)):
+            got = s.read_rows("X", DAY, "trades", i0, i1)
+            np.testing.assert_array_equal(got, a[max(i0, 0) : min(i1, 10_000)])
+        assert len(reads) >= 10  # every chunk of the whole read came through os.pread
+        # Bytes that no longer decompress (a SWMR writer moved the chunk since its address was
+        # looked up) are read again through HDF5: the rows are still right.
+        monkeypatch.setattr(store_module._RawFile, "read", lambda *_: b"\x02\x01" + bytes(40))
+        np.testing.assert_array_equal(s.read_rows("X", DAY, "trades", 1500, 4500), a[1500:4500])
+        assert s.read_rows("X", DAY, "bbo", 0, 10).dtype == BBO_DTYPE  # a kind not there
