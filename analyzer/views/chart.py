@@ -27,7 +27,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 from analyzer.dataset import InstrumentDay
 from analyzer.overlay import OrderSegments, Overlay
 from analyzer.views.jobs import Latest
-from analyzer.views.timeaxis import NS, NsTimeAxis, OpaqueGridAxis
+from analyzer.views.timeaxis import NS, NsTimeAxis, PriceAxis
 from engine.types import BUY, SELL
 
 #: Own fills are drawn one star each when the view holds at most this many.
@@ -119,12 +119,12 @@ class TickChart(pg.PlotWidget):
         self, day: InstrumentDay, origin_ns: int, tz_name: str, parent: QWidget | None = None
     ) -> None:
         self.axis = NsTimeAxis(origin_ns, tz_name)
-        self.price_axis = OpaqueGridAxis("left")
+        self.decimals = tick_decimals(day.source.tick_size)
+        self.price_axis = PriceAxis(day.source.tick_size, self.decimals)
         super().__init__(parent=parent, axisItems={"bottom": self.axis, "left": self.price_axis})
         self.setObjectName(f"tickChart_{day.symbol}")
         self.day = day
         self.origin_ns = origin_ns
-        self.decimals = tick_decimals(day.source.tick_size)
         self.colors = palette_for(self)
         pi = self.getPlotItem()
         pi.setLabel("left", f"{day.label}  price")
@@ -132,6 +132,11 @@ class TickChart(pg.PlotWidget):
         pi.setMenuEnabled(False)
         pi.hideButtons()
         pi.getAxis("left").setWidth(78)
+        for axis in (self.axis, self.price_axis):
+            axis.enableAutoSIPrefix(False)  # (the labels were re-set every frame)
+            # Below the view box (z -100): the opaque grid lines lie under the data, on the
+            # plain background they are mixed with (pyqtgraph draws axes above it).
+            axis.setZValue(-200)
         vb = pi.getViewBox()
         vb.setMouseEnabled(x=True, y=False)
         # The price range follows what is drawn, set by refresh() itself: pyqtgraph's
@@ -340,7 +345,11 @@ class TickChart(pg.PlotWidget):
         self.refresh()
 
     def _fit_prices(self, parts: list[npt.NDArray[np.float64]]) -> None:
-        """Set the price range to what is drawn: whole ticks, a margin, never under 4 ticks."""
+        """Fit the price range to what is drawn: whole ticks, a margin, at least 4 ticks.
+
+        The range holds while what is drawn stays inside it and fills at least half of it,
+        so a pan does not make the price axis jump (nor redraw its labels) every frame.
+        """
         lo, hi = math.inf, -math.inf
         for a in parts:
             a = a[np.isfinite(a)]
@@ -348,17 +357,19 @@ class TickChart(pg.PlotWidget):
                 lo, hi = min(lo, float(a.min())), max(hi, float(a.max()))
         if lo > hi:  # nothing drawn: keep the range
             return
+        vb = self.getPlotItem().getViewBox()
+        (_, _), (c0, c1) = vb.viewRange()
         tick = self.day.source.tick_size
-        pad = max((hi - lo) * 0.05, tick)
+        inside = c0 < lo and hi < c1
+        if inside and (hi - lo >= (c1 - c0) * 0.5 or c1 - c0 <= 4 * tick + tick * 1e-6):
+            return
+        pad = max((hi - lo) * 0.08, tick)
         y0 = math.floor((lo - pad) / tick) * tick
         y1 = math.ceil((hi + pad) / tick) * tick
         if y1 - y0 < 4 * tick:
             y0 -= tick
             y1 = y0 + 4 * tick
-        vb = self.getPlotItem().getViewBox()
-        (_, _), (c0, c1) = vb.viewRange()
-        if abs(c0 - y0) > tick * 1e-6 or abs(c1 - y1) > tick * 1e-6:
-            vb.setYRange(y0, y1, padding=0)
+        vb.setYRange(y0, y1, padding=0)
 
     def _draw_orders(self, t0: int, t1: int) -> npt.NDArray[np.float64]:
         """Draw the own orders alive in ``[t0, t1]``; return their prices."""

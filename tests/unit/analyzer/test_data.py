@@ -348,3 +348,36 @@ def test_pyramid_kernels_equal_the_numpy_builder() -> None:
             for name in sums:
                 assert np.allclose(g.sums[name], w.sums[name], rtol=1e-12), name
         assert np.array_equal(got.gaps, want.gaps)
+
+
+@pytest.mark.gui
+def test_price_axis_labels_whole_ticks_and_grid_lines_are_opaque(qapp: object) -> None:
+    import pyqtgraph as pg
+    from PySide6.QtGui import QColor, QImage, QPainter
+
+    from analyzer.views.timeaxis import PriceAxis, price_steps
+
+    assert price_steps(0.25)[:6] == [0.25, 0.5, 1.0, 2.0, 2.5, 5.0]
+    assert 0.025 not in price_steps(0.01)  # two and a half ticks: not a label step
+    axis = PriceAxis(0.25, 2)
+    for lo, hi, px in ((5528.3, 5529.7, 500), (4785.0, 4811.0, 500), (100.0, 100.6, 300)):
+        for spacing, values in axis.tickValues(lo, hi, px):
+            assert spacing / 0.25 == pytest.approx(round(spacing / 0.25))
+            assert all(v / 0.25 == pytest.approx(round(v / 0.25)) for v in values)
+    assert axis.tickStrings([5528.5, 12345.0], 1.0, 0.5) == ["5,528.50", "12,345.00"]
+    # Translucent grid pens come out opaque, mixed with the background by their alpha.
+    plot = pg.PlotWidget(axisItems={"left": axis})
+    plot.resize(400, 400)
+    plot.getPlotItem().showGrid(y=True, alpha=0.5)
+    plot.getPlotItem().getViewBox().setYRange(5528.0, 5530.0, padding=0)
+    axis.set_background("#000000")
+    img = QImage(80, 400, QImage.Format.Format_ARGB32)
+    painter = QPainter(img)
+    specs = axis.generateDrawSpecs(painter)
+    painter.end()
+    assert specs is not None
+    pens = [pen for pen, _, _ in specs[1]]
+    assert pens
+    assert all(pen.color().alpha() == 255 for pen in pens)
+    c = QColor(axis.pen().color())
+    assert any(pen.color().red() < c.red() for pen in pens)  # darkened towards black
