@@ -10,13 +10,14 @@ not ten thousand repaints (DESIGN.md: a visible table repainting per row manages
 import gc
 import logging
 import math
+import threading
 import time
 import weakref
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 
 from engine.client import ClientState, EngineClient
-from engine.events import EventRecord
+from engine.events import EngineSnapshot, EventRecord
 from widgets.relay import thread_relay
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,10 @@ class EngineBridge(QObject):
         self._last_flush = 0.0
         self._last_seq = 0
         self._state = client.state
+        #: Events drained while the engine's state is re-read after a gap (delivered after it).
+        self._held: list[EventRecord] | None = None
+        #: Re-reads of the state after lost events.
+        self.resyncs = 0
         #: Batches and events delivered so far.
         self.batches = 0
         self.events = 0
@@ -121,25 +126,63 @@ class EngineBridge(QObject):
         self._check_state()
         if not batch:
             return
+        if self._held is not None:  # the state is being re-read: these follow it
+            self._held.extend(batch)
+            return
         first = batch[0].seq
         if self._last_seq and first != self._last_seq + 1:
             log.warning("engine events %d..%d were lost", self._last_seq + 1, first - 1)
             self.gap_detected.emit(self._last_seq + 1, first - 1)
-            batch = self._resync(batch)
+            self._resync(batch)
+            return
+        self._deliver(batch)
+
+    def _deliver(self, batch: list[EventRecord]) -> None:
         self._last_seq = batch[-1].seq
         self.batches += 1
         self.events += len(batch)
         self.events_received.emit(batch)
 
-    def _resync(self, batch: list[EventRecord]) -> list[EventRecord]:
-        """Prefix ``batch`` with the engine's current state, as events, after lost events."""
-        try:
-            snap = self._client.snapshot()
-        except Exception as e:  # the engine may be going away; the gap stays reported
-            log.warning("cannot re-read the engine's state after a gap: %s", e)
-            return batch
+    def _resync(self, batch: list[EventRecord]) -> None:
+        """Re-read the engine's state after lost events, on a worker thread.
+
+        A snapshot of a remote engine is a round trip: the GUI thread never waits for it.
+        Events drained meanwhile are held; the state (as events) and then the held events
+        newer than it are delivered as one batch when the snapshot is in.
+        """
+        self._held = list(batch)
+        self.resyncs += 1
+        relay, me, client = thread_relay(), weakref.ref(self), self._client
+
+        def read() -> None:
+            try:
+                snap = client.snapshot()
+            except Exception as e:  # the engine may be going away; the gap stays reported
+                log.warning("cannot re-read the engine's state after a gap: %s", e)
+                relay.post(me, "_resynced", None)
+                return
+            relay.post(me, "_resynced", snap)
+
+        threading.Thread(target=read, name="bridge-resync", daemon=True).start()
+
+    def _resynced(self, snap: EngineSnapshot | None) -> None:
+        held, self._held = self._held or [], None
+        held.extend(self._client.drain())
+        if snap is None:  # the gap stays: deliver what there is
+            if held:
+                self._deliver(held)
+            return
         state = [EventRecord(snap.seq, ev) for ev in snap.state_events]
-        return state + [r for r in batch if r.seq > snap.seq]
+        rest = [r for r in held if r.seq > snap.seq]
+        prev = snap.seq  # events lost again while the state was read: one more re-read
+        cut = next((i for i, r in enumerate(rest) if r.seq != prev + 1 + i), len(rest))
+        if state or rest[:cut]:
+            self._deliver(state + rest[:cut])
+        if cut < len(rest):
+            first = rest[cut].seq
+            log.warning("engine events %d..%d were lost", self._last_seq + 1, first - 1)
+            self.gap_detected.emit(self._last_seq + 1, first - 1)
+            self._resync(rest[cut:])
 
     def _check_state(self) -> None:
         state = self._client.state

@@ -12,6 +12,8 @@ in step with every engine's link state twice a second.
 from __future__ import annotations
 
 import logging
+import threading
+import weakref
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QMainWindow
@@ -21,6 +23,7 @@ from app.remote_client import EngineProfile, load_profiles, open_remote, pin_sto
 from engine.client import ClientState, EngineClient, EngineStartError
 from engine.remote.client import RemoteEngineClient
 from widgets.connect_dialog import ConnectDialog, ConnectRequest, EngineLink, EngineSelector
+from widgets.relay import thread_relay
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +98,35 @@ class EngineConnections(QObject):
         self.message.emit(f"Connecting to {profile.name} ({profile.endpoint})…")
         self.refresh()
         return client
+
+    def detachable(self) -> list[str]:
+        """Return the names of the engines that can be detached (all but the first)."""
+        if self.multi is None:
+            return []
+        return [m.client.name for m in self.multi.members() if m.index > 0]
+
+    def detach_engine(self, name: str) -> bool:
+        """Stop following engine ``name`` (its link closes in the background; it runs on).
+
+        Its orders and messages stay in the views as history. Return whether it was attached.
+        """
+        multi = self.multi
+        if multi is None or name not in self.detachable():
+            return False
+        relay, me = thread_relay(), weakref.ref(self)
+
+        def close() -> None:  # closing waits for the link's thread: not on the GUI thread
+            done = multi.detach(name)
+            relay.post(me, "_detached", name, done)
+
+        threading.Thread(target=close, name=f"detach-{name}", daemon=True).start()
+        self.message.emit(f"Detaching {name}…")
+        return True
+
+    def _detached(self, name: str, done: bool) -> None:
+        self._states.pop(name, None)
+        self.message.emit(f"{name}: detached" if done else f"{name} was not attached")
+        self.refresh()
 
     def refresh(self) -> None:
         """Show every engine's link state; report changes in the status bar."""

@@ -9,6 +9,7 @@ FIX dictionaries of the message inspector and the lazy workspaces' Qt-free modul
 their first showing mostly builds widgets.
 """
 
+import functools
 import importlib
 import logging
 import platform
@@ -23,6 +24,7 @@ from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QIcon, QKeySequenc
 from PySide6.QtWidgets import (
     QApplication,
     QMainWindow,
+    QMenu,
     QMessageBox,
     QStackedWidget,
     QToolBar,
@@ -245,6 +247,12 @@ class MainWindow(QMainWindow):
         connect.setEnabled(self.engines.enabled)
         connect.triggered.connect(self.engines.show_connect_dialog)
         engine_menu.addAction(connect)
+        detach_menu = engine_menu.addMenu("&Detach engine")
+        detach_menu.setObjectName("menu_detach_engine")
+        detach_menu.setToolTip("Stop following a remote engine (it keeps running)")
+        detach_menu.setEnabled(self.engines.enabled)
+        detach_menu.aboutToShow.connect(lambda: self._fill_detach_menu(detach_menu))
+        self._fill_detach_menu(detach_menu)
 
         help_menu = menu.addMenu("&Help")
         about = QAction("&About qwconsole", self)
@@ -368,6 +376,32 @@ class MainWindow(QMainWindow):
     def toggle_theme(self) -> None:
         """Switch between the dark and the light theme."""
         self.set_theme("light" if self.theme == "dark" else "dark")
+
+    def _fill_detach_menu(self, menu: QMenu) -> None:
+        """List the attached remote engines; each detaches after a confirmation."""
+        menu.clear()
+        names = self.engines.detachable()
+        for name in names:
+            action = menu.addAction(name)
+            action.setObjectName(f"action_detach_{name}")
+            action.triggered.connect(functools.partial(self.confirm_detach, name))
+        if not names:
+            none = menu.addAction("No remote engine attached")
+            none.setEnabled(False)
+
+    def confirm_detach(self, name: str, *, ask: bool = True) -> bool:
+        """Detach engine ``name`` once the user confirms; return whether it was detached."""
+        if ask:
+            answer = QMessageBox.question(
+                self,
+                "Detach engine",
+                f"Stop following {name}?\n\nThe engine keeps running with its strategies and "
+                "orders; its orders and messages stay here as history. Connect again to follow "
+                "it.",
+            )
+            if answer != QMessageBox.StandardButton.Yes:
+                return False
+        return self.engines.detach_engine(name)
 
     def show_about(self) -> QMessageBox:
         """Open the About box (non-blocking) and return it."""

@@ -227,8 +227,10 @@ class PositionChanged(Event):
 class FixMessageSeen(Event):
     """A FIX message went in or out of a session, with its three timestamps.
 
-    ``ts_event`` is when the engine handled it; ``ts_created`` when it was built (outbound) or
-    framed (inbound); ``ts_wire`` when it was written to or read from the socket.
+    ``ts_event`` is when the engine handled it; ``ts_created`` when it was built (outbound)
+    or when the peer sent it (inbound: its SendingTime <52>, on the peer's clock, or the read
+    time when that is missing or malformed); ``ts_wire`` when it was written to or read from
+    the socket.
     """
 
     session_id: str  # e.g. "FIX.4.4:CLIENT->EXCHANGE"

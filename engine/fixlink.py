@@ -32,6 +32,7 @@ from engine.commands import (
 from engine.core import Engine
 from engine.enums import SessionState
 from engine.events import Event, FixMessageSeen, SessionStatusChanged
+from engine.fix.codec import parse_timestamp
 from engine.fix.log import NullLog, SessionLog
 from engine.fix.schedule import SessionSchedule
 from engine.fix.session import FixSession, SessionConfig, load_dictionary
@@ -67,6 +68,9 @@ class BusLog:
 
     def _publish(self, raw: bytes, now_ns: int, outbound: bool) -> None:
         seq = _field(raw, b"34")
+        created = now_ns
+        if not outbound:  # the peer's SendingTime <52>: its send, on its clock
+            created = parse_timestamp(_field(raw, b"52")) or now_ns
         self.bus.publish(
             FixMessageSeen(
                 ts_event=self.clock.now_ns(),
@@ -75,7 +79,7 @@ class BusLog:
                 msg_type=_field(raw, b"35").decode("latin-1"),
                 seq_num=int(seq) if seq.isdigit() else 0,
                 raw=raw,
-                ts_created=now_ns,
+                ts_created=created,
                 ts_wire=now_ns,
             )
         )

@@ -286,6 +286,10 @@ class EngineSelector(QWidget):
             self.combo.setCurrentIndex(max(0, index))
             self.combo.blockSignals(False)
             self._names = names
+        while len(self._labels) > len(links):  # a detached engine
+            gone = self._labels.pop()
+            self.links_box.removeWidget(gone)
+            gone.deleteLater()
         while len(self._labels) < len(links):
             lbl = QLabel()
             lbl.setObjectName("engineLink")

@@ -462,7 +462,7 @@ class FixInspector(QWidget):
         else:
             self._set_check("✓ Every field passes the session dictionary's validation", "ok")
         wire = "sent" if ev.outbound else "received"
-        made = "created" if ev.outbound else "framed"
+        made = "created" if ev.outbound else "peer sent (52)"
         self.times_label.setText(
             f"{made} {fmt_ts_utc(ev.ts_created, precision=6)}  "
             f"→ +{fmt_duration_ns(ev.ts_wire - ev.ts_created)} → "

@@ -29,6 +29,7 @@ from engine.events import (
     SessionStatusChanged,
     StrategyStatusChanged,
 )
+from engine.fix.codec import parse_timestamp
 from engine.warmup import warm_up
 
 pytestmark = pytest.mark.integration
@@ -76,6 +77,18 @@ def test_demo_trades_within_five_seconds_and_obeys_commands(transport: str) -> N
             assert {("A", True), ("A", False), ("D", True), ("8", False), ("V", True)} <= types
             assert {("W", False), ("X", False)} <= types  # market data arrives over FIX
             assert all(m.raw.startswith(b"8=FIX.4.4\x01") for m in seen)
+            # Inbound: created is the peer's SendingTime <52> (millisecond stamps here), read
+            # after it; outbound: built and written at once.
+            for m in seen:
+                if m.outbound:
+                    assert m.ts_created == m.ts_wire
+                else:
+                    stamp = parse_timestamp(m.raw.split(b"\x0152=")[1].split(b"\x01")[0])
+                    assert m.ts_created == stamp
+                    assert m.ts_created % 1_000_000 == 0
+                    # Same machine, same clock: sent before read (to the stamp's ms), and
+                    # well under a second before.
+                    assert m.ts_wire - 1_000_000_000 < m.ts_created <= m.ts_wire + 1_000_000
         depth = collect_until(
             client,
             lambda ev: any(d.own and d.bids and d.asks for d in kinds(ev, DepthChanged)),

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtGui import QAction, QPalette
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QMenu
 
 from app.controller import Controller
 from app.engines import EngineConnections
@@ -195,6 +195,8 @@ def test_engine_menu_connects_a_remote_engine_without_blocking(
         controller = Controller(MultiEngineClient([first]))
         window = MainWindow(controller, AppSettings(tmp_path / "qwconsole.ini", read_only=True))
         qtbot.addWidget(window)  # type: ignore[attr-defined]
+        messages: list[str] = []
+        window.engines.message.connect(messages.append)
         action = window.findChild(QAction, "action_connect_engine")
         assert action is not None
         assert action.isEnabled()
@@ -228,6 +230,30 @@ def test_engine_menu_connects_a_remote_engine_without_blocking(
         remembered = (tmp_path / "console" / "engines.json").read_text()
         assert '"far"' in remembered
         assert token not in remembered
+        # Detach it again from the Engine menu: the link closes off the GUI thread, the
+        # engine runs on, the selector drops it.
+        menu = window.findChild(QMenu, "menu_detach_engine")
+        assert menu is not None
+        menu.aboutToShow.emit()
+        assert [a.text() for a in menu.actions()] == ["far"]  # the first engine stays
+        far_client = multi.members()[1].client
+        t0 = time.perf_counter()
+        assert window.confirm_detach("far", ask=False)
+        assert time.perf_counter() - t0 < 0.2
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and len(multi.members()) > 1:
+            _pump(qtbot, 0.05)
+        _pump(qtbot, 0.1)
+        assert [m.client.name for m in multi.members()] == ["near"]
+        assert far_client.state is not ClientState.CONNECTED
+        assert [lbl.text() for lbl in window.engines.selector._labels] == ["● near  connected"]
+        assert "far: detached" in window.statusBar().currentMessage() or any(
+            "far: detached" in m for m in messages
+        )
+        assert far.server.consoles == 0  # the console left; the engine itself runs on
+        menu.aboutToShow.emit()
+        assert [a.isEnabled() for a in menu.actions()] == [False]  # "No remote engine attached"
+        assert not window.confirm_detach("near", ask=False)  # the first engine cannot go
         window.shutdown()
     finally:
         far.stop()

@@ -2,15 +2,17 @@
 """The bridge: state re-read after lost events, wake-ups safe from deletion; the GC pacer."""
 
 import gc
+import threading
 import time
 
 import pytest
 import shiboken6
+from PySide6.QtCore import QTimer
 
 from app.bridge import EngineBridge, GcPacer
 from engine.demo import build_demo
 from engine.embedded import EmbeddedEngineClient
-from engine.events import EventRecord, InstrumentAdded, StrategyStatusChanged
+from engine.events import EngineSnapshot, EventRecord, InstrumentAdded, StrategyStatusChanged
 
 pytestmark = pytest.mark.gui
 
@@ -32,6 +34,45 @@ def test_lost_events_are_replaced_by_a_snapshot_of_the_state(qtbot: object) -> N
         assert InstrumentAdded in kinds
         assert StrategyStatusChanged in kinds
         assert client.dropped > 0
+    finally:
+        client.close()
+        bridge.detach()
+
+
+def test_the_state_is_re_read_off_the_gui_thread_and_events_held_until_it_is_in(
+    qtbot: object,
+) -> None:
+    gate = threading.Event()  # opened by the test once the GUI thread went on
+    gate_was_open: list[bool] = []
+
+    class SlowSnapshots(EmbeddedEngineClient):
+        def snapshot(self, timeout_s: float = 2.0) -> EngineSnapshot:
+            gate_was_open.append(gate.wait(10.0))  # a remote engine's round trip, slowed
+            return super().snapshot(timeout_s)
+
+    client = SlowSnapshots(configure=build_demo, max_queue=50)
+    bridge = EngineBridge(client)
+    batches: list[list[EventRecord]] = []
+    bridge.events_received.connect(batches.append)
+    # Opened from the GUI thread's event loop once flush() returned: a snapshot read inside
+    # flush() would find it shut (and wait its 10 s out).
+    bridge.gap_detected.connect(lambda _a, _b: QTimer.singleShot(0, gate.set))
+    client.start()
+    try:
+        qtbot.waitUntil(lambda: bool(batches), timeout=5000)  # type: ignore[attr-defined]
+        delivered = len(batches)
+        time.sleep(1.0)  # far more than 50 events pile up and the oldest drop
+        qtbot.waitUntil(lambda: bridge.resyncs >= 1, timeout=5000)  # type: ignore[attr-defined]
+        qtbot.waitUntil(lambda: len(batches) > delivered, timeout=10_000)  # type: ignore[attr-defined]
+        # The snapshot had to wait for the GUI thread to go on: it was not read there.
+        assert gate_was_open[0] is True
+        resync = batches[delivered]
+        assert {InstrumentAdded, StrategyStatusChanged} <= {type(r.event) for r in resync}
+        # After the state, the events follow it without a hole, in order.
+        seqs = [r.seq for b in batches[delivered:] for r in b]
+        state_seq = resync[0].seq
+        after = [q for q in seqs if q > state_seq]
+        assert after == list(range(state_seq + 1, state_seq + 1 + len(after))) or bridge.resyncs > 1
     finally:
         client.close()
         bridge.detach()
