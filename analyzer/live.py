@@ -97,6 +97,10 @@ class RowBuffer:
     beyond the rows handed out, and a move to a larger (or trimmed) array leaves earlier
     views intact. Rows are dropped in multiples of ``align`` (so that summaries of blocks of
     ``align`` rows stay aligned).
+
+    The rows kept past a drop are copied to the next array ahead of time: from three quarters
+    full on, each append also copies three times its rows there, so the drop itself only
+    switches arrays (copying them all at once took 44 ms of one GUI batch at 2^20 rows).
     """
 
     def __init__(self, dtype: np.dtype[Any], max_rows: int, align: int = 1) -> None:
@@ -107,6 +111,8 @@ class RowBuffer:
         self.align = align
         self.dropped = 0
         self._state: tuple[Rows, int] = (np.empty(min(1024, max_rows), dtype), 0)
+        #: The next array, the first row it starts from and the rows copied so far.
+        self._next: tuple[Rows, int, int] | None = None
 
     def __len__(self) -> int:
         return self._state[1]
@@ -139,18 +145,44 @@ class RowBuffer:
         if n + k <= min(arr.shape[0], self.max_rows):
             arr[n : n + k] = rows
             self._state = (arr, n + k)
+            self._advance(3 * k)
             return
         if n + k <= self.max_rows:
             keep, cap = n, min(max(2 * arr.shape[0], n + k), self.max_rows)
         else:
+            nxt = self._next
+            if nxt is not None and n - nxt[1] + k <= self.max_rows:
+                # Switch to the array prepared ahead: only the rows not yet copied move now.
+                new, first, done = nxt
+                new[done - first : n - first] = arr[done:n]
+                new[n - first : n - first + k] = rows
+                self._next = None
+                self.dropped += first
+                self._state = (new, n - first + k)
+                return
             keep = max(0, min(n, self.max_rows * 3 // 4 - k, self.max_rows - k))
             keep = n - min(n, self._aligned(n - keep))
             cap = self.max_rows
+        self._next = None
         new = np.empty(cap, self.dtype)
         new[:keep] = arr[n - keep : n]
         new[keep : keep + k] = rows
         self.dropped += n - keep
         self._state = (new, keep + k)
+
+    def _advance(self, budget: int) -> None:
+        """Copy up to ``budget`` kept rows to the next array (started at three quarters full)."""
+        arr, n = self._state
+        if arr.shape[0] < self.max_rows or n < self.max_rows * 3 // 4:
+            return
+        if self._next is None:
+            first = min(n, self._aligned(self.max_rows // 4))
+            self._next = (np.empty(self.max_rows, self.dtype), first, first)
+        new, first, done = self._next
+        upto = min(n, done + max(budget, 1024))
+        if upto > done:
+            new[done - first : upto - first] = arr[done:upto]
+            self._next = (new, first, upto)
 
     def resize(self, max_rows: int) -> None:
         """Keep at most ``max_rows`` rows from now on (the newest, if fewer than held)."""
@@ -158,6 +190,7 @@ class RowBuffer:
             raise ValueError(f"a live buffer needs room for at least 4 rows, not {max_rows}")
         arr, n = self._state
         self.max_rows = max_rows
+        self._next = None
         if n > max_rows:
             drop = min(n, self._aligned(n - max_rows))
             self._state = (arr[drop:n].copy(), n - drop)
@@ -167,6 +200,7 @@ class RowBuffer:
         """Forget the ``k`` oldest rows (without copying the others)."""
         arr, n = self._state
         k = min(k, n)
+        self._next = None
         self._state = (arr[k:], n - k)
         self.dropped += k
 

@@ -79,9 +79,16 @@ def palette_for(widget: QWidget) -> Palette:
 
 
 def marker_sizes(qty: npt.NDArray[np.float64], typical: float) -> npt.NDArray[np.float64]:
-    """Return marker diameters growing with the square root of the size (area ~ size)."""
+    """Return marker diameters growing with the square root of the size (area ~ size).
+
+    Whole pixels: pyqtgraph renders one sprite per distinct size, and rebuilds its sprite
+    atlas when that outgrows the points (a stall in the frame that does it).
+    """
     scale = max(typical, 1e-12)
-    return np.clip(MARKER_MIN * np.sqrt(qty / scale) + 2.0, MARKER_MIN, MARKER_MAX)
+    sizes: npt.NDArray[np.float64] = np.clip(
+        MARKER_MIN * np.sqrt(qty / scale) + 2.0, MARKER_MIN, MARKER_MAX
+    )
+    return np.rint(sizes)
 
 
 def tick_decimals(tick: float) -> int:

@@ -8,6 +8,7 @@ the selected zone (``UTC``, ``America/Chicago``, ...), with as many fraction dig
 needs.
 """
 
+import functools
 from datetime import UTC, datetime, tzinfo
 from typing import Any, Final
 from zoneinfo import ZoneInfo
@@ -38,8 +39,12 @@ def zone(name: str) -> tzinfo | None:
     return ZoneInfo(name)
 
 
+@functools.lru_cache(maxsize=4096)
 def format_ns(ts_ns: int, tz: tzinfo | None, step_s: float) -> str:
-    """Format ``ts_ns`` for a tick ``step_s`` apart from its neighbours."""
+    """Format ``ts_ns`` for a tick ``step_s`` apart from its neighbours.
+
+    Cached: a pan relabels the same round times frame after frame.
+    """
     secs, frac = divmod(ts_ns, NS)
     dt = datetime.fromtimestamp(secs, tz=tz)
     if step_s >= 60:

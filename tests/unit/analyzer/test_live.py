@@ -57,6 +57,35 @@ def test_row_buffer_over_its_limit_keeps_the_newest_rows_and_earlier_views() -> 
     np.testing.assert_array_equal(held, held_copy)  # a reader's view is never overwritten
 
 
+def test_row_buffer_copies_the_kept_rows_ahead_so_a_drop_only_switches_arrays() -> None:
+    buf = RowBuffer(BBO_DTYPE, 4096, align=64)
+    t = 0
+    views = []
+    switches = 0
+    while switches < 3:
+        before = buf.dropped
+        n = len(buf)
+        nxt = buf._next
+        buf.append(_bbo(list(range(t, t + 50))))
+        t += 50
+        if buf.dropped != before:  # this append dropped the oldest rows
+            switches += 1
+            # The next array was ready: every kept row had been copied before this append.
+            assert nxt is not None
+            assert nxt[2] == n
+            assert buf._state[0] is nxt[0]
+            assert (buf.dropped - before) % 64 == 0
+        if t % 1000 == 0:
+            views.append((buf.rows(), buf.rows().copy()))
+        rows = buf.rows()
+        assert len(buf) <= 4096
+        assert rows["ts"][-1] == t - 1
+        assert np.all(np.diff(rows["ts"]) == 1)
+        assert buf.dropped + len(buf) == t
+    for view, copy in views:  # no reader's view was ever written over
+        np.testing.assert_array_equal(view, copy)
+
+
 def test_row_buffer_clamps_a_clock_stepping_back_so_rows_stay_sorted() -> None:
     buf = RowBuffer(BBO_DTYPE, 16)
     buf.append(_bbo([10, 20, 30]))
