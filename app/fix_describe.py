@@ -12,6 +12,8 @@ its ApplVerID <1128>), and marks every field that fails that dictionary's valida
 import logging
 import threading
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
 
 from engine.fix.dictionary import (
     APPL_VER_IDS,
@@ -24,6 +26,9 @@ from engine.fix.validation import ValidationIssue, find_issues
 from widgets.fix_inspector import FieldNode, parse_fields
 
 log = logging.getLogger(__name__)
+
+#: A session's dictionary file being read.
+LOADING: Final = "loading"
 
 #: Dictionaries consulted, in order, for a tag's name and enum descriptions.
 VERSIONS = ("FIX.4.4", "FIX.5.0SP2", "FIXT.1.1", "FIX.4.2")
@@ -42,6 +47,10 @@ class FieldDescriber:
         self._lock = threading.Lock()
         self._cache: dict[tuple[int, bytes], tuple[str, str]] = {}
         self._by_version: dict[str, DataDictionary | None] = {}
+        #: Session id -> its dictionary files as the engine reported them (``""``: shipped).
+        self._sessions: dict[str, tuple[str, str]] = {}
+        #: Dictionary file -> loaded, or why not (``LOADING`` while a thread reads it).
+        self._files: dict[str, DataDictionary | str] = {}
         if preload:
             threading.Thread(
                 target=self._dictionaries, name="fix-dictionaries", daemon=True
@@ -82,6 +91,36 @@ class FieldDescriber:
             self._cache[key] = result
         return result
 
+    # ------------------------------------------------------------------ sessions' own files
+    def note_session(self, session_id: str, dictionary: str, app_dictionary: str = "") -> None:
+        """Check ``session_id``'s messages against its own dictionary files from now on.
+
+        The paths are the engine's (``SessionStatusChanged``); each file is read once, on a
+        thread. Until it is in, or where it cannot be read here (a remote engine's file), the
+        shipped dictionary of the message's version stands in, and
+        :meth:`checked_against` says so.
+        """
+        paths = (dictionary, app_dictionary)
+        if self._sessions.get(session_id) == paths:
+            return
+        self._sessions[session_id] = paths
+        for path in paths:
+            if path and path not in self._files:
+                self._files[path] = LOADING
+                threading.Thread(
+                    target=self._load_file, args=(path,), name="fix-dictionary", daemon=True
+                ).start()
+
+    def _load_file(self, path: str) -> None:
+        try:
+            self._files[path] = DataDictionary.load(path)
+        except (DictionaryError, OSError, KeyError, ValueError) as e:
+            self._files[path] = f"not readable here ({e})"
+
+    def file_loaded(self, path: str) -> bool:
+        """Return whether ``path`` was read (or found unreadable): tests and progress."""
+        return self._files.get(path, LOADING) is not LOADING
+
     # ------------------------------------------------------------------ whole messages
     def dictionary(self, version: str) -> DataDictionary | None:
         """Return the shipped dictionary of ``version`` (``FIX.4.4``, ``FIXT.1.1``…) or None."""
@@ -99,30 +138,66 @@ class FieldDescriber:
         return self._by_version[version]
 
     def _message_dictionaries(
-        self, pairs: Sequence[tuple[int, bytes]]
-    ) -> tuple[DataDictionary | None, DataDictionary | None]:
-        """Return the session and application dictionaries of a message (by 8 and 1128)."""
+        self, pairs: Sequence[tuple[int, bytes]], session_id: str = ""
+    ) -> tuple[DataDictionary | None, DataDictionary | None, str]:
+        """Return the session and application dictionaries of a message, and their names.
+
+        The session's own files where the engine reported them and they are read; else the
+        shipped dictionaries of its BeginString <8> (and ApplVerID <1128> under FIXT.1.1).
+        """
         begin = next((v.decode("latin-1") for t, v in pairs if t == 8), "")
         session = self.dictionary(begin) if begin else None
-        if session is None or begin != "FIXT.1.1":
-            return session, None
-        code = next((v.decode("latin-1") for t, v in pairs if t == 1128), "9")
-        version = next((ver for ver, c in APPL_VER_IDS.items() if c == code), "FIX.5.0SP2")
-        return session, self.dictionary(version)
+        app = None
+        names = [f"the shipped {begin} dictionary"] if session is not None else []
+        if session is not None and begin == "FIXT.1.1":
+            code = next((v.decode("latin-1") for t, v in pairs if t == 1128), "9")
+            version = next((ver for ver, c in APPL_VER_IDS.items() if c == code), "FIX.5.0SP2")
+            app = self.dictionary(version)
+            names.append(f"the shipped {version} dictionary")
+        own, own_app = self._sessions.get(session_id, ("", ""))
+        notes = []
+        for i, path in ((0, own), (1, own_app)):
+            if not path:
+                continue
+            got = self._files.get(path, LOADING)
+            file = Path(path).name
+            if isinstance(got, DataDictionary):
+                if i == 0:
+                    session = got
+                else:
+                    app = got
+                if i < len(names):
+                    names[i] = file
+                else:
+                    names.append(file)
+            else:
+                notes.append(f"{file} {'is still loading' if got is LOADING else got}")
+        label = " and ".join(names)
+        if notes:
+            label += f" (the session's {'; '.join(notes)})"
+        return session, app, label
 
-    def explain(self, raw: bytes) -> tuple[FieldNode, ...]:
+    def checked_against(self, raw: bytes, session_id: str = "") -> str:
+        """Return which dictionaries :meth:`explain` checks ``raw`` against, in words."""
+        pairs = [(t, v) for t, v in parse_fields(raw) if t >= 0]
+        return self._message_dictionaries(pairs, session_id)[2]
+
+    def explain(self, raw: bytes, session_id: str = "") -> tuple[FieldNode, ...]:
         """Return ``raw`` as Header, Body and Trailer sections, groups as entries, checked.
 
         Each field carries its name and the meaning of its value; a field that fails the
         dictionary's validation carries QuickFIX's reason in ``problem``, and a required field
         that is missing appears with the value ``(missing)``. Without a dictionary for the
-        message's BeginString the fields come back as one flat, unchecked list.
+        message's BeginString the fields come back as one flat, unchecked list. With the
+        ``session_id`` of a session whose own dictionary files were noted
+        (:meth:`note_session`), those are used.
         """
         pairs = [(t, v) for t, v in parse_fields(raw) if t >= 0]
         malformed = [v for t, v in parse_fields(raw) if t < 0]
-        session, app = self._message_dictionaries(pairs)
+        session, app, _ = self._message_dictionaries(pairs, session_id)
         if session is None:
             return tuple(self._flat(parse_fields(raw)))
+        own = tuple(dd for dd in (app, session) if dd is not None)
         parsed = parse_message(pairs, session, app)
         problems: dict[int, list[str]] = {}
         missing: list[ValidationIssue] = []
@@ -139,12 +214,12 @@ class FieldDescriber:
             ("Body", parsed.body),
             ("Trailer", parsed.trailer),
         ):
-            nodes = self._nodes(part, problems)
+            nodes = self._nodes(part, problems, own)
             present = _count(nodes)
             nodes += [
                 FieldNode(
                     m.ref_tag or -1,
-                    self(m.ref_tag or 0, b"")[0],
+                    self._describe(m.ref_tag or 0, b"", own)[0],
                     "(missing)",
                     problem=m.text,
                 )
@@ -166,14 +241,26 @@ class FieldDescriber:
             )
         return tuple(sections)
 
-    def _nodes(self, part: FieldMap, problems: dict[int, list[str]]) -> list[FieldNode]:
+    def _describe(self, tag: int, value: bytes, own: tuple[DataDictionary, ...]) -> tuple[str, str]:
+        """Name and meaning from the message's dictionaries first (custom fields), then any."""
+        text = value.decode("latin-1")
+        for dd in own:
+            field = dd.field(tag)
+            if field is not None:
+                meaning = field.enums.get(text, "")
+                return field.name, humanize(meaning) if meaning else self(tag, value)[1]
+        return self(tag, value)
+
+    def _nodes(
+        self, part: FieldMap, problems: dict[int, list[str]], own: tuple[DataDictionary, ...]
+    ) -> list[FieldNode]:
         out = []
         for tag, value in part.fields:
-            name, meaning = self(tag, value)
+            name, meaning = self._describe(tag, value, own)
             entries = part.groups.get(tag, [])
             children = []
             for n, entry in enumerate(entries, 1):
-                sub = self._nodes(entry, problems)
+                sub = self._nodes(entry, problems, own)
                 children.append(
                     FieldNode(-1, f"Entry {n}", _fields(_count(sub)), children=tuple(sub))
                 )

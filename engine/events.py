@@ -64,6 +64,12 @@ class SessionStatusChanged(Event):
     next_sender_seq_num: int  # next MsgSeqNum <34> we send
     next_target_seq_num: int  # next MsgSeqNum <34> we expect
     text: str = ""
+    #: The data dictionary file the engine checks the session against, as configured
+    #: (DataDictionary, or TransportDataDictionary under FIXT.1.1), resolved to an absolute
+    #: path; ``""``: the dictionary shipped for its version, or validation off.
+    dictionary: str = ""
+    #: The AppDataDictionary file under FIXT.1.1 (``""``: the shipped one of its ApplVerID).
+    app_dictionary: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,6 +55,10 @@ def _field(raw: bytes, tag: bytes) -> bytes:
     return raw[start : end if end >= 0 else len(raw)]
 
 
+def _absolute(path: str | None) -> str:
+    return str(Path(path).resolve()) if path else ""
+
+
 class BusLog:
     """A session log that publishes every message on the bus (and passes it to ``inner``)."""
 
@@ -242,12 +246,22 @@ class FixLink:
         return SessionState.DISCONNECTED
 
     def _status_event(self, s: FixSession, state: SessionState) -> SessionStatusChanged:
+        cfg = s.config
+        dictionary = app_dictionary = ""
+        if cfg.use_data_dictionary:
+            chosen = cfg.data_dictionary
+            if cfg.begin_string == "FIXT.1.1":
+                chosen = cfg.transport_data_dictionary
+                app_dictionary = _absolute(cfg.app_data_dictionary)
+            dictionary = _absolute(chosen)
         return SessionStatusChanged(
             ts_event=self.clock.now_ns(),
             session_id=str(s.session_id),
             state=state,
             next_sender_seq_num=s.next_sender_seq_num,
             next_target_seq_num=s.next_target_seq_num,
+            dictionary=dictionary,
+            app_dictionary=app_dictionary,
         )
 
     async def stop(self) -> None:

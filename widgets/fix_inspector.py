@@ -39,7 +39,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.events import Event, EventRecord, FixMessageSeen
+from engine.events import Event, EventRecord, FixMessageSeen, SessionStatusChanged
 from widgets.empty_state import EmptyState
 from widgets.fmt import fmt_duration_ns, fmt_ts_utc
 from widgets.monitor.formats import fmt_time
@@ -125,8 +125,16 @@ class ExplainsMessages(Protocol):
         """Return a field's name and the meaning of its value."""
         ...
 
-    def explain(self, raw: bytes) -> tuple[FieldNode, ...]:
+    def explain(self, raw: bytes, session_id: str = "") -> tuple[FieldNode, ...]:
         """Return the message as sections of checked fields, groups as entries."""
+        ...
+
+    def checked_against(self, raw: bytes, session_id: str = "") -> str:
+        """Return which dictionaries ``explain`` checks the message against, in words."""
+        ...
+
+    def note_session(self, session_id: str, dictionary: str, app_dictionary: str = "") -> None:
+        """Use a session's own dictionary files (the engine's paths) for its messages."""
         ...
 
 
@@ -235,7 +243,7 @@ class FixInspector(QWidget):
     """
 
     #: Engine event types :meth:`on_events` reads (the workspace hands it only these).
-    EVENT_TYPES: ClassVar[tuple[type[Event], ...]] = (FixMessageSeen,)
+    EVENT_TYPES: ClassVar[tuple[type[Event], ...]] = (FixMessageSeen, SessionStatusChanged)
 
     def __init__(self, describe: DescribeField | None = None, parent: QWidget | None = None):
         super().__init__(parent)
@@ -382,7 +390,12 @@ class FixInspector(QWidget):
         )  # fmt: skip
 
     def on_events(self, batch: Sequence[EventRecord]) -> None:
-        """Append the ``FixMessageSeen`` events of a batch."""
+        """Append the ``FixMessageSeen`` events of a batch; note sessions' dictionary files."""
+        if isinstance(self.describe, ExplainsMessages):
+            for r in batch:
+                ev = r.event
+                if isinstance(ev, SessionStatusChanged):
+                    self.describe.note_session(ev.session_id, ev.dictionary, ev.app_dictionary)
         rows = [
             FixRow(r.seq, r.event, field_value(r.event.raw, 11), field_value(r.event.raw, 41))
             for r in batch
@@ -447,20 +460,26 @@ class FixInspector(QWidget):
             self.raw_edit.setPlainText("")
             self.copy_button.setEnabled(False)
             return
-        explain = self.describe.explain if isinstance(self.describe, ExplainsMessages) else None
-        nodes = explain(ev.raw) if explain else flat_fields(ev.raw, self.describe)
+        describe = self.describe if isinstance(self.describe, ExplainsMessages) else None
+        if describe is not None:
+            nodes = describe.explain(ev.raw, ev.session_id)
+            against = describe.checked_against(ev.raw, ev.session_id)
+        else:
+            nodes, against = flat_fields(ev.raw, self.describe), ""
         self._fill_tree(nodes)
         problems = count_problems(nodes)
-        if explain is None:
+        if describe is None or not against:
             self._set_check("Not checked: no FIX dictionary", "muted")
         elif problems:
             s = "s" if problems != 1 else ""
             names = ", ".join(failing_fields(nodes))
             self._set_check(
-                f"⚠ {problems} field{s} fail{'' if s else 's'} validation: {names}", "bad"
+                f"⚠ {problems} field{s} fail{'' if s else 's'} validation against {against}: "
+                f"{names}",
+                "bad",
             )
         else:
-            self._set_check("✓ Every field passes the session dictionary's validation", "ok")
+            self._set_check(f"✓ Every field passes {against}", "ok")
         wire = "sent" if ev.outbound else "received"
         made = "created" if ev.outbound else "peer sent (52)"
         self.times_label.setText(

@@ -28,6 +28,7 @@ from engine.enums import SessionState
 from engine.events import SessionStatusChanged
 from engine.fix.acceptance_app import AcceptanceApplication
 from engine.fix.cli import build_session
+from engine.fix.dictionary import default_dictionary_path
 from engine.fix.settings import load_settings
 from engine.fix.transport import SocketAcceptor
 from engine.headless import build_from_config
@@ -133,11 +134,13 @@ class States:
     def __init__(self, client: EmbeddedEngineClient | RemoteEngineClient) -> None:
         self.client = client
         self.seen: list[SessionState] = []
+        self.dictionaries: list[str] = []
 
     def poll(self) -> SessionState | None:
         for r in self.client.drain():
             if isinstance(r.event, SessionStatusChanged) and r.event.session_id == SID:
                 self.seen.append(r.event.state)
+                self.dictionaries.append(r.event.dictionary)
         return self.seen[-1] if self.seen else None
 
 
@@ -205,14 +208,27 @@ def test_reload_applies_the_new_heartbeat_and_refuses_a_broken_file(
         assert bad_dd.reason.startswith(
             f"{cfg_path}:{line + 5}: DataDictionary: no.xml: cannot load"
         )
+        # A dictionary that loads is applied, and the session's status names its file (the
+        # console checks the session's messages against it).
+        venue = tmp_path / "FIX44-venue.xml"
+        venue.write_text(default_dictionary_path("FIX.4.4").read_text())
+        cfg_path.write_text(good.replace("HeartBtInt=7", f"HeartBtInt=7\nDataDictionary={venue}"))
+        applied = client.send(ReloadSession(session_id=SID)).result(5)
+        assert isinstance(applied, CommandAck), applied
+        wait_for(lambda: states.poll() is not None and str(venue.resolve()) in states.dictionaries)
+        cfg_path.write_text(good)
+        back = client.send(ReloadSession(session_id=SID)).result(5)
+        assert isinstance(back, CommandAck), back
+        wait_for(lambda: states.poll() is SessionState.LOGGED_ON and states.dictionaries[-1] == "")
+        wait_for(lambda: len(sent(tmp_path, "A")) == 4)  # each reload logged on again
+        logons_before = 4
         unknown = client.send(ReloadSession(session_id="FIX.4.2:A->B")).result(5)
         assert isinstance(unknown, CommandError)
         assert unknown.reason == f"no FIX session 'FIX.4.2:A->B'; sessions: {SID}"
         time.sleep(0.5)
         states.poll()
         assert states.seen[-1] is SessionState.LOGGED_ON
-        assert len(sent(tmp_path, "A")) == 2
-        assert len(sent(tmp_path, "5")) == 1
+        assert len(sent(tmp_path, "A")) == logons_before
     finally:
         client.close()
         acceptor.close()

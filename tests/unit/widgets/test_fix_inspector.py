@@ -1,10 +1,15 @@
 # SPDX-License-Identifier: MIT
 """The FIX inspector: filters, the detail pane with names from an injected dictionary."""
 
+from pathlib import Path
+
 import pytest
 from PySide6.QtWidgets import QApplication
 
 from app.fix_describe import FieldDescriber
+from engine.enums import SessionState
+from engine.events import SessionStatusChanged
+from engine.fix.dictionary import default_dictionary_path
 from tests.unit.widgets.builders import T0, fix_message, records
 from widgets.fix_inspector import FixInspector, field_value, parse_fields
 
@@ -106,7 +111,8 @@ def test_detail_pane_shows_sections_groups_as_a_tree_and_fields_failing_validati
     assert next(r for r in rows if r[1] == "40")[3] == "(missing)"
     assert sections[1][5] == "⚠ 3 failing below"
     assert v.check_label.text() == (
-        "⚠ 3 fields fail validation: Side <54>, Price <44>, OrdType <40>"
+        "⚠ 3 fields fail validation against the shipped FIX.4.4 dictionary: "
+        "Side <54>, Price <44>, OrdType <40>"
     )
     body = v.fields_tree.topLevelItem(1)
     assert body is not None
@@ -132,7 +138,62 @@ def test_a_valid_execution_report_passes_and_names_last_px_and_last_qty(
     assert by_tag["31"][2:4] == ("LastPx", "4510.25")
     assert by_tag["32"][2:4] == ("LastQty", "5")
     assert by_tag["150"][2:5] == ("ExecType", "F", "Trade")
-    assert v.check_label.text() == "✓ Every field passes the session dictionary's validation"
+    assert v.check_label.text() == "✓ Every field passes the shipped FIX.4.4 dictionary"
+
+
+VENUE_REPORT = (
+    "8=FIX.4.4|9=120|35=8|34=3|49=EX|52=20261202-14:30:00.000|56=CL|37=O1|11=A1|17=X1|"
+    "150=F|39=2|55=ESZ6|54=1|151=0|14=5|6=4510.25|31=4510.25|32=5|5001=RL|10=000|"
+)
+
+
+def test_a_session_is_checked_against_its_own_dictionary_file(
+    qtbot: object, tmp_path: Path
+) -> None:
+    # The venue's dictionary: the shipped FIX 4.4 plus a liquidity code <5001> on reports.
+    text = default_dictionary_path("FIX.4.4").read_text()
+    text = text.replace(
+        "<fields>",
+        '<fields>\n  <field number="5001" name="VenueLiquidity" '
+        'type="CHAR">\n   <value enum="R" description="REMOVED"/>\n  </field>',
+        1,
+    )
+    report = text.index("<message name='ExecutionReport'")
+    at = text.index(">", report) + 1
+    text = text[:at] + '\n   <field name="VenueLiquidity" required="N"/>' + text[at:]
+    venue = tmp_path / "FIX44-venue.xml"
+    venue.write_text(text)
+    describer = FieldDescriber(preload=False)
+    v = FixInspector(describer)
+    qtbot.addWidget(v)  # type: ignore[attr-defined]
+    venue_sid, plain_sid = "FIX.4.4:CL->VENUE", "FIX.4.4:CL->OTHER"
+    report = VENUE_REPORT.replace("5001=RL", "5001=R")
+    on_venue = fix_message(report, outbound=False, seq=3, session=venue_sid)
+    on_plain = fix_message(report, outbound=False, seq=3, session=plain_sid)
+    v.on_events(records([
+        SessionStatusChanged(ts_event=T0, session_id=venue_sid, state=SessionState.LOGGED_ON,
+                             next_sender_seq_num=2, next_target_seq_num=2,
+                             dictionary=str(venue)),
+        on_venue,
+        on_plain,
+    ]))  # fmt: skip
+    qtbot.waitUntil(lambda: describer.file_loaded(str(venue)), timeout=10_000)  # type: ignore[attr-defined]
+    v.show_message(on_venue)
+    by_tag = {r[1]: r for r in v.detail_rows()}
+    assert by_tag["5001"][2:6] == ("VenueLiquidity", "R", "Removed", "")
+    assert v.check_label.text() == "✓ Every field passes FIX44-venue.xml"
+    # The same report on a session without its own file: checked against the shipped one.
+    v.show_message(on_plain)
+    by_tag = {r[1]: r for r in v.detail_rows()}
+    assert by_tag["5001"][5] == "⚠ Invalid tag number"  # unknown to FIX 4.4
+    assert "against the shipped FIX.4.4 dictionary" in v.check_label.text()
+    # A file the console cannot read (a remote engine's path) is said so, not hidden.
+    describer.note_session(venue_sid, "/nowhere/FIX44-remote.xml")
+    qtbot.waitUntil(lambda: describer.file_loaded("/nowhere/FIX44-remote.xml"), timeout=10_000)  # type: ignore[attr-defined]
+    v.show_message(on_venue)
+    assert "the shipped FIX.4.4 dictionary (the session's FIX44-remote.xml not readable here" in (
+        v.check_label.text()
+    )
 
 
 def test_an_order_chain_lists_its_messages_oldest_first(view: FixInspector) -> None:
