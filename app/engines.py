@@ -12,20 +12,34 @@ in step with every engine's link state twice a second.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import weakref
+from typing import TYPE_CHECKING, TypeGuard
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QMainWindow
 
 from app.multi_client import MultiEngineClient
-from app.remote_client import EngineProfile, load_profiles, open_remote, pin_store, remember
 from engine.client import ClientState, EngineClient, EngineStartError
-from engine.remote.client import RemoteEngineClient
 from widgets.connect_dialog import ConnectDialog, ConnectRequest, EngineLink, EngineSelector
 from widgets.relay import thread_relay
 
+if TYPE_CHECKING:
+    from engine.remote.client import RemoteEngineClient
+
 log = logging.getLogger(__name__)
+
+
+def _is_remote(client: EngineClient) -> TypeGuard[RemoteEngineClient]:
+    """Return whether ``client`` is a remote engine's, without importing the remote stack.
+
+    The remote client (websockets, msgspec: about 50 ms) is imported when the first remote
+    engine is attached; until then no client can be one.
+    """
+    module = sys.modules.get("engine.remote.client")
+    cls = getattr(module, "RemoteEngineClient", None)
+    return cls is not None and isinstance(client, cls)
 
 
 class EngineConnections(QObject):
@@ -68,6 +82,8 @@ class EngineConnections(QObject):
                               "remote engines")  # fmt: skip
             return None
         multi = self.multi
+        from app.remote_client import load_profiles, pin_store
+
         store = pin_store()
         profiles = [(p.name, p.host, p.port, p.tls) for p in load_profiles()]
         dialog = ConnectDialog(
@@ -85,6 +101,8 @@ class EngineConnections(QObject):
         """Attach the engine of ``request``; the link comes up in the background."""
         if self.multi is None:
             return None
+        from app.remote_client import EngineProfile, open_remote, remember
+
         profile = EngineProfile(request.name, request.host, request.port, request.tls)
         client = open_remote(profile, request.token)
         try:
@@ -136,7 +154,7 @@ class EngineConnections(QObject):
         for m in self.multi.members():
             c = m.client
             detail = c.last_error
-            if isinstance(c, RemoteEngineClient) and c.state is ClientState.CONNECTED:
+            if _is_remote(c) and c.state is ClientState.CONNECTED:
                 detail = f"{c.endpoint}: logged in as {c.user} ({c.role})"
             links.append(EngineLink(m.index, c.name, c.state, detail))
             before = self._states.get(c.name)
@@ -147,7 +165,7 @@ class EngineConnections(QObject):
         self.selector.set_links(links)
         # One embedded engine needs no selector; any remote engine or a second one does.
         members = self.multi.members()
-        show = len(members) > 1 or any(isinstance(m.client, RemoteEngineClient) for m in members)
+        show = len(members) > 1 or any(_is_remote(m.client) for m in members)
         if show != self.selector.isVisible():
             self.selector.setVisible(show)
             self.window.menuBar().adjustSize()
