@@ -7,6 +7,7 @@ within a few seconds, without a modal dialog.
 """
 
 from collections.abc import Sequence
+from pathlib import PurePath
 from typing import Any, ClassVar
 
 from PySide6.QtCore import (
@@ -36,7 +37,7 @@ from widgets.fmt import fmt_ts_utc
 
 _Index = QModelIndex | QPersistentModelIndex
 
-COLUMNS = ("Session", "State", "Next out", "Next in", "Changed (UTC)")
+COLUMNS = ("Session", "State", "Next out", "Next in", "Changed (UTC)", "Dictionary")
 STATE_TEXT = {
     SessionState.DISCONNECTED: "Disconnected",
     SessionState.CONNECTING: "Connecting",
@@ -46,6 +47,12 @@ STATE_TEXT = {
 }
 #: How long an armed action waits for its confirming click, ms.
 ARM_MS = 4000
+
+
+def dictionary_text(s: SessionStatusChanged) -> str:
+    """Return the session's own dictionary files by name, or ``shipped``."""
+    names = [PurePath(p).name for p in (s.dictionary, s.app_dictionary) if p]
+    return " + ".join(names) or "shipped"
 
 
 class SessionsModel(QAbstractTableModel):
@@ -88,7 +95,11 @@ class SessionsModel(QAbstractTableModel):
                 f"{s.next_sender_seq_num:,}",
                 f"{s.next_target_seq_num:,}",
                 fmt_ts_utc(s.ts_event),
+                dictionary_text(s),
             )[col]
+        if role == Qt.ItemDataRole.ToolTipRole and col == 5:
+            paths = [p for p in (s.dictionary, s.app_dictionary) if p]
+            return "\n".join(paths) or "The dictionary shipped for the session's FIX version"
         if role == Qt.ItemDataRole.TextAlignmentRole and col in (2, 3):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.ForegroundRole and col == 1:
@@ -131,6 +142,7 @@ class SessionsPanel(QWidget):
         self.table.verticalHeader().hide()
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QTableView.SelectionMode.SingleSelection)
+        self.table.setWordWrap(False)  # one line per session: ids and states stay whole
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.horizontalHeader().setStretchLastSection(True)
         self.logon = QPushButton("Log on")
@@ -168,7 +180,10 @@ class SessionsPanel(QWidget):
         """Apply the session status events of a batch."""
         sessions = [r.event for r in batch if isinstance(r.event, SessionStatusChanged)]
         if sessions:
+            rows = self.model.rowCount()
             self.model.update(sessions)
+            if self.model.rowCount() != rows:  # a new session: fit its id and dictionary now
+                self.table.resizeColumnsToContents()
             current = self.table.currentIndex()
             if not current.isValid() and self.model.rowCount():
                 self.table.selectRow(0)

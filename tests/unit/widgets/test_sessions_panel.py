@@ -52,3 +52,22 @@ def test_rows_update_by_session_and_actions_need_confirmation(qtbot: object) -> 
     assert (sent[-1].action, sent[-1].next_sender_seq_num, sent[-1].next_target_seq_num) == (
         "set_seq", 100, 17,
     )  # fmt: skip
+
+
+def test_the_dictionary_column_names_the_sessions_own_files(qtbot: object) -> None:
+    panel = SessionsPanel()
+    qtbot.addWidget(panel)  # type: ignore[attr-defined]
+    own = SessionStatusChanged(
+        ts_event=1, session_id="FIXT.1.1:A->B", state=SessionState.LOGGED_ON,
+        next_sender_seq_num=1, next_target_seq_num=1,
+        dictionary="/etc/venue/FIXT11.xml", app_dictionary="/etc/venue/FIX50SP2-venue.xml",
+    )  # fmt: skip
+    panel.on_events([status(SessionState.LOGGED_ON, 1, 1), EventRecord(2, own)])
+    model = panel.model
+    col = model.columnCount() - 1
+    assert model.headerData(col, Qt.Orientation.Horizontal) == "Dictionary"
+    assert model.index(0, col).data() == "shipped"
+    assert model.index(1, col).data() == "FIXT11.xml + FIX50SP2-venue.xml"
+    assert model.index(1, col).data(Qt.ItemDataRole.ToolTipRole) == (
+        "/etc/venue/FIXT11.xml\n/etc/venue/FIX50SP2-venue.xml"
+    )
