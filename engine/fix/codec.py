@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.fix import _kernels
+from engine.fix.fields import parse_utc_timestamp
 from engine.fix.message import SOH, BodyEntry, Field, FixMessage, Group
 
 _log = logging.getLogger(__name__)
@@ -90,33 +91,12 @@ def parse_timestamp(value: bytes) -> int | None:
         f = value[18:]
         if value[17:18] == b"." and n <= 27 and f.isdigit():
             return sec + int(f) * _POW10[9 - len(f)]
-    ns = _parse_timestamp(value)
+    ns = parse_utc_timestamp(value)  # the validator's strict parse: one grammar for both
     if ns is not None:
         if len(_parse_cache) > 64:
             _parse_cache.clear()
         _parse_cache[value[:17]] = ns - ns % 1_000_000_000
     return ns
-
-
-def _parse_timestamp(value: bytes) -> int | None:
-    if len(value) < 17 or value[8:9] != b"-" or value[11:12] != b":" or value[14:15] != b":":
-        return None
-    try:
-        y, mo, d = int(value[0:4]), int(value[4:6]), int(value[6:8])
-        h, mi, s = int(value[9:11]), int(value[12:14]), int(value[15:17])
-        frac_ns = 0
-        if len(value) > 17:
-            if value[17:18] != b"." or not value[18:].isdigit() or len(value) > 27:
-                return None
-            f = value[18:]
-            frac_ns = int(f) * 10 ** (9 - len(f))
-        if not (value[0:8].isdigit() and value[9:11].isdigit()):
-            return None
-        dt = _dt.datetime(y, mo, d, h, mi, min(s, 59), tzinfo=_dt.UTC)
-    except ValueError:
-        return None
-    delta = dt - _EPOCH
-    return (delta.days * 86400 + delta.seconds + (1 if s == 60 else 0)) * 1_000_000_000 + frac_ns
 
 
 def default_precision(begin_string: str) -> int:

@@ -140,8 +140,15 @@ def test_format_timestamp_with_precision_round_trips(precision: int, text: bytes
 
 
 @pytest.mark.parametrize(
-    "bad", [b"", b"2023111422:13:20", b"20231314-22:13:20", b"20231114-22:13:2x"]
-)
+    "bad",
+    [
+        b"", b"2023111422:13:20", b"20231314-22:13:20", b"20231114-22:13:2x",
+        # Signs and spaces int() would take: the session's SendingTime check and the
+        # validator's UTCTIMESTAMP check are one grammar.
+        b"20231114-22:+3:20", b"20231114-22:13: 2", b"2023+114-22:13:20",
+        b"20231114-22:13:20.", b"20231114-22:13:20.1234567890", b"20231114-24:00:00",
+    ],
+)  # fmt: skip
 def test_parse_timestamp_with_garbage_returns_none(bad: bytes) -> None:
     assert parse_timestamp(bad) is None
 
