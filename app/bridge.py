@@ -129,10 +129,7 @@ class EngineBridge(QObject):
         if self._held is not None:  # the state is being re-read: these follow it
             self._held.extend(batch)
             return
-        first = batch[0].seq
-        if self._last_seq and first != self._last_seq + 1:
-            log.warning("engine events %d..%d were lost", self._last_seq + 1, first - 1)
-            self.gap_detected.emit(self._last_seq + 1, first - 1)
+        if self._last_seq and batch[0].seq != self._last_seq + 1:
             self._resync(batch)
             return
         self._deliver(batch)
@@ -148,8 +145,11 @@ class EngineBridge(QObject):
 
         A snapshot of a remote engine is a round trip: the GUI thread never waits for it.
         Events drained meanwhile are held; the state (as events) and then the held events
-        newer than it are delivered as one batch when the snapshot is in.
+        newer than it are delivered as one batch when the snapshot is in. ``batch`` starts
+        after the lost events.
         """
+        log.warning("engine events %d..%d were lost", self._last_seq + 1, batch[0].seq - 1)
+        self.gap_detected.emit(self._last_seq + 1, batch[0].seq - 1)
         self._held = list(batch)
         self.resyncs += 1
         relay, me, client = thread_relay(), weakref.ref(self), self._client
@@ -179,9 +179,6 @@ class EngineBridge(QObject):
         if state or rest[:cut]:
             self._deliver(state + rest[:cut])
         if cut < len(rest):
-            first = rest[cut].seq
-            log.warning("engine events %d..%d were lost", self._last_seq + 1, first - 1)
-            self.gap_detected.emit(self._last_seq + 1, first - 1)
             self._resync(rest[cut:])
 
     def _check_state(self) -> None:

@@ -4,9 +4,10 @@
 The inspector lives in ``widgets/`` and may not import the FIX engine; the app gives it a
 :class:`FieldDescriber`, which looks tags up in the shipped QuickFIX dictionaries (FIX 4.4 first,
 then the newer and older versions, so custom and session-level tags are found too), and whose
-:meth:`FieldDescriber.explain` splits a message into header, body and trailer with its repeating
-groups as a tree, against the message's own dictionary (its BeginString <8>, and for FIXT.1.1
-its ApplVerID <1128>), and marks every field that fails that dictionary's validation.
+:meth:`FieldDescriber.explain_checked` splits a message into header, body and trailer with
+its repeating groups as a tree, against the message's own dictionary (its session's file, or
+the shipped one of its BeginString <8>, and for FIXT.1.1 its ApplVerID <1128>), and marks
+every field that fails that dictionary's validation.
 """
 
 import logging
@@ -98,7 +99,7 @@ class FieldDescriber:
         The paths are the engine's (``SessionStatusChanged``); each file is read once, on a
         thread. Until it is in, or where it cannot be read here (a remote engine's file), the
         shipped dictionary of the message's version stands in, and
-        :meth:`checked_against` says so.
+        :meth:`explain_checked` says so.
         """
         paths = (dictionary, app_dictionary)
         if self._sessions.get(session_id) == paths:
@@ -137,6 +138,17 @@ class FieldDescriber:
             self._by_version[version] = dd
         return self._by_version[version]
 
+    def _pick(
+        self, path: str, shipped: DataDictionary | None, name: str, notes: list[str]
+    ) -> tuple[DataDictionary | None, str]:
+        """Return the session's own file at ``path`` if read, else the shipped dictionary."""
+        if path:
+            got = self._files.get(path, LOADING)
+            if isinstance(got, DataDictionary):
+                return got, Path(path).name
+            notes.append(f"{Path(path).name} {'is still loading' if got is LOADING else got}")
+        return shipped, name
+
     def _message_dictionaries(
         self, pairs: Sequence[tuple[int, bytes]], session_id: str = ""
     ) -> tuple[DataDictionary | None, DataDictionary | None, str]:
@@ -146,57 +158,44 @@ class FieldDescriber:
         shipped dictionaries of its BeginString <8> (and ApplVerID <1128> under FIXT.1.1).
         """
         begin = next((v.decode("latin-1") for t, v in pairs if t == 8), "")
-        session = self.dictionary(begin) if begin else None
-        app = None
-        names = [f"the shipped {begin} dictionary"] if session is not None else []
-        if session is not None and begin == "FIXT.1.1":
+        own, own_app = self._sessions.get(session_id, ("", ""))
+        notes: list[str] = []
+        shipped = self.dictionary(begin) if begin else None
+        session, name = self._pick(own, shipped, f"the shipped {begin} dictionary", notes)
+        if session is None:
+            return None, None, ""
+        app, names = None, [name]
+        if begin == "FIXT.1.1":
             code = next((v.decode("latin-1") for t, v in pairs if t == 1128), "9")
             version = next((ver for ver, c in APPL_VER_IDS.items() if c == code), "FIX.5.0SP2")
-            app = self.dictionary(version)
-            names.append(f"the shipped {version} dictionary")
-        own, own_app = self._sessions.get(session_id, ("", ""))
-        notes = []
-        for i, path in ((0, own), (1, own_app)):
-            if not path:
-                continue
-            got = self._files.get(path, LOADING)
-            file = Path(path).name
-            if isinstance(got, DataDictionary):
-                if i == 0:
-                    session = got
-                else:
-                    app = got
-                if i < len(names):
-                    names[i] = file
-                else:
-                    names.append(file)
-            else:
-                notes.append(f"{file} {'is still loading' if got is LOADING else got}")
+            app, name = self._pick(
+                own_app, self.dictionary(version), f"the shipped {version} dictionary", notes
+            )
+            names.append(name)
         label = " and ".join(names)
         if notes:
             label += f" (the session's {'; '.join(notes)})"
         return session, app, label
 
-    def checked_against(self, raw: bytes, session_id: str = "") -> str:
-        """Return which dictionaries :meth:`explain` checks ``raw`` against, in words."""
-        pairs = [(t, v) for t, v in parse_fields(raw) if t >= 0]
-        return self._message_dictionaries(pairs, session_id)[2]
+    def explain_checked(
+        self, raw: bytes, session_id: str = ""
+    ) -> tuple[tuple[FieldNode, ...], str]:
+        """Return ``raw`` as sections of checked fields, and the dictionaries it was checked by.
 
-    def explain(self, raw: bytes, session_id: str = "") -> tuple[FieldNode, ...]:
-        """Return ``raw`` as Header, Body and Trailer sections, groups as entries, checked.
-
-        Each field carries its name and the meaning of its value; a field that fails the
-        dictionary's validation carries QuickFIX's reason in ``problem``, and a required field
-        that is missing appears with the value ``(missing)``. Without a dictionary for the
-        message's BeginString the fields come back as one flat, unchecked list. With the
-        ``session_id`` of a session whose own dictionary files were noted
+        Header, Body and Trailer, groups as entries. Each field carries its name and the
+        meaning of its value; a field that fails the dictionary's validation carries
+        QuickFIX's reason in ``problem``, and a required field that is missing appears with
+        the value ``(missing)``. The second item names the dictionaries in words (``""``: none
+        for the message's BeginString, and the fields come back as one flat, unchecked list).
+        With the ``session_id`` of a session whose own dictionary files were noted
         (:meth:`note_session`), those are used.
         """
-        pairs = [(t, v) for t, v in parse_fields(raw) if t >= 0]
-        malformed = [v for t, v in parse_fields(raw) if t < 0]
-        session, app, _ = self._message_dictionaries(pairs, session_id)
+        fields = parse_fields(raw)
+        pairs = [(t, v) for t, v in fields if t >= 0]
+        malformed = [v for t, v in fields if t < 0]
+        session, app, against = self._message_dictionaries(pairs, session_id)
         if session is None:
-            return tuple(self._flat(parse_fields(raw)))
+            return tuple(self._flat(fields)), ""
         own = tuple(dd for dd in (app, session) if dd is not None)
         parsed = parse_message(pairs, session, app)
         problems: dict[int, list[str]] = {}
@@ -239,7 +238,7 @@ class FieldDescriber:
                     ),
                 )
             )
-        return tuple(sections)
+        return tuple(sections), against
 
     def _describe(self, tag: int, value: bytes, own: tuple[DataDictionary, ...]) -> tuple[str, str]:
         """Name and meaning from the message's dictionaries first (custom fields), then any."""

@@ -252,7 +252,6 @@ class MainWindow(QMainWindow):
         detach_menu.setToolTip("Stop following a remote engine (it keeps running)")
         detach_menu.setEnabled(self.engines.enabled)
         detach_menu.aboutToShow.connect(lambda: self._fill_detach_menu(detach_menu))
-        self._fill_detach_menu(detach_menu)
 
         help_menu = menu.addMenu("&Help")
         about = QAction("&About qwconsole", self)

@@ -3,10 +3,11 @@
 
 Field names and enum meanings come from a ``describe(tag, value) -> (name, meaning)`` callable
 injected by the app (widgets may not import ``engine.fix``). When that callable also has an
-``explain(raw)`` method (:class:`ExplainsMessages`) the detail pane shows the message as header,
-body and trailer, repeating groups as a tree of entries, and highlights every field that fails
-the session dictionary's validation, with the reason. The pane also shows the three timestamps
-of a message and the gaps between them, and the raw message with SOH shown as ``|``.
+``explain_checked(raw, session_id)`` method (:class:`ExplainsMessages`) the detail pane shows
+the message as header, body and trailer, repeating groups as a tree of entries, and highlights
+every field that fails the session's dictionary's validation, with the reason. The pane also
+shows the three timestamps of a message and the gaps between them, and the raw message with
+SOH shown as ``|``.
 
 Selecting an order (:meth:`FixInspector.show_chain`) lists every message of its ClOrdID chain
 (ClOrdID <11> or OrigClOrdID <41> in the chain) oldest first.
@@ -125,12 +126,14 @@ class ExplainsMessages(Protocol):
         """Return a field's name and the meaning of its value."""
         ...
 
-    def explain(self, raw: bytes, session_id: str = "") -> tuple[FieldNode, ...]:
-        """Return the message as sections of checked fields, groups as entries."""
-        ...
+    def explain_checked(
+        self, raw: bytes, session_id: str = ""
+    ) -> tuple[tuple[FieldNode, ...], str]:
+        """Return the message as sections of checked fields, and what it was checked against.
 
-    def checked_against(self, raw: bytes, session_id: str = "") -> str:
-        """Return which dictionaries ``explain`` checks the message against, in words."""
+        Groups come as entries; the second item names the dictionaries in words (``""``:
+        none, the fields are a flat list).
+        """
         ...
 
     def note_session(self, session_id: str, dictionary: str, app_dictionary: str = "") -> None:
@@ -462,8 +465,7 @@ class FixInspector(QWidget):
             return
         describe = self.describe if isinstance(self.describe, ExplainsMessages) else None
         if describe is not None:
-            nodes = describe.explain(ev.raw, ev.session_id)
-            against = describe.checked_against(ev.raw, ev.session_id)
+            nodes, against = describe.explain_checked(ev.raw, ev.session_id)
         else:
             nodes, against = flat_fields(ev.raw, self.describe), ""
         self._fill_tree(nodes)

@@ -155,8 +155,7 @@ class _LatestWorker:
                 while not self._queue:
                     self._cond.wait()
                 req = self._queue.popleft()
-                if req.pending is None:  # dropped
-                    continue
+                assert req.pending is not None  # queued only with a request pending
                 (arg,) = req.pending
                 req.pending = None
                 req.running = True

@@ -9,6 +9,7 @@ needs.
 """
 
 import functools
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, tzinfo
 from typing import Any, Final
 from zoneinfo import ZoneInfo
@@ -110,6 +111,27 @@ class OpaqueGridAxis(pg.AxisItem):
         return axis, out, texts
 
 
+def spacing(
+    steps: Sequence[float],
+    span: float,
+    size: float,
+    px_per_label: float,
+    divides: Callable[[float], bool],
+) -> list[tuple[float, float]]:
+    """Return pyqtgraph's tick spacing ``[(major, 0), (minor, 0)]`` (``[]``: empty span).
+
+    Major: the smallest of ``steps`` (ascending) that leaves ``px_per_label`` pixels per
+    label; minor: the next smaller step whose ratio to it satisfies ``divides``.
+    """
+    if span <= 0 or size <= 0:
+        return []
+    want = span * px_per_label / size
+    i = next((k for k, st in enumerate(steps) if st >= want), len(steps) - 1)
+    major = steps[i]
+    minor = next((st for st in reversed(steps[:i]) if divides(major / st)), major)
+    return [(major, 0.0), (minor, 0.0)]
+
+
 def price_steps(tick: float) -> list[float]:
     """Return the label steps of a price axis: round numbers that are whole ticks, ascending.
 
@@ -144,17 +166,7 @@ class PriceAxis(OpaqueGridAxis):
 
     def tickSpacing(self, minVal: float, maxVal: float, size: float) -> list[tuple[float, float]]:
         """Whole-tick steps, about one label per 40 pixels; minor lines at the next step down."""
-        span = maxVal - minVal
-        if span <= 0 or size <= 0:
-            return []
-        want = span * 40.0 / size
-        i = next((k for k, st in enumerate(self.steps) if st >= want), len(self.steps) - 1)
-        major = self.steps[i]
-        minor = next(
-            (st for st in reversed(self.steps[:i]) if abs(major / st - round(major / st)) < 1e-6),
-            major,
-        )
-        return [(major, 0.0), (minor, 0.0)]
+        return spacing(self.steps, maxVal - minVal, size, 40.0, lambda r: abs(r - round(r)) < 1e-6)
 
     def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:
         """Prices with the instrument's decimals and thousands separators."""
@@ -193,14 +205,7 @@ class NsTimeAxis(OpaqueGridAxis):
 
     def tickSpacing(self, minVal: float, maxVal: float, size: float) -> list[tuple[float, float]]:
         """Round clock steps, about one label per 120 pixels."""
-        span = maxVal - minVal
-        if span <= 0 or size <= 0:
-            return []
-        want = span * 120.0 / size
-        major = next((s for s in _STEPS if s >= want), _STEPS[-1])
-        i = _STEPS.index(major)
-        minor = next((s for s in reversed(_STEPS[:i]) if major / s in (2, 4, 5, 6, 10)), major)
-        return [(major, 0.0), (minor, 0.0)]
+        return spacing(_STEPS, maxVal - minVal, size, 120.0, lambda r: r in (2, 4, 5, 6, 10))
 
     def tickValues(
         self, minVal: float, maxVal: float, size: float

@@ -965,20 +965,18 @@ class TickStore:
                 raise ValueError(f"out: holds {out.shape[0]} rows, the range has {i1 - i0}")
         return self._read_rows(ds, i0, i1, out, reader)
 
-    def read_rows(
-        self, symbol: str, day: str, kind: str, i0: int, i1: int, *, out: Rows | None = None
-    ) -> Rows:
+    def read_rows(self, symbol: str, day: str, kind: str, i0: int, i1: int) -> Rows:
         """Return rows ``[i0, i1)`` of ``kind`` by position (clipped to the rows there are).
 
         The bisection of times that :meth:`read` does is skipped: for callers that number
-        rows themselves (the Analyzer's pyramid buckets). ``out`` as in :meth:`read`.
+        rows themselves (the Analyzer's pyramid buckets).
         """
         ds = self._dataset(symbol, day, kind)
         if ds is None:
-            return np.empty(0, _kind_dtype(kind, 1)) if out is None else out[:0]
+            return np.empty(0, _kind_dtype(kind, 1))
         n = int(ds.shape[0])
         i0, i1 = min(max(i0, 0), n), min(max(i1, 0), n)
-        return self._read_rows(ds, i0, max(i0, i1), out, self._reader(ds))
+        return self._read_rows(ds, i0, max(i0, i1), None, self._reader(ds))
 
     @staticmethod
     def _read_rows(
