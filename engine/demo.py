@@ -21,7 +21,7 @@ from engine.core import Component, Engine
 from engine.events import Event
 from engine.fix.log import NullLog
 from engine.fix.session import FixSession, SessionConfig
-from engine.fix.store import FileStore, MemoryStore, MessageStore
+from engine.fix.store import FileStore, MemoryStore, MessageStore, WriteBarrier
 from engine.fix.transport import SocketAcceptor, SocketInitiator
 from engine.fixlink import BusLog, FixLink
 from engine.instruments import Instrument
@@ -30,7 +30,7 @@ from engine.logfeed import LogFeed
 from engine.marketdata import MarketData
 from engine.oms.fix_venue import FixVenue
 from engine.oms.risk import RiskLimits
-from engine.sim.exchange import FlowConfig, SimExchange, SimInstrument, SimReport
+from engine.sim.exchange import FlowConfig, SimExchange, SimInstrument, SimReport, id_epoch
 from engine.sim.fix_app import SimFixApplication
 from engine.sim.venue import SimVenue
 from engine.strategy.examples import MarketMaker
@@ -135,11 +135,16 @@ def _fix_demo(
     market: MarketData,
     desk: TradingDesk,
     store_dir: Path | None,
+    barrier: WriteBarrier | None = None,
 ) -> tuple[FixVenue, list[Component]]:
-    """Wire the simulator's FIX acceptor and the engine's FIX initiator on loopback."""
+    """Wire the simulator's FIX acceptor and the engine's FIX initiator on loopback.
+
+    ``barrier`` (the journal's ``after_written``) puts the engine's store behind the journal:
+    an inbound message counts as received on disk only once the journal has what it caused.
+    """
     loop = asyncio.get_event_loop()
     app = SimFixApplication(exchange, engine.clock)
-    link = FixLink(engine.bus, engine.clock)
+    link = FixLink(engine.bus, engine.clock, store_dir=store_dir, write_barrier=barrier)
     reset = store_dir is None
 
     def store(name: str) -> MessageStore:
@@ -178,10 +183,16 @@ def _fix_demo(
         engine.clock,
     )
     if not reset and (
-        session.next_sender_seq_num != sim_session.next_target_seq_num
-        or session.next_target_seq_num != sim_session.next_sender_seq_num
-    ):  # the two stores disagree (one was lost): start both sides afresh
-        log.warning("demo FIX stores disagree; resetting both sessions' sequence numbers")
+        session.next_sender_seq_num < sim_session.next_target_seq_num
+        or session.next_target_seq_num > sim_session.next_sender_seq_num
+    ):  # one side counts messages the other never sent (a store was lost): start afresh.
+        # The other way round (a side behind, after a kill) is what resends are for.
+        log.warning(
+            "demo FIX stores disagree (engine %d/%d, simulator %d/%d); resetting both "
+            "sessions' sequence numbers",
+            session.next_sender_seq_num, session.next_target_seq_num,
+            sim_session.next_sender_seq_num, sim_session.next_target_seq_num,
+        )  # fmt: skip
         session.store.reset(engine.clock.now_ns())
         sim_session.store.reset(engine.clock.now_ns())
     venue.bind(session)
@@ -224,7 +235,8 @@ def build_demo(
     if transport not in ("fix", "inprocess"):
         raise ValueError(f"transport must be 'fix' or 'inprocess', got {transport!r}")
     loop = asyncio.get_event_loop()
-    exchange = SimExchange(DEMO_LISTINGS, seed=seed)
+    # The epoch keeps ExecIDs and OrderIDs unique across restarts of the (in-process) venue.
+    exchange = SimExchange(DEMO_LISTINGS, seed=seed, epoch=id_epoch(engine.clock.now_ns()))
     symbols = [x.instrument.symbol for x in DEMO_LISTINGS]
     market = MarketData(
         symbols, engine.bus, engine.clock, centres=[x.start_px_ticks for x in DEMO_LISTINGS]
@@ -233,10 +245,13 @@ def build_demo(
     desk = TradingDesk(engine.bus, engine.clock, DEMO_LIMITS)
     desk.set_market_data(market)
     recovered = None
+    barrier = None
     pre: list[Component] = [LogFeed()]
     if journal_dir is not None:
         recovered = recover_day(journal_dir, engine.engine_id, engine.clock.now_ns())
-        pre.append(JournalComponent(engine, journal_dir))
+        journaling = JournalComponent(engine, journal_dir)
+        barrier = journaling.journal.after_written
+        pre.append(journaling)
     if record_path is not None:
         from engine.tickstore.recorder import Recorder
 
@@ -250,7 +265,7 @@ def build_demo(
         pump = SimPump(exchange, sim_venue.deliver, market.apply)
         components: list[Component] = [*pre, desk, pump]
     else:
-        venue, fix_parts = _fix_demo(engine, exchange, market, desk, store_dir)
+        venue, fix_parts = _fix_demo(engine, exchange, market, desk, store_dir, barrier)
         components = [*pre, desk, *fix_parts]
     for listing in DEMO_LISTINGS:
         desk.add_instrument(listing.instrument, venue)

@@ -37,7 +37,7 @@ from engine.fix.log import NullLog, SessionLog
 from engine.fix.schedule import SessionSchedule
 from engine.fix.session import FixSession, SessionConfig, load_dictionary
 from engine.fix.settings import KEYS, SessionSettings, SettingsError, SettingsFile, load_settings
-from engine.fix.store import MemoryStore
+from engine.fix.store import FileStore, MemoryStore, WriteBarrier
 from engine.fix.transport import SocketAcceptor, SocketInitiator
 
 log = logging.getLogger(__name__)
@@ -156,13 +156,28 @@ class FixLink:
         Where status and message events go.
     clock : Clock
         Time source.
+    store_dir : Path | None
+        Store folder of sessions whose ``.cfg`` sets no ``FileStorePath`` (the engine's state
+        directory; used when a session is rebuilt by a reload).
+    write_barrier : WriteBarrier | None
+        The journal's ``after_written``: every tracked session's file store then counts an
+        inbound message received on disk only after the journal holds what it caused.
     """
 
     name = "fix"
 
-    def __init__(self, bus: MessageBus, clock: Clock) -> None:
+    def __init__(
+        self,
+        bus: MessageBus,
+        clock: Clock,
+        *,
+        store_dir: Path | None = None,
+        write_barrier: WriteBarrier | None = None,
+    ) -> None:
         self.bus = bus
         self.clock = clock
+        self.store_dir = store_dir
+        self.write_barrier = write_barrier
         self.acceptors: list[SocketAcceptor] = []
         self.initiators: list[SocketInitiator] = []
         self._tracked: list[_Tracked] = []
@@ -181,7 +196,13 @@ class FixLink:
         With ``settings`` (the ``[SESSION]`` it was built from) and ``settings_file`` (that
         ``.cfg``), the session can be reloaded from the file (:class:`ReloadSession`).
         """
+        self._guard(session)
         self._tracked.append(_Tracked(session, settings=settings, settings_file=settings_file))
+
+    def _guard(self, session: FixSession) -> None:
+        """Put ``session``'s file store behind the journal's write barrier (if there is one)."""
+        if self.write_barrier is not None and isinstance(session.store, FileStore):
+            session.store.set_write_barrier(self.write_barrier)
 
     def add_acceptor(self, acceptor: SocketAcceptor, *, track: bool = True) -> None:
         """Serve ``acceptor``'s sessions (started with the engine).
@@ -395,15 +416,16 @@ class FixLink:
             old.close()
             used = new
             try:
-                session = build_session(new, old.app, path.parent)
+                session = build_session(new, old.app, path.parent, self.store_dir)
             except Exception:  # checked before; if it still fails, run the previous settings
                 log.exception("%s: cannot build the reloaded session; keeping its settings", sid)
                 assert t.settings is not None
                 used = t.settings
-                session = build_session(used, old.app, path.parent)
+                session = build_session(used, old.app, path.parent, self.store_dir)
             if not used.file_store_path and isinstance(old.store, MemoryStore):
                 # No FileStorePath: memory is the only copy of the sequence numbers.
                 session.store = old.store
+            self._guard(session)
             if isinstance(old.log, BusLog):
                 session.log = BusLog(self.bus, self.clock, sid, inner=session.log)
             if isinstance(old.app, FixVenue):

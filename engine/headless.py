@@ -31,6 +31,7 @@ from engine.config import ConfigError, EngineConfig, load_config
 from engine.core import Component, Engine
 from engine.demo import DEMO_LISTINGS, build_demo
 from engine.events import Alert, Event, OrderChanged, OrderFilled, PositionChanged
+from engine.fix.store import WriteBarrier
 from engine.fix.transport import install_uvloop
 from engine.oms.risk import RiskLimits
 from engine.strategy.base import Strategy
@@ -38,6 +39,9 @@ from engine.trading import TradingDesk
 from engine.warmup import warm_up
 
 log = logging.getLogger(__name__)
+
+#: Where sessions without FileStorePath keep their stores, relative to the configuration file.
+DEFAULT_STORE_DIR = "fix-store"
 
 
 class Summary:
@@ -164,8 +168,18 @@ def _add_strategies(desk: TradingDesk, cfg: EngineConfig, default_symbols: list[
             desk.router.risk.set_strategy_limits(s.strategy_id, s.risk)
 
 
-def _sessions_venues(engine: Engine, cfg: EngineConfig, desk: TradingDesk) -> list[Component]:
-    """Build the initiator sessions of the ``.cfg`` and route each instrument to its session."""
+def _sessions_venues(
+    engine: Engine,
+    cfg: EngineConfig,
+    desk: TradingDesk,
+    store_dir: Path | None = None,
+    barrier: WriteBarrier | None = None,
+) -> list[Component]:
+    """Build the initiator sessions of the ``.cfg`` and route each instrument to its session.
+
+    Sessions whose ``.cfg`` section sets no ``FileStorePath`` keep their store in
+    ``store_dir``; with a journal, ``barrier`` is its ``after_written`` (write-ahead).
+    """
     from engine.fix.cli import build_session
     from engine.fix.settings import SettingsError, load_settings
     from engine.fix.transport import SocketInitiator
@@ -187,7 +201,7 @@ def _sessions_venues(engine: Engine, cfg: EngineConfig, desk: TradingDesk) -> li
     market = MarketData(symbols, engine.bus, engine.clock) if symbols else None
     if market is not None:
         desk.set_market_data(market)
-    link = FixLink(engine.bus, engine.clock)
+    link = FixLink(engine.bus, engine.clock, store_dir=store_dir, write_barrier=barrier)
     loop = asyncio.get_event_loop()
     venues: dict[str, FixVenue] = {}
 
@@ -198,7 +212,7 @@ def _sessions_venues(engine: Engine, cfg: EngineConfig, desk: TradingDesk) -> li
 
     for sid, s in initiators.items():
         venue = FixVenue(engine.clock, name=sid, defer=loop.call_soon, on_session=on_session)
-        session = build_session(s, venue, path.parent)
+        session = build_session(s, venue, path.parent, link.store_dir)
         venue.bind(session)
         if market is not None:
             venue.set_market_data(market)
@@ -233,7 +247,9 @@ def build_from_config(engine: Engine, cfg: EngineConfig) -> TradingDesk:
     from engine.logfeed import LogFeed
 
     journal = cfg.resolve(cfg.files.journal_dir)
-    store = cfg.resolve(cfg.files.store_dir)
+    # One store rule: every session keeps its sequence numbers on disk, in [files] store_dir
+    # (default "fix-store" next to the configuration) unless its .cfg sets FileStorePath.
+    store = cfg.resolve(cfg.files.store_dir or Path(DEFAULT_STORE_DIR))
     if cfg.simulator.enabled:
         desk = build_demo(engine, seed=cfg.simulator.seed, journal_dir=journal, store_dir=store)
         if cfg.risk != RiskLimits():
@@ -244,12 +260,15 @@ def build_from_config(engine: Engine, cfg: EngineConfig) -> TradingDesk:
         raise BuildError("nothing to trade on: set [sessions] file or [simulator] enabled = true")
     desk = TradingDesk(engine.bus, engine.clock, cfg.risk)
     parts: list[Component] = [LogFeed()]
+    barrier = None
     if journal is not None:
         recovered = recover_day(journal, engine.engine_id, engine.clock.now_ns())
-        parts.append(JournalComponent(engine, journal))
+        journaling = JournalComponent(engine, journal)
+        barrier = journaling.journal.after_written
+        parts.append(journaling)
     else:
         recovered = None
-    fix_parts = _sessions_venues(engine, cfg, desk)
+    fix_parts = _sessions_venues(engine, cfg, desk, store, barrier)
     if recovered is not None:
         desk.restore(recovered)
     _add_strategies(desk, cfg, [i.symbol for i in cfg.instruments])

@@ -31,7 +31,7 @@ from engine.commands import (
     SubmitOrder,
 )
 from engine.core import Engine
-from engine.enums import OrdStatus, OrdType
+from engine.enums import KillLevel, OrdStatus, OrdType, StrategyState
 from engine.events import (
     BookUpdated,
     DepthChanged,
@@ -139,14 +139,16 @@ class TradingDesk:
             raise RuntimeError("restore before the trading desk starts")
         self._recovered = state
         restored = 0
+        fills_of: dict[int, list[OrderFilled]] = {}
+        for fill in state.fills:
+            fills_of.setdefault(fill.order_id, []).append(fill)
         for view in state.orders.values():
             manager = self.router.managers.get(view.symbol)
             if manager is None:
                 log.warning("journal order %d on %s: instrument no longer traded", view.order_id,
                             view.symbol)  # fmt: skip
                 continue
-            ids = [f.exec_id for f in state.fills if f.order_id == view.order_id]
-            manager.restore(view, ids)
+            manager.restore(view, fills_of.get(view.order_id, ()))
             restored += 1
         if state.orders:
             self.router.continue_order_ids_after(max(state.orders))
@@ -183,8 +185,19 @@ class TradingDesk:
             loop.create_task(self._every(MARK_INTERVAL_S, self.mark_positions), name="marks"),
             loop.create_task(self._every(DEPTH_INTERVAL_S, self.publish_depth), name="depth"),
         ]
-        for sid in self._autostart:
-            self.runner.start(sid)
+        self._start_strategies()
+
+    def _start_strategies(self) -> None:
+        # Strategies halted by the kill switch stay halted across a restart until resumed,
+        # and none starts by itself while the switch is engaged.
+        halted = self._recovered.halted_strategies if self._recovered is not None else frozenset()
+        level = self.router.kill_level
+        for sid in self.runner.strategies:
+            if sid in halted or (level is not KillLevel.OFF and sid in self._autostart):
+                at = f" {level.name}" if level is not KillLevel.OFF else ""
+                self.runner.halt(sid, f"halted by kill switch{at} (kept after restart)")
+            elif sid in self._autostart:
+                self.runner.start(sid)
 
     def _replay(self, state: RecoveredState) -> None:
         assert self.positions is not None
@@ -390,6 +403,9 @@ class TradingDesk:
         try:
             match command:
                 case SubmitOrder():
+                    blocked = self.router.blocked(command.strategy_id, command.symbol)
+                    if blocked is not None:  # one answer, counted; no refused order is made
+                        return err(blocked)
                     sent = self.router.send(
                         command.symbol, command.strategy_id, command.side, command.qty_lots,
                         command.px_ticks, command.ord_type, command.time_in_force,
@@ -421,7 +437,13 @@ class TradingDesk:
                     return ok(f"{len(self.router.flatten(sid, sym))} closing orders sent")
                 case SetKillSwitch(level=level, reason=reason, actor=actor):
                     n = self.router.kill(level, actor=actor, reason=reason)
-                    return ok(f"kill switch {level.name}: {n} orders touched")
+                    halted = sum(
+                        s.state is StrategyState.HALTED for s in self.runner.strategies.values()
+                    )
+                    if level is KillLevel.OFF:
+                        kept = f"; {halted} halted strategies stay halted until resumed"
+                        return ok(f"kill switch OFF{kept if halted else ''}")
+                    return ok(f"kill switch {level.name}: {n} orders touched, {halted} halted")
                 case ControlStrategy(strategy_id=sid, action=action):
                     actions = {"start": self.runner.start, "pause": self.runner.pause,
                                "stop": self.runner.stop}  # fmt: skip

@@ -96,8 +96,9 @@ def report(
     clordid: str | None = None,
     orig: str = "",
     text: str = "",
+    poss_dup: bool = False,
 ) -> ExecutionReport:
-    """An ExecutionReport for ``order`` as a venue would send it."""
+    """An ExecutionReport for ``order`` as a venue would send it (resent with ``poss_dup``)."""
     cum_qty = order.cum_qty_lots + last_qty if cum is None else cum
     return ExecutionReport(
         client_order_id=order.client_order_id if clordid is None else clordid,
@@ -111,6 +112,7 @@ def report(
         last_qty_lots=last_qty,
         last_px_ticks=last_px,
         text=text,
+        poss_dup=poss_dup,
     )
 
 

@@ -120,5 +120,15 @@ class Application:
     def to_app(self, message: OutMessage, session_id: SessionID) -> None:
         """Inspect or change an outbound application message; may raise :class:`DoNotSend`."""
 
+    def resend_app(self, message: OutMessage, session_id: SessionID) -> None:
+        """Inspect an application message about to be resent (PossDupFlag <43> = Y).
+
+        Called instead of :meth:`to_app` when the counterparty asks for a resend; raising
+        :class:`DoNotSend` replaces the message with a SequenceReset-GapFill (QuickFIX
+        applications do this in ``toApp`` when PossDupFlag is set, e.g. for stale orders).
+        By default the same as :meth:`to_app`.
+        """
+        self.to_app(message, session_id)
+
     def from_app(self, message: FixMessage, session_id: SessionID) -> None:
         """Receive a verified application message; may raise :class:`UnsupportedMessageType`."""

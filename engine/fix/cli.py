@@ -37,7 +37,9 @@ def _resolve(path: str | None, base: Path) -> str | None:
     return str(base / p)
 
 
-def build_session(settings: Any, application: Application, base: Path) -> FixSession:
+def build_session(
+    settings: Any, application: Application, base: Path, store_dir: Path | None = None
+) -> FixSession:
     """Create a :class:`FixSession` (store, log, dictionaries) from one settings section.
 
     Parameters
@@ -48,6 +50,10 @@ def build_session(settings: Any, application: Application, base: Path) -> FixSes
         Callbacks.
     base : Path
         Directory relative dictionary paths are also looked up in (the cfg file's).
+    store_dir : Path | None
+        The store folder when the section sets no ``FileStorePath`` (an engine's state
+        directory: every session of an engine keeps its sequence numbers on disk); ``None``
+        keeps such a session's store in memory.
     """
     config = SessionConfig.from_settings(settings)
     config = dataclasses.replace(
@@ -64,6 +70,8 @@ def build_session(settings: Any, application: Application, base: Path) -> FixSes
     store: MessageStore
     if getattr(settings, "file_store_path", None):
         store = FileStore(settings.file_store_path, sid.file_prefix, clock.now_ns())
+    elif store_dir is not None:
+        store = FileStore(store_dir, sid.file_prefix, clock.now_ns())
     else:
         store = MemoryStore(clock.now_ns())
     log: SessionLog

@@ -1341,7 +1341,7 @@ class FixSession:
         msg.header = header
         msg.body = body
         try:
-            self.app.to_app(msg, self.session_id)
+            self.app.resend_app(msg, self.session_id)
         except DoNotSend:
             return None
         return self._encode(msg, seq, sort_body=False)

@@ -15,13 +15,25 @@ Files, for session ``FIX.4.4-ISLD-TW44``:
 
 The next sender number after a restart is the larger of ``.seqnums`` and the last stored
 message + 1, so a kill between storing a message and updating ``.seqnums`` is harmless.
+
+Write-ahead with a journal (:meth:`FileStore.set_write_barrier`): the next expected *inbound*
+number is written to ``.seqnums`` only once the engine's journal holds everything the message
+caused (its events, the fill, the order's new state). A ``kill -9`` at any instant then leaves
+the store at or behind the journal, never ahead of it; on restart the venue resends the gap
+(PossDupFlag <43> = Y) and the order manager applies what is new to it exactly once.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol, runtime_checkable
+
+#: ``barrier(fn)`` calls ``fn`` (on any thread) once what the process recorded before is safe;
+#: raises if it will never call it (the journal is closed).
+WriteBarrier = Callable[[Callable[[], object]], None]
 
 
 @runtime_checkable
@@ -173,13 +185,17 @@ class FileStore:
     """
 
     __slots__ = (
+        "_barrier",
         "_body_fd",
         "_body_size",
         "_created",
         "_dir",
+        "_durable_target",
         "_fsync",
+        "_generation",
         "_index",
         "_last_set",
+        "_lock",
         "_prefix",
         "_sender",
         "_seq_fd",
@@ -201,7 +217,25 @@ class FileStore:
         self._body_fd = -1
         self._seq_fd = -1
         self._body_size = 0
+        self._barrier: WriteBarrier | None = None
+        self._durable_target = 1  # the inbound number ``.seqnums`` holds
+        self._generation = 0  # bumped by a reset or a set: older barrier writes are void
+        self._lock = threading.Lock()  # the barrier writes from the journal's thread
         self._open(now_ns)
+
+    def set_write_barrier(self, barrier: WriteBarrier | None) -> None:
+        """Persist the next inbound MsgSeqNum only after ``barrier`` says what precedes is safe.
+
+        ``barrier`` is normally ``Journal.after_written``: an inbound message then counts as
+        received on disk only once the journal has the events it caused (see the module
+        docstring). ``None`` writes the number at once again.
+        """
+        self._barrier = barrier
+        if barrier is None:
+            with self._lock:
+                self._generation += 1
+                self._durable_target = self._target
+                self._write_locked()
 
     # ------------------------------------------------------------------ files
 
@@ -260,13 +294,40 @@ class FileStore:
         self._body_size = pos
         self._index = index
         self._sender = max(sender, last_seq + 1)
-        self._target = target
+        self._target = self._durable_target = target
         self._last_set = last_seq
 
     def _write_seqnums(self) -> None:
-        os.pwrite(self._seq_fd, _SEQ_FMT % (self._sender, self._target), 0)
+        with self._lock:
+            self._write_locked()
+
+    def _write_locked(self) -> None:
+        if self._seq_fd < 0:
+            return
+        target = self._target if self._barrier is None else self._durable_target
+        os.pwrite(self._seq_fd, _SEQ_FMT % (self._sender, target), 0)
         if self._fsync:
             os.fsync(self._seq_fd)
+
+    def _target_reached(self, value: int, generation: int) -> None:
+        """Barrier callback: what message ``value - 1`` caused is safe; persist ``value``."""
+        with self._lock:
+            if generation != self._generation or value <= self._durable_target:
+                return
+            self._durable_target = value
+            self._write_locked()
+
+    def _advance_target(self, value: int) -> None:
+        self._target = value
+        barrier = self._barrier
+        if barrier is None:
+            self._write_seqnums()
+            return
+        generation = self._generation
+        try:
+            barrier(lambda: self._target_reached(value, generation))
+        except Exception:  # the journal is closed: nothing more will be journaled
+            self._target_reached(value, generation)
 
     # ------------------------------------------------------------------ MessageStore
 
@@ -306,9 +367,18 @@ class FileStore:
         self._write_seqnums()
 
     def set_next_target_seq_num(self, value: int) -> None:
-        """Set the next expected inbound MsgSeqNum."""
-        self._target = value
-        self._write_seqnums()
+        """Set the next expected inbound MsgSeqNum.
+
+        A move forward (SequenceReset-GapFill) waits for the write barrier like a received
+        message; a move back (or any move without a barrier) is written at once.
+        """
+        if self._barrier is not None and value >= self._target:
+            self._advance_target(value)
+            return
+        with self._lock:
+            self._generation += 1
+            self._target = self._durable_target = value
+            self._write_locked()
 
     def incr_next_sender_seq_num(self) -> None:
         """Add one to the next outbound MsgSeqNum."""
@@ -318,9 +388,8 @@ class FileStore:
             self._write_seqnums()
 
     def incr_next_target_seq_num(self) -> None:
-        """Add one to the next expected inbound MsgSeqNum."""
-        self._target += 1
-        self._write_seqnums()
+        """Add one to the next expected inbound MsgSeqNum (on disk after the write barrier)."""
+        self._advance_target(self._target + 1)
 
     @property
     def creation_time_ns(self) -> int:
@@ -333,9 +402,11 @@ class FileStore:
         self._body_size = 0
         self._index.clear()
         self._last_set = 0
-        self._sender = 1
-        self._target = 1
-        self._write_seqnums()
+        with self._lock:
+            self._generation += 1
+            self._sender = 1
+            self._target = self._durable_target = 1
+            self._write_locked()
         self._created = now_ns
         self._write_session_file()
 
@@ -345,7 +416,8 @@ class FileStore:
 
     def close(self) -> None:
         """Close the files (the store cannot be used afterwards)."""
-        for fd in (self._body_fd, self._seq_fd):
-            if fd >= 0:
-                os.close(fd)
-        self._body_fd = self._seq_fd = -1
+        with self._lock:
+            for fd in (self._body_fd, self._seq_fd):
+                if fd >= 0:
+                    os.close(fd)
+            self._body_fd = self._seq_fd = -1

@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 
 #: Queue item marking a flush request: ``(_FLUSH, threading.Event)``.
 _FLUSH: Final[int] = 0
+#: Queue item asking for a call once everything before it is written: ``(_AFTER, callable)``.
+_AFTER: Final[int] = -1
 #: Longest log message kept, in characters; longer ones are cut and marked.
 MAX_LOG_CHARS: Final[int] = 1 << 20
 
@@ -261,6 +263,23 @@ class Journal:
         """Return a logger for the trading path that writes to this journal only."""
         return JournalLogger(self, source, level)
 
+    def after_written(self, callback: Callable[[], object]) -> None:
+        """Call ``callback`` (on the writer thread) once every record appended before is written.
+
+        The write-ahead barrier of the FIX stores: a session counts an inbound message received
+        on disk only after the journal holds what the message caused, so a ``kill -9`` at any
+        instant leaves the store at or behind the journal and the venue resends the rest. The
+        records are in the kernel (they survive a killed process) when ``callback`` runs; it
+        must be quick and must not append to this journal. ``callback`` runs at most once; it
+        does not run if the journal is closed first.
+
+        Raises
+        ------
+        JournalClosedError
+            If the journal is closed (nothing more will be written).
+        """
+        self._append((_AFTER, callback))
+
     # ------------------------------------------------------------------ control
     def flush(self, timeout: float | None = 10.0) -> None:
         """Block until every record appended before this call is written (and synced).
@@ -347,8 +366,15 @@ class Journal:
         queue, encode = self._queue, self._encode
         parts: list[bytes] = []
         n = 0
+        after: list[Callable[[], object]] = []  # callbacks due once ``parts`` is written
         while queue:
             item = queue.popleft()
+            if item[0] == _AFTER:
+                if parts or self._unwritten:
+                    after.append(item[1])
+                else:  # everything before it is written already
+                    self._call_after([item[1]])
+                continue
             if item[0] == _FLUSH:
                 try:
                     self._write_batch(b"".join(parts), n)
@@ -360,6 +386,7 @@ class Journal:
                 finally:
                     parts, n = [], 0
                     item[1].set()
+                after = self._call_after(after)
                 continue
             try:
                 data = encode(item)
@@ -374,8 +401,21 @@ class Journal:
             if n >= self._batch:
                 self._write_batch(b"".join(parts), n)
                 parts, n = [], 0
+                after = self._call_after(after)
         if parts or self._unwritten:  # also retries what a failed write left behind
             self._write_batch(b"".join(parts), n)
+        self._call_after(after)
+
+    def _call_after(self, callbacks: list[Callable[[], object]]) -> list[Callable[[], object]]:
+        """Run the barrier callbacks whose records are written; return an empty list."""
+        if self._unwritten:  # a failed write: what they wait for is not on disk; a later
+            return []  # barrier (after a successful write) moves the store on instead
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:
+                log.exception("%s: journal barrier callback failed", self.path)
+        return []
 
     def _write_batch(self, data: bytes, n: int) -> None:
         data = self._unwritten + data

@@ -25,7 +25,7 @@ import numpy as np
 
 from engine.clock import Clock
 from engine.enums import OrdType
-from engine.fix.application import Application, IncorrectTagValue, SessionID
+from engine.fix.application import Application, DoNotSend, IncorrectTagValue, SessionID
 from engine.fix.codec import format_timestamp, parse_timestamp
 from engine.fix.message import FixMessage, OutMessage
 from engine.fix.session import AppTemplate, FixSession
@@ -311,6 +311,28 @@ class FixVenue(Application):
             del sent[old]
 
     # ------------------------------------------------------------------ Application
+    def resend_app(self, message: OutMessage, session_id: SessionID) -> None:
+        """Never resend an order message: gap-fill it and resolve the request here instead.
+
+        The counterparty asks for a resend of messages it never received. An order, cancel or
+        replace sent again later (perhaps after a restart) could surprise the market, so it is
+        replaced by a SequenceReset-GapFill and the order manager learns the request did not
+        arrive (a new order is rejected, a cancel or replace ends with the order as it was).
+        Other messages (status and market-data requests) are gap-filled too: they are stale.
+        """
+        mt = message.msg_type
+        if mt in (b"D", b"F", b"G"):
+            fields = {e[0]: _text(e[1]) for e in message.body if isinstance(e, tuple)}
+            clordid = fields.get(11, "")
+            sink = self._sinks.get(fields.get(55, ""))
+            if sink is not None and clordid:
+                why = (
+                    f"not delivered: {session_id} asked for a resend; gap-filled instead of "
+                    "sending a stale request"
+                )
+                self.defer(lambda: sink.on_message_rejected(mt.decode(), clordid, why))
+        raise DoNotSend
+
     def on_logon(self, session_id: SessionID) -> None:
         """Report the logon; subscribe to market data when a market is attached."""
         if self.on_session is not None:
@@ -395,6 +417,7 @@ class FixVenue(Application):
             px_ticks=nums.px_ticks(44, px) if px else 0,
             text=(get(58) or b"").decode("latin-1"),
             poss_resend=get(97) == b"Y",
+            poss_dup=get(43) == b"Y",
             ts_event=parse_timestamp(get(60) or b"") or 0,
             ts_recv=m.ts_recv or self.clock.now_ns(),
         )
@@ -467,6 +490,10 @@ class FixVenue(Application):
             sink = next(iter(self._sinks.values()), None)
         if sink is not None:
             sink.on_message_rejected(ref_type, ref_id, text, business=True)
+
+
+def _text(value: object) -> str:
+    return bytes(value).decode("latin-1") if isinstance(value, bytes | bytearray) else str(value)
 
 
 def group_entries(m: FixMessage, count_tag: int, delimiter: int) -> list[dict[int, bytes]]:

@@ -19,7 +19,7 @@ from engine.enums import AlertLevel, ExecType, OrdStatus, OrdType, Side, TimeInF
 from engine.events import ALERTED, Alert, OrderChanged, OrderFilled, OrderView
 from engine.instruments import Instrument
 from engine.oms.order import WORKING, Order, PendingRequest, is_allowed
-from engine.oms.risk import OrderIntent, RiskChecker
+from engine.oms.risk import OrderIntent, RiskChecker, order_problem
 from engine.oms.venue import CancelReject, ExecutionReport, Venue
 
 log = logging.getLogger(__name__)
@@ -89,8 +89,16 @@ class OrderManager:
         self.orders: dict[int, Order] = {}
         self._by_clordid: dict[str, Order] = {}
         self._by_venue_id: dict[str, Order] = {}
-        self._exec_ids: set[str] = set()
+        # ExecID <17> -> (order id, LastQty, LastPx) of the fill it named: the ids are the
+        # venue's (one venue per order manager), a repeat naming the same fill is a duplicate.
+        self._exec_ids: dict[str, tuple[int, int, int]] = {}
+        #: Reports not applied: duplicates and resent reports that were old news.
+        self.duplicates_ignored = 0
+        #: Reports whose state move the order state table refused (each raised an alert).
+        self.transitions_refused = 0
         self._counted: dict[int, tuple[bool, int]] = {}  # order_id -> (working, leaves) risk saw
+        #: Why the last :meth:`replace` that returned ``False`` was refused.
+        self.replace_refused = ""
 
     # ------------------------------------------------------------------ queries
     def get(self, client_order_id: str) -> Order | None:
@@ -104,8 +112,11 @@ class OrderManager:
                 yield order
 
     # ------------------------------------------------------------------ recovery
-    def restore(self, view: OrderView, exec_ids: Iterable[str] = ()) -> Order:
+    def restore(self, view: OrderView, fills: Iterable[OrderFilled] = ()) -> Order:
         """Rebuild an order from its last journaled view (engine restart).
+
+        ``fills`` are the order's journaled fills: a venue that resends one of them (43=Y after
+        a restart) is recognised by its ExecID <17>.
 
         A cancel or replace that was pending is forgotten (its fate is unknown until the venue
         answers a status request); the order takes the status it had before the request.
@@ -140,7 +151,9 @@ class OrderManager:
             self._by_clordid[clordid] = order
         if order.venue_order_id:
             self._by_venue_id[order.venue_order_id] = order
-        self._exec_ids.update(exec_ids)
+        for f in fills:
+            if f.exec_id:
+                self._exec_ids[f.exec_id] = (order.order_id, f.last_qty_lots, f.last_px_ticks)
         self._sync_risk(order)
         return order
 
@@ -156,21 +169,23 @@ class OrderManager:
         client_order_id: str | None = None,
         *,
         risk_exempt: bool = False,
+        band_override: bool = False,
     ) -> Order:
         """Check, create and send one order; return it (``REJECTED`` with the reason if refused).
 
-        ``risk_exempt`` skips the pre-trade checks; only flattening uses it.
+        ``risk_exempt`` skips the pre-trade checks; only flattening uses it. ``band_override``
+        skips the price band only; only a manual order the user confirmed uses it.
 
         Raises
         ------
         ValueError
-            For a malformed request (quantity <= 0, a limit order without a price): a bug in
-            the caller, not a trading decision.
+            For a malformed request (quantity outside 1..10^9 lots, a limit order without a
+            price or with a price <= 0 or beyond the engine's integer range): a bug in the
+            caller, not a trading decision. Nothing reaches the venue.
         """
-        if qty_lots <= 0:
-            raise ValueError(f"{self.symbol}: order quantity must be > 0 lots, got {qty_lots}")
-        if ord_type is OrdType.LIMIT and px_ticks == 0:
-            raise ValueError(f"{self.symbol}: a limit order needs a price (px_ticks=0 given)")
+        problem = order_problem(qty_lots, px_ticks, limit=ord_type is OrdType.LIMIT)
+        if problem is not None:
+            raise ValueError(f"{self.symbol}: {problem}")
         if ord_type is OrdType.MARKET:
             px_ticks = 0
         now = self.clock.now_ns()
@@ -188,8 +203,14 @@ class OrderManager:
             None
             if risk_exempt
             else risk.check_order(
-                strategy_id, self.symbol, side, qty_lots, px_ticks, self._tick_value
-            )
+                strategy_id,
+                self.symbol,
+                side,
+                qty_lots,
+                px_ticks,
+                self._tick_value,
+                band_override=band_override,
+            )  # fmt: skip
         )
         if refusal is not None:
             return self._refuse(order, f"risk: {refusal}")
@@ -253,9 +274,21 @@ class OrderManager:
         """Ask the venue to change quantity and/or price; ``False`` if not possible now.
 
         Risk checks the new values; a refusal is published as an alert and the order is left
-        as it was.
+        as it was. Why it returned ``False`` is in :attr:`replace_refused`.
+
+        Raises
+        ------
+        ValueError
+            For impossible values (quantity not above the filled quantity or beyond 10^9 lots,
+            a limit price <= 0 or beyond the engine's integer range).
         """
         if not order.is_working or order.pending is not None:
+            self.replace_refused = (
+                f"{order.client_order_id} has a {order.pending.kind} pending: wait for the "
+                "venue's answer"
+                if order.pending is not None
+                else f"{order.client_order_id} is {order.status.name}: nothing to replace"
+            )
             return False
         new_qty = order.qty_lots if qty_lots is None else qty_lots
         new_px = order.px_ticks if px_ticks is None else px_ticks
@@ -264,8 +297,9 @@ class OrderManager:
                 f"{order.client_order_id}: new quantity {new_qty} lots must exceed the "
                 f"{order.cum_qty_lots} lots already filled"
             )
-        if order.ord_type is OrdType.LIMIT and new_px == 0:
-            raise ValueError(f"{order.client_order_id}: a limit order needs a price")
+        problem = order_problem(new_qty, new_px, limit=order.ord_type is OrdType.LIMIT)
+        if problem is not None:
+            raise ValueError(f"{order.client_order_id}: {problem}")
         refusal = self.risk.check(
             OrderIntent(
                 strategy_id=order.strategy_id,
@@ -279,6 +313,7 @@ class OrderManager:
             )
         )
         if refusal is not None:
+            self.replace_refused = f"risk: {refusal}"
             self._alert(
                 AlertLevel.WARNING, f"replace of {order.client_order_id} refused: {refusal}"
             )
@@ -317,13 +352,11 @@ class OrderManager:
             )
             return None
         et = rep.exec_type
-        if et in _FILL_TYPES and rep.exec_id:
-            if rep.exec_id in self._exec_ids:
-                log.info(
-                    "duplicate ExecID %s ignored (PossResend=%s)", rep.exec_id, rep.poss_resend
-                )
+        if et in _FILL_TYPES:
+            if rep.exec_id and self._duplicate_fill(order, rep):
                 return order
-            self._exec_ids.add(rep.exec_id)
+        elif not self._report_applies(order, rep):
+            return order
         now = self.clock.now_ns()
         if rep.venue_order_id and rep.venue_order_id != order.venue_order_id:
             order.venue_order_id = rep.venue_order_id
@@ -331,12 +364,89 @@ class OrderManager:
         if not order.ts_acked and et is not ExecType.REJECTED:
             order.ts_acked = rep.ts_recv or now
         change = self._apply_exec_type(order, rep)
-        self._apply_status(order, rep)
+        if not self._apply_status(order, rep):
+            change += " (state kept)"
         order.text = rep.text or order.text
         order.ts_last = now
         self._sync_risk(order)
         self._publish(order, change)
         return order
+
+    def _duplicate_fill(self, order: Order, rep: ExecutionReport) -> bool:
+        """Return whether ``rep`` repeats a fill already applied (and remember it if not).
+
+        A repeat is the same ExecID <17> for the same order, quantity and price: ignored, once
+        or resent (43=Y). The same ExecID naming another fill is the venue reusing ids: the
+        fill is real and is applied, with an alert (never drop a genuinely new fill).
+        """
+        key = (order.order_id, rep.last_qty_lots, rep.last_px_ticks)
+        seen = self._exec_ids.get(rep.exec_id)
+        if seen is None:
+            self._exec_ids[rep.exec_id] = key
+            return False
+        if seen == key:
+            self.duplicates_ignored += 1
+            log.log(
+                logging.INFO if rep.resent else logging.WARNING,
+                "%s: duplicate ExecID %s on %s ignored (PossDupFlag=%s, PossResend=%s)",
+                self.symbol, rep.exec_id, order.client_order_id, rep.poss_dup, rep.poss_resend,
+            )  # fmt: skip
+            return True
+        self._alert(
+            AlertLevel.ERROR,
+            f"ExecID {rep.exec_id!r} reused by the venue for another fill ({order.client_order_id}"
+            f" {rep.last_qty_lots} lots at {rep.last_px_ticks} ticks); the fill is booked",
+        )
+        return False
+
+    def _report_applies(self, order: Order, rep: ExecutionReport) -> bool:
+        """Return whether a report without a fill may change ``order``.
+
+        Old news is ignored: a report that would move the order's state backwards (a lower
+        CumQty <14>, a status the state table does not allow from where the order is) or
+        that repeats its current state. Resent reports (43=Y) are expected to be old news and
+        are ignored quietly; any other refused move raises an alert.
+        """
+        new = self._target_status(order, rep)
+        backwards = rep.cum_qty_lots < order.cum_qty_lots
+        if not backwards and is_allowed(order.status, new):
+            if not (rep.resent and order.is_terminal and new is order.status):
+                return True
+        elif (
+            rep.exec_type is ExecType.ORDER_STATUS
+            and new is OrdStatus.REJECTED
+            and order.ts_acked
+            and not order.is_terminal
+        ):
+            return True  # the venue no longer knows a working order: _apply_status says so
+        if rep.resent or (order.is_terminal and new is order.status and not backwards):
+            self.duplicates_ignored += 1
+            log.info(
+                "%s: %s report for %s ignored: order is %s, CumQty %d (report: %s, CumQty %d, "
+                "PossDupFlag=%s)",
+                self.symbol, rep.exec_type.name, order.client_order_id, order.status.name,
+                order.cum_qty_lots, new.name, rep.cum_qty_lots, rep.poss_dup,
+            )  # fmt: skip
+            return False
+        self._refuse_transition(order, rep, new)
+        return False
+
+    def _refuse_transition(self, order: Order, rep: ExecutionReport, new: OrdStatus) -> None:
+        self.transitions_refused += 1
+        self._alert(
+            AlertLevel.ERROR,
+            f"{order.client_order_id}: venue report would move the order from "
+            f"{order.status.name} (CumQty {order.cum_qty_lots}) to {new.name} (CumQty "
+            f"{rep.cum_qty_lots}, ExecType {rep.exec_type.name}, ExecID {rep.exec_id!r}); the "
+            "order state table does not allow it: not applied",
+        )
+
+    @staticmethod
+    def _target_status(order: Order, rep: ExecutionReport) -> OrdStatus:
+        new = rep.ord_status
+        if new is OrdStatus.REPLACED:  # FIX 4.0-4.2: the old order's status after a replace
+            new = OrdStatus.PARTIALLY_FILLED if rep.cum_qty_lots else OrdStatus.NEW
+        return new
 
     def _apply_exec_type(self, order: Order, rep: ExecutionReport) -> str:
         et, pending = rep.exec_type, order.pending
@@ -348,6 +458,8 @@ class OrderManager:
             if pending is not None:
                 order.pending = None
                 return "canceled"
+            if rep.resent:  # our request's answer, resent after a restart forgot the request
+                return "canceled (resent)"
             self._alert(
                 AlertLevel.WARNING,
                 f"unsolicited cancel of {order.client_order_id}"
@@ -413,10 +525,39 @@ class OrderManager:
             self._by_clordid[new_id] = order
         return "replaced"
 
-    def _apply_status(self, order: Order, rep: ExecutionReport) -> None:
-        new = rep.ord_status
-        if new is OrdStatus.REPLACED:  # FIX 4.0-4.2: the old order's status after a replace
-            new = OrdStatus.PARTIALLY_FILLED if rep.cum_qty_lots else OrdStatus.NEW
+    def _apply_status(self, order: Order, rep: ExecutionReport) -> bool:
+        """Move ``order`` to the report's state; ``False`` if the state table refused the move.
+
+        A fill is booked whatever the state (the venue traded); its report moves the order
+        only forward: CumQty <14> never decreases and a terminal order stays terminal.
+        """
+        new = self._target_status(order, rep)
+        if (
+            rep.exec_type is ExecType.ORDER_STATUS
+            and new is OrdStatus.REJECTED
+            and order.ts_acked
+            and not order.is_terminal
+        ):
+            # A status request for an order the venue acknowledged, answered "unknown": the
+            # venue has lost it (a restart of the venue). It cannot trade any more.
+            self._alert(
+                AlertLevel.WARNING,
+                f"the venue no longer knows {order.client_order_id} (status request answered "
+                f"{rep.text or 'rejected'!r}); the order is considered canceled",
+            )
+            new = OrdStatus.CANCELED
+            order.pending = None
+        if rep.cum_qty_lots < order.cum_qty_lots or not is_allowed(order.status, new):
+            if rep.exec_type in _FILL_TYPES:  # the fill itself was booked by _apply_fill
+                if rep.resent:
+                    log.info("%s: resent fill %s on %s %s: order state kept", self.symbol,
+                             rep.exec_id, order.status.name, order.client_order_id)  # fmt: skip
+                else:
+                    self._refuse_transition(order, rep, new)
+                order.cum_qty_lots = max(order.cum_qty_lots, rep.cum_qty_lots)
+                return False
+            self._refuse_transition(order, rep, new)
+            return False
         if order.pending is not None and new in (OrdStatus.NEW, OrdStatus.PARTIALLY_FILLED):
             # A fill or restatement while our request is open: the order stays pending.
             order.pending.prev_status = new
@@ -425,18 +566,12 @@ class OrderManager:
                 if order.pending.kind == "cancel"
                 else OrdStatus.PENDING_REPLACE
             )
-        if not is_allowed(order.status, new):
-            self._alert(
-                AlertLevel.WARNING,
-                f"{order.client_order_id}: venue moved the order from {order.status.name} to "
-                f"{new.name} (ExecType {rep.exec_type.name}), which the state table does not "
-                "allow; the venue's state is applied",
-            )
         order.status = new
         order.cum_qty_lots = rep.cum_qty_lots
         order.leaves_qty_lots = 0 if order.is_terminal else rep.leaves_qty_lots
         if order.is_terminal:
             order.pending = None
+        return True
 
     def on_cancel_reject(self, rej: CancelReject) -> Order | None:
         """Apply an OrderCancelReject <9>: the request ends, the order stays as the venue says."""

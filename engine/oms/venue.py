@@ -61,8 +61,14 @@ class ExecutionReport:
     px_ticks: int = 0  # Price <44>, 0 when absent
     text: str = ""  # Text <58>
     poss_resend: bool = False  # PossResend <97>
+    poss_dup: bool = False  # PossDupFlag <43>: the session resent it (it may be old news)
     ts_event: int = 0  # TransactTime <60>, ns
     ts_recv: int = 0  # local receive time, ns
+
+    @property
+    def resent(self) -> bool:
+        """Return whether the report may repeat one already received (43=Y or 97=Y)."""
+        return self.poss_dup or self.poss_resend
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

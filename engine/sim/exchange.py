@@ -64,6 +64,21 @@ from engine.types import (
 _DONE = TERMINAL  # an order in one of these states leaves the exchange
 
 
+def id_epoch(now_ns: int) -> str:
+    """Return an id prefix unique to a venue run started at ``now_ns`` (base 36 milliseconds).
+
+    Two runs share an epoch only if they start within the same millisecond.
+    """
+    n = now_ns // 1_000_000
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+        if n == 0:
+            return out.upper()
+
+
 class Playback(Protocol):
     """A recorded market played into the exchange (``engine.sim.playback.TickPlayback``)."""
 
@@ -236,9 +251,16 @@ class SimExchange:
         What trades here.
     seed : int
         Seed of the participants' random numbers.
+    epoch : str
+        Prefix of every ExecID <17> and OrderID <37> this exchange gives out. A venue that
+        restarts the same day must not give an id twice (a client de-duplicates executions by
+        ExecID): give each run its own epoch (:func:`id_epoch`). ``""`` numbers from ``X1``
+        (tests that compare ids).
     """
 
-    def __init__(self, listings: Sequence[SimInstrument], *, seed: int = 1) -> None:
+    def __init__(
+        self, listings: Sequence[SimInstrument], *, seed: int = 1, epoch: str = ""
+    ) -> None:
         if not listings:
             raise ValueError("SimExchange: at least one instrument is needed")
         self.books = {x.instrument.symbol: _Book(i, x) for i, x in enumerate(listings)}
@@ -250,6 +272,7 @@ class SimExchange:
         self._by_client: dict[tuple[int, str], int] = {}
         self._next_id = 1
         self._exec_n = 0
+        self._epoch = f"{epoch}-" if epoch else ""
         self._md: list[tuple[int, int, int, int, int, int]] = []  # ts, px, qty, book, side, kind
         self._last_step_ns: int | None = None
         self.trades = 0
@@ -625,8 +648,8 @@ class SimExchange:
             owner=order.owner,
             client_order_id=order.clordid,
             orig_client_order_id=order.orig if et in (ExecType.CANCELED, ExecType.REPLACED) else "",
-            venue_order_id=str(order.id),
-            exec_id=f"X{self._exec_n}",
+            venue_order_id=f"{self._epoch}{order.id}",
+            exec_id=f"{self._epoch}X{self._exec_n}",
             exec_type=et,
             ord_status=order.status,
             symbol=order.symbol,
@@ -662,7 +685,7 @@ class SimExchange:
             client_order_id=clordid,
             orig_client_order_id="",
             venue_order_id="NONE",
-            exec_id=f"X{self._exec_n}",
+            exec_id=f"{self._epoch}X{self._exec_n}",
             exec_type=ExecType.REJECTED,
             ord_status=OrdStatus.REJECTED,
             symbol=symbol,
@@ -691,7 +714,7 @@ class SimExchange:
                 owner=owner,
                 client_order_id=clordid,
                 orig_client_order_id=orig,
-                venue_order_id=str(known) if known is not None else "NONE",
+                venue_order_id=f"{self._epoch}{known}" if known is not None else "NONE",
                 ord_status=final if final is not None else OrdStatus.REJECTED,
                 response_to_replace=replace,
                 reason=0 if known is not None else 1,
@@ -703,7 +726,7 @@ class SimExchange:
             owner=owner,
             client_order_id=clordid,
             orig_client_order_id=orig,
-            venue_order_id=str(order.id),
+            venue_order_id=f"{self._epoch}{order.id}",
             ord_status=order.status,
             response_to_replace=replace,
             reason=0,

@@ -194,3 +194,65 @@ def test_refresh_on_logon_reloads_numbers_written_by_another_process(tmp_path: P
     assert decode_one(out).seq_num == 6  # type: ignore[union-attr]
     assert standby.next_target_seq_num == 10
     standby.close()
+
+
+# ---------------------------------------------------------------- write-ahead behind the journal
+
+
+def _disk_numbers(tmp_path: Path, prefix: str = "S") -> tuple[int, int]:
+    """The numbers a restarted engine would read (a new store's file is empty: 1 and 1)."""
+    raw = (tmp_path / f"{prefix}.seqnums").read_bytes()
+    if not raw:
+        return 1, 1
+    sender, target = raw.split(b":")
+    return int(sender), int(target)
+
+
+def test_barrier_holds_the_inbound_number_until_the_journal_has_written(tmp_path: Path) -> None:
+    from engine.journal import Journal
+
+    # A journal whose writer thread sleeps for a minute: nothing is written until flush().
+    journal = Journal(tmp_path / "j.qwj", TestClock(), flush_interval_ms=60_000)
+    store = FileStore(tmp_path, "S")
+    store.set_write_barrier(journal.after_written)
+    for _ in range(5):
+        journal.log(20, "test", "what message %d caused", 1)
+        store.incr_next_target_seq_num()
+    assert store.next_target_seq_num == 6  # the session counts them at once ...
+    assert _disk_numbers(tmp_path) == (1, 1)  # ... the disk only after the journal
+    assert FileStore(tmp_path, "S").next_target_seq_num == 1  # what a kill -9 now restarts at
+    journal.flush()
+    assert _disk_numbers(tmp_path) == (1, 6)
+    # Sending is not held back: the sender number is never behind what went on the wire.
+    store.set_next_sender_seq_num(9)
+    store.incr_next_target_seq_num()
+    assert _disk_numbers(tmp_path) == (9, 6)
+    journal.close()
+    # A closed journal will record nothing more: the number is written at once.
+    store.incr_next_target_seq_num()
+    assert _disk_numbers(tmp_path) == (9, 8)
+    store.close()
+
+
+def test_barrier_writes_never_undo_a_reset_or_a_move_back(tmp_path: Path) -> None:
+    from engine.journal import Journal
+
+    journal = Journal(tmp_path / "j.qwj", TestClock(), flush_interval_ms=60_000)
+    store = FileStore(tmp_path, "S")
+    store.set_write_barrier(journal.after_written)
+    for _ in range(3):
+        store.incr_next_target_seq_num()
+    store.reset(0)  # e.g. a Logon with ResetSeqNumFlag <141> = Y
+    journal.flush()  # the three earlier barrier writes arrive after the reset: void
+    assert _disk_numbers(tmp_path) == (1, 1)
+    store.incr_next_target_seq_num()
+    store.set_next_target_seq_num(2)  # not a move back: waits like a message
+    store.set_next_target_seq_num(1)  # a move back: at once
+    journal.flush()
+    assert _disk_numbers(tmp_path) == (1, 1)
+    store.set_next_target_seq_num(40)  # SequenceReset-GapFill forward: behind the barrier
+    assert _disk_numbers(tmp_path) == (1, 1)
+    journal.flush()
+    assert _disk_numbers(tmp_path) == (1, 40)
+    journal.close()
+    store.close()

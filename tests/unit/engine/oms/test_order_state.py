@@ -217,13 +217,18 @@ def test_unsolicited_cancel_and_done_for_day_and_expiry() -> None:
     assert rig.risk.open_orders() == 0
 
 
-def test_illegal_move_is_applied_but_alerted() -> None:
+def test_illegal_move_is_refused_and_alerted_never_applied() -> None:
     rig = make_oms()
     order = rig.oms.send(1, Side.BUY, 2, 100)
     rig.oms.on_execution_report(report(order, E.TRADE, S.FILLED, last_qty=2, exec_id="1"))
+    changes = len(rig.changes)
     rig.oms.on_execution_report(report(order, E.NEW, S.NEW, cum=2, leaves=0))
-    assert order.status is S.NEW
-    assert "from FILLED to NEW" in rig.alerts[-1].text
+    assert (order.status, order.cum_qty_lots, order.leaves_qty_lots) == (S.FILLED, 2, 0)
+    assert rig.alerts[-1].level is AlertLevel.ERROR
+    assert "from FILLED (CumQty 2) to NEW" in rig.alerts[-1].text
+    assert "not applied" in rig.alerts[-1].text
+    assert rig.oms.transitions_refused == 1
+    assert len(rig.changes) == changes  # nothing published: the order did not change
 
 
 def test_duplicate_clordid_is_refused() -> None:
