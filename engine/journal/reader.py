@@ -18,7 +18,7 @@ reported as :class:`JournalCorruptError`.
 
 import struct
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,18 @@ from engine.journal.format import (
 
 _HEADER = fmt.RECORD_HEADER
 _FIX_SEEN = fmt.qualified_name(FixMessageSeen)
+
+#: Fewest bytes between two progress reports of a long read (see :func:`progress_step`).
+PROGRESS_STEP = 256 * 1024
+
+
+def progress_step(total: int) -> int:
+    """Return the bytes between two progress reports over ``total`` bytes (about 100 at most)."""
+    return max(PROGRESS_STEP, total // 100)
+
+
+def _no_progress(_done: int, _total: int) -> None:
+    pass
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,10 +121,12 @@ class JournalReader:
         self._dec = msgspec.msgpack.Decoder()
 
     # ------------------------------------------------------------------ framing
-    def scan(self) -> int:
+    def scan(self, progress: Callable[[int, int], object] | None = None) -> int:
         """Read the file, check every frame, load the schemas; return the end of intact data.
 
         Safe to call again: it rereads the file (to pick up records appended since).
+        ``progress(done, total)`` is called with byte offsets now and then (every
+        :data:`PROGRESS_STEP` bytes or hundredth of the file) and once at the end.
         """
         data = self.path.read_bytes()
         major, minor, pos, created = fmt.unpack_file_header(self.path, data)
@@ -123,7 +137,13 @@ class JournalReader:
         size = len(data)
         unpack, crc32 = _HEADER.unpack_from, zlib.crc32
         view = memoryview(data)
+        tell = progress or _no_progress
+        step = progress_step(size)
+        report = pos  # the first report as soon as the file is read
         while pos < size:
+            if pos >= report:
+                tell(pos, size)
+                report = pos + step
             bad = None
             if size - pos < RECORD_HEADER_SIZE:
                 bad = f"{size - pos} bytes left, less than a record header"
@@ -149,6 +169,7 @@ class JournalReader:
         self._frames = frames
         self._end = pos
         self._scanned = True
+        tell(size, size)
         return pos
 
     def _bad_frame(self, pos: int, index: int, reason: str) -> None:

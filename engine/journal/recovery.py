@@ -125,14 +125,10 @@ def recover(
     torn: list[TornTail] = []
     for path in paths:
         reader = JournalReader(path)
-        if progress is None:
-            reader.scan()
-        else:
-            at, base = base, base + Path(path).stat().st_size
-            reader.scan(lambda done, _size: progress("reading journal", at + done, total, "bytes"))
+        at, base = base, base + _scan(reader, progress, base, total)
         if reader.torn_tail is not None:
             torn.append(reader.torn_tail)
-        for rec in _events(reader, progress, at, total):
+        for rec in _events(reader, progress, at, base, total):
             assert isinstance(rec, JournalEvent)
             ev = rec.event
             last_seq = max(last_seq, rec.seq)
@@ -163,10 +159,24 @@ def recover(
     )
 
 
+def _scan(reader: JournalReader, progress: Progress | None, base: int, total: int) -> int:
+    """Scan ``reader``'s file (stage "reading journal"); return the file's size in bytes."""
+    size = 0
+
+    def tell(done: int, whole: int) -> None:
+        nonlocal size
+        size = whole
+        if progress is not None:
+            progress("reading journal", base + done, total, "bytes")
+
+    reader.scan(tell)
+    return size
+
+
 def _events(
-    reader: JournalReader, progress: Progress | None, base: int, total: int
+    reader: JournalReader, progress: Progress | None, base: int, end: int, total: int
 ) -> Iterator[JournalEvent]:
-    """Decode the EVENT records of ``reader``, telling ``progress`` how far it is in bytes."""
+    """Decode the EVENT records of ``reader`` (its file spans ``base..end`` of ``total``)."""
     if progress is None:
         for rec in reader.records([KIND_EVENT]):
             assert isinstance(rec, JournalEvent)
@@ -181,4 +191,4 @@ def _events(
         rec = reader.decode(raw)
         assert isinstance(rec, JournalEvent)
         yield rec
-    progress("replaying journal", base + reader.end_offset, total, "bytes")
+    progress("replaying journal", end, total, "bytes")
