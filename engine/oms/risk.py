@@ -6,14 +6,24 @@ Every refusal names the rule and the values that broke it, e.g.
 """
 
 from collections import defaultdict, deque
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, fields, replace
 
 from engine.clock import Clock
 from engine.enums import KillLevel, Side
 
 #: Length of the order-rate window, ns.
 RATE_WINDOW_NS = 1_000_000_000
+
+#: Largest quantity of one order, lots (sanity check before any venue; a risk limit is tighter).
+MAX_ORDER_QTY_LOTS = 1_000_000_000
+#: Largest limit price, ticks (exact as a float: average prices are floats).
+MAX_PX_TICKS = 2**53
+#: Largest price x quantity of one order, ticks x lots (sums of them stay inside int64).
+MAX_NOTIONAL_TICKS_LOTS = 2**62
+
+#: The engine-wide price band an engine starts with unless its configuration says otherwise.
+DEFAULT_PRICE_BAND_PCT = 5.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -29,7 +39,9 @@ class RiskLimits:
     max_position_lots : int | None
         Largest absolute position, counting the worst case of working orders on the same side.
     price_band_ticks : int | None
-        Farthest a limit price may be from the reference (last trade, else the touch).
+        Farthest a limit price may be from the reference (last trade, else the mid), in ticks.
+    price_band_pct : float | None
+        The same as a percentage of the reference price (both apply when both are set).
     max_open_orders : int | None
         Most working orders at once.
     max_orders_per_second : int | None
@@ -40,21 +52,87 @@ class RiskLimits:
     max_order_notional: float | None = None
     max_position_lots: int | None = None
     price_band_ticks: int | None = None
+    price_band_pct: float | None = None
     max_open_orders: int | None = None
     max_orders_per_second: int | None = None
 
     def __post_init__(self) -> None:
-        for name in (
-            "max_order_qty_lots",
-            "max_order_notional",
-            "max_position_lots",
-            "price_band_ticks",
-            "max_open_orders",
-            "max_orders_per_second",
-        ):
+        for name in LIMIT_NAMES:
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"RiskLimits.{name} must be >= 0, got {value}")
+
+    def patched(
+        self, values: Mapping[str, int | float | None], clear: Iterable[str] = ()
+    ) -> "RiskLimits":
+        """Return these limits with ``values`` set and the limits named in ``clear`` off.
+
+        A ``None`` value leaves that limit as it is. Raises ``ValueError`` naming an unknown
+        limit, a limit both set and cleared, or a bad value.
+        """
+        clear = tuple(clear)
+        for name in (*values, *clear):
+            if name not in LIMIT_NAMES:
+                raise ValueError(f"unknown risk limit {name!r}; limits: {', '.join(LIMIT_NAMES)}")
+        both = sorted(n for n in clear if values.get(n) is not None)
+        if both:
+            raise ValueError(f"{', '.join(both)}: both set and cleared")
+        changes: dict[str, int | float | None] = dict.fromkeys(clear)
+        changes.update({n: v for n, v in values.items() if v is not None})
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    def describe(self) -> str:
+        """Return the limits that are on, as ``name=value`` pairs (``"none"`` when all off)."""
+        on = [f"{n}={getattr(self, n):g}" for n in LIMIT_NAMES if getattr(self, n) is not None]
+        return ", ".join(on) or "none"
+
+    def diff(self, other: "RiskLimits") -> str:
+        """Return what changes from these limits to ``other``, e.g. ``max_open_orders 5 -> off``."""
+
+        def text(v: int | float | None) -> str:
+            return "off" if v is None else f"{v:g}"
+
+        out = [
+            f"{n} {text(getattr(self, n))} -> {text(getattr(other, n))}"
+            for n in LIMIT_NAMES
+            if getattr(self, n) != getattr(other, n)
+        ]
+        return "; ".join(out) or "no change"
+
+
+#: Names of the limits, in declaration order (``SetRiskLimits`` fields and ``clear`` names).
+LIMIT_NAMES: tuple[str, ...] = tuple(f.name for f in fields(RiskLimits))
+#: The limits an instrument may have of its own (they replace the engine-wide band there).
+BAND_NAMES: tuple[str, ...] = ("price_band_ticks", "price_band_pct")
+#: Engine-wide limits of an engine whose configuration names none.
+DEFAULT_LIMITS = RiskLimits(price_band_pct=DEFAULT_PRICE_BAND_PCT)
+
+
+def order_problem(qty_lots: int, px_ticks: int, *, limit: bool) -> str | None:
+    """Return what makes an order's quantity or price impossible, or ``None`` if sane.
+
+    These hold whatever the risk limits say (and for flattening too): a quantity in
+    1..:data:`MAX_ORDER_QTY_LOTS` lots, and for a limit order a price in 1..:data:`MAX_PX_TICKS`
+    ticks whose product with the quantity fits in :data:`MAX_NOTIONAL_TICKS_LOTS`.
+    """
+    if not 1 <= qty_lots <= MAX_ORDER_QTY_LOTS:
+        if qty_lots <= 0:
+            return f"order quantity must be > 0 lots, got {qty_lots}"
+        return f"order quantity {qty_lots:,} lots is above the maximum {MAX_ORDER_QTY_LOTS:,}"
+    if not limit:
+        return None
+    if px_ticks == 0:
+        return "a limit order needs a price (px_ticks=0 given)"
+    if px_ticks < 0:
+        return f"limit price {px_ticks} ticks: must be > 0"
+    if px_ticks > MAX_PX_TICKS:
+        return f"limit price {px_ticks:,} ticks is above the maximum {MAX_PX_TICKS:,}"
+    if px_ticks * qty_lots > MAX_NOTIONAL_TICKS_LOTS:
+        return (
+            f"price {px_ticks:,} ticks x quantity {qty_lots:,} lots is above "
+            f"{MAX_NOTIONAL_TICKS_LOTS:,} (the engine's integer range)"
+        )
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +177,11 @@ class RiskChecker:
     global_limits : RiskLimits
         Limits over all strategies together.
     reference_px : Callable[[str], int | None] | None
-        Reference price in ticks of a symbol for the price band (last trade, else the touch).
+        Reference price in ticks of a symbol for the price band (last trade, else the mid).
+
+    Limits have three scopes: engine-wide (:attr:`global_limits`), per strategy
+    (:attr:`strategy_limits`; strategy 0 holds manual orders) and per instrument
+    (:attr:`instrument_limits`, the price band only: it replaces the engine-wide band there).
     """
 
     def __init__(
@@ -111,6 +193,7 @@ class RiskChecker:
         self.clock = clock
         self.global_limits = global_limits or RiskLimits()
         self.strategy_limits: dict[int, RiskLimits] = {}
+        self.instrument_limits: dict[str, RiskLimits] = {}
         self.reference_px = reference_px
         self.kill_level = KillLevel.OFF
         # Keys: None for the whole engine, else the strategy id.
@@ -125,6 +208,40 @@ class RiskChecker:
     def set_strategy_limits(self, strategy_id: int, limits: RiskLimits) -> None:
         """Set (or replace) the limits of one strategy."""
         self.strategy_limits[strategy_id] = limits
+
+    def limits(self, strategy_id: int | None = None, symbol: str | None = None) -> RiskLimits:
+        """Return the limits of one scope: engine-wide, a strategy's or an instrument's."""
+        if symbol is not None:
+            return self.instrument_limits.get(symbol, _NO_LIMITS)
+        if strategy_id is not None:
+            return self.strategy_limits.get(strategy_id, _NO_LIMITS)
+        return self.global_limits
+
+    def set_limits(
+        self, limits: RiskLimits, strategy_id: int | None = None, symbol: str | None = None
+    ) -> None:
+        """Set the limits of one scope (see :meth:`limits`); an instrument has only a band."""
+        if symbol is not None:
+            other = sorted(
+                n for n in LIMIT_NAMES if n not in BAND_NAMES and getattr(limits, n) is not None
+            )
+            if other:
+                raise ValueError(
+                    f"instrument {symbol}: only {' and '.join(BAND_NAMES)} can be set per "
+                    f"instrument, not {', '.join(other)}"
+                )
+            self.instrument_limits[symbol] = limits
+        elif strategy_id is not None:
+            self.strategy_limits[strategy_id] = limits
+        else:
+            self.global_limits = limits
+
+    def scopes(self) -> list[tuple[int | None, str | None, RiskLimits]]:
+        """Return ``(strategy_id, symbol, limits)`` of every scope with limits (engine first)."""
+        out: list[tuple[int | None, str | None, RiskLimits]] = [(None, None, self.global_limits)]
+        out += [(sid, None, lim) for sid, lim in sorted(self.strategy_limits.items())]
+        out += [(None, sym, lim) for sym, lim in sorted(self.instrument_limits.items())]
+        return out
 
     # ---------------------------------------------------------------- bookkeeping
     def on_working_changed(
@@ -187,8 +304,12 @@ class RiskChecker:
         tick_value: float,
         is_replace: bool = False,
         extra_qty_lots: int = 0,
+        band_override: bool = False,
     ) -> RiskRefusal | None:
-        """:meth:`check` with the fields of an :class:`OrderIntent` as arguments (per order)."""
+        """:meth:`check` with the fields of an :class:`OrderIntent` as arguments (per order).
+
+        ``band_override`` skips the price band (a manual order the user confirmed).
+        """
         if self.kill_level >= KillLevel.BLOCK_NEW:
             return RiskRefusal(
                 "kill_switch", f"kill switch is at {self.kill_level.name}: new orders are blocked"
@@ -198,17 +319,24 @@ class RiskChecker:
             refusal = self._check_scope(
                 strategy_id, limits, f"strategy {strategy_id}", symbol, side, qty_lots,
                 px_ticks, tick_value, is_replace, extra_qty_lots,
+                None if band_override else limits,
             )  # fmt: skip
             if refusal is not None:
                 return refusal
         glob = self.global_limits
         if glob is not self._glob:  # _checks_anything() of the global limits, kept at hand
             self._glob, self._glob_active = glob, self._checks_anything(glob)
-        if not self._glob_active:
+        band: RiskLimits | None = glob
+        band_where = "engine-wide"
+        if self.instrument_limits:
+            own = self.instrument_limits.get(symbol)
+            if own is not None and own != _NO_LIMITS:
+                band, band_where = own, f"{symbol}'s own band"
+        elif not self._glob_active:
             return None
         return self._check_scope(
             None, glob, "engine-wide", symbol, side, qty_lots, px_ticks, tick_value, is_replace,
-            extra_qty_lots,
+            extra_qty_lots, None if band_override else band, band_where,
         )  # fmt: skip
 
     def _checks_anything(self, lim: RiskLimits) -> bool:
@@ -232,6 +360,8 @@ class RiskChecker:
         tick_value: float,
         is_replace: bool,
         extra_qty_lots: int,
+        band: RiskLimits | None,
+        band_where: str = "",
     ) -> RiskRefusal | None:
         if lim.max_order_qty_lots is not None and qty > lim.max_order_qty_lots:
             return RiskRefusal(
@@ -256,14 +386,14 @@ class RiskChecker:
                     f"order {int(side) * added:+d} lots reaches {worst:+d}, beyond "
                     f"±{lim.max_position_lots} lots ({where})",
                 )
-        if lim.price_band_ticks is not None and px_ticks and self.reference_px:
-            ref = self.reference_px(symbol)
-            if ref is not None and abs(px_ticks - ref) > lim.price_band_ticks:
-                return RiskRefusal(
-                    "price_band",
-                    f"price {px_ticks} ticks is {abs(px_ticks - ref)} ticks from "
-                    f"the reference {ref}, more than {lim.price_band_ticks} ({where})",
-                )
+        if (
+            band is not None
+            and px_ticks
+            and (band.price_band_ticks is not None or band.price_band_pct is not None)
+        ):
+            refusal = self._check_band(band, symbol, side, px_ticks, band_where or where)
+            if refusal is not None:
+                return refusal
         if (
             lim.max_open_orders is not None
             and not is_replace
@@ -285,3 +415,26 @@ class RiskChecker:
                     f"{lim.max_orders_per_second}/s ({where})",
                 )
         return None
+
+    def _check_band(
+        self, band: RiskLimits, symbol: str, side: Side, px_ticks: int, where: str
+    ) -> RiskRefusal | None:
+        ref = self.reference_px(symbol) if self.reference_px is not None else None
+        if ref is None:
+            return None
+        off = px_ticks - ref
+        pct = off * 100.0 / ref if ref > 0 else None
+        too_far = []
+        if band.price_band_ticks is not None and abs(off) > band.price_band_ticks:
+            too_far.append(f"±{band.price_band_ticks} ticks")
+        if band.price_band_pct is not None and pct is not None and abs(pct) > band.price_band_pct:
+            too_far.append(f"±{band.price_band_pct:g}%")
+        if not too_far:
+            return None
+        away = "above" if off > 0 else "below"
+        how_far = f"{abs(off)} ticks" + (f" ({abs(pct):.1f}%)" if pct is not None else "")
+        return RiskRefusal(
+            "price_band",
+            f"{side.name.lower()} at {px_ticks} ticks is {how_far} {away} the reference "
+            f"{ref}, beyond {' and '.join(too_far)} ({where})",
+        )

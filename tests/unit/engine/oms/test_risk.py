@@ -53,8 +53,8 @@ def test_max_position_counts_working_orders_on_the_same_side() -> None:
 def test_price_band_around_the_reference() -> None:
     text = refused_text(RiskLimits(price_band_ticks=20), (Side.BUY, 1, 150), ref=100)
     assert text == (
-        "risk: price_band: price 150 ticks is 50 ticks from the reference 100, more than 20 "
-        "(engine-wide)"
+        "risk: price_band: buy at 150 ticks is 50 ticks (50.0%) above the reference 100, "
+        "beyond ±20 ticks (engine-wide)"
     )
     rig = make_oms(RiskLimits(price_band_ticks=20), reference_px=100)
     assert rig.oms.send(1, Side.BUY, 1, 119).status is OrdStatus.PENDING_NEW
