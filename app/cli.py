@@ -25,6 +25,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "fix": ("engine.fix.cli", "FIX tools: the conformance-suite acceptor"),
     "backtest": ("engine.backtest.cli", "replay recorded data through a strategy (--sweep)"),
     "import": ("engine.tickstore.cli", "import vendor files into the tick store"),
+    "reconcile": ("engine.reconcile.cli", "compare journal, recovery and venue fills (STATE_DIR)"),
 }
 
 #: ``perf_counter`` when this module was imported: the fallback start of the process.
@@ -83,7 +84,7 @@ def _endpoint(text: str) -> tuple[str, str, int]:
 def build_parser() -> argparse.ArgumentParser:
     """Return the parser of the console's own options."""
     epilog = "subcommands:\n" + "\n".join(
-        f"  {PROG} {name + ' …':<12}{desc}" for name, (_m, desc) in SUBCOMMANDS.items()
+        f"  {PROG} {name + ' …':<13}{desc}" for name, (_m, desc) in SUBCOMMANDS.items()
     )
     parser = OneLineErrorParser(
         prog=PROG,
