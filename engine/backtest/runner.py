@@ -132,7 +132,7 @@ def load_events(job: BacktestJob) -> tuple[npt.NDArray[np.void], npt.NDArray[np.
 
 def _from_store(path: Path, job: BacktestJob) -> tuple[npt.NDArray[np.void], npt.NDArray[np.int64]]:
     from engine.tickstore.schema import to_l2_events, to_l3_events
-    from engine.tickstore.store import TickStore
+    from engine.tickstore.store import TickStore, TickStoreError
 
     try:
         with TickStore(path, "r") as store:
@@ -157,8 +157,11 @@ def _from_store(path: Path, job: BacktestJob) -> tuple[npt.NDArray[np.void], npt
                 if trades.shape[0]:
                     ts_all = np.concatenate([deltas["ts"], trades["ts"]])
                     recv = recv[np.argsort(ts_all, kind="stable")]
+    except TickStoreError as e:  # names the file and why (damaged, truncated, not a store)
+        raise BacktestInputError(str(e)) from None
     except (OSError, KeyError) as e:
-        raise BacktestInputError(f"{path}: cannot read {job.symbol}/{job.day} ({e})") from None
+        what = f"{job.symbol}/{job.day}" if job.day else job.symbol
+        raise BacktestInputError(f"{path}: cannot read {what} ({e})") from None
     if ev.shape[0] == 0:
         raise BacktestInputError(f"{path}: {job.symbol}/{day} holds no {job.level} rows")
     return ev, np.asarray(recv, np.int64)

@@ -235,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except (TickStoreError, ValueError, KeyError, OSError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
-        print(f"{PROG}: error: {msg}; nothing imported", file=sys.stderr)
+        tail = "" if a.format in ("ls", "recover") else "; nothing imported"
+        print(f"{PROG}: error: {msg}{tail}", file=sys.stderr)
         return 2
     return 0
 

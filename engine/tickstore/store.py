@@ -37,7 +37,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, Literal
+from typing import Any, Concatenate, Final, Literal, ParamSpec, TypeVar
 
 import h5py
 import hdf5plugin
@@ -64,8 +64,17 @@ READ_THREADS: Final[int] = max(1, min(4, os.cpu_count() or 1))
 PARALLEL_MIN_CHUNKS: Final[int] = 8
 #: HDF5 filter id of Blosc (hdf5plugin).
 _BLOSC_FILTER: Final[int] = 32001
+#: Times a SWMR reader reads one metadata block whose checksum fails before it gives up.
+#: HDF5 retries (a writer may be rewriting the block) with sleeps doubling from 1 ns; its
+#: default of 100 attempts sleeps for days on a truncated file (measured: ``import ls`` still
+#: asleep after 900 s). 28 attempts give a writer about 0.27 s in all.
+SWMR_READ_ATTEMPTS: Final[int] = 28
+#: The HDF5 superblock signature (at offset 0, 512, 1024, 2048, ... after a userblock).
+_HDF5_SIGNATURE: Final[bytes] = b"\x89HDF\r\n\x1a\n"
 
 Rows = npt.NDArray[np.void]
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 class TickStoreError(OSError):
@@ -186,6 +195,113 @@ def _blosc() -> _Blosc | None:
         return _Blosc(lib)
     except (OSError, KeyError, AttributeError):
         return None
+
+
+@functools.cache
+def _hdf5_lib() -> ctypes.CDLL | None:
+    """Return the HDF5 library h5py uses (the copy loaded in this process), or ``None``.
+
+    Only that copy may be handed h5py's property-list ids: it is found among the libraries
+    this process has mapped, else next to h5py (the wheel's ``h5py.libs``).
+    """
+    candidates: list[str] = []
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            for line in maps:
+                path = line.split(maxsplit=5)[-1].strip()
+                name = os.path.basename(path)
+                if name.startswith("libhdf5") and not name.startswith("libhdf5_hl"):
+                    candidates.append(path)
+    except OSError:
+        pass
+    libs = Path(h5py.__file__).parent.parent / "h5py.libs"
+    if libs.is_dir():
+        candidates += [str(x) for x in sorted(libs.glob("libhdf5-*.so*"))]
+    for path in dict.fromkeys(candidates):
+        try:
+            lib = ctypes.CDLL(path)
+            setter = lib.H5Pset_metadata_read_attempts
+        except (OSError, AttributeError):
+            continue
+        setter.argtypes = [ctypes.c_int64, ctypes.c_uint]
+        setter.restype = ctypes.c_int
+        return lib
+    return None
+
+
+def _swmr_read_fapl(cache: dict[str, Any]) -> h5py.h5p.PropFAID | None:
+    """Return a file-access list for SWMR reading with bounded metadata retries.
+
+    ``None`` if the HDF5 library cannot be reached (h5py's defaults then apply).
+    """
+    lib = _hdf5_lib()
+    if lib is None:
+        return None
+    fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
+    fapl.set_libver_bounds(h5py.h5f.LIBVER_EARLIEST, h5py.h5f.LIBVER_LATEST)
+    settings = list(fapl.get_cache())
+    settings[1], settings[2] = cache["rdcc_nslots"], cache["rdcc_nbytes"]
+    fapl.set_cache(*settings)
+    fapl.set_file_locking(False, True)
+    if lib.H5Pset_metadata_read_attempts(fapl.id, SWMR_READ_ATTEMPTS) < 0:
+        return None
+    return fapl
+
+
+def _open_swmr_read(path: Path, cache: dict[str, Any]) -> h5py.File:
+    """Open ``path`` for SWMR reading without the file lock, metadata retries bounded."""
+    fapl = _swmr_read_fapl(cache)
+    if fapl is None:
+        return h5py.File(path, "r", swmr=True, locking=False, **cache)
+    flags = h5py.h5f.ACC_RDONLY | h5py.h5f.ACC_SWMR_READ
+    return h5py.File(h5py.h5f.open(os.fsencode(path), flags, fapl=fapl))
+
+
+def stored_eof(path: str | Path) -> int | None:
+    """Return the file size an HDF5 file's superblock records (userblock included).
+
+    ``None`` if there is no superblock this reads (versions 0 to 3 are read).
+    """
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            at = 0
+            while at + 64 <= size:
+                f.seek(at)
+                head = f.read(96)
+                if head[:8] == _HDF5_SIGNATURE:
+                    break
+                at = 512 if at == 0 else at * 2
+            else:
+                return None
+    except OSError:
+        return None
+    version = head[8]
+    if version in (0, 1):
+        width, fields = head[13], 24 + (4 if version == 1 else 0)
+        index = 2  # base, free-space, end of file
+    elif version in (2, 3):
+        width, fields, index = head[9], 12, 2  # base, extension, end of file
+    else:
+        return None
+    if width not in (2, 4, 8) or fields + (index + 1) * width > len(head):
+        return None
+    base = int.from_bytes(head[fields : fields + width], "little")
+    eof_at = fields + index * width
+    eof = int.from_bytes(head[eof_at : eof_at + width], "little")
+    return base + eof
+
+
+def truncation(path: str | Path) -> str | None:
+    """Return ``"truncated to N of M bytes"`` if ``path`` is shorter than its superblock says."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return None
+    eof = stored_eof(path)
+    if eof is not None and size < eof:
+        return f"truncated to {size:,} of {eof:,} bytes"
+    return None
 
 
 def _idle_cores() -> int:
@@ -647,6 +763,25 @@ class DayWriter:
             self._closed = True
 
 
+def _reads(
+    method: Callable[Concatenate[TickStore, _P], _R],
+) -> Callable[Concatenate[TickStore, _P], _R]:
+    """Turn HDF5's errors in a read of a damaged file into :class:`TickStoreError`."""
+
+    @functools.wraps(method)
+    def wrapper(self: TickStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(self, *args, **kwargs)
+        except (OSError, RuntimeError) as e:
+            raise self._damaged(e) from e
+        except KeyError as e:  # h5py's, when an object's header cannot be read
+            if str(e.args[0] if e.args else "").startswith("Unable to") or truncation(self.path):
+                raise self._damaged(e) from e
+            raise
+
+    return wrapper
+
+
 class TickStore:
     """An HDF5 tick-store file.
 
@@ -701,7 +836,7 @@ class TickStore:
             try:
                 # SWMR reading without the file lock: a recorder or an import may open the
                 # file for writing while it is read (they write SWMR-safely).
-                f = h5py.File(self.path, "r", swmr=True, locking=False, **cache)
+                f = _open_swmr_read(self.path, cache)
                 self._swmr_read = True
             except OSError:
                 try:
@@ -712,8 +847,12 @@ class TickStore:
                             f"{self.path}: another process is writing it (not in SWMR mode); "
                             "open it when that is done"
                         ) from e
-                    raise TickStoreError(f"{self.path}: not a readable HDF5 file ({e})") from e
-            self._check_format(f)
+                    raise self._damaged(e, "not a readable HDF5 file") from e
+            try:
+                self._check_format(f)
+            except (OSError, RuntimeError, KeyError) as e:
+                f.close()
+                raise self._damaged(e) from e
             return f
         new = not self.path.exists() or self.path.stat().st_size == 0
         try:
@@ -736,6 +875,17 @@ class TickStore:
         if swmr:
             f.swmr_mode = True
         return f
+
+    def _damaged(self, error: BaseException, what: str = "damaged file") -> TickStoreError:
+        """Return the error for a store HDF5 failed to read: truncated, or HDF5's reason."""
+        cut = truncation(self.path)
+        if cut is not None:
+            return TickStoreError(f"{self.path}: damaged file ({cut})")
+        if isinstance(error, TickStoreError):
+            return error
+        text = str(error)
+        reason = text[text.find("(") + 1 : text.rfind(")")] if text.endswith(")") else text
+        return TickStoreError(f"{self.path}: {what} (HDF5: {reason})")
 
     def _check_format(self, f: h5py.File) -> None:
         if f.attrs.get("format") != FORMAT_NAME:
@@ -772,6 +922,7 @@ class TickStore:
         if self.mode == "a":
             self.file.flush()
 
+    @_reads
     def refresh(self) -> None:
         """See rows a SWMR writer appended since the file was opened.
 
@@ -796,19 +947,30 @@ class TickStore:
         tmp = src_path.with_name(src_path.name + ".recover.tmp")
         tmp.unlink(missing_ok=True)
         copied = 0
-        with (
-            h5py.File(src_path, "r", swmr=True) as src,
-            h5py.File(tmp, "w", libver="latest") as dst,
-        ):
-            for k, v in src.attrs.items():
-                dst.attrs[k] = v
-            for name in src:
-                src.copy(src[name], dst, name=name)
-                copied += len(src[name])
+        cache: dict[str, Any] = {"rdcc_nbytes": CHUNK_CACHE_BYTES, "rdcc_nslots": 10007}
+        try:
+            with (
+                _open_swmr_read(src_path, cache) as src,
+                h5py.File(tmp, "w", libver="latest") as dst,
+            ):
+                for k, v in src.attrs.items():
+                    dst.attrs[k] = v
+                for name in src:
+                    src.copy(src[name], dst, name=name)
+                    copied += len(src[name])
+        except (OSError, RuntimeError, KeyError) as e:
+            tmp.unlink(missing_ok=True)
+            if not src_path.exists():
+                raise TickStoreError(f"{src_path}: no such tick store") from e
+            cut = truncation(src_path)
+            text = str(e.args[0] if isinstance(e, KeyError) and e.args else e)
+            reason = cut or f"HDF5: {text[text.find('(') + 1 : text.rfind(')')] or text}"
+            raise TickStoreError(f"{src_path}: cannot be recovered ({reason})") from e
         tmp.replace(src_path)
         return copied
 
     # ------------------------------------------------------------------ catalogue
+    @_reads
     def instruments(self) -> list[str]:
         """Return the symbols with at least one stored day, sorted."""
         return sorted(
@@ -817,6 +979,7 @@ class TickStore:
             if any(len(d) == 8 and d.isdigit() for d in g)
         )
 
+    @_reads
     def days(self, symbol: str) -> list[str]:
         """Return the days (``YYYYMMDD``, ascending) stored for ``symbol`` ([] if none)."""
         key = symbol_key(symbol)
@@ -831,10 +994,12 @@ class TickStore:
         g: h5py.Group = self.file[key][day]
         return g
 
+    @_reads
     def kinds(self, symbol: str, day: str) -> list[str]:
         """Return the kinds stored for one instrument-day."""
         return [k for k in ALL_KINDS if k in self._day(symbol, day)]
 
+    @_reads
     def info(self, symbol: str, day: str) -> DayInfo:
         """Describe one instrument-day; ``KeyError`` if it is not stored."""
         g = self._day(symbol, day)
@@ -873,6 +1038,7 @@ class TickStore:
         ds: h5py.Dataset | None = g.get(kind)
         return ds
 
+    @_reads
     def dtype(self, symbol: str, day: str, kind: str) -> np.dtype[np.void]:
         """Return the row type of ``kind`` in one instrument-day."""
         ds = self._dataset(symbol, day, kind)
@@ -923,6 +1089,7 @@ class TickStore:
             i1 = n if t1 is None else reader.find(t1, index, n)
         return i0, max(i0, i1), reader
 
+    @_reads
     def row_range(
         self, symbol: str, day: str, kind: str, t0: int | None = None, t1: int | None = None
     ) -> tuple[int, int]:
@@ -937,6 +1104,7 @@ class TickStore:
         i0, i1, _ = self._locate(ds, t0, t1)
         return i0, i1
 
+    @_reads
     def read(
         self,
         symbol: str,
@@ -965,6 +1133,7 @@ class TickStore:
                 raise ValueError(f"out: holds {out.shape[0]} rows, the range has {i1 - i0}")
         return self._read_rows(ds, i0, i1, out, reader)
 
+    @_reads
     def read_rows(self, symbol: str, day: str, kind: str, i0: int, i1: int) -> Rows:
         """Return rows ``[i0, i1)`` of ``kind`` by position (clipped to the rows there are).
 
@@ -1006,12 +1175,16 @@ class TickStore:
         """Yield the rows of :meth:`read` as arrays of at most ``rows`` rows, in order."""
         if rows < 1:
             raise ValueError(f"rows: must be >= 1, got {rows}")
-        ds = self._dataset(symbol, day, kind)
-        if ds is None:
-            return
-        i0, i1, reader = self._locate(ds, t0, t1)
-        for a in range(i0, i1, rows):
-            yield self._read_rows(ds, a, min(a + rows, i1), None, reader)
+        try:
+            ds = self._dataset(symbol, day, kind)
+            if ds is None:
+                return
+            i0, i1, reader = self._locate(ds, t0, t1)
+            for a in range(i0, i1, rows):
+                part = self._read_rows(ds, a, min(a + rows, i1), None, reader)
+                yield part
+        except (OSError, RuntimeError) as e:
+            raise self._damaged(e) from e
 
     # --------------------------------------------------------------------- writes
     def writer(
