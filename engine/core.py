@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Protocol
 
+from engine.alerts import AlertAggregator
 from engine.bus import MessageBus
 from engine.clock import Clock
 from engine.commands import (
@@ -25,6 +26,7 @@ from engine.commands import (
 )
 from engine.enums import EngineState
 from engine.events import (
+    Alert,
     EngineHeartbeat,
     EngineSnapshot,
     EngineStateChanged,
@@ -113,6 +115,8 @@ class Engine:
         self._stop: asyncio.Event | None = None
         self._hb_changed: asyncio.Event | None = None
         self.components: list[Component] = []
+        #: Folds repeated alerts of one cause before they are numbered (engine.alerts).
+        self.alerts = AlertAggregator(clock, self._number, lambda: self._seq + 1)
         self.bus.subscribe(Event, self._sequence)
 
     def add_component(self, component: Component) -> None:
@@ -127,6 +131,14 @@ class Engine:
         self._sinks.append(sink)
 
     def _sequence(self, event: Event) -> None:
+        if type(event) is Alert:
+            folded = self.alerts.admit(event)
+            if folded is None:  # a repeat, counted in its aggregate
+                return
+            event = folded
+        self._number(event)
+
+    def _number(self, event: Event) -> None:
         self._seq += 1
         record = EventRecord(self._seq, event)
         self._recent.append(record)
@@ -227,6 +239,7 @@ class Engine:
                     log.exception("component %s failed to stop cleanly", component.name)
             heartbeat.cancel()
             await asyncio.gather(heartbeat, return_exceptions=True)
+            self.alerts.close()  # the last counts of aggregated alerts, before the journal closes
             self._set_state(EngineState.STOPPED, "stopped on request")
             for component in reversed(started):
                 close = getattr(component, "close", None)  # after the very last event

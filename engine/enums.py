@@ -180,8 +180,14 @@ class KillLevel(IntEnum):
 
 
 class StrategyState(IntEnum):
-    """Lifecycle of a strategy: paused keeps its state but has no quotes out."""
+    """Lifecycle of a strategy: paused keeps its state but has no quotes out.
+
+    ``HALTED`` is a pause the kill switch imposed: every level of the switch halts every
+    strategy that is not stopped, and only an explicit start (resume) lifts it, once the switch
+    is released — releasing the switch does not restart anything by itself.
+    """
 
     STOPPED = 0
     RUNNING = 1
     PAUSED = 2
+    HALTED = 3  # paused by the kill switch; survives a restart until resumed

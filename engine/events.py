@@ -144,11 +144,25 @@ class OrderFilled(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Alert(Event):
-    """Something a trader must see: an unknown execution, a business reject, a refused rule."""
+    """Something a trader must see: an unknown execution, a business reject, a refused rule.
+
+    Alerts are aggregated per cause on their way into the engine's stream
+    (:class:`engine.alerts.AlertAggregator`): the first of a cause passes at once, repeats are
+    counted and published at most once a second as an update of the same aggregate — ``count``
+    occurrences from ``ts_first`` to ``ts_event``, the text of the latest one — so a storm
+    leaves one line on screen and one journal record per update, not one per repeat.
+    """
 
     level: AlertLevel
     source: str  # "oms", "risk", "fix", a strategy name
     text: str
+    #: What makes repeats one alert (with ``source``); "" groups texts equal but for numbers.
+    cause: str = ""
+    count: int = 1  # occurrences in this aggregate so far
+    ts_first: int = 0  # ts_event of the first occurrence (0: this is the first)
+    #: Engine sequence number of the aggregate's first alert, the same in every update
+    #: (0 for an alert that did not go through the engine's stream).
+    aggregate: int = 0
 
 
 #: ``extra=`` of a log call whose text is also published as an :class:`Alert` (the log feed
@@ -173,7 +187,9 @@ class StrategyStatusChanged(Event):
     name: str
     state: StrategyState
     parameters: tuple[tuple[str, object], ...]  # (name, value) in declaration order
-    change: str  # "started", "paused", "resumed", "stopped", "parameters", "failed: ..."
+    #: "started", "paused", "resumed", "stopped", "parameters", "failed: ...", or
+    #: "halted by kill switch <LEVEL>" with ``state`` HALTED
+    change: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

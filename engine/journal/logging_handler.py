@@ -14,6 +14,10 @@ class JournalHandler(logging.Handler):
     journal's writer thread. The record is stamped with the journal's clock, not with
     ``LogRecord.created``, so that every timestamp in a journal comes from one clock.
 
+    A record logged with ``extra=ALERTED`` is left out: its text is journaled as the
+    :class:`engine.events.Alert` event, aggregated per cause, so a storm of the same alert
+    costs one journal record per update, not one per repeat.
+
     Parameters
     ----------
     journal : Journal
@@ -30,6 +34,8 @@ class JournalHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         """Append ``record`` to the journal (errors go to :meth:`handleError`)."""
+        if getattr(record, "qw_alerted", False):  # journaled as an aggregated Alert event
+            return
         try:
             exc_text = ""
             if record.exc_info:

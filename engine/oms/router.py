@@ -11,6 +11,7 @@ import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from engine.alerts import RefusalCounter
 from engine.bus import MessageBus
 from engine.clock import Clock
 from engine.enums import AlertLevel, KillLevel, OrdType, Side, TimeInForce
@@ -60,6 +61,9 @@ class OrderRouter:
         self._reference: dict[str, int] = {}
         self._ids = itertools.count(1)
         self._next_order_id = lambda: next(self._ids)
+        #: Orders the kill switch refused before they existed, per level since it was set.
+        self.refusals = RefusalCounter(bus, clock, "kill switch")
+        self._kill_since = 0
 
     # ------------------------------------------------------------------ set-up
     def add_instrument(
@@ -174,13 +178,34 @@ class OrderRouter:
         """Return the kill switch's level."""
         return self.risk.kill_level
 
+    def blocked(self, strategy_id: int, symbol: str) -> str | None:
+        """Return why the kill switch refuses a new order now (and count it), else ``None``.
+
+        Asked before an order exists (the console's ticket, strategies), so a refused order
+        never reaches the blotter: the refusals add up in one alert per level, "kill switch
+        BLOCK_NEW: 14,564 orders refused since 10:31:02 UTC".
+        """
+        level = self.risk.kill_level
+        if level is KillLevel.OFF:
+            return None
+        who = "manual" if strategy_id == 0 else f"strategy {strategy_id}"
+        self.refusals.refuse(
+            f"kill switch {level.name}", detail=f"last: {symbol}, {who}", since_ns=self._kill_since
+        )
+        return f"kill switch is at {level.name}: new orders are blocked"
+
     def kill(self, level: KillLevel, *, actor: str, reason: str) -> int:
         """Set the kill switch and carry out its level; return how many orders it touched.
 
         ``BLOCK_NEW`` refuses new orders; ``CANCEL_ALL`` also cancels every working order;
         ``FLATTEN`` also closes every position. ``OFF`` releases it. Every call is published
-        (and so journaled) with who pulled it and why.
+        (and so journaled) with who pulled it and why; the strategy runner halts every
+        strategy on that event (:class:`engine.strategy.runner.StrategyRunner`), before the
+        switch cancels anything.
         """
+        if level is not self.risk.kill_level:
+            self.refusals.reset()
+            self._kill_since = self.clock.now_ns()
         self.risk.kill_level = level
         self.bus.publish(
             KillSwitchChanged(ts_event=self.clock.now_ns(), level=level, actor=actor, reason=reason)

@@ -5,6 +5,11 @@
 concern it: its own orders and fills (in every state), market data for its symbols and its
 timer (while running). A strategy whose handler raises is stopped, its orders are canceled and
 an alert says why — one broken strategy never takes the engine down.
+
+Every level of the kill switch halts every strategy that is not stopped, in the same call that
+engages it (``StrategyState.HALTED``: a pause the switch imposed). Releasing the switch resumes
+nothing; an explicit start does, and is refused while the switch is engaged. A halted
+strategy's orders are refused before they exist and counted (one alert, not one per order).
 """
 
 import logging
@@ -13,11 +18,12 @@ from typing import Any
 
 from engine.bus import MessageBus
 from engine.clock import Clock
-from engine.enums import AlertLevel, OrdType, Side, StrategyState, TimeInForce
+from engine.enums import AlertLevel, KillLevel, OrdStatus, OrdType, Side, StrategyState, TimeInForce
 from engine.events import (
     ALERTED,
     Alert,
     BookUpdated,
+    KillSwitchChanged,
     OrderChanged,
     OrderFilled,
     OrderView,
@@ -29,6 +35,9 @@ from engine.oms.router import OrderRouter
 from engine.strategy.base import BookView, Strategy
 
 log = logging.getLogger(__name__)
+
+#: Cause of the alert counting orders of halted strategies refused while the switch is off.
+HALTED_REFUSALS = "strategies halted by the kill switch"
 
 
 class LiveContext:
@@ -50,6 +59,8 @@ class LiveContext:
         self.router = router
         self.clock = clock
         self._books = books
+        #: Strategies halted by the kill switch (the runner keeps it): orders refused at once.
+        self.halted: set[int] = set()
 
     def now_ns(self) -> int:
         """Return the engine clock's time."""
@@ -73,7 +84,27 @@ class LiveContext:
         ord_type: OrdType,
         time_in_force: TimeInForce,
     ) -> OrderView:
-        """Send an order through the router."""
+        """Send an order through the router.
+
+        While the kill switch blocks new orders, or the strategy is halted, the order is not
+        created: the refusal is counted (one alert for all of them) and the returned view says
+        ``REJECTED`` and why, with ``order_id`` 0.
+        """
+        refusal = self.router.blocked(strategy_id, symbol)
+        if refusal is None and strategy_id in self.halted:
+            self.router.refusals.refuse(
+                HALTED_REFUSALS, detail=f"last: {symbol}, strategy {strategy_id}"
+            )
+            refusal = f"strategy {strategy_id} is halted by the kill switch: resume it to trade"
+        if refusal is not None:
+            now = self.clock.now_ns()
+            return OrderView(
+                order_id=0, client_order_id="", orig_client_order_ids=(), venue_order_id="",
+                strategy_id=strategy_id, symbol=symbol, side=side, ord_type=ord_type,
+                time_in_force=time_in_force, qty_lots=qty_lots, px_ticks=px_ticks,
+                status=OrdStatus.REJECTED, cum_qty_lots=0, leaves_qty_lots=0, avg_px_ticks=0.0,
+                pending="", text=refusal, ts_created=now, ts_sent=0, ts_acked=0, ts_last=now,
+            )  # fmt: skip
         order = self.router.send(
             symbol, strategy_id, side, qty_lots, px_ticks, ord_type, time_in_force
         )
@@ -131,6 +162,8 @@ class StrategyRunner:
         self.ctx = ctx
         self.strategies: dict[int, Strategy] = {}
         self._next_timer: dict[int, int] = {}
+        self._halted_from: dict[int, StrategyState] = {}  # state each halted strategy had
+        bus.subscribe(KillSwitchChanged, self._on_kill_switch)
         bus.subscribe(OrderChanged, self._on_order_changed)
         bus.subscribe(OrderFilled, self._on_order_filled)
         bus.subscribe(BookUpdated, self._on_book_updated)
@@ -153,14 +186,27 @@ class StrategyRunner:
             raise KeyError(f"no strategy with id {strategy_id}") from None
 
     def start(self, strategy_id: int) -> None:
-        """Start (or resume) a strategy."""
+        """Start (or resume a paused or halted) strategy.
+
+        Raises ``ValueError`` (the reason for the trader) while the kill switch is engaged.
+        """
         s = self.get(strategy_id)
         if s.state is StrategyState.RUNNING:
             return
+        level = self.ctx.router.kill_level
+        if level is not KillLevel.OFF:
+            verb = "resumed" if s.state is not StrategyState.STOPPED else "started"
+            raise ValueError(
+                f"strategy {s.name} ({strategy_id}) not {verb}: the kill switch is at "
+                f"{level.name}; release it first, then resume"
+            )
         was = s.state
+        if was is StrategyState.HALTED:
+            was = self._halted_from.pop(strategy_id, StrategyState.STOPPED)
+            self.ctx.halted.discard(strategy_id)
         s.state = StrategyState.RUNNING
         self._next_timer[strategy_id] = self.clock.monotonic_ns()
-        if was is StrategyState.PAUSED:
+        if was is not StrategyState.STOPPED:
             self._publish(s, "resumed")
             return
         self._publish(s, "started")
@@ -176,15 +222,48 @@ class StrategyRunner:
         self._publish(s, "paused")
 
     def stop(self, strategy_id: int, reason: str = "stopped") -> None:
-        """Stop: cancel the strategy's orders and call its ``on_stop``."""
+        """Stop: cancel the strategy's orders and call its ``on_stop`` (if it had started)."""
         s = self.get(strategy_id)
         if s.state is StrategyState.STOPPED:
             return
+        started = s.state is not StrategyState.HALTED or (
+            self._halted_from.pop(strategy_id, StrategyState.STOPPED) is not StrategyState.STOPPED
+        )
+        self.ctx.halted.discard(strategy_id)
         s.state = StrategyState.STOPPED
         self.ctx.cancel_all(strategy_id, None)
         self._publish(s, reason)
-        if not reason.startswith("failed"):
+        if started and not reason.startswith("failed"):
             self._call(s, s.on_stop)
+
+    def halt(self, strategy_id: int, change: str) -> bool:
+        """Halt a strategy for the kill switch: like a pause, lifted only by :meth:`start`.
+
+        A running or paused strategy's working orders are canceled; a stopped one (a restart
+        that keeps it halted) is only marked. Return whether it was not halted before.
+        """
+        s = self.get(strategy_id)
+        if s.state is StrategyState.HALTED:
+            return False
+        self._halted_from[strategy_id] = s.state
+        trading = s.state is not StrategyState.STOPPED
+        s.state = StrategyState.HALTED
+        self.ctx.halted.add(strategy_id)
+        if trading:
+            self.ctx.cancel_all(strategy_id, None)
+        self._publish(s, change)
+        return True
+
+    def halt_all(self, change: str) -> int:
+        """Halt every strategy that is running or paused; return how many were halted."""
+        trading = (StrategyState.RUNNING, StrategyState.PAUSED)
+        return sum(
+            self.halt(sid, change) for sid, s in list(self.strategies.items()) if s.state in trading
+        )
+
+    def _on_kill_switch(self, event: KillSwitchChanged) -> None:
+        if event.level is not KillLevel.OFF:
+            self.halt_all(f"halted by kill switch {event.level.name}")
 
     def stop_all(self) -> None:
         """Stop every strategy (engine shutdown)."""
