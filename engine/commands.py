@@ -52,7 +52,12 @@ CommandResult = CommandAck | CommandError
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SubmitOrder(Command):
-    """Send a new order (NewOrderSingle <D>); ``strategy_id`` 0 marks a manual order."""
+    """Send a new order (NewOrderSingle <D>); ``strategy_id`` 0 marks a manual order.
+
+    ``band_override`` sends a manual order whose price is outside the price band (the user
+    confirmed it in the ticket); the engine refuses it on any other order. Only an admin (or
+    the console's own user) may send an order under a strategy's id.
+    """
 
     symbol: str
     side: Side
@@ -61,6 +66,7 @@ class SubmitOrder(Command):
     ord_type: OrdType = OrdType.LIMIT
     time_in_force: TimeInForce = TimeInForce.DAY
     strategy_id: int = 0
+    band_override: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,19 +142,27 @@ class ControlSession(Command):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SetRiskLimits(Command):
-    """Replace the pre-trade limits of one strategy, or the engine-wide ones.
+    """Change some pre-trade limits of one scope; every limit not named stays as it is.
 
-    ``strategy_id`` ``None`` means engine-wide; each ``None`` limit disables that rule (see
-    ``engine.oms.risk.RiskLimits``).
+    The scope is engine-wide (``strategy_id`` and ``symbol`` ``None``), one strategy's
+    (``strategy_id``; 0 is manual orders) or one instrument's (``symbol``: the price band
+    only, which replaces the engine-wide band there). A limit given a value is set; a limit
+    named in ``clear`` is switched off; ``None`` leaves it unchanged (see
+    ``engine.oms.risk.RiskLimits``). An unknown name in ``clear`` is refused. The engine
+    answers with what changed and publishes ``RiskLimitsChanged``.
     """
 
     strategy_id: int | None = None
+    symbol: str | None = None
     max_order_qty_lots: int | None = None
     max_order_notional: float | None = None
     max_position_lots: int | None = None
     price_band_ticks: int | None = None
+    price_band_pct: float | None = None
     max_open_orders: int | None = None
     max_orders_per_second: int | None = None
+    clear: tuple[str, ...] = ()  # names of limits to switch off
+    actor: str = "console"  # who changed them (the remote server sets the user)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -27,6 +27,7 @@
     [risk]                            # engine-wide limits (engine.oms.risk.RiskLimits)
     max_order_qty_lots = 50
     max_position_lots = 25
+    price_band_pct = 5                # the default; "off" switches a limit off
 
     [[strategies]]
     id = 20170101
@@ -68,7 +69,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from engine.oms.risk import RiskLimits
+from engine.oms.risk import DEFAULT_LIMITS, RiskLimits
 
 __all__ = [
     "DEFAULT_REMOTE_PORT",
@@ -242,7 +243,7 @@ class EngineConfig:
     files: FilesConfig = field(default_factory=FilesConfig)
     simulator: SimulatorConfig = field(default_factory=SimulatorConfig)
     instruments: tuple[InstrumentConfig, ...] = ()
-    risk: RiskLimits = field(default_factory=RiskLimits)
+    risk: RiskLimits = field(default_factory=lambda: DEFAULT_LIMITS)
     strategies: tuple[StrategyConfig, ...] = ()
     remote: RemoteConfig = field(default_factory=RemoteConfig)
     source: Path | None = None
@@ -483,12 +484,29 @@ def _bind(v: Any) -> str:
     return s
 
 
-def _read_risk(r: _Reader, data: Mapping[str, Any], path: str) -> RiskLimits:
+#: Risk limits whose value is a number, not a whole number.
+_RISK_FLOATS = ("max_order_notional", "price_band_pct")
+
+
+def _off_or(conv: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Return ``conv`` that also reads ``"off"`` as ``None`` (a limit switched off)."""
+
+    def read(v: Any) -> Any:
+        return None if v == "off" else conv(v)
+
+    return read
+
+
+def _read_risk(
+    r: _Reader, data: Mapping[str, Any], path: str, defaults: RiskLimits | None = None
+) -> RiskLimits:
+    # A key not written takes the default (engine-wide: a 5% price band); "off" switches off.
     r.unknown(data, _RISK_KEYS, path)
     values: dict[str, Any] = {}
     for name in _RISK_KEYS:
-        conv: Callable[[Any], Any] = _nonneg_number if name == "max_order_notional" else _int(0)
-        values[name] = r.get(data, name, path, conv, None)
+        conv = _nonneg_number if name in _RISK_FLOATS else _int(0)
+        default = getattr(defaults, name) if defaults is not None else None
+        values[name] = r.get(data, name, path, _off_or(conv), default)
     return RiskLimits(**values)
 
 
@@ -661,7 +679,7 @@ def parse_config(text: str, source: Path | None = None) -> EngineConfig:
             seed=r.get(sim, "seed", "simulator", _int(0, 2**32 - 1), 7),
         ),
         instruments=tuple(instruments),
-        risk=_read_risk(r, r.table(data, "risk", ""), "risk"),
+        risk=_read_risk(r, r.table(data, "risk", ""), "risk", DEFAULT_LIMITS),
         strategies=tuple(strategies),
         remote=_read_remote(r, r.table(data, "remote", "")),
         source=source,
@@ -747,8 +765,13 @@ def _pairs(items: Iterable[tuple[str, object]]) -> list[str]:
     return [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in items if v is not None]
 
 
-def _risk_pairs(limits: RiskLimits) -> list[str]:
-    return _pairs((name, getattr(limits, name)) for name in _RISK_KEYS)
+def _risk_pairs(limits: RiskLimits, defaults: RiskLimits | None = None) -> list[str]:
+    # A limit that is off where the default is on is written "off" (absent means the default).
+    def value(name: str) -> object:
+        v = getattr(limits, name)
+        return "off" if v is None and getattr(defaults, name, None) is not None else v
+
+    return _pairs((name, value(name)) for name in _RISK_KEYS)
 
 
 def dump_config(cfg: EngineConfig) -> str:
@@ -776,7 +799,7 @@ def dump_config(cfg: EngineConfig) -> str:
             ("symbol", ins.symbol), ("tick_size", ins.tick_size), ("lot_size", ins.lot_size),
             ("multiplier", ins.multiplier), ("currency", ins.currency), ("session", ins.session),
         ]))  # fmt: skip
-    table("[risk]", _risk_pairs(cfg.risk))
+    table("[risk]", _risk_pairs(cfg.risk, DEFAULT_LIMITS))
     for s in cfg.strategies:
         table("[[strategies]]", _pairs([("id", s.strategy_id), ("class", s.class_path),
                                         ("symbols", list(s.symbols)),

@@ -64,6 +64,7 @@ DEMO_LIMITS = RiskLimits(
     max_position_lots=25,
     max_open_orders=100,
     max_orders_per_second=500,
+    price_band_pct=5.0,
 )
 
 

@@ -196,6 +196,31 @@ class StrategyStatusChanged(Event):
 class BookUpdated(Event):
     """The book of an instrument changed; carries the top of book for displays.
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RiskLimitsChanged(Event):
+    """The pre-trade limits one scope of the engine enforces from now on (all of them).
+
+    Published at start for every scope with limits, on every change (``SetRiskLimits``) and
+    in the snapshot; journaled, and restored after a restart. The scope is engine-wide
+    (``strategy_id`` ``None`` and ``symbol`` ""), one strategy's (``strategy_id``; 0 is manual
+    orders) or one instrument's (``symbol``: its own price band). ``None`` is a limit that is
+    off. ``change`` says what moved, e.g. ``"max_open_orders 100 -> 50; price_band_pct 5 ->
+    off"``, or ``"start"``, ``"restored"``, ``"snapshot"``.
+    """
+
+    strategy_id: int | None
+    symbol: str
+    max_order_qty_lots: int | None
+    max_order_notional: float | None
+    max_position_lots: int | None
+    price_band_ticks: int | None
+    price_band_pct: float | None
+    max_open_orders: int | None
+    max_orders_per_second: int | None
+    actor: str  # "config" at start, else who sent SetRiskLimits
+    change: str
+
+
     Strategies read the whole book through their context; this event says *when*.
     """
 

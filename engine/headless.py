@@ -33,7 +33,7 @@ from engine.demo import DEMO_LISTINGS, build_demo
 from engine.events import Alert, Event, OrderChanged, OrderFilled, PositionChanged
 from engine.fix.store import WriteBarrier
 from engine.fix.transport import install_uvloop
-from engine.oms.risk import RiskLimits
+from engine.oms.risk import DEFAULT_LIMITS, RiskLimits
 from engine.strategy.base import Strategy
 from engine.trading import TradingDesk
 from engine.warmup import warm_up
@@ -252,7 +252,7 @@ def build_from_config(engine: Engine, cfg: EngineConfig) -> TradingDesk:
     store = cfg.resolve(cfg.files.store_dir or Path(DEFAULT_STORE_DIR))
     if cfg.simulator.enabled:
         desk = build_demo(engine, seed=cfg.simulator.seed, journal_dir=journal, store_dir=store)
-        if cfg.risk != RiskLimits():
+        if cfg.risk not in (RiskLimits(), DEFAULT_LIMITS):  # the file sets limits: they apply
             desk.router.risk.global_limits = cfg.risk
         _add_strategies(desk, cfg, [x.instrument.symbol for x in DEMO_LISTINGS])
         return desk

@@ -42,12 +42,13 @@ from engine.events import (
     OrderFilled,
     OwnQuote,
     PositionChanged,
+    RiskLimitsChanged,
     TradeReported,
 )
 from engine.instruments import Instrument
 from engine.journal import RecoveredState
 from engine.marketdata import MarketData
-from engine.oms.risk import RiskLimits
+from engine.oms.risk import LIMIT_NAMES, RiskLimits
 from engine.oms.router import OrderRouter
 from engine.oms.venue import Venue
 from engine.portfolio.positions import PositionBook
@@ -119,6 +120,7 @@ class TradingDesk:
     def set_market_data(self, market: MarketData) -> None:
         """Mark positions and feed strategies from ``market``."""
         self.market = market
+        self.router.reference_fallback = market.reference_px  # before the first trade: the mid
 
     def add_strategy(self, strategy: Strategy, *, autostart: bool = False) -> None:
         """Add a strategy (stopped; started with the engine when ``autostart``)."""
@@ -179,6 +181,7 @@ class TradingDesk:
             self.bus.publish(event)
         if self._recovered is not None:
             self._replay(self._recovered)
+        self._start_limits()
         loop = asyncio.get_running_loop()
         self._tasks = [
             loop.create_task(self._every(TIMER_INTERVAL_S, self.runner.on_timer), name="timers"),
@@ -260,6 +263,10 @@ class TradingDesk:
         events.append(
             KillSwitchChanged(ts_event=now, level=self.router.kill_level, actor="", reason="")
         )
+        events += [
+            self._limits_event(sid, sym, lim, actor="", change="snapshot")
+            for sid, sym, lim in self.router.risk.scopes()
+        ]
         return events
 
     def _instrument_events(self) -> list[InstrumentAdded]:
@@ -406,9 +413,20 @@ class TradingDesk:
                     blocked = self.router.blocked(command.strategy_id, command.symbol)
                     if blocked is not None:  # one answer, counted; no refused order is made
                         return err(blocked)
+                    if command.strategy_id not in self._slot:
+                        return err(
+                            f"strategy_id {command.strategy_id}: no such strategy in this engine "
+                            "(manual orders use 0)"
+                        )
+                    if command.band_override and command.strategy_id != 0:
+                        return err(
+                            "band_override: only a manual order (strategy_id 0) may be sent "
+                            "outside the price band"
+                        )
                     sent = self.router.send(
                         command.symbol, command.strategy_id, command.side, command.qty_lots,
                         command.px_ticks, command.ord_type, command.time_in_force,
+                        band_override=command.band_override,
                     )  # fmt: skip
                     if sent.is_terminal:
                         return err(sent.text)
@@ -429,7 +447,7 @@ class TradingDesk:
                     if not manager.replace(
                         order, qty_lots=command.qty_lots, px_ticks=command.px_ticks
                     ):
-                        return err(order.text or f"order {oid} cannot be replaced now")
+                        return err(manager.replace_refused or f"order {oid}: not replaced")
                     return ok(f"replace sent for {order.client_order_id}")
                 case CancelAll(strategy_id=sid, symbol=sym):
                     return ok(f"{self.router.cancel_all(sid, sym)} cancels sent")
@@ -461,13 +479,81 @@ class TradingDesk:
         return None
 
     def _set_risk_limits(self, command: SetRiskLimits) -> str:
-        limits = RiskLimits(**{f: getattr(command, f) for f in RiskLimits.__dataclass_fields__})
+        sid, sym = command.strategy_id, command.symbol
+        if sid is not None and sym is not None:
+            raise ValueError("SetRiskLimits: give a strategy_id or a symbol, not both")
+        if sym is not None and sym not in self.router.managers:
+            raise ValueError(
+                f"symbol {sym!r}: not traded here; instruments: {', '.join(self.router.managers)}"
+            )
+        if sid is not None and sid not in self._slot:
+            known = ", ".join(str(s) for s in self._slot)
+            raise ValueError(f"strategy_id {sid}: no such strategy (0 is manual orders; {known})")
         risk = self.router.risk
-        if command.strategy_id is None:
-            risk.global_limits = limits
-            return "engine-wide risk limits replaced"
-        risk.set_strategy_limits(command.strategy_id, limits)
-        return f"risk limits of strategy {command.strategy_id} replaced"
+        old = risk.limits(sid, sym)
+        new = old.patched({n: getattr(command, n) for n in LIMIT_NAMES}, command.clear)
+        risk.set_limits(new, sid, sym)
+        change = old.diff(new)
+        self.bus.publish(self._limits_event(sid, sym, new, actor=command.actor, change=change))
+        return f"{_scope_text(sid, sym)}: {change}"
+
+    def _limits_event(
+        self, sid: int | None, sym: str | None, lim: RiskLimits, *, actor: str, change: str
+    ) -> RiskLimitsChanged:
+        return RiskLimitsChanged(
+            ts_event=self.clock.now_ns(), strategy_id=sid, symbol=sym or "", actor=actor,
+            change=change, **{n: getattr(lim, n) for n in LIMIT_NAMES},
+        )  # fmt: skip
+
+    def _start_limits(self) -> None:
+        """Publish (and so journal) every scope's limits; restore today's changes on top.
+
+        A limit changed by ``SetRiskLimits`` before a restart is enforced again, unless the
+        configuration of that scope changed since the run that journaled it (then the file
+        wins, and a warning says so).
+        """
+        risk = self.router.risk
+        configured = {(sid, sym): lim for sid, sym, lim in risk.scopes()}
+        for (sid, sym), lim in configured.items():
+            self.bus.publish(self._limits_event(sid, sym, lim, actor="config", change="start"))
+        journaled = self._recovered.risk_limits if self._recovered is not None else ()
+        last: dict[tuple[int | None, str | None], RiskLimitsChanged] = {}
+        started: dict[tuple[int | None, str | None], RiskLimits] = {}
+        for ev in journaled:
+            key = (ev.strategy_id, ev.symbol or None)
+            last[key] = ev
+            if ev.change == "start":
+                started[key] = _limits_of(ev)
+        for (sid, sym), ev in last.items():
+            now = configured.get((sid, sym), RiskLimits())
+            if started.get((sid, sym), RiskLimits()) != now:
+                log.warning("risk limits of %s: the configuration changed since the journal's "
+                            "run; its limits apply (%s)", _scope_text(sid, sym),
+                            now.describe())  # fmt: skip
+                continue
+            if sym is not None and sym not in self.router.managers:
+                continue
+            if sid is not None and sid not in self._slot:
+                continue
+            lim = _limits_of(ev)
+            if lim == now:
+                continue
+            risk.set_limits(lim, sid, sym)
+            change = f"restored from the journal: {now.diff(lim)}"
+            log.info("risk limits of %s %s", _scope_text(sid, sym), change)
+            self.bus.publish(self._limits_event(sid, sym, lim, actor=ev.actor, change=change))
+
+
+def _limits_of(ev: RiskLimitsChanged) -> RiskLimits:
+    return RiskLimits(**{n: getattr(ev, n) for n in LIMIT_NAMES})
+
+
+def _scope_text(sid: int | None, sym: str | None) -> str:
+    if sym is not None:
+        return f"instrument {sym}"
+    if sid is None:
+        return "engine-wide limits"
+    return "manual orders" if sid == 0 else f"strategy {sid}"
 
 
 def _dec(value: Decimal) -> str:

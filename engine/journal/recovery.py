@@ -11,6 +11,7 @@ from engine.events import (
     OrderChanged,
     OrderFilled,
     OrderView,
+    RiskLimitsChanged,
     StrategyStatusChanged,
 )
 from engine.journal.format import KIND_EVENT, JournalEvent
@@ -40,6 +41,8 @@ class RecoveredState:
     halted_strategies: frozenset[int] = frozenset()
     duplicate_fills: int = 0  # fills journaled twice, kept once
     reused_exec_ids: int = 0  # ExecIDs that named two different fills (both kept)
+    #: Every risk-limits change in journal order (few: at start and when someone sets them).
+    risk_limits: tuple[RiskLimitsChanged, ...] = ()
 
     def open_orders(self) -> dict[int, OrderView]:
         """Return the orders that are not in a terminal state (they may still trade)."""
@@ -121,6 +124,7 @@ def recover(
     dedup = _FillDedup()
     kill: KillSwitchChanged | None = None
     halted: set[int] = set()
+    limits: list[RiskLimitsChanged] = []
     last_seq = ts_last = 0
     torn: list[TornTail] = []
     for path in paths:
@@ -140,6 +144,8 @@ def recover(
                     fills.append(ev)
             elif isinstance(ev, KillSwitchChanged):
                 kill = ev
+            elif isinstance(ev, RiskLimitsChanged):
+                limits.append(ev)
             elif isinstance(ev, StrategyStatusChanged):  # halted until started (resumed)
                 if ev.state == StrategyState.HALTED:
                     halted.add(ev.strategy_id)
@@ -156,6 +162,7 @@ def recover(
         halted_strategies=frozenset(halted),
         duplicate_fills=dedup.duplicates,
         reused_exec_ids=dedup.reused,
+        risk_limits=tuple(limits),
     )
 
 

@@ -210,7 +210,7 @@ class OrderManager:
                 px_ticks,
                 self._tick_value,
                 band_override=band_override,
-            )  # fmt: skip
+            )
         )
         if refusal is not None:
             return self._refuse(order, f"risk: {refusal}")

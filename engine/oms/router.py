@@ -8,7 +8,7 @@ and the kill switch all go through it.
 
 import itertools
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from engine.alerts import RefusalCounter
@@ -59,6 +59,8 @@ class OrderRouter:
         self.risk = RiskChecker(clock, global_limits, reference_px=self._reference_px)
         self.managers: dict[str, OrderManager] = {}
         self._reference: dict[str, int] = {}
+        #: Reference price when no trade was reported yet (e.g. the mid of the market data).
+        self.reference_fallback: Callable[[str], int | None] | None = None
         self._ids = itertools.count(1)
         self._next_order_id = lambda: next(self._ids)
         #: Orders the kill switch refused before they existed, per level since it was set.
@@ -110,7 +112,10 @@ class OrderRouter:
         self._reference[symbol] = px_ticks
 
     def _reference_px(self, symbol: str) -> int | None:
-        return self._reference.get(symbol)
+        px = self._reference.get(symbol)
+        if px is None and self.reference_fallback is not None:
+            px = self.reference_fallback(symbol)
+        return px
 
     # ------------------------------------------------------------------ orders
     def send(
@@ -122,11 +127,14 @@ class OrderRouter:
         px_ticks: int = 0,
         ord_type: OrdType = OrdType.LIMIT,
         time_in_force: TimeInForce = TimeInForce.DAY,
+        *,
+        band_override: bool = False,
     ) -> Order:
         """Send one order (see :meth:`OrderManager.send`)."""
         return self.manager(symbol).send(
-            strategy_id, side, qty_lots, px_ticks, ord_type, time_in_force
-        )
+            strategy_id, side, qty_lots, px_ticks, ord_type, time_in_force,
+            band_override=band_override,
+        )  # fmt: skip
 
     def send_many(self, requests: Iterable[RoutedOrder]) -> list[Order]:
         """Send a portfolio of orders over several instruments in one call."""

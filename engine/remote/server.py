@@ -27,7 +27,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from engine.clock import Clock
-from engine.commands import Command, CommandAck, CommandError, SetKillSwitch
+from engine.commands import Command, CommandAck, CommandError, SetKillSwitch, SetRiskLimits
 from engine.core import Engine
 from engine.events import EventRecord
 from engine.remote.protocol import (
@@ -56,7 +56,7 @@ from engine.remote.protocol import (
     encode_record,
     snapshot_message,
 )
-from engine.remote.tokens import ROLE_COMMANDS, ROLES, Identity, TokenStore, may_send
+from engine.remote.tokens import ROLE_COMMANDS, ROLES, Identity, TokenStore, may_send, refusal
 
 log = logging.getLogger(__name__)
 
@@ -464,14 +464,18 @@ class RemoteServer:
                              reason=str(e))  # fmt: skip
             c.control.append(encode(Nak(rid=msg.rid, code="invalid", reason=str(e))))
             return
-        if not may_send(who.role, msg.kind):
-            reason = f"role {who.role} may not send {msg.kind}"
+        reason = (
+            f"role {who.role} may not send {msg.kind}"
+            if not may_send(who.role, msg.kind)
+            else refusal(who.role, command)
+        )
+        if reason is not None:
             self.audit.write(event="command", user=who.name, role=who.role, peer=c.peer,
                              rid=msg.rid, kind=msg.kind, args=_args(command),
                              result="forbidden")  # fmt: skip
             c.control.append(encode(Nak(rid=msg.rid, code="forbidden", reason=reason)))
             return
-        if isinstance(command, SetKillSwitch):  # the journal records who really pulled it
+        if isinstance(command, SetKillSwitch | SetRiskLimits):  # the journal records who did it
             command = dataclasses.replace(command, actor=f"{who.name}@{c.peer}")
         try:
             result = self.engine.handle(command)

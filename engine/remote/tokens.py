@@ -17,7 +17,8 @@ tokens the same way). The store is a TOML file, one ``[[token]]`` table per toke
 Roles nest: a ``viewer`` reads the stream; a ``trader`` also sends, cancels and replaces
 orders and runs strategies; an ``admin`` also operates FIX sessions (log on and off, reset,
 reload from their settings file), risk limits, the kill switch and engine settings
-(:data:`ROLE_COMMANDS`).
+(:data:`ROLE_COMMANDS`). A trader's own orders are manual orders: only an admin may send an
+order under a strategy's id (:func:`refusal`).
 """
 
 from __future__ import annotations
@@ -77,6 +78,21 @@ def may_send(role: str, command_kind: str) -> bool:
     if role == "admin":
         return True
     return command_kind in ROLE_COMMANDS.get(role, frozenset())
+
+
+def refusal(role: str, command: object) -> str | None:
+    """Return why ``role`` may not send this command with these values, or ``None``.
+
+    :func:`may_send` answers by the command's kind; this by its fields: a manual order uses
+    strategy id 0 (the console's own), and only an admin may send an order under a strategy's
+    id (it would count against that strategy's limits and positions).
+    """
+    if role != "admin" and isinstance(command, SubmitOrder) and command.strategy_id != 0:
+        return (
+            f"role {role} may send orders only as manual orders (strategy_id 0), not under "
+            f"strategy {command.strategy_id}; that needs an admin token"
+        )
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,6 +53,7 @@ from engine.types import (
     REASON_DUPLICATE_ID,
     REASON_FOK_UNFILLABLE,
     REASON_IOC_REMAINDER,
+    REASON_NONE,
     REASON_PRICE_RANGE,
     REASON_REQUESTED,
     REASON_SELF_TRADE,
@@ -96,6 +97,7 @@ FLOW_OWNER = -1
 
 _REASON_TEXT = {
     REASON_UNKNOWN_ORDER: "unknown order",
+    REASON_NONE: "",  # an ack, a fill, a replace: nothing to explain (was shown as "reason 0")
     REASON_DUPLICATE_ID: "duplicate order id",
     REASON_BOOK_FULL: "book full",
     REASON_PRICE_RANGE: "price outside the allowed range",
@@ -643,7 +645,11 @@ class SimExchange:
             in (OrdStatus.FILLED, OrdStatus.CANCELED, OrdStatus.EXPIRED, OrdStatus.REJECTED)
             else order.qty - order.cum
         )
-        reason = ev[EV_REASON] if ev is not None else 0
+        reason = ev[EV_REASON] if ev is not None else REASON_NONE
+        if reason == REASON_IOC_REMAINDER and order.type == ORD_MARKET:
+            text = _MARKET_REMAINDER_TEXT
+        else:
+            text = _REASON_TEXT.get(reason, f"matcher reason code {reason}")
         return SimReport(
             owner=order.owner,
             client_order_id=order.clordid,

@@ -94,7 +94,10 @@ def test_parse_full_file_gives_typed_model(tmp_path: Path) -> None:
     assert [i.symbol for i in cfg.instruments] == ["ESZ6", "CLF7"]
     assert cfg.instruments[0].session == "FIX.4.4:QW->EX"
     assert cfg.instruments[1].lot_size == "1"
-    assert cfg.risk == RiskLimits(max_order_qty_lots=50, max_order_notional=1500000.5)
+    # The engine-wide band is 5% unless the file says otherwise.
+    assert cfg.risk == RiskLimits(
+        max_order_qty_lots=50, max_order_notional=1500000.5, price_band_pct=5.0
+    )
     mm, taker = cfg.strategies
     assert mm.strategy_id == 20170101
     assert mm.class_path == "engine.strategy.examples:MarketMaker"
@@ -286,3 +289,22 @@ def test_check_config_reports_problems_of_an_edited_model() -> None:
     assert problems["remote.bind"].startswith("'0.0.0.0': a non-loopback address needs TLS")
     assert "'XX' is not in [[instruments]]" in problems["strategies[2].symbols[0]"]
     assert "already the id of strategies[0]" in problems["strategies[2].id"]
+
+
+def test_engine_wide_band_defaults_to_five_percent_and_off_is_spelled_off() -> None:
+    assert parse_config("").risk == RiskLimits(price_band_pct=5.0)
+    cfg = parse_config('[risk]\nprice_band_pct = "off"\nmax_open_orders = 5\n')
+    assert cfg.risk == RiskLimits(max_open_orders=5)
+    text = dump_config(cfg)
+    assert 'price_band_pct = "off"' in text
+    assert parse_config(text).risk == cfg.risk
+    # A strategy's limits have no defaults: absent is off, and "off" reads the same.
+    strat = parse_config(
+        '[[strategies]]\nid = 1\nclass = "x:Y"\n[strategies.risk]\nprice_band_pct = "off"\n'
+        "max_open_orders = 2\n"
+    )
+    assert strat.strategies[0].risk == RiskLimits(max_open_orders=2)
+    bad = '[risk]\nprice_band_pct = "of"\n'
+    with pytest.raises(ConfigError) as info:
+        parse_config(bad)
+    assert "risk.price_band_pct" in str(info.value)
