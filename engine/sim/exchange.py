@@ -646,10 +646,6 @@ class SimExchange:
             else order.qty - order.cum
         )
         reason = ev[EV_REASON] if ev is not None else REASON_NONE
-        if reason == REASON_IOC_REMAINDER and order.type == ORD_MARKET:
-            text = _MARKET_REMAINDER_TEXT
-        else:
-            text = _REASON_TEXT.get(reason, f"matcher reason code {reason}")
         return SimReport(
             owner=order.owner,
             client_order_id=order.clordid,
