@@ -180,23 +180,6 @@ class KillSwitchChanged(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class StrategyStatusChanged(Event):
-    """A strategy started, paused, resumed, stopped or took new parameters."""
-
-    strategy_id: int
-    name: str
-    state: StrategyState
-    parameters: tuple[tuple[str, object], ...]  # (name, value) in declaration order
-    #: "started", "paused", "resumed", "stopped", "parameters", "failed: ...", or
-    #: "halted by kill switch <LEVEL>" with ``state`` HALTED
-    change: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BookUpdated(Event):
-    """The book of an instrument changed; carries the top of book for displays.
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class RiskLimitsChanged(Event):
     """The pre-trade limits one scope of the engine enforces from now on (all of them).
 
@@ -220,6 +203,23 @@ class RiskLimitsChanged(Event):
     actor: str  # "config" at start, else who sent SetRiskLimits
     change: str
 
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StrategyStatusChanged(Event):
+    """A strategy started, paused, resumed, stopped or took new parameters."""
+
+    strategy_id: int
+    name: str
+    state: StrategyState
+    parameters: tuple[tuple[str, object], ...]  # (name, value) in declaration order
+    #: "started", "paused", "resumed", "stopped", "parameters", "failed: ...", or
+    #: "halted by kill switch <LEVEL>" with ``state`` HALTED
+    change: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BookUpdated(Event):
+    """The book of an instrument changed; carries the top of book for displays.
 
     Strategies read the whole book through their context; this event says *when*.
     """
