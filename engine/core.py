@@ -29,6 +29,7 @@ from engine.events import (
     Alert,
     EngineHeartbeat,
     EngineSnapshot,
+    EngineStartProgress,
     EngineStateChanged,
     Event,
     EventRecord,
@@ -39,6 +40,10 @@ log = logging.getLogger(__name__)
 #: Bounds of the heartbeat interval a client may set, in ms.
 MIN_HEARTBEAT_MS = 10
 MAX_HEARTBEAT_MS = 60_000
+
+
+class StartCancelled(Exception):
+    """A stop was requested while the engine was being set up (raised by a progress report)."""
 
 
 class Component(Protocol):
@@ -113,6 +118,8 @@ class Engine:
         self._hb_count = 0
         self._last_hb: EngineHeartbeat | None = None
         self._stop: asyncio.Event | None = None
+        self._stop_requested = False
+        self._progress: EngineStartProgress | None = None
         self._hb_changed: asyncio.Event | None = None
         self.components: list[Component] = []
         #: Folds repeated alerts of one cause before they are numbered (engine.alerts).
@@ -152,6 +159,8 @@ class Engine:
 
     def snapshot(self) -> EngineSnapshot:
         """Return the current state; call on the engine loop."""
+        now = self._progress  # what a starting engine is doing, for a console that joins
+        progress = (now,) if now is not None and self._state is EngineState.STARTING else ()
         return EngineSnapshot(
             seq=self._seq,
             engine_id=self.engine_id,
@@ -162,7 +171,7 @@ class Engine:
             heartbeats=self._hb_count,
             last_heartbeat=self._last_hb,
             recent=tuple(self._recent),
-            state_events=tuple(e for c in self.components for e in c.state_events()),
+            state_events=(*progress, *(e for c in self.components for e in c.state_events())),
         )
 
     # ------------------------------------------------------------------ commands
@@ -197,32 +206,86 @@ class Engine:
 
     # ------------------------------------------------------------------ lifecycle
     def request_stop(self) -> None:
-        """Ask :meth:`run` to stop; safe to call before, during or after it runs."""
+        """Ask :meth:`run` to stop; safe to call before, during or after it runs.
+
+        Once :meth:`run` runs, call it on the engine loop. Before that (while the engine is
+        being set up) any thread may call it: :meth:`run` then stops at once, and the set-up
+        work stops at its next :meth:`report_progress`.
+        """
+        self._stop_requested = True
         if self._stop is not None:
             self._stop.set()
+
+    def report_progress(self, stage: str, done: int = 0, total: int = 0, unit: str = "") -> None:
+        """Tell clients what the engine is doing on its way to ``RUNNING``.
+
+        Long set-up work (a journal replay, in the configure step before :meth:`run`) reports
+        here as it goes, and :meth:`run` reports its own stages (kernels, each component), so
+        a console shows a slow start as progress, not as a failure
+        (:class:`engine.events.EngineStartProgress`). Publishes on the bus, on the calling
+        thread: call it on the thread that sets the engine up, or on the engine loop.
+
+        Raises
+        ------
+        StartCancelled
+            If a stop was requested before :meth:`run` began: the set-up work ends here.
+        """
+        if self._stop_requested and self._stop is None:
+            raise StartCancelled(f"stop requested while {stage}")
+        self._progress = EngineStartProgress(
+            ts_event=self.clock.now_ns(),
+            engine_id=self.engine_id,
+            stage=stage,
+            done=done,
+            total=total,
+            unit=unit,
+        )
+        self.bus.publish(self._progress)
+
+    def abandon(self, reason: str, *, failed: bool) -> None:
+        """End an engine whose set-up failed (or was cancelled) before :meth:`run`.
+
+        Publishes the final state (``FAILED`` or ``STOPPED``, with ``reason``) and closes the
+        components added so far (a journal opened by the set-up is flushed and closed).
+        """
+        self._set_state(EngineState.FAILED if failed else EngineState.STOPPED, reason)
+        self._close_components(self.components)
+
+    def _close_components(self, components: list[Component]) -> None:
+        for component in reversed(components):
+            close = getattr(component, "close", None)  # after the very last event
+            if close is not None:
+                try:
+                    close()
+                except Exception:
+                    log.exception("component %s failed to close", component.name)
 
     async def run(self, warm_up: Callable[[], object] | None = None) -> None:
         """Start the components, run until :meth:`request_stop`, then stop them cleanly.
 
         ``warm_up`` (compiling the numba kernels, seconds on a cold cache) runs in a worker
         thread before the components start; the heartbeat and commands keep going meanwhile,
-        and a stop request during it is honoured at once.
+        and a stop request during it is honoured at once. Each stage is reported
+        (:meth:`report_progress`). An exception from a component's start ends the run in
+        ``FAILED`` with the reason and is raised again.
         """
         self._stop = asyncio.Event()
+        if self._stop_requested:  # asked before the run began (a console closed meanwhile)
+            self._stop.set()
         self._hb_changed = asyncio.Event()
         self._ts_started = self.clock.now_ns()
         self._mono_started = self.clock.monotonic_ns()
         self._set_state(EngineState.STARTING)
         heartbeat = asyncio.create_task(self._heartbeat_loop(), name="engine-heartbeat")
         started: list[Component] = []
+        failure = ""
         try:
-            if warm_up is not None and not await self._warm(warm_up):
-                return
-            for component in self.components:
-                component.start(self)
-                started.append(component)
-            self._set_state(EngineState.RUNNING)
-            await self._stop.wait()
+            if await self._start_components(warm_up, started):
+                self._set_state(EngineState.RUNNING)
+                await self._stop.wait()
+        except Exception as e:
+            failure = f"{type(e).__name__}: {e}"
+            raise
         finally:
             self._set_state(EngineState.STOPPING)
             for component in reversed(started):
@@ -240,14 +303,33 @@ class Engine:
             heartbeat.cancel()
             await asyncio.gather(heartbeat, return_exceptions=True)
             self.alerts.close()  # the last counts of aggregated alerts, before the journal closes
-            self._set_state(EngineState.STOPPED, "stopped on request")
-            for component in reversed(started):
-                close = getattr(component, "close", None)  # after the very last event
-                if close is not None:
-                    try:
-                        close()
-                    except Exception:
-                        log.exception("component %s failed to close", component.name)
+            if failure:
+                self._set_state(EngineState.FAILED, failure)
+            else:
+                self._set_state(EngineState.STOPPED, "stopped on request")
+            # Every component, started or not: one that never started may hold an open file.
+            self._close_components(self.components)
+
+    async def _start_components(
+        self, warm_up: Callable[[], object] | None, started: list[Component]
+    ) -> bool:
+        """Warm up, then start every component (adding it to ``started``), reporting each stage.
+
+        Return False if a stop was requested before everything started.
+        """
+        assert self._stop is not None
+        if self._stop.is_set():
+            return False
+        if warm_up is not None:
+            self.report_progress("compiling kernels")
+            if not await self._warm(warm_up):
+                return False
+        for component in self.components:
+            self.report_progress(f"starting {component.name}")
+            component.start(self)
+            started.append(component)
+        self._progress = None
+        return True
 
     async def _warm(self, warm_up: Callable[[], object]) -> bool:
         """Run ``warm_up`` off the loop; return False if a stop was requested meanwhile."""

@@ -249,7 +249,9 @@ def build_demo(
     barrier = None
     pre: list[Component] = [LogFeed()]
     if journal_dir is not None:
-        recovered = recover_day(journal_dir, engine.engine_id, engine.clock.now_ns())
+        recovered = recover_day(
+            journal_dir, engine.engine_id, engine.clock.now_ns(), engine.report_progress
+        )
         journaling = JournalComponent(engine, journal_dir)
         barrier = journaling.journal.after_written
         pre.append(journaling)
@@ -271,6 +273,7 @@ def build_demo(
     for listing in DEMO_LISTINGS:
         desk.add_instrument(listing.instrument, venue)
     if recovered is not None:
+        engine.report_progress("restoring orders and positions")
         desk.restore(recovered)
     desk.add_strategy(
         MarketMaker(DEMO_STRATEGY_ID, symbols, qty_lots=1, half_spread_ticks=1,

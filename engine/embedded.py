@@ -5,6 +5,12 @@ The console's GUI thread runs Qt; a repaint there must never delay a heartbeat o
 the engine gets a dedicated thread with a plain asyncio loop (DESIGN.md, "Process model"). The
 engine code is exactly the code that runs headless. Events cross to the client side through a
 lock-protected queue; the GUI drains it in batches.
+
+The engine thread owns the link state: ``CONNECTING`` while the engine is set up (the configure
+step, which may replay a long journal), ``CONNECTED`` from the moment its loop runs, and
+``DISCONNECTED`` when the thread ends. No deadline turns a slow start into a failure: the engine
+reports each stage as :class:`engine.events.EngineStartProgress` events, and only an exception
+(or a thread that ended) is a failed start.
 """
 
 import asyncio
@@ -17,8 +23,9 @@ from concurrent.futures import Future
 from engine.client import ClientState, EngineStartError, EventInbox
 from engine.clock import Clock, LiveClock
 from engine.commands import Command, CommandError, CommandResult
-from engine.core import Engine
-from engine.events import EngineSnapshot, EventRecord
+from engine.core import Engine, StartCancelled
+from engine.enums import EngineState
+from engine.events import EngineSnapshot, EngineStateChanged, EventRecord
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +70,10 @@ class EmbeddedEngineClient:
         self._engine: Engine | None = None
         self._state = ClientState.IDLE
         self._error = ""
+        self._lock = threading.Lock()  # orders close() against the loop coming up
+        self._closing = False
+        self._ran = False  # the engine reached RUNNING
+        self._settled = threading.Event()  # ... or the thread ended
 
     # ------------------------------------------------------------------ EngineClient
     @property
@@ -85,22 +96,27 @@ class EmbeddedEngineClient:
         """Return the engine thread (``None`` before :meth:`start`)."""
         return self._thread
 
-    def start(self, timeout_s: float = 10.0) -> None:
-        """Start the engine thread and wait until the engine runs."""
-        if self._thread is not None:
-            raise EngineStartError("the embedded engine was already started")
-        ready = threading.Event()
-        self._state = ClientState.CONNECTING
-        self._thread = threading.Thread(
-            target=self._thread_main, args=(ready,), name="qw-engine", daemon=True
-        )
+    def start(self) -> None:
+        """Start the engine thread and wait until the engine runs, however long that takes.
+
+        A slow start (a long journal replay, kernels compiling on a cold cache) is not a
+        failure: it reports its stages as events meanwhile. Raises ``EngineStartError`` with
+        the reason when the set-up or a component's start raised, or the engine was stopped
+        (:meth:`close`) before it ran.
+        """
+        with self._lock:
+            if self._thread is not None:
+                raise EngineStartError("the embedded engine was already started")
+            if self._closing:
+                raise EngineStartError("the embedded engine was closed before it started")
+            self._state = ClientState.CONNECTING
+            self._thread = threading.Thread(target=self._thread_main, name="qw-engine", daemon=True)
         self._thread.start()
-        if not ready.wait(timeout_s) or self._loop is None:
-            self._state = ClientState.DISCONNECTED
-            raise EngineStartError(
-                f"the embedded engine did not start within {timeout_s:g} s: {self._error}"
-            )
-        self._state = ClientState.CONNECTED
+        self._settled.wait()
+        if self._error:
+            raise EngineStartError(f"the embedded engine did not start: {self._error}")
+        if not self._ran:
+            raise EngineStartError("the embedded engine was stopped before it ran")
 
     def snapshot(self, timeout_s: float = 2.0) -> EngineSnapshot:
         """Return the engine's state, read on the engine thread."""
@@ -164,9 +180,16 @@ class EmbeddedEngineClient:
 
     def close(self, timeout_s: float = 5.0) -> None:
         """Stop the engine cleanly and join its thread; idempotent."""
-        thread, loop, engine = self._thread, self._loop, self._engine
-        if thread is None:
-            return
+        with self._lock:
+            self._closing = True  # a start() after this refuses
+            thread, loop, engine = self._thread, self._loop, self._engine
+            if thread is None:
+                self._state = ClientState.DISCONNECTED
+                return
+            if loop is None and engine is not None:
+                # Still being set up, its loop not running yet: the flag is all there is to
+                # set, and the set-up stops at its next progress report.
+                engine.request_stop()
         if loop is not None and engine is not None and not loop.is_closed():
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(engine.request_stop)
@@ -183,28 +206,54 @@ class EmbeddedEngineClient:
             raise EngineStartError("the embedded engine is not running")
         return loop, engine
 
-    def _thread_main(self, ready: threading.Event) -> None:
+    def _thread_main(self) -> None:
         loop = new_event_loop()
         asyncio.set_event_loop(loop)
         try:
             engine = Engine(self._clock, heartbeat_interval_ms=self._hb_ms)
             engine.add_sink(self._inbox.push)
-            if self._configure is not None:
-                self._configure(engine)
-            self._engine = engine
-            self._loop = loop
-            ready.set()
+            engine.bus.subscribe(EngineStateChanged, self._on_engine_state)
+            with self._lock:
+                self._engine = engine
+                if self._closing:
+                    engine.request_stop()
+            if self._configure is not None and not self._set_up(engine):
+                return
+            with self._lock:
+                self._loop = loop  # from now on close() stops it through the loop
+                self._state = ClientState.CONNECTED
             loop.run_until_complete(engine.run(self._warm_up))
         except Exception as e:
             self._error = f"{type(e).__name__}: {e}"
             log.exception("the embedded engine failed")
         finally:
-            ready.set()
             try:
                 loop.run_until_complete(loop.shutdown_asyncgens())
             finally:
                 loop.close()
                 self._state = ClientState.DISCONNECTED
+                self._settled.set()
+
+    def _set_up(self, engine: Engine) -> bool:
+        """Run the configure step; return False (the engine abandoned) if it did not finish."""
+        assert self._configure is not None
+        try:
+            self._configure(engine)
+        except StartCancelled as e:
+            log.info("the embedded engine was stopped while it was set up (%s)", e)
+            engine.abandon("stopped while starting", failed=False)
+            return False
+        except Exception as e:
+            self._error = f"{type(e).__name__}: {e}"
+            log.exception("the embedded engine could not be set up")
+            engine.abandon(self._error, failed=True)
+            return False
+        return True
+
+    def _on_engine_state(self, event: EngineStateChanged) -> None:
+        if event.state is EngineState.RUNNING:
+            self._ran = True
+            self._settled.set()
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:

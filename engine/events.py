@@ -38,6 +38,23 @@ class EngineStateChanged(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class EngineStartProgress(Event):
+    """What a starting engine is doing now: replaying its journal, compiling kernels, ...
+
+    Published while the engine is set up and while it is ``STARTING``; each one replaces the
+    previous stage, and ``EngineStateChanged`` to ``RUNNING`` (or ``FAILED``) ends them.
+    ``done`` of ``total`` counts ``unit`` ("bytes" for a journal replay); ``total`` is 0 when
+    the stage cannot say how far it is.
+    """
+
+    engine_id: str
+    stage: str  # "replaying journal", "compiling kernels", "starting fix"
+    done: int = 0
+    total: int = 0
+    unit: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EngineHeartbeat(Event):
     """The engine's periodic proof of life, carrying its clock.
 

@@ -17,6 +17,7 @@ from engine.commands import Command, CommandResult
 from engine.core import Engine
 from engine.events import Event
 from engine.journal import Journal, JournalError, JournalHandler, RecoveredState, recover
+from engine.journal.recovery import Progress
 
 log = logging.getLogger(__name__)
 
@@ -27,12 +28,17 @@ def journal_path(directory: Path, engine_id: str, now_ns: int) -> Path:
     return directory / f"{engine_id}-{day}.qwj"
 
 
-def recover_day(directory: Path, engine_id: str, now_ns: int) -> RecoveredState | None:
-    """Replay today's journal of ``engine_id``; ``None`` if there is none yet."""
+def recover_day(
+    directory: Path, engine_id: str, now_ns: int, progress: Progress | None = None
+) -> RecoveredState | None:
+    """Replay today's journal of ``engine_id``; ``None`` if there is none yet.
+
+    ``progress`` (``Engine.report_progress``) is told how far the replay is, in bytes.
+    """
     path = journal_path(directory, engine_id, now_ns)
     if not path.exists() or path.stat().st_size == 0:
         return None
-    state = recover(path)
+    state = recover(path, progress)
     for torn in state.torn_tails:
         log.warning("journal %s: dropped a torn last record: %s", path, torn)
     return state

@@ -1,0 +1,248 @@
+# SPDX-License-Identifier: MIT
+"""An engine start reports its stages and fails only when something failed (issue 15, item 7).
+
+Real engines on their own threads, real journals on disk. A slow start must never look like a
+failed one: the embedded client has no start deadline, its link state is the engine thread's,
+and a stop asked for during a long set-up ends it at the next stage.
+"""
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.client import ClientState, EngineStartError
+from engine.clock import LiveClock
+from engine.core import Engine
+from engine.demo import build_demo
+from engine.embedded import EmbeddedEngineClient
+from engine.enums import EngineState
+from engine.events import EngineStartProgress, EngineStateChanged, Event, EventRecord
+from engine.journal import recover
+from engine.journaling import JournalComponent
+from engine.logfeed import LogFeed
+from tests.journal_files import write_day_journal
+
+
+def _events(records: list[EventRecord]) -> list[Event]:
+    return [r.event for r in records]
+
+
+def _stages(records: list[EventRecord]) -> list[EngineStartProgress]:
+    return [e for e in _events(records) if isinstance(e, EngineStartProgress)]
+
+
+def _states(records: list[EventRecord]) -> list[EngineStateChanged]:
+    return [e for e in _events(records) if isinstance(e, EngineStateChanged)]
+
+
+def _wait_for(pred: object, timeout_s: float = 10.0) -> None:
+    assert callable(pred)
+    deadline = time.monotonic() + timeout_s
+    while not pred():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.005)
+
+
+class _Starter:
+    """Call ``client.start()`` on a thread (as the console does) and keep its outcome."""
+
+    def __init__(self, client: EmbeddedEngineClient) -> None:
+        self.error: EngineStartError | None = None
+        self.seconds = 0.0
+        self._client = client
+        self.thread = threading.Thread(target=self._run, name="test-starter", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        t0 = time.monotonic()
+        try:
+            self._client.start()
+        except EngineStartError as e:
+            self.error = e
+        self.seconds = time.monotonic() - t0
+
+
+def test_recovery_reports_reading_and_replaying_in_bytes(tmp_path: Path) -> None:
+    path = write_day_journal(tmp_path, "embedded", LiveClock(), 3_000_000)
+    size = path.stat().st_size
+    calls: list[tuple[str, int, int, str]] = []
+    recover(path, lambda stage, done, total, unit: calls.append((stage, done, total, unit)))
+    assert {c[0] for c in calls} == {"reading journal", "replaying journal"}
+    reading = [c for c in calls if c[0] == "reading journal"]
+    replaying = [c for c in calls if c[0] == "replaying journal"]
+    assert calls.index(reading[-1]) < calls.index(replaying[0])  # read, then replayed
+    for stage in (reading, replaying):
+        done = [c[1] for c in stage]
+        assert done == sorted(done)
+        assert done[-1] == size
+        assert all(c[2] == size and c[3] == "bytes" for c in stage)
+        assert 5 <= len(stage) <= 110  # a handful of reports, not one per record
+    assert reading[0][1] < size // 10  # the first report comes at once
+
+
+def test_engine_reports_each_stage_before_it_runs(tmp_path: Path) -> None:
+    client = EmbeddedEngineClient(
+        heartbeat_interval_ms=50,
+        configure=lambda engine: (
+            engine.add_component(LogFeed()),
+            engine.add_component(JournalComponent(engine, tmp_path, capture_logs=False)),
+        ),
+        warm_up=lambda: time.sleep(0.05),
+    )
+    client.start()
+    try:
+        records = client.drain()
+        snap = client.snapshot()
+    finally:
+        client.close()
+    assert snap.state is EngineState.RUNNING
+    assert not any(isinstance(e, EngineStartProgress) for e in snap.state_events)
+    stages = [s.stage for s in _stages(records)]
+    assert stages == ["compiling kernels", "starting log feed", "starting journal"]
+    events = _events(records)
+    running = next(
+        i for i, e in enumerate(events)
+        if isinstance(e, EngineStateChanged) and e.state is EngineState.RUNNING
+    )  # fmt: skip
+    assert all(events.index(s) < running for s in _stages(records))
+
+
+def test_a_slow_set_up_is_waited_for_and_reported_not_failed() -> None:
+    def slow(engine: Engine) -> None:
+        engine.report_progress("loading a slow thing", 0, 3, "parts")
+        for part in range(1, 4):
+            time.sleep(0.4)
+            engine.report_progress("loading a slow thing", part, 3, "parts")
+
+    client = EmbeddedEngineClient(heartbeat_interval_ms=50, configure=slow)
+    got: list[EventRecord] = []
+    starter = _Starter(client)
+    try:
+        _wait_for(lambda: got.extend(client.drain()) or _stages(got))
+        assert client.state is ClientState.CONNECTING  # still being set up, not failed
+        assert starter.thread.is_alive()
+        starter.thread.join(15)
+        assert starter.error is None
+        assert starter.seconds >= 1.2
+        assert client.state is ClientState.CONNECTED
+        assert client.last_error == ""
+        assert client.snapshot().state is EngineState.RUNNING
+        got.extend(client.drain())
+    finally:
+        client.close()
+    assert [(s.done, s.total) for s in _stages(got)][:4] == [(0, 3), (1, 3), (2, 3), (3, 3)]
+    assert [s.state for s in _states(got)][:2] == [EngineState.STARTING, EngineState.RUNNING]
+
+
+def test_a_set_up_that_raises_fails_the_start_with_its_reason(tmp_path: Path) -> None:
+    def broken(engine: Engine) -> None:
+        engine.add_component(JournalComponent(engine, tmp_path, capture_logs=False))
+        engine.report_progress("reading settings")
+        raise ValueError("demo.toml line 3: port 99999 is out of range")
+
+    client = EmbeddedEngineClient(configure=broken)
+    with pytest.raises(EngineStartError, match="port 99999 is out of range"):
+        client.start()
+    assert client.state is ClientState.DISCONNECTED
+    assert "port 99999 is out of range" in client.last_error
+    last = _states(client.drain())[-1]
+    assert last.state is EngineState.FAILED
+    assert last.reason == "ValueError: demo.toml line 3: port 99999 is out of range"
+    assert client.thread is not None
+    client.thread.join(5)
+    assert not client.thread.is_alive()
+    # The journal the set-up opened was closed: another writer may open the file at once.
+    JournalComponent(Engine(LiveClock()), tmp_path, capture_logs=False).close()
+    assert not list(tmp_path.glob("*-[0-9]*-[0-9]*.qwj"))  # no "taken" fallback file
+
+
+class _RefusingComponent:
+    """A component whose start raises, as a listener on a port already taken would."""
+
+    name = "listener"
+
+    def start(self, engine: Engine) -> None:
+        raise OSError("127.0.0.1:9878: address already in use")
+
+    async def stop(self) -> None:
+        pass
+
+    def handle(self, command: object) -> None:
+        return None
+
+    def state_events(self) -> list[Event]:
+        return []
+
+
+def test_a_component_that_cannot_start_fails_the_start_with_its_reason() -> None:
+    client = EmbeddedEngineClient(
+        configure=lambda engine: engine.add_component(_RefusingComponent())
+    )
+    with pytest.raises(EngineStartError, match="address already in use"):
+        client.start()
+    states = _states(client.drain())
+    assert [s.state for s in states] == [
+        EngineState.STARTING,
+        EngineState.STOPPING,
+        EngineState.FAILED,
+    ]
+    assert states[-1].reason == "OSError: 127.0.0.1:9878: address already in use"
+    assert client.state is ClientState.DISCONNECTED
+
+
+def test_close_during_a_long_set_up_ends_it_at_the_next_stage() -> None:
+    def endless(engine: Engine) -> None:
+        for i in range(1200):  # a minute of "replay" unless stopped
+            engine.report_progress("replaying journal", i, 1200, "bytes")
+            time.sleep(0.05)
+
+    client = EmbeddedEngineClient(configure=endless)
+    got: list[EventRecord] = []
+    starter = _Starter(client)
+    _wait_for(lambda: got.extend(client.drain()) or len(_stages(got)) >= 3)
+    t0 = time.monotonic()
+    client.close(timeout_s=5.0)
+    assert time.monotonic() - t0 < 2.0
+    starter.thread.join(5)
+    assert starter.error is not None
+    assert "stopped before it ran" in str(starter.error)
+    assert client.last_error == ""  # stopped on purpose: not an error
+    assert client.state is ClientState.DISCONNECTED
+    last = _states(got + client.drain())[-1]
+    assert (last.state, last.reason) == (EngineState.STOPPED, "stopped while starting")
+
+
+def test_a_client_closed_before_it_started_refuses_to_start() -> None:
+    client = EmbeddedEngineClient()
+    client.close()
+    assert client.state is ClientState.DISCONNECTED
+    with pytest.raises(EngineStartError, match="closed before it started"):
+        client.start()
+    assert client.thread is None
+
+
+def test_the_demo_reports_its_journal_replay_while_it_starts(tmp_path: Path) -> None:
+    journal = write_day_journal(tmp_path / "journal", "embedded", LiveClock(), 3_000_000)
+    size = journal.stat().st_size
+    client = EmbeddedEngineClient(
+        heartbeat_interval_ms=100,
+        configure=lambda engine: build_demo(
+            engine, journal_dir=tmp_path / "journal", store_dir=tmp_path / "fix"
+        ),
+    )
+    client.start()
+    try:
+        records = client.drain()
+    finally:
+        client.close()
+    stages = _stages(records)
+    replay = [s for s in stages if s.stage == "replaying journal"]
+    assert replay[-1].done == replay[-1].total == size
+    assert all(s.unit == "bytes" for s in replay)
+    names = list(dict.fromkeys(s.stage for s in stages))
+    assert names[:3] == ["reading journal", "replaying journal", "restoring orders and positions"]
+    assert "starting fix" in names
+    assert [s.state for s in _states(records)][:2] == [EngineState.STARTING, EngineState.RUNNING]
