@@ -26,6 +26,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "backtest": ("engine.backtest.cli", "replay recorded data through a strategy (--sweep)"),
     "import": ("engine.tickstore.cli", "import vendor files into the tick store"),
     "reconcile": ("engine.reconcile.cli", "compare journal, recovery and venue fills (STATE_DIR)"),
+    "sim": ("engine.sim.server", "the exchange simulator as a FIX acceptor (--cfg FILE.cfg)"),
 }
 
 #: ``perf_counter`` when this module was imported: the fallback start of the process.

@@ -95,17 +95,23 @@ _ORD_TYPES = {int(t): t for t in OrdType}
 #: Owner id of the simulated participants (they never self-trade among themselves).
 FLOW_OWNER = -1
 
+#: Text <58> of a report, by the matcher's reason: every reject, cancel and expiry says why.
 _REASON_TEXT = {
-    REASON_UNKNOWN_ORDER: "unknown order",
     REASON_NONE: "",  # an ack, a fill, a replace: nothing to explain (was shown as "reason 0")
+    REASON_UNKNOWN_ORDER: "unknown order",
     REASON_DUPLICATE_ID: "duplicate order id",
-    REASON_BOOK_FULL: "book full",
+    REASON_BOOK_FULL: "canceled: the book is full, no room to rest the order",
     REASON_PRICE_RANGE: "price outside the allowed range",
     REASON_IOC_REMAINDER: "IOC remainder canceled",
     REASON_FOK_UNFILLABLE: "FOK could not be filled in full",
-    REASON_SELF_TRADE: "self-trade prevented",
-    REASON_REQUESTED: "",
+    REASON_SELF_TRADE: "canceled by self-trade prevention: it would have traded with your own "
+    "resting order",
+    REASON_REQUESTED: "canceled on request",
 }
+#: Text of the unfilled rest of a market order (it expires like an IOC's).
+_MARKET_REMAINDER_TEXT = "market order remainder canceled: no more liquidity on the other side"
+#: Text of the cancels of :meth:`SimExchange.cancel_owner`.
+DISCONNECT_TEXT = "canceled: the client's session disconnected (cancel on disconnect)"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -303,7 +309,7 @@ class SimExchange:
         key = (owner, client_order_id)
         reject = ""
         if book is None:
-            reject = f"unknown symbol {symbol!r}"
+            reject = f"unknown symbol {symbol!r} (listed here: {', '.join(self.books)})"
         elif key in self._by_client:
             reject = f"duplicate ClOrdID {client_order_id!r}"
         elif qty_lots <= 0:
@@ -368,11 +374,21 @@ class SimExchange:
             order is None
             or book is None
             or order.status not in (OrdStatus.NEW, OrdStatus.PARTIALLY_FILLED)
-            or qty_lots <= order.cum
-            or not book.px_min <= px_ticks <= book.px_max
         ):
             return self._cancel_reject(
                 owner, client_order_id, orig_client_order_id, order, replace=True
+            )
+        why = ""
+        if qty_lots <= order.cum:
+            why = (
+                f"invalid replace: quantity {qty_lots} lots must exceed the {order.cum} lots "
+                "already filled"
+            )
+        elif order.type == ORD_LIMIT and not book.px_min <= px_ticks <= book.px_max:
+            why = f"invalid replace: price {px_ticks} outside {book.px_min}..{book.px_max} ticks"
+        if why:
+            return self._cancel_reject(
+                owner, client_order_id, orig_client_order_id, order, replace=True, text=why
             )
         order.orig, order.clordid = order.clordid, client_order_id
         self._by_client[(owner, client_order_id)] = order.id
@@ -399,7 +415,7 @@ class SimExchange:
         return replace(rep, exec_type=ExecType.ORDER_STATUS)
 
     def cancel_owner(self, owner: int, ts: int) -> list[SimReport]:
-        """Cancel every working order of a client (cancel on disconnect)."""
+        """Cancel every working order of a client (cancel on disconnect), saying so."""
         out: list[SimReport] = []
         for order in list(self._orders.values()):
             if order.owner == owner and order.status in (OrdStatus.NEW, OrdStatus.PARTIALLY_FILLED):
@@ -407,7 +423,9 @@ class SimExchange:
                     self.books[order.symbol], ts, order.id, 0, 0, owner, order.side, CMD_CANCEL,
                     order.type, order.tif,
                 )  # fmt: skip
-        return out
+        return [
+            replace(r, text=DISCONNECT_TEXT) if r.exec_type is ExecType.CANCELED else r for r in out
+        ]
 
     # ------------------------------------------------------------------ market data
     def drain_market_events(self) -> npt.NDArray[np.void]:
@@ -646,6 +664,10 @@ class SimExchange:
             else order.qty - order.cum
         )
         reason = ev[EV_REASON] if ev is not None else REASON_NONE
+        if reason == REASON_IOC_REMAINDER and order.type == ORD_MARKET:
+            text = _MARKET_REMAINDER_TEXT
+        else:
+            text = _REASON_TEXT.get(reason, f"matcher reason code {reason}")
         return SimReport(
             owner=order.owner,
             client_order_id=order.clordid,
@@ -664,7 +686,7 @@ class SimExchange:
             leaves_qty_lots=leaves,
             cum_qty_lots=order.cum,
             avg_px_ticks=order.notional / order.cum if order.cum else 0.0,
-            text=_REASON_TEXT.get(reason, f"reason {reason}"),
+            text=text,
             maker=fill and ev is not None and ev[EV_LIQUIDITY] != LIQ_TAKER,
             ts_event=ts,
         )
@@ -705,8 +727,41 @@ class SimExchange:
             ts_event=ts,
         )
 
+    def refuse_new(
+        self,
+        owner: int,
+        client_order_id: str,
+        symbol: str,
+        side: Side,
+        ord_type: OrdType,
+        text: str,
+        ts: int,
+    ) -> SimReport:
+        """Return the reject of a new order refused before it reached the book, with ``text``.
+
+        For what a gateway finds wrong (a price off the tick grid, ...); the order is not
+        entered and its ClOrdID stays free.
+        """
+        return self._reject(owner, client_order_id, symbol, side, ord_type, 0, 0, text, ts)
+
+    def refuse_cancel(
+        self, owner: int, client_order_id: str, orig_client_order_id: str, text: str, *,
+        replace: bool,
+    ) -> SimCancelReject:  # fmt: skip
+        """Return the refusal of a cancel or replace request with ``text`` (order left as is)."""
+        order = self._client_order(owner, orig_client_order_id)
+        return self._cancel_reject(owner, client_order_id, orig_client_order_id, order,
+                                   replace=replace, text=text)  # fmt: skip
+
     def _cancel_reject(
-        self, owner: int, clordid: str, orig: str, order: _Order | None, *, replace: bool
+        self,
+        owner: int,
+        clordid: str,
+        orig: str,
+        order: _Order | None,
+        *,
+        replace: bool,
+        text: str = "",
     ) -> SimCancelReject:
         what = "replace" if replace else "cancel"
         if order is None:
@@ -722,7 +777,7 @@ class SimExchange:
                 reason=0 if known is not None else 1,
                 text=f"too late to {what}: order is {final.name.lower()}"
                 if final is not None
-                else "unknown order",
+                else f"unknown order: no order with ClOrdID {orig!r}",
             )
         return SimCancelReject(
             owner=owner,
@@ -732,10 +787,7 @@ class SimExchange:
             ord_status=order.status,
             response_to_replace=replace,
             reason=0,
-            text="invalid replace: quantity must exceed the filled quantity and the price "
-            "must be in range"
-            if replace
-            else f"too late to cancel: order is {order.status.name.lower()}",
+            text=text or f"too late to {what}: order is {order.status.name.lower()}",
         )
 
     def _client_order(self, owner: int, clordid: str) -> _Order | None:

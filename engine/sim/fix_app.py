@@ -13,7 +13,7 @@ import itertools
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 
 import numpy as np
 import numpy.typing as npt
@@ -68,6 +68,23 @@ class _Client:
     # Send templates of ExecutionReports by their tags, for the session they were made for.
     templates: dict[tuple[int, ...], AppTemplate] = field(default_factory=dict)
     templates_of: FixSession | None = None
+
+
+def _grid_text(ins: Instrument, error: FixValueError, raw: bytes | None) -> str:
+    """Say why a price <44> or quantity <38> is refused: off the instrument's grid.
+
+    Raises ``error`` again if the value is no number at all (a session-level reject).
+    """
+    text = (raw or b"").decode("latin-1")
+    try:
+        finite = Decimal(text).is_finite()
+    except InvalidOperation:
+        finite = False
+    if not finite:
+        raise error
+    if error.tag == 44:
+        return f"price {text} is not a multiple of the tick size {ins.tick_size} of {ins.symbol}"
+    return f"quantity {text} is not a multiple of the lot size {ins.lot_size} of {ins.symbol}"
 
 
 class SimFixApplication(Application):
@@ -171,10 +188,18 @@ class SimFixApplication(Application):
         else:
             nums = self._numbers(symbol)
             assert nums is not None
-            qty = nums.qty_lots(38, self._req(m, 38))
-            px = nums.px_ticks(44, self._req(m, 44)) if ord_type is OrdType.LIMIT else 0
-            reports = self.exchange.submit(client.owner, clordid, symbol, side, qty, px,
-                                           ord_type, tif, ts=now)  # fmt: skip
+            qty_raw = self._req(m, 38)
+            px_raw = self._req(m, 44) if ord_type is OrdType.LIMIT else None
+            try:
+                qty = nums.qty_lots(38, qty_raw)
+                px = nums.px_ticks(44, px_raw) if px_raw is not None else 0
+            except FixValueError as e:
+                why = _grid_text(ins, e, px_raw if e.tag == 44 else qty_raw)
+                reports = [self.exchange.refuse_new(client.owner, clordid, symbol, side,
+                                                    ord_type, why, now)]  # fmt: skip
+            else:
+                reports = self.exchange.submit(client.owner, clordid, symbol, side, qty, px,
+                                               ord_type, tif, ts=now)  # fmt: skip
         self.dispatch(reports)
 
     def _cancel(self, client: _Client, m: FixMessage) -> None:
@@ -190,15 +215,25 @@ class SimFixApplication(Application):
         ins = self._instrument(m)
         clordid = self._req(m, 11).decode("latin-1")
         orig = self._req(m, 41).decode("latin-1")
+        result: list[SimReport] | SimCancelReject
         if ins is None:
-            result: list[SimReport] | SimCancelReject = self.exchange.replace(
-                client.owner, clordid, orig, 0, 0, ts=self.clock.now_ns()
-            )
+            symbol = self._req(m, 55).decode("latin-1")
+            result = self.exchange.refuse_cancel(
+                client.owner, clordid, orig, f"invalid replace: unknown symbol {symbol!r}",
+                replace=True,
+            )  # fmt: skip
         else:
-            qty = qty_lots(ins, 38, self._req(m, 38))
-            px = px_ticks(ins, 44, m.get(44)) if m.get(44) else 0
-            result = self.exchange.replace(client.owner, clordid, orig, qty, px,
-                                           ts=self.clock.now_ns())  # fmt: skip
+            qty_raw, px_raw = self._req(m, 38), m.get(44)
+            try:
+                qty = qty_lots(ins, 38, qty_raw)
+                px = px_ticks(ins, 44, px_raw) if px_raw else 0
+            except FixValueError as e:
+                why = "invalid replace: " + _grid_text(ins, e, px_raw if e.tag == 44 else qty_raw)
+                result = self.exchange.refuse_cancel(client.owner, clordid, orig, why,
+                                                     replace=True)  # fmt: skip
+            else:
+                result = self.exchange.replace(client.owner, clordid, orig, qty, px,
+                                               ts=self.clock.now_ns())  # fmt: skip
         self._answer(client, result)
 
     def _status(self, client: _Client, m: FixMessage) -> None:

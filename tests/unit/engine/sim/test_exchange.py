@@ -62,7 +62,7 @@ def test_cancel_and_replace_and_their_rejects() -> None:
 @pytest.mark.parametrize(
     ("args", "text"),
     [
-        (("XXX", Side.BUY, 1, 20_000), "unknown symbol 'XXX'"),
+        (("XXX", Side.BUY, 1, 20_000), "unknown symbol 'XXX' (listed here: ESZ6, NQZ6)"),
         (("ESZ6", Side.BUY, 0, 20_000), "order quantity must be > 0, got 0"),
         (("ESZ6", Side.BUY, 1, 5), "price 5 outside 18000..21999 ticks"),
     ],
@@ -74,6 +74,55 @@ def test_bad_orders_are_rejected_with_a_reason(args: tuple[str, Side, int, int],
     assert rej.text == text
 
 
+def test_reports_say_why_in_words_and_acks_and_fills_say_nothing() -> None:
+    ex = make()
+    ex.seed_books(ts=1)
+    (ack,) = ex.submit(7, "A1", "ESZ6", Side.BUY, 3, 19_990, LIMIT, DAY, ts=2)
+    assert ack.text == ""  # was "reason 0"
+    fills = ex.submit(7, "M1", "ESZ6", Side.BUY, 2, 0, OrdType.MARKET, TimeInForce.IOC, ts=3)
+    assert [r.exec_type for r in fills] == [ExecType.NEW, ExecType.TRADE]
+    assert all(r.text == "" for r in fills)
+    (canceled,) = ex.cancel(7, "A2", "A1", ts=4)  # type: ignore[misc]
+    assert canceled.text == "canceled on request"
+    # A market order for more than the book holds: its rest expires, saying so.
+    *_, rest = ex.submit(8, "M2", "ESZ6", Side.SELL, 500, 0, OrdType.MARKET, DAY, ts=5)
+    assert (rest.exec_type, rest.text) == (
+        ExecType.EXPIRED,
+        "market order remainder canceled: no more liquidity on the other side",
+    )
+    (_ack, ioc) = ex.submit(8, "I1", "NQZ6", Side.BUY, 1, 79_000, LIMIT, TimeInForce.IOC, ts=6)
+    assert (ioc.exec_type, ioc.text) == (ExecType.EXPIRED, "IOC remainder canceled")
+    # Self-trade prevention cancels the incoming order and says why.
+    empty = make()
+    empty.submit(9, "S1", "NQZ6", Side.SELL, 1, 80_000, LIMIT, DAY, ts=7)
+    *_, stp = empty.submit(9, "B1", "NQZ6", Side.BUY, 1, 80_000, LIMIT, DAY, ts=8)
+    assert stp.ord_status is OrdStatus.CANCELED
+    assert stp.text.startswith("canceled by self-trade prevention")
+
+
+def test_cancel_and_replace_rejects_name_the_problem() -> None:
+    ex = make()
+    ex.submit(7, "A1", "ESZ6", Side.SELL, 3, 19_999, LIMIT, DAY, ts=2)  # alone in the book
+    ex.submit(8, "B1", "ESZ6", Side.BUY, 2, 19_999, LIMIT, TimeInForce.IOC, ts=3)  # fills 2
+    small = ex.replace(7, "A2", "A1", 2, 19_999, ts=4)
+    assert isinstance(small, SimCancelReject)
+    assert small.text == "invalid replace: quantity 2 lots must exceed the 2 lots already filled"
+    far = ex.replace(7, "A3", "A1", 5, 5, ts=5)
+    assert isinstance(far, SimCancelReject)
+    assert far.text == "invalid replace: price 5 outside 18000..21999 ticks"
+    unknown = ex.cancel(7, "A4", "NOPE", ts=6)
+    assert isinstance(unknown, SimCancelReject)
+    assert unknown.text == "unknown order: no order with ClOrdID 'NOPE'"
+    refused = ex.refuse_new(7, "A5", "ESZ6", Side.BUY, LIMIT, "price off the grid", ts=7)
+    assert (refused.exec_type, refused.text, refused.venue_order_id) == (
+        ExecType.REJECTED,
+        "price off the grid",
+        "NONE",
+    )
+    (ack,) = ex.submit(7, "A5", "ESZ6", Side.BUY, 1, 19_990, LIMIT, DAY, ts=8)  # id still free
+    assert ack.exec_type is ExecType.NEW
+
+
 def test_duplicate_clordid_rejected_and_cancel_on_disconnect() -> None:
     ex = make()
     ex.submit(1, "X", "ESZ6", Side.BUY, 1, 19_990, LIMIT, DAY, ts=1)
@@ -83,6 +132,9 @@ def test_duplicate_clordid_rejected_and_cancel_on_disconnect() -> None:
     gone = ex.cancel_owner(1, ts=4)
     assert sorted(r.client_order_id for r in gone) == ["X", "Y"]
     assert all(r.ord_status is OrdStatus.CANCELED for r in gone)
+    assert {r.text for r in gone} == {
+        "canceled: the client's session disconnected (cancel on disconnect)"
+    }
 
 
 def test_market_data_rebuilds_the_exchange_book_exactly() -> None:

@@ -1,0 +1,423 @@
+# SPDX-License-Identifier: MIT
+"""``qwconsole sim --cfg FILE.cfg``: the exchange simulator as a standalone FIX acceptor.
+
+Outside FIX clients (QuickFIX's tradeclient or Banzai, another ``qwconsole engine``, any FIX
+initiator) log on to the acceptor sessions of a QuickFIX-style settings file and trade against
+the simulated exchange: the demo's three futures (:data:`engine.demo.DEMO_LISTINGS`) with their
+simulated participants moving prices and trading, market data on request (MarketDataRequest
+<V>), and ExecutionReports that say in words why an order was rejected or canceled.
+
+Sessions are built as the engine builds them (:func:`engine.fix.cli.build_session`): a session
+with ``FileStorePath`` keeps its sequence numbers and sent messages in files, so a restarted
+simulator resumes the sequence numbers and can resend; ``FileLogPath`` logs every message.
+Sessions are grouped by ``SocketAcceptPort`` (one listening socket per port; ``--port``
+puts them all on one). ``0`` picks a free port.
+
+As soon as it listens, the process prints one line per port on stdout (flushed)::
+
+    sim: listening on 127.0.0.1:5001 (sessions: FIX.4.4:EXECUTOR->CLIENT1, ...)
+
+and nothing else until it stops (``sim: stopped``), so a caller can read the port and then
+leave stdout unread. SIGINT and SIGTERM stop it cleanly: connected clients get a Logout, the
+stores and logs are closed. Bad input (a missing or malformed file, no acceptor session, a
+port in use) is one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import errno
+import logging
+import signal
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from engine.cli_parser import OneLineErrorParser
+from engine.clock import LiveClock
+from engine.core import Engine
+from engine.demo import DEMO_LISTINGS, SimPump
+from engine.fix.application import SessionID
+from engine.fix.dictionary import DictionaryError
+from engine.fix.log import SessionLog
+from engine.fix.session import FixSession
+from engine.fix.settings import CfgDocument, SessionSettings, SettingsError, SettingsFile
+from engine.fix.transport import SocketAcceptor, install_uvloop
+from engine.sim.exchange import SimExchange, id_epoch
+from engine.sim.fix_app import SimFixApplication
+
+log = logging.getLogger(__name__)
+
+PROG = "qwconsole sim"
+
+#: The listen address when neither ``--host`` nor ``SocketAcceptHost`` says one.
+DEFAULT_HOST = "127.0.0.1"
+
+#: Seed of the participants' random numbers when ``--seed`` is not given (the demo's).
+DEFAULT_SEED = 7
+
+
+class SimConfigError(ValueError):
+    """The settings file cannot run as a simulator (one line, naming file and session)."""
+
+
+@dataclass
+class Listener:
+    """One listening socket and the acceptor sessions it serves."""
+
+    host: str
+    port: int
+    settings: list[SessionSettings] = field(default_factory=list)
+
+
+def plan_listeners(
+    cfg: Path, *, host: str | None = None, port: int | None = None
+) -> list[Listener]:
+    """Read ``cfg`` and group its acceptor sessions by listen address.
+
+    ``host``/``port`` override ``SocketAcceptHost``/``SocketAcceptPort`` of every session (a
+    session then needs no ``SocketAcceptPort`` of its own). ``SocketAcceptPort=0`` and
+    ``port=0`` pick a free port.
+
+    Raises
+    ------
+    SimConfigError
+        The file cannot be read or has errors, has no acceptor session, or a session has no
+        port to listen on.
+    """
+    if not cfg.is_file():
+        raise SimConfigError(f"{cfg}: " + ("is a directory" if cfg.is_dir() else "no such file"))
+    try:
+        text = cfg.read_bytes().decode("utf-8", "surrogateescape")
+    except OSError as e:
+        raise SimConfigError(f"{cfg}: {e.strerror or e}") from None
+    doc, free = _ports_for_loader(CfgDocument(text), override=port is not None)
+    try:
+        settings = SettingsFile(doc, str(cfg))
+    except SettingsError as e:
+        first = str(e.problems[0]) if e.problems else str(e)
+        more = len(e.problems) - 1
+        raise SimConfigError(first + (f" (and {more} more)" if more > 0 else "")) from None
+    acceptors = [s for s in settings.sessions if not s.is_initiator]
+    if not acceptors:
+        what = f"{len(settings.sessions)} initiator" if settings.sessions else "no"
+        raise SimConfigError(
+            f"{cfg}: no acceptor session ({what} sessions; the simulator needs "
+            "ConnectionType=acceptor)"
+        )
+    by_address: dict[tuple[str, int], Listener] = {}
+    for s in acceptors:
+        listen_port = port if port is not None else s.socket_accept_port
+        if s.section_line in free and port is None:
+            listen_port = 0
+        if listen_port is None:  # pragma: no cover  (the loader requires it of acceptors)
+            raise SimConfigError(f"{cfg}:{s.section_line}: session {s.session_id} has no "
+                                 "SocketAcceptPort (set it, or give --port)")  # fmt: skip
+        listen_host = host or s.socket_accept_host or DEFAULT_HOST
+        key = (listen_host, listen_port)
+        listener = by_address.get(key)
+        if listener is None:
+            listener = by_address[key] = Listener(listen_host, listen_port)
+        listener.settings.append(s)
+    return list(by_address.values())
+
+
+def _ports_for_loader(doc: CfgDocument, *, override: bool) -> tuple[CfgDocument, set[int]]:
+    """Make ``doc`` acceptable to the settings loader where the simulator picks the port.
+
+    The loader (QuickFIX's rules) wants ``SocketAcceptPort`` in 1..65535 on every acceptor.
+    ``SocketAcceptPort=0`` (a free port) is set to 1 in place (line numbers stay), and the
+    lines of the ``[SESSION]`` headers it applied to are returned; with ``override`` (``--port``)
+    a trailing ``[DEFAULT] SocketAcceptPort=1`` fills sessions that set none.
+    """
+    sections = doc.section_lines()
+    zero_default = False
+    own: dict[int, str | None] = {}  # [SESSION] header line (1-based) -> its own value
+    for k, (name, idx) in enumerate(sections):
+        value = doc.get(k, "SocketAcceptPort")
+        if name.upper() == "DEFAULT":
+            zero_default = value is not None and value.strip() == "0"
+        elif name.upper() == "SESSION":
+            own[idx + 1] = None if value is None else value.strip()
+        if value is not None and value.strip() == "0":
+            doc.set(k, "SocketAcceptPort", "1")
+    free = {line for line, v in own.items() if v == "0" or (v is None and zero_default)}
+    if override:
+        doc.add_section("DEFAULT", {"SocketAcceptPort": "1"})
+    return doc, free
+
+
+class _SimApplication(SimFixApplication):
+    """The simulator's application; with ``verbose``, logons and logouts go to stderr."""
+
+    def __init__(self, exchange: SimExchange, clock: LiveClock, *, verbose: bool,
+                 cancel_on_disconnect: bool) -> None:  # fmt: skip
+        super().__init__(exchange, clock, cancel_on_disconnect=cancel_on_disconnect)
+        self.verbose = verbose
+
+    def on_logon(self, session_id: SessionID) -> None:
+        """Register the client; say so when verbose."""
+        super().on_logon(session_id)
+        if self.verbose:
+            _say(f"{session_id} logged on", sys.stderr)
+
+    def on_logout(self, session_id: SessionID) -> None:
+        """Forget the client; say so when verbose."""
+        super().on_logout(session_id)
+        if self.verbose:
+            _say(f"{session_id} logged out", sys.stderr)
+
+
+class _EchoLog:
+    """A session log that also writes the session's events to stderr (``--verbose``)."""
+
+    def __init__(self, inner: SessionLog, name: str) -> None:
+        self._inner = inner
+        self._name = name
+
+    def on_incoming(self, message: bytes, now_ns: int) -> None:
+        self._inner.on_incoming(message, now_ns)
+
+    def on_outgoing(self, message: bytes, now_ns: int) -> None:
+        self._inner.on_outgoing(message, now_ns)
+
+    def on_event(self, text: str, now_ns: int) -> None:
+        self._inner.on_event(text, now_ns)
+        _say(f"{self._name}: {text}", sys.stderr)
+
+    def flush(self) -> None:
+        self._inner.flush()
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def _say(text: str, out: TextIO) -> None:
+    out.write(f"sim: {text}\n")
+    out.flush()
+
+
+def _close(sessions: Sequence[FixSession]) -> None:
+    for s in sessions:
+        try:
+            s.close()
+        except Exception:  # one store failing to close must not keep the others open
+            log.exception("%s: closing the store failed", s.session_id)
+
+
+def _build_sessions(
+    cfg: Path, listeners: list[Listener], app: SimFixApplication, verbose: bool
+) -> list[list[FixSession]]:
+    from engine.fix.cli import build_session
+
+    built: list[list[FixSession]] = []
+    base = cfg.absolute().parent
+    try:
+        for listener in listeners:
+            group: list[FixSession] = []
+            built.append(group)
+            for s in listener.settings:
+                try:
+                    session = build_session(s, app, base)
+                except (DictionaryError, OSError, ValueError) as e:
+                    why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+                    if isinstance(e, OSError) and e.filename:
+                        why = f"{e.filename}: {why}"
+                    raise SimConfigError(
+                        f"{cfg}:{s.section_line}: session {s.session_id}: {why}"
+                    ) from None
+                if verbose:
+                    session.log = _EchoLog(session.log, str(session.session_id))
+                group.append(session)
+    except SimConfigError:
+        _close([s for group in built for s in group])
+        raise
+    return built
+
+
+async def serve(
+    cfg: Path,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    seed: int = DEFAULT_SEED,
+    seconds: float | None = None,
+    verbose: bool = False,
+    cancel_on_disconnect: bool = True,
+    out: TextIO | None = None,
+) -> int:
+    """Run the simulator ``cfg`` describes until SIGINT/SIGTERM (or ``seconds``).
+
+    Returns the exit status: 0 after a clean stop, 2 for bad input (said on stderr).
+    """
+    out = out or sys.stdout
+    with _stop_on_signals() as stop:  # before the port line: a caller may signal at once
+        return await _serve(cfg, stop, host, port, seed, seconds, verbose,
+                            cancel_on_disconnect, out)  # fmt: skip
+
+
+async def _serve(
+    cfg: Path,
+    stop: asyncio.Event,
+    host: str | None,
+    port: int | None,
+    seed: int,
+    seconds: float | None,
+    verbose: bool,
+    cancel_on_disconnect: bool,
+    out: TextIO,
+) -> int:
+    try:
+        listeners = plan_listeners(cfg, host=host, port=port)
+    except SimConfigError as e:
+        _error(str(e))
+        return 2
+    clock = LiveClock()
+    engine = Engine(clock, engine_id="sim")  # the pump's clock; no engine loop runs here
+    # Each run its own id epoch: a client that saw this venue's ExecIDs before a restart
+    # must not see one of them again (it de-duplicates executions by ExecID).
+    exchange = SimExchange(DEMO_LISTINGS, seed=seed, epoch=id_epoch(clock.now_ns()))
+    app = _SimApplication(exchange, clock, verbose=verbose,
+                          cancel_on_disconnect=cancel_on_disconnect)  # fmt: skip
+    try:
+        groups = _build_sessions(cfg, listeners, app, verbose)
+    except SimConfigError as e:
+        _error(str(e))
+        return 2
+    sessions = [s for group in groups for s in group]
+    # Books seeded (and the matching kernels loaded) before the first client can log on.
+    pump = SimPump(exchange, app.dispatch, app.publish_market_data)
+    pump.start(engine)
+    acceptors: list[SocketAcceptor] = []
+    try:
+        for listener, group in zip(listeners, groups, strict=True):
+            acceptor = SocketAcceptor(group, host=listener.host, port=listener.port, clock=clock)
+            try:
+                await acceptor.start()
+            except OSError as e:
+                why = "address already in use" if e.errno == errno.EADDRINUSE else e.strerror
+                _error(f"cannot listen on {listener.host}:{listener.port}: {why or e}")
+                return 2
+            acceptors.append(acceptor)
+            names = ", ".join(str(s.session_id) for s in group)
+            _say(f"listening on {listener.host}:{acceptor.port} (sessions: {names})", out)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), seconds)
+        return 0
+    finally:
+        for acceptor in acceptors:
+            await acceptor.stop(logout=True)
+        await pump.stop()
+        _close(sessions)
+        if acceptors:
+            _say("stopped", out)
+
+
+@contextlib.contextmanager
+def _stop_on_signals() -> Iterator[asyncio.Event]:
+    """Yield an event SIGINT and SIGTERM set (instead of ending the process) while inside."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        yield stop
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError):
+                loop.remove_signal_handler(sig)
+
+
+def _error(text: str) -> None:
+    sys.stderr.write(f"{PROG}: error: {text}\n")
+    sys.stderr.flush()
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0..65535; 0 picks a free one)")
+    return int(text)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= 7 * 24 * 3600:
+        raise argparse.ArgumentTypeError(f"{text} s is outside 0 < seconds <= 604800")
+    return value
+
+
+def _seed(text: str) -> int:
+    if not text.isdigit() or int(text) >= 2**32:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a seed (0..4294967295)")
+    return int(text)
+
+
+def build_parser() -> OneLineErrorParser:
+    """Return the parser of ``qwconsole sim``."""
+    parser = OneLineErrorParser(
+        prog=PROG,
+        description="Run the exchange simulator (three futures, simulated participants, market "
+        "data) as a FIX acceptor for outside clients, with the acceptor sessions of a "
+        "QuickFIX-style settings file. Prints 'sim: listening on HOST:PORT (sessions: ...)' "
+        "once it accepts; stops cleanly on SIGINT/SIGTERM.",
+    )
+    parser.add_argument("--cfg", required=True, type=Path, metavar="FILE.cfg",
+                        help="QuickFIX-style settings file with acceptor sessions")  # fmt: skip
+    parser.add_argument("--port", type=_port, default=None,
+                        help="listen on this port for every session (0: a free one) instead "
+                             "of SocketAcceptPort")  # fmt: skip
+    parser.add_argument(
+        "--host",
+        default=None,
+        help=f"listen address (default SocketAcceptHost, else {DEFAULT_HOST})",
+    )
+    parser.add_argument(
+        "--seed",
+        type=_seed,
+        default=DEFAULT_SEED,
+        help=f"seed of the simulated participants (default {DEFAULT_SEED})",
+    )
+    parser.add_argument(
+        "--seconds",
+        type=_seconds,
+        default=None,
+        help="stop after this long (default: run until SIGINT/SIGTERM)",
+    )
+    parser.add_argument("--keep-orders", action="store_true",
+                        help="keep a client's orders working when its session disconnects "
+                             "(default: cancel them)")  # fmt: skip
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="write session events (logons, resends, rejects) to stderr",
+    )
+    parser.add_argument("--uvloop", action="store_true", help="use uvloop when installed")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``qwconsole sim`` with ``argv``; return the exit status."""
+    opts = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="sim: %(levelname)s %(name)s: %(message)s")  # fmt: skip
+    if opts.uvloop:
+        install_uvloop()
+    run = serve(opts.cfg, host=opts.host, port=opts.port, seed=opts.seed,
+                seconds=opts.seconds, verbose=opts.verbose,
+                cancel_on_disconnect=not opts.keep_orders)  # fmt: skip
+    try:
+        return asyncio.run(run)
+    except KeyboardInterrupt:  # a second Ctrl-C while stopping
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

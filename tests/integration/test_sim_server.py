@@ -1,0 +1,349 @@
+# SPDX-License-Identifier: MIT
+"""``qwconsole sim --cfg FILE.cfg`` as a real process, traded against over real FIX sessions.
+
+Our own initiator (``FixSession`` + ``SocketInitiator``) logs on, reads the book, sends a
+NewOrderSingle that crosses it and gets fills; rejects say why in words; the simulator is
+stopped with SIGTERM and started again on the same FileStorePath, and the session resumes its
+sequence numbers (and resends what it sent before the restart). Bad input exits 2 with one
+line. With the ``quickfix`` package installed, a QuickFIX initiator trades against it too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from engine.fix.application import Application, SessionID
+from engine.fix.message import FixMessage, OutMessage
+from engine.fix.session import FixSession, SessionConfig
+from engine.fix.store import FileStore
+from engine.fix.transport import SocketInitiator
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+#: The installed console script, next to the interpreter running the tests.
+QWCONSOLE = Path(sys.executable).with_name("qwconsole")
+LISTENING = re.compile(r"^sim: listening on 127\.0\.0\.1:(\d+) \(sessions: (.*)\)$")
+STARTUP_S = 60.0
+
+SIM_CFG = """\
+[DEFAULT]
+ConnectionType=acceptor
+SocketAcceptPort=5001
+StartTime=00:00:00
+EndTime=00:00:00
+FileStorePath={store}
+FileLogPath={log}
+
+[SESSION]
+BeginString=FIX.4.4
+SenderCompID=EXECUTOR
+TargetCompID=CLIENT1
+
+[SESSION]
+BeginString=FIX.4.2
+SenderCompID=EXECUTOR
+TargetCompID=CLIENT1
+"""
+
+
+def write_cfg(tmp: Path) -> Path:
+    cfg = tmp / "sim.cfg"
+    cfg.write_text(SIM_CFG.format(store=tmp / "sim-store", log=tmp / "sim-log"))
+    return cfg
+
+
+class SimProcess:
+    """A running ``qwconsole sim`` and the port it printed."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, port: int, sessions: str) -> None:
+        self.proc = proc
+        self.port = port
+        self.sessions = sessions
+
+    async def stop(self) -> str:
+        """SIGTERM; return stdout after the port line; the exit must be clean."""
+        self.proc.send_signal(signal.SIGTERM)
+        out, err = await asyncio.wait_for(self.proc.communicate(), 30)
+        assert self.proc.returncode == 0, err.decode()
+        assert b"Traceback" not in err, err.decode()
+        return out.decode()
+
+
+async def start_sim(cfg: Path, *args: str) -> SimProcess:
+    assert QWCONSOLE.exists(), f"{QWCONSOLE}: the package is not installed in this environment"
+    proc = await asyncio.create_subprocess_exec(
+        str(QWCONSOLE), "sim", "--cfg", str(cfg), *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    line = (await asyncio.wait_for(proc.stdout.readline(), STARTUP_S)).decode().rstrip("\n")
+    m = LISTENING.match(line)
+    if m is None:
+        proc.kill()
+        _out, err = await proc.communicate()
+        raise AssertionError(f"no port line: {line!r}; stderr: {err.decode()}")
+    return SimProcess(proc, int(m.group(1)), m.group(2))
+
+
+class Client(Application):
+    """Collects application messages and the counterparty's Logon sequence numbers."""
+
+    def __init__(self) -> None:
+        self.inbox: asyncio.Queue[FixMessage] = asyncio.Queue()
+        self.logon_seqs: list[int] = []
+        self.logouts: list[str] = []
+
+    def from_admin(self, message: FixMessage, session_id: SessionID) -> None:
+        if message.msg_type == b"A":
+            self.logon_seqs.append(message.get_int(34) or 0)
+        elif message.msg_type == b"5":
+            self.logouts.append((message.get(58) or b"").decode())
+
+    def from_app(self, message: FixMessage, session_id: SessionID) -> None:
+        self.inbox.put_nowait(message)
+
+    async def next(self, *types: bytes, within: float = 10.0) -> FixMessage:
+        """Return the next application message of one of ``types`` (others are skipped)."""
+        async with asyncio.timeout(within):
+            while True:
+                msg = await self.inbox.get()
+                if msg.msg_type in types:
+                    return msg
+
+
+def client_session(tmp: Path, app: Client, begin: str = "FIX.4.4") -> FixSession:
+    config = SessionConfig(begin_string=begin, sender_comp_id="CLIENT1",
+                           target_comp_id="EXECUTOR", initiator=True, heart_bt_int=5)  # fmt: skip
+    store = FileStore(tmp / "client-store", config.session_id.file_prefix)
+    return FixSession(config, store, app)
+
+
+@contextlib.asynccontextmanager
+async def connected(session: FixSession, port: int) -> AsyncIterator[SocketInitiator]:
+    initiator = SocketInitiator(session, [("127.0.0.1", port)], reconnect_interval=0.2)
+    await initiator.start()
+    try:
+        await initiator.wait_logged_on(20)
+        yield initiator
+    finally:
+        await initiator.stop()
+
+
+def now_text() -> str:
+    return datetime.now(UTC).strftime("%Y%m%d-%H:%M:%S.%f")[:-3]
+
+
+def new_order(clordid: str, symbol: str, side: str, qty: str, price: str | None) -> OutMessage:
+    body = [(11, clordid), (21, "1"), (38, qty), (40, "2" if price else "1")]
+    if price:
+        body.append((44, price))
+    body += [(54, side), (55, symbol), (59, "0"), (60, now_text())]
+    return OutMessage("D", body)
+
+
+async def best_ask(session: FixSession, app: Client, symbol: str) -> Decimal:
+    request = OutMessage("V", [(262, f"md-{symbol}"), (263, "0"), (264, "5")])
+    request.add_group(267, [[(269, "0")], [(269, "1")]])
+    request.add_group(146, [[(55, symbol)]])
+    assert session.send(request)
+    snap = await app.next(b"W")
+    sides = snap.get_all(269)
+    prices = [Decimal(p.decode()) for p in snap.get_all(270)]
+    return min(p for s, p in zip(sides, prices, strict=True) if s == b"1")
+
+
+def dec(msg: FixMessage, tag: int) -> Decimal:
+    value = msg.get(tag)
+    assert value is not None, f"no tag {tag} in {msg!r}"
+    return Decimal(value.decode())
+
+
+async def fills_of(app: Client, clordid: bytes) -> list[FixMessage]:
+    """Collect the reports of ``clordid`` until it is filled, or no more come for 2 s."""
+    reports: list[FixMessage] = []
+    with contextlib.suppress(TimeoutError):
+        while not reports or reports[-1].get(39) != b"2":
+            msg = await app.next(b"8", within=2.0 if reports else 10.0)
+            if msg.get(11) == clordid:
+                reports.append(msg)
+    return reports
+
+
+async def test_client_trades_against_the_sim_and_rejects_say_why(tmp_path: Path) -> None:
+    sim = await start_sim(write_cfg(tmp_path), "--port", "0")
+    assert sim.sessions == "FIX.4.4:EXECUTOR->CLIENT1, FIX.4.2:EXECUTOR->CLIENT1"
+    app = Client()
+    session = client_session(tmp_path, app)
+    try:
+        async with connected(session, sim.port):
+            ask = await best_ask(session, app, "ESZ6")
+            # A buy limit four ticks through the best ask crosses the book.
+            assert session.send(new_order("o1", "ESZ6", "1", "2", str(ask + Decimal("1.00"))))
+            reports = await fills_of(app, b"o1")
+            assert reports[0].get(150) == b"0"
+            assert reports[0].get(58) is None  # an ack has nothing to explain (was "reason 0")
+            fills = [r for r in reports if r.get(150) == b"F"]
+            assert fills, reports
+            assert sum(dec(f, 32) for f in fills) == dec(reports[-1], 14)
+            assert all(dec(f, 31) <= ask + 1 for f in fills)
+            assert all(f.get(58) is None for f in fills)
+            # Rejects and cancels say why, in words.
+            session.send(new_order("o2", "ESZ6", "1", "1", "6000.10"))
+            rej = await app.next(b"8")
+            assert (rej.get(11), rej.get(150), rej.get(39)) == (b"o2", b"8", b"8")
+            assert rej.get(58) == b"price 6000.10 is not a multiple of the tick size 0.25 of ESZ6"
+            session.send(new_order("o3", "IBM", "1", "1", "100"))
+            rej = await app.next(b"8")
+            assert rej.get(58) == b"unknown symbol 'IBM' (listed here: ESZ6, NQZ6, CLF7)"
+            session.send(new_order("o4", "ESZ6", "2", "1", str(ask + 100)))  # rests far away
+            assert (await app.next(b"8")).get(150) == b"0"
+            cancel = [(11, "o5"), (41, "o4"), (54, "2"), (55, "ESZ6"), (60, now_text())]
+            session.send(OutMessage("F", cancel))
+            canceled = await app.next(b"8")
+            assert (canceled.get(150), canceled.get(58)) == (b"4", b"canceled on request")
+            cancel = [(11, "o6"), (41, "nope"), (54, "2"), (55, "ESZ6"), (60, now_text())]
+            session.send(OutMessage("F", cancel))
+            refused = await app.next(b"9")
+            assert refused.get(58) == b"unknown order: no order with ClOrdID 'nope'"
+    finally:
+        out = await sim.stop()
+        session.close()
+    assert out.strip() == "sim: stopped"
+    assert app.logouts == [""]  # the simulator answered our Logout
+
+
+async def test_restarted_sim_resumes_sequence_numbers_and_resends(tmp_path: Path) -> None:
+    cfg = write_cfg(tmp_path)
+    sim = await start_sim(cfg, "--port", "0")
+    port = sim.port
+    app = Client()
+    session = client_session(tmp_path, app)
+    try:
+        async with connected(session, port):
+            ask = await best_ask(session, app, "NQZ6")
+            session.send(new_order("r1", "NQZ6", "1", "1", str(ask + 1)))
+            first = await fills_of(app, b"r1")
+            assert any(r.get(150) == b"F" for r in first)
+        # The client logged out; the simulator keeps running, then is stopped with SIGTERM.
+        await sim.stop()
+        seq_out, seq_in = session.next_sender_seq_num, session.next_target_seq_num
+        assert app.logon_seqs == [1]
+        # Forget the last three messages the simulator sent: after its restart it must
+        # resend them from its FileStore.
+        session.set_next_target_seq_num(seq_in - 3)
+        sim = await start_sim(cfg, "--port", str(port))  # the same FileStorePath and port
+        assert sim.port == port
+        async with connected(session, port):
+            # The simulator's Logon continues its numbering (no reset to 1) ...
+            assert app.logon_seqs == [1, seq_in]
+            # ... and it resent what it sent before the restart, as possible duplicates.
+            resent = await app.next(b"8")
+            assert resent.get(43) == b"Y"
+            assert resent.get(17) in {r.get(17) for r in first}
+            assert resent.seq_num is not None
+            assert seq_in - 3 <= resent.seq_num < seq_in
+            assert session.next_sender_seq_num > seq_out  # our Logon was accepted as is
+            # Trading goes on in the same session.
+            ask = await best_ask(session, app, "NQZ6")
+            session.send(new_order("r2", "NQZ6", "1", "1", str(ask + 1)))
+            second = await fills_of(app, b"r2")
+            assert any(r.get(150) == b"F" for r in second)
+            assert session.is_logged_on
+        assert app.logouts[-1] == ""  # a normal logout at the end, not "MsgSeqNum too low"
+    finally:
+        await sim.stop()
+        session.close()
+    exec_ids = [r.get(17) for r in first + second]
+    assert len(set(exec_ids)) == len(exec_ids)  # each run its own ExecID epoch
+    events = b"".join(p.read_bytes() for p in (tmp_path / "sim-log").glob("*.event.log"))
+    assert b"MsgSeqNum too low" not in events
+    assert b"Received ResendRequest" in events
+    incoming = (tmp_path / "sim-log" / "FIX.4.4-EXECUTOR-CLIENT1.incoming.log").read_bytes()
+    assert b"\x0135=2\x01" in incoming  # the ResendRequest
+
+
+@pytest.mark.parametrize(
+    ("cfg_text", "extra", "message"),
+    [
+        (None, (), "missing.cfg: no such file"),
+        ("[SESSION]\nBeginString=FIX.4.4\nSenderCompID=A\nTargetCompID=B\n"
+         "ConnectionType=acceptor\nSocketAcceptPort=5001\nHeartBtInt=abc\nNonStopSession=Y\n",
+         (), "bad.cfg:7: HeartBtInt: 'abc' is not an integer"),
+        ("[SESSION]\nBeginString=FIX.4.4\nSenderCompID=A\nTargetCompID=B\n"
+         "ConnectionType=initiator\nSocketConnectHost=127.0.0.1\nSocketConnectPort=5001\n"
+         "HeartBtInt=30\nNonStopSession=Y\n",
+         (), "bad.cfg: no acceptor session (1 initiator sessions; the simulator needs "
+             "ConnectionType=acceptor)"),
+        ("[SESSION]\nBeginString=FIX.4.4\nSenderCompID=A\nTargetCompID=B\n"
+         "ConnectionType=acceptor\nSocketAcceptPort=0\nNonStopSession=Y\n"
+         "DataDictionary=nowhere.xml\n",
+         (), "bad.cfg:1: session FIX.4.4:A->B: "),
+    ],
+)  # fmt: skip
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path, cfg_text: str | None, extra: tuple[str, ...], message: str
+) -> None:
+    cfg = tmp_path / ("missing.cfg" if cfg_text is None else "bad.cfg")
+    if cfg_text is not None:
+        cfg.write_text(cfg_text)
+    proc = subprocess.run([str(QWCONSOLE), "sim", "--cfg", str(cfg), *extra],
+                          capture_output=True, text=True, check=False, timeout=60)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"qwconsole sim: error: {tmp_path}/{message}"), lines[0]
+    assert proc.stdout == ""
+
+
+def test_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = subprocess.run(
+            [str(QWCONSOLE), "sim", "--cfg", str(write_cfg(tmp_path)), "--port", str(port)],
+            capture_output=True, text=True, check=False, timeout=60,
+        )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"qwconsole sim: error: cannot listen on 127.0.0.1:{port}: address already in use"
+    ]
+    assert proc.stdout == ""
+
+
+def test_shipped_example_cfg_serves_quickfix_example_clients(tmp_path: Path) -> None:
+    """The shipped resources/sim/sim.cfg listens for tradeclient and Banzai; SIGINT stops it."""
+    shipped = Path(__file__).resolve().parents[2] / "resources" / "sim" / "sim.cfg"
+    proc = subprocess.Popen(
+        [str(QWCONSOLE), "sim", "--cfg", str(shipped), "--port", "0"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    assert proc.stdout is not None
+    line = proc.stdout.readline().rstrip("\n")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    m = LISTENING.match(line)
+    assert m is not None, (line, err)
+    assert m.group(2).split(", ") == [
+        "FIX.4.2:EXECUTOR->CLIENT1", "FIX.4.4:EXECUTOR->CLIENT1", "FIX.4.2:TW->CLIENT1",
+        "FIX.4.2:EXEC->BANZAI", "FIX.4.4:EXEC->BANZAI",
+    ]  # fmt: skip
+    assert out == "sim: stopped\n"
+    # Relative FileStorePath/FileLogPath are taken from the working directory (as QuickFIX).
+    assert (tmp_path / "sim-store").is_dir()
+    assert (tmp_path / "sim-log").is_dir()
