@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 from app.controller import Controller
 from app.fix_describe import FieldDescriber
 from app.paths import resource, state_dir
+from app.reconcile import ReconcileRunner
 from app.settings import AppSettings
 from app.theme import THEMES, apply_theme, load_theme
 from engine.client import ClientState
@@ -41,6 +42,7 @@ from engine.enums import EngineState
 from engine.events import EngineStateChanged, EventRecord
 from widgets.empty_state import EmptyState
 from widgets.monitor.workspace import MonitorWorkspace
+from widgets.reconcile import ReconcileBadge
 from widgets.status_bar import StatusIndicators
 
 if TYPE_CHECKING:
@@ -155,14 +157,18 @@ class MainWindow(QMainWindow):
 
         self.engines = EngineConnections(self, controller.client)
         self.engines.message.connect(self._show_message)
+        self.reconcile_badge = ReconcileBadge()
+        self.reconciler = ReconcileRunner(state_dir, self.reconcile_badge, self)
         self._build_menus()
         self.status = StatusIndicators(self.statusBar(), controller.client.name)
+        self.statusBar().addPermanentWidget(self.reconcile_badge)
         self.status.on_client_state(controller.client.state)
 
         bridge = controller.bridge
         bridge.events_received.connect(self.status.on_events)
         bridge.events_received.connect(self.monitor.on_events)
         bridge.events_received.connect(self._watch_engine_running)
+        bridge.events_received.connect(self.reconciler.on_events)
         bridge.client_state_changed.connect(self.status.on_client_state)
         controller.message.connect(self._show_message)
 
@@ -252,6 +258,15 @@ class MainWindow(QMainWindow):
         detach_menu.setToolTip("Stop following a remote engine (it keeps running)")
         detach_menu.setEnabled(self.engines.enabled)
         detach_menu.aboutToShow.connect(lambda: self._fill_detach_menu(detach_menu))
+        engine_menu.addSeparator()
+        reconcile = QAction("&Reconcile…", self)
+        reconcile.setObjectName("action_reconcile")
+        reconcile.setToolTip(
+            "Compare the fills of the journal, of the engine's recovery and of the venue's "
+            "reports (qwconsole reconcile)"
+        )
+        reconcile.triggered.connect(self.reconciler.open_dialog)
+        engine_menu.addAction(reconcile)
 
         help_menu = menu.addMenu("&Help")
         about = QAction("&About qwconsole", self)
