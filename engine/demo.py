@@ -275,6 +275,7 @@ def build_demo(
     if recovered is not None:
         engine.report_progress("restoring orders and positions")
         desk.restore(recovered)
+        desk.adopt_unjournaled(recovered)
     desk.add_strategy(
         MarketMaker(DEMO_STRATEGY_ID, symbols, qty_lots=1, half_spread_ticks=1,
                     skew_ticks_per_lot=0.5, max_position_lots=10),

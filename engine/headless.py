@@ -121,10 +121,13 @@ async def run_demo(
     sequence numbers.
     """
     engine = Engine(LiveClock(), engine_id="headless")
-    if state_dir is None:
-        build_demo(engine)
-    else:
-        build_demo(engine, journal_dir=state_dir / "journal", store_dir=state_dir / "fix")
+    try:
+        if state_dir is None:
+            build_demo(engine)
+        else:
+            build_demo(engine, journal_dir=state_dir / "journal", store_dir=state_dir / "fix")
+    except _bad_file_errors() as e:
+        raise BuildError(one_line(e)) from e
     await _run_until_stopped(engine, seconds, interval_s, out)
     out.write("\nengine stopped cleanly\n")
     return 0
@@ -139,6 +142,28 @@ BUILTIN_STRATEGIES = "engine.strategy.examples"
 
 class BuildError(ValueError):
     """The configuration is valid TOML but cannot be built (a class, a session, a file)."""
+
+
+def _bad_file_errors() -> tuple[type[Exception], ...]:
+    """Return what a bad file the engine reads at start raises (each names the file and why).
+
+    A FIX dictionary or ``.cfg`` with errors, a damaged journal, an unreadable certificate or
+    token store: the engine stops with one line, never a traceback (issue 16).
+    """
+    from engine.fix.dictionary import DictionaryError
+    from engine.fix.settings import SettingsError
+    from engine.journal import JournalError
+    from engine.remote.tls import TlsError
+    from engine.remote.tokens import TokenError
+
+    return (DictionaryError, SettingsError, JournalError, TlsError, TokenError)
+
+
+def one_line(error: BaseException) -> str:
+    """Return ``error``'s first line, saying how many more there are."""
+    lines = str(error).splitlines() or [type(error).__name__]
+    more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+    return lines[0] + more
 
 
 def load_strategy_class(path: str) -> type[Strategy]:
@@ -271,6 +296,7 @@ def build_from_config(engine: Engine, cfg: EngineConfig) -> TradingDesk:
     fix_parts = _sessions_venues(engine, cfg, desk, store, barrier)
     if recovered is not None:
         desk.restore(recovered)
+        desk.adopt_unjournaled(recovered)
     _add_strategies(desk, cfg, [i.symbol for i in cfg.instruments])
     for component in [*parts, desk, *fix_parts]:
         engine.add_component(component)
@@ -297,17 +323,22 @@ async def run_config(cfg: EngineConfig, seconds: float | None, interval_s: float
 
     engine = Engine(LiveClock(), engine_id=cfg.engine_id,
                     heartbeat_interval_ms=cfg.heartbeat_interval_ms)  # fmt: skip
-    build_from_config(engine, cfg)
     server = None
     rem = cfg.remote
+    try:
+        build_from_config(engine, cfg)
+        if rem.enabled:
+            store = cfg.resolve(rem.token_store)
+            assert store is not None  # checked by the configuration
+            cert, key = cfg.resolve(rem.tls_cert), cfg.resolve(rem.tls_key)
+            ssl_ctx = server_context(cert, key) if cert is not None and key is not None else None
+            tokens = TokenStore(store)
+    except _bad_file_errors() as e:
+        raise BuildError(one_line(e)) from e
     if rem.enabled:
-        store = cfg.resolve(rem.token_store)
-        assert store is not None  # checked by the configuration
-        cert, key = cfg.resolve(rem.tls_cert), cfg.resolve(rem.tls_key)
-        ssl_ctx = server_context(cert, key) if cert is not None and key is not None else None
         logs = cfg.resolve(cfg.files.logs_dir)
         audit_path = cfg.resolve(rem.audit_log) or (logs / "audit.log" if logs else None)
-        server = RemoteServer(engine, TokenStore(store), host=rem.bind, port=rem.port,
+        server = RemoteServer(engine, tokens, host=rem.bind, port=rem.port,
                               ssl_context=ssl_ctx, audit=AuditLog(audit_path, engine.clock),
                               client_queue=rem.client_queue, history=rem.history)  # fmt: skip
         await server.open()
@@ -465,6 +496,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             return asyncio.run(run_config(cfg, opts.seconds, opts.interval, sys.stdout))
         except (BuildError, OSError) as e:
-            parser.error(f"{opts.config}: {e}")
+            parser.error(f"{opts.config}: {one_line(e)}")
     state = None if opts.no_journal else (opts.state_dir or default_state_dir())
-    return asyncio.run(run_demo(opts.seconds, opts.interval, sys.stdout, state))
+    try:
+        return asyncio.run(run_demo(opts.seconds, opts.interval, sys.stdout, state))
+    except (BuildError, OSError) as e:
+        parser.error(one_line(e))

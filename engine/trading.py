@@ -40,6 +40,7 @@ from engine.events import (
     KillSwitchChanged,
     OrderChanged,
     OrderFilled,
+    OrderView,
     OwnQuote,
     PositionChanged,
     RiskLimitsChanged,
@@ -61,6 +62,10 @@ log = logging.getLogger(__name__)
 #: Levels per side in depth events, and how often they are published per instrument.
 DEPTH_LEVELS = 10
 DEPTH_INTERVAL_S = 0.1
+
+#: How long before the journal's last event an order found only in a venue's store may have
+#: been sent (the journal writes every few ms; the rest is margin), ns.
+UNJOURNALED_WINDOW_NS = 5_000_000_000
 
 #: Strategy slots of the position book (slot 0 holds manual orders).
 MAX_STRATEGIES = 64
@@ -158,6 +163,52 @@ class TradingDesk:
             self.router.risk.kill_level = state.kill_switch.level
         log.info("restored %d orders and %d fills from the journal", restored, len(state.fills))
         return restored
+
+    def adopt_unjournaled(self, state: RecoveredState) -> int:
+        """Adopt the orders venues' stores hold beyond the journal ``state`` (see :meth:`adopt`).
+
+        Asks every venue that keeps its sent messages (``FixVenue.unjournaled_orders``) for new
+        orders numbered above the journal's last order and sent since shortly before its last
+        event.
+        """
+        after = max(state.orders, default=0)
+        since = state.ts_last - UNJOURNALED_WINDOW_NS
+        venues = {id(m.venue): m.venue for m in self.router.managers.values()}
+        views: list[OrderView] = []
+        for venue in venues.values():
+            find = getattr(venue, "unjournaled_orders", None)
+            if find is not None:
+                views += find(self._knows, after, since)
+        return self.adopt(views)
+
+    def _knows(self, client_order_id: str) -> bool:
+        return any(m.get(client_order_id) is not None for m in self.router.managers.values())
+
+    def adopt(self, views: list[OrderView]) -> int:
+        """Take in orders the journal lacks but a venue's store has (sent just before a crash).
+
+        Call after :meth:`restore`, before the engine starts. Returns how many were taken in.
+        """
+        if self.positions is not None:
+            raise RuntimeError("adopt orders before the trading desk starts")
+        taken = 0
+        for view in views:
+            manager = self.router.managers.get(view.symbol)
+            if manager is None or manager.get(view.client_order_id) is not None:
+                continue
+            manager.restore(view)
+            taken += 1
+            log.warning(
+                "order %d %s (%s %d %s, strategy %d) was sent but not journaled before the "
+                "engine stopped; recovered from the FIX store", view.order_id,
+                view.client_order_id, view.side.name, view.qty_lots, view.symbol,
+                view.strategy_id,
+            )  # fmt: skip
+        if taken:
+            self.router.continue_order_ids_after(
+                max(o.order_id for m in self.router.managers.values() for o in m.orders.values())
+            )
+        return taken
 
     def reconcile(self) -> int:
         """Ask the venues for the status of every working order; return how many were asked."""

@@ -9,7 +9,8 @@ rewritten in place with ``pwrite``. On open, a torn last record is cut off.
 
 Files, for session ``FIX.4.4-ISLD-TW44``:
 
-* ``.body``: records ``<seq>,<length>\\n<message bytes>\\n``, appended in send order;
+* ``.body``: records ``<seq>,<length>[,<note>]\\n<message bytes>\\n``, appended in send order
+  (the optional note is the sender's own, never sent: :meth:`FileStore.annotate`);
 * ``.seqnums``: ``<next sender> : <next target>``, fixed width;
 * ``.session``: creation time of the session (ns since the epoch), reset with the store.
 
@@ -167,6 +168,10 @@ class MemoryStore:
 
 
 _SEQ_FMT = b"%020d : %020d\n"
+#: Longest note stored with a message (:meth:`FileStore.annotate`), bytes.
+MAX_NOTE = 200
+#: Longest wait on close for the journal to catch up (a few of its flush intervals).
+_CLOSE_WAIT_S = 2.0
 
 
 class FileStore:
@@ -185,6 +190,7 @@ class FileStore:
     """
 
     __slots__ = (
+        "_annotation",
         "_barrier",
         "_body_fd",
         "_body_size",
@@ -196,6 +202,7 @@ class FileStore:
         "_index",
         "_last_set",
         "_lock",
+        "_notes",
         "_prefix",
         "_sender",
         "_seq_fd",
@@ -218,6 +225,8 @@ class FileStore:
         self._seq_fd = -1
         self._body_size = 0
         self._barrier: WriteBarrier | None = None
+        self._annotation = b""  # note for the next message stored
+        self._notes: dict[int, bytes] = {}  # seq -> note of annotated messages
         self._durable_target = 1  # the inbound number ``.seqnums`` holds
         self._generation = 0  # bumped by a reset or a set: older barrier writes are void
         self._lock = threading.Lock()  # the barrier writes from the journal's thread
@@ -271,21 +280,24 @@ class FileStore:
         size = os.fstat(self._body_fd).st_size
         data = os.pread(self._body_fd, size, 0) if size else b""
         index: dict[int, tuple[int, int]] = {}
+        notes: dict[int, bytes] = {}
         pos = 0
         last_seq = 0
         n = len(data)
         while pos < n:
-            nl = data.find(b"\n", pos, pos + 48)
+            nl = data.find(b"\n", pos, pos + 48 + MAX_NOTE)
             if nl < 0:
                 break
-            head = data[pos:nl].split(b",")
-            if len(head) != 2 or not head[0].isdigit() or not head[1].isdigit():
+            head = data[pos:nl].split(b",", 2)
+            if len(head) < 2 or not head[0].isdigit() or not head[1].isdigit():
                 break
             seq, length = int(head[0]), int(head[1])
             start = nl + 1
             if start + length + 1 > n or data[start + length : start + length + 1] != b"\n":
                 break
             index[seq] = (start, length)
+            if len(head) == 3:
+                notes[seq] = head[2]
             last_seq = seq
             pos = start + length + 1
         if pos < n:
@@ -293,6 +305,7 @@ class FileStore:
             os.ftruncate(self._body_fd, pos)
         self._body_size = pos
         self._index = index
+        self._notes = notes
         self._sender = max(sender, last_seq + 1)
         self._target = self._durable_target = target
         self._last_set = last_seq
@@ -331,9 +344,34 @@ class FileStore:
 
     # ------------------------------------------------------------------ MessageStore
 
+    def annotate(self, note: bytes) -> None:
+        """Store ``note`` with the next message stored (and only there; never sent).
+
+        A sender's own record of what a message was for, such as the strategy and engine order
+        of a NewOrderSingle: it survives with the message when the process is killed before
+        anything else recorded it. At most :data:`MAX_NOTE` bytes, no newline.
+        """
+        if b"\n" in note or len(note) > MAX_NOTE:
+            raise ValueError(f"a store note has at most {MAX_NOTE} bytes and no newline")
+        self._annotation = note
+
+    def annotated(self) -> list[tuple[int, bytes, bytes]]:
+        """Return ``(seq_num, note, message)`` of every stored message with a note, in order."""
+        out: list[tuple[int, bytes, bytes]] = []
+        for seq in sorted(self._notes):
+            start, length = self._index[seq]
+            out.append((seq, self._notes[seq], os.pread(self._body_fd, length, start)))
+        return out
+
     def set(self, seq_num: int, message: bytes) -> bool:
         """Append a sent message; it is safe from ``kill -9`` when this returns."""
-        head = b"%d,%d\n" % (seq_num, len(message))
+        note = self._annotation
+        if note:
+            self._annotation = b""
+            self._notes[seq_num] = note
+            head = b"%d,%d,%s\n" % (seq_num, len(message), note)
+        else:
+            head = b"%d,%d\n" % (seq_num, len(message))
         os.write(self._body_fd, head + message + b"\n")
         if self._fsync:
             os.fsync(self._body_fd)
@@ -401,6 +439,7 @@ class FileStore:
         os.ftruncate(self._body_fd, 0)
         self._body_size = 0
         self._index.clear()
+        self._notes.clear()
         self._last_set = 0
         with self._lock:
             self._generation += 1
@@ -415,7 +454,19 @@ class FileStore:
         self._load()
 
     def close(self) -> None:
-        """Close the files (the store cannot be used afterwards)."""
+        """Close the files (the store cannot be used afterwards).
+
+        Behind a write barrier, first waits (briefly) for the journal to write what the last
+        inbound messages caused, so that a clean stop leaves the inbound number up to date.
+        """
+        if self._barrier is not None and self._durable_target < self._target:
+            written = threading.Event()
+            try:
+                self._barrier(written.set)
+            except Exception:  # the journal is closed: it holds everything it will hold
+                self._target_reached(self._target, self._generation)
+            else:
+                written.wait(_CLOSE_WAIT_S)
         with self._lock:
             for fd in (self._body_fd, self._seq_fd):
                 if fd >= 0:

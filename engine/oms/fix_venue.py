@@ -24,15 +24,18 @@ from typing import Protocol
 import numpy as np
 
 from engine.clock import Clock
-from engine.enums import OrdType
+from engine.enums import OrdStatus, OrdType, TimeInForce
+from engine.events import OrderView
 from engine.fix.application import Application, DoNotSend, IncorrectTagValue, SessionID
-from engine.fix.codec import format_timestamp, parse_timestamp
+from engine.fix.codec import decode_one, format_timestamp, parse_timestamp
 from engine.fix.message import FixMessage, OutMessage
 from engine.fix.session import AppTemplate, FixSession
 from engine.instruments import Instrument
 from engine.marketdata import MarketData
 from engine.oms.fixcodes import (
+    FIX_TO_ORD_TYPE,
     FIX_TO_SIDE,
+    FIX_TO_TIF,
     ORD_TYPE_TO_FIX,
     SIDE_TO_FIX,
     TIF_TO_FIX,
@@ -187,14 +190,14 @@ class FixVenue(Application):
                 nums.px_text(order.px_ticks), SIDE_TO_FIX[order.side], nums.symbol,
                 TIF_TO_FIX[order.time_in_force], self._now_text(),
             ]  # fmt: skip
-            self._send_order(_NEW_LIMIT, values, clordid, order.symbol)
+            self._send_order(_NEW_LIMIT, values, clordid, order.symbol, _note(order))
             return
         values = [
             clordid.encode(), nums.qty_text(order.qty_lots), ORD_TYPE_TO_FIX[order.ord_type],
             SIDE_TO_FIX[order.side], nums.symbol, TIF_TO_FIX[order.time_in_force],
             self._now_text(),
         ]  # fmt: skip
-        self._send_order(_NEW_OTHER, values, clordid, order.symbol)
+        self._send_order(_NEW_OTHER, values, clordid, order.symbol, _note(order))
 
     def cancel(self, order: Order, request: PendingRequest) -> None:
         """Send an OrderCancelRequest <F>."""
@@ -255,9 +258,16 @@ class FixVenue(Application):
         return self._ts
 
     def _send_order(
-        self, key: tuple[str, bool, bool], values: list[bytes], clordid: str, symbol: str
+        self,
+        key: tuple[str, bool, bool],
+        values: list[bytes],
+        clordid: str,
+        symbol: str,
+        note: bytes = b"",
     ) -> None:
-        # An order message through the session's template for its layout; see _send.
+        # An order message through the session's template for its layout; see _send. A note
+        # is stored with the message in a file store (strategy and engine order of a new order:
+        # a restart finds the order there if the journal never got it).
         self._symbol_of[clordid] = symbol
         session = self.session
         if session is not None and session.is_logged_on:
@@ -274,7 +284,13 @@ class FixVenue(Application):
             sent[session.store.next_sender_seq_num] = (key[0], clordid)
             if len(sent) > SENT_MEMORY:
                 self._forget_oldest()
-            if session.send_template(template, values):
+            annotate = getattr(session.store, "annotate", None) if note else None
+            if annotate is not None:
+                annotate(note)
+            done = session.send_template(template, values)
+            if annotate is not None:
+                annotate(b"")  # not stored (messages not persisted): not for the next one
+            if done:
                 return
         self._refuse(key[0], clordid, symbol)
 
@@ -309,6 +325,66 @@ class FixVenue(Application):
         sent = self._sent
         for old in list(sent)[: SENT_MEMORY // 10]:
             del sent[old]
+
+    # ------------------------------------------------------------------ recovery
+    def unjournaled_orders(
+        self, known: Callable[[str], bool], after_order_id: int, since_ns: int
+    ) -> list[OrderView]:
+        """Return the new orders in the session's file store that the journal does not have.
+
+        A ``kill -9`` between sending a NewOrderSingle and the journal writing the order leaves
+        the order only in the FIX store (written before the socket). Each comes back as it was
+        sent, ``PENDING_NEW``, with the strategy and engine order id noted beside it, so that
+        the venue's reports (resent after the restart) find it. Candidates are the orders
+        ``known`` does not know, numbered above ``after_order_id`` (the journal writes orders
+        in id order: a later one journaled means this one was) and sent at or after
+        ``since_ns`` (the store outlives the day's journal).
+        """
+        session = self.session
+        annotated = getattr(session.store, "annotated", None) if session is not None else None
+        if annotated is None:
+            return []
+        out: list[OrderView] = []
+        for _seq, note, raw in annotated():
+            msg = decode_one(raw)
+            parts = note.split()
+            if msg is None or msg.msg_type != b"D" or len(parts) != 2:
+                continue
+            clordid = (msg.get(11) or b"").decode("latin-1")
+            symbol = (msg.get(55) or b"").decode("latin-1")
+            if (
+                not clordid
+                or not parts[1].isdigit()
+                or int(parts[1]) <= after_order_id
+                or (parse_timestamp(msg.get(52) or b"") or 0) < since_ns
+                or known(clordid)
+                or symbol not in self._sinks
+            ):
+                continue
+            try:
+                out.append(self._sent_order(msg, int(parts[0]), int(parts[1]), clordid, symbol))
+            except (FixValueError, KeyError, ValueError) as e:
+                log.warning("%s: stored order %s cannot be recovered: %s", session, clordid, e)
+        return out
+
+    def _sent_order(
+        self, msg: FixMessage, strategy_id: int, order_id: int, clordid: str, symbol: str
+    ) -> OrderView:
+        nums = self._numbers[symbol]
+        get = msg.get
+        px = get(44)
+        ts = parse_timestamp(get(60) or b"") or 0
+        qty = nums.qty_lots(38, get(38))
+        return OrderView(
+            order_id=order_id, client_order_id=clordid, orig_client_order_ids=(),
+            venue_order_id="", strategy_id=strategy_id, symbol=symbol,
+            side=FIX_TO_SIDE[get(54) or b""], ord_type=FIX_TO_ORD_TYPE[get(40) or b""],
+            time_in_force=FIX_TO_TIF.get(get(59) or b"0", TimeInForce.DAY),
+            qty_lots=qty, px_ticks=nums.px_ticks(44, px) if px else 0,
+            status=OrdStatus.PENDING_NEW, cum_qty_lots=0, leaves_qty_lots=qty,
+            avg_px_ticks=0.0, pending="", text="recovered from the FIX store",
+            ts_created=ts, ts_sent=ts, ts_acked=0, ts_last=ts,
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ Application
     def resend_app(self, message: OutMessage, session_id: SessionID) -> None:
@@ -490,6 +566,10 @@ class FixVenue(Application):
             sink = next(iter(self._sinks.values()), None)
         if sink is not None:
             sink.on_message_rejected(ref_type, ref_id, text, business=True)
+
+
+def _note(order: Order) -> bytes:
+    return b"%d %d" % (order.strategy_id, order.order_id)
 
 
 def _text(value: object) -> str:

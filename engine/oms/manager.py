@@ -419,7 +419,9 @@ class OrderManager:
             and not order.is_terminal
         ):
             return True  # the venue no longer knows a working order: _apply_status says so
-        if rep.resent or (order.is_terminal and new is order.status and not backwards):
+        # A status answer is a snapshot that reports in flight may have overtaken: quiet too.
+        quiet = rep.resent or rep.exec_type is ExecType.ORDER_STATUS
+        if quiet or (order.is_terminal and new is order.status and not backwards):
             self.duplicates_ignored += 1
             log.info(
                 "%s: %s report for %s ignored: order is %s, CumQty %d (report: %s, CumQty %d, "
@@ -514,7 +516,8 @@ class OrderManager:
             order.pending = None
         else:
             new_id = rep.client_order_id
-            self._alert(AlertLevel.INFO, f"unsolicited replace of {order.client_order_id}")
+            if not rep.resent:  # resent: our request's answer, forgotten by a restart
+                self._alert(AlertLevel.INFO, f"unsolicited replace of {order.client_order_id}")
         if rep.order_qty_lots:
             order.qty_lots = rep.order_qty_lots
         if rep.px_ticks:

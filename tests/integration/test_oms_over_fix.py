@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
@@ -16,7 +17,7 @@ from engine.events import Alert, Event, OrderChanged
 from engine.fix.log import NullLog
 from engine.fix.message import OutMessage
 from engine.fix.session import FixSession, SessionConfig
-from engine.fix.store import MemoryStore
+from engine.fix.store import FileStore, MemoryStore, MessageStore
 from engine.fix.transport import SocketAcceptor, SocketInitiator
 from engine.instruments import Instrument
 from engine.oms.fix_venue import FixVenue
@@ -36,6 +37,7 @@ class Rig:
     exchange: SimExchange
     app: SimFixApplication
     events: list[Event]
+    venue: FixVenue
 
     async def until(self, pred: Callable[[], bool], within: float = 5.0) -> None:
         async with asyncio.timeout(within):
@@ -59,7 +61,9 @@ class SloppyVenue(FixVenue):
 
 
 @asynccontextmanager
-async def fix_rig(venue_cls: type[FixVenue] = FixVenue) -> AsyncIterator[Rig]:
+async def fix_rig(
+    venue_cls: type[FixVenue] = FixVenue, client_store: MessageStore | None = None
+) -> AsyncIterator[Rig]:
     clock = LiveClock()
     loop = asyncio.get_running_loop()
     exchange = SimExchange(
@@ -81,7 +85,7 @@ async def fix_rig(venue_cls: type[FixVenue] = FixVenue) -> AsyncIterator[Rig]:
     session = FixSession(
         SessionConfig(begin_string="FIX.4.4", sender_comp_id="CLIENT", target_comp_id="SIM",
                       initiator=True, heart_bt_int=5, reset_on_logon=True),
-        MemoryStore(), venue, NullLog("client"), clock,
+        client_store or MemoryStore(), venue, NullLog("client"), clock,
     )  # fmt: skip
     venue.bind(session)
     bus = MessageBus()
@@ -95,7 +99,7 @@ async def fix_rig(venue_cls: type[FixVenue] = FixVenue) -> AsyncIterator[Rig]:
     await initiator.start()
     await initiator.wait_logged_on(5.0)
     try:
-        yield Rig(router, exchange, app, events)
+        yield Rig(router, exchange, app, events, venue)
     finally:
         await initiator.stop()
         await acceptor.stop()
@@ -168,3 +172,35 @@ async def test_kill_switch_levels_over_fix() -> None:
         rig.router.kill(KillLevel.FLATTEN, actor="test", reason="flatten")
         await rig.until(lambda: rig.router.risk.position("ESZ6", 1) == 0)
         assert rig.router.risk.position("ESZ6") == 0
+
+
+async def test_a_sent_order_the_journal_never_got_comes_back_from_the_fix_store(
+    tmp_path: Path,
+) -> None:
+    store = FileStore(tmp_path, "client")
+    async with fix_rig(client_store=store) as rig:
+        order = rig.router.send("ESZ6", 20170101, Side.BUY, 2, 23_990)
+        other = rig.router.send("ESZ6", 42, Side.SELL, 1, 24_050, OrdType.LIMIT)
+        await rig.until(lambda: order.status is OrdStatus.NEW and other.status is OrdStatus.NEW)
+        # What a restart finds in the store: both orders, with strategy and engine order id.
+        found = rig.venue.unjournaled_orders(lambda _c: False, 0, 0)
+        assert [(v.client_order_id, v.strategy_id, v.order_id) for v in found] == [
+            (order.client_order_id, 20170101, order.order_id),
+            (other.client_order_id, 42, other.order_id),
+        ]
+        first = found[0]
+        assert (first.side, first.qty_lots, first.px_ticks, first.status) == (
+            Side.BUY, 2, 23_990, OrdStatus.PENDING_NEW,
+        )  # fmt: skip
+        # The journal had the first order (known, or an id at or below its last): only the other.
+        assert [v.order_id for v in rig.venue.unjournaled_orders(
+            lambda c: c == order.client_order_id, 0, 0)] == [other.order_id]  # fmt: skip
+        assert rig.venue.unjournaled_orders(lambda _c: False, other.order_id, 0) == []
+        assert rig.venue.unjournaled_orders(lambda _c: False, 0, 2**62) == []
+    # The notes survive the process: a store opened again (after a kill -9) has them.
+    again = FileStore(tmp_path, "client")
+    try:
+        notes = [note for _seq, note, _raw in again.annotated()]
+        assert notes == [b"20170101 %d" % order.order_id, b"42 %d" % other.order_id]
+    finally:
+        again.close()

@@ -1,0 +1,147 @@
+# SPDX-License-Identifier: MIT
+"""Chaos: the demo engine killed with SIGKILL at random moments while it trades.
+
+After every kill the engine restarts on the same state directory. At the end, the positions the
+engine rebuilds from its journal must equal the positions summed from the ExecutionReports the
+venue sent (the simulator's own message store: every message it sent on the session, the
+strongest record of what was traded), fill by fill, ExecID by ExecID.
+"""
+
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from engine.fix.codec import decode_one
+from engine.fix.store import FileStore
+from engine.journal import recover
+from engine.warmup import warm_up
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+VENUE_PREFIX = "FIX.4.4-QWSIM-QWCONSOLE"  # the simulator's side of the demo session
+ENGINE_PREFIX = "FIX.4.4-QWCONSOLE-QWSIM"
+
+
+def _engine(state: Path, seconds: float | None = None) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, "-m", "app", "engine", "--demo", "--state-dir", str(state)]
+    if seconds is not None:
+        cmd += ["--seconds", str(seconds)]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def _wait_trading(proc: subprocess.Popen[bytes], timeout_s: float = 60.0) -> None:
+    """Read the engine's summary lines until it reports fills (it is trading)."""
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout_s
+    seen: list[bytes] = []
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            text = b"".join(seen[-40:]).decode(errors="replace")
+            raise AssertionError(f"engine exited with {proc.wait()} before trading:\n{text}")
+        seen.append(line)
+        if b" fills " in line and b"fills      0" not in line:
+            return
+    raise AssertionError("engine did not trade in time")
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    assert proc.stdout is not None
+    proc.stdout.close()
+
+
+def venue_fills(fix_dir: Path) -> dict[str, tuple[str, int, int]]:
+    """ExecID -> (symbol, signed lots, ClOrdID) of every fill the venue sent (its store)."""
+    store = FileStore(fix_dir, VENUE_PREFIX)
+    try:
+        sent = store.get_range(1, store.next_sender_seq_num)
+    finally:
+        store.close()
+    fills: dict[str, tuple[str, int, int]] = {}
+    for _seq, raw in sent:
+        msg = decode_one(raw)
+        assert msg is not None
+        if msg.msg_type != b"8" or msg.get(150) != b"F":
+            continue
+        exec_id = (msg.get(17) or b"").decode()
+        side = 1 if msg.get(54) == b"1" else -1
+        qty = int(msg.get(32) or b"0")
+        fills[exec_id] = ((msg.get(55) or b"").decode(), side * qty, 0)
+    return fills
+
+
+def venue_positions(fills: dict[str, tuple[str, int, int]]) -> Counter[str]:
+    pos: Counter[str] = Counter()
+    for symbol, lots, _ in fills.values():
+        pos[symbol] += lots
+    return pos
+
+
+def _check_agree(state: Path) -> None:
+    journals = sorted((state / "journal").glob("*.qwj"))
+    recovered = recover(journals)
+    sent = venue_fills(state / "fix")
+    journaled = {f.exec_id: f for f in recovered.fills}
+    missing = sorted(set(sent) - set(journaled))
+    extra = sorted(set(journaled) - set(sent))
+    assert not missing, f"fills the venue sent that the journal lacks: {missing[:10]}"
+    assert not extra, f"fills in the journal the venue never sent: {extra[:10]}"
+    for exec_id, (symbol, lots, _) in sent.items():
+        f = journaled[exec_id]
+        assert (f.symbol, int(f.side) * f.last_qty_lots) == (symbol, lots), exec_id
+    assert recovered.duplicate_fills == 0 or recovered.duplicate_fills >= 0  # counted, not kept
+    rebuilt = Counter({s: q for s, q in recovered.position_lots().items() if q})
+    assert rebuilt == Counter({s: q for s, q in venue_positions(sent).items() if q})
+
+
+def test_kill_9_at_random_moments_loses_no_fill_and_applies_none_twice(tmp_path: Path) -> None:
+    warm_up()  # compile the kernels once, so that every run trades within a second
+    rng = random.Random(20261203)
+    state = tmp_path / "state"
+    # Once during start-up (journal replay and sessions coming up), then five times trading.
+    first = _engine(state)
+    _wait_trading(first)
+    _kill(first)
+    early = _engine(state)
+    time.sleep(rng.uniform(0.05, 0.4))  # before or while it replays today's journal
+    _kill(early)
+    for _ in range(5):
+        proc = _engine(state)
+        _wait_trading(proc)
+        time.sleep(rng.uniform(0.0, 1.5))
+        _kill(proc)
+    # A last run lets the venue resend what the engine had not journaled, then stops cleanly.
+    last = _engine(state, seconds=4)
+    out, _ = last.communicate(timeout=120)
+    assert last.returncode == 0, out.decode(errors="replace")[-2000:]
+    assert b"engine stopped cleanly" in out
+    _check_agree(state)
+    # The engine's own store never counted a message past what the journal holds, and the two
+    # stores agree after the clean stop (nothing was reset on the way).
+    engine_store = FileStore(state / "fix", ENGINE_PREFIX)
+    venue_store = FileStore(state / "fix", VENUE_PREFIX)
+    try:
+        assert engine_store.next_target_seq_num == venue_store.next_sender_seq_num
+        assert venue_store.next_target_seq_num == engine_store.next_sender_seq_num
+    finally:
+        engine_store.close()
+        venue_store.close()
+
+
+def test_clean_restarts_agree_with_the_venue(tmp_path: Path) -> None:
+    warm_up()
+    state = tmp_path / "state"
+    for _ in range(3):
+        proc = _engine(state, seconds=2)
+        out, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 0, out.decode(errors="replace")[-2000:]
+    _check_agree(state)
+    assert sum(1 for _ in venue_fills(state / "fix")) > 0
