@@ -8,7 +8,6 @@ session-level acceptance suite runs against it.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import dataclasses
@@ -17,9 +16,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from engine.cli_parser import OneLineErrorParser
 from engine.clock import LiveClock
 from engine.fix.acceptance_app import AcceptanceApplication
 from engine.fix.application import Application
+from engine.fix.dictionary import DictionaryError
 from engine.fix.log import FileLog, NullLog, SessionLog
 from engine.fix.schedule import SessionSchedule
 from engine.fix.session import FixSession, SessionConfig
@@ -85,21 +86,36 @@ def build_session(
     return FixSession(config, store, application, log, clock, schedule)
 
 
+PROG = "qwconsole fix"
+
+
+def _error(text: str) -> int:
+    """Print a one-line error (the first line of ``text``, counting the rest); return 2."""
+    lines = text.splitlines() or [""]
+    more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+    print(f"{PROG}: error: {lines[0]}{more}", file=sys.stderr)
+    return 2
+
+
 async def _run_acceptor(cfg: Path, base: Path, host: str, port: int | None) -> int:
     try:
         settings = load_settings(cfg)
     except SettingsError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return _error(str(e))
     app = AcceptanceApplication()
     acceptors = [s for s in settings.sessions if not s.is_initiator]
     if not acceptors:
-        print(f"error: {cfg}: no acceptor sessions", file=sys.stderr)
-        return 2
-    sessions = [build_session(s, app, base) for s in acceptors]
+        return _error(f"{cfg}: no acceptor sessions")
+    try:
+        sessions = [build_session(s, app, base) for s in acceptors]
+    except DictionaryError as e:  # names the dictionary file, line and reason
+        return _error(str(e))
     listen_port = port if port is not None else (acceptors[0].socket_accept_port or 0)
     acceptor = SocketAcceptor(sessions, host=host, port=listen_port)
-    await acceptor.start()
+    try:
+        await acceptor.start()
+    except OSError as e:
+        return _error(f"cannot listen on {host}:{listen_port}: {e.strerror or e}")
     print(f"listening on {host}:{acceptor.port}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -115,7 +131,7 @@ async def _run_acceptor(cfg: Path, base: Path, host: str, port: int | None) -> i
 
 def main(argv: list[str] | None = None) -> int:
     """Run the FIX command line; return the exit status."""
-    parser = argparse.ArgumentParser(prog="qwconsole fix", description=__doc__.split("\n")[0])
+    parser = OneLineErrorParser(prog=PROG, description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     acc = sub.add_parser("acceptor", help="run the acceptance-test acceptor")
     acc.add_argument("--cfg", required=True, type=Path, help="QuickFIX-style settings file")

@@ -42,6 +42,7 @@ AcceptorTemplate, DynamicSessions). ``docs/fix-settings.md`` lists them with typ
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import re
 import zoneinfo
 from collections.abc import Callable, Iterator, Mapping
@@ -982,9 +983,9 @@ class SettingsFile:
 
     def _build(self) -> None:
         self.warnings = []
-        default, sessions = self._raw = self._scan()
-        self.default = {v.key: v.value for v in default.values()}
         errors: list[SettingsProblem] = []
+        default, sessions = self._raw = self._scan(errors)
+        self.default = {v.key: v.value for v in default.values()}
         built: list[SessionSettings] = []
         seen: dict[SessionID, int] = {}
         for line_no, own in sessions:
@@ -1005,7 +1006,9 @@ class SettingsFile:
             raise SettingsError(errors, self.warnings)
         self.sessions = built
 
-    def _scan(self) -> tuple[dict[str, _Value], list[tuple[int, dict[str, _Value]]]]:
+    def _scan(
+        self, errors: list[SettingsProblem]
+    ) -> tuple[dict[str, _Value], list[tuple[int, dict[str, _Value]]]]:
         default: dict[str, _Value] = {}
         sessions: list[tuple[int, dict[str, _Value]]] = []
         current: dict[str, _Value] | None = None
@@ -1030,17 +1033,29 @@ class SettingsFile:
                 if up in current:
                     self._warn(i, line.name, f"repeated key (line {current[up].line} ignored)")
                 current[up] = _Value(line.name, line.value, i)
-                self._check_known(i, line.name)
+                self._check_known(i, line.name, errors)
             elif line.kind == "other":
-                self._warn(i, "", "line is neither a comment, a section nor key=value; ignored")
+                # QuickFIX skips such a line; the key it meant to set then goes missing and
+                # the error would name the section instead of this line.
+                text = line.text.strip()
+                shown = text if len(text) <= 40 else text[:37] + "..."
+                why = f"{shown!r} is not key=value, a [section] or a # comment (no '=')"
+                errors.append(SettingsProblem(self.source, i, "", why))
         return default, sessions
 
     def _warn(self, line: int, key: str, reason: str) -> None:
         self.warnings.append(SettingsProblem(self.source, line, key, reason))
 
-    def _check_known(self, line: int, key: str) -> None:
+    def _check_known(self, line: int, key: str, errors: list[SettingsProblem]) -> None:
         up = key.upper()
         if up in KEYS or _FAILOVER_RE.match(up) or _APPDD_RE.match(up):
+            return
+        near = difflib.get_close_matches(up, KEYS, n=1, cutoff=0.8)
+        if near:  # a misspelt key would silently leave the setting at its default
+            known = KEYS[near[0]].name
+            errors.append(
+                SettingsProblem(self.source, line, key, f"unknown key; did you mean {known}?")
+            )
             return
         self._warn(line, key, "unknown key (kept, not used by the engine)")
 

@@ -40,6 +40,11 @@ class ProtocolError(ValueError):
     """A frame broke the protocol; the message says which rule."""
 
 
+#: Why a frame nested deeper than the decoder recurses is refused (msgspec raises
+#: ``RecursionError`` at about 1,000 levels; no message of the protocol nests past 6).
+TOO_DEEP = "nested too deeply (arrays or maps inside each other past the recursion limit)"
+
+
 # ----------------------------------------------------------------------------- console -> engine
 
 
@@ -182,6 +187,8 @@ def decode_client(frame: bytes) -> ClientMessage:
         return _client_decoder.decode(frame)
     except msgspec.DecodeError as e:
         raise ProtocolError(f"malformed frame: {e}") from None
+    except RecursionError:
+        raise ProtocolError(f"malformed frame: {TOO_DEEP}") from None
 
 
 def decode_server(frame: bytes) -> ServerMessage:
@@ -190,6 +197,8 @@ def decode_server(frame: bytes) -> ServerMessage:
         return _server_decoder.decode(frame)
     except msgspec.DecodeError as e:
         raise ProtocolError(f"malformed frame: {e}") from None
+    except RecursionError:
+        raise ProtocolError(f"malformed frame: {TOO_DEEP}") from None
 
 
 def _subclasses(base: type) -> dict[str, type]:
@@ -233,6 +242,8 @@ class _Registry:
             return dec.decode(body)
         except msgspec.DecodeError as e:
             raise ProtocolError(f"{kind}: {e}") from None
+        except RecursionError:
+            raise ProtocolError(f"{kind}: {TOO_DEEP}") from None
 
     def names(self) -> list[str]:
         self._types = _subclasses(self._base)
@@ -254,6 +265,8 @@ def decode_record(raw: bytes | msgspec.Raw) -> EventRecord:
         seq, kind, body = _record_decoder.decode(raw)
     except msgspec.DecodeError as e:
         raise ProtocolError(f"malformed event record: {e}") from None
+    except RecursionError:
+        raise ProtocolError(f"malformed event record: {TOO_DEEP}") from None
     return EventRecord(seq, EVENTS.decode(kind, body))
 
 
@@ -268,6 +281,8 @@ def decode_event(raw: bytes | msgspec.Raw) -> Event:
         kind, body = _kind_decoder.decode(raw)
     except msgspec.DecodeError as e:
         raise ProtocolError(f"malformed event: {e}") from None
+    except RecursionError:
+        raise ProtocolError(f"malformed event: {TOO_DEEP}") from None
     event: Event = EVENTS.decode(kind, body)
     return event
 
