@@ -79,18 +79,16 @@ def test_roles(role: str, kind: str, allowed: bool) -> None:
     assert may_send(role, kind) is allowed
 
 
-def test_throttle_doubles_delays_then_locks_out(test_clock: TestClock) -> None:
-    t = LoginThrottle(test_clock, base_s=0.25, max_delay_s=2.0, window_s=60, lockout_after=6)
+def test_throttle_doubles_delays_per_address_and_never_locks_out(test_clock: TestClock) -> None:
+    t = LoginThrottle(test_clock, base_s=0.25, max_delay_s=2.0, window_s=60, busy_after=6,
+                      busy_delay_s=0.5)  # fmt: skip
     assert [t.fail("10.0.0.1") for _ in range(5)] == [0.25, 0.5, 1.0, 2.0, 2.0]
-    assert not t.locked("10.0.0.1")
+    assert t.pause("10.0.0.1") == 0.0
     t.fail("10.0.0.1")
-    assert t.locked("10.0.0.1")
-    assert not t.locked("10.0.0.2")  # per address
+    assert t.pause("10.0.0.1") == 0.5  # busy: a short wait for every login, then the check
+    assert t.pause("10.0.0.2") == 0.0  # per address
     test_clock.advance(61 * 10**9)
-    assert not t.locked("10.0.0.1")  # the window passed
-    t.fail("10.0.0.3")
-    t.succeed("10.0.0.3")
-    assert t.fail("10.0.0.3") == 0.25
+    assert (t.failures("10.0.0.1"), t.pause("10.0.0.1")) == (0, 0.0)  # the window passed
 
 
 def test_pins_trust_on_first_use_then_insist(tmp_path: Path) -> None:
