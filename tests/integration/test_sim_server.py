@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -205,6 +206,9 @@ async def test_client_trades_against_the_sim_and_rejects_say_why(tmp_path: Path)
             rej = await app.next(b"8")
             assert (rej.get(11), rej.get(150), rej.get(39)) == (b"o2", b"8", b"8")
             assert rej.get(58) == b"price 6000.10 is not a multiple of the tick size 0.25 of ESZ6"
+            session.send(new_order("o2q", "ESZ6", "1", "1.5", "6000.25"))
+            rej = await app.next(b"8")
+            assert rej.get(58) == b"quantity 1.5 is not a multiple of the lot size 1 of ESZ6"
             session.send(new_order("o3", "IBM", "1", "1", "100"))
             rej = await app.next(b"8")
             assert rej.get(58) == b"unknown symbol 'IBM' (listed here: ESZ6, NQZ6, CLF7)"
@@ -347,3 +351,89 @@ def test_shipped_example_cfg_serves_quickfix_example_clients(tmp_path: Path) -> 
     # Relative FileStorePath/FileLogPath are taken from the working directory (as QuickFIX).
     assert (tmp_path / "sim-store").is_dir()
     assert (tmp_path / "sim-log").is_dir()
+
+
+ENGINE_SESSIONS_CFG = """\
+[DEFAULT]
+ConnectionType=initiator
+NonStopSession=Y
+HeartBtInt=5
+ReconnectInterval=1
+SocketConnectHost=127.0.0.1
+SocketConnectPort={port}
+
+[SESSION]
+BeginString=FIX.4.4
+SenderCompID=CLIENT1
+TargetCompID=EXECUTOR
+"""
+
+ENGINE_TOML = """\
+[engine]
+id = "against-sim"
+
+[files]
+journal_dir = "journal"
+logs_dir = "logs"
+
+[sessions]
+file = "sessions.cfg"
+
+[[instruments]]
+symbol = "ESZ6"
+tick_size = "0.25"
+multiplier = "50"
+session = "FIX.4.4:CLIENT1->EXECUTOR"
+
+[[strategies]]
+id = 7
+class = "MarketMaker"
+symbols = ["ESZ6"]
+[strategies.parameters]
+qty_lots = 1
+half_spread_ticks = 1
+"""
+
+
+def test_headless_engine_trades_against_a_separate_sim_process(tmp_path: Path) -> None:
+    """``qwconsole engine --config`` with a sessions .cfg pointing at ``qwconsole sim``."""
+    sim_dir = tmp_path / "sim"
+    sim_dir.mkdir()
+    sim = subprocess.Popen(
+        [str(QWCONSOLE), "sim", "--cfg", str(write_cfg(sim_dir)), "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    engine = None
+    try:
+        assert sim.stdout is not None
+        m = LISTENING.match(sim.stdout.readline().rstrip("\n"))
+        assert m is not None, "the simulator did not start"
+        (tmp_path / "sessions.cfg").write_text(ENGINE_SESSIONS_CFG.format(port=m.group(1)))
+        (tmp_path / "engine.toml").write_text(ENGINE_TOML)
+        engine = subprocess.Popen(
+            [str(QWCONSOLE), "engine", "--config", str(tmp_path / "engine.toml"),
+             "--interval", "0.5"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert engine.stdout is not None
+        fills = 0
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not fills:
+            line = engine.stdout.readline()
+            if not line:
+                break
+            found = re.search(r"fills\s+(\d+)", line)
+            fills = int(found.group(1)) if found else 0
+        assert fills > 0, engine.stderr.read() if engine.poll() is not None else "no fills"
+        engine.send_signal(signal.SIGTERM)
+        out, err = engine.communicate(timeout=30)
+        assert engine.returncode == 0, err
+        assert "engine stopped cleanly" in out
+    finally:
+        for p in (engine, sim):
+            if p is not None and p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                p.communicate(timeout=30)
+    assert sim.returncode == 0
+    events = b"".join(p.read_bytes() for p in (sim_dir / "sim-log").glob("*.event.log"))
+    assert b"Received logon request" in events
