@@ -85,7 +85,20 @@ def venue_positions(fills: dict[str, tuple[str, int, int]]) -> Counter[str]:
     return pos
 
 
+def _reconcile(state: Path) -> str:
+    """Run ``qwconsole reconcile`` on ``state``; it must find no difference (exit 0)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "reconcile", str(state)],
+        capture_output=True, timeout=120, check=False,
+    )  # fmt: skip
+    out = done.stdout.decode(errors="replace")
+    assert done.returncode == 0, out + done.stderr.decode(errors="replace")
+    assert "Reconciled" in out
+    return out
+
+
 def _check_agree(state: Path) -> None:
+    _reconcile(state)
     journals = sorted((state / "journal").glob("*.qwj"))
     recovered = recover(journals)
     sent = venue_fills(state / "fix")
@@ -97,7 +110,6 @@ def _check_agree(state: Path) -> None:
     for exec_id, (symbol, lots, _) in sent.items():
         f = journaled[exec_id]
         assert (f.symbol, int(f.side) * f.last_qty_lots) == (symbol, lots), exec_id
-    assert recovered.duplicate_fills == 0 or recovered.duplicate_fills >= 0  # counted, not kept
     rebuilt = Counter({s: q for s, q in recovered.position_lots().items() if q})
     assert rebuilt == Counter({s: q for s, q in venue_positions(sent).items() if q})
 
@@ -145,3 +157,148 @@ def test_clean_restarts_agree_with_the_venue(tmp_path: Path) -> None:
         assert proc.returncode == 0, out.decode(errors="replace")[-2000:]
     _check_agree(state)
     assert sum(1 for _ in venue_fills(state / "fix")) > 0
+
+
+# ------------------------------------------------------- against a separate simulator process
+
+SIM_CFG = """\
+[DEFAULT]
+ConnectionType=acceptor
+SocketAcceptHost=127.0.0.1
+SocketAcceptPort=0
+StartTime=00:00:00
+EndTime=00:00:00
+FileStorePath={store}
+ResetOnLogon=N
+HeartBtInt=5
+
+[SESSION]
+BeginString=FIX.4.4
+SenderCompID=EXECUTOR
+TargetCompID=QWENGINE
+"""
+
+# No FileStorePath: the engine keeps the store in its state directory ([files] store_dir).
+ENGINE_CFG = """\
+[DEFAULT]
+ConnectionType=initiator
+SocketConnectHost=127.0.0.1
+SocketConnectPort={port}
+StartTime=00:00:00
+EndTime=00:00:00
+HeartBtInt=5
+ReconnectInterval=1
+ResetOnLogon=N
+
+[SESSION]
+BeginString=FIX.4.4
+SenderCompID=QWENGINE
+TargetCompID=EXECUTOR
+"""
+
+SESSION = "FIX.4.4:QWENGINE->EXECUTOR"
+
+ENGINE_TOML = f"""\
+[engine]
+id = "chaos"
+
+[files]
+journal_dir = "journal"
+logs_dir = "logs"
+
+[sessions]
+file = "sessions.cfg"
+
+[[instruments]]
+symbol = "ESZ6"
+tick_size = "0.25"
+multiplier = "50"
+session = "{SESSION}"
+
+[[instruments]]
+symbol = "CLF7"
+tick_size = "0.01"
+multiplier = "1000"
+session = "{SESSION}"
+
+[[strategies]]
+id = 20170101
+class = "engine.strategy.examples:MarketMaker"
+symbols = ["ESZ6", "CLF7"]
+autostart = true
+[strategies.parameters]
+qty_lots = 1
+half_spread_ticks = 1
+max_position_lots = 10
+"""
+
+
+def _start_sim(tmp: Path) -> tuple[subprocess.Popen[bytes], int]:
+    cfg = tmp / "sim.cfg"
+    cfg.write_text(SIM_CFG.format(store=tmp / "sim-store"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", "sim", "--cfg", str(cfg), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline().decode()
+    assert line.startswith("sim: listening on 127.0.0.1:"), line + proc.stderr.read().decode()
+    return proc, int(line.split(":")[2].split()[0])
+
+
+def _config_engine(state: Path, seconds: float | None = None) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, "-m", "app", "engine", "--config", str(state / "engine.toml")]
+    if seconds is not None:
+        cmd += ["--seconds", str(seconds)]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def test_kill_9_against_a_separate_venue_process(tmp_path: Path) -> None:
+    warm_up()
+    rng = random.Random(3)
+    sim, port = _start_sim(tmp_path)
+    state = tmp_path / "engine"
+    state.mkdir()
+    (state / "sessions.cfg").write_text(ENGINE_CFG.format(port=port))
+    (state / "engine.toml").write_text(ENGINE_TOML)
+    try:
+        for _ in range(5):
+            proc = _config_engine(state)
+            _wait_trading(proc)
+            time.sleep(rng.uniform(0.0, 1.5))
+            _kill(proc)
+        last = _config_engine(state, seconds=4)
+        out, _ = last.communicate(timeout=120)
+        assert last.returncode == 0, out.decode(errors="replace")[-2000:]
+    finally:
+        sim.send_signal(signal.SIGTERM)
+        sim.communicate(timeout=30)
+    assert sim.returncode == 0
+    # One store rule: the .cfg set no FileStorePath, the engine kept it in fix-store.
+    engine_store = FileStore(state / "fix-store", "FIX.4.4-QWENGINE-EXECUTOR")
+    venue_store = FileStore(tmp_path / "sim-store", "FIX.4.4-EXECUTOR-QWENGINE")
+    try:
+        assert engine_store.next_sender_seq_num > 50  # never reset to 1 on the way
+        assert engine_store.next_sender_seq_num == venue_store.next_target_seq_num
+        assert engine_store.next_target_seq_num == venue_store.next_sender_seq_num
+        sent: dict[str, tuple[str, int]] = {}
+        for _seq, raw in venue_store.get_range(1, venue_store.next_sender_seq_num):
+            msg = decode_one(raw)
+            assert msg is not None
+            if msg.msg_type == b"8" and msg.get(150) == b"F":
+                side = 1 if msg.get(54) == b"1" else -1
+                sent[(msg.get(17) or b"").decode()] = (
+                    (msg.get(55) or b"").decode(),
+                    side * int(msg.get(32) or b"0"),
+                )
+    finally:
+        engine_store.close()
+        venue_store.close()
+    recovered = recover(sorted((state / "journal").glob("*.qwj")))
+    journaled = {f.exec_id: (f.symbol, int(f.side) * f.last_qty_lots) for f in recovered.fills}
+    assert sent, "the venue sent no fills"
+    assert journaled == sent
+    logs = (state / "logs" / "engine.log").read_text()
+    assert "MsgSeqNum too low" not in logs
+    _reconcile(state)
