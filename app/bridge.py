@@ -65,6 +65,7 @@ class EngineBridge(QObject):
         self._last_flush = 0.0
         self._last_seq = 0
         self._state = client.state
+        self._connected = client.state is ClientState.CONNECTED
         #: Events drained while the engine's state is re-read after a gap (delivered after it).
         self._held: list[EventRecord] | None = None
         #: Re-reads of the state after lost events.
@@ -186,8 +187,13 @@ class EngineBridge(QObject):
         if state is not self._state:
             self._state = state
             self.client_state_changed.emit(state)
+            if state is ClientState.CONNECTED:
+                self._connected = True
             if state is ClientState.DISCONNECTED and self._client.last_error:
-                log.error("engine %s: %s", self._client.name, self._client.last_error)
+                # A start that failed is reported (and logged) by whoever started it: here it
+                # goes to the log file only, not a second time to the terminal.
+                level = logging.ERROR if self._connected else logging.WARNING
+                log.log(level, "engine %s: %s", self._client.name, self._client.last_error)
 
 
 class GcPacer(QObject):

@@ -165,9 +165,8 @@ class ConsoleRun:
         headless_run = opts.smoke is not None or opts.screenshot is not None
         # One client for every engine: remote engines attach to it later (Engine menu). The
         # embedded engine starts once the window is on screen (below), on its own threads.
-        controller = Controller(
-            MultiEngineClient([EmbeddedEngineClient(configure=_configure_demo, warm_up=_warm_up)])
-        )
+        self.embedded = EmbeddedEngineClient(configure=_configure_demo, warm_up=_warm_up)
+        controller = Controller(MultiEngineClient([self.embedded]))
         window = MainWindow(controller, AppSettings(read_only=headless_run))
         self.window, self.controller = window, controller
         if opts.theme:
@@ -226,7 +225,7 @@ class ConsoleRun:
 
     def _engine_failed(self, reason: str) -> None:
         _say(f"error: {reason}", error=True)
-        self.code = 1
+        self.code = 2 if self.embedded.bad_input else 1  # 2: a bad file, named in the reason
         if self.opts.smoke is not None or self.opts.screenshot is not None:
             self.window.close()
             return

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 
+from engine.bad_input import bad_file_errors, one_line
 from engine.client import ClientState, EngineStartError, EventInbox
 from engine.clock import Clock, LiveClock
 from engine.commands import Command, CommandError, CommandResult
@@ -74,6 +75,9 @@ class EmbeddedEngineClient:
         self._closing = False
         self._ran = False  # the engine reached RUNNING
         self._settled = threading.Event()  # ... or the thread ended
+        #: The set-up stopped at a bad file (a damaged journal, a broken dictionary): the
+        #: error names it, and a command-line start exits with status 2.
+        self.bad_input = False
 
     # ------------------------------------------------------------------ EngineClient
     @property
@@ -242,6 +246,11 @@ class EmbeddedEngineClient:
         except StartCancelled as e:
             log.info("the embedded engine was stopped while it was set up (%s)", e)
             engine.abandon("stopped while starting", failed=False)
+            return False
+        except bad_file_errors() as e:  # the file and the reason; no traceback
+            self._error, self.bad_input = one_line(e), True
+            log.warning("the embedded engine could not be set up: %s", self._error)
+            engine.abandon(self._error, failed=True)
             return False
         except Exception as e:
             self._error = f"{type(e).__name__}: {e}"

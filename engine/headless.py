@@ -25,6 +25,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TextIO
 
+from engine.bad_input import bad_file_errors, one_line
 from engine.cli_parser import OneLineErrorParser
 from engine.clock import LiveClock
 from engine.config import ConfigError, EngineConfig, load_config
@@ -126,7 +127,7 @@ async def run_demo(
             build_demo(engine)
         else:
             build_demo(engine, journal_dir=state_dir / "journal", store_dir=state_dir / "fix")
-    except _bad_file_errors() as e:
+    except bad_file_errors() as e:  # a bad file the engine reads at start: one line, exit 2
         raise BuildError(one_line(e)) from e
     await _run_until_stopped(engine, seconds, interval_s, out)
     out.write("\nengine stopped cleanly\n")
@@ -142,28 +143,6 @@ BUILTIN_STRATEGIES = "engine.strategy.examples"
 
 class BuildError(ValueError):
     """The configuration is valid TOML but cannot be built (a class, a session, a file)."""
-
-
-def _bad_file_errors() -> tuple[type[Exception], ...]:
-    """Return what a bad file the engine reads at start raises (each names the file and why).
-
-    A FIX dictionary or ``.cfg`` with errors, a damaged journal, an unreadable certificate or
-    token store: the engine stops with one line, never a traceback (issue 16).
-    """
-    from engine.fix.dictionary import DictionaryError
-    from engine.fix.settings import SettingsError
-    from engine.journal import JournalError
-    from engine.remote.tls import TlsError
-    from engine.remote.tokens import TokenError
-
-    return (DictionaryError, SettingsError, JournalError, TlsError, TokenError)
-
-
-def one_line(error: BaseException) -> str:
-    """Return ``error``'s first line, saying how many more there are."""
-    lines = str(error).splitlines() or [type(error).__name__]
-    more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
-    return lines[0] + more
 
 
 def load_strategy_class(path: str) -> type[Strategy]:
@@ -333,7 +312,7 @@ async def run_config(cfg: EngineConfig, seconds: float | None, interval_s: float
             cert, key = cfg.resolve(rem.tls_cert), cfg.resolve(rem.tls_key)
             ssl_ctx = server_context(cert, key) if cert is not None and key is not None else None
             tokens = TokenStore(store)
-    except _bad_file_errors() as e:
+    except bad_file_errors() as e:
         raise BuildError(one_line(e)) from e
     if rem.enabled:
         logs = cfg.resolve(cfg.files.logs_dir)
