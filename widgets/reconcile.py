@@ -133,11 +133,11 @@ def _count(c: CountLike | None) -> str:
 
 
 def badge_text(report: ReportLike) -> str:
-    """Return the badge's text for a report: ``Reconciled ✓`` or ``3 differences``."""
+    """Return the badge's text for a report: ``Reconciled ✓`` or ``Reconcile: 3 differences``."""
     if report.ok:
         return "Reconciled ✓"
     n = report.difference_count
-    return f"{n} difference{'s' if n != 1 else ''}"
+    return f"Reconcile: {n} difference{'s' if n != 1 else ''}"
 
 
 def _set_state(label: QLabel, state: str) -> None:
@@ -202,6 +202,7 @@ def _table(columns: Sequence[str]) -> QTableWidget:
     table.setAlternatingRowColors(True)
     table.verticalHeader().setVisible(False)
     table.setWordWrap(False)
+    table.setFocusPolicy(Qt.FocusPolicy.ClickFocus)  # the dialog opens with focus on its buttons
     table.horizontalHeader().setStretchLastSection(True)
     table.horizontalHeader().setDefaultAlignment(Qt.AlignmentFlag.AlignLeft)
     return table
@@ -223,7 +224,7 @@ def _fill_table(table: QTableWidget, rows: Sequence[tuple[Sequence[str], bool]])
     header = table.horizontalHeader()
     for c in range(table.columnCount() - 1):
         header.setSectionResizeMode(c, QHeaderView.ResizeMode.Interactive)
-    table.setCurrentItem(None)
+    table.selectionModel().clearCurrentIndex()
     # As tall as its rows (up to MAX_VISIBLE_ROWS; it scrolls beyond), so no empty band.
     shown = max(1, min(len(rows), MAX_VISIBLE_ROWS))
     height = header.height() + 2 * table.frameWidth()

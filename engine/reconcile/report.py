@@ -41,7 +41,9 @@ from engine.reconcile.sources import (
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX: a running engine is not detected
-    fcntl = None  # type: ignore[assignment]
+    _FLOCK = False
+else:
+    _FLOCK = True
 
 #: The three sources, in the table's order.
 SOURCES: tuple[str, str, str] = ("journal", "recovery", "venue")
@@ -171,7 +173,7 @@ def _select_journals(state_dir: Path, day: str | None) -> tuple[str, list[Path]]
 
 def journal_is_open(path: Path) -> bool:
     """Return whether a writer (a running engine) holds ``path`` open."""
-    if fcntl is None:
+    if not _FLOCK:
         return False
     try:
         fd = os.open(path, os.O_RDONLY)

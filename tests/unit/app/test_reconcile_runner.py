@@ -51,7 +51,7 @@ def test_check_runs_on_a_worker_thread_and_updates_badge_and_dialog(
     report = blocker.args[0]
     assert isinstance(report, ReconcileReport)
     assert not runner.running
-    assert runner.badge.text() == "1 difference"
+    assert runner.badge.text() == "Reconcile: 1 difference"
 
     dialog = runner.open_dialog()
     assert dialog.isVisible()
@@ -89,7 +89,7 @@ def test_check_runs_once_after_the_engine_first_runs(
     runner.on_events([running])  # a second RUNNING (a reconnect) does not schedule another
     qtbot.wait(100)  # type: ignore[attr-defined]
     assert not runner.running
-    assert runner.badge.text() == "1 difference"
+    assert runner.badge.text() == "Reconcile: 1 difference"
 
 
 def test_main_window_has_the_badge_and_engine_reconcile_action(
@@ -116,6 +116,6 @@ def test_main_window_has_the_badge_and_engine_reconcile_action(
         assert dialog is not None
         assert dialog.isVisible()
         assert dialog.verdict.text().startswith("1 difference on 2026-12-03")
-        assert win.reconcile_badge.text() == "1 difference"
+        assert win.reconcile_badge.text() == "Reconcile: 1 difference"
     finally:
         win.shutdown()

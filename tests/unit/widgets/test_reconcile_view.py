@@ -155,7 +155,7 @@ def test_badge_says_reconciled_or_how_many_differences_and_clicks(
     assert badge.property("state") == "ok"
 
     badge.set_report(report_with_differences(tmp_path / "b"))
-    assert badge.text() == "2 differences"
+    assert badge.text() == "Reconcile: 2 differences"
     assert badge.property("state") == "bad"
     assert badge.toolTip().startswith("2 differences on 2026-12-03")
 
