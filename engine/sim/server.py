@@ -289,6 +289,12 @@ async def _serve(
         _error(str(e))
         return 2
     sessions = [s for group in groups for s in group]
+    for listener in listeners:
+        for s in listener.settings:
+            if not s.file_store_path and not s.reset_on_logon:
+                _say(f"warning: {cfg}:{s.section_line}: session {s.session_id} has no "
+                     "FileStorePath: its sequence numbers start at 1 again on every run "
+                     "(set FileStorePath, or ResetOnLogon=Y)", sys.stderr)  # fmt: skip
     # Books seeded (and the matching kernels loaded) before the first client can log on.
     pump = SimPump(exchange, app.dispatch, app.publish_market_data)
     pump.start(engine)

@@ -18,11 +18,13 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -424,7 +426,7 @@ def test_headless_engine_trades_against_a_separate_sim_process(tmp_path: Path) -
                 break
             found = re.search(r"fills\s+(\d+)", line)
             fills = int(found.group(1)) if found else 0
-        assert fills > 0, engine.stderr.read() if engine.poll() is not None else "no fills"
+        assert fills > 0, "no fills" if engine.poll() is None else engine.communicate()[1]
         engine.send_signal(signal.SIGTERM)
         out, err = engine.communicate(timeout=30)
         assert engine.returncode == 0, err
@@ -437,3 +439,147 @@ def test_headless_engine_trades_against_a_separate_sim_process(tmp_path: Path) -
     assert sim.returncode == 0
     events = b"".join(p.read_bytes() for p in (sim_dir / "sim-log").glob("*.event.log"))
     assert b"Received logon request" in events
+
+
+QUICKFIX_CLIENT_CFG = """\
+[DEFAULT]
+ConnectionType=initiator
+HeartBtInt=30
+ReconnectInterval=1
+FileStorePath={tmp}/qf-store
+FileLogPath={tmp}/qf-log
+StartTime=00:00:00
+EndTime=00:00:00
+UseDataDictionary=Y
+SocketConnectHost=127.0.0.1
+SocketConnectPort={port}
+
+[SESSION]
+BeginString=FIX.4.2
+SenderCompID=CLIENT1
+TargetCompID=EXECUTOR
+DataDictionary={spec}/FIX42.xml
+
+[SESSION]
+BeginString=FIX.4.4
+SenderCompID=CLIENT1
+TargetCompID=EXECUTOR
+DataDictionary={spec}/FIX44.xml
+"""
+
+
+class QuickFixRecorder:
+    """What a QuickFIX application saw (its callbacks run on QuickFIX's threads)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.logged_on: list[str] = []
+        self.reports: list[dict[int, str]] = []
+        self.rejects: list[str] = []
+
+    def wait_for(self, check: Callable[[], bool], within: float = 20.0) -> bool:
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            with self.lock:
+                if check():
+                    return True
+            time.sleep(0.05)
+        return False
+
+
+def quickfix_application(fix: Any, seen: QuickFixRecorder) -> Any:
+    """Return a ``quickfix.Application`` recording into ``seen`` (QuickFIX's method names)."""
+
+    class Recorder(fix.Application):  # type: ignore[misc]
+        def onCreate(self, session_id: Any) -> None:
+            pass
+
+        def onLogon(self, session_id: Any) -> None:
+            with seen.lock:
+                seen.logged_on.append(str(session_id))
+
+        def onLogout(self, session_id: Any) -> None:
+            pass
+
+        def toAdmin(self, message: Any, session_id: Any) -> None:
+            pass
+
+        def fromAdmin(self, message: Any, session_id: Any) -> None:
+            if message.getHeader().getField(35) == "3":
+                with seen.lock:
+                    seen.rejects.append(message.toString())
+
+        def toApp(self, message: Any, session_id: Any) -> None:
+            pass
+
+        def fromApp(self, message: Any, session_id: Any) -> None:
+            tags = (11, 14, 31, 32, 39, 58, 150)
+            fields = {t: message.getField(t) for t in tags if message.isSetField(t)}
+            fields[8] = message.getHeader().getField(8)
+            with seen.lock:
+                seen.reports.append(fields)
+
+    return Recorder()
+
+
+def quickfix_order(fix: Any, begin: str, clordid: str, ord_type: str, price: str | None) -> Any:
+    msg = fix.Message()
+    header = msg.getHeader()
+    for tag, value in ((8, begin), (35, "D"), (49, "CLIENT1"), (56, "EXECUTOR")):
+        header.setField(tag, value)
+    for tag, value in ((11, clordid), (21, "1"), (38, "1"), (40, ord_type), (54, "1"),
+                       (55, "ESZ6"), (59, "0"), (60, now_text())):  # fmt: skip
+        msg.setField(tag, value)
+    if price is not None:
+        msg.setField(44, price)
+    return msg
+
+
+def test_quickfix_initiator_trades_against_the_shipped_cfg(tmp_path: Path) -> None:
+    """QuickFIX (its Python binding) as tradeclient, validating with the dictionaries."""
+    fix = pytest.importorskip("quickfix")
+    root = Path(__file__).resolve().parents[2]
+    sim = subprocess.Popen(
+        [str(QWCONSOLE), "sim", "--cfg", str(root / "resources/sim/sim.cfg"), "--port", "0"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    initiator = None
+    seen = QuickFixRecorder()
+    try:
+        assert sim.stdout is not None
+        m = LISTENING.match(sim.stdout.readline().rstrip("\n"))
+        assert m is not None, "the simulator did not start"
+        cfg = tmp_path / "tradeclient.cfg"
+        cfg.write_text(QUICKFIX_CLIENT_CFG.format(tmp=tmp_path, port=m.group(1),
+                                                  spec=root / "resources/fix"))  # fmt: skip
+        settings = fix.SessionSettings(str(cfg))
+        initiator = fix.SocketInitiator(quickfix_application(fix, seen),
+                                        fix.FileStoreFactory(settings), settings,
+                                        fix.FileLogFactory(settings))  # fmt: skip
+        initiator.start()
+        assert seen.wait_for(lambda: len(seen.logged_on) == 2), seen.logged_on
+        for begin in ("FIX.4.2", "FIX.4.4"):
+            v = begin[-1]
+            assert fix.Session.sendToTarget(quickfix_order(fix, begin, f"m{v}", "1", None))
+            assert fix.Session.sendToTarget(quickfix_order(fix, begin, f"b{v}", "2", "6000.10"))
+        # Each market order is acked and filled; each off-grid limit rejected with the reason.
+        assert seen.wait_for(
+            lambda: (
+                sum(r.get(39) == "2" for r in seen.reports) == 2
+                and sum(r.get(150) == "8" for r in seen.reports) == 2
+            )
+        ), seen.reports
+    finally:
+        if initiator is not None:
+            initiator.stop()
+        sim.send_signal(signal.SIGTERM)
+        sim.communicate(timeout=30)
+    assert sim.returncode == 0
+    assert seen.rejects == []  # QuickFIX found nothing wrong with any report
+    for begin in ("FIX.4.2", "FIX.4.4"):
+        v = begin[-1]
+        mine = [r for r in seen.reports if r[8] == begin]
+        fills = [r for r in mine if r.get(11) == f"m{v}" and r.get(32)]
+        assert sum(Decimal(r[32]) for r in fills) == 1
+        (rejected,) = [r for r in mine if r.get(11) == f"b{v}"]
+        assert rejected[58] == "price 6000.10 is not a multiple of the tick size 0.25 of ESZ6"
