@@ -5,6 +5,10 @@ The engine's stream carries ``Alert`` events and state changes worth a line (ses
 kill switch, strategies, refused or rejected orders); :func:`log_entries` turns a batch into
 :class:`LogEntry` rows. The console adds its own lines (a refused command) with
 :meth:`LogView.add_local`.
+
+The engine folds repeated alerts of one cause into one aggregate (``Alert.aggregate``,
+``count``): its updates replace the aggregate's line, which moves to the top and shows "×N",
+and it counts as one unread alert however often it repeats.
 """
 
 import itertools
@@ -63,11 +67,26 @@ LOG_CAPACITY = 50_000
 class LogEntry:
     """One line of the log: when, how bad, from where, what."""
 
-    key: int  # engine sequence number, or negative for the console's own lines
+    key: int  # engine sequence number (of an alert aggregate's first), negative: console's own
     ts_ns: int
     level: int
     source: str
     text: str
+    count: int = 1  # occurrences of an aggregated alert
+    ts_first: int = 0  # first occurrence of an aggregated alert (0: ts_ns)
+
+    @property
+    def shown(self) -> str:
+        """Return the message as the table shows it ("×N" first for a repeated alert)."""
+        return f"×{self.count:,}  {self.text}" if self.count > 1 else self.text
+
+    @property
+    def tip(self) -> str:
+        """Return the message's tooltip (with the span of a repeated alert)."""
+        if self.count <= 1:
+            return self.text
+        span = f"{fmt_time(self.ts_first or self.ts_ns)} – {fmt_time(self.ts_ns)} UTC"
+        return f"{self.count:,} times, {span}; the latest:\n{self.text}"
 
 
 def _level_name(level: int) -> str:
@@ -81,7 +100,8 @@ def _entry_of(record: EventRecord) -> LogEntry | None:
     ):
         return None  # the common case first: an order changed, nothing to log
     if isinstance(ev, Alert):
-        return LogEntry(seq, ev.ts_event, int(ev.level), ev.source, ev.text)
+        return LogEntry(ev.aggregate or seq, ev.ts_event, int(ev.level), ev.source, ev.text,
+                        ev.count, ev.ts_first)  # fmt: skip
     if isinstance(ev, LogRecorded):
         return LogEntry(seq, ev.ts_event, ev.level, ev.source, ev.text)
     if isinstance(ev, KillSwitchChanged):
@@ -128,7 +148,7 @@ LOG_COLUMNS: tuple[Column[LogEntry], ...] = (
     Column("level", "Level", lambda e: _level_name(e.level),
            tone=lambda e: LEVEL_TONES.get(e.level, ""), width=75),
     Column("source", "Source", lambda e: e.source, width=100),
-    Column("text", "Message", lambda e: e.text, tooltip=lambda e: e.text),
+    Column("text", "Message", lambda e: e.shown, tooltip=lambda e: e.tip),
 )  # fmt: skip
 
 
@@ -270,11 +290,25 @@ class LogView(QWidget):
         self.add_entries([LogEntry(next(self._local_keys), ts_ns, level, source, text)])
 
     def add_entries(self, entries: Sequence[LogEntry]) -> None:
-        """Add lines, newest on top, and count the alerts among them as unread."""
+        """Add lines, newest on top, and count the alerts among them as unread.
+
+        An entry whose key is shown already (an update of an aggregated alert) replaces that
+        line and moves it to the top; it is not counted again.
+        """
         if not entries:
             return
-        self.model.apply(entries)
-        alerts = sum(e.level >= UNREAD_LEVEL for e in entries)
+        latest: dict[int, LogEntry] = {}  # one per key, in the order of its last update
+        for e in entries:
+            latest.pop(e.key, None)
+            latest[e.key] = e
+        if len(latest) < len(entries):
+            entries = list(latest.values())
+        model = self.model
+        again = {e.key for e in entries if e.key in model}
+        if again:
+            model.apply((), remove=again)
+        alerts = len({e.key for e in entries if e.level >= UNREAD_LEVEL and e.key not in again})
+        model.apply(entries)
         if alerts:
             self._unread += alerts
             self._show_unread()

@@ -100,11 +100,13 @@ STRATEGY_STATE_TEXT = {
     StrategyState.STOPPED: "Stopped",
     StrategyState.RUNNING: "Running",
     StrategyState.PAUSED: "Paused",
+    StrategyState.HALTED: "Halted",  # by the kill switch; only an explicit resume lifts it
 }
 STRATEGY_STATE_TONE = {
     StrategyState.STOPPED: "muted",
     StrategyState.RUNNING: "ok",
     StrategyState.PAUSED: "warn",
+    StrategyState.HALTED: "bad",
 }
 
 

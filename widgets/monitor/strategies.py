@@ -8,6 +8,10 @@ Parameter edits are sent as ``SetStrategyParameters``; the engine checks them ag
 declared bounds and answers ``CommandError(reason)``, shown under the parameters. The table
 shows the engine's values (from ``StrategyStatusChanged``) — an edit only sticks once the engine
 took it.
+
+Strategies the kill switch halted show "Halted" and a banner over the table says why and what
+lifts it: release the switch, then resume each strategy (Start is disabled while the switch is
+engaged; the engine refuses it too).
 """
 
 from collections.abc import Callable, Sequence
@@ -42,10 +46,11 @@ from engine.commands import (
     Flatten,
     SetStrategyParameters,
 )
-from engine.enums import StrategyState
+from engine.enums import KillLevel, StrategyState
 from engine.events import (
     Event,
     EventRecord,
+    KillSwitchChanged,
     OrderChanged,
     OrderFilled,
     PositionChanged,
@@ -107,6 +112,15 @@ def _fmt_value(value: object) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)
+
+
+def _state_tip(s: StrategyRow) -> str:
+    if s.state is StrategyState.HALTED:
+        return (
+            f"Halted by the kill switch ({s.change}). It stays halted, across restarts too, "
+            "until resumed: release the switch, then Resume."
+        )
+    return STRATEGY_STATE_TEXT[s.state]
 
 
 class ParametersModel(QAbstractTableModel):
@@ -210,6 +224,7 @@ class StrategiesView(QWidget):
         OrderFilled,
         OrderChanged,
         PositionChanged,
+        KillSwitchChanged,
     )
 
     command_requested = Signal(object)
@@ -226,6 +241,7 @@ class StrategiesView(QWidget):
         self._order_counts = order_counts
         self._pnl = strategy_pnl
         self.fills: dict[int, int] = {}
+        self.kill_level = KillLevel.OFF
         self._pending: dict[int, Command] = {}
         self.model: KeyedTableModel[int, StrategyRow] = KeyedTableModel(
             self._columns(), lambda s: s.strategy_id, parent=self
@@ -282,6 +298,12 @@ class StrategiesView(QWidget):
         top_layout = QVBoxLayout(top)
         top_layout.setContentsMargins(0, 0, 0, 0)
         top_layout.setSpacing(2)
+        self.halt_banner = QLabel()
+        self.halt_banner.setObjectName("haltBanner")
+        self.halt_banner.setProperty("state", "bad")
+        self.halt_banner.setWordWrap(True)
+        self.halt_banner.hide()
+        top_layout.addWidget(self.halt_banner)
         self.panel = TablePanel(
             self.table,
             EmptyState(
@@ -319,7 +341,7 @@ class StrategiesView(QWidget):
             Column("id", "ID", lambda s: str(s.strategy_id), numeric=True, width=72),
             Column("name", "Strategy", lambda s: s.name, width=95),
             Column("state", "State", lambda s: STRATEGY_STATE_TEXT[s.state],
-                   tone=lambda s: STRATEGY_STATE_TONE[s.state], width=65),
+                   tone=lambda s: STRATEGY_STATE_TONE[s.state], tooltip=_state_tip, width=65),
             Column("total", "Total P&L", lambda s: fmt_money(pnl(s, 2)), numeric=True,
                    tone=lambda s: money_tone(pnl(s, 2)), width=90),
             Column("orders", "Orders", lambda s: f"{self._order_counts(s.strategy_id).orders:,}",
@@ -334,7 +356,7 @@ class StrategiesView(QWidget):
             Column("unrealized", "Unrealized", lambda s: fmt_money(pnl(s, 1)), numeric=True,
                    tone=lambda s: money_tone(pnl(s, 1)), width=90),
             Column("change", "Last change", lambda s: f"{s.change} {fmt_ts_utc(s.ts_event)}",
-                   width=150),
+                   tooltip=lambda s: f"{s.change} {fmt_ts_utc(s.ts_event)}", width=150),
         )  # fmt: skip
 
     # ------------------------------------------------------------------ selection
@@ -371,9 +393,20 @@ class StrategiesView(QWidget):
         sid = self.selected_id
         row = self.model.get(sid) if sid is not None else None
         state = row.state if row else None
-        self.buttons["start"].setEnabled(state in (StrategyState.STOPPED, StrategyState.PAUSED))
+        engaged = self.kill_level is not KillLevel.OFF
+        start = self.buttons["start"]
+        resumable = state in (StrategyState.PAUSED, StrategyState.HALTED)
+        start.setText("Resume" if resumable else "Start")
+        start.setEnabled(not engaged and state is not None and state is not StrategyState.RUNNING)
+        start.setToolTip(
+            f"The kill switch is at {self.kill_level.name}: release it first, then resume"
+            if engaged
+            else "Start or resume the selected strategy"
+        )
         self.buttons["pause"].setEnabled(state is StrategyState.RUNNING)
-        self.buttons["stop"].setEnabled(state in (StrategyState.RUNNING, StrategyState.PAUSED))
+        self.buttons["stop"].setEnabled(
+            state in (StrategyState.RUNNING, StrategyState.PAUSED, StrategyState.HALTED)
+        )
         self.buttons["cancel_all"].setEnabled(row is not None)
         self.buttons["flatten"].setEnabled(row is not None)
 
@@ -438,9 +471,12 @@ class StrategiesView(QWidget):
         """Follow strategy changes, fills, order and position changes."""
         rows: list[StrategyRow] = []
         touched = False
+        kill = None
         for r in batch:
             ev = r.event
-            if isinstance(ev, StrategyStatusChanged):
+            if isinstance(ev, KillSwitchChanged):
+                kill = ev.level
+            elif isinstance(ev, StrategyStatusChanged):
                 rows.append(
                     StrategyRow(ev.strategy_id, ev.name, ev.state, ev.parameters, ev.change,
                                 ev.ts_event)
@@ -451,11 +487,40 @@ class StrategiesView(QWidget):
             elif isinstance(ev, OrderChanged | PositionChanged):
                 touched = True
         had_rows = len(self.model)
+        if kill is not None:
+            self.kill_level = kill
         if rows:
             self.model.apply(rows)
             if not had_rows:
                 self.table.selectRow(0)
             self._show_parameters()
-            self._update_controls()
         elif touched:
             self.model.refresh()
+        if rows or kill is not None:
+            self._update_controls()
+            self._show_halted()
+
+    @property
+    def halted(self) -> list[int]:
+        """Return the ids of the strategies the kill switch halted (not resumed yet)."""
+        return [s.strategy_id for s in self.model.records() if s.state is StrategyState.HALTED]
+
+    def _show_halted(self) -> None:
+        n = len(self.halted)
+        if not n:
+            self.halt_banner.hide()
+            return
+        what = "1 strategy" if n == 1 else f"{n} strategies"
+        if self.kill_level is not KillLevel.OFF:
+            level = self.kill_level.name.replace("_", " ")
+            text = (
+                f"Kill switch {level} engaged: {what} halted. Release the switch, then resume "
+                "each strategy."
+            )
+        else:
+            text = (
+                f"{what.capitalize()} halted by the kill switch, now released: select one and "
+                "press Resume to trade again."
+            )
+        self.halt_banner.setText(text)
+        self.halt_banner.show()

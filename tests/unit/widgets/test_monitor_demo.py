@@ -209,6 +209,9 @@ def test_a_trader_session_on_the_demo(qtbot: object, monitor: MonitorWorkspace) 
         assert ks.armed is level
         ks.buttons[level].click()
         wait(qtbot, functools.partial(lambda lv: ks.level is lv, level), f"kill {level.name}")
+        if level is not KillLevel.OFF:  # every level halts the strategies at once
+            wait(qtbot, lambda: state() is StrategyState.HALTED, "the market maker halted")
+            assert not sv.buttons["start"].isEnabled()  # no resume while engaged
         if level is KillLevel.BLOCK_NEW:
             ticket.price_edit.setText(formats.price("ESZ6", bid - 10).replace(",", ""))
             ticket.submit_button.click()
@@ -218,4 +221,10 @@ def test_a_trader_session_on_the_demo(qtbot: object, monitor: MonitorWorkspace) 
         elif level is KillLevel.FLATTEN:
             wait(qtbot, lambda: ws.positions_view.positions[key].qty_lots == 0, "flat manual")
     assert ks.level is KillLevel.OFF
+    # Released: the market maker stays halted until it is resumed.
+    assert state() is StrategyState.HALTED
+    assert sv.buttons["start"].text() == "Resume"
+    wait(qtbot, sv.buttons["start"].isEnabled, "Resume offered once the switch is released")
+    sv.buttons["start"].click()
+    wait(qtbot, lambda: state() is StrategyState.RUNNING, "the market maker resumed")
     QApplication.processEvents()

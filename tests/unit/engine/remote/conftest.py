@@ -107,9 +107,11 @@ class ServedEngine:
         def go() -> int:
             assert self.engine is not None
             for i in range(n):
+                # One cause each: the engine folds repeats of a cause (engine.alerts).
+                text = f"{prefix}{i}"
                 self.engine.bus.publish(Alert(ts_event=self.clock.now_ns(),
                                               level=AlertLevel.INFO, source="test",
-                                              text=f"{prefix}{i}"))  # fmt: skip
+                                              text=text, cause=text))  # fmt: skip
             return self.engine.snapshot().seq
 
         return self.call(go)
