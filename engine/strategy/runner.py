@@ -117,9 +117,17 @@ class LiveContext:
         return bool(found and found[1].cancel(found[0]))
 
     def replace(self, order_id: int, qty_lots: int | None, px_ticks: int | None) -> bool:
-        """Replace order ``order_id``."""
+        """Replace order ``order_id`` (``False``, counted, for a halted strategy's order)."""
         found = self.router.find(order_id)
-        return bool(found and found[1].replace(found[0], qty_lots=qty_lots, px_ticks=px_ticks))
+        if found is None:
+            return False
+        order, manager = found
+        if order.strategy_id in self.halted:
+            self.router.refusals.refuse(
+                HALTED_REFUSALS, detail=f"last: replace {order.client_order_id}, {order.symbol}"
+            )
+            return False
+        return manager.replace(order, qty_lots=qty_lots, px_ticks=px_ticks)
 
     def cancel_all(self, strategy_id: int, symbol: str | None) -> int:
         """Cancel the strategy's working orders."""
@@ -200,7 +208,7 @@ class StrategyRunner:
                 f"strategy {s.name} ({strategy_id}) not {verb}: the kill switch is at "
                 f"{level.name}; release it first, then resume"
             )
-        was = s.state
+        was: StrategyState = s.state
         if was is StrategyState.HALTED:
             was = self._halted_from.pop(strategy_id, StrategyState.STOPPED)
             self.ctx.halted.discard(strategy_id)
