@@ -27,9 +27,11 @@ class Controller(QObject):
     message(str)
         A short outcome for the status bar ("engine answered ping in 84 µs").
     started()
-        :meth:`start_in_background` started the engine.
+        The engine :meth:`start_in_background` started runs (however long its start took).
     start_failed(str)
-        :meth:`start_in_background` could not start the engine (the reason, one line).
+        :meth:`start_in_background` could not start the engine (the reason, one line): its
+        set-up or start raised, or its thread ended. Never emitted for a start that is only
+        slow, nor for a start cut short by :meth:`shutdown`.
     """
 
     message = Signal(str)
@@ -50,9 +52,11 @@ class Controller(QObject):
     def start_in_background(self) -> None:
         """Start the engine from a worker thread, so the window is never held up by it.
 
-        The engine's own start (building it, importing what it runs) then happens while the
-        window is already on screen. The outcome arrives in the GUI thread: :attr:`started`, or
-        :attr:`start_failed` with the reason (also logged).
+        The engine's own start (building it, replaying its journal, compiling kernels) then
+        happens while the window is already on screen, and reports its stages as events
+        (``EngineStartProgress``) through the bridge. The outcome arrives in the GUI thread:
+        :attr:`started` once the engine runs, or :attr:`start_failed` with the reason (also
+        logged). No deadline turns a slow start into a failure.
         """
         if self._starter is not None:
             raise EngineStartError("the engine was already started")
@@ -83,6 +87,9 @@ class Controller(QObject):
         self.started.emit()
 
     def _report_start_failure(self, reason: str) -> None:
+        if self._closed:  # the console is closing: the start was cut short on purpose
+            log.info("engine %s start ended by the shutdown: %s", self.client.name, reason)
+            return
         self.start_failed.emit(reason)
 
     def shutdown(self, timeout_s: float = 5.0) -> None:
@@ -90,9 +97,9 @@ class Controller(QObject):
         if self._closed:
             return
         self._closed = True
+        self.client.close(timeout_s)  # an engine still starting stops at its next stage
         if self._starter is not None:
-            self._starter.join(timeout_s)  # an engine still starting is stopped once it runs
-        self.client.close(timeout_s)
+            self._starter.join(timeout_s)
         self.bridge.flush(force=True)
         self.bridge.detach()
         log.info("engine %s stopped", self.client.name)

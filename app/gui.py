@@ -17,9 +17,9 @@ from types import FrameType, TracebackType
 from typing import TYPE_CHECKING
 
 import qasync
-from PySide6.QtCore import QSocketNotifier, Qt, QTimer
+from PySide6.QtCore import QSocketNotifier, QTimer
 from PySide6.QtGui import QGuiApplication, QIcon
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication
 
 from app import logs
 from app.bridge import GcPacer
@@ -29,6 +29,7 @@ from app.main_window import MainWindow
 from app.multi_client import MultiEngineClient
 from app.paths import resource, state_dir
 from app.settings import AppSettings
+from app.startup import StartupView
 from engine.client import ClientState
 from engine.embedded import EmbeddedEngineClient
 from engine.events import EngineHeartbeat, EventRecord, OrderChanged, OrderFilled
@@ -195,6 +196,9 @@ class ConsoleRun:
         )
         app.processEvents()  # paint the first frame before the engine's start competes for it
         log.info("first frame %.0f ms after process start", seconds_since_process_start() * 1e3)
+        # The status bar follows the start's progress; only a real failure opens a dialog.
+        StartupView(window, controller, log_path=state_dir() / "qwconsole.log",
+                    dialogs=not headless_run)  # fmt: skip
         controller.start_failed.connect(self._engine_failed)
         controller.started.connect(self._engine_started)
         controller.start_in_background()
@@ -224,21 +228,11 @@ class ConsoleRun:
             QTimer.singleShot(int(after * 1000), self._shoot)
 
     def _engine_failed(self, reason: str) -> None:
+        # The dialog is StartupView's; a headless run ends here with the reason instead.
         _say(f"error: {reason}", error=True)
         self.code = 2 if self.embedded.bad_input else 1  # 2: a bad file, named in the reason
         if self.opts.smoke is not None or self.opts.screenshot is not None:
             self.window.close()
-            return
-        box = QMessageBox(
-            QMessageBox.Icon.Critical,
-            "Engine did not start",
-            f"The embedded engine did not start:\n{reason}\n\nDetails are in the log "
-            f"({state_dir() / 'qwconsole.log'}). Remote engines can still be attached "
-            "(Engine ▸ Connect to engine…).",
-            parent=self.window,
-        )
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        box.open()
 
     def _finish_smoke(self) -> None:
         smoke, problems = self.smoke, []

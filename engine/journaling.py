@@ -81,13 +81,18 @@ class JournalComponent:
 
     async def stop(self) -> None:
         """Flush and close the journal (the engine's very last events are written first)."""
-        if self._handler is not None:
-            logging.getLogger().removeHandler(self._handler)
+        self._stop_capturing()
         self.journal.flush()
 
     def close(self) -> None:
-        """Close the file (after the engine published its last event)."""
+        """Close the file (after the engine published its last event, started or not)."""
+        self._stop_capturing()  # an engine stopped before it ran never called stop()
         self.journal.close()
+
+    def _stop_capturing(self) -> None:
+        if self._handler is not None:
+            logging.getLogger().removeHandler(self._handler)
+            self._handler = None
 
     def handle(self, command: Command) -> CommandResult | None:
         """Own no commands."""

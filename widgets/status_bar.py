@@ -1,16 +1,23 @@
 # SPDX-License-Identifier: MIT
-"""Status-bar indicators: engine link and heartbeat, FIX sessions, and the engine's clock."""
+"""Status-bar indicators: engine link, start-up and heartbeat, FIX sessions, the engine's clock.
+
+Everything shown follows the engine's events (``EngineStartProgress``, ``EngineStateChanged``,
+``EngineHeartbeat``, ``SessionStatusChanged``) and the link state, whenever they arrive: a start
+that takes long shows what it is doing and for how long, never a failure; only a failure the
+engine reports (with its reason) is shown as one.
+"""
 
 import time
 from collections.abc import Sequence
 
 from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QLabel, QStatusBar
+from PySide6.QtWidgets import QLabel, QProgressBar, QStatusBar
 
 from engine.client import ClientState
 from engine.enums import EngineState, SessionState
 from engine.events import (
     EngineHeartbeat,
+    EngineStartProgress,
     EngineStateChanged,
     EventRecord,
     SessionStatusChanged,
@@ -19,6 +26,24 @@ from widgets.fmt import fmt_duration_ns, fmt_ts_utc
 
 #: A heartbeat older than this many intervals marks the engine as silent.
 SILENT_AFTER_INTERVALS = 3
+#: After this many seconds a start says "still starting" and how long it has taken.
+STILL_STARTING_AFTER_S = 5.0
+#: Steps of the start-up progress bar when a stage says how far it is.
+PROGRESS_STEPS = 1000
+
+_LOGGING_ON = (SessionState.CONNECTING, SessionState.LOGON_SENT)
+
+
+def describe_progress(ev: EngineStartProgress) -> str:
+    """Return a start-up stage as the status bar says it: ``replaying journal 12 MB / 64 MB``."""
+    if ev.total <= 0:
+        return ev.stage
+    if ev.unit == "bytes":
+        mb = 1e6
+        digits = 0 if ev.total >= 10 * mb else 1
+        return f"{ev.stage} {ev.done / mb:.{digits}f} MB / {ev.total / mb:.{digits}f} MB"
+    unit = f" {ev.unit}" if ev.unit else ""
+    return f"{ev.stage} {ev.done:,} / {ev.total:,}{unit}"
 
 
 def _set_state(label: QLabel, state: str) -> None:
@@ -29,25 +54,53 @@ def _set_state(label: QLabel, state: str) -> None:
 
 
 class StatusIndicators:
-    """Own the three permanent status-bar labels and keep them in step with the engine.
+    """Own the permanent status-bar widgets and keep them in step with the engine.
 
-    Feed it event batches with :meth:`on_events` and link changes with
-    :meth:`on_client_state`; a half-second timer marks the engine silent when heartbeats stop.
+    Feed it event batches with :meth:`on_events`, link changes with :meth:`on_client_state`
+    and a start that failed with :meth:`on_start_failed`; a half-second timer marks the engine
+    silent when heartbeats stop and counts how long a start takes.
+
+    Parameters
+    ----------
+    status_bar : QStatusBar
+        Where the widgets go.
+    engine_name : str
+        The engine's name in the texts.
+    still_starting_after_s : float
+        After this many seconds a start says "still starting" with its duration.
     """
 
-    def __init__(self, status_bar: QStatusBar, engine_name: str) -> None:
+    def __init__(
+        self,
+        status_bar: QStatusBar,
+        engine_name: str,
+        *,
+        still_starting_after_s: float = STILL_STARTING_AFTER_S,
+    ) -> None:
         self._name = engine_name
+        self.still_starting_after_s = still_starting_after_s
         self.engine_label = QLabel()
         self.engine_label.setObjectName("statusEngine")
+        #: Start-up progress: how far the current stage is (busy when it cannot say).
+        self.progress_bar = QProgressBar()
+        self.progress_bar.setObjectName("statusProgress")
+        self.progress_bar.setTextVisible(False)
+        self.progress_bar.setFixedWidth(110)
+        self.progress_bar.setMaximumHeight(12)
+        self.progress_bar.setVisible(False)
         self.sessions_label = QLabel()
         self.sessions_label.setObjectName("statusSessions")
         self.clock_label = QLabel("--:--:-- UTC")
         self.clock_label.setObjectName("statusClock")
         self.clock_label.setToolTip("Engine clock (UTC), from the engine heartbeat")
-        for w in (self.engine_label, self.sessions_label, self.clock_label):
+        for w in (self.progress_bar, self.engine_label, self.sessions_label, self.clock_label):
             status_bar.addPermanentWidget(w)
         self._client_state = ClientState.IDLE
         self._engine_state: EngineState | None = None
+        self._engine_reason = ""  # of the last state change (why it failed)
+        self._progress: EngineStartProgress | None = None
+        self._starting_since: float | None = None  # monotonic time the start began
+        self._start_failure = ""
         self._last_hb: EngineHeartbeat | None = None
         self._last_hb_mono = 0.0
         self._sessions: dict[str, SessionStatusChanged] = {}
@@ -63,10 +116,47 @@ class StatusIndicators:
         """Return the newest heartbeat seen."""
         return self._last_hb
 
+    @property
+    def starting(self) -> bool:
+        """Return whether the engine is on its way to running (set up, kernels, components)."""
+        if self._start_failure:
+            return False
+        if self._client_state is ClientState.CONNECTING:
+            return True
+        return self._client_state is ClientState.CONNECTED and self._engine_state in (
+            None,
+            EngineState.STARTING,
+        )
+
+    @property
+    def stage_text(self) -> str:
+        """Return the current start-up stage as shown (``replaying journal 12 MB / 64 MB``)."""
+        ev = self._progress
+        return describe_progress(ev) if ev is not None else "setting up"
+
+    @property
+    def progress_fraction(self) -> float | None:
+        """Return how far the current stage is (0..1), or ``None`` if it cannot say."""
+        ev = self._progress
+        return min(1.0, max(0, ev.done) / ev.total) if ev is not None and ev.total > 0 else None
+
+    @property
+    def starting_seconds(self) -> float:
+        """Return how long the start has taken so far (0 when not starting)."""
+        since = self._starting_since
+        return 0.0 if since is None else time.monotonic() - since
+
     def on_client_state(self, state: ClientState) -> None:
         """Show a change of the link to the engine."""
         self._client_state = state
         self._refresh_engine()
+        self._refresh_sessions()
+
+    def on_start_failed(self, reason: str) -> None:
+        """Show that the engine did not start, and why (in the tooltip)."""
+        self._start_failure = reason or "no reason given"
+        self._refresh_engine()
+        self._refresh_sessions()
 
     def on_events(self, batch: Sequence[EventRecord]) -> None:
         """Apply a batch of engine events."""
@@ -76,8 +166,13 @@ class StatusIndicators:
             if isinstance(ev, EngineHeartbeat):
                 self._last_hb = ev
                 self._last_hb_mono = time.monotonic()
+            elif isinstance(ev, EngineStartProgress):
+                self._progress = ev
             elif isinstance(ev, EngineStateChanged):
-                self._engine_state = ev.state
+                self._engine_state, self._engine_reason = ev.state, ev.reason
+                if ev.state is EngineState.RUNNING:
+                    self._progress, self._start_failure = None, ""
+                sessions_changed = True  # "no sessions" means something else once it runs
             elif isinstance(ev, SessionStatusChanged):
                 self._sessions[ev.session_id] = ev
                 sessions_changed = True
@@ -90,10 +185,20 @@ class StatusIndicators:
 
     def _refresh_engine(self) -> None:
         label, hb = self.engine_label, self._last_hb
-        if self._client_state is ClientState.CONNECTING:
-            text, state = f"● Engine {self._name}: connecting…", "warn"
+        starting = self.starting
+        self._show_progress(starting)
+        if starting:
+            text, state = self._starting_text(), "warn"
+        elif self._start_failure:
+            text, state = f"● Engine {self._name}: failed to start", "bad"
+            label.setToolTip(f"The engine did not start: {self._start_failure}")
         elif self._client_state in (ClientState.DISCONNECTED, ClientState.IDLE):
-            text, state = f"● Engine {self._name}: not running", "bad"
+            if self._engine_state is EngineState.FAILED:
+                text, state = f"● Engine {self._name}: failed", "bad"
+                label.setToolTip(f"The engine failed: {self._engine_reason}")
+            else:
+                text, state = f"● Engine {self._name}: not running", "bad"
+                label.setToolTip("")
         elif self._engine_state is not EngineState.RUNNING:
             name = self._engine_state.name.lower() if self._engine_state else "starting"
             text, state = f"● Engine {self._name}: {name}", "warn"
@@ -113,16 +218,48 @@ class StatusIndicators:
         label.setText(text)
         _set_state(label, state)
 
+    def _show_progress(self, starting: bool) -> None:
+        bar, fraction = self.progress_bar, self.progress_fraction
+        if starting and self._starting_since is None:
+            self._starting_since = time.monotonic()
+        elif not starting:
+            self._starting_since = None
+        bar.setVisible(starting)
+        if not starting:
+            return
+        if fraction is not None:
+            bar.setRange(0, PROGRESS_STEPS)
+            bar.setValue(int(PROGRESS_STEPS * fraction))
+        else:
+            bar.setRange(0, 0)  # busy: the stage cannot say how far it is
+
+    def _starting_text(self) -> str:
+        elapsed, stage = self.starting_seconds, self.stage_text
+        self.engine_label.setToolTip(
+            f"The engine has been starting for {elapsed:.0f} s; now: {stage}.\n"
+            "A slow start (a long journal to replay, kernels to compile) is not a failure;\n"
+            "if the engine fails to start, this says so, with the reason."
+        )
+        if elapsed >= self.still_starting_after_s:
+            return f"● Engine {self._name}: still starting — {stage}, {elapsed:.0f} s"
+        return f"● Engine {self._name}: starting — {stage}"
+
     def _refresh_sessions(self) -> None:
         label = self.sessions_label
         if not self._sessions:
-            label.setText("FIX: no sessions")
-            label.setToolTip("No FIX session is configured in this engine")
+            if self._engine_state is EngineState.RUNNING:
+                label.setText("FIX: no sessions")
+                label.setToolTip("No FIX session is configured in this engine")
+            else:
+                label.setText("FIX: –")
+                label.setToolTip("The engine announces its FIX sessions once it runs")
             _set_state(label, "muted")
             return
         up = sum(s.state is SessionState.LOGGED_ON for s in self._sessions.values())
+        pending = sum(s.state in _LOGGING_ON for s in self._sessions.values())
         n = len(self._sessions)
-        label.setText(f"FIX: {up}/{n} logged on")
+        more = f", {pending} logging on" if pending and up < n else ""
+        label.setText(f"FIX: {up}/{n} logged on{more}")
         label.setToolTip(
             "\n".join(
                 f"{sid}: {s.state.name.lower().replace('_', ' ')}  "
