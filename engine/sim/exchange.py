@@ -276,7 +276,7 @@ class SimExchange:
             raise ValueError("SimExchange: instrument symbols must be unique")
         self.rng = np.random.default_rng(seed)
         self._orders: dict[int, _Order] = {}
-        self._final: dict[int, OrdStatus] = {}  # client orders that are done: final status
+        self._final: dict[int, _Order] = {}  # client orders that are done, in their last state
         self._by_client: dict[tuple[int, str], int] = {}
         self._next_id = 1
         self._exec_n = 0
@@ -399,8 +399,13 @@ class SimExchange:
         )  # fmt: skip
 
     def status(self, owner: int, client_order_id: str, ts: int) -> SimReport | None:
-        """Return the current state of a client's order (OrderStatusRequest <H>)."""
-        order = self._client_order(owner, client_order_id)
+        """Return the current state of a client's order (OrderStatusRequest <H>).
+
+        A finished order (filled, canceled, expired) is reported in its final state; ``None``
+        for an order this exchange never had (or had before a restart).
+        """
+        oid = self._by_client.get((owner, client_order_id))
+        order = None if oid is None else self._orders.get(oid) or self._final.get(oid)
         if order is None:
             return None
         return self._report(order, ExecType.ORDER_STATUS, ts)
@@ -612,7 +617,7 @@ class SimExchange:
             if order.status in _DONE:
                 orders.pop(order.id, None)
                 if order.owner != FLOW_OWNER:
-                    self._final[order.id] = order.status
+                    self._final[order.id] = order
             if order.owner != FLOW_OWNER:
                 out.append(self._report(order, et, ts, ev=ev))
         lv = book.matcher.book
@@ -766,7 +771,8 @@ class SimExchange:
         what = "replace" if replace else "cancel"
         if order is None:
             known = self._by_client.get((owner, orig))
-            final = self._final.get(known) if known is not None else None
+            done = self._final.get(known) if known is not None else None
+            final = done.status if done is not None else None
             return SimCancelReject(
                 owner=owner,
                 client_order_id=clordid,

@@ -4,9 +4,10 @@
 :class:`SimFixApplication` answers NewOrderSingle <D>, OrderCancelRequest <F>,
 OrderCancelReplaceRequest <G> and OrderStatusRequest <H> with ExecutionReports <8> and
 OrderCancelRejects <9>; MarketDataRequest <V> with a snapshot <W> and then incremental
-refreshes <X>; other application messages are refused as unsupported. Each logged-on session
-is one client of the :class:`engine.sim.exchange.SimExchange`; with ``cancel_on_disconnect``
-its working orders are canceled when it goes away.
+refreshes <X>; other application messages are refused as unsupported. Each session is one
+client of the :class:`engine.sim.exchange.SimExchange` (the same one across reconnects); with
+``cancel_on_disconnect`` its working orders are canceled when it goes away. Reports for a
+client that is not logged on are stored in its session and resent after its next logon.
 """
 
 import itertools
@@ -127,14 +128,15 @@ class SimFixApplication(Application):
         self._by_owner[owner] = client
 
     def on_logout(self, session_id: SessionID) -> None:
-        """Forget the client; cancel its orders if configured to."""
+        """End the client's market data; cancel its orders if configured to (and report it)."""
         client = self._clients.pop(session_id, None)
         if client is None:
             return
-        self._by_owner.pop(client.owner, None)
+        client.md.clear()
         if self.cancel_on_disconnect:
             canceled = self.exchange.cancel_owner(client.owner, self.clock.now_ns())
             log.info("%s: canceled %d orders on disconnect", session_id, len(canceled))
+            self.dispatch(canceled)  # kept in the session's store for the client's next logon
 
     # ------------------------------------------------------------------ requests
     def from_app(self, message: FixMessage, session_id: SessionID) -> None:
@@ -274,14 +276,22 @@ class SimFixApplication(Application):
 
     # ------------------------------------------------------------------ reports
     def dispatch(self, reports: Iterable[SimReport]) -> None:
-        """Send each report to its client's session (if that client is logged on)."""
+        """Send each report to its client's session.
+
+        A client that is not logged on gets it as QuickFIX's ``sendToTarget`` would: numbered
+        and kept in the session's store, it reaches the client through the resend of that gap
+        after its next logon (a fill or a cancel on disconnect is never lost).
+        """
         by_owner = self._by_owner
         for r in reports:
             client = by_owner.get(r.owner)
             if client is None:
                 continue
             session = lookup_session(client.session_id)
-            if session is None or not session.is_logged_on:
+            if session is None:
+                continue
+            if not session.is_logged_on:
+                session.send(self._execution_report(client, r))
                 continue
             # Through a send template per layout of the report: the bytes send() would
             # write for the same fields, without building and sorting a message each time.

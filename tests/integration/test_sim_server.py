@@ -281,6 +281,34 @@ async def test_restarted_sim_resumes_sequence_numbers_and_resends(tmp_path: Path
     assert b"\x0135=2\x01" in incoming  # the ResendRequest
 
 
+async def test_cancel_on_disconnect_reaches_the_client_after_its_next_logon(
+    tmp_path: Path,
+) -> None:
+    sim = await start_sim(write_cfg(tmp_path), "--port", "0")
+    app = Client()
+    session = client_session(tmp_path, app)
+    try:
+        async with connected(session, sim.port):
+            ask = await best_ask(session, app, "CLF7")
+            session.send(new_order("k1", "CLF7", "2", "1", str(ask + 5)))  # rests
+            ack = await app.next(b"8")
+            assert (ack.get(11), ack.get(150)) == (b"k1", b"0")
+        # Logged out: the simulator cancels k1 and keeps the report for the next logon.
+        async with connected(session, sim.port):
+            resent = await app.next(b"8")
+            assert (resent.get(11), resent.get(150), resent.get(43)) == (b"k1", b"4", b"Y")
+            assert resent.get(58) == (
+                b"canceled: the client's session disconnected (cancel on disconnect)"
+            )
+            # A status request for the finished order answers its final state.
+            session.send(OutMessage("H", [(11, "k1"), (54, "2"), (55, "CLF7")]))
+            status = await app.next(b"8")
+            assert (status.get(11), status.get(150), status.get(39)) == (b"k1", b"I", b"4")
+    finally:
+        await sim.stop()
+        session.close()
+
+
 @pytest.mark.parametrize(
     ("cfg_text", "extra", "message"),
     [

@@ -84,6 +84,14 @@ def test_reports_say_why_in_words_and_acks_and_fills_say_nothing() -> None:
     assert all(r.text == "" for r in fills)
     (canceled,) = ex.cancel(7, "A2", "A1", ts=4)  # type: ignore[misc]
     assert canceled.text == "canceled on request"
+    status = ex.status(7, "A1", ts=5)  # a finished order: its final state, not "unknown"
+    assert status is not None
+    assert (status.exec_type, status.ord_status, status.client_order_id) == (
+        ExecType.ORDER_STATUS,
+        OrdStatus.CANCELED,
+        "A2",
+    )
+    assert ex.status(7, "NEVER", ts=5) is None
     # A market order for more than the book holds: its rest expires, saying so.
     *_, rest = ex.submit(8, "M2", "ESZ6", Side.SELL, 500, 0, OrdType.MARKET, DAY, ts=5)
     assert (rest.exec_type, rest.text) == (
