@@ -56,7 +56,7 @@ class StartupView(QObject):
         #: The dialog of a failed start, once it was shown.
         self.failure_box: QMessageBox | None = None
         #: The card over the Monitor's blotter while the engine starts.
-        self.overlay = StartOverlay(window.monitor.centralWidget())
+        self.overlay = StartOverlay(window.monitor.centralWidget() or window.monitor)
         self._seen_start = False
         self._timer = QTimer(self)
         self._timer.setInterval(500)

@@ -38,6 +38,17 @@ def _states(records: list[EventRecord]) -> list[EngineStateChanged]:
     return [e for e in _events(records) if isinstance(e, EngineStateChanged)]
 
 
+def _state(client: EmbeddedEngineClient) -> ClientState:
+    """Return the link state (a call: mypy would narrow a repeated attribute read)."""
+    return client.state
+
+
+def _drained(got: list[EventRecord], client: EmbeddedEngineClient) -> list[EventRecord]:
+    """Add what ``client`` received to ``got``; return ``got``."""
+    got.extend(client.drain())
+    return got
+
+
 def _wait_for(pred: object, timeout_s: float = 10.0) -> None:
     assert callable(pred)
     deadline = time.monotonic() + timeout_s
@@ -85,13 +96,12 @@ def test_recovery_reports_reading_and_replaying_in_bytes(tmp_path: Path) -> None
 
 
 def test_engine_reports_each_stage_before_it_runs(tmp_path: Path) -> None:
+    def configure(engine: Engine) -> None:
+        engine.add_component(LogFeed())
+        engine.add_component(JournalComponent(engine, tmp_path, capture_logs=False))
+
     client = EmbeddedEngineClient(
-        heartbeat_interval_ms=50,
-        configure=lambda engine: (
-            engine.add_component(LogFeed()),
-            engine.add_component(JournalComponent(engine, tmp_path, capture_logs=False)),
-        ),
-        warm_up=lambda: time.sleep(0.05),
+        heartbeat_interval_ms=50, configure=configure, warm_up=lambda: time.sleep(0.05)
     )
     client.start()
     try:
@@ -122,13 +132,13 @@ def test_a_slow_set_up_is_waited_for_and_reported_not_failed() -> None:
     got: list[EventRecord] = []
     starter = _Starter(client)
     try:
-        _wait_for(lambda: got.extend(client.drain()) or _stages(got))
-        assert client.state is ClientState.CONNECTING  # still being set up, not failed
+        _wait_for(lambda: _stages(_drained(got, client)))
+        assert _state(client) is ClientState.CONNECTING  # still being set up, not failed
         assert starter.thread.is_alive()
         starter.thread.join(15)
         assert starter.error is None
         assert starter.seconds >= 1.2
-        assert client.state is ClientState.CONNECTED
+        assert _state(client) is ClientState.CONNECTED
         assert client.last_error == ""
         assert client.snapshot().state is EngineState.RUNNING
         got.extend(client.drain())
@@ -152,11 +162,11 @@ def test_a_start_longer_than_the_old_ten_second_deadline_runs() -> None:
     try:
         time.sleep(10.2)
         assert starter.thread.is_alive()  # still waiting: no deadline expired
-        assert client.state is ClientState.CONNECTING
+        assert _state(client) is ClientState.CONNECTING
         starter.thread.join(10)
         assert starter.error is None
         assert starter.seconds > 10.0
-        assert client.state is ClientState.CONNECTED
+        assert _state(client) is ClientState.CONNECTED
         assert client.snapshot().state is EngineState.RUNNING
     finally:
         client.close()
@@ -171,7 +181,7 @@ def test_a_set_up_that_raises_fails_the_start_with_its_reason(tmp_path: Path) ->
     client = EmbeddedEngineClient(configure=broken)
     with pytest.raises(EngineStartError, match="port 99999 is out of range"):
         client.start()
-    assert client.state is ClientState.DISCONNECTED
+    assert _state(client) is ClientState.DISCONNECTED
     assert "port 99999 is out of range" in client.last_error
     last = _states(client.drain())[-1]
     assert last.state is EngineState.FAILED
@@ -217,7 +227,7 @@ def test_a_component_that_cannot_start_fails_the_start_with_its_reason() -> None
         EngineState.FAILED,
     ]
     assert states[-1].reason == "OSError: 127.0.0.1:9878: address already in use"
-    assert client.state is ClientState.DISCONNECTED
+    assert _state(client) is ClientState.DISCONNECTED
 
 
 def test_close_during_a_long_set_up_ends_it_at_the_next_stage() -> None:
@@ -229,7 +239,7 @@ def test_close_during_a_long_set_up_ends_it_at_the_next_stage() -> None:
     client = EmbeddedEngineClient(configure=endless)
     got: list[EventRecord] = []
     starter = _Starter(client)
-    _wait_for(lambda: got.extend(client.drain()) or len(_stages(got)) >= 3)
+    _wait_for(lambda: len(_stages(_drained(got, client))) >= 3)
     t0 = time.monotonic()
     client.close(timeout_s=5.0)
     assert time.monotonic() - t0 < 2.0
@@ -237,7 +247,7 @@ def test_close_during_a_long_set_up_ends_it_at_the_next_stage() -> None:
     assert starter.error is not None
     assert "stopped before it ran" in str(starter.error)
     assert client.last_error == ""  # stopped on purpose: not an error
-    assert client.state is ClientState.DISCONNECTED
+    assert _state(client) is ClientState.DISCONNECTED
     last = _states(got + client.drain())[-1]
     assert (last.state, last.reason) == (EngineState.STOPPED, "stopped while starting")
 
@@ -245,7 +255,7 @@ def test_close_during_a_long_set_up_ends_it_at_the_next_stage() -> None:
 def test_a_client_closed_before_it_started_refuses_to_start() -> None:
     client = EmbeddedEngineClient()
     client.close()
-    assert client.state is ClientState.DISCONNECTED
+    assert _state(client) is ClientState.DISCONNECTED
     with pytest.raises(EngineStartError, match="closed before it started"):
         client.start()
     assert client.thread is None
