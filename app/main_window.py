@@ -329,7 +329,19 @@ class MainWindow(QMainWindow):
         from engine.fix.editors import EditorServices
         from widgets.manager.workspace import ManagerWorkspace
 
-        return ManagerWorkspace(EditorServices(), client=self.controller.client)
+        ws = ManagerWorkspace(EditorServices(), client=self.controller.client)
+        # The engine settings page shows the limits the engine enforces: its state now (built
+        # lazily, after the engine may have started), then every change from the stream.
+        client, settings = self.controller.client, ws.engine_settings
+        if client.state is ClientState.CONNECTED:
+            try:
+                snap = client.snapshot()
+            except Exception as e:  # a lost link: the stream's next resync brings the limits
+                log.warning("engine snapshot for the Manager failed: %s", e)
+            else:
+                settings.on_events([EventRecord(snap.seq, ev) for ev in snap.state_events])
+        self.controller.bridge.events_received.connect(settings.on_events)
+        return ws
 
     def _build_analyzer(self) -> QMainWindow:
         from analyzer.views.workspace import AnalyzerWorkspace

@@ -5,9 +5,17 @@ Checks made here (the engine checks risk again): the instrument is known, the qu
 greater than 0 and a whole number of lots, the price is on the instrument's tick grid. What
 the engine or the venue refuses is shown in the ticket: the ``CommandError.reason`` of a
 refused command, or the text of an ``OrderChanged`` whose order was rejected.
+
+The price band: the ticket knows the band the engine enforces on manual orders (from
+``RiskLimitsChanged``: engine-wide, the instrument's own, manual orders') and the reference
+price (the last trade, else the mid). A limit price outside the band asks first — "Buy 1 CLF7
+@ 80.00 is 16.8% above the last trade 68.51 — send anyway?" — and only a confirmed order goes
+out, carrying ``band_override``. A band refusal by the engine (whose reference may be newer)
+asks the same way.
 """
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import ClassVar
 
 from PySide6.QtCore import Qt, Signal
@@ -18,6 +26,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QMessageBox,
     QPushButton,
     QVBoxLayout,
     QWidget,
@@ -32,7 +41,15 @@ from engine.commands import (
     SubmitOrder,
 )
 from engine.enums import OrdStatus, OrdType, Side, TimeInForce
-from engine.events import BookUpdated, Event, EventRecord, OrderChanged, OrderView
+from engine.events import (
+    BookUpdated,
+    DepthChanged,
+    Event,
+    EventRecord,
+    OrderChanged,
+    OrderView,
+    RiskLimitsChanged,
+)
 from widgets.monitor.formats import (
     ORD_TYPE_TEXT,
     SIDE_TEXT,
@@ -66,7 +83,12 @@ class OrderTicket(QWidget):
     """
 
     #: Engine event types :meth:`on_events` reads (the workspace hands it only these).
-    EVENT_TYPES: ClassVar[tuple[type[Event], ...]] = (BookUpdated, OrderChanged)
+    EVENT_TYPES: ClassVar[tuple[type[Event], ...]] = (
+        BookUpdated,
+        OrderChanged,
+        DepthChanged,
+        RiskLimitsChanged,
+    )
 
     command_requested = Signal(object)
 
@@ -126,6 +148,12 @@ class OrderTicket(QWidget):
         book_row.addWidget(self.ask_button)
         #: Latest top of book per symbol.
         self.books: dict[str, BookUpdated] = {}
+        #: Last trade price per symbol, ticks.
+        self.last_trade: dict[str, int] = {}
+        #: The engine's limits per scope (strategy id or None, symbol or "").
+        self.limits: dict[tuple[int | None, str], RiskLimitsChanged] = {}
+        #: The open "outside the price band" question, if any.
+        self.band_dialog: QMessageBox | None = None
         form.addRow("Instrument", self.symbol_combo)
         form.addRow("Market", book_row)
         form.addRow("Side", side_row)
@@ -281,18 +309,113 @@ class OrderTicket(QWidget):
         return ReplaceOrder(order_id=o.order_id, qty_lots=qty, px_ticks=px)
 
     def submit(self) -> SubmitOrder | None:
-        """Check the fields and send a new order; return it, or ``None`` when refused here."""
+        """Check the fields and send a new order; return it, or ``None`` when not sent now.
+
+        A limit price outside the engine's price band opens :attr:`band_dialog` instead; the
+        order goes out (with ``band_override``) only if the user confirms.
+        """
         try:
             command = self.build_submit()
         except ValueError as e:
             self._say(f"Not sent: {e}", "bad")
             return None
+        question = self.band_question(command)
+        if question is not None:
+            self._ask_band(command, question)
+            return None
+        self._send_order(command)
+        return command
+
+    def _send_order(self, command: SubmitOrder) -> None:
         f = self.formats.get(command.symbol)
         assert f is not None  # checked by build_submit
         px = "market" if command.ord_type is OrdType.MARKET else f"@ {f.price(command.px_ticks)}"
+        outside = " (outside the price band, confirmed)" if command.band_override else ""
         self._send(command, f"Sending {SIDE_TEXT[command.side].lower()} "
-                   f"{f.qty(command.qty_lots)} {command.symbol} {px}…")  # fmt: skip
-        return command
+                   f"{f.qty(command.qty_lots)} {command.symbol} {px}{outside}…")  # fmt: skip
+
+    # ------------------------------------------------------------------ price band
+    def reference(self, symbol: str) -> tuple[int, str] | None:
+        """Return the band's reference price in ticks and what it is (last trade, else mid)."""
+        if symbol in self.last_trade:
+            return self.last_trade[symbol], "the last trade"
+        book = self.books.get(symbol)
+        if book is not None and book.bid_qty_lots and book.ask_qty_lots:
+            return (book.bid_px_ticks + book.ask_px_ticks) // 2, "the mid"
+        return None
+
+    def band_question(self, command: SubmitOrder) -> str | None:
+        """Return the question to ask before sending ``command``, or ``None`` if inside the band.
+
+        The band of a manual order is the instrument's own band if it has one, else the
+        engine-wide band, and the manual orders' band if set; the narrowest refusal is asked
+        about.
+        """
+        if command.ord_type is not OrdType.LIMIT or command.band_override:
+            return None
+        ref = self.reference(command.symbol)
+        f = self.formats.get(command.symbol)
+        if ref is None or f is None or ref[0] <= 0:
+            return None
+        own = self.limits.get((None, command.symbol))
+        has_own = own is not None and (
+            own.price_band_pct is not None or own.price_band_ticks is not None
+        )
+        scopes = [
+            (own if has_own else self.limits.get((None, "")), command.symbol + "'s"
+             if has_own else "the engine-wide"),
+            (self.limits.get((MANUAL, "")), "the manual orders'"),
+        ]  # fmt: skip
+        px, (ref_px, what) = command.px_ticks, ref
+        off = px - ref_px
+        pct = off * 100.0 / ref_px
+        for lim, whose in scopes:
+            if lim is None:
+                continue
+            beyond = []
+            if lim.price_band_pct is not None and abs(pct) > lim.price_band_pct:
+                beyond.append(f"±{lim.price_band_pct:g}%")
+            if lim.price_band_ticks is not None and abs(off) > lim.price_band_ticks:
+                beyond.append(f"±{lim.price_band_ticks} ticks")
+            if beyond:
+                return (
+                    f"{SIDE_TEXT[command.side]} {f.qty(command.qty_lots)} {command.symbol} @ "
+                    f"{f.price(px)} is {abs(pct):.1f}% {'above' if off > 0 else 'below'} "
+                    f"{what} {f.price(ref_px)} — send anyway?\n\nIt is outside {whose} price "
+                    f"band ({' and '.join(beyond)}). Sent anyway, the order carries an "
+                    "explicit override and the engine lets it through."
+                )
+        return None
+
+    def _ask_band(self, command: SubmitOrder, question: str) -> None:
+        if self.band_dialog is not None:
+            self.band_dialog.close()
+        box = QMessageBox(self)
+        box.setObjectName("ticketBandDialog")
+        box.setIcon(QMessageBox.Icon.Warning)
+        box.setWindowTitle("Outside the price band")
+        head, _, detail = question.partition("\n\n")
+        box.setText(head)
+        box.setInformativeText(detail)
+        send = box.addButton("Send anyway", QMessageBox.ButtonRole.AcceptRole)
+        send.setObjectName("ticketBandSend")
+        keep = box.addButton("Don't send", QMessageBox.ButtonRole.RejectRole)
+        keep.setObjectName("ticketBandCancel")
+        box.setDefaultButton(keep)  # Enter must not send a fat finger
+        box.setEscapeButton(keep)
+
+        def answered() -> None:
+            self.band_dialog = None
+            if box.clickedButton() is send:
+                self._send_order(replace(command, band_override=True))
+            else:
+                self._say("Not sent: the price is outside the band", "warn")
+            box.deleteLater()
+
+        box.finished.connect(answered)
+        self.band_dialog = box
+        self._say("Outside the price band: confirm or cancel", "warn")
+        box.open()
 
     def cancel(self) -> CancelOrder | None:
         """Cancel the selected order; return the command, or ``None`` when there is none."""
@@ -327,6 +450,17 @@ class OrderTicket(QWidget):
         if self._pending.pop(id(command), None) is not command:
             return
         if isinstance(result, CommandError):
+            if (
+                isinstance(command, SubmitOrder)
+                and not command.band_override
+                and result.reason.startswith("risk: price_band: ")
+            ):  # the engine's reference moved past the ticket's: ask with its numbers
+                self._ask_band(
+                    command,
+                    f"The engine refused this order: it is outside the price band — send "
+                    f"anyway?\n\n{result.reason.removeprefix('risk: price_band: ')}",
+                )
+                return
             self._say(f"Refused: {result.reason}", "bad")
         else:
             what = {SubmitOrder: "Order", CancelOrder: "Cancel", ReplaceOrder: "Replace"}
@@ -344,6 +478,13 @@ class OrderTicket(QWidget):
             if isinstance(ev, BookUpdated):
                 self.books[ev.symbol] = ev
                 book_changed = True
+                continue
+            if isinstance(ev, DepthChanged):
+                if ev.last_trade_px_ticks:
+                    self.last_trade[ev.symbol] = ev.last_trade_px_ticks
+                continue
+            if isinstance(ev, RiskLimitsChanged):
+                self.limits[(ev.strategy_id, ev.symbol)] = ev
                 continue
             if not isinstance(ev, OrderChanged):
                 continue

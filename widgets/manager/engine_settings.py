@@ -14,6 +14,12 @@ applied to it while it runs: engine-wide or per-strategy risk limits (``SetRiskL
 strategy parameters (``SetStrategyParameters``) and session operations (``ControlSession``:
 log on, log out, reset; ``ReloadSession``: re-read from the ``.cfg``). The engine's answer is
 shown as it comes back.
+
+Applying limits sends a patch: each limit of the form with a value is set, each emptied one is
+switched off by name (``SetRiskLimits.clear``), and limits the form does not show stay as the
+engine has them. What the engine enforces now — engine-wide, per strategy, per instrument —
+is shown under the form (:class:`widgets.monitor.risk.RiskLimitsView`, fed the engine's
+``RiskLimitsChanged`` events through :meth:`EngineSettingsEditor.on_events`).
 """
 
 from __future__ import annotations
@@ -65,9 +71,11 @@ from engine.config import (
     parse_config,
     update_config_text,
 )
+from engine.events import EventRecord
 from engine.oms.risk import RiskLimits
 from widgets.empty_state import EmptyState
 from widgets.manager.undo import RAW_TEXT_ID, SnapshotCommand
+from widgets.monitor.risk import RiskLimitsView
 from widgets.relay import thread_relay
 
 #: Risk limit fields with their labels and whether they are integers.
@@ -76,6 +84,7 @@ RISK_FIELDS: tuple[tuple[str, str, bool], ...] = (
     ("max_order_notional", "Max order notional", False),
     ("max_position_lots", "Max position (lots)", True),
     ("price_band_ticks", "Price band (ticks)", True),
+    ("price_band_pct", "Price band (%)", False),
     ("max_open_orders", "Max open orders", True),
     ("max_orders_per_second", "Max orders per second", True),
 )
@@ -144,6 +153,17 @@ class RiskForm(QWidget):
             e.blockSignals(True)
             e.setText(_limit_text(getattr(limits, key)) if limits is not None else "")
             e.blockSignals(False)
+
+    def command(self, strategy_id: int | None = None) -> SetRiskLimits:
+        """Return the patch that makes the engine's limits what the form says.
+
+        A field with a value sets that limit, an empty field switches it off by name; limits
+        not on the form are left as the engine has them. Raises ValueError naming a bad field.
+        """
+        limits = self.limits()
+        values = {key: getattr(limits, key) for key, _label, _int in RISK_FIELDS}
+        clear = tuple(key for key, v in values.items() if v is None)
+        return SetRiskLimits(strategy_id=strategy_id, clear=clear, **values)  # type: ignore[arg-type]
 
     def limits(self) -> RiskLimits:
         """Return the limits entered; raises ValueError naming the bad field."""
@@ -396,7 +416,20 @@ class EngineSettingsEditor(QWidget):
         outer.setContentsMargins(6, 6, 6, 6)
         outer.addWidget(self.empty)
         outer.addWidget(self.splitter, 1)
+        self.enforced = RiskLimitsView()
+        self.enforced_box = QGroupBox("Risk limits the attached engine enforces now")
+        self.enforced_box.setObjectName("enforcedLimits")
+        QVBoxLayout(self.enforced_box).addWidget(self.enforced)
+        self.enforced_box.setMaximumHeight(170)
+        outer.addWidget(self.enforced_box)
         self._update_engine_label()
+
+    def on_events(self, batch: list[EventRecord]) -> None:
+        """Follow the attached engine's limits (its ``RiskLimitsChanged`` and usage events)."""
+        types = RiskLimitsView.EVENT_TYPES
+        mine = [r for r in batch if isinstance(r.event, types)]
+        if mine:
+            self.enforced.on_events(mine)
 
     def _show_empty(self, empty: bool) -> None:
         self.empty.setVisible(empty)
@@ -764,13 +797,13 @@ class EngineSettingsEditor(QWidget):
         return future
 
     def apply_engine_risk(self) -> Future[CommandResult] | None:
-        """Send the engine-wide limits in the form to the running engine."""
+        """Send the engine-wide limits of the form to the running engine (as a patch)."""
         try:
-            limits = self.risk.limits()
+            command = self.risk.command()
         except ValueError as e:
             self._say_problem(str(e))
             return None
-        return self._send("Engine-wide risk limits", SetRiskLimits(**dataclasses.asdict(limits)))
+        return self._send("Engine-wide risk limits", command)
 
     def apply_strategy(self) -> list[Future[CommandResult]]:
         """Send the selected strategy's parameters and limits to the running engine."""
@@ -780,7 +813,7 @@ class EngineSettingsEditor(QWidget):
             return out
         s = cfg.strategies[self.strategy_index]
         try:
-            limits = self.strategy_risk.limits()
+            limits = self.strategy_risk.command(s.strategy_id)
         except ValueError as e:
             self._say_problem(str(e))
             return out
@@ -791,7 +824,7 @@ class EngineSettingsEditor(QWidget):
             ),
             (
                 f"Limits of strategy {s.strategy_id}",
-                SetRiskLimits(strategy_id=s.strategy_id, **dataclasses.asdict(limits)),
+                limits,
             ),
         ):
             f = self._send(what, cmd)

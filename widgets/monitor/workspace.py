@@ -43,6 +43,7 @@ from widgets.monitor.executions import ExecutionsView
 from widgets.monitor.formats import is_working
 from widgets.monitor.orders import OrderCounts, OrdersView
 from widgets.monitor.positions import PositionsView
+from widgets.monitor.risk import RiskLimitsView
 from widgets.monitor.strategies import StrategiesView
 from widgets.order_ticket import OrderTicket
 from widgets.sessions_panel import SessionsPanel
@@ -170,6 +171,7 @@ class MonitorWorkspace(QMainWindow):
         self.events_view = EngineEventsView()
         self.ladder = PriceLadder()
         self.sessions_view = SessionsPanel()
+        self.risk_view = RiskLimitsView(self.ctx.strategy_name)
         self.orders_view.setMinimumSize(200, 120)
         self.setCentralWidget(self.orders_view)
         # What a trader acts on at once, then the lanes (see _on_flush_timer).
@@ -180,7 +182,7 @@ class MonitorWorkspace(QMainWindow):
             (self.executions_view,),
             (self.log_view,),
             (self.fix_view,),
-            (self.events_view, self.sessions_view),
+            (self.events_view, self.sessions_view, self.risk_view),
         )
         self._first_views = tuple(_Feed(v) for v in first)
         self._lanes = tuple(tuple(_Feed(v) for v in lane) for lane in lanes)
@@ -218,6 +220,8 @@ class MonitorWorkspace(QMainWindow):
         self.splitDockWidget(self.ticket_dock, self.strategies_dock, Qt.Orientation.Vertical)
         self.tabifyDockWidget(self.strategies_dock, self.ladder_dock)
         self.tabifyDockWidget(self.executions_dock, self.sessions_dock)
+        self.risk_dock = self._dock("Risk limits", "monitorRiskDock", self.risk_view, bottom)
+        self.tabifyDockWidget(self.executions_dock, self.risk_dock)
         self.ladder_dock.raise_()
         self.executions_dock.raise_()
         self._sized = False

@@ -258,16 +258,15 @@ async def test_price_band_refuses_strategies_and_manual_orders_need_the_override
                           band_override=True))  # fmt: skip
         # A strategy's order can't carry the override, nor can a manual order use an id that
         # is no strategy here.
-        assert d.refused(
-            SubmitOrder(symbol="CLF7", side=Side.BUY, qty_lots=1, px_ticks=far,
-                        strategy_id=CHASER_ID, band_override=True)  # fmt: skip
-        ) == (
-            "band_override: only a manual order (strategy_id 0) may be sent outside the price "
-            "band"
+        theirs = SubmitOrder(symbol="CLF7", side=Side.BUY, qty_lots=1, px_ticks=far,
+                             strategy_id=CHASER_ID, band_override=True)  # fmt: skip
+        assert d.refused(theirs) == (
+            "band_override: only a manual order (strategy_id 0) may be sent outside the price band"
         )
-        assert d.refused(
-            SubmitOrder(symbol="CLF7", side=Side.BUY, qty_lots=1, px_ticks=ref, strategy_id=77)
-        ) == "strategy_id 77: no such strategy in this engine (manual orders use 0)"
+        nobody = SubmitOrder(symbol="CLF7", side=Side.BUY, qty_lots=1, px_ticks=ref, strategy_id=77)
+        assert d.refused(nobody) == (
+            "strategy_id 77: no such strategy in this engine (manual orders use 0)"
+        )
 
         # An instrument's own band replaces the engine-wide one there.
         d.ack(SetRiskLimits(symbol="CLF7", price_band_ticks=3))

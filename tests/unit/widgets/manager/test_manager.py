@@ -772,9 +772,25 @@ def test_engine_settings_edit_save_and_apply_to_a_running_engine(  # type: ignor
             "max_order_qty_lots = 50 ", "max_order_qty_lots = 20 "
         ).replace("port = 7341", "port = 7400")
         # Applied to the running engine: the answer is shown.
+        # A patch: the form's limits with a value are set, its empty ones cleared by name, and
+        # the engine answers with what moved.
         es.apply_engine_risk()
-        qtbot.waitUntil(lambda: "replaced" in es.answers[-1], timeout=5000)
-        assert es.answers[-1] == "Engine-wide risk limits: engine-wide risk limits replaced"
+        qtbot.waitUntil(lambda: "engine-wide limits:" in es.answers[-1], timeout=5000)
+        assert es.answers[-1] == (
+            "Engine-wide risk limits: engine-wide limits: max_order_qty_lots 50 -> 20; "
+            "max_open_orders 100 -> off; max_orders_per_second 500 -> off"
+        )
+
+        # The Manager shows what the engine enforces now, from the engine's own events.
+        def engine_has_20() -> bool:
+            es.on_events(client.drain())
+            now = es.enforced.limits.get((None, ""))
+            return now is not None and now.max_order_qty_lots == 20
+
+        qtbot.waitUntil(engine_has_20, timeout=5000)
+        assert es.enforced.cell((None, ""), "max_order_qty") == "20"
+        assert es.enforced.cell((None, ""), "open_orders").startswith("off")
+        assert es.enforced.cell((None, ""), "price_band") == "±5%"
         es.session_id.setEditText("FIX.4.2:A->B")
         es.control_session("logout")
         qtbot.waitUntil(lambda: "refused" in es.answers[-1], timeout=5000)
