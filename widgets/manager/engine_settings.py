@@ -163,7 +163,7 @@ class RiskForm(QWidget):
         limits = self.limits()
         values = {key: getattr(limits, key) for key, _label, _int in RISK_FIELDS}
         clear = tuple(key for key, v in values.items() if v is None)
-        return SetRiskLimits(strategy_id=strategy_id, clear=clear, **values)  # type: ignore[arg-type]
+        return SetRiskLimits(strategy_id=strategy_id, clear=clear, **values)
 
     def limits(self) -> RiskLimits:
         """Return the limits entered; raises ValueError naming the bad field."""
