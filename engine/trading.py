@@ -510,7 +510,11 @@ class TradingDesk:
                         s.state is StrategyState.HALTED for s in self.runner.strategies.values()
                     )
                     if level is KillLevel.OFF:
-                        kept = f"; {halted} halted strategies stay halted until resumed"
+                        kept = (
+                            "; 1 halted strategy stays halted until resumed"
+                            if halted == 1
+                            else f"; {halted} halted strategies stay halted until resumed"
+                        )
                         return ok(f"kill switch OFF{kept if halted else ''}")
                     return ok(f"kill switch {level.name}: {n} orders touched, {halted} halted")
                 case ControlStrategy(strategy_id=sid, action=action):

@@ -28,10 +28,12 @@ LEVEL_BUTTON_TEXT = {
 }
 #: What each level does, for tooltips and the state label.
 LEVEL_HELP = {
-    KillLevel.OFF: "Off: orders flow normally",
-    KillLevel.BLOCK_NEW: "Refuse every new order",
-    KillLevel.CANCEL_ALL: "Refuse new orders and cancel every working order",
-    KillLevel.FLATTEN: "Refuse new orders, cancel working orders and close every position",
+    KillLevel.OFF: "Off: orders flow normally (halted strategies stay halted until resumed)",
+    KillLevel.BLOCK_NEW: "Halt every strategy and refuse every new order",
+    KillLevel.CANCEL_ALL: "Halt every strategy, refuse new orders and cancel every working order",
+    KillLevel.FLATTEN: (
+        "Halt every strategy, refuse new orders, cancel working orders and close every position"
+    ),
 }
 
 

@@ -223,7 +223,7 @@ async def test_release_keeps_strategies_halted_and_start_is_refused_while_engage
         )
         released = d.engine.handle(SetKillSwitch(level=KillLevel.OFF, reason="t", actor="t"))
         assert isinstance(released, CommandAck)
-        assert released.detail == "kill switch OFF; 1 halted strategies stay halted until resumed"
+        assert released.detail == "kill switch OFF; 1 halted strategy stays halted until resumed"
         await asyncio.sleep(0.3)
         assert d.states() == {DEMO_STRATEGY_ID: StrategyState.HALTED}
         mark = d.records[-1].seq
