@@ -369,7 +369,7 @@ class SimFixApplication(Application):
             (150, exec_type_to_fix(et, bs, r.ord_status)),
             (151, qty(r.leaves_qty_lots)),
         ]
-        if last and not fix42:
+        if last and bs >= "FIX.4.4":  # LastLiquidityInd <851> is new in FIX 4.4
             body.append((851, b"1" if r.maker else b"2"))
         return body
 

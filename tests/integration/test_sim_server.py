@@ -38,6 +38,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 #: The installed console script, next to the interpreter running the tests.
 QWCONSOLE = Path(sys.executable).with_name("qwconsole")
+ROOT = Path(__file__).resolve().parents[2]
+#: The example configuration the project ships.
+SHIPPED_CFG = ROOT / "resources" / "sim" / "sim.cfg"
 LISTENING = re.compile(r"^sim: listening on 127\.0\.0\.1:(\d+) \(sessions: (.*)\)$")
 STARTUP_S = 60.0
 
@@ -60,6 +63,16 @@ BeginString=FIX.4.2
 SenderCompID=EXECUTOR
 TargetCompID=CLIENT1
 """
+
+
+def shipped_cfg_in(tmp: Path) -> Path:
+    """Return a copy of the shipped example with its store and log folders under ``tmp``."""
+    text = SHIPPED_CFG.read_text()
+    cfg = tmp / "sim.cfg"
+    cfg.write_text(
+        text.replace("=sim-store", f"={tmp}/sim-store").replace("=sim-log", f"={tmp}/sim-log")
+    )
+    return cfg
 
 
 def write_cfg(tmp: Path) -> Path:
@@ -231,6 +244,31 @@ async def test_client_trades_against_the_sim_and_rejects_say_why(tmp_path: Path)
     assert app.logouts == [""]  # the simulator answered our Logout
 
 
+@pytest.mark.parametrize("begin", ["FIX.4.2", "FIX.4.3"])
+async def test_older_versions_get_reports_their_dictionary_accepts(
+    tmp_path: Path, begin: str
+) -> None:
+    """Fills on FIX.4.2 (ExecType 1/2, ExecTransType) and 4.3 (no LastLiquidityInd)."""
+    sim = await start_sim(shipped_cfg_in(tmp_path), "--port", "0")
+    app = Client()
+    session = client_session(tmp_path, app, begin)  # validates with the shipped dictionary
+    try:
+        async with connected(session, sim.port):
+            session.send(new_order("v1", "NQZ6", "1", "2", None))  # a market order
+            reports = await fills_of(app, b"v1")
+            assert reports[0].get(150) == b"0"
+            assert [r for r in reports if r.get(32)]
+            assert reports[-1].get(39) == b"2"
+            assert reports[-1].get(150) == (b"2" if begin == "FIX.4.2" else b"F")
+            assert all(r.get(851) is None for r in reports)
+    finally:
+        await sim.stop()
+        session.close()
+    prefix = f"{begin}-EXECUTOR-CLIENT1"
+    incoming = (tmp_path / "sim-log" / f"{prefix}.incoming.log").read_bytes()
+    assert b"\x0135=3\x01" not in incoming  # our validating client rejected nothing
+
+
 async def test_restarted_sim_resumes_sequence_numbers_and_resends(tmp_path: Path) -> None:
     cfg = write_cfg(tmp_path)
     sim = await start_sim(cfg, "--port", "0")
@@ -360,9 +398,8 @@ def test_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
 
 def test_shipped_example_cfg_serves_quickfix_example_clients(tmp_path: Path) -> None:
     """The shipped resources/sim/sim.cfg listens for tradeclient and Banzai; SIGINT stops it."""
-    shipped = Path(__file__).resolve().parents[2] / "resources" / "sim" / "sim.cfg"
     proc = subprocess.Popen(
-        [str(QWCONSOLE), "sim", "--cfg", str(shipped), "--port", "0"],
+        [str(QWCONSOLE), "sim", "--cfg", str(SHIPPED_CFG), "--port", "0"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
@@ -374,7 +411,8 @@ def test_shipped_example_cfg_serves_quickfix_example_clients(tmp_path: Path) -> 
     m = LISTENING.match(line)
     assert m is not None, (line, err)
     assert m.group(2).split(", ") == [
-        "FIX.4.2:EXECUTOR->CLIENT1", "FIX.4.4:EXECUTOR->CLIENT1", "FIX.4.2:TW->CLIENT1",
+        "FIX.4.2:EXECUTOR->CLIENT1", "FIX.4.3:EXECUTOR->CLIENT1", "FIX.4.4:EXECUTOR->CLIENT1",
+        "FIX.4.2:TW->CLIENT1",
         "FIX.4.2:EXEC->BANZAI", "FIX.4.4:EXEC->BANZAI",
     ]  # fmt: skip
     assert out == "sim: stopped\n"
@@ -566,9 +604,8 @@ def quickfix_order(fix: Any, begin: str, clordid: str, ord_type: str, price: str
 def test_quickfix_initiator_trades_against_the_shipped_cfg(tmp_path: Path) -> None:
     """QuickFIX (its Python binding) as tradeclient, validating with the dictionaries."""
     fix = pytest.importorskip("quickfix")
-    root = Path(__file__).resolve().parents[2]
     sim = subprocess.Popen(
-        [str(QWCONSOLE), "sim", "--cfg", str(root / "resources/sim/sim.cfg"), "--port", "0"],
+        [str(QWCONSOLE), "sim", "--cfg", str(SHIPPED_CFG), "--port", "0"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     initiator = None
@@ -579,7 +616,7 @@ def test_quickfix_initiator_trades_against_the_shipped_cfg(tmp_path: Path) -> No
         assert m is not None, "the simulator did not start"
         cfg = tmp_path / "tradeclient.cfg"
         cfg.write_text(QUICKFIX_CLIENT_CFG.format(tmp=tmp_path, port=m.group(1),
-                                                  spec=root / "resources/fix"))  # fmt: skip
+                                                  spec=ROOT / "resources/fix"))  # fmt: skip
         settings = fix.SessionSettings(str(cfg))
         initiator = fix.SocketInitiator(quickfix_application(fix, seen),
                                         fix.FileStoreFactory(settings), settings,
