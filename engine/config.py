@@ -165,6 +165,8 @@ class InstrumentConfig:
 
     ``tick_size``, ``lot_size`` and ``multiplier`` are decimal text (exact); ``session`` is a
     QuickFIX session id (``FIX.4.4:SENDER->TARGET``), ``""`` for the simulator.
+    ``price_band_ticks`` / ``price_band_pct`` give the instrument a price band of its own,
+    which replaces the engine-wide band for it.
     """
 
     symbol: str
@@ -173,6 +175,8 @@ class InstrumentConfig:
     multiplier: str = "1"
     currency: str = "USD"
     session: str = ""
+    price_band_ticks: int | None = None
+    price_band_pct: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -558,7 +562,8 @@ def _read_instrument(r: _Reader, data: Any, path: str) -> InstrumentConfig | Non
     if not isinstance(data, dict):
         r.problem(path, f"must be a table, got {_show(data)}")
         return None
-    allowed = ("symbol", "tick_size", "lot_size", "multiplier", "currency", "session")
+    allowed = ("symbol", "tick_size", "lot_size", "multiplier", "currency", "session",
+               "price_band_ticks", "price_band_pct")  # fmt: skip
     r.unknown(data, allowed, path)
     symbol = r.require(data, "symbol", path, _symbol)
     tick = r.require(data, "tick_size", path, _decimal)
@@ -566,11 +571,13 @@ def _read_instrument(r: _Reader, data: Any, path: str) -> InstrumentConfig | Non
     mult = r.get(data, "multiplier", path, _decimal, "1")
     ccy = r.get(data, "currency", path, _nonempty, "USD")
     session = r.get(data, "session", path, _str, "")
+    band_ticks = r.get(data, "price_band_ticks", path, _int(0), None)
+    band_pct = r.get(data, "price_band_pct", path, _nonneg_number, None)
     if symbol is None or tick is None:
         return None
-    return InstrumentConfig(
-        symbol=symbol, tick_size=tick, lot_size=lot, multiplier=mult, currency=ccy, session=session
-    )
+    return InstrumentConfig(symbol=symbol, tick_size=tick, lot_size=lot, multiplier=mult,
+                            currency=ccy, session=session, price_band_ticks=band_ticks,
+                            price_band_pct=band_pct)  # fmt: skip
 
 
 def _read_remote(r: _Reader, data: Mapping[str, Any]) -> RemoteConfig:
@@ -798,6 +805,7 @@ def dump_config(cfg: EngineConfig) -> str:
         table("[[instruments]]", _pairs([
             ("symbol", ins.symbol), ("tick_size", ins.tick_size), ("lot_size", ins.lot_size),
             ("multiplier", ins.multiplier), ("currency", ins.currency), ("session", ins.session),
+            ("price_band_ticks", ins.price_band_ticks), ("price_band_pct", ins.price_band_pct),
         ]))  # fmt: skip
     table("[risk]", _risk_pairs(cfg.risk, DEFAULT_LIMITS))
     for s in cfg.strategies:

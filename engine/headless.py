@@ -172,6 +172,18 @@ def _add_strategies(desk: TradingDesk, cfg: EngineConfig, default_symbols: list[
             desk.router.risk.set_strategy_limits(s.strategy_id, s.risk)
 
 
+def _instrument_bands(desk: TradingDesk, cfg: EngineConfig) -> None:
+    """Give each instrument with ``price_band_ticks`` / ``price_band_pct`` its own band."""
+    for i, ins in enumerate(cfg.instruments):
+        if ins.price_band_ticks is None and ins.price_band_pct is None:
+            continue
+        if ins.symbol not in desk.router.managers:
+            raise BuildError(f"instruments[{i}]: {ins.symbol} is not traded by this engine "
+                             f"(traded: {', '.join(desk.router.managers)})")  # fmt: skip
+        band = RiskLimits(price_band_ticks=ins.price_band_ticks, price_band_pct=ins.price_band_pct)
+        desk.router.risk.set_limits(band, symbol=ins.symbol)
+
+
 def _sessions_venues(
     engine: Engine,
     cfg: EngineConfig,
@@ -259,6 +271,7 @@ def build_from_config(engine: Engine, cfg: EngineConfig) -> TradingDesk:
         if cfg.risk not in (RiskLimits(), DEFAULT_LIMITS):  # the file sets limits: they apply
             desk.router.risk.global_limits = cfg.risk
         _add_strategies(desk, cfg, [x.instrument.symbol for x in DEMO_LISTINGS])
+        _instrument_bands(desk, cfg)
         return desk
     if cfg.sessions_file is None:
         raise BuildError("nothing to trade on: set [sessions] file or [simulator] enabled = true")
@@ -277,6 +290,7 @@ def build_from_config(engine: Engine, cfg: EngineConfig) -> TradingDesk:
         desk.restore(recovered)
         desk.adopt_unjournaled(recovered)
     _add_strategies(desk, cfg, [i.symbol for i in cfg.instruments])
+    _instrument_bands(desk, cfg)
     for component in [*parts, desk, *fix_parts]:
         engine.add_component(component)
     return desk

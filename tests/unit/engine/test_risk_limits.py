@@ -279,3 +279,21 @@ async def test_price_band_refuses_strategies_and_manual_orders_need_the_override
             if isinstance(r.event, OrderChanged) and r.event.order.status is OrdStatus.REJECTED
         ]
         assert all(o.text.startswith("risk: price_band: ") for o in rejected)
+
+
+async def test_the_configuration_gives_instruments_their_own_band(tmp_path: Path) -> None:
+    from engine.config import parse_config
+    from engine.headless import BuildError, build_from_config
+
+    text = (
+        '[files]\njournal_dir = "j"\n[simulator]\nenabled = true\n[risk]\nmax_open_orders = 9\n'
+        '[[instruments]]\nsymbol = "CLF7"\ntick_size = "0.01"\nprice_band_pct = 2.5\n'
+    )
+    cfg = parse_config(text, tmp_path / "engine.toml")
+    assert cfg.instruments[0].price_band_pct == 2.5
+    desk = build_from_config(Engine(LiveClock(), engine_id="bands"), cfg)
+    assert desk.router.risk.limits(symbol="CLF7") == RiskLimits(price_band_pct=2.5)
+    assert desk.router.risk.global_limits == RiskLimits(max_open_orders=9, price_band_pct=5.0)
+    wrong = parse_config(text.replace('"CLF7"', '"CLF8"'), tmp_path / "engine.toml")
+    with pytest.raises(BuildError, match=r"instruments\[0\]: CLF8 is not traded by this engine"):
+        build_from_config(Engine(LiveClock(), engine_id="bands"), wrong)
