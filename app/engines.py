@@ -159,7 +159,10 @@ class EngineConnections(QObject):
             links.append(EngineLink(m.index, c.name, c.state, detail))
             before = self._states.get(c.name)
             if before is not None and before is not c.state:
-                text = f"{c.name}: {c.state.name.lower()}"
+                word = c.state.name.lower()
+                if c.state is ClientState.CONNECTING and not _is_remote(c):
+                    word = "starting"  # an engine in this process is started, not reached
+                text = f"{c.name}: {word}"
                 self.message.emit(f"{text} — {detail}" if detail else text)
             self._states[c.name] = c.state
         self.selector.set_links(links)

@@ -195,6 +195,7 @@ def test_a_slow_start_shows_progress_then_running_and_logged_on(
         )
         assert window.status.progress_bar.isVisible()
         assert _link(controller) is ClientState.CONNECTING
+        assert window.statusBar().currentMessage() == "embedded: starting"  # not "connecting"
         assert not _dialogs(window)
         card = view.overlay  # the same over the Monitor's blotter
         qtbot.waitUntil(  # type: ignore[attr-defined]
