@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_SCREENSHOT_AFTER_S = 1.5
 DEFAULT_SIZE = (1400, 860)
+#: How long ``--smoke`` and ``--screenshot`` wait for a start (the window itself never gives up).
+HEADLESS_START_LIMIT_S = 300.0
 
 
 def _say(text: str, *, error: bool = False) -> None:
@@ -143,6 +145,7 @@ class ConsoleRun:
         self.errors = logs.configure()
         logs.install_qt_message_handler()
         self.smoke = SmokeCheck()
+        self.engine_running = False
 
     def _excepthook(
         self, exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
@@ -202,6 +205,8 @@ class ConsoleRun:
         controller.start_failed.connect(self._engine_failed)
         controller.started.connect(self._engine_started)
         controller.start_in_background()
+        if headless_run:  # an unattended check must end; it says the start is still going
+            QTimer.singleShot(int(HEADLESS_START_LIMIT_S * 1000), self._start_too_slow)
         # Start-up's objects leave the collector now; later ones once a second (no GC stalls).
         gc_pacer = GcPacer()
         gc_pacer.start()
@@ -218,7 +223,20 @@ class ConsoleRun:
             self.code = self.code or 1
         return self.code
 
+    def _start_too_slow(self) -> None:
+        if self.engine_running or self.code:
+            return
+        status = self.window.status
+        _say(
+            f"error: the engine is still starting after {status.starting_seconds:.0f} s "
+            f"({status.stage_text}); not failed, but this check stops here",
+            error=True,
+        )
+        self.code = 1
+        self.window.close()
+
     def _engine_started(self) -> None:
+        self.engine_running = True
         # --smoke and --screenshot time their run from here: the engine starts after the window.
         opts = self.opts
         if opts.smoke is not None:
