@@ -507,6 +507,9 @@ def test_headless_engine_trades_against_a_separate_sim_process(tmp_path: Path) -
     assert b"Received logon request" in events
 
 
+#: The versions QuickFIX's tradeclient trades on against the shipped configuration.
+VERSIONS = ("FIX.4.2", "FIX.4.3", "FIX.4.4")
+
 QUICKFIX_CLIENT_CFG = """\
 [DEFAULT]
 ConnectionType=initiator
@@ -525,6 +528,12 @@ BeginString=FIX.4.2
 SenderCompID=CLIENT1
 TargetCompID=EXECUTOR
 DataDictionary={spec}/FIX42.xml
+
+[SESSION]
+BeginString=FIX.4.3
+SenderCompID=CLIENT1
+TargetCompID=EXECUTOR
+DataDictionary={spec}/FIX43.xml
 
 [SESSION]
 BeginString=FIX.4.4
@@ -622,16 +631,16 @@ def test_quickfix_initiator_trades_against_the_shipped_cfg(tmp_path: Path) -> No
                                         fix.FileStoreFactory(settings), settings,
                                         fix.FileLogFactory(settings))  # fmt: skip
         initiator.start()
-        assert seen.wait_for(lambda: len(seen.logged_on) == 2), seen.logged_on
-        for begin in ("FIX.4.2", "FIX.4.4"):
+        assert seen.wait_for(lambda: len(seen.logged_on) == len(VERSIONS)), seen.logged_on
+        for begin in VERSIONS:
             v = begin[-1]
             assert fix.Session.sendToTarget(quickfix_order(fix, begin, f"m{v}", "1", None))
             assert fix.Session.sendToTarget(quickfix_order(fix, begin, f"b{v}", "2", "6000.10"))
         # Each market order is acked and filled; each off-grid limit rejected with the reason.
         assert seen.wait_for(
             lambda: (
-                sum(r.get(39) == "2" for r in seen.reports) == 2
-                and sum(r.get(150) == "8" for r in seen.reports) == 2
+                sum(r.get(39) == "2" for r in seen.reports) == len(VERSIONS)
+                and sum(r.get(150) == "8" for r in seen.reports) == len(VERSIONS)
             )
         ), seen.reports
     finally:
@@ -641,7 +650,7 @@ def test_quickfix_initiator_trades_against_the_shipped_cfg(tmp_path: Path) -> No
         sim.communicate(timeout=30)
     assert sim.returncode == 0
     assert seen.rejects == []  # QuickFIX found nothing wrong with any report
-    for begin in ("FIX.4.2", "FIX.4.4"):
+    for begin in VERSIONS:
         v = begin[-1]
         mine = [r for r in seen.reports if r[8] == begin]
         fills = [r for r in mine if r.get(11) == f"m{v}" and r.get(32)]
