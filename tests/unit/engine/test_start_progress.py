@@ -121,6 +121,21 @@ def test_engine_reports_each_stage_before_it_runs(tmp_path: Path) -> None:
     assert all(events.index(s) < running for s in _stages(records))
 
 
+def test_a_snapshot_of_a_starting_engine_says_what_it_is_doing() -> None:
+    client = EmbeddedEngineClient(heartbeat_interval_ms=50, warm_up=lambda: time.sleep(1.0))
+    starter = _Starter(client)
+    try:
+        _wait_for(lambda: _state(client) is ClientState.CONNECTED)  # its loop runs: warm-up
+        _wait_for(lambda: client.snapshot().state is EngineState.STARTING)  # run() began
+        snap = client.snapshot()
+        (now,) = [e for e in snap.state_events if isinstance(e, EngineStartProgress)]
+        assert now.stage == "compiling kernels"
+        starter.thread.join(10)
+        assert starter.error is None
+    finally:
+        client.close()
+
+
 def test_a_slow_set_up_is_waited_for_and_reported_not_failed() -> None:
     def slow(engine: Engine) -> None:
         engine.report_progress("loading a slow thing", 0, 3, "parts")
