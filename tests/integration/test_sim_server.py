@@ -396,6 +396,26 @@ def test_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert proc.stdout == ""
 
 
+def test_socket_accept_port_0_picks_free_ports_and_seconds_stops(tmp_path: Path) -> None:
+    cfg = tmp_path / "zero.cfg"
+    cfg.write_text(
+        "[DEFAULT]\nConnectionType=acceptor\nNonStopSession=Y\nSocketAcceptPort=0\n"
+        "ResetOnLogon=Y\n\n"
+        "[SESSION]\nBeginString=FIX.4.4\nSenderCompID=S\nTargetCompID=A\n\n"
+        "[SESSION]\nBeginString=FIX.4.2\nSenderCompID=S\nTargetCompID=B\n"
+    )
+    proc = subprocess.run([str(QWCONSOLE), "sim", "--cfg", str(cfg), "--seconds", "0.5"],
+                          capture_output=True, text=True, check=False, timeout=60)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    first, last = proc.stdout.splitlines()
+    m = LISTENING.match(first)
+    assert m is not None, proc.stdout
+    assert int(m.group(1)) > 0
+    assert m.group(2) == "FIX.4.4:S->A, FIX.4.2:S->B"  # one socket for both
+    assert last == "sim: stopped"
+    assert proc.stderr == ""  # ResetOnLogon=Y: no warning about the memory stores
+
+
 def test_shipped_example_cfg_serves_quickfix_example_clients(tmp_path: Path) -> None:
     """The shipped resources/sim/sim.cfg listens for tradeclient and Banzai; SIGINT stops it."""
     proc = subprocess.Popen(
