@@ -433,7 +433,7 @@ def test_shipped_example_cfg_serves_quickfix_example_clients(tmp_path: Path) -> 
     assert m.group(2).split(", ") == [
         "FIX.4.2:EXECUTOR->CLIENT1", "FIX.4.3:EXECUTOR->CLIENT1", "FIX.4.4:EXECUTOR->CLIENT1",
         "FIX.4.2:TW->CLIENT1",
-        "FIX.4.2:EXEC->BANZAI", "FIX.4.4:EXEC->BANZAI",
+        "FIX.4.2:EXEC->BANZAI", "FIX.4.3:EXEC->BANZAI", "FIX.4.4:EXEC->BANZAI",
     ]  # fmt: skip
     assert out == "sim: stopped\n"
     # Relative FileStorePath/FileLogPath are taken from the working directory (as QuickFIX).
