@@ -406,7 +406,11 @@ class FixVenue(Application):
                     f"not delivered: {session_id} asked for a resend; gap-filled instead of "
                     "sending a stale request"
                 )
-                self.defer(lambda: sink.on_message_rejected(mt.decode(), clordid, why))
+
+                def undelivered() -> None:
+                    sink.on_message_rejected(mt.decode(), clordid, why)
+
+                self.defer(undelivered)
         raise DoNotSend
 
     def on_logon(self, session_id: SessionID) -> None:

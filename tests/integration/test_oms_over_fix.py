@@ -38,6 +38,7 @@ class Rig:
     app: SimFixApplication
     events: list[Event]
     venue: FixVenue
+    sim_session: FixSession
 
     async def until(self, pred: Callable[[], bool], within: float = 5.0) -> None:
         async with asyncio.timeout(within):
@@ -99,7 +100,7 @@ async def fix_rig(
     await initiator.start()
     await initiator.wait_logged_on(5.0)
     try:
-        yield Rig(router, exchange, app, events, venue)
+        yield Rig(router, exchange, app, events, venue, sim)
     finally:
         await initiator.stop()
         await acceptor.stop()
@@ -204,3 +205,24 @@ async def test_a_sent_order_the_journal_never_got_comes_back_from_the_fix_store(
         assert notes == [b"20170101 %d" % order.order_id, b"42 %d" % other.order_id]
     finally:
         again.close()
+
+
+async def test_an_order_message_the_venue_asks_again_for_is_gap_filled_and_resolved() -> None:
+    async with fix_rig() as rig:
+        first = rig.router.send("ESZ6", 1, Side.BUY, 1, 23_990)
+        await rig.until(lambda: first.status is OrdStatus.NEW)
+        # The venue "lost" the last message it got (the first order): the next one is too high
+        # for it, so it asks for a resend from there.
+        rig.sim_session.set_next_target_seq_num(rig.sim_session.next_target_seq_num - 1)
+        second = rig.router.send("ESZ6", 1, Side.BUY, 1, 23_989)
+        await rig.until(lambda: second.is_terminal)
+        # Never resent (a stale order must not surprise the market): gap-filled, and the order
+        # manager knows the order did not arrive.
+        assert second.status is OrdStatus.REJECTED
+        assert "not delivered" in second.text
+        assert first.status is OrdStatus.NEW  # acknowledged before: the venue has it
+        assert rig.exchange.depth("ESZ6", 20)[0].count((23_989, 1)) == 0
+        assert rig.router.risk.open_orders() == 1
+        # The session goes on in step: a new order after the gap fill trades normally.
+        third = rig.router.send("ESZ6", 1, Side.BUY, 1, 23_988)
+        await rig.until(lambda: third.status is OrdStatus.NEW)
