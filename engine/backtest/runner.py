@@ -118,9 +118,13 @@ def load_events(job: BacktestJob) -> tuple[npt.NDArray[np.void], npt.NDArray[np.
     if path.suffix in (".h5", ".hdf5"):
         return _from_store(path, job)
     try:
-        ev = np.load(path, allow_pickle=False)
+        with path.open("rb") as f:
+            magic = f.read(6)
+        ev = np.load(path, allow_pickle=False) if magic == b"\x93NUMPY" else None
     except (OSError, ValueError) as e:
         raise BacktestInputError(f"{path}: not a readable .npy file ({e})") from None
+    if ev is None:  # np.load would take it for a pickle and say that
+        raise BacktestInputError(f"{path}: not a .npy file (no NumPy header)")
     if ev.dtype != want:
         fields = ", ".join(ev.dtype.names or ()) or str(ev.dtype)
         raise BacktestInputError(

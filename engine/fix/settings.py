@@ -112,7 +112,8 @@ class SettingsProblem:
 
     def __str__(self) -> str:
         key = f" {self.key}:" if self.key else ""
-        return f"{self.source}:{self.line}:{key} {self.reason}"
+        where = f"{self.source}:{self.line}:" if self.line else f"{self.source}:"  # 0: the file
+        return f"{where}{key} {self.reason}"
 
 
 class SettingsError(ValueError):
@@ -876,7 +877,7 @@ class SettingsFile:
         File name.
     """
 
-    __slots__ = ("_raw", "default", "document", "sessions", "source", "warnings")
+    __slots__ = ("_broken", "_raw", "default", "document", "sessions", "source", "warnings")
 
     def __init__(self, document: CfgDocument, source: str = "<string>") -> None:
         self.document = document
@@ -885,6 +886,8 @@ class SettingsFile:
         self.sessions: list[SessionSettings] = []
         self.warnings: list[SettingsProblem] = []
         self._raw: tuple[dict[str, _Value], list[tuple[int, dict[str, _Value]]]] = ({}, [])
+        #: Keys that lines without '=' seem to set, by section line (0: [DEFAULT]).
+        self._broken: dict[int, set[str]] = {}
         self._build()
 
     def to_text(self) -> str:
@@ -990,7 +993,8 @@ class SettingsFile:
         seen: dict[SessionID, int] = {}
         for line_no, own in sessions:
             merged = {**default, **own}
-            s = _make_session(merged, line_no, self.source, errors)
+            broken = frozenset(self._broken.get(0, set()) | self._broken.get(line_no, set()))
+            s = _make_session(merged, line_no, self.source, errors, broken)
             if s is None:
                 continue
             sid = s.session_id
@@ -1012,9 +1016,12 @@ class SettingsFile:
         default: dict[str, _Value] = {}
         sessions: list[tuple[int, dict[str, _Value]]] = []
         current: dict[str, _Value] | None = None
+        section = 0  # line of the current [SESSION] (0: [DEFAULT])
+        self._broken = {}
         for i, line in enumerate(self.document.lines, start=1):
             if line.kind == "section":
                 name = line.name.upper()
+                section = i if name == "SESSION" else 0
                 if name == "DEFAULT":
                     if default:
                         self._warn(i, "", "second [DEFAULT] section: its keys override the first")
@@ -1041,6 +1048,9 @@ class SettingsFile:
                 shown = text if len(text) <= 40 else text[:37] + "..."
                 why = f"{shown!r} is not key=value, a [section] or a # comment (no '=')"
                 errors.append(SettingsProblem(self.source, i, "", why))
+                word = re.split(r"[\s:]", text, maxsplit=1)[0].upper()
+                if word in KEYS:  # not reported again as missing, at the section's line
+                    self._broken.setdefault(section, set()).add(word)
         return default, sessions
 
     def _warn(self, line: int, key: str, reason: str) -> None:
@@ -1061,15 +1071,23 @@ class SettingsFile:
 
 
 def _make_session(  # noqa: C901 - a flat list of cross-key rules reads best in one place
-    values: Mapping[str, _Value], line_no: int, source: str, errors: list[SettingsProblem]
+    values: Mapping[str, _Value],
+    line_no: int,
+    source: str,
+    errors: list[SettingsProblem],
+    broken: frozenset[str] = frozenset(),
 ) -> SessionSettings | None:
     kwargs: dict[str, Any] = {"section_line": line_no}
     extra: dict[str, str] = {}
     failover: dict[int, dict[str, _Value]] = {}
     appdd: dict[str, str] = {}
     n_errors = len(errors)
+    n_broken = [0]  # missing keys a line without '=' meant to set (reported at that line)
 
     def err(v: _Value | None, key: str, reason: str) -> None:
+        if v is None and key.upper() in broken:
+            n_broken[0] += 1
+            return
         errors.append(
             SettingsProblem(source, v.line if v else line_no, v.key if v else key, reason)
         )
@@ -1101,7 +1119,7 @@ def _make_session(  # noqa: C901 - a flat list of cross-key rules reads best in 
     for key in ("BeginString", "SenderCompID", "TargetCompID", "ConnectionType"):
         if key.upper() not in values:
             err(None, key, "required key is missing")
-    if len(errors) > n_errors:
+    if len(errors) > n_errors or n_broken[0]:
         return None
 
     begin = kwargs["begin_string"]
@@ -1166,7 +1184,7 @@ def _make_session(  # noqa: C901 - a flat list of cross-key rules reads best in 
         t = kwargs.get(KEYS[key.upper()].attr)
         if t is not None and st is not None and et is not None and not _inside(t, st, et):
             err(val(key), key, "must lie between StartTime and EndTime")
-    if len(errors) > n_errors:
+    if len(errors) > n_errors or n_broken[0]:
         return None
     return SessionSettings(**kwargs)
 

@@ -831,29 +831,7 @@ class TickStore:
     def _open(self, swmr: bool) -> h5py.File:
         cache: dict[str, Any] = {"rdcc_nbytes": CHUNK_CACHE_BYTES, "rdcc_nslots": 10007}
         if self.mode == "r":
-            if not self.path.exists():
-                raise TickStoreError(f"{self.path}: no such tick store")
-            try:
-                # SWMR reading without the file lock: a recorder or an import may open the
-                # file for writing while it is read (they write SWMR-safely).
-                f = _open_swmr_read(self.path, cache)
-                self._swmr_read = True
-            except OSError:
-                try:
-                    f = h5py.File(self.path, "r", **cache)  # an older-format HDF5 file
-                except OSError as e:
-                    if "unable to lock file" in str(e):
-                        raise TickStoreError(
-                            f"{self.path}: another process is writing it (not in SWMR mode); "
-                            "open it when that is done"
-                        ) from e
-                    raise self._damaged(e, "not a readable HDF5 file") from e
-            try:
-                self._check_format(f)
-            except (OSError, RuntimeError, KeyError) as e:
-                f.close()
-                raise self._damaged(e) from e
-            return f
+            return self._open_read(cache)
         new = not self.path.exists() or self.path.stat().st_size == 0
         try:
             f = h5py.File(self.path, "a", libver="latest", **cache)
@@ -866,6 +844,8 @@ class TickStore:
                 )
             elif "unable to lock file" in str(e):
                 hint = " (another process is writing it)"
+            elif (cut := truncation(self.path)) is not None:
+                raise TickStoreError(f"{self.path}: damaged file ({cut})") from e
             raise TickStoreError(f"{self.path}: cannot open for writing ({e}){hint}") from e
         if new:
             f.attrs["format"] = FORMAT_NAME
@@ -874,6 +854,31 @@ class TickStore:
             self._check_format(f)
         if swmr:
             f.swmr_mode = True
+        return f
+
+    def _open_read(self, cache: dict[str, Any]) -> h5py.File:
+        if not self.path.exists():
+            raise TickStoreError(f"{self.path}: no such tick store")
+        try:
+            # SWMR reading without the file lock: a recorder or an import may open the file
+            # for writing while it is read (they write SWMR-safely).
+            f = _open_swmr_read(self.path, cache)
+            self._swmr_read = True
+        except OSError:
+            try:
+                f = h5py.File(self.path, "r", **cache)  # an older-format HDF5 file
+            except OSError as e:
+                if "unable to lock file" in str(e):
+                    raise TickStoreError(
+                        f"{self.path}: another process is writing it (not in SWMR mode); "
+                        "open it when that is done"
+                    ) from e
+                raise self._damaged(e, "not a readable HDF5 file") from e
+        try:
+            self._check_format(f)
+        except (OSError, RuntimeError, KeyError) as e:
+            f.close()
+            raise self._damaged(e) from e
         return f
 
     def _damaged(self, error: BaseException, what: str = "damaged file") -> TickStoreError:
@@ -948,6 +953,9 @@ class TickStore:
         tmp.unlink(missing_ok=True)
         copied = 0
         cache: dict[str, Any] = {"rdcc_nbytes": CHUNK_CACHE_BYTES, "rdcc_nslots": 10007}
+        cut = truncation(src_path)
+        if cut is not None:  # HDF5 would copy the missing chunks as zeros, without a word
+            raise TickStoreError(f"{src_path}: cannot be recovered ({cut})")
         try:
             with (
                 _open_swmr_read(src_path, cache) as src,
