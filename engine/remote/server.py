@@ -200,7 +200,8 @@ class AuditLog:
                 else:
                     seen.reasons["(other reasons)"] = seen.reasons.get("(other reasons)", 0) + 1
                 return
-            same = {k: fields[k] for k in ("user", "role", "kind", "result") if k in fields}
+            same: dict[str, Any] = {k: fields[k] for k in ("user", "role", "kind", "result")
+                                    if k in fields}  # fmt: skip
             same["peer"] = key[1]
             self._repeats[key] = _Repeats(str(fields.get("event")), same, now)
         self._line(fields)
