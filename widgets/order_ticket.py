@@ -405,6 +405,7 @@ class OrderTicket(QWidget):
         box.setEscapeButton(keep)
 
         def answered() -> None:
+            box.finished.disconnect(answered)  # no cycle box <-> closure left for the gc
             self.band_dialog = None
             if box.clickedButton() is send:
                 self._send_order(replace(command, band_override=True))

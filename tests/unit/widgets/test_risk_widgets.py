@@ -5,6 +5,7 @@ offscreen)."""
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
@@ -15,6 +16,8 @@ from tests.unit.widgets.builders import T0, changed, instrument, order, records,
 from widgets.monitor.formats import InstrumentFormats
 from widgets.monitor.risk import RiskLimitsView
 from widgets.order_ticket import OrderTicket
+
+pytestmark = pytest.mark.gui
 
 
 def limits(sid: int | None = None, symbol: str = "", change: str = "snapshot", actor: str = "",
@@ -179,3 +182,18 @@ def test_limits_view_lists_every_scope_with_usage_and_the_last_change(qtbot: obj
     col = view.model.column_index("open_orders")
     _texts, colors, _bold = view.model.paint_row(view.model.row_of(mm))
     assert colors[col] is not None
+
+
+def test_the_monitor_feeds_its_risk_dock_and_ticket_the_engines_limits(qtbot: object) -> None:
+    from widgets.monitor.workspace import MonitorWorkspace
+
+    ws = MonitorWorkspace()
+    qtbot.addWidget(ws)  # type: ignore[attr-defined]
+    ws.on_events(records([instrument("CLF7", tick="0.01", multiplier="1000"),
+                          limits(price_band_pct=5.0, max_open_orders=100, change="snapshot"),
+                          depth("CLF7", 6851)]))  # fmt: skip
+    ws.flush()
+    assert ws.risk_dock.objectName() == "monitorRiskDock"
+    assert ws.risk_view.cell((None, ""), "open_orders") == "0 / 100"
+    assert ws.ticket.limits[None, ""].price_band_pct == 5.0
+    assert ws.ticket.reference("CLF7") == (6851, "the last trade")
