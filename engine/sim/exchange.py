@@ -110,8 +110,10 @@ _REASON_TEXT = {
 }
 #: Text of the unfilled rest of a market order (it expires like an IOC's).
 _MARKET_REMAINDER_TEXT = "market order remainder canceled: no more liquidity on the other side"
-#: Text of the cancels of :meth:`SimExchange.cancel_owner`.
+#: Text of the cancels of :meth:`SimExchange.cancel_owner` when a client's session drops.
 DISCONNECT_TEXT = "canceled: the client's session disconnected (cancel on disconnect)"
+#: Text of the cancels of every working client order when the exchange closes.
+CLOSE_TEXT = "canceled: the exchange simulator stopped"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -419,8 +421,8 @@ class SimExchange:
         )
         return replace(rep, exec_type=ExecType.ORDER_STATUS)
 
-    def cancel_owner(self, owner: int, ts: int) -> list[SimReport]:
-        """Cancel every working order of a client (cancel on disconnect), saying so."""
+    def cancel_owner(self, owner: int, ts: int, text: str = DISCONNECT_TEXT) -> list[SimReport]:
+        """Cancel every working order of a client, saying why (default: cancel on disconnect)."""
         out: list[SimReport] = []
         for order in list(self._orders.values()):
             if order.owner == owner and order.status in (OrdStatus.NEW, OrdStatus.PARTIALLY_FILLED):
@@ -428,9 +430,7 @@ class SimExchange:
                     self.books[order.symbol], ts, order.id, 0, 0, owner, order.side, CMD_CANCEL,
                     order.type, order.tif,
                 )  # fmt: skip
-        return [
-            replace(r, text=DISCONNECT_TEXT) if r.exec_type is ExecType.CANCELED else r for r in out
-        ]
+        return [replace(r, text=text) if r.exec_type is ExecType.CANCELED else r for r in out]
 
     # ------------------------------------------------------------------ market data
     def drain_market_events(self) -> npt.NDArray[np.void]:

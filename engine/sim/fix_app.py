@@ -46,7 +46,7 @@ from engine.oms.fixcodes import (
     qty_lots,
     qty_text,
 )
-from engine.sim.exchange import SimCancelReject, SimExchange, SimReport
+from engine.sim.exchange import CLOSE_TEXT, SimCancelReject, SimExchange, SimReport
 from engine.types import BUY, L2_SET, L2_TRADE
 
 log = logging.getLogger(__name__)
@@ -137,6 +137,18 @@ class SimFixApplication(Application):
             canceled = self.exchange.cancel_owner(client.owner, self.clock.now_ns())
             log.info("%s: canceled %d orders on disconnect", session_id, len(canceled))
             self.dispatch(canceled)  # kept in the session's store for the client's next logon
+
+    def cancel_all(self, text: str = CLOSE_TEXT) -> int:
+        """Cancel every client's working orders, saying ``text``; return how many.
+
+        For a simulator that stops: its orders do not outlive it, so every client is told (a
+        client that is away gets the reports when it logs on again).
+        """
+        now = self.clock.now_ns()
+        reports = [r for owner in list(self._by_owner)
+                   for r in self.exchange.cancel_owner(owner, now, text)]  # fmt: skip
+        self.dispatch(reports)
+        return sum(r.exec_type is ExecType.CANCELED for r in reports)
 
     # ------------------------------------------------------------------ requests
     def from_app(self, message: FixMessage, session_id: SessionID) -> None:

@@ -315,6 +315,8 @@ async def _serve(
             await asyncio.wait_for(stop.wait(), seconds)
         return 0
     finally:
+        # Orders do not outlive the simulator: every client hears so, live or on its next logon.
+        app.cancel_all()
         for acceptor in acceptors:
             await acceptor.stop(logout=True)
         await pump.stop()

@@ -342,8 +342,19 @@ async def test_cancel_on_disconnect_reaches_the_client_after_its_next_logon(
             session.send(OutMessage("H", [(11, "k1"), (54, "2"), (55, "CLF7")]))
             status = await app.next(b"8")
             assert (status.get(11), status.get(150), status.get(39)) == (b"k1", b"I", b"4")
+            # Orders do not outlive the simulator: stopping it cancels them, saying so.
+            session.send(new_order("k2", "CLF7", "2", "1", str(ask + 5)))
+            assert (await app.next(b"8")).get(150) == b"0"
+            await sim.stop()
+            closed = await app.next(b"8")
+            assert (closed.get(11), closed.get(150), closed.get(58)) == (
+                b"k2",
+                b"4",
+                b"canceled: the exchange simulator stopped",
+            )
     finally:
-        await sim.stop()
+        if sim.proc.returncode is None:
+            await sim.stop()
         session.close()
 
 
