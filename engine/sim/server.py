@@ -18,9 +18,9 @@ As soon as it listens, the process prints one line per port on stdout (flushed):
     sim: listening on 127.0.0.1:5001 (sessions: FIX.4.4:EXECUTOR->CLIENT1, ...)
 
 and nothing else until it stops (``sim: stopped``), so a caller can read the port and then
-leave stdout unread. SIGINT and SIGTERM stop it cleanly: connected clients get a Logout, the
-stores and logs are closed. Bad input (a missing or malformed file, no acceptor session, a
-port in use) is one line on stderr and exit status 2.
+leave stdout unread. SIGINT and SIGTERM stop it cleanly: client orders are canceled (and told),
+connected clients get a Logout, the stores and logs are closed. Bad input (a missing or
+malformed file, no acceptor session, a port in use) is one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ class _SimApplication(SimFixApplication):
             _say(f"{session_id} logged on", sys.stderr)
 
     def on_logout(self, session_id: SessionID) -> None:
-        """Forget the client; say so when verbose."""
+        """End the client's session (see the base class); say so when verbose."""
         super().on_logout(session_id)
         if self.verbose:
             _say(f"{session_id} logged out", sys.stderr)
@@ -377,11 +377,19 @@ def build_parser() -> OneLineErrorParser:
         "QuickFIX-style settings file. Prints 'sim: listening on HOST:PORT (sessions: ...)' "
         "once it accepts; stops cleanly on SIGINT/SIGTERM.",
     )
-    parser.add_argument("--cfg", required=True, type=Path, metavar="FILE.cfg",
-                        help="QuickFIX-style settings file with acceptor sessions")  # fmt: skip
-    parser.add_argument("--port", type=_port, default=None,
-                        help="listen on this port for every session (0: a free one) instead "
-                             "of SocketAcceptPort")  # fmt: skip
+    parser.add_argument(
+        "--cfg",
+        required=True,
+        type=Path,
+        metavar="FILE.cfg",
+        help="QuickFIX-style settings file with acceptor sessions",
+    )
+    parser.add_argument(
+        "--port",
+        type=_port,
+        default=None,
+        help="listen on this port for every session (0: a free one) instead of SocketAcceptPort",
+    )
     parser.add_argument(
         "--host",
         default=None,
@@ -399,9 +407,11 @@ def build_parser() -> OneLineErrorParser:
         default=None,
         help="stop after this long (default: run until SIGINT/SIGTERM)",
     )
-    parser.add_argument("--keep-orders", action="store_true",
-                        help="keep a client's orders working when its session disconnects "
-                             "(default: cancel them)")  # fmt: skip
+    parser.add_argument(
+        "--keep-orders",
+        action="store_true",
+        help="keep a client's orders working when its session disconnects (default: cancel them)",
+    )
     parser.add_argument(
         "--verbose",
         action="store_true",
