@@ -205,9 +205,11 @@ class RiskLimitsChanged(Event):
     (``strategy_id`` ``None`` and ``symbol`` ""), one strategy's (``strategy_id``; 0 is manual
     orders) or one instrument's (``symbol``: its own price band). ``None`` is a limit that is
     off. ``change`` says what moved, e.g. ``"max_open_orders 100 -> 50; price_band_pct 5 ->
-    off"``, or ``"start"``, ``"restored"``, ``"snapshot"``.
+    off"``, or ``"start"``, ``"restored"``, ``"snapshot"``. ``engine_id`` tells the scopes of
+    several engines attached to one console apart.
     """
 
+    engine_id: str
     strategy_id: int | None
     symbol: str
     max_order_qty_lots: int | None

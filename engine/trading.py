@@ -105,6 +105,7 @@ class TradingDesk:
         self._recovered: RecoveredState | None = None
         self._own_px: dict[int, int] = {}  # order id -> price its queue position is tracked at
         self._depth_dirty: set[str] = set()
+        self._engine_id = ""  # the engine's id, known at start (named in RiskLimitsChanged)
         bus.subscribe(OrderFilled, self._on_fill)
         bus.subscribe(TradeReported, self._on_trade)
         bus.subscribe(BookUpdated, self._on_book)
@@ -228,6 +229,7 @@ class TradingDesk:
         if not self.instruments:
             raise RuntimeError("the trading desk has no instruments")
         self.positions = PositionBook(MAX_STRATEGIES, [i for i, _v in self.instruments])
+        self._engine_id = engine.engine_id
         for event in self._instrument_events():
             self.bus.publish(event)
         if self._recovered is not None:
@@ -556,8 +558,9 @@ class TradingDesk:
         self, sid: int | None, sym: str | None, lim: RiskLimits, *, actor: str, change: str
     ) -> RiskLimitsChanged:
         return RiskLimitsChanged(
-            ts_event=self.clock.now_ns(), strategy_id=sid, symbol=sym or "", actor=actor,
-            change=change, **{n: getattr(lim, n) for n in LIMIT_NAMES},
+            ts_event=self.clock.now_ns(), engine_id=self._engine_id, strategy_id=sid,
+            symbol=sym or "", actor=actor, change=change,
+            **{n: getattr(lim, n) for n in LIMIT_NAMES},
         )  # fmt: skip
 
     def _start_limits(self) -> None:

@@ -150,8 +150,8 @@ class OrderTicket(QWidget):
         self.books: dict[str, BookUpdated] = {}
         #: Last trade price per symbol, ticks.
         self.last_trade: dict[str, int] = {}
-        #: The engine's limits per scope (strategy id or None, symbol or "").
-        self.limits: dict[tuple[int | None, str], RiskLimitsChanged] = {}
+        #: The engines' limits per scope (engine id, strategy id or None, symbol or "").
+        self.limits: dict[tuple[str, int | None, str], RiskLimitsChanged] = {}
         #: The open "outside the price band" question, if any.
         self.band_dialog: QMessageBox | None = None
         form.addRow("Instrument", self.symbol_combo)
@@ -349,7 +349,9 @@ class OrderTicket(QWidget):
 
         The band of a manual order is the instrument's own band if it has one, else the
         engine-wide band, and the manual orders' band if set; the narrowest refusal is asked
-        about.
+        about. With several engines attached (which engine trades a symbol is not known here)
+        every engine's engine-wide and manual band is asked about: asking once too often is
+        better than a fat finger.
         """
         if command.ord_type is not OrdType.LIMIT or command.band_override:
             return None
@@ -357,14 +359,16 @@ class OrderTicket(QWidget):
         f = self.formats.get(command.symbol)
         if ref is None or f is None or ref[0] <= 0:
             return None
-        own = self.limits.get((None, command.symbol))
+        own = next((v for k, v in self.limits.items() if k[1:] == (None, command.symbol)), None)
         has_own = own is not None and (
             own.price_band_pct is not None or own.price_band_ticks is not None
         )
-        scopes = [
-            (own if has_own else self.limits.get((None, "")), command.symbol + "'s"
-             if has_own else "the engine-wide"),
-            (self.limits.get((MANUAL, "")), "the manual orders'"),
+        wide = [v for k, v in self.limits.items() if k[1:] == (None, "")]
+        manual = [v for k, v in self.limits.items() if k[1:] == (MANUAL, "")]
+        scopes: list[tuple[RiskLimitsChanged | None, str]] = [
+            *([(own, command.symbol + "'s")] if has_own else
+              [(w, "the engine-wide") for w in wide]),
+            *((m, "the manual orders'") for m in manual),
         ]  # fmt: skip
         px, (ref_px, what) = command.px_ticks, ref
         off = px - ref_px
@@ -485,7 +489,7 @@ class OrderTicket(QWidget):
                     self.last_trade[ev.symbol] = ev.last_trade_px_ticks
                 continue
             if isinstance(ev, RiskLimitsChanged):
-                self.limits[(ev.strategy_id, ev.symbol)] = ev
+                self.limits[(ev.engine_id, ev.strategy_id, ev.symbol)] = ev
                 continue
             if not isinstance(ev, OrderChanged):
                 continue

@@ -30,8 +30,8 @@ from widgets.monitor.formats import is_working
 from widgets.tables import Column, DataTableView, KeyedTableModel
 from widgets.tables.panel import TablePanel
 
-#: A scope's key: (strategy id or None, symbol or "").
-ScopeKey = tuple[int | None, str]
+#: A scope's key: (engine id, strategy id or None, symbol or "").
+ScopeKey = tuple[str, int | None, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,16 +133,21 @@ def _row_key(r: LimitsRow) -> ScopeKey:
     return r.key
 
 
-def scope_text(key: ScopeKey, name: Callable[[int], str]) -> str:
-    """Return a scope's display name: "Engine-wide", "Manual orders", "mm (20170101)", "CLF7"."""
-    sid, sym = key
+def scope_text(key: ScopeKey, name: Callable[[int], str], *, engine: bool = False) -> str:
+    """Return a scope's display name: "Engine-wide", "Manual orders", "mm (20170101)", "CLF7".
+
+    ``engine`` prefixes the engine's id (several engines attached: "ny4-2: Engine-wide").
+    """
+    eid, sid, sym = key
     if sym:
-        return f"{sym} (instrument)"
-    if sid is None:
-        return "Engine-wide"
-    if sid == 0:
-        return "Manual orders"
-    return f"{name(sid)} ({sid})"
+        text = f"{sym} (instrument)"
+    elif sid is None:
+        text = "Engine-wide"
+    elif sid == 0:
+        text = "Manual orders"
+    else:
+        text = f"{name(sid)} ({sid})"
+    return f"{eid}: {text}" if engine and eid else text
 
 
 class RiskLimitsView(QWidget):
@@ -174,7 +179,7 @@ class RiskLimitsView(QWidget):
         self._working: dict[int, int] = {}  # order id -> strategy id, working orders only
         self._positions: dict[tuple[int, str], int] = {}  # (strategy, symbol) -> lots
         self.model: KeyedTableModel[ScopeKey, LimitsRow] = KeyedTableModel(
-            limits_columns(), _row_key, bold=lambda r: r.key == (None, ""), parent=self
+            limits_columns(), _row_key, bold=lambda r: r.key[1:] == (None, ""), parent=self
         )
         self.table = DataTableView("riskLimitsTable")
         self.table.setModel(self.model)
@@ -208,7 +213,7 @@ class RiskLimitsView(QWidget):
         for r in batch:
             ev = r.event
             if isinstance(ev, RiskLimitsChanged):
-                self.limits[(ev.strategy_id, ev.symbol)] = ev
+                self.limits[(ev.engine_id, ev.strategy_id, ev.symbol)] = ev
                 if ev.change not in ("snapshot", "start"):
                     last = ev
                 changed = True
@@ -232,9 +237,10 @@ class RiskLimitsView(QWidget):
                 changed = True
         if last is not None:
             who = f" by {last.actor}" if last.actor else ""
+            scope = scope_text((last.engine_id, last.strategy_id, last.symbol), self._name,
+                               engine=self._several_engines())  # fmt: skip
             self.last_change.setText(
-                f"Last change {fmt_ts_utc(last.ts_event)}{who} — "
-                f"{scope_text((last.strategy_id, last.symbol), self._name)}: {last.change}"
+                f"Last change {fmt_ts_utc(last.ts_event)}{who} — {scope}: {last.change}"
             )
         if changed and self.limits:
             self.model.apply(self.rows())
@@ -243,16 +249,23 @@ class RiskLimitsView(QWidget):
     def rows(self) -> list[LimitsRow]:
         """Return one row per scope: engine-wide, manual, strategies, instruments."""
 
-        def order(key: ScopeKey) -> tuple[int, int, str]:
-            sid, sym = key
-            return (2, 0, sym) if sym else (0, 0, "") if sid is None else (1, sid, "")
+        def order(key: ScopeKey) -> tuple[str, int, int, str]:
+            eid, sid, sym = key
+            if sym:
+                return (eid, 2, 0, sym)
+            return (eid, 0, 0, "") if sid is None else (eid, 1, sid, "")
 
-        return [self._row(key) for key in sorted(self.limits, key=order)]
+        several = self._several_engines()
+        return [self._row(key, several) for key in sorted(self.limits, key=order)]
 
-    def _row(self, key: ScopeKey) -> LimitsRow:
-        sid, sym = key
+    def _several_engines(self) -> bool:
+        return len({k[0] for k in self.limits}) > 1
+
+    def _row(self, key: ScopeKey, several: bool) -> LimitsRow:
+        _eid, sid, sym = key
+        scope = scope_text(key, self._name, engine=several)
         if sym:  # an instrument's own band: nothing counted
-            return LimitsRow(key, scope_text(key, self._name), self.limits[key], None, None)
+            return LimitsRow(key, scope, self.limits[key], None, None)
         ids = self._working.values()
         n = sum(1 for s in ids if s == sid) if sid is not None else len(self._working)
         if sid is None:
@@ -263,8 +276,12 @@ class RiskLimitsView(QWidget):
             net = {symbol: q for (s, symbol), q in self._positions.items() if s == sid}
         worst = max(net.items(), key=lambda kv: abs(kv[1]), default=None)
         position = (abs(worst[1]), worst[0]) if worst is not None else (0, "")
-        return LimitsRow(key, scope_text(key, self._name), self.limits[key], n, position)
+        return LimitsRow(key, scope, self.limits[key], n, position)
 
-    def cell(self, scope: ScopeKey, column: str) -> str:
-        """Return the text of one cell (tests, screenshots)."""
-        return self.model.cell_text(self.model.row_of(scope), column)
+    def cell(self, scope: tuple[int | None, str] | ScopeKey, column: str) -> str:
+        """Return the text of one cell (tests, screenshots).
+
+        A ``(strategy id, symbol)`` scope is looked up in the (only) engine.
+        """
+        key = scope if len(scope) == 3 else next(k for k in self.limits if k[1:] == scope)
+        return self.model.cell_text(self.model.row_of(key), column)

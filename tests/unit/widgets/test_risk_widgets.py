@@ -21,14 +21,15 @@ pytestmark = pytest.mark.gui
 
 
 def limits(sid: int | None = None, symbol: str = "", change: str = "snapshot", actor: str = "",
-           **values: object) -> RiskLimitsChanged:  # fmt: skip
+           engine: str = "desk-1", **values: object) -> RiskLimitsChanged:  # fmt: skip
     fields = dict.fromkeys(
         ("max_order_qty_lots", "max_order_notional", "max_position_lots", "price_band_ticks",
          "price_band_pct", "max_open_orders", "max_orders_per_second")
     )  # fmt: skip
     fields.update(values)
-    return RiskLimitsChanged(ts_event=T0, strategy_id=sid, symbol=symbol, actor=actor,
-                             change=change, **fields)  # type: ignore[arg-type]  # fmt: skip
+    return RiskLimitsChanged(ts_event=T0, engine_id=engine, strategy_id=sid, symbol=symbol,
+                             actor=actor, change=change,
+                             **fields)  # type: ignore[arg-type]  # fmt: skip
 
 
 def depth(symbol: str, last: int) -> DepthChanged:
@@ -166,7 +167,7 @@ def test_limits_view_lists_every_scope_with_usage_and_the_last_change(qtbot: obj
     assert view.cell(eng, "price_band") == "±5%"
     assert view.cell(mm, "open_orders") == "3 / 3"
     assert view.cell(mm, "max_position") == "off"  # no position limit of its own
-    assert view.model.record(view.model.row_of(mm)).position == (21, "CLF7")
+    assert view.model.record(view.model.row_of(("desk-1", *mm))).position == (21, "CLF7")
     assert view.cell((None, "CLF7"), "price_band") == "±40 ticks"
     assert view.last_change.text() == ""  # start and snapshot are no news
     view.on_events(records([
@@ -180,7 +181,7 @@ def test_limits_view_lists_every_scope_with_usage_and_the_last_change(qtbot: obj
     )
     # Usage tones: at the limit is bad, off is muted.
     col = view.model.column_index("open_orders")
-    _texts, colors, _bold = view.model.paint_row(view.model.row_of(mm))
+    _texts, colors, _bold = view.model.paint_row(view.model.row_of(("desk-1", *mm)))
     assert colors[col] is not None
 
 
@@ -195,5 +196,27 @@ def test_the_monitor_feeds_its_risk_dock_and_ticket_the_engines_limits(qtbot: ob
     ws.flush()
     assert ws.risk_dock.objectName() == "monitorRiskDock"
     assert ws.risk_view.cell((None, ""), "open_orders") == "0 / 100"
-    assert ws.ticket.limits[None, ""].price_band_pct == 5.0
+    assert ws.ticket.limits["desk-1", None, ""].price_band_pct == 5.0
     assert ws.ticket.reference("CLF7") == (6851, "the last trade")
+
+
+def test_several_engines_keep_their_own_limits_apart(qtbot: object) -> None:
+    view = RiskLimitsView()
+    qtbot.addWidget(view)  # type: ignore[attr-defined]
+    other = limits(max_open_orders=7, engine="ny4-2", change="max_open_orders 9 -> 7", actor="bob")
+    view.on_events(records([limits(max_open_orders=5, engine="desk-1"), other]))
+    assert [r.scope for r in view.model.records()] == [
+        "desk-1: Engine-wide", "ny4-2: Engine-wide",
+    ]  # fmt: skip
+    assert view.cell(("ny4-2", None, ""), "open_orders") == "0 / 7"
+    assert view.last_change.text().endswith(" by bob — ny4-2: Engine-wide: max_open_orders 9 -> 7")
+    # The ticket asks when any attached engine's band would refuse (it cannot tell which
+    # engine trades an unqualified symbol).
+    t, sent = make_ticket(qtbot)
+    t.on_events(records([limits(price_band_pct=20.0, change="start", engine="ny4-2")]))
+    type_order(qtbot, t, "1", "74.00")  # 8.0% above 68.51: inside 20%, outside 5%
+    assert t.band_dialog is not None
+    assert "engine-wide price band (±5%)" in t.band_dialog.informativeText()
+    t.band_dialog.reject()
+    qtbot.waitUntil(lambda: t.band_dialog is None, timeout=2000)  # type: ignore[attr-defined]
+    assert sent == []

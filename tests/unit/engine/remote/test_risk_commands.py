@@ -53,6 +53,7 @@ def test_set_risk_limits_with_clear_and_scope_round_trips() -> None:
 def test_risk_limits_changed_round_trips_with_limits_off() -> None:
     ev = RiskLimitsChanged(
         ts_event=1,
+        engine_id="ny4-1",
         strategy_id=None,
         symbol="",
         max_order_qty_lots=50,

@@ -784,7 +784,7 @@ def test_engine_settings_edit_save_and_apply_to_a_running_engine(  # type: ignor
         # The Manager shows what the engine enforces now, from the engine's own events.
         def engine_has_20() -> bool:
             es.on_events(client.drain())
-            now = es.enforced.limits.get((None, ""))
+            now = next((v for k, v in es.enforced.limits.items() if k[1:] == (None, "")), None)
             return now is not None and now.max_order_qty_lots == 20
 
         qtbot.waitUntil(engine_has_20, timeout=5000)
