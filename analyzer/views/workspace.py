@@ -584,11 +584,15 @@ class AnalyzerWorkspace(QMainWindow):
 
     def open_store(self, path: str | Path) -> bool:
         """Open a tick store (besides those open) and list its days; report failures."""
+        store = None
         try:
             store = TickStore(path)
             entries = browse(store)
-        except Exception as e:
-            self._fail(f"{path}: cannot open the tick store: {e}")
+        except Exception as e:  # a damaged store included: the reason names it (issue 16)
+            if store is not None:
+                store.close()
+            reason = str(e).removeprefix(f"{Path(path)}: ")
+            self._fail(f"{path}: cannot open the tick store: {reason}")
             return False
         old = self.stores.pop(str(store.path), None)
         if old is not None:
