@@ -78,11 +78,16 @@ class CancelOrder(Command):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReplaceOrder(Command):
-    """Change quantity and/or price of a working order (OrderCancelReplaceRequest <G>)."""
+    """Change quantity and/or price of a working order (OrderCancelReplaceRequest <G>).
+
+    ``band_override`` moves a manual order outside the price band (the user confirmed it);
+    refused for any other order.
+    """
 
     order_id: int
     qty_lots: int | None = None
     px_ticks: int | None = None
+    band_override: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

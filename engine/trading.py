@@ -497,9 +497,15 @@ class TradingDesk:
                     if found is None:
                         return err(f"no order {oid}")
                     order, manager = found
+                    if command.band_override and order.strategy_id != 0:
+                        return err(
+                            f"band_override: order {oid} is strategy {order.strategy_id}'s; only a "
+                            "manual order may be moved outside the price band"
+                        )
                     if not manager.replace(
-                        order, qty_lots=command.qty_lots, px_ticks=command.px_ticks
-                    ):
+                        order, qty_lots=command.qty_lots, px_ticks=command.px_ticks,
+                        band_override=command.band_override,
+                    ):  # fmt: skip
                         return err(manager.replace_refused or f"order {oid}: not replaced")
                     return ok(f"replace sent for {order.client_order_id}")
                 case CancelAll(strategy_id=sid, symbol=sym):

@@ -391,7 +391,7 @@ class OrderTicket(QWidget):
                 )
         return None
 
-    def _ask_band(self, command: SubmitOrder, question: str) -> None:
+    def _ask_band(self, command: SubmitOrder | ReplaceOrder, question: str) -> None:
         if self.band_dialog is not None:
             self.band_dialog.close()
         box = QMessageBox(self)
@@ -412,7 +412,11 @@ class OrderTicket(QWidget):
             box.finished.disconnect(answered)  # no cycle box <-> closure left for the gc
             self.band_dialog = None
             if box.clickedButton() is send:
-                self._send_order(replace(command, band_override=True))
+                confirmed = replace(command, band_override=True)
+                if isinstance(confirmed, SubmitOrder):
+                    self._send_order(confirmed)
+                else:
+                    self._send_replace(confirmed)
             else:
                 self._say("Not sent: the price is outside the band", "warn")
             box.deleteLater()
@@ -434,16 +438,34 @@ class OrderTicket(QWidget):
         return command
 
     def replace(self) -> ReplaceOrder | None:
-        """Replace the selected order with the ticket's quantity and price."""
+        """Replace the selected order with the ticket's quantity and price.
+
+        Moving a manual order's price outside the price band asks first (:attr:`band_dialog`)
+        and returns ``None``; confirmed, the ``ReplaceOrder`` carries ``band_override``.
+        """
         try:
             command = self.build_replace()
         except ValueError as e:
             self._say(f"Not sent: {e}", "bad")
             return None
-        self._touched.add(command.order_id)
-        assert self.order is not None
-        self._send(command, f"Replacing {self.order.client_order_id}…")
+        o = self.order
+        assert o is not None  # checked by build_replace
+        if command.px_ticks is not None and o.strategy_id == MANUAL:
+            probe = SubmitOrder(symbol=o.symbol, side=o.side, px_ticks=command.px_ticks,
+                                qty_lots=command.qty_lots or o.qty_lots)  # fmt: skip
+            question = self.band_question(probe)
+            if question is not None:
+                self._ask_band(command, f"Replace: {question}")
+                return None
+        self._send_replace(command)
         return command
+
+    def _send_replace(self, command: ReplaceOrder) -> None:
+        self._touched.add(command.order_id)
+        o = self.order
+        name = o.client_order_id if o is not None else f"order {command.order_id}"
+        outside = " (outside the price band, confirmed)" if command.band_override else ""
+        self._send(command, f"Replacing {name}{outside}…")
 
     def _send(self, command: Command, text: str) -> None:
         self._pending[id(command)] = command
@@ -455,8 +477,15 @@ class OrderTicket(QWidget):
         if self._pending.pop(id(command), None) is not command:
             return
         if isinstance(result, CommandError):
+            manual = isinstance(command, SubmitOrder) or (
+                isinstance(command, ReplaceOrder)
+                and self.order is not None
+                and self.order.order_id == command.order_id
+                and self.order.strategy_id == MANUAL
+            )
             if (
-                isinstance(command, SubmitOrder)
+                isinstance(command, SubmitOrder | ReplaceOrder)
+                and manual
                 and not command.band_override
                 and result.reason.startswith("risk: price_band: ")
             ):  # the engine's reference moved past the ticket's: ask with its numbers

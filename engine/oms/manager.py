@@ -269,12 +269,18 @@ class OrderManager:
         )
 
     def replace(
-        self, order: Order, *, qty_lots: int | None = None, px_ticks: int | None = None
+        self,
+        order: Order,
+        *,
+        qty_lots: int | None = None,
+        px_ticks: int | None = None,
+        band_override: bool = False,
     ) -> bool:
         """Ask the venue to change quantity and/or price; ``False`` if not possible now.
 
         Risk checks the new values; a refusal is published as an alert and the order is left
-        as it was. Why it returned ``False`` is in :attr:`replace_refused`.
+        as it was. Why it returned ``False`` is in :attr:`replace_refused`. ``band_override``
+        skips the price band (a manual order the user confirmed).
 
         Raises
         ------
@@ -310,6 +316,7 @@ class OrderManager:
                 tick_value=self._tick_value,
                 is_replace=True,
                 extra_qty_lots=max(0, new_qty - order.qty_lots),
+                band_override=band_override,
             )
         )
         if refusal is not None:

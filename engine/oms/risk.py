@@ -158,6 +158,7 @@ class OrderIntent:
     tick_value: float  # currency value of one tick on one lot
     is_replace: bool = False
     extra_qty_lots: int = 0  # replace: quantity added on top of the working quantity
+    band_override: bool = False  # a manual order the user confirmed outside the price band
 
 
 #: Limits that check nothing (the default): an order against them passes at once.
@@ -292,6 +293,7 @@ class RiskChecker:
             intent.tick_value,
             intent.is_replace,
             intent.extra_qty_lots,
+            band_override=intent.band_override,
         )
 
     def check_order(

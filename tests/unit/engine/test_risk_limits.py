@@ -230,6 +230,20 @@ async def test_impossible_prices_and_quantities_never_reach_the_venue(tmp_path: 
         )
         assert order.status is OrdStatus.NEW
         assert order.text == ""  # the venue's ack carries no text ("reason 0" before)
+        # Confirmed by the user, a manual order may be moved outside the band; a strategy's
+        # order never.
+        low = px * 80 // 100
+        assert d.ack(ReplaceOrder(order_id=oid, px_ticks=low, band_override=True)) == (
+            f"replace sent for {cid}"
+        )
+        await d.until(lambda: order.px_ticks == low, "the venue's replace")
+        theirs = next(o for o in d.desk.router.working() if o.strategy_id == DEMO_STRATEGY_ID)
+        assert d.refused(
+            ReplaceOrder(order_id=theirs.order_id, px_ticks=low, band_override=True)
+        ) == (
+            f"band_override: order {theirs.order_id} is strategy {DEMO_STRATEGY_ID}'s; only a "
+            "manual order may be moved outside the price band"
+        )
 
 
 async def test_price_band_refuses_strategies_and_manual_orders_need_the_override(

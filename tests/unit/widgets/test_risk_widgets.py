@@ -9,7 +9,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
-from engine.commands import CommandError, SubmitOrder
+from engine.commands import CommandError, ReplaceOrder, SubmitOrder
 from engine.enums import OrdStatus, OrdType, Side
 from engine.events import BookUpdated, DepthChanged, PositionChanged, RiskLimitsChanged
 from tests.unit.widgets.builders import T0, changed, instrument, order, records, strategy
@@ -132,6 +132,30 @@ def test_ticket_uses_the_instruments_own_band_the_mid_and_the_engines_refusal(
     qtbot.waitUntil(lambda: len(sent) == 2, timeout=2000)  # type: ignore[attr-defined]
     assert sent[1] == SubmitOrder(symbol="CLF7", side=Side.BUY, qty_lots=1, px_ticks=6870,
                                   band_override=True)  # fmt: skip
+
+
+def test_ticket_asks_before_moving_a_manual_order_outside_the_band(qtbot: object) -> None:
+    t, sent = make_ticket(qtbot)
+    mine = order(5, symbol="CLF7", qty=2, px=6840, strategy_id=0)
+    t.load_order(mine)
+    t.price_edit.setText("75.00")
+    assert t.replace() is None
+    box = t.band_dialog
+    assert box is not None
+    assert box.text() == (
+        "Replace: Buy 2 CLF7 @ 75.00 is 9.5% above the last trade 68.51 — send anyway?"
+    )
+    send = box.findChild(type(box.defaultButton()), "ticketBandSend")
+    qtbot.mouseClick(send, Qt.MouseButton.LeftButton)  # type: ignore[attr-defined]
+    qtbot.waitUntil(lambda: len(sent) == 1, timeout=2000)  # type: ignore[attr-defined]
+    assert sent == [ReplaceOrder(order_id=5, px_ticks=7500, band_override=True)]
+    assert t.message == "Replacing C5 (outside the price band, confirmed)…"
+    # A strategy's order is not the ticket's to override: sent as it is, the engine decides.
+    theirs = order(6, symbol="CLF7", qty=2, px=6840, strategy_id=7)
+    t.load_order(theirs)
+    t.price_edit.setText("75.00")
+    assert t.replace() == ReplaceOrder(order_id=6, px_ticks=7500)
+    assert t.band_dialog is None
 
 
 def test_limits_view_lists_every_scope_with_usage_and_the_last_change(qtbot: object) -> None:

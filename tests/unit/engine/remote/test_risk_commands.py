@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from engine.commands import CommandError, SetRiskLimits, SubmitOrder
+from engine.commands import CommandError, ReplaceOrder, SetRiskLimits, SubmitOrder
 from engine.enums import Side
 from engine.events import RiskLimitsChanged
 from engine.remote.client import Backoff, RemoteEngineClient
@@ -48,6 +48,10 @@ def test_set_risk_limits_with_clear_and_scope_round_trips() -> None:
     frame = decode_client(encode_command(9, order))
     assert isinstance(frame, Cmd)
     assert decode_command(frame) == order
+    move = ReplaceOrder(order_id=3, px_ticks=8000, band_override=True)
+    frame = decode_client(encode_command(10, move))
+    assert isinstance(frame, Cmd)
+    assert decode_command(frame) == move
 
 
 def test_risk_limits_changed_round_trips_with_limits_off() -> None:
