@@ -380,13 +380,13 @@ class Journal:
                     self._write_batch(b"".join(parts), n)
                     if self._sync == "flush":
                         os.fsync(self._fd)
+                    after = self._call_after(after)  # before flush() returns
                 except Exception as e:
                     self._error = e  # before waking flush(), which reports it
                     raise
                 finally:
                     parts, n = [], 0
                     item[1].set()
-                after = self._call_after(after)
                 continue
             try:
                 data = encode(item)
