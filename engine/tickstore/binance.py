@@ -35,6 +35,7 @@ from __future__ import annotations
 import gzip
 import heapq
 import json
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,11 +181,17 @@ class BinanceImporter:
             fh: IO[bytes] = (
                 cast(IO[bytes], gzip.GzipFile(fileobj=raw)) if path.suffix == ".gz" else raw
             )
-            for line_no, line in enumerate(fh, 1):
-                self._where = (str(path), line_no)
-                self._line(line)
-                if progress is not None and line_no % 4096 == 0:
-                    progress(raw.tell(), total, line_no)
+            try:
+                for line_no, line in enumerate(fh, 1):
+                    self._where = (str(path), line_no)
+                    self._line(line)
+                    if progress is not None and line_no % 4096 == 0:
+                        progress(raw.tell(), total, line_no)
+            except EOFError:
+                raise ValueError(f"{path}:{line_no + 1}: the gzip data ends early (truncated "
+                                 "file)") from None  # fmt: skip
+            except (gzip.BadGzipFile, zlib.error) as e:
+                raise ValueError(f"{path}:{line_no + 1}: not gzip data ({e})") from None
         if progress is not None:
             progress(total, total, line_no)  # lines read: rows are counted when written
 

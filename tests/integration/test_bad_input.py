@@ -429,6 +429,71 @@ def _csv_bad_row(tmp: Path, good: Good) -> list[str]:
     ]  # fmt: skip
 
 
+BINANCE = Path("/work/shared/data/binance_spot_btcusdt_2024-08-08/btcusdt_20240808.gz")
+
+REMOTE = (
+    ENGINE_SIM
+    + """
+[remote]
+enabled = true
+bind = "127.0.0.1"
+port = 0
+token_store = "tokens.toml"
+"""
+)
+
+
+def _binance(make_file: Callable[[Path], Path]) -> Callable[[Path, Good], list[str]]:
+    def make(tmp: Path, _good: Good) -> list[str]:
+        return [
+            "import", "binance", str(make_file(tmp)), "--store", str(tmp / "new.h5"),
+            "--symbol", "BTCUSDT", "--tick-size", "0.01", "--lot-size", "0.00000001", "--quiet",
+        ]  # fmt: skip
+
+    return make
+
+
+def _cut_recording(tmp: Path) -> Path:
+    if not BINANCE.exists():
+        pytest.skip(f"real data not available: {BINANCE}")
+    p = tmp / "btcusdt.gz"
+    p.write_bytes(BINANCE.read_bytes()[:200_000])
+    return p
+
+
+def _text_gz(tmp: Path) -> Path:
+    p = tmp / "btcusdt.gz"
+    p.write_text("time price\n")
+    return p
+
+
+def _remote(files: dict[str, str], toml: str = REMOTE) -> Callable[[Path, Good], list[str]]:
+    def make(tmp: Path, _good: Good) -> list[str]:
+        for name, text in files.items():
+            (tmp / name).write_text(text)
+        return ["engine", "--config", str(_engine_dir(tmp, toml)), "--seconds", "1"]
+
+    return make
+
+
+def _demo_journal(tmp: Path, good: Good) -> list[str]:
+    j = today_journal(tmp / "state" / "journal", "headless")
+    shutil.copy(good.journal, j)
+    _crc_damage(j)
+    return ["engine", "--demo", "--state-dir", str(tmp / "state"), "--seconds", "1"]
+
+
+def _demo_message(tmp: Path, good: Good) -> str:
+    recs = records(good.journal)
+    at, length, kind = recs[20]
+    path = today_journal(tmp / "state" / "journal", "headless")
+    return (
+        f"qwconsole engine: error: {path}: record 20 at offset {at}: CRC mismatch (length "
+        f"{length}, kind {kind}); an intact record follows at offset {recs[21][0]}, so this is "
+        "not a torn tail (see 'qwconsole engine --help')"
+    )
+
+
 def _half(good: Good) -> str:
     half, size = _store_sizes(good)
     return f"{half:,} of {size:,} bytes"
@@ -472,6 +537,14 @@ CASES: list[Case] = [
          _csv_bad_row,
          "qwconsole import: error: {tmp}/trades.csv:4: column price: '4500.7x' is not a "
          "number; nothing imported"),
+    Case("binance-truncated-gz", "qwconsole import binance", "real recording cut to 200 kB "
+         "(was a traceback)", _binance(_cut_recording),
+         "qwconsole import: error: {tmp}/btcusdt.gz:6338: the gzip data ends early (truncated "
+         "file); nothing imported"),
+    Case("binance-not-gzip", "qwconsole import binance", "a text file named .gz",
+         _binance(_text_gz),
+         "qwconsole import: error: {tmp}/btcusdt.gz:1: not gzip data (Not a gzipped file "
+         "(b'ti')); nothing imported"),
     # --- qwconsole backtest: tick store and .npy inputs
     Case("backtest-truncated", "qwconsole backtest", "tick store cut to half its size (hung)",
          _mk_backtest(_half_store),
@@ -547,6 +620,18 @@ CASES: list[Case] = [
                        str(_engine_dir(t, ENGINE_SIM.replace("enabled", "enabeld")))],
          "qwconsole engine: error: {tmp}/engine.toml:8: simulator.enabeld: unknown key (known "
          "here: enabled, seed) (see 'qwconsole engine --help')"),
+    Case("engine-tokens", "qwconsole engine --config", "token store that is not TOML",
+         _remote({"tokens.toml": "[[token]]\nid = \"x\"\nname = \n"}),
+         "qwconsole engine: error: {tmp}/engine.toml: {tmp}/tokens.toml: cannot read the token "
+         "store: Invalid value (at line 3, column 8) (see 'qwconsole engine --help')"),
+    Case("engine-tls", "qwconsole engine --config", "TLS certificate and key that are not PEM",
+         _remote({"engine.crt": "garbage\n", "engine.key": "garbage\n"},
+                 REMOTE + 'tls_cert = "engine.crt"\ntls_key = "engine.key"\n'),
+         "qwconsole engine: error: {tmp}/engine.toml: cannot load certificate "
+         "{tmp}/engine.crt / key {tmp}/engine.key: [SSL] PEM lib (_ssl.c:3905) (see 'qwconsole "
+         "engine --help')"),
+    Case("engine-demo-journal", "qwconsole engine --demo", "journal: 4 bytes of record 20 "
+         "inverted", _demo_journal, _demo_message),
     # --- qwconsole fix acceptor
     Case("acceptor-no-equals", "qwconsole fix acceptor", ".cfg line without '='",
          _acceptor(ACCEPTOR.replace("TargetCompID=QW", "TargetCompID QW")),
