@@ -7,15 +7,24 @@ a combined-stream envelope ``{"stream": ..., "data": ...}`` of ``<sym>@depth[@10
 ``{"lastUpdateId": ..., "bids": [...], "asks": [...]}`` (the format of hftbacktest's collector
 and of most home-made recorders).
 
-Book sequencing follows Binance's rules for a local order book:
+Book sequencing follows Binance's documented rules for a local order book, which differ
+between spot and USD-M futures (``docs/tickstore.md`` lists them with their tests). With
+snapshot ``lastUpdateId`` L, first/last update ids ``U``/``u`` and, on futures, ``pu`` (the
+previous event's ``u``):
 
-* diffs arriving before the snapshot are kept; once the snapshot (``lastUpdateId`` L) is in,
-  diffs with ``u <= L`` (spot) / ``u < L`` (futures) are dropped;
+* diffs arriving before the snapshot are kept; once it is in, diffs it already covers are
+  discarded (``u <= L`` spot, ``u < L`` futures): that is normal, counted as *covered*;
 * the first diff applied must bridge the snapshot: ``U <= L + 1 <= u`` on spot,
-  ``U <= L <= u`` on futures;
+  ``U <= L <= u`` on futures (``u == L`` included), or ``pu == L`` (nothing missing);
 * after it, every diff must follow the previous one: ``U == previous u + 1`` on spot,
-  ``pu == previous u`` on futures. A gap stops applying diffs until the next snapshot (the gap
-  and the diffs dropped are counted in :attr:`BinanceStats`).
+  ``pu == previous u`` on futures. A repeat of the diff just applied is skipped (counted).
+
+Anything else is a *gap*: updates the store would never see. A gap fails the import
+(:class:`SequenceGapError`, one line naming the file, line, update ids and why) unless
+``allow_gaps``; then diffs are dropped until the next snapshot, and each gap is listed in
+:attr:`BinanceStats.gap_list` and in the day's ``l2_gaps`` attribute. Which rules apply is
+told by the diffs themselves (futures diffs carry ``pu``): a recording that does not match
+``futures`` is refused.
 
 What is stored: the snapshot becomes an ``L2_CLEAR`` row and one ``L2_SET`` row per level, then
 each applied diff one ``L2_SET`` row per level (``qty`` 0 deletes). ``seq`` holds the update
@@ -37,13 +46,14 @@ import heapq
 import json
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, cast
 
 import numpy as np
 
 from engine.tickstore.importing import (
+    GAPS_ATTR,
     Grid,
     ImportResult,
     Progress,
@@ -52,11 +62,45 @@ from engine.tickstore.importing import (
     Staging,
 )
 from engine.tickstore.schema import BBO_DTYPE, L2_DELTA_DTYPE, TRADE_DTYPE, l2_snapshot_dtype
-from engine.tickstore.store import DAY_NS
+from engine.tickstore.store import DAY_NS, day_of
 from engine.types import BUY, L2_CLEAR, L2_SET, SELL
 
 #: Rows buffered per kind before they go to the store.
 BATCH_ROWS = 65536
+
+
+@dataclass(frozen=True, slots=True)
+class SequenceGap:
+    """One break in the depth stream: where, between which update ids, why, what was lost."""
+
+    file: str
+    line: int
+    ts: int  # event time of the diff that broke the sequence (ns)
+    after: int  # last update id in the book (the snapshot's L before the first diff)
+    first: int  # U of the diff
+    last: int  # u of the diff
+    prev: int  # pu of the diff (futures), -1 on spot
+    reason: str
+
+    def __str__(self) -> str:
+        pu = f" pu={self.prev}" if self.prev >= 0 else ""
+        ids = f"U={self.first} u={self.last}{pu}"
+        return f"{self.file}:{self.line}: depth diff {ids}: {self.reason}"
+
+    def as_dict(self) -> dict[str, object]:
+        """Return the gap as plain values (the ``l2_gaps`` attribute holds a JSON list)."""
+        return {
+            "ts": self.ts, "after": self.after, "U": self.first, "u": self.last,
+            "pu": self.prev, "reason": self.reason, "file": self.file, "line": self.line,
+        }  # fmt: skip
+
+
+class SequenceGapError(ValueError):
+    """A depth diff does not follow the book: the import stops (see ``allow_gaps``)."""
+
+    def __init__(self, gap: SequenceGap) -> None:
+        super().__init__(f"{gap}; the book would miss updates (--allow-gaps imports it anyway)")
+        self.gap = gap
 
 
 @dataclass
@@ -65,9 +109,12 @@ class BinanceStats:
 
     snapshots: int = 0
     diffs_applied: int = 0
-    diffs_dropped: int = 0  # before the first snapshot's bridge or after a gap
+    diffs_covered: int = 0  # before a snapshot and already in it: normal, nothing lost
+    duplicates: int = 0  # a repeat of the diff just applied: nothing lost
+    diffs_dropped: int = 0  # not applied because of a gap (or no snapshot at all)
     gaps: int = 0
     times_raised: int = 0  # rows whose time went backwards and was raised
+    gap_list: list[SequenceGap] = field(default_factory=list)
 
 
 class _Buffer:
@@ -127,6 +174,9 @@ class BinanceImporter:
         USD-M futures sequencing (``pu``) instead of spot's.
     skip_bad_rows : bool
         List bad lines in the result instead of stopping at the first.
+    allow_gaps : bool
+        Import a depth stream with gaps (listed in :attr:`stats` and the days' ``l2_gaps``
+        attribute) instead of stopping at the first with :class:`SequenceGapError`.
     """
 
     def __init__(
@@ -139,6 +189,7 @@ class BinanceImporter:
         futures: bool = False,
         venue: str = "BINANCE",
         skip_bad_rows: bool = False,
+        allow_gaps: bool = False,
         snapshot_levels: int = 20,
         snapshot_interval_ms: int = 1000,
     ) -> None:
@@ -148,6 +199,7 @@ class BinanceImporter:
         self.stats = BinanceStats()
         self.symbol = symbol
         self.futures = futures
+        self.allow_gaps = allow_gaps
         self.px = Grid("tick size", tick_size)
         self.qty = Grid("lot size", lot_size)
         self.rejects = Rejects(skip_bad_rows, self.result)
@@ -166,9 +218,12 @@ class BinanceImporter:
         self.trades = _Buffer(self.sink, "trades", TRADE_DTYPE, self.stats)
         self.book = _Book()
         self._synced = False  # a snapshot is in and the diffs follow it
+        self._bridged = False  # the first diff after the snapshot has been applied
         self._last_u = -1
         self._snapshot_id = -1
-        self._pending: list[tuple[int, dict[str, Any], str, int]] = []  # diffs before a snapshot
+        self._last_diff: dict[str, Any] | None = None  # the diff applied last (duplicates)
+        self._after_gap = False  # diffs not applied until the next bridge are dropped
+        self._pending: list[tuple[int, dict[str, Any], str, tuple[str, int]]] = []
         self._l2_day = -1
         self._where = ("", 0)
 
@@ -198,14 +253,40 @@ class BinanceImporter:
     def finish(self) -> ImportResult:
         """Write what is buffered; return the result."""
         if self._pending:
+            _recv, data, _sym, (file, line) = self._pending[0]
             if not self.stats.snapshots:
-                file, line = self._where
-                self.rejects.bad(file, line, "lastUpdateId", "", "no depth snapshot in the input")
+                self._gap(
+                    data, file, line, -1,
+                    f"no depth snapshot in the input: {len(self._pending)} diffs cannot be "
+                    "applied",
+                )  # fmt: skip
             self.stats.diffs_dropped += len(self._pending)  # after a gap, never resynced
             self._pending = []
         for b in (self.l2, self.bbo, self.trades, self.snaps):
             b.flush()
+        self._write_gaps()
         return self.result
+
+    def _gap(self, data: dict[str, Any], file: str, line: int, after: int, reason: str) -> None:
+        """Record a gap; raise :class:`SequenceGapError` unless gaps are allowed."""
+        gap = SequenceGap(
+            file, line, int(data.get("E", 0)) * 1_000_000, after, int(data["U"]), int(data["u"]),
+            int(data.get("pu", -1)), reason,
+        )  # fmt: skip
+        if not self.allow_gaps:
+            raise SequenceGapError(gap)
+        self.stats.gaps += 1
+        self.stats.gap_list.append(gap)
+
+    def _write_gaps(self) -> None:
+        """Put each gap in its UTC day's ``l2_gaps`` attribute (JSON list)."""
+        by_day: dict[str, list[dict[str, object]]] = {}
+        for g in self.stats.gap_list:
+            ts = g.ts or max(self.l2.last_ts, self.bbo.last_ts, self.trades.last_ts)
+            if ts > 0:
+                by_day.setdefault(day_of(ts), []).append(g.as_dict())
+        for day, gaps in by_day.items():
+            self.sink.set_attr(day, GAPS_ATTR, json.dumps(gaps))
 
     def _bad(self, column: str, value: object, reason: str) -> None:
         file, line = self._where
@@ -309,42 +390,82 @@ class BinanceImporter:
                     self.book.set(side, px, qty)
                     self.l2.add((ts, recv, px, qty, side, L2_SET, last_id))
         self._synced = True
+        self._bridged = False
         self._last_u = last_id
         self._snapshot_id = last_id
-        for recv_d, data, sym, _line in pending:  # diffs kept from before the snapshot
+        self._last_diff = None
+        where = self._where
+        for recv_d, data, sym, at in pending:  # diffs kept from before the snapshot
+            self._where = at
             self._diff(recv_d, data, sym)
+        self._where = where
 
     def _covered(self, data: dict[str, Any], last_id: int) -> bool:
+        """Whether the snapshot ``last_id`` already holds the whole diff."""
         u = int(data["u"])
         return u < last_id if self.futures else u <= last_id
 
-    def _bridges(self, data: dict[str, Any], last_id: int) -> bool:
-        first, last = int(data["U"]), int(data["u"])
-        if self.futures:
-            return first <= last_id <= last
-        return first <= last_id + 1 <= last
-
-    def _follows(self, data: dict[str, Any]) -> bool:
-        if self._last_u == self._snapshot_id:
-            return self._bridges(data, self._snapshot_id)
-        if self.futures:
-            return int(data["pu"]) == self._last_u
-        return int(data["U"]) == self._last_u + 1
+    def _check_kind(self, data: dict[str, Any]) -> None:
+        """Refuse spot diffs under futures rules and the other way round."""
+        if ("pu" in data) != self.futures:
+            if self.futures:
+                raise _BadValue("pu", "", "is missing: a spot recording? (import it without "
+                                "--futures)")  # fmt: skip
+            raise _BadValue("pu", data["pu"], "is a USD-M futures field: use --futures")
 
     def _diff(self, recv: int, data: dict[str, Any], sym: str) -> None:
         self._check_symbol(sym)
+        self._check_kind(data)
         if not self._synced:
-            self._pending.append((recv, data, sym, self._where[1]))
+            self._pending.append((recv, data, sym, self._where))
             return
-        if self._covered(data, self._snapshot_id) and self._last_u == self._snapshot_id:
-            self.stats.diffs_dropped += 1
+        first, last = int(data["U"]), int(data["u"])
+        file, line = self._where
+        if not self._bridged:
+            L = self._snapshot_id
+            if self._covered(data, L):  # wholly before the snapshot
+                if self._after_gap:
+                    self.stats.diffs_dropped += 1
+                else:
+                    self.stats.diffs_covered += 1
+                return
+            need = L if self.futures else L + 1
+            # Futures: a diff whose pu is L follows the snapshot with nothing missing, even if
+            # the one ending at L (the documented bridge) was not recorded.
+            if first > need and not (self.futures and int(data["pu"]) == L):
+                rule = "U <= L <= u" if self.futures else "U <= L+1 <= u"
+                self._lost(data, file, line, L, f"starts after the snapshot lastUpdateId L={L} "
+                           f"(the first diff must have {rule}): updates {need}..{first - 1} "
+                           "are missing")  # fmt: skip
+                return
+            self._bridged = True
+            self._after_gap = False
+            self._apply(recv, data)
             return
-        if not self._follows(data):
-            self.stats.gaps += 1
-            self.stats.diffs_dropped += 1
-            self._synced = False  # wait for the next snapshot
+        prev = self._last_u
+        if self._last_diff is not None and data == self._last_diff:
+            self.stats.duplicates += 1
+            return
+        if self.futures:
+            pu = int(data["pu"])
+            if pu != prev:
+                why = "goes back" if last <= prev else "skips updates"
+                self._lost(data, file, line, prev, f"pu {pu} is not the previous diff's u "
+                           f"{prev} ({why})")  # fmt: skip
+                return
+        elif first != prev + 1:
+            why = "goes back" if first <= prev else f"updates {prev + 1}..{first - 1} are missing"
+            self._lost(data, file, line, prev, f"U is not the previous diff's u + 1 = {prev + 1} "
+                       f"({why})")  # fmt: skip
             return
         self._apply(recv, data)
+
+    def _lost(self, data: dict[str, Any], file: str, line: int, after: int, reason: str) -> None:
+        """Record a gap in the book; stop, or (allowed) drop diffs until the next snapshot."""
+        self._gap(data, file, line, after, reason)
+        self.stats.diffs_dropped += 1
+        self._synced = False
+        self._after_gap = True
 
     def _apply(self, recv: int, data: dict[str, Any]) -> None:
         ts = self.l2.ts(int(data["E"]) * 1_000_000)
@@ -357,6 +478,7 @@ class BinanceImporter:
                 self.book.set(side, px, qty)
                 self.l2.add((ts, recv, px, qty, side, L2_SET, u))
         self._last_u = u
+        self._last_diff = data
         self.stats.diffs_applied += 1
         if self.snapshot_levels and ts >= self._next_snap:
             self._next_snap = (ts // self.snapshot_interval_ns + 1) * self.snapshot_interval_ns
@@ -401,13 +523,14 @@ def import_binance(
     venue: str = "BINANCE",
     replace: bool = False,
     skip_bad_rows: bool = False,
+    allow_gaps: bool = False,
     progress: Progress | None = None,
 ) -> tuple[ImportResult, BinanceStats]:
     """Import Binance recordings into ``store``, all or nothing (see :class:`Staging`)."""
     with Staging(store, replace=replace) as staging:
         imp = BinanceImporter(
             staging, symbol, tick_size=tick_size, lot_size=lot_size, futures=futures,
-            venue=venue, skip_bad_rows=skip_bad_rows,
+            venue=venue, skip_bad_rows=skip_bad_rows, allow_gaps=allow_gaps,
         )  # fmt: skip
         for f in files:
             imp.import_file(f, progress)

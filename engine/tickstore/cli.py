@@ -100,6 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--symbol", required=True)
     p.add_argument("--futures", action="store_true", help="USD-M futures sequencing (pu)")
+    p.add_argument(
+        "--allow-gaps",
+        action="store_true",
+        help="import a depth stream with gaps (listed, and kept in the day's l2_gaps attribute)",
+    )
     _steps(p)
     p = sub.add_parser("dbn", help="Databento DBN (.dbn or .dbn.zst): mbo, mbp-1, trades")
     _common(p)
@@ -138,14 +143,17 @@ def _run_binance(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
     result, stats = import_binance(
         a.files, a.store, a.symbol, tick_size=a.tick_size, lot_size=a.lot_size,
         futures=a.futures, venue=a.venue or "BINANCE", replace=a.replace,
-        skip_bad_rows=a.skip_bad_rows, progress=progress,
+        skip_bad_rows=a.skip_bad_rows, allow_gaps=a.allow_gaps, progress=progress,
     )  # fmt: skip
     progress.close()
     print(
         f"book sequencing: {stats.snapshots} snapshots, {stats.diffs_applied} diffs applied, "
+        f"{stats.diffs_covered} covered by a snapshot, {stats.duplicates} repeated, "
         f"{stats.diffs_dropped} dropped, {stats.gaps} gaps, {stats.times_raised} times raised",
         file=sys.stderr,
     )
+    for gap in stats.gap_list:
+        print(f"  gap: {gap}", file=sys.stderr)
     return result
 
 

@@ -35,6 +35,11 @@ from engine.tickstore.store import (
 SCALE_DIGITS: Final[int] = 9
 _SCALE: Final[int] = 10**SCALE_DIGITS
 
+#: Attribute of an instrument-day listing the breaks in its depth stream (JSON list of objects
+#: ``{"ts", "after", "U", "u", "pu", "reason", "file", "line"}``), written only by an import
+#: run with ``--allow-gaps``. A day without it had none.
+GAPS_ATTR: Final[str] = "l2_gaps"
+
 #: ``progress(bytes_done, bytes_total, rows_done)``: called now and then during an import.
 Progress = Callable[[int, int, int], None]
 
@@ -97,6 +102,17 @@ class Rejects:
         if not self.skip:
             raise ImportRowError(row)
         self.result.skipped.append(row)
+
+
+def day_gaps(store: TickStore, symbol: str, day: str) -> list[dict[str, object]]:
+    """Return the depth-stream gaps recorded for one instrument-day (``[]`` when none)."""
+    import json
+
+    text = store.file[symbol_key(symbol)][day].attrs.get(GAPS_ATTR)
+    if text is None:
+        return []
+    gaps: list[dict[str, object]] = json.loads(str(text))
+    return gaps
 
 
 def write_report(path: Path, skipped: list[BadRow]) -> None:
@@ -278,6 +294,11 @@ class Sink:
         if (self.symbol, day) not in self.result.days:
             self.result.days.append((self.symbol, day))
         return w
+
+    def set_attr(self, day: str, name: str, value: str) -> None:
+        """Set an attribute of the staged instrument-day ``day`` (created if new)."""
+        self.writer(day)
+        self.staging.store.file[symbol_key(self.symbol)][day].attrs[name] = value
 
     def append(self, kind: str, rows: npt.NDArray[np.void]) -> None:
         """Append ``rows`` (sorted by ``ts``) to the days they fall on."""
