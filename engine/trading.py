@@ -52,7 +52,7 @@ from engine.marketdata import MarketData
 from engine.oms.risk import LIMIT_NAMES, RiskLimits
 from engine.oms.router import OrderRouter
 from engine.oms.venue import Venue
-from engine.portfolio.positions import PositionBook
+from engine.portfolio.positions import Position, PositionBook
 from engine.strategy.base import BookView, Strategy
 from engine.strategy.params import ParameterError
 from engine.strategy.runner import LiveContext, StrategyRunner
@@ -67,8 +67,9 @@ DEPTH_INTERVAL_S = 0.1
 #: been sent (the journal writes every few ms; the rest is margin), ns.
 UNJOURNALED_WINDOW_NS = 5_000_000_000
 
-#: Strategy slots of the position book (slot 0 holds manual orders).
-MAX_STRATEGIES = 64
+#: Strategy slots the position book starts with (slot 0 holds manual orders); it grows on
+#: demand, so an engine runs any number of strategies.
+INITIAL_STRATEGY_SLOTS = 64
 #: How often positions are re-marked and strategy timers checked, seconds.
 MARK_INTERVAL_S = 0.25
 TIMER_INTERVAL_S = 0.01
@@ -130,10 +131,10 @@ class TradingDesk:
 
     def add_strategy(self, strategy: Strategy, *, autostart: bool = False) -> None:
         """Add a strategy (stopped; started with the engine when ``autostart``)."""
-        if len(self._slot) >= MAX_STRATEGIES:
-            raise ValueError(f"at most {MAX_STRATEGIES - 1} strategies per engine")
         self.runner.add(strategy)
         self._slot[strategy.strategy_id] = len(self._slot)
+        if self.positions is not None:  # added to a running engine
+            self.positions.grow(len(self._slot))
         if autostart:
             self._autostart.append(strategy.strategy_id)
 
@@ -228,7 +229,9 @@ class TradingDesk:
         """Create the position book, announce the instruments, start strategies and timers."""
         if not self.instruments:
             raise RuntimeError("the trading desk has no instruments")
-        self.positions = PositionBook(MAX_STRATEGIES, [i for i, _v in self.instruments])
+        self.positions = PositionBook(
+            max(INITIAL_STRATEGY_SLOTS, len(self._slot)), [i for i, _v in self.instruments]
+        )
         self._engine_id = engine.engine_id
         for event in self._instrument_events():
             self.bus.publish(event)
@@ -405,6 +408,21 @@ class TradingDesk:
         self.positions.on_fill(slot, ins, int(fill.side), fill.last_px_ticks, fill.last_qty_lots,
                                ts=fill.ts_event)  # fmt: skip
         self._publish_position(slot, ins, fill.strategy_id)
+
+    def position_of(self, strategy_id: int, symbol: str) -> Position:
+        """Return a strategy's position in one instrument (manual orders: strategy 0).
+
+        Raises
+        ------
+        KeyError
+            For a strategy or instrument the desk does not have, or before it started.
+        """
+        if self.positions is None:
+            raise KeyError("the trading desk has not started: no positions yet")
+        slot = self._slot[strategy_id]
+        ins = self._instrument_index[symbol]
+        mark = self._mark(symbol)
+        return self.positions.position(slot, ins, float(mark) if mark else None)
 
     def _on_trade(self, trade: TradeReported) -> None:
         self.router.set_reference_px(trade.symbol, trade.px_ticks)

@@ -238,7 +238,7 @@ FILL_DTYPE: Final = np.dtype(
         ("px", "i8"),  # ticks
         ("qty", "i8"),  # lots, > 0
         ("fee", "f8"),  # fee in the quote currency (negative: rebate)
-        ("strategy", "i4"),  # strategy index
+        ("strategy", "i8"),  # PositionBook slot, or the strategy id (backtest fills)
         ("instrument", "i4"),  # instrument index
         ("side", "i1"),  # BUY or SELL
         ("liquidity", "u1"),  # LIQ_*
@@ -287,7 +287,7 @@ JOURNAL_ORDER_DTYPE: Final = np.dtype(
         ("cum_qty", "i8"),  # CumQty <14>, lots
         ("leaves_qty", "i8"),  # LeavesQty <151>, lots
         ("avg_px", "f8"),  # AvgPx <6>, ticks
-        ("strategy", "i4"),  # strategy id
+        ("strategy", "i8"),  # strategy id (int64: any id the configuration accepts)
         ("instrument", "i4"),  # index into the symbol table of the load
         ("n_changes", "i4"),  # how many changes the journal recorded for the order
         ("side", "i1"),  # BUY or SELL
@@ -309,7 +309,7 @@ ORDER_EVENT_DTYPE: Final = np.dtype(
         ("cum_qty", "i8"),  # lots
         ("leaves_qty", "i8"),  # lots
         ("avg_px", "f8"),  # ticks
-        ("strategy", "i4"),
+        ("strategy", "i8"),  # strategy id
         ("instrument", "i4"),  # index into the symbol table of the load
         ("side", "i1"),  # BUY or SELL
         ("ord_type", "u1"),
@@ -329,7 +329,7 @@ EXECUTION_DTYPE: Final = np.dtype(
         ("px", "i8"),  # LastPx <31>, ticks
         ("qty", "i8"),  # LastQty <32>, lots
         ("leaves_qty", "i8"),  # LeavesQty <151>, lots
-        ("strategy", "i4"),
+        ("strategy", "i8"),  # strategy id
         ("instrument", "i4"),  # index into the symbol table of the load
         ("side", "i1"),  # BUY or SELL
     ],

@@ -35,6 +35,8 @@ from engine.cli_parser import OneLineErrorParser
 from engine.strategy.params import ParameterError
 
 PROG = "qwconsole backtest"
+#: Largest strategy id (the engine configuration's range: int64 end to end).
+MAX_STRATEGY_ID = 2**63 - 1
 
 
 def _value(text: str) -> object:
@@ -143,6 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         queue_model(a.queue)
     except ValueError as e:
         parser.error(str(e))
+    if not 1 <= a.strategy_id <= MAX_STRATEGY_ID:
+        parser.error(f"--strategy-id {a.strategy_id}: must be 1..{MAX_STRATEGY_ID} (int64)")
     store = Path(a.inputs[0]).suffix in (".h5", ".hdf5")
     base = BacktestJob(
         events=a.inputs[0],

@@ -76,6 +76,19 @@ class PositionBook:
         """Number of strategies."""
         return int(self._pos.shape[0])
 
+    def grow(self, n_strategies: int) -> None:
+        """Make room for at least ``n_strategies`` strategies; positions held are kept.
+
+        Rows are added in chunks (at least doubling), so adding strategies one at a time costs
+        amortised constant time. Never shrinks.
+        """
+        have = self._pos.shape[0]
+        if n_strategies <= have:
+            return
+        pos = np.zeros((max(n_strategies, 2 * have), self._pos.shape[1]), POSITION_DTYPE)
+        pos[:have] = self._pos
+        self._pos = pos
+
     @property
     def instruments(self) -> tuple[Instrument, ...]:
         """The instruments, in index order."""

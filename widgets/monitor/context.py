@@ -53,6 +53,16 @@ class MonitorContext(QObject):
             return "manual"
         return self.strategy_names.get(strategy_id) or f"#{strategy_id}"
 
+    def strategy_label(self, strategy_id: int) -> str:
+        """Return a strategy's name with its id, ``market maker (20170101)``, for tables.
+
+        Hand-sent orders are ``manual``; a strategy whose name is not known yet is ``#id``.
+        """
+        if strategy_id == MANUAL_STRATEGY_ID:
+            return "manual"
+        name = self.strategy_names.get(strategy_id)
+        return f"{name} ({strategy_id})" if name else f"#{strategy_id}"
+
     def on_events(self, batch: Sequence[EventRecord]) -> None:
         """Learn instruments and strategy names from a batch."""
         changed = False

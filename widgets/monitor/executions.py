@@ -25,7 +25,7 @@ def execution_columns(ctx: MonitorContext) -> tuple[Column[OrderFilled], ...]:
         Column("time", "Time (UTC)", lambda e: fmt_time(e.ts_event), width=125),
         Column("exec_id", "ExecID", lambda e: e.exec_id, width=110),
         Column("client_order_id", "ClOrdID", lambda e: e.client_order_id, width=110),
-        Column("strategy", "Strategy", lambda e: ctx.strategy_name(e.strategy_id), width=110),
+        Column("strategy", "Strategy", lambda e: ctx.strategy_label(e.strategy_id), width=170),
         Column("symbol", "Instrument", lambda e: e.symbol, width=90),
         Column("side", "Side", lambda e: SIDE_TEXT[e.side], tone=lambda e: SIDE_TONE[e.side],
                width=50),

@@ -55,7 +55,7 @@ def order_columns(ctx: MonitorContext) -> tuple[Column[OrderView], ...]:
                tooltip=_chain),
         Column("chain", "ClOrdID chain", lambda o: _chain(o) if o.orig_client_order_ids else "",
                width=150, tooltip=_chain),
-        Column("strategy", "Strategy", lambda o: ctx.strategy_name(o.strategy_id), width=110),
+        Column("strategy", "Strategy", lambda o: ctx.strategy_label(o.strategy_id), width=170),
         Column("symbol", "Instrument", lambda o: o.symbol, width=90),
         Column("side", "Side", lambda o: SIDE_TEXT[o.side], tone=lambda o: SIDE_TONE[o.side],
                width=50),

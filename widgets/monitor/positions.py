@@ -70,7 +70,7 @@ def position_columns(ctx: MonitorContext) -> tuple[Column[PositionRow], ...]:
         return f.price(r.symbol, r.mark_px_ticks) if r.mark_px_ticks and r.symbol else ""
 
     return (
-        Column("strategy", "Strategy", lambda r: r.strategy, width=110),
+        Column("strategy", "Strategy", lambda r: r.strategy, width=170),
         Column("symbol", "Instrument", lambda r: r.symbol, width=88),
         Column("position", "Position", qty, numeric=True, tone=qty_tone, width=75),
         Column("avg_price", "Avg price", avg, numeric=True, width=105),
@@ -173,7 +173,7 @@ class PositionsView(QWidget):
             rows = [
                 self._group(
                     (str(sid), "", "strategy"),
-                    self.ctx.strategy_name(sid),
+                    self.ctx.strategy_label(sid),
                     "",
                     [p for p in items if p.strategy_id == sid],
                 )
@@ -186,7 +186,7 @@ class PositionsView(QWidget):
         fmt = self.ctx.formats.get(p.symbol)
         return PositionRow(
             key=(str(p.strategy_id), p.symbol, "position"),
-            strategy=self.ctx.strategy_name(p.strategy_id),
+            strategy=self.ctx.strategy_label(p.strategy_id),
             symbol=p.symbol,
             qty_lots=p.qty_lots,
             avg_px_ticks=p.avg_px_ticks,

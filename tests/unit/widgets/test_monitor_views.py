@@ -64,7 +64,7 @@ def test_orders_blotter_shows_all_and_working_orders(qtbot: object, ctx: Monitor
     assert m.cell_text(1, "price") == "4,513.00"
     assert m.cell_text(1, "avg_price") == "4,513.0000"
     assert m.cell_text(1, "status") == "Filled"
-    assert m.cell_text(2, "strategy") == "mm-es"
+    assert m.cell_text(2, "strategy") == "mm-es (1)"  # name and id
     assert m.cell_text(2, "side") == "Buy"
     assert m.cell_text(2, "latency") == "84.5 µs"
     assert m.cell_text(2, "created") == "14:30:00.000000"
@@ -148,7 +148,7 @@ def test_positions_show_totals_and_group_by_instrument(qtbot: object, ctx: Monit
     assert m.cell_text(0, "avg_price") == "4,500.1875"  # (5*18000 + 3*18002) / 8 ticks
     assert m.cell_text(1, "total") == "635.00"
     view.set_grouping("strategy")
-    assert [m.cell_text(r, "strategy") for r in range(3)] == ["a", "b", "Total"]
+    assert [m.cell_text(r, "strategy") for r in range(3)] == ["a (1)", "b (2)", "Total"]
     assert view.strategy_pnl(2) == (-40.0, 75.0)
 
 
@@ -198,3 +198,39 @@ def test_strategies_send_controls_and_parameter_edits(qtbot: object, ctx: Monito
 def test_parse_parameter_keeps_the_type(text: str, current: object, value: object) -> None:
     assert parse_parameter(text, current) == value
     assert type(parse_parameter(text, current)) is type(value)
+
+
+def test_strategy_ids_show_next_to_names_int64_included(
+    qtbot: object, ctx: MonitorContext, tmp_path: object
+) -> None:
+    big = 3_000_000_000
+    orders, fills = OrdersView(ctx), ExecutionsView(ctx)
+    positions = PositionsView(ctx)
+    for v in (orders, fills, positions):
+        qtbot.addWidget(v)  # type: ignore[attr-defined]
+    o1 = order(1, strategy_id=20170101, status=OrdStatus.FILLED, cum=10, avg=18_000.0)
+    o2 = order(2, strategy_id=big)
+    o3 = order(3, strategy_id=0)  # manual
+    o4 = order(4, strategy_id=77)  # no name known (yet)
+    events = [instrument(), strategy(20170101, "market maker"), strategy(big, "tiny buy"),
+              changed(o1), changed(o2), changed(o3), changed(o4), fill(o1, 1, 10),
+              position(big, "ESZ6", 2, 18_000.0, 18_004, 0.0, 8.0)]  # fmt: skip
+    for v in (orders, fills, positions):
+        feed(ctx, v, *events)
+    m = orders.all_model
+    texts = {m.cell_text(r, "client_order_id"): m.cell_text(r, "strategy")
+             for r in range(m.rowCount())}  # fmt: skip
+    assert texts == dict(
+        zip(
+            ["C1", "C2", "C3", "C4"],
+            ["market maker (20170101)", "tiny buy (3000000000)", "manual", "#77"],
+            strict=True,
+        )
+    )
+    assert fills.model.cell_text(0, "strategy") == "market maker (20170101)"
+    assert positions.model.cell_text(0, "strategy") == "tiny buy (3000000000)"
+    # The name arriving later relabels the rows.
+    feed(ctx, orders, strategy(77, "late"))
+    assert "late (77)" in [m.cell_text(r, "strategy") for r in range(m.rowCount())]
+    orders.resize(1100, 200)
+    orders.grab().save(str(tmp_path) + "/orders.png")

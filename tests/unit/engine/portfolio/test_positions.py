@@ -158,3 +158,18 @@ def test_position_book_rejects_bad_fills_naming_field_and_value() -> None:
     with pytest.raises(ValueError, match="read-only"):
         book.state["qty"][0, 0] = 1
     assert book.state["n_fills"].sum() == 0
+
+
+def test_position_book_grows_keeping_positions() -> None:
+    book = PositionBook(2, INSTRUMENTS)
+    book.on_fill(1, 0, BUY, 19_000, 3)
+    with pytest.raises(ValueError, match=r"strategy: must be in \[0, 2\), got 2"):
+        book.on_fill(2, 0, BUY, 19_000, 1)
+    book.grow(201)
+    assert book.n_strategies >= 201
+    book.on_fill(200, 1, SELL, 19_000, 2)
+    assert book.position(1, 0).qty == 3
+    assert book.position(200, 1).qty == -2
+    book.grow(5)  # never shrinks
+    assert book.n_strategies >= 201
+    assert book.position(200, 1).qty == -2
