@@ -279,7 +279,9 @@ def build_from_config(engine: Engine, cfg: EngineConfig) -> TradingDesk:
     parts: list[Component] = [LogFeed()]
     barrier = None
     if journal is not None:
-        recovered = recover_day(journal, engine.engine_id, engine.clock.now_ns())
+        recovered = recover_day(
+            journal, engine.engine_id, engine.clock.now_ns(), engine.report_progress
+        )
         journaling = JournalComponent(engine, journal)
         barrier = journaling.journal.after_written
         parts.append(journaling)
