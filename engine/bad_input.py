@@ -19,12 +19,16 @@ def bad_file_errors() -> tuple[type[Exception], ...]:
     """
     from engine.fix.dictionary import DictionaryError
     from engine.fix.settings import SettingsError
+    from engine.fix.store import StoreError
     from engine.journal import JournalError
     from engine.remote.tls import TlsError
     from engine.remote.tokens import TokenError
     from engine.tickstore.store import TickStoreError
 
-    return (DictionaryError, SettingsError, JournalError, TlsError, TokenError, TickStoreError)
+    return (
+        DictionaryError, SettingsError, StoreError, JournalError, TlsError, TokenError,
+        TickStoreError,
+    )  # fmt: skip
 
 
 def one_line(error: BaseException) -> str:

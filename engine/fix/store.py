@@ -93,6 +93,10 @@ class MessageStore(Protocol):
         ...
 
 
+class StoreError(ValueError):
+    """A store's files cannot be read as a store (names the file and why)."""
+
+
 class MemoryStore:
     """In-memory :class:`MessageStore`.
 
@@ -277,6 +281,15 @@ class FileStore:
         parts = raw.split(b":")
         if len(parts) == 2 and parts[0].strip().isdigit() and parts[1].strip().isdigit():
             sender, target = int(parts[0]), int(parts[1])
+        elif raw.strip():
+            # Guessing (1 and 1) would ask the counterparty for the whole day again, or send
+            # numbers it has seen: the trader must decide (fix the file, or reset the session).
+            self.close()
+            raise StoreError(
+                f"{self._path('seqnums')}: sequence numbers unreadable: {raw[:40]!r} (expected "
+                "'<next sender> : <next target>'); repair the file or delete the store to "
+                "start the session at 1"
+            )
         size = os.fstat(self._body_fd).st_size
         data = os.pread(self._body_fd, size, 0) if size else b""
         index: dict[int, tuple[int, int]] = {}

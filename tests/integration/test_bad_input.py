@@ -483,6 +483,13 @@ def _demo_journal(tmp: Path, good: Good) -> list[str]:
     return ["engine", "--demo", "--state-dir", str(tmp / "state"), "--seconds", "1"]
 
 
+def _demo_seqnums(tmp: Path, _good: Good) -> list[str]:
+    fix = tmp / "state" / "fix"
+    fix.mkdir(parents=True)
+    (fix / "FIX.4.4-QWCONSOLE-QWSIM.seqnums").write_bytes(b"garbage\n")
+    return ["engine", "--demo", "--state-dir", str(tmp / "state"), "--seconds", "1"]
+
+
 def _demo_message(tmp: Path, good: Good) -> str:
     recs = records(good.journal)
     at, length, kind = recs[20]
@@ -632,6 +639,12 @@ CASES: list[Case] = [
          "engine --help')"),
     Case("engine-demo-journal", "qwconsole engine --demo", "journal: 4 bytes of record 20 "
          "inverted", _demo_journal, _demo_message),
+    Case("engine-demo-seqnums", "qwconsole engine --demo", "FIX store sequence numbers that "
+         "are not numbers", _demo_seqnums,
+         "qwconsole engine: error: {tmp}/state/fix/FIX.4.4-QWCONSOLE-QWSIM.seqnums: sequence "
+         "numbers unreadable: b'garbage\\n' (expected '<next sender> : <next target>'); "
+         "repair the file or delete the store to start the session at 1 (see 'qwconsole "
+         "engine --help')"),
     # --- qwconsole fix acceptor
     Case("acceptor-no-equals", "qwconsole fix acceptor", ".cfg line without '='",
          _acceptor(ACCEPTOR.replace("TargetCompID=QW", "TargetCompID QW")),

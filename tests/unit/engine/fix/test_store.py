@@ -256,3 +256,12 @@ def test_barrier_writes_never_undo_a_reset_or_a_move_back(tmp_path: Path) -> Non
     assert _disk_numbers(tmp_path) == (1, 40)
     journal.close()
     store.close()
+
+
+def test_unreadable_sequence_numbers_are_an_error_naming_the_file(tmp_path: Path) -> None:
+    from engine.fix.store import StoreError
+
+    FileStore(tmp_path, "S").close()  # a new store: an empty .seqnums is fine
+    (tmp_path / "S.seqnums").write_bytes(b"garbage\n")
+    with pytest.raises(StoreError, match=r"S\.seqnums: sequence numbers unreadable: b'garbage"):
+        FileStore(tmp_path, "S")
