@@ -6,6 +6,7 @@
     [engine]
     id = "ny4-1"                      # name shown in consoles
     heartbeat_interval_ms = 1000
+    answer_timeout_ms = 10000         # a request unanswered this long: alert, status request
 
     [files]                           # relative paths are relative to this file's folder
     journal_dir = "journal"
@@ -243,6 +244,7 @@ class EngineConfig:
 
     engine_id: str = "engine"
     heartbeat_interval_ms: int = 1000
+    answer_timeout_ms: int = 10_000
     sessions_file: Path | None = None
     files: FilesConfig = field(default_factory=FilesConfig)
     simulator: SimulatorConfig = field(default_factory=SimulatorConfig)
@@ -651,7 +653,7 @@ def parse_config(text: str, source: Path | None = None) -> EngineConfig:
            "remote")  # fmt: skip
     r.unknown(data, top, "")
     eng = r.table(data, "engine", "")
-    r.unknown(eng, ("id", "heartbeat_interval_ms"), "engine")
+    r.unknown(eng, ("id", "heartbeat_interval_ms", "answer_timeout_ms"), "engine")
     files = r.table(data, "files", "")
     r.unknown(files, ("journal_dir", "store_dir", "logs_dir"), "files")
     sessions = r.table(data, "sessions", "")
@@ -675,6 +677,7 @@ def parse_config(text: str, source: Path | None = None) -> EngineConfig:
     cfg = EngineConfig(
         engine_id=r.get(eng, "id", "engine", _symbol, "engine"),
         heartbeat_interval_ms=r.get(eng, "heartbeat_interval_ms", "engine", _int(10, 60_000), 1000),
+        answer_timeout_ms=r.get(eng, "answer_timeout_ms", "engine", _int(100, 3_600_000), 10_000),
         sessions_file=r.get(sessions, "file", "sessions", _path, None),
         files=FilesConfig(
             journal_dir=r.get(files, "journal_dir", "files", _path, None),
@@ -794,7 +797,8 @@ def dump_config(cfg: EngineConfig) -> str:
             blocks.append([header, *lines])
 
     table("[engine]", _pairs([("id", cfg.engine_id),
-                              ("heartbeat_interval_ms", cfg.heartbeat_interval_ms)]))  # fmt: skip
+                              ("heartbeat_interval_ms", cfg.heartbeat_interval_ms),
+                              ("answer_timeout_ms", cfg.answer_timeout_ms)]))  # fmt: skip
     f = cfg.files
     table("[files]", _pairs([("journal_dir", f.journal_dir), ("store_dir", f.store_dir),
                              ("logs_dir", f.logs_dir)]))  # fmt: skip

@@ -268,6 +268,7 @@ def build_from_config(engine: Engine, cfg: EngineConfig) -> TradingDesk:
     store = cfg.resolve(cfg.files.store_dir or Path(DEFAULT_STORE_DIR))
     if cfg.simulator.enabled:
         desk = build_demo(engine, seed=cfg.simulator.seed, journal_dir=journal, store_dir=store)
+        desk.answer_timeout_s = cfg.answer_timeout_ms / 1000
         if cfg.risk not in (RiskLimits(), DEFAULT_LIMITS):  # the file sets limits: they apply
             desk.router.risk.global_limits = cfg.risk
         _add_strategies(desk, cfg, [x.instrument.symbol for x in DEMO_LISTINGS])
@@ -276,6 +277,7 @@ def build_from_config(engine: Engine, cfg: EngineConfig) -> TradingDesk:
     if cfg.sessions_file is None:
         raise BuildError("nothing to trade on: set [sessions] file or [simulator] enabled = true")
     desk = TradingDesk(engine.bus, engine.clock, cfg.risk)
+    desk.answer_timeout_s = cfg.answer_timeout_ms / 1000
     parts: list[Component] = [LogFeed()]
     barrier = None
     if journal is not None:

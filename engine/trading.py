@@ -49,6 +49,7 @@ from engine.events import (
 from engine.instruments import Instrument
 from engine.journal import RecoveredState
 from engine.marketdata import MarketData
+from engine.oms.manager import ANSWER_TIMEOUT_S
 from engine.oms.risk import LIMIT_NAMES, RiskLimits
 from engine.oms.router import OrderRouter
 from engine.oms.venue import Venue
@@ -73,6 +74,8 @@ INITIAL_STRATEGY_SLOTS = 64
 #: How often positions are re-marked and strategy timers checked, seconds.
 MARK_INTERVAL_S = 0.25
 TIMER_INTERVAL_S = 0.01
+#: How often requests are checked for an answer (at most; a short timeout checks more often), s.
+ANSWER_CHECK_S = 1.0
 
 
 class TradingDesk:
@@ -94,6 +97,9 @@ class TradingDesk:
         self.bus = bus
         self.clock = clock
         self.router = OrderRouter(bus, clock, limits)
+        #: How long a new order, cancel or replace may go unanswered before an alert and a
+        #: status request, seconds (``[engine] answer_timeout_ms``; set before the start).
+        self.answer_timeout_s = ANSWER_TIMEOUT_S
         self.market: MarketData | None = None
         self.instruments: list[tuple[Instrument, str]] = []
         self.runner = StrategyRunner(bus, clock, LiveContext(self.router, clock, self._book))
@@ -212,6 +218,15 @@ class TradingDesk:
             )
         return taken
 
+    def check_unanswered(self) -> int:
+        """Alert about requests unanswered for :attr:`answer_timeout_s` and ask their status.
+
+        See :meth:`engine.oms.manager.OrderManager.check_unanswered`; returns how many were
+        found now.
+        """
+        timeout_ns = int(self.answer_timeout_s * 1e9)
+        return sum(m.check_unanswered(timeout_ns) for m in self.router.managers.values())
+
     def reconcile(self) -> int:
         """Ask the venues for the status of every working order; return how many were asked."""
         n = 0
@@ -243,6 +258,10 @@ class TradingDesk:
             loop.create_task(self._every(TIMER_INTERVAL_S, self.runner.on_timer), name="timers"),
             loop.create_task(self._every(MARK_INTERVAL_S, self.mark_positions), name="marks"),
             loop.create_task(self._every(DEPTH_INTERVAL_S, self.publish_depth), name="depth"),
+            loop.create_task(
+                self._every(min(ANSWER_CHECK_S, self.answer_timeout_s / 4), self.check_unanswered),
+                name="unanswered",
+            ),
         ]
         self._start_strategies()
 

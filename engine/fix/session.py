@@ -1520,6 +1520,11 @@ class FixSession:
         self._event(f"Message {msg.seq_num} Rejected: {text}")
 
     def _generate_business_reject(self, msg: FixMessage, err: int, field: int = 0) -> None:
+        # QuickFIX's Session::generateBusinessReject: RefMsgType <372>, RefSeqNum <45>,
+        # BusinessRejectReason <380> and Text <58>. BusinessMessageReject defines no RefTagID
+        # <371> in any version (FIX 4.2 to 5.0 SP2 dictionaries), so the tag goes into the text,
+        # "Conditionally Required Field Missing (44)", as QuickFIX's populateRejectReason does;
+        # a validating counterparty (ours included) would reject a 371 here.
         reject = OutMessage(b"j")
         reject.body.append((372, msg.get(35) or b""))
         reject.body.append((45, msg.get(34) or b"0"))
@@ -1529,12 +1534,14 @@ class FixSession:
             self.store.incr_next_target_seq_num()
         reason = BUSINESS_REJECT_TEXTS.get(err)
         if reason and field:
-            reject.body.append((371, b"%d" % field))
-            reject.body.append((58, reason.encode()))
+            reject.body.append((58, f"{reason} ({field})".encode()))
+            self._event(f"Message {seq} Rejected: {reason}:{field}")
         elif reason:
             reject.body.append((58, reason.encode()))
+            self._event(f"Message {seq} Rejected: {reason}")
+        else:
+            self._event(f"Message {seq} Rejected")
         self._send_raw(reject)
-        self._event(f"Message {seq} Rejected: {reason}")
 
 
 def _match_precision(ts: bytes, precision: int) -> bytes:

@@ -29,7 +29,8 @@ from engine.events import OrderView
 from engine.fix.application import Application, DoNotSend, IncorrectTagValue, SessionID
 from engine.fix.codec import decode_one, format_timestamp, parse_timestamp
 from engine.fix.message import FixMessage, OutMessage
-from engine.fix.session import AppTemplate, FixSession
+from engine.fix.session import BUSINESS_REJECT_TEXTS, AppTemplate, FixSession
+from engine.fix.validation import REJECT_TEXTS
 from engine.instruments import Instrument
 from engine.marketdata import MarketData
 from engine.oms.fixcodes import (
@@ -94,7 +95,14 @@ class ReportSink(Protocol):
         ...
 
     def on_message_rejected(
-        self, msg_type: str, client_order_id: str, text: str, *, business: bool = False
+        self,
+        msg_type: str,
+        client_order_id: str,
+        text: str,
+        *,
+        business: bool = False,
+        detail: str = "",
+        alert: bool = True,
     ) -> object:
         """Apply a Reject or BusinessMessageReject of an order message."""
         ...
@@ -311,7 +319,7 @@ class FixVenue(Application):
         sink = self._sinks[symbol]
 
         def refuse() -> None:
-            sink.on_message_rejected(msg_type, clordid, why)
+            sink.on_message_rejected(msg_type, clordid, why, alert=False)
 
         self.defer(refuse)
 
@@ -437,7 +445,7 @@ class FixVenue(Application):
             self.on_session(session_id, False)
 
     def from_admin(self, message: FixMessage, session_id: SessionID) -> None:
-        """Map a session Reject <3> of an order message back to its order."""
+        """Map a session Reject <3> of an order message back to its order by RefSeqNum <45>."""
         if message.msg_type != b"3":
             return
         ref = message.get_int(45)
@@ -448,9 +456,20 @@ class FixVenue(Application):
             return
         msg_type, clordid = sent
         text = (message.get(58) or b"").decode("latin-1")
+        reason = message.get_int(373)
+        words = REJECT_TEXTS.get(reason, "not a standard code") if reason is not None else ""
+        parts = [f"RefSeqNum {ref}"]
+        if reason is not None:
+            parts.append(f"SessionRejectReason {reason} ({words})")
+        ref_tag = message.get_int(371)
+        if ref_tag is not None:
+            parts.append(f"RefTagID {tag_text(ref_tag)}")
         sink = self._sinks.get(self._symbol_of.get(clordid, ""))
         if sink is not None:
-            sink.on_message_rejected(msg_type, clordid, text or "rejected by the session")
+            sink.on_message_rejected(
+                msg_type, clordid, text or words or "rejected by the session",
+                detail=", ".join(parts),
+            )  # fmt: skip
 
     def from_app(self, message: FixMessage, session_id: SessionID) -> None:
         """Turn ExecutionReport, OrderCancelReject and BusinessMessageReject into OMS calls."""
@@ -562,14 +581,50 @@ class FixVenue(Application):
             market.apply(arr)
 
     def _on_business_reject(self, m: FixMessage) -> None:
+        # The rejected message: by BusinessRejectRefID <379> if it names one of our ClOrdIDs,
+        # else by RefSeqNum <45> (QuickFIX, and most engines, set only 45 and RefMsgType <372>).
         ref_type = (m.get(372) or b"").decode("latin-1")
         ref_id = (m.get(379) or b"").decode("latin-1")
-        text = (m.get(58) or b"").decode("latin-1") or f"BusinessRejectReason {m.get(380)!r}"
-        sink = self._sinks.get(self._symbol_of.get(ref_id, ""))
+        ref_seq = m.get_int(45)
+        reason = m.get_int(380)
+        words = (
+            BUSINESS_REJECT_TEXTS.get(reason, "not a standard code") if reason is not None else ""
+        )
+        parts = [f"BusinessRejectRefID {ref_id}"] if ref_id else []
+        if ref_seq is not None:
+            parts.append(f"RefSeqNum {ref_seq}")
+        if reason is not None:
+            parts.append(f"BusinessRejectReason {reason} ({words})")
+        text = (m.get(58) or b"").decode("latin-1") or words or "rejected by the venue"
+        msg_type, clordid = ref_type, ref_id
+        symbol = self._symbol_of.get(ref_id, "") if ref_id else ""
+        if not symbol and ref_seq is not None:
+            sent = self._sent.get(ref_seq)
+            if sent is not None and (not ref_type or sent[0] == ref_type):
+                msg_type, clordid = sent
+                symbol = self._symbol_of.get(clordid, "")
+        sink = self._sinks.get(symbol)
         if sink is None:  # any order manager raises the alert for an unknown reference
             sink = next(iter(self._sinks.values()), None)
         if sink is not None:
-            sink.on_message_rejected(ref_type, ref_id, text, business=True)
+            sink.on_message_rejected(
+                msg_type, clordid, text, business=True, detail=", ".join(parts)
+            )
+
+
+#: Names of the tags of our order messages, for alerts (any other tag is shown as its number).
+_TAG_NAMES = {
+    1: "Account", 11: "ClOrdID", 15: "Currency", 18: "ExecInst", 21: "HandlInst",
+    37: "OrderID", 38: "OrderQty", 40: "OrdType", 41: "OrigClOrdID", 44: "Price", 54: "Side",
+    55: "Symbol", 59: "TimeInForce", 60: "TransactTime", 99: "StopPx", 100: "ExDestination",
+    107: "SecurityDesc", 167: "SecurityType", 207: "SecurityExchange",
+}  # fmt: skip
+
+
+def tag_text(tag: int) -> str:
+    """Return ``54 (Side)`` for a tag of an order message, the number alone for others."""
+    name = _TAG_NAMES.get(tag)
+    return f"{tag} ({name})" if name else str(tag)
 
 
 def _note(order: Order) -> bytes:

@@ -27,6 +27,20 @@ log = logging.getLogger(__name__)
 _FILL_TYPES = frozenset({ExecType.TRADE, ExecType.PARTIAL_FILL, ExecType.FILL})
 
 _NOT_COUNTED = (False, 0)
+_REJ = OrdStatus.REJECTED
+
+#: Order messages by MsgType <35>, for alerts.
+_MSG_NAMES = {
+    "D": "NewOrderSingle <D>",
+    "F": "OrderCancelRequest <F>",
+    "G": "OrderCancelReplaceRequest <G>",
+    "H": "OrderStatusRequest <H>",
+}
+_REQUEST_NAMES = {"new": _MSG_NAMES["D"], "cancel": _MSG_NAMES["F"], "replace": _MSG_NAMES["G"]}
+
+#: How long a new order, cancel or replace may go unanswered before an alert and a status
+#: request (:meth:`OrderManager.check_unanswered`), seconds; the engine's default.
+ANSWER_TIMEOUT_S = 10.0
 
 #: Engine-wide order ids (stable across cancel/replace chains and instruments).
 _order_ids = itertools.count(1)
@@ -99,6 +113,13 @@ class OrderManager:
         self._counted: dict[int, tuple[bool, int]] = {}  # order_id -> (working, leaves) risk saw
         #: Why the last :meth:`replace` that returned ``False`` was refused.
         self.replace_refused = ""
+        # Orders asked about because a request went unanswered (check_unanswered): order id ->
+        # (ClOrdID of the request, when the status was last asked, times asked; -1: the venue
+        # rejected the status request, not asked again).
+        self._asked: dict[int, tuple[str, int, int]] = {}
+        self._watch_since = 0
+        #: Requests the venue left unanswered past the timeout (each raised an alert).
+        self.unanswered_requests = 0
 
     # ------------------------------------------------------------------ queries
     def get(self, client_order_id: str) -> Order | None:
@@ -349,6 +370,8 @@ class OrderManager:
     # ------------------------------------------------------------------ venue answers
     def on_execution_report(self, rep: ExecutionReport) -> Order | None:
         """Apply an ExecutionReport <8>; return the order, or ``None`` if it is unknown."""
+        if self._asked and rep.exec_type is ExecType.ORDER_STATUS:
+            self._status_answered(rep)
         order = self._find(rep.client_order_id, rep.orig_client_order_id, rep.venue_order_id)
         if order is None:
             self._alert(
@@ -368,7 +391,8 @@ class OrderManager:
         if rep.venue_order_id and rep.venue_order_id != order.venue_order_id:
             order.venue_order_id = rep.venue_order_id
             self._by_venue_id[rep.venue_order_id] = order
-        if not order.ts_acked and et is not ExecType.REJECTED:
+        # A status answer "rejected" (unknown to the venue) acknowledges nothing either.
+        if not order.ts_acked and et is not ExecType.REJECTED and rep.ord_status is not _REJ:
             order.ts_acked = rep.ts_recv or now
         change = self._apply_exec_type(order, rep)
         if not self._apply_status(order, rep):
@@ -619,26 +643,35 @@ class OrderManager:
         return order
 
     def on_message_rejected(
-        self, msg_type: str, client_order_id: str, text: str, *, business: bool = False
+        self,
+        msg_type: str,
+        client_order_id: str,
+        text: str,
+        *,
+        business: bool = False,
+        detail: str = "",
+        alert: bool = True,
     ) -> Order | None:
         """Apply a session Reject <3> or BusinessMessageReject <j> of one of our messages.
 
         A rejected NewOrderSingle <D> leaves the order ``REJECTED``; a rejected cancel <F> or
-        replace <G> ends the pending request as a cancel reject would.
+        replace <G> ends the pending request as a cancel reject would; a rejected status request
+        <H> leaves the order as it is. Each raises an alert naming the message, the order, the
+        reason (``text``, and ``detail``: the reject's reason code in words and the tag it
+        names) and what became of the order, unless ``alert`` is false (the engine refused to
+        send the message itself: logged, the order's text says why).
         """
         order = self._by_clordid.get(client_order_id)
         kind = "business message reject" if business else "session reject"
+        what = _MSG_NAMES.get(msg_type, f"MsgType {msg_type}")
+        why = text + (f" [{detail}]" if detail else "")
         if order is None:
             self._alert(
                 AlertLevel.WARNING,
-                f"{kind} of MsgType {msg_type} for unknown ClOrdID {client_order_id!r}: {text}",
+                f"{kind} of {what} for unknown ClOrdID {client_order_id!r}: {why}",
             )
             return None
-        if business:
-            self._alert(
-                AlertLevel.WARNING,
-                f"{kind} of MsgType {msg_type} ClOrdID {client_order_id}: {text}",
-            )
+        pending = order.pending
         if msg_type == "D" and not order.ts_acked and not order.is_terminal:
             # Never reached the venue's book (a cancel sent meanwhile dies with it).
             order.status = OrdStatus.REJECTED
@@ -648,14 +681,136 @@ class OrderManager:
             order.ts_last = self.clock.now_ns()
             self._sync_risk(order)
             self._publish(order, "rejected")
-        elif msg_type in ("F", "G") and order.pending is not None:
-            order.status = order.pending.prev_status
+            outcome = "the order is REJECTED"
+        elif (
+            msg_type in ("F", "G")
+            and pending is not None
+            and pending.client_order_id == client_order_id
+        ):
+            request = "cancel" if msg_type == "F" else "replace"
+            order.status = pending.prev_status
             order.pending = None
             order.text = f"{kind}: {text}"
             order.ts_last = self.clock.now_ns()
             self._sync_risk(order)
-            self._publish(order, f"{'cancel' if msg_type == 'F' else 'replace'} rejected")
+            self._publish(order, f"{request} rejected")
+            outcome = f"the {request} ended, the order stays {order.status.name}"
+        else:
+            if msg_type == "H" and order.order_id in self._asked:
+                asked = self._asked[order.order_id]
+                self._asked[order.order_id] = (asked[0], asked[1], -1)  # not asked again
+            outcome = f"the order stays {order.status.name}"
+        if alert:
+            self._alert(
+                AlertLevel.WARNING,
+                f"{kind} of {what} {client_order_id}{self._of_order(order, client_order_id)}: "
+                f"{why}; {outcome}",
+            )
+        else:
+            log.info("%s: %s of %s %s: %s; %s", self.symbol, kind, what, client_order_id, why,
+                     outcome)  # fmt: skip
         return order
+
+    # ------------------------------------------------------------------ unanswered requests
+    def check_unanswered(self, timeout_ns: int) -> int:
+        """Raise an alert for each request the venue left unanswered; ask for the order's status.
+
+        A new order still ``PENDING_NEW``, or a cancel or replace still pending, ``timeout_ns``
+        after it was sent (or after the first check, for orders restored at a restart), gets an
+        alert naming it and an OrderStatusRequest <H>; the answer resolves it (a pending cancel
+        or replace ends, the order takes the status the venue reports; an order the venue never
+        got is ``REJECTED``). Without an answer to that either, a further ``timeout_ns`` later,
+        an ERROR alert says so once and the status is asked again each period. Call it
+        periodically (the trading desk does, every second). Returns how many requests were
+        found unanswered by this call.
+        """
+        now = self.clock.now_ns()
+        if not self._watch_since:
+            self._watch_since = now
+        asked = self._asked
+        for oid, (clordid, _ts, _n) in list(asked.items()):
+            order = self.orders.get(oid)
+            if order is None or self._awaited(order) != clordid:
+                del asked[oid]  # answered
+        found = 0
+        for order in list(self.orders.values()):
+            request = self._awaited(order)
+            if request is None:
+                continue
+            entry = asked.get(order.order_id)
+            if entry is None:
+                p = order.pending
+                sent = p.ts_sent if p is not None else order.ts_sent
+                if now - max(sent, self._watch_since) < timeout_ns:
+                    continue
+                found += 1
+                self.unanswered_requests += 1
+                what = _REQUEST_NAMES[p.kind if p is not None else "new"]
+                self._alert(
+                    AlertLevel.WARNING,
+                    f"no answer from the venue to the {what} {request}"
+                    f"{self._of_order(order, request)} within {timeout_ns / 1e9:g} s; the order "
+                    f"is {order.status.name}: asking the venue for its status",
+                )
+                asked[order.order_id] = (request, now, 1)
+                self.venue.request_status(order)
+            elif entry[2] > 0 and now - entry[1] >= timeout_ns:
+                if entry[2] == 1:
+                    self._alert(
+                        AlertLevel.ERROR,
+                        f"still no answer from the venue about {order.client_order_id}, not to "
+                        f"the status request either; the order stays {order.status.name} "
+                        "(counted against the risk limits): check it with the venue",
+                    )
+                asked[order.order_id] = (request, now, entry[2] + 1)
+                self.venue.request_status(order)
+        return found
+
+    @staticmethod
+    def _awaited(order: Order) -> str | None:
+        """Return the ClOrdID of the order's request still awaiting an answer, or ``None``."""
+        if order.pending is not None:
+            return order.pending.client_order_id
+        if order.status is OrdStatus.PENDING_NEW and not order.ts_acked:
+            return order.client_order_id
+        return None
+
+    def _status_answered(self, rep: ExecutionReport) -> None:
+        """Resolve an order asked about by :meth:`check_unanswered` with the venue's answer.
+
+        A cancel or replace still pending is over (the venue's answer to it was lost, or it
+        never arrived); the report then sets the order's status as the venue has it.
+        """
+        order = self._find(rep.client_order_id, rep.orig_client_order_id, rep.venue_order_id)
+        entry = self._asked.pop(order.order_id, None) if order is not None else None
+        if order is None or entry is None:
+            return
+        pending = order.pending
+        request = _REQUEST_NAMES["new"]
+        if pending is not None and pending.client_order_id == entry[0]:
+            request = _REQUEST_NAMES[pending.kind]
+            order.status = pending.prev_status
+            order.pending = None
+            order.text = f"{pending.kind} unanswered by the venue"
+            order.ts_last = self.clock.now_ns()
+            self._sync_risk(order)
+            self._publish(order, f"{pending.kind} unanswered")
+        self._alert(
+            AlertLevel.WARNING,
+            f"the venue's status of {order.client_order_id} resolves the unanswered {request} "
+            f"{entry[0]}: {rep.ord_status.name}" + (f" ({rep.text})" if rep.text else ""),
+        )
+
+    def _of_order(self, order: Order, client_order_id: str) -> str:
+        """Return `` of order X (BUY 2 ESZ6 at 24000 ticks, strategy 1)`` for alerts."""
+        px = f" at {order.px_ticks} ticks" if order.px_ticks else ""
+        of = (
+            f" of order {order.client_order_id}" if client_order_id != order.client_order_id else ""
+        )
+        return (
+            f"{of} ({order.side.name} {order.qty_lots} {self.symbol}{px}, strategy "
+            f"{order.strategy_id})"
+        )
 
     # ------------------------------------------------------------------ internals
     def _find(self, clordid: str, orig: str, venue_id: str) -> Order | None:

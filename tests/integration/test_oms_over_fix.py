@@ -63,7 +63,9 @@ class SloppyVenue(FixVenue):
 
 @asynccontextmanager
 async def fix_rig(
-    venue_cls: type[FixVenue] = FixVenue, client_store: MessageStore | None = None
+    venue_cls: type[FixVenue] = FixVenue,
+    client_store: MessageStore | None = None,
+    app_cls: type[SimFixApplication] = SimFixApplication,
 ) -> AsyncIterator[Rig]:
     clock = LiveClock()
     loop = asyncio.get_running_loop()
@@ -74,7 +76,7 @@ async def fix_rig(
     )  # fmt: skip
     exchange.seed_books(clock.now_ns())
     exchange.drain_market_events()
-    app = SimFixApplication(exchange, clock)
+    app = app_cls(exchange, clock)
     sim = FixSession(
         SessionConfig(begin_string="FIX.4.4", sender_comp_id="SIM", target_comp_id="CLIENT",
                       reset_on_logon=True),

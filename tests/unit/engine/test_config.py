@@ -27,6 +27,7 @@ FULL = """\
 [engine]
 id = "ny4-1"
 heartbeat_interval_ms = 500
+answer_timeout_ms = 2500
 
 [files]
 journal_dir = "journal"
@@ -86,6 +87,7 @@ def test_parse_full_file_gives_typed_model(tmp_path: Path) -> None:
     cfg = load_config(path)
     assert cfg.engine_id == "ny4-1"
     assert cfg.heartbeat_interval_ms == 500
+    assert cfg.answer_timeout_ms == 2500
     assert cfg.files.journal_dir == Path("journal")
     assert cfg.resolve(cfg.files.journal_dir) == tmp_path / "journal"
     assert cfg.resolve(cfg.files.store_dir) == Path("/var/lib/qw/fix")
@@ -113,6 +115,7 @@ def test_parse_full_file_gives_typed_model(tmp_path: Path) -> None:
 def test_empty_file_gives_defaults() -> None:
     cfg = parse_config("")
     assert cfg == EngineConfig()
+    assert cfg.answer_timeout_ms == 10_000
     assert cfg.remote.bind == "127.0.0.1"
     assert cfg.remote.enabled is False
 
@@ -141,6 +144,7 @@ def test_missing_file_is_one_clear_error(tmp_path: Path) -> None:
         ("[risk]\nmax_order_qty_lots = -1\n", "risk.max_order_qty_lots", 2, "-1: must be >= 0"),
         ("[risk]\nmax_position_lots = 2.5\n", "risk.max_position_lots", 2, "must be an integer"),
         ("[engine]\nheartbeat_interval_ms = true\n", "engine.heartbeat_interval_ms", 2, "True"),
+        ("[engine]\nanswer_timeout_ms = 50\n", "engine.answer_timeout_ms", 2, "must be >= 100"),
         (
             '[[strategies]]\nid = 1\nclass = "x:Y"\n\n[[strategies]]\nid = 2\nclass = "no colon"\n',
             "strategies[1].class",

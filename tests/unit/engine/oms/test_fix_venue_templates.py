@@ -34,6 +34,7 @@ ES = Instrument(symbol="ESZ6", tick_size=Decimal("0.25"), multiplier=Decimal(50)
 class Sink:
     def __init__(self) -> None:
         self.rejected: list[tuple[str, str, str, bool]] = []
+        self.details: list[tuple[str, bool]] = []  # (detail, alert) of each reject
 
     def on_execution_report(self, rep: ExecutionReport) -> object:
         return None
@@ -42,9 +43,17 @@ class Sink:
         return None
 
     def on_message_rejected(
-        self, msg_type: str, client_order_id: str, text: str, *, business: bool = False
+        self,
+        msg_type: str,
+        client_order_id: str,
+        text: str,
+        *,
+        business: bool = False,
+        detail: str = "",
+        alert: bool = True,
     ) -> object:
         self.rejected.append((msg_type, client_order_id, text, business))
+        self.details.append((detail, alert))
         return None
 
 
@@ -176,6 +185,16 @@ def test_reject_maps_back_to_the_order_by_msg_seq_num() -> None:
     reject = FixMessage.from_pairs([(8, b"FIX.4.4"), (35, b"3"), (45, first.get(34) or b"")])
     venue.from_admin(reject, session.session_id)
     assert sink.rejected[-1] == ("D", "F1-7", "rejected by the session", False)
+    assert sink.details[-1] == (f"RefSeqNum {int(first.get(34) or b'0')}", True)
+    reject = FixMessage.from_pairs([(8, b"FIX.4.4"), (35, b"3"), (45, first.get(34) or b""),
+                                    (371, b"44"), (373, b"5")])  # fmt: skip
+    venue.from_admin(reject, session.session_id)
+    assert sink.rejected[-1] == ("D", "F1-7", "Value is incorrect (out of range) for this tag",
+                                 False)  # fmt: skip
+    assert sink.details[-1][0].endswith(
+        "SessionRejectReason 5 (Value is incorrect (out of range) for this tag), "
+        "RefTagID 44 (Price)"
+    )
 
 
 def test_request_is_refused_at_once_when_not_logged_on() -> None:
@@ -197,6 +216,7 @@ def test_request_is_refused_at_once_when_not_logged_on() -> None:
     deferred[0]()
     assert sink.rejected == [("D", "F1-7", f"not sent: FIX session {session.session_id} "
                               "is not logged on", False)]  # fmt: skip
+    assert sink.details == [("", False)]  # the engine's own refusal: no alert
     assert session.next_sender_seq_num == seq  # nothing consumed a sequence number
     assert session.drain() == []
 

@@ -189,7 +189,10 @@ def test_business_reject_raises_an_alert_and_rejects_the_new_order() -> None:
     rig.oms.on_message_rejected("D", "T1", "Unsupported Message Type", business=True)
     assert order.status is S.REJECTED
     assert rig.alerts[-1].level is AlertLevel.WARNING
-    assert "business message reject of MsgType D ClOrdID T1" in rig.alerts[-1].text
+    assert rig.alerts[-1].text == (
+        "business message reject of NewOrderSingle <D> T1 (BUY 1 ESZ6 at 100 ticks, strategy 1)"
+        ": Unsupported Message Type; the order is REJECTED"
+    )
 
 
 def test_report_for_unknown_order_raises_an_alert() -> None:
