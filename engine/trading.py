@@ -316,7 +316,7 @@ class TradingDesk:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    async def _every(self, interval_s: float, fn: Callable[[], None]) -> None:
+    async def _every(self, interval_s: float, fn: Callable[[], object]) -> None:
         while True:
             await asyncio.sleep(interval_s)
             try:
