@@ -116,11 +116,14 @@ class AlertAggregator:
             if agg is None and len(self._live) >= self.max_causes:
                 self._forget(now)
             seq = self.next_seq()  # after the publications above
+            self._live.pop(key, None)  # (re)inserted last: the most recent
             self._live[key] = _Aggregate(seq, alert.ts_event, 1, alert, now, now, False)
             return dataclasses.replace(alert, ts_first=alert.ts_event, aggregate=seq)
         agg.count += 1
         agg.latest = alert
         agg.last_mono = now
+        del self._live[key]  # the most recent last: the first entry is the longest quiet
+        self._live[key] = agg
         if now - agg.published_mono >= self.window_ns:
             agg.pending = False
             agg.published_mono = now
@@ -162,13 +165,10 @@ class AlertAggregator:
         )
 
     def _forget(self, now: int) -> None:
-        quiet = [k for k, a in self._live.items() if now - a.last_mono > self.quiet_ns]
-        if not quiet:  # all recent: forget the longest quiet one
-            quiet = [min(self._live, key=lambda k: self._live[k].last_mono)]
-        for k in quiet:
-            agg = self._live.pop(k)
-            if agg.pending:
-                self._publish(agg, now)
+        """Forget the longest quiet cause (O(1): ``_live`` is kept in order of last occurrence)."""
+        agg = self._live.pop(next(iter(self._live)))
+        if agg.pending:
+            self._publish(agg, now)
 
     def close(self) -> None:
         """Publish what is pending and stop the timer (the engine stops)."""
