@@ -80,6 +80,7 @@ from engine.types import (
 )
 
 I64 = npt.NDArray[np.int64]
+U8 = npt.NDArray[np.uint8]
 F64 = npt.NDArray[np.float64]
 Rec = npt.NDArray[np.void]
 
@@ -103,7 +104,12 @@ SS_LAST_BA = 13
 SS_NEXT_CALL = 14  # local time from which the strategy may act again (min interval)
 SS_DECISIONS = 15  # decision steps run (out of line)
 SS_CALLS = 16  # strategy calls (every event with a two-sided book)
-SS_N = 20
+SS_WAIT_BID = 17  # own row whose answer the bid side waits for (-1: none)
+SS_WAIT_ASK = 18
+SS_ARR_BID = 19  # venue time the bid side's last request arrives (_NEVER: answered)
+SS_ARR_ASK = 20
+SS_LAST_ANS = 21  # local time the latest answer reaches the strategy (answers keep order)
+SS_N = 24
 
 # ------------------------------------------------------------------ parameter columns
 P_QTY = 0  # quote size, lots
@@ -165,17 +171,19 @@ def _cancel(own: Rec, tc: I64, rs: I64, j: int, tl: int, arrive: int) -> None:
 @kernel
 def mm_decide(  # noqa: C901 (both sides' rules in one place, as in MarketMaker)
     own: Rec, t0: I64, tc: I64, rs: I64, ss: I64, pp: F64, ring: I64, tl: int, bb: int,
-    ba: int, lo: int, hi: int, olat: int, resp: int,
+    ba: int, lo: int, hi: int, olat: int, resp: int, rep: I64,
 ) -> None:  # fmt: skip
     """One decision of the compiled market maker at local time ``tl``, touch ``bb``/``ba``.
 
     The same rules as :class:`engine.strategy.examples.MarketMaker`: the fair price is the
     mid minus ``skew * position``, one quote per side ``half`` ticks either side of it
-    (floored / ceiled), moved when its target moved by ``requote`` ticks (a cancel and a new
-    order, as the venue treats a price change), the adding side pulled at ``maxpos``. A side
-    waits for the venue's answer to its last request before it acts again. Quotes are only
-    placed at prices in ``[lo, hi)`` (the book's window). Mutates ``own``, ``t0``, ``tc``,
-    ``rs``, ``ss`` and ``ring``.
+    (floored / ceiled), moved when its target moved by ``requote`` ticks, the adding side
+    pulled at ``maxpos``. A move is a replace, as the generic path's order manager sends it:
+    a cancel of the row and a new row (a new queue position) linked to it by ``rep``, which
+    the venue refuses if the old row is done when it arrives (:func:`_replacements`). A side
+    waits for the venue's answer to its last request before it acts again, unless the order
+    is done first (its last fill seen). Quotes are only placed at prices in ``[lo, hi)`` (the
+    book's window). Mutates ``own``, ``t0``, ``tc``, ``rs``, ``ss``, ``ring`` and ``rep``.
     """
     # fills that reached the strategy by now
     h = ss[SS_HEAD]
@@ -183,11 +191,15 @@ def mm_decide(  # noqa: C901 (both sides' rules in one place, as in MarketMaker)
         e = ring[h & (RING - 1)]
         ss[SS_POS_SEEN] += e[1]
         j = e[2]
-        if e[3] == 0:  # its last fill: the quote is gone
-            if ss[SS_BID_J] == j:
-                ss[SS_BID_J] = -1
-            elif ss[SS_ASK_J] == j:
-                ss[SS_ASK_J] = -1
+        if e[3] == 0:  # its last fill (or a refused replacement): the order is done
+            for s in range(2):
+                c = ss[SS_BID_J + s]
+                if c >= 0 and (c == j or rep[c] == j):
+                    ss[SS_BID_J + s] = -1
+                w = ss[SS_WAIT_BID + s]
+                if w >= 0 and (w == j or rep[w] == j):  # nothing more to wait for
+                    ss[SS_BUSY_BID + s] = 0
+                    ss[SS_WAIT_BID + s] = -1
         h += 1
     ss[SS_HEAD] = h
     ss[SS_LAST_BB] = bb
@@ -218,12 +230,18 @@ def mm_decide(  # noqa: C901 (both sides' rules in one place, as in MarketMaker)
                 continue
             _cancel(own, tc, rs, j, tl, arrive)
             ss[col] = -1
-            ss[busy] = arrive + resp
+            ss[busy] = _NEVER  # until the answer: see _answers
+            ss[SS_ARR_BID + s] = arrive
             ss[SS_LAST_ARRIVE] = arrive
+            ss[SS_WAIT_BID + s] = j
         if want:
-            ss[col] = _send(own, t0, ss, side, int(px), int(qty), tl, arrive)
-            ss[busy] = arrive + resp
+            new = _send(own, t0, ss, side, int(px), int(qty), tl, arrive)
+            rep[new] = j  # -1: a new order; else it replaces row j
+            ss[col] = new
+            ss[busy] = _NEVER
+            ss[SS_ARR_BID + s] = arrive
             ss[SS_LAST_ARRIVE] = arrive
+            ss[SS_WAIT_BID + s] = new
     wake = _NEVER
     for busy in (ss[SS_BUSY_BID], ss[SS_BUSY_ASK]):
         if tl < busy < wake:
@@ -240,6 +258,8 @@ def _book_fills(
     """Move this event's fills from ``scratch`` to the log, the position and the ring."""
     for i in range(nf):
         f = scratch[i]
+        seen = max(f["ts"] + resp, ss[SS_LAST_ANS])  # answers reach the strategy in order
+        ss[SS_LAST_ANS] = seen
         n = ss[SS_NLOG]
         log[n] = f
         ss[SS_NLOG] = n + 1
@@ -247,13 +267,66 @@ def _book_fills(
         ss[SS_POS] += dq
         t = ss[SS_TAIL]
         e = ring[t & (RING - 1)]
-        e[0] = f["ts"] + resp
+        e[0] = seen
         e[1] = dq
         e[2] = f["order_id"] - 1
         e[3] = own[e[2]]["leaves"]  # one fill per order and event: leaves after this one
         ss[SS_TAIL] = t + 1
         if e[0] < ss[SS_WAKE]:
             ss[SS_WAKE] = e[0]
+
+
+@kernel_inline
+def _answers(ss: I64, ts: int, resp: int) -> None:
+    """Answer the requests that reached the venue by ``ts``: each side waits ``resp`` more.
+
+    The venue answers when a request arrives, at the response latency of its last event,
+    and answers reach the strategy in the order they were sent (as in the generic path).
+    """
+    for s in range(2):
+        arr = ss[SS_ARR_BID + s]
+        if arr <= ts:
+            seen = max(arr + resp, ss[SS_LAST_ANS])
+            ss[SS_LAST_ANS] = seen
+            ss[SS_BUSY_BID + s] = seen
+            ss[SS_ARR_BID + s] = _NEVER
+            if seen < ss[SS_WAKE]:
+                ss[SS_WAKE] = seen
+
+
+@kernel
+def _replacements(own: Rec, rep: I64, rs: I64, ss: I64, ring: I64, ts: int, resp: int) -> None:
+    """Refuse replacements reaching the venue by ``ts`` whose old row is done.
+
+    The generic path's venue refuses a cancel/replace of an order that filled before the
+    request arrived (a cancel reject, "too late to replace"), and a replace of a partly
+    filled order keeps only its open lots. Here the new row is canceled on arrival and the
+    strategy learns it ``resp`` later (a ring entry with no lots and no leaves); a partly
+    filled old row passes its leaves on.
+    """
+    j = rs[RS_NEXT]
+    nown = ss[SS_NOWN]
+    while j < nown and own[j]["ts"] <= ts:
+        p = rep[j]
+        if p >= 0:
+            r = own[j]
+            old = own[p]
+            if old["status"] != OWN_ACTIVE or old["leaves"] <= 0:
+                r["cancel_ts"] = r["ts"]
+                t = ss[SS_TAIL]
+                e = ring[t & (RING - 1)]
+                e[0] = max(r["ts"] + resp, ss[SS_LAST_ANS])
+                ss[SS_LAST_ANS] = e[0]
+                e[1] = 0
+                e[2] = j
+                e[3] = 0
+                ss[SS_TAIL] = t + 1
+                if e[0] < ss[SS_WAKE]:
+                    ss[SS_WAKE] = e[0]
+            elif old["leaves"] < old["qty"]:
+                r["qty"] = old["leaves"]
+                r["leaves"] = old["leaves"]
+        j += 1
 
 
 @kernel_inline
@@ -271,14 +344,16 @@ def _room(own: Rec, rs: I64, ss: I64, log: Rec) -> bool:
 def bt_l2_mm(  # noqa: C901 (one flat hot loop on purpose, see the module docstring)
     q: I64, st: I64, ev: Rec, start: int, own: Rec, t0: I64, tc: I64, act: I64, rs: I64,
     ox: I64, scratch: Rec, log: Rec, ss: I64, pp: F64, ring: I64, feed: I64, olat: I64,
-    rlat: I64, model: int, param: float,
+    rlat: I64, model: int, param: float, gend: U8, rep: I64,
 ) -> int:  # fmt: skip
     """Replay L2 events of book 0 from row ``start`` with the compiled market maker.
 
     Book, queue model and own-order steps are those of
     :func:`engine.matching._kernels.l2_replay_own`; after each event the strategy is
-    called (see :func:`mm_decide`). Every array argument but ``ev``, ``feed``, ``olat``,
-    ``rlat`` and ``pp`` is mutated. Returns the next row to replay (``len(ev)`` when done).
+    called (see :func:`mm_decide`) when the row ends a venue update (``gend``, see
+    :mod:`engine.backtest.rules`). Every array argument but ``ev``, ``feed``, ``olat``,
+    ``rlat``, ``pp`` and ``gend`` is mutated. Returns the next row to replay (``len(ev)``
+    when done).
     """
     n = q.shape[2]
     b = 0
@@ -294,9 +369,16 @@ def bt_l2_mm(  # noqa: C901 (one flat hot loop on purpose, see the module docstr
             check = False
         e = ev[k]
         ts = e["ts"]
+        if ss[SS_ARR_BID] <= ts or ss[SS_ARR_ASK] <= ts:
+            _answers(ss, ts, _pick(rlat, max(k - 1, 0)))
         nown = ss[SS_NOWN]
         if rs[RS_NEXT] < nown and own[rs[RS_NEXT]]["ts"] <= ts:
+            _replacements(own, rep, rs, ss, ring, ts, _pick(rlat, max(k - 1, 0)))
             nf = _l2_arrive(q, st, own[:nown], act, rs, ox, ts, scratch, nf)
+            if nf > 0:  # taken on arrival: answered at the latency before this event
+                _book_fills(own, scratch, nf, log, ss, ring, _pick(rlat, max(k - 1, 0)))
+                nf = 0
+                check = True
         if ts >= rs[RS_CANCEL_TS]:
             _cancel_due(own, act, rs, ox, ts)
         kind = e["kind"]
@@ -350,7 +432,9 @@ def bt_l2_mm(  # noqa: C901 (one flat hot loop on purpose, see the module docstr
             _book_fills(own, scratch, nf, log, ss, ring, _pick(rlat, k - 1))
             nf = 0
             check = True
-        # the strategy, called on every event with a two-sided book
+        # the strategy, called after every venue update with a two-sided book
+        if gend[k - 1] == 0:
+            continue
         ib = st[b, L2S_BID]
         ia = st[b, L2S_ASK]
         if ib < 0 or ia >= n:
@@ -368,7 +452,7 @@ def bt_l2_mm(  # noqa: C901 (one flat hot loop on purpose, see the module docstr
             continue
         mm_decide(
             own, t0, tc, rs, ss, pp, ring, tl, bb, ba, base, base + n,
-            _pick(olat, k - 1), _pick(rlat, k - 1),
+            _pick(olat, k - 1), _pick(rlat, k - 1), rep,
         )  # fmt: skip
         check = True
     return k
@@ -378,13 +462,13 @@ def bt_l2_mm(  # noqa: C901 (one flat hot loop on purpose, see the module docstr
 def bt_l3_mm(  # noqa: C901 (one flat hot loop on purpose, see engine.book._kernels.l3_apply)
     o: I64, lv: I64, st: I64, keys: I64, vals: I64, free: I64, ev: Rec, start: int, own: Rec,
     t0: I64, tc: I64, act: I64, rs: I64, ox: I64, scratch: Rec, log: Rec, ss: I64, pp: F64,
-    ring: I64, feed: I64, olat: I64, rlat: I64,
+    ring: I64, feed: I64, olat: I64, rlat: I64, gend: U8, rep: I64,
 ) -> int:  # fmt: skip
     """Replay L3 events from row ``start`` with exact queue positions and the market maker.
 
     Book and own-order steps are those of :func:`engine.matching._kernels.l3_replay_own`;
-    after each event the strategy is called (see :func:`mm_decide`). Stops early when an
-    add finds the book full or ``own``/``log`` need room; returns the next row.
+    after each venue update (``gend``) the strategy is called (see :func:`mm_decide`). Stops
+    early when an add finds the book full or ``own``/``log`` need room; returns the next row.
     """
     nf = 0
     base = st[L3S_BASE]
@@ -404,9 +488,16 @@ def bt_l3_mm(  # noqa: C901 (one flat hot loop on purpose, see engine.book._kern
         action = int(e["action"])
         if action == L3_ADD and st[L3S_FREE] == 0:
             break  # full: the wrapper grows the arrays and resumes here
+        if ss[SS_ARR_BID] <= ts or ss[SS_ARR_ASK] <= ts:
+            _answers(ss, ts, _pick(rlat, max(k - 1, 0)))
         nown = ss[SS_NOWN]
         if rs[RS_NEXT] < nown and own[rs[RS_NEXT]]["ts"] <= ts:
+            _replacements(own, rep, rs, ss, ring, ts, _pick(rlat, max(k - 1, 0)))
             nf = _l3_arrive(lv, st, own[:nown], act, rs, ox, ts, scratch, nf)
+            if nf > 0:  # taken on arrival: answered at the latency before this event
+                _book_fills(own, scratch, nf, log, ss, ring, _pick(rlat, max(k - 1, 0)))
+                nf = 0
+                check = True
         if ts >= rs[RS_CANCEL_TS]:
             _cancel_due(own, act, rs, ox, ts)
         st[L3S_TS] = ts
@@ -519,6 +610,8 @@ def bt_l3_mm(  # noqa: C901 (one flat hot loop on purpose, see engine.book._kern
             _book_fills(own, scratch, nf, log, ss, ring, _pick(rlat, k - 1))
             nf = 0
             check = True
+        if gend[k - 1] == 0:
+            continue
         ib = st[L3S_BID]
         ia = st[L3S_ASK]
         if ib < 0 or ia >= n:
@@ -535,7 +628,7 @@ def bt_l3_mm(  # noqa: C901 (one flat hot loop on purpose, see engine.book._kern
             continue
         mm_decide(
             own, t0, tc, rs, ss, pp, ring, tl, bb, ba, base, base + n,
-            _pick(olat, k - 1), _pick(rlat, k - 1),
+            _pick(olat, k - 1), _pick(rlat, k - 1), rep,
         )  # fmt: skip
         check = True
     return k

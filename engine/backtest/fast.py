@@ -25,6 +25,7 @@ import numpy.typing as npt
 from engine.backtest import _kernels as bk
 from engine.backtest.journal import BacktestJournal
 from engine.backtest.models import ConstantLatency, LatencyModel, Level, at_times
+from engine.backtest.rules import MarketRules, l2_window, market_rules
 from engine.book.l2 import L2Books
 from engine.book.l3 import L3Arrays, L3Book
 from engine.enums import OrdStatus, OrdType, Side, StrategyState, TimeInForce
@@ -207,8 +208,9 @@ class FastBacktest:
         L2 queue model (ignored in L3).
     latency : LatencyModel
         Feed, order and response latencies.
-    n_levels : int
-        Price window of the book, ticks (L2 re-centres; L3 is sized from the data if 0).
+    n_levels : int, optional
+        L2 price window, ticks (default: sized from the data, see
+        :func:`engine.backtest.rules.l2_window`; it re-centres when too narrow).
     chunk_events : int
         Events per kernel call; between chunks the Python hooks run and progress/cancel are
         checked.
@@ -222,7 +224,7 @@ class FastBacktest:
         level: Level = "l2",
         queue: QueueModel | None = None,
         latency: LatencyModel | None = None,
-        n_levels: int = 4096,
+        n_levels: int | None = None,
         chunk_events: int = 1 << 21,
     ) -> None:
         if level not in ("l2", "l3"):
@@ -236,6 +238,7 @@ class FastBacktest:
         self.latency = latency if latency is not None else ConstantLatency()
         self.n_levels = n_levels
         self.chunk_events = chunk_events
+        self.rules = MarketRules(0)  # of the last run
 
     def run(
         self,
@@ -243,10 +246,14 @@ class FastBacktest:
         *,
         progress: Progress | None = None,
         cancel: Cancel | None = None,
+        open_ts: int | None = None,
     ) -> FastResult:
         """Replay ``events``; return the orders and fills.
 
-        ``progress(done, total)`` is called after every chunk; ``cancel()`` returning true
+        The market-state rules of :mod:`engine.backtest.rules` apply: events before the live
+        market (snapshot, pre-open, crossed book; ``open_ts`` is the session's first trade
+        when the events carry none) only rebuild the book, and the strategy sees whole venue
+        updates. ``progress(done, total)`` is called after every chunk; ``cancel()`` returning true
         stops the run at the next chunk boundary (the result then covers the events replayed).
 
         Raises
@@ -269,14 +276,14 @@ class FastBacktest:
                 f"({int(ev['ts'][bad - 1])}); events must be in time order"
             )
         feed, olat, rlat = self.latency.arrays(n)
+        self.rules = market_rules(ev, self.level, open_ts, self.n_levels)
         return self._run(ev, feed, olat, rlat, progress, cancel)
 
     # ------------------------------------------------------------------ internals
     def _books(self, ev: npt.NDArray[np.void]) -> L2Books | L3Arrays:
         if self.level == "l2":
-            first = ev["px"][: min(ev.shape[0], 1000)]
-            centre = int(np.median(first)) if first.size else 0
-            return L2Books(1, self.n_levels, centre=centre)
+            n_levels, centre = l2_window(ev, self.n_levels)
+            return L2Books(1, n_levels, centre=centre)
         px = ev["px"][(ev["action"] == L3_ADD) | (ev["action"] == L3_MODIFY)]
         lo, hi = (int(px.min()), int(px.max())) if px.size else (0, 1)
         pad = max(64, (hi - lo) // 4)
@@ -311,6 +318,9 @@ class FastBacktest:
         ox[0, 1] = _NEVER
         ss = np.zeros(bk.SS_N, np.int64)
         ss[bk.SS_BID_J] = ss[bk.SS_ASK_J] = -1
+        ss[bk.SS_WAIT_BID] = ss[bk.SS_WAIT_ASK] = -1
+        ss[bk.SS_ARR_BID] = ss[bk.SS_ARR_ASK] = _NEVER
+        rep = np.full(cap, -1, np.int64)
         ss[bk.SS_LAST_BB] = ss[bk.SS_LAST_BA] = -1
         ring = np.zeros((bk.RING, 4), np.int64)
         fills: list[npt.NDArray[np.void]] = []
@@ -319,7 +329,13 @@ class FastBacktest:
         strat.attach(ctx)
         strat.state = StrategyState.RUNNING
         code, param = self.queue.code
-        k = 0
+        gend = self.rules.group_end
+        k = min(self.rules.live_from, n)
+        if k:  # warm-up: the book only (engine.backtest.rules)
+            if isinstance(books, L2Books):
+                books.apply(ev[:k])
+            else:
+                L3Book.over(books).apply(ev[:k])
         stopped = False
         seen_fills = 0
         while k < n:
@@ -334,7 +350,7 @@ class FastBacktest:
                     k = int(
                         bk.bt_l2_mm(
                             books._q, books._st, ev_c, k, own, t0, tc, act, rs, ox, scratch,
-                            log, ss, pp, ring, f_c, o_c, r_c, code, param,
+                            log, ss, pp, ring, f_c, o_c, r_c, code, param, gend, rep,
                         )
                     )  # fmt: skip
                 else:
@@ -342,7 +358,7 @@ class FastBacktest:
                         bk.bt_l3_mm(
                             books.o, books.lv, books.st, books.keys, books.vals, books.free,
                             ev_c, k, own, t0, tc, act, rs, ox, scratch, log, ss, pp, ring,
-                            f_c, o_c, r_c,
+                            f_c, o_c, r_c, gend, rep,
                         )
                     )  # fmt: skip
                 if k >= stop:
@@ -354,6 +370,7 @@ class FastBacktest:
                     ss[bk.SS_NLOG] = 0
                 if int(ss[bk.SS_NOWN]) + 4 > own.shape[0]:
                     own, t0, tc, act, scratch = _grow(own, t0, tc, act, scratch)
+                    rep = np.concatenate([rep, np.full(own.shape[0] - rep.shape[0], -1)])
                 if isinstance(books, L3Arrays) and books.st[L3S_FREE] == 0:
                     books.grow()
             # the Python side of the strategy, at chunk boundaries
@@ -462,7 +479,7 @@ def _fill_event(
 
 
 # ---------------------------------------------------------------------------- journal
-_NEW, _ACK, _FILL, _CXL_SENT, _CXL_DONE, _CXL_REJ = range(6)
+_NEW, _ACK, _FILL, _CXL_SENT, _CXL_DONE, _CXL_REJ, _REFUSED = range(7)
 
 
 def journal_steps(result: FastResult) -> list[tuple[int, int, int, int]]:
@@ -493,6 +510,9 @@ def journal_steps(result: FastResult) -> list[tuple[int, int, int, int]]:
         before_arrival = cts[j] <= arrive[j]
         if not before_arrival and st != OWN_PENDING:
             steps.append((arrive[j] + oresp[j], j, _ACK, -1))
+        elif before_arrival and not csent[j] and st == OWN_CANCELED:
+            # a replacement refused on arrival: the order it replaces was done (_replacements)
+            steps.append((arrive[j] + oresp[j], j, _REFUSED, -1))
         if csent[j]:
             steps.append((csent[j], j, _CXL_SENT, -1))
             if st == OWN_CANCELED:
@@ -536,7 +556,7 @@ def write_journal(
     side = o["side"].tolist()
     sent = result.sent_ns.tolist()
     f = result.fills
-    f_px, f_qty = f["px"].tolist(), f["qty"].tolist()
+    f_px, f_qty, f_ts = f["px"].tolist(), f["qty"].tolist(), f["ts"].tolist()
     lmt, day = int(OrdType.LIMIT), int(TimeInForce.DAY)
     done_states = (int(OrdStatus.FILLED), int(OrdStatus.CANCELED))
     put = journal.on_fields
@@ -571,9 +591,9 @@ def write_journal(
                 stat[j] = int(
                     OrdStatus.PENDING_CANCEL if pending[j] else OrdStatus.PARTIALLY_FILLED
                 )
-            put(OrderFilled, (
-                ts, j + 1, f"BT{j + 1}", f"V{j + 1}", f"E{i + 1}", sid, sym, side[j], f_px[i], q,
-                qty[j] - cum[j], ts,
+            put(OrderFilled, (  # ts_event: the venue's time of the fill, as the OMS journals it
+                f_ts[i], j + 1, f"BT{j + 1}", f"V{j + 1}", f"E{i + 1}", sid, sym, side[j],
+                f_px[i], q, qty[j] - cum[j], ts,
             ))  # fmt: skip
             change = "fill" if done else "partial fill"
         elif kind == _CXL_SENT:
@@ -585,6 +605,9 @@ def write_journal(
         elif kind == _CXL_DONE:
             stat[j], pending[j] = int(OrdStatus.CANCELED), ""
             change = "canceled"
+        elif kind == _REFUSED:
+            stat[j] = int(OrdStatus.REJECTED)
+            change = "rejected: the order it replaces is done"
         else:
             pending[j] = ""
             change = "cancel rejected"

@@ -31,6 +31,7 @@ import numpy.typing as npt
 
 from engine.backtest.journal import BacktestJournal
 from engine.backtest.models import ConstantLatency, LatencyModel, Level
+from engine.backtest.rules import MarketRules, l2_window, market_rules
 from engine.book.l2 import L2Books
 from engine.book.l3 import L3Book
 from engine.bus import MessageBus
@@ -325,8 +326,9 @@ class GenericBacktest:
     book_interval_ns : int
         Least simulated time between two book updates delivered to the strategies (0: every
         event).
-    n_levels : int
-        L2 price window (re-centres by itself).
+    n_levels : int, optional
+        L2 price window, ticks (default: sized from the data, see
+        :func:`engine.backtest.rules.l2_window`; it re-centres when too narrow).
     """
 
     def __init__(
@@ -338,7 +340,7 @@ class GenericBacktest:
         queue: QueueModel | None = None,
         latency: LatencyModel | None = None,
         book_interval_ns: int = 0,
-        n_levels: int = 4096,
+        n_levels: int | None = None,
     ) -> None:
         if level not in ("l2", "l3"):
             raise ValueError(f"level: must be 'l2' or 'l3', got {level!r}")
@@ -351,6 +353,7 @@ class GenericBacktest:
         self.latency = latency if latency is not None else ConstantLatency()
         self.book_interval_ns = book_interval_ns
         self.n_levels = n_levels
+        self.rules = MarketRules(0)  # of the last run
         self._reset()
 
     def _reset(self) -> None:
@@ -361,6 +364,10 @@ class GenericBacktest:
         self._rows: dict[int, Order] = {}  # own row -> order
         self._row_of: dict[int, int] = {}  # order_id -> current own row
         self._last_arrive = 0
+        self._vi = -1  # last event the venue applied
+        self._sj = -1  # last event the strategies saw
+        self._last_answer = 0  # local time the latest answer reaches the order manager
+        self._sent_orders = 0  # new orders sent to the venue
         self._prior: dict[int, int] = {}  # order_id -> lots filled on earlier rows (replaces)
         self._exec_ids = itertools.count(1)
         self._fills = 0
@@ -374,8 +381,14 @@ class GenericBacktest:
         progress: Progress | None = None,
         cancel: Cancel | None = None,
         progress_every: int = 65_536,
+        open_ts: int | None = None,
     ) -> GenericResult:
         """Replay ``events``; journal every engine event to ``journal``.
+
+        The market-state rules of :mod:`engine.backtest.rules` apply: events before the live
+        market (snapshot, pre-open, crossed book; ``open_ts`` is the session's first trade
+        when the events carry none) only rebuild the books, and strategies see whole venue
+        updates.
 
         Raises
         ------
@@ -396,6 +409,7 @@ class GenericBacktest:
             bad = int(np.argmax(np.diff(ev["ts"]) < 0)) + 1
             raise ValueError(f"events: row {bad} is earlier than row {bad - 1}; sort by ts")
         ts0 = int(ev["ts"][0])
+        self.rules = market_rules(ev, self.level, open_ts, self.n_levels)
         own_journal = not isinstance(journal, BacktestJournal) and journal is not None
         jr = BacktestJournal(journal, ts0) if own_journal else journal  # type: ignore[arg-type]
         try:
@@ -414,10 +428,10 @@ class GenericBacktest:
         self.manager = self.router.add_instrument(self.instrument, self.venue)
         sym = self.instrument.symbol
         if self.level == "l2":
-            centre = int(np.median(ev["px"][: min(1000, ev.shape[0])]))
-            vb: L2Books | L3Book = L2Books(1, self.n_levels, centre=centre)
+            n_levels, centre = l2_window(ev, self.n_levels)
+            vb: L2Books | L3Book = L2Books(1, n_levels, centre=centre)
             vb.validate(ev)
-            local: L2Books | L3Book = L2Books(1, self.n_levels, centre=centre)
+            local: L2Books | L3Book = L2Books(1, n_levels, centre=centre)
             self.view: L2View | L3View = L2View(local, sym)  # type: ignore[arg-type]
         else:
             px = ev["px"][(ev["action"] == L3_ADD) | (ev["action"] == L3_MODIFY)]
@@ -446,7 +460,13 @@ class GenericBacktest:
         ts_l = ev["ts"].tolist()
         feed, olat, rlat = self.latency.arrays(n)
         same_book = feed.shape[0] == 1 and int(feed[0]) == 0
-        self._setup(ev, ts_l[0], same_book)
+        live = min(self.rules.live_from, n)
+        end_l = self.rules.group_end.tolist()
+        self._setup(ev, ts_l[min(live, n - 1)], same_book)
+        if live:  # warm-up: the books only (engine.backtest.rules)
+            self.own.book.apply(ev[:live])
+            if not same_book:
+                self.local.apply(ev[:live])
         if journal is not None:
             record = journal.on_event
 
@@ -465,14 +485,15 @@ class GenericBacktest:
         px_l, qty_l, side_l = ev["px"].tolist(), ev["qty"].tolist(), ev["side"].tolist()
         timers = [s.timer_interval_ms for s in self.strategies if s.timer_interval_ms]
         timer_ns = min(timers) * 1_000_000 if timers else 0
-        next_timer = ts_l[0] + timer_ns if timer_ns else _NEVER
+        next_timer = ts_l[min(live, n - 1)] + timer_ns if timer_ns else _NEVER
         for s in self.strategies:
             self.runner.add(s)
             self.runner.start(s.strategy_id)
         heap = self._heap
         sym = self.instrument.symbol
-        i = 0  # next event for the venue
-        j = 0  # next event for the strategies
+        i = live  # next event for the venue
+        j = live  # next event for the strategies
+        self._vi = self._sj = live - 1
         next_call = 0
         calls = 0
         stopped = False
@@ -500,6 +521,7 @@ class GenericBacktest:
             if ta == t and ta <= tv:
                 self._arrive(self._arrivals.pop(0))
             elif tv == t:
+                self._vi = i
                 fills = self.own.apply(ev[i : i + 1])
                 i += 1
                 if fills.shape[0]:
@@ -515,6 +537,7 @@ class GenericBacktest:
             else:
                 if not same_book:
                     self.local.apply(ev[j : j + 1])
+                self._sj = j
                 j += 1
                 now = int(t)
                 if trade_l[j - 1]:
@@ -528,7 +551,7 @@ class GenericBacktest:
                             aggressor=Side(sd) if sd in (BUY, SELL) else None,
                         )
                     )
-                if now >= next_call:
+                if end_l[j - 1] and now >= next_call:
                     if self.book_interval_ns:
                         next_call = now + self.book_interval_ns
                     bid = self.view.best_bid()
@@ -554,12 +577,12 @@ class GenericBacktest:
             journal.info(
                 last,
                 f"backtest {'canceled' if stopped else 'done'}: {i} of {n} events, "
-                f"{len(self.manager.orders)} orders, {self._fills} fills",
+                f"{self._sent_orders} orders, {self._fills} fills",
             )
         return GenericResult(
             events=i,
             strategy_calls=calls,
-            orders=len(self.manager.orders),
+            orders=self._sent_orders,
             fills=self._fills,
             canceled=stopped,
             last_ts=last,
@@ -570,21 +593,26 @@ class GenericBacktest:
         return self.manager
 
     def _request(self, kind: str, order: Order, request: PendingRequest | None) -> None:
+        # Latencies of the event the strategies saw last, as the fast path takes them.
+        self._sent_orders += kind == "new"
         now = self.clock.now_ns()
-        k = int(np.searchsorted(self._ev_ts, now, side="right")) - 1
-        olat = int(self._olat[max(k, 0)] if self._olat.shape[0] > 1 else self._olat[0])
+        k = max(self._sj, 0)
+        olat = int(self._olat[k] if self._olat.shape[0] > 1 else self._olat[0])
         t = max(now + olat, self._last_arrive)
         self._last_arrive = t
         self._arrivals.append(_Request(kind, order, request, t, next(self._seq)))
 
-    def _resp(self, ts: int) -> int:
+    def _resp(self) -> int:
+        """Return the response latency of the venue's last event (as the fast path)."""
         if self._rlat.shape[0] == 1:
             return int(self._rlat[0])
-        k = int(np.searchsorted(self._ev_ts, ts, side="right")) - 1
-        return int(self._rlat[max(k, 0)])
+        return int(self._rlat[max(self._vi, 0)])
 
     def _later(self, ts: int, fn: Callable[[], None]) -> None:
-        heapq.heappush(self._heap, (ts + self._resp(ts), next(self._seq), fn))
+        # answers reach the order manager in the order the venue gave them
+        t = max(ts + self._resp(), self._last_answer)
+        self._last_answer = t
+        heapq.heappush(self._heap, (t, next(self._seq), fn))
 
     def _report(self, ts: int, rep: ExecutionReport) -> None:
         sink = self.manager

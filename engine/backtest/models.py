@@ -7,7 +7,8 @@ latency (a request sent at local time ``t`` reaches the venue at ``t + order``) 
 **response** latency (an ack, fill or cancel that happens at the venue at ``t`` reaches the
 strategy at ``t + response``). :class:`ConstantLatency` fixes them; :class:`RecordedLatency`
 takes the feed latency of every event from the recorded receive times (``ts_recv - ts``) and
-uses the same one-way latency, scaled, for orders and answers.
+uses the same one-way latency, scaled, for orders and answers (at least
+:data:`MIN_LATENCY_NS`).
 """
 
 from dataclasses import dataclass, field
@@ -17,6 +18,11 @@ import numpy as np
 import numpy.typing as npt
 
 I64 = npt.NDArray[np.int64]
+
+#: Least order and answer latency of :class:`RecordedLatency`, ns: a recorded latency of 0 (a
+#: snapshot stamped at its receive time, a recorder whose clock runs behind the venue's) must
+#: not let an order reach the venue, or fill, in the nanosecond it was sent.
+MIN_LATENCY_NS = 1_000
 
 #: Level of detail of a replay: market by price with a queue model, or market by order.
 Level = Literal["l2", "l3"]
@@ -88,7 +94,7 @@ class RecordedLatency:
             raise ValueError(
                 f"RecordedLatency: {a.shape[0]} latencies for {n_events} events; give one per event"
             )
-        o = np.round(a * self.order_factor).astype(np.int64)
+        o = np.maximum(np.round(a * self.order_factor).astype(np.int64), MIN_LATENCY_NS)
         return a, o, o
 
 

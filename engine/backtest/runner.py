@@ -171,6 +171,23 @@ def _from_store(path: Path, job: BacktestJob) -> tuple[npt.NDArray[np.void], npt
     return ev, np.asarray(recv, np.int64)
 
 
+def session_open(job: BacktestJob) -> int | None:
+    """Return the first trade's time of an L3 tick-store day (its ``mbo`` rows carry none).
+
+    ``None`` otherwise: L2 events carry their trades, and an ``.npy`` input is all there is
+    (see :func:`engine.backtest.rules.market_rules`).
+    """
+    path = Path(job.events)
+    if job.level != "l3" or path.suffix not in (".h5", ".hdf5"):
+        return None
+    from engine.tickstore.store import TickStore
+
+    with TickStore(path, "r") as store:
+        day = job.day or store.days(job.symbol)[0]
+        first = store.read_rows(job.symbol, day, "trades", 0, 1)
+    return int(first["ts"][0]) if first.shape[0] else None
+
+
 def _latency(
     job: BacktestJob, ev: npt.NDArray[np.void], recv: npt.NDArray[np.int64] | None
 ) -> LatencyModel:
@@ -198,9 +215,10 @@ def run_job(
         raise ValueError(f"strategy {job.strategy!r}: choose from {', '.join(STRATEGIES)}")
     strategy = cls(job.strategy_id, [job.symbol], **dict(job.params))
     t0 = int(ev["ts"][0]) if ev.shape[0] else 0
+    open_ts = session_open(job)
     if not job.generic and isinstance(strategy, CompiledMarketMaker):
         fast = FastBacktest(strategy, instrument, level=job.level, queue=queue, latency=latency)
-        res = fast.run(ev, progress=progress, cancel=cancel)
+        res = fast.run(ev, progress=progress, cancel=cancel, open_ts=open_ts)
         with BacktestJournal(job.journal, t0) as jr:
             write_journal(jr, res, strategy, instrument)
             jr.info(res.last_ts, _done_text(res.events, ev.shape[0], res.canceled))
@@ -221,7 +239,7 @@ def run_job(
             book_interval_ns=job.book_interval_ns,
         )
         with BacktestJournal(job.journal, t0) as jr:
-            g = gen.run(ev, jr, progress=progress, cancel=cancel)
+            g = gen.run(ev, jr, progress=progress, cancel=cancel, open_ts=open_ts)
         orders, fills = g.orders, g.fills
         pos = gen.router.risk.position(job.symbol, job.strategy_id)
         pnl = _pnl_from_journal(job.journal, pos, gen)

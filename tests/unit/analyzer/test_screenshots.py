@@ -69,7 +69,8 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     run_job(
         BacktestJob(
             events=str(cme), journal=str(d / "esh4.qwj"), level="l3", symbol="ESH4",
-            day="20231225", tick_size="0.25",
+            day="20231225", tick_size="0.25", recorded_latency=True,
+            params=(("half_spread_ticks", 1),),  # fills after the 23:00 open (issue 17)
         )
     )  # fmt: skip
     run_job(

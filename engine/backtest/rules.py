@@ -1,0 +1,166 @@
+# SPDX-License-Identifier: MIT
+"""Market-state rules of the backtester: when a replayed market may trade own orders.
+
+Both paths (:mod:`engine.backtest.generic` and :mod:`engine.backtest.fast`) take these from
+:func:`market_rules`, computed once per run from the events, so they apply them alike:
+
+1. **Warm-up.** A replay starts with the state the data rebuilds before the market trades:
+   snapshot rows (a day's leading ``L2_CLEAR`` and the levels at its time), a pre-open
+   auction and a crossed or one-sided book. The data carry no trading status, so a pre-open
+   is inferred: a book that ends an update crossed before the session's first trade
+   (``open_ts``) is an auction, and the market opens at that trade. Those events are applied
+   to the books only; strategies are started, see the book and may send orders from
+   :attr:`MarketRules.live_from` on: the first venue update after them that follows a
+   two-sided, uncrossed book. No own order can therefore exist, let alone fill, before the
+   first live event or while the opening book is crossed.
+2. **Whole updates.** Rows sharing a venue time are one update (a depth diff's levels, an
+   MBO event's records): strategies see the book only after the last row of an update
+   (:attr:`MarketRules.group_end`), never a half-applied one, and a request they send then
+   reaches the venue after that update.
+3. **Time passes.** With recorded latency the order and answer latency is at least
+   :data:`MIN_LATENCY_NS` (:class:`engine.backtest.models.RecordedLatency`), so an order
+   never fills in the nanosecond it was sent.
+
+Later halts (a mid-day snapshot after a gap, a book crossed after the open) are not detected
+here; :attr:`MarketRules.crossed_after` counts the updates that end crossed after the open,
+so a run can say so.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from engine.backtest.models import Level
+from engine.book.l2 import L2Books
+from engine.book.l3 import L3Book
+from engine.types import (
+    L2_CLEAR,
+    L2_TRADE,
+    L3_ADD,
+    L3_CLEAR,
+    L3_EXECUTE,
+    L3_MODIFY,
+    PRIO_DEFAULT,
+)
+
+U8 = npt.NDArray[np.uint8]
+
+#: Widest L2 price window a replay sizes from its data, ticks per side (16 MiB a book).
+MAX_L2_LEVELS = 1 << 20
+
+
+def l2_window(ev: npt.NDArray[np.void], n_levels: int | None = None) -> tuple[int, int]:
+    """Return ``(n_levels, centre)`` of the L2 book both paths replay ``ev`` on.
+
+    By default the window covers every price of the data with room to spare (at least
+    4,096 ticks, at most :data:`MAX_L2_LEVELS`): a window the touch can walk to the edge of
+    drops the levels beyond it (they are "deep" while the edge level is there), and quotes
+    outside it cannot be placed. Both paths and :func:`market_rules` use this one window, so
+    their books are the same.
+    """
+    px = ev["px"][ev["kind"] != L2_CLEAR]
+    if px.size == 0:
+        return n_levels or 4096, 0
+    lo, hi = int(px.min()), int(px.max())
+    if n_levels is None:
+        n_levels = min(max(4096, 2 * (hi - lo + 1)), MAX_L2_LEVELS)
+    if hi - lo + 1 > n_levels:  # too wide: centre on the start, re-centre as the book moves
+        first = px[: min(px.shape[0], 1000)]
+        return n_levels, int(np.median(first))
+    return n_levels, (lo + hi) // 2
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class MarketRules:
+    """What :func:`market_rules` found in one run's events."""
+
+    live_from: int  # first event strategies see; earlier ones only rebuild the books
+    group_end: U8 = None  # type: ignore[assignment]  # 1 where a row ends a venue update
+    open_ts: int = 0  # the session's first trade (0: the data has none)
+    snapshot_rows: int = 0  # rows of the leading snapshot (a CLEAR and its levels)
+    crossed_after: int = 0  # updates after live_from that leave the book crossed
+
+    def describe(self, ts: npt.NDArray[np.int64]) -> str:
+        """Return one line saying where the live market starts and why."""
+        n = int(ts.shape[0])
+        if self.live_from >= n:
+            return f"no live market in {n:,} events (no trade, or the book never uncrossed)"
+        parts = [f"live from event {self.live_from:,} of {n:,}"]
+        if self.snapshot_rows:
+            parts.append(f"{self.snapshot_rows:,} snapshot rows")
+        if self.open_ts:
+            parts.append(f"first trade at ts {self.open_ts}")
+        if self.crossed_after:
+            parts.append(f"{self.crossed_after:,} updates crossed after it")
+        return ", ".join(parts)
+
+
+def group_ends(ts: npt.NDArray[np.int64]) -> U8:
+    """Return 1 for each row that is the last of its venue time (ties form one update)."""
+    end = np.ones(ts.shape[0], np.uint8)
+    if ts.shape[0] > 1:
+        end[:-1] = ts[1:] != ts[:-1]
+    return end
+
+
+def book_touch(
+    ev: npt.NDArray[np.void], level: Level, n_levels: int | None = None
+) -> npt.NDArray[np.int64]:
+    """Replay ``ev`` on the book the paths use; return the touch after every row.
+
+    ``int64[n, 4]``: bid px, bid qty, ask px, ask qty (``0, 0`` for a missing side).
+    """
+    touch = np.zeros((ev.shape[0], 4), np.int64)
+    if level == "l2":
+        n_levels, centre = l2_window(ev, n_levels)
+        L2Books(1, n_levels, centre=centre).apply(ev, touch)
+    else:
+        px = ev["px"][(ev["action"] == L3_ADD) | (ev["action"] == L3_MODIFY)]
+        lo, hi = (int(px.min()), int(px.max())) if px.size else (0, 1)
+        pad = max(64, (hi - lo) // 4)
+        L3Book(lo - pad, hi - lo + 1 + 2 * pad, 1 << 12, PRIO_DEFAULT).apply(ev, touch)
+    return touch
+
+
+def market_rules(
+    ev: npt.NDArray[np.void],
+    level: Level,
+    open_ts: int | None = None,
+    n_levels: int | None = None,
+) -> MarketRules:
+    """Return the :class:`MarketRules` of one run's events (see the module docstring).
+
+    ``open_ts`` is the session's first trade when the events do not carry trades (an MBO
+    day whose trades are stored apart); by default it is the first trade row of ``ev``
+    (``L2_TRADE`` or ``L3_EXECUTE``).
+    """
+    n = int(ev.shape[0])
+    ts = ev["ts"]
+    ends = group_ends(ts)
+    if n == 0:
+        return MarketRules(0, ends)
+    is_l2 = level == "l2"
+    clear = (ev["kind"] == L2_CLEAR) if is_l2 else (ev["action"] == L3_CLEAR)
+    snap = 0
+    if bool(clear[0]):  # a leading snapshot: the CLEAR and the rows at its time
+        snap = int(np.searchsorted(ts, ts[0], side="right"))
+    if open_ts is None:
+        trade = (ev["kind"] == L2_TRADE) if is_l2 else (ev["action"] == L3_EXECUTE)
+        t = np.flatnonzero(trade[snap:])
+        open_ts = int(ts[snap + t[0]]) if t.size else 0
+    touch = book_touch(ev, level, n_levels)
+    ok = (touch[:, 1] > 0) & (touch[:, 3] > 0) & (touch[:, 0] < touch[:, 2])
+    crossed = (touch[:, 1] > 0) & (touch[:, 3] > 0) & (touch[:, 0] >= touch[:, 2])
+    first = snap
+    if open_ts:
+        o = int(np.searchsorted(ts, open_ts, side="left"))
+        if bool((crossed[snap:o] & ends[snap:o].astype(bool)).any()):
+            first = max(snap, o)  # a crossed book before the first trade: a pre-open auction
+    # candidates: the start of an update whose previous update left a sound book
+    cand = np.flatnonzero(ends[:-1].astype(bool) & ok[:-1]) + 1
+    cand = cand[cand >= first]
+    live = int(cand[0]) if cand.size else n
+    bad_end = ends.astype(bool) & ~ok
+    crossed_after = int(bad_end[live:].sum()) if live < n else 0
+    return MarketRules(live, ends, open_ts, snap, crossed_after)
