@@ -21,6 +21,7 @@ from engine.fix.codec import decode_one
 from engine.fix.store import FileStore
 from engine.journal import recover
 from engine.warmup import warm_up
+from tests.integration.headless_files import write_engine
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -178,49 +179,7 @@ SenderCompID=EXECUTOR
 TargetCompID=QWENGINE
 """
 
-# No FileStorePath: the engine keeps the store in its state directory ([files] store_dir).
-ENGINE_CFG = """\
-[DEFAULT]
-ConnectionType=initiator
-SocketConnectHost=127.0.0.1
-SocketConnectPort={port}
-StartTime=00:00:00
-EndTime=00:00:00
-HeartBtInt=5
-ReconnectInterval=1
-ResetOnLogon=N
-
-[SESSION]
-BeginString=FIX.4.4
-SenderCompID=QWENGINE
-TargetCompID=EXECUTOR
-"""
-
-SESSION = "FIX.4.4:QWENGINE->EXECUTOR"
-
-ENGINE_TOML = f"""\
-[engine]
-id = "chaos"
-
-[files]
-journal_dir = "journal"
-logs_dir = "logs"
-
-[sessions]
-file = "sessions.cfg"
-
-[[instruments]]
-symbol = "ESZ6"
-tick_size = "0.25"
-multiplier = "50"
-session = "{SESSION}"
-
-[[instruments]]
-symbol = "CLF7"
-tick_size = "0.01"
-multiplier = "1000"
-session = "{SESSION}"
-
+MARKET_MAKER = """
 [[strategies]]
 id = 20170101
 class = "engine.strategy.examples:MarketMaker"
@@ -259,9 +218,8 @@ def test_kill_9_against_a_separate_venue_process(tmp_path: Path) -> None:
     rng = random.Random(3)
     sim, port = _start_sim(tmp_path)
     state = tmp_path / "engine"
-    state.mkdir()
-    (state / "sessions.cfg").write_text(ENGINE_CFG.format(port=port))
-    (state / "engine.toml").write_text(ENGINE_TOML)
+    write_engine(state, port=port, sender="QWENGINE", target="EXECUTOR", engine_id="chaos",
+                 symbols=("ESZ6", "CLF7"), strategies=MARKET_MAKER)  # fmt: skip
     try:
         for _ in range(5):
             proc = _config_engine(state)

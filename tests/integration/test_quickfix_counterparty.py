@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from tests.integration.headless_files import write_engine
+
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 fix = pytest.importorskip("quickfix")
@@ -38,40 +40,6 @@ HeartBtInt=5
 BeginString=FIX.4.4
 SenderCompID=VENUE
 TargetCompID=QWENGINE
-"""
-
-ENGINE_CFG = """\
-[DEFAULT]
-ConnectionType=initiator
-SocketConnectHost=127.0.0.1
-SocketConnectPort={port}
-StartTime=00:00:00
-EndTime=00:00:00
-HeartBtInt=5
-ReconnectInterval=1
-
-[SESSION]
-BeginString=FIX.4.4
-SenderCompID=QWENGINE
-TargetCompID=VENUE
-"""
-
-ENGINE_TOML = """\
-[engine]
-id = "qfpeer"
-
-[files]
-journal_dir = "journal"
-logs_dir = "logs"
-
-[sessions]
-file = "sessions.cfg"
-
-[[instruments]]
-symbol = "ESZ6"
-tick_size = "0.25"
-multiplier = "50"
-session = "FIX.4.4:QWENGINE->VENUE"
 """
 
 
@@ -141,9 +109,7 @@ def test_sequence_numbers_resume_against_quickfix_after_a_clean_stop_and_a_kill(
     acceptor = fix.SocketAcceptor(venue.application(), fix.FileStoreFactory(settings), settings,
                                   fix.FileLogFactory(settings))  # fmt: skip
     state = tmp_path / "engine"
-    state.mkdir()
-    (state / "sessions.cfg").write_text(ENGINE_CFG.format(port=port))
-    (state / "engine.toml").write_text(ENGINE_TOML)
+    write_engine(state, port=port, sender="QWENGINE", target="VENUE", engine_id="qfpeer")
     acceptor.start()
     try:
         first = _engine(state, seconds=3)

@@ -33,6 +33,7 @@ from engine.fix.message import FixMessage, OutMessage
 from engine.fix.session import FixSession, SessionConfig
 from engine.fix.store import FileStore
 from engine.fix.transport import SocketInitiator
+from tests.integration.headless_files import write_engine
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -452,38 +453,7 @@ def test_shipped_example_cfg_serves_quickfix_example_clients(tmp_path: Path) -> 
     assert (tmp_path / "sim-log").is_dir()
 
 
-ENGINE_SESSIONS_CFG = """\
-[DEFAULT]
-ConnectionType=initiator
-NonStopSession=Y
-HeartBtInt=5
-ReconnectInterval=1
-SocketConnectHost=127.0.0.1
-SocketConnectPort={port}
-
-[SESSION]
-BeginString=FIX.4.4
-SenderCompID=CLIENT1
-TargetCompID=EXECUTOR
-"""
-
-ENGINE_TOML = """\
-[engine]
-id = "against-sim"
-
-[files]
-journal_dir = "journal"
-logs_dir = "logs"
-
-[sessions]
-file = "sessions.cfg"
-
-[[instruments]]
-symbol = "ESZ6"
-tick_size = "0.25"
-multiplier = "50"
-session = "FIX.4.4:CLIENT1->EXECUTOR"
-
+MARKET_MAKER = """
 [[strategies]]
 id = 7
 class = "MarketMaker"
@@ -507,8 +477,8 @@ def test_headless_engine_trades_against_a_separate_sim_process(tmp_path: Path) -
         assert sim.stdout is not None
         m = LISTENING.match(sim.stdout.readline().rstrip("\n"))
         assert m is not None, "the simulator did not start"
-        (tmp_path / "sessions.cfg").write_text(ENGINE_SESSIONS_CFG.format(port=m.group(1)))
-        (tmp_path / "engine.toml").write_text(ENGINE_TOML)
+        write_engine(tmp_path, port=int(m.group(1)), sender="CLIENT1", target="EXECUTOR",
+                     engine_id="against-sim", strategies=MARKET_MAKER)  # fmt: skip
         engine = subprocess.Popen(
             [str(QWCONSOLE), "engine", "--config", str(tmp_path / "engine.toml"),
              "--interval", "0.5"],
