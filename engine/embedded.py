@@ -115,7 +115,8 @@ class EmbeddedEngineClient:
                 raise EngineStartError("the embedded engine was closed before it started")
             self._state = ClientState.CONNECTING
             self._thread = threading.Thread(target=self._thread_main, name="qw-engine", daemon=True)
-        self._thread.start()
+            # Started under the lock: close() may join it as soon as it sees it.
+            self._thread.start()
         self._settled.wait()
         if self._error:
             raise EngineStartError(f"the embedded engine did not start: {self._error}")
