@@ -13,9 +13,9 @@
 Every mode stops cleanly on SIGINT and SIGTERM; bad input gets one line on stderr and exit 2.
 """
 
+import argparse
 import asyncio
 import contextlib
-import importlib
 import logging
 import os
 import signal
@@ -31,11 +31,20 @@ from engine.clock import LiveClock
 from engine.config import ConfigError, EngineConfig, load_config
 from engine.core import Component, Engine
 from engine.demo import DEMO_LISTINGS, build_demo
-from engine.events import Alert, Event, OrderChanged, OrderFilled, PositionChanged
+from engine.events import (
+    Alert,
+    EngineStartProgress,
+    Event,
+    OrderChanged,
+    OrderFilled,
+    PositionChanged,
+)
 from engine.fix.store import WriteBarrier
 from engine.fix.transport import install_uvloop
 from engine.oms.risk import DEFAULT_LIMITS, RiskLimits
 from engine.strategy.base import Strategy
+from engine.strategy.loader import StrategyLoadError, build_strategy
+from engine.strategy.loader import load_strategy_class as _load_class
 from engine.trading import TradingDesk
 from engine.warmup import warm_up
 
@@ -84,6 +93,25 @@ def default_state_dir() -> Path:
     return root / "qwconsole"
 
 
+def print_start_stages(engine: Engine, out: TextIO) -> None:
+    """Print one line per start stage (``starting: replaying journal 0 of 2,345,678 bytes``).
+
+    An operator sees why a start takes long (a big journal, kernels compiling); each stage is
+    printed once, when it begins.
+    """
+    last = [""]
+
+    def on_progress(p: EngineStartProgress) -> None:
+        if p.stage == last[0]:
+            return
+        last[0] = p.stage
+        size = f" {p.done:,} of {p.total:,} {p.unit}".rstrip() if p.total else ""
+        out.write(f"starting: {p.stage}{size}\n")
+        out.flush()
+
+    engine.bus.subscribe(EngineStartProgress, on_progress)
+
+
 async def _run_until_stopped(
     engine: Engine, seconds: float | None, interval_s: float, out: TextIO
 ) -> None:
@@ -122,6 +150,7 @@ async def run_demo(
     sequence numbers.
     """
     engine = Engine(LiveClock(), engine_id="headless")
+    print_start_stages(engine, out)
     try:
         if state_dir is None:
             build_demo(engine)
@@ -137,35 +166,30 @@ async def run_demo(
 # ----------------------------------------------------------------------------- --config
 
 
-#: Where bare strategy class names (``class = "MarketMaker"``) are looked up.
-BUILTIN_STRATEGIES = "engine.strategy.examples"
-
-
 class BuildError(ValueError):
     """The configuration is valid TOML but cannot be built (a class, a session, a file)."""
 
 
-def load_strategy_class(path: str) -> type[Strategy]:
-    """Return the :class:`Strategy` subclass ``package.module:ClassName`` (or a built-in name)."""
-    module_name, _, cls_name = path.rpartition(":")
-    module_name = module_name or BUILTIN_STRATEGIES
+def load_strategy_class(path: str, base_dir: Path | None = None) -> type[Strategy]:
+    """Return the :class:`Strategy` ``path`` names: ``file.py:Class``, ``module:Class`` or a
+    built-in name (:mod:`engine.strategy.loader`); relative files are relative to ``base_dir``.
+    """
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as e:
-        raise BuildError(f"strategy class {path}: cannot import {module_name}: {e}") from None
-    cls = getattr(module, cls_name, None)
-    if not (isinstance(cls, type) and issubclass(cls, Strategy)):
-        raise BuildError(f"strategy class {path}: {cls_name} is not a Strategy in {module_name}")
-    return cls
+        return _load_class(path, base_dir)
+    except StrategyLoadError as e:
+        raise BuildError(str(e)) from None
 
 
 def _add_strategies(desk: TradingDesk, cfg: EngineConfig, default_symbols: list[str]) -> None:
     for i, s in enumerate(cfg.strategies):
-        cls = load_strategy_class(s.class_path)
         symbols = list(s.symbols) or default_symbols
         try:
-            strategy = cls(s.strategy_id, symbols, **dict(s.parameters))
+            strategy = build_strategy(
+                s.class_path, s.strategy_id, symbols, s.parameters, cfg.base_dir
+            )
             desk.add_strategy(strategy, autostart=s.autostart)
+        except StrategyLoadError as e:
+            raise BuildError(f"strategies[{i}]: {e}") from None
         except (TypeError, ValueError) as e:
             raise BuildError(f"strategies[{i}] ({s.class_path}, id {s.strategy_id}): {e}") from None
         if s.risk is not None:
@@ -320,6 +344,7 @@ async def run_config(cfg: EngineConfig, seconds: float | None, interval_s: float
 
     engine = Engine(LiveClock(), engine_id=cfg.engine_id,
                     heartbeat_interval_ms=cfg.heartbeat_interval_ms)  # fmt: skip
+    print_start_stages(engine, out)
     server = None
     rem = cfg.remote
     try:
@@ -398,15 +423,21 @@ def _token_main(argv: Sequence[str]) -> int:
     parser = OneLineErrorParser(prog="qwconsole engine token",
                                 description="Manage the remote server's access tokens "
                                             "(stored hashed).")  # fmt: skip
-    parser.add_argument("--config", type=Path, help="take [remote] token_store from this file")
-    parser.add_argument("--store", type=Path, help="token store file")
+    # --config/--store go before or after the action (``token add --config X`` too): each
+    # sub-command repeats them, without defaults of its own that would hide the earlier value.
+    where = argparse.ArgumentParser(add_help=False)
+    for suppress, target in ((False, parser), (True, where)):
+        default = argparse.SUPPRESS if suppress else None
+        target.add_argument("--config", type=Path, default=default,
+                            help="take [remote] token_store from this file")  # fmt: skip
+        target.add_argument("--store", type=Path, default=default, help="token store file")
     sub = parser.add_subparsers(dest="action", required=True)
-    add = sub.add_parser("add", help="create a token and print it once")
+    add = sub.add_parser("add", parents=[where], help="create a token and print it once")
     add.add_argument("name", help="who the token is for (one word)")
     add.add_argument("--role", choices=ROLES, required=True)
     add.add_argument("--expires-days", type=float, default=0.0, help="0: never")
-    sub.add_parser("list", help="list tokens (never the secrets)")
-    rm = sub.add_parser("remove", help="revoke a token")
+    sub.add_parser("list", parents=[where], help="list tokens (never the secrets)")
+    rm = sub.add_parser("remove", parents=[where], help="revoke a token")
     rm.add_argument("name")
     opts = parser.parse_args(argv)
     path = opts.store

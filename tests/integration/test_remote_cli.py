@@ -86,6 +86,21 @@ def test_token_add_list_remove(tmp_path: Path) -> None:
     assert "invalid choice: 'god'" in bad.stderr
 
 
+def test_token_takes_config_before_or_after_the_action(tmp_path: Path) -> None:
+    cfg = tmp_path / "engine.toml"
+    cfg.write_text('[remote]\ntoken_store = "tokens.toml"\n')
+    after = _run("token", "add", "alice", "--role", "trader", "--config", str(cfg))
+    assert after.returncode == 0, after.stderr
+    ident = TokenStore(tmp_path / "tokens.toml").verify(after.stdout.strip(), 0)
+    assert not isinstance(ident, str)
+    assert ident.role == "trader"
+    before = _run("token", "--config", str(cfg), "list")
+    assert before.returncode == 0, before.stderr
+    assert before.stdout.split()[:2] == ["alice", "trader"]
+    assert _run("token", "remove", "alice", "--store", str(tmp_path / "tokens.toml")).returncode == 0
+    assert _run("token", "list", "--config", str(cfg)).stdout == ""
+
+
 ACCEPTOR_CFG = """\
 [DEFAULT]
 ConnectionType=acceptor
