@@ -18,6 +18,7 @@ from engine.core import Engine
 from engine.events import Event
 from engine.journal import Journal, JournalError, JournalHandler, RecoveredState, recover
 from engine.journal.recovery import Progress
+from engine.oms.manager import ARCHIVE_ORDERS
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,8 @@ def recover_day(
     path = journal_path(directory, engine_id, now_ns)
     if not path.exists() or path.stat().st_size == 0:
         return None
-    state = recover(path, progress)
+    # Done orders beyond the order managers' archive stay in the journal only (issue 16).
+    state = recover(path, progress, done_orders=ARCHIVE_ORDERS)
     for torn in state.torn_tails:
         log.warning("journal %s: dropped a torn last record: %s", path, torn)
     return state

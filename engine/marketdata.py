@@ -106,7 +106,8 @@ class MarketData:
         The same :class:`engine.matching.queue.L2QueuePositions` the backtester uses; from now
         on every batch goes through it.
         """
-        self.queue = L2QueuePositions(self.books, model or ConservativeQueue())
+        # Compacting: a day of own orders must not grow the tracker (issue 16).
+        self.queue = L2QueuePositions(self.books, model or ConservativeQueue(), compact=True)
 
     def add_own(self, own_id: int, symbol: str, side: Side, px_ticks: int, qty_lots: int) -> None:
         """Start estimating the queue position of an own order resting at ``px_ticks``."""

@@ -71,6 +71,8 @@ UNJOURNALED_WINDOW_NS = 5_000_000_000
 #: Strategy slots the position book starts with (slot 0 holds manual orders); it grows on
 #: demand, so an engine runs any number of strategies.
 INITIAL_STRATEGY_SLOTS = 64
+#: Done orders per instrument a new client's snapshot shows (the newest; the journal has all).
+SNAPSHOT_DONE_ORDERS = 2_000
 #: How often positions are re-marked and strategy timers checked, seconds.
 MARK_INTERVAL_S = 0.25
 TIMER_INTERVAL_S = 0.01
@@ -165,8 +167,9 @@ class TradingDesk:
                 continue
             manager.restore(view, fills_of.get(view.order_id, ()))
             restored += 1
-        if state.orders:
-            self.router.continue_order_ids_after(max(state.orders))
+        last = max(state.last_order_id, max(state.orders, default=0))
+        if last:
+            self.router.continue_order_ids_after(last)
         if state.kill_switch is not None:
             self.router.risk.kill_level = state.kill_switch.level
         log.info("restored %d orders and %d fills from the journal", restored, len(state.fills))
@@ -179,7 +182,7 @@ class TradingDesk:
         orders numbered above the journal's last order and sent since shortly before its last
         event.
         """
-        after = max(state.orders, default=0)
+        after = max(state.last_order_id, max(state.orders, default=0))
         since = state.ts_last - UNJOURNALED_WINDOW_NS
         venues = {id(m.venue): m.venue for m in self.router.managers.values()}
         views: list[OrderView] = []
@@ -280,7 +283,7 @@ class TradingDesk:
     def _replay(self, state: RecoveredState) -> None:
         assert self.positions is not None
         for manager in self.router.managers.values():
-            for order in manager.orders.values():
+            for order in (*manager.archive.values(), *manager.orders.values()):
                 self.bus.publish(
                     OrderChanged(ts_event=order.ts_last, order=order.view(), change="recovered")
                 )
@@ -331,7 +334,7 @@ class TradingDesk:
         events += [
             OrderChanged(ts_event=o.ts_last, order=o.view(), change="snapshot")
             for m in self.router.managers.values()
-            for o in m.orders.values()
+            for o in (*reversed(m.archived(SNAPSHOT_DONE_ORDERS)), *m.orders.values())
         ]
         events += self._position_events(only_changed=False)
         events += [self.runner.status_event(s, "snapshot") for s in self.runner.strategies.values()]

@@ -17,6 +17,11 @@ Files, for session ``FIX.4.4-ISLD-TW44``:
 The next sender number after a restart is the larger of ``.seqnums`` and the last stored
 message + 1, so a kill between storing a message and updating ``.seqnums`` is harmless.
 
+Memory stays bounded over a day of messages: the store keeps the file offset of every
+:data:`INDEX_EVERY`-th record (a resend reads from the nearest one before it and parses
+forward: messages are stored in sequence-number order) and the notes of the last
+:data:`NOTES_MEMORY` annotated messages; opening a store reads its body in chunks.
+
 Write-ahead with a journal (:meth:`FileStore.set_write_barrier`): the next expected *inbound*
 number is written to ``.seqnums`` only once the engine's journal holds everything the message
 caused (its events, the fill, the order's new state). A ``kill -9`` at any instant then leaves
@@ -26,8 +31,10 @@ the store at or behind the journal, never ahead of it; on restart the venue rese
 
 from __future__ import annotations
 
+import bisect
 import os
 import threading
+from array import array
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -174,6 +181,12 @@ class MemoryStore:
 _SEQ_FMT = b"%020d : %020d\n"
 #: Longest note stored with a message (:meth:`FileStore.annotate`), bytes.
 MAX_NOTE = 200
+#: One index entry (sequence number, file offset) per this many stored messages.
+INDEX_EVERY = 32
+#: Notes of the last this many annotated messages are kept (:meth:`FileStore.annotated`).
+NOTES_MEMORY = 20_000
+#: Bytes of the body file read at a time when opening a store.
+_LOAD_CHUNK = 8 << 20
 #: Longest wait on close for the journal to catch up (a few of its flush intervals).
 _CLOSE_WAIT_S = 2.0
 
@@ -203,13 +216,15 @@ class FileStore:
         "_durable_target",
         "_fsync",
         "_generation",
-        "_index",
+        "_index_pos",
+        "_index_seq",
         "_last_set",
         "_lock",
         "_notes",
         "_prefix",
         "_sender",
         "_seq_fd",
+        "_stored",
         "_target",
     )
 
@@ -220,7 +235,10 @@ class FileStore:
         self._dir.mkdir(parents=True, exist_ok=True)
         self._prefix = prefix
         self._fsync = fsync
-        self._index: dict[int, tuple[int, int]] = {}
+        # Sequence number and body offset (of its record head) of every INDEX_EVERY-th record.
+        self._index_seq = array("q")
+        self._index_pos = array("q")
+        self._stored = 0  # records in the body file
         self._sender = 1
         self._target = 1
         self._created = now_ns
@@ -230,7 +248,8 @@ class FileStore:
         self._body_size = 0
         self._barrier: WriteBarrier | None = None
         self._annotation = b""  # note for the next message stored
-        self._notes: dict[int, bytes] = {}  # seq -> note of annotated messages
+        # seq -> (note, message offset, length) of the last NOTES_MEMORY annotated messages
+        self._notes: dict[int, tuple[bytes, int, int]] = {}
         self._durable_target = 1  # the inbound number ``.seqnums`` holds
         self._generation = 0  # bumped by a reset or a set: older barrier writes are void
         self._lock = threading.Lock()  # the barrier writes from the journal's thread
@@ -291,12 +310,39 @@ class FileStore:
                 "start the session at 1"
             )
         size = os.fstat(self._body_fd).st_size
-        data = os.pread(self._body_fd, size, 0) if size else b""
-        index: dict[int, tuple[int, int]] = {}
-        notes: dict[int, bytes] = {}
-        pos = 0
+        self._index_seq, self._index_pos, self._stored = array("q"), array("q"), 0
+        notes: dict[int, tuple[bytes, int, int]] = {}
         last_seq = 0
-        n = len(data)
+        pos = 0  # file offset of the next record
+        chunk = _LOAD_CHUNK
+        while pos < size:
+            data = os.pread(self._body_fd, min(chunk, size - pos), pos)
+            used, last = self._parse(data, pos, notes)
+            if used:
+                pos, last_seq, chunk = pos + used, last, _LOAD_CHUNK
+            elif pos + len(data) >= size:
+                break  # a torn tail or garbage
+            else:
+                chunk *= 2  # one record longer than the chunk
+        if pos < size:
+            # A torn last record (killed mid-write) or garbage: cut it off before appending.
+            os.ftruncate(self._body_fd, pos)
+        self._body_size = pos
+        self._notes = notes
+        self._sender = max(sender, last_seq + 1)
+        self._target = self._durable_target = target
+        self._last_set = last_seq
+
+    def _parse(
+        self, data: bytes, base: int, notes: dict[int, tuple[bytes, int, int]]
+    ) -> tuple[int, int]:
+        """Index the whole records of ``data`` (read at ``base``); return (bytes used, last seq).
+
+        Stops at the first record cut off by the end of ``data`` (the caller reads on from
+        there) or that is not a record (at the end of the file: a torn tail).
+        """
+        pos, last_seq, n = 0, 0, len(data)
+        every = INDEX_EVERY
         while pos < n:
             nl = data.find(b"\n", pos, pos + 48 + MAX_NOTE)
             if nl < 0:
@@ -308,20 +354,17 @@ class FileStore:
             start = nl + 1
             if start + length + 1 > n or data[start + length : start + length + 1] != b"\n":
                 break
-            index[seq] = (start, length)
+            if self._stored % every == 0:
+                self._index_seq.append(seq)
+                self._index_pos.append(base + pos)
+            self._stored += 1
             if len(head) == 3:
-                notes[seq] = head[2]
+                notes[seq] = (head[2], base + start, length)
+                if len(notes) > NOTES_MEMORY:
+                    del notes[next(iter(notes))]
             last_seq = seq
             pos = start + length + 1
-        if pos < n:
-            # A torn last record (killed mid-write) or garbage: cut it off before appending.
-            os.ftruncate(self._body_fd, pos)
-        self._body_size = pos
-        self._index = index
-        self._notes = notes
-        self._sender = max(sender, last_seq + 1)
-        self._target = self._durable_target = target
-        self._last_set = last_seq
+        return pos, last_seq
 
     def _write_seqnums(self) -> None:
         with self._lock:
@@ -372,8 +415,8 @@ class FileStore:
         """Return ``(seq_num, note, message)`` of every stored message with a note, in order."""
         out: list[tuple[int, bytes, bytes]] = []
         for seq in sorted(self._notes):
-            start, length = self._index[seq]
-            out.append((seq, self._notes[seq], os.pread(self._body_fd, length, start)))
+            note, start, length = self._notes[seq]
+            out.append((seq, note, os.pread(self._body_fd, length, start)))
         return out
 
     def set(self, seq_num: int, message: bytes) -> bool:
@@ -381,15 +424,22 @@ class FileStore:
         note = self._annotation
         if note:
             self._annotation = b""
-            self._notes[seq_num] = note
             head = b"%d,%d,%s\n" % (seq_num, len(message), note)
         else:
             head = b"%d,%d\n" % (seq_num, len(message))
         os.write(self._body_fd, head + message + b"\n")
         if self._fsync:
             os.fsync(self._body_fd)
+        if self._stored % INDEX_EVERY == 0:
+            self._index_seq.append(seq_num)
+            self._index_pos.append(self._body_size)
+        self._stored += 1
         start = self._body_size + len(head)
-        self._index[seq_num] = (start, len(message))
+        if note:
+            notes = self._notes
+            notes[seq_num] = (note, start, len(message))
+            if len(notes) > NOTES_MEMORY:
+                del notes[next(iter(notes))]
         self._body_size = start + len(message) + 1
         self._last_set = seq_num
         return True
@@ -397,9 +447,35 @@ class FileStore:
     def get_range(self, begin: int, end: int) -> list[tuple[int, bytes]]:
         """Return the stored messages with ``begin <= seq_num <= end``, in order."""
         out: list[tuple[int, bytes]] = []
-        for seq in sorted(s for s in self._index if begin <= s <= end):
-            start, length = self._index[seq]
-            out.append((seq, os.pread(self._body_fd, length, start)))
+        seqs = self._index_seq
+        i = bisect.bisect_right(seqs, begin) - 1
+        pos = self._index_pos[i] if i >= 0 else 0
+        j = bisect.bisect_right(seqs, end)
+        stop = self._index_pos[j] if j < len(seqs) else self._body_size
+        while pos < stop:
+            data = os.pread(self._body_fd, min(_LOAD_CHUNK, stop - pos), pos)
+            at, n = 0, len(data)
+            while at < n:
+                nl = data.find(b"\n", at)
+                if nl < 0:
+                    break
+                head = data[at:nl].split(b",", 2)
+                seq, length = int(head[0]), int(head[1])
+                start = nl + 1
+                if start + length + 1 > n:
+                    break
+                if begin <= seq <= end:
+                    out.append((seq, data[start : start + length]))
+                at = start + length + 1
+            if at == 0:  # one record longer than the chunk
+                nl = data.find(b"\n")
+                length = int(data[:nl].split(b",", 2)[1])
+                whole = os.pread(self._body_fd, nl + 2 + length, pos)
+                seq = int(whole[:nl].split(b",", 1)[0])
+                if begin <= seq <= end:
+                    out.append((seq, whole[nl + 1 : nl + 1 + length]))
+                at = nl + 2 + length
+            pos += at
         return out
 
     @property
@@ -451,7 +527,7 @@ class FileStore:
         """Forget all messages and restart both sequence numbers at 1."""
         os.ftruncate(self._body_fd, 0)
         self._body_size = 0
-        self._index.clear()
+        self._index_seq, self._index_pos, self._stored = array("q"), array("q"), 0
         self._notes.clear()
         self._last_set = 0
         with self._lock:

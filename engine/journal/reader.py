@@ -16,6 +16,7 @@ Nothing else escapes the reader: every decoding problem of an intact (CRC-valid)
 reported as :class:`JournalCorruptError`.
 """
 
+import os
 import struct
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -25,6 +26,7 @@ from typing import Any
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 
 from engine.events import Event, FixMessageSeen
 from engine.journal import format as fmt
@@ -71,6 +73,31 @@ class TornTail:
     size: int
     index: int  # index the record would have had
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class StreamChunk:
+    """A chunk of a journal read by :meth:`JournalReader.stream`: its bytes and frame table.
+
+    ``frames`` has a row per intact record (columns ``engine.journal._kernels.F_*``: offset in
+    ``data``, payload length, kind, type id, and the sequence number and ``ts_event`` of an
+    event); ``base`` is the file offset of ``data``, ``first_index`` the record index of the
+    first row.
+    """
+
+    data: bytes
+    base: int
+    frames: npt.NDArray[np.int64]
+    first_index: int
+
+    def raw(self, row: int) -> "RawRecord":
+        """Return one record of the chunk for :meth:`JournalReader.decode`."""
+        p, n, kind, type_id = (int(v) for v in self.frames[row, :4])
+        start = p + RECORD_HEADER_SIZE
+        return RawRecord(
+            self.first_index + row, self.base + p, kind, type_id,
+            memoryview(self.data)[start : start + n],
+        )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,18 +200,92 @@ class JournalReader:
         return pos
 
     def _bad_frame(self, pos: int, index: int, reason: str) -> None:
-        later = _next_intact_frame(self._data, pos + 1)
+        self._bad_frame_in(self._data[pos:], pos, index, reason)
+
+    def _bad_frame_in(self, rest: bytes, pos: int, index: int, reason: str) -> None:
+        # ``rest``: the file from ``pos`` on.
+        later = _next_intact_frame(rest, 1)
         if later is not None:
+            later += pos
             raise JournalCorruptError(
                 self.path,
                 pos,
                 index,
                 f"{reason}; an intact record follows at offset {later}, so this is not a torn tail",
             )
-        tail = TornTail(offset=pos, size=len(self._data) - pos, index=index, reason=reason)
+        tail = TornTail(offset=pos, size=len(rest), index=index, reason=reason)
         if self.strict:
             raise JournalCorruptError(self.path, pos, index, f"torn tail: {reason}")
         self._torn_tail = tail
+
+    def stream(self, progress: Callable[[int, int], object] | None = None) -> Iterator[StreamChunk]:
+        """Read the file a chunk at a time, checking every frame as :meth:`scan` does.
+
+        For a file too big to hold: memory stays at one chunk (about a hundredth of the file,
+        at most 16 MB) whatever the file's size. Yields a :class:`StreamChunk` per chunk, its
+        frame table valid until the next one. Schemas are loaded as they come
+        (:attr:`schemas`); a torn tail is dropped (:attr:`torn_tail`); a damaged record before
+        the tail raises :class:`JournalCorruptError`. ``progress(done, total)`` is told the
+        bytes checked after each chunk.
+        """
+        from engine.journal import _kernels as jk
+
+        size = self.path.stat().st_size
+        tell = progress or _no_progress
+        with open(self.path, "rb") as f:
+            fd = f.fileno()
+            head = os.pread(fd, min(size, 1 << 16), 0)
+            major, minor, pos, created = fmt.unpack_file_header(self.path, head)
+            self.version, self.created_ns = (major, minor), created
+            self._torn_tail, self.skipped, self._schemas = None, 0, {}
+            table = _crc_table()
+            out = np.empty((1 << 16, jk.FRAME_COLUMNS), np.int64)
+            want = min(16 << 20, progress_step(size))
+            index = 0
+            tell(pos, size)
+            while pos < size:
+                data = os.pread(fd, min(want, size - pos), pos)
+                buf = np.frombuffer(data, np.uint8)
+                k, stop, status = jk.walk_frames(buf, 0, MAX_PAYLOAD, table, out)
+                frames = out[:k]
+                view = memoryview(data)
+                for i in np.flatnonzero(frames[:, jk.F_KIND] == KIND_SCHEMA).tolist():
+                    p, n = int(frames[i, 0]), int(frames[i, 1])
+                    start = p + RECORD_HEADER_SIZE
+                    self._load_schema(
+                        pos + p, index + i, int(frames[i, 3]), view[start : start + n]
+                    )
+                self.skipped += int((~np.isin(frames[:, jk.F_KIND], _KNOWN)).sum())
+                if k:
+                    yield StreamChunk(data=data, base=pos, frames=frames, first_index=index)
+                index += k
+                pos += stop
+                tell(pos, size)
+                if status == jk.WALK_FULL:
+                    continue
+                if status in (jk.WALK_BAD_LENGTH, jk.WALK_BAD_CRC):
+                    length, _crc, kind, _f, _t = _HEADER.unpack_from(data, stop)
+                    reason = (
+                        f"length {length} exceeds the {MAX_PAYLOAD}-byte limit"
+                        if status == jk.WALK_BAD_LENGTH
+                        else f"CRC mismatch (length {length}, kind {kind})"
+                    )
+                    self._bad_frame_in(os.pread(fd, size - pos, pos), pos, index, reason)
+                    break
+                if k == 0 and pos + len(data) >= size:  # a record cut by the end of the file
+                    left = size - pos
+                    if left < RECORD_HEADER_SIZE:
+                        reason = f"{left} bytes left, less than a record header"
+                    else:
+                        length = _HEADER.unpack_from(data, 0)[0]
+                        end = pos + RECORD_HEADER_SIZE + length
+                        reason = f"record of {length} bytes runs {end - size} bytes past the end"
+                    self._bad_frame_in(os.pread(fd, left, pos), pos, index, reason)
+                    break
+                if k == 0:
+                    want *= 2  # one record longer than the chunk
+            self._end = pos
+            tell(size, size)
 
     def _load_schema(self, pos: int, index: int, type_id: int, payload: memoryview) -> None:
         try:
@@ -409,6 +510,18 @@ _KIND_NAMES = {
     KIND_FIX: "FIX",
     KIND_LOG: "LOG",
 }
+
+
+_KNOWN = np.array(sorted(KNOWN_KINDS), np.int64)
+_TABLE: list[npt.NDArray[np.int64]] = []
+
+
+def _crc_table() -> npt.NDArray[np.int64]:
+    if not _TABLE:
+        from engine.journal._kernels import crc_table
+
+        _TABLE.append(crc_table())
+    return _TABLE[0]
 
 
 def _check_types(*pairs: Any) -> None:

@@ -1,9 +1,21 @@
 # SPDX-License-Identifier: MIT
-"""Restart recovery: replay journals and return the last known state of every order."""
+"""Restart recovery: replay journals and return the last known state of every order.
 
-from collections.abc import Callable, Iterable, Iterator
+A day's journal (a million orders: some ten million records, 1-2 GB) is read a chunk at a
+time (``JournalReader.stream``: every frame checked, memory bounded by the chunk) and only the
+records recovery needs are decoded: fills, the kill switch, risk limits, strategy states, and
+one ``OrderChanged`` per order, its last (the order id and status of every ``OrderChanged`` are
+read by a kernel without decoding it). With ``done_orders`` set, as an engine start does, the
+last views of done orders are kept only for the newest ``done_orders`` of each instrument (the
+order managers' archive): memory is bounded by what is open, not by the day.
+"""
+
+import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from engine.enums import StrategyState
 from engine.events import (
@@ -14,8 +26,21 @@ from engine.events import (
     RiskLimitsChanged,
     StrategyStatusChanged,
 )
-from engine.journal.format import KIND_EVENT, JournalEvent
-from engine.journal.reader import JournalReader, TornTail, progress_step
+from engine.journal import _kernels as jk
+from engine.journal.format import (
+    KIND_EVENT,
+    RECORD_HEADER,
+    RECORD_HEADER_SIZE,
+    JournalEvent,
+    qualified_name,
+)
+from engine.journal.reader import (
+    JournalReader,
+    RawRecord,
+    StreamChunk,
+    TornTail,
+    progress_step,
+)
 from engine.oms.order import TERMINAL
 
 
@@ -23,10 +48,12 @@ from engine.oms.order import TERMINAL
 class RecoveredState:
     """What a restarted engine needs to rebuild its orders and positions.
 
-    ``orders`` holds the last :class:`OrderView` of every order, by ``order_id``; ``fills``
-    every fill in journal order. A fill journaled twice (the same ExecID <17> on the same
-    instrument for the same order, quantity and price) is kept once; the same ExecID naming
-    another fill is a new fill and is kept (counted in ``reused_exec_ids``). ``exec_ids``
+    ``orders`` holds the last :class:`OrderView` of every order, by ``order_id`` (of every open
+    order and the newest done ones only, if recovered with ``done_orders``); ``fills`` every
+    fill in journal order; ``last_order_id`` the highest order id journaled. A fill journaled
+    twice (the same ExecID <17> on the same instrument for the same order, quantity and price)
+    is kept once; the same ExecID naming another fill is a new fill and is kept (counted in
+    ``reused_exec_ids``). ``exec_ids``
     holds the ExecIDs of the kept fills.
     """
 
@@ -43,6 +70,8 @@ class RecoveredState:
     reused_exec_ids: int = 0  # ExecIDs that named two different fills (both kept)
     #: Every risk-limits change in journal order (few: at start and when someone sets them).
     risk_limits: tuple[RiskLimitsChanged, ...] = ()
+    #: Highest order id in the journal (orders left out of ``orders`` included).
+    last_order_id: int = 0
 
     def open_orders(self) -> dict[int, OrderView]:
         """Return the orders that are not in a terminal state (they may still trade)."""
@@ -90,9 +119,28 @@ class _FillDedup:
 #: ``progress(stage, done, total, unit)``, e.g. ``Engine.report_progress``.
 Progress = Callable[[str, int, int, str], object]
 
+#: Event types recovery decodes besides ``OrderChanged`` (the rest is skipped undecoded).
+_DECODED = tuple(
+    qualified_name(c)
+    for c in (OrderFilled, KillSwitchChanged, RiskLimitsChanged, StrategyStatusChanged)
+)
+_ORDER_CHANGED = qualified_name(OrderChanged)
+_TERMINAL = np.array(sorted(int(s) for s in TERMINAL), np.int64)
+
+
+@dataclass(slots=True)
+class _OrderRows:
+    """Where the ``OrderChanged`` records of one file are: order id, status, offset, length."""
+
+    file: int
+    rows: list[np.ndarray]
+
 
 def recover(
-    paths: str | Path | Iterable[str | Path], progress: Progress | None = None
+    paths: str | Path | Iterable[str | Path],
+    progress: Progress | None = None,
+    *,
+    done_orders: int | None = None,
 ) -> RecoveredState:
     """Replay one journal, or several in order, and return the last state of every order.
 
@@ -101,9 +149,13 @@ def recover(
     paths : str | Path | Iterable[str | Path]
         Journal files, oldest first (a day may span files after a rotation).
     progress : Progress | None
-        Told how far the work is, in bytes of all files: stage ``"reading journal"`` (framing
-        and CRCs), then ``"replaying journal"``; about a hundred calls per stage at most.
-        An exception it raises (a cancelled start) ends the recovery.
+        Told how far the work is, in bytes of all files: stage ``"reading journal"`` (framing,
+        CRCs and the records decoded on the way), then ``"replaying journal"`` (the orders'
+        last views); about a hundred calls per stage at most. An exception it raises (a
+        cancelled start) ends the recovery.
+    done_orders : int | None
+        Keep the last view of every open order but of only the newest ``done_orders`` done
+        (terminal) orders per instrument; ``None`` keeps every order.
 
     Returns
     -------
@@ -116,86 +168,188 @@ def recover(
         If a file is not a journal or is damaged before its tail (a torn tail is dropped and
         listed in ``torn_tails``).
     """
-    paths = [paths] if isinstance(paths, str | Path) else list(paths)
-    total = sum(Path(p).stat().st_size for p in paths) if progress is not None else 0
+    paths = [Path(p) for p in ([paths] if isinstance(paths, str | Path) else paths)]
+    total = sum(p.stat().st_size for p in paths)
     base = 0  # bytes of the files before this one
-    orders: dict[int, OrderView] = {}
-    fills: list[OrderFilled] = []
-    dedup = _FillDedup()
-    kill: KillSwitchChanged | None = None
-    halted: set[int] = set()
-    limits: list[RiskLimitsChanged] = []
+    seen = _Seen()
     last_seq = ts_last = 0
     torn: list[TornTail] = []
+    readers: list[JournalReader] = []
+    order_rows: list[_OrderRows] = []
     for path in paths:
         reader = JournalReader(path)
-        at, base = base, base + _scan(reader, progress, base, total)
+        readers.append(reader)
+        rows = _OrderRows(len(readers) - 1, [])
+        order_rows.append(rows)
+        tell = _teller(progress, "reading journal", base, total)
+        for chunk in reader.stream(tell):
+            frames = chunk.frames
+            events = frames[:, jk.F_KIND] == KIND_EVENT
+            if events.any():
+                last_seq = max(last_seq, int(frames[events, jk.F_SEQ].max()))
+                ts_last = int(frames[np.flatnonzero(events)[-1], jk.F_TS])
+            wanted = {t for t, sch in reader.schemas.items() if sch.name in _DECODED}
+            if wanted:
+                hit = np.flatnonzero(events & np.isin(frames[:, jk.F_TYPE], list(wanted)))
+                for row in hit.tolist():
+                    rec = reader.decode(chunk.raw(row))
+                    assert isinstance(rec, JournalEvent)
+                    seen.apply(rec.event)
+            _order_rows(reader, chunk, events, rows)
         if reader.torn_tail is not None:
             torn.append(reader.torn_tail)
-        for rec in _events(reader, progress, at, base, total):
-            assert isinstance(rec, JournalEvent)
-            ev = rec.event
-            last_seq = max(last_seq, rec.seq)
-            ts_last = ev.ts_event
-            if isinstance(ev, OrderChanged):
-                orders[ev.order.order_id] = ev.order
-            elif isinstance(ev, OrderFilled):
-                if dedup.is_new(ev):
-                    fills.append(ev)
-            elif isinstance(ev, KillSwitchChanged):
-                kill = ev
-            elif isinstance(ev, RiskLimitsChanged):
-                limits.append(ev)
-            elif isinstance(ev, StrategyStatusChanged):  # halted until started (resumed)
-                if ev.state == StrategyState.HALTED:
-                    halted.add(ev.strategy_id)
-                elif ev.state == StrategyState.RUNNING:
-                    halted.discard(ev.strategy_id)
+        base += path.stat().st_size
+    orders, last_order_id = _last_views(readers, order_rows, done_orders, progress, total)
     return RecoveredState(
         orders=orders,
-        fills=tuple(fills),
-        exec_ids=frozenset(dedup.exec_ids),
-        kill_switch=kill,
+        fills=tuple(seen.fills),
+        exec_ids=frozenset(seen.dedup.exec_ids),
+        kill_switch=seen.kill,
         last_seq=last_seq,
         ts_last=ts_last,
         torn_tails=tuple(torn),
-        halted_strategies=frozenset(halted),
-        duplicate_fills=dedup.duplicates,
-        reused_exec_ids=dedup.reused,
-        risk_limits=tuple(limits),
+        halted_strategies=frozenset(seen.halted),
+        duplicate_fills=seen.dedup.duplicates,
+        reused_exec_ids=seen.dedup.reused,
+        risk_limits=tuple(seen.limits),
+        last_order_id=last_order_id,
     )
 
 
-def _scan(reader: JournalReader, progress: Progress | None, base: int, total: int) -> int:
-    """Scan ``reader``'s file (stage "reading journal"); return the file's size in bytes."""
-    size = 0
+class _Seen:
+    """What recovery keeps of the events it decodes besides orders, in journal order."""
 
-    def tell(done: int, whole: int) -> None:
-        nonlocal size
-        size = whole
-        if progress is not None:
-            progress("reading journal", base + done, total, "bytes")
+    def __init__(self) -> None:
+        self.fills: list[OrderFilled] = []
+        self.dedup = _FillDedup()
+        self.kill: KillSwitchChanged | None = None
+        self.halted: set[int] = set()
+        self.limits: list[RiskLimitsChanged] = []
 
-    reader.scan(tell)
-    return size
+    def apply(self, ev: object) -> None:
+        if isinstance(ev, OrderFilled):
+            if self.dedup.is_new(ev):
+                self.fills.append(ev)
+        elif isinstance(ev, KillSwitchChanged):
+            self.kill = ev
+        elif isinstance(ev, RiskLimitsChanged):
+            self.limits.append(ev)
+        elif isinstance(ev, StrategyStatusChanged):  # halted until started (resumed)
+            if ev.state == StrategyState.HALTED:
+                self.halted.add(ev.strategy_id)
+            elif ev.state == StrategyState.RUNNING:
+                self.halted.discard(ev.strategy_id)
 
 
-def _events(
-    reader: JournalReader, progress: Progress | None, base: int, end: int, total: int
-) -> Iterator[JournalEvent]:
-    """Decode the EVENT records of ``reader`` (its file spans ``base..end`` of ``total``)."""
+def _teller(
+    progress: Progress | None, stage: str, base: int, total: int
+) -> Callable[[int, int], object] | None:
     if progress is None:
-        for rec in reader.records([KIND_EVENT]):
-            assert isinstance(rec, JournalEvent)
-            yield rec
-        return
+        return None
+
+    def tell(done: int, _whole: int) -> None:
+        progress(stage, base + done, total, "bytes")
+
+    return tell
+
+
+def _order_rows(
+    reader: JournalReader, chunk: StreamChunk, events: np.ndarray, rows: _OrderRows
+) -> None:
+    """Note order id, status, file offset and length of the chunk's ``OrderChanged`` records."""
+    frames = chunk.frames
+    for type_id, sch in reader.schemas.items():
+        if sch.name != _ORDER_CHANGED:
+            continue
+        hit = np.flatnonzero(events & (frames[:, jk.F_TYPE] == type_id))
+        if not hit.size:
+            continue
+        at = _order_layout(reader, type_id)
+        out = np.empty((hit.size, 2), np.int64)
+        jk.order_fields(np.frombuffer(chunk.data, np.uint8), frames[hit], *at, out)
+        table = np.empty((hit.size, 4), np.int64)
+        table[:, 0:2] = out
+        table[:, 2] = frames[hit, jk.F_POS] + chunk.base
+        table[:, 3] = frames[hit, jk.F_LEN]
+        # Only the last record of each order matters: keep one row per order per chunk.
+        rev = table[::-1]
+        _ids, first = np.unique(rev[:, 0], return_index=True)
+        rows.rows.append(rev[np.sort(first)][::-1])
+
+
+def _order_layout(reader: JournalReader, type_id: int) -> tuple[int, int, int]:
+    """Return where order, order id and status are in this file's ``OrderChanged`` values."""
+    sch = reader.schemas[type_id]
+    names = [n for n, _c in sch.fields]
+    order_at = names.index("order")
+    code = sch.fields[order_at][1]
+    nested = reader.schemas[int(code.split(":", 1)[1])]
+    inner = [n for n, _c in nested.fields]
+    return order_at, inner.index("order_id"), inner.index("status")
+
+
+def _last_views(
+    readers: list[JournalReader],
+    order_rows: list[_OrderRows],
+    done_orders: int | None,
+    progress: Progress | None,
+    total: int,
+) -> tuple[dict[int, OrderView], int]:
+    """Decode the last ``OrderChanged`` of each order kept; return them and the highest id."""
+    tables = [
+        np.column_stack([np.full(len(t), r.file, np.int64), t]) for r in order_rows for t in r.rows
+    ]
+    if not tables:
+        if progress is not None:
+            progress("replaying journal", total, total, "bytes")
+        return {}, 0
+    table = np.concatenate(tables)  # file, order id, status, offset, length; journal order
+    table = table[table[:, 1] >= 0]
+    rev = table[::-1]
+    _ids, first = np.unique(rev[:, 1], return_index=True)
+    last = rev[np.sort(first)][::-1]  # each order's last record, in journal order
+    last_order_id = int(last[:, 1].max()) if len(last) else 0
+    if done_orders is not None:
+        done = np.isin(last[:, 2], _TERMINAL)
+        # Candidates: every open order, and the newest done ones (4x: instruments share them).
+        keep_done = np.flatnonzero(done)[-4 * done_orders :]
+        keep = np.sort(np.concatenate([np.flatnonzero(~done), keep_done]))
+        last = last[keep]
+    orders: dict[int, OrderView] = {}
+    done_of: dict[str, list[int]] = {}
+    sizes = [r.path.stat().st_size for r in readers]
+    starts = np.cumsum([0, *sizes])
     step = progress_step(total)
     report = 0
-    for raw in reader.raw([KIND_EVENT]):
-        if raw.offset >= report:
-            progress("replaying journal", base + raw.offset, total, "bytes")
-            report = raw.offset + step
-        rec = reader.decode(raw)
-        assert isinstance(rec, JournalEvent)
-        yield rec
-    progress("replaying journal", end, total, "bytes")
+    fds = [os.open(r.path, os.O_RDONLY) for r in readers]
+    try:
+        for f, _oid, _status, pos, length in last.tolist():
+            at = int(starts[f]) + pos
+            if progress is not None and at >= report:
+                progress("replaying journal", at, total, "bytes")
+                report = at + step
+            reader = readers[f]
+            raw = os.pread(fds[f], 12 + length, pos)
+            rec = reader.decode(_raw(raw, pos))
+            assert isinstance(rec, JournalEvent)
+            assert isinstance(rec.event, OrderChanged)
+            view = rec.event.order
+            orders[view.order_id] = view
+            if done_orders is not None and view.status in TERMINAL:
+                done_of.setdefault(view.symbol, []).append(view.order_id)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    if progress is not None:
+        progress("replaying journal", total, total, "bytes")
+    if done_orders is not None:
+        for ids in done_of.values():
+            for oid in ids[: max(0, len(ids) - done_orders)]:
+                del orders[oid]
+    return orders, last_order_id
+
+
+def _raw(record: bytes, pos: int) -> RawRecord:
+    """Return the record framed in ``record`` (read at file offset ``pos``) for decoding."""
+    _length, _crc, kind, _flags, type_id = RECORD_HEADER.unpack_from(record, 0)
+    return RawRecord(-1, pos, kind, type_id, memoryview(record)[RECORD_HEADER_SIZE:])

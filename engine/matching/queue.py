@@ -37,9 +37,9 @@ _STATUS = {
 class _OwnOrders:
     """Own-order arrays shared by both trackers (rows in arrival order)."""
 
-    __slots__ = ("_act", "_fills", "_n", "_own", "_ox", "_row", "_rs")
+    __slots__ = ("_act", "_compact", "_fills", "_n", "_own", "_ox", "_row", "_rs")
 
-    def __init__(self, capacity: int, n_books: int = 1) -> None:
+    def __init__(self, capacity: int, n_books: int = 1, *, compact: bool = False) -> None:
         cap = max(int(capacity), 4)
         self._own = np.zeros(cap, OWN_ORDER_DTYPE)
         self._act = np.zeros(cap, np.int64)
@@ -51,6 +51,7 @@ class _OwnOrders:
         self._ox[:, 1] = _NEVER
         self._n = 0
         self._row: dict[int, int] = {}
+        self._compact = compact
 
     @property
     def orders(self) -> npt.NDArray[np.void]:
@@ -69,6 +70,8 @@ class _OwnOrders:
         if self._n and ts < int(self._own[self._n - 1]["ts"]):
             last = int(self._own[self._n - 1]["ts"])
             raise ValueError(f"ts: own orders must arrive in time order, got {ts} after {last}")
+        if self._n == self._own.shape[0] and self._compact:
+            self._forget_done()
         if self._n == self._own.shape[0]:
             grown = np.zeros(2 * self._n, OWN_ORDER_DTYPE)
             grown[: self._n] = self._own
@@ -88,15 +91,46 @@ class _OwnOrders:
         self._row[int(order_id)] = self._n
         self._n += 1
 
+    def _forget_done(self) -> None:
+        """Drop the rows of orders canceled by the caller and done (a compacting tracker).
+
+        Memory and the per-batch work then follow the open own orders, not every order of the
+        day; the rows kept stay in arrival order and the active list points at their new rows.
+        """
+        n = self._n
+        own = self._own[:n]
+        st = own["status"]
+        keep = (st == OWN_PENDING) | (st == OWN_ACTIVE) | (own["cancel_ts"] == _NEVER)
+        nact = int(self._rs[k.RS_NACT])
+        keep[self._act[:nact]] = True
+        idx = np.flatnonzero(keep)
+        if idx.size == n:
+            return
+        new_row = np.full(n, -1, np.int64)
+        new_row[idx] = np.arange(idx.size)
+        self._act[:nact] = new_row[self._act[:nact]]
+        self._rs[k.RS_NEXT] = int(keep[: int(self._rs[k.RS_NEXT])].sum())
+        self._own[: idx.size] = own[idx]
+        self._own[idx.size : n] = np.zeros(n - idx.size, OWN_ORDER_DTYPE)
+        self._n = int(idx.size)
+        ids = self._own["order_id"][: self._n].tolist()
+        self._row = {int(o): i for i, o in enumerate(ids)}
+
     def cancel(self, order_id: int, ts: int) -> None:
         """Cancel an own order from time ``ts`` on (when the cancel reaches the venue).
+
+        A compacting tracker may have forgotten an order canceled before: nothing to do then.
 
         Raises
         ------
         KeyError
             If the order was never added.
         """
-        j = self._row[int(order_id)]
+        j = self._row.get(int(order_id))
+        if j is None:
+            if self._compact:
+                return
+            raise KeyError(order_id)
         r = self._own[j]
         r["cancel_ts"] = min(int(r["cancel_ts"]), int(ts))
         if r["status"] == OWN_ACTIVE and ts < self._rs[k.RS_CANCEL_TS]:
@@ -143,12 +177,22 @@ class L2QueuePositions(_OwnOrders):
         :class:`ConservativeQueue`, :class:`PowerProbQueue` or :class:`LogProbQueue`.
     capacity : int
         Initial own-order capacity (grows).
+    compact : bool
+        Forget orders once the caller canceled them and they are done (a live tracker: memory
+        and per-batch work follow the open orders; :attr:`orders` then holds only those).
     """
 
     __slots__ = ("_books", "_model")
 
-    def __init__(self, books: L2Books, model: QueueModel | None = None, capacity: int = 64) -> None:
-        super().__init__(capacity, books.n_books)
+    def __init__(
+        self,
+        books: L2Books,
+        model: QueueModel | None = None,
+        capacity: int = 64,
+        *,
+        compact: bool = False,
+    ) -> None:
+        super().__init__(capacity, books.n_books, compact=compact)
         self._books = books
         self._model = model if model is not None else ConservativeQueue()
 

@@ -53,6 +53,9 @@ log = logging.getLogger(__name__)
 
 #: How many sent order messages are remembered for mapping session Rejects back to orders.
 SENT_MEMORY = 100_000
+#: How many ClOrdIDs of order messages are remembered with their symbol (older: asked of the
+#: order managers).
+SYMBOL_MEMORY = 10_000
 
 _Layout = tuple[tuple[int, bytes | None], ...]
 
@@ -139,7 +142,9 @@ class FixVenue(Application):
         self.session: FixSession | None = None
         self.instruments: dict[str, Instrument] = {}
         self._sinks: dict[str, ReportSink] = {}
-        self._symbol_of: dict[str, str] = {}  # ClOrdID -> symbol, for 9 and j
+        # ClOrdID -> symbol of the last SYMBOL_MEMORY order messages, for 9 and j (an older one
+        # is asked of the order managers: _symbol).
+        self._symbol_of: dict[str, str] = {}
         self._sent: dict[int, tuple[str, str]] = {}  # MsgSeqNum -> (MsgType, ClOrdID)
         self._ids = itertools.count(1)
         self._prefix = f"F{clock.now_ns() // 1_000_000_000 % 100_000:05d}-"
@@ -292,6 +297,8 @@ class FixVenue(Application):
             sent[session.store.next_sender_seq_num] = (key[0], clordid)
             if len(sent) > SENT_MEMORY:
                 self._forget_oldest()
+            if len(self._symbol_of) > SYMBOL_MEMORY:
+                self._forget_symbols()
             annotate = getattr(session.store, "annotate", None) if note else None
             if annotate is not None:
                 annotate(note)
@@ -305,6 +312,8 @@ class FixVenue(Application):
     def _send(self, msg: OutMessage, msg_type: str, clordid: str, symbol: str) -> None:
         """Send an order message built by hand (any layout), or refuse it at once."""
         self._symbol_of[clordid] = symbol
+        if len(self._symbol_of) > SYMBOL_MEMORY:
+            self._forget_symbols()
         session = self.session
         if session is not None and session.is_logged_on:
             self._remember(session.next_sender_seq_num, msg_type, clordid)
@@ -331,8 +340,25 @@ class FixVenue(Application):
 
     def _forget_oldest(self) -> None:
         sent = self._sent
-        for old in list(sent)[: SENT_MEMORY // 10]:
+        for old in list(itertools.islice(sent, SENT_MEMORY // 10)):
             del sent[old]
+
+    def _forget_symbols(self) -> None:
+        symbol_of = self._symbol_of
+        for old in list(itertools.islice(symbol_of, SYMBOL_MEMORY // 10)):
+            del symbol_of[old]
+
+    def _symbol(self, *client_order_ids: str) -> str:
+        """Return the symbol of the order one of ``client_order_ids`` names, else ``""``."""
+        for clordid in client_order_ids:
+            symbol = self._symbol_of.get(clordid)
+            if symbol:
+                return symbol
+        for symbol, sink in self._sinks.items():  # an order message older than the memory
+            get = getattr(sink, "get", None)
+            if get is not None and any(c and get(c) is not None for c in client_order_ids):
+                return symbol
+        return ""
 
     # ------------------------------------------------------------------ recovery
     def unjournaled_orders(
@@ -464,7 +490,7 @@ class FixVenue(Application):
         ref_tag = message.get_int(371)
         if ref_tag is not None:
             parts.append(f"RefTagID {tag_text(ref_tag)}")
-        sink = self._sinks.get(self._symbol_of.get(clordid, ""))
+        sink = self._sinks.get(self._symbol(clordid))
         if sink is not None:
             sink.on_message_rejected(
                 msg_type, clordid, text or words or "rejected by the session",
@@ -525,8 +551,7 @@ class FixVenue(Application):
     def _on_cancel_reject(self, m: FixMessage) -> None:
         clordid = (m.get(11) or b"").decode("latin-1")
         orig = (m.get(41) or b"").decode("latin-1")
-        symbol = self._symbol_of.get(clordid) or self._symbol_of.get(orig, "")
-        sink = self._sinks.get(symbol)
+        sink = self._sinks.get(self._symbol(clordid, orig))
         if sink is None:
             log.warning("OrderCancelReject for unknown ClOrdID %r / %r", clordid, orig)
             return
@@ -597,12 +622,12 @@ class FixVenue(Application):
             parts.append(f"BusinessRejectReason {reason} ({words})")
         text = (m.get(58) or b"").decode("latin-1") or words or "rejected by the venue"
         msg_type, clordid = ref_type, ref_id
-        symbol = self._symbol_of.get(ref_id, "") if ref_id else ""
+        symbol = self._symbol(ref_id) if ref_id else ""
         if not symbol and ref_seq is not None:
             sent = self._sent.get(ref_seq)
             if sent is not None and (not ref_type or sent[0] == ref_type):
                 msg_type, clordid = sent
-                symbol = self._symbol_of.get(clordid, "")
+                symbol = self._symbol(clordid)
         sink = self._sinks.get(symbol)
         if sink is None:  # any order manager raises the alert for an unknown reference
             sink = next(iter(self._sinks.values()), None)

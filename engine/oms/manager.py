@@ -6,6 +6,15 @@ applies what the venue answers — execution reports, cancel rejects, session an
 rejects — to the universal :class:`engine.oms.order.Order`, publishing an
 :class:`engine.events.OrderChanged` for every change and an :class:`engine.events.Alert` for
 anything a trader must look at.
+
+Memory is bounded by what is open, not by the day: an order that reaches a terminal state
+leaves the hot structures (:attr:`OrderManager.orders`, which holds only orders that may still
+change) for :attr:`OrderManager.archive`, the last :data:`ARCHIVE_ORDERS` done orders kept whole
+(their ClOrdIDs, OrderID and ExecIDs still recognised, so a late or resent report of one is judged
+exactly as before). Beyond the archive a done order is remembered compactly (a hash of each
+ClOrdID, its order id, strategy and side: 32 bytes) for the last :data:`RETIRED_MEMORY` ClOrdIDs:
+a resent report of one is ignored quietly, a fill nobody flagged as resent is booked with an
+alert (a fill is never dropped). The journal holds every order of the day.
 """
 
 import itertools
@@ -13,12 +22,14 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+import numpy as np
+
 from engine.bus import MessageBus
 from engine.clock import Clock
 from engine.enums import AlertLevel, ExecType, OrdStatus, OrdType, Side, TimeInForce
 from engine.events import ALERTED, Alert, OrderChanged, OrderFilled, OrderView
 from engine.instruments import Instrument
-from engine.oms.order import WORKING, Order, PendingRequest, is_allowed
+from engine.oms.order import TERMINAL, WORKING, Order, PendingRequest, is_allowed
 from engine.oms.risk import OrderIntent, RiskChecker, order_problem
 from engine.oms.venue import CancelReject, ExecutionReport, Venue
 
@@ -28,6 +39,11 @@ _FILL_TYPES = frozenset({ExecType.TRADE, ExecType.PARTIAL_FILL, ExecType.FILL})
 
 _NOT_COUNTED = (False, 0)
 _REJ = OrdStatus.REJECTED
+
+#: Done (terminal) orders an order manager keeps whole, newest last (:attr:`OrderManager.archive`).
+ARCHIVE_ORDERS = 2_000
+#: ClOrdIDs of done orders beyond the archive remembered compactly, per order manager.
+RETIRED_MEMORY = 100_000
 
 #: Order messages by MsgType <35>, for alerts.
 _MSG_NAMES = {
@@ -78,6 +94,9 @@ class OrderManager:
         SecurityDesc <107>, for venues that need it.
     next_order_id : Callable[[], int] | None
         Source of engine-wide order ids.
+    archive_orders, retired_memory : int
+        Done orders kept whole; ClOrdIDs of older done orders remembered compactly (see the
+        module docstring).
     """
 
     def __init__(
@@ -90,6 +109,8 @@ class OrderManager:
         *,
         security_desc: str = "",
         next_order_id: Callable[[], int] | None = None,
+        archive_orders: int = ARCHIVE_ORDERS,
+        retired_memory: int = RETIRED_MEMORY,
     ) -> None:
         self.instrument = instrument
         self.symbol = instrument.symbol
@@ -100,7 +121,18 @@ class OrderManager:
         self.risk = risk
         self._next_order_id = next_order_id or (lambda: next(_order_ids))
         self._tick_value = float(instrument.tick_value)
+        #: Orders that may still change (not terminal), by order id.
         self.orders: dict[int, Order] = {}
+        #: Done orders, oldest first: the last ``archive_orders`` of them.
+        self.archive: dict[int, Order] = {}
+        #: Orders created (sent or refused) since the start, restored ones not counted.
+        self.created = 0
+        self._archive_size = max(1, archive_orders)
+        self._aliases: dict[int, list[str]] = {}  # order id -> ClOrdIDs of its cancels/replaces
+        self._execs_of: dict[int, list[str]] = {}  # order id -> ExecIDs of its fills
+        # Done orders beyond the archive, a ring of (hash of a ClOrdID, order id, strategy, side).
+        self._retired = np.zeros((max(1, retired_memory), 4), np.int64)
+        self._retired_n = 0
         self._by_clordid: dict[str, Order] = {}
         self._by_venue_id: dict[str, Order] = {}
         # ExecID <17> -> (order id, LastQty, LastPx) of the fill it named: the ids are the
@@ -125,6 +157,26 @@ class OrderManager:
     def get(self, client_order_id: str) -> Order | None:
         """Return the order that has (or had) this ClOrdID, or ``None``."""
         return self._by_clordid.get(client_order_id)
+
+    def lookup(self, order_id: int) -> Order | None:
+        """Return an order by its engine-wide id, open or in the archive, or ``None``."""
+        return self.orders.get(order_id) or self.archive.get(order_id)
+
+    def archived(self, limit: int = 100, before_order_id: int | None = None) -> list[Order]:
+        """Return up to ``limit`` done orders, newest done first, done before ``before_order_id``.
+
+        One page of the archive for a blotter: the next page starts before the last one's id.
+        """
+        out: list[Order] = []
+        skipping = before_order_id is not None
+        for order in reversed(self.archive.values()):
+            if skipping:
+                skipping = order.order_id != before_order_id
+                continue
+            out.append(order)
+            if len(out) >= limit:
+                break
+        return out
 
     def working(self, strategy_id: int | None = None) -> Iterator[Order]:
         """Iterate over working orders, of one strategy or all."""
@@ -175,7 +227,10 @@ class OrderManager:
         for f in fills:
             if f.exec_id:
                 self._exec_ids[f.exec_id] = (order.order_id, f.last_qty_lots, f.last_px_ticks)
+                self._execs_of.setdefault(order.order_id, []).append(f.exec_id)
         self._sync_risk(order)
+        if order.is_terminal:
+            self._retire(order)
         return order
 
     # ------------------------------------------------------------------ requests
@@ -216,6 +271,7 @@ class OrderManager:
             time_in_force, qty_lots, px_ticks, now,
         )  # fmt: skip
         self.orders[order.order_id] = order
+        self.created += 1
         if clordid in self._by_clordid:
             return self._refuse(order, f"duplicate ClOrdID {clordid!r}: already used today")
         self._by_clordid[clordid] = order
@@ -273,6 +329,7 @@ class OrderManager:
         )
         order.pending = request
         self._by_clordid[request.client_order_id] = order
+        self._aliases.setdefault(order.order_id, []).append(request.client_order_id)
         order.status = OrdStatus.PENDING_CANCEL
         order.ts_last = request.ts_sent
         self._publish(order, "cancel sent")
@@ -357,6 +414,7 @@ class OrderManager:
         )
         order.pending = request
         self._by_clordid[request.client_order_id] = order
+        self._aliases.setdefault(order.order_id, []).append(request.client_order_id)
         order.status = OrdStatus.PENDING_REPLACE
         order.ts_last = request.ts_sent
         self._publish(order, "replace sent")
@@ -374,12 +432,7 @@ class OrderManager:
             self._status_answered(rep)
         order = self._find(rep.client_order_id, rep.orig_client_order_id, rep.venue_order_id)
         if order is None:
-            self._alert(
-                AlertLevel.WARNING,
-                f"execution report for an unknown order: ClOrdID={rep.client_order_id!r} "
-                f"OrigClOrdID={rep.orig_client_order_id!r} OrderID={rep.venue_order_id!r} "
-                f"ExecType={rep.exec_type.name} ExecID={rep.exec_id!r}",
-            )
+            self._report_of_unknown(rep)
             return None
         et = rep.exec_type
         if et in _FILL_TYPES:
@@ -414,6 +467,7 @@ class OrderManager:
         seen = self._exec_ids.get(rep.exec_id)
         if seen is None:
             self._exec_ids[rep.exec_id] = key
+            self._execs_of.setdefault(order.order_id, []).append(rep.exec_id)
             return False
         if seen == key:
             self.duplicates_ignored += 1
@@ -612,6 +666,10 @@ class OrderManager:
         order = self._find(rej.client_order_id, rej.orig_client_order_id, rej.venue_order_id)
         what = "replace" if rej.response_to_replace else "cancel"
         if order is None:
+            if self._retired_lookup(rej.client_order_id, rej.orig_client_order_id) is not None:
+                log.info("%s: %s reject of %s, an order done long ago: %s", self.symbol, what,
+                         rej.orig_client_order_id or rej.client_order_id, rej.text)  # fmt: skip
+                return None
             self._alert(
                 AlertLevel.WARNING,
                 f"{what} reject for an unknown order: ClOrdID={rej.client_order_id!r} "
@@ -666,6 +724,10 @@ class OrderManager:
         what = _MSG_NAMES.get(msg_type, f"MsgType {msg_type}")
         why = text + (f" [{detail}]" if detail else "")
         if order is None:
+            if self._retired_lookup(client_order_id) is not None:
+                log.info("%s: %s of MsgType %s for %s, an order done long ago: %s",
+                         self.symbol, kind, msg_type, client_order_id, text)  # fmt: skip
+                return None
             self._alert(
                 AlertLevel.WARNING,
                 f"{kind} of {what} for unknown ClOrdID {client_order_id!r}: {why}",
@@ -846,9 +908,104 @@ class OrderManager:
         bus = self.bus
         if not bus.wants(OrderChanged):  # nobody listens: build no view
             order.published = None
+        else:
+            view = order.published = order.view()
+            bus.publish(OrderChanged(ts_event=order.ts_last, order=view, change=change))
+        if order.status in TERMINAL:
+            self._retire(order)
+        elif order.order_id not in self.orders:  # a done order a venue report revived
+            self.archive.pop(order.order_id, None)
+            self.orders[order.order_id] = order
+
+    # ------------------------------------------------------------------ retirement
+    def _retire(self, order: Order) -> None:
+        """Move a done order from the hot structures into the archive (bounded)."""
+        oid = order.order_id
+        if self.orders.pop(oid, None) is None:
             return
-        view = order.published = order.view()
-        bus.publish(OrderChanged(ts_event=order.ts_last, order=view, change=change))
+        self._counted.pop(oid, None)
+        archive = self.archive
+        archive[oid] = order
+        if len(archive) > self._archive_size:
+            self._forget(archive.pop(next(iter(archive))))
+
+    def _forget(self, order: Order) -> None:
+        """Drop an order leaving the archive: only a compact record of its ClOrdIDs stays."""
+        oid = order.order_id
+        by_clordid = self._by_clordid
+        ring = self._retired
+        size = ring.shape[0]
+        for clordid in {*order.chain, order.client_order_id, *self._aliases.pop(oid, ())}:
+            if by_clordid.get(clordid) is order:
+                del by_clordid[clordid]
+            ring[self._retired_n % size] = (hash(clordid), oid, order.strategy_id, int(order.side))
+            self._retired_n += 1
+        venue_id = order.venue_order_id
+        if venue_id and self._by_venue_id.get(venue_id) is order:
+            del self._by_venue_id[venue_id]
+        exec_ids = self._exec_ids
+        for exec_id in self._execs_of.pop(oid, ()):
+            seen = exec_ids.get(exec_id)
+            if seen is not None and seen[0] == oid:
+                del exec_ids[exec_id]
+
+    def _retired_lookup(self, *client_order_ids: str) -> tuple[int, int, int] | None:
+        """Return (order id, strategy, side) of a done order beyond the archive, else ``None``.
+
+        A scan of the compact ring (a few hundred µs): only reports of orders the order
+        manager no longer holds come here.
+        """
+        n = min(self._retired_n, self._retired.shape[0])
+        if not n:
+            return None
+        hashes = self._retired[:n, 0]
+        for clordid in client_order_ids:
+            if clordid:
+                hit = np.flatnonzero(hashes == hash(clordid))
+                if hit.size:
+                    _h, oid, sid, side = self._retired[hit[-1]].tolist()
+                    return oid, sid, side
+        return None
+
+    def _report_of_unknown(self, rep: ExecutionReport) -> None:
+        """Handle a report of an order not held: done long ago (compact memory), or unknown."""
+        retired = self._retired_lookup(rep.client_order_id, rep.orig_client_order_id)
+        if retired is None:
+            self._alert(
+                AlertLevel.WARNING,
+                f"execution report for an unknown order: ClOrdID={rep.client_order_id!r} "
+                f"OrigClOrdID={rep.orig_client_order_id!r} OrderID={rep.venue_order_id!r} "
+                f"ExecType={rep.exec_type.name} ExecID={rep.exec_id!r}",
+            )
+            return
+        oid, strategy_id, side = retired
+        if rep.exec_type not in _FILL_TYPES or rep.resent or rep.last_qty_lots <= 0:
+            # Old news about a done order (a resend after a restart): quiet, counted.
+            self.duplicates_ignored += 1
+            log.info("%s: %s report for %s, an order done long ago, ignored (PossDupFlag=%s)",
+                     self.symbol, rep.exec_type.name, rep.client_order_id,
+                     rep.poss_dup)  # fmt: skip
+            return
+        # A fill not flagged as resent, for an order done before the archive's horizon: its
+        # ExecIDs are no longer held, so it may be new. A fill is never dropped: booked, said.
+        self.risk.on_fill(strategy_id, self.symbol, Side(side), rep.last_qty_lots)
+        self.bus.publish(
+            OrderFilled(
+                ts_event=rep.ts_event or self.clock.now_ns(), order_id=oid,
+                client_order_id=rep.client_order_id, venue_order_id=rep.venue_order_id,
+                exec_id=rep.exec_id, strategy_id=strategy_id, symbol=self.symbol,
+                side=Side(side), last_px_ticks=rep.last_px_ticks,
+                last_qty_lots=rep.last_qty_lots, leaves_qty_lots=rep.leaves_qty_lots,
+                ts_recv=rep.ts_recv,
+            )
+        )  # fmt: skip
+        self._alert(
+            AlertLevel.ERROR,
+            f"fill ExecID {rep.exec_id!r} for {rep.client_order_id}, an order done more than "
+            f"{self._archive_size:,} orders ago: booked ({rep.last_qty_lots} lots at "
+            f"{rep.last_px_ticks} ticks); if the venue sent it before, `qwconsole reconcile` "
+            "shows the difference",
+        )
 
     def _alert(self, level: AlertLevel, text: str) -> None:
         log.log(int(level), "%s: %s", self.symbol, text, extra=ALERTED)

@@ -102,7 +102,7 @@ class OrderRouter:
     def find(self, order_id: int) -> tuple[Order, OrderManager] | None:
         """Return an order by its engine-wide id and the manager that owns it, or ``None``."""
         for manager in self.managers.values():
-            order = manager.orders.get(order_id)
+            order = manager.lookup(order_id)  # open, or done and still in the archive
             if order is not None:
                 return order, manager
         return None

@@ -11,6 +11,7 @@ make prices move and fill resting client orders. Every book change and trade is 
 Deterministic: with the same seed and the same sequence of calls and times, the same fills.
 """
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -92,6 +93,10 @@ _EXEC_TYPES = {EXEC_REPLACED: ExecType.REPLACED, EXEC_NEW: ExecType.NEW}
 _SIDES = {int(s): s for s in Side}
 _ORD_TYPES = {int(t): t for t in OrdType}
 
+#: Finished client orders the exchange remembers (status requests, "too late to cancel"); older
+#: ones are forgotten, oldest first, so a day of orders keeps the simulator's memory bounded.
+DONE_MEMORY = 20_000
+
 #: Owner id of the simulated participants (they never self-trade among themselves).
 FLOW_OWNER = -1
 
@@ -132,6 +137,10 @@ class FlowConfig:
         Largest participant order.
     depth_ticks : int
         Passive orders rest up to this far from the fair price.
+    max_resting : int
+        Most participant orders resting in the book at once: a new passive order beyond it
+        first cancels a random resting one (the fair price wanders; without it, orders left
+        behind would pile up in the book all day).
     """
 
     events_per_second: float = 200.0
@@ -140,14 +149,15 @@ class FlowConfig:
     cancel_share: float = 0.3
     max_qty_lots: int = 10
     depth_ticks: int = 10
+    max_resting: int = 2_000
 
     def __post_init__(self) -> None:
         if self.events_per_second < 0 or self.volatility_ticks < 0:
             raise ValueError("FlowConfig: rates and volatility must be >= 0")
         if not 0 <= self.passive_share + self.cancel_share <= 1:
             raise ValueError("FlowConfig: passive_share + cancel_share must be within 0..1")
-        if self.max_qty_lots < 1 or self.depth_ticks < 1:
-            raise ValueError("FlowConfig: max_qty_lots and depth_ticks must be >= 1")
+        if self.max_qty_lots < 1 or self.depth_ticks < 1 or self.max_resting < 1:
+            raise ValueError("FlowConfig: max_qty_lots, depth_ticks and max_resting must be >= 1")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -278,8 +288,11 @@ class SimExchange:
             raise ValueError("SimExchange: instrument symbols must be unique")
         self.rng = np.random.default_rng(seed)
         self._orders: dict[int, _Order] = {}
-        self._final: dict[int, _Order] = {}  # client orders that are done, in their last state
+        # Client orders that are done, in their last state (the last DONE_MEMORY of them), and
+        # (owner, ClOrdID) -> order id of every client order working or remembered there.
+        self._final: dict[int, _Order] = {}
         self._by_client: dict[tuple[int, str], int] = {}
+        self._clordids: dict[int, list[str]] = {}  # order id -> its ClOrdIDs (keys above)
         self._next_id = 1
         self._exec_n = 0
         self._epoch = f"{epoch}-" if epoch else ""
@@ -339,6 +352,7 @@ class SimExchange:
         )
         self._orders[oid] = order
         self._by_client[key] = oid
+        self._clordids[oid] = [client_order_id]
         typ = ORD_MARKET if ord_type is OrdType.MARKET else ORD_LIMIT
         return self._run(
             book, ts, oid, px_ticks, qty_lots, owner, int(side), CMD_NEW, typ, int(time_in_force)
@@ -355,6 +369,7 @@ class SimExchange:
             )
         order.orig, order.clordid = order.clordid, client_order_id
         self._by_client[(owner, client_order_id)] = order.id
+        self._clordids[order.id].append(client_order_id)
         return self._run(
             self.books[order.symbol], ts, order.id, 0, 0, owner, order.side, CMD_CANCEL,
             order.type, order.tif,
@@ -394,6 +409,7 @@ class SimExchange:
             )
         order.orig, order.clordid = order.clordid, client_order_id
         self._by_client[(owner, client_order_id)] = order.id
+        self._clordids[order.id].append(client_order_id)
         old_px, order.qty, order.px = order.px, qty_lots, px_ticks
         return self._run(
             book, ts, order.id, px_ticks, qty_lots - order.cum, owner, order.side, CMD_REPLACE,
@@ -542,23 +558,29 @@ class SimExchange:
                 dist = 1 + int(rng.geometric(0.35)) - 1
                 dist = min(dist, flow.depth_ticks)
                 px = math.floor(book.fair) - dist if side == BUY else math.ceil(book.fair) + dist
+                if len(book.flow_ids) >= flow.max_resting:
+                    out += self._cancel_flow(book, ts)
                 out += self._flow_order(book, side, px, qty, ORD_LIMIT, ts)
             elif u < flow.passive_share + flow.cancel_share:
-                if book.flow_ids:
-                    i = int(rng.integers(len(book.flow_ids)))
-                    oid = book.flow_ids[i]
-                    book.flow_ids[i] = book.flow_ids[-1]
-                    book.flow_ids.pop()
-                    if oid in self._orders:
-                        side = self._orders[oid].side
-                        out += self._run(
-                            book, ts, oid, 0, 0, FLOW_OWNER, side, CMD_CANCEL, ORD_LIMIT, 1
-                        )
+                out += self._cancel_flow(book, ts)
             else:
                 # Take liquidity up to a price a little through the fair value (IOC).
                 px = math.ceil(book.fair) + 1 if side == BUY else math.floor(book.fair) - 1
                 out += self._flow_order(book, side, px, qty, ORD_LIMIT, ts, ioc=True)
         return out
+
+    def _cancel_flow(self, book: _Book, ts: int) -> list[SimReport]:
+        # A random resting participant order leaves the book.
+        if not book.flow_ids:
+            return []
+        i = int(self.rng.integers(len(book.flow_ids)))
+        oid = book.flow_ids[i]
+        book.flow_ids[i] = book.flow_ids[-1]
+        book.flow_ids.pop()
+        order = self._orders.get(oid)
+        if order is None:
+            return []
+        return self._run(book, ts, oid, 0, 0, FLOW_OWNER, order.side, CMD_CANCEL, ORD_LIMIT, 1)
 
     def _flow_order(
         self,
@@ -617,7 +639,7 @@ class SimExchange:
             if order.status in _DONE:
                 orders.pop(order.id, None)
                 if order.owner != FLOW_OWNER:
-                    self._final[order.id] = order
+                    self._done(order)
             if order.owner != FLOW_OWNER:
                 out.append(self._report(order, et, ts, ev=ev))
         lv = book.matcher.book
@@ -795,6 +817,19 @@ class SimExchange:
             reason=0,
             text=text or f"too late to {what}: order is {order.status.name.lower()}",
         )
+
+    def _done(self, order: _Order) -> None:
+        # Remember a finished client order (status requests, late cancels); forget the oldest
+        # beyond DONE_MEMORY, ClOrdIDs and all.
+        final = self._final
+        final[order.id] = order
+        if len(final) > DONE_MEMORY:
+            for oid in list(itertools.islice(final, DONE_MEMORY // 10)):
+                old = final.pop(oid)
+                for clordid in self._clordids.pop(oid, ()):
+                    key = (old.owner, clordid)
+                    if self._by_client.get(key) == oid:
+                        del self._by_client[key]
 
     def _client_order(self, owner: int, clordid: str) -> _Order | None:
         oid = self._by_client.get((owner, clordid))

@@ -76,7 +76,7 @@ class Demo:
         return {sid: s.state for sid, s in self.desk.runner.strategies.items()}
 
     def orders(self) -> int:
-        return sum(len(m.orders) for m in self.desk.router.managers.values())
+        return sum(m.created for m in self.desk.router.managers.values())  # done ones too
 
     def of(self, kind: type, since: int = 0) -> list:
         return [r.event for r in self.records if r.seq > since and isinstance(r.event, kind)]

@@ -91,7 +91,9 @@ def test_recovery_reports_reading_and_replaying_in_bytes(tmp_path: Path) -> None
         assert done == sorted(done)
         assert done[-1] == size
         assert all(c[2] == size and c[3] == "bytes" for c in stage)
-        assert 5 <= len(stage) <= 110  # a handful of reports, not one per record
+        assert len(stage) <= 110  # a handful of reports, not one per record
+    # Reading checks every record; replaying decodes the orders' last views: none here.
+    assert len(reading) >= 5
     assert reading[0][1] < size // 10  # the first report comes at once
 
 

@@ -265,3 +265,26 @@ def test_unreadable_sequence_numbers_are_an_error_naming_the_file(tmp_path: Path
     (tmp_path / "S.seqnums").write_bytes(b"garbage\n")
     with pytest.raises(StoreError, match=r"S\.seqnums: sequence numbers unreadable: b'garbage"):
         FileStore(tmp_path, "S")
+
+
+def test_file_store_index_is_sparse_and_finds_every_message(tmp_path: Path) -> None:
+    from engine.fix import store as store_mod
+
+    s = FileStore(tmp_path, "S", 1)
+    n = store_mod.INDEX_EVERY * 5 + 7
+    for seq in range(1, n + 1):
+        if seq % 3 == 0:
+            s.annotate(b"7 %d" % seq)
+        s.set(seq, b"8=FIX.4.4\x0135=D\x0111=%d\x01" % seq)
+        s.incr_next_sender_seq_num()
+    assert len(s._index_seq) == 6  # one entry per INDEX_EVERY messages, not one per message
+    for begin, end in ((1, 1), (31, 34), (n - 3, n + 10), (1, n)):
+        got = s.get_range(begin, end)
+        assert [q for q, _m in got] == list(range(begin, min(end, n) + 1))
+        assert all(m.endswith(b"11=%d\x01" % q) for q, m in got)
+    s.close()
+    again = FileStore(tmp_path, "S", 2)
+    assert again.next_sender_seq_num == n + 1
+    assert [q for q, _m in again.get_range(60, 70)] == list(range(60, 71))
+    assert [q for q, _n, _m in again.annotated()] == list(range(3, n + 1, 3))
+    again.close()
