@@ -25,12 +25,13 @@ Every compilation that does happen is logged (``compiled <kernel> in <s> s``) an
 :func:`compiled_count`; a start that only loads cached code logs none.
 """
 
+import contextlib
 import logging
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -115,14 +116,69 @@ if os.environ.get("NUMBA_CACHE_DIR", "") != _config.CACHE_DIR:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+#: Every kernel defined so far (numba dispatchers), in definition order.
+_kernels: list[Any] = []
+
+
+class GuardedCache(_caching.FunctionCache):  # type: ignore[misc]
+    """numba's per-function disk cache, which never lets a damaged cache file crash a start.
+
+    numba checks an index file's numba version and its source stamp (the source file's
+    modification time and size; the bundle's executable hash in a bundle), so a stale entry or
+    one from another checkout or machine is simply not used and is overwritten. But a damaged
+    index or data file (a disk filled up while it was written, a half-copied cache folder)
+    raises from ``pickle`` on load *and* on save. Here such an entry is logged, its index file
+    deleted and the kernel compiled again, which writes a fresh entry.
+    """
+
+    def load_overload(self, sig: Any, target_context: Any) -> Any:
+        """Return the cached compilation of ``sig``, or None (compile it) if unreadable."""
+        try:
+            return super().load_overload(sig, target_context)
+        except Exception as e:  # any unpickling or rebuild error: the entry is unusable
+            self._discard(e)
+            return None
+
+    def save_overload(self, sig: Any, data: Any) -> None:
+        """Save a compilation; an unreadable index is replaced by a fresh one."""
+        try:
+            super().save_overload(sig, data)
+        except Exception as e:
+            self._discard(e)
+            with contextlib.suppress(Exception):
+                super().save_overload(sig, data)  # into a fresh index
+
+    def _discard(self, error: Exception) -> None:
+        index = Path(self._cache_file._index_path)
+        log.warning(
+            "numba cache entry %s is unreadable (%s: %s); compiling the kernel again",
+            index,
+            type(error).__name__,
+            error,
+        )
+        with contextlib.suppress(OSError):
+            index.unlink()
+
+
+def _register(dispatcher: Any) -> Any:
+    dispatcher._cache = GuardedCache(dispatcher.py_func)
+    _kernels.append(dispatcher)
+    return dispatcher
+
+
 def kernel(fn: F) -> F:
     """Compile ``fn`` in nopython mode with the project's standard flags."""
-    return cast(F, numba.njit(cache=True, nogil=True)(fn))
+    return cast(F, _register(numba.njit(cache=True, nogil=True)(fn)))
 
 
 def kernel_inline(fn: F) -> F:
     """Compile a small helper kernel that numba inlines into its callers."""
-    return cast(F, numba.njit(cache=True, nogil=True, inline="always")(fn))
+    return cast(F, _register(numba.njit(cache=True, nogil=True, inline="always")(fn)))
+
+
+def defined_kernels() -> list[Any]:
+    """Return the numba dispatchers of every kernel defined (imported) so far."""
+    return list(_kernels)
 
 
 class BundleCacheLocator(_caching.UserProvidedCacheLocator):  # type: ignore[misc]
@@ -165,6 +221,8 @@ class _CompileLog(_event.Listener):  # type: ignore[misc]
     def __init__(self) -> None:
         self.count = 0
         self._started: list[float] = []
+        #: Called after each compilation with the number of compilations so far.
+        self.listeners: list[Callable[[int], None]] = []
 
     def on_start(self, _ev: Any) -> None:
         self._started.append(time.perf_counter())
@@ -176,6 +234,8 @@ class _CompileLog(_event.Listener):  # type: ignore[misc]
         py_func = getattr(dispatcher, "py_func", None)
         name = f"{py_func.__module__}.{py_func.__qualname__}" if py_func else "?"
         log.info("compiled %s in %.2f s", name, seconds)
+        for listener in list(self.listeners):
+            listener(self.count)
 
 
 _compile_log = _CompileLog()
@@ -185,3 +245,16 @@ _event.register("numba:compile", _compile_log)
 def compiled_count() -> int:
     """Return how many kernels this process compiled (loads from the cache not counted)."""
     return _compile_log.count
+
+
+@contextlib.contextmanager
+def on_compiled(listener: Callable[[int], None]) -> Iterator[None]:
+    """Call ``listener(compiled_count())`` after each compilation while the block runs.
+
+    The listener runs on the compiling thread, inside numba's compiler lock: keep it short.
+    """
+    _compile_log.listeners.append(listener)
+    try:
+        yield
+    finally:
+        _compile_log.listeners.remove(listener)

@@ -170,3 +170,54 @@ def test_compilations_are_counted_and_logged_and_a_cached_start_has_none(tmp_pat
     compiled, log = call()
     assert compiled == 0
     assert "compiled" not in log
+
+
+def _call_in(folder: Path, cache_dir: Path | None = None) -> tuple[int, str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env = {**base, "PYTHONPATH": os.pathsep.join([str(ROOT), str(folder)])}
+    if cache_dir is not None:
+        env["NUMBA_CACHE_DIR"] = str(cache_dir)
+    out = subprocess.run([sys.executable, "-c", _CALL], env=env, cwd=folder,
+                         capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert out.returncode == 0, out.stderr  # never a crash, whatever the cache holds
+    return int(json.loads(out.stdout.splitlines()[-1])["compiled"]), out.stderr
+
+
+@pytest.mark.parametrize("damaged", ["index", "data", "both"])
+def test_a_damaged_cache_is_compiled_again_and_repaired(tmp_path: Path, damaged: str) -> None:
+    (tmp_path / "probe_kernels.py").write_text(_KERNEL_MODULE)
+    assert _call_in(tmp_path)[0] >= 1
+    cache = tmp_path / "__pycache__"
+    (index,) = cache.glob("probe_kernels.twice-*.nbi")
+    if damaged in ("index", "both"):
+        index.write_bytes(index.read_bytes()[:40] + b"\x00garbage")  # cut off mid-pickle
+    if damaged in ("data", "both"):
+        for data in cache.glob("probe_kernels.twice-*.nbc"):
+            data.write_bytes(b"not a pickle")
+
+    compiled, log = _call_in(tmp_path)
+    assert compiled >= 1
+    assert "is unreadable" in log or damaged == "data"
+    # The repaired entry is used by the next start.
+    assert _call_in(tmp_path) == (0, "")
+
+
+def test_a_cache_from_another_checkout_is_not_used_and_is_rebuilt(tmp_path: Path) -> None:
+    first, second = tmp_path / "one", tmp_path / "two"
+    first.mkdir()
+    (first / "probe_kernels.py").write_text(_KERNEL_MODULE)
+    assert _call_in(first)[0] >= 1
+    # A copied checkout keeps the cache files, but its sources have new modification times
+    # (and a changed source another size): numba's stamp no longer matches.
+    second.mkdir()
+    (second / "__pycache__").mkdir()
+    for f in (first / "__pycache__").iterdir():
+        (second / "__pycache__" / f.name).write_bytes(f.read_bytes())
+    (second / "probe_kernels.py").write_text(_KERNEL_MODULE.replace("x * 2", "x + x"))
+    assert _call_in(second)[0] >= 1
+    assert _call_in(second)[0] == 0
+    # A shared NUMBA_CACHE_DIR filled by one checkout: the other keeps its own entries.
+    shared = tmp_path / "numba-cache"
+    assert _call_in(first, shared)[0] >= 1
+    assert _call_in(second, shared)[0] >= 1
+    assert _call_in(first, shared)[0] == 0
