@@ -171,8 +171,9 @@ class BuildError(ValueError):
 
 
 def load_strategy_class(path: str, base_dir: Path | None = None) -> type[Strategy]:
-    """Return the :class:`Strategy` ``path`` names: ``file.py:Class``, ``module:Class`` or a
-    built-in name (:mod:`engine.strategy.loader`); relative files are relative to ``base_dir``.
+    """Return the :class:`Strategy` ``path`` names (``file.py:Class``, ``module:Class``, ``Name``).
+
+    Relative files are relative to ``base_dir`` (:mod:`engine.strategy.loader`).
     """
     try:
         return _load_class(path, base_dir)

@@ -52,6 +52,21 @@ def _wait_trading(proc: subprocess.Popen[bytes], timeout_s: float = 60.0) -> Non
     raise AssertionError("engine did not trade in time")
 
 
+def _kill_while_replaying(state: Path) -> bytes:
+    """Start the engine and kill it as soon as it says it replays its journal; return that line."""
+    proc = _engine(state)
+    assert proc.stdout is not None
+    seen: list[bytes] = []
+    while True:
+        line = proc.stdout.readline()
+        assert line, b"".join(seen).decode(errors="replace")
+        seen.append(line)
+        if line.startswith((b"starting: reading journal", b"starting: replaying journal")):
+            _kill(proc)
+            return line
+        assert b" fills " not in line, "the engine traded before it said it replayed its journal"
+
+
 def _kill(proc: subprocess.Popen[bytes]) -> None:
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
@@ -119,18 +134,14 @@ def test_kill_9_at_random_moments_loses_no_fill_and_applies_none_twice(tmp_path:
     warm_up()  # compile the kernels once, so that every run trades within a second
     rng = random.Random(20261203)
     state = tmp_path / "state"
-    # Once during start-up (journal replay and sessions coming up), then five times trading.
-    first = _engine(state)
-    _wait_trading(first)
-    _kill(first)
-    early = _engine(state)
-    time.sleep(rng.uniform(0.05, 0.4))  # before or while it replays today's journal
-    _kill(early)
+    # Five times while trading, then once while it replays today's journal (a few MB by then).
     for _ in range(5):
         proc = _engine(state)
         _wait_trading(proc)
         time.sleep(rng.uniform(0.0, 1.5))
         _kill(proc)
+    said = _kill_while_replaying(state)
+    assert b" bytes" in said
     # A last run lets the venue resend what the engine had not journaled, then stops cleanly.
     last = _engine(state, seconds=4)
     out, _ = last.communicate(timeout=120)
