@@ -132,6 +132,22 @@ class SetStrategyParameters(Command):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class AddStrategy(Command):
+    """Load a strategy class and add it to the running engine (admin: it runs code).
+
+    ``class_path`` is ``path/to/file.py:Class`` (a file on the engine's host), ``module:Class``
+    or a built-in name; ``parameters`` are (name, value) pairs checked against the class's
+    declared parameters (text values are converted); ``symbols`` must be traded by the engine.
+    """
+
+    class_path: str
+    strategy_id: int
+    symbols: tuple[str, ...]
+    parameters: tuple[tuple[str, object], ...] = ()
+    autostart: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ControlSession(Command):
     """Operate a FIX session: log on, log out, reset, or set its next sequence numbers.
 

@@ -32,7 +32,7 @@
 
     [[strategies]]
     id = 20170101
-    class = "engine.strategy.examples:MarketMaker"
+    class = "engine.strategy.examples:MarketMaker"   # or "strategies/tiny.py:TinyBuy"
     symbols = ["ESZ6"]
     autostart = true
     [strategies.parameters]
@@ -102,7 +102,8 @@ ParamValue = bool | int | float | str
 
 _RISK_KEYS: tuple[str, ...] = tuple(f.name for f in fields(RiskLimits))
 _SYMBOL = re.compile(r"^[A-Za-z0-9._/:-]{1,32}$")
-_CLASS_PATH = re.compile(r"^([A-Za-z_][\w.]*:)?[A-Za-z_]\w*$")
+#: ``package.module:Class``, ``path/to/file.py:Class`` (relative to the file) or ``Class``.
+_CLASS_PATH = re.compile(r"^([A-Za-z_][\w.]*:|[^:\n]*\.py:)?[A-Za-z_]\w*$")
 
 
 # ----------------------------------------------------------------------------- problems
@@ -184,7 +185,9 @@ class InstrumentConfig:
 class StrategyConfig:
     """A strategy to run: its class, integer id, instruments, parameters and own limits.
 
-    ``class_path`` is ``"package.module:ClassName"`` (``class`` in the file), or a bare name of
+    ``class_path`` is ``"path/to/file.py:ClassName"`` (relative to the configuration file's
+    folder, which the file's own folder joins on ``sys.path``), ``"package.module:ClassName"``
+    (``class`` in the file), or a bare name of
     a built-in strategy (``"MarketMaker"``, from ``engine.strategy.examples``); ``parameters``
     are (name, value) pairs in file order, checked against the class's declared parameters
     when the engine builds the strategy.
@@ -479,7 +482,10 @@ def _symbol(v: Any) -> str:
 def _class_path(v: Any) -> str:
     s = _str(v)
     if not _CLASS_PATH.match(s):
-        raise ValueError('must look like "package.module:ClassName" (or a built-in "ClassName")')
+        raise ValueError(
+            'must look like "path/to/file.py:ClassName", "package.module:ClassName" '
+            '(or a built-in "ClassName")'
+        )
     return s
 
 

@@ -16,6 +16,7 @@ from decimal import Decimal
 from engine.bus import MessageBus
 from engine.clock import Clock
 from engine.commands import (
+    AddStrategy,
     CancelAll,
     CancelOrder,
     Command,
@@ -55,6 +56,7 @@ from engine.oms.router import OrderRouter
 from engine.oms.venue import Venue
 from engine.portfolio.positions import Position, PositionBook
 from engine.strategy.base import BookView, Strategy
+from engine.strategy.loader import build_strategy
 from engine.strategy.params import ParameterError
 from engine.strategy.runner import LiveContext, StrategyRunner
 
@@ -572,6 +574,8 @@ class TradingDesk:
                         return err(f"unknown strategy action {action!r}; use start, pause, stop")
                     actions[action](sid)
                     return ok(f"strategy {sid}: {action}")
+                case AddStrategy():
+                    return ok(self._add_strategy_command(command))
                 case SetStrategyParameters(strategy_id=sid, values=values):
                     changed = self.runner.set_parameters(sid, dict(values))
                     return ok(", ".join(f"{k}={v}" for k, v in changed.items()) or "no change")
@@ -580,6 +584,27 @@ class TradingDesk:
         except (KeyError, ValueError, ParameterError) as e:
             return err(str(e.args[0]) if e.args else str(e))
         return None
+
+    def _add_strategy_command(self, command: AddStrategy) -> str:
+        """Load ``command``'s class, add the strategy, start it if asked; return the detail."""
+        unknown = [s for s in command.symbols if s not in self.router.managers]
+        if not command.symbols or unknown:
+            raise ValueError(
+                f"symbols {', '.join(unknown) or '(none)'}: not traded here; instruments: "
+                f"{', '.join(self.router.managers)}"
+            )
+        if command.strategy_id in self._slot:
+            raise ValueError(f"strategy id {command.strategy_id} is already in use")
+        strategy = build_strategy(command.class_path, command.strategy_id, command.symbols,
+                                  command.parameters)  # fmt: skip
+        self.add_strategy(strategy)
+        log.info("strategy %s (%d) added from %s", strategy.name, strategy.strategy_id,
+                 command.class_path)  # fmt: skip
+        if command.autostart and self.positions is not None:
+            self.runner.start(strategy.strategy_id)
+        elif command.autostart:
+            self._autostart.append(strategy.strategy_id)
+        return f"strategy {strategy.name} ({strategy.strategy_id}) added"
 
     def _set_risk_limits(self, command: SetRiskLimits) -> str:
         sid, sym = command.strategy_id, command.symbol

@@ -6,6 +6,11 @@ Examples::
     qwconsole backtest events.npy --out day.qwj --param half_spread_ticks=2
     qwconsole backtest ticks.h5 --symbol BTCUSDT --day 20240808 --level l2 --out bt.qwj
     qwconsole backtest a.npy b.npy --sweep half_spread_ticks=1,2,3 --out-dir sweep/
+    qwconsole backtest events.npy --strategy my_strats.py:TinyBuy --param qty_lots=2
+
+``--strategy`` takes ``mm`` (the compiled market maker: fast path unless ``--generic``),
+``market-maker``, ``taker``, or any Strategy class by reference, ``FILE.py:Class`` or
+``module:Class``, which runs on the generic path (the same OMS API as live).
 
 A single run prints a progress line (events, rate, percentage) and stops cleanly on Ctrl+C:
 the journal then holds everything replayed so far and says it was canceled. Errors are one
@@ -21,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
+from engine.backtest.fast import CompiledMarketMaker
 from engine.backtest.runner import (
     STRATEGIES,
     BacktestInputError,
@@ -29,9 +35,11 @@ from engine.backtest.runner import (
     queue_model,
     run_job,
     run_sweep,
+    strategy_class,
     sweep_jobs,
 )
 from engine.cli_parser import OneLineErrorParser
+from engine.strategy.loader import StrategyLoadError, resolve_reference
 from engine.strategy.params import ParameterError
 
 PROG = "qwconsole backtest"
@@ -82,7 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--symbol", default="SIM", help="instrument (tick store: which to read)")
     p.add_argument("--day", action="append", default=[], help="tick store day YYYYMMDD")
     p.add_argument("--tick-size", default="0.01")
-    p.add_argument("--strategy", choices=tuple(STRATEGIES), default="mm")
+    p.add_argument(
+        "--strategy",
+        default="mm",
+        metavar="NAME|FILE.py:CLASS|MODULE:CLASS",
+        help=f"{', '.join(STRATEGIES)}, or your own Strategy class by reference",
+    )
     p.add_argument("--strategy-id", type=int, default=1)
     p.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--queue", default="power3", help="conservative, log or power<n>")
@@ -93,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--recorded-latency", action="store_true", help="latencies from ts_recv - ts (store)"
     )
     p.add_argument("--generic", action="store_true", help="run the Python strategy through the OMS")
+    p.add_argument("--fast", action="store_true", help="insist on the compiled fast path (mm only)")
     p.add_argument("--book-interval-ns", type=_ns, default=0)
     p.add_argument("--out", default="backtest.qwj", help="journal of a single run")
     p.add_argument("--sweep", type=_sweep, action="append", default=[], metavar="NAME=V1,V2,...")
@@ -147,6 +161,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(e))
     if not 1 <= a.strategy_id <= MAX_STRATEGY_ID:
         parser.error(f"--strategy-id {a.strategy_id}: must be 1..{MAX_STRATEGY_ID} (int64)")
+    if a.fast and a.generic:
+        parser.error("--fast and --generic exclude each other")
+    strategy = a.strategy
+    try:
+        cls = strategy_class(strategy)
+        if strategy not in STRATEGIES:
+            strategy = resolve_reference(strategy)  # sweep workers may run elsewhere
+    except StrategyLoadError as e:
+        parser.error(str(e))
+    if a.fast and not issubclass(cls, CompiledMarketMaker):
+        compiled = ", ".join(k for k, v in STRATEGIES.items() if issubclass(v, CompiledMarketMaker))
+        parser.error(
+            f"--fast: {cls.__name__} is a Python strategy; the fast path runs compiled "
+            f"strategies only ({compiled}); drop --fast to run it on the generic path"
+        )
     store = Path(a.inputs[0]).suffix in (".h5", ".hdf5")
     base = BacktestJob(
         events=a.inputs[0],
@@ -155,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         symbol=a.symbol,
         day=a.day[0] if a.day else "",
         tick_size=a.tick_size,
-        strategy=a.strategy,
+        strategy=strategy,
         strategy_id=a.strategy_id,
         params=tuple(a.param),
         queue=a.queue,

@@ -30,9 +30,11 @@ from engine.instruments import Instrument
 from engine.matching.models import ConservativeQueue, LogProbQueue, PowerProbQueue, QueueModel
 from engine.strategy.base import Strategy
 from engine.strategy.examples import MarketMaker, Taker
+from engine.strategy.loader import build_strategy, load_strategy_class
 from engine.types import L2_EVENT_DTYPE, L3_EVENT_DTYPE
 
-#: Strategies a job can name (the CLI's ``--strategy``).
+#: Strategies a job can name by a short name (the CLI's ``--strategy``); any other name is a
+#: reference, ``file.py:Class`` or ``module:Class`` (:mod:`engine.strategy.loader`).
 STRATEGIES: dict[str, type[Strategy]] = {
     "mm": CompiledMarketMaker,
     "market-maker": MarketMaker,
@@ -210,10 +212,7 @@ def run_job(
     instrument = Instrument(symbol=job.symbol, tick_size=Decimal(job.tick_size))
     latency = _latency(job, ev, recv)
     queue = queue_model(job.queue)
-    cls = STRATEGIES.get(job.strategy)
-    if cls is None:
-        raise ValueError(f"strategy {job.strategy!r}: choose from {', '.join(STRATEGIES)}")
-    strategy = cls(job.strategy_id, [job.symbol], **dict(job.params))
+    strategy = make_strategy(job)
     t0 = int(ev["ts"][0]) if ev.shape[0] else 0
     open_ts = session_open(job)
     if not job.generic and isinstance(strategy, CompiledMarketMaker):
@@ -255,6 +254,19 @@ def run_job(
         journal_sha256=hashlib.sha256(Path(job.journal).read_bytes()).hexdigest(),
         canceled=canceled,
     )
+
+
+def strategy_class(name: str) -> type[Strategy]:
+    """Return the class ``--strategy`` names: a short name or a ``file.py:Class`` reference."""
+    cls = STRATEGIES.get(name)
+    return cls if cls is not None else load_strategy_class(name)
+
+
+def make_strategy(job: BacktestJob) -> Strategy:
+    """Return the job's strategy (its class loaded by reference if need be)."""
+    if job.strategy in STRATEGIES:
+        return STRATEGIES[job.strategy](job.strategy_id, [job.symbol], **dict(job.params))
+    return build_strategy(job.strategy, job.strategy_id, [job.symbol], job.params)
 
 
 def _done_text(done: int, total: int, canceled: bool) -> str:

@@ -2,7 +2,8 @@
 """Strategies: state, P&L, counts, parameters and controls of each strategy.
 
 Parameters are editable while a strategy runs; start, pause, stop, cancel-all and flatten act
-on the selected strategy.
+on the selected strategy. "Load strategy…" adds a strategy class from a Python file to the
+engine (``AddStrategy``); its declared parameters then show here like any other's.
 
 Parameter edits are sent as ``SetStrategyParameters``; the engine checks them against their
 declared bounds and answers ``CommandError(reason)``, shown under the parameters. The table
@@ -60,6 +61,7 @@ from widgets.empty_state import EmptyState
 from widgets.fmt import fmt_ts_utc
 from widgets.monitor.context import MonitorContext
 from widgets.monitor.formats import STRATEGY_STATE_TEXT, STRATEGY_STATE_TONE, fmt_money, money_tone
+from widgets.monitor.load_strategy import LoadStrategyDialog
 from widgets.monitor.orders import OrderCounts
 from widgets.tables import Column, DataTableView, KeyedTableModel
 from widgets.tables.model import KeyRole
@@ -267,6 +269,13 @@ class StrategiesView(QWidget):
             controls.addWidget(b)
             self.buttons[key] = b
         controls.addStretch(1)
+        load = QPushButton("Load strategy…")
+        load.setObjectName("strategy_load")
+        load.setToolTip("Load a strategy class from a Python file into the engine")
+        load.clicked.connect(self.open_load_dialog)
+        controls.addWidget(load)
+        self.buttons["load"] = load
+        self.load_dialog: LoadStrategyDialog | None = None
 
         self.params_model = ParametersModel(self)
         self.params_model.edit_requested.connect(self._on_edit_requested)
@@ -428,6 +437,20 @@ class StrategiesView(QWidget):
             command, f"{action.replace('_', ' ').capitalize()} {self.ctx.strategy_name(sid)}…"
         )
         return command
+
+    def open_load_dialog(self) -> LoadStrategyDialog:
+        """Show the "Load strategy…" dialog; accepting it sends ``AddStrategy``."""
+        ids = [s.strategy_id for s in self.model.records()]
+        dialog = LoadStrategyDialog(self.ctx.formats.symbols(), max(ids, default=0) + 1,
+                                    parent=self)  # fmt: skip
+        dialog.accepted.connect(lambda: self._load_accepted(dialog))
+        self.load_dialog = dialog
+        dialog.open()
+        return dialog
+
+    def _load_accepted(self, dialog: LoadStrategyDialog) -> None:
+        if dialog.command is not None:
+            self._send(dialog.command, f"Loading {dialog.command.class_path}…")
 
     def set_parameter(self, name: str, value: object) -> SetStrategyParameters | None:
         """Send a new value of one parameter of the selected strategy."""
