@@ -109,7 +109,13 @@ SS_WAIT_ASK = 18
 SS_ARR_BID = 19  # venue time the bid side's last request arrives (_NEVER: answered)
 SS_ARR_ASK = 20
 SS_LAST_ANS = 21  # local time the latest answer reaches the strategy (answers keep order)
-SS_N = 24
+SS_PHEAD = 22  # queue of strategy calls waiting for their local time (feed latency > 0)
+SS_PTAIL = 23
+SS_NOW = 24  # local time of the latest step carried out (the generic path's clock)
+SS_N = 28
+
+#: Columns of a waiting strategy call: local time, touch, and the latencies of its event.
+PD_TL, PD_BB, PD_BA, PD_OLAT, PD_RLAT = range(5)
 
 # ------------------------------------------------------------------ parameter columns
 P_QTY = 0  # quote size, lots
@@ -180,8 +186,9 @@ def mm_decide(  # noqa: C901 (both sides' rules in one place, as in MarketMaker)
     (floored / ceiled), moved when its target moved by ``requote`` ticks, the adding side
     pulled at ``maxpos``. A move is a replace, as the generic path's order manager sends it:
     a cancel of the row and a new row (a new queue position) linked to it by ``rep``, which
-    the venue refuses if the old row is done when it arrives (:func:`_replacements`). A side
-    waits for the venue's answer to its last request before it acts again, unless the order
+    the venue refuses if the old row is done when it arrives (:func:`_replacement`). A side
+    waits for the venue's answer to its last cancel or replace before it acts again (not for
+    a new order's: the order manager lets a pending new order be replaced), unless the order
     is done first (its last fill seen). Quotes are only placed at prices in ``[lo, hi)`` (the
     book's window). Mutates ``own``, ``t0``, ``tc``, ``rs``, ``ss``, ``ring`` and ``rep``.
     """
@@ -238,10 +245,11 @@ def mm_decide(  # noqa: C901 (both sides' rules in one place, as in MarketMaker)
             new = _send(own, t0, ss, side, int(px), int(qty), tl, arrive)
             rep[new] = j  # -1: a new order; else it replaces row j
             ss[col] = new
-            ss[busy] = _NEVER
-            ss[SS_ARR_BID + s] = arrive
             ss[SS_LAST_ARRIVE] = arrive
-            ss[SS_WAIT_BID + s] = new
+            if j >= 0:  # a replace waits for its answer; a new order does not (as in the OMS)
+                ss[busy] = _NEVER
+                ss[SS_ARR_BID + s] = arrive
+                ss[SS_WAIT_BID + s] = new
     wake = _NEVER
     for busy in (ss[SS_BUSY_BID], ss[SS_BUSY_ASK]):
         if tl < busy < wake:
@@ -294,9 +302,9 @@ def _answers(ss: I64, ts: int, resp: int) -> None:
                 ss[SS_WAKE] = seen
 
 
-@kernel
-def _replacements(own: Rec, rep: I64, rs: I64, ss: I64, ring: I64, ts: int, resp: int) -> None:
-    """Refuse replacements reaching the venue by ``ts`` whose old row is done.
+@kernel_inline
+def _replacement(own: Rec, rep: I64, ss: I64, ring: I64, j: int, resp: int) -> None:
+    """Refuse row ``j`` on arrival if it replaces a row that is done by then.
 
     The generic path's venue refuses a cancel/replace of an order that filled before the
     request arrived (a cancel reject, "too late to replace"), and a replace of a partly
@@ -304,47 +312,174 @@ def _replacements(own: Rec, rep: I64, rs: I64, ss: I64, ring: I64, ts: int, resp
     strategy learns it ``resp`` later (a ring entry with no lots and no leaves); a partly
     filled old row passes its leaves on.
     """
-    j = rs[RS_NEXT]
-    nown = ss[SS_NOWN]
-    while j < nown and own[j]["ts"] <= ts:
-        p = rep[j]
-        if p >= 0:
-            r = own[j]
-            old = own[p]
-            if old["status"] != OWN_ACTIVE or old["leaves"] <= 0:
-                r["cancel_ts"] = r["ts"]
-                t = ss[SS_TAIL]
-                e = ring[t & (RING - 1)]
-                e[0] = max(r["ts"] + resp, ss[SS_LAST_ANS])
-                ss[SS_LAST_ANS] = e[0]
-                e[1] = 0
-                e[2] = j
-                e[3] = 0
-                ss[SS_TAIL] = t + 1
-                if e[0] < ss[SS_WAKE]:
-                    ss[SS_WAKE] = e[0]
-            elif old["leaves"] < old["qty"]:
-                r["qty"] = old["leaves"]
-                r["leaves"] = old["leaves"]
-        j += 1
+    p = rep[j]
+    if p < 0:
+        return
+    r = own[j]
+    old = own[p]
+    if old["status"] != OWN_ACTIVE or old["leaves"] <= 0:
+        r["cancel_ts"] = r["ts"]
+        t = ss[SS_TAIL]
+        e = ring[t & (RING - 1)]
+        e[0] = max(r["ts"] + resp, ss[SS_LAST_ANS])
+        ss[SS_LAST_ANS] = e[0]
+        e[1] = 0
+        e[2] = j
+        e[3] = 0
+        ss[SS_TAIL] = t + 1
+        if e[0] < ss[SS_WAKE]:
+            ss[SS_WAKE] = e[0]
+    elif old["leaves"] < old["qty"]:
+        r["qty"] = old["leaves"]
+        r["leaves"] = old["leaves"]
+
+
+@kernel
+def _arrive_l2(
+    q: I64, st: I64, own: Rec, nown: int, act: I64, rs: I64, ox: I64, rep: I64, ss: I64,
+    ring: I64, until: int, scratch: Rec, nf: int, resp: int,
+) -> int:  # fmt: skip
+    """Bring own rows reaching the venue by ``until`` in, one at a time; return fill rows.
+
+    One at a time, so that a replacement sees the row it replaces already in the book.
+    """
+    while rs[RS_NEXT] < nown and own[rs[RS_NEXT]]["ts"] <= until:
+        j = rs[RS_NEXT]
+        _replacement(own, rep, ss, ring, j, resp)
+        nf = _l2_arrive(q, st, own[: j + 1], act, rs, ox, until, scratch, nf)
+    return nf
+
+
+@kernel
+def _arrive_l3(
+    lv: I64, st: I64, own: Rec, nown: int, act: I64, rs: I64, ox: I64, rep: I64, ss: I64,
+    ring: I64, until: int, scratch: Rec, nf: int, resp: int,
+) -> int:  # fmt: skip
+    """:func:`_arrive_l2` for the L3 book."""
+    while rs[RS_NEXT] < nown and own[rs[RS_NEXT]]["ts"] <= until:
+        j = rs[RS_NEXT]
+        _replacement(own, rep, ss, ring, j, resp)
+        nf = _l3_arrive(lv, st, own[: j + 1], act, rs, ox, until, scratch, nf)
+    return nf
 
 
 @kernel_inline
-def _room(own: Rec, rs: I64, ss: I64, log: Rec) -> bool:
+def _room(own: Rec, rs: I64, ss: I64, log: Rec, pend: I64) -> bool:
     # Fills per event are bounded by the live own orders; each decision adds at most 2 rows.
     live = rs[RS_NACT] + ss[SS_NOWN] - rs[RS_NEXT] + 4
     return bool(
         ss[SS_NOWN] + 4 <= own.shape[0]
         and ss[SS_NLOG] + live <= log.shape[0]
         and ss[SS_TAIL] - ss[SS_HEAD] + live <= RING
+        and ss[SS_PTAIL] - ss[SS_PHEAD] + 1 < pend.shape[0]
     )
+
+
+@kernel_inline
+def _push_call(pend: I64, ss: I64, tl: int, bb: int, ba: int, olat: int, resp: int) -> None:
+    """Queue a strategy call for local time ``tl`` (its event's touch and latencies)."""
+    t = ss[SS_PTAIL]
+    p = pend[t & (pend.shape[0] - 1)]
+    p[PD_TL] = tl
+    p[PD_BB] = bb
+    p[PD_BA] = ba
+    p[PD_OLAT] = olat
+    p[PD_RLAT] = resp
+    ss[SS_PTAIL] = t + 1
+
+
+@kernel_inline
+def _call_due(pend: I64, ss: I64, until: int) -> bool:
+    """Whether the first waiting strategy call comes before venue time ``until``."""
+    h = ss[SS_PHEAD]
+    return bool(h < ss[SS_PTAIL] and pend[h & (pend.shape[0] - 1), PD_TL] < until)
+
+
+@kernel_inline
+def _decide_at(
+    own: Rec, t0: I64, tc: I64, rs: I64, ss: I64, pp: F64, ring: I64, rep: I64, p: I64,
+    now: int, lo: int, hi: int,
+) -> None:  # fmt: skip
+    """Run a waiting strategy call ``p`` at local time ``now`` (gates as on the direct path)."""
+    if now < ss[SS_NEXT_CALL]:
+        return
+    if pp[P_INTERVAL] > 0:
+        ss[SS_NEXT_CALL] = now + np.int64(pp[P_INTERVAL])
+    bb = p[PD_BB]
+    ba = p[PD_BA]
+    if bb == ss[SS_LAST_BB] and ba == ss[SS_LAST_BA] and now < ss[SS_WAKE]:
+        return
+    mm_decide(own, t0, tc, rs, ss, pp, ring, now, bb, ba, lo, hi, p[PD_OLAT], p[PD_RLAT], rep)
+
+
+@kernel
+def _drain_l2(
+    q: I64, st: I64, own: Rec, t0: I64, tc: I64, act: I64, rs: I64, ox: I64, scratch: Rec,
+    log: Rec, ss: I64, pp: F64, ring: I64, rep: I64, pend: I64, until: int, resp: int,
+) -> bool:  # fmt: skip
+    """Run the strategy calls due before venue time ``until``; False when out of room.
+
+    With feed latency the strategy sees an update at ``ts + feed``; the generic path carries
+    out everything due by then first (arrivals, answers, cancels; the venue's book is at the
+    state of its last event), and so does this, for the L2 book.
+    """
+    n = q.shape[2]
+    while _call_due(pend, ss, until):
+        if not _room(own, rs, ss, log, pend):
+            return False
+        p = pend[ss[SS_PHEAD] & (pend.shape[0] - 1)]
+        ss[SS_PHEAD] += 1
+        now = max(p[PD_TL], ss[SS_NOW])
+        ss[SS_NOW] = now
+        if ss[SS_ARR_BID] <= now or ss[SS_ARR_ASK] <= now:
+            _answers(ss, now, resp)
+        nown = ss[SS_NOWN]
+        if rs[RS_NEXT] < nown and own[rs[RS_NEXT]]["ts"] <= now:
+            nf = _arrive_l2(q, st, own, nown, act, rs, ox, rep, ss, ring, now, scratch, 0, resp)
+            if nf > 0:
+                _book_fills(own, scratch, nf, log, ss, ring, resp)
+        if now >= rs[RS_CANCEL_TS]:
+            _cancel_due(own, act, rs, ox, now)
+        base = st[0, L2S_BASE]
+        _decide_at(own, t0, tc, rs, ss, pp, ring, rep, p, now, base, base + n)
+    return True
+
+
+@kernel
+def _drain_l3(
+    lv: I64, st: I64, own: Rec, t0: I64, tc: I64, act: I64, rs: I64, ox: I64, scratch: Rec,
+    log: Rec, ss: I64, pp: F64, ring: I64, rep: I64, pend: I64, until: int, resp: int,
+) -> bool:  # fmt: skip
+    """:func:`_drain_l2` for the L3 book."""
+    base = st[L3S_BASE]
+    n = lv.shape[1]
+    while _call_due(pend, ss, until):
+        if not _room(own, rs, ss, log, pend):
+            return False
+        p = pend[ss[SS_PHEAD] & (pend.shape[0] - 1)]
+        ss[SS_PHEAD] += 1
+        now = max(p[PD_TL], ss[SS_NOW])
+        ss[SS_NOW] = now
+        if ss[SS_ARR_BID] <= now or ss[SS_ARR_ASK] <= now:
+            _answers(ss, now, resp)
+        nown = ss[SS_NOWN]
+        if rs[RS_NEXT] < nown and own[rs[RS_NEXT]]["ts"] <= now:
+            nf = _arrive_l3(
+                lv, st, own, nown, act, rs, ox, rep, ss, ring, now, scratch, 0, resp
+            )  # fmt: skip
+            if nf > 0:
+                _book_fills(own, scratch, nf, log, ss, ring, resp)
+        if now >= rs[RS_CANCEL_TS]:
+            _cancel_due(own, act, rs, ox, now)
+        _decide_at(own, t0, tc, rs, ss, pp, ring, rep, p, now, base, base + n)
+    return True
 
 
 @kernel
 def bt_l2_mm(  # noqa: C901 (one flat hot loop on purpose, see the module docstring)
     q: I64, st: I64, ev: Rec, start: int, own: Rec, t0: I64, tc: I64, act: I64, rs: I64,
     ox: I64, scratch: Rec, log: Rec, ss: I64, pp: F64, ring: I64, feed: I64, olat: I64,
-    rlat: I64, model: int, param: float, gend: U8, rep: I64,
+    rlat: I64, model: int, param: float, gend: U8, rep: I64, pend: I64, final: bool,
 ) -> int:  # fmt: skip
     """Replay L2 events of book 0 from row ``start`` with the compiled market maker.
 
@@ -362,19 +497,32 @@ def bt_l2_mm(  # noqa: C901 (one flat hot loop on purpose, see the module docstr
     check = True  # own rows or fills changed: is there room for the next event?
     fvar = feed.shape[0] > 1
     f0 = feed[0]
+    defer = fvar or f0 != 0  # calls wait for their local time (see _drain_l2)
     while k < ev.shape[0]:
         if check:
-            if not _room(own, rs, ss, log):
+            if not _room(own, rs, ss, log, pend):
                 break
             check = False
         e = ev[k]
         ts = e["ts"]
+        if defer and _call_due(pend, ss, ts):
+            if not _drain_l2(
+                q, st, own, t0, tc, act, rs, ox, scratch, log, ss, pp, ring, rep, pend, ts,
+                _pick(rlat, max(k - 1, 0)),
+            ):  # fmt: skip
+                break
+            check = True
+            continue
+        if ss[SS_NOW] < ts:
+            ss[SS_NOW] = ts
         if ss[SS_ARR_BID] <= ts or ss[SS_ARR_ASK] <= ts:
             _answers(ss, ts, _pick(rlat, max(k - 1, 0)))
         nown = ss[SS_NOWN]
         if rs[RS_NEXT] < nown and own[rs[RS_NEXT]]["ts"] <= ts:
-            _replacements(own, rep, rs, ss, ring, ts, _pick(rlat, max(k - 1, 0)))
-            nf = _l2_arrive(q, st, own[:nown], act, rs, ox, ts, scratch, nf)
+            nf = _arrive_l2(
+                q, st, own, nown, act, rs, ox, rep, ss, ring, ts, scratch, nf,
+                _pick(rlat, max(k - 1, 0)),
+            )  # fmt: skip
             if nf > 0:  # taken on arrival: answered at the latency before this event
                 _book_fills(own, scratch, nf, log, ss, ring, _pick(rlat, max(k - 1, 0)))
                 nf = 0
@@ -441,13 +589,17 @@ def bt_l2_mm(  # noqa: C901 (one flat hot loop on purpose, see the module docstr
             continue
         ss[SS_CALLS] += 1
         tl = ts + (feed[k - 1] if fvar else f0)
+        base = st[b, L2S_BASE]
+        bb = base + ib
+        ba = base + ia
+        if defer:
+            _push_call(pend, ss, tl, bb, ba, _pick(olat, k - 1), _pick(rlat, k - 1))
+            check = True
+            continue
         if tl < ss[SS_NEXT_CALL]:
             continue
         if pp[P_INTERVAL] > 0:
             ss[SS_NEXT_CALL] = tl + np.int64(pp[P_INTERVAL])
-        base = st[b, L2S_BASE]
-        bb = base + ib
-        ba = base + ia
         if bb == ss[SS_LAST_BB] and ba == ss[SS_LAST_BA] and tl < ss[SS_WAKE]:
             continue
         mm_decide(
@@ -455,6 +607,18 @@ def bt_l2_mm(  # noqa: C901 (one flat hot loop on purpose, see the module docstr
             _pick(olat, k - 1), _pick(rlat, k - 1), rep,
         )  # fmt: skip
         check = True
+    if final and k >= ev.shape[0]:  # the end: calls still waiting, then the last arrivals
+        resp = _pick(rlat, max(k - 1, 0))
+        done = _drain_l2(
+            q, st, own, t0, tc, act, rs, ox, scratch, log, ss, pp, ring, rep, pend, _NEVER, resp
+        )  # fmt: skip
+        nown = ss[SS_NOWN]
+        if done and rs[RS_NEXT] < nown and _room(own, rs, ss, log, pend):
+            nf = _arrive_l2(
+                q, st, own, nown, act, rs, ox, rep, ss, ring, _NEVER, scratch, 0, resp
+            )  # fmt: skip
+            if nf > 0:
+                _book_fills(own, scratch, nf, log, ss, ring, resp)
     return k
 
 
@@ -462,7 +626,7 @@ def bt_l2_mm(  # noqa: C901 (one flat hot loop on purpose, see the module docstr
 def bt_l3_mm(  # noqa: C901 (one flat hot loop on purpose, see engine.book._kernels.l3_apply)
     o: I64, lv: I64, st: I64, keys: I64, vals: I64, free: I64, ev: Rec, start: int, own: Rec,
     t0: I64, tc: I64, act: I64, rs: I64, ox: I64, scratch: Rec, log: Rec, ss: I64, pp: F64,
-    ring: I64, feed: I64, olat: I64, rlat: I64, gend: U8, rep: I64,
+    ring: I64, feed: I64, olat: I64, rlat: I64, gend: U8, rep: I64, pend: I64, final: bool,
 ) -> int:  # fmt: skip
     """Replay L3 events from row ``start`` with exact queue positions and the market maker.
 
@@ -478,22 +642,35 @@ def bt_l3_mm(  # noqa: C901 (one flat hot loop on purpose, see engine.book._kern
     check = True  # own rows or fills changed: is there room for the next event?
     fvar = feed.shape[0] > 1
     f0 = feed[0]
+    defer = fvar or f0 != 0  # calls wait for their local time (see _drain_l2)
     while k < ev.shape[0]:
         if check:
-            if not _room(own, rs, ss, log):
+            if not _room(own, rs, ss, log, pend):
                 break
             check = False
         e = ev[k]
         ts = e["ts"]
+        if defer and _call_due(pend, ss, ts):
+            if not _drain_l3(
+                lv, st, own, t0, tc, act, rs, ox, scratch, log, ss, pp, ring, rep, pend, ts,
+                _pick(rlat, max(k - 1, 0)),
+            ):  # fmt: skip
+                break
+            check = True
+            continue
         action = int(e["action"])
         if action == L3_ADD and st[L3S_FREE] == 0:
             break  # full: the wrapper grows the arrays and resumes here
+        if ss[SS_NOW] < ts:
+            ss[SS_NOW] = ts
         if ss[SS_ARR_BID] <= ts or ss[SS_ARR_ASK] <= ts:
             _answers(ss, ts, _pick(rlat, max(k - 1, 0)))
         nown = ss[SS_NOWN]
         if rs[RS_NEXT] < nown and own[rs[RS_NEXT]]["ts"] <= ts:
-            _replacements(own, rep, rs, ss, ring, ts, _pick(rlat, max(k - 1, 0)))
-            nf = _l3_arrive(lv, st, own[:nown], act, rs, ox, ts, scratch, nf)
+            nf = _arrive_l3(
+                lv, st, own, nown, act, rs, ox, rep, ss, ring, ts, scratch, nf,
+                _pick(rlat, max(k - 1, 0)),
+            )  # fmt: skip
             if nf > 0:  # taken on arrival: answered at the latency before this event
                 _book_fills(own, scratch, nf, log, ss, ring, _pick(rlat, max(k - 1, 0)))
                 nf = 0
@@ -618,12 +795,16 @@ def bt_l3_mm(  # noqa: C901 (one flat hot loop on purpose, see engine.book._kern
             continue
         ss[SS_CALLS] += 1
         tl = ts + (feed[k - 1] if fvar else f0)
+        bb = base + ib
+        ba = base + ia
+        if defer:
+            _push_call(pend, ss, tl, bb, ba, _pick(olat, k - 1), _pick(rlat, k - 1))
+            check = True
+            continue
         if tl < ss[SS_NEXT_CALL]:
             continue
         if pp[P_INTERVAL] > 0:
             ss[SS_NEXT_CALL] = tl + np.int64(pp[P_INTERVAL])
-        bb = base + ib
-        ba = base + ia
         if bb == ss[SS_LAST_BB] and ba == ss[SS_LAST_BA] and tl < ss[SS_WAKE]:
             continue
         mm_decide(
@@ -631,6 +812,18 @@ def bt_l3_mm(  # noqa: C901 (one flat hot loop on purpose, see engine.book._kern
             _pick(olat, k - 1), _pick(rlat, k - 1), rep,
         )  # fmt: skip
         check = True
+    if final and k >= ev.shape[0]:  # the end: calls still waiting, then the last arrivals
+        resp = _pick(rlat, max(k - 1, 0))
+        done = _drain_l3(
+            lv, st, own, t0, tc, act, rs, ox, scratch, log, ss, pp, ring, rep, pend, _NEVER, resp
+        )  # fmt: skip
+        nown = ss[SS_NOWN]
+        if done and rs[RS_NEXT] < nown and _room(own, rs, ss, log, pend):
+            nf = _arrive_l3(
+                lv, st, own, nown, act, rs, ox, rep, ss, ring, _NEVER, scratch, 0, resp
+            )  # fmt: skip
+            if nf > 0:
+                _book_fills(own, scratch, nf, log, ss, ring, resp)
     return k
 
 

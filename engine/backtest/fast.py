@@ -321,6 +321,7 @@ class FastBacktest:
         ss[bk.SS_WAIT_BID] = ss[bk.SS_WAIT_ASK] = -1
         ss[bk.SS_ARR_BID] = ss[bk.SS_ARR_ASK] = _NEVER
         rep = np.full(cap, -1, np.int64)
+        pend = np.zeros((1 << 12, 5), np.int64)  # strategy calls waiting for their local time
         ss[bk.SS_LAST_BB] = ss[bk.SS_LAST_BA] = -1
         ring = np.zeros((bk.RING, 4), np.int64)
         fills: list[npt.NDArray[np.void]] = []
@@ -338,19 +339,21 @@ class FastBacktest:
                 L3Book.over(books).apply(ev[:k])
         stopped = False
         seen_fills = 0
-        while k < n:
+        while k < n or _waiting(ss):
             stop = min(n, k + self.chunk_events)
+            final = stop == n
             pp = strat.kernel_params()
             ev_c = ev[:stop]
             f_c = feed if feed.shape[0] == 1 else feed[:stop]
             o_c = olat if olat.shape[0] == 1 else olat[:stop]
             r_c = rlat if rlat.shape[0] == 1 else rlat[:stop]
-            while k < stop:
+            while k < stop or (final and _waiting(ss)):
                 if isinstance(books, L2Books):
                     k = int(
                         bk.bt_l2_mm(
                             books._q, books._st, ev_c, k, own, t0, tc, act, rs, ox, scratch,
-                            log, ss, pp, ring, f_c, o_c, r_c, code, param, gend, rep,
+                            log, ss, pp, ring, f_c, o_c, r_c, code, param, gend, rep, pend,
+                            final,
                         )
                     )  # fmt: skip
                 else:
@@ -358,10 +361,10 @@ class FastBacktest:
                         bk.bt_l3_mm(
                             books.o, books.lv, books.st, books.keys, books.vals, books.free,
                             ev_c, k, own, t0, tc, act, rs, ox, scratch, log, ss, pp, ring,
-                            f_c, o_c, r_c, gend, rep,
+                            f_c, o_c, r_c, gend, rep, pend, final,
                         )
                     )  # fmt: skip
-                if k >= stop:
+                if k >= stop and not (final and _waiting(ss)):
                     break
                 # out of room somewhere: drain the log, grow what is full, resume
                 nlog = int(ss[bk.SS_NLOG])
@@ -373,6 +376,8 @@ class FastBacktest:
                     rep = np.concatenate([rep, np.full(own.shape[0] - rep.shape[0], -1)])
                 if isinstance(books, L3Arrays) and books.st[L3S_FREE] == 0:
                     books.grow()
+                if int(ss[bk.SS_PTAIL] - ss[bk.SS_PHEAD]) + 2 >= pend.shape[0]:
+                    pend = _grow_pend(pend, ss)
             # the Python side of the strategy, at chunk boundaries
             nlog = int(ss[bk.SS_NLOG])
             if nlog:
@@ -434,6 +439,21 @@ class FastBacktest:
                     strat.on_fill(_fill_event(f, own[j], strat.strategy_id, self.instrument, i))
                 i += 1
         return i
+
+
+def _waiting(ss: npt.NDArray[np.int64]) -> bool:
+    """Whether strategy calls still wait for their local time (feed latency)."""
+    return bool(ss[bk.SS_PHEAD] < ss[bk.SS_PTAIL])
+
+
+def _grow_pend(pend: npt.NDArray[np.int64], ss: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Double the queue of waiting strategy calls, keeping their order."""
+    h, t = int(ss[bk.SS_PHEAD]), int(ss[bk.SS_PTAIL])
+    m = pend.shape[0]
+    out = np.zeros((2 * m, pend.shape[1]), np.int64)
+    idx = np.arange(h, t)
+    out[idx & (2 * m - 1)] = pend[idx & (m - 1)]
+    return out
 
 
 def _grow(
@@ -511,7 +531,7 @@ def journal_steps(result: FastResult) -> list[tuple[int, int, int, int]]:
         if not before_arrival and st != OWN_PENDING:
             steps.append((arrive[j] + oresp[j], j, _ACK, -1))
         elif before_arrival and not csent[j] and st == OWN_CANCELED:
-            # a replacement refused on arrival: the order it replaces was done (_replacements)
+            # a replacement refused on arrival: the order it replaces was done (_replacement)
             steps.append((arrive[j] + oresp[j], j, _REFUSED, -1))
         if csent[j]:
             steps.append((csent[j], j, _CXL_SENT, -1))

@@ -11,6 +11,7 @@ first trade at 23:00). Both paths run the same strategy and settings through
 import gzip
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -121,11 +122,20 @@ REAL = [
     pytest.param("spot", id="binance-spot"),
     pytest.param("esh4", id="cme-esh4-mbo"),
 ]
+# Recorded latency (Binance: 0 after clipping, so the 1 us floor; ESH4: per event, feed > 0)
+# and a constant one with feed latency, where the strategy sees each update 0.5 ms late.
+LATENCY = [
+    pytest.param({"recorded_latency": True}, id="recorded"),
+    pytest.param(
+        {"feed_ns": 500_000, "order_ns": 1_000_000, "response_ns": 1_000_000}, id="constant"
+    ),
+]
 
 
+@pytest.mark.parametrize("latency", LATENCY)
 @pytest.mark.parametrize("name", REAL)
 def test_real_day_both_paths_fill_alike_and_never_before_the_open_or_crossed(
-    tmp_path: Path, name: str
+    tmp_path: Path, name: str, latency: dict[str, Any]
 ) -> None:
     level: Level = "l2"
     if name == "usdm":
@@ -144,8 +154,8 @@ def test_real_day_both_paths_fill_alike_and_never_before_the_open_or_crossed(
     for generic in (False, True):
         job = BacktestJob(
             events=str(store), journal=str(tmp_path / f"{generic}.qwj"), symbol=sym, day=day,
-            level=level, tick_size=tick, recorded_latency=True, generic=generic,
-            params=(("half_spread_ticks", 1),),
+            level=level, tick_size=tick, generic=generic, params=(("half_spread_ticks", 1),),
+            **latency,
         )  # fmt: skip
         summaries[generic] = run_job(job)
         ex = load_day(job.journal).executions[["ts", "px", "qty", "side"]]
@@ -190,3 +200,28 @@ def test_real_usdm_re_quotes_refused_when_the_quote_filled_first(tmp_path: Path)
     assert int(refused.sum()) > 0
     assert not np.isin(np.flatnonzero(refused) + 1, res.fills["order_id"]).any()
     assert (res.fills["ts"] >= res.sent_ns[res.fills["order_id"] - 1] + MIN_LATENCY_NS).all()
+
+
+def test_simulated_lobster_day_with_executions_fills_alike_on_both_paths(tmp_path: Path) -> None:
+    """L3 with executions (LOBSTER type 4): the queue fills of both paths are the same.
+
+    No LOBSTER file is shared, so the pair comes from the importer tests' simulated book.
+    """
+    from engine.tickstore.lobster import import_lobster
+    from tests.unit.engine.tickstore.test_importers import make_lobster
+
+    m, b, _ = make_lobster(tmp_path, 6000)
+    store = tmp_path / "l.h5"
+    import_lobster([(m, b)], store, "XYZ", tick_size="0.01")
+    fills = {}
+    for generic in (False, True):
+        job = BacktestJob(
+            events=str(store), journal=str(tmp_path / f"{generic}.qwj"), symbol="XYZ",
+            day="20120621", level="l3", tick_size="0.01", generic=generic, feed_ns=500_000,
+            order_ns=1_000_000, response_ns=1_000_000, params=(("half_spread_ticks", 1),),
+        )  # fmt: skip
+        run_job(job)
+        ex = load_day(job.journal).executions[["ts", "px", "qty", "side"]]
+        fills[generic] = np.sort(ex, order=["ts", "side", "px"]).tolist()
+    assert len(fills[False]) > 100
+    assert fills[False] == fills[True]
