@@ -133,6 +133,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-tls", action="store_true", help="with --connect: plain WebSocket (loopback only)"
     )
     parser.add_argument(
+        "--strategy",
+        metavar="FILE.py:CLASS",
+        help="also run this strategy in the embedded engine (or MODULE:CLASS); see "
+        "docs/strategies.md",
+    )
+    parser.add_argument(
+        "--strategy-id", type=int, default=1, metavar="ID", help="with --strategy: its id"
+    )
+    parser.add_argument(
+        "--symbols",
+        metavar="SYM[,SYM]",
+        help="with --strategy: instruments it trades (default: every demo instrument)",
+    )
+    parser.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="with --strategy: a parameter value (repeatable)",
+    )
+    parser.add_argument(
         "--size",
         metavar="WxH",
         default=None,
@@ -152,6 +173,36 @@ def _parse_size(parser: argparse.ArgumentParser, text: str | None) -> tuple[int,
     if not (320 <= w <= 7680 and 240 <= h <= 4320):
         parser.error(f"argument --size: {w}x{h} is outside 320x240..7680x4320")
     return w, h
+
+
+def _check_strategy(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> None:
+    """Load ``--strategy`` now: a bad file is one line and exit 2, before any window."""
+    if opts.strategy is None:
+        if opts.symbols is not None or opts.param:
+            parser.error("--symbols and --param only make sense with --strategy")
+        return
+    from engine.demo import DEMO_LISTINGS
+    from engine.strategy.loader import StrategyLoadError, build_strategy, resolve_reference
+
+    demo = [x.instrument.symbol for x in DEMO_LISTINGS]
+    symbols = [s.strip() for s in opts.symbols.split(",") if s.strip()] if opts.symbols else demo
+    unknown = [s for s in symbols if s not in demo]
+    if unknown:
+        parser.error(f"--symbols: {', '.join(unknown)} not traded by the demo ({', '.join(demo)})")
+    params = []
+    for text in opts.param:
+        name, sep, value = text.partition("=")
+        if not sep or not name.strip():
+            parser.error(f"--param {text!r}: write NAME=VALUE")
+        params.append((name.strip(), value.strip()))
+    if not 1 <= opts.strategy_id <= 2**63 - 1:
+        parser.error(f"--strategy-id {opts.strategy_id}: must be 1..{2**63 - 1}")
+    try:
+        build_strategy(opts.strategy, opts.strategy_id, symbols, params)
+        opts.strategy = resolve_reference(opts.strategy)
+    except StrategyLoadError as e:
+        parser.error(str(e))
+    opts.symbols, opts.param = symbols, params
 
 
 def print_versions() -> None:
@@ -182,6 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if opts.smoke is not None and opts.screenshot is not None:
         parser.error("--smoke and --screenshot cannot be combined")
     opts.size = _parse_size(parser, opts.size)
+    _check_strategy(parser, opts)
     if opts.version:
         print_versions()
         return 0

@@ -7,6 +7,7 @@ the window saves its settings, the engine stops and its thread is joined, logs a
 
 import argparse
 import asyncio
+import functools
 import logging
 import os
 import signal
@@ -52,11 +53,20 @@ def _say(text: str, *, error: bool = False) -> None:
     stream.flush()
 
 
-def _configure_demo(engine: "Engine") -> None:
-    """Add the demo to ``engine``; runs on the engine thread, which also pays its imports."""
+def _configure_demo(engine: "Engine", opts: argparse.Namespace | None = None) -> None:
+    """Add the demo to ``engine``; runs on the engine thread, which also pays its imports.
+
+    With ``--strategy`` (checked by the command line already) that strategy runs too, started.
+    """
     from engine.demo import build_demo
 
-    build_demo(engine, journal_dir=state_dir() / "journal", store_dir=state_dir() / "fix")
+    desk = build_demo(engine, journal_dir=state_dir() / "journal", store_dir=state_dir() / "fix")
+    ref = getattr(opts, "strategy", None)
+    if opts is not None and ref is not None:
+        from engine.strategy.loader import build_strategy
+
+        strategy = build_strategy(ref, opts.strategy_id, opts.symbols, opts.param)
+        desk.add_strategy(strategy, autostart=True)
 
 
 def _warm_up() -> object:
@@ -169,7 +179,9 @@ class ConsoleRun:
         headless_run = opts.smoke is not None or opts.screenshot is not None
         # One client for every engine: remote engines attach to it later (Engine menu). The
         # embedded engine starts once the window is on screen (below), on its own threads.
-        self.embedded = EmbeddedEngineClient(configure=_configure_demo, warm_up=_warm_up)
+        self.embedded = EmbeddedEngineClient(
+            configure=functools.partial(_configure_demo, opts=opts), warm_up=_warm_up
+        )
         controller = Controller(MultiEngineClient([self.embedded]))
         window = MainWindow(controller, AppSettings(read_only=headless_run))
         self.window, self.controller = window, controller
