@@ -115,6 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--symbol", required=True)
     p.add_argument("--day", help="trading day YYYYMMDD (default: from the file name)")
     p.add_argument("--price-scale", default="10000", help="LOBSTER price units per 1 (10000)")
+    p.add_argument(
+        "--tz",
+        default="America/New_York",
+        help="time zone of the files' times (America/New_York; stored as UTC)",
+    )
     _steps(p, lot="1")
     p = sub.add_parser("recover", help="make a store left by a killed writer writable again")
     p.add_argument("store", type=Path)
@@ -175,7 +180,7 @@ def _run_lobster(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
     return import_lobster(
         pairs, a.store, a.symbol, day=a.day, tick_size=a.tick_size, lot_size=a.lot_size,
         price_scale=a.price_scale, venue=a.venue, replace=a.replace,
-        skip_bad_rows=a.skip_bad_rows, progress=progress,
+        skip_bad_rows=a.skip_bad_rows, progress=progress, tz=a.tz,
     )  # fmt: skip
 
 

@@ -16,7 +16,9 @@ What is stored: types 1-4 as ``mbo`` (``L3_ADD``, ``L3_CANCEL`` by the size, ``L
 the whole order, ``L3_EXECUTE``); types 4-6 also as ``trades``, the aggressor being the side
 opposite to the resting order (0 for a cross); every order-book row as an ``l2_snap`` row of
 depth N, and the best level as ``bbo`` when it changed. Type 7 rows are counted, not stored.
-``ts`` = the day's midnight (UTC, as LOBSTER files carry no zone) + the message time.
+``ts`` = the day's midnight + the message time. LOBSTER files carry no zone; their times are
+the exchange's local time (NASDAQ: New York), so midnight is taken in ``tz``
+(``America/New_York`` by default, daylight saving time included) and stored as UTC.
 """
 
 from __future__ import annotations
@@ -41,7 +43,6 @@ from engine.tickstore.importing import (
     units,
 )
 from engine.tickstore.schema import BBO_DTYPE, MBO_DTYPE, TRADE_DTYPE, l2_snapshot_dtype
-from engine.tickstore.store import day_start_ns
 from engine.types import L3_ADD, L3_CANCEL, L3_EXECUTE
 
 #: Lines read from each file per step.
@@ -71,6 +72,25 @@ def _lines(fh: IO[bytes]) -> Iterator[bytes]:
         yield block if block.endswith(b"\n") else block + b"\n"
 
 
+#: Zone of LOBSTER's times (NASDAQ's local time).
+DEFAULT_TZ: Final = "America/New_York"
+
+
+def local_midnight_ns(day: str, tz: str) -> int:
+    """Return midnight of ``day`` (YYYYMMDD) in time zone ``tz`` as ns since the epoch (UTC)."""
+    import datetime as dt
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        zone = ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(
+            f"tz: {tz!r} is not a time zone name (e.g. America/New_York or UTC)"
+        ) from None
+    d = dt.datetime.strptime(day, "%Y%m%d").replace(tzinfo=zone)
+    return int(d.timestamp()) * 1_000_000_000
+
+
 class LobsterImporter:
     """Import LOBSTER file pairs of one instrument into a :class:`Staging` store."""
 
@@ -84,9 +104,12 @@ class LobsterImporter:
         price_scale: str = "10000",
         venue: str = "",
         skip_bad_rows: bool = False,
+        tz: str = DEFAULT_TZ,
     ) -> None:
         self.result = ImportResult()
         self.rejects = Rejects(skip_bad_rows, self.result)
+        self.tz = tz
+        local_midnight_ns("20000101", tz)  # a bad zone fails before any file is read
         self.staging = staging
         self.symbol = symbol
         self.tick_size, self.lot_size, self.venue = tick_size, lot_size, venue
@@ -138,7 +161,7 @@ class LobsterImporter:
         day = day or day_from_name(message)
         if day is None:
             raise ValueError(f"{message}: give the day (the file name has no YYYY-MM-DD)")
-        midnight = day_start_ns(day)
+        midnight = local_midnight_ns(day, self.tz)
         n_levels = levels_from_name(orderbook)
         book_cols = [f"{s} {f} {i}" for i in range(1, 1000) for s in ("ask", "bid")
                      for f in ("price", "size")]  # fmt: skip
@@ -253,12 +276,13 @@ def import_lobster(
     replace: bool = False,
     skip_bad_rows: bool = False,
     progress: Progress | None = None,
+    tz: str = DEFAULT_TZ,
 ) -> ImportResult:
     """Import LOBSTER (message, orderbook) pairs into ``store``, all or nothing."""
     with Staging(store, replace=replace) as staging:
         imp = LobsterImporter(
             staging, symbol, tick_size=tick_size, lot_size=lot_size, price_scale=price_scale,
-            venue=venue, skip_bad_rows=skip_bad_rows,
+            venue=venue, skip_bad_rows=skip_bad_rows, tz=tz,
         )  # fmt: skip
         for message, orderbook in pairs:
             imp.import_pair(message, orderbook, day, progress)

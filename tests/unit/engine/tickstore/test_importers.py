@@ -428,3 +428,39 @@ def test_a_conflict_found_at_commit_leaves_no_staging_file(tmp_path: Path) -> No
     with pytest.raises(ImportConflictError, match="already stored"):
         leave()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "other.h5", "s.h5"]
+
+
+@pytest.mark.parametrize(
+    ("day", "tz", "midnight_utc_h"),
+    [("20120621", None, 4), ("20120103", None, 5), ("20120621", "UTC", 0),
+     ("20120621", "Europe/London", -1)],
+)  # fmt: skip
+def test_lobster_times_are_local_to_the_exchange_and_stored_as_utc(
+    tmp_path: Path, day: str, tz: str | None, midnight_utc_h: int
+) -> None:
+    """LOBSTER's seconds after midnight are New York time: EDT midnight is 04:00 UTC, EST 05:00."""
+    m, b, _ = make_lobster(tmp_path, 20)
+    store = tmp_path / "l.h5"
+    kw = {} if tz is None else {"tz": tz}
+    import_lobster([(m, b)], store, "XYZ", tick_size="0.01", day=day, **kw)
+    whole, frac = m.read_text().split(",", 1)[0].split(".")  # seconds after local midnight
+    after_midnight = int(whole) * 10**9 + int(frac.ljust(9, "0"))
+    with TickStore(store) as s:
+        ts = int(s.read("XYZ", day, "mbo")["ts"][0])
+    assert ts == day_start_ns(day) + midnight_utc_h * 3600 * 10**9 + after_midnight
+
+
+def test_lobster_bad_time_zone_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from engine.tickstore.cli import main
+
+    m, b, _ = make_lobster(tmp_path, 5)
+    argv = ["lobster", str(m), str(b), "--store", str(tmp_path / "l.h5"), "--symbol", "XYZ",
+            "--tick-size", "0.01", "--tz", "New York", "--quiet"]  # fmt: skip
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        "qwconsole import: error: tz: 'New York' is not a time zone name (e.g. "
+        "America/New_York or UTC); nothing imported\n"
+    )
+    assert not (tmp_path / "l.h5").exists()
