@@ -273,7 +273,9 @@ class StrategiesView(QWidget):
         load.setObjectName("strategy_load")
         load.setToolTip("Load a strategy class from a Python file into the engine")
         load.clicked.connect(self.open_load_dialog)
-        controls.addWidget(load)
+        load_row = QHBoxLayout()
+        load_row.addWidget(load)
+        load_row.addStretch(1)
         self.buttons["load"] = load
         self.load_dialog: LoadStrategyDialog | None = None
 
@@ -322,6 +324,7 @@ class StrategiesView(QWidget):
         )
         top_layout.addWidget(self.panel, 1)
         top_layout.addLayout(controls)
+        top_layout.addLayout(load_row)
         bottom = QWidget()
         bottom_layout = QVBoxLayout(bottom)
         bottom_layout.setContentsMargins(0, 0, 0, 0)
