@@ -337,6 +337,17 @@ class ParsedMessage:
     unordered_group_tag: int | None = None
 
 
+#: Header fields by QuickFIX's fixed list (``Message::isHeaderField(int)``): a message puts them
+#: in its header whatever the dictionary says, so FIX.4.0's undefined OnBehalfOfLocationID <144>
+#: is an unknown header field (checked before any body field), not a body field.
+QUICKFIX_HEADER_TAGS: frozenset[int] = frozenset(
+    {8, 9, 35, 49, 56, 115, 128, 90, 34, 50, 142, 57, 143, 116, 144, 129, 145, 43, 97, 52, 122,
+     212, 213, 347, 369, 370, 1128, 1129, 627}
+)  # fmt: skip
+#: Trailer fields by QuickFIX's fixed list (``Message::isTrailerField(int)``).
+QUICKFIX_TRAILER_TAGS: frozenset[int] = frozenset({93, 89, 10})
+
+
 class _Parser:
     __slots__ = ("app_dd", "pairs", "pos", "session_dd", "unordered")
 
@@ -383,7 +394,8 @@ class _Parser:
     def run(self) -> ParsedMessage:
         sdd, add = self.session_dd, self.app_dd
         header, body, trailer = FieldMap(sdd), FieldMap(add), FieldMap(sdd)
-        header_tags, trailer_tags = sdd.header.tags, sdd.trailer.tags
+        header_tags = sdd.header.tags | QUICKFIX_HEADER_TAGS
+        trailer_tags = sdd.trailer.tags | QUICKFIX_TRAILER_TAGS
         header_groups, trailer_groups = sdd.header.groups, sdd.trailer.groups
         body_groups: Mapping[int, GroupDef] = {}
         section = 0  # 0 header, 1 body, 2 trailer
@@ -393,7 +405,7 @@ class _Parser:
         while self.pos < len(pairs):
             tag, value = pairs[self.pos]
             self.pos += 1
-            if tag in header_tags or tag in (8, 9, 35):
+            if tag in header_tags:
                 if section != 0 and out_of_order is None:
                     out_of_order = tag
                 if tag == 35 and not msg_type:
@@ -406,7 +418,7 @@ class _Parser:
                 g = header_groups.get(tag)
                 if g is not None:
                     self.group(header, g, sdd)
-            elif tag in trailer_tags or tag == 10:
+            elif tag in trailer_tags:
                 section = 2
                 trailer.fields.append((tag, value))
                 g = trailer_groups.get(tag)

@@ -75,6 +75,8 @@ from engine.fix.validation import (
 _log = logging.getLogger(__name__)
 
 _NS = 1_000_000_000
+#: The largest sequence number (QuickFIX's SEQNUM is a uint64): one past it is refused.
+SEQNUM_MAX = (1 << 64) - 1
 #: ``SessionState.resend_range`` when no ResendRequest is outstanding.
 _NO_RANGE = (0, 0)
 _first = operator.itemgetter(0)
@@ -1095,6 +1097,11 @@ class FixSession:
                 s = msg.seq_num
                 if s is None:
                     raise _Disconnect("MsgSeqNum missing or invalid")
+                if s > SEQNUM_MAX:
+                    # Past 64 bits: not a sequence number at all (the dictionary check refuses
+                    # it the same way), never a gap to ask a resend for. Not counted.
+                    self._generate_reject(msg, 6, 34)
+                    return False
                 seq = s
             if not self._valid_logon_state(mt):
                 raise _Disconnect("Logon state is not valid for message")
@@ -1190,6 +1197,16 @@ class FixSession:
             self._disconnect()
             return
         reset_flag = logon.get(141) == b"Y"
+        if reset_flag and logon.seq_num != 1:
+            # The spec: a Logon with ResetSeqNumFlag <141> = Y restarts both sides at 1 and is
+            # itself MsgSeqNum <34> = 1. Any other number is refused before anything is reset
+            # (QuickFIX would reset, then count from the Logon's own number: a gap of nothing).
+            got = (logon.get(34) or b"").decode("latin-1")
+            text = f"MsgSeqNum must be 1 in a Logon with ResetSeqNumFlag=Y, received {got}"
+            self._event(text)
+            self._generate_logout(text)
+            self._disconnect()
+            return
         st.received_reset = reset_flag
         if reset_flag:
             self._event("Logon contains ResetSeqNumFlag=Y, reseting sequence numbers to 1")
@@ -1263,6 +1280,9 @@ class FixSession:
             return
         new_seq = msg.get_int(36)
         if new_seq is None:
+            return
+        if new_seq > SEQNUM_MAX:
+            self._generate_reject(msg, 6, 36)
             return
         expected = self.store.next_target_seq_num
         self._event(f"Received SequenceReset FROM: {expected} TO: {new_seq}")
@@ -1524,8 +1544,12 @@ class FixSession:
         # BusinessRejectReason <380> and Text <58>. BusinessMessageReject defines no RefTagID
         # <371> in any version (FIX 4.2 to 5.0 SP2 dictionaries), so the tag goes into the text,
         # "Conditionally Required Field Missing (44)", as QuickFIX's populateRejectReason does;
-        # a validating counterparty (ours included) would reject a 371 here.
+        # a validating counterparty (ours included) would reject a 371 here. Under FIXT.1.1 the
+        # body also carries DefaultApplVerID <1137>, our own (QuickFIX's m_senderDefaultApplVerID,
+        # FIX.5.0 = 7 when none is known), so the counterparty can parse the reject's body.
         reject = OutMessage(b"j")
+        if self._is_fixt:
+            reject.body.append((1137, (self._sender_appl_ver_id or "7").encode()))
         reject.body.append((372, msg.get(35) or b""))
         reject.body.append((45, msg.get(34) or b"0"))
         reject.body.append((380, b"%d" % err))

@@ -29,6 +29,12 @@ Order of checks (QuickFIX ``DataDictionary::validate`` and ``iterate``):
    repeating group". Tags >= 5000 skip the last three when ``ValidateUserDefinedFields=N``;
    tags < 5000 skip them when ``AllowUnknownMsgFields=Y``.
 
+The header is what QuickFIX's fixed list (``fields.QUICKFIX_HEADER_TAGS``) and the dictionary
+make it, so an undefined header tag (FIX.4.0's OnBehalfOfLocationID <144>) is reported before any
+body value. Formats are QuickFIX's: ``TIME`` (FIX.4.0/4.1) is a UTCTimestamp; ``SEQNUM`` is an
+unsigned 64-bit number, and so are the INT-typed sequence numbers of FIX.4.0–4.2 (34, 7, 16, 36,
+45, 369, 789), so a MsgSeqNum past 64 bits is "Incorrect data format for value".
+
 "Unsupported message type" is the application's verdict, not the dictionary's: build it with
 :func:`unsupported_message_type` (BusinessMessageReject 380=3 "Unsupported Message Type" on
 FIX.4.2 and later, Reject "Unsupported message type" on FIX.4.0/4.1). On FIX.4.0/4.1, which have
@@ -447,6 +453,35 @@ def _count(value: bytes) -> int:
         return -1
 
 
+#: XML types QuickFIX checks as another type (``DataDictionary::XMLTypeToType``): FIX.4.0/4.1's
+#: ``TIME`` (SendingTime <52>, ExpireTime <126> …) is a UTCTimestamp.
+_TYPE_ALIASES: Mapping[str, str] = {"TIME": "UTCTIMESTAMP"}
+#: Sequence-number fields typed INT before FIX.4.3 (SEQNUM from FIX.4.4 on): MsgSeqNum <34>,
+#: BeginSeqNo <7>, EndSeqNo <16>, NewSeqNo <36>, RefSeqNum <45>, LastMsgSeqNumProcessed <369>,
+#: NextExpectedMsgSeqNum <789>. Checked for 64 bits in every version.
+_SEQNUM_TAGS = frozenset({7, 16, 34, 36, 45, 369, 789})
+_SEQNUM_MAX = (1 << 64) - 1
+
+
+def _seqnum_ok(v: bytes) -> bool:
+    # QuickFIX's SEQNUM_CONVERTOR (UInt64Convertor): digits only, at most 2**64 - 1.
+    return v.isdigit() and (len(v) < 20 or int(v) <= _SEQNUM_MAX)
+
+
+def _old_seqnum_ok(v: bytes) -> bool:
+    # An INT-typed sequence number (FIX.4.0-4.2): an integer that fits the session's 64 bits.
+    return _int_ok(v) and (len(v) < 20 or int(v) <= _SEQNUM_MAX)
+
+
+def _format_ok(tag: int, type_: str, value: bytes, char_is_string: bool) -> bool:
+    """Whether a non-empty ``value`` has the format QuickFIX accepts for a field of ``type_``."""
+    if type_ == "SEQNUM":
+        return _seqnum_ok(value)
+    if type_ == "INT" and tag in _SEQNUM_TAGS:
+        return _old_seqnum_ok(value)
+    return check_format(_TYPE_ALIASES.get(type_, type_), value, char_is_string=char_is_string)
+
+
 def _sort_key(pair: tuple[int, bytes]) -> tuple[int, int]:
     tag = pair[0]
     return (0, (8, 9, 35).index(tag)) if tag in (8, 9, 35) else (1, tag)
@@ -477,7 +512,7 @@ class _Checker:
         fd = fields.get(tag)
         if fd is None:
             return None
-        if not check_format(fd.type, value, char_is_string=char_is_string):
+        if not _format_ok(tag, fd.type, value, char_is_string):
             return _issue(SessionRejectReason.INCORRECT_DATA_FORMAT, tag, mt)
         if fd.enums and not fd.allow_other_values:
             text = value.decode("latin-1")
@@ -608,16 +643,18 @@ def _never(v: bytes) -> bool:
 
 
 def _make_check(fd: FieldDef, char_is_string: bool) -> _Check:
-    t = fd.type
+    t = _TYPE_ALIASES.get(fd.type, fd.type)
     if fd.enums and not fd.allow_other_values:
         allowed = {e.encode("latin-1") for e in fd.enums if e.isascii() or _latin1(e)}
         if t in MULTI_VALUE_TYPES:  # no format check for these: only the enum of every item
             items = frozenset(allowed)
             return lambda v: all(x in items for x in v.split(b" "))
-        ok = frozenset(
-            v for v in allowed if v and check_format(t, v, char_is_string=char_is_string)
-        )
+        ok = frozenset(v for v in allowed if v and _format_ok(fd.tag, t, v, char_is_string))
         return ok.__contains__
+    if t == "SEQNUM":
+        return _seqnum_ok
+    if t == "INT" and fd.tag in _SEQNUM_TAGS:
+        return _old_seqnum_ok
     if t not in _FORMAT_TYPES:
         return None
     if t in INT_TYPES:

@@ -90,7 +90,7 @@ def _value(draw: Draw, fd: FieldDef, char_is_string: bool) -> bytes:
         "INT": [b"1", b"0", b"-12", b"123456"],
         "LENGTH": [b"5", b"0"],
         "NUMINGROUP": [b"1", b"0"],
-        "SEQNUM": [b"2", b"17"],
+        "SEQNUM": [b"2", b"17", b"18446744073709551615"],  # 2**64 - 1: one more is refused
         "TAGNUM": [b"55"],
         "DAYOFMONTH": [b"1", b"31"],
         "FLOAT": [b"1.5", b"-2", b".25", b"7.", b"-0.5"],
@@ -107,6 +107,7 @@ def _value(draw: Draw, fd: FieldDef, char_is_string: bool) -> bytes:
             b"20240102-10:00:00.123456789",
             b"19991231-00:00:00.5",
         ],
+        "TIME": [b"20240102-10:00:00", b"20240229-23:59:60"],  # FIX.4.0/4.1: a timestamp
         "UTCTIMEONLY": [b"10:00:00", b"23:59:59.999"],
         "UTCDATEONLY": [b"20240102"],
         "UTCDATE": [b"20240102"],
