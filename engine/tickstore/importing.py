@@ -19,11 +19,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final
 
+import h5py
 import numpy as np
 import numpy.typing as npt
 
 from engine.tickstore.store import (
     DAY_NS,
+    INDEX_SUFFIX,
     DayWriter,
     TickStore,
     TickStoreError,
@@ -180,8 +182,9 @@ class Staging:
     target : Path
         The tick store to import into (created if missing).
     replace : bool
-        Replace instrument-days already in the target; otherwise they are a conflict, found
-        before anything is imported.
+        Replace the kinds an instrument-day already holds; otherwise they are a conflict,
+        found before the first row of the kind is staged. New kinds are added to a stored
+        day, whose other kinds are left as they are.
     """
 
     def __init__(self, target: Path, *, replace: bool = False) -> None:
@@ -191,6 +194,7 @@ class Staging:
         self.tmp.unlink(missing_ok=True)
         self.store = TickStore(self.tmp, "a")
         self._writers: dict[tuple[str, str], DayWriter] = {}
+        self._checked: set[tuple[str, str, str]] = set()
         self._done = False
 
     def __enter__(self) -> Staging:
@@ -205,16 +209,51 @@ class Staging:
         finally:
             self.abort()
 
-    def check_free(self, symbol: str, day: str) -> None:
-        """Raise :class:`ImportConflictError` if the target holds ``symbol``/``day``."""
-        if self.replace or not self.target.exists():
-            return
+    def _stored(self, symbol: str, day: str) -> tuple[list[str], tuple[str, str]] | None:
+        """Return the kinds and (tick, lot) sizes of ``symbol``/``day`` in the target, if any."""
+        if not self.target.exists():
+            return None
         with TickStore(self.target) as t:
-            if day in t.days(symbol):
-                raise ImportConflictError(
-                    f"{self.target}: {symbol}/{day} is already stored (use --replace to "
-                    "overwrite it)"
-                )
+            if day not in t.days(symbol):
+                return None
+            info = t.info(symbol, day)
+            return list(info.rows), (info.tick_size, info.lot_size)
+
+    def check_free(
+        self,
+        symbol: str,
+        day: str,
+        kinds: tuple[str, ...] = (),
+        steps: tuple[str, str] | None = None,
+    ) -> None:
+        """Raise :class:`ImportConflictError` if the import cannot go into ``symbol``/``day``.
+
+        A day already stored takes new kinds (the others are left as they are); a kind it
+        already holds is a conflict unless ``replace``, and so are other tick or lot sizes.
+        """
+        stored = self._stored(symbol, day)
+        if stored is None:
+            return
+        have, (tick, lot) = stored
+        if steps is not None and steps != (tick, lot):
+            raise ImportConflictError(
+                f"{self.target}: {symbol}/{day} is stored with tick size {tick} and lot size "
+                f"{lot}, not {steps[0]} and {steps[1]}"
+            )
+        clash = [k for k in kinds if k in have]
+        if clash and not self.replace:
+            them = "it" if len(clash) == 1 else "them"
+            raise ImportConflictError(
+                f"{self.target}: {symbol}/{day} already holds {', '.join(clash)} (use --replace "
+                f"to overwrite {them}; other kinds are added to the day)"
+            )
+
+    def check_kind(self, symbol: str, day: str, kind: str) -> None:
+        """Check ``kind`` of ``symbol``/``day`` against the target once (before any row)."""
+        key = (symbol, day, kind)
+        if key not in self._checked:
+            self.check_free(symbol, day, (kind,))
+            self._checked.add(key)
 
     def writer(
         self, symbol: str, day: str, *, tick_size: str, lot_size: str, venue: str, n_levels: int = 0
@@ -223,7 +262,7 @@ class Staging:
         key = (symbol, day)
         w = self._writers.get(key)
         if w is None:
-            self.check_free(symbol, day)
+            self.check_free(symbol, day, steps=(tick_size, lot_size))
             w = self.store.writer(
                 symbol, day, tick_size=tick_size, lot_size=lot_size, venue=venue, n_levels=n_levels
             )
@@ -231,8 +270,16 @@ class Staging:
         return w
 
     def commit(self) -> list[tuple[str, str]]:
-        """Move every staged instrument-day into the target; return them."""
+        """Move every staged instrument-day (or its kinds) into the target; return them."""
         days = sorted(self._writers)
+        for w in self._writers.values():
+            w.flush()
+        staged = {
+            (symbol, day): (tuple(self.store.kinds(symbol, day)), (
+                str(self.store.file[symbol_key(symbol)][day].attrs["tick_size"]),
+                str(self.store.file[symbol_key(symbol)][day].attrs["lot_size"])))
+            for symbol, day in days
+        }  # fmt: skip
         self.store.close()
         self._done = True
         if not days:
@@ -241,13 +288,17 @@ class Staging:
         if not self.target.exists():
             self.tmp.replace(self.target)
             return days
-        for symbol, day in days:
-            self.check_free(symbol, day)
+        merge = {key: self._stored(*key) is not None for key in days}
+        for (symbol, day), (kinds, steps) in staged.items():
+            self.check_free(symbol, day, kinds, steps)
         with TickStore(self.tmp) as src, TickStore(self.target, "a") as dst:
             for symbol, day in days:
                 key = symbol_key(symbol)
                 sym = dst.file.require_group(key)
                 sym.attrs["symbol"] = symbol
+                if merge[(symbol, day)]:
+                    self._merge(src.file[key][day], sym[day], staged[(symbol, day)][0])
+                    continue
                 hidden = f".{day}.importing"
                 if hidden in sym:
                     del sym[hidden]
@@ -257,6 +308,30 @@ class Staging:
                 sym.move(hidden, day)
         self.tmp.unlink(missing_ok=True)
         return days
+
+    @staticmethod
+    def _merge(src: h5py.Group, dst: h5py.Group, kinds: tuple[str, ...]) -> None:
+        """Put the staged ``kinds`` (and their chunk indexes) into a stored day's group.
+
+        Each dataset is copied under a hidden name, then the stored one (``--replace``) is
+        deleted and the copy renamed: a kind is either the old or the new one. The other kinds
+        of the day are not touched; the day's gap list is the import's when it has one.
+        """
+        for kind in kinds:
+            for name in (kind, kind + INDEX_SUFFIX):
+                if name not in src:
+                    if name in dst:  # a stale index of the replaced kind
+                        del dst[name]
+                    continue
+                hidden = f".{name}.importing"
+                if hidden in dst:
+                    del dst[hidden]
+                src.file.copy(src[name], dst, name=hidden)
+                if name in dst:
+                    del dst[name]
+                dst.move(hidden, name)
+        if GAPS_ATTR in src.attrs:
+            dst.attrs[GAPS_ATTR] = src.attrs[GAPS_ATTR]
 
     def abort(self) -> None:
         """Drop the staging file (nothing reaches the target)."""
@@ -311,5 +386,7 @@ class Sink:
         ):
             part = rows[a:b]
             day = day_of(int(part["ts"][0]))
-            self.writer(day).append(kind, part)
+            w = self.writer(day)
+            self.staging.check_kind(self.symbol, day, kind)
+            w.append(kind, part)
             self.result.add(self.symbol, day, kind, int(b - a))

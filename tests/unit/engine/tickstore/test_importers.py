@@ -141,13 +141,46 @@ def test_bad_row_stops_with_file_line_column_value(
         ]
 
 
+def test_a_kind_is_added_to_a_stored_day_and_replacing_one_keeps_the_others(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "s.h5"
+    trades = CsvMapping.parse("trades", "ts=time:s,px=price,qty=size")
+    bbo = CsvMapping.parse("bbo", "ts=time:s,bid_px=bid,ask_px=ask")
+    import_csv([write(tmp_path / "t.csv", GOOD)], store, "X", trades, tick_size="0.05",
+               lot_size="1")  # fmt: skip
+    quotes = "time,bid,ask\n1000,1.00,1.05\n3000,1.05,1.10\n"
+    import_csv([write(tmp_path / "q.csv", quotes)], store, "X", bbo, tick_size="0.05",
+               lot_size="1")  # fmt: skip
+    with TickStore(store) as s:
+        assert s.kinds("X", "19700101") == ["trades", "bbo"]
+        before = s.read("X", "19700101", "trades")
+        assert s.read("X", "19700101", "bbo")["bid_px"].tolist() == [20, 21]
+    with pytest.raises(ImportConflictError, match="already holds bbo .use --replace to "
+                       "overwrite it; other kinds are added to the day."):  # fmt: skip
+        import_csv([write(tmp_path / "q.csv", quotes)], store, "X", bbo, tick_size="0.05",
+                   lot_size="1")  # fmt: skip
+    again = "time,bid,ask\n2000,0.95,1.00\n"
+    import_csv([write(tmp_path / "r.csv", again)], store, "X", bbo, tick_size="0.05",
+               lot_size="1", replace=True)  # fmt: skip
+    with TickStore(store) as s:
+        np.testing.assert_array_equal(s.read("X", "19700101", "trades"), before)
+        assert s.read("X", "19700101", "bbo")["bid_px"].tolist() == [19]
+        assert s.read("X", "19700101", "bbo", 2000 * 10**9, 2001 * 10**9).shape == (1,)
+    with pytest.raises(ImportConflictError, match="stored with tick size 0.05 and lot size 1, "
+                       "not 0.01 and 1"):  # fmt: skip
+        import_csv([write(tmp_path / "q.csv", quotes)], store, "X", bbo, tick_size="0.01",
+                   lot_size="1", replace=True)  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
 def test_existing_days_are_a_conflict_unless_replaced_and_other_days_merge(
     tmp_path: Path,
 ) -> None:
     store = tmp_path / "s.h5"
     m = CsvMapping.parse("trades", "ts=time:s,px=price,qty=size")
     import_csv([write(tmp_path / "a.csv", GOOD)], store, "X", m, tick_size="0.05", lot_size="1")
-    with pytest.raises(ImportConflictError, match="X/19700101 is already stored"):
+    with pytest.raises(ImportConflictError, match="X/19700101 already holds trades"):
         import_csv([write(tmp_path / "b.csv", GOOD)], store, "X", m, tick_size="0.05",
                    lot_size="1")  # fmt: skip
     day2 = "time,price,size\n90000,2.00,1\n"
@@ -425,7 +458,7 @@ def test_a_conflict_found_at_commit_leaves_no_staging_file(tmp_path: Path) -> No
         with staging:
             pass
 
-    with pytest.raises(ImportConflictError, match="already stored"):
+    with pytest.raises(ImportConflictError, match="already holds trades"):
         leave()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "other.h5", "s.h5"]
 
