@@ -103,7 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_seconds,
         metavar="SECONDS",
         help="start everything, run SECONDS (default 3) once the engine runs, check the "
-        "engine heartbeat reached the window, exit 0 (non-zero on any error)",
+        "engine heartbeat and the demo's orders reached the window, exit 0 (non-zero on any "
+        "error)",
     )
     parser.add_argument(
         "--screenshot",
@@ -213,6 +214,22 @@ def print_versions() -> None:
         print(f"{name:<20} {version}")
 
 
+def _exit_if_compiling(code: int) -> int:
+    """Return ``code``, or end the process with it at once if a kernel warm-up still compiles.
+
+    A console quit during its first start (kernels compiling, which cannot be interrupted) has
+    shut down cleanly by now; letting the interpreter finalise would wait for the compiler.
+    """
+    core = sys.modules.get("engine.core")
+    if core is not None and core.warm_up_running():
+        logging.getLogger(PROG).info("exiting while kernels still compile (first start)")
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``qwconsole`` with ``argv`` (``sys.argv[1:]`` by default); return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -223,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ImportError as e:
             print(f"{PROG} {args[0]}: not available in this build ({e})", file=sys.stderr)
             return 2
-        return int(module.main(args[1:]))
+        return _exit_if_compiling(int(module.main(args[1:])))
     parser = build_parser()
     opts = parser.parse_args(args)
     if opts.after is not None and opts.screenshot is None:
@@ -240,7 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from app.gui import run
 
     try:
-        return run(opts)
+        return _exit_if_compiling(run(opts))
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # the last line of defence: log the traceback, show one line

@@ -14,6 +14,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING
 
@@ -69,11 +70,11 @@ def _configure_demo(engine: "Engine", opts: argparse.Namespace | None = None) ->
         desk.add_strategy(strategy, autostart=True)
 
 
-def _warm_up() -> object:
-    """Load (or compile) the kernels; runs on the engine's worker thread."""
+def _warm_up(progress: Callable[[int, int], None]) -> object:
+    """Load (or compile) the kernels; runs on the engine's warm-up thread."""
     from engine.warmup import warm_up
 
-    return warm_up()
+    return warm_up(progress)
 
 
 def has_display() -> bool:
@@ -101,6 +102,9 @@ class SignalWaker:
 
     def _handle(self, signum: int, _frame: FrameType | None) -> None:
         self.received.append(signum)
+        if len(self.received) > 1:  # asked twice: the clean shutdown is stuck, end it now
+            logging.shutdown()
+            os._exit(128 + signum)
         log.info("received %s: shutting down", signal.Signals(signum).name)
         QTimer.singleShot(0, self.window.close)
 
@@ -268,6 +272,8 @@ class ConsoleRun:
         smoke, problems = self.smoke, []
         if smoke.heartbeats == 0:
             problems.append("no engine heartbeat reached the window")
+        if smoke.orders == 0:  # the demo trades at once: a start that does not is broken
+            problems.append("no order event reached the window")
         if smoke.out_of_order:
             problems.append(f"{smoke.out_of_order} events out of order")
         if self.errors.count:

@@ -8,8 +8,10 @@ and headless on a server; it knows nothing of threads, sockets to clients or Qt.
 """
 
 import asyncio
+import contextlib
 import gc
 import logging
+import threading
 from collections import deque
 from collections.abc import Callable
 from typing import Protocol
@@ -37,6 +39,25 @@ from engine.events import (
 )
 
 log = logging.getLogger(__name__)
+
+#: ``warm_up(progress)`` compiles (or loads) the kernels before the components start and calls
+#: ``progress(done, total)`` after each kernel it had to compile (``engine.warmup.warm_up``).
+WarmUp = Callable[[Callable[[int, int], None]], object]
+#: The start stage of a warm-up that compiles: only the first start after an install does.
+COMPILING_STAGE = "compiling kernels (first start only)"
+#: Warm-up threads started by any engine (a console exits without waiting for them).
+_warm_up_threads: list[threading.Thread] = []
+
+
+def warm_up_running() -> bool:
+    """Return whether a kernel warm-up thread is still compiling (a console quit meanwhile).
+
+    Such a thread cannot be interrupted; a process that exits while it runs should end with
+    ``os._exit`` after its own clean shutdown rather than let the interpreter finalise under it.
+    """
+    _warm_up_threads[:] = [t for t in _warm_up_threads if t.is_alive()]
+    return bool(_warm_up_threads)
+
 
 #: Bounds of the heartbeat interval a client may set, in ms.
 MIN_HEARTBEAT_MS = 10
@@ -261,7 +282,7 @@ class Engine:
                 except Exception:
                     log.exception("component %s failed to close", component.name)
 
-    async def run(self, warm_up: Callable[[], object] | None = None) -> None:
+    async def run(self, warm_up: WarmUp | None = None) -> None:
         """Start the components, run until :meth:`request_stop`, then stop them cleanly.
 
         ``warm_up`` (compiling the numba kernels, seconds on a cold cache) runs in a worker
@@ -312,9 +333,7 @@ class Engine:
             # Every component, started or not: one that never started may hold an open file.
             self._close_components(self.components)
 
-    async def _start_components(
-        self, warm_up: Callable[[], object] | None, started: list[Component]
-    ) -> bool:
+    async def _start_components(self, warm_up: WarmUp | None, started: list[Component]) -> bool:
         """Warm up, then start every component (adding it to ``started``), reporting each stage.
 
         Return False if a stop was requested before everything started.
@@ -333,15 +352,47 @@ class Engine:
         self._progress = None
         return True
 
-    async def _warm(self, warm_up: Callable[[], object]) -> bool:
-        """Run ``warm_up`` off the loop; return False if a stop was requested meanwhile."""
+    async def _warm(self, warm_up: WarmUp) -> bool:
+        """Run ``warm_up`` off the loop; return False if a stop was requested meanwhile.
+
+        It runs on a daemon thread of its own, never the loop's executor: a numba compile
+        cannot be interrupted, and the interpreter joins executor threads at exit, so a console
+        closed while compiling would outlive its window by a minute. Each kernel it compiles
+        is reported as "compiling kernels (first start only) 12/63".
+        """
         assert self._stop is not None
         loop = asyncio.get_running_loop()
-        warm: asyncio.Future[object] = loop.run_in_executor(None, warm_up)
+        warm: asyncio.Future[object] = loop.create_future()
+
+        def settle(result: object, error: BaseException | None) -> None:
+            if warm.done():
+                return
+            if error is None:
+                warm.set_result(result)
+            else:
+                warm.set_exception(error)
+
+        def progress(done: int, total: int) -> None:  # on the warm-up thread
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody is watching
+                loop.call_soon_threadsafe(self._report_compiling, done, total)
+
+        def work() -> None:
+            result: object = None
+            error: BaseException | None = None
+            try:
+                result = warm_up(progress)
+            except Exception as e:
+                error = e
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(settle, result, error)
+
+        thread = threading.Thread(target=work, name="kernel-warm-up", daemon=True)
+        thread.start()
+        _warm_up_threads.append(thread)
         stop: asyncio.Future[object] = asyncio.ensure_future(self._stop.wait())
         done, _pending = await asyncio.wait((warm, stop), return_when=asyncio.FIRST_COMPLETED)
         if stop in done:
-            return False  # the worker thread finishes compiling on its own
+            return False  # the daemon thread finishes compiling on its own, or dies at exit
         stop.cancel()
         await asyncio.gather(stop, return_exceptions=True)
         try:
@@ -349,6 +400,10 @@ class Engine:
         except Exception:
             log.exception("warm-up failed; kernels will compile on first use")
         return True
+
+    def _report_compiling(self, done: int, total: int) -> None:
+        if self._state is EngineState.STARTING and self._progress is not None:
+            self.report_progress(COMPILING_STAGE, done, total)
 
     def _set_state(self, state: EngineState, reason: str = "") -> None:
         self._state = state

@@ -24,7 +24,7 @@ from engine.bad_input import bad_file_errors, one_line
 from engine.client import ClientState, EngineStartError, EventInbox
 from engine.clock import Clock, LiveClock
 from engine.commands import Command, CommandError, CommandResult
-from engine.core import Engine, StartCancelled
+from engine.core import Engine, StartCancelled, WarmUp
 from engine.enums import EngineState
 from engine.events import EngineSnapshot, EngineStateChanged, EventRecord
 
@@ -46,7 +46,7 @@ class EmbeddedEngineClient:
     configure : Callable[[Engine], object] | None
         Called on the engine thread, before the engine starts, to add its components (for
         example ``engine.demo.build_demo``).
-    warm_up : Callable[[], object] | None
+    warm_up : WarmUp | None
         Run in a worker thread before the engine's components start
         (``engine.warmup.warm_up`` compiles the kernels while the window appears and the
         heartbeat already runs).
@@ -59,7 +59,7 @@ class EmbeddedEngineClient:
         heartbeat_interval_ms: int = 1000,
         max_queue: int = 1_000_000,
         configure: Callable[[Engine], object] | None = None,
-        warm_up: Callable[[], object] | None = None,
+        warm_up: WarmUp | None = None,
     ) -> None:
         self._warm_up = warm_up
         self._clock = clock or LiveClock()

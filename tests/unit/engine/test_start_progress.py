@@ -103,7 +103,7 @@ def test_engine_reports_each_stage_before_it_runs(tmp_path: Path) -> None:
         engine.add_component(JournalComponent(engine, tmp_path, capture_logs=False))
 
     client = EmbeddedEngineClient(
-        heartbeat_interval_ms=50, configure=configure, warm_up=lambda: time.sleep(0.05)
+        heartbeat_interval_ms=50, configure=configure, warm_up=lambda _progress: time.sleep(0.05)
     )
     client.start()
     try:
@@ -124,7 +124,7 @@ def test_engine_reports_each_stage_before_it_runs(tmp_path: Path) -> None:
 
 
 def test_a_snapshot_of_a_starting_engine_says_what_it_is_doing() -> None:
-    client = EmbeddedEngineClient(heartbeat_interval_ms=50, warm_up=lambda: time.sleep(1.0))
+    client = EmbeddedEngineClient(heartbeat_interval_ms=50, warm_up=lambda _p: time.sleep(1.0))
     starter = _Starter(client)
     try:
         _wait_for(lambda: _state(client) is ClientState.CONNECTED)  # its loop runs: warm-up
