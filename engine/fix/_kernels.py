@@ -305,3 +305,78 @@ def checksum(buf: npt.NDArray[np.uint8], start: int, end: int) -> int:
     for i in range(start, end):
         total += int(buf[i])
     return total % 256
+
+
+@kernel
+def store_walk(  # noqa: C901  (one record format, field by field)
+    buf: npt.NDArray[np.uint8],
+    stored: int,
+    every: int,
+    max_head: int,
+    marks: npt.NDArray[np.int64],
+    noted: npt.NDArray[np.int64],
+) -> tuple[int, int, int, int, int]:
+    r"""Walk the records ``<seq>,<length>[,<note>]\n<message>\n`` of a FileStore body chunk.
+
+    ``stored`` records came before the chunk: every ``every``-th record (counting them) gets a
+    row ``(seq, offset of its head)`` in ``marks``; every record with a note a row ``(seq,
+    offset of the note, note length, offset of the message, message length)`` in ``noted``.
+    Returns (records, bytes used, last seq, marks, noted rows); the walk stops at a record cut
+    by the end of the chunk or at anything that is not a record (``bytes used`` says where).
+    """
+    n = buf.shape[0]
+    pos = 0
+    k = 0
+    nm = 0
+    nn = 0
+    last = 0
+    while pos < n:
+        # <seq>
+        p = pos
+        seq = 0
+        while p < n and p - pos < 20 and 48 <= buf[p] <= 57:
+            seq = seq * 10 + int(buf[p]) - 48
+            p += 1
+        if p == pos or p >= n or buf[p] != 44:  # ','
+            break
+        p += 1
+        q = p
+        length = 0
+        while p < n and p - q < 12 and 48 <= buf[p] <= 57:
+            length = length * 10 + int(buf[p]) - 48
+            p += 1
+        if p == q or p >= n:
+            break
+        note_at = -1
+        note_len = 0
+        if buf[p] == 44:  # a note up to the newline
+            note_at = p + 1
+            p += 1
+            while p < n and p - pos < max_head and buf[p] != 10:
+                p += 1
+            note_len = p - note_at
+        if p >= n or buf[p] != 10:
+            break
+        start = p + 1
+        end = start + length
+        if end >= n or buf[end] != 10:
+            break
+        if (stored + k) % every == 0:
+            if nm >= marks.shape[0]:
+                break
+            marks[nm, 0] = seq
+            marks[nm, 1] = pos
+            nm += 1
+        if note_at >= 0:
+            if nn >= noted.shape[0]:
+                break
+            noted[nn, 0] = seq
+            noted[nn, 1] = note_at
+            noted[nn, 2] = note_len
+            noted[nn, 3] = start
+            noted[nn, 4] = length
+            nn += 1
+        k += 1
+        last = seq
+        pos = end + 1
+    return k, pos, last, nm, nn

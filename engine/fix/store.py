@@ -39,6 +39,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+import numpy as np
+
 #: ``barrier(fn)`` calls ``fn`` (on any thread) once what the process recorded before is safe;
 #: raises if it will never call it (the journal is closed).
 WriteBarrier = Callable[[Callable[[], object]], None]
@@ -339,32 +341,26 @@ class FileStore:
         """Index the whole records of ``data`` (read at ``base``); return (bytes used, last seq).
 
         Stops at the first record cut off by the end of ``data`` (the caller reads on from
-        there) or that is not a record (at the end of the file: a torn tail).
+        there) or that is not a record (at the end of the file: a torn tail). A kernel walks
+        the records (a day's store holds millions; a restart must not take seconds here).
         """
-        pos, last_seq, n = 0, 0, len(data)
-        every = INDEX_EVERY
-        while pos < n:
-            nl = data.find(b"\n", pos, pos + 48 + MAX_NOTE)
-            if nl < 0:
-                break
-            head = data[pos:nl].split(b",", 2)
-            if len(head) < 2 or not head[0].isdigit() or not head[1].isdigit():
-                break
-            seq, length = int(head[0]), int(head[1])
-            start = nl + 1
-            if start + length + 1 > n or data[start + length : start + length + 1] != b"\n":
-                break
-            if self._stored % every == 0:
-                self._index_seq.append(seq)
-                self._index_pos.append(base + pos)
-            self._stored += 1
-            if len(head) == 3:
-                notes[seq] = (head[2], base + start, length)
-                if len(notes) > NOTES_MEMORY:
-                    del notes[next(iter(notes))]
-            last_seq = seq
-            pos = start + length + 1
-        return pos, last_seq
+        from engine.fix._kernels import store_walk
+
+        buf = np.frombuffer(data, np.uint8)
+        rows = len(data) // 16 + 2
+        marks = np.empty((rows // INDEX_EVERY + 2, 2), np.int64)
+        noted = np.empty((rows, 5), np.int64)
+        k, used, last_seq, nm, nn = store_walk(
+            buf, self._stored, INDEX_EVERY, 48 + MAX_NOTE, marks, noted
+        )
+        self._stored += k
+        self._index_seq.extend(marks[:nm, 0].tolist())
+        self._index_pos.extend((marks[:nm, 1] + base).tolist())
+        for seq, note_at, note_len, start, length in noted[max(0, nn - NOTES_MEMORY) : nn].tolist():
+            notes[seq] = (data[note_at : note_at + note_len], base + start, length)
+        while len(notes) > NOTES_MEMORY:
+            del notes[next(iter(notes))]
+        return used, last_seq
 
     def _write_seqnums(self) -> None:
         with self._lock:

@@ -487,7 +487,7 @@ def _converter(code: str, nested: dict[int, ReadSchema]) -> Converter | None:
         enum_cls = lookup_type(code[len(CODE_ENUM) :])
         if enum_cls is None or not issubclass(enum_cls, IntEnum):
             return None  # an enum this process does not know: keep the integer
-        return enum_cls
+        return _enum_of(enum_cls)
     if code.startswith(CODE_STRUCT):
         try:
             sub = nested[int(code[len(CODE_STRUCT) :])]
@@ -501,6 +501,18 @@ def _converter(code: str, nested: dict[int, ReadSchema]) -> Converter | None:
 
         return build_nested
     return None
+
+
+def _enum_of(enum_cls: type[IntEnum]) -> Converter:
+    """Return ``enum_cls(v)`` as a dict lookup (a restart converts millions of values)."""
+    members = {int(m): m for m in enum_cls}
+    get = members.get
+
+    def to_enum(v: Any) -> Any:
+        m = get(v)
+        return m if m is not None else enum_cls(v)  # a value it lacks raises as before
+
+    return to_enum
 
 
 def _tuple_of(cls: type) -> Converter:

@@ -238,6 +238,8 @@ class JournalReader:
             major, minor, pos, created = fmt.unpack_file_header(self.path, head)
             self.version, self.created_ns = (major, minor), created
             self._torn_tail, self.skipped, self._schemas = None, 0, {}
+            # The reader holds no records of a stream (raw(), records() see none until a scan).
+            self._data, self._frames, self._scanned = b"", [], True
             table = _crc_table()
             out = np.empty((1 << 16, jk.FRAME_COLUMNS), np.int64)
             want = min(16 << 20, progress_step(size))

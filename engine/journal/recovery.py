@@ -191,8 +191,14 @@ def recover(
             wanted = {t for t, sch in reader.schemas.items() if sch.name in _DECODED}
             if wanted:
                 hit = np.flatnonzero(events & np.isin(frames[:, jk.F_TYPE], list(wanted)))
-                for row in hit.tolist():
-                    rec = reader.decode(chunk.raw(row))
+                view = memoryview(chunk.data)
+                first, at = chunk.first_index, chunk.base
+                for row, (p, n, kind, type_id) in zip(
+                    hit.tolist(), frames[hit, :4].tolist(), strict=True
+                ):
+                    start = p + RECORD_HEADER_SIZE
+                    raw = RawRecord(first + row, at + p, kind, type_id, view[start : start + n])
+                    rec = reader.decode(raw)
                     assert isinstance(rec, JournalEvent)
                     seen.apply(rec.event)
             _order_rows(reader, chunk, events, rows)

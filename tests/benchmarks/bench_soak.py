@@ -475,15 +475,14 @@ def plot(run: Run, path: Path) -> None:  # noqa: C901  (one drawing, step by ste
                 p.setPen(QColor("#444"))
                 p.drawText(QRectF(0, y - 8, left - 6, 16), Qt.AlignmentFlag.AlignRight,
                            f"{v:g}")  # fmt: skip
-    for k, (name, color) in enumerate((("p50", "#1f77b4"), ("p99", "#d62728"),
-                                       ("max", "#bbbbbb"))):  # fmt: skip
+    for k, name, color in ((2, "max", "#999999"), (1, "p99", "#d62728"), (0, "p50", "#1f77b4")):
         poly = QPolygonF()
         for j, s in enumerate(stats):
             if s is not None:
                 poly.append(QPointF(x_of((edges[j] + edges[j + 1]) / 2), y_lat(float(s[k]))))
         p.setPen(QPen(QColor(color), 1.6))
         p.drawPolyline(poly)
-        p.drawText(QPointF(r.right() - 190 + 60 * k, r.top() + 18), name)
+        p.drawText(QPointF(r.right() - 70 - 60 * k, r.top() + 18), name)
     rss = np.array(run.rss) if run.rss else np.zeros((1, 3))
     r2 = panels[1]
     rlo, rhi = float(rss[:, 2].min()), float(rss[:, 2].max())
