@@ -149,8 +149,8 @@ class DbnImporter:
                     n += 1
                     self._where = (str(path), n)
                     self._record(rec)
-                if progress is not None:
-                    progress(done, total, self.result.total_rows)
+                if progress is not None:  # records read: rows are written in batches
+                    progress(done, total, n)
             if dec.buffer():
                 raise ValueError(f"the file ends inside a record ({len(dec.buffer())} bytes left)")
         except ImportRowError:

@@ -223,7 +223,13 @@ def test_mapping_errors_are_specific(tmp_path: Path) -> None:
 def test_dbn_mbo_rebuilds_the_cme_book(tmp_path: Path) -> None:
     need(ES_MBO)
     store = tmp_path / "es.h5"
-    r = import_dbn([ES_MBO], store, tick_size="0.25", venue="GLBX")
+    calls: list[tuple[int, int, int]] = []
+    r = import_dbn(
+        [ES_MBO], store, tick_size="0.25", venue="GLBX",
+        progress=lambda done, total, rows: calls.append((done, total, rows)),
+    )  # fmt: skip
+    size = ES_MBO.stat().st_size
+    assert calls[-1] == (size, size, 68_793)  # records read (+ its symbol mapping), not 0
     assert r.rows == {("ESH4", "20231225", "mbo"): 59_448, ("ESH4", "20231225", "trades"): 2_973}
     with TickStore(store) as s:
         mbo = s.read("ESH4", "20231225", "mbo")
