@@ -24,6 +24,10 @@ CONV_TIME_NUM = 2  # epoch number (decimals allowed) -> ns; param = ns per unit
 CONV_TIME_ISO = 3  # ISO-8601 date-time (UTC unless an offset is given) -> ns
 CONV_SIDE = 4  # B/BUY/BID/1 -> 1, S/SELL/A/ASK/-1 -> -1, N/0/empty -> 0
 CONV_MAKER = 5  # buyer-is-maker flag (1/true) -> aggressor side: 1/true -> -1, 0/false -> 1
+#: decimal or scientific text rounded to the nearest step (``--round-to-tick``): float
+#: artifacts such as ``0.00031099999999999997`` and ``2e-06``; a value more than 1% of a step
+#: off the grid is still refused (not an artifact). param = step in nano-units.
+CONV_DECIMAL_ROUND = 6
 
 # Error codes (``errs[:, 4]``).
 ERR_NUMBER = 1
@@ -79,6 +83,98 @@ def _decimal(buf: U8, s: int, e: int) -> tuple[int, int]:  # noqa: C901 (flat by
         frac *= 10
         places += 1
     v = whole * _NANO + frac
+    return (-v if neg else v), 0
+
+
+@kernel_inline
+def _decimal_sci(buf: U8, s: int, e: int) -> tuple[int, int]:  # noqa: C901 (flat byte loop)
+    """Parse decimal or scientific text to nano-units, rounded half up; (value, error code).
+
+    Any number of places and an exponent (``1.5e-3``, ``2E+06``) are accepted; up to 18
+    significant digits are kept, the rest only round.
+    """
+    while s < e and buf[s] == 32:
+        s += 1
+    while e > s and buf[e - 1] == 32:
+        e -= 1
+    if s >= e:
+        return 0, ERR_NUMBER
+    neg = False
+    if buf[s] == 45 or buf[s] == 43:
+        neg = buf[s] == 45
+        s += 1
+    mant = 0  # significant digits kept
+    scale = 0  # power of ten of mant's last digit
+    kept = 0
+    digits = 0
+    round_up = False  # the first dropped digit was >= 5
+    dropped = False
+    dot = False
+    i = s
+    while i < e:
+        c = buf[i]
+        if c == 46 and not dot:
+            dot = True
+        elif 48 <= c <= 57:
+            digits += 1
+            d = c - 48
+            if kept < 18:
+                if mant or d:
+                    mant = mant * 10 + d
+                    kept += 1
+                if dot:
+                    scale -= 1
+            else:
+                if not dropped:
+                    round_up = d >= 5
+                    dropped = True
+                if not dot:
+                    scale += 1
+        else:
+            break
+        i += 1
+    if digits == 0:
+        return 0, ERR_NUMBER
+    if i < e:  # an exponent
+        if buf[i] != 101 and buf[i] != 69:
+            return 0, ERR_NUMBER
+        i += 1
+        eneg = False
+        if i < e and (buf[i] == 45 or buf[i] == 43):
+            eneg = buf[i] == 45
+            i += 1
+        ex = 0
+        nd = 0
+        while i < e and 48 <= buf[i] <= 57:
+            ex = ex * 10 + (buf[i] - 48)
+            nd += 1
+            if ex > 400:
+                return 0, ERR_RANGE
+            i += 1
+        if nd == 0 or i != e:
+            return 0, ERR_NUMBER
+        scale += -ex if eneg else ex
+    if round_up:
+        mant += 1
+    p = scale + 9  # mant * 10**p nano-units
+    if mant == 0:
+        return 0, 0
+    if p >= 0:
+        if p > 18:
+            return 0, ERR_RANGE
+        f = 1
+        for _ in range(p):
+            f *= 10
+        if mant > _INT64_MAX // f:
+            return 0, ERR_RANGE
+        v = mant * f
+    else:
+        if -p > 19:
+            return 0, 0
+        f = 1
+        for _ in range(-p):
+            f *= 10
+        v = (mant + f // 2) // f
     return (-v if neg else v), 0
 
 
@@ -284,6 +380,14 @@ def csv_parse(  # noqa: C901 (one flat pass over the bytes on purpose)
                         p = param[f]
                         q = v // p
                         if q * p != v:
+                            err = ERR_GRID
+                        v = q
+                elif c == CONV_DECIMAL_ROUND:
+                    v, err = _decimal_sci(buf, s, fe)
+                    if err == 0:
+                        p = param[f]
+                        q = (v + p // 2) // p  # the nearest step
+                        if abs(v - q * p) * 100 > p:
                             err = ERR_GRID
                         v = q
                 elif c == CONV_INT:

@@ -94,6 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="field=column:conv,... (see docs/tickstore.md) or a JSON mapping file",
     )
     p.add_argument("--delimiter", default=",")
+    p.add_argument(
+        "--round-to-tick",
+        action="store_true",
+        help="round prices and sizes to the nearest tick/lot (float artifacts, 2e-06)",
+    )
     p.add_argument("--no-header", action="store_true", help="first line is data (use #N)")
     _steps(p)
     p = sub.add_parser("binance", help="Binance recordings: depth snapshot+diffs, bookTicker")
@@ -139,6 +144,7 @@ def _run_csv(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
     return import_csv(
         a.files, a.store, a.symbol, mapping, tick_size=a.tick_size, lot_size=a.lot_size,
         venue=a.venue, replace=a.replace, skip_bad_rows=a.skip_bad_rows, progress=progress,
+        round_to_tick=a.round_to_tick,
     )  # fmt: skip
 
 

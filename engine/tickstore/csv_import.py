@@ -157,6 +157,14 @@ class CsvMapping:
             raise ValueError(f"{path}: not a usable mapping ({e})") from None
 
 
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 class CsvImporter:
     """Import CSV files of one instrument into a :class:`Staging` store with a mapping."""
 
@@ -170,8 +178,10 @@ class CsvImporter:
         lot_size: str,
         venue: str = "",
         skip_bad_rows: bool = False,
+        round_to_tick: bool = False,
     ) -> None:
         self.mapping = mapping
+        self.round_to_tick = round_to_tick
         self.result = ImportResult()
         self.rejects = Rejects(skip_bad_rows, self.result)
         self.sink = Sink(
@@ -180,7 +190,8 @@ class CsvImporter:
         self.grids = {"px": Grid("tick size", tick_size), "qty": Grid("lot size", lot_size)}
         self.dtype = KINDS[mapping.kind]
         self.cols = [f for f in mapping.fields if f.column is not None]
-        conv_code = {"iso": k.CONV_TIME_ISO, "px": k.CONV_DECIMAL, "qty": k.CONV_DECIMAL,
+        dec = k.CONV_DECIMAL_ROUND if round_to_tick else k.CONV_DECIMAL
+        conv_code = {"iso": k.CONV_TIME_ISO, "px": dec, "qty": dec,
                      "int": k.CONV_INT, "side": k.CONV_SIDE, "maker": k.CONV_MAKER}  # fmt: skip
         self.conv = np.array([conv_code.get(f.conv, k.CONV_TIME_NUM) for f in self.cols], np.int64)
         self.param = np.array(
@@ -260,9 +271,15 @@ class CsvImporter:
         fm = self.cols[f]
         value = bytes(buf[s:end]).decode(errors="replace")
         step = "tick size" if fm.conv == "px" else "lot size"
-        reason = _REASONS[code].format(
-            step=f"{step} {self.grids.get(fm.conv, self.grids['px']).step}"
-        )
+        size = f"{step} {self.grids.get(fm.conv, self.grids['px']).step}"
+        reason = _REASONS[code].format(step=size)
+        if fm.conv in self.grids:
+            if self.round_to_tick and code == k.ERR_GRID:
+                reason = f"is more than 1% of the {size} off its grid (not a float artifact)"
+            elif not self.round_to_tick and (
+                code == k.ERR_RANGE or (code == k.ERR_NUMBER and _is_float(value))
+            ):  # too many places, or scientific notation
+                reason += " (--round-to-tick rounds float artifacts such as 2e-06)"
         self.rejects.bad(str(path), line, cast(str, fm.column), value, reason)
 
     def _emit(self, path: Path, cols: npt.NDArray[np.int64], lines: npt.NDArray[np.int64]) -> None:
@@ -325,12 +342,17 @@ def import_csv(
     replace: bool = False,
     skip_bad_rows: bool = False,
     progress: Progress | None = None,
+    round_to_tick: bool = False,
 ) -> ImportResult:
-    """Import CSV files into ``store``, all or nothing (see :class:`Staging`)."""
+    """Import CSV files into ``store``, all or nothing (see :class:`Staging`).
+
+    ``round_to_tick`` reads prices and sizes as decimal or scientific text rounded to the
+    nearest tick or lot (float artifacts); one more than 1% of a step off is still a bad row.
+    """
     with Staging(store, replace=replace) as staging:
         imp = CsvImporter(
             staging, symbol, mapping, tick_size=tick_size, lot_size=lot_size, venue=venue,
-            skip_bad_rows=skip_bad_rows,
+            skip_bad_rows=skip_bad_rows, round_to_tick=round_to_tick,
         )  # fmt: skip
         for f in files:
             imp.import_file(f, progress)

@@ -505,3 +505,58 @@ def test_lobster_bad_time_zone_is_one_line(
         "America/New_York or UTC); nothing imported\n"
     )
     assert not (tmp_path / "l.h5").exists()
+
+
+def test_round_to_tick_reads_float_artifacts_of_the_real_spot_trades(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The shared trades written back through floats (%.17g, %g) import as the original."""
+    from engine.tickstore.cli import main
+
+    need(SPOT_TRADES)
+    lines = SPOT_TRADES.read_text().splitlines()[:2001]
+    out = [lines[0]]
+    for i, line in enumerate(lines[1:]):
+        f = line.split(",")
+        if i % 7:  # float artifacts: 0.020000000000000000, 61837.629999999997
+            f[4], f[5] = f"{float(f[4]):.17g}", f"{float(f[5]):.17g}"
+        else:  # scientific notation: 6.1837630000e+04, and 2e-05 as Python writes it
+            f[4], f[5] = f"{float(f[4]):.10e}", repr(float(f[5]) / 1000 * 1000)
+        out.append(",".join(f))
+    floats = tmp_path / "floats.csv"
+    floats.write_text("\n".join(out) + "\n")
+    assert any("e-0" in ln for ln in out)
+    assert any(len(ln.split(",")[5]) > 18 for ln in out)
+    argv = ["csv", "--symbol", "BTCUSDT", "--kind", "trades", "--mapping",
+            "ts=trade_ts_ms:ms,ts_recv=timestamp,px=price,qty=size,trade_id,"
+            "side=buyer_is_maker:maker", "--tick-size", "0.01", "--lot-size", "0.00000001",
+            "--quiet"]  # fmt: skip
+    assert main([*argv, str(floats), "--store", str(tmp_path / "f.h5")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"qwconsole import: error: {floats}:2: column price: '6.1837630000e+04' is not a number"
+    )
+    assert err.endswith(
+        "(--round-to-tick rounds float artifacts such as 2e-06); nothing imported\n"
+    )
+    cut = tmp_path / "exact.csv"
+    cut.write_text("\n".join(lines) + "\n")
+    assert main([*argv, str(cut), "--store", str(tmp_path / "e.h5")]) == 0
+    assert main([*argv, str(floats), "--store", str(tmp_path / "f.h5"), "--round-to-tick"]) == 0
+    with TickStore(tmp_path / "e.h5") as a, TickStore(tmp_path / "f.h5") as b:
+        want = a.read("BTCUSDT", "20240808", "trades")
+        got = b.read("BTCUSDT", "20240808", "trades")
+    assert want.shape[0] == 2000
+    np.testing.assert_array_equal(got, want)
+
+
+def test_round_to_tick_still_refuses_a_price_off_the_grid(tmp_path: Path) -> None:
+    src = write(tmp_path / "t.csv", "time,price,size\n1,100.02,3e0\n2,100.005,1\n")
+    m = CsvMapping.parse("trades", "ts=time:s,px=price,qty=size")
+    with pytest.raises(ImportRowError) as err:
+        import_csv([src], tmp_path / "s.h5", "X", m, tick_size="0.01", lot_size="1",
+                   round_to_tick=True)  # fmt: skip
+    assert str(err.value) == (
+        f"{src}:3: column price: '100.005' is more than 1% of the tick size 0.01 off its grid "
+        "(not a float artifact)"
+    )
