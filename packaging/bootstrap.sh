@@ -84,26 +84,58 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # ------------------------------------------------------------------ virtual environment
+# The stamp is "<hash of the pins and Python> <extras>". `run` needs no extra and uses a venv
+# that has [dev] as it is; every other mode installs [dev] once. So switching between `run`
+# and `test` never reinstalls; a changed pyproject/constraints file reinstalls what was there.
 EXTRAS=""
 [ "$MODE" != run ] && EXTRAS="[dev]"
 STAMP="$VENV/.qw-stamp"
-want_stamp="$( (cat "$ROOT/pyproject.toml" "$ROOT/packaging/constraints.txt"; echo "$EXTRAS"; "$PY" -V) | sha256sum | cut -d' ' -f1)"
+want_hash="$( (cat "$ROOT/pyproject.toml" "$ROOT/packaging/constraints.txt"; "$PY" -V) | sha256sum | cut -d' ' -f1)"
+have_hash="" have_extras=""
+[ -f "$STAMP" ] && read -r have_hash have_extras < "$STAMP" || true
+[ "$have_extras" = "[dev]" ] && EXTRAS="[dev]"   # keep what is installed
 if [ ! -x "$VENV/bin/python" ]; then
   echo "bootstrap: creating $VENV with $($PY -V)"
   "$PY" -m venv "$VENV"
 fi
-if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want_stamp" ]; then
-  echo "bootstrap: installing pinned packages into $VENV"
+if [ "$have_hash" != "$want_hash" ] || [ "$have_extras" != "$EXTRAS" ]; then
+  echo "bootstrap: installing pinned packages${EXTRAS:+ with $EXTRAS} into $VENV"
   pip_log="$VENV/pip-install.log"
   if ! "$VENV/bin/python" -m pip install -q -c "$ROOT/packaging/constraints.txt" \
       -e "$ROOT$EXTRAS" >"$pip_log" 2>&1; then
     tail -n 30 "$pip_log" >&2
     die "pip could not install the pinned packages (full log: $pip_log)"
   fi
-  echo "$want_stamp" > "$STAMP"
+  echo "$want_hash $EXTRAS" > "$STAMP"
 fi
 
+# ------------------------------------------------------------------ numba kernels
+# Compile every kernel into numba's on-disk cache now, with a progress line, so the console's
+# first start loads them in a second instead of compiling them (one to three minutes) while
+# the user waits. numba keys its cache on each kernel file's path, modification time and size
+# and rebuilds a stale, foreign or damaged entry (engine/jit.py); the stamp below only saves
+# the second of checking it when nothing changed.
+kernels_state() {  # what the cache's validity depends on, hashed
+  (cd "$ROOT" && find engine analyzer -name '_kernels.py' -printf '%p %T@ %s\n' | sort
+   echo "${NUMBA_CACHE_DIR:-}"; "$VENV/bin/python" -V
+   find "${NUMBA_CACHE_DIR:-engine}" -name '*.nbi' 2>/dev/null | wc -l) | sha256sum
+}
+warm_kernels() {
+  local stamp="$VENV/.qw-kernels-stamp"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$(kernels_state)" ]; then
+    return 0
+  fi
+  if "$VENV/bin/python" -m engine.warmup --prefix bootstrap; then
+    kernels_state > "$stamp"  # after the warm-up, which has just written cache files
+  else
+    echo "bootstrap: the kernels will compile on the console's first start instead" >&2
+  fi
+}
+
 cd "$ROOT"
+case "$MODE" in
+  run|test|env) warm_kernels ;;
+esac
 case "$MODE" in
   env)
     echo "bootstrap: $VENV is ready" ;;
@@ -139,7 +171,10 @@ case "$MODE" in
       || "$VENV/bin/python" -m pip install -q --no-deps -c "$ROOT/packaging/constraints.txt" \
            hftbacktest >/dev/null 2>&1 \
       || echo "bootstrap: hftbacktest could not be installed; its figures will be skipped"
-    exec "$VENV/bin/python" -m pytest -m bench -s tests/benchmarks "$@" ;;
+    # The benchmark files are bench_*.py, which the normal run never collects (pyproject's
+    # python_files): name them here.
+    exec "$VENV/bin/python" -m pytest -m bench -s -o "python_files=bench_*.py" \
+      tests/benchmarks "$@" ;;
   bundle)
     exec "$VENV/bin/python" packaging/bundle.py "$@" ;;
 esac

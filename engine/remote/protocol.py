@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Messages of the remote monitor/control protocol and their MessagePack codec (msgspec).
 
-Every WebSocket frame is one binary MessagePack map with a ``t`` tag naming its type (the
+Every WebSocket frame is one binary MessagePack map with a ``type`` tag naming its type (the
 msgspec tagged-union convention). Engine events and commands travel as ``[seq, kind, body]`` /
 ``[kind, body]`` where ``kind`` is the class name in :mod:`engine.events` /
 :mod:`engine.commands` and ``body`` the dataclass's fields as a map, so adding an optional field
