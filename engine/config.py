@@ -40,6 +40,10 @@
     [strategies.risk]                 # limits of this strategy only
     max_order_qty_lots = 5
 
+    [stp]                             # self-trade prevention between our own strategies
+    mode = "cancel_newest"            # cancel_oldest, cancel_both, allow; [[strategies]] stp
+                                      # and stp_group set a strategy's own mode and group
+
     [remote]
     enabled = true
     bind = "127.0.0.1"
@@ -71,6 +75,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.oms.risk import DEFAULT_LIMITS, RiskLimits
+from engine.oms.stp import STP_MODES
 
 __all__ = [
     "DEFAULT_REMOTE_PORT",
@@ -199,6 +204,9 @@ class StrategyConfig:
     parameters: tuple[tuple[str, ParamValue], ...] = ()
     autostart: bool = True
     risk: RiskLimits | None = None
+    #: Self-trade prevention mode of its orders (``""``: the engine's ``[stp] mode``) and group.
+    stp: str = ""
+    stp_group: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -255,6 +263,8 @@ class EngineConfig:
     risk: RiskLimits = field(default_factory=lambda: DEFAULT_LIMITS)
     strategies: tuple[StrategyConfig, ...] = ()
     remote: RemoteConfig = field(default_factory=RemoteConfig)
+    #: Self-trade prevention of strategies that set none (``engine.oms.stp``).
+    stp_mode: str = "cancel_newest"
     source: Path | None = None
 
     @property
@@ -489,6 +499,13 @@ def _class_path(v: Any) -> str:
     return s
 
 
+def _stp_mode(v: Any) -> str:
+    s = _str(v)
+    if s not in STP_MODES:
+        raise ValueError(f"must be one of {', '.join(STP_MODES)}")
+    return s
+
+
 def _bind(v: Any) -> str:
     s = _nonempty(v)
     if any(c.isspace() for c in s):
@@ -526,7 +543,7 @@ def _read_strategy(r: _Reader, data: Any, path: str) -> StrategyConfig | None:
     if not isinstance(data, dict):
         r.problem(path, f"must be a table, got {_show(data)}")
         return None
-    allowed = ("id", "class", "symbols", "parameters", "autostart", "risk")
+    allowed = ("id", "class", "symbols", "parameters", "autostart", "risk", "stp", "stp_group")
     r.unknown(data, allowed, path)
     sid = r.require(data, "id", path, _int(1, 2**63 - 1))
     cls = r.require(data, "class", path, _class_path)
@@ -551,6 +568,8 @@ def _read_strategy(r: _Reader, data: Any, path: str) -> StrategyConfig | None:
                 f"{path}.parameters.{name}", f"{_show(value)}: must be a number, bool or string"
             )
     autostart = r.get(data, "autostart", path, _bool, True)
+    stp = r.get(data, "stp", path, _stp_mode, "")
+    stp_group = r.get(data, "stp_group", path, _str, "")
     risk = (
         _read_risk(r, r.table(data, "risk", path), _join(path, "risk")) if "risk" in data else None
     )
@@ -563,6 +582,8 @@ def _read_strategy(r: _Reader, data: Any, path: str) -> StrategyConfig | None:
         parameters=tuple(params),
         autostart=autostart,
         risk=risk,
+        stp=stp,
+        stp_group=stp_group,
     )
 
 
@@ -656,7 +677,7 @@ def parse_config(text: str, source: Path | None = None) -> EngineConfig:
         raise ConfigError([ConfigProblem(name, line, "", f"not valid TOML: {e}")]) from None
     r = _Reader(name, _line_index(text))
     top = ("engine", "files", "sessions", "simulator", "instruments", "risk", "strategies",
-           "remote")  # fmt: skip
+           "remote", "stp")  # fmt: skip
     r.unknown(data, top, "")
     eng = r.table(data, "engine", "")
     r.unknown(eng, ("id", "heartbeat_interval_ms", "answer_timeout_ms"), "engine")
@@ -664,6 +685,8 @@ def parse_config(text: str, source: Path | None = None) -> EngineConfig:
     r.unknown(files, ("journal_dir", "store_dir", "logs_dir"), "files")
     sessions = r.table(data, "sessions", "")
     r.unknown(sessions, ("file",), "sessions")
+    stp = r.table(data, "stp", "")
+    r.unknown(stp, ("mode",), "stp")
     sim = r.table(data, "simulator", "")
     r.unknown(sim, ("enabled", "seed"), "simulator")
     instruments: list[InstrumentConfig] = []
@@ -698,6 +721,7 @@ def parse_config(text: str, source: Path | None = None) -> EngineConfig:
         risk=_read_risk(r, r.table(data, "risk", ""), "risk", DEFAULT_LIMITS),
         strategies=tuple(strategies),
         remote=_read_remote(r, r.table(data, "remote", "")),
+        stp_mode=r.get(stp, "mode", "stp", _stp_mode, "cancel_newest"),
         source=source,
     )
     _check_whole(r, cfg)
@@ -818,10 +842,12 @@ def dump_config(cfg: EngineConfig) -> str:
             ("price_band_ticks", ins.price_band_ticks), ("price_band_pct", ins.price_band_pct),
         ]))  # fmt: skip
     table("[risk]", _risk_pairs(cfg.risk, DEFAULT_LIMITS))
+    table("[stp]", _pairs([("mode", cfg.stp_mode)]))
     for s in cfg.strategies:
+        own_stp = [(k, v) for k, v in (("stp", s.stp), ("stp_group", s.stp_group)) if v]
         table("[[strategies]]", _pairs([("id", s.strategy_id), ("class", s.class_path),
                                         ("symbols", list(s.symbols)),
-                                        ("autostart", s.autostart)]))  # fmt: skip
+                                        ("autostart", s.autostart), *own_stp]))  # fmt: skip
         table("[strategies.parameters]", _pairs(s.parameters), always=bool(s.parameters))
         if s.risk is not None:
             table("[strategies.risk]", _risk_pairs(s.risk))

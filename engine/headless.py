@@ -42,6 +42,7 @@ from engine.events import (
 from engine.fix.store import WriteBarrier
 from engine.fix.transport import install_uvloop
 from engine.oms.risk import DEFAULT_LIMITS, RiskLimits
+from engine.oms.stp import StpMode
 from engine.strategy.base import Strategy
 from engine.strategy.loader import StrategyLoadError, build_strategy
 from engine.strategy.loader import load_strategy_class as _load_class
@@ -182,6 +183,7 @@ def load_strategy_class(path: str, base_dir: Path | None = None) -> type[Strateg
 
 
 def _add_strategies(desk: TradingDesk, cfg: EngineConfig, default_symbols: list[str]) -> None:
+    desk.router.stp.mode = StpMode(cfg.stp_mode)
     for i, s in enumerate(cfg.strategies):
         symbols = list(s.symbols) or default_symbols
         try:
@@ -195,6 +197,7 @@ def _add_strategies(desk: TradingDesk, cfg: EngineConfig, default_symbols: list[
             raise BuildError(f"strategies[{i}] ({s.class_path}, id {s.strategy_id}): {e}") from None
         if s.risk is not None:
             desk.router.risk.set_strategy_limits(s.strategy_id, s.risk)
+        desk.router.stp.set_strategy(s.strategy_id, StpMode(s.stp) if s.stp else None, s.stp_group)
 
 
 def _instrument_bands(desk: TradingDesk, cfg: EngineConfig) -> None:

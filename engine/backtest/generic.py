@@ -44,6 +44,7 @@ from engine.matching.models import ConservativeQueue, QueueModel
 from engine.oms.fix_venue import ReportSink
 from engine.oms.order import Order, PendingRequest
 from engine.oms.router import OrderRouter
+from engine.oms.stp import SelfTradePrevention
 from engine.oms.venue import CancelReject, ExecutionReport
 from engine.strategy.base import Strategy
 from engine.strategy.runner import LiveContext, StrategyRunner
@@ -329,6 +330,9 @@ class GenericBacktest:
     n_levels : int, optional
         L2 price window, ticks (default: sized from the data, see
         :func:`engine.backtest.rules.l2_window`; it re-centres when too narrow).
+    stp : SelfTradePrevention, optional
+        Self-trade prevention rules, as configured live (default: cancel newest between
+        strategies, as live; ``engine.oms.stp``).
     """
 
     def __init__(
@@ -341,6 +345,7 @@ class GenericBacktest:
         latency: LatencyModel | None = None,
         book_interval_ns: int = 0,
         n_levels: int | None = None,
+        stp: SelfTradePrevention | None = None,
     ) -> None:
         if level not in ("l2", "l3"):
             raise ValueError(f"level: must be 'l2' or 'l3', got {level!r}")
@@ -353,6 +358,7 @@ class GenericBacktest:
         self.latency = latency if latency is not None else ConstantLatency()
         self.book_interval_ns = book_interval_ns
         self.n_levels = n_levels
+        self.stp = stp
         self.rules = MarketRules(0)  # of the last run
         self._reset()
 
@@ -424,6 +430,9 @@ class GenericBacktest:
         self.clock = TestClock(ts0)
         self.bus = MessageBus()
         self.router = OrderRouter(self.bus, self.clock)
+        if self.stp is not None:  # the live rules, counted on this run's bus
+            self.stp.attach(self.bus, self.clock)
+            self.router.stp = self.stp
         self.venue = BacktestVenue(self)
         self.manager = self.router.add_instrument(self.instrument, self.venue)
         sym = self.instrument.symbol

@@ -31,6 +31,7 @@ from engine.events import ALERTED, Alert, OrderChanged, OrderFilled, OrderView
 from engine.instruments import Instrument
 from engine.oms.order import TERMINAL, WORKING, Order, PendingRequest, is_allowed
 from engine.oms.risk import OrderIntent, RiskChecker, order_problem
+from engine.oms.stp import SelfTradePrevention
 from engine.oms.venue import CancelReject, ExecutionReport, Venue
 
 log = logging.getLogger(__name__)
@@ -152,6 +153,8 @@ class OrderManager:
         self._watch_since = 0
         #: Requests the venue left unanswered past the timeout (each raised an alert).
         self.unanswered_requests = 0
+        #: Self-trade prevention asked about every new order (the router sets it).
+        self.stp: SelfTradePrevention | None = None
 
     # ------------------------------------------------------------------ queries
     def get(self, client_order_id: str) -> Order | None:
@@ -291,6 +294,11 @@ class OrderManager:
         )
         if refusal is not None:
             return self._refuse(order, f"risk: {refusal}")
+        if self.stp is not None:  # before the order leaves: the venue never sees a self-trade
+            stp = self.stp.check(order, self.orders.values(), closing=risk_exempt)
+            self.cancel_many(stp.cancel)  # sent first: the venue takes them before the order
+            if stp.refusal is not None:
+                return self._refuse(order, stp.refusal)
         risk.record_sent(strategy_id)
         order.ts_sent = self.clock.now_ns()
         self._sync_risk(order)

@@ -20,6 +20,7 @@ from engine.instruments import Instrument
 from engine.oms.manager import OrderManager
 from engine.oms.order import Order
 from engine.oms.risk import RiskChecker, RiskLimits
+from engine.oms.stp import SelfTradePrevention
 from engine.oms.venue import Venue
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,9 @@ class OrderRouter:
         #: Orders the kill switch refused before they existed, per level since it was set.
         self.refusals = RefusalCounter(bus, clock, "kill switch")
         self._kill_since = 0
+        #: Self-trade prevention of every order manager (``engine.oms.stp``).
+        self.stp = SelfTradePrevention()
+        self.stp.attach(bus, clock)
 
     # ------------------------------------------------------------------ set-up
     def add_instrument(
@@ -83,6 +87,7 @@ class OrderRouter:
             security_desc=security_desc,
             next_order_id=self._next_order_id,
         )
+        manager.stp = self.stp
         self.managers[instrument.symbol] = manager
         return manager
 
