@@ -6,7 +6,9 @@ Run with ``python -m tests.benchmarks.bench_startup [--runs 5] [--baseline TREE]
 fresh config and state folders (nothing restored from an earlier journal), timed like the
 bundle test does it: from ``Popen`` until ``window shown`` (and ``kernels ready``) appear in
 the console's log, polled every 10 ms. The console's own figure from the log (``window shown
-<n> ms after process start``) is printed too where the version logs it.
+<n> ms after process start``) is printed too where the version logs it. ``--first-start`` times
+a fresh install's first start to its first fill instead: the headless demo engine with an
+empty numba cache, and with one the bootstrap's warm step (``python -m engine.warmup``) filled.
 
 ``--baseline TREE`` starts another source tree of the console (for instance the last commit:
 ``git archive HEAD | tar -x -C /tmp/base``, plus the numba cache, or kernels compile on its
@@ -113,6 +115,64 @@ def start_once(
     )
 
 
+_FILLS = re.compile(r"fills\s+(\d+)")
+
+
+def first_fill(cache: Path, state: Path, timeout_s: float = 600.0) -> tuple[float | None, str]:
+    """Start the headless demo engine with numba cache ``cache``; return seconds to its first fill.
+
+    Timed from ``Popen`` until its summary line (every 0.1 s) counts a fill; the kernels it
+    has to compile (an empty cache) are part of the figure.
+    """
+    base = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env = base | {"NUMBA_CACHE_DIR": str(cache), "XDG_STATE_HOME": str(state),
+                  "PYTHONUNBUFFERED": "1"}  # fmt: skip
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", "engine", "--demo", "--no-journal", "--interval", "0.1",
+         "--seconds", str(timeout_s)],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    seconds, lines = None, []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            m = _FILLS.search(line)
+            if m and int(m.group(1)) > 0:
+                seconds = time.perf_counter() - t0
+                break
+    finally:
+        proc.terminate()
+        rest, _ = proc.communicate(timeout=60)
+    return seconds, "".join(lines) + rest
+
+
+def warm_step(cache: Path) -> float:
+    """Run the bootstrap's warm step (``python -m engine.warmup``) into ``cache``; its seconds."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "engine.warmup"], cwd=ROOT, check=True,
+                   env=base | {"NUMBA_CACHE_DIR": str(cache)}, capture_output=True)  # fmt: skip
+    return time.perf_counter() - t0
+
+
+def first_start() -> None:
+    """Print first start to first fill with an empty numba cache and after the warm step."""
+    with tempfile.TemporaryDirectory(prefix="qw-bench-first-") as tmp:
+        cold, out = first_fill(Path(tmp, "cold"), Path(tmp, "state-cold"))
+        if cold is None:
+            raise RuntimeError(f"cold start: no fill: {out[-500:]}")
+        warm_s = warm_step(Path(tmp, "warm"))
+        warm, out = first_fill(Path(tmp, "warm"), Path(tmp, "state-warm"))
+        if warm is None:
+            raise RuntimeError(f"after the warm step: no fill: {out[-500:]}")
+    print(
+        f"first start to first fill: empty numba cache {cold:.2f} s; after the bootstrap warm "
+        f"step ({warm_s:.1f} s) {warm:.2f} s (target <= 15 s), load {os.getloadavg()[0]:.1f}"
+    )
+
+
 def _median(values: list[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return statistics.median(present) if len(present) == len(values) and present else None
@@ -174,7 +234,15 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="also start this bundle executable (repeatable: compare two bundles)",
     )
+    parser.add_argument(
+        "--first-start",
+        action="store_true",
+        help="only time first start to first fill, empty numba cache vs after the warm step",
+    )
     opts = parser.parse_args(argv)
+    if opts.first_start:
+        first_start()
+        return 0
     variants = []
     if opts.baseline is not None:
         variants.append(source_variant("baseline", opts.baseline.resolve()))
@@ -197,6 +265,11 @@ def test_console_starts_and_shows_its_window(tmp_path: Path) -> None:
     assert start.logged_window_s is not None
     assert 0 < start.logged_window_s < start.to_window_s + 0.5  # counted from process start
     print(f"startup: start to window {_fmt(start.to_window_s)}")
+
+
+@pytest.mark.bench
+def test_first_start_to_first_fill() -> None:
+    first_start()
 
 
 if __name__ == "__main__":

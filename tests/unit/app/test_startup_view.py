@@ -10,6 +10,7 @@ real journal files. ``QWC_SCREENSHOTS=docs/screenshots`` writes ``starting.png``
 
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -295,3 +296,52 @@ def test_screenshot_of_a_start_replaying_its_journal(
         window.shutdown()
     assert re.search(r"starting — replaying journal [\d.]+ MB / [\d.]+ MB", shots[0])
     assert (out / "starting.png").stat().st_size > 10_000
+
+
+@pytest.mark.gui
+def test_screenshot_of_a_first_start_compiling_its_kernels(
+    qtbot: object, tmp_path: Path, dark_app: QApplication
+) -> None:
+    target = os.environ.get("QWC_SCREENSHOTS")
+    out = Path(target) if target else tmp_path
+    out.mkdir(parents=True, exist_ok=True)
+    shot_taken = threading.Event()
+
+    def warm_up(progress: Callable[[int, int], None]) -> None:  # a compiler, kernel by kernel
+        for done in range(1, 64):
+            progress(done, 63)
+            if done == 24:
+                shot_taken.wait(30)
+            time.sleep(0.001)
+
+    client = EmbeddedEngineClient(heartbeat_interval_ms=200, warm_up=warm_up)
+    controller = Controller(MultiEngineClient([client]))
+    window = MainWindow(controller, AppSettings(tmp_path / "qwconsole.ini"))
+    qtbot.addWidget(window)  # type: ignore[attr-defined]
+    view = StartupView(window, controller)
+    window.status.on_client_state(ClientState.CONNECTING)
+    window.set_theme("dark")
+    window.resize(1600, 950)
+    shots: list[str] = []
+
+    def shoot(_batch: list[EventRecord]) -> None:
+        text = window.status.engine_label.text()
+        if shots or "24 / 63" not in text:
+            return
+        assert window.grab().save(str(out / "starting-compiling.png"))
+        shots.append(text)
+        assert view.overlay.isVisible()
+        assert view.overlay.stage_label.text() in text
+        shot_taken.set()
+
+    controller.bridge.events_received.connect(shoot)
+    window.show()
+    try:
+        controller.start_in_background()
+        qtbot.waitUntil(lambda: bool(shots), timeout=30_000)  # type: ignore[attr-defined]
+        bar = window.status.progress_bar
+        assert bar.value() == pytest.approx(24 / 63 * bar.maximum(), abs=2)
+    finally:
+        shot_taken.set()
+        window.shutdown()
+    assert "compiling kernels (first start only) 24 / 63" in shots[0]
