@@ -60,6 +60,7 @@ from engine.tickstore.importing import (
     Rejects,
     Sink,
     Staging,
+    refuse_other,
 )
 from engine.tickstore.schema import BBO_DTYPE, L2_DELTA_DTYPE, TRADE_DTYPE, l2_snapshot_dtype
 from engine.tickstore.store import DAY_NS, day_of
@@ -230,6 +231,7 @@ class BinanceImporter:
     # ------------------------------------------------------------------ input
     def import_file(self, path: Path, progress: Progress | None = None) -> None:
         """Import one recording (``.gz`` or plain text)."""
+        refuse_other(path, ("recording",))
         total = path.stat().st_size
         line_no = 0
         with path.open("rb") as raw:

@@ -41,6 +41,7 @@ from engine.tickstore.importing import (
     Rejects,
     Sink,
     Staging,
+    refuse_other,
 )
 from engine.tickstore.schema import KINDS
 from engine.types import L2_SET
@@ -220,6 +221,7 @@ class CsvImporter:
 
     def import_file(self, path: Path, progress: Progress | None = None) -> None:
         """Import one file (plain or ``.gz``)."""
+        refuse_other(path, ("csv",))
         total = path.stat().st_size
         with path.open("rb") as raw:
             fh = cast(IO[bytes], gzip.GzipFile(fileobj=raw)) if path.suffix == ".gz" else raw

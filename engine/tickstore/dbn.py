@@ -37,6 +37,7 @@ from engine.tickstore.importing import (
     Rejects,
     Sink,
     Staging,
+    refuse_other,
 )
 from engine.tickstore.schema import BBO_DTYPE, MBO_DTYPE, TRADE_DTYPE
 from engine.types import BUY, L3_ADD, L3_CANCEL, L3_CLEAR, L3_MODIFY, SELL
@@ -139,6 +140,7 @@ class DbnImporter:
 
     def import_file(self, path: Path, progress: Progress | None = None) -> None:
         """Import one DBN file."""
+        refuse_other(path, ("dbn", "zstd"))
         total = path.stat().st_size
         dec = dbn.DBNDecoder()
         n = 0

@@ -117,6 +117,63 @@ def day_gaps(store: TickStore, symbol: str, day: str) -> list[dict[str, object]]
     return gaps
 
 
+#: What :func:`sniff` recognises, and how to import it.
+FORMATS: Final[dict[str, str]] = {
+    "parquet": "a Parquet file (Parquet is not supported yet: write it as CSV, e.g. with "
+    "pyarrow.csv, and use `qwconsole import csv`)",
+    "dbn": "a Databento DBN file; use `qwconsole import dbn`",
+    "zstd": "zstd-compressed data (a .dbn.zst?); use `qwconsole import dbn`",
+    "zip": "a zip archive (Bybit's zipped depth is not supported yet; unzip other files first)",
+    "hdf5": "an HDF5 file (a tick store?), not an input to import",
+    "bybit": "Bybit JSON lines (topic/type/data), which are not supported yet",
+    "recording": "a recording of JSON messages (<receive ns> <JSON> lines); use "
+    "`qwconsole import binance`",
+    "csv": "delimited text; use `qwconsole import csv` (or `import lobster` for LOBSTER pairs)",
+}
+
+
+def sniff(path: Path) -> str | None:
+    """Return what ``path`` holds when it is one of :data:`FORMATS`, else ``None``.
+
+    Looks at the first bytes (inside gzip when the file is gzip data).
+    """
+    import gzip
+    import zlib
+
+    with path.open("rb") as fh:
+        head = fh.read(4096)
+    if head[:2] == b"\x1f\x8b":
+        try:
+            with gzip.open(path, "rb") as g:
+                head = g.read(4096)
+        except (OSError, EOFError, zlib.error):
+            return None
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    if head.startswith(b"DBN"):
+        return "dbn"
+    if head.startswith(b"\x28\xb5\x2f\xfd"):
+        return "zstd"
+    if head.startswith(b"PK\x03\x04"):
+        return "zip"
+    if head.startswith(b"\x89HDF"):
+        return "hdf5"
+    first = head.split(b"\n", 1)[0].strip()
+    body = first.partition(b" ")[2] if first[:1].isdigit() else first
+    if body.startswith(b"{"):
+        return "bybit" if b'"topic"' in body else "recording"
+    if b"," in first or b";" in first or b"\t" in first:
+        return "csv"
+    return None
+
+
+def refuse_other(path: Path, accepted: tuple[str, ...]) -> None:
+    """Raise ``ValueError`` (one line) when ``path`` is a known format not in ``accepted``."""
+    kind = sniff(path)
+    if kind is not None and kind not in accepted:
+        raise ValueError(f"{path}: this is {FORMATS[kind]}")
+
+
 def write_report(path: Path, skipped: list[BadRow]) -> None:
     """Write skipped rows as CSV: ``file,line,column,value,reason``."""
     import csv

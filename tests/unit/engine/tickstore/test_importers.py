@@ -560,3 +560,67 @@ def test_round_to_tick_still_refuses_a_price_off_the_grid(tmp_path: Path) -> Non
         f"{src}:3: column price: '100.005' is more than 1% of the tick size 0.01 off its grid "
         "(not a float artifact)"
     )
+
+
+def _parquet(tmp: Path) -> Path:
+    p = tmp / "t.parquet"  # the format's magic at both ends; no reader is needed to tell
+    p.write_bytes(b"PAR1" + bytes(64) + b"PAR1")
+    return p
+
+
+def _bybit(tmp: Path) -> Path:
+    p = tmp / "bybit.data"
+    p.write_text('{"topic":"orderbook.500.BTCUSDT","type":"snapshot","ts":1,"data":{}}\n')
+    return p
+
+
+def _zip(tmp: Path) -> Path:
+    import zipfile
+
+    p = tmp / "depth.zip"
+    with zipfile.ZipFile(p, "w") as z:
+        z.writestr("depth.data", '{"topic":"orderbook.500.BTCUSDT"}\n')
+    return p
+
+
+SPOT_RAW = DATA / "binance_spot_btcusdt_2024-08-08" / "btcusdt_20240808.gz"
+ES_ZST = DATA / "cme_globex_esh4_mbo_2023-12-25" / "esh4-glbx-mdp3-20231225.mbo.dbn.zst"
+CSV_ARGS = ["--symbol", "X", "--kind", "trades", "--mapping", "ts=a,px=b,qty=c",
+            "--tick-size", "1", "--lot-size", "1"]  # fmt: skip
+BIN_ARGS = ["--symbol", "BTCUSDT", "--tick-size", "0.01", "--lot-size", "0.00000001"]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "args", "make", "said"),
+    [
+        ("csv", CSV_ARGS, _parquet, "a Parquet file (Parquet is not supported yet"),
+        ("csv", CSV_ARGS, lambda t: ES_ZST, "zstd-compressed data (a .dbn.zst?); use "
+         "`qwconsole import dbn`"),
+        ("csv", CSV_ARGS, lambda t: SPOT_RAW, "a recording of JSON messages (<receive ns> "
+         "<JSON> lines); use `qwconsole import binance`"),
+        ("binance", BIN_ARGS, lambda t: SPOT_TRADES, "delimited text; use `qwconsole import "
+         "csv`"),
+        ("binance", BIN_ARGS, _bybit, "Bybit JSON lines (topic/type/data), which are not "
+         "supported yet"),
+        ("binance", BIN_ARGS, _zip, "a zip archive (Bybit's zipped depth is not supported"),
+        ("dbn", ["--tick-size", "0.25"], lambda t: SPOT_RAW, "a recording of JSON messages"),
+    ],
+)  # fmt: skip
+def test_an_importer_says_what_it_was_given_and_which_to_use(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    fmt: str,
+    args: list[str],
+    make: Any,
+    said: str,
+) -> None:
+    from engine.tickstore.cli import main
+
+    src = make(tmp_path)
+    need(src)
+    assert main([fmt, str(src), *args, "--store", str(tmp_path / "s.h5"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"qwconsole import: error: {src}: this is {said}")
+    assert err.endswith("; nothing imported\n")
+    assert err.count("\n") == 1
+    assert not (tmp_path / "s.h5").exists()
