@@ -27,6 +27,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "import": ("engine.tickstore.cli", "import vendor files into the tick store"),
     "reconcile": ("engine.reconcile.cli", "compare journal, recovery and venue fills (STATE_DIR)"),
     "sim": ("engine.sim.server", "the exchange simulator as a FIX acceptor (--cfg FILE.cfg)"),
+    "warmup": ("engine.warmup", "compile the numba kernels into the cache (set-up does it)"),
 }
 
 #: ``perf_counter`` when this module was imported: the fallback start of the process.

@@ -28,6 +28,7 @@ Every compilation that does happen is logged (``compiled <kernel> in <s> s``) an
 import contextlib
 import logging
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -78,6 +79,37 @@ def _writable(folder: Path) -> bool:
     return True
 
 
+#: Folder inside the bundle (``sys._MEIPASS``) with the kernels compiled when it was built.
+SHIPPED_CACHE = "numba-cache"
+
+
+def seed_from_bundle(folder: Path) -> bool:
+    """Copy the kernels the bundle was built with into the user's cache ``folder``.
+
+    ``packaging/bundle.py`` compiles every kernel into ``_internal/numba-cache`` at build time,
+    stamped with the bundle executable's hash, so a first start loads them instead of
+    compiling for minutes. They are copied (a few MB, once per executable: a marker file holds
+    its size and time) rather than used in place, because the bundle's folder may be read-only
+    and numba writes what it compiles next to what it reads. A machine whose CPU differs from
+    the build machine's finds no entry for its CPU and compiles as before. Returns whether
+    anything was copied; a failure is logged, never raised.
+    """
+    shipped = Path(getattr(sys, "_MEIPASS", "")) / SHIPPED_CACHE
+    if not getattr(sys, "_MEIPASS", "") or not shipped.is_dir():
+        return False
+    try:
+        st = os.stat(sys.executable)
+        mark, stamp = folder / ".shipped", f"{st.st_size} {st.st_mtime_ns}"
+        if mark.is_file() and mark.read_text() == stamp:
+            return False
+        shutil.copytree(shipped, folder, dirs_exist_ok=True)
+        mark.write_text(stamp)
+    except OSError as e:
+        log.warning("could not copy the bundle's compiled kernels into %s: %s", folder, e)
+        return False
+    return True
+
+
 def configure_cache() -> None:
     """Send numba's cache to the user's cache folder when running from a bundle.
 
@@ -93,6 +125,7 @@ def configure_cache() -> None:
             fallback = Path(tempfile.gettempdir()) / f"{APP_NAME}-{os.getuid()}" / folder.name
             log.warning("numba cache folder %s is not writable; using %s", folder, fallback)
             folder = fallback
+        seed_from_bundle(folder)
         os.environ["NUMBA_CACHE_DIR"] = str(folder)
     os.environ.setdefault("NUMBA_CACHE_LOCATOR_CLASSES", BUNDLE_LOCATORS)
 
@@ -123,9 +156,9 @@ _kernels: list[Any] = []
 class GuardedCache(_caching.FunctionCache):  # type: ignore[misc]
     """numba's per-function disk cache, which never lets a damaged cache file crash a start.
 
-    numba checks an index file's numba version and its source stamp (the source file's
-    modification time and size; the bundle's executable hash in a bundle), so a stale entry or
-    one from another checkout or machine is simply not used and is overwritten. But a damaged
+    numba checks an index file's numba version and its source stamp (the SHA-256 of the source
+    file; of the executable in a bundle) and keys entries on the CPU, so a stale entry or one
+    from another checkout or machine is simply not used and is overwritten. But a damaged
     index or data file (a disk filled up while it was written, a half-copied cache folder)
     raises from ``pickle`` on load *and* on save. Here such an entry is logged, its index file
     deleted and the kernel compiled again, which writes a fresh entry.

@@ -112,9 +112,9 @@ fi
 # ------------------------------------------------------------------ numba kernels
 # Compile every kernel into numba's on-disk cache now, with a progress line, so the console's
 # first start loads them in a second instead of compiling them (one to three minutes) while
-# the user waits. numba keys its cache on each kernel file's path, modification time and size
+# the user waits. numba keys its cache on each kernel file's path and content hash and the CPU,
 # and rebuilds a stale, foreign or damaged entry (engine/jit.py); the stamp below only saves
-# the second of checking it when nothing changed.
+# the second of checking it when no kernel file changed.
 kernels_state() {  # what the cache's validity depends on, hashed
   (cd "$ROOT" && find engine analyzer -name '_kernels.py' -printf '%p %T@ %s\n' | sort
    echo "${NUMBA_CACHE_DIR:-}"; "$VENV/bin/python" -V

@@ -207,8 +207,8 @@ def test_a_cache_from_another_checkout_is_not_used_and_is_rebuilt(tmp_path: Path
     first.mkdir()
     (first / "probe_kernels.py").write_text(_KERNEL_MODULE)
     assert _call_in(first)[0] >= 1
-    # A copied checkout keeps the cache files, but its sources have new modification times
-    # (and a changed source another size): numba's stamp no longer matches.
+    # A copied checkout keeps the cache files, but a changed source has another content
+    # hash: numba's stamp no longer matches.
     second.mkdir()
     (second / "__pycache__").mkdir()
     for f in (first / "__pycache__").iterdir():
@@ -221,3 +221,41 @@ def test_a_cache_from_another_checkout_is_not_used_and_is_rebuilt(tmp_path: Path
     assert _call_in(first, shared)[0] >= 1
     assert _call_in(second, shared)[0] >= 1
     assert _call_in(first, shared)[0] == 0
+
+
+_SEED_PROBE = """
+import json, os, sys
+sys.frozen = True
+sys._MEIPASS = os.environ["PROBE_MEIPASS"]
+import engine.jit as jit
+print(json.dumps({"env": os.environ.get("NUMBA_CACHE_DIR")}))
+"""
+
+
+def test_a_bundles_shipped_kernels_seed_the_users_cache_once(tmp_path: Path) -> None:
+    internal = tmp_path / "bundle" / "_internal"
+    shipped = internal / "numba-cache" / "engine" / "book"
+    shipped.mkdir(parents=True)
+    (shipped / "_kernels.l2_set-10.py311.nbi").write_bytes(b"index")
+    (shipped / "_kernels.l2_set-10.py311.1.nbc").write_bytes(b"data")
+    base = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env = {**base, "PYTHONPATH": str(ROOT), "PROBE_MEIPASS": str(internal),
+           "XDG_CACHE_HOME": str(tmp_path / "xdg")}  # fmt: skip
+
+    def probe() -> Path:
+        out = subprocess.run([sys.executable, "-c", _SEED_PROBE], env=env, cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+        return Path(json.loads(out.stdout.splitlines()[-1])["env"])
+
+    folder = probe()
+    assert folder.parent == tmp_path / "xdg" / "qwconsole"
+    copied = folder / "engine" / "book" / "_kernels.l2_set-10.py311.nbi"
+    assert copied.read_bytes() == b"index"
+    assert (folder / "engine" / "book" / "_kernels.l2_set-10.py311.1.nbc").is_file()
+    # Once per executable: what the user's starts compiled later is not overwritten again.
+    copied.write_bytes(b"the user's own")
+    assert probe() == folder
+    assert copied.read_bytes() == b"the user's own"
+    (folder / ".shipped").write_text("another executable")
+    probe()
+    assert copied.read_bytes() == b"index"
