@@ -101,6 +101,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-header", action="store_true", help="first line is data (use #N)")
     _steps(p)
+    p = sub.add_parser("parquet", help="Parquet files (pyarrow) with the CSV column mapping")
+    _common(p)
+    p.add_argument("--symbol", required=True)
+    p.add_argument("--kind", required=True, choices=["trades", "bbo", "l2"])
+    p.add_argument("--mapping", required=True, help="as for csv: field=column:conv,... or JSON")
+    p.add_argument(
+        "--round-to-tick",
+        action="store_true",
+        help="round prices and sizes to the nearest tick/lot (float columns)",
+    )
+    _steps(p)
     p = sub.add_parser("binance", help="Binance recordings: depth snapshot+diffs, bookTicker")
     _common(p)
     p.add_argument("--symbol", required=True)
@@ -142,6 +153,22 @@ def _run_csv(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
     else:
         mapping = CsvMapping.parse(a.kind, a.mapping, delimiter=a.delimiter, header=not a.no_header)
     return import_csv(
+        a.files, a.store, a.symbol, mapping, tick_size=a.tick_size, lot_size=a.lot_size,
+        venue=a.venue, replace=a.replace, skip_bad_rows=a.skip_bad_rows, progress=progress,
+        round_to_tick=a.round_to_tick,
+    )  # fmt: skip
+
+
+def _run_parquet(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
+    from engine.tickstore.csv_import import CsvMapping
+    from engine.tickstore.parquet import import_parquet
+
+    mapping_path = Path(a.mapping)
+    if a.mapping.endswith(".json") or mapping_path.is_file():
+        mapping = CsvMapping.load(mapping_path)
+    else:
+        mapping = CsvMapping.parse(a.kind, a.mapping)
+    return import_parquet(
         a.files, a.store, a.symbol, mapping, tick_size=a.tick_size, lot_size=a.lot_size,
         venue=a.venue, replace=a.replace, skip_bad_rows=a.skip_bad_rows, progress=progress,
         round_to_tick=a.round_to_tick,
@@ -192,6 +219,7 @@ def _run_lobster(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
 
 _RUNNERS: dict[str, Callable[[argparse.Namespace, ProgressBar], ImportResult]] = {
     "csv": _run_csv,
+    "parquet": _run_parquet,
     "binance": _run_binance,
     "dbn": _run_dbn,
     "lobster": _run_lobster,

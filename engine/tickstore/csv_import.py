@@ -219,9 +219,13 @@ class CsvImporter:
         need[index] = np.arange(len(index))
         return need
 
-    def import_file(self, path: Path, progress: Progress | None = None) -> None:
-        """Import one file (plain or ``.gz``)."""
-        refuse_other(path, ("csv",))
+    def import_file(
+        self, path: Path, progress: Progress | None = None, name: Path | None = None
+    ) -> None:
+        """Import one file (plain or ``.gz``); ``name`` is the file errors name (default)."""
+        if name is None:
+            refuse_other(path, ("csv",))
+        shown = name or path
         total = path.stat().st_size
         with path.open("rb") as raw:
             fh = cast(IO[bytes], gzip.GzipFile(fileobj=raw)) if path.suffix == ".gz" else raw
@@ -231,7 +235,7 @@ class CsvImporter:
                 first = fh.readline().decode("utf-8-sig", errors="replace").rstrip("\r\n")
                 header = [h.strip() for h in first.split(self.mapping.delimiter)]
                 line = 2
-            need = self._need(path, header)
+            need = self._need(shown, header)
             carry = b""
             while True:
                 data = fh.read(BLOCK_BYTES)
@@ -243,7 +247,7 @@ class CsvImporter:
                     carry = block
                     continue
                 carry = block[cut:]
-                line = self._block(path, np.frombuffer(block[:cut], np.uint8), need, line)
+                line = self._block(shown, np.frombuffer(block[:cut], np.uint8), need, line)
                 if progress is not None:
                     progress(raw.tell(), total, self.result.total_rows)
 

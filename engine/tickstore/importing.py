@@ -119,8 +119,7 @@ def day_gaps(store: TickStore, symbol: str, day: str) -> list[dict[str, object]]
 
 #: What :func:`sniff` recognises, and how to import it.
 FORMATS: Final[dict[str, str]] = {
-    "parquet": "a Parquet file (Parquet is not supported yet: write it as CSV, e.g. with "
-    "pyarrow.csv, and use `qwconsole import csv`)",
+    "parquet": "a Parquet file; use `qwconsole import parquet` (same mapping as CSV)",
     "dbn": "a Databento DBN file; use `qwconsole import dbn`",
     "zstd": "zstd-compressed data (a .dbn.zst?); use `qwconsole import dbn`",
     "zip": "a zip archive (Bybit's zipped depth is not supported yet; unzip other files first)",

@@ -482,7 +482,7 @@ def test_lobster_times_are_local_to_the_exchange_and_stored_as_utc(
     """LOBSTER's seconds after midnight are New York time: EDT midnight is 04:00 UTC, EST 05:00."""
     m, b, _ = make_lobster(tmp_path, 20)
     store = tmp_path / "l.h5"
-    kw = {} if tz is None else {"tz": tz}
+    kw: dict[str, Any] = {} if tz is None else {"tz": tz}
     import_lobster([(m, b)], store, "XYZ", tick_size="0.01", day=day, **kw)
     whole, frac = m.read_text().split(",", 1)[0].split(".")  # seconds after local midnight
     after_midnight = int(whole) * 10**9 + int(frac.ljust(9, "0"))
@@ -593,7 +593,7 @@ BIN_ARGS = ["--symbol", "BTCUSDT", "--tick-size", "0.01", "--lot-size", "0.00000
 @pytest.mark.parametrize(
     ("fmt", "args", "make", "said"),
     [
-        ("csv", CSV_ARGS, _parquet, "a Parquet file (Parquet is not supported yet"),
+        ("csv", CSV_ARGS, _parquet, "a Parquet file; use `qwconsole import parquet`"),
         ("csv", CSV_ARGS, lambda t: ES_ZST, "zstd-compressed data (a .dbn.zst?); use "
          "`qwconsole import dbn`"),
         ("csv", CSV_ARGS, lambda t: SPOT_RAW, "a recording of JSON messages (<receive ns> "
@@ -624,3 +624,40 @@ def test_an_importer_says_what_it_was_given_and_which_to_use(
     assert err.endswith("; nothing imported\n")
     assert err.count("\n") == 1
     assert not (tmp_path / "s.h5").exists()
+
+
+def test_parquet_written_from_the_real_trades_imports_as_the_csv(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The shared spot trades as Parquet (written here by pyarrow, a timestamp column added)."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    from engine.tickstore.cli import main
+
+    need(SPOT_TRADES)
+    cut = tmp_path / "trades.csv"
+    cut.write_text("\n".join(SPOT_TRADES.read_text().splitlines()[:3001]) + "\n")
+    table = pacsv.read_csv(cut)
+    table = table.append_column("time", pc.cast(table["timestamp"], pa.timestamp("ns", "UTC")))
+    pq.write_table(table, tmp_path / "trades.parquet", row_group_size=1000)
+    common = ["--symbol", "BTCUSDT", "--kind", "trades", "--tick-size", "0.01", "--lot-size",
+              "0.00000001", "--quiet"]  # fmt: skip
+    rest = "px=price,qty=size,trade_id,side=buyer_is_maker:maker"
+    assert main(["csv", str(cut), "--store", str(tmp_path / "c.h5"), *common, "--mapping",
+                 f"ts=trade_ts_ms:ms,ts_recv=timestamp,{rest}"]) == 0  # fmt: skip
+    pq_argv = ["parquet", str(tmp_path / "trades.parquet"), "--store", str(tmp_path / "p.h5")]
+    assert main([*pq_argv, *common, "--mapping", f"ts=trade_ts_ms:ms,ts_recv=time:iso,{rest}"]) == 0
+    with TickStore(tmp_path / "c.h5") as c, TickStore(tmp_path / "p.h5") as p:
+        want = c.read("BTCUSDT", "20240808", "trades")
+        np.testing.assert_array_equal(p.read("BTCUSDT", "20240808", "trades"), want)
+    assert want.shape[0] == 3000
+    capsys.readouterr()
+    assert main(["parquet", str(cut), "--store", str(tmp_path / "x.h5"), *common, "--mapping",
+                 f"ts=trade_ts_ms:ms,{rest}"]) == 2  # fmt: skip
+    assert capsys.readouterr().err == (
+        f"qwconsole import: error: {cut}: this is delimited text; use `qwconsole import csv` "
+        "(or `import lobster` for LOBSTER pairs); nothing imported\n"
+    )
