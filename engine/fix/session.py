@@ -1033,7 +1033,7 @@ class FixSession:
     def _logex(self, fn: Callable[..., None], *args: Any) -> None:
         try:
             fn(*args)
-        except (_NotLoggedOn, _Disconnect) as e:
+        except (_NotLoggedOn, _Disconnect, FieldNotFound) as e:  # QuickFIX's LOGEX
             self._event(str(e) or type(e).__name__)
 
     def _on_issue(self, msg: FixMessage, mt: bytes, issue: ValidationIssue) -> None:
@@ -1090,13 +1090,23 @@ class FixSession:
             sender = msg.get(49)
             target = msg.get(56)
             sending_time = msg.get(52)
-            if sender is None or target is None or sending_time is None:
-                raise _Disconnect("Required header field missing")
+            # QuickFIX's FIELD_GET_REF: a missing field is FieldNotFound, which _next answers
+            # (Reject 373=1, or BusinessMessageReject 380=5 for an application message on
+            # FIX.4.2+). Only reachable when validation did not require the field already
+            # (no dictionary, or a FIXT application message: see validation._required).
+            if sender is None:
+                raise FieldNotFound(49)
+            if target is None:
+                raise FieldNotFound(56)
+            if sending_time is None:
+                raise FieldNotFound(52)
             seq = 0
             if check_too_high or check_too_low:
                 s = msg.seq_num
                 if s is None:
-                    raise _Disconnect("MsgSeqNum missing or invalid")
+                    if msg.get(34) is None:
+                        raise FieldNotFound(34)
+                    raise _Disconnect("MsgSeqNum is not a number")
                 if s > SEQNUM_MAX:
                     # Past 64 bits: not a sequence number at all (the dictionary check refuses
                     # it the same way), never a gap to ask a resend for. Not counted.
@@ -1547,11 +1557,14 @@ class FixSession:
         # a validating counterparty (ours included) would reject a 371 here. Under FIXT.1.1 the
         # body also carries DefaultApplVerID <1137>, our own (QuickFIX's m_senderDefaultApplVerID,
         # FIX.5.0 = 7 when none is known), so the counterparty can parse the reject's body.
+        seq_raw = msg.get(34)
+        if seq_raw is None:  # QuickFIX: getField<MsgSeqNum>() throws; nothing is sent
+            raise FieldNotFound(34)
         reject = OutMessage(b"j")
         if self._is_fixt:
             reject.body.append((1137, (self._sender_appl_ver_id or "7").encode()))
         reject.body.append((372, msg.get(35) or b""))
-        reject.body.append((45, msg.get(34) or b"0"))
+        reject.body.append((45, seq_raw))
         reject.body.append((380, b"%d" % err))
         seq = msg.seq_num
         if seq == self.store.next_target_seq_num:

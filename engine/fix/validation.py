@@ -17,8 +17,9 @@ Order of checks (QuickFIX ``DataDictionary::validate`` and ``iterate``):
 3. MsgType <35> defined → 373=11 "Invalid MsgType" (no RefTagID).
 4. Repeating-group members in dictionary order (``ValidateUnorderedGroupFields``, QuickFIX/J)
    → 373=15 "Repeating group fields out of order".
-5. Required fields: header (ascending tag), trailer, body, then every group entry → 373=1
-   "Required tag missing".
+5. Required fields (QuickFIX ``checkHasRequired``, by the body's dictionary): header
+   (ascending tag) and trailer as that dictionary defines them (a FIX 5.x application
+   dictionary defines none), body, then every body group entry → 373=1 "Required tag missing".
 6. Header, trailer, then body, each in ascending tag order (8, 9, 35 first in the header),
    then group entries; for each field: appears twice → 373=13 "Tag appears more than once";
    empty (``ValidateFieldsHaveValues``) → 373=4 "Tag specified without a value"; bad format
@@ -412,7 +413,7 @@ def _issues(
         yield _issue(
             SessionRejectReason.REPEATING_GROUP_FIELDS_OUT_OF_ORDER, msg.unordered_group_tag, mt
         )
-    yield from _required(msg, sdd, mdef)
+    yield from _required(msg, add, mdef)
     check = _Checker(opts, msg.msg_type)
     yield from check.level(msg.header, sdd, sdd.header, header=True)
     yield from check.level(msg.trailer, sdd, sdd.trailer, trailer=True)
@@ -420,15 +421,24 @@ def _issues(
 
 
 def _required(
-    msg: ParsedMessage, sdd: DataDictionary, mdef: MessageDef
+    msg: ParsedMessage, add: DataDictionary, mdef: MessageDef
 ) -> Iterator[ValidationIssue]:
+    # QuickFIX's checkHasRequired, run by the body's dictionary: the header's and trailer's
+    # required fields as *that* dictionary defines them (none in a FIX 5.x application
+    # dictionary: a FIXT application message missing SendingTime <52> is the session's
+    # FieldNotFound, not a Reject 373=1), then the body's, then those of the body's group
+    # entries (header and trailer groups are not looked into).
     mt = msg.msg_type
-    for part, d in ((msg.header, sdd.header), (msg.trailer, sdd.trailer), (msg.body, mdef)):
+    for part, tags in (
+        (msg.header, add.header.required_tags),
+        (msg.trailer, add.trailer.required_tags),
+        (msg.body, mdef.required_tags),
+    ):
         present = {t for t, _ in part.fields}
-        for tag in sorted(d.required_tags):
+        for tag in sorted(tags):
             if tag not in present:
                 yield _issue(SessionRejectReason.REQUIRED_TAG_MISSING, tag, mt)
-        yield from _required_groups(part, d.groups, mt)
+    yield from _required_groups(msg.body, mdef.groups, mt)
 
 
 def _required_groups(
@@ -724,10 +734,10 @@ class _Plan:
                 if tag in checks:
                     g = groups.get(tag)
                     top[tag] = (section, checks[tag], None if g is None else _GroupPlan(g, checks))
-        required_by_level = (
-            (0, sdd.header.required_tags),
+        required_by_level = (  # as _required() reads them: the body dictionary's
+            (0, add.header.required_tags),
             (1, mdef.required_tags),
-            (2, sdd.trailer.required_tags),
+            (2, add.trailer.required_tags),
         )
         if (
             any(t not in top or top[t][2] is not None for t in (8, 9, 35))

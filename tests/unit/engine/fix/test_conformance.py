@@ -244,3 +244,68 @@ def test_logon_with_reset_flag_and_seq_1_resets_both_sides(test_clock: TestClock
     assert s.is_logged_on
     assert app.logons == 1
     assert s.next_target_seq_num == 2
+
+
+# ----------------------------------------------------------------------------- missing header
+
+
+def _without_52(
+    clock: TestClock, mt: str, seq: int, body: Sequence[tuple[int, bytes]], begin: bytes
+) -> FixMessage:
+    header = [(34, b"%d" % seq), (49, b"TW"), (56, b"ISLD")]
+    m = decode_one(encode(begin, mt.encode(), header, list(body)))
+    assert m is not None
+    return m
+
+
+def test_fixt_application_message_without_sending_time_is_the_sessions_verdict() -> None:
+    # QuickFIX checks required header fields with the body's dictionary: FIX 5.x defines none,
+    # so validation passes and the session's FieldNotFound answers (BusinessMessageReject 5).
+    fixt, fix50 = _dd("FIXT11"), _dd("FIX50SP2")
+    er = "|".join(f"{t}={v.decode()}" for t, v in ER)
+    app_msg = _pairs("FIXT.1.1", "35=8|34=2|49=TW|56=ISLD|" + er)
+    assert validate(app_msg, fixt, fix50) is None
+    admin = validate(_pairs("FIXT.1.1", "35=0|34=2|49=TW|56=ISLD"), fixt, fix50)
+    assert admin is not None
+    assert (admin.reason, admin.ref_tag) == (SessionRejectReason.REQUIRED_TAG_MISSING, 52)
+
+
+def test_fixt_session_answers_missing_sending_time_with_business_reject(
+    test_clock: TestClock,
+) -> None:
+    s, _ = _session(
+        test_clock,
+        "FIXT.1.1",
+        transport_data_dictionary=str(RESOURCES / "FIXT11.xml"),
+        app_data_dictionary=str(RESOURCES / "FIX50SP2.xml"),
+        default_appl_ver_id="FIX.5.0SP2",
+    )
+    s.on_connected(test_clock.now_ns())
+    logon = [(98, b"0"), (108, b"30"), (1137, b"9")]
+    s.on_message(_msg(test_clock, "A", 1, logon, b"FIXT.1.1"), test_clock.now_ns())
+    (raw,) = s.on_message(_without_52(test_clock, "8", 2, ER, b"FIXT.1.1"), test_clock.now_ns())
+    f = _fields(raw)
+    assert (f[35], f[45], f[380], f[1137]) == (b"j", b"2", b"5", b"9")
+    assert f[58] == b"Conditionally Required Field Missing (52)"
+    assert s.next_target_seq_num == 3
+    assert s.is_logged_on
+
+
+def test_session_without_dictionary_rejects_missing_sending_time(test_clock: TestClock) -> None:
+    # QuickFIX with UseDataDictionary=N: FieldNotFound from verify, not a disconnect.
+    s, _ = _session(test_clock, use_data_dictionary=False)
+    s.on_connected(test_clock.now_ns())
+    s.on_message(_msg(test_clock, "A", 1, [(98, b"0"), (108, b"30")]), test_clock.now_ns())
+    (rj,) = s.on_message(_without_52(test_clock, "0", 2, [], b"FIX.4.4"), test_clock.now_ns())
+    f = _fields(rj)
+    assert (f[35], f[45], f[371], f[373], f[58]) == (
+        b"3",
+        b"2",
+        b"52",
+        b"1",
+        b"Required tag missing",
+    )
+    (bmr,) = s.on_message(_without_52(test_clock, "8", 3, ER, b"FIX.4.4"), test_clock.now_ns())
+    assert (_fields(bmr)[35], _fields(bmr)[380]) == (b"j", b"5")
+    assert s.next_target_seq_num == 4
+    assert not s.wants_disconnect
