@@ -151,10 +151,11 @@ def _fields(raw: bytes) -> dict[int, bytes]:
 def test_session_refuses_sequence_number_past_64_bits(
     test_clock: TestClock, dictionary: str | None
 ) -> None:
-    kw: dict[str, object] = {"use_data_dictionary": dictionary is not None}
-    if dictionary:
-        kw["data_dictionary"] = str(RESOURCES / dictionary)
-    s, _ = _session(test_clock, **kw)
+    s, _ = _session(
+        test_clock,
+        use_data_dictionary=dictionary is not None,
+        data_dictionary=str(RESOURCES / dictionary) if dictionary else None,
+    )
     s.on_connected(test_clock.now_ns())
     s.on_message(_msg(test_clock, "A", 1, [(98, b"0"), (108, b"30")]), test_clock.now_ns())
     assert s.is_logged_on
