@@ -53,21 +53,25 @@ MAX_L2_LEVELS = 1 << 20
 def l2_window(ev: npt.NDArray[np.void], n_levels: int | None = None) -> tuple[int, int]:
     """Return ``(n_levels, centre)`` of the L2 book both paths replay ``ev`` on.
 
-    By default the window covers every price of the data with room to spare (at least
-    4,096 ticks, at most :data:`MAX_L2_LEVELS`): a window the touch can walk to the edge of
-    drops the levels beyond it (they are "deep" while the edge level is there), and quotes
-    outside it cannot be placed. Both paths and :func:`market_rules` use this one window, so
-    their books are the same.
+    By default the window is the range the market traded over (the trade rows; without
+    trades the 1st-99th percentile of the level prices) widened 1.5 times that range on each
+    side, at least 4,096 ticks and at most :data:`MAX_L2_LEVELS`. A window the touch can walk
+    to the edge of drops the levels beyond it (they are "deep" while the edge level is
+    there), and quotes outside it cannot be placed; levels far from any trade (a deep
+    snapshot) are dropped and counted. Both paths and :func:`market_rules` use this one
+    window, so their books are the same.
     """
-    px = ev["px"][ev["kind"] != L2_CLEAR]
+    sets = ev["kind"] != L2_CLEAR
+    trades = ev["kind"] == L2_TRADE
+    px = ev["px"][trades] if trades.any() else ev["px"][sets]
     if px.size == 0:
         return n_levels or 4096, 0
-    lo, hi = int(px.min()), int(px.max())
+    if trades.any():
+        lo, hi = int(px.min()), int(px.max())
+    else:
+        lo, hi = (int(v) for v in np.percentile(px, [1, 99]))
     if n_levels is None:
-        n_levels = min(max(4096, 2 * (hi - lo + 1)), MAX_L2_LEVELS)
-    if hi - lo + 1 > n_levels:  # too wide: centre on the start, re-centre as the book moves
-        first = px[: min(px.shape[0], 1000)]
-        return n_levels, int(np.median(first))
+        n_levels = min(max(4096, 4 * (hi - lo + 1)), MAX_L2_LEVELS)
     return n_levels, (lo + hi) // 2
 
 
