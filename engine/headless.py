@@ -429,7 +429,7 @@ def _token_main(argv: Sequence[str]) -> int:
                                             "(stored hashed).")  # fmt: skip
     # --config/--store go before or after the action (``token add --config X`` too): each
     # sub-command repeats them, without defaults of its own that would hide the earlier value.
-    where = argparse.ArgumentParser(add_help=False)
+    where = OneLineErrorParser(add_help=False)
     for suppress, target in ((False, parser), (True, where)):
         default = argparse.SUPPRESS if suppress else None
         target.add_argument("--config", type=Path, default=default,
