@@ -124,3 +124,35 @@ def test_first_fill_after_the_bootstrap_warm_step(tmp_path: Path) -> None:
     assert first_fill <= FIRST_FILL_LIMIT_S
     assert "compiling kernels (first start only)" not in out  # everything came from the cache
     assert proc.returncode == 0, out
+
+
+def test_console_closed_while_kernels_compile_exits_at_once(tmp_path: Path) -> None:
+    env = _env(tmp_path / "numba-cache", tmp_path)
+    env = {k: v for k, v in env.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    state = tmp_path / "console-state"
+    env |= {"QT_QPA_PLATFORM": "offscreen", "QWCONSOLE_STATE_DIR": str(state),
+            "QWCONSOLE_CONFIG_DIR": str(tmp_path / "config")}  # fmt: skip
+    argv = [sys.executable, "-m", "app", "--smoke", "60"]
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    log = state / "qwconsole.log"
+    try:
+        deadline = time.monotonic() + 120
+        while "kernel-warm-up engine.jit: compiled" not in (
+            log.read_text(encoding="utf-8") if log.exists() else ""
+        ):
+            assert proc.poll() is None, proc.communicate()[0]
+            assert time.monotonic() < deadline, "no kernel compiled on the warm-up thread"
+            time.sleep(0.05)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)  # what Ctrl+Q and closing the window also do
+        out, _ = proc.communicate(timeout=30)
+        seconds = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    print(f"first start: console SIGTERM while compiling to exit {seconds:.2f} s")
+    assert seconds <= EXIT_LIMIT_S, out
+    assert "Traceback" not in out
+    assert "exiting while kernels still compile" in log.read_text(encoding="utf-8")
