@@ -176,6 +176,9 @@ class TickChart(pg.PlotWidget):
         self.fills_sell.sigClicked.connect(self._on_fill_clicked)
         self.cursor = pg.InfiniteLine(angle=90, movable=False)
         pi.addItem(self.cursor, ignoreBounds=True)
+        #: Shaded spans where the stored depth stream has a gap (imported with --allow-gaps).
+        self.gaps: list[pg.LinearRegionItem] = []
+        self._mark_gaps()
         #: The crosshair read-out, drawn as the plot's title line (above the data, never
         #: over it or over the legend).
         self.readout = ""
@@ -457,6 +460,32 @@ class TickChart(pg.PlotWidget):
         idx = np.flatnonzero(m)
         best = idx[np.argmin(np.abs(seg.px[idx] * self.day.source.tick_size - pos.y()))]
         self.order_clicked.emit(self.day.symbol, int(seg.order_id[best]), ts)
+
+    def _mark_gaps(self) -> None:
+        """Shade each recorded depth-stream gap of the day (``l2_gaps``), with its reason."""
+        from engine.tickstore.importing import day_gaps
+
+        source = self.day.source
+        store = getattr(source, "store", None)
+        if store is None:
+            return
+        t_end = self.day.span[1]
+        for d in getattr(source, "days", [self.day.day]):
+            try:
+                gaps = day_gaps(store, self.day.symbol, d)
+            except (KeyError, ValueError, OSError):
+                continue
+            for g in gaps:
+                t0 = int(str(g["ts"]))
+                t1 = int(str(g.get("until") or 0)) or t_end
+                region = pg.LinearRegionItem(
+                    values=(self.to_x(t0), self.to_x(max(t1, t0 + 1))), movable=False,
+                    brush=pg.mkBrush(220, 60, 60, 60), pen=pg.mkPen(220, 60, 60, 160),
+                )  # fmt: skip
+                region.setZValue(1)
+                region.setToolTip(f"depth gap after update {g['after']}: {g['reason']}")
+                self.getPlotItem().addItem(region, ignoreBounds=True)
+                self.gaps.append(region)
 
     def click_execution(self, row: int) -> None:
         """Act as if execution ``row`` was clicked (keyboard and tests)."""

@@ -88,11 +88,15 @@ class SequenceGap:
         ids = f"U={self.first} u={self.last}{pu}"
         return f"{self.file}:{self.line}: depth diff {ids}: {self.reason}"
 
-    def as_dict(self) -> dict[str, object]:
-        """Return the gap as plain values (the ``l2_gaps`` attribute holds a JSON list)."""
+    def as_dict(self, until: int = 0) -> dict[str, object]:
+        """Return the gap as plain values (the ``l2_gaps`` attribute holds a JSON list).
+
+        ``until`` is when the book is whole again (the next snapshot; 0: never in the input).
+        """
         return {
-            "ts": self.ts, "after": self.after, "U": self.first, "u": self.last,
-            "pu": self.prev, "reason": self.reason, "file": self.file, "line": self.line,
+            "ts": self.ts, "until": until, "after": self.after, "U": self.first,
+            "u": self.last, "pu": self.prev, "reason": self.reason, "file": self.file,
+            "line": self.line,
         }  # fmt: skip
 
 
@@ -224,6 +228,7 @@ class BinanceImporter:
         self._snapshot_id = -1
         self._last_diff: dict[str, Any] | None = None  # the diff applied last (duplicates)
         self._after_gap = False  # diffs not applied until the next bridge are dropped
+        self._gap_until: list[int] = []  # when each gap's book was whole again (0: never)
         self._pending: list[tuple[int, dict[str, Any], str, tuple[str, int]]] = []
         self._l2_day = -1
         self._where = ("", 0)
@@ -279,14 +284,15 @@ class BinanceImporter:
             raise SequenceGapError(gap)
         self.stats.gaps += 1
         self.stats.gap_list.append(gap)
+        self._gap_until.append(0)
 
     def _write_gaps(self) -> None:
         """Put each gap in its UTC day's ``l2_gaps`` attribute (JSON list)."""
         by_day: dict[str, list[dict[str, object]]] = {}
-        for g in self.stats.gap_list:
+        for g, until in zip(self.stats.gap_list, self._gap_until, strict=True):
             ts = g.ts or max(self.l2.last_ts, self.bbo.last_ts, self.trades.last_ts)
             if ts > 0:
-                by_day.setdefault(day_of(ts), []).append(g.as_dict())
+                by_day.setdefault(day_of(ts), []).append(g.as_dict(until))
         for day, gaps in by_day.items():
             self.sink.set_attr(day, GAPS_ATTR, json.dumps(gaps))
 
@@ -441,6 +447,8 @@ class BinanceImporter:
                            "are missing")  # fmt: skip
                 return
             self._bridged = True
+            if self._after_gap and self._gap_until:  # the book is whole again from here
+                self._gap_until[-1] = self.l2.last_ts
             self._after_gap = False
             self._apply(recv, data)
             return

@@ -38,7 +38,8 @@ SCALE_DIGITS: Final[int] = 9
 _SCALE: Final[int] = 10**SCALE_DIGITS
 
 #: Attribute of an instrument-day listing the breaks in its depth stream (JSON list of objects
-#: ``{"ts", "after", "U", "u", "pu", "reason", "file", "line"}``), written only by an import
+#: ``{"ts", "until", "after", "U", "u", "pu", "reason", "file", "line"}``; ``until`` 0: the
+#: book was not whole again in the input), written only by an import
 #: run with ``--allow-gaps``. A day without it had none.
 GAPS_ATTR: Final[str] = "l2_gaps"
 

@@ -279,7 +279,8 @@ def test_allowed_gap_is_reported_stored_and_resynced_at_the_next_snapshot(
     assert l2["seq"].tolist() == [10, 10, 10, 12, 14, 20, 20, 20, 21]
     assert l2["kind"].tolist() == [L2_CLEAR, 0, 0, 0, 0, L2_CLEAR, 0, 0, 0]
     assert l2["ts"][0] == (E0 + 1) * 1_000_000  # the snapshot is stamped at its first diff
-    assert gaps == [{"ts": (E0 + 3) * 1_000_000, "after": 14, "U": 16, "u": 17, "pu": -1,
+    assert gaps == [{"ts": (E0 + 3) * 1_000_000, "until": (E0 + 5) * 1_000_000, "after": 14,
+                     "U": 16, "u": 17, "pu": -1,
                      "reason": "U is not the previous diff's u + 1 = 15 (updates 15..15 are "
                      "missing)", "file": str(tmp_path / "x.gz"), "line": 5}]  # fmt: skip
 
