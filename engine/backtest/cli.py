@@ -177,6 +177,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"strategies only ({compiled}); drop --fast to run it on the generic path"
         )
     store = Path(a.inputs[0]).suffix in (".h5", ".hdf5")
+    stores = [i for i in a.inputs if Path(i).suffix in (".h5", ".hdf5")]
+    if stores and len(a.inputs) > 1:  # never read one and ignore the others
+        parser.error(
+            f"{len(a.inputs)} inputs with a tick store ({', '.join(stores)}): a run reads one "
+            "store; give its days with --day D1 --day D2"
+        )
     base = BacktestJob(
         events=a.inputs[0],
         journal=a.out,

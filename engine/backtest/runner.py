@@ -155,6 +155,12 @@ def _from_store(path: Path, job: BacktestJob) -> tuple[npt.NDArray[np.void], npt
                 ev = to_l3_events(mbo)
                 recv = mbo["ts_recv"]
             else:
+                kinds = store.kinds(job.symbol, day)
+                if "l2" not in kinds and "mbo" in kinds:
+                    raise BacktestInputError(
+                        f"{path}: {job.symbol}/{day} holds market-by-order rows and no L2 "
+                        "depth: use --level l3"
+                    )
                 deltas = store.read(job.symbol, day, "l2")
                 trades = store.read(job.symbol, day, "trades")
                 ev = to_l2_events(deltas, trades)

@@ -225,3 +225,27 @@ def test_simulated_lobster_day_with_executions_fills_alike_on_both_paths(tmp_pat
         fills[generic] = np.sort(ex, order=["ts", "side", "px"]).tolist()
     assert len(fills[False]) > 100
     assert fills[False] == fills[True]
+
+
+def test_an_mbo_only_day_at_l2_and_several_stores_are_one_line_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from engine.backtest.cli import main
+
+    store = _esh4(tmp_path)
+    base = ["--symbol", "ESH4", "--tick-size", "0.25", "--out", str(tmp_path / "x.qwj"),
+            "--quiet"]  # fmt: skip
+    assert main([str(store), *base]) == 2
+    assert capsys.readouterr().err == (
+        f"qwconsole backtest: error: {store}: ESH4/20231225 holds market-by-order rows and no "
+        "L2 depth: use --level l3\n"
+    )
+    other = tmp_path / "other.h5"
+    other.write_bytes(store.read_bytes())
+    with pytest.raises(SystemExit) as stop:  # a usage error, as argparse gives them
+        main([str(store), str(other), *base])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"qwconsole backtest: error: 2 inputs with a tick store ({store}, ")
+    assert "a run reads one store; give its days with --day D1 --day D2" in err
+    assert not (tmp_path / "x.qwj").exists()
