@@ -128,6 +128,32 @@ def test_first_start_shows_the_window_and_fills_the_user_cache(first_start: Firs
     assert not (first_start.home / ".cache" / "numba").exists(), "numba used its own folder"
 
 
+def test_kernels_shipped_in_the_bundle_make_a_first_start_compile_nothing(
+    built: Built, first_start: FirstStart, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # After the first start above (a bundle without them), as `bootstrap.sh bundle` ships it.
+    warm_s, line = built.module.ship_kernel_cache(built.folder)
+    try:
+        assert line.startswith("bundle: 63 kernels compiled into the cache"), line
+        home = tmp_path / "home"  # a user who never started it
+        fresh = built.module.start(built.folder / "qwconsole", built.module.bundle_env(home),
+                                   tmp_path / "state", cwd=tmp_path)  # fmt: skip
+    finally:  # the next test starts the bundle as it was built
+        shutil.rmtree(built.folder / "_internal" / "numba-cache")
+    assert fresh.returncode == 0, fresh.output + fresh.log[-3000:]
+    assert "smoke ok" in fresh.output
+    assert fresh.compiled == 0, fresh.log[-3000:]
+    assert list((home / ".cache" / "qwconsole").glob("numba-*/.shipped"))
+    assert fresh.to_kernels_s is not None
+    first = first_start.figures.to_kernels_s
+    assert first is not None
+    assert fresh.to_kernels_s < first
+    with capsys.disabled():
+        print(f"\nbundle: kernels shipped ({warm_s:.0f} s at build time): a fresh user's first "
+              f"start to window {fmt(fresh.to_window_s)}, kernels ready "
+              f"{fmt(fresh.to_kernels_s)} (0 compiled)")  # fmt: skip
+
+
 def test_second_start_elsewhere_compiles_nothing_and_is_faster(
     built: Built, first_start: FirstStart, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
