@@ -18,12 +18,15 @@
 
     [simulator]
     enabled = false                   # true: the built-in exchange simulator is the venue
+    demo_strategy = false             # true: also the demo's market maker (id 20170101)
 
     [[instruments]]
     symbol = "ESZ6"
     tick_size = "0.25"
     multiplier = "50"
     session = "FIX.4.4:QWCONSOLE->EXCH"   # the session orders go through
+    initial_price = "6000.00"         # the simulator lists it here (participant_* keys: its
+                                      # participants' events per second and volatility)
 
     [risk]                            # engine-wide limits (engine.oms.risk.RiskLimits)
     max_order_qty_lots = 50
@@ -164,6 +167,8 @@ class SimulatorConfig:
 
     enabled: bool = False
     seed: int = 7
+    #: Also run the demo's market maker (strategy 20170101) on the simulator's listings.
+    demo_strategy: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -184,6 +189,11 @@ class InstrumentConfig:
     session: str = ""
     price_band_ticks: int | None = None
     price_band_pct: float | None = None
+    #: The simulator (``[simulator]``, ``qwconsole sim --config``): where the price starts
+    #: (decimal text; ``""``: a demo listing of that symbol) and its participants' activity.
+    initial_price: str = ""
+    participant_events_per_second: float = 200.0
+    participant_volatility_ticks: float = 2.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -592,7 +602,8 @@ def _read_instrument(r: _Reader, data: Any, path: str) -> InstrumentConfig | Non
         r.problem(path, f"must be a table, got {_show(data)}")
         return None
     allowed = ("symbol", "tick_size", "lot_size", "multiplier", "currency", "session",
-               "price_band_ticks", "price_band_pct")  # fmt: skip
+               "price_band_ticks", "price_band_pct", "initial_price",
+               "participant_events_per_second", "participant_volatility_ticks")  # fmt: skip
     r.unknown(data, allowed, path)
     symbol = r.require(data, "symbol", path, _symbol)
     tick = r.require(data, "tick_size", path, _decimal)
@@ -602,11 +613,18 @@ def _read_instrument(r: _Reader, data: Any, path: str) -> InstrumentConfig | Non
     session = r.get(data, "session", path, _str, "")
     band_ticks = r.get(data, "price_band_ticks", path, _int(0), None)
     band_pct = r.get(data, "price_band_pct", path, _nonneg_number, None)
+    initial = r.get(data, "initial_price", path, _decimal, "")
+    rate = r.get(data, "participant_events_per_second", path, _nonneg_number, 200.0)
+    vol = r.get(data, "participant_volatility_ticks", path, _nonneg_number, 2.0)
     if symbol is None or tick is None:
         return None
+    if initial and Decimal(initial) % Decimal(tick):
+        r.problem(f"{path}.initial_price", f"{initial!r}: not a multiple of tick_size {tick}")
     return InstrumentConfig(symbol=symbol, tick_size=tick, lot_size=lot, multiplier=mult,
                             currency=ccy, session=session, price_band_ticks=band_ticks,
-                            price_band_pct=band_pct)  # fmt: skip
+                            price_band_pct=band_pct, initial_price=initial,
+                            participant_events_per_second=rate,
+                            participant_volatility_ticks=vol)  # fmt: skip
 
 
 def _read_remote(r: _Reader, data: Mapping[str, Any]) -> RemoteConfig:
@@ -688,7 +706,7 @@ def parse_config(text: str, source: Path | None = None) -> EngineConfig:
     stp = r.table(data, "stp", "")
     r.unknown(stp, ("mode",), "stp")
     sim = r.table(data, "simulator", "")
-    r.unknown(sim, ("enabled", "seed"), "simulator")
+    r.unknown(sim, ("enabled", "seed", "demo_strategy"), "simulator")
     instruments: list[InstrumentConfig] = []
     strategies: list[StrategyConfig] = []
     for key, out, read in (
@@ -716,6 +734,7 @@ def parse_config(text: str, source: Path | None = None) -> EngineConfig:
         simulator=SimulatorConfig(
             enabled=r.get(sim, "enabled", "simulator", _bool, False),
             seed=r.get(sim, "seed", "simulator", _int(0, 2**32 - 1), 7),
+            demo_strategy=r.get(sim, "demo_strategy", "simulator", _bool, False),
         ),
         instruments=tuple(instruments),
         risk=_read_risk(r, r.table(data, "risk", ""), "risk", DEFAULT_LIMITS),
@@ -814,6 +833,13 @@ def _risk_pairs(limits: RiskLimits, defaults: RiskLimits | None = None) -> list[
     return _pairs((name, value(name)) for name in _RISK_KEYS)
 
 
+def _sim_pairs(ins: InstrumentConfig) -> list[tuple[str, Any]]:
+    """Return the simulator keys of an instrument that differ from their defaults."""
+    d = InstrumentConfig(symbol="X", tick_size="1")
+    names = ("initial_price", "participant_events_per_second", "participant_volatility_ticks")
+    return [(n, getattr(ins, n)) for n in names if getattr(ins, n) != getattr(d, n)]
+
+
 def dump_config(cfg: EngineConfig) -> str:
     """Return ``cfg`` as TOML text; deterministic, and :func:`parse_config` reads it back equal.
 
@@ -834,12 +860,14 @@ def dump_config(cfg: EngineConfig) -> str:
                              ("logs_dir", f.logs_dir)]))  # fmt: skip
     table("[sessions]", _pairs([("file", cfg.sessions_file)]))
     table("[simulator]", _pairs([("enabled", cfg.simulator.enabled),
-                                 ("seed", cfg.simulator.seed)]))  # fmt: skip
+                                 ("seed", cfg.simulator.seed),
+                                 ("demo_strategy", cfg.simulator.demo_strategy)]))  # fmt: skip
     for ins in cfg.instruments:
         table("[[instruments]]", _pairs([
             ("symbol", ins.symbol), ("tick_size", ins.tick_size), ("lot_size", ins.lot_size),
             ("multiplier", ins.multiplier), ("currency", ins.currency), ("session", ins.session),
             ("price_band_ticks", ins.price_band_ticks), ("price_band_pct", ins.price_band_pct),
+            *_sim_pairs(ins),
         ]))  # fmt: skip
     table("[risk]", _risk_pairs(cfg.risk, DEFAULT_LIMITS))
     table("[stp]", _pairs([("mode", cfg.stp_mode)]))

@@ -9,7 +9,7 @@ book. Within a few seconds there are orders, fills, positions and P&L.
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -220,6 +220,8 @@ def build_demo(
     journal_dir: Path | None = None,
     store_dir: Path | None = None,
     record_path: Path | None = None,
+    listings: Sequence[SimInstrument] = DEMO_LISTINGS,
+    demo_strategy: bool = True,
 ) -> TradingDesk:
     """Add the demo's simulator, trading desk and market maker to ``engine``; return the desk.
 
@@ -231,16 +233,18 @@ def build_demo(
     already (a restart mid-day), first rebuilds orders and positions from it. ``store_dir``
     keeps both FIX sessions' sequence numbers and messages in file stores there, so a restart
     resumes them instead of resetting to 1. ``record_path`` records the market data the
-    engine receives into that tick store (``engine.tickstore.recorder``).
+    engine receives into that tick store (``engine.tickstore.recorder``). ``listings`` are the
+    simulator's instruments (the demo's three by default; ``engine.sim.listings`` makes them
+    from configuration); ``demo_strategy`` adds the market maker quoting all of them.
     """
     if transport not in ("fix", "inprocess"):
         raise ValueError(f"transport must be 'fix' or 'inprocess', got {transport!r}")
     loop = asyncio.get_event_loop()
     # The epoch keeps ExecIDs and OrderIDs unique across restarts of the (in-process) venue.
-    exchange = SimExchange(DEMO_LISTINGS, seed=seed, epoch=id_epoch(engine.clock.now_ns()))
-    symbols = [x.instrument.symbol for x in DEMO_LISTINGS]
+    exchange = SimExchange(listings, seed=seed, epoch=id_epoch(engine.clock.now_ns()))
+    symbols = [x.instrument.symbol for x in listings]
     market = MarketData(
-        symbols, engine.bus, engine.clock, centres=[x.start_px_ticks for x in DEMO_LISTINGS]
+        symbols, engine.bus, engine.clock, centres=[x.start_px_ticks for x in listings]
     )
     market.track_queue()  # conservative queue estimates of own orders for the ladder
     desk = TradingDesk(engine.bus, engine.clock, DEMO_LIMITS)
@@ -258,7 +262,7 @@ def build_demo(
     if record_path is not None:
         from engine.tickstore.recorder import Recorder
 
-        recorder = Recorder(record_path, engine.clock, [x.instrument for x in DEMO_LISTINGS],
+        recorder = Recorder(record_path, engine.clock, [x.instrument for x in listings],
                             venue="SIM")  # fmt: skip
         recorder.attach(market)  # before anyone holds market.apply
         pre.append(recorder)
@@ -270,17 +274,18 @@ def build_demo(
     else:
         venue, fix_parts = _fix_demo(engine, exchange, market, desk, store_dir, barrier)
         components = [*pre, desk, *fix_parts]
-    for listing in DEMO_LISTINGS:
+    for listing in listings:
         desk.add_instrument(listing.instrument, venue)
     if recovered is not None:
         engine.report_progress("restoring orders and positions")
         desk.restore(recovered)
         desk.adopt_unjournaled(recovered)
-    desk.add_strategy(
-        MarketMaker(DEMO_STRATEGY_ID, symbols, qty_lots=1, half_spread_ticks=1,
-                    skew_ticks_per_lot=0.5, max_position_lots=10),
-        autostart=True,
-    )  # fmt: skip
+    if demo_strategy:
+        desk.add_strategy(
+            MarketMaker(DEMO_STRATEGY_ID, symbols, qty_lots=1, half_spread_ticks=1,
+                        skew_ticks_per_lot=0.5, max_position_lots=10),
+            autostart=True,
+        )  # fmt: skip
     # The desk first: its position book must exist before the first fill.
     for component in components:
         engine.add_component(component)

@@ -30,7 +30,7 @@ from engine.cli_parser import OneLineErrorParser
 from engine.clock import LiveClock
 from engine.config import ConfigError, EngineConfig, load_config
 from engine.core import Component, Engine
-from engine.demo import DEMO_LISTINGS, build_demo
+from engine.demo import build_demo
 from engine.events import (
     Alert,
     EngineStartProgress,
@@ -43,6 +43,7 @@ from engine.fix.store import WriteBarrier
 from engine.fix.transport import install_uvloop
 from engine.oms.risk import DEFAULT_LIMITS, RiskLimits
 from engine.oms.stp import StpMode
+from engine.sim.listings import sim_listings
 from engine.strategy.base import Strategy
 from engine.strategy.loader import StrategyLoadError, build_strategy
 from engine.strategy.loader import load_strategy_class as _load_class
@@ -186,6 +187,10 @@ def _add_strategies(desk: TradingDesk, cfg: EngineConfig, default_symbols: list[
     desk.router.stp.mode = StpMode(cfg.stp_mode)
     for i, s in enumerate(cfg.strategies):
         symbols = list(s.symbols) or default_symbols
+        unknown = [sym for sym in symbols if sym not in desk.router.managers]
+        if unknown:
+            raise BuildError(f"strategies[{i}].symbols: {', '.join(unknown)} not traded by this "
+                             f"engine (traded: {', '.join(desk.router.managers)})")  # fmt: skip
         try:
             strategy = build_strategy(
                 s.class_path, s.strategy_id, symbols, s.parameters, cfg.base_dir
@@ -282,8 +287,9 @@ def _sessions_venues(
 def build_from_config(engine: Engine, cfg: EngineConfig) -> TradingDesk:
     """Add what ``cfg`` describes to ``engine``; return the trading desk.
 
-    With ``[simulator] enabled`` the venue is the built-in simulator with the demo's three
-    listings and market maker; the configuration's risk limits and strategies come on top.
+    With ``[simulator] enabled`` the venue is the built-in simulator listing the configuration's
+    instruments (``engine.sim.listings``; the demo's three if none), with the demo's market
+    maker only if ``demo_strategy``; the configuration's risk limits and strategies come on top.
     Otherwise the initiator sessions of ``[sessions] file`` are the venues of the listed
     instruments.
     """
@@ -295,11 +301,21 @@ def build_from_config(engine: Engine, cfg: EngineConfig) -> TradingDesk:
     # (default "fix-store" next to the configuration) unless its .cfg sets FileStorePath.
     store = cfg.resolve(cfg.files.store_dir or Path(DEFAULT_STORE_DIR))
     if cfg.simulator.enabled:
-        desk = build_demo(engine, seed=cfg.simulator.seed, journal_dir=journal, store_dir=store)
+        if cfg.sessions_file is not None:
+            raise BuildError(
+                "[sessions] file and [simulator] enabled exclude each other: the built-in "
+                "simulator is the venue (or use qwconsole sim --cfg)"
+            )
+        try:
+            listings = sim_listings(cfg.instruments)
+        except ValueError as e:
+            raise BuildError(str(e)) from None
+        desk = build_demo(engine, seed=cfg.simulator.seed, journal_dir=journal, store_dir=store,
+                          listings=listings, demo_strategy=cfg.simulator.demo_strategy)  # fmt: skip
         desk.answer_timeout_s = cfg.answer_timeout_ms / 1000
         if cfg.risk not in (RiskLimits(), DEFAULT_LIMITS):  # the file sets limits: they apply
             desk.router.risk.global_limits = cfg.risk
-        _add_strategies(desk, cfg, [x.instrument.symbol for x in DEMO_LISTINGS])
+        _add_strategies(desk, cfg, [x.instrument.symbol for x in listings])
         _instrument_bands(desk, cfg)
         return desk
     if cfg.sessions_file is None:

@@ -32,8 +32,10 @@ from engine.commands import (
     SubmitOrder,
 )
 from engine.core import Engine
-from engine.enums import KillLevel, OrdStatus, OrdType, StrategyState
+from engine.enums import AlertLevel, KillLevel, OrdStatus, OrdType, StrategyState
 from engine.events import (
+    ALERTED,
+    Alert,
     BookUpdated,
     DepthChanged,
     Event,
@@ -78,6 +80,8 @@ SNAPSHOT_DONE_ORDERS = 2_000
 #: How often positions are re-marked and strategy timers checked, seconds.
 MARK_INTERVAL_S = 0.25
 TIMER_INTERVAL_S = 0.01
+#: A running strategy's symbol without market data this long after its start: an alert, s.
+NO_DATA_ALERT_S = 5.0
 #: How often requests are checked for an answer (at most; a short timeout checks more often), s.
 ANSWER_CHECK_S = 1.0
 
@@ -117,6 +121,9 @@ class TradingDesk:
         self._own_px: dict[int, int] = {}  # order id -> price its queue position is tracked at
         self._depth_dirty: set[str] = set()
         self._engine_id = ""  # the engine's id, known at start (named in RiskLimitsChanged)
+        self._published: set[str] = set()  # symbols market data arrived for
+        self._running_since: dict[int, int] = {}  # strategy -> first seen running (monotonic)
+        self._no_data_told: set[tuple[int, str]] = set()
         bus.subscribe(OrderFilled, self._on_fill)
         bus.subscribe(TradeReported, self._on_trade)
         bus.subscribe(BookUpdated, self._on_book)
@@ -267,6 +274,7 @@ class TradingDesk:
                 self._every(min(ANSWER_CHECK_S, self.answer_timeout_s / 4), self.check_unanswered),
                 name="unanswered",
             ),
+            loop.create_task(self._every(1.0, self.check_market_data), name="no data"),
         ]
         self._start_strategies()
 
@@ -367,6 +375,36 @@ class TradingDesk:
     # ------------------------------------------------------------------ depth ladder
     def _on_book(self, event: BookUpdated) -> None:
         self._depth_dirty.add(event.symbol)
+        self._published.add(event.symbol)
+
+    def check_market_data(self) -> int:
+        """Warn once per running strategy's symbol without market data; return the alerts.
+
+        A symbol nobody published a book for ``NO_DATA_ALERT_S`` after the strategy started
+        (a venue that lists it without data, a feed not subscribed) would leave the strategy
+        silently idle.
+        """
+        now = self.clock.monotonic_ns()
+        raised = 0
+        for sid, s in self.runner.strategies.items():
+            if s.state is not StrategyState.RUNNING:
+                continue
+            since = self._running_since.setdefault(sid, now)
+            if now - since < NO_DATA_ALERT_S * 1e9:
+                continue
+            for sym in s.symbols:
+                if sym in self._published or (sid, sym) in self._no_data_told:
+                    continue
+                self._no_data_told.add((sid, sym))
+                seen = ", ".join(sorted(self._published)) or "none"
+                text = (f"strategy {s.name} ({sid}) trades {sym}, but nobody publishes market "
+                        f"data for it ({NO_DATA_ALERT_S:g} s since it started; data arrives for: "
+                        f"{seen})")  # fmt: skip
+                log.warning("%s", text, extra=ALERTED)
+                self.bus.publish(Alert(ts_event=self.clock.now_ns(), level=AlertLevel.WARNING,
+                                       source="market data", text=text))  # fmt: skip
+                raised += 1
+        return raised
 
     def _on_order(self, event: OrderChanged) -> None:
         view, market = event.order, self.market

@@ -452,9 +452,10 @@ class FixVenue(Application):
         if self.on_session is not None:
             self.on_session(session_id, True)
         if self.market is not None and self.session is not None:
-            self.session.send(
-                self._md_request([s for s in self.market.symbols if s in self._sinks])
-            )
+            # One request per symbol: a venue rejects a whole request for one symbol it does not
+            # publish (MarketDataRequestReject <Y>), and must not starve the others.
+            for symbol in [s for s in self.market.symbols if s in self._sinks]:
+                self.session.send(self._md_request([symbol]))
 
     def _md_request(self, symbols: list[str]) -> OutMessage:
         msg = OutMessage(
@@ -509,6 +510,10 @@ class FixVenue(Application):
                 self._on_business_reject(message)
             elif mt in (b"W", b"X") and self.market is not None:
                 self._on_market_data(message)
+            elif mt == b"Y":
+                log.warning("%s: market data request %s rejected: %s", session_id,
+                            (message.get(262) or b"").decode("latin-1"),
+                            (message.get(58) or b"no reason given").decode("latin-1"))  # fmt: skip
         except FixValueError as e:
             log.warning("%s: %s", session_id, e)
             raise IncorrectTagValue(e.tag) from e

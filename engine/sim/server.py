@@ -3,9 +3,11 @@
 
 Outside FIX clients (QuickFIX's tradeclient or Banzai, another ``qwconsole engine``, any FIX
 initiator) log on to the acceptor sessions of a QuickFIX-style settings file and trade against
-the simulated exchange: the demo's three futures (:data:`engine.demo.DEMO_LISTINGS`) with their
-simulated participants moving prices and trading, market data on request (MarketDataRequest
-<V>), and ExecutionReports that say in words why an order was rejected or canceled.
+the simulated exchange: the instruments of an engine configuration (``--config engine.toml``,
+:mod:`engine.sim.listings`) or the demo's three futures (:data:`engine.demo.DEMO_LISTINGS`),
+with their simulated participants moving prices and trading, market data on request
+(MarketDataRequest <V>), and ExecutionReports that say in words why an order was rejected or
+canceled.
 
 Sessions are built as the engine builds them (:func:`engine.fix.cli.build_session`): a session
 with ``FileStorePath`` keeps its sequence numbers and sent messages in files, so a restarted
@@ -47,7 +49,7 @@ from engine.fix.log import SessionLog
 from engine.fix.session import FixSession
 from engine.fix.settings import CfgDocument, SessionSettings, SettingsError, SettingsFile
 from engine.fix.transport import SocketAcceptor, install_uvloop
-from engine.sim.exchange import SimExchange, id_epoch
+from engine.sim.exchange import SimExchange, SimInstrument, id_epoch
 from engine.sim.fix_app import SimFixApplication
 
 log = logging.getLogger(__name__)
@@ -249,15 +251,17 @@ async def serve(
     verbose: bool = False,
     cancel_on_disconnect: bool = True,
     out: TextIO | None = None,
+    listings: Sequence[SimInstrument] = DEMO_LISTINGS,
 ) -> int:
     """Run the simulator ``cfg`` describes until SIGINT/SIGTERM (or ``seconds``).
 
-    Returns the exit status: 0 after a clean stop, 2 for bad input (said on stderr).
+    ``listings`` are the instruments it lists (``engine.sim.listings`` reads them from an
+    engine TOML). Returns the exit status: 0 after a clean stop, 2 for bad input (on stderr).
     """
     out = out or sys.stdout
     with _stop_on_signals() as stop:  # before the port line: a caller may signal at once
         return await _serve(cfg, stop, host, port, seed, seconds, verbose,
-                            cancel_on_disconnect, out)  # fmt: skip
+                            cancel_on_disconnect, out, listings)  # fmt: skip
 
 
 async def _serve(
@@ -270,6 +274,7 @@ async def _serve(
     verbose: bool,
     cancel_on_disconnect: bool,
     out: TextIO,
+    listings: Sequence[SimInstrument] = DEMO_LISTINGS,
 ) -> int:
     try:
         listeners = plan_listeners(cfg, host=host, port=port)
@@ -280,7 +285,7 @@ async def _serve(
     engine = Engine(clock, engine_id="sim")  # the pump's clock; no engine loop runs here
     # Each run its own id epoch: a client that saw this venue's ExecIDs before a restart
     # must not see one of them again (it de-duplicates executions by ExecID).
-    exchange = SimExchange(DEMO_LISTINGS, seed=seed, epoch=id_epoch(clock.now_ns()))
+    exchange = SimExchange(listings, seed=seed, epoch=id_epoch(clock.now_ns()))
     app = _SimApplication(exchange, clock, verbose=verbose,
                           cancel_on_disconnect=cancel_on_disconnect)  # fmt: skip
     try:
@@ -396,10 +401,18 @@ def build_parser() -> OneLineErrorParser:
         help=f"listen address (default SocketAcceptHost, else {DEFAULT_HOST})",
     )
     parser.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        metavar="ENGINE.toml",
+        help="list the [[instruments]] of this engine configuration (tick and lot size, "
+        "initial_price, participant_*) and take its [simulator] seed; default: the demo's three",
+    )
+    parser.add_argument(
         "--seed",
         type=_seed,
-        default=DEFAULT_SEED,
-        help=f"seed of the simulated participants (default {DEFAULT_SEED})",
+        default=None,
+        help=f"seed of the simulated participants (default [simulator] seed, else {DEFAULT_SEED})",
     )
     parser.add_argument(
         "--seconds",
@@ -428,9 +441,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                         format="sim: %(levelname)s %(name)s: %(message)s")  # fmt: skip
     if opts.uvloop:
         install_uvloop()
-    run = serve(opts.cfg, host=opts.host, port=opts.port, seed=opts.seed,
+    listings: Sequence[SimInstrument] = DEMO_LISTINGS
+    seed = DEFAULT_SEED
+    if opts.config is not None:
+        from engine.config import ConfigError, load_config
+        from engine.sim.listings import sim_listings
+
+        try:
+            engine_cfg = load_config(opts.config)
+            listings = sim_listings(engine_cfg.instruments)
+        except ConfigError as e:
+            more = f" (and {len(e.problems) - 1} more)" if len(e.problems) > 1 else ""
+            _error(f"{e.problems[0]}{more}")
+            return 2
+        except (ValueError, OSError) as e:
+            _error(f"{opts.config}: {e}")
+            return 2
+        seed = engine_cfg.simulator.seed
+    run = serve(opts.cfg, host=opts.host, port=opts.port,
+                seed=opts.seed if opts.seed is not None else seed,
                 seconds=opts.seconds, verbose=opts.verbose,
-                cancel_on_disconnect=not opts.keep_orders)  # fmt: skip
+                cancel_on_disconnect=not opts.keep_orders, listings=listings)  # fmt: skip
     try:
         return asyncio.run(run)
     except KeyboardInterrupt:  # a second Ctrl-C while stopping

@@ -626,7 +626,7 @@ CASES: list[Case] = [
          lambda t, g: ["engine", "--config",
                        str(_engine_dir(t, ENGINE_SIM.replace("enabled", "enabeld")))],
          "qwconsole engine: error: {tmp}/engine.toml:8: simulator.enabeld: unknown key (known "
-         "here: enabled, seed) (see 'qwconsole engine --help')"),
+         "here: demo_strategy, enabled, seed) (see 'qwconsole engine --help')"),
     Case("engine-tokens", "qwconsole engine --config", "token store that is not TOML",
          _remote({"tokens.toml": "[[token]]\nid = \"x\"\nname = \n"}),
          "qwconsole engine: error: {tmp}/engine.toml: {tmp}/tokens.toml: cannot read the token "

@@ -49,7 +49,7 @@ def test_config_that_cannot_be_built_is_a_one_line_error(tmp_path: Path) -> None
     )
     done = _run("--config", str(cfg), "--seconds", "1")
     assert done.returncode == 2
-    assert "Nope is not a Strategy in engine.strategy.examples" in done.stderr
+    assert "engine.strategy.examples has no class Nope (strategies there: " in done.stderr
     assert "Traceback" not in done.stderr
 
 

@@ -185,10 +185,8 @@ async def test_live_demo_engine_two_strategies_crossing(
     assert engine.state is EngineState.STOPPED
     check(mode, rest, cross, canceled, refused)
     assert cross.sent is not None
-    if mode is StpMode.ALLOW:  # left to the venue: the simulator's own prevention cancels it
-        assert cross.sent.text.startswith("canceled by self-trade prevention")
-    elif not refused:  # it reached the simulator, which never had to prevent a self-trade
-        assert "self-trade" not in cross.sent.text
+    if not refused and mode is not StpMode.ALLOW:  # the simulator never had to prevent one
+        assert "self-trade" not in cross.sent.text  # (with allow it may, if nobody else traded)
 
 
 @pytest.mark.parametrize(("mode", "canceled", "refused"), OUTCOMES)

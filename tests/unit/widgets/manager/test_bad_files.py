@@ -104,7 +104,8 @@ OPENED: list[Opened] = [
            "declaration (at line 6, column 6)", False),
     Opened("toml-typo", "engine", "engine TOML key misspelt",
            _toml(ENGINE.replace("enabled", "enabeld")),
-           "{tmp}/engine.toml:5: simulator.enabeld: unknown key (known here: enabled, seed)",
+           "{tmp}/engine.toml:5: simulator.enabeld: unknown key (known here: demo_strategy, "
+           "enabled, seed)",
            False),
 ]  # fmt: skip
 
