@@ -9,9 +9,11 @@ stderr and exit status 2; Ctrl+C exits with 130.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TextIO
 
@@ -56,6 +58,36 @@ class ProgressBar:
         if self._drawn:
             self.stream.write("\n")
             self.stream.flush()
+
+
+@contextlib.contextmanager
+def notice_if_slow(
+    text: str, after: float = 0.5, stream: TextIO | None = None, enabled: bool = True
+) -> Iterator[None]:
+    """Print ``text`` on ``stream`` if the block is still running after ``after`` seconds.
+
+    For work that is usually instant and sometimes long (a first run's compilation), so
+    that a long wait is explained and a short one says nothing. Ends the line with the time.
+    """
+    out = stream or sys.stderr
+    t0 = time.perf_counter()
+    shown = threading.Event()
+
+    def show() -> None:
+        out.write(f"{text}… ")
+        out.flush()
+        shown.set()
+
+    timer = threading.Timer(after, show)
+    if enabled:
+        timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        if shown.is_set():
+            out.write(f"{time.perf_counter() - t0:.1f} s\n")
+            out.flush()
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -267,6 +299,13 @@ def main(argv: list[str] | None = None) -> int:
         for f in a.files:
             if not f.is_file():
                 raise ValueError(f"{f}: no such file")
+        if a.format in ("csv", "lobster", "parquet"):
+            from engine.tickstore.csv_import import warm_parser
+
+            with notice_if_slow(
+                f"{PROG} {a.format}: compiling the parser (first run only)", enabled=not a.quiet
+            ):
+                warm_parser()
         progress = ProgressBar(f"import {a.format}", enabled=not a.quiet)
         t0 = time.perf_counter()
         try:

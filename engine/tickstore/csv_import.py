@@ -158,6 +158,19 @@ class CsvMapping:
             raise ValueError(f"{path}: not a usable mapping ({e})") from None
 
 
+def warm_parser() -> None:
+    """Call the CSV kernel once on one tiny line (with the types imports use).
+
+    Loads the compiled parser from numba's cache, or compiles it on a first run (seconds),
+    before any file is read, so the caller can say so instead of a bar standing at 0.
+    """
+    buf = np.frombuffer(b"1\n", np.uint8)
+    one = np.zeros(1, np.int64)
+    out = np.empty((1, 2), np.int64)
+    k.csv_parse(buf, 44, one, one.copy(), one.copy(), out, np.empty(2, np.int64), 1,
+                np.zeros((1, 5), np.int64))  # fmt: skip
+
+
 def _is_float(text: str) -> bool:
     try:
         float(text)

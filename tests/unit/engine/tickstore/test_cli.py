@@ -162,3 +162,21 @@ def test_qwconsole_import_subcommand_and_recover(tmp_path: Path) -> None:
     assert (done.returncode, done.stdout.strip()) == (0, f"{store}: recovered (1 instrument-days)")
     with TickStore(store) as s:
         assert s.read("X", "19700101", "trades").shape == (10,)
+
+
+def test_a_slow_first_step_is_explained_and_a_quick_one_is_silent() -> None:
+    """The parser's first-run compilation is announced only when it takes time."""
+    import io
+
+    from engine.tickstore.cli import notice_if_slow
+
+    out = io.StringIO()
+    with notice_if_slow("compiling the parser", after=0.05, stream=out):
+        time.sleep(0.3)
+    assert out.getvalue().startswith("compiling the parser… ")
+    assert out.getvalue().endswith(" s\n")
+    quiet = io.StringIO()
+    with notice_if_slow("compiling the parser", after=0.5, stream=quiet):
+        pass
+    time.sleep(0.6)  # the timer was canceled: nothing comes later either
+    assert quiet.getvalue() == ""
