@@ -70,10 +70,12 @@ def _where(error: BaseException, near: Path | None) -> str:
     frames = traceback.extract_tb(error.__traceback__)
     own = [f for f in frames if near is not None and Path(f.filename).parent == near]
     outside = [f for f in frames if "importlib" not in f.filename]
-    frame = (own or outside or frames or [None])[-1]
     text = str(error).splitlines()[0] if str(error) else ""
     what = f"{type(error).__name__}: {text}" if text else type(error).__name__
-    return f"{frame.filename}, line {frame.lineno}: {what}" if frame is not None else what
+    chosen = own or outside or list(frames)
+    if not chosen:
+        return what
+    return f"{chosen[-1].filename}, line {chosen[-1].lineno}: {what}"
 
 
 def _import_file(ref: str, path: Path) -> ModuleType:
