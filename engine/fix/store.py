@@ -35,6 +35,7 @@ import bisect
 import os
 import threading
 from array import array
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -251,7 +252,7 @@ class FileStore:
         self._barrier: WriteBarrier | None = None
         self._annotation = b""  # note for the next message stored
         # seq -> (note, message offset, length) of the last NOTES_MEMORY annotated messages
-        self._notes: dict[int, tuple[bytes, int, int]] = {}
+        self._notes: OrderedDict[int, tuple[bytes, int, int]] = OrderedDict()
         self._durable_target = 1  # the inbound number ``.seqnums`` holds
         self._generation = 0  # bumped by a reset or a set: older barrier writes are void
         self._lock = threading.Lock()  # the barrier writes from the journal's thread
@@ -313,7 +314,7 @@ class FileStore:
             )
         size = os.fstat(self._body_fd).st_size
         self._index_seq, self._index_pos, self._stored = array("q"), array("q"), 0
-        notes: dict[int, tuple[bytes, int, int]] = {}
+        notes: OrderedDict[int, tuple[bytes, int, int]] = OrderedDict()
         last_seq = 0
         pos = 0  # file offset of the next record
         chunk = _LOAD_CHUNK
@@ -336,7 +337,7 @@ class FileStore:
         self._last_set = last_seq
 
     def _parse(
-        self, data: bytes, base: int, notes: dict[int, tuple[bytes, int, int]]
+        self, data: bytes, base: int, notes: OrderedDict[int, tuple[bytes, int, int]]
     ) -> tuple[int, int]:
         """Index the whole records of ``data`` (read at ``base``); return (bytes used, last seq).
 
@@ -359,7 +360,7 @@ class FileStore:
         for seq, note_at, note_len, start, length in noted[max(0, nn - NOTES_MEMORY) : nn].tolist():
             notes[seq] = (data[note_at : note_at + note_len], base + start, length)
         while len(notes) > NOTES_MEMORY:
-            del notes[next(iter(notes))]
+            notes.popitem(last=False)  # O(1): an OrderedDict (a dict's first key is O(deleted))
         return used, last_seq
 
     def _write_seqnums(self) -> None:
@@ -435,7 +436,7 @@ class FileStore:
             notes = self._notes
             notes[seq_num] = (note, start, len(message))
             if len(notes) > NOTES_MEMORY:
-                del notes[next(iter(notes))]
+                notes.popitem(last=False)
         self._body_size = start + len(message) + 1
         self._last_set = seq_num
         return True

@@ -191,7 +191,9 @@ class Journal:
 
     def _resume(self, size: int) -> int:
         reader = JournalReader(self.path)
-        end = reader.scan()
+        for _chunk in reader.stream():  # checked a chunk at a time: a day's file is not held
+            pass
+        end = reader.end_offset
         if reader.torn_tail is not None:
             self.dropped_tail_bytes = size - end
             log.warning(

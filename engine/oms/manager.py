@@ -19,6 +19,7 @@ alert (a fill is never dropped). The journal holds every order of the day.
 
 import itertools
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -125,7 +126,7 @@ class OrderManager:
         #: Orders that may still change (not terminal), by order id.
         self.orders: dict[int, Order] = {}
         #: Done orders, oldest first: the last ``archive_orders`` of them.
-        self.archive: dict[int, Order] = {}
+        self.archive: OrderedDict[int, Order] = OrderedDict()
         #: Orders created (sent or refused) since the start, restored ones not counted.
         self.created = 0
         self._archive_size = max(1, archive_orders)
@@ -935,7 +936,7 @@ class OrderManager:
         archive = self.archive
         archive[oid] = order
         if len(archive) > self._archive_size:
-            self._forget(archive.pop(next(iter(archive))))
+            self._forget(archive.popitem(last=False)[1])  # O(1): an OrderedDict
 
     def _forget(self, order: Order) -> None:
         """Drop an order leaving the archive: only a compact record of its ClOrdIDs stays."""
