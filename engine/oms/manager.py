@@ -412,6 +412,12 @@ class OrderManager:
                 AlertLevel.WARNING, f"replace of {order.client_order_id} refused: {refusal}"
             )
             return False
+        if self.stp is not None and new_px != order.px_ticks:  # moved across our own orders?
+            stp = self.stp.check(order, self.orders.values(), px_ticks=new_px)
+            self.cancel_many(stp.cancel)
+            if stp.refusal is not None:
+                self.replace_refused = stp.refusal
+                return False
         self.risk.record_sent(order.strategy_id)
         request = PendingRequest(
             kind="replace",

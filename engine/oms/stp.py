@@ -24,8 +24,9 @@ every strategy and manual orders are one group: one account at the venue). A res
 whose cancel is already sent is not counted, and one whose replace is sent counts at its new
 price: the venue gets those requests first. An order that
 closes positions (flatten, the kill switch) is never refused: the orders it would meet are
-canceled instead. The live engine and the generic backtest share the order manager, so both
-apply the same rule.
+canceled instead. A replace that would move an order across another strategy's is decided the
+same way (refused: the order stays where it was). The live engine and the generic backtest
+share the order manager, so both apply the same rule.
 """
 
 from collections.abc import Iterable
@@ -62,11 +63,12 @@ class StpDecision:
     refusal: str | None = None
 
 
-def crosses(new: Order, resting: Order) -> bool:
+def crosses(new: Order, resting: Order, px_ticks: int | None = None) -> bool:
     """Return whether ``new`` would trade with ``resting`` (opposite sides, prices meet).
 
     Only resting limit orders count (an IOC or FOK order never rests on the book), at the price
-    of a replace already sent for them.
+    of a replace already sent for them. ``px_ticks`` is ``new``'s price if not its own (a
+    replace about to move it).
     """
     if new.side is resting.side or resting.ord_type is not OrdType.LIMIT:
         return False
@@ -78,9 +80,10 @@ def crosses(new: Order, resting: Order) -> bool:
     pending = resting.pending
     if pending is not None and pending.kind == "replace" and pending.px_ticks:
         px = pending.px_ticks  # the venue takes the replace before the new order
+    own = new.px_ticks if px_ticks is None else px_ticks
     if new.side is Side.BUY:
-        return new.px_ticks >= px
-    return new.px_ticks <= px
+        return own >= px
+    return own <= px
 
 
 @dataclass
@@ -124,8 +127,18 @@ class SelfTradePrevention:
         """Return the mode that applies to the orders of ``strategy_id``."""
         return self.modes.get(strategy_id, self.mode)
 
-    def check(self, new: Order, working: Iterable[Order], *, closing: bool = False) -> StpDecision:
-        """Decide for ``new`` against the instrument's ``working`` orders (see the module)."""
+    def check(
+        self,
+        new: Order,
+        working: Iterable[Order],
+        *,
+        closing: bool = False,
+        px_ticks: int | None = None,
+    ) -> StpDecision:
+        """Decide for ``new`` against the instrument's ``working`` orders (see the module).
+
+        ``px_ticks`` checks a replace of ``new`` to that price (refused: the replace is not sent).
+        """
         mode = self.mode_of(new.strategy_id)
         if mode is StpMode.ALLOW:
             return StpDecision()
@@ -137,7 +150,7 @@ class SelfTradePrevention:
             and o.is_working
             and not (o.pending is not None and o.pending.kind == "cancel")
             and self.groups.get(o.strategy_id, "") == group
-            and crosses(new, o)
+            and crosses(new, o, px_ticks)
         )
         if not met:
             return StpDecision()

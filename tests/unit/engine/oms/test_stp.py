@@ -19,13 +19,14 @@ from engine.clock import LiveClock
 from engine.config import ConfigError, load_config, parse_config
 from engine.core import Engine, EngineState
 from engine.demo import build_demo
-from engine.enums import OrdStatus, OrdType, Side, TimeInForce
+from engine.enums import ExecType, OrdStatus, OrdType, Side, TimeInForce
 from engine.events import OrderView
 from engine.headless import build_from_config
 from engine.instruments import Instrument
 from engine.oms.order import Order, PendingRequest
 from engine.oms.stp import SelfTradePrevention, StpMode, crosses
 from engine.strategy.base import BookView, Strategy
+from tests.factories import make_oms, report
 
 #: How far below the touch the resting bid sits (it must not trade with the market).
 DEPTH = 6
@@ -222,3 +223,36 @@ async def test_engine_toml_sets_the_modes_and_groups(tmp_path: Path) -> None:
     assert all(m.stp is stp for m in desk.router.managers.values())
     with pytest.raises(ConfigError, match=r"stp\.mode: 'newest': must be one of cancel_newest"):
         parse_config('[stp]\nmode = "newest"\n')
+
+
+@pytest.mark.parametrize(
+    ("mode", "moved", "canceled"),
+    [
+        (StpMode.CANCEL_NEWEST, False, False),
+        (StpMode.CANCEL_OLDEST, True, True),
+        (StpMode.CANCEL_BOTH, False, True),
+        (StpMode.ALLOW, True, False),
+    ],
+)
+def test_a_replace_across_another_strategys_order_is_decided_alike(
+    mode: StpMode, moved: bool, canceled: bool
+) -> None:
+    rig = make_oms()
+    rig.oms.stp = SelfTradePrevention(mode=mode)
+    bid = rig.oms.send(1, Side.BUY, 1, 100)
+    ask = rig.oms.send(2, Side.SELL, 1, 103)
+    for o in (bid, ask):
+        rig.oms.on_execution_report(report(o, ExecType.NEW, OrdStatus.NEW))
+    assert rig.oms.replace(ask, px_ticks=102)  # not crossing: as before
+    rig.oms.on_execution_report(report(ask, ExecType.REPLACED, OrdStatus.NEW,
+                                       clordid=ask.pending.client_order_id,  # type: ignore[union-attr]
+                                       orig=ask.client_order_id))  # fmt: skip
+    assert rig.oms.replace(ask, px_ticks=100) is moved
+    assert (bid.pending is not None and bid.pending.kind == "cancel") is canceled
+    if not moved:
+        assert rig.oms.replace_refused == (
+            f"self-trade prevention ({mode.value}): it would trade with order {bid.order_id} of "
+            "strategy 1 at 100 ticks"
+        )
+        assert ask.px_ticks == 102
+        assert ask.pending is None
