@@ -3,11 +3,13 @@
 
 The file is written outside the project (the TinyBuy of ``docs/strategies.md``); the dialog
 is driven as a user would (file, class, id, symbols, a parameter, Load); the engine loads it,
-it trades, and its declared parameters are editable in the Strategies panel. A file that
+it trades, and its declared parameters are editable in the Strategies panel. The screenshots
+in docs/screenshots come from ``QWC_SCREENSHOTS=docs/screenshots``. A file that
 fails to import comes back as one line naming the file, the line and the exception.
 """
 
 import functools
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -30,7 +32,15 @@ from widgets.monitor.workspace import MonitorWorkspace
 pytestmark = [pytest.mark.gui, pytest.mark.integration, pytest.mark.slow]
 
 WAIT_MS = 20_000
-SHOTS = Path(__file__).resolve().parents[3] / "docs" / "screenshots"
+
+
+def shots(tmp_path: Path) -> Path:
+    """Where the screenshots go: ``$QWC_SCREENSHOTS`` (``docs/screenshots`` for the docs), else
+    the test's folder."""
+    target = os.environ.get("QWC_SCREENSHOTS")
+    path = Path(target) if target else tmp_path
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def tinybuy_file(folder: Path) -> Path:
@@ -117,8 +127,8 @@ def test_a_strategy_file_loaded_from_the_console_runs(
     dialog.id_edit.setText("7")
     dialog.set_symbols(["ESZ6"])
     dialog.set_parameter("max_age_ms", "500")
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    dialog.grab().save(str(SHOTS / "strategies-load-dialog.png"))
+    out = shots(tmp_path)
+    dialog.grab().save(str(out / "strategies-load-dialog.png"))
     load = dialog.buttons.button(QDialogButtonBox.StandardButton.Ok)
     qtbot.mouseClick(load, Qt.MouseButton.LeftButton)  # type: ignore[attr-defined]
     assert not dialog.isVisible()
@@ -141,7 +151,7 @@ def test_a_strategy_file_loaded_from_the_console_runs(
     ws.resizeDocks([ws.strategies_dock], [760], Qt.Orientation.Horizontal)
     ws.resizeDocks([ws.strategies_dock], [560], Qt.Orientation.Vertical)
     qtbot.wait(100)  # type: ignore[attr-defined]
-    sv.grab().save(str(SHOTS / "strategies-loaded.png"))
+    sv.grab().save(str(out / "strategies-loaded.png"))
 
     # A file that does not import: one line, the file and the line, nothing added.
     broken = tmp_path / "broken_console.py"
