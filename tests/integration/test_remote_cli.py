@@ -97,7 +97,9 @@ def test_token_takes_config_before_or_after_the_action(tmp_path: Path) -> None:
     before = _run("token", "--config", str(cfg), "list")
     assert before.returncode == 0, before.stderr
     assert before.stdout.split()[:2] == ["alice", "trader"]
-    assert _run("token", "remove", "alice", "--store", str(tmp_path / "tokens.toml")).returncode == 0
+    assert (
+        _run("token", "remove", "alice", "--store", str(tmp_path / "tokens.toml")).returncode == 0
+    )
     assert _run("token", "list", "--config", str(cfg)).stdout == ""
 
 

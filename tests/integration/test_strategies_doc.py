@@ -21,7 +21,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "strategies.md"
 BLOCK = re.compile(
-    r"(?:<!-- file: (?P<file>[\w.-]+) -->\n)?^(?P<indent> *)```(?P<lang>\w+)\n(?P<body>.*?)^(?P=indent)```",
+    r"(?:<!-- file: (?P<file>[\w.-]+) -->\n)?"
+    r"^(?P<indent> *)```(?P<lang>\w+)\n(?P<body>.*?)^(?P=indent)```",
     re.MULTILINE | re.DOTALL,
 )
 EXAMPLE_PORT = "5199"
@@ -83,5 +84,6 @@ def test_every_example_runs(tmp_path: Path) -> None:
     # The QA run against `qwconsole sim` traded: the last summary line counts fills.
     summary = [ln for ln in (tmp_path / "qa.out").read_text().splitlines() if "fills" in ln]
     fills = re.search(r"fills\s+(\d+)", summary[-1])
-    assert fills is not None and int(fills.group(1)) > 0, summary
+    assert fills is not None, summary
+    assert int(fills.group(1)) > 0, summary
     assert "ESZ6:+" in summary[-1] or "ESZ6:-" in summary[-1]
