@@ -168,15 +168,15 @@ def recover(
         If a file is not a journal or is damaged before its tail (a torn tail is dropped and
         listed in ``torn_tails``).
     """
-    paths = [Path(p) for p in ([paths] if isinstance(paths, str | Path) else paths)]
-    total = sum(p.stat().st_size for p in paths)
+    files = [Path(p) for p in ([paths] if isinstance(paths, str | Path) else paths)]
+    total = sum(p.stat().st_size for p in files)
     base = 0  # bytes of the files before this one
     seen = _Seen()
     last_seq = ts_last = 0
     torn: list[TornTail] = []
     readers: list[JournalReader] = []
     order_rows: list[_OrderRows] = []
-    for path in paths:
+    for path in files:
         reader = JournalReader(path)
         readers.append(reader)
         rows = _OrderRows(len(readers) - 1, [])

@@ -97,6 +97,7 @@ class Run:
     cancel_ns: npt.NDArray[np.int64]
     rss: list[tuple[int, float, float]] = field(default_factory=list)  # (orders, s, MB)
     refused: int = 0
+    rejected: int = 0  # first answer a reject (the venue's, or the session's: not logged on)
     filled: int = 0
     t_start: int = 0
     t_end: int = 0
@@ -161,7 +162,7 @@ class SoakDriver:
                 await self._paced()
             else:
                 await self._soak()
-            async with asyncio.timeout(30):
+            async with asyncio.timeout(600):  # an offered rate above capacity leaves a backlog
                 while self._new or self._cancel:  # noqa: ASYNC110
                     await asyncio.sleep(0.01)
         except Exception as e:  # the run's report says so; the engine stops
@@ -250,11 +251,9 @@ class SoakDriver:
                 asyncio.get_running_loop().call_soon(self._send_cancel, order, i)
             else:
                 self._room.set()
-        elif oid in self._cancel and view.status in (
-            OrdStatus.CANCELED,
-            OrdStatus.FILLED,
-            OrdStatus.REJECTED,
-        ):
+            if view.status is OrdStatus.REJECTED:
+                self.run.rejected += 1
+        elif oid in self._cancel and not view.pending:  # canceled, or the cancel answered no
             i = self._cancel.pop(oid)
             self.run.cancel_ns[i] = self._mono() - self.run.t_send[i]
             self._room.set()
@@ -402,16 +401,17 @@ def rate_figures(run: Run, rate_msgs: float) -> dict[str, float]:
         "offered": rate_msgs, "achieved": held, "p50_ms": _ms(rt, 50), "p95_ms": _ms(rt, 95),
         "p99_ms": _ms(rt, 99), "max_ms": float(rt.max()) / 1e6 if rt.size else float("nan"),
         "unanswered": int((run.ack_ns == -1).sum()),
+        "rejected": run.rejected,
     }  # fmt: skip
 
 
 def rates_report(rows: list[dict[str, float]], load: tuple[str, str]) -> str:
     """Format the fixed-rate figures; name the highest rate held with p95 <= 1 ms."""
     lines = [f"{'offered msg/s':>13} {'achieved':>9} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "
-             f"{'max ms':>8}"]  # fmt: skip
+             f"{'max ms':>8} {'rejected':>8}"]  # fmt: skip
     lines += [
         f"{r['offered']:>13,.0f} {r['achieved']:>9,.0f} {r['p50_ms']:>8.3f} {r['p95_ms']:>8.3f} "
-        f"{r['p99_ms']:>8.3f} {r['max_ms']:>8.1f}"
+        f"{r['p99_ms']:>8.3f} {r['max_ms']:>8.1f} {r['rejected']:>8,.0f}"
         for r in rows
     ]
     held = [r["offered"] for r in rows
@@ -507,7 +507,7 @@ def plot(run: Run, path: Path) -> None:  # noqa: C901  (one drawing, step by ste
         poly.append(QPointF(r2.left() + orders / max(1, n) * r2.width(), y_rss(mb)))
     p.setPen(QPen(QColor("#2ca02c"), 2))
     p.drawPolyline(poly)
-    p.drawText(QPointF(r2.right() - 60, r2.top() + 18), "RSS MB")
+    p.drawText(QPointF(r2.left() + 10, r2.top() + 18), "RSS MB")
     p.setPen(QColor("#444"))
     for d in range(11):
         x = r2.left() + d / 10 * r2.width()
