@@ -555,7 +555,7 @@ def test_soak_benchmark(tmp_path: Path) -> None:
     assert int((run.ack_ns == -1).sum()) == 0
     assert run.refused == 0
     load0 = _load()
-    rows = rates([1_000, 10_000], 2.0, tmp_path)
+    rows = rates([1_000, 2_000], 2.0, tmp_path)
     print(rates_report(rows, (load0, _load())))
 
 
