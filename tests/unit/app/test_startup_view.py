@@ -218,7 +218,9 @@ def test_a_slow_start_shows_progress_then_running_and_logged_on(
         assert _link(controller) is ClientState.CONNECTED
         assert not _dialogs(window)
         assert view.failure_box is None
-        replay = re.compile(r"replaying journal \d\.\d MB / 3\.\d MB")
+        # The long stage of a journal replay is reading it (framing, CRCs, fills); the replay of
+        # the orders' last views that follows is short.
+        replay = re.compile(r"(reading|replaying) journal \d\.\d MB / 3\.\d MB")
         assert any(replay.search(text) for text in shown), shown
     finally:
         window.shutdown()
@@ -266,7 +268,8 @@ def test_screenshot_of_a_start_replaying_its_journal(
     target = os.environ.get("QWC_SCREENSHOTS")
     out = Path(target) if target else tmp_path
     out.mkdir(parents=True, exist_ok=True)
-    size = 40_000_000 if target else 3_000_000  # the docs show a replay that takes a while
+    # The journal reader is a kernel: a replay visible for a few frames needs some megabytes.
+    size = 40_000_000 if target else 15_000_000
     journal = write_day_journal(tmp_path / "journal", "embedded", LiveClock(), size)
     window, controller, view = _window(
         qtbot,
@@ -280,7 +283,10 @@ def test_screenshot_of_a_start_replaying_its_journal(
 
     def shoot(_batch: list[EventRecord]) -> None:
         text, bar = window.status.engine_label.text(), window.status.progress_bar
-        if shots or "replaying journal" not in text or bar.value() < 0.4 * bar.maximum():
+        # The docs' picture waits for a bar 40% along; the test's small journal reads in a few
+        # frames (the reader is a kernel), so any frame of the stage will do.
+        along = 0.4 * bar.maximum() if target else 0
+        if shots or "journal" not in text or bar.value() < along:
             return
         assert window.grab().save(str(out / "starting.png"))
         shots.append(text)
@@ -294,7 +300,7 @@ def test_screenshot_of_a_start_replaying_its_journal(
         qtbot.waitUntil(lambda: bool(shots), timeout=60_000)  # type: ignore[attr-defined]
     finally:
         window.shutdown()
-    assert re.search(r"starting — replaying journal [\d.]+ MB / [\d.]+ MB", shots[0])
+    assert re.search(r"starting — (reading|replaying) journal [\d.]+ MB / [\d.]+ MB", shots[0])
     assert (out / "starting.png").stat().st_size > 10_000
 
 

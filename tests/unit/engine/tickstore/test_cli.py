@@ -117,6 +117,10 @@ def test_interrupted_import_leaves_the_store_as_it_was(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "b.csv", "s.h5"]
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.slow
 def test_ctrl_c_of_the_real_command(tmp_path: Path) -> None:
     store = tmp_path / "s.h5"
@@ -129,7 +133,10 @@ def test_ctrl_c_of_the_real_command(tmp_path: Path) -> None:
         argv = [sys.executable, "-m", "engine.tickstore.cli", "csv", *map(str, files),
                 "--store", str(store), "--symbol", "X", "--kind", "trades", "--mapping",
                 "ts=time,px=price,qty=size", "--tick-size", "0.25", "--lot-size", "1"]  # fmt: skip
-        child = subprocess.Popen(argv, cwd=REPO, stderr=subprocess.PIPE)
+        # A shell that starts a job in the background (CI runners, `cmd &`) hands it SIGINT
+        # ignored, and Python then installs no KeyboardInterrupt: give the child the default.
+        child = subprocess.Popen(argv, cwd=REPO, stderr=subprocess.PIPE,
+                                 preexec_fn=_default_sigint)  # fmt: skip
         assert child.stderr is not None
         seen = b""
         deadline = time.monotonic() + 60
