@@ -512,12 +512,7 @@ class OrderManager:
         if not backwards and is_allowed(order.status, new):
             if not (rep.resent and order.is_terminal and new is order.status):
                 return True
-        elif (
-            rep.exec_type is ExecType.ORDER_STATUS
-            and new is OrdStatus.REJECTED
-            and order.ts_acked
-            and not order.is_terminal
-        ):
+        elif _venue_lost(order, rep, new):
             return True  # the venue no longer knows a working order: _apply_status says so
         # A status answer is a snapshot that reports in flight may have overtaken: quiet too.
         quiet = rep.resent or rep.exec_type is ExecType.ORDER_STATUS
@@ -635,12 +630,7 @@ class OrderManager:
         only forward: CumQty <14> never decreases and a terminal order stays terminal.
         """
         new = self._target_status(order, rep)
-        if (
-            rep.exec_type is ExecType.ORDER_STATUS
-            and new is OrdStatus.REJECTED
-            and order.ts_acked
-            and not order.is_terminal
-        ):
+        if _venue_lost(order, rep, new):
             # A status request for an order the venue acknowledged, answered "unknown": the
             # venue has lost it (a restart of the venue). It cannot trade any more.
             self._alert(
@@ -1025,3 +1015,17 @@ class OrderManager:
     def _alert(self, level: AlertLevel, text: str) -> None:
         log.log(int(level), "%s: %s", self.symbol, text, extra=ALERTED)
         self.bus.publish(Alert(ts_event=self.clock.now_ns(), level=level, source="oms", text=text))
+
+
+def _venue_lost(order: Order, rep: ExecutionReport, new: OrdStatus) -> bool:
+    """Return whether ``rep`` says the venue no longer knows an order it had acknowledged.
+
+    A status request answered "unknown" (rejected) for a working, acknowledged order: the venue
+    lost it (a venue restart); the order cannot trade any more.
+    """
+    return (
+        rep.exec_type is ExecType.ORDER_STATUS
+        and new is OrdStatus.REJECTED
+        and bool(order.ts_acked)
+        and not order.is_terminal
+    )
