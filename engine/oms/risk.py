@@ -277,9 +277,13 @@ class RiskChecker:
     def record_sent(self, strategy_id: int) -> None:
         """Count a new or replace request in the order-rate window."""
         now = self.clock.monotonic_ns()
-        sent = self._sent
-        sent[None].append(now)
-        sent[strategy_id].append(now)
+        horizon = now - RATE_WINDOW_NS
+        for window in (self._sent[None], self._sent[strategy_id]):
+            window.append(now)
+            # Forget what left the window here too: without a rate limit nothing else would,
+            # and the window held one timestamp per order of the day (issue 16's soak: 80 MB).
+            while window[0] <= horizon:
+                window.popleft()
 
     # ---------------------------------------------------------------- the check
     def check(self, intent: OrderIntent) -> RiskRefusal | None:

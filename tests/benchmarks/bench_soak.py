@@ -121,7 +121,7 @@ class SoakDriver:
         self.rate_msgs = rate_msgs
         self.run = Run(
             n=n,
-            t_send=np.zeros(n, np.int64),
+            t_send=np.full(n, 0, np.int64),  # written now: its pages are not growth of the run
             ack_ns=np.full(n, -1, np.int64),
             cancel_ns=np.full(n, -1, np.int64),
         )

@@ -34,8 +34,12 @@ def _small(rig: OmsRig, archive: int = 200, retired: int = 5_000) -> OrderManage
 
 
 def _cycle(rig: OmsRig, i: int) -> Order:
-    """One order through its life: rests and is canceled (even i), or is filled (odd i)."""
+    """One order through its life: rests and is canceled (even i), or is filled (odd i).
+
+    A millisecond passes per order, so time-windowed state (the order-rate window) must forget.
+    """
     oms = rig.oms
+    rig.clock.advance(1_000_000)
     order = oms.send(7, Side.BUY if i % 2 else Side.SELL, 1, 100 + i % 5)
     oms.on_execution_report(report(order, E.NEW, S.NEW, exec_id=f"A{i}"))
     if i % 2:
