@@ -4,8 +4,8 @@
 The acceptor runs as a real child process (``python -m engine.fix.cli acceptor``) on a free
 loopback port with ``resources/fix/acceptance.cfg``; the shared runner plays every script of
 ``fix42`` and ``fix44`` with exact BodyLength checks. The timer scripts (4a, 6: heartbeats,
-TestRequest and the timeout disconnect, ~30 s each) run in their own slow test, both versions
-in parallel.
+TestRequest and the timeout disconnect, up to ~30 s each) run in their own slow tests, every
+script of every version in parallel.
 
 The other versions' suites (``fix40``, ``fix41``, ``fix43``, ``fix50``, ``fix50sp1``,
 ``fix50sp2``, ``validate``) are QuickFIX's published scripts, read from a copy of QuickFIX's
@@ -17,6 +17,7 @@ project. Without a copy those tests skip.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import re
@@ -49,6 +50,19 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def acceptor_port() -> Iterator[int]:
+    with _acceptor() as port:
+        yield port
+
+
+@pytest.fixture(scope="module")
+def second_acceptor_port() -> Iterator[int]:
+    """Another acceptor: one session (SenderCompID/TargetCompID) logs on once per acceptor."""
+    with _acceptor() as port:
+        yield port
+
+
+@contextlib.contextmanager
+def _acceptor() -> Iterator[int]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "engine.fix.cli", "acceptor", "--cfg", str(CFG), "--port", "0"],
         cwd=ROOT,
@@ -103,28 +117,85 @@ def _quickfix_source() -> Path | None:
     return MIRROR if MIRROR.is_dir() else None
 
 
-@pytest.fixture(scope="module")
-def quickfix_suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Return the folder holding QuickFIX's ``fix40`` … ``validate`` script folders."""
+def _extract_quickfix_suite(tmp_path_factory: pytest.TempPathFactory) -> Path | str:
+    """Return the folder holding QuickFIX's ``fix40`` … ``validate`` folders, or why not."""
     src = _quickfix_source()
     if src is None:
-        pytest.skip("no copy of QuickFIX's repository (set QUICKFIX_SRC or fetch the mirror)")
+        return "no copy of QuickFIX's repository (set QUICKFIX_SRC or fetch the mirror)"
     if (src / DEFINITIONS).is_dir():  # a checkout
         return src / DEFINITIONS
     git = shutil.which("git")
     if git is None or not (src / "HEAD").is_file():
-        pytest.skip(f"{src} is neither a QuickFIX checkout nor a git directory")
+        return f"{src} is neither a QuickFIX checkout nor a git directory"
     archive = subprocess.run(
         [git, f"--git-dir={src}", "archive", "--format=tar", "HEAD", DEFINITIONS],
         capture_output=True,
         check=False,
     )
     if archive.returncode != 0:
-        pytest.skip(f"{src} has no {DEFINITIONS}: {archive.stderr.decode(errors='replace')}")
+        return f"{src} has no {DEFINITIONS}: {archive.stderr.decode(errors='replace')}"
     out = tmp_path_factory.mktemp("quickfix")
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
         tar.extractall(out, filter="data")
     return out / DEFINITIONS
+
+
+@pytest.fixture(scope="module")
+def quickfix_suite_or_reason(tmp_path_factory: pytest.TempPathFactory) -> Path | str:
+    return _extract_quickfix_suite(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def quickfix_suite(quickfix_suite_or_reason: Path | str) -> Path:
+    """Return the folder holding QuickFIX's ``fix40`` … ``validate`` script folders."""
+    if isinstance(quickfix_suite_or_reason, str):
+        pytest.skip(quickfix_suite_or_reason)
+    return quickfix_suite_or_reason
+
+
+TimerRuns = dict[tuple[Path, str, str], subprocess.Popen[str]]
+
+
+@pytest.fixture(scope="module")
+def timer_runs(
+    acceptor_port: int, second_acceptor_port: int, quickfix_suite_or_reason: Path | str
+) -> Iterator[TimerRuns]:
+    """Start every version's timer scripts at once, each script in its own runner.
+
+    They wait on the wall clock (heartbeat intervals, the TestRequest timeout, up to ~30 s): in
+    parallel the whole lot takes as long as the longest script, not the sum. The scripts of a
+    version share its session, so each script plays against its own acceptor.
+    """
+    suites = [(SUITE, ["fix42", "fix44"])]
+    if isinstance(quickfix_suite_or_reason, Path):
+        qf = quickfix_suite_or_reason
+        suites.append((qf, [v for v in QUICKFIX_VERSIONS if _count(v, timers=True, suite=qf)]))
+    runs = {
+        (suite, v, g): _run(port, "--defs", str(suite / v), "--only", g)
+        for suite, versions in suites
+        for v in versions
+        for g, port in zip(TIMER_SCRIPTS, (acceptor_port, second_acceptor_port), strict=True)
+    }
+    yield runs
+    for proc in runs.values():
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
+def _timers(runs: TimerRuns, suite: Path) -> list[str]:
+    """Check the timer scripts of ``suite``: every one passed. Return the versions played."""
+    passed: dict[str, int] = {}
+    for (of, version, _script), proc in runs.items():
+        if of != suite:
+            continue
+        ok, failed, out = _summary(proc)
+        assert failed == 0, out
+        assert ok == 1, out
+        passed[version] = passed.get(version, 0) + ok
+    for version, ok in passed.items():
+        assert ok == _count(version, timers=True, suite=suite) == 2, version
+    return sorted(passed)
 
 
 @pytest.mark.parametrize("version", ["fix42", "fix44"])
@@ -137,20 +208,8 @@ def test_session_scripts_all_pass(acceptor_port: int, version: str) -> None:
 
 
 @pytest.mark.slow
-def test_timer_scripts_all_pass(acceptor_port: int) -> None:
-    procs = {
-        v: _run(
-            acceptor_port,
-            "--defs",
-            str(SUITE / v),
-            *[a for g in TIMER_SCRIPTS for a in ("--only", g)],
-        )
-        for v in ("fix42", "fix44")
-    }
-    for version, proc in procs.items():
-        passed, failed, out = _summary(proc)
-        assert failed == 0, out
-        assert passed == _count(version, timers=True) == 2, out
+def test_timer_scripts_all_pass(timer_runs: TimerRuns) -> None:
+    assert _timers(timer_runs, SUITE) == ["fix42", "fix44"]
 
 
 @pytest.mark.parametrize("version", QUICKFIX_VERSIONS)
@@ -168,12 +227,8 @@ def test_quickfix_version_scripts_all_pass(
 
 
 @pytest.mark.slow
-def test_quickfix_version_timer_scripts_all_pass(quickfix_suite: Path, acceptor_port: int) -> None:
-    only = [a for g in TIMER_SCRIPTS for a in ("--only", g)]
-    timed = [v for v in QUICKFIX_VERSIONS if _count(v, timers=True, suite=quickfix_suite)]
-    assert len(timed) == 6  # every version folder but validate has 4a and 6
-    procs = {v: _run(acceptor_port, "--defs", str(quickfix_suite / v), *only) for v in timed}
-    for version, proc in procs.items():
-        passed, failed, out = _summary(proc)
-        assert failed == 0, out
-        assert passed == _count(version, timers=True, suite=quickfix_suite) == 2, out
+def test_quickfix_version_timer_scripts_all_pass(
+    quickfix_suite: Path, timer_runs: TimerRuns
+) -> None:
+    # every version folder but validate has 4a and 6
+    assert _timers(timer_runs, quickfix_suite) == sorted(set(QUICKFIX_VERSIONS) - {"validate"})
