@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PySide6.QtGui import QPalette
@@ -37,6 +38,7 @@ from engine.events import (
     EventRecord,
     SessionStatusChanged,
 )
+from engine.journal import recovery
 from tests.journal_files import write_day_journal
 from widgets.status_bar import PROGRESS_STEPS, StatusIndicators, describe_progress
 
@@ -263,14 +265,32 @@ def dark_app(qapp: QApplication) -> Iterator[QApplication]:
 
 
 def test_screenshot_of_a_start_replaying_its_journal(
-    qtbot: object, tmp_path: Path, dark_app: QApplication
+    qtbot: object, tmp_path: Path, dark_app: QApplication, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     target = os.environ.get("QWC_SCREENSHOTS")
     out = Path(target) if target else tmp_path
     out.mkdir(parents=True, exist_ok=True)
-    # The journal reader is a kernel: a replay visible for a few frames needs some megabytes.
-    size = 40_000_000 if target else 15_000_000
+    # The journal reader is a kernel: the docs' picture (a bar 40% along) needs some megabytes.
+    size = 40_000_000 if target else 3_000_000
     journal = write_day_journal(tmp_path / "journal", "embedded", LiveClock(), size)
+    # The reader waits (on the engine's start thread) once it has said how far it is until the
+    # picture is taken: a frame of the stage is certain however fast the machine reads.
+    shot_taken = threading.Event()
+    teller = recovery._teller
+
+    def held_teller(progress: Any, stage: str, base: int, total: int) -> Any:
+        tell = teller(progress, stage, base, total)
+        if tell is None:
+            return None
+
+        def tell_then_wait(done: int, whole: int) -> None:
+            tell(done, whole)
+            if base + done >= (0.4 * total if target else 1):
+                shot_taken.wait(30)
+
+        return tell_then_wait
+
+    monkeypatch.setattr(recovery, "_teller", held_teller)
     window, controller, view = _window(
         qtbot,
         tmp_path,
@@ -290,6 +310,7 @@ def test_screenshot_of_a_start_replaying_its_journal(
             return
         assert window.grab().save(str(out / "starting.png"))
         shots.append(text)
+        shot_taken.set()
         assert view.overlay.isVisible()
         assert view.overlay.stage_label.text() in text  # the card says what the status bar says
 
@@ -299,6 +320,7 @@ def test_screenshot_of_a_start_replaying_its_journal(
         controller.start_in_background()
         qtbot.waitUntil(lambda: bool(shots), timeout=60_000)  # type: ignore[attr-defined]
     finally:
+        shot_taken.set()
         window.shutdown()
     assert re.search(r"starting — (reading|replaying) journal [\d.]+ MB / [\d.]+ MB", shots[0])
     assert (out / "starting.png").stat().st_size > 10_000
