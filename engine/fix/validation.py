@@ -589,8 +589,11 @@ _Check = Callable[[bytes], bool] | None
 _Entry = tuple[int, _Check, "_GroupPlan | None"]
 
 _CHECKS_KEY = "engine.fix.validation.checks"
-#: Valid tag layouts remembered per plan (cleared when full).
+#: Valid tag layouts remembered per plan (cleared when full): at most this many layouts, and
+#: at most this many tags in all of them (market data messages with a different number of
+#: entries each are a layout each: 256 of 500 tags kept ~15 MB of checks in a day's soak).
 _MAX_SHAPES = 256
+_MAX_SHAPE_TAGS = 16_384
 _first = operator.itemgetter(0)
 #: Types check_format() looks at; every other type (STRING, MONTHYEAR, ...) passes any value.
 _FORMAT_TYPES = INT_TYPES | FLOAT_TYPES | {"CHAR", "BOOLEAN", "UTCTIMESTAMP"}
@@ -713,7 +716,7 @@ class _GroupPlan:
 
 
 class _Plan:
-    __slots__ = ("checked", "required", "shapes", "top")
+    __slots__ = ("checked", "required", "shapes", "tags_kept", "top")
 
     def __init__(
         self, sdd: DataDictionary, add: DataDictionary, mdef: MessageDef, begin: bytes
@@ -756,11 +759,14 @@ class _Plan:
         self.shapes: dict[tuple[int, ...], list[_Check]] = {}
         #: The same layouts with only the positions that have a value check.
         self.checked: dict[tuple[int, ...], list[tuple[int, Callable[[bytes], bool]]]] = {}
+        self.tags_kept = 0  # tags in ``shapes``
 
     def remember(self, shape: tuple[int, ...], checks: list[_Check]) -> None:
-        if len(self.shapes) >= _MAX_SHAPES:
+        if len(self.shapes) >= _MAX_SHAPES or self.tags_kept + len(shape) > _MAX_SHAPE_TAGS:
             self.shapes.clear()
             self.checked.clear()
+            self.tags_kept = 0
+        self.tags_kept += len(shape)
         self.shapes[shape] = checks
         self.checked[shape] = [(i, c) for i, c in enumerate(checks) if c is not None]
 

@@ -51,8 +51,10 @@ from engine.types import BUY, L2_CLEAR, L2_EVENT_DTYPE, L2_SET, L2_TRADE, SELL
 
 log = logging.getLogger(__name__)
 
-#: How many sent order messages are remembered for mapping session Rejects back to orders.
-SENT_MEMORY = 100_000
+#: How many sent order messages are remembered for mapping session Rejects back to orders
+#: (a Reject answers within a round trip; one beyond is logged, and the order's unanswered
+#: request is resolved by the order manager's answer timeout). ~250 bytes each.
+SENT_MEMORY = 20_000
 #: How many ClOrdIDs of order messages are remembered with their symbol (older: asked of the
 #: order managers).
 SYMBOL_MEMORY = 10_000

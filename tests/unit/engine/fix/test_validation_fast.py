@@ -317,3 +317,25 @@ def test_known_layout_with_bad_values_gives_the_full_walks_issue() -> None:
         pairs[i] = (pairs[i][0], bad)
         assert validate(pairs, d) == _validate_reference(pairs, d)
         assert (validate(pairs, d) is None) == (i == 2)
+
+
+def test_remembered_layouts_stay_within_their_tag_budget() -> None:
+    # A day of market data: every X message with another number of entries is a new layout.
+    # Kept: at most ~20,000 tags' checks (about a megabyte) per message type, not 256 layouts
+    # of any length (399 entries here: 2,000 tags each).
+    sdd = dd("FIX44")
+    head = [(8, b"FIX.4.4"), (9, b"0"), (35, b"X"), (34, b"2"), (49, b"S"), (52,
+            b"20261203-10:00:00.000"), (56, b"T")]  # fmt: skip
+    plan = None
+    for n in range(1, 400):
+        entries: Pairs = []
+        for i in range(n):
+            entries += [(279, b"0"), (269, b"0"), (55, b"ES"), (270, b"%d" % (100 + i)),
+                        (271, b"1")]  # fmt: skip
+        pairs = [*head, (268, b"%d" % n), *entries, (10, b"000")]
+        assert validate(pairs, sdd) is None
+        plan = sdd._derived[None][b"X"]  # the plan validate() made and keeps
+        assert plan.tags_kept == sum(map(len, plan.shapes)) <= 20_000
+    assert plan is not None
+    assert plan.shapes  # still remembering the recent layouts
+    assert max(map(len, plan.shapes)) == len(head) + 2 + 5 * 399
