@@ -256,7 +256,7 @@ def build_demo(
         recovered = recover_day(
             journal_dir, engine.engine_id, engine.clock.now_ns(), engine.report_progress
         )
-        journaling = JournalComponent(engine, journal_dir)
+        journaling = JournalComponent(engine, journal_dir, recovered=recovered)
         barrier = journaling.journal.after_written
         pre.append(journaling)
     if record_path is not None:

@@ -328,7 +328,7 @@ def build_from_config(engine: Engine, cfg: EngineConfig) -> TradingDesk:
         recovered = recover_day(
             journal, engine.engine_id, engine.clock.now_ns(), engine.report_progress
         )
-        journaling = JournalComponent(engine, journal)
+        journaling = JournalComponent(engine, journal, recovered=recovered)
         barrier = journaling.journal.after_written
         parts.append(journaling)
     else:

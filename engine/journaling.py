@@ -57,15 +57,29 @@ class JournalComponent:
         Folder of the day files (created if missing).
     capture_logs : bool
         Also journal the process's log records (root logger, INFO and above).
+    recovered : RecoveredState | None
+        What :func:`recover_day` read of today's file, so that it is resumed without reading
+        it again.
     """
 
     name = "journal"
 
-    def __init__(self, engine: Engine, directory: Path, *, capture_logs: bool = True) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        directory: Path,
+        *,
+        capture_logs: bool = True,
+        recovered: RecoveredState | None = None,
+    ) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self.path = journal_path(directory, engine.engine_id, engine.clock.now_ns())
+        # The file recover_day() just read need not be read again to be resumed.
+        verified = recovered.verified_end(self.path) if recovered is not None else None
         try:
-            self.journal = Journal(self.path, engine.clock, engine_id=engine.engine_id)
+            self.journal = Journal(
+                self.path, engine.clock, engine_id=engine.engine_id, verified=verified
+            )
         except JournalError as e:  # another engine writes today's file: keep ours apart
             taken = self.path
             self.path = taken.with_name(f"{taken.stem}-{os.getpid()}{taken.suffix}")

@@ -165,9 +165,12 @@ class TradingDesk:
             raise RuntimeError("restore before the trading desk starts")
         self._recovered = state
         restored = 0
+        # The fills of the orders restored (a day's journal has far more fills than those).
+        orders = state.orders
         fills_of: dict[int, list[OrderFilled]] = {}
         for fill in state.fills:
-            fills_of.setdefault(fill.order_id, []).append(fill)
+            if fill.order_id in orders:
+                fills_of.setdefault(fill.order_id, []).append(fill)
         for view in state.orders.values():
             manager = self.router.managers.get(view.symbol)
             if manager is None:

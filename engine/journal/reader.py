@@ -19,7 +19,7 @@ reported as :class:`JournalCorruptError`.
 import os
 import struct
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,6 +73,31 @@ class TornTail:
     size: int
     index: int  # index the record would have had
     reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VerifiedEnd:
+    """A journal file read to its end and found intact: enough for a writer to resume it.
+
+    The writer resuming the file the recovery just read skips reading it again (a day's
+    journal of a gigabyte and more: ~1.5 s) when the file still has this size and mtime.
+    """
+
+    path: Path
+    size: int
+    mtime_ns: int
+    end_offset: int  # just after the last intact record
+    torn_tail: TornTail | None
+    #: (name, fields, type id) of every schema the file defines.
+    schemas: tuple[tuple[str, tuple[tuple[str, str], ...], int], ...]
+
+    def matches(self, path: Path, st: os.stat_result) -> bool:
+        """Return whether ``path`` with status ``st`` is still the file verified."""
+        return (
+            os.path.samefile(path, self.path)
+            and st.st_size == self.size
+            and st.st_mtime_ns == self.mtime_ns
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,6 +357,18 @@ class JournalReader:
         self._ensure()
         return self._end
 
+    def verified(self, st: os.stat_result) -> VerifiedEnd:
+        """Return what a read to the end found, for a file whose status was ``st`` before it."""
+        self._ensure()
+        return VerifiedEnd(
+            path=self.path,
+            size=st.st_size,
+            mtime_ns=st.st_mtime_ns,
+            end_offset=self._end,
+            torn_tail=self._torn_tail,
+            schemas=tuple((sch.name, sch.fields, tid) for tid, sch in self._schemas.items()),
+        )
+
     def raw(self, kinds: Iterable[int] | None = None) -> Iterator[RawRecord]:
         """Iterate over intact records without decoding them, optionally of some kinds only."""
         self._ensure()
@@ -448,6 +485,53 @@ class JournalReader:
             raise JournalCorruptError(
                 self.path, rec.offset, rec.index, f"bad {_KIND_NAMES.get(rec.kind)} record: {e}"
             ) from e
+
+    def decode_events(self, chunk: StreamChunk, rows: Sequence[int]) -> list[Event]:
+        """Decode the EVENT records at ``rows`` of a streamed chunk, in order, in one pass.
+
+        The payloads are decoded by one MessagePack call (a restart decodes a day's fills:
+        hundreds of thousands of records); a record that does not decode is decoded alone
+        again, so the error is the one :meth:`decode` raises for it.
+
+        Raises
+        ------
+        JournalCorruptError
+            If a record does not decode as an event.
+        """
+        from engine.journal import _kernels as jk
+
+        if not rows:
+            return []
+        frames = chunk.frames[np.asarray(rows, np.int64)]
+        data = memoryview(chunk.data)
+        parts: list[bytes | memoryview] = [b"\xdd", struct.pack(">I", len(rows))]
+        parts += [data[p + RECORD_HEADER_SIZE : p + RECORD_HEADER_SIZE + n]
+                  for p, n in frames[:, :2].tolist()]  # fmt: skip
+        schemas = self._schemas
+        out: list[Event] = []
+        try:
+            batch = self._dec.decode(b"".join(parts))
+            for values, type_id in zip(batch, frames[:, jk.F_TYPE].tolist(), strict=True):
+                if type(values) is not list or not values or type(values[0]) is not int:
+                    raise ValueError("not an event payload")
+                event = schemas[type_id].build(values[1:])
+                if not isinstance(event, Event):
+                    raise TypeError("not an engine event")
+                out.append(event)
+        except (msgspec.DecodeError, TypeError, ValueError, KeyError, RecursionError):
+            # Find the bad record and say what is wrong with it.
+            out = []
+            for row in rows:
+                p, n, kind, type_id = chunk.frames[row, :4].tolist()
+                start = p + RECORD_HEADER_SIZE
+                raw = RawRecord(chunk.first_index + row, chunk.base + p, kind, type_id,
+                                data[start : start + n])  # fmt: skip
+                rec = self.decode(raw)
+                if not isinstance(rec, JournalEvent):
+                    raise JournalCorruptError(self.path, raw.offset, raw.index,
+                                              "not an event record") from None  # fmt: skip
+                out.append(rec.event)
+        return out
 
     def _decode(self, rec: RawRecord) -> JournalRecord:
         kind = rec.kind

@@ -39,6 +39,7 @@ from engine.journal.reader import (
     RawRecord,
     StreamChunk,
     TornTail,
+    VerifiedEnd,
     progress_step,
 )
 from engine.oms.order import TERMINAL
@@ -72,6 +73,15 @@ class RecoveredState:
     risk_limits: tuple[RiskLimitsChanged, ...] = ()
     #: Highest order id in the journal (orders left out of ``orders`` included).
     last_order_id: int = 0
+    #: Each file as read to its end: the writer resuming it need not read it again.
+    verified: tuple[VerifiedEnd, ...] = ()
+
+    def verified_end(self, path: Path) -> VerifiedEnd | None:
+        """Return what the recovery found at the end of ``path``, if it read that file."""
+        for v in self.verified:
+            if v.path == path or (path.exists() and v.path.exists() and path.samefile(v.path)):
+                return v
+        return None
 
     def open_orders(self) -> dict[int, OrderView]:
         """Return the orders that are not in a terminal state (they may still trade)."""
@@ -176,7 +186,9 @@ def recover(
     torn: list[TornTail] = []
     readers: list[JournalReader] = []
     order_rows: list[_OrderRows] = []
+    verified: list[VerifiedEnd] = []
     for path in files:
+        st = path.stat()
         reader = JournalReader(path)
         readers.append(reader)
         rows = _OrderRows(len(readers) - 1, [])
@@ -191,20 +203,13 @@ def recover(
             wanted = {t for t, sch in reader.schemas.items() if sch.name in _DECODED}
             if wanted:
                 hit = np.flatnonzero(events & np.isin(frames[:, jk.F_TYPE], list(wanted)))
-                view = memoryview(chunk.data)
-                first, at = chunk.first_index, chunk.base
-                for row, (p, n, kind, type_id) in zip(
-                    hit.tolist(), frames[hit, :4].tolist(), strict=True
-                ):
-                    start = p + RECORD_HEADER_SIZE
-                    raw = RawRecord(first + row, at + p, kind, type_id, view[start : start + n])
-                    rec = reader.decode(raw)
-                    assert isinstance(rec, JournalEvent)
-                    seen.apply(rec.event)
+                for event in reader.decode_events(chunk, hit.tolist()):
+                    seen.apply(event)
             _order_rows(reader, chunk, events, rows)
         if reader.torn_tail is not None:
             torn.append(reader.torn_tail)
-        base += path.stat().st_size
+        verified.append(reader.verified(st))
+        base += st.st_size
     orders, last_order_id = _last_views(readers, order_rows, done_orders, progress, total)
     return RecoveredState(
         orders=orders,
@@ -219,6 +224,7 @@ def recover(
         reused_exec_ids=seen.dedup.reused,
         risk_limits=tuple(seen.limits),
         last_order_id=last_order_id,
+        verified=tuple(verified),
     )
 
 

@@ -38,7 +38,7 @@ from engine.journal.format import (
     JournalWriteError,
     WriteSchema,
 )
-from engine.journal.reader import JournalReader
+from engine.journal.reader import JournalReader, VerifiedEnd
 
 try:  # advisory lock against a second writer; POSIX only
     import fcntl
@@ -110,6 +110,7 @@ class Journal:
         batch_records: int = 4096,
         sync: SyncPolicy = "flush",
         exclude: Iterable[type[Event]] = (),
+        verified: VerifiedEnd | None = None,
     ) -> None:
         if not math.isfinite(flush_interval_ms) or flush_interval_ms <= 0:
             raise ValueError(f"flush_interval_ms must be > 0, got {flush_interval_ms}")
@@ -147,6 +148,9 @@ class Journal:
         self.resumed_at = 0
         #: Size of the torn tail dropped on open, 0 if there was none.
         self.dropped_tail_bytes = 0
+        #: Whether the file was resumed from a recovery's reading (not read again).
+        self.resumed_verified = False
+        self._verified = verified
         self._fd = self._open()
         self._thread = threading.Thread(target=self._run, name="journal-writer", daemon=True)
         self._thread.start()
@@ -168,7 +172,7 @@ class Journal:
                 os.write(fd, fmt.pack_file_header(self.clock.now_ns()))
                 end = fmt.FILE_HEADER_SIZE
             else:
-                end = self._resume(size)
+                end = self._resume(size, os.fstat(fd))
                 os.ftruncate(fd, end)
             os.lseek(fd, end, os.SEEK_SET)
             self.resumed_at = end
@@ -189,23 +193,28 @@ class Journal:
             raise
         return fd
 
-    def _resume(self, size: int) -> int:
-        reader = JournalReader(self.path)
-        for _chunk in reader.stream():  # checked a chunk at a time: a day's file is not held
-            pass
-        end = reader.end_offset
-        if reader.torn_tail is not None:
+    def _resume(self, size: int, st: os.stat_result) -> int:
+        verified = self._verified
+        if verified is None or not verified.matches(self.path, st):
+            reader = JournalReader(self.path)
+            for _chunk in reader.stream():  # checked a chunk at a time: a day's file is not held
+                pass
+            verified = reader.verified(st)
+        else:
+            self.resumed_verified = True
+        end = verified.end_offset
+        if verified.torn_tail is not None:
             self.dropped_tail_bytes = size - end
             log.warning(
                 "%s: dropping a torn last record of %d bytes at offset %d (%s)",
                 self.path,
                 size - end,
                 end,
-                reader.torn_tail.reason,
+                verified.torn_tail.reason,
             )
-        for schema in reader.schemas.values():
-            self._schema_keys[(schema.name, schema.fields)] = schema.type_id
-            self._next_type_id = max(self._next_type_id, schema.type_id + 1)
+        for name, fields, type_id in verified.schemas:
+            self._schema_keys[(name, fields)] = type_id
+            self._next_type_id = max(self._next_type_id, type_id + 1)
         return end
 
     # ------------------------------------------------------------------ trading path

@@ -21,6 +21,7 @@ from engine.journal import (
     JournalOpened,
     JournalReader,
     read_journal,
+    recover,
 )
 from engine.journal import format as fmt
 from tests.unit.engine.journal.helpers import FIX_NOS, T0, alert, make_view, order_changed
@@ -126,6 +127,35 @@ def test_writer_resumes_after_a_torn_tail_and_truncates_it(tmp_path: Path) -> No
     assert after[: len(before)] == before
     assert isinstance(after[len(before)], JournalOpened)
     assert after[-1] == JournalEvent(seq=0, event=alert(99))
+
+
+def test_writer_resumes_from_the_recovery_reading_only_while_the_file_is_unchanged(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "j.qwj"
+    _write_sample(path, 2)
+    size = path.stat().st_size
+    with path.open("ab") as f:
+        f.write(fmt.frame(fmt.KIND_LOG, 0, b"\x95" + bytes(30))[:25])
+    state = recover(path)
+    verified = state.verified_end(path)
+    assert verified is not None
+    assert (verified.end_offset, verified.size) == (size, size + 25)
+    with Journal(path, TestClock(T0 + 1), sync="none", verified=verified) as j:
+        assert j.resumed_verified  # not read again
+        assert (j.resumed_at, j.dropped_tail_bytes) == (size, 25)
+        j.on_event(alert(98))  # a schema the file had: its type id is reused
+    reader = JournalReader(path)
+    records = list(reader.records())
+    assert reader.torn_tail is None
+    assert records[-1] == JournalEvent(seq=0, event=alert(98))
+    assert len({s.name for s in reader.schemas.values()}) == len(reader.schemas)
+    # The file changed since that reading (here: the append above): read again, as always.
+    with Journal(path, TestClock(T0 + 2), sync="none", verified=verified) as j:
+        assert not j.resumed_verified
+        assert j.dropped_tail_bytes == 0
+        j.on_event(alert(99))
+    assert list(read_journal(path))[-1] == JournalEvent(seq=0, event=alert(99))
 
 
 def test_writer_refuses_to_append_to_a_corrupt_journal(tmp_path: Path) -> None:

@@ -107,3 +107,26 @@ def test_recover_refuses_a_corrupt_journal(tmp_path: Path) -> None:
     path.write_bytes(bytes(data))
     with pytest.raises(JournalCorruptError, match=str(path)):
         recover(path)
+
+
+def test_a_fill_that_does_not_decode_is_named_by_its_offset(tmp_path: Path) -> None:
+    # The fills of a chunk decode in one batch; a record whose CRC holds but whose payload is
+    # not a fill is still found and named, as a record-by-record decode would.
+    from engine.journal import JournalReader
+    from engine.journal import format as fmt
+
+    path = tmp_path / "day.qwj"
+    with Journal(path, TestClock(T0), sync="none") as j:
+        for i in range(5):
+            view = make_view(i + 1)
+            j.on_event(order_filled(view, 1, 100, exec_id=f"E{i}", ts=T0 + i, leaves=0))
+    good = recover(path)
+    assert [f.exec_id for f in good.fills] == [f"E{i}" for i in range(5)]
+    (type_id,) = [t for t, s in JournalReader(path).schemas.items() if s.name.endswith("Filled")]
+    at = path.stat().st_size
+    with path.open("ab") as f:  # an intact frame (CRC right) with a payload that is no fill
+        f.write(fmt.frame(fmt.KIND_EVENT, type_id, b"\x92\x07\xa3abc"))
+        f.write(fmt.frame(fmt.KIND_EVENT, type_id, b"\x92\x07\xa3abc"))  # not the last record
+    with pytest.raises(JournalCorruptError) as e:
+        recover(path)
+    assert e.value.offset == at
