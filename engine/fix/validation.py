@@ -589,11 +589,11 @@ _Check = Callable[[bytes], bool] | None
 _Entry = tuple[int, _Check, "_GroupPlan | None"]
 
 _CHECKS_KEY = "engine.fix.validation.checks"
-#: Valid tag layouts remembered per plan (cleared when full): at most this many layouts, and
-#: at most this many tags in all of them (market data messages with a different number of
-#: entries each are a layout each: 256 of 500 tags kept ~15 MB of checks in a day's soak).
+#: Valid tag layouts remembered per plan (the oldest forgotten first): at most this many
+#: layouts, and at most this many tags in all of them (market data messages with a different
+#: number of entries each are a layout each: 256 of 500 tags kept ~15 MB in a day's soak).
 _MAX_SHAPES = 256
-_MAX_SHAPE_TAGS = 16_384
+_MAX_SHAPE_TAGS = 65_536
 _first = operator.itemgetter(0)
 #: Types check_format() looks at; every other type (STRING, MONTHYEAR, ...) passes any value.
 _FORMAT_TYPES = INT_TYPES | FLOAT_TYPES | {"CHAR", "BOOLEAN", "UTCTIMESTAMP"}
@@ -762,10 +762,15 @@ class _Plan:
         self.tags_kept = 0  # tags in ``shapes``
 
     def remember(self, shape: tuple[int, ...], checks: list[_Check]) -> None:
-        if len(self.shapes) >= _MAX_SHAPES or self.tags_kept + len(shape) > _MAX_SHAPE_TAGS:
-            self.shapes.clear()
-            self.checked.clear()
-            self.tags_kept = 0
+        shapes, checked = self.shapes, self.checked
+        # Oldest first out (insertion order), never the whole cache at once: a flush sent
+        # every layout back through the full check together (a saw-tooth in latency).
+        while shapes and (
+            len(shapes) >= _MAX_SHAPES or self.tags_kept + len(shape) > _MAX_SHAPE_TAGS
+        ):
+            old = next(iter(shapes))
+            del shapes[old], checked[old]
+            self.tags_kept -= len(old)
         self.tags_kept += len(shape)
         self.shapes[shape] = checks
         self.checked[shape] = [(i, c) for i, c in enumerate(checks) if c is not None]

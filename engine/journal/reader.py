@@ -247,11 +247,11 @@ class JournalReader:
         """Read the file a chunk at a time, checking every frame as :meth:`scan` does.
 
         For a file too big to hold: memory stays at one chunk (about a hundredth of the file,
-        at most 16 MB) whatever the file's size. Yields a :class:`StreamChunk` per chunk, its
-        frame table valid until the next one. Schemas are loaded as they come
-        (:attr:`schemas`); a torn tail is dropped (:attr:`torn_tail`); a damaged record before
-        the tail raises :class:`JournalCorruptError`. ``progress(done, total)`` is told the
-        bytes checked after each chunk.
+        at most 16 MB) whatever the file's size. Yields a :class:`StreamChunk` per chunk (each
+        its own frame table: the next chunk may be read while one is used). Schemas are loaded
+        as they come (:attr:`schemas`); a torn tail is dropped (:attr:`torn_tail`); a damaged
+        record before the tail raises :class:`JournalCorruptError`. ``progress(done, total)``
+        is told the bytes checked after each chunk.
         """
         from engine.journal import _kernels as jk
 
@@ -266,11 +266,12 @@ class JournalReader:
             # The reader holds no records of a stream (raw(), records() see none until a scan).
             self._data, self._frames, self._scanned = b"", [], True
             table = _crc_table()
-            out = np.empty((1 << 16, jk.FRAME_COLUMNS), np.int64)
             want = min(16 << 20, progress_step(size))
             index = 0
             tell(pos, size)
             while pos < size:
+                # A table per chunk: a consumer may hold one chunk while the next is read.
+                out = np.empty((1 << 16, jk.FRAME_COLUMNS), np.int64)
                 data = os.pread(fd, min(want, size - pos), pos)
                 buf = np.frombuffer(data, np.uint8)
                 k, stop, status = jk.walk_frames(buf, 0, MAX_PAYLOAD, table, out)

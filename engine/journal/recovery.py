@@ -10,8 +10,11 @@ last views of done orders are kept only for the newest ``done_orders`` of each i
 order managers' archive): memory is bounded by what is open, not by the day.
 """
 
+import contextlib
 import os
-from collections.abc import Callable, Iterable
+import queue
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -194,7 +197,9 @@ def recover(
         rows = _OrderRows(len(readers) - 1, [])
         order_rows.append(rows)
         tell = _teller(progress, "reading journal", base, total)
-        for chunk in reader.stream(tell):
+        for chunk in _read_ahead(reader.stream()):
+            if tell is not None:
+                tell(chunk.base + len(chunk.data), total)
             frames = chunk.frames
             events = frames[:, jk.F_KIND] == KIND_EVENT
             if events.any():
@@ -251,6 +256,47 @@ class _Seen:
                 self.halted.add(ev.strategy_id)
             elif ev.state == StrategyState.RUNNING:
                 self.halted.discard(ev.strategy_id)
+
+
+def _read_ahead(chunks: Iterator[StreamChunk], depth: int = 2) -> Iterator[StreamChunk]:
+    """Yield ``chunks`` while a worker thread reads and checks the next ones.
+
+    Reading a chunk (``pread`` and the framing + CRC kernel) releases the GIL, so on a
+    restart it overlaps the decoding of the chunk before it (~2 of a 1.7 GB day's 8 s). An
+    error of the reader is raised here, where that chunk would have been; stopping early
+    (a cancelled start) stops the worker.
+    """
+    q: queue.Queue[StreamChunk | BaseException | None] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def work() -> None:
+        try:
+            for chunk in chunks:
+                while not stop.is_set():
+                    try:
+                        q.put(chunk, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put(None)
+        except BaseException as e:  # handed to the reading thread
+            q.put(e)
+
+    worker = threading.Thread(target=work, name="journal-read-ahead", daemon=True)
+    worker.start()
+    try:
+        while (item := q.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while worker.is_alive():  # unblock a worker waiting to put
+            with contextlib.suppress(queue.Empty):
+                q.get(timeout=0.05)
+        worker.join()
 
 
 def _teller(
