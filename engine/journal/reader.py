@@ -20,7 +20,7 @@ import os
 import struct
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -107,13 +107,15 @@ class StreamChunk:
     ``frames`` has a row per intact record (columns ``engine.journal._kernels.F_*``: offset in
     ``data``, payload length, kind, type id, and the sequence number and ``ts_event`` of an
     event); ``base`` is the file offset of ``data``, ``first_index`` the record index of the
-    first row.
+    first row; ``schemas`` the file's schemas up to the end of the chunk (a copy: the reader's
+    own grows as it reads on, perhaps on another thread).
     """
 
     data: bytes
     base: int
     frames: npt.NDArray[np.int64]
     first_index: int
+    schemas: dict[int, "ReadSchema"] = field(default_factory=dict)
 
     def raw(self, row: int) -> "RawRecord":
         """Return one record of the chunk for :meth:`JournalReader.decode`."""
@@ -171,6 +173,8 @@ class JournalReader:
         self._end = 0
         self._scanned = False
         self._dec = msgspec.msgpack.Decoder()
+        # decode_events() may run while stream() reads ahead (and decodes schemas) elsewhere.
+        self._batch_dec = msgspec.msgpack.Decoder()
 
     # ------------------------------------------------------------------ framing
     def scan(self, progress: Callable[[int, int], object] | None = None) -> int:
@@ -285,7 +289,8 @@ class JournalReader:
                     )
                 self.skipped += int((~np.isin(frames[:, jk.F_KIND], _KNOWN)).sum())
                 if k:
-                    yield StreamChunk(data=data, base=pos, frames=frames, first_index=index)
+                    yield StreamChunk(data=data, base=pos, frames=frames, first_index=index,
+                                      schemas=dict(self._schemas))  # fmt: skip
                 index += k
                 pos += stop
                 tell(pos, size)
@@ -508,10 +513,10 @@ class JournalReader:
         parts: list[bytes | memoryview] = [b"\xdd", struct.pack(">I", len(rows))]
         parts += [data[p + RECORD_HEADER_SIZE : p + RECORD_HEADER_SIZE + n]
                   for p, n in frames[:, :2].tolist()]  # fmt: skip
-        schemas = self._schemas
+        schemas = chunk.schemas
         out: list[Event] = []
         try:
-            batch = self._dec.decode(b"".join(parts))
+            batch = self._batch_dec.decode(b"".join(parts))
             for values, type_id in zip(batch, frames[:, jk.F_TYPE].tolist(), strict=True):
                 if type(values) is not list or not values or type(values[0]) is not int:
                     raise ValueError("not an event payload")

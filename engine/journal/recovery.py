@@ -14,7 +14,7 @@ import contextlib
 import os
 import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +35,7 @@ from engine.journal.format import (
     RECORD_HEADER,
     RECORD_HEADER_SIZE,
     JournalEvent,
+    ReadSchema,
     qualified_name,
 )
 from engine.journal.reader import (
@@ -205,7 +206,7 @@ def recover(
             if events.any():
                 last_seq = max(last_seq, int(frames[events, jk.F_SEQ].max()))
                 ts_last = int(frames[np.flatnonzero(events)[-1], jk.F_TS])
-            wanted = {t for t, sch in reader.schemas.items() if sch.name in _DECODED}
+            wanted = {t for t, sch in chunk.schemas.items() if sch.name in _DECODED}
             if wanted:
                 hit = np.flatnonzero(events & np.isin(frames[:, jk.F_TYPE], list(wanted)))
                 for event in reader.decode_events(chunk, hit.tolist()):
@@ -283,6 +284,10 @@ def _read_ahead(chunks: Iterator[StreamChunk], depth: int = 2) -> Iterator[Strea
             q.put(None)
         except BaseException as e:  # handed to the reading thread
             q.put(e)
+        finally:  # the generator lives on this thread: close it (and its file) here
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()
 
     worker = threading.Thread(target=work, name="journal-read-ahead", daemon=True)
     worker.start()
@@ -316,13 +321,13 @@ def _order_rows(
 ) -> None:
     """Note order id, status, file offset and length of the chunk's ``OrderChanged`` records."""
     frames = chunk.frames
-    for type_id, sch in reader.schemas.items():
+    for type_id, sch in chunk.schemas.items():
         if sch.name != _ORDER_CHANGED:
             continue
         hit = np.flatnonzero(events & (frames[:, jk.F_TYPE] == type_id))
         if not hit.size:
             continue
-        at = _order_layout(reader, type_id)
+        at = _order_layout(chunk.schemas, type_id)
         out = np.empty((hit.size, 2), np.int64)
         jk.order_fields(np.frombuffer(chunk.data, np.uint8), frames[hit], *at, out)
         table = np.empty((hit.size, 4), np.int64)
@@ -335,13 +340,13 @@ def _order_rows(
         rows.rows.append(rev[np.sort(first)][::-1])
 
 
-def _order_layout(reader: JournalReader, type_id: int) -> tuple[int, int, int]:
+def _order_layout(schemas: Mapping[int, ReadSchema], type_id: int) -> tuple[int, int, int]:
     """Return where order, order id and status are in this file's ``OrderChanged`` values."""
-    sch = reader.schemas[type_id]
+    sch = schemas[type_id]
     names = [n for n, _c in sch.fields]
     order_at = names.index("order")
     code = sch.fields[order_at][1]
-    nested = reader.schemas[int(code.split(":", 1)[1])]
+    nested = schemas[int(code.split(":", 1)[1])]
     inner = [n for n, _c in nested.fields]
     return order_at, inner.index("order_id"), inner.index("status")
 
