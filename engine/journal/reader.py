@@ -93,11 +93,11 @@ class VerifiedEnd:
 
     def matches(self, path: Path, st: os.stat_result) -> bool:
         """Return whether ``path`` with status ``st`` is still the file verified."""
-        return (
-            os.path.samefile(path, self.path)
-            and st.st_size == self.size
-            and st.st_mtime_ns == self.mtime_ns
-        )
+        try:
+            same = os.path.samefile(path, self.path)
+        except OSError:  # one of them is gone
+            return False
+        return same and st.st_size == self.size and st.st_mtime_ns == self.mtime_ns
 
 
 @dataclass(frozen=True, slots=True)
@@ -528,10 +528,7 @@ class JournalReader:
             # Find the bad record and say what is wrong with it.
             out = []
             for row in rows:
-                p, n, kind, type_id = chunk.frames[row, :4].tolist()
-                start = p + RECORD_HEADER_SIZE
-                raw = RawRecord(chunk.first_index + row, chunk.base + p, kind, type_id,
-                                data[start : start + n])  # fmt: skip
+                raw = chunk.raw(row)
                 rec = self.decode(raw)
                 if not isinstance(rec, JournalEvent):
                     raise JournalCorruptError(self.path, raw.offset, raw.index,

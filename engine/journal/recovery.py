@@ -82,9 +82,11 @@ class RecoveredState:
 
     def verified_end(self, path: Path) -> VerifiedEnd | None:
         """Return what the recovery found at the end of ``path``, if it read that file."""
-        for v in self.verified:
-            if v.path == path or (path.exists() and v.path.exists() and path.samefile(v.path)):
-                return v
+        if path.exists():
+            st = path.stat()
+            for v in self.verified:
+                if v.matches(path, st):
+                    return v
         return None
 
     def open_orders(self) -> dict[int, OrderView]:
