@@ -358,7 +358,7 @@ class Engine:
         It runs on a daemon thread of its own, never the loop's executor: a numba compile
         cannot be interrupted, and the interpreter joins executor threads at exit, so a console
         closed while compiling would outlive its window by a minute. Each kernel it compiles
-        is reported as "compiling kernels (first start only) 12/63".
+        is reported as "compiling kernels (first start only) 12/73".
         """
         assert self._stop is not None
         loop = asyncio.get_running_loop()

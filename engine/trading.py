@@ -13,6 +13,8 @@ import logging
 from collections.abc import Callable
 from decimal import Decimal
 
+import numpy as np
+
 from engine.bus import MessageBus
 from engine.clock import Clock
 from engine.commands import (
@@ -61,6 +63,7 @@ from engine.strategy.base import BookView, Strategy
 from engine.strategy.loader import build_strategy
 from engine.strategy.params import ParameterError
 from engine.strategy.runner import LiveContext, StrategyRunner
+from engine.types import FILL_DTYPE
 
 log = logging.getLogger(__name__)
 
@@ -300,18 +303,28 @@ class TradingDesk:
                 self.bus.publish(
                     OrderChanged(ts_event=order.ts_last, order=order.view(), change="recovered")
                 )
-        touched: set[tuple[int, int, int]] = set()
-        for fill in state.fills:
-            ins = self._instrument_index.get(fill.symbol)
-            if ins is None:
-                continue
-            slot = self._slot.get(fill.strategy_id, 0)
-            self.positions.on_fill(slot, ins, int(fill.side), fill.last_px_ticks,
-                                   fill.last_qty_lots, ts=fill.ts_event)  # fmt: skip
-            self.router.risk.on_fill(fill.strategy_id, fill.symbol, fill.side, fill.last_qty_lots)
-            touched.add((slot, ins, fill.strategy_id))
-        for slot, ins, sid in sorted(touched):
-            self._publish_position(slot, ins, sid)
+        # A day's fills, booked in one pass (journal order) from the recovered columns.
+        cols = state.fill_columns
+        ins_of = np.array([self._instrument_index.get(s, -1) for s in cols.symbols], np.int64)
+        ins = ins_of[cols.symbol] if len(cols) else np.zeros(0, np.int64)
+        traded = ins >= 0
+        sids = cols.strategy_id[traded]
+        slot_of = {sid: self._slot.get(sid, 0) for sid in np.unique(sids).tolist()}
+        rows = np.zeros(int(traded.sum()), FILL_DTYPE)
+        rows["ts"] = cols.ts[traded]
+        rows["order_id"] = cols.order_id[traded]
+        rows["px"] = cols.px[traded]
+        rows["qty"] = cols.qty[traded]
+        rows["strategy"] = [slot_of[sid] for sid in sids.tolist()]
+        rows["instrument"] = ins[traded]
+        rows["side"] = cols.side[traded]
+        self.positions.apply(rows)
+        for (sid, symbol), lots in cols.positions_by_strategy().items():
+            if self._instrument_index.get(symbol) is not None:
+                self.router.risk.restore_position(sid, symbol, lots)
+        pairs = np.unique(np.column_stack([sids, ins[traded]]), axis=0).tolist()
+        for slot, i, sid in sorted((slot_of[sid], i, sid) for sid, i in pairs):
+            self._publish_position(slot, i, sid)
 
     async def prepare_stop(self, within_s: float = 1.5) -> None:
         """Stop the strategies and wait (briefly) for the venue to confirm their cancels."""

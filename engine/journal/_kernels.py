@@ -268,3 +268,109 @@ def order_fields(
             if q < 0:
                 out[r, 0] = -1
                 break
+
+
+#: :func:`event_fields` column kinds: an integer value, or a string's (offset, length, hash).
+FIELD_INT: int = 0
+FIELD_STR: int = 1
+
+
+@kernel_inline
+def _mp_str(buf: npt.NDArray[np.uint8], p: int) -> tuple[int, int]:
+    """Return (offset of the bytes, length) of the MessagePack string at ``p``; (-1, 0)."""
+    b = int(buf[p])
+    if 0xA0 <= b <= 0xBF:
+        return p + 1, b & 0x1F
+    if b == 0xD9:
+        return p + 2, int(buf[p + 1])
+    if b == 0xDA:
+        return p + 3, _be(buf, p + 1, 2)
+    if b == 0xDB:
+        return p + 5, _be(buf, p + 1, 4)
+    return -1, 0
+
+
+@kernel_inline
+def _fnv1a(buf: npt.NDArray[np.uint8], p: int, n: int) -> int:
+    h = np.uint64(0xCBF29CE484222325)
+    for i in range(n):
+        h = (h ^ np.uint64(buf[p + i])) * np.uint64(0x100000001B3)
+    return np.int64(h >> np.uint64(1))  # type: ignore[return-value]  # non-negative
+
+
+@kernel
+def event_fields(
+    buf: npt.NDArray[np.uint8],
+    rows: npt.NDArray[np.int64],
+    want: npt.NDArray[np.int64],
+    kinds: npt.NDArray[np.int64],
+    out: npt.NDArray[np.int64],
+) -> int:
+    """Read chosen top-level fields of EVENT records (frame-table ``rows``) into ``out``.
+
+    ``want`` holds field indexes (ascending) among the event's values after the sequence
+    number, ``kinds`` whether each is an integer (``FIELD_INT``: its value in column ``3*j``)
+    or a string (``FIELD_STR``: offset in ``buf``, byte length and a 63-bit FNV-1a hash of its
+    bytes in columns ``3*j .. 3*j+2``). Returns the first row that does not parse as that (a
+    value of another type, a short array), or -1 when every row did.
+    """
+    m = want.shape[0]
+    for r in range(rows.shape[0]):
+        cnt, q = mp_array(buf, rows[r, 0] + _HEADER)
+        if q < 0 or cnt <= want[m - 1] + 1:
+            return r
+        q = mp_skip(buf, q)  # the sequence number
+        i = 0
+        for j in range(m):
+            while i < want[j] and q > 0:
+                q = mp_skip(buf, q)
+                i += 1
+            if q < 0:
+                return r
+            if kinds[j] == FIELD_INT:
+                v, q2 = mp_int(buf, q)
+                if q2 < 0:
+                    return r
+                out[r, 3 * j] = v
+                q = q2
+            else:
+                at, n = _mp_str(buf, q)
+                if at < 0:
+                    return r
+                out[r, 3 * j] = at
+                out[r, 3 * j + 1] = n
+                out[r, 3 * j + 2] = _fnv1a(buf, at, n)
+                q = at + n
+            i += 1
+    return -1
+
+
+@kernel
+def last_of_each(ids: npt.NDArray[np.int64], keep: npt.NDArray[np.bool_]) -> bool:
+    """Mark in ``keep`` the last row of each id (ids < 0 are never kept); False if too sparse.
+
+    Ids of one chunk of a journal lie close together (orders are numbered as sent), so a
+    dense table over their range finds each last row in one pass; when the range is much
+    wider than the rows (False is returned, ``keep`` untouched) the caller sorts instead.
+    """
+    n = ids.shape[0]
+    lo = np.int64(1) << 62
+    hi = np.int64(-1)
+    for i in range(n):
+        v = ids[i]
+        if v >= 0:
+            lo = min(lo, v)
+            hi = max(hi, v)
+    if hi < 0:
+        return True
+    if hi - lo + 1 > 8 * n + 4096:
+        return False
+    last = np.full(hi - lo + 1, -1, np.int64)
+    for i in range(n):
+        v = ids[i]
+        if v >= 0:
+            last[v - lo] = i
+    for j in range(last.shape[0]):
+        if last[j] >= 0:
+            keep[last[j]] = True
+    return True

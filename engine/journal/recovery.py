@@ -3,10 +3,12 @@
 
 A day's journal (a million orders: some ten million records, 1-2 GB) is read a chunk at a
 time (``JournalReader.stream``: every frame checked, memory bounded by the chunk) and only the
-records recovery needs are decoded: fills, the kill switch, risk limits, strategy states, and
-one ``OrderChanged`` per order, its last (the order id and status of every ``OrderChanged`` are
-read by a kernel without decoding it). With ``done_orders`` set, as an engine start does, the
-last views of done orders are kept only for the newest ``done_orders`` of each instrument (the
+records recovery needs are decoded: the kill switch, risk limits, strategy states, and one
+``OrderChanged`` per order, its last (the order id and status of every ``OrderChanged`` are
+read by a kernel without decoding it). Fills are read by a kernel into columns
+(:class:`engine.journal.fills.FillColumns`: positions and P&L need every one) and decoded
+whole only for the orders kept. With ``done_orders`` set, as an engine start does, the last
+views of done orders are kept only for the newest ``done_orders`` of each instrument (the
 order managers' archive): memory is bounded by what is open, not by the day.
 """
 
@@ -15,7 +17,7 @@ import os
 import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +32,7 @@ from engine.events import (
     StrategyStatusChanged,
 )
 from engine.journal import _kernels as jk
+from engine.journal.fills import FillCollector, FillColumns
 from engine.journal.format import (
     KIND_EVENT,
     RECORD_HEADER,
@@ -54,12 +57,13 @@ class RecoveredState:
     """What a restarted engine needs to rebuild its orders and positions.
 
     ``orders`` holds the last :class:`OrderView` of every order, by ``order_id`` (of every open
-    order and the newest done ones only, if recovered with ``done_orders``); ``fills`` every
-    fill in journal order; ``last_order_id`` the highest order id journaled. A fill journaled
-    twice (the same ExecID <17> on the same instrument for the same order, quantity and price)
-    is kept once; the same ExecID naming another fill is a new fill and is kept (counted in
-    ``reused_exec_ids``). ``exec_ids``
-    holds the ExecIDs of the kept fills.
+    order and the newest done ones only, if recovered with ``done_orders``); ``fill_columns``
+    every fill in journal order, as columns (for positions and P&L); ``fills`` the fill events
+    of the orders in ``orders`` (of every order if recovered without ``done_orders``), in
+    journal order; ``last_order_id`` the highest order id journaled. A fill journaled twice (the
+    same ExecID <17> on the same instrument for the same order, quantity and price) is kept
+    once; the same ExecID naming another fill is a new fill and is kept (counted in
+    ``reused_exec_ids``). ``exec_ids`` holds the ExecIDs of ``fills``.
     """
 
     orders: dict[int, OrderView]
@@ -79,6 +83,8 @@ class RecoveredState:
     last_order_id: int = 0
     #: Each file as read to its end: the writer resuming it need not read it again.
     verified: tuple[VerifiedEnd, ...] = ()
+    #: Every fill kept, in journal order (``fills`` may hold only some of them).
+    fill_columns: FillColumns = field(default_factory=FillColumns.empty)
 
     def verified_end(self, path: Path) -> VerifiedEnd | None:
         """Return what the recovery found at the end of ``path``, if it read that file."""
@@ -95,52 +101,19 @@ class RecoveredState:
 
     def position_lots(self, strategy_id: int | None = None) -> dict[str, int]:
         """Return the signed position per symbol implied by the fills (of one strategy or all)."""
-        pos: dict[str, int] = {}
-        for f in self.fills:
-            if strategy_id is None or f.strategy_id == strategy_id:
-                pos[f.symbol] = pos.get(f.symbol, 0) + int(f.side) * f.last_qty_lots
-        return pos
-
-
-class _FillDedup:
-    """Recognise a fill journaled twice: the same ExecID <17> for the same fill.
-
-    An instrument trades on one venue, so (symbol, ExecID) is (venue, ExecID). The same ExecID
-    naming another fill (order, quantity or price) is a new fill: kept, and counted in
-    :attr:`reused`.
-    """
-
-    def __init__(self) -> None:
-        self.seen: dict[tuple[str, str], tuple[int, int, int]] = {}
-        self.exec_ids: set[str] = set()
-        self.duplicates = 0
-        self.reused = 0
-
-    def is_new(self, ev: OrderFilled) -> bool:
-        """Return whether ``ev`` is a fill not seen before (and remember it)."""
-        if ev.exec_id:
-            key = (ev.symbol, ev.exec_id)
-            fill = (ev.order_id, ev.last_qty_lots, ev.last_px_ticks)
-            known = self.seen.get(key)
-            if known == fill:
-                self.duplicates += 1
-                return False
-            if known is not None:
-                self.reused += 1
-            self.seen[key] = fill
-        self.exec_ids.add(ev.exec_id)
-        return True
+        return self.fill_columns.position_lots(strategy_id)
 
 
 #: ``progress(stage, done, total, unit)``, e.g. ``Engine.report_progress``.
 Progress = Callable[[str, int, int, str], object]
 
-#: Event types recovery decodes besides ``OrderChanged`` (the rest is skipped undecoded).
+#: Event types recovery decodes (the rest is skipped undecoded; orders and fills are read
+#: by kernels).
 _DECODED = tuple(
-    qualified_name(c)
-    for c in (OrderFilled, KillSwitchChanged, RiskLimitsChanged, StrategyStatusChanged)
+    qualified_name(c) for c in (KillSwitchChanged, RiskLimitsChanged, StrategyStatusChanged)
 )
 _ORDER_CHANGED = qualified_name(OrderChanged)
+_ORDER_FILLED = qualified_name(OrderFilled)
 _TERMINAL = np.array(sorted(int(s) for s in TERMINAL), np.int64)
 
 
@@ -188,6 +161,7 @@ def recover(
     total = sum(p.stat().st_size for p in files)
     base = 0  # bytes of the files before this one
     seen = _Seen()
+    fills = FillCollector()
     last_seq = ts_last = 0
     torn: list[TornTail] = []
     readers: list[JournalReader] = []
@@ -213,23 +187,30 @@ def recover(
                 hit = np.flatnonzero(events & np.isin(frames[:, jk.F_TYPE], list(wanted)))
                 for event in reader.decode_events(chunk, hit.tolist()):
                     seen.apply(event)
+            for t, sch in chunk.schemas.items():
+                if sch.name == _ORDER_FILLED:
+                    hit = np.flatnonzero(events & (frames[:, jk.F_TYPE] == t))
+                    fills.add(len(readers) - 1, reader, chunk, hit, t)
             _order_rows(reader, chunk, events, rows)
         if reader.torn_tail is not None:
             torn.append(reader.torn_tail)
         verified.append(reader.verified(st))
         base += st.st_size
     orders, last_order_id = _last_views(readers, order_rows, done_orders, progress, total)
+    kept = fills.finish(readers)
+    events_kept = kept.events(readers, orders if done_orders is not None else None)
     return RecoveredState(
         orders=orders,
-        fills=tuple(seen.fills),
-        exec_ids=frozenset(seen.dedup.exec_ids),
+        fills=events_kept,
+        fill_columns=kept.columns,
+        exec_ids=frozenset(f.exec_id for f in events_kept),
         kill_switch=seen.kill,
         last_seq=last_seq,
         ts_last=ts_last,
         torn_tails=tuple(torn),
         halted_strategies=frozenset(seen.halted),
-        duplicate_fills=seen.dedup.duplicates,
-        reused_exec_ids=seen.dedup.reused,
+        duplicate_fills=kept.duplicates,
+        reused_exec_ids=kept.reused,
         risk_limits=tuple(seen.limits),
         last_order_id=last_order_id,
         verified=tuple(verified),
@@ -240,17 +221,12 @@ class _Seen:
     """What recovery keeps of the events it decodes besides orders, in journal order."""
 
     def __init__(self) -> None:
-        self.fills: list[OrderFilled] = []
-        self.dedup = _FillDedup()
         self.kill: KillSwitchChanged | None = None
         self.halted: set[int] = set()
         self.limits: list[RiskLimitsChanged] = []
 
     def apply(self, ev: object) -> None:
-        if isinstance(ev, OrderFilled):
-            if self.dedup.is_new(ev):
-                self.fills.append(ev)
-        elif isinstance(ev, KillSwitchChanged):
+        if isinstance(ev, KillSwitchChanged):
             self.kill = ev
         elif isinstance(ev, RiskLimitsChanged):
             self.limits.append(ev)
@@ -337,9 +313,18 @@ def _order_rows(
         table[:, 2] = frames[hit, jk.F_POS] + chunk.base
         table[:, 3] = frames[hit, jk.F_LEN]
         # Only the last record of each order matters: keep one row per order per chunk.
-        rev = table[::-1]
-        _ids, first = np.unique(rev[:, 0], return_index=True)
-        rows.rows.append(rev[np.sort(first)][::-1])
+        rows.rows.append(table[_last_of_each(table[:, 0])])
+
+
+def _last_of_each(ids: np.ndarray) -> np.ndarray:
+    """Return a mask of the last row of each id (ids < 0 never), rows in their order."""
+    keep = np.zeros(ids.shape[0], bool)
+    if not jk.last_of_each(np.ascontiguousarray(ids), keep):  # ids too sparse for a table
+        valid = np.flatnonzero(ids >= 0)
+        rev = valid[::-1]
+        _u, first = np.unique(ids[rev], return_index=True)
+        keep[rev[first]] = True
+    return keep
 
 
 def _order_layout(schemas: Mapping[int, ReadSchema], type_id: int) -> tuple[int, int, int]:
@@ -369,10 +354,7 @@ def _last_views(
             progress("replaying journal", total, total, "bytes")
         return {}, 0
     table = np.concatenate(tables)  # file, order id, status, offset, length; journal order
-    table = table[table[:, 1] >= 0]
-    rev = table[::-1]
-    _ids, first = np.unique(rev[:, 1], return_index=True)
-    last = rev[np.sort(first)][::-1]  # each order's last record, in journal order
+    last = table[_last_of_each(table[:, 1])]  # each order's last record, in journal order
     last_order_id = int(last[:, 1].max()) if len(last) else 0
     if done_orders is not None:
         done = np.isin(last[:, 2], _TERMINAL)
@@ -418,3 +400,39 @@ def _raw(record: bytes, pos: int) -> RawRecord:
     """Return the record framed in ``record`` (read at file offset ``pos``) for decoding."""
     _length, _crc, kind, _flags, type_id = RECORD_HEADER.unpack_from(record, 0)
     return RawRecord(-1, pos, kind, type_id, memoryview(record)[RECORD_HEADER_SIZE:])
+
+
+def warm_up() -> None:
+    """Compile (or load) recovery's kernels on a small journal written for the purpose.
+
+    A restart on a day's journal uses kernels no other part of the engine does (framing and
+    CRC, the order and fill readers); ``engine.warmup`` calls this so a restart never compiles.
+    """
+    import tempfile
+
+    from engine.clock import TestClock
+    from engine.enums import OrdStatus, OrdType, Side, TimeInForce
+    from engine.journal.writer import Journal
+
+    ts = 1
+    view = OrderView(
+        order_id=1, client_order_id="W1", orig_client_order_ids=(), venue_order_id="V1",
+        strategy_id=1, symbol="WARM", side=Side.BUY, ord_type=OrdType.LIMIT,
+        time_in_force=TimeInForce.DAY, qty_lots=1, px_ticks=1, status=OrdStatus.FILLED,
+        cum_qty_lots=1, leaves_qty_lots=0, avg_px_ticks=1.0, pending="", text="",
+        ts_created=ts, ts_sent=ts, ts_acked=ts, ts_last=ts,
+    )  # fmt: skip
+    fill = OrderFilled(
+        ts_event=ts, order_id=1, client_order_id="W1", venue_order_id="V1", exec_id="E1",
+        strategy_id=1, symbol="WARM", side=Side.BUY, last_px_ticks=1, last_qty_lots=1,
+        leaves_qty_lots=0, ts_recv=ts,
+    )  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="qw-warm-") as d:
+        path = Path(d) / "warm.qwj"
+        with Journal(path, TestClock(ts), sync="none") as j:
+            j.on_event(OrderChanged(ts_event=ts, order=view, change="fill"))
+            j.on_event(fill)
+            j.on_event(fill)  # journaled twice: the duplicate check
+        state = recover(path, done_orders=1)
+    if state.position_lots() != {"WARM": 1} or len(state.fills) != 1:
+        raise RuntimeError(f"journal warm-up: recovered {state.position_lots()}, {state.fills}")

@@ -382,16 +382,18 @@ class FixVenue(Application):
             return []
         out: list[OrderView] = []
         for _seq, note, raw in annotated():
-            msg = decode_one(raw)
             parts = note.split()
-            if msg is None or msg.msg_type != b"D" or len(parts) != 2:
+            # The note first: a restart finds thousands of stored orders, all but a few
+            # numbered at or below the journal's last order (not decoded then).
+            if len(parts) != 2 or not parts[1].isdigit() or int(parts[1]) <= after_order_id:
+                continue
+            msg = decode_one(raw)
+            if msg is None or msg.msg_type != b"D":
                 continue
             clordid = (msg.get(11) or b"").decode("latin-1")
             symbol = (msg.get(55) or b"").decode("latin-1")
             if (
                 not clordid
-                or not parts[1].isdigit()
-                or int(parts[1]) <= after_order_id
                 or (parse_timestamp(msg.get(52) or b"") or 0) < since_ns
                 or known(clordid)
                 or symbol not in self._sinks

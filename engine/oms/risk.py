@@ -260,6 +260,11 @@ class RiskChecker:
         for key in (None, strategy_id):
             self._position[(key, symbol)] += int(side) * qty_lots
 
+    def restore_position(self, strategy_id: int, symbol: str, lots: int) -> None:
+        """Add a signed position (a restart's sum of the day's fills) to what risk sees."""
+        for key in (None, strategy_id):
+            self._position[(key, symbol)] += lots
+
     def position(self, symbol: str, strategy_id: int | None = None) -> int:
         """Return the net position in lots (signed) of a strategy, or of the whole engine."""
         return self._position[(strategy_id, symbol)]

@@ -50,7 +50,11 @@ def test_restart_rebuilds_orders_and_positions_and_resumes_sequence_numbers(
     first = run(tmp_path, 2.5)
     assert of(first, OrderFilled)
     last_view = {e.order.order_id: e.order for e in of(first, OrderChanged)}
-    positions = {(p.strategy_id, p.symbol): p.qty_lots for p in of(first, PositionChanged)}
+    # Position, average price and realized P&L, as the first run last published them.
+    positions = {
+        (p.strategy_id, p.symbol): (p.qty_lots, p.avg_px_ticks, p.realized_pnl)
+        for p in of(first, PositionChanged)
+    }
     ours = [s for s in of(first, SessionStatusChanged) if s.session_id.startswith("FIX.4.4:QWC")]
     out_seq = max(s.next_sender_seq_num for s in ours)
     assert out_seq > 10
@@ -67,9 +71,11 @@ def test_restart_rebuilds_orders_and_positions_and_resumes_sequence_numbers(
         )
     first_positions = {}
     for p in of(second, PositionChanged):
-        first_positions.setdefault((p.strategy_id, p.symbol), p.qty_lots)
-    for key, qty in positions.items():
-        assert first_positions.get(key, 0) == qty, key
+        first_positions.setdefault(
+            (p.strategy_id, p.symbol), (p.qty_lots, p.avg_px_ticks, p.realized_pnl)
+        )
+    for key, booked in positions.items():
+        assert first_positions.get(key, (0, 0.0, 0.0)) == pytest.approx(booked), key
     new_ids = {e.order.order_id for e in of(second, OrderChanged) if e.change == "new"}
     assert new_ids
     assert min(new_ids) > max(last_view)

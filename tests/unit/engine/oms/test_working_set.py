@@ -159,7 +159,11 @@ def test_engine_recovery_keeps_open_orders_and_only_the_newest_done_ones(tmp_pat
     state = recover(path, done_orders=5)
     assert sorted(state.orders) == sorted([working.order_id, *(o.order_id for o in done[-5:])])
     assert state.last_order_id == working.order_id
-    assert state.fills == full.fills  # positions need every fill
+    # Positions need every fill (as columns); fill events only of the orders kept.
+    assert len(state.fill_columns) == len(full.fills) == 15
+    assert state.position_lots(7) == full.position_lots(7) != {}
+    assert state.fills == tuple(f for f in full.fills if f.order_id in state.orders)
+    assert 0 < len(state.fills) < len(full.fills)
     # The restored managers hold the open order hot and the done ones in the archive.
     again = make_oms()
     for view in state.orders.values():
