@@ -144,11 +144,43 @@ class _Progress:
 
 def _summary(s: JobSummary) -> str:
     state = "CANCELED " if s.canceled else ""
+    what = ""
+    if s.label:  # a run of a sweep: say which day and parameters it ran
+        what = " (" + ", ".join([f"day {s.day}", *(f"{k}={v}" for k, v in s.params)]) + ")"
     return (
-        f"{state}{s.label or s.journal}: {s.events:,} events, {s.orders:,} orders, "
+        f"{state}{s.label or s.journal}{what}: {s.events:,} events, {s.orders:,} orders, "
         f"{s.fills:,} fills, position {s.position}, P&L {s.pnl_ticks:+,.1f} tick-lots, "
         f"journal {s.journal}"
     )
+
+
+def sweep_table(results: Sequence[JobSummary], swept: Sequence[str]) -> str:
+    """Return the runs of a sweep as a table: day, swept values, fills, position, P&L.
+
+    Rows are in job order (days, then parameter sets as ``--sweep`` listed them); the best
+    P&L of each day is marked ``*``.
+    """
+    best: dict[str, float] = {}
+    for s in results:
+        if not s.canceled:
+            best[s.day] = max(best.get(s.day, float("-inf")), s.pnl_ticks)
+    head = ["run", "day", *swept, "fills", "position", "P&L tick-lots", ""]
+    rows = []
+    for s in results:
+        params = dict(s.params)
+        mark = "*" if not s.canceled and s.pnl_ticks == best.get(s.day) else ""
+        rows.append([
+            s.label, Path(s.day).name if Path(s.day).suffix else s.day,
+            *(str(params.get(n, "")) for n in swept), f"{s.fills:,}", str(s.position),
+            "canceled" if s.canceled else f"{s.pnl_ticks:+,.1f}", mark,
+        ])  # fmt: skip
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    text = [
+        "  ".join(c.ljust(w) if i < 2 + len(swept) else c.rjust(w)
+                  for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip()
+        for r in [head, *rows]
+    ]  # fmt: skip
+    return "\n".join(text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -211,6 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             workers = a.workers or None
             t0 = time.perf_counter()
             results = run_sweep(jobs, workers, on_done=lambda s: print(_summary(s), flush=True))
+            print(sweep_table(results, names))
             print(
                 f"{len(results)} runs in {time.perf_counter() - t0:.1f} s; journals in {a.out_dir}"
             )

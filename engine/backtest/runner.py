@@ -89,6 +89,8 @@ class JobSummary:
     pnl_ticks: float
     journal_sha256: str
     canceled: bool
+    day: str = ""  # the tick-store day or the events file the job ran on
+    params: tuple[tuple[str, object], ...] = ()  # the strategy parameters given to the job
 
 
 def queue_model(name: str) -> QueueModel:
@@ -259,6 +261,8 @@ def run_job(
         pnl_ticks=pnl,
         journal_sha256=hashlib.sha256(Path(job.journal).read_bytes()).hexdigest(),
         canceled=canceled,
+        day=job.day or job.events,
+        params=job.params,
     )
 
 

@@ -53,8 +53,22 @@ def test_backtest_sweep_prints_one_line_per_run(day_file: Path, tmp_path: Path) 
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert [ln.split(":")[0] for ln in lines[:2]] == ["d000-p000", "d000-p001"]
+    # Each run as it ends (in any order), naming its day and parameter values.
+    runs = sorted(ln.split(":")[0] for ln in lines[:2])
+    assert runs == [f"d000-p000 (day {day_file}, half_spread_ticks=1)",
+                    f"d000-p001 (day {day_file}, half_spread_ticks=2)"]  # fmt: skip
     assert sorted(p.name for p in tmp_path.glob("*.qwj")) == ["d000-p000.qwj", "d000-p001.qwj"]
+    # Then the table, in sweep order, the best P&L of the day marked.
+    head, *rows = lines[2:5]
+    assert head.split() == ["run", "day", "half_spread_ticks", "fills", "position", "P&L",
+                            "tick-lots"]  # fmt: skip
+    assert [r.split()[:3] for r in rows] == [
+        ["d000-p000", day_file.name, "1"],
+        ["d000-p001", day_file.name, "2"],
+    ]
+    pnl = {r.split()[0]: float(r.split()[5].replace(",", "")) for r in rows}
+    starred = [r.split()[0] for r in rows if r.endswith("*")]
+    assert starred == [k for k, v in pnl.items() if v == max(pnl.values())]  # ties: each
 
 
 @pytest.mark.parametrize(
