@@ -89,7 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--level", choices=("l2", "l3"), default="l2")
     p.add_argument("--symbol", default="SIM", help="instrument (tick store: which to read)")
     p.add_argument("--day", action="append", default=[], help="tick store day YYYYMMDD")
-    p.add_argument("--tick-size", default="0.01")
+    p.add_argument("--tick-size", default="", help="price increment (default: the store's, "
+                   "else 0.01)")  # fmt: skip
+    p.add_argument("--lot-size", default="", help="quantity increment (default: the store's, "
+                   "else 1)")  # fmt: skip
+    p.add_argument("--multiplier", default="1", help="contract multiplier (P&L in currency)")
+    p.add_argument("--currency", default="", help="quote currency P&L is in, e.g. USD")
     p.add_argument(
         "--strategy",
         default="mm",
@@ -149,9 +154,15 @@ def _summary(s: JobSummary) -> str:
         what = " (" + ", ".join([f"day {s.day}", *(f"{k}={v}" for k, v in s.params)]) + ")"
     return (
         f"{state}{s.label or s.journal}{what}: {s.events:,} events, {s.orders:,} orders, "
-        f"{s.fills:,} fills, position {s.position}, P&L {s.pnl_ticks:+,.1f} tick-lots, "
-        f"journal {s.journal}"
+        f"{s.fills:,} fills, position {s.position}, P&L {s.pnl_ticks:+,.1f} tick-lots "
+        f"= {money(s.pnl, s.currency)}, journal {s.journal}"
     )
+
+
+def money(value: float, currency: str) -> str:
+    """Return a P&L in currency: cents above 1, three significant digits below (crypto lots)."""
+    text = f"{value:+,.2f}" if abs(value) >= 1 or value == 0 else f"{value:+.3g}"
+    return f"{text} {currency}" if currency else f"{text} (quote currency)"
 
 
 def sweep_table(results: Sequence[JobSummary], swept: Sequence[str]) -> str:
@@ -164,7 +175,7 @@ def sweep_table(results: Sequence[JobSummary], swept: Sequence[str]) -> str:
     for s in results:
         if not s.canceled:
             best[s.day] = max(best.get(s.day, float("-inf")), s.pnl_ticks)
-    head = ["run", "day", *swept, "fills", "position", "P&L tick-lots", ""]
+    head = ["run", "day", *swept, "fills", "position", "P&L tick-lots", "P&L", ""]
     rows = []
     for s in results:
         params = dict(s.params)
@@ -172,7 +183,9 @@ def sweep_table(results: Sequence[JobSummary], swept: Sequence[str]) -> str:
         rows.append([
             s.label, Path(s.day).name if Path(s.day).suffix else s.day,
             *(str(params.get(n, "")) for n in swept), f"{s.fills:,}", str(s.position),
-            "canceled" if s.canceled else f"{s.pnl_ticks:+,.1f}", mark,
+            "canceled" if s.canceled else f"{s.pnl_ticks:+,.1f}",
+            "" if s.canceled else money(s.pnl, s.currency).replace(" (quote currency)", ""),
+            mark,
         ])  # fmt: skip
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     text = [
@@ -222,6 +235,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         symbol=a.symbol,
         day=a.day[0] if a.day else "",
         tick_size=a.tick_size,
+        lot_size=a.lot_size,
+        multiplier=a.multiplier,
+        currency=a.currency,
         strategy=strategy,
         strategy_id=a.strategy_id,
         params=tuple(a.param),

@@ -62,7 +62,11 @@ class BacktestJob:
     level: Level = "l2"
     symbol: str = "SIM"
     day: str = ""
-    tick_size: str = "0.01"
+    #: Price and quantity increments: "" takes them from the tick-store day (else 0.01 and 1).
+    tick_size: str = ""
+    lot_size: str = ""
+    multiplier: str = "1"  # contract multiplier: P&L in currency = tick-lots * tick value
+    currency: str = ""  # the quote currency P&L is in ("" when not said)
     strategy: str = "mm"
     strategy_id: int = 1
     params: tuple[tuple[str, object], ...] = ()
@@ -91,6 +95,8 @@ class JobSummary:
     canceled: bool
     day: str = ""  # the tick-store day or the events file the job ran on
     params: tuple[tuple[str, object], ...] = ()  # the strategy parameters given to the job
+    pnl: float = 0.0  # P&L in the quote currency (pnl_ticks * the instrument's tick value)
+    currency: str = ""
 
 
 def queue_model(name: str) -> QueueModel:
@@ -217,7 +223,7 @@ def run_job(
 ) -> JobSummary:
     """Run one backtest and write its journal; return the summary."""
     ev, recv = load_events(job)
-    instrument = Instrument(symbol=job.symbol, tick_size=Decimal(job.tick_size))
+    instrument = job_instrument(job)
     latency = _latency(job, ev, recv)
     queue = queue_model(job.queue)
     strategy = make_strategy(job)
@@ -263,7 +269,54 @@ def run_job(
         canceled=canceled,
         day=job.day or job.events,
         params=job.params,
+        pnl=pnl * float(instrument.tick_value),
+        currency=instrument.currency,
     )
+
+
+def job_instrument(job: BacktestJob) -> Instrument:
+    """Return the instrument a job trades: increments from the job, else from its tick-store day.
+
+    Raises
+    ------
+    BacktestInputError
+        If an increment or the multiplier is not a positive decimal, or the job's increment
+        contradicts the one the store recorded for that day.
+    """
+    tick, lot = job.tick_size, job.lot_size
+    path = Path(job.events)
+    if path.suffix in (".h5", ".hdf5"):
+        from engine.tickstore.store import TickStore, TickStoreError
+
+        try:
+            with TickStore(path, "r") as store:
+                info = store.info(job.symbol, job.day or store.days(job.symbol)[0])
+        except (TickStoreError, OSError, KeyError, IndexError) as e:
+            raise BacktestInputError(
+                f"{path}: cannot read {job.symbol}'s increments ({e})"
+            ) from None
+        for name, given, stored in (("tick", tick, info.tick_size), ("lot", lot, info.lot_size)):
+            if given and _decimal(f"--{name}-size", given) != Decimal(stored):
+                raise BacktestInputError(
+                    f"--{name}-size {given}: {path} recorded {job.symbol}/{info.day} with "
+                    f"{name} size {stored}"
+                )
+        tick, lot = tick or info.tick_size, lot or info.lot_size
+    try:
+        return Instrument(
+            symbol=job.symbol, tick_size=_decimal("--tick-size", tick or "0.01"),
+            lot_size=_decimal("--lot-size", lot or "1"),
+            multiplier=_decimal("--multiplier", job.multiplier), currency=job.currency,
+        )  # fmt: skip
+    except (ValueError, ArithmeticError) as e:
+        raise BacktestInputError(f"{job.symbol}: {e}") from None
+
+
+def _decimal(name: str, text: str) -> Decimal:
+    try:
+        return Decimal(text)
+    except ArithmeticError:
+        raise BacktestInputError(f"{name} {text!r}: not a decimal number") from None
 
 
 def strategy_class(name: str) -> type[Strategy]:

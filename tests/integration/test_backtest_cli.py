@@ -61,7 +61,7 @@ def test_backtest_sweep_prints_one_line_per_run(day_file: Path, tmp_path: Path) 
     # Then the table, in sweep order, the best P&L of the day marked.
     head, *rows = lines[2:5]
     assert head.split() == ["run", "day", "half_spread_ticks", "fills", "position", "P&L",
-                            "tick-lots"]  # fmt: skip
+                            "tick-lots", "P&L"]  # fmt: skip
     assert [r.split()[:3] for r in rows] == [
         ["d000-p000", day_file.name, "1"],
         ["d000-p001", day_file.name, "2"],

@@ -130,3 +130,17 @@ def test_cme_mbo_day_backtests_at_exact_queue_positions(tmp_path: Path) -> None:
     # snapshot and the crossed pre-open book), and the MBO rows carry no executions (F
     # records are not stored), so a quote fills only when the touch crosses it.
     assert out[False] == out[True] == 2
+
+
+def test_pnl_in_currency_uses_the_stored_lot_and_the_multiplier(
+    store: Path, tmp_path: Path
+) -> None:
+    # The store recorded BTCUSDT with 0.01 USDT ticks and 1e-8 BTC lots: a tick-lot is 1e-10.
+    plain = run_job(_job(store, tmp_path / "a.qwj", currency="USDT"))
+    assert plain.fills > 0
+    assert plain.pnl_ticks != 0
+    assert plain.pnl == pytest.approx(plain.pnl_ticks * 1e-10)
+    assert plain.currency == "USDT"
+    scaled = run_job(_job(store, tmp_path / "b.qwj", multiplier="1000", currency="USDT"))
+    assert scaled.pnl_ticks == plain.pnl_ticks  # the same trading
+    assert scaled.pnl == pytest.approx(plain.pnl * 1000)
