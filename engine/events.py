@@ -237,6 +237,22 @@ class StrategyStatusChanged(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StrategyAdded(Event):
+    """A strategy was loaded into the running engine (``AddStrategy``), not from its config.
+
+    Journaled, so a restart the same day loads it again: ``class_path`` as given (a file,
+    ``module:Class`` or a built-in name), with its symbols and the parameters it was given.
+    """
+
+    strategy_id: int
+    name: str
+    class_path: str
+    symbols: tuple[str, ...]
+    parameters: tuple[tuple[str, object], ...]
+    autostart: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BookUpdated(Event):
     """The book of an instrument changed; carries the top of book for displays.
 

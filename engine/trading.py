@@ -49,6 +49,7 @@ from engine.events import (
     OwnQuote,
     PositionChanged,
     RiskLimitsChanged,
+    StrategyAdded,
     TradeReported,
 )
 from engine.instruments import Instrument
@@ -60,7 +61,7 @@ from engine.oms.router import OrderRouter
 from engine.oms.venue import Venue
 from engine.portfolio.positions import Position, PositionBook
 from engine.strategy.base import BookView, Strategy
-from engine.strategy.loader import build_strategy
+from engine.strategy.loader import StrategyLoadError, build_strategy
 from engine.strategy.params import ParameterError
 from engine.strategy.runner import LiveContext, StrategyRunner
 from engine.types import FILL_DTYPE
@@ -120,6 +121,7 @@ class TradingDesk:
         self._marked: dict[tuple[int, int], tuple[int, int]] = {}  # (slot, ins) -> (qty, mark)
         self._tasks: list[asyncio.Task[None]] = []
         self._autostart: list[int] = []
+        self._start_alerts: list[str] = []  # found while restoring, raised at start
         self._recovered: RecoveredState | None = None
         self._own_px: dict[int, int] = {}  # order id -> price its queue position is tracked at
         self._depth_dirty: set[str] = set()
@@ -187,8 +189,61 @@ class TradingDesk:
             self.router.continue_order_ids_after(last)
         if state.kill_switch is not None:
             self.router.risk.kill_level = state.kill_switch.level
-        log.info("restored %d orders and %d fills from the journal", restored, len(state.fills))
+        self._readd_strategies(state)
+        log.info("restored %d orders and %d fills from the journal", restored,
+                 len(state.fill_columns))  # fmt: skip
         return restored
+
+    def _readd_strategies(self, state: RecoveredState) -> None:
+        """Load again the strategies added to the running engine before the restart."""
+        for ev in state.added_strategies:
+            if ev.strategy_id in self._slot:  # configured now (or already back)
+                continue
+            try:
+                if any(s not in self.router.managers for s in ev.symbols):
+                    raise ValueError(f"symbols {', '.join(ev.symbols)}: not all traded here")
+                strategy = build_strategy(ev.class_path, ev.strategy_id, ev.symbols,
+                                          ev.parameters)  # fmt: skip
+            except (StrategyLoadError, ValueError) as e:
+                text = (f"strategy {ev.name} ({ev.strategy_id}), added before the restart, "
+                        f"was not loaded again: {e}")  # fmt: skip
+                log.error("%s", text)
+                self._start_alerts.append(text)  # raised once the engine runs
+                continue
+            self.add_strategy(strategy, autostart=ev.autostart)
+            self.bus.publish(ev)  # journaled again: the next restart finds it in this file too
+            log.info("strategy %s (%d) loaded again from %s (added before the restart)",
+                     strategy.name, strategy.strategy_id, ev.class_path)  # fmt: skip
+
+    def _restore_parameters(self, state: RecoveredState) -> None:
+        """Set again the parameters changed before the restart, unless the config changed.
+
+        As for risk limits: a strategy whose configured parameters differ from those the
+        journal's run added it with keeps the configuration's (a warning says so).
+        """
+        for sid, (added, last) in state.strategy_parameters.items():
+            strategy = self.runner.strategies.get(sid)
+            if strategy is None or last is None:
+                continue
+            now = tuple((p.name, strategy.p[p.name]) for p in strategy.params)
+            if now != added:
+                log.warning(
+                    "strategy %s (%d): its configured parameters changed since the "
+                    "journal's run; the configuration's apply",
+                    strategy.name,
+                    sid,
+                )
+                continue
+            try:
+                changed = self.runner.set_parameters(sid, dict(last))
+            except (ParameterError, ValueError) as e:
+                log.warning("strategy %s (%d): the journal's parameters do not apply (%s)",
+                            strategy.name, sid, e)  # fmt: skip
+                continue
+            if changed:
+                log.info("strategy %s (%d) parameters restored from the journal: %s",
+                         strategy.name, sid,
+                         ", ".join(f"{k}={v}" for k, v in changed.items()))  # fmt: skip
 
     def adopt_unjournaled(self, state: RecoveredState) -> int:
         """Adopt the orders venues' stores hold beyond the journal ``state`` (see :meth:`adopt`).
@@ -270,6 +325,11 @@ class TradingDesk:
             self.bus.publish(event)
         if self._recovered is not None:
             self._replay(self._recovered)
+            self._restore_parameters(self._recovered)
+        for text in self._start_alerts:
+            self.bus.publish(Alert(ts_event=self.clock.now_ns(), level=AlertLevel.ERROR,
+                                   source="strategy", text=text))  # fmt: skip
+        self._start_alerts.clear()
         self._start_limits()
         loop = asyncio.get_running_loop()
         self._tasks = [
@@ -654,6 +714,11 @@ class TradingDesk:
         self.add_strategy(strategy)
         log.info("strategy %s (%d) added from %s", strategy.name, strategy.strategy_id,
                  command.class_path)  # fmt: skip
+        self.bus.publish(StrategyAdded(
+            ts_event=self.clock.now_ns(), strategy_id=strategy.strategy_id, name=strategy.name,
+            class_path=command.class_path, symbols=tuple(command.symbols),
+            parameters=tuple(command.parameters), autostart=command.autostart,
+        ))  # fmt: skip
         if command.autostart and self.positions is not None:
             self.runner.start(strategy.strategy_id)
         elif command.autostart:

@@ -29,6 +29,7 @@ from engine.events import (
     OrderFilled,
     OrderView,
     RiskLimitsChanged,
+    StrategyAdded,
     StrategyStatusChanged,
 )
 from engine.journal import _kernels as jk
@@ -50,6 +51,9 @@ from engine.journal.reader import (
     progress_step,
 )
 from engine.oms.order import TERMINAL
+
+#: Strategy parameters as events carry them: (name, value) pairs in declaration order.
+_Params = tuple[tuple[str, object], ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,6 +89,11 @@ class RecoveredState:
     verified: tuple[VerifiedEnd, ...] = ()
     #: Every fill kept, in journal order (``fills`` may hold only some of them).
     fill_columns: FillColumns = field(default_factory=FillColumns.empty)
+    #: Strategies loaded into the running engine (not from its config), the last of each id.
+    added_strategies: tuple[StrategyAdded, ...] = ()
+    #: By strategy id: the parameters it was added with (its last "added" status) and the
+    #: last parameters set since (``SetStrategyParameters``), if any.
+    strategy_parameters: dict[int, tuple[_Params, _Params | None]] = field(default_factory=dict)
 
     def verified_end(self, path: Path) -> VerifiedEnd | None:
         """Return what the recovery found at the end of ``path``, if it read that file."""
@@ -110,7 +119,8 @@ Progress = Callable[[str, int, int, str], object]
 #: Event types recovery decodes (the rest is skipped undecoded; orders and fills are read
 #: by kernels).
 _DECODED = tuple(
-    qualified_name(c) for c in (KillSwitchChanged, RiskLimitsChanged, StrategyStatusChanged)
+    qualified_name(c)
+    for c in (KillSwitchChanged, RiskLimitsChanged, StrategyStatusChanged, StrategyAdded)
 )
 _ORDER_CHANGED = qualified_name(OrderChanged)
 _ORDER_FILLED = qualified_name(OrderFilled)
@@ -209,6 +219,8 @@ def recover(
         ts_last=ts_last,
         torn_tails=tuple(torn),
         halted_strategies=frozenset(seen.halted),
+        added_strategies=tuple(seen.added.values()),
+        strategy_parameters=dict(seen.parameters),
         duplicate_fills=kept.duplicates,
         reused_exec_ids=kept.reused,
         risk_limits=tuple(seen.limits),
@@ -224,17 +236,27 @@ class _Seen:
         self.kill: KillSwitchChanged | None = None
         self.halted: set[int] = set()
         self.limits: list[RiskLimitsChanged] = []
+        self.added: dict[int, StrategyAdded] = {}
+        self.parameters: dict[int, tuple[_Params, _Params | None]] = {}
 
     def apply(self, ev: object) -> None:
         if isinstance(ev, KillSwitchChanged):
             self.kill = ev
         elif isinstance(ev, RiskLimitsChanged):
             self.limits.append(ev)
+        elif isinstance(ev, StrategyAdded):
+            self.added.pop(ev.strategy_id, None)  # the latest last
+            self.added[ev.strategy_id] = ev
         elif isinstance(ev, StrategyStatusChanged):  # halted until started (resumed)
             if ev.state == StrategyState.HALTED:
                 self.halted.add(ev.strategy_id)
             elif ev.state == StrategyState.RUNNING:
                 self.halted.discard(ev.strategy_id)
+            params: _Params = tuple((str(n), v) for n, v in ev.parameters)
+            if ev.change == "added":  # a (re)start of the engine: the baseline
+                self.parameters[ev.strategy_id] = (params, None)
+            elif ev.change == "parameters" and ev.strategy_id in self.parameters:
+                self.parameters[ev.strategy_id] = (self.parameters[ev.strategy_id][0], params)
 
 
 def _read_ahead(chunks: Iterator[StreamChunk], depth: int = 2) -> Iterator[StreamChunk]:

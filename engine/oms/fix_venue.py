@@ -46,7 +46,7 @@ from engine.oms.fixcodes import (
     fix_to_ord_status,
 )
 from engine.oms.order import Order, PendingRequest
-from engine.oms.venue import CancelReject, ExecutionReport
+from engine.oms.venue import CancelReject, ExecutionReport, clordid_prefix
 from engine.types import BUY, L2_CLEAR, L2_EVENT_DTYPE, L2_SET, L2_TRADE, SELL
 
 log = logging.getLogger(__name__)
@@ -149,7 +149,7 @@ class FixVenue(Application):
         self._symbol_of: dict[str, str] = {}
         self._sent: dict[int, tuple[str, str]] = {}  # MsgSeqNum -> (MsgType, ClOrdID)
         self._ids = itertools.count(1)
-        self._prefix = f"F{clock.now_ns() // 1_000_000_000 % 100_000:05d}-"
+        self._prefix = clordid_prefix("F", clock.now_ns())
         self._precision = 3
         self.market: MarketData | None = None
         self._md_req = itertools.count(1)

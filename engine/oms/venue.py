@@ -12,6 +12,25 @@ from typing import Protocol
 from engine.enums import ExecType, OrdStatus, Side
 from engine.oms.order import Order, PendingRequest
 
+_B36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def clordid_prefix(letter: str, now_ns: int) -> str:
+    """Return a ClOrdID prefix for a venue adapter starting now: ``letter``, 6 base-36 digits, -.
+
+    The digits are the start's millisecond (they repeat after 25 days). With the adapter's
+    counter after it, an engine restarted within the same second (a supervisor, a crash loop:
+    a start takes far longer than a millisecond) never repeats a ClOrdID it sent before — the
+    venue would refuse it, and the order manager refuses one it has seen today. The same
+    clock gives the same prefix (deterministic runs on a test clock).
+    """
+    v = now_ns // 1_000_000 % 36**6
+    digits = ""
+    for _ in range(6):
+        v, r = divmod(v, 36)
+        digits = _B36[r] + digits
+    return f"{letter}{digits}-"
+
 
 class Venue(Protocol):
     """An order destination as seen by ``OrderManager``."""

@@ -14,7 +14,7 @@ from engine.clock import Clock
 from engine.instruments import Instrument
 from engine.oms.fix_venue import ReportSink
 from engine.oms.order import Order, PendingRequest
-from engine.oms.venue import CancelReject, ExecutionReport
+from engine.oms.venue import CancelReject, ExecutionReport, clordid_prefix
 from engine.sim.exchange import SimCancelReject, SimExchange, SimReport
 
 Deliver = Callable[[Callable[[], None]], object]
@@ -52,7 +52,7 @@ class SimVenue:
         self.owner = owner
         self._name = name
         self._ids = itertools.count(1)
-        self._prefix = f"Q{clock.now_ns() // 1_000_000_000 % 100_000:05d}-"
+        self._prefix = clordid_prefix("Q", clock.now_ns())
         self._sinks: dict[str, ReportSink] = {}
 
     @property
