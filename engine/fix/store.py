@@ -314,13 +314,13 @@ class FileStore:
             )
         size = os.fstat(self._body_fd).st_size
         self._index_seq, self._index_pos, self._stored = array("q"), array("q"), 0
-        notes: OrderedDict[int, tuple[bytes, int, int]] = OrderedDict()
+        noted: list[np.ndarray] = []  # (seq, note offset, note length, start, length) rows
         last_seq = 0
         pos = 0  # file offset of the next record
         chunk = _LOAD_CHUNK
         while pos < size:
             data = os.pread(self._body_fd, min(chunk, size - pos), pos)
-            used, last = self._parse(data, pos, notes)
+            used, last = self._parse(data, pos, noted)
             if used:
                 pos, last_seq, chunk = pos + used, last, _LOAD_CHUNK
             elif pos + len(data) >= size:
@@ -331,14 +331,20 @@ class FileStore:
             # A torn last record (killed mid-write) or garbage: cut it off before appending.
             os.ftruncate(self._body_fd, pos)
         self._body_size = pos
+        # Only the last NOTES_MEMORY notes are kept: read just those (a day's store has
+        # hundreds of thousands; making each a bytes object took seconds).
+        notes: OrderedDict[int, tuple[bytes, int, int]] = OrderedDict()
+        if noted:
+            last = np.concatenate(noted)[-NOTES_MEMORY:]
+            last = last[last[:, 3] + last[:, 4] <= pos]  # none in a torn tail cut off above
+            for seq, note_at, note_len, start, length in last.tolist():
+                notes[seq] = (os.pread(self._body_fd, note_len, note_at), start, length)
         self._notes = notes
         self._sender = max(sender, last_seq + 1)
         self._target = self._durable_target = target
         self._last_set = last_seq
 
-    def _parse(
-        self, data: bytes, base: int, notes: OrderedDict[int, tuple[bytes, int, int]]
-    ) -> tuple[int, int]:
+    def _parse(self, data: bytes, base: int, noted_rows: list[np.ndarray]) -> tuple[int, int]:
         """Index the whole records of ``data`` (read at ``base``); return (bytes used, last seq).
 
         Stops at the first record cut off by the end of ``data`` (the caller reads on from
@@ -357,10 +363,11 @@ class FileStore:
         self._stored += k
         self._index_seq.extend(marks[:nm, 0].tolist())
         self._index_pos.extend((marks[:nm, 1] + base).tolist())
-        for seq, note_at, note_len, start, length in noted[max(0, nn - NOTES_MEMORY) : nn].tolist():
-            notes[seq] = (data[note_at : note_at + note_len], base + start, length)
-        while len(notes) > NOTES_MEMORY:
-            notes.popitem(last=False)  # O(1): an OrderedDict (a dict's first key is O(deleted))
+        if nn:
+            rows_ = noted[max(0, nn - NOTES_MEMORY) : nn].copy()
+            rows_[:, 1] += base  # file offsets
+            rows_[:, 3] += base
+            noted_rows.append(rows_)
         return used, last_seq
 
     def _write_seqnums(self) -> None:
