@@ -335,9 +335,9 @@ class FileStore:
         # hundreds of thousands; making each a bytes object took seconds).
         notes: OrderedDict[int, tuple[bytes, int, int]] = OrderedDict()
         if noted:
-            last = np.concatenate(noted)[-NOTES_MEMORY:]
-            last = last[last[:, 3] + last[:, 4] <= pos]  # none in a torn tail cut off above
-            for seq, note_at, note_len, start, length in last.tolist():
+            kept = np.concatenate(noted)[-NOTES_MEMORY:]
+            kept = kept[kept[:, 3] + kept[:, 4] <= pos]  # none in a torn tail cut off above
+            for seq, note_at, note_len, start, length in kept.tolist():
                 notes[seq] = (os.pread(self._body_fd, note_len, note_at), start, length)
         self._notes = notes
         self._sender = max(sender, last_seq + 1)
