@@ -11,7 +11,7 @@ file, the line, the key and the reason.
 
 Beyond the engine's own checks (``engine.fix.settings``), the editor adds the rules of
 ``fix-notes.md`` §8.9 that QuickFIX tolerates but that hurt in production: dictionary and
-certificate paths that do not exist, SocketNodelay=N, ValidateLengthAndChecksum=N,
+certificate paths that do not exist, SocketNodelay=N (only when set), ValidateLengthAndChecksum=N,
 CheckLatency=N, UseDataDictionary=N, a weekly StartDay/EndDay schedule, listening on every
 interface.
 
@@ -603,7 +603,9 @@ class CfgEditor:
     def problems(self) -> list[CfgProblem]:
         """Return every error and warning, sorted by line."""
         if self._problems is None:
-            self._problems = sorted(self._check(), key=lambda p: (p.line, p.severity, p.key))
+            # A [DEFAULT] key's problem is found once per session that inherits it: list it once.
+            unique = list(dict.fromkeys(self._check()))
+            self._problems = sorted(unique, key=lambda p: (p.line, p.severity, p.key))
         return self._problems
 
     def errors(self) -> list[CfgProblem]:
@@ -661,7 +663,13 @@ class CfgEditor:
 
     def problems_for(self, section: int) -> list[CfgProblem]:
         """Return the problems of one section, and those of ``[DEFAULT]`` keys it inherits."""
-        return [p for p in self.problems() if p.section == section]
+        default = self.default_section()
+        own = {name.upper() for name, _, _ in self.keys(section)}
+        return [
+            p for p in self.problems()
+            if p.section == section
+            or (p.section == default is not None and p.key and p.key.upper() not in own)
+        ]  # fmt: skip
 
     # ------------------------------------------------------------------ typed sessions
 
@@ -696,7 +704,11 @@ class _SessionRules:
 
     def add(self, severity: str, key: str, reason: str) -> None:
         line = self.editor.line_of(self.section, key)
-        self.out.append(CfgProblem(severity, self.editor.source, line, key, reason, self.section))
+        # A key inherited from [DEFAULT] is that section's problem (listed once, not per session).
+        section = self.editor.section_of_line(line)
+        if section != self.editor.default_section():
+            section = self.section
+        self.out.append(CfgProblem(severity, self.editor.source, line, key, reason, section))
 
     def eff(self, key: str) -> str:
         return (self.editor.effective(self.section, key)[0] or "").strip()
@@ -718,8 +730,9 @@ class _SessionRules:
                     self.add("error", name, f"file not found: {path}")
 
     def risky_switches(self) -> None:
-        if self.eff("SocketNodelay").upper() != "Y":
-            self.add("warning", "SocketNodelay", "N delays small messages (Nagle); set Y")
+        if self.eff("SocketNodelay").upper() == "N":  # unset: QuickFIX's default, Y
+            self.add("warning", "SocketNodelay", "N: QuickFIX would delay small messages "
+                     "(Nagle); this engine sets TCP_NODELAY regardless")  # fmt: skip
         for key, why in (
             ("ValidateLengthAndChecksum", "corrupted messages will be accepted"),
             ("CheckLatency", "stale messages (old SendingTime) will be accepted"),

@@ -510,7 +510,7 @@ _TABLE: list[tuple[str, Callable[[str], object], object, str]] = [
     ("SocketAcceptPort", _PORT, None, "acceptor: listening port"),
     ("SocketAcceptHost", _conv_nonempty, None, "acceptor: listening address (extension)"),
     ("SocketReuseAddress", _conv_bool, True, "SO_REUSEADDR on the listener"),
-    ("SocketNodelay", _conv_bool, False, "TCP_NODELAY"),
+    ("SocketNodelay", _conv_bool, True, "TCP_NODELAY (this engine sets it always)"),
     ("SocketSendBufferSize", _int_in(0, None), 0, "SO_SNDBUF, 0 = OS default"),
     ("SocketReceiveBufferSize", _int_in(0, None), 0, "SO_RCVBUF, 0 = OS default"),
     ("AllowedRemoteAddresses", _conv_list, (), "acceptor IP allow-list (comma-separated)"),
@@ -681,7 +681,7 @@ class SessionSettings:
     socket_accept_port: int | None = None
     socket_accept_host: str | None = None
     socket_reuse_address: bool = True
-    socket_nodelay: bool = False
+    socket_nodelay: bool = True
     socket_send_buffer_size: int = 0
     socket_receive_buffer_size: int = 0
     allowed_remote_addresses: tuple[str, ...] = ()

@@ -349,3 +349,32 @@ async def test_try_logon_reports_refused_connection(tmp_path: Path) -> None:
     outcome = await try_logon(s, tmp_path, timeout_s=0.5)
     assert not outcome.ok
     assert "connection refused or unreachable" in outcome.summary
+
+
+def test_a_default_problem_is_listed_once_and_shown_with_each_session_inheriting_it() -> None:
+    # A dictionary path in [DEFAULT] that does not exist: one problem, on the [DEFAULT] line,
+    # not one per session; each session that inherits the key shows it, one that sets its own
+    # path does not.
+    text = BASE.replace("SocketNodelay=Y\n", "DataDictionary=missing/FIX44.xml\n")
+    ed = CfgEditor(text)
+    first, second = ed.session_sections()
+    missing = [p for p in ed.problems() if p.key == "DataDictionary"]
+    assert len(missing) == 1, missing
+    assert missing[0].line == text.splitlines().index("DataDictionary=missing/FIX44.xml") + 1
+    assert missing[0].section == ed.default_section()
+    assert missing[0] in ed.problems_for(first)
+    assert missing[0] in ed.problems_for(second)
+    ed.set(second, "DataDictionary", "other/FIX42.xml")
+    own = [p for p in ed.problems_for(second) if p.key == "DataDictionary"]
+    assert [p.reason.split(":")[0] for p in own] == ["file not found"]
+    assert own[0].section == second
+
+
+def test_socket_nodelay_warns_only_when_set_to_n() -> None:
+    # The transport always sets TCP_NODELAY, and QuickFIX's default is Y: an unset key is fine.
+    ed = CfgEditor(BASE.replace("SocketNodelay=Y\n", ""))
+    assert not [p for p in ed.problems() if p.key == "SocketNodelay"]
+    ed.set(ed.session_sections()[0], "SocketNodelay", "N")
+    [warning] = [p for p in ed.problems() if p.key == "SocketNodelay"]
+    assert warning.severity == "warning"
+    assert "this engine sets TCP_NODELAY regardless" in warning.reason
