@@ -30,8 +30,9 @@ Two layers:
 
 Errors raise :class:`SettingsError`, whose ``problems`` each name the file, the line, the key and
 the reason (``HeartBtInt=abc``, a port out of range, ``StartTime=25:00``, an unknown BeginString,
-FIXT.1.1 without TransportDataDictionary/AppDataDictionary/DefaultApplVerID or with
-DataDictionary, an initiator without SocketConnectHost, …).
+FIXT.1.1 without TransportDataDictionary/AppDataDictionary/DefaultApplVerID (DataDictionary
+is ignored there, with a warning, as QuickFIX ignores it), an initiator without
+SocketConnectHost, …).
 
 Every key of QuickFIX C++ 1.16's ``SessionSettings.h`` is known (``KEYS``), plus the extensions
 users ask for from QuickFIX/J and QuickFIX/Go (TimeZone, Weekdays, SenderSubID …,
@@ -994,7 +995,7 @@ class SettingsFile:
         for line_no, own in sessions:
             merged = {**default, **own}
             broken = frozenset(self._broken.get(0, set()) | self._broken.get(line_no, set()))
-            s = _make_session(merged, line_no, self.source, errors, broken)
+            s = _make_session(merged, line_no, self.source, errors, broken, self.warnings)
             if s is None:
                 continue
             sid = s.session_id
@@ -1076,6 +1077,7 @@ def _make_session(  # noqa: C901 - a flat list of cross-key rules reads best in 
     source: str,
     errors: list[SettingsProblem],
     broken: frozenset[str] = frozenset(),
+    warnings: list[SettingsProblem] | None = None,
 ) -> SessionSettings | None:
     kwargs: dict[str, Any] = {"section_line": line_no}
     extra: dict[str, str] = {}
@@ -1127,12 +1129,13 @@ def _make_session(  # noqa: C901 - a flat list of cross-key rules reads best in 
     if begin == "FIXT.1.1":
         if not has("DefaultApplVerID"):
             err(None, "DefaultApplVerID", "required for FIXT.1.1 sessions")
-        if has("DataDictionary"):
-            err(
-                val("DataDictionary"),
-                "DataDictionary",
-                "not allowed for FIXT.1.1: use TransportDataDictionary and AppDataDictionary",
-            )
+        dd = val("DataDictionary")
+        if dd is not None and warnings is not None:  # QuickFIX ignores it under FIXT too
+            problem = SettingsProblem(source, dd.line, dd.key, "ignored for FIXT.1.1 (as "
+                                      "QuickFIX does): TransportDataDictionary and "
+                                      "AppDataDictionary apply")  # fmt: skip
+            if problem not in warnings:  # a [DEFAULT] key: once, not once per session
+                warnings.append(problem)
         if use_dd:
             for key in ("TransportDataDictionary", "AppDataDictionary"):
                 if not has(key):

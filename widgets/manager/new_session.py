@@ -6,7 +6,7 @@ connect or listen; a FIXT.1.1 session also needs DefaultApplVerID and its two di
 (TransportDataDictionary, AppDataDictionary; never DataDictionary). The dialog asks for exactly
 these, prefilled from the selected session, and can copy every other key of that session
 (*clone*). It refuses an identity the file already has, a port out of range, an initiator
-without a host, and a FIXT session that would inherit ``DataDictionary`` from ``[DEFAULT]``.
+without a host, and a FIXT session without its two dictionaries.
 """
 
 from __future__ import annotations
@@ -239,17 +239,10 @@ class NewSessionDialog(QDialog):
         if not port.isdigit() or not 1 <= int(port) <= 65535:
             key = "SocketConnectPort" if initiator else "SocketAcceptPort"
             return f"{key}: a port from 1 to 65535 is required."
-        if self.begin.currentText() == FIXT:
-            if not self.transport_dd.text().strip() or not self.app_dd.text().strip():
-                return "FIXT.1.1 needs TransportDataDictionary and AppDataDictionary."
-            d = self.cfg.default_section()
-            if d is not None and self.cfg.get(d, "DataDictionary") is not None:
-                return (
-                    "[DEFAULT] sets DataDictionary, which this FIXT.1.1 session would inherit "
-                    "(not allowed): move it into the FIX.4.x sessions first."
-                )
-            if self.clone.isChecked() and self.cfg.get(self.source, "DataDictionary"):
-                return "The session cloned sets DataDictionary, not allowed for FIXT.1.1."
+        if self.begin.currentText() == FIXT and (
+            not self.transport_dd.text().strip() or not self.app_dd.text().strip()
+        ):
+            return "FIXT.1.1 needs TransportDataDictionary and AppDataDictionary."
         return ""
 
     # ------------------------------------------------------------------ result

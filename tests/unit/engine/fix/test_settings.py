@@ -269,9 +269,15 @@ def test_fixt_rules() -> None:
     assert "DefaultApplVerID" in found
     assert "TransportDataDictionary" in found
     assert "AppDataDictionary" in found
-    assert "not allowed" in found["DataDictionary"]
+    assert "DataDictionary" not in found  # QuickFIX ignores it under FIXT: so do we
     ok = BASE.replace("FIX.4.4", "FIXT.1.1") + "DefaultApplVerID=9\nUseDataDictionary=N\n"
     assert parse_settings(ok).sessions[0].default_appl_ver_id == "9"
+    # A FIXT session that also names DataDictionary (QuickFIX's own examples do): it loads,
+    # with one warning naming the line.
+    loaded = parse_settings(ok + "DataDictionary=FIX50.xml\n", "t.cfg")
+    [warning] = [w for w in loaded.warnings if w.key == "DataDictionary"]
+    assert warning.line == len((ok + "DataDictionary=FIX50.xml\n").splitlines())
+    assert "ignored for FIXT.1.1 (as QuickFIX does)" in warning.reason
 
 
 def test_role_rules() -> None:
