@@ -13,14 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.clock import LiveClock
 from engine.commands import CommandAck, CommandError, ControlStrategy, SetKillSwitch, SubmitOrder
-from engine.core import Engine
-from engine.demo import DEMO_STRATEGY_ID, build_demo
-from engine.enums import EngineState, KillLevel, OrdStatus, Side, StrategyState
+from engine.demo import DEMO_STRATEGY_ID
+from engine.enums import KillLevel, OrdStatus, Side, StrategyState
 from engine.events import (
     Alert,
-    EventRecord,
     KillSwitchChanged,
     OrderChanged,
     StrategyStatusChanged,
@@ -30,6 +27,7 @@ from engine.journaling import journal_path
 from engine.strategy.base import BookView, Strategy
 from engine.strategy.examples import MarketMaker
 from engine.trading import TradingDesk
+from tests.demo_engine import RunningDemo, running_demo
 
 pytestmark = pytest.mark.integration
 
@@ -62,15 +60,10 @@ class Stubborn(Strategy):
                     self.refused.append(view.text)
 
 
-class Demo:
+class Demo(RunningDemo):
     """The demo engine with three strategies, its numbered stream kept in order."""
 
-    def __init__(self, engine: Engine, desk: TradingDesk, stubborn: Stubborn | None) -> None:
-        self.engine = engine
-        self.desk = desk
-        self.stubborn = stubborn
-        self.records: list[EventRecord] = []
-        engine.add_sink(self.records.append)
+    stubborn: Stubborn | None = None
 
     def states(self) -> dict[int, StrategyState]:
         return {sid: s.state for sid, s in self.desk.runner.strategies.items()}
@@ -78,36 +71,19 @@ class Demo:
     def orders(self) -> int:
         return sum(m.created for m in self.desk.router.managers.values())  # done ones too
 
-    def of(self, kind: type, since: int = 0) -> list:
-        return [r.event for r in self.records if r.seq > since and isinstance(r.event, kind)]
-
-    async def until(self, pred: object, what: str, timeout_s: float = 10.0) -> None:
-        assert callable(pred)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        while not pred():
-            if loop.time() > deadline:
-                raise AssertionError(f"timed out waiting for {what}")
-            await asyncio.sleep(0.01)
-
 
 @asynccontextmanager
 async def demo(journal: Path, *, extra: bool = True) -> AsyncIterator[Demo]:
-    engine = Engine(LiveClock(), engine_id="killtest")
-    desk = build_demo(engine, transport="inprocess", journal_dir=journal)
-    stubborn = None
-    if extra:
-        stubborn = Stubborn(STUBBORN_ID)
-        desk.add_strategy(stubborn, autostart=True)
-        desk.add_strategy(MarketMaker(PAUSED_ID, ["NQZ6"]), autostart=True)
-    d = Demo(engine, desk, stubborn)
-    task = asyncio.create_task(engine.run())
-    try:
-        await d.until(lambda: engine.state is EngineState.RUNNING, "the engine")
+    stubborn = Stubborn(STUBBORN_ID) if extra else None
+
+    def configure(desk: TradingDesk) -> None:
+        if stubborn is not None:
+            desk.add_strategy(stubborn, autostart=True)
+            desk.add_strategy(MarketMaker(PAUSED_ID, ["NQZ6"]), autostart=True)
+
+    async with running_demo(journal, "killtest", configure, Demo) as d:
+        d.stubborn = stubborn
         yield d
-    finally:
-        engine.request_stop()
-        await task
 
 
 @pytest.mark.parametrize("level", [KillLevel.BLOCK_NEW, KillLevel.CANCEL_ALL, KillLevel.FLATTEN])

@@ -6,9 +6,8 @@ The demo engine (in-process venue, real journal on disk) runs on the test's asyn
 commands are sent the way a client sends them.
 """
 
-import asyncio
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import pytest
@@ -16,13 +15,14 @@ import pytest
 from engine.clock import LiveClock
 from engine.commands import CommandAck, CommandError, ReplaceOrder, SetRiskLimits, SubmitOrder
 from engine.core import Engine
-from engine.demo import DEMO_LIMITS, DEMO_STRATEGY_ID, build_demo
-from engine.enums import EngineState, OrdStatus, Side
-from engine.events import EventRecord, OrderChanged, RiskLimitsChanged
+from engine.demo import DEMO_LIMITS, DEMO_STRATEGY_ID
+from engine.enums import OrdStatus, Side
+from engine.events import OrderChanged, RiskLimitsChanged
 from engine.oms.risk import RiskLimits
 from engine.oms.stp import StpMode
 from engine.strategy.base import BookView, Strategy
 from engine.trading import TradingDesk
+from tests.demo_engine import RunningDemo, running_demo
 
 pytestmark = pytest.mark.integration
 
@@ -45,13 +45,7 @@ class Chaser(Strategy):
             self.texts.append(f"{view.status.name}: {view.text}")
 
 
-class Demo:
-    def __init__(self, engine: Engine, desk: TradingDesk) -> None:
-        self.engine = engine
-        self.desk = desk
-        self.records: list[EventRecord] = []
-        engine.add_sink(self.records.append)
-
+class Demo(RunningDemo):
     def limits_events(self) -> list[RiskLimitsChanged]:
         return [r.event for r in self.records if isinstance(r.event, RiskLimitsChanged)]
 
@@ -70,32 +64,11 @@ class Demo:
         assert px is not None
         return px
 
-    async def until(self, pred: Callable[[], object], what: str, timeout_s: float = 10.0) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        while not pred():
-            if loop.time() > deadline:
-                raise AssertionError(f"timed out waiting for {what}")
-            await asyncio.sleep(0.01)
 
-
-@asynccontextmanager
-async def demo(
-    journal: Path,
-    configure: Callable[[TradingDesk], None] | None = None,
-) -> AsyncIterator[Demo]:
-    engine = Engine(LiveClock(), engine_id="risktest")
-    desk = build_demo(engine, transport="inprocess", journal_dir=journal)
-    if configure is not None:
-        configure(desk)
-    d = Demo(engine, desk)
-    task = asyncio.create_task(engine.run())
-    try:
-        await d.until(lambda: engine.state is EngineState.RUNNING, "the engine")
-        yield d
-    finally:
-        engine.request_stop()
-        await task
+def demo(
+    journal: Path, configure: Callable[[TradingDesk], None] | None = None
+) -> AbstractAsyncContextManager[Demo]:
+    return running_demo(journal, "risktest", configure, Demo)
 
 
 async def test_a_patch_changes_the_named_limits_only_and_clear_switches_one_off(

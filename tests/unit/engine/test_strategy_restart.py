@@ -7,21 +7,18 @@ strategy…* sends it, and the restart is a new engine on the same journal.
 """
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import pytest
 
-from engine.clock import LiveClock
 from engine.commands import AddStrategy, CommandAck, SetStrategyParameters
-from engine.core import Engine
-from engine.demo import DEMO_STRATEGY_ID, build_demo
-from engine.enums import EngineState, StrategyState
-from engine.events import Alert, EventRecord, StrategyAdded
+from engine.demo import DEMO_STRATEGY_ID
+from engine.enums import StrategyState
+from engine.events import Alert, StrategyAdded
 from engine.journal import recover
 from engine.journaling import journal_path
-from engine.trading import TradingDesk
+from tests.demo_engine import RunningDemo, running_demo
 
 pytestmark = pytest.mark.integration
 
@@ -45,34 +42,8 @@ class FarBid(Strategy):
 '''
 
 
-class Run:
-    def __init__(self, engine: Engine, desk: TradingDesk) -> None:
-        self.engine, self.desk = engine, desk
-        self.records: list[EventRecord] = []
-        engine.add_sink(self.records.append)
-
-    def of(self, kind: type) -> list:
-        return [r.event for r in self.records if isinstance(r.event, kind)]
-
-    async def until(self, pred: Callable[[], bool], what: str, timeout_s: float = 10.0) -> None:
-        deadline = asyncio.get_running_loop().time() + timeout_s
-        while not pred():
-            assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
-            await asyncio.sleep(0.01)
-
-
-@asynccontextmanager
-async def engine_on(journal: Path) -> AsyncIterator[Run]:
-    engine = Engine(LiveClock(), engine_id="addtest")
-    desk = build_demo(engine, transport="inprocess", journal_dir=journal)
-    run = Run(engine, desk)
-    task = asyncio.create_task(engine.run())
-    try:
-        await run.until(lambda: engine.state is EngineState.RUNNING, "the engine")
-        yield run
-    finally:
-        engine.request_stop()
-        await task
+def engine_on(journal: Path) -> AbstractAsyncContextManager[RunningDemo]:
+    return running_demo(journal, "addtest")
 
 
 async def test_an_added_strategy_and_changed_parameters_come_back_after_a_restart(
