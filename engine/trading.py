@@ -225,7 +225,7 @@ class TradingDesk:
             strategy = self.runner.strategies.get(sid)
             if strategy is None or last is None:
                 continue
-            now = tuple((p.name, strategy.p[p.name]) for p in strategy.params)
+            now = strategy.parameter_values()
             if now != added:
                 log.warning(
                     "strategy %s (%d): its configured parameters changed since the "
@@ -366,7 +366,7 @@ class TradingDesk:
         # A day's fills, booked in one pass (journal order) from the recovered columns.
         cols = state.fill_columns
         ins_of = np.array([self._instrument_index.get(s, -1) for s in cols.symbols], np.int64)
-        ins = ins_of[cols.symbol] if len(cols) else np.zeros(0, np.int64)
+        ins = ins_of[cols.symbol]
         traded = ins >= 0
         sids = cols.strategy_id[traded]
         slot_of = {sid: self._slot.get(sid, 0) for sid in np.unique(sids).tolist()}

@@ -554,7 +554,7 @@ def write_journal(
     sym = instrument.symbol
     o = result.orders
     t_start = int(result.sent_ns[0]) if o.shape[0] else result.last_ts
-    params = tuple((p.name, strategy.p[p.name]) for p in strategy.params)
+    params = strategy.parameter_values()
     journal.on_event(
         StrategyStatusChanged(
             ts_event=t_start,

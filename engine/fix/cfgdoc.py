@@ -668,7 +668,7 @@ class CfgEditor:
         return [
             p for p in self.problems()
             if p.section == section
-            or (p.section == default is not None and p.key and p.key.upper() not in own)
+            or (default is not None and p.section == default and p.key and p.key.upper() not in own)
         ]  # fmt: skip
 
     # ------------------------------------------------------------------ typed sessions

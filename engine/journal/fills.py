@@ -182,7 +182,6 @@ class FillCollector:
         part[:, C_POS] = frames[:, jk.F_POS] + chunk.base
         part[:, C_LEN] = frames[:, jk.F_LEN]
         part[:, C_TYPE] = type_id
-        bad = 0
         if lay is not None:
             buf = np.frombuffer(chunk.data, np.uint8)
             out = np.empty((rows.size, 3 * len(_FIELDS)), np.int64)
@@ -205,11 +204,9 @@ class FillCollector:
         # (which names a bad record by its offset) and keep the fills among them.
         events = reader.decode_events(chunk, rows.tolist())
         keep = [i for i, ev in enumerate(events) if isinstance(ev, OrderFilled)]
-        fills = [events[i] for i in keep]
-        assert all(isinstance(f, OrderFilled) for f in fills)
+        fills = [ev for ev in events if isinstance(ev, OrderFilled)]
         part = part[keep]
         for r, f in enumerate(fills):
-            assert isinstance(f, OrderFilled)
             exec_id = f.exec_id.encode()
             part[r, C_TS:C_EXEC_LEN + 1] = (
                 f.ts_event, f.order_id, f.strategy_id, self._symbol_code(f.symbol),

@@ -142,6 +142,10 @@ class Strategy:
             raise RuntimeError(f"strategy {self.strategy_id} is not attached to a runner")
         return self._ctx
 
+    def parameter_values(self) -> tuple[tuple[str, Any], ...]:
+        """Return ``(name, value)`` of every declared parameter, in declaration order."""
+        return tuple((p.name, self.p[p.name]) for p in self.params)
+
     def set_parameters(self, values: Mapping[str, object]) -> dict[str, Any]:
         """Check and apply new parameter values; return those that changed."""
         new = resolve(self.params, values, self.p)

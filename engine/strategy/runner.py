@@ -349,7 +349,7 @@ class StrategyRunner:
             strategy_id=s.strategy_id,
             name=s.name,
             state=s.state,
-            parameters=tuple((p.name, s.p[p.name]) for p in s.params),
+            parameters=s.parameter_values(),
             change=change,
         )
 
