@@ -80,9 +80,10 @@ def test_a_trader_session_on_the_demo(qtbot: object, monitor: MonitorWorkspace) 
     wait(qtbot, lambda: ticket.books.get("ESZ6") and ticket.books["ESZ6"].bid_px_ticks, "a book")
     wait(qtbot, lambda: ladder.model.rowCount() > 0, "the ladder's depth")
 
-    # 1. A passive buy from the ticket: two ticks under the bid, 2 lots.
+    # 1. A passive buy from the ticket: ten ticks under the bid, 2 lots (far enough that the
+    # simulated market does not reach it before step 2 moves it; two ticks were, on a slow host).
     bid = ticket.books["ESZ6"].bid_px_ticks
-    px = bid - 2
+    px = bid - 10
     ticket.buy_button.click()
     ticket.qty_edit.setText("2")
     ticket.price_edit.setText(formats.price("ESZ6", px).replace(",", ""))
