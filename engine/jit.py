@@ -209,6 +209,26 @@ def kernel_inline(fn: F) -> F:
     return cast(F, _register(numba.njit(cache=True, nogil=True, inline="always")(fn)))
 
 
+def function(fn: F) -> F:
+    """Compile a user-supplied numba function (callable from Python and from kernels).
+
+    Like :func:`kernel`, but not registered among the project's kernels (the warm-up does
+    not compile it): used for compiled strategy rules (:mod:`engine.strategy.quoting`).
+    """
+    return cast(F, numba.njit(cache=True, nogil=True)(fn))
+
+
+def cfunc(fn: Callable[..., Any], signature: str) -> Any:
+    """Compile ``fn`` as a C callback of ``signature``, cached on disk.
+
+    A kernel that takes a callback as an argument is compiled once for the callback's
+    *signature* (numba's first-class function type), not once per callback, and that
+    compilation is cached; a jitted function passed instead would be keyed on its identity,
+    which changes with every process, so a cached kernel would be compiled again on every run.
+    """
+    return numba.cfunc(signature, cache=True)(fn)  # always nopython
+
+
 def defined_kernels() -> list[Any]:
     """Return the numba dispatchers of every kernel defined (imported) so far."""
     return list(_kernels)

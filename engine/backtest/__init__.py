@@ -6,8 +6,8 @@ Two paths over the same book kernels, queue models and latency models (``docs/ba
 * the **generic** path (:mod:`engine.backtest.generic`) runs any
   :class:`engine.strategy.base.Strategy` through the production ``OrderManager`` and a
   backtest venue on a simulated clock;
-* the **fast** path (:mod:`engine.backtest.fast`) runs a strategy whose decision step is
-  compiled into the replay loop (:class:`engine.backtest.fast.CompiledMarketMaker`).
+* the **fast** path (:mod:`engine.backtest.fast`) runs a compiled quoting strategy
+  (:class:`engine.strategy.quoting.QuotingStrategy`) whose rule the replay loop calls.
 
 Both write a journal in the engine's format, byte-identical for identical inputs.
 """

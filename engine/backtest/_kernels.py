@@ -5,8 +5,10 @@
 
 The fast path of the backtester. Each loop is the replay of :mod:`engine.matching._kernels`
 (``l2_replay_own`` / ``l3_replay_own``, copied flat for the reasons given in
-``docs/kernels.md``) with a compiled market maker called after every event. The strategy
-step is two comparisons per event; the decision itself (:func:`mm_decide`) runs out of line
+``docs/kernels.md``) with a compiled quoting strategy (:mod:`engine.strategy.quoting`: its
+rule is a C callback passed in, so one cached loop serves every strategy) called after every
+event. The strategy step is two comparisons per event; the decision itself
+(:func:`quote_decide`, which calls the rule) runs out of line
 only when the touch moved, the strategy's position changed or an answer it waits for is due.
 
 Time model (all ns): the market event ``k`` happens at the venue at ``ts[k]``; the strategy
@@ -21,6 +23,8 @@ holds the send time and ``tc`` the time a cancel was sent (0: never). Fills go t
 (``FILL_DTYPE``). The loops stop early (returning the next row) when ``own`` or ``log`` is
 nearly full; the wrapper grows them and calls again.
 """
+
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -83,6 +87,7 @@ I64 = npt.NDArray[np.int64]
 U8 = npt.NDArray[np.uint8]
 F64 = npt.NDArray[np.float64]
 Rec = npt.NDArray[np.void]
+Rule = Callable[..., int]  # a compiled quoting rule (engine.strategy.quoting.RULE_SIGNATURE)
 
 _NEVER = np.iinfo(np.int64).max
 
@@ -118,13 +123,14 @@ SS_N = 28
 PD_TL, PD_BB, PD_BA, PD_OLAT, PD_RLAT = range(5)
 
 # ------------------------------------------------------------------ parameter columns
-P_QTY = 0  # quote size, lots
-P_HALF = 1  # half spread around the fair price, ticks
-P_SKEW = 2  # fair price shift per lot of position, ticks
-P_MAXPOS = 3  # pull the adding side at this position, lots
-P_REQUOTE = 4  # move a quote when its target moved this far, ticks
-P_INTERVAL = 5  # minimum local time between two strategy calls, ns (0: every event)
-P_N = 8
+P_INTERVAL = 0  # minimum local time between two strategy calls, ns (0: every event)
+
+# The quotes array of a rule (engine.strategy.quoting: the same slots)
+Q_NONE = np.iinfo(np.int64).min  # no working quote on that side
+Q_WORKING_BID = 0
+Q_BID_PX = 2
+Q_BID_QTY = 3
+Q_N = 8
 
 #: Ring of fills in flight to the strategy: ``int64[RING, 4]`` (visible at, signed lots, own
 #: row, leaves after the fill).
@@ -175,22 +181,23 @@ def _cancel(own: Rec, tc: I64, rs: I64, j: int, tl: int, arrive: int) -> None:
 
 
 @kernel
-def mm_decide(  # noqa: C901 (both sides' rules in one place, as in MarketMaker)
-    own: Rec, t0: I64, tc: I64, rs: I64, ss: I64, pp: F64, ring: I64, tl: int, bb: int,
-    ba: int, lo: int, hi: int, olat: int, resp: int, rep: I64,
+def quote_decide(  # noqa: C901 (both sides' rules in one place, as in QuotingStrategy)
+    rule: Rule, own: Rec, t0: I64, tc: I64, rs: I64, ss: I64, pp: F64, ust: F64, qo: I64,
+    ring: I64, tl: int, bb: int, ba: int, lo: int, hi: int, olat: int, resp: int, rep: I64,
 ) -> None:  # fmt: skip
-    """One decision of the compiled market maker at local time ``tl``, touch ``bb``/``ba``.
+    """One decision of a quoting strategy at local time ``tl``, touch ``bb``/``ba``.
 
-    The same rules as :class:`engine.strategy.examples.MarketMaker`: the fair price is the
-    mid minus ``skew * position``, one quote per side ``half`` ticks either side of it
-    (floored / ceiled), moved when its target moved by ``requote`` ticks, the adding side
-    pulled at ``maxpos``. A move is a replace, as the generic path's order manager sends it:
-    a cancel of the row and a new row (a new queue position) linked to it by ``rep``, which
-    the venue refuses if the old row is done when it arrives (:func:`_replacement`). A side
-    waits for the venue's answer to its last cancel or replace before it acts again (not for
-    a new order's: the order manager lets a pending new order be replaced), unless the order
-    is done first (its last fill seen). Quotes are only placed at prices in ``[lo, hi)`` (the
-    book's window). Mutates ``own``, ``t0``, ``tc``, ``rs``, ``ss``, ``ring`` and ``rep``.
+    Runs the strategy's compiled ``rule`` (:mod:`engine.strategy.quoting`; its parameters are
+    ``pp[1:]``, its state ``ust``, ``qo`` the quotes array it reads and writes) and carries
+    its answer out as :meth:`~engine.strategy.quoting.QuotingStrategy.on_book` does through
+    the order manager. A move is a replace, as the generic path's order manager sends it: a
+    cancel of the row and a new row (a new queue position) linked to it by ``rep``, which the
+    venue refuses if the old row is done when it arrives (:func:`_replacement`). A side waits
+    for the venue's answer to its last cancel or replace before it acts again (not for a new
+    order's: the order manager lets a pending new order be replaced), unless the order is
+    done first (its last fill seen). Quotes are only placed at prices in ``[lo, hi)`` (the
+    book's window). Mutates ``own``, ``t0``, ``tc``, ``rs``, ``ss``, ``ust``, ``qo``,
+    ``ring`` and ``rep``.
     """
     # fills that reached the strategy by now
     h = ss[SS_HEAD]
@@ -212,28 +219,24 @@ def mm_decide(  # noqa: C901 (both sides' rules in one place, as in MarketMaker)
     ss[SS_LAST_BB] = bb
     ss[SS_LAST_BA] = ba
     ss[SS_DECISIONS] += 1
-    pos = ss[SS_POS_SEEN]
-    fair = (bb + ba) / 2.0 - pp[P_SKEW] * pos
-    qty = np.int64(pp[P_QTY])
-    maxpos = pp[P_MAXPOS]
+    for s in range(2):
+        j = ss[SS_BID_J + s]
+        qo[Q_WORKING_BID + s] = own[j]["px"] if j >= 0 else Q_NONE
+    for i in range(Q_BID_PX, qo.shape[0]):
+        qo[i] = 0
+    asked = rule(tl, bb, ba, ss[SS_POS_SEEN], qo, pp[1:], ust)
     arrive = max(tl + olat, ss[SS_LAST_ARRIVE])
     for s in range(2):
         col = SS_BID_J + s
         busy = SS_BUSY_BID + s
         if tl < ss[busy]:
             continue
-        if s == 0:
-            want = pos < maxpos
-            px = np.int64(np.floor(fair - pp[P_HALF]))
-            side = BUY
-        else:
-            want = pos > -maxpos
-            px = np.int64(np.ceil(fair + pp[P_HALF]))
-            side = SELL
-        want = want and lo <= px < hi
+        px = qo[Q_BID_PX + 2 * s]
+        qty = qo[Q_BID_QTY + 2 * s]
+        want = qty > 0 and lo <= px < hi
         j = ss[col]
         if j >= 0:
-            if want and abs(own[j]["px"] - px) < pp[P_REQUOTE]:
+            if want and own[j]["px"] == px:
                 continue
             _cancel(own, tc, rs, j, tl, arrive)
             ss[col] = -1
@@ -241,8 +244,10 @@ def mm_decide(  # noqa: C901 (both sides' rules in one place, as in MarketMaker)
             ss[SS_ARR_BID + s] = arrive
             ss[SS_LAST_ARRIVE] = arrive
             ss[SS_WAIT_BID + s] = j
+            if want:  # a replace keeps the quote's size
+                qty = own[j]["qty"]
         if want:
-            new = _send(own, t0, ss, side, int(px), int(qty), tl, arrive)
+            new = _send(own, t0, ss, BUY if s == 0 else SELL, int(px), int(qty), tl, arrive)
             rep[new] = j  # -1: a new order; else it replaces row j
             ss[col] = new
             ss[SS_LAST_ARRIVE] = arrive
@@ -251,6 +256,8 @@ def mm_decide(  # noqa: C901 (both sides' rules in one place, as in MarketMaker)
                 ss[SS_ARR_BID + s] = arrive
                 ss[SS_WAIT_BID + s] = new
     wake = _NEVER
+    if asked > tl:
+        wake = asked
     for busy in (ss[SS_BUSY_BID], ss[SS_BUSY_ASK]):
         if tl < busy < wake:
             wake = busy
@@ -397,8 +404,8 @@ def _call_due(pend: I64, ss: I64, until: int) -> bool:
 
 @kernel_inline
 def _decide_at(
-    own: Rec, t0: I64, tc: I64, rs: I64, ss: I64, pp: F64, ring: I64, rep: I64, p: I64,
-    now: int, lo: int, hi: int,
+    rule: Rule, own: Rec, t0: I64, tc: I64, rs: I64, ss: I64, pp: F64, ust: F64, qo: I64,
+    ring: I64, rep: I64, p: I64, now: int, lo: int, hi: int,
 ) -> None:  # fmt: skip
     """Run a waiting strategy call ``p`` at local time ``now`` (gates as on the direct path)."""
     if now < ss[SS_NEXT_CALL]:
@@ -409,13 +416,17 @@ def _decide_at(
     ba = p[PD_BA]
     if bb == ss[SS_LAST_BB] and ba == ss[SS_LAST_BA] and now < ss[SS_WAKE]:
         return
-    mm_decide(own, t0, tc, rs, ss, pp, ring, now, bb, ba, lo, hi, p[PD_OLAT], p[PD_RLAT], rep)
+    quote_decide(
+        rule, own, t0, tc, rs, ss, pp, ust, qo, ring, now, bb, ba, lo, hi, p[PD_OLAT],
+        p[PD_RLAT], rep,
+    )  # fmt: skip
 
 
 @kernel
 def _drain_l2(
-    q: I64, st: I64, own: Rec, t0: I64, tc: I64, act: I64, rs: I64, ox: I64, scratch: Rec,
-    log: Rec, ss: I64, pp: F64, ring: I64, rep: I64, pend: I64, until: int, resp: int,
+    rule: Rule, q: I64, st: I64, own: Rec, t0: I64, tc: I64, act: I64, rs: I64, ox: I64,
+    scratch: Rec, log: Rec, ss: I64, pp: F64, ust: F64, qo: I64, ring: I64, rep: I64,
+    pend: I64, until: int, resp: int,
 ) -> bool:  # fmt: skip
     """Run the strategy calls due before venue time ``until``; False when out of room.
 
@@ -441,14 +452,15 @@ def _drain_l2(
         if now >= rs[RS_CANCEL_TS]:
             _cancel_due(own, act, rs, ox, now)
         base = st[0, L2S_BASE]
-        _decide_at(own, t0, tc, rs, ss, pp, ring, rep, p, now, base, base + n)
+        _decide_at(rule, own, t0, tc, rs, ss, pp, ust, qo, ring, rep, p, now, base, base + n)
     return True
 
 
 @kernel
 def _drain_l3(
-    lv: I64, st: I64, own: Rec, t0: I64, tc: I64, act: I64, rs: I64, ox: I64, scratch: Rec,
-    log: Rec, ss: I64, pp: F64, ring: I64, rep: I64, pend: I64, until: int, resp: int,
+    rule: Rule, lv: I64, st: I64, own: Rec, t0: I64, tc: I64, act: I64, rs: I64, ox: I64,
+    scratch: Rec, log: Rec, ss: I64, pp: F64, ust: F64, qo: I64, ring: I64, rep: I64,
+    pend: I64, until: int, resp: int,
 ) -> bool:  # fmt: skip
     """:func:`_drain_l2` for the L3 book."""
     base = st[L3S_BASE]
@@ -471,24 +483,25 @@ def _drain_l3(
                 _book_fills(own, scratch, nf, log, ss, ring, resp)
         if now >= rs[RS_CANCEL_TS]:
             _cancel_due(own, act, rs, ox, now)
-        _decide_at(own, t0, tc, rs, ss, pp, ring, rep, p, now, base, base + n)
+        _decide_at(rule, own, t0, tc, rs, ss, pp, ust, qo, ring, rep, p, now, base, base + n)
     return True
 
 
 @kernel
-def bt_l2_mm(  # noqa: C901 (one flat hot loop on purpose, see the module docstring)
-    q: I64, st: I64, ev: Rec, start: int, own: Rec, t0: I64, tc: I64, act: I64, rs: I64,
-    ox: I64, scratch: Rec, log: Rec, ss: I64, pp: F64, ring: I64, feed: I64, olat: I64,
-    rlat: I64, model: int, param: float, gend: U8, rep: I64, pend: I64, final: bool,
+def bt_l2_quote(  # noqa: C901 (one flat hot loop on purpose, see the module docstring)
+    rule: Rule, q: I64, st: I64, ev: Rec, start: int, own: Rec, t0: I64, tc: I64, act: I64,
+    rs: I64, ox: I64, scratch: Rec, log: Rec, ss: I64, pp: F64, ust: F64, qo: I64, ring: I64,
+    feed: I64, olat: I64, rlat: I64, model: int, param: float, gend: U8, rep: I64, pend: I64,
+    final: bool,
 ) -> int:  # fmt: skip
-    """Replay L2 events of book 0 from row ``start`` with the compiled market maker.
+    """Replay L2 events of book 0 from row ``start`` with a compiled quoting strategy.
 
     Book, queue model and own-order steps are those of
     :func:`engine.matching._kernels.l2_replay_own`; after each event the strategy is
-    called (see :func:`mm_decide`) when the row ends a venue update (``gend``, see
+    called (see :func:`quote_decide`) when the row ends a venue update (``gend``, see
     :mod:`engine.backtest.rules`). Every array argument but ``ev``, ``feed``, ``olat``,
-    ``rlat``, ``pp`` and ``gend`` is mutated. Returns the next row to replay (``len(ev)``
-    when done).
+    ``rlat``, ``pp`` and ``gend`` is mutated; ``rule`` is the strategy's compiled rule.
+    Returns the next row to replay (``len(ev)`` when done).
     """
     n = q.shape[2]
     b = 0
@@ -507,8 +520,8 @@ def bt_l2_mm(  # noqa: C901 (one flat hot loop on purpose, see the module docstr
         ts = e["ts"]
         if defer and _call_due(pend, ss, ts):
             if not _drain_l2(
-                q, st, own, t0, tc, act, rs, ox, scratch, log, ss, pp, ring, rep, pend, ts,
-                _pick(rlat, max(k - 1, 0)),
+                rule, q, st, own, t0, tc, act, rs, ox, scratch, log, ss, pp, ust, qo, ring,
+                rep, pend, ts, _pick(rlat, max(k - 1, 0)),
             ):  # fmt: skip
                 break
             check = True
@@ -602,15 +615,16 @@ def bt_l2_mm(  # noqa: C901 (one flat hot loop on purpose, see the module docstr
             ss[SS_NEXT_CALL] = tl + np.int64(pp[P_INTERVAL])
         if bb == ss[SS_LAST_BB] and ba == ss[SS_LAST_BA] and tl < ss[SS_WAKE]:
             continue
-        mm_decide(
-            own, t0, tc, rs, ss, pp, ring, tl, bb, ba, base, base + n,
+        quote_decide(
+            rule, own, t0, tc, rs, ss, pp, ust, qo, ring, tl, bb, ba, base, base + n,
             _pick(olat, k - 1), _pick(rlat, k - 1), rep,
         )  # fmt: skip
         check = True
     if final and k >= ev.shape[0]:  # the end: calls still waiting, then the last arrivals
         resp = _pick(rlat, max(k - 1, 0))
         done = _drain_l2(
-            q, st, own, t0, tc, act, rs, ox, scratch, log, ss, pp, ring, rep, pend, _NEVER, resp
+            rule, q, st, own, t0, tc, act, rs, ox, scratch, log, ss, pp, ust, qo, ring, rep,
+            pend, _NEVER, resp,
         )  # fmt: skip
         nown = ss[SS_NOWN]
         if done and rs[RS_NEXT] < nown and _room(own, rs, ss, log, pend):
@@ -623,15 +637,16 @@ def bt_l2_mm(  # noqa: C901 (one flat hot loop on purpose, see the module docstr
 
 
 @kernel
-def bt_l3_mm(  # noqa: C901 (one flat hot loop on purpose, see engine.book._kernels.l3_apply)
-    o: I64, lv: I64, st: I64, keys: I64, vals: I64, free: I64, ev: Rec, start: int, own: Rec,
-    t0: I64, tc: I64, act: I64, rs: I64, ox: I64, scratch: Rec, log: Rec, ss: I64, pp: F64,
-    ring: I64, feed: I64, olat: I64, rlat: I64, gend: U8, rep: I64, pend: I64, final: bool,
+def bt_l3_quote(  # noqa: C901 (one flat hot loop on purpose, see engine.book._kernels.l3_apply)
+    rule: Rule, o: I64, lv: I64, st: I64, keys: I64, vals: I64, free: I64, ev: Rec,
+    start: int, own: Rec, t0: I64, tc: I64, act: I64, rs: I64, ox: I64, scratch: Rec,
+    log: Rec, ss: I64, pp: F64, ust: F64, qo: I64, ring: I64, feed: I64, olat: I64,
+    rlat: I64, gend: U8, rep: I64, pend: I64, final: bool,
 ) -> int:  # fmt: skip
-    """Replay L3 events from row ``start`` with exact queue positions and the market maker.
+    """Replay L3 events from row ``start`` with exact queue positions and a quoting strategy.
 
     Book and own-order steps are those of :func:`engine.matching._kernels.l3_replay_own`;
-    after each venue update (``gend``) the strategy is called (see :func:`mm_decide`). Stops
+    after each venue update (``gend``) the strategy is called (see :func:`quote_decide`). Stops
     early when an add finds the book full or ``own``/``log`` need room; returns the next row.
     """
     nf = 0
@@ -652,8 +667,8 @@ def bt_l3_mm(  # noqa: C901 (one flat hot loop on purpose, see engine.book._kern
         ts = e["ts"]
         if defer and _call_due(pend, ss, ts):
             if not _drain_l3(
-                lv, st, own, t0, tc, act, rs, ox, scratch, log, ss, pp, ring, rep, pend, ts,
-                _pick(rlat, max(k - 1, 0)),
+                rule, lv, st, own, t0, tc, act, rs, ox, scratch, log, ss, pp, ust, qo, ring,
+                rep, pend, ts, _pick(rlat, max(k - 1, 0)),
             ):  # fmt: skip
                 break
             check = True
@@ -807,15 +822,16 @@ def bt_l3_mm(  # noqa: C901 (one flat hot loop on purpose, see engine.book._kern
             ss[SS_NEXT_CALL] = tl + np.int64(pp[P_INTERVAL])
         if bb == ss[SS_LAST_BB] and ba == ss[SS_LAST_BA] and tl < ss[SS_WAKE]:
             continue
-        mm_decide(
-            own, t0, tc, rs, ss, pp, ring, tl, bb, ba, base, base + n,
+        quote_decide(
+            rule, own, t0, tc, rs, ss, pp, ust, qo, ring, tl, bb, ba, base, base + n,
             _pick(olat, k - 1), _pick(rlat, k - 1), rep,
         )  # fmt: skip
         check = True
     if final and k >= ev.shape[0]:  # the end: calls still waiting, then the last arrivals
         resp = _pick(rlat, max(k - 1, 0))
         done = _drain_l3(
-            lv, st, own, t0, tc, act, rs, ox, scratch, log, ss, pp, ring, rep, pend, _NEVER, resp
+            rule, lv, st, own, t0, tc, act, rs, ox, scratch, log, ss, pp, ust, qo, ring, rep,
+            pend, _NEVER, resp,
         )  # fmt: skip
         nown = ss[SS_NOWN]
         if done and rs[RS_NEXT] < nown and _room(own, rs, ss, log, pend):

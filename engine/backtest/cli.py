@@ -10,7 +10,9 @@ Examples::
 
 ``--strategy`` takes ``mm`` (the compiled market maker: fast path unless ``--generic``),
 ``market-maker``, ``taker``, or any Strategy class by reference, ``FILE.py:Class`` or
-``module:Class``, which runs on the generic path (the same OMS API as live).
+``module:Class``. A compiled quoting strategy (:mod:`engine.strategy.quoting`) runs on the
+fast path unless ``--generic``; any other strategy on the generic path (the same OMS API as
+live).
 
 A single run prints a progress line (events, rate, percentage) and stops cleanly on Ctrl+C:
 the journal then holds everything replayed so far and says it was canceled. Errors are one
@@ -26,7 +28,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-from engine.backtest.fast import CompiledMarketMaker
 from engine.backtest.runner import (
     STRATEGIES,
     BacktestInputError,
@@ -41,6 +42,7 @@ from engine.backtest.runner import (
 from engine.cli_parser import OneLineErrorParser
 from engine.strategy.loader import StrategyLoadError, resolve_reference
 from engine.strategy.params import ParameterError
+from engine.strategy.quoting import QuotingStrategy
 
 PROG = "qwconsole backtest"
 #: Largest strategy id (the engine configuration's range: int64 end to end).
@@ -215,11 +217,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             strategy = resolve_reference(strategy)  # sweep workers may run elsewhere
     except StrategyLoadError as e:
         parser.error(str(e))
-    if a.fast and not issubclass(cls, CompiledMarketMaker):
-        compiled = ", ".join(k for k, v in STRATEGIES.items() if issubclass(v, CompiledMarketMaker))
+    if a.fast and not issubclass(cls, QuotingStrategy):
         parser.error(
-            f"--fast: {cls.__name__} is a Python strategy; the fast path runs compiled "
-            f"strategies only ({compiled}); drop --fast to run it on the generic path"
+            f"--fast: {cls.__name__} is a Python strategy; the fast path runs compiled quoting "
+            "strategies only (a QuotingStrategy subclass with a @quote_rule, such as mm; see "
+            "docs/strategies.md); drop --fast to run it on the generic path"
         )
     store = Path(a.inputs[0]).suffix in (".h5", ".hdf5")
     stores = [i for i in a.inputs if Path(i).suffix in (".h5", ".hdf5")]

@@ -2,13 +2,14 @@
 """The compiled fast path: a strategy whose decision step runs inside the replay kernel.
 
 Calling a Python method on every market event caps a replay at a few hundred thousand events
-per second. The fast path therefore compiles the decision: :class:`CompiledMarketMaker` is a
-:class:`engine.strategy.examples.MarketMaker` (so the live engine and the generic backtest
-run it unchanged) whose quoting rule also exists as the numba step
-:func:`engine.backtest._kernels.mm_decide`, called after every event of the replay. The
-Python side of the strategy still runs, at a coarser cadence: between chunks of the replay
-its ``on_fill`` receives every fill, ``on_timer`` the simulated time, and parameters it
-changed (or that a sweep set) take effect from the next chunk.
+per second. The fast path therefore runs compiled strategies: a
+:class:`engine.strategy.quoting.QuotingStrategy` (the live engine and the generic backtest run
+the same class through the order manager) has its quoting rule compiled as a C callback,
+which :func:`engine.backtest._kernels.quote_decide` calls inside the replay loop. The built-in
+:class:`engine.strategy.examples.CompiledMarketMaker` is one. The Python side of the strategy
+still runs, at a coarser cadence: between chunks of the replay its ``on_fill`` receives every
+fill, ``on_timer`` the simulated time, and parameters it changed (or that a sweep set) take
+effect from the next chunk.
 
 The results (every order's life and every fill) are written afterwards to a journal in the
 engine's format by :func:`write_journal`, with the same events the order manager publishes
@@ -17,7 +18,7 @@ live (``OrderChanged`` with a full ``OrderView``, ``OrderFilled``).
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -34,8 +35,7 @@ from engine.instruments import Instrument
 from engine.matching import _kernels as mk
 from engine.matching.models import ConservativeQueue, QueueModel
 from engine.strategy.base import BookView
-from engine.strategy.examples import MarketMaker
-from engine.strategy.params import Param
+from engine.strategy.quoting import QUOTES_N, QuotingStrategy
 from engine.types import (
     FILL_DTYPE,
     L2_EVENT_DTYPE,
@@ -51,54 +51,6 @@ from engine.types import (
 )
 
 _NEVER = int(np.iinfo(np.int64).max)
-
-
-class CompiledMarketMaker(MarketMaker):
-    """The example market maker, with a compiled twin of its quoting rule for backtests.
-
-    Live and in the generic backtest it is :class:`MarketMaker` (plus the call throttle
-    below); the fast path runs :func:`engine.backtest._kernels.mm_decide` instead of
-    :meth:`on_book`, with the same parameters.
-    """
-
-    name = "market maker (compiled)"
-    # MarketMaker's ``params`` is inferred as a 5-tuple; the base class declares the real type.
-    params: ClassVar[tuple[Param, ...]] = (  # type: ignore[assignment]
-        *MarketMaker.params,
-        Param(
-            name="min_interval_ms",
-            kind=float,
-            default=0.0,
-            min=0.0,
-            max=60_000.0,
-            help="act on the book at most this often (0: on every update)",
-        ),
-    )
-
-    def __init__(self, strategy_id: int, symbols: tuple[str, ...] | list[str], **params: object):
-        super().__init__(strategy_id, symbols, **params)
-        self._next_call_ns = 0
-
-    def on_book(self, book: BookView) -> None:
-        """Quote as :class:`MarketMaker` does, at most every ``min_interval_ms``."""
-        now = self.ctx.now_ns()
-        if now < self._next_call_ns:
-            return
-        interval = round(self.p["min_interval_ms"] * 1e6)
-        if interval:
-            self._next_call_ns = now + interval
-        super().on_book(book)
-
-    def kernel_params(self) -> npt.NDArray[np.float64]:
-        """Return the parameters as the kernel's ``float64[P_N]`` vector."""
-        pp = np.zeros(bk.P_N, np.float64)
-        pp[bk.P_QTY] = self.p["qty_lots"]
-        pp[bk.P_HALF] = self.p["half_spread_ticks"]
-        pp[bk.P_SKEW] = self.p["skew_ticks_per_lot"]
-        pp[bk.P_MAXPOS] = self.p["max_position_lots"]
-        pp[bk.P_REQUOTE] = self.p["requote_ticks"]
-        pp[bk.P_INTERVAL] = round(self.p["min_interval_ms"] * 1e6)
-        return pp
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -194,11 +146,11 @@ Cancel = Callable[[], bool]
 
 
 class FastBacktest:
-    """Replay one instrument's events with a :class:`CompiledMarketMaker`.
+    """Replay one instrument's events with a compiled :class:`QuotingStrategy`.
 
     Parameters
     ----------
-    strategy : CompiledMarketMaker
+    strategy : QuotingStrategy
         The strategy (its parameters are read at every chunk boundary).
     instrument : Instrument
         The instrument traded (its symbol goes into the journal).
@@ -218,7 +170,7 @@ class FastBacktest:
 
     def __init__(
         self,
-        strategy: CompiledMarketMaker,
+        strategy: QuotingStrategy,
         instrument: Instrument,
         *,
         level: Level = "l2",
@@ -231,6 +183,11 @@ class FastBacktest:
             raise ValueError(f"level: must be 'l2' or 'l3', got {level!r}")
         if chunk_events < 1:
             raise ValueError(f"chunk_events: must be >= 1, got {chunk_events}")
+        if not isinstance(strategy, QuotingStrategy):
+            raise TypeError(
+                f"the fast path runs compiled quoting strategies; {type(strategy).__name__} is "
+                "a Python strategy (run it on the generic path)"
+            )
         self.strategy = strategy
         self.instrument = instrument
         self.level = level
@@ -326,6 +283,10 @@ class FastBacktest:
         ring = np.zeros((bk.RING, 4), np.int64)
         fills: list[npt.NDArray[np.void]] = []
         strat = self.strategy
+        rule = strat.rule.cfunc
+        ust = strat.rule_state
+        ust[:] = 0.0  # every run starts from a fresh rule state
+        qo = np.zeros(QUOTES_N, np.int64)
         ctx = FastContext(self.instrument)
         strat.attach(ctx)
         strat.state = StrategyState.RUNNING
@@ -342,7 +303,7 @@ class FastBacktest:
         while k < n or _waiting(ss):
             stop = min(n, k + self.chunk_events)
             final = stop == n
-            pp = strat.kernel_params()
+            pp = strat.rule_params()
             ev_c = ev[:stop]
             f_c = feed if feed.shape[0] == 1 else feed[:stop]
             o_c = olat if olat.shape[0] == 1 else olat[:stop]
@@ -350,18 +311,18 @@ class FastBacktest:
             while k < stop or (final and _waiting(ss)):
                 if isinstance(books, L2Books):
                     k = int(
-                        bk.bt_l2_mm(
-                            books._q, books._st, ev_c, k, own, t0, tc, act, rs, ox, scratch,
-                            log, ss, pp, ring, f_c, o_c, r_c, code, param, gend, rep, pend,
-                            final,
+                        bk.bt_l2_quote(
+                            rule, books._q, books._st, ev_c, k, own, t0, tc, act, rs, ox,
+                            scratch, log, ss, pp, ust, qo, ring, f_c, o_c, r_c, code, param,
+                            gend, rep, pend, final,
                         )
                     )  # fmt: skip
                 else:
                     k = int(
-                        bk.bt_l3_mm(
-                            books.o, books.lv, books.st, books.keys, books.vals, books.free,
-                            ev_c, k, own, t0, tc, act, rs, ox, scratch, log, ss, pp, ring,
-                            f_c, o_c, r_c, gend, rep, pend, final,
+                        bk.bt_l3_quote(
+                            rule, books.o, books.lv, books.st, books.keys, books.vals,
+                            books.free, ev_c, k, own, t0, tc, act, rs, ox, scratch, log, ss,
+                            pp, ust, qo, ring, f_c, o_c, r_c, gend, rep, pend, final,
                         )
                     )  # fmt: skip
                 if k >= stop and not (final and _waiting(ss)):
@@ -429,7 +390,7 @@ class FastBacktest:
         self, fills: Sequence[npt.NDArray[np.void]], seen: int, own: npt.NDArray[np.void]
     ) -> int:
         strat = self.strategy
-        if type(strat).on_fill is MarketMaker.on_fill:
+        if type(strat).on_fill is QuotingStrategy.on_fill:
             return sum(f.shape[0] for f in fills)  # nothing to call
         i = 0
         for chunk in fills:
@@ -546,7 +507,7 @@ def journal_steps(result: FastResult) -> list[tuple[int, int, int, int]]:
 def write_journal(
     journal: BacktestJournal,
     result: FastResult,
-    strategy: CompiledMarketMaker,
+    strategy: QuotingStrategy,
     instrument: Instrument,
 ) -> None:
     """Append the run's order flow to ``journal`` as the order manager would publish it."""

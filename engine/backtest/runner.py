@@ -22,15 +22,16 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from engine.backtest.fast import CompiledMarketMaker, FastBacktest, write_journal
+from engine.backtest.fast import FastBacktest, write_journal
 from engine.backtest.generic import GenericBacktest
 from engine.backtest.journal import BacktestJournal
 from engine.backtest.models import ConstantLatency, LatencyModel, Level, RecordedLatency
 from engine.instruments import Instrument
 from engine.matching.models import ConservativeQueue, LogProbQueue, PowerProbQueue, QueueModel
 from engine.strategy.base import Strategy
-from engine.strategy.examples import MarketMaker, Taker
+from engine.strategy.examples import CompiledMarketMaker, MarketMaker, Taker
 from engine.strategy.loader import build_strategy, load_strategy_class
+from engine.strategy.quoting import QuotingStrategy
 from engine.types import L2_EVENT_DTYPE, L3_EVENT_DTYPE
 
 #: Strategies a job can name by a short name (the CLI's ``--strategy``); any other name is a
@@ -229,7 +230,7 @@ def run_job(
     strategy = make_strategy(job)
     t0 = int(ev["ts"][0]) if ev.shape[0] else 0
     open_ts = session_open(job)
-    if not job.generic and isinstance(strategy, CompiledMarketMaker):
+    if not job.generic and isinstance(strategy, QuotingStrategy):
         fast = FastBacktest(strategy, instrument, level=job.level, queue=queue, latency=latency)
         res = fast.run(ev, progress=progress, cancel=cancel, open_ts=open_ts)
         with BacktestJournal(job.journal, t0) as jr:

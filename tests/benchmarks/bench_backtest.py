@@ -30,14 +30,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engine.backtest.fast import CompiledMarketMaker, FastBacktest, FastResult, write_journal
+from engine.backtest.fast import FastBacktest, FastResult, write_journal
 from engine.backtest.generic import GenericBacktest
 from engine.backtest.journal import BacktestJournal
 from engine.backtest.models import ConstantLatency
 from engine.backtest.synthetic import random_walk_l2
 from engine.instruments import Instrument
 from engine.matching.models import PowerProbQueue
-from engine.strategy.examples import MarketMaker
+from engine.strategy.examples import CompiledMarketMaker, MarketMaker
 from tests.benchmarks.bench_kernels import (
     FEED_LATENCY_NS,
     ORDER_LATENCY_NS,

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.backtest.fast import CompiledMarketMaker, FastBacktest, write_journal
+from engine.backtest.fast import FastBacktest, write_journal
 from engine.backtest.generic import GenericBacktest
 from engine.backtest.journal import BacktestJournal
 from engine.backtest.models import ConstantLatency, RecordedLatency
@@ -18,7 +18,7 @@ from engine.instruments import Instrument
 from engine.journal import JournalReader
 from engine.matching.models import PowerProbQueue
 from engine.posttrade import load_day
-from engine.strategy.examples import MarketMaker, Taker
+from engine.strategy.examples import CompiledMarketMaker, MarketMaker, Taker
 
 INST = Instrument(symbol="RW", tick_size=Decimal("0.01"))
 LAT = ConstantLatency(feed_ns=50_000, order_ns=200_000, response_ns=200_000)

@@ -17,13 +17,14 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from engine.backtest.fast import CompiledMarketMaker, FastBacktest
+from engine.backtest.fast import FastBacktest
 from engine.backtest.generic import GenericBacktest
 from engine.backtest.models import MIN_LATENCY_NS, Level, RecordedLatency
 from engine.backtest.rules import book_touch, market_rules
 from engine.backtest.runner import BacktestJob, load_events, run_job, session_open
 from engine.instruments import Instrument
 from engine.posttrade import load_day
+from engine.strategy.examples import CompiledMarketMaker
 from engine.types import BUY, L2_CLEAR, L2_EVENT_DTYPE, L2_SET, L2_TRADE, OWN_CANCELED, SELL
 
 DATA = Path(__file__).resolve().parents[5] / "shared" / "data"

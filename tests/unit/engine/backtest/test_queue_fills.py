@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engine.backtest.fast import CompiledMarketMaker, FastBacktest
+from engine.backtest.fast import FastBacktest
 from engine.backtest.generic import GenericBacktest
 from engine.backtest.models import ConstantLatency
 from engine.enums import Side
@@ -19,6 +19,7 @@ from engine.events import OrderFilled
 from engine.instruments import Instrument
 from engine.matching.models import ConservativeQueue, PowerProbQueue
 from engine.strategy.base import BookView, Strategy
+from engine.strategy.examples import CompiledMarketMaker
 from engine.types import (
     BUY,
     L2_EVENT_DTYPE,
