@@ -43,9 +43,16 @@ def free_port() -> int:
 def test_the_doc_has_the_examples_it_promises() -> None:
     found = blocks()
     files = {f for f, _l, _c in found if f}
-    assert {"tinybuy.py", "sim.cfg", "qa-sessions.cfg", "qa.toml", "engine.toml"} <= files
+    assert {
+        "tinybuy.py",
+        "tinyquote.py",
+        "sim.cfg",
+        "qa-sessions.cfg",
+        "qa.toml",
+        "engine.toml",
+    } <= files
     commands = "\n".join(c for f, lang, c in found if lang == "sh" and not f)
-    for what in ("qwconsole backtest", "qwconsole sim --cfg", "qwconsole engine --config",
+    for what in ("qwconsole backtest", "--fast", "qwconsole sim --cfg", "qwconsole engine --config",
                  "qwconsole --strategy"):  # fmt: skip
         assert what in commands
     assert sum(1 for f, lang, _c in found if lang == "python" and not f) >= 3
