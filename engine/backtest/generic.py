@@ -32,6 +32,7 @@ import numpy.typing as npt
 from engine.backtest.journal import BacktestJournal
 from engine.backtest.models import ConstantLatency, LatencyModel, Level
 from engine.backtest.rules import MarketRules, l2_window, market_rules
+from engine.book._kernels import l2_apply
 from engine.book.l2 import L2Books
 from engine.book.l3 import L3Book
 from engine.bus import MessageBus
@@ -68,6 +69,11 @@ from engine.types import (
 
 _NEVER = int(np.iinfo(np.int64).max)
 _INF = float("inf")
+
+
+def _int(t: float) -> int:
+    """Return a timeline time as an int64 bound (``_INF``: the largest int64)."""
+    return _NEVER if t == _INF else int(t)
 
 
 # ------------------------------------------------------------------------- book views
@@ -217,17 +223,30 @@ class OwnQueue:
 
     def apply(self, ev: npt.NDArray[np.void]) -> npt.NDArray[np.void]:
         """Replay ``ev`` (rows of the book's event type) with the own orders; return fills."""
-        self._room(int(ev.shape[0]))
+        return self.replay(ev, stop_at_fill=False)[0]
+
+    def replay(
+        self, ev: npt.NDArray[np.void], *, stop_at_fill: bool
+    ) -> tuple[npt.NDArray[np.void], int]:
+        """Replay ``ev``; return the fills and the rows replayed.
+
+        With ``stop_at_fill`` the replay returns after the first row that filled an own
+        order, so that the fills are answered before the market moves on.
+        """
+        self._room(1 if stop_at_fill else int(ev.shape[0]))
         self.rs[mk.RS_NFILLS] = 0
+        self.rs[mk.RS_STOP] = stop_at_fill
         own = self.own[: self.n]
         if isinstance(self.book, L2Books):
-            mk.l2_replay_own(
-                self.book._q, self.book._st, ev, 0, own, self.act, self.rs, self.ox,
-                self.fills, self._code, self._param,
+            pos = int(
+                mk.l2_replay_own(
+                    self.book._q, self.book._st, ev, 0, own, self.act, self.rs, self.ox,
+                    self.fills, self._code, self._param,
+                )
             )  # fmt: skip
         else:
             pos = 0
-            while pos < ev.shape[0]:
+            while True:
                 a = self.book.arrays
                 pos = int(
                     mk.l3_replay_own(
@@ -235,10 +254,11 @@ class OwnQueue:
                         self.rs, self.ox, self.fills,
                     )
                 )  # fmt: skip
-                if pos < ev.shape[0]:
-                    a.grow()
+                if pos >= ev.shape[0] or (stop_at_fill and self.rs[mk.RS_NFILLS]):
+                    break
+                a.grow()
         nf = int(self.rs[mk.RS_NFILLS])
-        return self.fills[:nf]
+        return self.fills[:nf], pos
 
 
 # --------------------------------------------------------------------------- the venue
@@ -491,6 +511,10 @@ class GenericBacktest:
         is_l2 = self.level == "l2"
         trade = (ev["kind"] == L2_TRADE) if is_l2 else (ev["action"] == L3_EXECUTE)
         trade_l = trade.tolist()
+        ev_ts = ev["ts"]
+        see = ev_ts + feed  # when the strategies see each row (feed: one value or one per row)
+        loud = trade | (self.rules.group_end != 0)  # rows that call the strategies
+        loud_at = np.append(np.flatnonzero(loud), n)
         px_l, qty_l, side_l = ev["px"].tolist(), ev["qty"].tolist(), ev["side"].tolist()
         timers = [s.timer_interval_ms for s in self.strategies if s.timer_interval_ms]
         timer_ns = min(timers) * 1_000_000 if timers else 0
@@ -530,12 +554,23 @@ class GenericBacktest:
             if ta == t and ta <= tv:
                 self._arrive(self._arrivals.pop(0))
             elif tv == t:
-                self._vi = i
-                fills = self.own.apply(ev[i : i + 1])
-                i += 1
+                # The venue replays every row due before anything else is (an arrival, the
+                # timer: strictly before; an answer, the strategies' next row: ties go to the
+                # venue) in one kernel call that stops after a row with fills.
+                before = min(ta, _INF if closing else next_timer)
+                upto = min(tr, tsee)
+                k = min(
+                    int(ev_ts.searchsorted(_int(before), "left")),
+                    int(ev_ts.searchsorted(_int(upto), "right")),
+                )
+                fills, done = self.own.replay(ev[i:k], stop_at_fill=True)
+                first = i
+                i += done
+                self._vi = i - 1
+                self.clock.set(max(ts_l[i - 1], self.clock.now_ns()))
                 if fills.shape[0]:
                     self._report_fills(fills)
-                if progress is not None and i % progress_every == 0:
+                if progress is not None and i // progress_every != first // progress_every:
                     progress(i, n)
                     if cancel is not None and cancel():
                         stopped = True
@@ -544,8 +579,22 @@ class GenericBacktest:
                 _t, _s, fn = heapq.heappop(heap)
                 fn()
             else:
+                # Rows the strategies see without a callback (no trade, not the end of a
+                # venue update) before anything else is due: their book in one call.
+                if not loud[j]:
+                    limit = min(ta, tv, tr, _INF if closing else next_timer)
+                    m = int(loud_at[loud_at.searchsorted(j)])
+                    due = see[j:m] >= _int(limit)
+                    if due.any():
+                        m = j + int(due.argmax())
+                    if not same_book:
+                        self._see_rows(ev[j:m])
+                    self._sj = m - 1
+                    self.clock.set(max(int(see[j:m].max()), self.clock.now_ns()))
+                    j = m
+                    continue
                 if not same_book:
-                    self.local.apply(ev[j : j + 1])
+                    self._see_rows(ev[j : j + 1])
                 self._sj = j
                 j += 1
                 now = int(t)
@@ -596,6 +645,14 @@ class GenericBacktest:
             canceled=stopped,
             last_ts=last,
         )
+
+    def _see_rows(self, rows: npt.NDArray[np.void]) -> None:
+        """Apply rows (validated with the day in ``_setup``) to the strategies' book."""
+        local = self.local
+        if isinstance(local, L2Books):
+            l2_apply(local._q, local._st, rows)
+        else:
+            local.apply(rows)
 
     # ------------------------------------------------------------------ venue side
     def _sink(self) -> ReportSink:

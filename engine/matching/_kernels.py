@@ -686,7 +686,8 @@ RS_NEXT = 0  # next own order (by arrival) not yet at the venue
 RS_NACT = 1  # number of active own orders (indices in ``act[:RS_NACT]``)
 RS_NFILLS = 2  # fill rows written so far
 RS_CANCEL_TS = 3  # earliest cancel time among active own orders
-RS_N = 4
+RS_STOP = 4  # nonzero: the replays return after the first event that filled an own order
+RS_N = 5
 _NEVER = np.iinfo(np.int64).max
 _NO_BID = np.iinfo(np.int64).min
 
@@ -944,7 +945,9 @@ def l2_replay_own(  # noqa: C901 (one flat hot loop on purpose, see the docstrin
     have room for the open quantity of every pending and active own order (each fill is at
     least one lot). ``own``, ``act`` (``int64[len(own)]``), ``rs`` (``int64[RS_N]``), ``ox``
     (``int64[n_books, 2]``, see :func:`_drop_inactive`), ``q``, ``st`` and ``fills`` are
-    mutated. Returns the number of rows processed (all of them).
+    mutated. Returns the next row to replay: ``len(ev)``, or with ``rs[RS_STOP]`` set the row
+    after the first one that filled an own order (a caller that must answer fills before
+    the market moves on replays in batches this way).
 
     Own-order work runs out of line and only for events that can concern an own order (its
     level, a trade at or through its price, a touch that crosses it), so the per-event cost
@@ -953,7 +956,13 @@ def l2_replay_own(  # noqa: C901 (one flat hot loop on purpose, see the docstrin
     n = q.shape[2]
     n_own = own.shape[0]
     nf = rs[RS_NFILLS]
+    nf0 = nf
+    stop = rs[RS_STOP] != 0
+    end = ev.shape[0]
     for k in range(start, ev.shape[0]):
+        if stop and nf > nf0:
+            end = k
+            break
         e = ev[k]
         ts = e["ts"]
         b = e["book"]
@@ -1008,7 +1017,7 @@ def l2_replay_own(  # noqa: C901 (one flat hot loop on purpose, see the docstrin
             l2_clear(q, st, b)
         st[b, L2S_TS] = ts
     rs[RS_NFILLS] = nf
-    return int(ev.shape[0])
+    return end
 
 
 # ----------------------------------------------------------------------- L3, exact FIFO
@@ -1132,7 +1141,8 @@ def l3_replay_own(  # noqa: C901 (one flat hot loop on purpose, see engine.book.
     They fill when an execution reaches past them in the queue or trades through their
     price. The book arrays, ``own``, ``act``, ``rs``, ``ox`` (``int64[1, 2]``) and
     ``fills`` (room for the open quantity of every pending and active own order) are
-    mutated. Stops early when an add finds the book full; returns the next row.
+    mutated. Stops early when an add finds the book full, or (``rs[RS_STOP]`` set) after the
+    first event that filled an own order; returns the next row.
 
     The book steps are those of :func:`engine.book._kernels.l3_apply`, kept flat in this
     loop for the same reason; own-order work runs out of line, only for events on an order
@@ -1140,10 +1150,14 @@ def l3_replay_own(  # noqa: C901 (one flat hot loop on purpose, see engine.book.
     """
     n_own = own.shape[0]
     nf = rs[RS_NFILLS]
+    nf0 = nf
+    stop = rs[RS_STOP] != 0
     base = st[L3S_BASE]
     mask = keys.shape[0] - 1
     k = start
     while k < ev.shape[0]:
+        if stop and nf > nf0:
+            break
         e = ev[k]
         ts = e["ts"]
         action = int(e["action"])

@@ -260,6 +260,48 @@ def bench_generic(ev: np.ndarray, reps: int) -> list[Row]:
     ]  # fmt: skip
 
 
+USDM = Path(__file__).resolve().parents[3] / "shared" / "data" / "binance_usdm_btcusdt_2024-08-08"
+
+
+def bench_generic_real(tmp: Path, reps: int, lines: int = 30_000) -> list[Row]:
+    """The generic path on real depth updates (the first ``lines`` of the shared USD-M day).
+
+    Binance depth messages carry ~40 rows each: the generic path replays the rows between
+    two strategy callbacks in one kernel call, so its rate here is set by the callbacks (one
+    per venue update and per trade), not by the rows. The fast path on the same data, same
+    run, is the reference.
+    """
+    import gzip
+
+    from engine.backtest.runner import BacktestJob, run_job
+    from engine.tickstore.binance import import_binance
+
+    src = USDM / "btcusdt_20240808.gz"
+    if not src.exists():
+        return [Row("L2 generic path, real USD-M depth", 0, 0, 0, "ev/s", "", None, "skipped")]
+    cut, store = tmp / "usdm_cut.gz", tmp / "usdm_cut.h5"
+    store.unlink(missing_ok=True)
+    with gzip.open(src, "rb") as fh, gzip.open(cut, "wb") as out:
+        out.writelines(fh.readline() for _ in range(lines))
+    import_binance([cut], store, "BTCUSDT", tick_size="0.1", lot_size="0.001", futures=True)
+    rows = []
+    for label, strategy, generic in (
+        ("Python MarketMaker", "market-maker", True),
+        ("Python Taker", "taker", True),
+        ("fast path, CompiledMarketMaker (reference)", "mm", False),
+    ):
+        job = BacktestJob(events=str(store), journal=str(tmp / "usdm.qwj"), symbol="BTCUSDT",
+                          day="20240808", tick_size="0.1", strategy=strategy, generic=generic,
+                          recorded_latency=True)  # fmt: skip
+        ts, res = _times(lambda job=job: run_job(job), reps)
+        r = _rate(res.events, ts)
+        note = f"{res.events:,} events, {res.orders:,} orders, {res.fills:,} fills"
+        rows.append(Row(f"  real USD-M depth, with journal: {label}", *r, "ev/s", "", None, note))
+    for p in (cut, store, tmp / "usdm.qwj"):
+        p.unlink(missing_ok=True)
+    return rows
+
+
 def bench_journal(ev: np.ndarray, tmp: Path, reps: int) -> list[Row]:
     """Writing the fast path's order flow as an engine journal."""
     res = _fast(ev, "l2")
@@ -312,6 +354,7 @@ def run(n: int, reps: int, day_events: int, n_hbt_l3: int, generic_n: int) -> li
     rows += bench_l2("random walk", rw, reps)
     rows += bench_l3(s.l3, reps, n_hbt_l3)
     rows += bench_generic(rw[:generic_n], max(1, reps // 2))
+    rows += bench_generic_real(Path(os.environ.get("TMPDIR", "/tmp")), max(1, reps // 2))
     rows += bench_journal(rw, Path(os.environ.get("TMPDIR", "/tmp")), max(1, reps // 2))
     if day_events:
         rows += bench_day(day_events, Path(os.environ.get("TMPDIR", "/tmp")))
