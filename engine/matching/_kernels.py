@@ -1017,7 +1017,7 @@ def l2_replay_own(  # noqa: C901 (one flat hot loop on purpose, see the docstrin
             l2_clear(q, st, b)
         st[b, L2S_TS] = ts
     rs[RS_NFILLS] = nf
-    return end
+    return int(end)
 
 
 # ----------------------------------------------------------------------- L3, exact FIFO

@@ -273,7 +273,7 @@ def bench_generic_real(tmp: Path, reps: int, lines: int = 30_000) -> list[Row]:
     """
     import gzip
 
-    from engine.backtest.runner import BacktestJob, run_job
+    from engine.backtest.runner import BacktestJob, JobSummary, run_job
     from engine.tickstore.binance import import_binance
 
     src = USDM / "btcusdt_20240808.gz"
@@ -293,7 +293,11 @@ def bench_generic_real(tmp: Path, reps: int, lines: int = 30_000) -> list[Row]:
         job = BacktestJob(events=str(store), journal=str(tmp / "usdm.qwj"), symbol="BTCUSDT",
                           day="20240808", tick_size="0.1", strategy=strategy, generic=generic,
                           recorded_latency=True)  # fmt: skip
-        ts, res = _times(lambda job=job: run_job(job), reps)
+
+        def one(job: BacktestJob = job) -> JobSummary:
+            return run_job(job)
+
+        ts, res = _times(one, reps)
         r = _rate(res.events, ts)
         note = f"{res.events:,} events, {res.orders:,} orders, {res.fills:,} fills"
         rows.append(Row(f"  real USD-M depth, with journal: {label}", *r, "ev/s", "", None, note))
