@@ -647,7 +647,12 @@ class DictionaryEditor:
         for issue in issues:
             idx = _row_for(rows, issue.ref_tag)
             r = rows[idx]
-            note = issue.text if not r.note else f"{r.note}; {issue.text}"
+            text = issue.text
+            if issue.ref_tag is not None and r.tag != issue.ref_tag:  # a tag that is not there
+                fd = dd.field(issue.ref_tag) or session.field(issue.ref_tag)
+                named = f"{fd.name} ({issue.ref_tag})" if fd is not None else str(issue.ref_tag)
+                text = f"{text}: {named}"
+            note = text if not r.note else f"{r.note}; {text}"
             rows[idx] = replace(r, status="error", note=note)
         for idx, note in _frame_checks(pairs):
             r = rows[idx]

@@ -81,7 +81,7 @@ def test_custom_field_in_new_order_single_validates(fix44: DataDictionary) -> No
     missing = ed.check_message(fix(*NOS))
     [bad] = [r for r in missing if r.status == "error"]
     assert bad.tag == 35
-    assert "Required tag missing" in bad.note
+    assert "Required tag missing: VenueTag (5001)" in bad.note
     # A value outside the enums is refused on its own row.
     wrong = ed.check_message(fix(*NOS, (5001, "Z")))
     [bad2] = [r for r in wrong if r.status == "error"]
