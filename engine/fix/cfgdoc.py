@@ -37,6 +37,8 @@ from pathlib import Path
 from engine.fix.schedule import SessionSchedule
 from engine.fix.settings import (
     BEGIN_STRINGS,
+    DIALECT_COMMENT,
+    DIALECTS,
     KEYS,
     CfgDocument,
     CfgLine,
@@ -44,6 +46,7 @@ from engine.fix.settings import (
     SettingsError,
     SettingsFile,
     SettingsProblem,
+    dialect_of,
 )
 
 __all__ = [
@@ -467,6 +470,46 @@ class CfgEditor:
         self._problems = None
         self._file = None
 
+    # ------------------------------------------------------------------ dialect and paths
+
+    @property
+    def dialect(self) -> str:
+        """Return the engine the file is written for (a :data:`DIALECTS` key)."""
+        return dialect_of(self.document)[0]
+
+    def dialect_source(self) -> str:
+        """Return how the dialect was found: stated in the file, inferred from a key, default."""
+        return dialect_of(self.document)[1]
+
+    def set_dialect(self, dialect: str) -> None:
+        """State the dialect in the file, as a ``# dialect: NAME`` comment on its first line.
+
+        A comment, so that every engine still reads the file unchanged; an earlier statement
+        is replaced in place.
+
+        Raises
+        ------
+        ValueError
+            For a name that is not one of :data:`DIALECTS`.
+        """
+        if dialect not in DIALECTS:
+            raise ValueError(f"dialect: must be one of {', '.join(DIALECTS)}, got {dialect!r}")
+        lines = self.document.lines
+        text = f"# dialect: {dialect}"
+        for i, line in enumerate(lines):
+            if line.kind == "comment" and DIALECT_COMMENT.match(line.text):
+                lines[i] = CfgLine(text, line.eol or "\n", "comment", "", "")
+                break
+        else:
+            eol = lines[0].eol if lines and lines[0].eol else "\n"
+            lines.insert(0, CfgLine(text, eol, "comment", "", ""))
+        self._changed()
+
+    def set_base_dir(self, folder: str | Path) -> None:
+        """Resolve relative paths from ``folder`` (where the engine that reads the file runs)."""
+        self.base_dir = Path(folder).absolute()
+        self._changed()
+
     # ------------------------------------------------------------------ structure
 
     def sections(self) -> list[Section]:
@@ -628,7 +671,7 @@ class CfgEditor:
     def _check(self) -> list[CfgProblem]:
         out: list[CfgProblem] = []
         try:
-            file = SettingsFile(CfgDocument(self.text()), self.source)
+            file = SettingsFile(CfgDocument(self.text()), self.source, self.dialect)
         except SettingsError as e:
             out.extend(self._problem("error", p) for p in e.problems)
             out.extend(self._problem("warning", p) for p in e.warnings)
@@ -688,7 +731,7 @@ class CfgEditor:
             CfgLine(line.text, line.eol or "\n", line.kind, line.name, line.value) for line in lines
         ]
         try:
-            file = SettingsFile(doc, self.source)
+            file = SettingsFile(doc, self.source, self.dialect)
         except SettingsError:
             return None
         return file.sessions[0] if file.sessions else None

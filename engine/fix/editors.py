@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import cast
 
@@ -27,7 +27,7 @@ from engine.fix.cfgdoc import (
 from engine.fix.dictedit import FIELD_TYPES, DictionaryEditor
 from engine.fix.dictionary import default_dictionary_path
 from engine.fix.logscan import LogScan, scan_log
-from engine.fix.settings import SessionSettings
+from engine.fix.settings import DIALECTS, SessionSettings
 
 __all__ = ["EditorServices"]
 
@@ -58,6 +58,10 @@ class EditorServices:
     def field_types(self) -> Sequence[str]:
         """Return the FIX field types a dictionary field may have."""
         return FIELD_TYPES
+
+    def dialects(self) -> Mapping[str, str]:
+        """Return the ``.cfg`` dialects a file may be written in: name -> display name."""
+        return DIALECTS
 
     def open_cfg(self, path: str | Path) -> CfgEditor:
         """Open a ``.cfg`` file."""

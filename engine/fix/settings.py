@@ -860,6 +860,53 @@ class _Value:
     line: int  # 1-based
 
 
+#: The engines whose ``.cfg`` dialect a file may be written in, and their display names.
+DIALECTS: dict[str, str] = {
+    "quickfix": "QuickFIX (C++)",
+    "quickfixj": "QuickFIX/J",
+    "quickfixgo": "QuickFIX/Go",
+    "quickfixn": "QuickFIX/n",
+}
+DIALECT_COMMENT = re.compile(r"^\s*[#;]\s*dialect\s*[:=]\s*(\S+)\s*$", re.IGNORECASE)
+#: Keys only one engine reads: a file that sets one is written for that engine.
+_DIALECT_KEYS: dict[str, frozenset[str]] = {
+    "quickfixgo": frozenset({
+        "SOCKETPRIVATEKEYFILE", "SOCKETCERTIFICATEFILE", "SOCKETCAFILE",
+        "SOCKETINSECURESKIPVERIFY", "SOCKETMINIMUMTLSVERSION", "SQLSTOREDRIVER",
+        "SQLSTOREDATASOURCENAME", "MONGOSTORECONNECTION", "MONGOSTOREDATABASE",
+        "DYNAMICSESSIONS",
+    }),
+    "quickfixj": frozenset({
+        "SOCKETCONNECTPROTOCOL", "SOCKETACCEPTPROTOCOL", "JDBCDRIVER", "JDBCURL",
+        "JDBCUSER", "SCREENLOGSHOWEVENTS", "FILESTORESYNC", "SOCKETKEYSTORE",
+        "SOCKETTRUSTSTORE", "SLF4JLOGEVENTCATEGORY",
+    }),
+    "quickfixn": frozenset({"SSLENABLE", "SSLSERVERNAME", "SSLCERTIFICATE", "SSLPROTOCOLS"}),
+}  # fmt: skip
+#: Keys QuickFIX/Go never reads (it validates exactly when a dictionary is named).
+_GO_UNREAD = frozenset({"USEDATADICTIONARY"})
+
+
+def dialect_of(document: CfgDocument) -> tuple[str, str]:
+    """Return the file's dialect (a :data:`DIALECTS` key) and how it was found.
+
+    A comment line ``# dialect: quickfixgo`` states it (other engines ignore comments);
+    otherwise a key only one engine reads gives it away; otherwise QuickFIX (C++).
+    """
+    for line in document.lines:
+        if line.kind == "comment":
+            m = DIALECT_COMMENT.match(line.text)
+            if m is not None and m[1].lower() in DIALECTS:
+                return m[1].lower(), "stated in the file"
+    for line in document.lines:
+        if line.kind == "key":
+            up = line.name.upper()
+            for dialect, keys in _DIALECT_KEYS.items():
+                if up in keys:
+                    return dialect, f"inferred from {line.name}"
+    return "quickfix", "default"
+
+
 class SettingsFile:
     """A parsed ``.cfg`` file: lossless document, sessions and warnings.
 
@@ -878,11 +925,17 @@ class SettingsFile:
         File name.
     """
 
-    __slots__ = ("_broken", "_raw", "default", "document", "sessions", "source", "warnings")
+    __slots__ = (
+        "_broken", "_raw", "default", "dialect", "document", "sessions", "source", "warnings"
+    )  # fmt: skip
 
-    def __init__(self, document: CfgDocument, source: str = "<string>") -> None:
+    def __init__(
+        self, document: CfgDocument, source: str = "<string>", dialect: str | None = None
+    ) -> None:
         self.document = document
         self.source = source
+        #: The engine the file is written for (:data:`DIALECTS`); inferred when not given.
+        self.dialect = dialect if dialect is not None else dialect_of(document)[0]
         self.default: Mapping[str, str] = {}
         self.sessions: list[SessionSettings] = []
         self.warnings: list[SettingsProblem] = []
@@ -995,7 +1048,9 @@ class SettingsFile:
         for line_no, own in sessions:
             merged = {**default, **own}
             broken = frozenset(self._broken.get(0, set()) | self._broken.get(line_no, set()))
-            s = _make_session(merged, line_no, self.source, errors, broken, self.warnings)
+            s = _make_session(
+                merged, line_no, self.source, errors, broken, self.warnings, self.dialect
+            )
             if s is None:
                 continue
             sid = s.session_id
@@ -1078,8 +1133,10 @@ def _make_session(  # noqa: C901 - a flat list of cross-key rules reads best in 
     errors: list[SettingsProblem],
     broken: frozenset[str] = frozenset(),
     warnings: list[SettingsProblem] | None = None,
+    dialect: str = "quickfix",
 ) -> SessionSettings | None:
     kwargs: dict[str, Any] = {"section_line": line_no}
+    go = dialect == "quickfixgo"
     extra: dict[str, str] = {}
     failover: dict[int, dict[str, _Value]] = {}
     appdd: dict[str, str] = {}
@@ -1096,6 +1153,14 @@ def _make_session(  # noqa: C901 - a flat list of cross-key rules reads best in 
 
     for up, v in values.items():
         spec = KEYS.get(up)
+        if go and up in _GO_UNREAD:
+            if warnings is not None:
+                problem = SettingsProblem(source, v.line, v.key, "QuickFIX/Go does not read "
+                                          "this key (it validates exactly when a dictionary "
+                                          "is named); ignored")  # fmt: skip
+                if problem not in warnings:
+                    warnings.append(problem)
+            continue
         if spec is not None:
             try:
                 kwargs[spec.attr] = spec.convert(v.value)
@@ -1125,6 +1190,9 @@ def _make_session(  # noqa: C901 - a flat list of cross-key rules reads best in 
         return None
 
     begin = kwargs["begin_string"]
+    if go:  # validation exactly when dictionaries are named
+        named = ("TransportDataDictionary",) if begin == "FIXT.1.1" else ("DataDictionary",)
+        kwargs["use_data_dictionary"] = all(has(k) for k in named)
     use_dd = kwargs.get("use_data_dictionary", True)
     if begin == "FIXT.1.1":
         if not has("DefaultApplVerID"):
@@ -1173,10 +1241,13 @@ def _make_session(  # noqa: C901 - a flat list of cross-key rules reads best in 
     kwargs["app_data_dictionaries"] = appdd
     kwargs["extra"] = extra
 
+    if go and not has("StartTime") and not has("EndTime"):
+        kwargs["non_stop_session"] = True  # QuickFIX/Go: no session times, always in session
     if not kwargs.get("non_stop_session", False):
         for key in ("StartTime", "EndTime"):
             if key.upper() not in values:
-                err(None, key, "required unless NonStopSession=Y")
+                err(None, key, "required unless NonStopSession=Y" + (
+                    " (QuickFIX/Go: or neither)" if go else ""))  # fmt: skip
     if has("StartDay") != has("EndDay"):
         key = "EndDay" if has("StartDay") else "StartDay"
         err(None, key, "StartDay and EndDay go together")

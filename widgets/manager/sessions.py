@@ -33,6 +33,7 @@ from PySide6.QtGui import QColor, QFont, QTextCursor, QTextFormat, QUndoStack
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
+    QFileDialog,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
@@ -396,6 +397,40 @@ class SessionEditor(QWidget):
         self.test_detail.setWordWrap(True)
         self.test_detail.setProperty("state", "muted")
         self.test_detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # The file: which engine it is written for, where its relative paths start.
+        self.dialect_combo = QComboBox()
+        self.dialect_combo.setObjectName("dialect")
+        for name, shown in self.services.dialects().items():
+            self.dialect_combo.addItem(shown, name)
+        self.dialect_combo.setToolTip(
+            "The engine this file is written for: its rules apply (QuickFIX/Go: no StartTime/"
+            "EndTime means always in session, UseDataDictionary is not read). Choosing one "
+            "writes a '# dialect: …' comment, which every engine ignores."
+        )
+        self.dialect_combo.activated.connect(self._on_dialect_chosen)
+        self.dialect_note = QLabel()
+        self.dialect_note.setProperty("state", "muted")
+        self.base_label = QLabel()
+        self.base_label.setObjectName("baseDir")
+        self.base_label.setWordWrap(True)
+        self.base_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.base_button = QPushButton("Change…")
+        self.base_button.setToolTip(
+            "Relative paths (dictionaries, store and log folders) are resolved from the folder "
+            "the engine that reads the file runs in: QuickFIX resolves them from its working "
+            "directory, qwconsole from the file's folder"
+        )
+        self.base_button.clicked.connect(self.ask_base_dir)
+        fbox = QGroupBox("File")
+        fform = QFormLayout(fbox)
+        drow = QHBoxLayout()
+        drow.addWidget(self.dialect_combo)
+        drow.addWidget(self.dialect_note, 1)
+        fform.addRow("Dialect", drow)
+        brow = QHBoxLayout()
+        brow.addWidget(self.base_label, 1)
+        brow.addWidget(self.base_button)
+        fform.addRow("Paths from", brow)
         right = QWidget()
         rv = QVBoxLayout(right)
         rv.setContentsMargins(0, 0, 0, 0)
@@ -430,7 +465,7 @@ class SessionEditor(QWidget):
         el = QVBoxLayout(ebox)
         el.addWidget(self.reload_button, 0, Qt.AlignmentFlag.AlignLeft)
         el.addWidget(self.reload_label)
-        for box in (pbox, sbox, rbox, tbox, ebox):
+        for box in (fbox, pbox, sbox, rbox, tbox, ebox):
             rv.addWidget(box)
         rv.addStretch(1)
         right_scroll = QScrollArea()
@@ -511,6 +546,34 @@ class SessionEditor(QWidget):
         if after == before:
             return
         self.undo_stack.push(SnapshotCommand(label, before, after, self._apply_text, merge_id))
+
+    def set_dialect(self, dialect: str) -> None:
+        """State the file's dialect (one undo step); its problems are checked again."""
+        assert self.cfg is not None
+        before = self.cfg.text()
+        self.cfg.set_dialect(dialect)
+        self._push(f"Dialect {self.services.dialects().get(dialect, dialect)}", before)
+
+    def _on_dialect_chosen(self, index: int) -> None:
+        name = self.dialect_combo.itemData(index)
+        if self.cfg is not None and isinstance(name, str) and name != self.cfg.dialect:
+            self.set_dialect(name)
+
+    def set_base_dir(self, folder: str | Path) -> None:
+        """Resolve the file's relative paths from ``folder`` (not saved in the file)."""
+        assert self.cfg is not None
+        self.cfg.set_base_dir(folder)
+        self.refresh(keep_raw=True)
+
+    def ask_base_dir(self) -> None:
+        """Ask for the folder relative paths start from."""
+        if self.cfg is None:
+            return
+        folder = QFileDialog.getExistingDirectory(
+            self, "Resolve relative paths from", str(self.cfg.base_dir)
+        )
+        if folder:
+            self.set_base_dir(folder)
 
     def set_value(self, section: int, key: str, value: str) -> None:
         """Set ``key`` in ``section`` (``""`` removes it: the value is inherited again)."""
@@ -646,6 +709,10 @@ class SessionEditor(QWidget):
                 QListWidgetItem("No problems: the engine accepts this file.")
             )
 
+        i = self.dialect_combo.findData(cfg.dialect)
+        self.dialect_combo.setCurrentIndex(max(i, 0))
+        self.dialect_note.setText(cfg.dialect_source())
+        self.base_label.setText(str(cfg.base_dir))
         if not keep_raw:
             self._set_raw(cfg.text())
         self._mark_raw_lines(problems)

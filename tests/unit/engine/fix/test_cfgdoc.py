@@ -379,3 +379,70 @@ def test_socket_nodelay_warns_only_when_set_to_n() -> None:
     [warning] = [p for p in ed.problems() if p.key == "SocketNodelay"]
     assert warning.severity == "warning"
     assert "this engine sets TCP_NODELAY regardless" in warning.reason
+
+
+# ------------------------------------------------------------------ dialects and base folder
+GO_FILE = """\
+[DEFAULT]
+SenderCompID=ME
+UseDataDictionary=false
+SQLStoreDriver=sqlite3
+[SESSION]
+BeginString=FIX.4.4
+TargetCompID=EXEC
+ConnectionType=initiator
+SocketConnectHost=127.0.0.1
+SocketConnectPort=5001
+HeartBtInt=30
+"""
+
+
+def test_a_quickfix_go_file_is_read_by_go_rules() -> None:
+    ed = CfgEditor(GO_FILE, "/nowhere/go.cfg")
+    assert ed.dialect == "quickfixgo"
+    assert ed.dialect_source() == "inferred from SQLStoreDriver"
+    # Go: no session times means always in session; UseDataDictionary is not a Go key.
+    assert ed.errors() == []
+    [warn] = [p for p in ed.problems() if p.key == "UseDataDictionary"]
+    assert warn.severity == "warning" and "QuickFIX/Go does not read" in warn.reason
+    s = ed.session_settings(ed.session_sections()[0])
+    assert s is not None and s.non_stop_session and not s.use_data_dictionary
+
+
+def test_stating_a_dialect_changes_the_rules_and_is_a_comment() -> None:
+    ed = CfgEditor(GO_FILE, "/nowhere/go.cfg")
+    ed.set_dialect("quickfix")
+    text = ed.text()
+    assert text.splitlines()[0] == "# dialect: quickfix"
+    assert text.endswith(GO_FILE)  # nothing else moved
+    assert (ed.dialect, ed.dialect_source()) == ("quickfix", "stated in the file")
+    assert any("'false' is not Y or N" in p.reason for p in ed.errors())
+    ed.set_dialect("quickfixgo")  # replaced in place, not added twice
+    assert ed.text() == "# dialect: quickfixgo\n" + GO_FILE
+    assert ed.errors() == []
+    with pytest.raises(ValueError, match="quickfixj"):
+        ed.set_dialect("fix8")
+    # Without Go's rules, the missing session times are an error again.
+    c = CfgEditor(GO_FILE.replace("UseDataDictionary=false\n", ""), "/nowhere/c.cfg")
+    c.set_dialect("quickfix")
+    assert {p.key for p in c.errors()} == {"StartTime", "EndTime"}
+    # Go requires both times or neither.
+    one = CfgEditor(GO_FILE.replace("[SESSION]\n", "[SESSION]\nStartTime=00:00:00\n"), "/x.cfg")
+    assert [p.key for p in one.errors()] == ["EndTime"]
+
+
+def test_relative_paths_resolve_from_a_chosen_folder(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    (run / "spec").mkdir(parents=True)
+    (run / "spec" / "FIX44.xml").write_text("<fix/>")
+    cfg = tmp_path / "conf" / "s.cfg"
+    cfg.parent.mkdir()
+    cfg.write_text(GO_FILE.replace("[SESSION]\n", "[SESSION]\nDataDictionary=spec/FIX44.xml\n"))
+    ed = CfgEditor.load(cfg)
+    assert ed.base_dir == cfg.parent
+    [missing] = ed.errors()
+    assert missing.key == "DataDictionary" and str(cfg.parent / "spec") in missing.reason
+    ed.set_base_dir(run)  # where the QuickFIX process runs
+    assert ed.base_dir == run and ed.errors() == []
+    s = ed.session_settings(ed.session_sections()[0])
+    assert s is not None and s.use_data_dictionary  # Go: a named dictionary validates

@@ -832,3 +832,48 @@ def test_engine_settings_edit_save_and_apply_to_a_running_engine(  # type: ignor
         w.close()
     finally:
         client.close()
+
+
+GO_CFG = """\
+[DEFAULT]
+SenderCompID=ME
+UseDataDictionary=false
+[SESSION]
+BeginString=FIX.4.4
+TargetCompID=EXEC
+ConnectionType=initiator
+SocketConnectHost=127.0.0.1
+SocketConnectPort=5001
+HeartBtInt=30
+DataDictionary=spec/FIX44.xml
+"""
+
+
+def test_dialect_and_base_folder_of_a_quickfix_go_file(  # type: ignore[no-untyped-def]
+    ws: ManagerWorkspace, tmp_path: Path, out_dir: Path
+) -> None:
+    (tmp_path / "run" / "spec").mkdir(parents=True)
+    shutil.copy(FIX / "FIX44.xml", tmp_path / "run" / "spec" / "FIX44.xml")
+    cfg = tmp_path / "conf" / "go.cfg"
+    cfg.parent.mkdir()
+    cfg.write_text(GO_CFG)
+    assert ws.open_path(cfg)
+    s = ws.sessions
+    assert s.dialect_combo.currentData() == "quickfix"  # nothing says otherwise
+    assert s.base_label.text() == str(cfg.parent)
+    keys = {p.key for p in s.cfg.errors()}  # type: ignore[union-attr]
+    assert "UseDataDictionary" in keys
+    # The user says it is a QuickFIX/Go file: Go's rules, one undo step, a comment in the file.
+    s.dialect_combo.setCurrentIndex(s.dialect_combo.findData("quickfixgo"))
+    s.dialect_combo.activated.emit(s.dialect_combo.currentIndex())
+    assert s.cfg.text().startswith("# dialect: quickfixgo\n")  # type: ignore[union-attr]
+    assert s.dialect_note.text() == "stated in the file"
+    assert [p.key for p in s.cfg.errors()] == ["DataDictionary"]  # type: ignore[union-attr]
+    # The dictionary is where the Go process runs, not next to the file.
+    s.set_base_dir(tmp_path / "run")
+    assert s.base_label.text() == str(tmp_path / "run")
+    assert s.cfg.errors() == []  # type: ignore[union-attr]
+    shot(ws, out_dir, "manager-dialect.png")
+    s.undo_stack.undo()
+    assert s.cfg.text() == GO_CFG  # type: ignore[union-attr]
+    assert s.dialect_combo.currentData() == "quickfix"
