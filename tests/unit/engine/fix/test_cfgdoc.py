@@ -404,9 +404,12 @@ def test_a_quickfix_go_file_is_read_by_go_rules() -> None:
     # Go: no session times means always in session; UseDataDictionary is not a Go key.
     assert ed.errors() == []
     [warn] = [p for p in ed.problems() if p.key == "UseDataDictionary"]
-    assert warn.severity == "warning" and "QuickFIX/Go does not read" in warn.reason
+    assert warn.severity == "warning"
+    assert "QuickFIX/Go does not read" in warn.reason
     s = ed.session_settings(ed.session_sections()[0])
-    assert s is not None and s.non_stop_session and not s.use_data_dictionary
+    assert s is not None
+    assert s.non_stop_session
+    assert not s.use_data_dictionary
 
 
 def test_stating_a_dialect_changes_the_rules_and_is_a_comment() -> None:
@@ -441,8 +444,11 @@ def test_relative_paths_resolve_from_a_chosen_folder(tmp_path: Path) -> None:
     ed = CfgEditor.load(cfg)
     assert ed.base_dir == cfg.parent
     [missing] = ed.errors()
-    assert missing.key == "DataDictionary" and str(cfg.parent / "spec") in missing.reason
+    assert missing.key == "DataDictionary"
+    assert str(cfg.parent / "spec") in missing.reason
     ed.set_base_dir(run)  # where the QuickFIX process runs
-    assert ed.base_dir == run and ed.errors() == []
+    assert ed.base_dir == run
+    assert ed.errors() == []
     s = ed.session_settings(ed.session_sections()[0])
-    assert s is not None and s.use_data_dictionary  # Go: a named dictionary validates
+    assert s is not None
+    assert s.use_data_dictionary
