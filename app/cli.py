@@ -75,6 +75,22 @@ def _png_path(text: str) -> Path:
     return path
 
 
+#: Suffixes ``--open`` takes (app.main_window.OPENERS says where each goes).
+OPEN_SUFFIXES = (".h5", ".hdf5", ".qwj", ".cfg", ".xml")
+
+
+def _openable(text: str) -> str:
+    path = Path(text)
+    if path.suffix.lower() not in OPEN_SUFFIXES:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: not a tick store (.h5), journal (.qwj), session file (.cfg) or "
+            "dictionary (.xml)"
+        )
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"{text!r}: no such file")
+    return str(path.absolute())
+
+
 def _endpoint(text: str) -> tuple[str, str, int]:
     name, _, where = text.rpartition("=")
     host, _, port = where.rpartition(":")
@@ -114,6 +130,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="render the main window offscreen into a PNG and exit",
     )
     parser.add_argument("--workspace", choices=WORKSPACE_CHOICES, help="workspace to show at start")
+    parser.add_argument(
+        "--open",
+        action="append",
+        default=[],
+        type=_openable,
+        metavar="FILE",
+        help="open a tick store (.h5) or journal (.qwj) in the Trade Analyzer, a session "
+        "file (.cfg) or dictionary (.xml) in the Enterprise Manager (repeatable); its "
+        "workspace is shown unless --workspace says otherwise",
+    )
     parser.add_argument(
         "--after",
         type=_non_negative_seconds,

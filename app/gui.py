@@ -193,6 +193,9 @@ class ConsoleRun:
             window.set_theme(opts.theme)
         if opts.workspace:
             window.show_workspace(opts.workspace)
+        if getattr(opts, "open", None):
+            # After the first frame, with the rest of the lazy workspaces' building.
+            QTimer.singleShot(0, window, functools.partial(self._open_files, opts.open))
         if opts.screenshot is not None:
             window.resize(*(opts.size or DEFAULT_SIZE))
         for name, host, port in getattr(opts, "connect", []):
@@ -238,6 +241,11 @@ class ConsoleRun:
         if self.uncaught:
             self.code = self.code or 1
         return self.code
+
+    def _open_files(self, paths: list[str]) -> None:
+        opened = self.window.open_paths(paths)
+        if opened and not self.opts.workspace:
+            self.window.show_workspace(opened[0])
 
     def _start_too_slow(self) -> None:
         if self.engine_running or self.code:

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from importlib import metadata
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from PySide6.QtCore import QByteArray, QSize, Qt, QTimer, Signal
@@ -61,6 +62,15 @@ LAZY_WORKSPACES = ("manager", "analyzer")
 #: A lazy workspace shown before the window is built this long after the window appears (its
 #: first frame is painted first, with the workspace's placeholder).
 BUILD_AFTER_FIRST_FRAME_MS = 100
+
+#: What ``--open`` takes, by suffix: (workspace, what it is).
+OPENERS: dict[str, tuple[str, str]] = {
+    ".h5": ("analyzer", "store"),
+    ".hdf5": ("analyzer", "store"),
+    ".qwj": ("analyzer", "journal"),
+    ".cfg": ("manager", "sessions"),
+    ".xml": ("manager", "dictionary"),
+}
 #: Background loading starts when the engine reports that it runs, or this long after the
 #: window first showed (an engine that never runs), whichever comes first.
 BACKGROUND_LOAD_AFTER_MS = 5000
@@ -144,6 +154,10 @@ class MainWindow(QMainWindow):
             "analyzer": self._build_analyzer,
         }
         self._background_started = False
+        #: Each workspace's dock layout as built, before a stored one was restored.
+        self._default_states: dict[str, QByteArray] = {
+            "monitor": QByteArray(self.monitor.saveState())
+        }
         #: Set once the background loading (see :meth:`_start_background_loading`) is done.
         self.background_loaded = threading.Event()
         self.stack = QStackedWidget()
@@ -237,6 +251,11 @@ class MainWindow(QMainWindow):
         theme_menu.addSeparator()
         theme_menu.addAction(toggle)
         view_menu.addSeparator()
+        reset = QAction("&Reset layout", self)
+        reset.setObjectName("action_reset_layout")
+        reset.setToolTip("Put every panel of every workspace back where it starts, at 1400×860")
+        reset.triggered.connect(self.reset_layout)
+        view_menu.addAction(reset)
         events_toggle = self.monitor.events_dock.toggleViewAction()
         events_toggle.setText("Engine events panel")
         view_menu.addAction(events_toggle)
@@ -269,6 +288,12 @@ class MainWindow(QMainWindow):
         engine_menu.addAction(reconcile)
 
         help_menu = menu.addMenu("&Help")
+        keys = QAction("&Keyboard shortcuts", self)
+        keys.setObjectName("action_shortcuts")
+        keys.setShortcut(QKeySequence(QKeySequence.StandardKey.HelpContents))  # F1
+        keys.setShortcutContext(Qt.ShortcutContext.ApplicationShortcut)
+        keys.triggered.connect(self.show_shortcuts)
+        help_menu.addAction(keys)
         about = QAction("&About qwconsole", self)
         about.setMenuRole(QAction.MenuRole.AboutRole)
         about.triggered.connect(self.show_about)
@@ -310,6 +335,7 @@ class MainWindow(QMainWindow):
             placeholder.repaint()  # "Opening …" stays on screen while the workspace is built
         t0 = time.perf_counter()
         ws = self._builders[key]()
+        self._default_states[key] = QByteArray(ws.saveState())
         state = self.settings.geometry(f"{key}/state")
         if state is not None:
             ws.restoreState(state)
@@ -352,12 +378,26 @@ class MainWindow(QMainWindow):
         # first: there is no state to read yet.
         client = self.controller.client
         running = client.state is ClientState.CONNECTED
-        return AnalyzerWorkspace(
+        ws = AnalyzerWorkspace(
             journal_dir=state_dir() / "journal",
             engine_events=self.controller.bridge.events_received,
             engine_name=client.name,
             engine_snapshot=client.snapshot if running else None,
         )
+        # Stores and journals opened before are opened again; new ones are remembered.
+        settings = self.settings
+        for kind, opener in (("stores", ws.open_store), ("journals", ws.load_journal)):
+            for path in settings.recent(kind):
+                if Path(path).exists():
+                    opener(path)
+                else:
+                    log.info("%s opened last time is gone: %s", kind[:-1], path)
+                    settings.forget(kind, path)
+        ws.store_opened.connect(lambda path: settings.remember("stores", path))
+        ws.journal_opened.connect(lambda path: settings.remember("journals", path))
+        if not ws.days:
+            ws.chart_first()
+        return ws
 
     def show_workspace(self, key: str) -> None:
         """Make workspace ``key`` visible (``monitor``, ``manager`` or ``analyzer``).
@@ -388,6 +428,82 @@ class MainWindow(QMainWindow):
                     f"The {TITLES[key]} could not be opened: {type(e).__name__}: {e} (details "
                     "in the log)."
                 )
+
+    def open_paths(self, paths: list[str]) -> list[str]:
+        """Open files where they belong; return the workspace keys that opened something.
+
+        Tick stores (``.h5``, ``.hdf5``) and journals (``.qwj``) go to the Trade Analyzer,
+        which charts the first instrument when nothing is charted yet; session files
+        (``.cfg``) and dictionaries (``.xml``) to the Enterprise Manager.
+        """
+        opened: list[str] = []
+        for raw in paths:
+            kind = OPENERS.get(Path(raw).suffix.lower())
+            if kind is None:
+                self._show_message(f"{raw}: not a tick store, journal, session file or dictionary")
+                continue
+            ws_key, what = kind
+            if ws_key == "analyzer":
+                analyzer = self.analyzer
+                if what == "journal":
+                    analyzer.load_journal(raw)
+                elif analyzer.open_store(raw) and not analyzer.days:
+                    analyzer.chart_first()
+            else:
+                manager = self.manager
+                if what == "sessions":
+                    manager.tabs.setCurrentWidget(manager.sessions)
+                    manager.open_path(raw)
+                else:
+                    manager.tabs.setCurrentWidget(manager.dictionaries)
+                    manager.dictionaries.open_in_background(raw)
+            opened.append(ws_key)
+        return opened
+
+    def reset_layout(self) -> None:
+        """Put every built workspace's panels back as built and the window at 1400×860."""
+        for key, state in self._default_states.items():
+            ws = self.workspaces.get(key)
+            if isinstance(ws, QMainWindow):
+                ws.restoreState(state)
+        if self.isMaximized() or self.isFullScreen():
+            self.showNormal()
+        self.resize(1400, 860)
+        self._show_message("Layout reset")
+
+    def shortcuts(self) -> list[tuple[str, str, str]]:
+        """Return (where, action, keys) of every action with a shortcut, menus first."""
+        rows: list[tuple[str, str, str]] = []
+        seen: set[tuple[str, str]] = set()
+        owners: list[tuple[str, QWidget]] = [("Console", self)]
+        owners += [(TITLES[k], w) for k, w in self.workspaces.items() if self.is_built(k)]
+        for where, owner in owners:
+            for action in owner.findChildren(QAction):
+                keys = action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
+                name = action.text().replace("&", "").rstrip("…").strip()
+                if not keys or not name or (name, keys) in seen:
+                    continue
+                seen.add((name, keys))
+                rows.append((where, name, keys))
+        return rows
+
+    def show_shortcuts(self) -> QMessageBox:
+        """Show every keyboard shortcut of the console and of the workspaces built so far."""
+        body = "".join(
+            f"<tr><td>{where}</td><td>{name}</td><td><b>{keys}</b></td></tr>"
+            for where, name, keys in self.shortcuts()
+        )
+        box = QMessageBox(self)
+        box.setObjectName("shortcutsBox")
+        box.setWindowTitle("Keyboard shortcuts")
+        box.setTextFormat(Qt.TextFormat.RichText)
+        box.setText(
+            "<table cellspacing='6'><tr><th align='left'>Where</th><th align='left'>Action"
+            f"</th><th align='left'>Keys</th></tr>{body}</table>"
+        )
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
+        return box
 
     def set_theme(self, name: str) -> None:
         """Apply theme ``name`` to the whole application and remember it."""

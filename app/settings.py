@@ -58,6 +58,22 @@ class AppSettings:
     def workspace(self, key: str) -> None:
         self._set("ui/workspace", key)
 
+    def recent(self, kind: str) -> list[str]:
+        """Return the files of ``kind`` (``stores``, ``journals``) opened before, oldest first."""
+        value = self._qs.value(f"recent/{kind}", [])
+        if isinstance(value, str):  # QSettings gives one value as a plain string
+            value = [value] if value else []
+        return [str(v) for v in value] if isinstance(value, list) else []
+
+    def remember(self, kind: str, path: str, keep: int = 8) -> None:
+        """Add ``path`` to the files of ``kind`` to open again (the newest ``keep``)."""
+        paths = [p for p in self.recent(kind) if p != path] + [path]
+        self._set(f"recent/{kind}", paths[-keep:])
+
+    def forget(self, kind: str, path: str) -> None:
+        """Drop ``path`` from the files of ``kind`` to open again."""
+        self._set(f"recent/{kind}", [p for p in self.recent(kind) if p != path])
+
     def geometry(self, name: str) -> QByteArray | None:
         """Return a stored ``saveGeometry``/``saveState`` blob, or ``None``."""
         if self._qs.value("layout/version", 0, type=int) != LAYOUT_VERSION:

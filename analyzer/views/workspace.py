@@ -342,6 +342,8 @@ class AnalyzerWorkspace(QMainWindow):
     -------
     store_opened(str)
         A tick store was opened and listed (its path).
+    journal_opened(str)
+        A journal is being read to overlay (its path).
     day_opened(str, str)
         An instrument-day was charted (symbol, day).
     overlay_loaded(int)
@@ -354,6 +356,7 @@ class AnalyzerWorkspace(QMainWindow):
     title = "Trade Analyzer"
 
     store_opened = Signal(str)
+    journal_opened = Signal(str)
     day_opened = Signal(str, str)
     overlay_loaded = Signal(int)
     error = Signal(str)
@@ -511,6 +514,12 @@ class AnalyzerWorkspace(QMainWindow):
     def _build_docks(self) -> None:
         self.browser = DayBrowser()
         self.browser.open_requested.connect(self.open_day)
+        # Four rows at least, whatever the window's size (it showed 1.5 rows at 1400x860).
+        self.browser.setMinimumHeight(
+            4 * self.browser.verticalHeader().defaultSectionSize()
+            + self.browser.horizontalHeader().sizeHint().height()
+            + 2 * self.browser.frameWidth()
+        )
         self.browser_dock = self._dock("Tick store", "analyzerBrowserDock", self.browser)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.browser_dock)
 
@@ -612,6 +621,14 @@ class AnalyzerWorkspace(QMainWindow):
             )
         self.store_opened.emit(str(path))
         return True
+
+    def chart_first(self) -> Job | None:
+        """Chart the first listed instrument-day of the open stores (nothing if none)."""
+        entries = [e for e in self.browser.entries if not e.store.startswith(LIVE_PREFIX)]
+        if not entries:
+            return None
+        e = entries[0]
+        return self.open_day(e.symbol, e.day, e.store)
 
     def chart_selected(self) -> list[Job]:
         """Chart the browser's selected rows: consecutive days of one symbol as one chart."""
@@ -849,6 +866,8 @@ class AnalyzerWorkspace(QMainWindow):
     def load_journal(self, paths: str | Path | Iterable[str | Path]) -> Job:
         """Overlay the orders and executions of one or more journals (read off the GUI thread)."""
         files = [paths] if isinstance(paths, str | Path) else list(paths)
+        for f in files:
+            self.journal_opened.emit(str(f))
 
         def work(progress: Any, _token: Any) -> Overlay:
             progress(0.0, "reading the journal")

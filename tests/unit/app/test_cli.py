@@ -30,7 +30,7 @@ def run_cli(*args: str, tmp_path: Path, timeout: float = 60) -> subprocess.Compl
 def test_help_lists_options_and_subcommands(tmp_path: Path) -> None:
     proc = run_cli("--help", tmp_path=tmp_path)
     assert proc.returncode == 0
-    for word in ("--smoke", "--screenshot", "--workspace", "--after", "--version", "fix"):
+    for word in ("--smoke", "--screenshot", "--workspace", "--open", "--after", "--version", "fix"):
         assert word in proc.stdout
 
 
@@ -54,6 +54,8 @@ def test_version_prints_component_versions(tmp_path: Path) -> None:
         (["--after", "2"], "only makes sense with --screenshot"),
         (["--screenshot", "a.png", "--size", "10x10"], "10x10 is outside"),
         (["--smoke", "1", "--screenshot", "a.png"], "cannot be combined"),
+        (["--open", "notes.txt"], "'notes.txt': not a tick store (.h5), journal (.qwj)"),
+        (["--open", "missing.h5"], "'missing.h5': no such file"),
     ],
 )
 def test_bad_argument_gets_one_line_error_and_exit_2(

@@ -178,3 +178,63 @@ def test_geometry_and_dock_layout_persist_between_windows(qtbot: object, tmp_pat
         assert second.monitor.events_dock.isHidden()
     finally:
         second.close()
+
+
+# ---------------------------------------------------------------- opening files, layout, keys
+def _store(path: Path) -> Path:
+    from analyzer.synthetic import NS, SyntheticSpec
+    from tests.unit.analyzer.conftest import write_synthetic
+
+    write_synthetic(path, "ESZ6", SyntheticSpec(quotes=5_000, start_ns=1_764_576_000 * NS))
+    return path
+
+
+def test_open_paths_charts_the_first_instrument_and_the_store_is_remembered(
+    qtbot: object, window: MainWindow, tmp_path: Path
+) -> None:
+    store = _store(tmp_path / "ticks.h5")
+    assert window.open_paths([str(store), str(tmp_path / "notes.txt")]) == ["analyzer"]
+    analyzer = window.analyzer
+    assert [e.symbol for e in analyzer.browser.entries] == ["ESZ6"]
+    qtbot.waitUntil(lambda: len(analyzer.days) == 1, timeout=20_000)  # type: ignore[attr-defined]
+    assert analyzer.days[0].symbol == "ESZ6"
+    assert window.settings.recent("stores") == [str(store)]
+    window.save_settings()
+    # The next start opens it again; a store that is gone is forgotten, not an error.
+    gone = tmp_path / "gone.h5"
+    window.settings.remember("stores", str(gone))
+    again = MainWindow(window.controller, AppSettings(tmp_path / "qwconsole.ini"))
+    qtbot.addWidget(again)  # type: ignore[attr-defined]
+    assert again.settings.recent("stores") == [str(store), str(gone)]
+    assert [e.store for e in again.analyzer.browser.entries] == [str(store)]
+    assert again.settings.recent("stores") == [str(store)]
+
+
+def test_open_paths_sends_session_files_to_the_manager(window: MainWindow) -> None:
+    root = Path(__file__).resolve().parents[3]
+    cfg = root / "resources" / "fix" / "sessions.cfg"
+    assert window.open_paths([str(cfg)]) == ["manager"]
+    manager = window.manager
+    assert manager.tabs.currentWidget() is manager.sessions
+    assert manager.sessions.cfg is not None
+    assert Path(manager.sessions.cfg.source) == cfg
+
+
+def test_reset_layout_brings_back_hidden_panels(qtbot: object, window: MainWindow) -> None:
+    dock = window.monitor.events_dock
+    visible = dock.isVisible()
+    dock.setVisible(not visible)
+    window.resize(900, 600)
+    window.reset_layout()
+    qtbot.waitUntil(lambda: dock.isVisible() == visible)  # type: ignore[attr-defined]
+    assert (window.width(), window.height()) == (1400, 860)
+
+
+def test_f1_lists_the_keyboard_shortcuts(window: MainWindow) -> None:
+    rows = {(name, keys) for _where, name, keys in window.shortcuts()}
+    assert ("Quit", "Ctrl+Q") in rows
+    assert ("Keyboard shortcuts", "F1") in rows
+    assert ("Trade Analyzer", "Ctrl+3") in rows
+    box = window.show_shortcuts()
+    assert "Ctrl+Shift+L" in box.text()
+    box.close()
