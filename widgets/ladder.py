@@ -160,11 +160,11 @@ class LadderModel(QAbstractTableModel):
             return ""
         leaves = sum(q.leaves_qty_lots for q in quotes)
         ahead = [q.ahead_lots for q in quotes if q.ahead_lots is not None]
-        text = f"{glyph(quotes[0])} {self.formats.qty(self.symbol, leaves)}"
+        text = f"{glyph(quotes[0])}{self.formats.qty(self.symbol, leaves)}"
         if len(quotes) > 1:
-            text += f" ×{len(quotes)}"
+            text += f"×{len(quotes)}"
         if ahead:
-            text += f"  [{min(ahead):,.0f}]"
+            text += f" [{min(ahead):,.0f}]"
         return text
 
     # ------------------------------------------------------------------ updates

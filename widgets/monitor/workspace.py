@@ -19,7 +19,7 @@ from typing import Protocol
 
 from PySide6.QtCore import QByteArray, QDataStream, QIODevice, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence, QShowEvent
-from PySide6.QtWidgets import QDockWidget, QMainWindow, QToolBar, QToolButton, QWidget
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QTabBar, QToolBar, QToolButton, QWidget
 
 from engine.commands import (
     CancelAll,
@@ -269,8 +269,10 @@ class MonitorWorkspace(QMainWindow):
     def _dock(self, title: str, name: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
         dock = QDockWidget(title, self)
         dock.setObjectName(name)
-        # An explicit minimum lets the window shrink below the tool rows' natural widths.
-        widget.setMinimumSize(160, 80)
+        # An explicit minimum lets the window shrink below the tool rows' natural widths; never
+        # below the height its layout needs, though (the ticket's rows were squashed to 8 px).
+        lay = widget.layout()
+        widget.setMinimumSize(160, max(80, lay.minimumSize().height() if lay is not None else 0))
         dock.setWidget(widget)
         dock.setFeatures(
             QDockWidget.DockWidgetFeature.DockWidgetMovable
@@ -324,10 +326,13 @@ class MonitorWorkspace(QMainWindow):
     def showEvent(self, event: QShowEvent) -> None:
         """Give the docks their default sizes when shown for the first time."""
         super().showEvent(event)
+        for bar in self.findChildren(QTabBar):  # tabbed docks: whole titles, scroll if needed
+            bar.setElideMode(Qt.TextElideMode.ElideNone)
+            bar.setUsesScrollButtons(True)
         if not self._sized:
             self._sized = True
             w = self.width()
-            side = min(520, w // 4)
+            side = min(520, max(380, w // 4))  # the ladder's own-order columns need ~80 px
             self.resizeDocks([self.ticket_dock], [side], Qt.Orientation.Horizontal)
             self.resizeDocks(
                 [self.ticket_dock, self.strategies_dock], [280, 600], Qt.Orientation.Vertical

@@ -56,8 +56,8 @@ def test_levels_own_orders_and_queue_position(qtbot: object) -> None:
     assert cell(ladder, 23_999, BID) == "10"
     assert cell(ladder, 24_001, ASK) == "20"
     assert cell(ladder, 24_000, BID) == ""
-    assert cell(ladder, 23_999, MY_BIDS) == "● 2  [35]"
-    assert cell(ladder, 24_002, MY_ASKS) == "✕ 1"
+    assert cell(ladder, 23_999, MY_BIDS) == "●2 [35]"
+    assert cell(ladder, 24_002, MY_ASKS) == "✕1"
     row = ladder.model.top_px - 24_001
     assert ladder.model.index(row, PRICE).data(Qt.ItemDataRole.FontRole).bold()
 
