@@ -39,6 +39,7 @@ from engine.fix.dictionary import (
     default_dictionary_path,
     spec_to_xml,
 )
+from engine.fix.dictxml import rewrite
 from engine.fix.fields import check_format
 from engine.fix.validation import find_issues
 
@@ -275,6 +276,8 @@ class DictionaryEditor:
         self._built: tuple[DictionarySpec, DataDictionary] | None = (base.spec, base)
         self._session_dd: DataDictionary | None = None
         self._nodes: tuple[DictionarySpec, list[Node]] | None = None
+        #: The text the base was read from (None when built in code): saves edit it in place.
+        self.original: str | None = None
 
     @classmethod
     def load(cls, path: str | Path, overlay: str | Path | None = None) -> DictionaryEditor:
@@ -286,9 +289,12 @@ class DictionaryEditor:
             With file, line and element when the XML is wrong.
         """
         base = DataDictionary.load(path)
-        if overlay is None:
-            return cls(base)
-        return cls(base, base.with_overlay(overlay).spec)
+        ed = cls(base) if overlay is None else cls(base, base.with_overlay(overlay).spec)
+        try:
+            ed.original = Path(path).read_bytes().decode("utf-8", "surrogateescape")
+        except OSError:
+            ed.original = None  # read a moment ago: a save then writes the whole file
+        return ed
 
     # ------------------------------------------------------------------ state
 
@@ -578,13 +584,20 @@ class DictionaryEditor:
             yield f"component {c.name}", oc.members if oc else (), c.members
 
     def to_xml(self) -> str:
-        """Return the edited dictionary as a complete QuickFIX XML document."""
+        """Return the edited dictionary as a complete QuickFIX XML document.
+
+        A dictionary loaded from a file is that file's text with only the changed definitions
+        written again, in its own style (:func:`engine.fix.dictxml.rewrite`): unchanged, it is
+        the same bytes.
+        """
+        if self.original is not None:
+            return rewrite(self.original, self.base.spec, self.spec)
         return spec_to_xml(self.spec)
 
     def save_full(self, path: str | Path) -> Path:
         """Write the edited dictionary as a complete QuickFIX XML file."""
         p = Path(path)
-        p.write_text(self.to_xml(), encoding="utf-8")
+        p.write_bytes(self.to_xml().encode("utf-8", "surrogateescape"))
         return p
 
     def overlay(self) -> Overlay:

@@ -249,3 +249,61 @@ def test_fix50_app_dictionary_checks_with_fixt_header() -> None:
         )
     )
     assert [(r.tag, r.note) for r in rows if r.status != "ok"] == []
+
+
+# ------------------------------------------------------------------ saving in the file's own style
+RES = Path(__file__).resolve().parents[4] / "resources" / "fix"
+SHARED_SPEC = Path(__file__).resolve().parents[5] / "shared" / "fix-spec"
+
+
+def _diff(a: str, b: str) -> list[str]:
+    import difflib
+
+    return [
+        line
+        for line in difflib.unified_diff(a.splitlines(), b.splitlines(), lineterm="", n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+
+
+@pytest.mark.parametrize("name", ["FIX44.xml", "FIXT11.xml", "FIX50SP2.xml"])
+def test_an_unchanged_dictionary_saves_byte_for_byte(name: str, tmp_path: Path) -> None:
+    for src in (RES / name, SHARED_SPEC / name):
+        if not src.exists():
+            continue
+        out = DictionaryEditor.load(src).save_full(tmp_path / name)
+        assert out.read_bytes() == src.read_bytes()
+
+
+def test_an_edit_is_a_minimal_diff_in_the_files_style(tmp_path: Path) -> None:
+    src = RES / "FIX44.xml"
+    ed = DictionaryEditor.load(src)
+    ed.add_field(5001, "VenueTag", "char", {"A": "AGGRESSIVE"})
+    ed.add_member(("message", "D"), "VenueTag", required=True)
+    side = ed.dictionary().field(54)
+    assert side is not None
+    ed.set_enums("Side", {**side.enums, "Z": "ZED_SIDE"})
+    ed.remove_member(("message", "0"), "TestReqID")
+    out = ed.save_full(tmp_path / "edited.xml")
+    changes = _diff(src.read_text(), out.read_text())
+    assert changes == [
+        "-   <field name='TestReqID' required='N' />",
+        "+   <field name='VenueTag' required='Y' />",
+        "+   <value enum='Z' description='ZED_SIDE' />",
+        "+  <field number='5001' name='VenueTag' type='CHAR'>",
+        "+   <value enum='A' description='AGGRESSIVE' />",
+        "+  </field>",
+    ]
+    assert DataDictionary.load(out).spec == ed.spec
+
+
+def test_a_double_quoted_dictionary_keeps_its_quotes(tmp_path: Path) -> None:
+    text = (RES / "FIX44.xml").read_text().replace("'", '"').replace(" />", "/>")
+    src = tmp_path / "dq.xml"
+    src.write_text(text)
+    ed = DictionaryEditor.load(src)
+    ed.add_field(5002, "DeskNote", "string", {})
+    out = ed.save_full(tmp_path / "dq-edited.xml")
+    assert _diff(text, out.read_text()) == [
+        '+  <field number="5002" name="DeskNote" type="STRING"/>'
+    ]
