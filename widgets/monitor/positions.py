@@ -162,7 +162,14 @@ class PositionsView(QWidget):
             key=lambda p: (self.ctx.strategy_name(p.strategy_id), p.symbol),
         )
         if mode == "strategy_symbol":
-            rows = [self._single(p) for p in items]
+            # One mark per instrument: a flat leg's own mark is only as new as its last trade.
+            latest: dict[str, PositionChanged] = {}
+            for p in items:
+                if p.mark_px_ticks and (
+                    p.symbol not in latest or p.ts_event > latest[p.symbol].ts_event
+                ):
+                    latest[p.symbol] = p
+            rows = [self._single(p, latest.get(p.symbol)) for p in items]
         elif mode == "symbol":
             rows = [
                 self._group(("", sym, "symbol"), "", sym, [p for p in items if p.symbol == sym])
@@ -182,15 +189,17 @@ class PositionsView(QWidget):
         total = self._group(TOTAL_KEY, "Total", "", items)
         return [*rows, replace(total, is_total=True)]
 
-    def _single(self, p: PositionChanged) -> PositionRow:
+    def _single(self, p: PositionChanged, newest: PositionChanged | None = None) -> PositionRow:
         fmt = self.ctx.formats.get(p.symbol)
+        # A flat leg shows the instrument's newest mark; an open one the mark its P&L is at.
+        mark = newest.mark_px_ticks if newest is not None and p.qty_lots == 0 else p.mark_px_ticks
         return PositionRow(
             key=(str(p.strategy_id), p.symbol, "position"),
             strategy=self.ctx.strategy_label(p.strategy_id),
             symbol=p.symbol,
             qty_lots=p.qty_lots,
             avg_px_ticks=p.avg_px_ticks,
-            mark_px_ticks=p.mark_px_ticks,
+            mark_px_ticks=mark,
             realized=p.realized_pnl,
             unrealized=p.unrealized_pnl,
             fees=p.fees,

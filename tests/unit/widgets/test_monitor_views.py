@@ -152,6 +152,17 @@ def test_positions_show_totals_and_group_by_instrument(qtbot: object, ctx: Monit
     assert view.strategy_pnl(2) == (-40.0, 75.0)
 
 
+def test_a_flat_leg_shows_the_instruments_newest_mark(qtbot: object, ctx: MonitorContext) -> None:
+    view = PositionsView(ctx)
+    qtbot.addWidget(view)  # type: ignore[attr-defined]
+    feed(ctx, view, instrument(), strategy(1, "a"), strategy(2, "b"),
+         position(1, "ESZ6", 0, 0.0, 18_004, 10.0, 0.0, ts=T0),  # flat since T0
+         position(2, "ESZ6", 3, 18_002.0, 18_010, 0.0, 90.0, ts=T0 + 5_000_000_000))  # fmt: skip
+    m = view.model
+    assert m.cell_text(0, "mark") == m.cell_text(1, "mark") == "4,502.50"  # 18,010 ticks
+    assert m.cell_text(0, "unrealized") == "0.00"
+
+
 def test_strategies_send_controls_and_parameter_edits(qtbot: object, ctx: MonitorContext) -> None:
     sent: list[object] = []
     view = StrategiesView(ctx, lambda _sid: OrderCounts(3, 1, 2), lambda _sid: (10.0, -2.5))
