@@ -7,7 +7,13 @@ its middle half, so the rows a trader is looking at do not jump on every tick. O
 orders show at their level with a state glyph and the estimated lots ahead of them.
 
 Click a Bid cell to buy (or an Ask cell to sell) the ticket quantity at that price; click an own
-order to cancel it; with an own-order cell selected, Up/Down move that order by one tick.
+order to cancel it; with an own-order cell selected, Up/Down move that order by one row.
+
+The Volume column adds up the market's trades at each price since the ladder followed the
+instrument; the last trade's row shows its quantity too. For instruments whose tick is tiny
+against their price (BTC in 0.01 steps showed one level per side) rows can group several ticks:
+bids go to the row at or below their price, asks to the row at or above, so a row never shows
+a better price than the book has.
 """
 
 from collections.abc import Sequence
@@ -29,13 +35,22 @@ from PySide6.QtWidgets import (
 )
 
 from engine.enums import OrdStatus, Side
-from engine.events import DepthChanged, Event, EventRecord, InstrumentAdded, OwnQuote
+from engine.events import (
+    DepthChanged,
+    Event,
+    EventRecord,
+    InstrumentAdded,
+    OwnQuote,
+    TradeReported,
+)
 from widgets.monitor.formats import InstrumentFormats
 
 _Index = QModelIndex | QPersistentModelIndex
 
-COLUMNS = ("My bids", "Bid", "Price", "Ask", "My asks")
-MY_BIDS, BID, PRICE, ASK, MY_ASKS = range(5)
+COLUMNS = ("My bids", "Bid", "Price", "Ask", "My asks", "Volume")
+MY_BIDS, BID, PRICE, ASK, MY_ASKS, VOLUME = range(6)
+#: Ticks per row the grouping box offers.
+GROUPINGS = (1, 2, 5, 10, 25, 50, 100, 250, 1000)
 
 #: State glyphs of own orders: working, pending new/replace, pending cancel.
 GLYPH = {"working": "●", "pending": "◐", "cancel": "✕"}
@@ -61,6 +76,8 @@ class _Depth:
     asks: dict[int, int] = field(default_factory=dict)
     own: dict[tuple[Side, int], list[OwnQuote]] = field(default_factory=dict)
     last_trade: int = 0
+    last_qty: int = 0
+    volume: dict[int, int] = field(default_factory=dict)  # row price -> lots traded
 
 
 class LadderModel(QAbstractTableModel):
@@ -74,7 +91,11 @@ class LadderModel(QAbstractTableModel):
         self.rows = rows
         self.symbol = ""
         self.top_px = 0  # price of row 0
+        self.group = 1  # ticks per row
         self._d = _Depth()
+        self._raw: DepthChanged | None = None
+        self._trades: dict[int, int] = {}  # tick price -> lots traded
+        self._last_qty = 0
         self._bold = QFont()
         self._bold.setBold(True)
 
@@ -97,7 +118,12 @@ class LadderModel(QAbstractTableModel):
 
     def px_at(self, row: int) -> int:
         """Return the price in ticks of ``row``."""
-        return self.top_px - row
+        return self.top_px - row * self.group
+
+    def row_px(self, px: int, side: Side | None = None) -> int:
+        """Return the row price of a tick price: bids round down, asks (and trades) up."""
+        g = self.group
+        return px // g * g if side is Side.BUY else -(-px // g) * g
 
     def own_at(self, row: int, column: int) -> list[OwnQuote]:
         """Return the own orders shown in a cell (own-order columns only)."""
@@ -112,7 +138,7 @@ class LadderModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.DisplayRole:
             return self._text(row, col)
         if role == Qt.ItemDataRole.TextAlignmentRole:
-            if col == PRICE:
+            if col in (PRICE, VOLUME):
                 return int(Qt.AlignmentFlag.AlignCenter)
             left = col in (ASK, MY_ASKS)
             side = Qt.AlignmentFlag.AlignLeft if left else Qt.AlignmentFlag.AlignRight
@@ -132,6 +158,12 @@ class LadderModel(QAbstractTableModel):
         if col in (BID, ASK):
             qty = (d.bids if col == BID else d.asks).get(px, 0)
             return self.formats.qty(self.symbol, qty) if qty else ""
+        if col == VOLUME:
+            vol = d.volume.get(px, 0)
+            text = self.formats.qty(self.symbol, vol) if vol else ""
+            if px == d.last_trade and d.last_qty:
+                text += f" ◂{self.formats.qty(self.symbol, d.last_qty)}"
+            return text
         return self._own_text(self.own_at(row, col))
 
     def _background(self, row: int, col: int) -> QColor | None:
@@ -173,16 +205,46 @@ class LadderModel(QAbstractTableModel):
         self.beginResetModel()
         self.symbol = symbol
         self._d = _Depth()
+        self._raw = None
+        self._trades = {}
+        self._last_qty = 0
         self.top_px = 0
         self.endResetModel()
+
+    def set_group(self, ticks: int) -> None:
+        """Show ``ticks`` price ticks per row (1: every tick)."""
+        if ticks < 1:
+            raise ValueError(f"ticks per row must be >= 1, got {ticks}")
+        self.group = ticks
+        self.top_px = 0
+        if self._raw is not None:
+            self.set_depth(self._raw)  # the first depth at this grouping: a model reset
+        else:
+            self.beginResetModel()
+            self.endResetModel()
+
+    def add_trade(self, px_ticks: int, qty_lots: int) -> None:
+        """Count a market trade of the followed instrument (shown with the next depth)."""
+        self._trades[px_ticks] = self._trades.get(px_ticks, 0) + qty_lots
+        self._last_qty = qty_lots
 
     def set_depth(self, ev: DepthChanged) -> None:
         """Show a depth event of the followed instrument."""
         if ev.symbol != self.symbol:
             return
-        d = _Depth(bids=dict(ev.bids), asks=dict(ev.asks), last_trade=ev.last_trade_px_ticks)
+        self._raw = ev
+        d = _Depth(last_trade=self.row_px(ev.last_trade_px_ticks), last_qty=self._last_qty)
+        for px, qty in ev.bids:
+            r = self.row_px(px, Side.BUY)
+            d.bids[r] = d.bids.get(r, 0) + qty
+        for px, qty in ev.asks:
+            r = self.row_px(px, Side.SELL)
+            d.asks[r] = d.asks.get(r, 0) + qty
+        for px, qty in self._trades.items():
+            r = self.row_px(px)
+            d.volume[r] = d.volume.get(r, 0) + qty
         for q in ev.own:
-            d.own.setdefault((q.side, q.px_ticks), []).append(q)
+            d.own.setdefault((q.side, self.row_px(q.px_ticks, q.side)), []).append(q)
         first = self.top_px == 0
         self._d = d
         self._recentre(force=first)
@@ -209,10 +271,12 @@ class LadderModel(QAbstractTableModel):
             mid = (best_bid + best_ask) // 2
         if not mid:
             return
+        g = self.group
+        mid = mid // g * g
         quarter = self.rows // 4
-        row_of_mid = self.top_px - mid
+        row_of_mid = (self.top_px - mid) // g
         if force or not quarter <= row_of_mid < self.rows - quarter:
-            self.top_px = mid + self.rows // 2
+            self.top_px = mid + self.rows // 2 * g
 
 
 class _LadderTable(QTableView):
@@ -247,7 +311,7 @@ class PriceLadder(QWidget):
     """
 
     #: Engine event types :meth:`on_events` reads (the workspace hands it only these).
-    EVENT_TYPES: ClassVar[tuple[type[Event], ...]] = (InstrumentAdded, DepthChanged)
+    EVENT_TYPES: ClassVar[tuple[type[Event], ...]] = (InstrumentAdded, DepthChanged, TradeReported)
 
     order_requested = Signal(str, object, int, int)
     cancel_requested = Signal(int)
@@ -265,6 +329,14 @@ class PriceLadder(QWidget):
         self.qty.setValue(1)
         self.qty.setPrefix("Qty ")
         self.qty.setToolTip("Quantity (lots) of orders placed by clicking a Bid or Ask cell")
+        self.group_box = QComboBox()
+        self.group_box.setObjectName("ladderGrouping")
+        self.group_box.setToolTip("Price ticks per row (group a fine-tick instrument's levels)")
+        for g in GROUPINGS:
+            self.group_box.addItem("1 tick" if g == 1 else f"{g} ticks", g)
+        self.group_box.currentIndexChanged.connect(
+            lambda i: self.model.set_group(int(self.group_box.itemData(i)))
+        )
         centre = QPushButton("Centre")
         centre.setToolTip("Put the touch in the middle of the ladder")
         centre.clicked.connect(self.model.centre)
@@ -282,7 +354,7 @@ class PriceLadder(QWidget):
         header.setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         fm = self.table.fontMetrics()
         size, price = fm.horizontalAdvance("00,000") + 12, fm.horizontalAdvance("000,000.00") + 12
-        for col, width in ((BID, size), (PRICE, price), (ASK, size)):
+        for col, width in ((BID, size), (PRICE, price), (ASK, size), (VOLUME, size + 16)):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
             self.table.setColumnWidth(col, width)
         self.table.clicked.connect(self._on_clicked)
@@ -294,6 +366,7 @@ class PriceLadder(QWidget):
         bar.setContentsMargins(4, 2, 4, 2)
         bar.addWidget(self.symbol_box, 1)
         bar.addWidget(self.qty)
+        bar.addWidget(self.group_box)
         bar.addWidget(centre)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -314,6 +387,8 @@ class PriceLadder(QWidget):
                     self.symbol_box.addItem(ev.symbol)
             elif isinstance(ev, DepthChanged) and ev.symbol == self.model.symbol:
                 latest = ev
+            elif isinstance(ev, TradeReported) and ev.symbol == self.model.symbol:
+                self.model.add_trade(ev.px_ticks, ev.qty_lots)
         if latest is not None:
             self.model.set_depth(latest)
             if self.table.isHidden():
@@ -339,5 +414,7 @@ class PriceLadder(QWidget):
         index = self.table.currentIndex()
         quotes = self.model.own_at(index.row(), index.column())
         if quotes:
-            self.move_requested.emit(quotes[0].order_id, quotes[0].px_ticks + step)
+            self.move_requested.emit(
+                quotes[0].order_id, quotes[0].px_ticks + step * self.model.group
+            )
             self.table.setCurrentIndex(self.model.index(index.row() - step, index.column()))

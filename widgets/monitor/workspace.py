@@ -332,7 +332,7 @@ class MonitorWorkspace(QMainWindow):
         if not self._sized:
             self._sized = True
             w = self.width()
-            side = min(520, max(380, w // 4))  # the ladder's own-order columns need ~80 px
+            side = min(560, max(440, w // 4))  # the ladder: own orders ~80 px, volume
             self.resizeDocks([self.ticket_dock], [side], Qt.Orientation.Horizontal)
             self.resizeDocks(
                 [self.ticket_dock, self.strategies_dock], [280, 600], Qt.Orientation.Vertical

@@ -115,3 +115,43 @@ def test_ladder_renders_legibly(qtbot: object, tmp_path: Path) -> None:
     image = ladder.grab()
     assert image.save(str(tmp_path / "ladder.png"))
     assert image.width() == 420
+
+
+def test_volume_at_price_last_trade_and_grouped_rows(qtbot: object) -> None:
+    from engine.events import TradeReported
+    from widgets.ladder import VOLUME
+
+    ladder = PriceLadder(rows=21)
+    qtbot.addWidget(ladder)  # type: ignore[attr-defined]
+    mine = OwnQuote(order_id=9, side=Side.BUY, px_ticks=23_997, leaves_qty_lots=1,
+                    status=OrdStatus.NEW, pending="", ahead_lots=4.0)  # fmt: skip
+
+    def trade(px: int, qty: int) -> TradeReported:
+        return TradeReported(ts_event=3, symbol="ESZ6", px_ticks=px, qty_lots=qty,
+                             aggressor=Side.BUY)  # fmt: skip
+
+    feed(ladder, ES, trade(24_001, 3), trade(24_001, 2), trade(24_000, 7),
+         depth(23_999, 24_001, (mine,), last=24_000))  # fmt: skip
+    assert cell(ladder, 24_001, VOLUME) == "5"
+    assert cell(ladder, 24_000, VOLUME) == "7 ◂7"  # the last trade: 7 lots at 6,000.00
+    # Five ticks a row: bids go down to their row, asks up to theirs, volume adds up.
+    ladder.group_box.setCurrentIndex(ladder.group_box.findData(5))
+    m = ladder.model
+    assert m.group == 5
+    rows = {m.px_at(r): r for r in range(m.rowCount())}
+    assert all(px % 5 == 0 for px in rows)
+
+    def at(px: int, col: int) -> str:
+        return str(m.index(rows[px], col).data() or "")
+
+    assert at(23_995, BID) == str(10 + 11 + 12 + 13 + 14)  # 23,999 .. 23,995
+    assert at(24_005, ASK) == str(20 + 21 + 22 + 23 + 24)  # 24,001 .. 24,005
+    assert at(24_005, VOLUME) == "5"  # 24,001 rounds up to 24,005
+    assert at(24_000, VOLUME) == "7 ◂7"
+    assert at(23_995, MY_BIDS) == "●1 [4]"
+    # A move from a grouped row is one row: five ticks.
+    moves: list[tuple[int, int]] = []
+    ladder.move_requested.connect(lambda oid, px: moves.append((oid, px)))
+    ladder.table.setCurrentIndex(m.index(rows[23_995], MY_BIDS))
+    ladder._on_move_key(1)
+    assert moves == [(9, 24_002)]
