@@ -39,8 +39,8 @@ from app.reconcile import ReconcileRunner
 from app.settings import AppSettings
 from app.theme import THEMES, apply_theme, load_theme
 from engine.client import ClientState
-from engine.enums import EngineState
-from engine.events import EngineStateChanged, EventRecord
+from engine.enums import EngineState, OrdStatus
+from engine.events import EngineStateChanged, EventRecord, OrderChanged, OrderFilled
 from widgets.empty_state import EmptyState
 from widgets.monitor.workspace import MonitorWorkspace
 from widgets.reconcile import ReconcileBadge
@@ -142,6 +142,8 @@ class MainWindow(QMainWindow):
         self.setWindowIcon(QIcon(str(resource("icons", "qwconsole.svg"))))
         self.theme = ""
         self._shut_down = False
+        #: Makes the fill/reject sound (the desktop's bell).
+        self.beep: Callable[[], None] = QApplication.beep
 
         # The dictionaries load once the window is up (_start_background_loading).
         self.describer = FieldDescriber(preload=False)
@@ -182,6 +184,7 @@ class MainWindow(QMainWindow):
         bridge.events_received.connect(self.status.on_events)
         bridge.events_received.connect(self.monitor.on_events)
         bridge.events_received.connect(self._watch_engine_running)
+        bridge.events_received.connect(self._sound_for)
         bridge.events_received.connect(self.reconciler.on_events)
         bridge.client_state_changed.connect(self.status.on_client_state)
         controller.message.connect(self._show_message)
@@ -256,6 +259,12 @@ class MainWindow(QMainWindow):
         reset.setToolTip("Put every panel of every workspace back where it starts, at 1400×860")
         reset.triggered.connect(self.reset_layout)
         view_menu.addAction(reset)
+        self.sound_action = QAction("&Sound on fills and rejects", self)
+        self.sound_action.setObjectName("action_sound")
+        self.sound_action.setCheckable(True)
+        self.sound_action.setChecked(self.settings.sound)
+        self.sound_action.toggled.connect(self._set_sound)
+        view_menu.addAction(self.sound_action)
         events_toggle = self.monitor.events_dock.toggleViewAction()
         events_toggle.setText("Engine events panel")
         view_menu.addAction(events_toggle)
@@ -459,6 +468,21 @@ class MainWindow(QMainWindow):
                     manager.dictionaries.open_in_background(raw)
             opened.append(ws_key)
         return opened
+
+    def _set_sound(self, on: bool) -> None:
+        self.settings.sound = on
+
+    def _sound_for(self, batch: list[EventRecord]) -> None:
+        """Sound once for a batch with an own fill or a rejected order (when switched on)."""
+        if not self.sound_action.isChecked():
+            return
+        for record in batch:
+            ev = record.event
+            if isinstance(ev, OrderFilled) or (
+                isinstance(ev, OrderChanged) and ev.order.status is OrdStatus.REJECTED
+            ):
+                self.beep()
+                return
 
     def reset_layout(self) -> None:
         """Put every built workspace's panels back as built and the window at 1400×860."""

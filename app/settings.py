@@ -58,6 +58,15 @@ class AppSettings:
     def workspace(self, key: str) -> None:
         self._set("ui/workspace", key)
 
+    @property
+    def sound(self) -> bool:
+        """Return whether fills and rejects make a sound (off unless the user chose it)."""
+        return str(self._qs.value("ui/sound", "false")).lower() in ("true", "1", "yes")
+
+    @sound.setter
+    def sound(self, on: bool) -> None:
+        self._set("ui/sound", "true" if on else "false")
+
     def recent(self, kind: str) -> list[str]:
         """Return the files of ``kind`` (``stores``, ``journals``) opened before, oldest first."""
         value = self._qs.value(f"recent/{kind}", [])

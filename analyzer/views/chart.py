@@ -240,8 +240,10 @@ class TickChart(pg.PlotWidget):
             item.setPen(pg.mkPen(color, width=0.8))
         self.own.setPen(pg.mkPen(c.own_buy, width=2.5, style=Qt.PenStyle.DashLine))
         self.own_sell.setPen(pg.mkPen(c.own_sell, width=2.5, style=Qt.PenStyle.DashLine))
-        for item, color in ((self.fills, c.buy), (self.fills_sell, c.sell)):
-            item.setPen(pg.mkPen(c.fill_edge, width=1.5))
+        # Own fills in the own orders' colours, never the market's (a sell fill was an orange
+        # star among orange sell-aggressor triangles), with a thick edge of their own.
+        for item, color in ((self.fills, c.own_buy), (self.fills_sell, c.own_sell)):
+            item.setPen(pg.mkPen(c.fill_edge, width=2.0))
             item.setBrush(pg.mkBrush(color))
         self.note.setColor(QColor(c.text))
         self.cursor.setPen(pg.mkPen(c.cursor, width=1, style=Qt.PenStyle.DotLine))
@@ -260,7 +262,10 @@ class TickChart(pg.PlotWidget):
             (c.sell, "▼ sell aggressor"),
         ]  # fmt: skip
         if self.overlay is not None:
-            parts += [(c.own_buy, "╌ own buy"), (c.own_sell, "╌ own sell"), (c.fill_edge, "★ fill")]
+            parts += [
+                (c.own_buy, "╌ own buy"), (c.own_sell, "╌ own sell"), (c.own_buy, "★ own buy fill"),
+                (c.own_sell, "★ own sell fill"),
+            ]  # fmt: skip
         return "&nbsp;&nbsp;".join(f"<span style='color:{col}'>{t}</span>" for col, t in parts)
 
     def _show_title(self) -> None:

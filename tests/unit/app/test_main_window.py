@@ -168,13 +168,13 @@ def test_geometry_and_dock_layout_persist_between_windows(qtbot: object, tmp_pat
         return win
 
     first = make()
-    first.resize(711, 533)
+    first.resize(781, 733)  # above the smallest size that keeps every dock usable
     first.monitor.events_dock.hide()
-    qtbot.waitUntil(lambda: first.size().width() == 711)  # type: ignore[attr-defined]
+    qtbot.waitUntil(lambda: first.size().width() == 781)  # type: ignore[attr-defined]
     first.close()
     second = make()
     try:
-        assert (second.width(), second.height()) == (711, 533)
+        assert (second.width(), second.height()) == (781, 733)
         assert second.monitor.events_dock.isHidden()
     finally:
         second.close()
@@ -238,3 +238,28 @@ def test_f1_lists_the_keyboard_shortcuts(window: MainWindow) -> None:
     box = window.show_shortcuts()
     assert "Ctrl+Shift+L" in box.text()
     box.close()
+
+
+def test_sound_on_fills_is_off_until_chosen_and_remembered(
+    window: MainWindow, tmp_path: Path
+) -> None:
+    from engine.enums import OrdStatus
+    from engine.events import OrderChanged
+    from tests.unit.widgets.builders import fill, order
+
+    beeps: list[int] = []
+    window.beep = lambda: beeps.append(1)
+    o = order(7)
+    filled = [EventRecord(1, fill(o, 1, 2))]
+    rejected = [EventRecord(2, OrderChanged(ts_event=1, order=order(8, status=OrdStatus.REJECTED),
+                                            change="rejected: limit"))]  # fmt: skip
+    quiet = [EventRecord(3, OrderChanged(ts_event=1, order=o, change="ack"))]
+    assert not window.sound_action.isChecked()
+    window._sound_for(filled)
+    assert beeps == []  # off until chosen
+    window.sound_action.setChecked(True)
+    for batch in (filled, rejected, quiet, filled + rejected):
+        window._sound_for(batch)
+    assert beeps == [1, 1, 1]  # a fill, a reject, nothing for an ack, once for a batch
+    window.save_settings()
+    assert AppSettings(tmp_path / "qwconsole.ini").sound
