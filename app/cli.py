@@ -86,8 +86,6 @@ def _openable(text: str) -> str:
             f"{text!r}: not a tick store (.h5), journal (.qwj), session file (.cfg) or "
             "dictionary (.xml)"
         )
-    if not path.is_file():
-        raise argparse.ArgumentTypeError(f"{text!r}: no such file")
     return str(path.absolute())
 
 
@@ -282,6 +280,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if opts.smoke is not None and opts.screenshot is not None:
         parser.error("--smoke and --screenshot cannot be combined")
     opts.size = _parse_size(parser, opts.size)
+    for path in opts.open:  # a file that is not there: said here, not by the window
+        if not Path(path).is_file():
+            parser.error(f"--open {path}: no such file")
     _check_strategy(parser, opts)
     if opts.version:
         print_versions()

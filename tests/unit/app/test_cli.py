@@ -55,7 +55,7 @@ def test_version_prints_component_versions(tmp_path: Path) -> None:
         (["--screenshot", "a.png", "--size", "10x10"], "10x10 is outside"),
         (["--smoke", "1", "--screenshot", "a.png"], "cannot be combined"),
         (["--open", "notes.txt"], "'notes.txt': not a tick store (.h5), journal (.qwj)"),
-        (["--open", "missing.h5"], "'missing.h5': no such file"),
+        (["--open", "missing.h5"], "missing.h5: no such file"),
     ],
 )
 def test_bad_argument_gets_one_line_error_and_exit_2(
