@@ -16,7 +16,11 @@ from engine.fix.message import FixMessage, OutMessage
 
 @dataclass(frozen=True, slots=True)
 class SessionID:
-    """Identity of a session, seen from our side.
+    """Identity of a session, seen from our side: the one session id of the engine.
+
+    The settings file (``engine.fix.settings.SessionSettings.session_id``), the running
+    session (``engine.fix.session.SessionConfig.session_id``), the events and the commands all
+    use this class and its string form.
 
     Parameters
     ----------
@@ -28,16 +32,32 @@ class SessionID:
         The counterparty's CompID.
     qualifier : str
         SessionQualifier, to tell otherwise identical sessions apart.
+    sender_sub_id, sender_location_id, target_sub_id, target_location_id : str
+        SenderSubID <50>, SenderLocationID <142>, TargetSubID <57>, TargetLocationID <143>
+        when the session sets them (QuickFIX/J counts them in a session's identity).
     """
 
     begin_string: str
     sender_comp_id: str
     target_comp_id: str
     qualifier: str = ""
+    sender_sub_id: str = ""
+    sender_location_id: str = ""
+    target_sub_id: str = ""
+    target_location_id: str = ""
 
     def __str__(self) -> str:
-        q = f":{self.qualifier}" if self.qualifier else ""
-        return f"{self.begin_string}:{self.sender_comp_id}->{self.target_comp_id}{q}"
+        """Return ``FIX.4.4:ME->EXCH``, with ``/SUB/LOC`` parts and ``:QUALIFIER`` when set."""
+
+        def side(comp: str, sub: str, loc: str) -> str:
+            return "/".join(p for p in (comp, sub, loc) if p) if (sub or loc) else comp
+
+        s = (
+            f"{self.begin_string}:"
+            f"{side(self.sender_comp_id, self.sender_sub_id, self.sender_location_id)}->"
+            f"{side(self.target_comp_id, self.target_sub_id, self.target_location_id)}"
+        )
+        return f"{s}:{self.qualifier}" if self.qualifier else s
 
     @property
     def file_prefix(self) -> str:

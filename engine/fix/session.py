@@ -160,8 +160,10 @@ class SessionConfig:
     def session_id(self) -> SessionID:
         """Return the session's identity."""
         return SessionID(
-            self.begin_string, self.sender_comp_id, self.target_comp_id, self.session_qualifier
-        )
+            self.begin_string, self.sender_comp_id, self.target_comp_id, self.session_qualifier,
+            self.sender_sub_id, self.sender_location_id, self.target_sub_id,
+            self.target_location_id,
+        )  # fmt: skip
 
     @classmethod
     def from_settings(cls, settings: Any) -> SessionConfig:

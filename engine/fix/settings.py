@@ -51,6 +51,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from engine.fix.application import SessionID
 from engine.fix.dictionary import APPL_VER_IDS, default_dictionary_path
 
 __all__ = [
@@ -578,36 +579,6 @@ _APPDD_RE = re.compile(r"APPDATADICTIONARY\.(.+)\Z")
 
 
 # ----------------------------------------------------------------------------- session
-
-
-@dataclass(frozen=True, slots=True)
-class SessionID:
-    """Identity of a session, as QuickFIX's ``SessionID`` (plus Sub/Location IDs)."""
-
-    begin_string: str
-    sender_comp_id: str
-    target_comp_id: str
-    session_qualifier: str = ""
-    sender_sub_id: str = ""
-    sender_location_id: str = ""
-    target_sub_id: str = ""
-    target_location_id: str = ""
-
-    def __str__(self) -> str:
-        def side(comp: str, sub: str, loc: str) -> str:
-            return "/".join(p for p in (comp, sub, loc) if p) if (sub or loc) else comp
-
-        s = (
-            f"{self.begin_string}:"
-            f"{side(self.sender_comp_id, self.sender_sub_id, self.sender_location_id)}->"
-            f"{side(self.target_comp_id, self.target_sub_id, self.target_location_id)}"
-        )
-        return f"{s}:{self.session_qualifier}" if self.session_qualifier else s
-
-    @property
-    def is_fixt(self) -> bool:
-        """Whether the session runs FIXT.1.1 (FIX 5.x application messages)."""
-        return self.begin_string == "FIXT.1.1"
 
 
 @dataclass(frozen=True, slots=True)

@@ -469,3 +469,15 @@ def test_settings_file_editing_helpers() -> None:
         f.remove(0, "StartTime")
     assert f.to_text() == before
     assert len(f.sessions) == 2
+
+
+def test_one_session_id_from_the_file_to_the_running_session() -> None:
+    from engine.fix.application import SessionID as AppSessionID
+    from engine.fix.session import SessionConfig
+
+    s = parse_settings(BASE + "SessionQualifier=Q\nSenderSubID=DESK1\nTargetLocationID=NY\n")
+    sid = s.sessions[0].session_id
+    assert type(sid) is AppSessionID
+    running = SessionConfig.from_settings(s.sessions[0]).session_id
+    assert running == sid
+    assert str(running) == f"{sid.begin_string}:ME/DESK1->THEM/NY:Q"
