@@ -48,8 +48,8 @@ def test_backtest_fast_path_refuses_a_python_strategy(folder: Path) -> None:
     line = one_error_line(run("backtest", "day.npy", "--strategy", "quiet.py:Quiet", "--fast",
                               cwd=folder))  # fmt: skip
     assert (
-        "--fast: Quiet is a Python strategy; the fast path runs compiled strategies only (mm)"
-        in line
+        "--fast: Quiet is a Python strategy; the fast path runs compiled quoting strategies only"
+        " (a QuotingStrategy subclass with a @quote_rule, such as mm" in line
     )
 
 
