@@ -517,14 +517,22 @@ class MainWindow(QMainWindow):
             f"<tr><td>{where}</td><td>{name}</td><td><b>{keys}</b></td></tr>"
             for where, name, keys in self.shortcuts()
         )
-        box = QMessageBox(self)
-        box.setObjectName("shortcutsBox")
-        box.setWindowTitle("Keyboard shortcuts")
-        box.setTextFormat(Qt.TextFormat.RichText)
-        box.setText(
+        box = self._open_box(
+            "Keyboard shortcuts",
             "<table cellspacing='6'><tr><th align='left'>Where</th><th align='left'>Action"
-            f"</th><th align='left'>Keys</th></tr>{body}</table>"
+            f"</th><th align='left'>Keys</th></tr>{body}</table>",
         )
+        box.setObjectName("shortcutsBox")
+        return box
+
+    def _open_box(self, title: str, html: str, icon: QIcon | None = None) -> QMessageBox:
+        """Open a non-blocking message box with rich text; it deletes itself when closed."""
+        box = QMessageBox(self)
+        box.setWindowTitle(title)
+        if icon is not None:
+            box.setIconPixmap(icon.pixmap(56, 56))
+        box.setTextFormat(Qt.TextFormat.RichText)
+        box.setText(html)
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         box.open()
         return box
@@ -572,16 +580,12 @@ class MainWindow(QMainWindow):
     def show_about(self) -> QMessageBox:
         """Open the About box (non-blocking) and return it."""
         rows = "".join(f"<tr><td>{k}</td><td>&nbsp;&nbsp;{v}</td></tr>" for k, v in versions())
-        box = QMessageBox(self)
-        box.setWindowTitle("About qwconsole")
-        box.setIconPixmap(QIcon(str(resource("icons", "qwconsole.svg"))).pixmap(56, 56))
-        box.setText(
+        return self._open_box(
+            "About qwconsole",
             "<b>qwconsole</b><br>A desktop trading console: Trade Monitor, Enterprise Manager "
-            f"and Trade Analyzer over one engine.<br><br><table>{rows}</table>"
+            f"and Trade Analyzer over one engine.<br><br><table>{rows}</table>",
+            QIcon(str(resource("icons", "qwconsole.svg"))),
         )
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        box.open()
-        return box
 
     def _show_message(self, text: str) -> None:
         self.statusBar().showMessage(text, 5000)

@@ -118,6 +118,19 @@ def _esh4(tmp: Path) -> Path:
     return store
 
 
+def real_day(tmp: Path, name: str) -> tuple[Path, str, str, Level, str]:
+    """Return (store, symbol, day, level, tick size) of a shared real day sliced for tests."""
+    if name == "usdm":
+        store = _binance_slice(tmp, "binance_usdm_btcusdt_2024-08-08", 30_000, "0.1", "0.001",
+                               True)  # fmt: skip
+        return store, "BTCUSDT", "20240808", "l2", "0.1"
+    if name == "spot":
+        store = _binance_slice(tmp, "binance_spot_btcusdt_2024-08-08", 20_000, "0.01",
+                               "0.00000001", False)  # fmt: skip
+        return store, "BTCUSDT", "20240808", "l2", "0.01"
+    return _esh4(tmp), "ESH4", "20231225", "l3", "0.25"
+
+
 REAL = [
     pytest.param("usdm", id="binance-usdm"),
     pytest.param("spot", id="binance-spot"),
@@ -138,18 +151,7 @@ LATENCY = [
 def test_real_day_both_paths_fill_alike_and_never_before_the_open_or_crossed(
     tmp_path: Path, name: str, latency: dict[str, Any]
 ) -> None:
-    level: Level = "l2"
-    if name == "usdm":
-        store = _binance_slice(tmp_path, "binance_usdm_btcusdt_2024-08-08", 30_000, "0.1",
-                               "0.001", True)  # fmt: skip
-        sym, day, tick = "BTCUSDT", "20240808", "0.1"
-    elif name == "spot":
-        store = _binance_slice(tmp_path, "binance_spot_btcusdt_2024-08-08", 20_000, "0.01",
-                               "0.00000001", False)  # fmt: skip
-        sym, day, tick = "BTCUSDT", "20240808", "0.01"
-    else:
-        store = _esh4(tmp_path)
-        sym, day, level, tick = "ESH4", "20231225", "l3", "0.25"
+    store, sym, day, level, tick = real_day(tmp_path, name)
     fills = {}
     summaries = {}
     for generic in (False, True):

@@ -14,7 +14,7 @@ from engine.backtest.synthetic import random_walk_l2
 from engine.posttrade import load_day
 from engine.strategy.loader import load_strategy_class
 from engine.strategy.quoting import QuotingStrategy
-from tests.unit.engine.backtest.test_market_rules import _binance_slice, _esh4
+from tests.unit.engine.backtest.test_market_rules import real_day
 
 #: TinyBuy of docs/strategies.md as a compiled rule: bid at the best bid when the spread is
 #: ``spread_ticks``; let the bid go after ``max_age_ms`` (state[0]: when it was asked for).
@@ -107,18 +107,7 @@ def test_a_user_rule_fills_alike_on_both_paths_on_a_synthetic_day(
 def test_a_user_rule_fills_alike_on_both_paths_on_real_days(
     tmp_path: Path, tiny: str, name: str
 ) -> None:
-    level = "l2"
-    if name == "usdm":
-        store = _binance_slice(tmp_path, "binance_usdm_btcusdt_2024-08-08", 30_000, "0.1",
-                               "0.001", True)  # fmt: skip
-        sym, day, tick = "BTCUSDT", "20240808", "0.1"
-    elif name == "spot":
-        store = _binance_slice(tmp_path, "binance_spot_btcusdt_2024-08-08", 20_000, "0.01",
-                               "0.00000001", False)  # fmt: skip
-        sym, day, tick = "BTCUSDT", "20240808", "0.01"
-    else:
-        store = _esh4(tmp_path)
-        sym, day, level, tick = "ESH4", "20231225", "l3", "0.25"
+    store, sym, day, level, tick = real_day(tmp_path, name)
     fills = _both(
         tmp_path, events=str(store), symbol=sym, day=day, level=level, tick_size=tick,
         strategy=tiny, recorded_latency=True,
