@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -169,56 +169,47 @@ class SessionConfig:
     def from_settings(cls, settings: Any) -> SessionConfig:
         """Build a config from a ``SessionSettings`` object (attributes in snake_case).
 
-        Missing attributes take QuickFIX's defaults, so any object with the right names works.
+        A setting the object leaves unset (``None`` or absent) takes this class's default (and
+        :class:`ValidationOptions`'), the one place those defaults live; any object with the
+        right names works.
         """
 
-        def get(name: str, default: Any) -> Any:
-            value = getattr(settings, name, None)
-            return default if value is None else value
+        def get(name: str) -> Any:
+            return getattr(settings, name, None)
 
-        conn = str(get("connection_type", "acceptor")).lower()
-        precision = get("timestamp_precision", None)
-        if precision is None and get("milliseconds_in_time_stamp", True) is False:
+        def given(target: Any, skip: frozenset[str] = frozenset()) -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            for f in fields(target):
+                value = get(f.name)
+                if f.name in skip or value is None:
+                    continue
+                kind = _COERCE.get(str(f.type))
+                out[f.name] = kind(value) if kind is not None else value
+            return out
+
+        precision = get("timestamp_precision")
+        if precision is None and get("milliseconds_in_time_stamp") is False:
             precision = 0
-        app_dds = get("app_data_dictionaries", {})
+        app_dds = get("app_data_dictionaries")
+        special = frozenset({"initiator", "timestamp_precision", "app_data_dictionaries",
+                             "validation"})  # fmt: skip
         return cls(
-            begin_string=str(get("begin_string", "FIX.4.4")),
-            sender_comp_id=str(get("sender_comp_id", "")),
-            target_comp_id=str(get("target_comp_id", "")),
-            session_qualifier=str(get("session_qualifier", "")),
-            sender_sub_id=str(get("sender_sub_id", "")),
-            sender_location_id=str(get("sender_location_id", "")),
-            target_sub_id=str(get("target_sub_id", "")),
-            target_location_id=str(get("target_location_id", "")),
-            initiator=conn == "initiator",
-            heart_bt_int=int(get("heart_bt_int", 30)),
-            logon_timeout=float(get("logon_timeout", 10)),
-            logout_timeout=float(get("logout_timeout", 2)),
-            reset_on_logon=bool(get("reset_on_logon", False)),
-            reset_on_logout=bool(get("reset_on_logout", False)),
-            reset_on_disconnect=bool(get("reset_on_disconnect", False)),
-            refresh_on_logon=bool(get("refresh_on_logon", False)),
-            send_reset_seq_num_flag=bool(get("send_reset_seq_num_flag", False)),
-            send_redundant_resend_requests=bool(get("send_redundant_resend_requests", False)),
-            persist_messages=bool(get("persist_messages", True)),
-            check_comp_id=bool(get("check_comp_id", True)),
-            check_latency=bool(get("check_latency", True)),
-            max_latency=int(get("max_latency", 120)),
+            **given(cls, special),
+            initiator=str(get("connection_type") or "acceptor").lower() == "initiator",
             timestamp_precision=None if precision is None else int(precision),
-            use_data_dictionary=bool(get("use_data_dictionary", True)),
-            data_dictionary=_opt_str(get("data_dictionary", None)),
-            transport_data_dictionary=_opt_str(get("transport_data_dictionary", None)),
-            app_data_dictionary=_opt_str(get("app_data_dictionary", None)),
             app_data_dictionaries=dict(app_dds) if isinstance(app_dds, Mapping) else {},
-            default_appl_ver_id=_opt_str(get("default_appl_ver_id", None)),
-            validation=ValidationOptions(
-                validate_fields_out_of_order=bool(get("validate_fields_out_of_order", True)),
-                validate_fields_have_values=bool(get("validate_fields_have_values", True)),
-                validate_user_defined_fields=bool(get("validate_user_defined_fields", True)),
-                validate_unordered_group_fields=bool(get("validate_unordered_group_fields", True)),
-                allow_unknown_msg_fields=bool(get("allow_unknown_msg_fields", False)),
-            ),
+            validation=ValidationOptions(**given(ValidationOptions)),
         )
+
+
+#: How :meth:`SessionConfig.from_settings` converts a given value, by the field's type.
+_COERCE: dict[str, Any] = {
+    "str": str,
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "str | None": lambda v: _opt_str(v),
+}
 
 
 def _opt_str(value: Any) -> str | None:

@@ -481,3 +481,17 @@ def test_one_session_id_from_the_file_to_the_running_session() -> None:
     running = SessionConfig.from_settings(s.sessions[0]).session_id
     assert running == sid
     assert str(running) == f"{sid.begin_string}:ME/DESK1->THEM/NY:Q"
+
+
+def test_an_unset_setting_takes_the_running_sessions_default() -> None:
+    from engine.fix.session import SessionConfig
+    from engine.fix.validation import ValidationOptions
+
+    s = parse_settings(BASE + "LogonTimeout=5\nValidateUserDefinedFields=N\n").sessions[0]
+    c = SessionConfig.from_settings(s)
+    assert (c.initiator, c.heart_bt_int, c.logon_timeout) == (True, 30, 5.0)
+    assert c.logout_timeout == 2.0  # SessionConfig's default: the one place it is written
+    assert not c.validation.validate_user_defined_fields
+    assert (
+        c.validation.validate_fields_have_values == ValidationOptions().validate_fields_have_values
+    )
