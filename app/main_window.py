@@ -376,6 +376,13 @@ class MainWindow(QMainWindow):
             else:
                 settings.on_events([EventRecord(snap.seq, ev) for ev in snap.state_events])
         self.controller.bridge.events_received.connect(settings.on_events)
+        # The engine's session file opens by default (from its state now, then the stream).
+        if client.state is ClientState.CONNECTED:
+            try:
+                ws.follow_engine([EventRecord(0, ev) for ev in client.snapshot().state_events])
+            except Exception as e:  # a lost link: the stream's events bring it
+                log.warning("engine snapshot for the Manager's session file failed: %s", e)
+        self.controller.bridge.events_received.connect(ws.follow_engine)
         return ws
 
     def _build_analyzer(self) -> QMainWindow:

@@ -87,6 +87,9 @@ class SessionStatusChanged(Event):
     dictionary: str = ""
     #: The AppDataDictionary file under FIXT.1.1 (``""``: the shipped one of its ApplVerID).
     app_dictionary: str = ""
+    #: The ``.cfg`` file the session was built from, absolute (``""``: built in code); the
+    #: Enterprise Manager opens it when no session file is open.
+    settings_file: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -254,7 +254,7 @@ class FixLink:
             now = (state, t.session.next_sender_seq_num, t.session.next_target_seq_num)
             if force or now != t.last:
                 t.last = now
-                self.bus.publish(self._status_event(t.session, state))
+                self.bus.publish(self._status_event(t.session, state, t.settings_file))
 
     def _state(self, s: FixSession) -> SessionState:
         st = s.state
@@ -266,7 +266,9 @@ class FixLink:
             return SessionState.CONNECTING
         return SessionState.DISCONNECTED
 
-    def _status_event(self, s: FixSession, state: SessionState) -> SessionStatusChanged:
+    def _status_event(
+        self, s: FixSession, state: SessionState, settings_file: Path | None = None
+    ) -> SessionStatusChanged:
         cfg = s.config
         dictionary = app_dictionary = ""
         if cfg.use_data_dictionary:
@@ -283,6 +285,7 @@ class FixLink:
             next_target_seq_num=s.next_target_seq_num,
             dictionary=dictionary,
             app_dictionary=app_dictionary,
+            settings_file=str(settings_file.absolute()) if settings_file is not None else "",
         )
 
     async def stop(self) -> None:
@@ -452,7 +455,10 @@ class FixLink:
 
     def state_events(self) -> list[Event]:
         """Describe every session's status."""
-        return [self._status_event(t.session, self._state(t.session)) for t in self._tracked]
+        return [
+            self._status_event(t.session, self._state(t.session), t.settings_file)
+            for t in self._tracked
+        ]
 
 
 # ----------------------------------------------------------------------------- reload helpers

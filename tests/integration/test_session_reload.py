@@ -135,12 +135,14 @@ class States:
         self.client = client
         self.seen: list[SessionState] = []
         self.dictionaries: list[str] = []
+        self.files: set[str] = set()
 
     def poll(self) -> SessionState | None:
         for r in self.client.drain():
             if isinstance(r.event, SessionStatusChanged) and r.event.session_id == SID:
                 self.seen.append(r.event.state)
                 self.dictionaries.append(r.event.dictionary)
+                self.files.add(r.event.settings_file)
         return self.seen[-1] if self.seen else None
 
 
@@ -168,6 +170,7 @@ def test_reload_applies_the_new_heartbeat_and_refuses_a_broken_file(
         wait_for(lambda: states.poll() is SessionState.LOGGED_ON)
         wait_for(lambda: len(sent(tmp_path, "A")) == 1)
         assert "|108=30|" in sent(tmp_path, "A")[0]
+        assert states.files == {str(cfg_path.absolute())}  # the Manager opens it by default
 
         # Edit the file as the Manager does (the key's line only) and reload.
         cfg_path.write_text(cfg_path.read_text().replace("HeartBtInt=30", "HeartBtInt=7"))

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from engine.client import EngineClient
+from engine.events import EventRecord, SessionStatusChanged
 from widgets.empty_state import EmptyState
 from widgets.manager.backend import ManagerServices
 from widgets.manager.dictionaries import DictionaryEditor
@@ -67,6 +68,8 @@ class ManagerWorkspace(QMainWindow):
         #: Ask about unsaved changes before the window closes (off only for scripted closing).
         self.ask_on_close = True
         self._filtered: QWidget | None = None
+        #: Whether the attached engine's session file was opened (or tried) already.
+        self.engine_file_tried = False
         if services is None:
             self.empty = EmptyState(
                 "No configuration open",
@@ -217,6 +220,23 @@ class ManagerWorkspace(QMainWindow):
                 self.dictionaries.open_in_background(path)
             return
         self.open_path(path)
+
+    def follow_engine(self, batch: list[EventRecord]) -> None:
+        """Open the running engine's session file once, when no session file is open yet."""
+        if self.engine_file_tried or self.services is None or self.sessions.cfg is not None:
+            return
+        for record in batch:
+            ev = record.event
+            if isinstance(ev, SessionStatusChanged) and ev.settings_file:
+                self.engine_file_tried = True
+                if Path(ev.settings_file).is_file():
+                    try:
+                        self.sessions.open_file(ev.settings_file)
+                    except (OSError, ValueError) as e:  # the user opens another one
+                        self.statusBar().showMessage(
+                            f"the engine's session file {ev.settings_file}: {e}", 8000
+                        )
+                return
 
     def open_path(self, path: str | Path) -> bool:
         """Open ``path`` in the visible editor; show the error (file, line, key) if it fails."""

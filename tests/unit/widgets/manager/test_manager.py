@@ -877,3 +877,25 @@ def test_dialect_and_base_folder_of_a_quickfix_go_file(  # type: ignore[no-untyp
     s.undo_stack.undo()
     assert s.cfg.text() == GO_CFG  # type: ignore[union-attr]
     assert s.dialect_combo.currentData() == "quickfix"
+
+
+def test_the_running_engines_session_file_opens_by_default(  # type: ignore[no-untyped-def]
+    ws: ManagerWorkspace, files: Path
+) -> None:
+    from engine.enums import SessionState
+    from engine.events import EventRecord, SessionStatusChanged
+
+    def status(path: Path) -> list[EventRecord]:
+        return [EventRecord(1, SessionStatusChanged(
+            ts_event=1, session_id="FIX.4.4:QW->EXCH", state=SessionState.LOGGED_ON,
+            next_sender_seq_num=2, next_target_seq_num=2, settings_file=str(path)))]  # fmt: skip
+
+    cfg = files / "sessions.cfg"
+    ws.follow_engine(status(cfg))
+    assert ws.sessions.cfg is not None
+    assert Path(ws.sessions.cfg.source) == cfg
+    # Once: a later event (another file) never replaces what the user has open.
+    other = files / "other.cfg"
+    other.write_text(cfg.read_text())
+    ws.follow_engine(status(other))
+    assert Path(ws.sessions.cfg.source) == cfg
