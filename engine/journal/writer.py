@@ -16,6 +16,8 @@ import os
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
+from decimal import Decimal
+from enum import Enum
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Literal
@@ -529,6 +531,11 @@ def _closed_append(path: Path) -> Callable[[_Item], None]:
 class JournalLogger:
     """A logger for the trading path: one deque append per call, formatting deferred.
 
+    Arguments are captured at call time: scalars (numbers, strings, enums, ``None``, tuples of
+    them) as they are, since they cannot change; anything mutable (a dict, a list, an object)
+    makes the call format its message at once, so a value changed after the call is never
+    what the journal says was logged.
+
     Obtain one with :meth:`Journal.logger`. Calls below ``level`` return at once.
 
     Parameters
@@ -552,30 +559,51 @@ class JournalLogger:
     def log(self, level: int, msg: str, *args: object) -> None:
         """Record ``msg % args`` at ``level``."""
         if level >= self.level:
-            self._journal._append((KIND_LOG, self._now(), level, self.source, msg, args, ""))
+            self._journal._append(
+                (KIND_LOG, self._now(), level, self.source, *_captured(msg, args), "")
+            )
 
     def debug(self, msg: str, *args: object) -> None:
         """Record at DEBUG."""
         if self.level <= logging.DEBUG:
             self._journal._append(
-                (KIND_LOG, self._now(), logging.DEBUG, self.source, msg, args, "")
+                (KIND_LOG, self._now(), logging.DEBUG, self.source, *_captured(msg, args), "")
             )
 
     def info(self, msg: str, *args: object) -> None:
         """Record at INFO."""
         if self.level <= logging.INFO:
-            self._journal._append((KIND_LOG, self._now(), logging.INFO, self.source, msg, args, ""))
+            self._journal._append(
+                (KIND_LOG, self._now(), logging.INFO, self.source, *_captured(msg, args), "")
+            )
 
     def warning(self, msg: str, *args: object) -> None:
         """Record at WARNING."""
         if self.level <= logging.WARNING:
             self._journal._append(
-                (KIND_LOG, self._now(), logging.WARNING, self.source, msg, args, "")
+                (KIND_LOG, self._now(), logging.WARNING, self.source, *_captured(msg, args), "")
             )
 
     def error(self, msg: str, *args: object) -> None:
         """Record at ERROR."""
         if self.level <= logging.ERROR:
             self._journal._append(
-                (KIND_LOG, self._now(), logging.ERROR, self.source, msg, args, "")
+                (KIND_LOG, self._now(), logging.ERROR, self.source, *_captured(msg, args), "")
             )
+
+
+#: Argument types that cannot change after a log call: they may be formatted later.
+_SCALARS = (int, float, str, bytes, bool, type(None), Decimal, Enum)
+
+
+def _captured(msg: str, args: tuple[object, ...]) -> tuple[str, tuple[object, ...]]:
+    """Return ``(msg, args)`` safe to format later: formatted now if an argument is mutable."""
+    for a in args:
+        if not isinstance(a, _SCALARS) and not (
+            isinstance(a, tuple) and all(isinstance(x, _SCALARS) for x in a)
+        ):
+            try:
+                return msg % args, ()
+            except (TypeError, ValueError):  # the writer reports it, with the values as now
+                return msg, tuple(repr(x) for x in args)
+    return msg, args

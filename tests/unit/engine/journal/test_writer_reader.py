@@ -272,6 +272,22 @@ def test_journal_logger_defers_formatting_and_honours_level(tmp_path: Path) -> N
     assert all(e.ts == T0 for e in entries)
 
 
+def test_journal_logger_captures_values_at_call_time(tmp_path: Path) -> None:
+    path = tmp_path / "j.qwj"
+    with Journal(path, TestClock(T0), sync="none") as j:
+        log = j.logger("strat.mm", level=logging.INFO)
+        order = {"qty": 1}
+        levels = [1, 2]
+        log.info("order %s", order)
+        log.info("levels %s and %d", levels, 3)
+        log.info("bad %d", [1])  # formatting fails: reported with the values as they were
+        order["qty"] = 999  # changed after the call, before the writer formats
+        levels.append(99)
+    messages = [r.message for r in read_journal(path) if isinstance(r, LogEntry)]
+    assert messages[:2] == ["order {'qty': 1}", "levels [1, 2] and 3"]
+    assert messages[2].startswith("bad %d ('[1]',) (formatting failed")
+
+
 def test_logging_handler_feeds_stdlib_records_with_exceptions(tmp_path: Path) -> None:
     path = tmp_path / "j.qwj"
     clock = TestClock(T0)
