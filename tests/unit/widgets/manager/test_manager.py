@@ -33,6 +33,7 @@ from engine.fix.editors import EditorServices
 from engine.fix.settings import load_settings
 from engine.fix.transport import SocketAcceptor
 from engine.headless import build_from_config
+from tests.unit.engine.fix.test_cfgdoc import GO_FILE
 from widgets.manager.workspace import ManagerWorkspace
 
 pytestmark = pytest.mark.gui
@@ -834,19 +835,8 @@ def test_engine_settings_edit_save_and_apply_to_a_running_engine(  # type: ignor
         client.close()
 
 
-GO_CFG = """\
-[DEFAULT]
-SenderCompID=ME
-UseDataDictionary=false
-[SESSION]
-BeginString=FIX.4.4
-TargetCompID=EXEC
-ConnectionType=initiator
-SocketConnectHost=127.0.0.1
-SocketConnectPort=5001
-HeartBtInt=30
-DataDictionary=spec/FIX44.xml
-"""
+# A QuickFIX/Go file that says nothing of its dialect (no Go-only key), naming a dictionary.
+GO_CFG = GO_FILE.replace("SQLStoreDriver=sqlite3\n", "") + "DataDictionary=spec/FIX44.xml\n"
 
 
 def test_dialect_and_base_folder_of_a_quickfix_go_file(  # type: ignore[no-untyped-def]
