@@ -138,7 +138,7 @@ class OwnQueue:
     """Own orders at the simulated venue: queue positions and fills, through the kernels.
 
     Rows are added when a request reaches the venue (so in time order); ``order_id`` of row
-    ``j`` is ``j + 1``. :meth:`apply` replays market events over the book and the own orders
+    ``j`` is ``j + 1``. :meth:`replay` replays market events over the book and the own orders
     and returns the fills (``FILL_DTYPE``).
     """
 
@@ -220,10 +220,6 @@ class OwnQueue:
     def leaves(self, j: int) -> int:
         """Return the open lots of row ``j``."""
         return int(self.own[j]["leaves"])
-
-    def apply(self, ev: npt.NDArray[np.void]) -> npt.NDArray[np.void]:
-        """Replay ``ev`` (rows of the book's event type) with the own orders; return fills."""
-        return self.replay(ev, stop_at_fill=False)[0]
 
     def replay(
         self, ev: npt.NDArray[np.void], *, stop_at_fill: bool

@@ -157,7 +157,7 @@ class QuotingStrategy(Strategy):
         super().__init__(strategy_id, symbols, **params)
         self.rule_state = np.zeros(max(int(self.state_size), 0), np.float64)
         self._quotes = np.zeros(QUOTES_N, np.int64)
-        self._own_params = self.rule_params()[1:]
+        self._params = self.rule_params()  # the interval in ns, then the rule's own
         self._working: dict[Side, OrderView] = {}  # side -> the quote's latest view
         self._asked: dict[Side, int] = {}  # side -> the price last requested
         self._next_call = 0
@@ -185,7 +185,7 @@ class QuotingStrategy(Strategy):
         now = self.ctx.now_ns()
         if now < self._next_call:
             return
-        interval = round(float(self.p.get(MIN_INTERVAL.name, 0.0)) * 1e6)
+        interval = int(self._params[0])
         if interval > 0:
             self._next_call = now + interval
         touch = (bid[0], ask[0])
@@ -200,7 +200,7 @@ class QuotingStrategy(Strategy):
         symbol = book.symbol
         wake = int(
             self.rule.jit(
-                now, touch[0], touch[1], self.position(symbol), q, self._own_params,
+                now, touch[0], touch[1], self.position(symbol), q, self._params[1:],
                 self.rule_state,
             )
         )  # fmt: skip
@@ -247,7 +247,7 @@ class QuotingStrategy(Strategy):
 
     def on_parameters(self, changed: dict[str, Any]) -> None:
         """Take the new values; the rule runs at the next update with them."""
-        self._own_params = self.rule_params()[1:]
+        self._params = self.rule_params()
         self._dirty = True
         self._next_call = 0
 
