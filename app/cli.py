@@ -15,6 +15,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from engine import fastlog
 from engine.cli_parser import OneLineErrorParser
 
 PROG = "qwconsole"
@@ -241,6 +242,7 @@ def print_versions() -> None:
 
 def _exit_now(code: int) -> None:
     """End the process with ``code`` at once, logs and output flushed."""
+    fastlog.stop()
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -32,6 +32,7 @@ from app.multi_client import MultiEngineClient
 from app.paths import resource, state_dir
 from app.settings import AppSettings
 from app.startup import StartupView
+from engine import fastlog
 from engine.client import ClientState
 from engine.embedded import EmbeddedEngineClient
 from engine.events import EngineHeartbeat, EventRecord, OrderChanged, OrderFilled
@@ -103,6 +104,7 @@ class SignalWaker:
     def _handle(self, signum: int, _frame: FrameType | None) -> None:
         self.received.append(signum)
         if len(self.received) > 1:  # asked twice: the clean shutdown is stuck, end it now
+            fastlog.stop(timeout=0.5)
             logging.shutdown()
             os._exit(128 + signum)
         log.info("received %s: shutting down", signal.Signals(signum).name)

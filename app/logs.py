@@ -6,6 +6,7 @@ import logging.handlers
 from pathlib import Path
 
 from app.paths import state_dir
+from engine import fastlog
 
 FORMAT = "%(asctime)s.%(msecs)03d %(levelname)-7s %(threadName)s %(name)s: %(message)s"
 DATEFMT = "%Y-%m-%d %H:%M:%S"
@@ -43,6 +44,9 @@ def configure(
 ) -> ErrorCounter:
     """Install the console's handlers on the root logger and return the error counter.
 
+    The engine's log calls (:mod:`engine.fastlog`) are queued from here on: the handlers run on
+    the log writer thread, not on the trading thread.
+
     The terminal gets only ``stderr_level`` and above, one line each: the console shows
     warnings and alerts in its own views, and the log file keeps everything.
     """
@@ -70,6 +74,7 @@ def configure(
     for handler in handlers:
         handler._qwconsole = True  # type: ignore[attr-defined]
         root.addHandler(handler)
+    fastlog.start()  # the engine's log calls return at once; these handlers run on its thread
     return counter
 
 

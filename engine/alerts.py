@@ -19,7 +19,6 @@ text with every word that contains a digit masked (order ids, prices, quantities
 
 import asyncio
 import dataclasses
-import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,8 +28,6 @@ from engine.bus import MessageBus
 from engine.clock import Clock
 from engine.enums import AlertLevel
 from engine.events import Alert
-
-log = logging.getLogger(__name__)
 
 #: Repeats of one cause are published at most this often, ns.
 WINDOW_NS = 1_000_000_000

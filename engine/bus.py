@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: MIT
 """Synchronous in-process publish/subscribe keyed by message type; no threads, no Qt."""
 
-import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-log = logging.getLogger(__name__)
+from engine.fastlog import get_log
+
+log = get_log(__name__)
 
 M = TypeVar("M")
 

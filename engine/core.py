@@ -10,7 +10,6 @@ and headless on a server; it knows nothing of threads, sockets to clients or Qt.
 import asyncio
 import contextlib
 import gc
-import logging
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -37,8 +36,9 @@ from engine.events import (
     Event,
     EventRecord,
 )
+from engine.fastlog import get_log
 
-log = logging.getLogger(__name__)
+log = get_log(__name__)
 
 #: ``warm_up(progress)`` compiles (or loads) the kernels before the components start and calls
 #: ``progress(done, total)`` after each kernel it had to compile (``engine.warmup.warm_up``).

@@ -8,7 +8,6 @@ book. Within a few seconds there are orders, fills, positions and P&L.
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ import numpy.typing as npt
 
 from engine.core import Component, Engine
 from engine.events import Event
+from engine.fastlog import get_log
 from engine.fix.log import NullLog
 from engine.fix.session import FixSession, SessionConfig
 from engine.fix.store import FileStore, MemoryStore, MessageStore, WriteBarrier
@@ -37,7 +37,7 @@ from engine.sim.venue import SimVenue
 from engine.strategy.examples import MarketMaker
 from engine.trading import TradingDesk
 
-log = logging.getLogger(__name__)
+log = get_log(__name__)
 
 #: The demo's market maker.
 DEMO_STRATEGY_ID = 20170101

@@ -15,7 +15,6 @@ reports each stage as :class:`engine.events.EngineStartProgress` events, and onl
 
 import asyncio
 import contextlib
-import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -27,8 +26,9 @@ from engine.commands import Command, CommandError, CommandResult
 from engine.core import Engine, StartCancelled, WarmUp
 from engine.enums import EngineState
 from engine.events import EngineSnapshot, EngineStateChanged, EventRecord
+from engine.fastlog import get_log
 
-log = logging.getLogger(__name__)
+log = get_log(__name__)
 
 
 class EmbeddedEngineClient:

@@ -14,7 +14,6 @@ running as it is while the answer names the file, the line and the key.
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +31,7 @@ from engine.commands import (
 from engine.core import Engine
 from engine.enums import SessionState
 from engine.events import Event, FixMessageSeen, SessionStatusChanged
+from engine.fastlog import get_log
 from engine.fix.codec import parse_timestamp
 from engine.fix.log import NullLog, SessionLog
 from engine.fix.schedule import SessionSchedule
@@ -40,7 +40,7 @@ from engine.fix.settings import KEYS, SessionSettings, SettingsError, SettingsFi
 from engine.fix.store import FileStore, MemoryStore, WriteBarrier
 from engine.fix.transport import SocketAcceptor, SocketInitiator
 
-log = logging.getLogger(__name__)
+log = get_log(__name__)
 
 #: How often session states are polled for changes, seconds.
 STATUS_INTERVAL_S = 0.2

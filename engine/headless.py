@@ -25,6 +25,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TextIO
 
+from engine import fastlog
 from engine.bad_input import bad_file_errors, one_line
 from engine.cli_parser import OneLineErrorParser
 from engine.clock import LiveClock
@@ -39,6 +40,7 @@ from engine.events import (
     OrderFilled,
     PositionChanged,
 )
+from engine.fastlog import get_log
 from engine.fix.store import WriteBarrier
 from engine.fix.transport import install_uvloop
 from engine.oms.risk import DEFAULT_LIMITS, RiskLimits
@@ -50,7 +52,7 @@ from engine.strategy.loader import load_strategy_class as _load_class
 from engine.trading import TradingDesk
 from engine.warmup import warm_up
 
-log = logging.getLogger(__name__)
+log = get_log(__name__)
 
 #: Where sessions without FileStorePath keep their stores, relative to the configuration file.
 DEFAULT_STORE_DIR = "fix-store"
@@ -362,6 +364,7 @@ async def run_config(cfg: EngineConfig, seconds: float | None, interval_s: float
     from engine.remote.tls import server_context
     from engine.remote.tokens import TokenStore
 
+    fastlog.start()  # log calls return at once: the handlers run on the log writer thread
     engine = Engine(LiveClock(), engine_id=cfg.engine_id,
                     heartbeat_interval_ms=cfg.heartbeat_interval_ms)  # fmt: skip
     print_start_stages(engine, out)

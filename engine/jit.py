@@ -26,7 +26,6 @@ Every compilation that does happen is logged (``compiled <kernel> in <s> s``) an
 """
 
 import contextlib
-import logging
 import os
 import shutil
 import sys
@@ -36,7 +35,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-log = logging.getLogger(__name__)
+from engine.fastlog import get_log
+
+log = get_log(__name__)
 
 APP_NAME = "qwconsole"
 

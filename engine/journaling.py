@@ -16,11 +16,12 @@ from pathlib import Path
 from engine.commands import Command, CommandResult
 from engine.core import Engine
 from engine.events import Event
+from engine.fastlog import get_log
 from engine.journal import Journal, JournalError, JournalHandler, RecoveredState, recover
 from engine.journal.recovery import Progress
 from engine.oms.manager import ARCHIVE_ORDERS
 
-log = logging.getLogger(__name__)
+log = get_log(__name__)
 
 
 def journal_path(directory: Path, engine_id: str, now_ns: int) -> Path:

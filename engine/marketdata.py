@@ -184,6 +184,8 @@ class MarketData:
                 int(events["qty"][i]),
                 int(events["side"][i]),
             )
+        if not self.bus.wants(BookUpdated):  # nobody listens: build no event
+            return int(applied)
         # One BookUpdated per touched book, with its touch after the last row of the batch.
         _, last_rows = np.unique(books[::-1], return_index=True)
         for j in sorted(n - 1 - last_rows):
@@ -210,6 +212,11 @@ class MarketData:
             applied = books.apply(events, bbo)
         ts_recv = self.clock.now_ns()
         rows = events.tolist()  # (ts, px, qty, book, side, kind) per row
+        if not self.bus.wants(BookUpdated):  # nobody listens: build no event
+            for ts, px, qty, book, side, kind in rows:
+                if kind == L2_TRADE:
+                    self._publish_trade(ts or ts_recv, book, px, qty, side)
+            return int(applied)
         last: dict[int, int] = {}  # book -> its last row
         for i, (ts, px, qty, book, side, kind) in enumerate(rows):
             last[book] = i
@@ -238,6 +245,8 @@ class MarketData:
     def _publish_trade(self, ts: int, book: int, px: int, qty: int, side: int) -> None:
         symbol = self.symbols[book]
         self.last_trade_px[symbol] = px
+        if not self.bus.wants(TradeReported):
+            return
         aggressor = Side.BUY if side == BUY else Side.SELL if side == SELL else None
         self.bus.publish(
             TradeReported(

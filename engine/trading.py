@@ -9,7 +9,6 @@ state as events for new clients.
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import Callable
 from decimal import Decimal
 
@@ -52,6 +51,7 @@ from engine.events import (
     StrategyAdded,
     TradeReported,
 )
+from engine.fastlog import get_log
 from engine.instruments import Instrument
 from engine.journal import RecoveredState
 from engine.marketdata import MarketData
@@ -66,7 +66,7 @@ from engine.strategy.params import ParameterError
 from engine.strategy.runner import LiveContext, StrategyRunner
 from engine.types import FILL_DTYPE
 
-log = logging.getLogger(__name__)
+log = get_log(__name__)
 
 #: Levels per side in depth events, and how often they are published per instrument.
 DEPTH_LEVELS = 10

@@ -15,17 +15,17 @@ not used and is rebuilt (``engine.jit.GuardedCache``).
 """
 
 import argparse
-import logging
 import sys
 import time
 from collections.abc import Callable, Sequence
 
 from engine import jit
+from engine.fastlog import get_log
 from engine.fix.codec import decode_one, encode
 from engine.journal.recovery import warm_up as warm_journal
 from engine.matching.warmup import warm_up as _warm_all
 
-log = logging.getLogger(__name__)
+log = get_log(__name__)
 
 #: How many compilations a warm-up on an empty cache makes (numba compiles a kernel once per
 #: argument types, and the helpers it calls with them). The progress figure's total; the

@@ -16,7 +16,6 @@ Not checked here: anything a data dictionary knows (required fields, enums, form
 from __future__ import annotations
 
 import datetime as _dt
-import logging
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,11 +24,12 @@ from zlib import adler32 as _adler32
 import numpy as np
 import numpy.typing as npt
 
+from engine.fastlog import get_log
 from engine.fix import _kernels
 from engine.fix.fields import parse_utc_timestamp
 from engine.fix.message import SOH, BodyEntry, Field, FixMessage, Group
 
-_log = logging.getLogger(__name__)
+_log = get_log(__name__)
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 

@@ -10,13 +10,13 @@ reading, the store is what must survive a crash.
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
+from engine.fastlog import get_log
 from engine.fix.codec import format_timestamp
 
-_log = logging.getLogger("engine.fix.session")
+_log = get_log("engine.fix.session")
 
 
 class SessionLog(Protocol):

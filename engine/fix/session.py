@@ -16,7 +16,6 @@ RefreshOnLogon, FIXT.1.1 with DefaultApplVerID, and QuickFIX's exact texts.
 
 from __future__ import annotations
 
-import logging
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from engine.clock import Clock, LiveClock
+from engine.fastlog import get_log
 from engine.fix.application import (
     Application,
     DoNotSend,
@@ -72,7 +72,7 @@ from engine.fix.validation import (
     validate_message,
 )
 
-_log = logging.getLogger(__name__)
+_log = get_log(__name__)
 
 _NS = 1_000_000_000
 #: The largest sequence number (QuickFIX's SEQNUM is a uint64): one past it is refused.

@@ -22,18 +22,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.metadata
-import logging
 import socket
 import ssl as _ssl
 from collections.abc import Iterable, Sequence
 from typing import cast
 
 from engine.clock import Clock, LiveClock
+from engine.fastlog import get_log
 from engine.fix.codec import FRAME_REASONS, DecodedBatch, FixDecoder
 from engine.fix.message import FixMessage
 from engine.fix.session import FixSession
 
-_log = logging.getLogger(__name__)
+_log = get_log(__name__)
 
 
 def install_uvloop() -> str | None:

@@ -16,8 +16,6 @@ import os
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
-from decimal import Decimal
-from enum import Enum
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Literal
@@ -27,6 +25,7 @@ import msgspec
 from engine.bus import MessageBus
 from engine.clock import Clock
 from engine.events import Event, EventRecord
+from engine.fastlog import capture_args, get_log
 from engine.journal import format as fmt
 from engine.journal.format import (
     KIND_EVENT,
@@ -47,7 +46,7 @@ try:  # advisory lock against a second writer; POSIX only
 except ImportError:  # pragma: no cover - not on Linux
     fcntl = None  # type: ignore[assignment]
 
-log = logging.getLogger(__name__)
+log = get_log(__name__)
 
 #: Queue item marking a flush request: ``(_FLUSH, threading.Event)``.
 _FLUSH: Final[int] = 0
@@ -560,50 +559,33 @@ class JournalLogger:
         """Record ``msg % args`` at ``level``."""
         if level >= self.level:
             self._journal._append(
-                (KIND_LOG, self._now(), level, self.source, *_captured(msg, args), "")
+                (KIND_LOG, self._now(), level, self.source, *capture_args(msg, args), "")
             )
 
     def debug(self, msg: str, *args: object) -> None:
         """Record at DEBUG."""
         if self.level <= logging.DEBUG:
             self._journal._append(
-                (KIND_LOG, self._now(), logging.DEBUG, self.source, *_captured(msg, args), "")
+                (KIND_LOG, self._now(), logging.DEBUG, self.source, *capture_args(msg, args), "")
             )
 
     def info(self, msg: str, *args: object) -> None:
         """Record at INFO."""
         if self.level <= logging.INFO:
             self._journal._append(
-                (KIND_LOG, self._now(), logging.INFO, self.source, *_captured(msg, args), "")
+                (KIND_LOG, self._now(), logging.INFO, self.source, *capture_args(msg, args), "")
             )
 
     def warning(self, msg: str, *args: object) -> None:
         """Record at WARNING."""
         if self.level <= logging.WARNING:
             self._journal._append(
-                (KIND_LOG, self._now(), logging.WARNING, self.source, *_captured(msg, args), "")
+                (KIND_LOG, self._now(), logging.WARNING, self.source, *capture_args(msg, args), "")
             )
 
     def error(self, msg: str, *args: object) -> None:
         """Record at ERROR."""
         if self.level <= logging.ERROR:
             self._journal._append(
-                (KIND_LOG, self._now(), logging.ERROR, self.source, *_captured(msg, args), "")
+                (KIND_LOG, self._now(), logging.ERROR, self.source, *capture_args(msg, args), "")
             )
-
-
-#: Argument types that cannot change after a log call: they may be formatted later.
-_SCALARS = (int, float, str, bytes, bool, type(None), Decimal, Enum)
-
-
-def _captured(msg: str, args: tuple[object, ...]) -> tuple[str, tuple[object, ...]]:
-    """Return ``(msg, args)`` safe to format later: formatted now if an argument is mutable."""
-    for a in args:
-        if not isinstance(a, _SCALARS) and not (
-            isinstance(a, tuple) and all(isinstance(x, _SCALARS) for x in a)
-        ):
-            try:
-                return msg % args, ()
-            except (TypeError, ValueError):  # the writer reports it, with the values as now
-                return msg, tuple(repr(x) for x in args)
-    return msg, args

@@ -17,7 +17,6 @@ message goes out under just before sending it, to map a session Reject back to t
 """
 
 import itertools
-import logging
 from collections.abc import Callable
 from typing import Protocol
 
@@ -26,6 +25,7 @@ import numpy as np
 from engine.clock import Clock
 from engine.enums import OrdStatus, OrdType, TimeInForce
 from engine.events import OrderView
+from engine.fastlog import get_log
 from engine.fix.application import Application, DoNotSend, IncorrectTagValue, SessionID
 from engine.fix.codec import decode_one, format_timestamp, parse_timestamp
 from engine.fix.message import FixMessage, OutMessage
@@ -49,7 +49,7 @@ from engine.oms.order import Order, PendingRequest
 from engine.oms.venue import CancelReject, ExecutionReport, clordid_prefix
 from engine.types import BUY, L2_CLEAR, L2_EVENT_DTYPE, L2_SET, L2_TRADE, SELL
 
-log = logging.getLogger(__name__)
+log = get_log(__name__)
 
 #: How many sent order messages are remembered for mapping session Rejects back to orders
 #: (a Reject answers within a round trip; one beyond is logged, and the order's unanswered

@@ -29,13 +29,14 @@ from engine.bus import MessageBus
 from engine.clock import Clock
 from engine.enums import AlertLevel, ExecType, OrdStatus, OrdType, Side, TimeInForce
 from engine.events import ALERTED, Alert, OrderChanged, OrderFilled, OrderView
+from engine.fastlog import get_log
 from engine.instruments import Instrument
 from engine.oms.order import TERMINAL, WORKING, Order, PendingRequest, is_allowed
 from engine.oms.risk import OrderIntent, RiskChecker, order_problem
 from engine.oms.stp import SelfTradePrevention
 from engine.oms.venue import CancelReject, ExecutionReport, Venue
 
-log = logging.getLogger(__name__)
+log = get_log(__name__)
 
 _FILL_TYPES = frozenset({ExecType.TRADE, ExecType.PARTIAL_FILL, ExecType.FILL})
 
@@ -125,6 +126,9 @@ class OrderManager:
         self._tick_value = float(instrument.tick_value)
         #: Orders that may still change (not terminal), by order id.
         self.orders: dict[int, Order] = {}
+        # strategy id -> how many of ``orders`` are its own: self-trade prevention looks at the
+        # orders only when another strategy holds some (one strategy per instrument: no scan).
+        self._held: dict[int, int] = {}
         #: Done orders, oldest first: the last ``archive_orders`` of them.
         self.archive: OrderedDict[int, Order] = OrderedDict()
         #: Orders created (sent or refused) since the start, restored ones not counted.
@@ -223,7 +227,7 @@ class OrderManager:
             ts_acked=view.ts_acked,
             ts_last=view.ts_last,
         )
-        self.orders[order.order_id] = order
+        self._hold(order)
         for clordid in (*order.chain, order.client_order_id):
             self._by_clordid[clordid] = order
         if order.venue_order_id:
@@ -274,7 +278,7 @@ class OrderManager:
             self._next_order_id(), clordid, strategy_id, self.symbol, side, ord_type,
             time_in_force, qty_lots, px_ticks, now,
         )  # fmt: skip
-        self.orders[order.order_id] = order
+        self._hold(order)
         self.created += 1
         if clordid in self._by_clordid:
             return self._refuse(order, f"duplicate ClOrdID {clordid!r}: already used today")
@@ -295,7 +299,7 @@ class OrderManager:
         )
         if refusal is not None:
             return self._refuse(order, f"risk: {refusal}")
-        if self.stp is not None:  # before the order leaves: the venue never sees a self-trade
+        if self.stp is not None and self._others_hold(strategy_id):  # before the order leaves
             stp = self.stp.check(order, self.orders.values(), closing=risk_exempt)
             self.cancel_many(stp.cancel)  # sent first: the venue takes them before the order
             if stp.refusal is not None:
@@ -412,7 +416,11 @@ class OrderManager:
                 AlertLevel.WARNING, f"replace of {order.client_order_id} refused: {refusal}"
             )
             return False
-        if self.stp is not None and new_px != order.px_ticks:  # moved across our own orders?
+        if (
+            self.stp is not None
+            and new_px != order.px_ticks
+            and self._others_hold(order.strategy_id)
+        ):  # moved across another strategy's orders?
             stp = self.stp.check(order, self.orders.values(), px_ticks=new_px)
             self.cancel_many(stp.cancel)
             if stp.refusal is not None:
@@ -920,14 +928,32 @@ class OrderManager:
             self._retire(order)
         elif order.order_id not in self.orders:  # a done order a venue report revived
             self.archive.pop(order.order_id, None)
-            self.orders[order.order_id] = order
+            self._hold(order)
 
     # ------------------------------------------------------------------ retirement
+    def _hold(self, order: Order) -> None:
+        """Put an order into the hot structures (``orders``)."""
+        if order.order_id not in self.orders:
+            held = self._held
+            held[order.strategy_id] = held.get(order.strategy_id, 0) + 1
+        self.orders[order.order_id] = order
+
+    def _others_hold(self, strategy_id: int) -> bool:
+        """Return whether a strategy other than ``strategy_id`` holds open orders here."""
+        held = self._held
+        return len(held) > 1 or (bool(held) and strategy_id not in held)
+
     def _retire(self, order: Order) -> None:
         """Move a done order from the hot structures into the archive (bounded)."""
         oid = order.order_id
         if self.orders.pop(oid, None) is None:
             return
+        held = self._held
+        sid = order.strategy_id
+        if held[sid] == 1:
+            del held[sid]
+        else:
+            held[sid] -= 1
         self._counted.pop(oid, None)
         archive = self.archive
         archive[oid] = order

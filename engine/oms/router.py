@@ -7,7 +7,6 @@ and the kill switch all go through it.
 """
 
 import itertools
-import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -16,6 +15,7 @@ from engine.bus import MessageBus
 from engine.clock import Clock
 from engine.enums import AlertLevel, KillLevel, OrdType, Side, TimeInForce
 from engine.events import ALERTED, Alert, KillSwitchChanged
+from engine.fastlog import get_log
 from engine.instruments import Instrument
 from engine.oms.manager import OrderManager
 from engine.oms.order import Order
@@ -23,7 +23,7 @@ from engine.oms.risk import RiskChecker, RiskLimits
 from engine.oms.stp import SelfTradePrevention
 from engine.oms.venue import Venue
 
-log = logging.getLogger(__name__)
+log = get_log(__name__)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

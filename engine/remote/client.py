@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import logging
 import random
 import ssl
 import threading
@@ -38,6 +37,7 @@ from engine.client import ClientState, EngineStartError, EventInbox
 from engine.commands import Command, CommandAck, CommandError, CommandResult
 from engine.embedded import new_event_loop
 from engine.events import EngineSnapshot, EngineStateChanged, Event, EventRecord
+from engine.fastlog import get_log
 from engine.remote.protocol import (
     MAX_SERVER_FRAME,
     PROTOCOL_VERSION,
@@ -61,7 +61,7 @@ from engine.remote.protocol import (
 )
 from engine.remote.tls import PinStore, client_context, fingerprint
 
-log = logging.getLogger(__name__)
+log = get_log(__name__)
 
 
 class _Fatal(Exception):

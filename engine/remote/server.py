@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import dataclasses
 import json
-import logging
 import secrets
 import ssl
 from collections import deque
@@ -30,6 +29,7 @@ from engine.clock import Clock
 from engine.commands import Command, CommandAck, CommandError, SetKillSwitch, SetRiskLimits
 from engine.core import Engine
 from engine.events import EventRecord
+from engine.fastlog import get_log
 from engine.remote.protocol import (
     CLOSE_AUTH,
     CLOSE_PROTOCOL,
@@ -58,7 +58,7 @@ from engine.remote.protocol import (
 )
 from engine.remote.tokens import ROLE_COMMANDS, ROLES, Identity, TokenStore, may_send, refusal
 
-log = logging.getLogger(__name__)
+log = get_log(__name__)
 
 #: Most records in one frame (bounds a frame's size and a sender's time slice).
 MAX_BATCH = 2048

@@ -11,7 +11,6 @@ client that is not logged on are stored in its session and resent after its next
 """
 
 import itertools
-import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -21,6 +20,7 @@ import numpy.typing as npt
 
 from engine.clock import Clock
 from engine.enums import ExecType, OrdStatus, OrdType
+from engine.fastlog import get_log
 from engine.fix.application import (
     Application,
     FieldNotFound,
@@ -49,7 +49,7 @@ from engine.oms.fixcodes import (
 from engine.sim.exchange import CLOSE_TEXT, SimCancelReject, SimExchange, SimReport
 from engine.types import BUY, L2_SET, L2_TRADE
 
-log = logging.getLogger(__name__)
+log = get_log(__name__)
 
 
 #: FIX 4.2 status reports: ExecType <150> that matches the order's status.

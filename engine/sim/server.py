@@ -43,6 +43,7 @@ from engine.cli_parser import OneLineErrorParser
 from engine.clock import LiveClock
 from engine.core import Engine
 from engine.demo import DEMO_LISTINGS, SimPump
+from engine.fastlog import get_log
 from engine.fix.application import SessionID
 from engine.fix.dictionary import DictionaryError
 from engine.fix.log import SessionLog
@@ -52,7 +53,7 @@ from engine.fix.transport import SocketAcceptor, install_uvloop
 from engine.sim.exchange import SimExchange, SimInstrument, id_epoch
 from engine.sim.fix_app import SimFixApplication
 
-log = logging.getLogger(__name__)
+log = get_log(__name__)
 
 PROG = "qwconsole sim"
 

@@ -12,7 +12,6 @@ nothing; an explicit start does, and is refused while the switch is engaged. A h
 strategy's orders are refused before they exist and counted (one alert, not one per order).
 """
 
-import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -30,11 +29,12 @@ from engine.events import (
     StrategyStatusChanged,
     TradeReported,
 )
+from engine.fastlog import get_log
 from engine.instruments import Instrument
 from engine.oms.router import OrderRouter
 from engine.strategy.base import BookView, Strategy
 
-log = logging.getLogger(__name__)
+log = get_log(__name__)
 
 #: Cause of the alert counting orders of halted strategies refused while the switch is off.
 HALTED_REFUSALS = "strategies halted by the kill switch"

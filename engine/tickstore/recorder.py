@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -39,6 +38,7 @@ import numpy.typing as npt
 
 from engine.commands import Command, CommandResult
 from engine.events import BookUpdated, Event, TradeReported
+from engine.fastlog import get_log
 from engine.instruments import Instrument
 from engine.tickstore.schema import (
     BBO_DTYPE,
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from engine.core import Engine
     from engine.marketdata import MarketData
 
-log = logging.getLogger(__name__)
+log = get_log(__name__)
 
 Rows = npt.NDArray[np.void]
 

@@ -2,8 +2,10 @@
 """Trading-path benchmarks (issue 5): tick to order, order to wire, orders through the simulator.
 
 Run: ``python -m tests.benchmarks.bench_trading [--orders N]`` or ``pytest -m bench -s``.
-Figures are medians over repetitions on a noisy 2-core machine; each is printed beside its
-target, with the machine's load average at the start and the end of the run.
+Each figure is measured ``--reps`` times and judged in every run (``tests.benchmarks.judge``):
+the median and the worst run are printed beside the target, with the machine's load average;
+``main`` exits 1 and the pytest form fails when any run misses. ``--doc`` writes the table
+into ``docs/performance.md``.
 
 * **create + risk + order manager + encode** one NewOrderSingle: ``OrderManager.send`` through
   the FIX venue adapter into a logged-on ``FixSession`` whose bytes are captured (no socket).
@@ -46,6 +48,7 @@ from engine.strategy.examples import Taker
 from engine.strategy.runner import LiveContext, StrategyRunner
 from engine.types import BUY, L2_EVENT_DTYPE, L2_SET, SELL
 from engine.warmup import warm_up
+from tests.benchmarks import judge
 
 ES = Instrument(symbol="ESZ6", tick_size=Decimal("0.25"), multiplier=Decimal(50))
 
@@ -220,72 +223,75 @@ def through_simulator(n: int, validate: bool) -> tuple[float, float]:
     return asyncio.run(_through_simulator(n, validate))
 
 
-def run(orders: int = 5_000, reps: int = 3) -> dict[str, float]:
-    """Measure everything; return the medians."""
+def run(orders: int = 5_000, reps: int = 3) -> tuple[list[judge.Figure], tuple[float, float]]:
+    """Measure everything ``reps`` times; return the figures and the load at start and end."""
     warm_up()
-    res = {
-        "load_1m_start": os.getloadavg()[0],
-        "simplefix_nos_ns": statistics.median(simplefix_nos(20_000) for _ in range(reps)),
-        "order_to_wire_ns": statistics.median(order_to_wire(20_000, True) for _ in range(reps)),
-        "order_to_wire_novalid_ns": statistics.median(
-            order_to_wire(20_000, False) for _ in range(reps)
-        ),
-    }
-    ticks = [tick_to_order(20_000) for _ in range(reps)]
-    res["tick_to_order_p50_ns"] = statistics.median(t[0] for t in ticks)
-    res["tick_to_order_p99_ns"] = statistics.median(t[1] for t in ticks)
-    for key, validate in (("", True), ("_novalid", False)):
-        runs = [through_simulator(orders, validate) for _ in range(reps)]
-        res["sim_orders_per_s" + key] = statistics.median(r[0] for r in runs)
-        res["sim_cpu_us" + key] = statistics.median(r[1] for r in runs)
-    res["load_1m_end"] = os.getloadavg()[0]
-    return res
+    load0 = os.getloadavg()[0]
+    nos = judge.Figure("create + risk + OMS + encode NOS", "µs", target=3.0)
+    novalid = judge.Figure("  same, dictionary validation off", "µs",
+                           note="outbound is not validated: same path")  # fmt: skip
+    ref = judge.Figure("  simplefix: build + encode that NOS only", "µs")
+    t50 = judge.Figure("book update -> strategy -> NOS bytes, p50", "µs", target=10.0)
+    t99 = judge.Figure("  p99", "µs", target=40.0)
+    sim = judge.Figure("orders through the simulator, loopback FIX", "orders/s",
+                       target=30_000, lower_is_better=False)  # fmt: skip
+    cpu = judge.Figure("  CPU per order, both ends (process time)", "µs")
+    sim_nv = judge.Figure("  same, dictionary validation off", "orders/s", lower_is_better=False)
+    for _ in range(reps):
+        ref.runs.append(simplefix_nos(20_000) / 1e3)
+        nos.runs.append(order_to_wire(20_000, True) / 1e3)
+        novalid.runs.append(order_to_wire(20_000, False) / 1e3)
+        p50, p99 = tick_to_order(20_000)
+        t50.runs.append(p50 / 1e3)
+        t99.runs.append(p99 / 1e3)
+    for _ in range(reps):
+        rate, cpu_us = through_simulator(orders, True)
+        sim.runs.append(rate)
+        cpu.runs.append(cpu_us)
+        sim_nv.runs.append(through_simulator(orders, False)[0])
+    nos.note = f"ours / simplefix encoding alone: {nos.median / ref.median:.2f}x; C++ OMS: 0.87 µs"
+    t50.note = "C++ (QWFIX): < 5 µs"
+    sim.note = "QuickFIX via Python: 2,090/s"
+    cpu.note = f"= {1e6 / cpu.median:,.0f} orders/s on a free core"
+    figures = [nos, novalid, ref, t50, t99, sim, cpu, sim_nv]
+    return figures, (load0, os.getloadavg()[0])
 
 
-def report(res: dict[str, float]) -> str:
-    """Format the figures against their targets."""
-    rows = [
-        ("create + risk + OMS + encode NOS", f"{res['order_to_wire_ns'] / 1e3:.1f} µs", "<= 5 µs",
-         "C++ OMS: 0.87 µs"),
-        ("  same, dictionary validation off", f"{res['order_to_wire_novalid_ns'] / 1e3:.1f} µs",
-         "", "outbound is not validated: same path"),
-        ("  simplefix: build + encode that NOS only", f"{res['simplefix_nos_ns'] / 1e3:.1f} µs",
-         "", f"ours / simplefix: {res['order_to_wire_ns'] / res['simplefix_nos_ns']:.2f}x"),
-        ("book update -> strategy -> NOS bytes, p50", f"{res['tick_to_order_p50_ns'] / 1e3:.1f} µs",
-         "<= 20 µs", "C++: < 5 µs"),
-        ("  p99", f"{res['tick_to_order_p99_ns'] / 1e3:.1f} µs", "", ""),
-        ("orders through the simulator, loopback FIX", f"{res['sim_orders_per_s']:,.0f}/s",
-         ">= 10,000/s", "QuickFIX via Python: 2,090/s"),
-        ("  CPU per order, both ends (process time)", f"{res['sim_cpu_us']:.1f} µs", "",
-         f"= {1e6 / res['sim_cpu_us']:,.0f} orders/s on a free core"),
-        ("  same, dictionary validation off", f"{res['sim_orders_per_s_novalid']:,.0f}/s", "",
-         f"CPU {res['sim_cpu_us_novalid']:.1f} µs per order"),
-    ]  # fmt: skip
-    width = max(len(r[0]) for r in rows)
-    lines = [f"{'figure':<{width}}  {'measured':>12}  {'target':>12}  reference"]
-    lines += [f"{a:<{width}}  {b:>12}  {c:>12}  {d}" for a, b, c, d in rows]
-    lines.append(
-        f"machine load (1-min average, {os.cpu_count()} CPUs): {res['load_1m_start']:.1f} at the "
-        f"start, {res['load_1m_end']:.1f} at the end; each figure is the median over --reps runs"
-    )
-    return "\n".join(lines)
+def _publish(
+    figures: list[judge.Figure], load: tuple[float, float], orders: int, reps: int
+) -> None:
+    judge.write_section(
+        "trading", "Trading path: order to wire, tick to order, orders through the simulator",
+        f"python -m tests.benchmarks.bench_trading --orders {orders} --reps {reps} --doc",
+        figures, load=load,
+        runs=f"{reps} runs of 20,000 orders/ticks each, {orders:,} orders through the simulator",
+    )  # fmt: skip
 
 
 @pytest.mark.bench
 def test_trading_benchmarks() -> None:
-    res = run(orders=3_000, reps=3)
+    figures, load = run(orders=3_000, reps=3)
     print()
-    print(report(res))
-    assert res["sim_orders_per_s"] > 0
+    print(judge.table(figures))
+    print(judge.load_text(*load))
+    _publish(figures, load, 3_000, 3)
+    assert not judge.misses(figures)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench_trading", description=__doc__.split("\n")[0])
     parser.add_argument("--orders", type=int, default=5_000)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--doc", action="store_true", help="write docs/performance.md")
     opts = parser.parse_args(argv)
-    print(report(run(opts.orders, opts.reps)))
-    return 0
+    figures, load = run(opts.orders, opts.reps)
+    print(judge.table(figures))
+    print(judge.load_text(*load))
+    if opts.doc:
+        _publish(figures, load, opts.orders, opts.reps)
+    for line in judge.misses(figures):
+        print(f"MISSED: {line}")
+    return judge.exit_code(figures)
 
 
 if __name__ == "__main__":

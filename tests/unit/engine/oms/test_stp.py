@@ -256,3 +256,33 @@ def test_a_replace_across_another_strategys_order_is_decided_alike(
         )
         assert ask.px_ticks == 102
         assert ask.pending is None
+
+
+def test_orders_are_looked_at_only_when_another_strategy_holds_some() -> None:
+    """One strategy alone on an instrument pays no scan of its own working orders per order."""
+
+    class Counting(SelfTradePrevention):
+        looked = 0
+
+        def check(self, new: Order, working: object, **kw: object) -> object:  # type: ignore[override]
+            Counting.looked += 1
+            return super().check(new, working, **kw)  # type: ignore[arg-type]
+
+    rig = make_oms()
+    rig.oms.stp = Counting()
+    for i in range(50):
+        o = rig.oms.send(1, Side.BUY if i % 2 else Side.SELL, 1, 90 if i % 2 else 110)
+        rig.oms.on_execution_report(report(o, ExecType.NEW, OrdStatus.NEW))
+    assert Counting.looked == 0
+    bid = rig.oms.send(2, Side.BUY, 1, 111)  # another strategy: looked at, and refused
+    assert Counting.looked == 1
+    assert bid.status is OrdStatus.REJECTED
+    assert "self-trade prevention" in bid.text
+    # Strategy 2 holds nothing (its order was refused): strategy 1 is alone again.
+    rig.oms.send(1, Side.BUY, 1, 91)
+    assert Counting.looked == 1
+    # Once strategy 1's orders are all done, strategy 2 is alone: no look either.
+    for o in list(rig.oms.orders.values()):
+        rig.oms.on_execution_report(report(o, ExecType.CANCELED, OrdStatus.CANCELED, leaves=0))
+    rig.oms.send(2, Side.SELL, 1, 80)
+    assert Counting.looked == 1

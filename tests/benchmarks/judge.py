@@ -1,0 +1,165 @@
+# SPDX-License-Identifier: MIT
+"""Benchmarks that judge: figures with targets, a verdict per run, and docs/performance.md.
+
+A benchmark measures each figure in several runs (``Figure.runs``) and judges every run against
+its target, not the median only: one slow run is a miss. It prints :func:`table`, returns
+:func:`exit_code` from its ``main`` (1 on any miss) and asserts :func:`misses` is empty in its
+pytest form. :func:`write_section` puts the table, the command and the machine's load into
+its own section of ``docs/performance.md`` (sections of other benchmarks are kept), so the
+document always holds the figures of the last run of each benchmark.
+"""
+
+import datetime as dt
+import os
+import platform
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "performance.md"
+
+_HEAD = """# Performance
+
+Every figure here is written by the benchmark that measures it, at its last run on this
+machine (2 cores, shared, noisy: compare the ratios measured in the same run, not figures of
+different runs). Each section names its command; `packaging/bootstrap.sh bench` runs them all.
+A figure is judged in **every** run of the benchmark (`worst` is the run furthest from the
+target); a benchmark exits 1 (its pytest form fails) when any run of any figure misses.
+"""
+
+
+@dataclass
+class Figure:
+    """One measured figure: its runs, its unit and, if it has one, its target."""
+
+    name: str
+    unit: str
+    runs: list[float] = field(default_factory=list)
+    #: The target; ``None``: reported, not judged.
+    target: float | None = None
+    #: Whether a lower value is better (latencies) or a higher one (throughputs).
+    lower_is_better: bool = True
+    #: What it is compared with in the same run (a ratio or a reference), shown as is.
+    note: str = ""
+
+    @property
+    def median(self) -> float:
+        """Return the median of the runs."""
+        return statistics.median(self.runs)
+
+    @property
+    def worst(self) -> float:
+        """Return the run furthest from the target (the slowest, or the least throughput)."""
+        return max(self.runs) if self.lower_is_better else min(self.runs)
+
+    def met(self) -> bool | None:
+        """Return whether every run met the target (``None``: no target)."""
+        if self.target is None:
+            return None
+        if self.lower_is_better:
+            return self.worst <= self.target
+        return self.worst >= self.target
+
+    def target_text(self) -> str:
+        """Return the target as written in the table."""
+        if self.target is None:
+            return ""
+        return f"{'<=' if self.lower_is_better else '>='} {_num(self.target)} {self.unit}"
+
+
+def _num(x: float) -> str:
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    if abs(x) >= 100:
+        return f"{x:.0f}"
+    if abs(x) >= 10:
+        return f"{x:.1f}"
+    return f"{x:.2f}"
+
+
+def misses(figures: Sequence[Figure]) -> list[str]:
+    """Return one line per figure that missed its target in some run."""
+    return [
+        f"{f.name}: worst run {_num(f.worst)} {f.unit}, target {f.target_text()}"
+        for f in figures
+        if f.met() is False
+    ]
+
+
+def exit_code(figures: Sequence[Figure]) -> int:
+    """Return 1 if any run of any figure missed its target, else 0."""
+    return 1 if misses(figures) else 0
+
+
+def _rows(figures: Sequence[Figure]) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = []
+    for f in figures:
+        met = f.met()
+        verdict = "" if met is None else "met" if met else "MISSED"
+        rows.append((
+            f.name, f"{_num(f.median)} {f.unit}", f"{_num(f.worst)} {f.unit}", f.target_text(),
+            verdict, f.note,
+        ))  # fmt: skip
+    return rows
+
+
+_COLUMNS = ("figure", "median", "worst run", "target", "verdict", "same-run reference")
+
+
+def table(figures: Sequence[Figure]) -> str:
+    """Return the figures as an aligned text table for the terminal."""
+    rows = [_COLUMNS, *_rows(figures)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS))]
+    lines = []
+    for r in rows:
+        cells = [
+            r[i].ljust(widths[i]) if i in (0, 5) else r[i].rjust(widths[i])
+            for i in range(len(_COLUMNS))
+        ]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def load_text(start: float, end: float) -> str:
+    """Return the machine-load sentence every benchmark prints."""
+    return (
+        f"machine load (1-min average, {os.cpu_count()} CPUs): {start:.1f} at the start, "
+        f"{end:.1f} at the end"
+    )
+
+
+def write_section(
+    name: str,
+    title: str,
+    command: str,
+    figures: Sequence[Figure],
+    *,
+    load: tuple[float, float],
+    runs: str,
+    doc: Path = DOC,
+) -> None:
+    """Replace (or add) section ``name`` of ``doc`` with this run's figures."""
+    when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        f"<!-- bench:{name} -->",
+        f"## {title}",
+        "",
+        f"`{command}` — {runs}; {when}, CPython {platform.python_version()}, {load_text(*load)}.",
+        "",
+        "| " + " | ".join(_COLUMNS) + " |",
+        "|" + "|".join("---" for _ in _COLUMNS) + "|",
+    ]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in _rows(figures)]
+    lines.append(f"<!-- /bench:{name} -->")
+    section = "\n".join(lines)
+    text = doc.read_text(encoding="utf-8") if doc.exists() else _HEAD
+    pattern = re.compile(rf"<!-- bench:{re.escape(name)} -->.*?<!-- /bench:{re.escape(name)} -->",
+                         re.S)  # fmt: skip
+    if pattern.search(text):
+        text = pattern.sub(lambda _m: section, text)
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text(text, encoding="utf-8")

@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: MIT
+"""The trading path builds no log record and no event that nobody would receive."""
+
+import logging
+from collections.abc import Callable, Iterator
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import pytest
+
+from engine.bus import MessageBus
+from engine.clock import LiveClock
+from engine.enums import Side
+from engine.events import BookUpdated, OrderChanged, TradeReported
+from engine.fix.codec import FixDecoder
+from engine.fix.log import NullLog
+from engine.fix.session import FixSession, SessionConfig
+from engine.fix.store import MemoryStore
+from engine.instruments import Instrument
+from engine.marketdata import MarketData
+from engine.oms.fix_venue import FixVenue
+from engine.oms.router import OrderRouter
+from engine.types import BUY, L2_EVENT_DTYPE, L2_SET, L2_TRADE, SELL
+
+ES = Instrument(symbol="ESZ6", tick_size=Decimal("0.25"), multiplier=Decimal(50))
+
+
+class CountingBus(MessageBus):
+    """A bus that counts what is published (delivered or not)."""
+
+    __slots__ = ("published",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.published: list[type[Any]] = []
+
+    def publish(self, msg: object) -> None:
+        self.published.append(type(msg))
+        super().publish(msg)
+
+
+@pytest.fixture
+def records() -> Iterator[list[logging.LogRecord]]:
+    """Every LogRecord built in the test, at any level, whatever the handlers."""
+    made: list[logging.LogRecord] = []
+    factory = logging.getLogRecordFactory()
+
+    def counting(*args: Any, **kw: Any) -> logging.LogRecord:
+        record = factory(*args, **kw)
+        made.append(record)
+        return record
+
+    root = logging.getLogger()
+    old = root.level
+    root.setLevel(logging.DEBUG)  # everything enabled: a record not built was never asked for
+    logging.setLogRecordFactory(counting)
+    try:
+        yield made
+    finally:
+        logging.setLogRecordFactory(factory)
+        root.setLevel(old)
+
+
+def trading_path(bus: MessageBus) -> tuple[MarketData, OrderRouter, list[bytes]]:
+    """Market data and an order router sending over a logged-on FIX session into a list."""
+    clock = LiveClock()
+    venue = FixVenue(clock)
+    ours = FixSession(
+        SessionConfig(begin_string="FIX.4.4", sender_comp_id="C", target_comp_id="S",
+                      initiator=True, heart_bt_int=30),
+        MemoryStore(), venue, NullLog(), clock,
+    )  # fmt: skip
+    theirs = FixSession(
+        SessionConfig(begin_string="FIX.4.4", sender_comp_id="S", target_comp_id="C"),
+        MemoryStore(), None, NullLog(), clock,
+    )  # fmt: skip
+    d_ours, d_theirs = FixDecoder(), FixDecoder()
+    now = clock.now_ns()
+    for raw in ours.on_connected(now):
+        for msg in d_theirs.feed(raw):
+            for back in theirs.on_message(msg, now):
+                for m2 in d_ours.feed(back):
+                    ours.on_message(m2, now)
+    assert ours.is_logged_on
+    out: list[bytes] = []
+    ours.set_responder(out.append)
+    venue.bind(ours)
+    router = OrderRouter(bus, clock)
+    venue.route(ES, router.add_instrument(ES, venue))
+    market = MarketData(["ESZ6"], bus, clock, n_levels=256, centres=[24_000])
+    return market, router, out
+
+
+def run_path(market: MarketData, router: OrderRouter, n: int) -> None:
+    rows = np.zeros(3, L2_EVENT_DTYPE)
+    rows["px"], rows["side"], rows["kind"] = (23_999, 24_001, 24_001), (BUY, SELL, SELL), (
+        L2_SET, L2_SET, L2_TRADE,
+    )  # fmt: skip
+    for i in range(n):
+        rows["qty"] = (5 + i % 3, 7, 1)
+        market.apply(rows[:2] if i % 2 else rows)  # the small-batch path
+        market.apply(np.repeat(rows, 20))  # the batch path
+        router.send("ESZ6", 1, Side.BUY if i % 2 else Side.SELL, 1, 24_000 + i % 7)
+
+
+def test_nothing_is_built_when_nobody_listens(records: list[logging.LogRecord]) -> None:
+    bus = CountingBus()
+    market, router, out = trading_path(bus)
+    records.clear()  # the logon logged (session level): counted from the first tick on
+    run_path(market, router, 200)
+    assert len(out) == 200  # the orders did go out
+    assert market.last_trade_px["ESZ6"] == 24_001  # trades still seen
+    assert bus.published == []
+    assert records == []
+
+
+@pytest.mark.parametrize("event", [BookUpdated, TradeReported, OrderChanged])
+def test_a_listener_gets_its_events(records: list[logging.LogRecord], event: type[Any]) -> None:
+    bus = CountingBus()
+    market, router, _ = trading_path(bus)
+    got: list[object] = []
+    handler: Callable[[Any], None] = got.append
+    bus.subscribe(event, handler)
+    records.clear()
+    run_path(market, router, 10)
+    assert got
+    assert all(type(e) is event for e in got)
+    assert set(bus.published) == {event}
+    assert records == []
