@@ -18,7 +18,7 @@ from enum import IntEnum
 from engine import types
 
 if sys.version_info < (3, 12) and "__getattr__" in vars(enum.EnumType):
-    del enum.EnumType.__getattr__
+    del enum.EnumType.__getattr__  # type: ignore[attr-defined]
 
 
 class Side(IntEnum):

@@ -16,7 +16,7 @@ from engine.book.l2 import L2Books
 from engine.bus import MessageBus
 from engine.clock import Clock
 from engine.enums import Side
-from engine.events import BookUpdated, TradeReported
+from engine.events import BookUpdated, TradeReported, fast_constructor
 from engine.matching.models import ConservativeQueue, QueueModel
 from engine.matching.queue import L2QueuePositions
 from engine.types import BUY, L2_EVENT_DTYPE, L2_TRADE, SELL
@@ -25,6 +25,9 @@ I64 = npt.NDArray[np.int64]
 
 #: Batches up to this many rows are handled row by row in Python (cheaper than numpy calls).
 SMALL_BATCH = 32
+
+#: Built per book update: the fast constructor (engine.events.fast_constructor).
+_book_updated = fast_constructor(BookUpdated)
 
 
 class L2BookView:
@@ -154,8 +157,9 @@ class MarketData:
         Returns the number of rows applied. Raises ``ValueError`` naming row and field for bad
         input, before anything is applied.
         """
-        if events.dtype != L2_EVENT_DTYPE:
-            raise ValueError(f"events: dtype must be L2_EVENT_DTYPE, got {events.dtype}")
+        dtype = events.dtype
+        if dtype is not L2_EVENT_DTYPE and dtype != L2_EVENT_DTYPE:
+            raise ValueError(f"events: dtype must be L2_EVENT_DTYPE, got {dtype}")
         n = events.shape[0]
         if n == 0:
             return 0
@@ -191,7 +195,7 @@ class MarketData:
         for j in sorted(n - 1 - last_rows):
             bid_px, bid_qty, ask_px, ask_qty = bbo[j].tolist()
             self.bus.publish(
-                BookUpdated(
+                _book_updated(
                     ts_event=int(events["ts"][j]) or ts_recv,
                     symbol=self.symbols[int(books[j])],
                     bid_px_ticks=bid_px,
@@ -231,7 +235,7 @@ class MarketData:
             else:
                 bid_px, bid_qty, ask_px, ask_qty = bbo[j].tolist()
             self.bus.publish(
-                BookUpdated(
+                _book_updated(
                     ts_event=rows[j][0] or ts_recv,
                     symbol=self.symbols[book],
                     bid_px_ticks=bid_px,

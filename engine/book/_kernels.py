@@ -272,12 +272,17 @@ def l2_check(ev: Rec, n_books: int) -> int:
 
 
 @kernel
-def l2_apply_bbo(q: I64, st: I64, ev: Rec, out: I64) -> int:
-    """Apply like :func:`l2_apply` and record the touch of the event's book after each row.
+def l2_apply_bbo(q: I64, st: I64, ev: Rec, out: I64, n_books: int) -> int:  # noqa: C901
+    """Check the rows, then apply like :func:`l2_apply` and record each row's book touch.
 
+    The rows are checked first as :func:`l2_check` does, in the same call (one dispatch per
+    book update instead of two): for a bad row nothing is applied and ``-1 - row`` is returned.
     ``out`` is ``int64[len(ev), 4]``: bid px, bid qty, ask px, ask qty (ticks, lots; a
     missing side is ``(0, 0)``). Returns the number of rows processed.
     """
+    bad = l2_check(ev, n_books)
+    if bad >= 0:
+        return -1 - bad
     n = q.shape[2]
     for k in range(ev.shape[0]):
         e = ev[k]

@@ -28,6 +28,7 @@ from engine.types import (
     SELL,
 )
 
+_INT64 = np.dtype(np.int64)
 I64 = npt.NDArray[np.int64]
 
 
@@ -184,19 +185,28 @@ class L2Books:
         ValueError
             As :meth:`validate`, or on a bad ``bbo`` shape; nothing is applied then.
         """
-        self.validate(events)
-        if bbo is not None:
-            if (
-                bbo.dtype != np.int64
-                or bbo.shape != (events.shape[0], 4)
-                or not bbo.flags.c_contiguous
-            ):
-                raise ValueError(
-                    f"bbo: must be C-contiguous int64[{events.shape[0]}, 4], "
-                    f"got {bbo.dtype}{bbo.shape}"
-                )
-            return int(k.l2_apply_bbo(self._q, self._st, np.ascontiguousarray(events), bbo))
-        return int(k.l2_apply(self._q, self._st, np.ascontiguousarray(events)))
+        if bbo is None:
+            self.validate(events)
+            return int(k.l2_apply(self._q, self._st, np.ascontiguousarray(events)))
+        dtype = events.dtype
+        if dtype is not L2_EVENT_DTYPE and dtype != L2_EVENT_DTYPE:
+            raise ValueError(f"events: dtype must be L2_EVENT_DTYPE, got {dtype}")
+        if (
+            bbo.dtype is not _INT64
+            or bbo.shape != (events.shape[0], 4)
+            or not bbo.flags.c_contiguous
+        ):
+            raise ValueError(
+                f"bbo: must be C-contiguous int64[{events.shape[0]}, 4], got {bbo.dtype}{bbo.shape}"
+            )
+        if not events.flags.c_contiguous:
+            events = np.ascontiguousarray(events)
+        # The kernel checks the rows before it applies any (one call per book update).
+        applied = int(k.l2_apply_bbo(self._q, self._st, events, bbo, self._q.shape[0]))
+        if applied < 0:
+            self.validate(events)  # raises, naming the row and the field
+            raise AssertionError(f"row {-1 - applied} refused by the kernel, not by validate()")
+        return applied
 
     def apply_levels(
         self, book: int, side: npt.ArrayLike, px: npt.ArrayLike, qty: npt.ArrayLike

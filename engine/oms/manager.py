@@ -28,7 +28,14 @@ import numpy as np
 from engine.bus import MessageBus
 from engine.clock import Clock
 from engine.enums import AlertLevel, ExecType, OrdStatus, OrdType, Side, TimeInForce
-from engine.events import ALERTED, Alert, OrderChanged, OrderFilled, OrderView
+from engine.events import (
+    ALERTED,
+    Alert,
+    OrderChanged,
+    OrderFilled,
+    OrderView,
+    fast_constructor,
+)
 from engine.fastlog import get_log
 from engine.instruments import Instrument
 from engine.oms.order import TERMINAL, WORKING, Order, PendingRequest, is_allowed
@@ -37,6 +44,10 @@ from engine.oms.stp import SelfTradePrevention
 from engine.oms.venue import CancelReject, ExecutionReport, Venue
 
 log = get_log(__name__)
+
+# Built per order change and per fill: the fast constructors (engine.events.fast_constructor).
+_order_changed = fast_constructor(OrderChanged)
+_order_filled = fast_constructor(OrderFilled)
 
 _FILL_TYPES = frozenset({ExecType.TRADE, ExecType.PARTIAL_FILL, ExecType.FILL})
 
@@ -594,7 +605,7 @@ class OrderManager:
         order.notional_ticks_lots += rep.last_px_ticks * rep.last_qty_lots
         self.risk.on_fill(order.strategy_id, self.symbol, order.side, rep.last_qty_lots)
         self.bus.publish(
-            OrderFilled(
+            _order_filled(
                 ts_event=rep.ts_event or self.clock.now_ns(),
                 order_id=order.order_id,
                 client_order_id=order.client_order_id,
@@ -923,7 +934,7 @@ class OrderManager:
             order.published = None
         else:
             view = order.published = order.view()
-            bus.publish(OrderChanged(ts_event=order.ts_last, order=view, change=change))
+            bus.publish(_order_changed(ts_event=order.ts_last, order=view, change=change))
         if order.status in TERMINAL:
             self._retire(order)
         elif order.order_id not in self.orders:  # a done order a venue report revived
@@ -1021,7 +1032,7 @@ class OrderManager:
         # ExecIDs are no longer held, so it may be new. A fill is never dropped: booked, said.
         self.risk.on_fill(strategy_id, self.symbol, Side(side), rep.last_qty_lots)
         self.bus.publish(
-            OrderFilled(
+            _order_filled(
                 ts_event=rep.ts_event or self.clock.now_ns(), order_id=oid,
                 client_order_id=rep.client_order_id, venue_order_id=rep.venue_order_id,
                 exec_id=rep.exec_id, strategy_id=strategy_id, symbol=self.symbol,

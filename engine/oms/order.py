@@ -10,10 +10,11 @@ applied but raised as an alert (the venue is right about its own book; the trade
 from dataclasses import dataclass, field
 
 from engine.enums import OrdStatus, OrdType, Side, TimeInForce
-from engine.events import OrderView
+from engine.events import OrderView, fast_constructor
 
 S = OrdStatus
 _new = object.__new__
+_new_view = fast_constructor(OrderView)
 
 #: States after which nothing more happens to an order.
 TERMINAL: frozenset[OrdStatus] = frozenset({S.FILLED, S.CANCELED, S.REJECTED, S.EXPIRED})
@@ -172,7 +173,7 @@ class Order:
 
     def view(self) -> OrderView:
         """Return an immutable snapshot of the order."""
-        return OrderView(
+        return _new_view(
             order_id=self.order_id,
             client_order_id=self.client_order_id,
             orig_client_order_ids=self.chain,

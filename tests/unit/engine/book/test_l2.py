@@ -277,7 +277,12 @@ def test_l2_bbo_path_equals_plain_path_and_records_the_touch(mode: str) -> None:
     q2, s2 = q1.copy(), s1.copy()
     bbo = np.zeros((n, 4), np.int64)
     (k.l2_apply if mode == "jit" else k.l2_apply.py_func)(q1, s1, ev)
-    (k.l2_apply_bbo if mode == "jit" else k.l2_apply_bbo.py_func)(q2, s2, ev, bbo)
+    fn = k.l2_apply_bbo if mode == "jit" else k.l2_apply_bbo.py_func
+    bad = ev.copy()
+    bad["qty"][n // 2] = -1
+    assert fn(q2, s2, bad, bbo, 2) == -1 - n // 2  # checked first: nothing applied
+    np.testing.assert_array_equal(q2, np.zeros_like(q2))
+    assert fn(q2, s2, ev, bbo, 2) == n
     np.testing.assert_array_equal(q1, q2)
     np.testing.assert_array_equal(s1, s2)
     b = int(ev["book"][-1])

@@ -1,0 +1,80 @@
+# SPDX-License-Identifier: MIT
+"""``fast_constructor`` builds the same frozen events as their dataclass ``__init__``."""
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import pytest
+
+from engine.enums import EngineState, OrdStatus, OrdType, Side, TimeInForce
+from engine.events import (
+    BookUpdated,
+    EngineStateChanged,
+    OrderChanged,
+    OrderFilled,
+    OrderView,
+    fast_constructor,
+)
+
+VIEW = {
+    "order_id": 7, "client_order_id": "C7", "orig_client_order_ids": ("C6",),
+    "venue_order_id": "V7", "strategy_id": 3, "symbol": "ESZ6", "side": Side.SELL,
+    "ord_type": OrdType.LIMIT, "time_in_force": TimeInForce.IOC, "qty_lots": 4,
+    "px_ticks": 24_001, "status": OrdStatus.PARTIALLY_FILLED, "cum_qty_lots": 1,
+    "leaves_qty_lots": 3, "avg_px_ticks": 24_001.0, "pending": "cancel", "text": "t",
+    "ts_created": 1, "ts_sent": 2, "ts_acked": 3, "ts_last": 4,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("cls", "kw"),
+    [
+        (OrderView, VIEW),
+        (OrderChanged, {"ts_event": 5, "order": OrderView(**VIEW), "change": "fill"}),
+        (BookUpdated, {"ts_event": 5, "symbol": "ESZ6", "bid_px_ticks": 1, "bid_qty_lots": 2,
+                       "ask_px_ticks": 3, "ask_qty_lots": 4}),
+        (OrderFilled, {"ts_event": 5, "order_id": 7, "client_order_id": "C7",
+                       "venue_order_id": "V7", "exec_id": "E1", "strategy_id": 3,
+                       "symbol": "ESZ6", "side": Side.BUY, "last_px_ticks": 9,
+                       "last_qty_lots": 1, "leaves_qty_lots": 0, "ts_recv": 6}),
+        (EngineStateChanged, {"ts_event": 1, "engine_id": "e", "state": EngineState.RUNNING}),
+    ],
+)  # fmt: skip
+def test_same_event_as_the_dataclass(cls: type, kw: dict[str, object]) -> None:
+    fast = fast_constructor(cls)(**kw)
+    slow = cls(**kw)
+    assert type(fast) is cls
+    assert fast == slow
+    assert hash(fast) == hash(slow)
+    assert repr(fast) == repr(slow)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(fast, next(iter(kw)), 0)
+
+
+def test_defaults_and_wrong_arguments() -> None:
+    @dataclass(frozen=True, slots=True, kw_only=True)
+    class Sample:
+        a: int
+        b: str = "x"
+        c: list[int] = field(default_factory=list)
+
+    make = fast_constructor(Sample)
+    first, second = make(a=1), make(a=1)
+    assert first == Sample(a=1)
+    assert first.c is not second.c  # a new list each time, as the factory says
+    assert make(a=2, b="y", c=[1]) == Sample(a=2, b="y", c=[1])
+    with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'a'"):
+        make()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'd'"):
+        make(a=1, d=2)
+    with pytest.raises(TypeError):
+        make(1)
+
+
+def test_only_slotted_dataclasses() -> None:
+    @dataclass(frozen=True)
+    class Plain:
+        a: int
+
+    with pytest.raises(TypeError, match="not a slotted dataclass"):
+        fast_constructor(Plain)
