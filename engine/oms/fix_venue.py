@@ -24,7 +24,7 @@ import numpy as np
 
 from engine.clock import Clock
 from engine.enums import OrdStatus, OrdType, TimeInForce
-from engine.events import OrderView
+from engine.events import OrderView, fast_constructor
 from engine.fastlog import get_log
 from engine.fix.application import Application, DoNotSend, IncorrectTagValue, SessionID
 from engine.fix.codec import decode_one, format_timestamp, parse_timestamp
@@ -50,6 +50,9 @@ from engine.oms.venue import CancelReject, ExecutionReport, clordid_prefix
 from engine.types import BUY, L2_CLEAR, L2_EVENT_DTYPE, L2_SET, L2_TRADE, SELL
 
 log = get_log(__name__)
+
+#: Built per report: the fast constructor (engine.events.fast_constructor).
+_execution_report = fast_constructor(ExecutionReport)
 
 #: How many sent order messages are remembered for mapping session Rejects back to orders
 #: (a Reject answers within a round trip; one beyond is logged, and the order's unanswered
@@ -535,7 +538,7 @@ class FixVenue(Application):
         last_px = get(31) if last_qty else None
         order_qty = get(38)
         px = get(44)
-        rep = ExecutionReport(
+        rep = _execution_report(
             client_order_id=(get(11) or b"").decode("latin-1"),
             orig_client_order_id=(get(41) or b"").decode("latin-1"),
             venue_order_id=(get(37) or b"").decode("latin-1"),

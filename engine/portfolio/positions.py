@@ -5,6 +5,7 @@ Average-cost realized P&L, unrealized P&L marked to market, fees; booked in batc
 ``FILL_DTYPE`` arrays or one fill at a time, with the same kernel arithmetic.
 """
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -162,7 +163,7 @@ class PositionBook:
             raise ValueError(f"side: must be BUY (1) or SELL (-1), got {side!r}")
         if qty <= 0:
             raise ValueError(f"qty: must be > 0, got {qty}")
-        if not np.isfinite(fee):
+        if not math.isfinite(fee):
             raise ValueError(f"fee: must be finite, got {fee!r}")
         k.apply_fill(
             self._pos, strategy, instrument, side, int(px), int(qty), float(fee), int(ts),
