@@ -24,6 +24,7 @@ PROG = "qwconsole"
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "engine": ("engine.headless", "run the engine without a window (--demo, --config FILE)"),
     "fix": ("engine.fix.cli", "FIX tools: the conformance-suite acceptor"),
+    "bench": ("app.bench", "benchmark tables: bench fix (batches, sessions in parallel)"),
     "backtest": ("engine.backtest.cli", "replay recorded data through a strategy (--sweep)"),
     "import": ("engine.tickstore.cli", "import vendor files into the tick store"),
     "reconcile": ("engine.reconcile.cli", "compare journal, recovery and venue fills (STATE_DIR)"),

@@ -1,0 +1,342 @@
+# SPDX-License-Identifier: MIT
+"""The FIX benchmark tables of ``qwconsole bench fix``: batches, and sessions in parallel.
+
+Two processes on 127.0.0.1: this one runs the initiators and measures; a child process
+(``python -m engine.fix.benchtables --serve``) runs an acceptor with one session per FIX version
+that answers every NewOrderSingle <D> with an ExecutionReport <8> (ExecType New) built from a
+session template. Both sides are full :class:`~engine.fix.session.FixSession` objects: sequence
+numbers, in-memory message store, header checks, and data-dictionary validation of every
+message with the version's dictionary.
+
+* :func:`batch_table` (a benchmark table of seed 003): for a batch of 1, 2, 5, 10, 100, 1000
+  NewOrderSingles sent back to back, wait for all their reports, repeat; per row min / avg /
+  max latency of an order (its send to its report) and orders per second.
+* :func:`parallel_sessions` (seed 000's): FIX 4.1, 4.2, 4.4, 5.0 and 5.0 SP1 sessions in
+  parallel, each sending one order at a time (ping-pong); every round trip's latency, then the
+  average, p50 / p99 / p99.9 / p99.99 / max and a histogram. The first ``warmup`` round trips of
+  each session are left out (said in the table).
+
+The QuickFIX side of the same tables runs in :mod:`engine.fix.qfpeer` when the ``quickfix``
+package is importable. No Qt here: the histogram is drawn by ``app.bench``.
+"""
+
+import argparse
+import asyncio
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from engine.fix.application import Application, SessionID
+from engine.fix.message import FixMessage
+from engine.fix.session import AppTemplate, FixSession, SessionConfig, lookup_session
+from engine.fix.store import MemoryStore
+from engine.fix.transport import SocketAcceptor, SocketInitiator
+
+#: Version label -> (BeginString, DefaultApplVerID).
+VERSIONS: dict[str, tuple[str, str | None]] = {
+    "4.1": ("FIX.4.1", None),
+    "4.2": ("FIX.4.2", None),
+    "4.4": ("FIX.4.4", None),
+    "5.0": ("FIXT.1.1", "FIX.5.0"),
+    "5.0SP1": ("FIXT.1.1", "FIX.5.0SP1"),
+}
+
+BATCHES = (1, 2, 5, 10, 100, 1000)
+_TS = b"20261203-12:00:00.000"
+
+
+def nos_fields(version: str) -> list[tuple[int, bytes | None]]:
+    """Return the NewOrderSingle body of ``version`` with the ClOrdID <11> slot.
+
+    Each version's required fields: HandlInst <21>, and TransactTime <60> from 4.2 on.
+    """
+    body: list[tuple[int, bytes | None]] = [
+        (11, None), (21, b"1"), (38, b"100"), (40, b"2"), (44, b"101.25"), (54, b"1"),
+        (55, b"AAPL"), (59, b"0"),
+    ]  # fmt: skip
+    if version != "4.1":
+        body.append((60, _TS))
+    return body
+
+
+def er_fields(version: str) -> list[tuple[int, bytes | None]]:
+    """ExecutionReport (new) body of ``version``; slots ClOrdID <11>, ExecID <17>, OrderID <37>.
+
+    ExecTransType <20> up to 4.2; LastShares/LastQty <32> and LastPx <31> (0 on an
+    acknowledgement) as 4.1 and 4.2 require.
+    """
+    body: list[tuple[int, bytes | None]] = [
+        (6, b"0"), (11, None), (14, b"0"), (17, None), (31, b"0"), (32, b"0"), (37, None),
+        (38, b"100"), (39, b"0"), (54, b"1"), (55, b"AAPL"), (150, b"0"), (151, b"100"),
+    ]  # fmt: skip
+    if version in ("4.1", "4.2"):
+        body.insert(4, (20, b"0"))
+    return sorted(body)
+
+
+def _config(version: str, me: str, them: str, *, initiator: bool) -> SessionConfig:
+    begin, appl = VERSIONS[version]
+    return SessionConfig(
+        begin_string=begin,
+        sender_comp_id=me,
+        target_comp_id=them,
+        initiator=initiator,
+        heart_bt_int=30,
+        reset_on_logon=True,
+        use_data_dictionary=True,
+        default_appl_ver_id=appl,
+    )
+
+
+def _ids(version: str) -> tuple[str, str]:
+    tag = version.replace(".", "")
+    return f"CLIENT{tag}", f"EXCH{tag}"
+
+
+# ----------------------------------------------------------------------------- the venue side
+class _Venue(Application):
+    """Answers every NewOrderSingle with an ExecutionReport (new) from a session template."""
+
+    def __init__(self) -> None:
+        self._templates: dict[SessionID, AppTemplate] = {}
+
+    def from_app(self, message: FixMessage, session_id: SessionID) -> None:
+        tmpl = self._templates.get(session_id)
+        if tmpl is None:
+            s = lookup_session(session_id)
+            assert s is not None
+            version = next(v for v in VERSIONS if _ids(v)[1] == s.config.sender_comp_id)
+            tmpl = self._templates[session_id] = s.template(b"8", er_fields(version))
+        clordid = message.get(11) or b""
+        tmpl.session.send_template(tmpl, (clordid, b"E" + clordid, b"O" + clordid))
+
+
+async def serve() -> None:
+    """Run the venue's acceptor; print its port; stop when stdin closes."""
+    app = _Venue()
+    sessions = [
+        FixSession(_config(v, _ids(v)[1], _ids(v)[0], initiator=False), MemoryStore(), app)
+        for v in VERSIONS
+    ]
+    acceptor = SocketAcceptor(sessions, port=0, timer_interval=1.0)
+    await acceptor.start()
+    sys.stdout.write(f"{acceptor.port}\n")
+    sys.stdout.flush()
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    await acceptor.stop()
+
+
+class Venue:
+    """The venue child process (a context manager): ``port`` once started."""
+
+    def __enter__(self) -> "Venue":
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "engine.fix.benchtables", "--serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line.strip().isdigit():
+            self.__exit__()
+            raise RuntimeError(f"the benchmark venue did not start (it printed {line!r})")
+        self.port = int(line)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        proc = self.proc
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+# ----------------------------------------------------------------------------- the client side
+class _Client(Application):
+    """Stamps the arrival of each report; wakes the waiter when ``target`` reports are in."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.received = 0
+        self.target = 0
+        self.arrived: list[int] = []
+        self.waiter: asyncio.Future[None] | None = None
+
+    def from_app(self, message: FixMessage, session_id: SessionID) -> None:
+        self.arrived.append(time.perf_counter_ns())
+        self.received += 1
+        w = self.waiter
+        if w is not None and self.received >= self.target and not w.done():
+            w.set_result(None)
+
+    def expect(self, n: int) -> "asyncio.Future[None]":
+        self.target = self.received + n
+        self.waiter = self.loop.create_future()
+        return self.waiter
+
+
+@dataclass
+class _Link:
+    version: str
+    session: FixSession
+    initiator: SocketInitiator
+    app: _Client
+    nos: AppTemplate
+    sent: int = 0
+
+    def send(self) -> int:
+        self.sent += 1
+        t = time.perf_counter_ns()
+        self.session.send_template(self.nos, (b"c%d" % self.sent,))
+        return t
+
+
+async def _connect(version: str, port: int) -> _Link:
+    me, them = _ids(version)
+    app = _Client(asyncio.get_running_loop())
+    session = FixSession(_config(version, me, them, initiator=True), MemoryStore(), app)
+    initiator = SocketInitiator(session, [("127.0.0.1", port)], reconnect_interval=0.2)
+    await initiator.start()
+    await initiator.wait_logged_on(10)
+    return _Link(version, session, initiator, app, session.template(b"D", nos_fields(version)))
+
+
+async def _close(link: _Link) -> None:
+    await link.initiator.stop()
+    link.session.close()
+
+
+@dataclass
+class BatchRow:
+    """One row of the batch table."""
+
+    batch: int
+    orders: int
+    min_us: float
+    avg_us: float
+    max_us: float
+    orders_per_s: float
+
+
+async def _batch_rows(port: int, orders_per_row: int, batches: tuple[int, ...]) -> list[BatchRow]:
+    link = await _connect("4.4", port)
+    rows = []
+    try:
+        for _ in range(200):  # the connection's first round trips (not counted)
+            done = link.app.expect(1)
+            link.send()
+            await done
+        for n in batches:
+            rounds = max(3, orders_per_row // n)
+            lat = np.empty(rounds * n, np.int64)
+            t_start = time.perf_counter_ns()
+            for r in range(rounds):
+                first = len(link.app.arrived)
+                done = link.app.expect(n)
+                sent = [link.send() for _ in range(n)]
+                await asyncio.wait_for(done, 60)
+                arrived = link.app.arrived[first : first + n]
+                lat[r * n : (r + 1) * n] = np.array(arrived) - np.array(sent)
+                del link.app.arrived[:]
+            elapsed = (time.perf_counter_ns() - t_start) / 1e9
+            rows.append(
+                BatchRow(
+                    n, rounds * n, float(lat.min()) / 1e3, float(lat.mean()) / 1e3,
+                    float(lat.max()) / 1e3, rounds * n / elapsed,
+                )
+            )  # fmt: skip
+    finally:
+        await _close(link)
+    return rows
+
+
+def batch_table(orders_per_row: int = 20_000, batches: tuple[int, ...] = BATCHES) -> list[BatchRow]:
+    """Measure the batch table (FIX 4.4) against a venue in a child process."""
+    with Venue() as venue:
+        return asyncio.run(_batch_rows(venue.port, orders_per_row, batches))
+
+
+@dataclass
+class ParallelRun:
+    """The round trips of sessions run in parallel."""
+
+    per_version: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)  # ns
+    elapsed_s: float = 0.0
+    warmup: int = 0
+
+    @property
+    def all_ns(self) -> npt.NDArray[np.int64]:
+        """Return every round trip's latency, ns."""
+        return np.concatenate(list(self.per_version.values()))
+
+    def summary(self) -> dict[str, float]:
+        """Return count, rate, average and percentiles (µs) of all round trips."""
+        lat = self.all_ns
+        p = np.percentile(lat, [50, 99, 99.9, 99.99]) / 1e3
+        return {
+            "round_trips": float(lat.size),
+            "per_s": lat.size / self.elapsed_s,
+            "avg_us": float(lat.mean()) / 1e3,
+            "p50_us": float(p[0]),
+            "p99_us": float(p[1]),
+            "p999_us": float(p[2]),
+            "p9999_us": float(p[3]),
+            "max_us": float(lat.max()) / 1e3,
+        }
+
+
+async def _ping_pong(link: _Link, n: int, warmup: int, out: npt.NDArray[np.int64]) -> None:
+    app = link.app
+    for i in range(warmup + n):
+        done = app.expect(1)
+        t = link.send()
+        await done
+        if i >= warmup:
+            out[i - warmup] = app.arrived[-1] - t
+        app.arrived.clear()
+
+
+async def _parallel(port: int, total: int, warmup: int) -> ParallelRun:
+    links = [await _connect(v, port) for v in VERSIONS]
+    each = total // len(links)
+    run = ParallelRun(warmup=warmup)
+    outs = {link.version: np.empty(each, np.int64) for link in links}
+    try:
+        t0 = time.perf_counter()
+        await asyncio.gather(*(_ping_pong(lk, each, warmup, outs[lk.version]) for lk in links))
+        run.elapsed_s = time.perf_counter() - t0
+    finally:
+        for link in links:
+            await _close(link)
+    run.per_version = outs
+    return run
+
+
+def parallel_sessions(total: int = 1_000_000, warmup: int = 1_000) -> ParallelRun:
+    """Run ``total`` round trips over the five versions' sessions in parallel."""
+    with Venue() as venue:
+        return asyncio.run(_parallel(venue.port, total, warmup))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m engine.fix.benchtables --serve``: the venue child process."""
+    parser = argparse.ArgumentParser(prog="benchtables")
+    parser.add_argument("--serve", action="store_true")
+    opts = parser.parse_args(argv)
+    if opts.serve:
+        asyncio.run(serve())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
