@@ -12,11 +12,16 @@ process for same-run ratios.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import numpy.typing as npt
+from llvmlite import ir as llvmir
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from engine.book._kernels import ht_find, l3_new_order, l3_reduce, l3_remove
 from engine.jit import kernel
+from engine.matching._kernels import match_batch
 from engine.types import (
     BUY,
     L2_SET,
@@ -290,3 +295,59 @@ def touch_at(l2: Rec, times: I64, nt: int, out: I64) -> None:
         out[k, 0] = bb
         out[k, 1] = ba
         k += 1
+
+
+# ------------------------------------------------------------------- per-order timing
+@intrinsic
+def _rdtsc(typingctx):  # type: ignore[no-untyped-def]
+    """The CPU's time-stamp counter (``llvm.readcyclecounter``): cycles, a few ns to read."""
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        fnty = llvmir.FunctionType(llvmir.IntType(64), [])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.readcyclecounter")
+        return builder.call(fn, [])
+
+    return numba.types.uint64(), codegen
+
+
+@numba.njit(cache=True)
+def cycles_per_ns_probe(spin: int) -> tuple[int, int]:
+    """Return (cycles, loop result) of a busy loop: timed against ``perf_counter`` outside."""
+    t0 = _rdtsc()
+    acc = 0
+    for i in range(spin):
+        acc = (acc * 31 + i) & 0xFFFF
+    return int(_rdtsc() - t0), acc
+
+
+@numba.njit(cache=True)
+def match_each(
+    o: I64,
+    lv: I64,
+    st: I64,
+    keys: I64,
+    vals: I64,
+    free: I64,
+    cmds: Rec,
+    out: Rec,
+    stp: int,
+    cycles: I64,
+    empty: I64,
+) -> int:
+    """Run ``cmds`` through ``match_batch`` one command per call, timing each call (cycles).
+
+    ``empty[c]`` times the same call with no command (the call's own cost: arguments, the
+    arrays' reference counts), measured right after, so the matching work of command ``c`` is
+    ``cycles[c] - empty[c]``. Stops at the first command that finds no free order slot.
+    """
+    for c in range(cmds.shape[0]):
+        t0 = _rdtsc()
+        done, _m = match_batch(o, lv, st, keys, vals, free, cmds[c : c + 1], out, stp)
+        t1 = _rdtsc()
+        _d, _m2 = match_batch(o, lv, st, keys, vals, free, cmds[c:c], out, stp)
+        t2 = _rdtsc()
+        if done == 0:
+            return c
+        cycles[c] = t1 - t0
+        empty[c] = t2 - t1
+    return int(cmds.shape[0])
