@@ -6,9 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from engine.bus import MessageBus
-from engine.clock import TestClock
+from engine.clock import Clock, TestClock
 from engine.enums import ExecType, OrdStatus
 from engine.events import Alert, Event, OrderChanged, OrderFilled
+from engine.fix.application import Application
+from engine.fix.codec import FixDecoder
+from engine.fix.log import NullLog
+from engine.fix.session import FixSession, SessionConfig
+from engine.fix.store import MemoryStore
 from engine.instruments import Instrument
 from engine.oms.manager import OrderManager
 from engine.oms.order import Order, PendingRequest
@@ -140,3 +145,36 @@ class StaticBook:
             return out
 
         return arr(self.bids), arr(self.asks)
+
+
+def fix_pair(
+    app: Application | None,
+    clock: Clock,
+    *,
+    begin: str = "FIX.4.4",
+    sender: str = "C",
+    validate: bool = True,
+) -> tuple[FixSession, FixSession, list[bytes]]:
+    """Return our initiator session (application ``app``) logged on to a counterparty, in
+    memory, the counterparty, and the list our session's later output goes to."""
+    ours = FixSession(
+        SessionConfig(begin_string=begin, sender_comp_id=sender, target_comp_id="S",
+                      initiator=True, heart_bt_int=30, use_data_dictionary=validate),
+        MemoryStore(), app, NullLog(), clock,
+    )  # fmt: skip
+    theirs = FixSession(
+        SessionConfig(begin_string=begin, sender_comp_id="S", target_comp_id=sender,
+                      use_data_dictionary=validate),
+        MemoryStore(), None, NullLog(), clock,
+    )  # fmt: skip
+    d_ours, d_theirs = FixDecoder(), FixDecoder()
+    now = clock.now_ns()
+    for raw in ours.on_connected(now):
+        for msg in d_theirs.feed(raw):
+            for back in theirs.on_message(msg, now):
+                for m2 in d_ours.feed(back):
+                    ours.on_message(m2, now)
+    assert ours.is_logged_on
+    out: list[bytes] = []
+    ours.set_responder(out.append)
+    return ours, theirs, out

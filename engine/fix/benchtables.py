@@ -149,16 +149,20 @@ class Venue:
         return self
 
     def __exit__(self, *_exc: object) -> None:
-        proc = self.proc
-        if proc.stdin is not None:
-            proc.stdin.close()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+        end_child(self.proc)
+
+
+def end_child(proc: "subprocess.Popen[str]", timeout: float = 10.0) -> None:
+    """End a child that stops when its stdin closes (killed after ``timeout`` seconds)."""
+    if proc.stdin is not None:
+        proc.stdin.close()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
 
 
 # ----------------------------------------------------------------------------- the client side

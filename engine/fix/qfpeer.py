@@ -24,6 +24,7 @@ from pathlib import Path
 
 import quickfix as fix
 
+from engine.fix.benchtables import end_child
 from engine.fix.dictionary import default_dictionary_path
 
 
@@ -183,15 +184,7 @@ def batch_table(orders_per_row: int, batches: tuple[int, ...]) -> dict[int, floa
             raise RuntimeError(f"the QuickFIX initiator failed: {done.stderr.strip()[-300:]}")
         return {int(k): float(v) for k, v in json.loads(line[7:]).items()}
     finally:
-        if acc.stdin is not None:
-            acc.stdin.close()
-        try:
-            acc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            acc.kill()
-            acc.wait()
-        if acc.stdout is not None:
-            acc.stdout.close()
+        end_child(acc)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,6 +24,7 @@ import pytest
 import simplefix
 
 from engine.fix.application import Application, SessionID
+from engine.fix.benchtables import end_child
 from engine.fix.codec import FixDecoder, MessageTemplate, decode_one, encode, format_timestamp
 from engine.fix.dictionary import DataDictionary, default_dictionary_path
 from engine.fix.message import FixMessage, OutMessage
@@ -349,15 +350,7 @@ def bench_round_trip(
         return asyncio.run(_round_trips(port, n, pipelined_n, dictionary, templates))
     finally:
         asyncio.set_event_loop_policy(None)
-        assert proc.stdin is not None
-        proc.stdin.close()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+        end_child(proc)
 
 
 # ----------------------------------------------------------------------------- validation

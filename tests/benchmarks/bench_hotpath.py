@@ -44,10 +44,8 @@ from engine.clock import LiveClock
 from engine.enums import Side
 from engine.events import OrderFilled
 from engine.fix.codec import FixDecoder
-from engine.fix.log import NullLog
 from engine.fix.message import OutMessage
-from engine.fix.session import FixSession, SessionConfig
-from engine.fix.store import MemoryStore
+from engine.fix.session import FixSession
 from engine.instruments import Instrument
 from engine.marketdata import MarketData
 from engine.oms.fix_venue import FixVenue
@@ -59,6 +57,7 @@ from engine.strategy.runner import LiveContext, StrategyRunner
 from engine.types import BUY, L2_EVENT_DTYPE, L2_SET, SELL
 from engine.warmup import warm_up
 from tests.benchmarks import judge
+from tests.factories import fix_pair
 
 ES = Instrument(symbol="ESZ6", tick_size=Decimal("0.25"), multiplier=Decimal(50))
 
@@ -143,23 +142,7 @@ class Stages:
 
 def logged_on_pair(venue: Any, clock: LiveClock) -> tuple[FixSession, FixSession]:
     """Our session (application ``venue``) logged on to a counterparty session, in memory."""
-    ours = FixSession(
-        SessionConfig(begin_string="FIX.4.4", sender_comp_id="C", target_comp_id="S",
-                      initiator=True, heart_bt_int=30),
-        MemoryStore(), venue, NullLog(), clock,
-    )  # fmt: skip
-    theirs = FixSession(
-        SessionConfig(begin_string="FIX.4.4", sender_comp_id="S", target_comp_id="C"),
-        MemoryStore(), None, NullLog(), clock,
-    )  # fmt: skip
-    d_ours, d_theirs = FixDecoder(), FixDecoder()
-    now = clock.now_ns()
-    for raw in ours.on_connected(now):
-        for msg in d_theirs.feed(raw):
-            for back in theirs.on_message(msg, now):
-                for m2 in d_ours.feed(back):
-                    ours.on_message(m2, now)
-    assert ours.is_logged_on
+    ours, theirs, _out = fix_pair(venue, clock)
     return ours, theirs
 
 

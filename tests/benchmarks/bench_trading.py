@@ -33,7 +33,6 @@ import simplefix
 from engine.bus import MessageBus
 from engine.clock import LiveClock
 from engine.enums import OrdStatus, Side
-from engine.fix.codec import FixDecoder
 from engine.fix.log import NullLog
 from engine.fix.session import FixSession, SessionConfig
 from engine.fix.store import MemoryStore
@@ -49,6 +48,7 @@ from engine.strategy.runner import LiveContext, StrategyRunner
 from engine.types import BUY, L2_EVENT_DTYPE, L2_SET, SELL
 from engine.warmup import warm_up
 from tests.benchmarks import judge
+from tests.factories import fix_pair
 
 ES = Instrument(symbol="ESZ6", tick_size=Decimal("0.25"), multiplier=Decimal(50))
 
@@ -57,26 +57,7 @@ def logged_on_pair(
     venue: FixVenue, clock: LiveClock, validate: bool
 ) -> tuple[FixSession, list[bytes]]:
     """Return our session logged on to a counterparty session in memory, and its output list."""
-    ours = FixSession(
-        SessionConfig(begin_string="FIX.4.4", sender_comp_id="C", target_comp_id="S",
-                      initiator=True, heart_bt_int=30, use_data_dictionary=validate),
-        MemoryStore(), venue, NullLog(), clock,
-    )  # fmt: skip
-    theirs = FixSession(
-        SessionConfig(begin_string="FIX.4.4", sender_comp_id="S", target_comp_id="C",
-                      use_data_dictionary=validate),
-        MemoryStore(), None, NullLog(), clock,
-    )  # fmt: skip
-    d_ours, d_theirs = FixDecoder(), FixDecoder()
-    now = clock.now_ns()
-    for raw in ours.on_connected(now):
-        for msg in d_theirs.feed(raw):
-            for back in theirs.on_message(msg, now):
-                for m2 in d_ours.feed(back):
-                    ours.on_message(m2, now)
-    assert ours.is_logged_on
-    out: list[bytes] = []
-    ours.set_responder(out.append)
+    ours, _theirs, out = fix_pair(venue, clock, validate=validate)
     return ours, out
 
 

@@ -13,15 +13,12 @@ from engine.bus import MessageBus
 from engine.clock import LiveClock
 from engine.enums import Side
 from engine.events import BookUpdated, OrderChanged, TradeReported
-from engine.fix.codec import FixDecoder
-from engine.fix.log import NullLog
-from engine.fix.session import FixSession, SessionConfig
-from engine.fix.store import MemoryStore
 from engine.instruments import Instrument
 from engine.marketdata import MarketData
 from engine.oms.fix_venue import FixVenue
 from engine.oms.router import OrderRouter
 from engine.types import BUY, L2_EVENT_DTYPE, L2_SET, L2_TRADE, SELL
+from tests.factories import fix_pair
 
 ES = Instrument(symbol="ESZ6", tick_size=Decimal("0.25"), multiplier=Decimal(50))
 
@@ -66,25 +63,7 @@ def trading_path(bus: MessageBus) -> tuple[MarketData, OrderRouter, list[bytes]]
     """Market data and an order router sending over a logged-on FIX session into a list."""
     clock = LiveClock()
     venue = FixVenue(clock)
-    ours = FixSession(
-        SessionConfig(begin_string="FIX.4.4", sender_comp_id="C", target_comp_id="S",
-                      initiator=True, heart_bt_int=30),
-        MemoryStore(), venue, NullLog(), clock,
-    )  # fmt: skip
-    theirs = FixSession(
-        SessionConfig(begin_string="FIX.4.4", sender_comp_id="S", target_comp_id="C"),
-        MemoryStore(), None, NullLog(), clock,
-    )  # fmt: skip
-    d_ours, d_theirs = FixDecoder(), FixDecoder()
-    now = clock.now_ns()
-    for raw in ours.on_connected(now):
-        for msg in d_theirs.feed(raw):
-            for back in theirs.on_message(msg, now):
-                for m2 in d_ours.feed(back):
-                    ours.on_message(m2, now)
-    assert ours.is_logged_on
-    out: list[bytes] = []
-    ours.set_responder(out.append)
+    ours, _theirs, out = fix_pair(venue, clock)
     venue.bind(ours)
     router = OrderRouter(bus, clock)
     venue.route(ES, router.add_instrument(ES, venue))

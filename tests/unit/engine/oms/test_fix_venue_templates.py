@@ -27,6 +27,7 @@ from engine.oms.fix_venue import FixVenue
 from engine.oms.fixcodes import ORD_TYPE_TO_FIX, SIDE_TO_FIX, TIF_TO_FIX, px_text, qty_text
 from engine.oms.order import Order, PendingRequest
 from engine.oms.venue import CancelReject, ExecutionReport
+from tests.factories import fix_pair
 
 ES = Instrument(symbol="ESZ6", tick_size=Decimal("0.25"), multiplier=Decimal(50))
 
@@ -60,25 +61,7 @@ class Sink:
 def logged_on(
     app: Application, clock: TestClock, begin: str = "FIX.4.4", sender: str = "C"
 ) -> tuple[FixSession, list[bytes]]:
-    ours = FixSession(
-        SessionConfig(begin_string=begin, sender_comp_id=sender, target_comp_id="S",
-                      initiator=True, heart_bt_int=30),
-        MemoryStore(), app, NullLog(), clock,
-    )  # fmt: skip
-    theirs = FixSession(
-        SessionConfig(begin_string=begin, sender_comp_id="S", target_comp_id=sender),
-        MemoryStore(), None, NullLog(), clock,
-    )  # fmt: skip
-    d_ours, d_theirs = FixDecoder(), FixDecoder()
-    now = clock.now_ns()
-    for raw in ours.on_connected(now):
-        for msg in d_theirs.feed(raw):
-            for back in theirs.on_message(msg, now):
-                for m2 in d_ours.feed(back):
-                    ours.on_message(m2, now)
-    assert ours.is_logged_on
-    out: list[bytes] = []
-    ours.set_responder(out.append)
+    ours, _theirs, out = fix_pair(app, clock, begin=begin, sender=sender, validate=True)
     return ours, out
 
 
