@@ -208,6 +208,10 @@ def bench_fix(opts: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         else "QuickFIX not installed: its column is left out (pip install quickfix)"
     )
     text = "\n".join([
+        "## FIX tables: batches and sessions in parallel (`qwconsole bench fix`)",
+        "",
+        f"![round-trip histogram](screenshots/{Path(opts.png).name})" if opts.png else "",
+        "",
         f"`qwconsole bench fix --orders-per-row {opts.orders_per_row} --round-trips "
         f"{opts.round_trips}` — {when}, CPython {platform.python_version()}, machine load "
         f"(1-min average, {os.cpu_count()} CPUs) {load0:.1f} at the start, {load1:.1f} at the "

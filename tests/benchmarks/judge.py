@@ -24,7 +24,8 @@ _HEAD = """# Performance
 
 Every figure here is written by the benchmark that measures it, at its last run on this
 machine (2 cores, shared, noisy: compare the ratios measured in the same run, not figures of
-different runs). Each section names its command; `packaging/bootstrap.sh bench` runs them all.
+different runs). Each section names its command; `packaging/bootstrap.sh bench` runs them all,
+the FIX tables (`qwconsole bench fix`) included.
 A figure is judged in **every** run of the benchmark (`worst` is the run furthest from the
 target); a benchmark exits 1 (its pytest form fails) when any run of any figure misses.
 """
