@@ -286,6 +286,7 @@ class ConsoleRun:
             problems.append("no order event reached the window")
         if smoke.out_of_order:
             problems.append(f"{smoke.out_of_order} events out of order")
+        fastlog.flush(2.0)  # the engine's last records reach the error counter first
         if self.errors.count:
             problems.append(f"{self.errors.count} errors logged, first: {self.errors.first}")
         if self.uncaught:
