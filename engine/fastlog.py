@@ -31,6 +31,7 @@ import sys
 import threading
 import traceback
 from _thread import get_ident
+from collections.abc import Callable
 from decimal import Decimal
 from enum import Enum
 from queue import SimpleQueue
@@ -152,6 +153,37 @@ def _stack_text() -> str:
     return "Stack (most recent call last):\n" + "".join(traceback.format_stack()[:-3]).rstrip()
 
 
+def _fast_level(level: int, name: str) -> Callable[..., None]:
+    """Return the method that logs at ``level`` (``Log.debug``/``info``/``warning``).
+
+    The common call (queue started, plain arguments, no keywords) is written out in it: the
+    level check from the standard logger's cache, the capture of the arguments and one
+    ``put``; anything else goes through :meth:`Log._emit`.
+    """
+
+    def log_at(self: "Log", msg: str, *args: object, **kw: Any) -> None:
+        logger = self._logger
+        enabled = logger._cache.get(level)  # type: ignore[attr-defined]  # isEnabledFor(), cached
+        if enabled is None:
+            enabled = logger.isEnabledFor(level)
+        if not enabled or logger.disabled:
+            return
+        listener = _listener
+        if listener is None or kw:
+            self._emit(level, msg, args, kw)
+            return
+        for a in args:  # capture_args(), its common case inlined (as in _emit)
+            if type(a) not in _PLAIN:
+                msg, args = capture_args(msg, args)
+                break
+        listener.queue.put((logger, level, msg, args, None, None, None, time_ns(), get_ident()))
+
+    log_at.__name__ = name
+    log_at.__qualname__ = f"Log.{name}"
+    log_at.__doc__ = f"Log ``msg % args`` at {logging.getLevelName(level)}."
+    return log_at
+
+
 class Log:
     """A logger for engine code (see the module): the standard logger's API, queued calls.
 
@@ -176,59 +208,10 @@ class Log:
         """Return whether a call at ``level`` would be logged."""
         return self._logger.isEnabledFor(level)
 
-    def debug(self, msg: str, *args: object, **kw: Any) -> None:
-        """Log ``msg % args`` at DEBUG."""
-        logger = self._logger
-        enabled = logger._cache.get(DEBUG)  # type: ignore[attr-defined]  # isEnabledFor(), cached
-        if enabled is None:
-            enabled = logger.isEnabledFor(DEBUG)
-        if not enabled or logger.disabled:
-            return
-        listener = _listener
-        if listener is None or kw:
-            self._emit(DEBUG, msg, args, kw)
-            return
-        for a in args:  # capture_args(), its common case inlined (as in _emit)
-            if type(a) not in _PLAIN:
-                msg, args = capture_args(msg, args)
-                break
-        listener.queue.put((logger, DEBUG, msg, args, None, None, None, time_ns(), get_ident()))
-
-    def info(self, msg: str, *args: object, **kw: Any) -> None:
-        """Log ``msg % args`` at INFO."""
-        logger = self._logger
-        enabled = logger._cache.get(INFO)  # type: ignore[attr-defined]  # isEnabledFor(), cached
-        if enabled is None:
-            enabled = logger.isEnabledFor(INFO)
-        if not enabled or logger.disabled:
-            return
-        listener = _listener
-        if listener is None or kw:
-            self._emit(INFO, msg, args, kw)
-            return
-        for a in args:  # capture_args(), its common case inlined (as in _emit)
-            if type(a) not in _PLAIN:
-                msg, args = capture_args(msg, args)
-                break
-        listener.queue.put((logger, INFO, msg, args, None, None, None, time_ns(), get_ident()))
-
-    def warning(self, msg: str, *args: object, **kw: Any) -> None:
-        """Log ``msg % args`` at WARNING."""
-        logger = self._logger
-        enabled = logger._cache.get(WARNING)  # type: ignore[attr-defined]  # isEnabledFor(), cached
-        if enabled is None:
-            enabled = logger.isEnabledFor(WARNING)
-        if not enabled or logger.disabled:
-            return
-        listener = _listener
-        if listener is None or kw:
-            self._emit(WARNING, msg, args, kw)
-            return
-        for a in args:  # capture_args(), its common case inlined (as in _emit)
-            if type(a) not in _PLAIN:
-                msg, args = capture_args(msg, args)
-                break
-        listener.queue.put((logger, WARNING, msg, args, None, None, None, time_ns(), get_ident()))
+    # The three levels logged on trading paths, built by _fast_level (one body, no extra call).
+    debug = _fast_level(DEBUG, "debug")
+    info = _fast_level(INFO, "info")
+    warning = _fast_level(WARNING, "warning")
 
     def error(self, msg: str, *args: object, **kw: Any) -> None:
         """Log ``msg % args`` at ERROR."""
