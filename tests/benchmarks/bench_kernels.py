@@ -6,9 +6,10 @@ hftbacktest on the same streams, where it is installed)::
 
     .venv/bin/python -m tests.benchmarks.bench_kernels [--n 5000000] [--reps 5]
 
-Each figure is the median of ``--reps`` runs (min - max shown); the machine is shared and
-noisy, so compare the ratios measured in the same run. Under pytest (``-m bench``) a small
-run checks that every kernel agrees with its baseline; it never asserts timings.
+Each figure is the median of ``--reps`` runs (min - max shown); a target is judged on the
+worst run, and the command exits 1 when one is missed (issue #25 point 6). The machine is
+shared and noisy, so compare the ratios measured in the same run. Under pytest (``-m bench``)
+a small run checks that every kernel agrees with its baseline and asserts the targets.
 """
 
 from __future__ import annotations
@@ -265,13 +266,14 @@ def bench_l2(s: Streams, reps: int) -> list[Figure]:
         "L2 kernel disagrees with baseline"
     )
     k, w, b = _rate(n, ts_k), _rate(n, ts_w), _rate(n, ts_n)
+    vs = [tn / tk for tk, tn in zip(ts_k, ts_n, strict=True)]  # kernel speed / naive, per run
     return [
         Figure(
             "L2 book, apply deltas (kernel)",
             *k,
             "ev/s",
             ">= 100M",
-            k[0] >= 100e6,
+            k[1] >= 100e6,
             "naive 188M",
             f"{k[0] / b[0]:.2f}x naive",
         ),
@@ -285,6 +287,17 @@ def bench_l2(s: Streams, reps: int) -> list[Figure]:
             f"{w[0] / b[0]:.2f}x naive",
         ),
         Figure("L2 naive numba baseline (same run)", *b, "ev/s", "", None, "188M", "1.00x"),
+        Figure(
+            "L2 kernel / naive baseline, per run",
+            statistics.median(vs),
+            min(vs),
+            max(vs),
+            "x",
+            ">= 1.00x",
+            min(vs) >= 1.0,
+            "",
+            "issue #25 point 4",
+        ),
     ]
 
 
@@ -353,7 +366,7 @@ def bench_l3(s: Streams, reps: int) -> list[Figure]:
             *k,
             "ev/s",
             ">= 20M",
-            k[0] >= 20e6,
+            k[1] >= 20e6,
             "packed 28M; typed.Dict 10.6M",
             f"{k[0] / b[0]:.2f}x naive",
         ),
@@ -438,7 +451,7 @@ def bench_matching(n: int, reps: int) -> list[Figure]:
             max(ns),
             "ns",
             "<= 100 ns",
-            statistics.median(ns) <= 100,
+            max(ns) <= 100,
             "64 ns packed",
             "",
         ),
@@ -534,7 +547,7 @@ def bench_l2_queue(s: Streams, reps: int) -> list[Figure]:
             *mine,
             "ev/s",
             ">= 15M",
-            mine[0] >= 15e6,
+            mine[1] >= 15e6,
             "hftbacktest 7-12M",
             "",
         ),
@@ -642,7 +655,7 @@ def bench_l3_queue(s: Streams, reps: int, n3: int) -> list[Figure]:
             *mine,
             "ev/s",
             ">= 10M",
-            mine[0] >= 10e6,
+            mine[1] >= 10e6,
             "hftbacktest 0.45-2.3M",
             "",
         ),
@@ -716,7 +729,7 @@ def bench_pnl(n: int, reps: int) -> list[Figure]:
     assert int(pos["n_fills"].sum()) == n
     assert int(pos["qty"].sum()) == int((fills["side"].astype(np.int64) * fills["qty"]).sum())
     r = _rate(n, ts)
-    return [Figure("positions/P&L over fills", *r, "fills/s", ">= 50M", r[0] >= 50e6, "", "")]
+    return [Figure("positions/P&L over fills", *r, "fills/s", ">= 50M", r[1] >= 50e6, "", "")]
 
 
 _LOAD = """
@@ -817,15 +830,22 @@ def main(argv: list[str] | None = None) -> int:
     figs = run(args.n, args.reps, args.n_l3)
     print(table(figs))
     took = time.perf_counter() - t0
-    print(f"({took:.0f} s; medians of {args.reps} runs; hftbacktest runs without own orders)")
-    return 0
+    print(f"({took:.0f} s; medians of {args.reps} runs, targets judged on the worst run; "
+          "hftbacktest runs without own orders)")  # fmt: skip
+    missed = [f for f in figs if f.ok is False]
+    for f in missed:
+        print(f"MISSED: {f.name.strip()}: target {f.target}")
+    return 1 if missed else 0
 
 
 @pytest.mark.bench
 def test_kernel_benchmarks_agree_with_baselines() -> None:
     figs = run(200_000, 1, n3=40_000, cache=False)
+    print()
+    print(table(figs))
     assert all(f.median > 0 for f in figs if f.ratio != "skipped")
     assert len(table(figs).splitlines()) == len(figs) + 1
+    assert not [f.name for f in figs if f.ok is False]  # the targets, at reduced size
 
 
 if __name__ == "__main__":
