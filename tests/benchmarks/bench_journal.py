@@ -149,13 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     load0 = os.getloadavg()[0]
     figures = run(args.records)
     load = (load0, os.getloadavg()[0])
-    print(judge.table(figures))
-    print(judge.load_text(*load))
     if args.doc:
         _publish(figures, load, args.records)
-    for line in judge.misses(figures):
-        print(f"MISSED: {line}")
-    return judge.exit_code(figures)
+    return judge.conclude(figures, load)
 
 
 if __name__ == "__main__":

@@ -153,13 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--doc", action="store_true", help="write docs/performance.md")
     opts = parser.parse_args(argv)
     figures, load = run(opts.calls)
-    print(judge.table(figures))
-    print(judge.load_text(*load))
     if opts.doc:
         _publish(figures, load, opts.calls)
-    for line in judge.misses(figures):
-        print(f"MISSED: {line}")
-    return judge.exit_code(figures)
+    return judge.conclude(figures, load)
 
 
 if __name__ == "__main__":

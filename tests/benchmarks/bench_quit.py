@@ -88,17 +88,13 @@ def main(argv: list[str] | None = None) -> int:
     load0 = os.getloadavg()[0]
     figs = figures(run(a.runs))
     load = (load0, os.getloadavg()[0])
-    print(judge.table(figs))
-    print(judge.load_text(*load))
     if a.doc:
         judge.write_section(
             "quit", "Quit: SIGTERM to exit of the running console",
             f"python -m tests.benchmarks.bench_quit --runs {a.runs} --doc", figs, load=load,
             runs=f"{a.runs} runs per variant, alternating",
         )  # fmt: skip
-    for line in judge.misses(figs):
-        print(f"MISSED: {line}")
-    return judge.exit_code(figs)
+    return judge.conclude(figs, load)
 
 
 @pytest.mark.bench

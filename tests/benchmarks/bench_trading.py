@@ -266,13 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--doc", action="store_true", help="write docs/performance.md")
     opts = parser.parse_args(argv)
     figures, load = run(opts.orders, opts.reps)
-    print(judge.table(figures))
-    print(judge.load_text(*load))
     if opts.doc:
         _publish(figures, load, opts.orders, opts.reps)
-    for line in judge.misses(figures):
-        print(f"MISSED: {line}")
-    return judge.exit_code(figures)
+    return judge.conclude(figures, load)
 
 
 if __name__ == "__main__":

@@ -164,3 +164,12 @@ def write_section(
         text = text.rstrip("\n") + "\n\n" + section + "\n"
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text(text, encoding="utf-8")
+
+
+def conclude(figures: Sequence[Figure], load: tuple[float, float]) -> int:
+    """Print the table, the load and one MISSED line per miss; return the exit code."""
+    print(table(figures))
+    print(load_text(*load))
+    for line in misses(figures):
+        print(f"MISSED: {line}")
+    return exit_code(figures)
