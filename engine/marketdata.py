@@ -216,16 +216,13 @@ class MarketData:
             applied = books.apply(events, bbo)
         ts_recv = self.clock.now_ns()
         rows = events.tolist()  # (ts, px, qty, book, side, kind) per row
-        if not self.bus.wants(BookUpdated):  # nobody listens: build no event
-            for ts, px, qty, book, side, kind in rows:
-                if kind == L2_TRADE:
-                    self._publish_trade(ts or ts_recv, book, px, qty, side)
-            return int(applied)
         last: dict[int, int] = {}  # book -> its last row
         for i, (ts, px, qty, book, side, kind) in enumerate(rows):
             last[book] = i
             if kind == L2_TRADE:
                 self._publish_trade(ts or ts_recv, book, px, qty, side)
+        if not self.bus.wants(BookUpdated):  # nobody listens: build no event
+            return int(applied)
         for j in sorted(last.values()):
             book = rows[j][3]
             if self.queue is not None:
