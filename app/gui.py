@@ -128,7 +128,11 @@ class SignalWaker:
 
 
 class SmokeCheck:
-    """Watch the event stream for ``--smoke``: heartbeats must reach the GUI, in order."""
+    """Watch the event stream for ``--smoke``: heartbeats must reach the GUI, in order.
+
+    Every run logs when the first fill reached the window (``first fill … after process
+    start``): the first-start figure of the bundle test.
+    """
 
     def __init__(self) -> None:
         self.heartbeats = 0
@@ -149,6 +153,9 @@ class SmokeCheck:
                 self.orders += 1
             elif isinstance(record.event, OrderFilled):
                 self.fills += 1
+                if self.fills == 1:  # the start figure users feel (bundle test, issue 21)
+                    log.info("first fill %.0f ms after process start",
+                             seconds_since_process_start() * 1e3)  # fmt: skip
 
 
 class ConsoleRun:

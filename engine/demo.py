@@ -21,7 +21,8 @@ from engine.core import Component, Engine
 from engine.events import Event
 from engine.fastlog import get_log
 from engine.fix.log import NullLog
-from engine.fix.session import FixSession, SessionConfig
+from engine.fix.session import FixSession
+from engine.fix.settings import SessionSettings
 from engine.fix.store import FileStore, MemoryStore, MessageStore, WriteBarrier
 from engine.fix.transport import SocketAcceptor, SocketInitiator
 from engine.fixlink import BusLog, FixLink
@@ -186,8 +187,8 @@ def _fix_demo(
         return FileStore(store_dir, name, engine.clock.now_ns())
 
     sim_session = FixSession(
-        SessionConfig(begin_string="FIX.4.4", sender_comp_id=DEMO_SIM_COMP_ID,
-                      target_comp_id=DEMO_CLIENT_COMP_ID, reset_on_logon=reset),
+        SessionSettings(begin_string="FIX.4.4", sender_comp_id=DEMO_SIM_COMP_ID,
+                        target_comp_id=DEMO_CLIENT_COMP_ID, reset_on_logon=reset),
         store(_SIM_STORE), app,
         NullLog("simulator"), engine.clock,
     )  # fmt: skip
@@ -204,9 +205,9 @@ def _fix_demo(
         defer=loop.call_soon,
         on_session=lambda _sid, up: on_session(up),
     )
-    config = SessionConfig(begin_string="FIX.4.4", sender_comp_id=DEMO_CLIENT_COMP_ID,
-                           target_comp_id=DEMO_SIM_COMP_ID, initiator=True,
-                           heart_bt_int=10, reset_on_logon=reset)  # fmt: skip
+    config = SessionSettings(begin_string="FIX.4.4", sender_comp_id=DEMO_CLIENT_COMP_ID,
+                             target_comp_id=DEMO_SIM_COMP_ID, connection_type="initiator",
+                             heart_bt_int=10, reset_on_logon=reset)  # fmt: skip
     session = FixSession(
         config,
         store(_CLIENT_STORE),

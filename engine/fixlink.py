@@ -35,7 +35,7 @@ from engine.fastlog import get_log
 from engine.fix.codec import parse_timestamp
 from engine.fix.log import NullLog, SessionLog
 from engine.fix.schedule import SessionSchedule
-from engine.fix.session import FixSession, SessionConfig, load_dictionary
+from engine.fix.session import FixSession, load_dictionary
 from engine.fix.settings import KEYS, SessionSettings, SettingsError, SettingsFile, load_settings
 from engine.fix.store import FileStore, MemoryStore, WriteBarrier
 from engine.fix.transport import SocketAcceptor, SocketInitiator
@@ -463,7 +463,7 @@ class FixLink:
 
 # ----------------------------------------------------------------------------- reload helpers
 
-#: Dictionary keys of SessionConfig and how the file spells them.
+#: Dictionary keys of SessionSettings and how the file spells them.
 _DICTIONARY_KEYS = (
     ("data_dictionary", "DataDictionary"),
     ("transport_data_dictionary", "TransportDataDictionary"),
@@ -523,7 +523,7 @@ def _check_buildable(file: SettingsFile, s: SessionSettings, path: Path) -> Sess
             f"{path}:{_key_line(file, s, key)}: {key}: {reason}; {sid} keeps running unchanged"
         )
 
-    config = SessionConfig.from_settings(s)
+    config = s
     if config.use_data_dictionary:
         named = [(key, getattr(config, attr)) for attr, key in _DICTIONARY_KEYS]
         named += [(f"AppDataDictionary.{v}", p) for v, p in config.app_data_dictionaries.items()]

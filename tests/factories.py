@@ -12,7 +12,8 @@ from engine.events import Alert, Event, OrderChanged, OrderFilled
 from engine.fix.application import Application
 from engine.fix.codec import FixDecoder
 from engine.fix.log import NullLog
-from engine.fix.session import FixSession, SessionConfig
+from engine.fix.session import FixSession
+from engine.fix.settings import SessionSettings
 from engine.fix.store import MemoryStore
 from engine.instruments import Instrument
 from engine.oms.manager import OrderManager
@@ -158,13 +159,14 @@ def fix_pair(
     """Return our initiator session (application ``app``) logged on to a counterparty, in
     memory, the counterparty, and the list our session's later output goes to."""
     ours = FixSession(
-        SessionConfig(begin_string=begin, sender_comp_id=sender, target_comp_id="S",
-                      initiator=True, heart_bt_int=30, use_data_dictionary=validate),
+        SessionSettings(begin_string=begin, sender_comp_id=sender, target_comp_id="S",
+                        connection_type="initiator", heart_bt_int=30,
+                        use_data_dictionary=validate),
         MemoryStore(), app, NullLog(), clock,
     )  # fmt: skip
     theirs = FixSession(
-        SessionConfig(begin_string=begin, sender_comp_id="S", target_comp_id=sender,
-                      use_data_dictionary=validate),
+        SessionSettings(begin_string=begin, sender_comp_id="S", target_comp_id=sender,
+                        use_data_dictionary=validate),
         MemoryStore(), None, NullLog(), clock,
     )  # fmt: skip
     d_ours, d_theirs = FixDecoder(), FixDecoder()

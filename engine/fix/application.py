@@ -19,7 +19,7 @@ class SessionID:
     """Identity of a session, seen from our side: the one session id of the engine.
 
     The settings file (``engine.fix.settings.SessionSettings.session_id``), the running
-    session (``engine.fix.session.SessionConfig.session_id``), the events and the commands all
+    session (``engine.fix.session.FixSession.session_id``), the events and the commands all
     use this class and its string form.
 
     Parameters

@@ -32,7 +32,8 @@ import numpy.typing as npt
 
 from engine.fix.application import Application, SessionID
 from engine.fix.message import FixMessage
-from engine.fix.session import AppTemplate, FixSession, SessionConfig, lookup_session
+from engine.fix.session import AppTemplate, FixSession, lookup_session
+from engine.fix.settings import SessionSettings
 from engine.fix.store import MemoryStore
 from engine.fix.transport import SocketAcceptor, SocketInitiator
 
@@ -78,13 +79,13 @@ def er_fields(version: str) -> list[tuple[int, bytes | None]]:
     return sorted(body)
 
 
-def _config(version: str, me: str, them: str, *, initiator: bool) -> SessionConfig:
+def _config(version: str, me: str, them: str, *, initiator: bool) -> SessionSettings:
     begin, appl = VERSIONS[version]
-    return SessionConfig(
+    return SessionSettings(
         begin_string=begin,
         sender_comp_id=me,
         target_comp_id=them,
-        initiator=initiator,
+        connection_type="initiator" if initiator else "acceptor",
         heart_bt_int=30,
         reset_on_logon=True,
         use_data_dictionary=True,

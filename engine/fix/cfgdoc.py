@@ -1071,7 +1071,7 @@ async def try_logon(
 
     from engine.clock import LiveClock
     from engine.fix.application import Application
-    from engine.fix.session import FixSession, SessionConfig
+    from engine.fix.session import FixSession
     from engine.fix.store import MemoryStore
     from engine.fix.transport import SocketInitiator
 
@@ -1086,13 +1086,14 @@ async def try_logon(
         path = Path(p)
         return str(path if path.is_absolute() or path.exists() else base_dir / path)
 
-    config = SessionConfig.from_settings(settings)
     config = dc_replace(
-        config,
-        data_dictionary=resolve(config.data_dictionary),
-        transport_data_dictionary=resolve(config.transport_data_dictionary),
-        app_data_dictionary=resolve(config.app_data_dictionary),
-        app_data_dictionaries={k: resolve(v) or v for k, v in config.app_data_dictionaries.items()},
+        settings,
+        data_dictionary=resolve(settings.data_dictionary),
+        transport_data_dictionary=resolve(settings.transport_data_dictionary),
+        app_data_dictionary=resolve(settings.app_data_dictionary),
+        app_data_dictionaries={
+            k: resolve(v) or v for k, v in settings.app_data_dictionaries.items()
+        },
     )
     clock = LiveClock()
     log = _RecordingLog()

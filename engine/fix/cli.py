@@ -23,7 +23,7 @@ from engine.fix.application import Application
 from engine.fix.dictionary import DictionaryError
 from engine.fix.log import FileLog, NullLog, SessionLog
 from engine.fix.schedule import SessionSchedule
-from engine.fix.session import FixSession, SessionConfig
+from engine.fix.session import FixSession
 from engine.fix.settings import SettingsError, load_settings
 from engine.fix.store import FileStore, MemoryStore, MessageStore
 from engine.fix.transport import SocketAcceptor, install_uvloop
@@ -56,14 +56,13 @@ def build_session(
         directory: every session of an engine keeps its sequence numbers on disk); ``None``
         keeps such a session's store in memory.
     """
-    config = SessionConfig.from_settings(settings)
     config = dataclasses.replace(
-        config,
-        data_dictionary=_resolve(config.data_dictionary, base),
-        transport_data_dictionary=_resolve(config.transport_data_dictionary, base),
-        app_data_dictionary=_resolve(config.app_data_dictionary, base),
+        settings,
+        data_dictionary=_resolve(settings.data_dictionary, base),
+        transport_data_dictionary=_resolve(settings.transport_data_dictionary, base),
+        app_data_dictionary=_resolve(settings.app_data_dictionary, base),
         app_data_dictionaries={
-            k: _resolve(v, base) or v for k, v in config.app_data_dictionaries.items()
+            k: _resolve(v, base) or v for k, v in settings.app_data_dictionaries.items()
         },
     )
     clock = LiveClock()

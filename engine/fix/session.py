@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -37,7 +36,6 @@ from engine.fix.application import (
 from engine.fix.codec import (
     MessageTemplate,
     decode_one,
-    default_precision,
     encode,
     encode_body,
     finish,
@@ -62,13 +60,13 @@ from engine.fix.message import (
     OutMessage,
     to_bytes,
 )
+from engine.fix.settings import SessionSettings
 from engine.fix.state import SessionState
 from engine.fix.store import MemoryStore, MessageStore
 from engine.fix.validation import (
     REJECT_TEXTS,
     IssueKind,
     ValidationIssue,
-    ValidationOptions,
     validate_message,
 )
 
@@ -116,106 +114,6 @@ class Schedule(Protocol):
     def is_same_session(self, a_ns: int, b_ns: int) -> bool:
         """Return True when both times lie in the same session window."""
         ...
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SessionConfig:
-    """The settings one session runs with (QuickFIX keys in snake_case).
-
-    Build it from an ``engine.fix.settings`` section with :meth:`from_settings`, or directly.
-    """
-
-    begin_string: str
-    sender_comp_id: str
-    target_comp_id: str
-    session_qualifier: str = ""
-    sender_sub_id: str = ""
-    sender_location_id: str = ""
-    target_sub_id: str = ""
-    target_location_id: str = ""
-    initiator: bool = False
-    heart_bt_int: int = 30
-    logon_timeout: float = 10.0
-    logout_timeout: float = 2.0
-    reset_on_logon: bool = False
-    reset_on_logout: bool = False
-    reset_on_disconnect: bool = False
-    refresh_on_logon: bool = False
-    send_reset_seq_num_flag: bool = False
-    send_redundant_resend_requests: bool = False
-    persist_messages: bool = True
-    check_comp_id: bool = True
-    check_latency: bool = True
-    max_latency: int = 120
-    timestamp_precision: int | None = None
-    use_data_dictionary: bool = True
-    data_dictionary: str | None = None
-    transport_data_dictionary: str | None = None
-    app_data_dictionary: str | None = None
-    app_data_dictionaries: Mapping[str, str] = field(default_factory=dict)
-    default_appl_ver_id: str | None = None
-    validation: ValidationOptions = field(default_factory=ValidationOptions)
-
-    @property
-    def session_id(self) -> SessionID:
-        """Return the session's identity."""
-        return SessionID(
-            self.begin_string, self.sender_comp_id, self.target_comp_id, self.session_qualifier,
-            self.sender_sub_id, self.sender_location_id, self.target_sub_id,
-            self.target_location_id,
-        )  # fmt: skip
-
-    @classmethod
-    def from_settings(cls, settings: Any) -> SessionConfig:
-        """Build a config from a ``SessionSettings`` object (attributes in snake_case).
-
-        A setting the object leaves unset (``None`` or absent) takes this class's default (and
-        :class:`ValidationOptions`'), the one place those defaults live; any object with the
-        right names works.
-        """
-
-        def get(name: str) -> Any:
-            return getattr(settings, name, None)
-
-        def given(target: Any, skip: frozenset[str] = frozenset()) -> dict[str, Any]:
-            out: dict[str, Any] = {}
-            for f in fields(target):
-                value = get(f.name)
-                if f.name in skip or value is None:
-                    continue
-                kind = _COERCE.get(str(f.type))
-                out[f.name] = kind(value) if kind is not None else value
-            return out
-
-        precision = get("timestamp_precision")
-        if precision is None and get("milliseconds_in_time_stamp") is False:
-            precision = 0
-        app_dds = get("app_data_dictionaries")
-        special = frozenset({"initiator", "timestamp_precision", "app_data_dictionaries",
-                             "validation"})  # fmt: skip
-        return cls(
-            **given(cls, special),
-            initiator=str(get("connection_type") or "acceptor").lower() == "initiator",
-            timestamp_precision=None if precision is None else int(precision),
-            app_data_dictionaries=dict(app_dds) if isinstance(app_dds, Mapping) else {},
-            validation=ValidationOptions(**given(ValidationOptions)),
-        )
-
-
-#: How :meth:`SessionConfig.from_settings` converts a given value, by the field's type.
-_COERCE: dict[str, Any] = {
-    "str": str,
-    "int": int,
-    "float": float,
-    "bool": bool,
-    "str | None": lambda v: _opt_str(v),
-}
-
-
-def _opt_str(value: Any) -> str | None:
-    if value is None or value == "":
-        return None
-    return str(value)
 
 
 _DD_CACHE: dict[str, DataDictionary] = {}
@@ -321,8 +219,8 @@ class FixSession:
 
     Parameters
     ----------
-    config : SessionConfig
-        Settings.
+    config : SessionSettings
+        Settings (``engine.fix.settings``: from a ``.cfg`` file or built in code).
     store : MessageStore, optional
         Sequence numbers and sent messages (default: a :class:`MemoryStore`).
     application : Application, optional
@@ -342,15 +240,18 @@ class FixSession:
 
     def __init__(
         self,
-        config: SessionConfig,
+        config: SessionSettings,
         store: MessageStore | None = None,
         application: Application | None = None,
         log: SessionLog | None = None,
         clock: Clock | None = None,
         schedule: Schedule | None = None,
     ) -> None:
+        if config.is_initiator and config.heart_bt_int is None:
+            raise ValueError(f"{config.session_id}: HeartBtInt is required for initiators")
         self.config = config
         self.session_id = config.session_id
+        self._validation = config.validation
         self._clock: Clock = clock or LiveClock()
         self._now = self._clock.now_ns()
         self.store: MessageStore = store if store is not None else MemoryStore(self._now)
@@ -360,8 +261,8 @@ class FixSession:
         self._schedule_checked: tuple[int, int] = (-1, -1)
         self._schedule_ok = True
         self.state = SessionState(
-            initiate=config.initiator,
-            heart_bt_int=config.heart_bt_int if config.initiator else 0,
+            initiate=config.is_initiator,
+            heart_bt_int=config.heart_bt_int or 0 if config.is_initiator else 0,
             logon_timeout=config.logon_timeout,
             logout_timeout=config.logout_timeout,
         )
@@ -389,11 +290,7 @@ class FixSession:
             + self._target.replace(b"%", b"%%")
             + b"\x01"
         )
-        self._precision = (
-            config.timestamp_precision
-            if config.timestamp_precision is not None
-            else default_precision(bs)
-        )
+        self._precision = config.effective_timestamp_precision()
         self._ts_key: int | None = None
         self._ts = b""
         # Last SendingTime <52> found within MaxLatency, and the second it was checked in.
@@ -551,7 +448,7 @@ class FixSession:
             st.last_received_ns = now_ns
             st.last_sent_ns = now_ns
             if st.initiate:
-                st.heart_bt_int = self.config.heart_bt_int
+                st.heart_bt_int = self.config.heart_bt_int or 0  # set: checked in __init__
                 if self._in_session(now_ns):
                     self._generate_logon()
         except Exception as e:  # nothing may escape into the transport
@@ -893,7 +790,7 @@ class FixSession:
         app_dd = self._app_dd(msg) if self._is_fixt else None
         if self._is_fixt and app_dd is None and not dd.is_msg_type(msg.msg_type.decode("latin-1")):
             return None
-        return validate_message(msg, dd, app_dd, self.config.validation)
+        return validate_message(msg, dd, app_dd, self._validation)
 
     def _next(self, msg: FixMessage, queued: bool) -> None:  # noqa: C901  (QuickFIX's dispatch)
         st = self.state

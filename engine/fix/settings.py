@@ -47,12 +47,13 @@ import difflib
 import re
 import zoneinfo
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from engine.fix.application import SessionID
 from engine.fix.dictionary import APPL_VER_IDS, default_dictionary_path
+from engine.fix.validation import ValidationOptions
 
 __all__ = [
     "BEGIN_STRINGS",
@@ -436,143 +437,135 @@ def _snake(name: str) -> str:
 
 
 _PORT = _int_in(1, 65535)
-_TABLE: list[tuple[str, Callable[[str], object], object, str]] = [
+_TABLE: list[tuple[str, Callable[[str], object], str]] = [
     # identity and type
-    ("BeginString", _choice(*BEGIN_STRINGS), None, "FIX version of the session"),
-    ("SenderCompID", _conv_nonempty, None, "our CompID"),
-    ("SenderSubID", _conv_str, None, "our SubID (part of the session identity)"),
-    ("SenderLocationID", _conv_str, None, "our LocationID (part of the session identity)"),
-    ("TargetCompID", _conv_nonempty, None, "counterparty CompID"),
-    ("TargetSubID", _conv_str, None, "counterparty SubID (part of the session identity)"),
-    ("TargetLocationID", _conv_str, None, "counterparty LocationID (part of the identity)"),
-    ("SessionQualifier", _conv_str, None, "disambiguates otherwise identical sessions"),
-    ("DefaultApplVerID", _conv_appl_ver_id, None, "FIXT.1.1: default application version"),
-    ("ConnectionType", _choice("initiator", "acceptor"), None, "initiator or acceptor"),
+    ("BeginString", _choice(*BEGIN_STRINGS), "FIX version of the session"),
+    ("SenderCompID", _conv_nonempty, "our CompID"),
+    ("SenderSubID", _conv_str, "our SubID (part of the session identity)"),
+    ("SenderLocationID", _conv_str, "our LocationID (part of the session identity)"),
+    ("TargetCompID", _conv_nonempty, "counterparty CompID"),
+    ("TargetSubID", _conv_str, "counterparty SubID (part of the session identity)"),
+    ("TargetLocationID", _conv_str, "counterparty LocationID (part of the identity)"),
+    ("SessionQualifier", _conv_str, "disambiguates otherwise identical sessions"),
+    ("DefaultApplVerID", _conv_appl_ver_id, "FIXT.1.1: default application version"),
+    ("ConnectionType", _choice("initiator", "acceptor"), "initiator or acceptor"),
     # schedule
-    ("StartTime", _conv_time, None, "daily start of the session window"),
-    ("EndTime", _conv_time, None, "daily end of the session window"),
-    ("StartDay", _conv_day, None, "weekly session: first day"),
-    ("EndDay", _conv_day, None, "weekly session: last day"),
-    ("LogonTime", _conv_time, None, "initiator logon time inside the window"),
-    ("LogoutTime", _conv_time, None, "initiator logout time inside the window"),
-    ("LogonDay", _conv_day, None, "weekly: initiator logon day"),
-    ("LogoutDay", _conv_day, None, "weekly: initiator logout day"),
-    ("UseLocalTime", _conv_bool, False, "StartTime/EndTime in local time, not UTC"),
-    ("NonStopSession", _conv_bool, False, "ignore the schedule, never stop"),
-    ("TimeZone", _conv_zone, None, "zone of StartTime/EndTime (QuickFIX/J, /Go)"),
-    ("Weekdays", _conv_days, None, "days on which a daily session runs (QuickFIX/J, /Go)"),
+    ("StartTime", _conv_time, "daily start of the session window"),
+    ("EndTime", _conv_time, "daily end of the session window"),
+    ("StartDay", _conv_day, "weekly session: first day"),
+    ("EndDay", _conv_day, "weekly session: last day"),
+    ("LogonTime", _conv_time, "initiator logon time inside the window"),
+    ("LogoutTime", _conv_time, "initiator logout time inside the window"),
+    ("LogonDay", _conv_day, "weekly: initiator logon day"),
+    ("LogoutDay", _conv_day, "weekly: initiator logout day"),
+    ("UseLocalTime", _conv_bool, "StartTime/EndTime in local time, not UTC"),
+    ("NonStopSession", _conv_bool, "ignore the schedule, never stop"),
+    ("TimeZone", _conv_zone, "zone of StartTime/EndTime (QuickFIX/J, /Go)"),
+    ("Weekdays", _conv_days, "days on which a daily session runs (QuickFIX/J, /Go)"),
     # behaviour
-    ("HeartBtInt", _int_in(1, None), None, "heartbeat interval, seconds"),
-    ("ReconnectInterval", _int_in(1, None), 30, "seconds between connection attempts"),
-    ("LogonTimeout", _int_in(1, None), 10, "seconds to wait for the Logon answer"),
-    ("LogoutTimeout", _int_in(1, None), 2, "seconds to wait for the Logout answer"),
-    ("ResetOnLogon", _conv_bool, False, "reset sequence numbers at logon"),
-    ("ResetOnLogout", _conv_bool, False, "reset sequence numbers after a normal logout"),
-    ("ResetOnDisconnect", _conv_bool, False, "reset sequence numbers after a disconnect"),
-    ("RefreshOnLogon", _conv_bool, False, "reload the store at logon (hot fail-over)"),
-    ("SendResetSeqNumFlag", _conv_bool, False, "send 141=Y in the Logon"),
-    ("SendRedundantResendRequests", _conv_bool, False, "send every ResendRequest"),
-    ("SendNextExpectedMsgSeqNum", _conv_bool, False, "put 789 in the Logon"),
-    ("PersistMessages", _conv_bool, True, "keep sent messages for resend"),
-    ("MillisecondsInTimeStamp", _conv_bool, True, "milliseconds in timestamps (4.2+)"),
-    ("TimestampPrecision", _int_in(0, 9), None, "fractional digits 0–9 (overrides the above)"),
-    ("CheckCompID", _conv_bool, True, "incoming CompIDs must match the session"),
-    ("CheckLatency", _conv_bool, True, "check SendingTime against MaxLatency"),
-    ("MaxLatency", _int_in(1, None), 120, "seconds SendingTime may be off"),
+    ("HeartBtInt", _int_in(1, None), "heartbeat interval, seconds"),
+    ("ReconnectInterval", _int_in(1, None), "seconds between connection attempts"),
+    ("LogonTimeout", _int_in(1, None), "seconds to wait for the Logon answer"),
+    ("LogoutTimeout", _int_in(1, None), "seconds to wait for the Logout answer"),
+    ("ResetOnLogon", _conv_bool, "reset sequence numbers at logon"),
+    ("ResetOnLogout", _conv_bool, "reset sequence numbers after a normal logout"),
+    ("ResetOnDisconnect", _conv_bool, "reset sequence numbers after a disconnect"),
+    ("RefreshOnLogon", _conv_bool, "reload the store at logon (hot fail-over)"),
+    ("SendResetSeqNumFlag", _conv_bool, "send 141=Y in the Logon"),
+    ("SendRedundantResendRequests", _conv_bool, "send every ResendRequest"),
+    ("SendNextExpectedMsgSeqNum", _conv_bool, "put 789 in the Logon"),
+    ("PersistMessages", _conv_bool, "keep sent messages for resend"),
+    ("MillisecondsInTimeStamp", _conv_bool, "milliseconds in timestamps (4.2+)"),
+    ("TimestampPrecision", _int_in(0, 9), "fractional digits 0–9 (overrides the above)"),
+    ("CheckCompID", _conv_bool, "incoming CompIDs must match the session"),
+    ("CheckLatency", _conv_bool, "check SendingTime against MaxLatency"),
+    ("MaxLatency", _int_in(1, None), "seconds SendingTime may be off"),
     # validation and dictionaries
-    ("UseDataDictionary", _conv_bool, True, "validate against a data dictionary"),
-    ("DataDictionary", _conv_nonempty, None, "dictionary XML (FIX.4.x)"),
-    ("TransportDataDictionary", _conv_nonempty, None, "FIXT.1.1 session-layer dictionary"),
-    ("AppDataDictionary", _conv_nonempty, None, "FIXT.1.1 application dictionary"),
-    ("ValidateLengthAndChecksum", _conv_bool, True, "reject bad BodyLength/CheckSum"),
-    ("ValidateFieldsOutOfOrder", _conv_bool, True, "reject header/body/trailer disorder"),
-    ("CheckFieldsOutOfOrder", _conv_bool, True, "QuickFIX/J name of the same check"),
-    ("ValidateFieldsHaveValues", _conv_bool, True, "reject empty fields"),
-    ("ValidateUserDefinedFields", _conv_bool, True, "reject unknown tags >= 5000"),
-    ("ValidateUnorderedGroupFields", _conv_bool, True, "reject group members out of order"),
-    ("AllowUnknownMsgFields", _conv_bool, False, "accept unknown tags < 5000"),
-    ("PreserveMessageFieldsOrder", _conv_bool, False, "keep body field order on output"),
+    ("UseDataDictionary", _conv_bool, "validate against a data dictionary"),
+    ("DataDictionary", _conv_nonempty, "dictionary XML (FIX.4.x)"),
+    ("TransportDataDictionary", _conv_nonempty, "FIXT.1.1 session-layer dictionary"),
+    ("AppDataDictionary", _conv_nonempty, "FIXT.1.1 application dictionary"),
+    ("ValidateLengthAndChecksum", _conv_bool, "reject bad BodyLength/CheckSum"),
+    ("ValidateFieldsOutOfOrder", _conv_bool, "reject header/body/trailer disorder"),
+    ("CheckFieldsOutOfOrder", _conv_bool, "QuickFIX/J name of the same check"),
+    ("ValidateFieldsHaveValues", _conv_bool, "reject empty fields"),
+    ("ValidateUserDefinedFields", _conv_bool, "reject unknown tags >= 5000"),
+    ("ValidateUnorderedGroupFields", _conv_bool, "reject group members out of order"),
+    ("AllowUnknownMsgFields", _conv_bool, "accept unknown tags < 5000"),
+    ("PreserveMessageFieldsOrder", _conv_bool, "keep body field order on output"),
     # connection
-    ("SocketConnectHost", _conv_nonempty, None, "initiator: host to connect to"),
-    ("SocketConnectPort", _PORT, None, "initiator: port to connect to"),
+    ("SocketConnectHost", _conv_nonempty, "initiator: host to connect to"),
+    ("SocketConnectPort", _PORT, "initiator: port to connect to"),
     (
         "HostSelectionPolicy",
         _choice("ROUNDROBIN", "PRIORITY", upper=True),
-        "ROUNDROBIN",
         "order of trying the fail-over hosts",
     ),
     (
         "HostSelectionPolicyPriorityStartOverInterval",
         _int_in(0, None),
-        120,
         "PRIORITY: seconds before retrying the first host",
     ),
-    ("SocketConnectSourceHost", _conv_nonempty, None, "local address for outgoing connections"),
-    ("SocketConnectSourcePort", _int_in(0, 65535), None, "local port for outgoing connections"),
-    ("SocketAcceptPort", _PORT, None, "acceptor: listening port"),
-    ("SocketAcceptHost", _conv_nonempty, None, "acceptor: listening address (extension)"),
-    ("SocketReuseAddress", _conv_bool, True, "SO_REUSEADDR on the listener"),
-    ("SocketNodelay", _conv_bool, True, "TCP_NODELAY (this engine sets it always)"),
-    ("SocketSendBufferSize", _int_in(0, None), 0, "SO_SNDBUF, 0 = OS default"),
-    ("SocketReceiveBufferSize", _int_in(0, None), 0, "SO_RCVBUF, 0 = OS default"),
-    ("AllowedRemoteAddresses", _conv_list, (), "acceptor IP allow-list (comma-separated)"),
-    ("SocketUseSSL", _conv_bool, False, "use TLS (QuickFIX/J name)"),
+    ("SocketConnectSourceHost", _conv_nonempty, "local address for outgoing connections"),
+    ("SocketConnectSourcePort", _int_in(0, 65535), "local port for outgoing connections"),
+    ("SocketAcceptPort", _PORT, "acceptor: listening port"),
+    ("SocketAcceptHost", _conv_nonempty, "acceptor: listening address (extension)"),
+    ("SocketReuseAddress", _conv_bool, "SO_REUSEADDR on the listener"),
+    ("SocketNodelay", _conv_bool, "TCP_NODELAY (this engine sets it always)"),
+    ("SocketSendBufferSize", _int_in(0, None), "SO_SNDBUF, 0 = OS default"),
+    ("SocketReceiveBufferSize", _int_in(0, None), "SO_RCVBUF, 0 = OS default"),
+    ("AllowedRemoteAddresses", _conv_list, "acceptor IP allow-list (comma-separated)"),
+    ("SocketUseSSL", _conv_bool, "use TLS (QuickFIX/J name)"),
     # storage and logging
-    ("FileStorePath", _conv_nonempty, None, "directory for sequence numbers and messages"),
-    ("FileLogPath", _conv_nonempty, None, "directory for message and event logs"),
-    ("FileLogBackupPath", _conv_nonempty, None, "directory for log backups"),
-    ("ScreenLogShowIncoming", _conv_bool, True, "console: incoming messages"),
-    ("ScreenLogShowOutgoing", _conv_bool, True, "console: outgoing messages"),
-    ("ScreenLogShowEvents", _conv_bool, True, "console: events"),
+    ("FileStorePath", _conv_nonempty, "directory for sequence numbers and messages"),
+    ("FileLogPath", _conv_nonempty, "directory for message and event logs"),
+    ("FileLogBackupPath", _conv_nonempty, "directory for log backups"),
+    ("ScreenLogShowIncoming", _conv_bool, "console: incoming messages"),
+    ("ScreenLogShowOutgoing", _conv_bool, "console: outgoing messages"),
+    ("ScreenLogShowEvents", _conv_bool, "console: events"),
 ]
 for _db in ("MySQL", "PostgreSQL"):
     for _what in ("Store", "Log"):
         _p = f"{_db}{_what}"
         _TABLE += [
-            (f"{_p}Database", _conv_str, None, f"{_db} {_what.lower()}: database"),
-            (f"{_p}User", _conv_str, None, f"{_db} {_what.lower()}: user"),
-            (f"{_p}Password", _conv_str, None, f"{_db} {_what.lower()}: password"),
-            (f"{_p}Host", _conv_str, None, f"{_db} {_what.lower()}: host"),
-            (f"{_p}Port", _PORT, None, f"{_db} {_what.lower()}: port"),
-            (f"{_p}UseConnectionPool", _conv_bool, False, "share connections"),
+            (f"{_p}Database", _conv_str, f"{_db} {_what.lower()}: database"),
+            (f"{_p}User", _conv_str, f"{_db} {_what.lower()}: user"),
+            (f"{_p}Password", _conv_str, f"{_db} {_what.lower()}: password"),
+            (f"{_p}Host", _conv_str, f"{_db} {_what.lower()}: host"),
+            (f"{_p}Port", _PORT, f"{_db} {_what.lower()}: port"),
+            (f"{_p}UseConnectionPool", _conv_bool, "share connections"),
         ]
 for _what in ("Store", "Log"):
     _TABLE += [
-        (f"Odbc{_what}User", _conv_str, None, f"ODBC {_what.lower()}: user"),
-        (f"Odbc{_what}Password", _conv_str, None, f"ODBC {_what.lower()}: password"),
-        (f"Odbc{_what}ConnectionString", _conv_str, None, "ODBC connection string"),
+        (f"Odbc{_what}User", _conv_str, f"ODBC {_what.lower()}: user"),
+        (f"Odbc{_what}Password", _conv_str, f"ODBC {_what.lower()}: password"),
+        (f"Odbc{_what}ConnectionString", _conv_str, "ODBC connection string"),
     ]
 for _p in ("MySQLLog", "PostgreSQLLog", "OdbcLog"):
     _TABLE += [
-        (f"{_p}IncomingTable", _conv_str, None, "table of incoming messages"),
-        (f"{_p}OutgoingTable", _conv_str, None, "table of outgoing messages"),
-        (f"{_p}EventTable", _conv_str, None, "table of events"),
+        (f"{_p}IncomingTable", _conv_str, "table of incoming messages"),
+        (f"{_p}OutgoingTable", _conv_str, "table of outgoing messages"),
+        (f"{_p}EventTable", _conv_str, "table of events"),
     ]
 _TABLE += [
     # TLS
-    ("SSLProtocol", _conv_str, "all -SSLv2", "enabled protocols"),
-    ("SSLCipherSuite", _conv_str, None, "cipher suites (TLS <= 1.2)"),
-    ("TLSCipherSuites", _conv_str, None, "TLS 1.3 cipher suites"),
-    ("ServerCertificateFile", _conv_nonempty, None, "acceptor certificate"),
-    ("ServerCertificateKeyFile", _conv_nonempty, None, "acceptor private key"),
-    ("ClientCertificateFile", _conv_nonempty, None, "initiator certificate"),
-    ("ClientCertificateKeyFile", _conv_nonempty, None, "initiator private key"),
-    ("CertificationAuthoritiesFile", _conv_nonempty, None, "CA bundle"),
-    ("CertificationAuthoritiesDirectory", _conv_nonempty, None, "CA directory"),
-    ("CertificateRevocationListFile", _conv_nonempty, None, "CRL file"),
-    ("CertificateRevocationListDirectory", _conv_nonempty, None, "CRL directory"),
-    ("CertificateVerifyLevel", _int_in(0, 1), 0, "0 = don't verify peer, 1 = verify"),
+    ("SSLProtocol", _conv_str, "enabled protocols"),
+    ("SSLCipherSuite", _conv_str, "cipher suites (TLS <= 1.2)"),
+    ("TLSCipherSuites", _conv_str, "TLS 1.3 cipher suites"),
+    ("ServerCertificateFile", _conv_nonempty, "acceptor certificate"),
+    ("ServerCertificateKeyFile", _conv_nonempty, "acceptor private key"),
+    ("ClientCertificateFile", _conv_nonempty, "initiator certificate"),
+    ("ClientCertificateKeyFile", _conv_nonempty, "initiator private key"),
+    ("CertificationAuthoritiesFile", _conv_nonempty, "CA bundle"),
+    ("CertificationAuthoritiesDirectory", _conv_nonempty, "CA directory"),
+    ("CertificateRevocationListFile", _conv_nonempty, "CRL file"),
+    ("CertificateRevocationListDirectory", _conv_nonempty, "CRL directory"),
+    ("CertificateVerifyLevel", _int_in(0, 1), "0 = don't verify peer, 1 = verify"),
     # misc
-    ("HttpAcceptPort", _PORT, None, "HTML status page port"),
-    ("AcceptorTemplate", _conv_bool, False, "dynamic acceptor sessions (QuickFIX/J)"),
-    ("DynamicSessions", _conv_bool, False, "dynamic acceptor sessions (QuickFIX/Go)"),
+    ("HttpAcceptPort", _PORT, "HTML status page port"),
+    ("AcceptorTemplate", _conv_bool, "dynamic acceptor sessions (QuickFIX/J)"),
+    ("DynamicSessions", _conv_bool, "dynamic acceptor sessions (QuickFIX/Go)"),
 ]
-
-#: Every known key by upper-case name.
-KEYS: Mapping[str, KeySpec] = {
-    name.upper(): KeySpec(name, _snake(name), conv, default, doc)
-    for name, conv, default, doc in _TABLE
-}
 
 _FAILOVER_RE = re.compile(r"(SOCKETCONNECTHOST|SOCKETCONNECTPORT)([0-9]+)\Z")
 _APPDD_RE = re.compile(r"APPDATADICTIONARY\.(.+)\Z")
@@ -581,9 +574,15 @@ _APPDD_RE = re.compile(r"APPDATADICTIONARY\.(.+)\Z")
 # ----------------------------------------------------------------------------- session
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SessionSettings:
-    """Effective settings of one session ([DEFAULT] inherited, defaults applied, typed).
+    """The settings of one session, typed: the one model a ``.cfg`` file and code both build.
+
+    :func:`load_settings` gives one per ``[SESSION]`` ([DEFAULT] inherited, checked); code
+    builds one directly (``SessionSettings(begin_string="FIX.4.4", sender_comp_id="ME",
+    target_comp_id="EXCH", connection_type="initiator", heart_bt_int=30)``) and
+    :class:`engine.fix.session.FixSession` runs with it. The defaults here are the only ones
+    (the key table's are read from them).
 
     Attribute names are the QuickFIX keys in snake_case; see ``docs/fix-settings.md`` for
     meanings. Booleans are bool, times :class:`TimeOfDay`, days 1 = Sunday … 7 = Saturday.
@@ -596,7 +595,7 @@ class SessionSettings:
     begin_string: str
     sender_comp_id: str
     target_comp_id: str
-    connection_type: str
+    connection_type: str = "acceptor"
     sender_sub_id: str | None = None
     sender_location_id: str | None = None
     target_sub_id: str | None = None
@@ -617,8 +616,8 @@ class SessionSettings:
     weekdays: tuple[int, ...] | None = None
     heart_bt_int: int | None = None
     reconnect_interval: int = 30
-    logon_timeout: int = 10
-    logout_timeout: int = 2
+    logon_timeout: float = 10
+    logout_timeout: float = 2
     reset_on_logon: bool = False
     reset_on_logout: bool = False
     reset_on_disconnect: bool = False
@@ -742,6 +741,11 @@ class SessionSettings:
         """Whether the session connects out."""
         return self.connection_type == "initiator"
 
+    @property
+    def validation(self) -> ValidationOptions:
+        """The checks incoming messages get (the ``Validate*`` keys)."""
+        return ValidationOptions.from_settings(self)
+
     def connect_addresses(self) -> list[tuple[str, int]]:
         """Return the primary host/port followed by the fail-over ones (initiators)."""
         out: list[tuple[str, int]] = []
@@ -819,6 +823,26 @@ class SessionSettings:
         if v is None:
             return None
         return _APPL_VER_IDS.get(v, v)
+
+
+#: Keys a session must set: no default is shown for them (ConnectionType's "acceptor" is only
+#: for sessions built in code; HeartBtInt is required for initiators, learnt from the Logon by
+#: acceptors).
+_NO_DEFAULT = frozenset({"begin_string", "sender_comp_id", "target_comp_id", "connection_type"})
+
+
+def _default(f: Any) -> object:
+    if f.name in _NO_DEFAULT or (f.default is MISSING and f.default_factory is MISSING):
+        return None
+    return f.default if f.default is not MISSING else f.default_factory()
+
+
+_DEFAULTS = {f.name: _default(f) for f in fields(SessionSettings)}
+#: Every known key by upper-case name; defaults are :class:`SessionSettings`'.
+KEYS: Mapping[str, KeySpec] = {
+    name.upper(): KeySpec(name, _snake(name), conv, _DEFAULTS[_snake(name)], doc)
+    for name, conv, doc in _TABLE
+}
 
 
 # ----------------------------------------------------------------------------- the file

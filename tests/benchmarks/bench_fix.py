@@ -28,7 +28,8 @@ from engine.fix.benchtables import end_child
 from engine.fix.codec import FixDecoder, MessageTemplate, decode_one, encode, format_timestamp
 from engine.fix.dictionary import DataDictionary, default_dictionary_path
 from engine.fix.message import FixMessage, OutMessage
-from engine.fix.session import AppTemplate, FixSession, SessionConfig, lookup_session
+from engine.fix.session import AppTemplate, FixSession, lookup_session
+from engine.fix.settings import SessionSettings
 from engine.fix.store import MemoryStore
 from engine.fix.transport import SocketAcceptor, SocketInitiator, install_uvloop
 from engine.fix.validation import _validate_reference, validate
@@ -234,12 +235,12 @@ class _Venue(Application):
         )
 
 
-def _config(me: str, them: str, *, initiator: bool, dictionary: bool) -> SessionConfig:
-    return SessionConfig(
+def _config(me: str, them: str, *, initiator: bool, dictionary: bool) -> SessionSettings:
+    return SessionSettings(
         begin_string="FIX.4.4",
         sender_comp_id=me,
         target_comp_id=them,
-        initiator=initiator,
+        connection_type="initiator" if initiator else "acceptor",
         heart_bt_int=30,
         use_data_dictionary=dictionary,
     )
@@ -275,7 +276,9 @@ async def _round_trips(
 ) -> dict[str, float]:
     app = _Client()
     session = FixSession(
-        _config("CLIENT", "EXCH", initiator=True, dictionary=dictionary), MemoryStore(), app
+        _config("CLIENT", "EXCH", initiator=True, dictionary=dictionary),
+        MemoryStore(),
+        app,
     )
     nos = session.template(b"D", NOS_FIELDS)
 

@@ -34,7 +34,8 @@ from engine.bus import MessageBus
 from engine.clock import LiveClock
 from engine.enums import OrdStatus, Side
 from engine.fix.log import NullLog
-from engine.fix.session import FixSession, SessionConfig
+from engine.fix.session import FixSession
+from engine.fix.settings import SessionSettings
 from engine.fix.store import MemoryStore
 from engine.fix.transport import SocketAcceptor, SocketInitiator
 from engine.instruments import Instrument
@@ -154,16 +155,17 @@ async def _through_simulator(n: int, validate: bool) -> tuple[float, float]:
     )
     app = SimFixApplication(exchange, clock)
     sim = FixSession(
-        SessionConfig(begin_string="FIX.4.4", sender_comp_id="S", target_comp_id="C",
-                      reset_on_logon=True, use_data_dictionary=validate),
+        SessionSettings(begin_string="FIX.4.4", sender_comp_id="S", target_comp_id="C",
+                        reset_on_logon=True, use_data_dictionary=validate),
         MemoryStore(), app, NullLog(), clock,
     )  # fmt: skip
     acceptor = SocketAcceptor([sim], port=0, clock=clock)
     await acceptor.start()
     venue = FixVenue(clock, defer=loop.call_soon)
     ours = FixSession(
-        SessionConfig(begin_string="FIX.4.4", sender_comp_id="C", target_comp_id="S",
-                      initiator=True, reset_on_logon=True, use_data_dictionary=validate),
+        SessionSettings(begin_string="FIX.4.4", sender_comp_id="C", target_comp_id="S",
+                        connection_type="initiator", heart_bt_int=30, reset_on_logon=True,
+                        use_data_dictionary=validate),
         MemoryStore(), venue, NullLog(), clock,
     )  # fmt: skip
     venue.bind(ours)

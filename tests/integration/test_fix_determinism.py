@@ -19,7 +19,8 @@ from engine.clock import TestClock
 from engine.core import Engine
 from engine.demo import DEMO_CLIENT_COMP_ID, DEMO_SIM_COMP_ID, SimPump, build_demo
 from engine.events import OrderFilled
-from engine.fix.session import FixSession, SessionConfig, lookup_session
+from engine.fix.session import FixSession, lookup_session
+from engine.fix.settings import SessionSettings
 from engine.warmup import warm_up
 
 pytestmark = pytest.mark.integration
@@ -31,7 +32,7 @@ Fill = tuple[str, int, int, int, str, str, int]
 
 
 def _session(sender: str, target: str) -> FixSession:
-    sid = SessionConfig(
+    sid = SessionSettings(
         begin_string="FIX.4.4", sender_comp_id=sender, target_comp_id=target
     ).session_id
     session = lookup_session(sid)

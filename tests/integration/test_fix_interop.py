@@ -17,7 +17,8 @@ import pytest
 from engine.fix.application import Application, SessionID
 from engine.fix.log import FileLog
 from engine.fix.message import FixMessage, Group, OutMessage
-from engine.fix.session import FixSession, SessionConfig, lookup_session
+from engine.fix.session import FixSession, lookup_session
+from engine.fix.settings import SessionSettings
 from engine.fix.store import FileStore
 from engine.fix.transport import SocketAcceptor, SocketInitiator
 
@@ -181,12 +182,12 @@ def _session(
     *,
     initiator: bool,
 ) -> FixSession:
-    cfg = SessionConfig(
+    cfg = SessionSettings(
         begin_string=begin,
         sender_comp_id=me,
         target_comp_id=them,
         default_appl_ver_id=appl,
-        initiator=initiator,
+        connection_type="initiator" if initiator else "acceptor",
         heart_bt_int=5,
     )
     prefix = cfg.session_id.file_prefix
@@ -253,8 +254,24 @@ async def test_acceptor_refuses_second_logon_and_keeps_first(tmp_path: Path) -> 
     exch = _session(
         "FIX.4.4", None, "EXCH", "CLIENT", Application(), tmp_path / "a", initiator=False
     )
-    one = _session("FIX.4.4", None, "CLIENT", "EXCH", Application(), tmp_path / "b", initiator=True)
-    two = _session("FIX.4.4", None, "CLIENT", "EXCH", Application(), tmp_path / "c", initiator=True)
+    one = _session(
+        "FIX.4.4",
+        None,
+        "CLIENT",
+        "EXCH",
+        Application(),
+        tmp_path / "b",
+        initiator=True,
+    )
+    two = _session(
+        "FIX.4.4",
+        None,
+        "CLIENT",
+        "EXCH",
+        Application(),
+        tmp_path / "c",
+        initiator=True,
+    )
     acceptor = SocketAcceptor([exch], port=0)
     await acceptor.start()
     first = SocketInitiator(one, [("127.0.0.1", acceptor.port)], reconnect_interval=0.1)
@@ -281,7 +298,13 @@ async def test_initiator_fails_over_to_next_host_and_reconnects(tmp_path: Path) 
         "FIX.4.4", None, "EXCH", "CLIENT", Application(), tmp_path / "a", initiator=False
     )
     client = _session(
-        "FIX.4.4", None, "CLIENT", "EXCH", Application(), tmp_path / "b", initiator=True
+        "FIX.4.4",
+        None,
+        "CLIENT",
+        "EXCH",
+        Application(),
+        tmp_path / "b",
+        initiator=True,
     )
     acceptor = SocketAcceptor([exch], port=0)
     await acceptor.start()

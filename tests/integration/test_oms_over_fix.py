@@ -16,7 +16,8 @@ from engine.enums import KillLevel, OrdStatus, OrdType, Side, TimeInForce
 from engine.events import Alert, Event, OrderChanged
 from engine.fix.log import NullLog
 from engine.fix.message import OutMessage
-from engine.fix.session import FixSession, SessionConfig
+from engine.fix.session import FixSession
+from engine.fix.settings import SessionSettings
 from engine.fix.store import FileStore, MemoryStore, MessageStore
 from engine.fix.transport import SocketAcceptor, SocketInitiator
 from engine.instruments import Instrument
@@ -78,16 +79,16 @@ async def fix_rig(
     exchange.drain_market_events()
     app = app_cls(exchange, clock)
     sim = FixSession(
-        SessionConfig(begin_string="FIX.4.4", sender_comp_id="SIM", target_comp_id="CLIENT",
-                      reset_on_logon=True),
+        SessionSettings(begin_string="FIX.4.4", sender_comp_id="SIM", target_comp_id="CLIENT",
+                        reset_on_logon=True),
         MemoryStore(), app, NullLog("sim"), clock,
     )  # fmt: skip
     acceptor = SocketAcceptor([sim], port=0, clock=clock)
     await acceptor.start()
     venue = venue_cls(clock, defer=loop.call_soon)
     session = FixSession(
-        SessionConfig(begin_string="FIX.4.4", sender_comp_id="CLIENT", target_comp_id="SIM",
-                      initiator=True, heart_bt_int=5, reset_on_logon=True),
+        SessionSettings(begin_string="FIX.4.4", sender_comp_id="CLIENT", target_comp_id="SIM",
+                        connection_type="initiator", heart_bt_int=5, reset_on_logon=True),
         client_store or MemoryStore(), venue, NullLog("client"), clock,
     )  # fmt: skip
     venue.bind(session)

@@ -30,7 +30,8 @@ import pytest
 
 from engine.fix.application import Application, SessionID
 from engine.fix.message import FixMessage, OutMessage
-from engine.fix.session import FixSession, SessionConfig
+from engine.fix.session import FixSession
+from engine.fix.settings import SessionSettings
 from engine.fix.store import FileStore
 from engine.fix.transport import SocketInitiator
 from tests.integration.headless_files import write_engine
@@ -142,8 +143,9 @@ class Client(Application):
 
 
 def client_session(tmp: Path, app: Client, begin: str = "FIX.4.4") -> FixSession:
-    config = SessionConfig(begin_string=begin, sender_comp_id="CLIENT1",
-                           target_comp_id="EXECUTOR", initiator=True, heart_bt_int=5)  # fmt: skip
+    config = SessionSettings(begin_string=begin, sender_comp_id="CLIENT1",
+                             target_comp_id="EXECUTOR", connection_type="initiator",
+                             heart_bt_int=5)  # fmt: skip
     store = FileStore(tmp / "client-store", config.session_id.file_prefix)
     return FixSession(config, store, app)
 

@@ -21,7 +21,8 @@ from engine.fix.codec import decode_one, encode, format_timestamp
 from engine.fix.dictionary import DataDictionary
 from engine.fix.log import MemoryLog
 from engine.fix.message import FixMessage
-from engine.fix.session import SEQNUM_MAX, FixSession, SessionConfig
+from engine.fix.session import SEQNUM_MAX, FixSession
+from engine.fix.settings import SessionSettings
 from engine.fix.store import MemoryStore
 from engine.fix.validation import SessionRejectReason, validate
 
@@ -119,7 +120,7 @@ class Refuser(Application):
 
 def _session(clock: TestClock, begin: str = "FIX.4.4", **kw: object) -> tuple[FixSession, Refuser]:
     app = Refuser()
-    cfg = SessionConfig(begin_string=begin, sender_comp_id="ISLD", target_comp_id="TW", **kw)  # type: ignore[arg-type]
+    cfg = SessionSettings(begin_string=begin, sender_comp_id="ISLD", target_comp_id="TW", **kw)  # type: ignore[arg-type]
     return FixSession(cfg, MemoryStore(clock.now_ns()), app, MemoryLog(), clock), app
 
 

@@ -19,7 +19,8 @@ from engine.fix.application import Application, DoNotSend, SessionID
 from engine.fix.codec import FixDecoder, decode_one, encode, format_timestamp
 from engine.fix.log import MemoryLog, NullLog
 from engine.fix.message import FixMessage, OutMessage
-from engine.fix.session import FixSession, SessionConfig
+from engine.fix.session import FixSession
+from engine.fix.settings import SessionSettings
 from engine.fix.store import MemoryStore
 
 S = 1_000_000_000
@@ -41,7 +42,7 @@ def _session(
     clock: TestClock, app: Application | None = None, *, dictionary: bool = False, **kw: object
 ) -> tuple[FixSession, MemoryLog]:
     log = MemoryLog()
-    cfg = SessionConfig(
+    cfg = SessionSettings(
         begin_string="FIX.4.4",
         sender_comp_id="ISLD",
         target_comp_id="TW",

@@ -13,7 +13,8 @@ from engine.fix.application import Application, SessionID
 from engine.fix.codec import FixDecoder, decode_one, encode, format_timestamp
 from engine.fix.log import MemoryLog
 from engine.fix.message import FixMessage, OutMessage
-from engine.fix.session import FixSession, SessionConfig
+from engine.fix.session import FixSession
+from engine.fix.settings import SessionSettings
 from engine.fix.store import MemoryStore
 
 S = 1_000_000_000
@@ -70,7 +71,7 @@ def fields(raw: bytes) -> dict[int, bytes]:
 def make(clock: TestClock, **kw: object) -> tuple[FixSession, Recorder, MemoryLog]:
     app = Recorder()
     log = MemoryLog()
-    cfg = SessionConfig(begin_string="FIX.4.4", sender_comp_id="ISLD", target_comp_id="TW", **kw)  # type: ignore[arg-type]
+    cfg = SessionSettings(begin_string="FIX.4.4", sender_comp_id="ISLD", target_comp_id="TW", **kw)  # type: ignore[arg-type]
     s = FixSession(cfg, MemoryStore(clock.now_ns()), app, log, clock)
     return s, app, log
 
@@ -179,7 +180,7 @@ def test_resend_request_resends_app_messages_and_gap_fills_admin(test_clock: Tes
 
 
 def test_initiator_with_reset_on_logon_sends_reset_flag(test_clock: TestClock) -> None:
-    s, _, _ = make(test_clock, initiator=True, heart_bt_int=5, reset_on_logon=True)
+    s, _, _ = make(test_clock, connection_type="initiator", heart_bt_int=5, reset_on_logon=True)
     s.store.set_next_sender_seq_num(9)
     (out,) = s.on_connected(test_clock.now_ns())
     f = fields(out)
@@ -305,7 +306,7 @@ def test_daily_schedule_resets_store_when_a_new_day_starts(test_clock: TestClock
     test_clock.set((1_700_000_000 * S // day + 1) * day - 60 * S)  # 23:59:00 UTC
     sched = SessionSchedule(start_time=dt.time(0, 0), end_time=dt.time(0, 0))
     app = Recorder()
-    cfg = SessionConfig(begin_string="FIX.4.4", sender_comp_id="ISLD", target_comp_id="TW")
+    cfg = SessionSettings(begin_string="FIX.4.4", sender_comp_id="ISLD", target_comp_id="TW")
     s = FixSession(cfg, MemoryStore(test_clock.now_ns()), app, MemoryLog(), test_clock, sched)
     peer = Peer(test_clock)
     logon(s, peer, test_clock)
@@ -320,7 +321,7 @@ def test_daily_schedule_resets_store_when_a_new_day_starts(test_clock: TestClock
 
 
 def _fixt(clock: TestClock) -> tuple[FixSession, Peer]:
-    cfg = SessionConfig(
+    cfg = SessionSettings(
         begin_string="FIXT.1.1",
         sender_comp_id="ISLD",
         target_comp_id="TW",

@@ -407,14 +407,6 @@ def test_every_section_8_key_is_known_and_typed() -> None:
     assert attrs - special == {k.attr for k in KEYS.values()}
 
 
-def test_defaults_in_table_match_dataclass() -> None:
-    fields = {f.name: f for f in dataclasses.fields(SessionSettings)}
-    for spec in KEYS.values():
-        f = fields[spec.attr]
-        if f.default is not dataclasses.MISSING:
-            assert f.default == spec.default, spec.name
-
-
 def test_logon_and_logout_time_must_lie_in_the_window() -> None:
     window = BASE.replace("StartTime=00:00:00", "StartTime=08:00:00").replace(
         "EndTime=00:00:00", "EndTime=17:00:00"
@@ -473,25 +465,52 @@ def test_settings_file_editing_helpers() -> None:
 
 def test_one_session_id_from_the_file_to_the_running_session() -> None:
     from engine.fix.application import SessionID as AppSessionID
-    from engine.fix.session import SessionConfig
+    from engine.fix.session import FixSession
 
     s = parse_settings(BASE + "SessionQualifier=Q\nSenderSubID=DESK1\nTargetLocationID=NY\n")
     sid = s.sessions[0].session_id
     assert type(sid) is AppSessionID
-    running = SessionConfig.from_settings(s.sessions[0]).session_id
+    running = FixSession(s.sessions[0]).session_id
+    assert type(running) is AppSessionID
     assert running == sid
     assert str(running) == f"{sid.begin_string}:ME/DESK1->THEM/NY:Q"
 
 
-def test_an_unset_setting_takes_the_running_sessions_default() -> None:
-    from engine.fix.session import SessionConfig
+def test_one_settings_model_for_files_and_code() -> None:
+    """A session read from a file and the same session written in code are equal objects, the
+    file's unset keys take the class's defaults, and the Manager's defaults are those."""
     from engine.fix.validation import ValidationOptions
 
-    s = parse_settings(BASE + "LogonTimeout=5\nValidateUserDefinedFields=N\n").sessions[0]
-    c = SessionConfig.from_settings(s)
-    assert (c.initiator, c.heart_bt_int, c.logon_timeout) == (True, 30, 5.0)
-    assert c.logout_timeout == 2.0  # SessionConfig's default: the one place it is written
-    assert not c.validation.validate_user_defined_fields
-    assert (
-        c.validation.validate_fields_have_values == ValidationOptions().validate_fields_have_values
+    read = parse_settings(BASE + "LogonTimeout=5\nValidateUserDefinedFields=N\n").sessions[0]
+    written = SessionSettings(
+        begin_string="FIX.4.4", sender_comp_id="ME", target_comp_id="THEM",
+        connection_type="initiator", heart_bt_int=30, logon_timeout=5,
+        start_time=TimeOfDay(dt.time(0, 0)), end_time=TimeOfDay(dt.time(0, 0)),
+        socket_connect_host="127.0.0.1", socket_connect_port=5001,
+        validate_user_defined_fields=False,
+    )  # fmt: skip
+    assert dataclasses.replace(read, section_line=0) == written
+    assert (read.is_initiator, read.heart_bt_int, read.logon_timeout) == (True, 30, 5)
+    assert read.logout_timeout == 2
+    assert not read.validation.validate_user_defined_fields
+    assert read.validation.validate_fields_have_values == (
+        ValidationOptions().validate_fields_have_values
     )
+    defaults = {f.name: f.default for f in dataclasses.fields(SessionSettings)}
+    for spec in KEYS.values():
+        if spec.name not in ("BeginString", "SenderCompID", "TargetCompID", "ConnectionType"):
+            assert spec.default == defaults[spec.attr], spec.name
+    assert KEYS["CONNECTIONTYPE"].default is None  # required in a file: no default shown
+    assert SessionSettings(begin_string="FIX.4.4", sender_comp_id="A",
+                           target_comp_id="B").connection_type == "acceptor"  # fmt: skip
+
+
+def test_an_initiator_without_a_heartbeat_interval_is_refused() -> None:
+    from engine.fix.session import FixSession
+
+    with pytest.raises(ValueError, match="HeartBtInt is required for initiators"):
+        FixSession(SessionSettings(begin_string="FIX.4.4", sender_comp_id="A",
+                                   target_comp_id="B", connection_type="initiator"))  # fmt: skip
+    acceptor = FixSession(SessionSettings(begin_string="FIX.4.4", sender_comp_id="A",
+                                          target_comp_id="C"))  # fmt: skip
+    assert acceptor.state.heart_bt_int == 0  # learnt from the counterparty's Logon

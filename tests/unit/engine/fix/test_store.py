@@ -15,7 +15,8 @@ import pytest
 from engine.clock import TestClock
 from engine.fix.codec import decode_one, encode, format_timestamp
 from engine.fix.message import FixMessage
-from engine.fix.session import FixSession, SessionConfig
+from engine.fix.session import FixSession
+from engine.fix.settings import SessionSettings
 from engine.fix.store import FileStore, MemoryStore, MessageStore
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -89,11 +90,12 @@ _CHILD = textwrap.dedent(
     from engine.clock import LiveClock
     from engine.fix.codec import decode_one, encode, format_timestamp
     from engine.fix.message import OutMessage
-    from engine.fix.session import FixSession, SessionConfig
+    from engine.fix.session import FixSession
+    from engine.fix.settings import SessionSettings
     from engine.fix.store import FileStore
 
     clock = LiveClock()
-    cfg = SessionConfig(begin_string="FIX.4.4", sender_comp_id="ISLD", target_comp_id="TW")
+    cfg = SessionSettings(begin_string="FIX.4.4", sender_comp_id="ISLD", target_comp_id="TW")
     s = FixSession(cfg, FileStore(sys.argv[1], "S", clock.now_ns()), clock=clock)
     s.on_connected(clock.now_ns())
     raw = encode(b"FIX.4.4", b"A", [(34, b"1"), (49, b"TW"),
@@ -133,7 +135,7 @@ def test_file_store_after_kill_9_mid_burst_resends_everything(tmp_path: Path) ->
     assert proc.returncode == -signal.SIGKILL
 
     clock = TestClock(1_800_000_000 * 10**9)
-    cfg = SessionConfig(begin_string="FIX.4.4", sender_comp_id="ISLD", target_comp_id="TW")
+    cfg = SessionSettings(begin_string="FIX.4.4", sender_comp_id="ISLD", target_comp_id="TW")
     s = FixSession(cfg, FileStore(tmp_path, "S", clock.now_ns()), clock=clock)
     sent = s.next_sender_seq_num - 1
     assert sent >= reported + 1  # the Logon plus at least every burst message reported
@@ -168,7 +170,7 @@ def test_file_store_after_kill_9_mid_burst_resends_everything(tmp_path: Path) ->
 def test_refresh_on_logon_reloads_numbers_written_by_another_process(tmp_path: Path) -> None:
     # Hot fail-over: a standby session shares the store directory with the primary.
     clock = TestClock()
-    cfg = SessionConfig(
+    cfg = SessionSettings(
         begin_string="FIX.4.4", sender_comp_id="ISLD", target_comp_id="TW", refresh_on_logon=True
     )
     standby = FixSession(cfg, FileStore(tmp_path, "S", clock.now_ns()), clock=clock)

@@ -20,7 +20,8 @@ from engine.fix.application import Application
 from engine.fix.codec import FixDecoder, format_timestamp
 from engine.fix.log import NullLog
 from engine.fix.message import FixMessage, OutMessage
-from engine.fix.session import FixSession, SessionConfig
+from engine.fix.session import FixSession
+from engine.fix.settings import SessionSettings
 from engine.fix.store import MemoryStore
 from engine.instruments import Instrument
 from engine.oms.fix_venue import FixVenue
@@ -185,8 +186,8 @@ def test_request_is_refused_at_once_when_not_logged_on() -> None:
     deferred: list[Callable[[], None]] = []
     venue = FixVenue(clock, defer=deferred.append)
     session = FixSession(
-        SessionConfig(begin_string="FIX.4.4", sender_comp_id="C", target_comp_id="S",
-                      initiator=True),
+        SessionSettings(begin_string="FIX.4.4", sender_comp_id="C", target_comp_id="S",
+                        connection_type="initiator", heart_bt_int=30),
         MemoryStore(), venue, NullLog(), clock,
     )  # fmt: skip
     venue.bind(session)
