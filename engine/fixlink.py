@@ -485,10 +485,8 @@ def _read_settings(path: Path, sid: str) -> SettingsFile:
 
 
 def _find_session(file: SettingsFile, old: FixSession, path: Path) -> SessionSettings:
-    cfg = old.config
-    want = (cfg.begin_string, cfg.sender_comp_id, cfg.target_comp_id, cfg.session_qualifier)
     for s in file.sessions:
-        if (s.begin_string, s.sender_comp_id, s.target_comp_id, s.session_qualifier or "") == want:
+        if s.session_id == old.session_id:
             return s
     there = ", ".join(str(s.session_id) for s in file.sessions) or "none"
     raise ValueError(
