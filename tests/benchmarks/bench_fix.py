@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import os
 import statistics
 import subprocess
 import sys
@@ -33,6 +34,7 @@ from engine.fix.settings import SessionSettings
 from engine.fix.store import MemoryStore
 from engine.fix.transport import SocketAcceptor, SocketInitiator, install_uvloop
 from engine.fix.validation import _validate_reference, validate
+from tests.benchmarks import judge
 
 ROOT = Path(__file__).resolve().parents[2]
 TS = b"20240102-03:04:05.678"
@@ -396,12 +398,33 @@ def bench_validate(n: int, reps: int) -> dict[str, float]:
 
 TARGETS = {
     "decode_batch": (1_000_000, "msg/s"),
+    "decode_to_messages": (1_000_000, "msg/s"),
     "encode_template": (300_000, "msg/s"),
     "rt_per_s": (15_000, "round trips/s"),
     "rt_p50_us": (80, "µs (at most)"),
     "rt_p99_us": (300, "µs (at most)"),
-    "pipelined_per_s": (100_000, "orders/s"),
+    "pipelined_per_s": (200_000, "orders/s"),
 }
+#: Per-run values of the round-trip figures of the last :func:`run` (each run judged).
+RUNS: dict[str, list[float]] = {}
+
+
+def figures_of(res: dict[str, float]) -> list[judge.Figure]:
+    """Return the targeted figures of :func:`run`'s result, each run judged."""
+    ratios = {
+        "decode_batch": f"simplefix: {res['decode_batch'] / res['simplefix_decode']:.1f}x",
+        "decode_to_messages": (
+            f"simplefix: {res['decode_to_messages'] / res['simplefix_decode']:.1f}x"
+        ),
+        "encode_template": f"simplefix: {res['encode_template'] / res['simplefix_encode']:.1f}x",
+    }
+    out = []
+    for key, (target, unit) in TARGETS.items():
+        lower = unit.endswith("(at most)")
+        out.append(judge.Figure(key, unit.replace(" (at most)", ""), RUNS.get(key, [res[key]]),
+                                target=float(target), lower_is_better=lower,
+                                note=ratios.get(key, "")))  # fmt: skip
+    return out
 
 
 def run(quick: bool, uvloop: bool) -> dict[str, float]:
@@ -426,6 +449,7 @@ def run(quick: bool, uvloop: bool) -> dict[str, float]:
         for key in runs[templates][0]:
             values = [r[key] for r in runs[templates]]
             res[key + suffix] = statistics.median(values)
+            RUNS[key + suffix] = values
             if len(values) > 1:
                 spread[key + suffix] = f"  ({min(values):,.1f} - {max(values):,.1f})"
     val = bench_round_trip(rt_n // 3, pipe_n // 5, dictionary=True, uvloop=uvloop)
@@ -461,19 +485,19 @@ def run(quick: bool, uvloop: bool) -> dict[str, float]:
 
 @pytest.mark.bench
 def test_bench_fix() -> None:
+    """The quick run: the same targets."""
+    load0 = os.getloadavg()[0]
     res = run(quick=True, uvloop=False)
-    # Floors well under the targets: a noisy shared machine must not fail the run; the
-    # printed figures are what to compare.
-    assert res["decode_batch"] > 500_000
-    assert res["encode_template"] > 150_000
-    assert res["rt_per_s"] > 1_000
     assert decode_one(ER) is not None
+    figures = figures_of(res)
+    assert judge.conclude(figures, (load0, os.getloadavg()[0])) == 0, judge.misses(figures)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmarks (or, with ``--serve``, the venue side of the round trips)."""
     ap = argparse.ArgumentParser(prog="bench_fix")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--doc", action="store_true", help="write docs/performance.md")
     ap.add_argument(
         "--uvloop", action="store_true", help="run on uvloop (the default when installed)"
     )
@@ -488,8 +512,18 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(_serve(args.dictionary, templates=not args.generic))
         return 0
     uvloop = not args.asyncio and importlib.util.find_spec("uvloop") is not None
-    run(args.quick, uvloop)
-    return 0
+    load0 = os.getloadavg()[0]
+    res = run(args.quick, uvloop)
+    figures = figures_of(res)
+    load = (load0, os.getloadavg()[0])
+    if args.doc:
+        judge.write_section(
+            "fix-codec", "FIX engine: codec, round trips, pipelined",
+            f"python -m tests.benchmarks.bench_fix{' --quick' if args.quick else ''} --doc",
+            figures, load=load,
+            runs="round trips: 3 runs each judged (1 with --quick); codec: median of 5",
+        )  # fmt: skip
+    return judge.conclude(figures, load)
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ from engine.types import (
     PRIO_DEFAULT,
     SELL,
 )
+from tests.benchmarks import judge
 from tests.benchmarks import kernels_gen as gen
 from tests.benchmarks.kernels_gen import KEY_MUL, KEY_XOR
 
@@ -822,20 +823,35 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--n-l3", type=int, default=None, help="L3 events for the queue replay vs hftbacktest"
     )
+    ap.add_argument("--doc", action="store_true", help="write docs/performance.md")
     args = ap.parse_args(argv)
     hb = _hbt()
     version = getattr(hb, "__version__", "not installed")
-    print(f"numpy {np.__version__}; hftbacktest {version}; load {os.getloadavg()[0]:.2f}")
+    load0 = os.getloadavg()[0]
+    print(f"numpy {np.__version__}; hftbacktest {version}; load {load0:.2f}")
     t0 = time.perf_counter()
     figs = run(args.n, args.reps, args.n_l3)
     print(table(figs))
     took = time.perf_counter() - t0
     print(f"({took:.0f} s; medians of {args.reps} runs, targets judged on the worst run; "
           "hftbacktest runs without own orders)")  # fmt: skip
-    missed = [f for f in figs if f.ok is False]
-    for f in missed:
-        print(f"MISSED: {f.name.strip()}: target {f.target}")
-    return 1 if missed else 0
+    figures = [
+        judge.from_spread(f.name, f.median, f.lo, f.hi, f.unit, f.target, f.ok,
+                          " ".join(x for x in (f.reference, f.ratio) if x))
+        for f in figs
+        if f.ratio != "skipped"
+    ]  # fmt: skip
+    load = (load0, os.getloadavg()[0])
+    if args.doc:
+        judge.write_section(
+            "kernels", "Kernels: order books, matching, queue positions",
+            f"python -m tests.benchmarks.bench_kernels --n {args.n} --reps {args.reps} --doc",
+            figures, load=load, runs=f"{args.reps} runs each (targets judged on the worst run)",
+        )  # fmt: skip
+    for f in figs:
+        if f.ok is False:
+            print(f"MISSED: {f.name.strip()}: target {f.target}")
+    return judge.exit_code(figures)
 
 
 @pytest.mark.bench

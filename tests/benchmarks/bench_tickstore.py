@@ -26,6 +26,7 @@ import argparse
 import csv
 import os
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -46,6 +47,7 @@ from engine.tickstore.store import (
     _bisect,
     day_start_ns,
 )
+from tests.benchmarks import judge
 
 HOUR = 3_600_000_000_000
 DAY = "20260302"
@@ -355,22 +357,50 @@ def report(f: Figures) -> str:
     )
 
 
+def judged(f: Figures) -> list[judge.Figure]:
+    """Return the judged figures with their same-run baselines."""
+    return [
+        judge.Figure("tick store: read every row", "GB/s", [f.read_gbs], target=TARGET_READ_GBS,
+                     lower_is_better=False,
+                     note=f"uncompressed h5py: {f.read_gbs / f.read_base_gbs:.2f}x its speed"),
+        judge.Figure(f"  one-hour range ({f.range_rows:,} rows) into a new array", "ms",
+                     [f.range_ms], target=TARGET_RANGE_MS,
+                     note=f"ts load + searchsorted: {f.range_base_ms / f.range_ms:.1f}x slower"),
+        judge.Figure("  write, batched appends", "GB/s", [f.write_gbs], lower_is_better=False),
+        judge.Figure(f"CSV import ({f.csv_rows:,} trades)", "rows/s", [f.import_rps],
+                     target=TARGET_IMPORT_RPS, lower_is_better=False,
+                     note=f"stdlib csv parse only: {f.import_rps / f.import_base_rps:.1f}x"),
+    ]  # fmt: skip
+
+
 @pytest.mark.bench
 def test_tickstore_benchmark() -> None:
+    """2M rows and 500,000 CSV rows: the same targets."""
     f = run(2_000_000, 500_000)
     print(report(f))
-    assert f.read_gbs > 0.2
-    assert f.import_rps > f.import_base_rps
+    figures = judged(f)
+    assert judge.conclude(figures, f.load) == 0, judge.misses(figures)
 
 
-def main() -> None:
-    """Run the benchmark from the command line."""
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark from the command line; exit 1 on a missed target."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=50_000_000, help="rows in the day")
     parser.add_argument("--csv-rows", type=int, default=3_000_000, help="rows in the CSV file")
-    args = parser.parse_args()
-    print(report(run(args.rows, args.csv_rows)))
+    parser.add_argument("--doc", action="store_true", help="write docs/performance.md")
+    args = parser.parse_args(argv)
+    f = run(args.rows, args.csv_rows)
+    print(report(f))
+    figures = judged(f)
+    if args.doc:
+        judge.write_section(
+            "tickstore", "Tick store: read, range, import",
+            f"python -m tests.benchmarks.bench_tickstore --rows {args.rows} --csv-rows "
+            f"{args.csv_rows} --doc",
+            figures, load=f.load, runs=f"median of {REPEATS} runs each",
+        )  # fmt: skip
+    return judge.conclude(figures, f.load)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

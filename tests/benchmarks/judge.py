@@ -24,8 +24,8 @@ _HEAD = """# Performance
 
 Every figure here is written by the benchmark that measures it, at its last run on this
 machine (2 cores, shared, noisy: compare the ratios measured in the same run, not figures of
-different runs). Each section names its command; `packaging/bootstrap.sh bench` runs them all,
-the FIX tables (`qwconsole bench fix`) included.
+different runs). Each section names its command; `packaging/bootstrap.sh bench` runs them all
+at the issues' sizes and rewrites every section, the FIX tables (`qwconsole bench fix`) included.
 A figure is judged in **every** run of the benchmark (`worst` is the run furthest from the
 target); a benchmark exits 1 (its pytest form fails) when any run of any figure misses.
 """
@@ -44,6 +44,11 @@ class Figure:
     lower_is_better: bool = True
     #: What it is compared with in the same run (a ratio or a reference), shown as is.
     note: str = ""
+    #: A verdict the benchmark reached itself (a target on another quantity than ``runs``,
+    #: such as a row of events/s whose target is its memory); ``None``: judged here.
+    verdict: bool | None = None
+    #: The target as the benchmark writes it, when ``verdict`` is given.
+    target_label: str = ""
 
     @property
     def median(self) -> float:
@@ -57,6 +62,8 @@ class Figure:
 
     def met(self) -> bool | None:
         """Return whether every run met the target (``None``: no target)."""
+        if self.verdict is not None:
+            return self.verdict
         if self.target is None:
             return None
         if self.lower_is_better:
@@ -65,9 +72,33 @@ class Figure:
 
     def target_text(self) -> str:
         """Return the target as written in the table."""
+        if self.target_label:
+            return self.target_label
         if self.target is None:
             return ""
         return f"{'<=' if self.lower_is_better else '>='} {_num(self.target)} {self.unit}"
+
+
+def from_spread(
+    name: str,
+    median: float,
+    lo: float,
+    hi: float,
+    unit: str,
+    target: str,
+    ok: bool | None,
+    note: str = "",
+) -> Figure:
+    """Return a figure from a row of an older table: median and spread, target as text, and the
+    verdict the benchmark reached (``None``: not judged).
+
+    The runs become the slowest, the median and the fastest (``lo == 0``: one run); the verdict
+    is the benchmark's own (its targets may be on another quantity than the row's figure).
+    """
+    runs = [lo, median, hi] if lo else [median]
+    lower = target.lstrip().startswith("<") if target else unit in ("s", "ms", "µs", "ns")
+    return Figure(name, unit, runs, lower_is_better=lower, note=note, verdict=ok,
+                  target_label=target)  # fmt: skip
 
 
 def _num(x: float) -> str:
