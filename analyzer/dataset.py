@@ -166,6 +166,17 @@ def whole_buckets(chunks: Iterable[Rows], base: int) -> Iterator[Rows]:
         yield carry
 
 
+def new_builder(kind: str, gap_ns: int = MIN_GAP_NS) -> PyramidBuilder:
+    """Return the pyramid builder of ``kind`` (``"bbo"`` or ``"trades"``).
+
+    :func:`feed_rows` feeds it on the day's first open, or while the day is written
+    (``analyzer.summary``).
+    """
+    if kind == "bbo":
+        return PyramidBuilder(QUOTE_COLUMNS, sums=("spread", "two_sided"), gap_ns=gap_ns)
+    return PyramidBuilder(TRADE_COLUMNS, sums=("qty", "notional", "buy_qty"), gap_ns=gap_ns)
+
+
 def feed_rows(builder: PyramidBuilder, kind: str, rows: Rows, tick: float, lot: float) -> None:
     """Summarize store rows of ``kind`` into level-0 buckets with the pyramid kernels."""
     n = rows.shape[0]
@@ -761,8 +772,6 @@ def _build_series(
     ``from_mbo``: the quotes are rebuilt from the day's MBO rows (:func:`mbo_quotes`) and
     always kept in memory (the store has no quote rows to read windows from).
     """
-    columns = QUOTE_COLUMNS if kind == "bbo" else TRADE_COLUMNS
-    sums = ("spread", "two_sided") if kind == "bbo" else ("qty", "notional", "buy_qty")
     cache = None if from_mbo else source.cache_dir()
     stamp = source.stamp("mbo" if from_mbo else kind)
     pyramid = _cached_pyramid(source, kind, cache, stamp)
@@ -770,7 +779,7 @@ def _build_series(
     if pyramid is not None and not keep:
         progress((done + n_rows) / max(total, 1), f"{source.symbol} {kind}: summary loaded")
         return Series(kind, n_rows, pyramid, None)
-    builder = PyramidBuilder(columns, sums=sums, gap_ns=gap_ns)
+    builder = new_builder(kind, gap_ns)
     parts: list[_Cols] = []
     read = 0
     tick, lot = source.tick_size, source.lot_size

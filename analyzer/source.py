@@ -260,14 +260,32 @@ class StoreDay:
             yield from self.store.iter_chunks(self._symbol, d, kind, rows=rows)
 
     def stamp(self, kind: str) -> dict[str, int | str]:
-        """Return the row count of ``kind`` and the store file's size and modification time."""
-        st = Path(self.store.path).stat()
-        return {"rows": self.counts().get(kind, 0), "size": st.st_size, "mtime": st.st_mtime_ns}
+        """Return what identifies the rows of ``kind``: their count, first and last time.
+
+        A day's rows are only ever appended (or the day deleted and written again), so these
+        change whenever the rows do; writing other days to the store leaves them alone.
+        """
+        n = self.counts().get(kind, 0)
+        if n == 0:
+            return day_stamp(0, 0, 0)
+        first = int(self.read_rows(kind, 0, 1)["ts"][0])
+        last = int(self.read_rows(kind, n - 1, n)["ts"][0])
+        return day_stamp(n, first, last)
 
     def cache_dir(self) -> Path | None:
         """Return ``<store>.lod/<symbol>/<day>`` beside the store file."""
-        path = Path(self.store.path)
-        return path.with_name(path.name + ".lod") / _safe(self._symbol) / self.day
+        return lod_dir(self.store.path, self._symbol, self.day)
+
+
+def day_stamp(rows: int, first_ts: int, last_ts: int) -> dict[str, int | str]:
+    """Return the stamp a summary of rows of one kind is saved with (see ``StoreDay.stamp``)."""
+    return {"rows": rows, "first_ts": first_ts, "last_ts": last_ts}
+
+
+def lod_dir(store_path: str | Path, symbol: str, day: str) -> Path:
+    """Return the folder of a day's pyramids: ``<store>.lod/<symbol>/<day>`` beside the store."""
+    path = Path(store_path)
+    return path.with_name(path.name + ".lod") / _safe(symbol) / day
 
 
 def _safe(symbol: str) -> str:

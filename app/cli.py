@@ -17,6 +17,7 @@ from pathlib import Path
 
 from engine import fastlog
 from engine.cli_parser import OneLineErrorParser
+from engine.tickstore.summaries import DaySummary, add_day_summary
 
 PROG = "qwconsole"
 
@@ -263,9 +264,23 @@ def _exit_if_compiling(code: int) -> int:
     return code
 
 
+def _analyzer_pyramids(
+    store: Path, symbol: str, day: str, tick_size: str, lot_size: str, stored: dict[str, int]
+) -> DaySummary | None:
+    """Build the Analyzer's pyramids of a day while it is written (``analyzer.summary``).
+
+    Imported only when a day is written: a run that writes no ticks never loads the Analyzer.
+    """
+    from analyzer.summary import summary_for
+
+    return summary_for(store, symbol, day, tick_size, lot_size, stored)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``qwconsole`` with ``argv`` (``sys.argv[1:]`` by default); return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    # Imports and recordings leave the pyramids of their days for the Analyzer's first open.
+    add_day_summary(_analyzer_pyramids)
     if args and args[0] in SUBCOMMANDS:
         module_name, _desc = SUBCOMMANDS[args[0]]
         try:

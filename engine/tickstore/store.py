@@ -44,7 +44,9 @@ import hdf5plugin
 import numpy as np
 import numpy.typing as npt
 
+from engine.fastlog import get_log
 from engine.tickstore.schema import KINDS, L2_SNAPSHOT_KIND, SCHEMA_VERSION, l2_snapshot_dtype
+from engine.tickstore.summaries import DaySummary, day_summaries
 
 #: Value of the root attribute ``format``.
 FORMAT_NAME: Final[str] = "qwconsole-tickstore"
@@ -72,6 +74,7 @@ SWMR_READ_ATTEMPTS: Final[int] = 28
 #: The HDF5 superblock signature (at offset 0, 512, 1024, 2048, ... after a userblock).
 _HDF5_SIGNATURE: Final[bytes] = b"\x89HDF\r\n\x1a\n"
 
+log = get_log(__name__)
 Rows = npt.NDArray[np.void]
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -617,11 +620,19 @@ class DayWriter:
         self._pending_rows: dict[str, int] = {}
         self._last_ts: dict[str, int] = {}
         self._closed = False
+        stored: dict[str, int] = {}
         for kind in ALL_KINDS:
             if kind in group:
                 ds = group[kind]
+                stored[kind] = int(ds.shape[0])
                 if ds.shape[0]:
                     self._last_ts[kind] = int(ds.fields("ts")[ds.shape[0] - 1])
+        self._summaries: list[DaySummary] = []
+        for factory in day_summaries():
+            summary = factory(store.path, self.symbol, self.day, str(group.attrs["tick_size"]),
+                              str(group.attrs["lot_size"]), stored)  # fmt: skip
+            if summary is not None:
+                self._summaries.append(summary)
 
     def __enter__(self) -> DayWriter:
         return self
@@ -713,6 +724,12 @@ class DayWriter:
         ds.resize((n0 + rows.shape[0],))
         ds.write_direct(np.ascontiguousarray(rows), dest_sel=np.s_[n0 : n0 + rows.shape[0]])
         self._write_index(kind, ds, n0, rows["ts"])
+        for summary in list(self._summaries):
+            try:
+                summary.append(kind, rows)
+            except Exception:  # a cache: the rows are written, the summary is dropped
+                log.warning("%s/%s: summary dropped", self.symbol, self.day, exc_info=True)
+                self._summaries.remove(summary)
 
     def _write_index(self, kind: str, ds: h5py.Dataset, n0: int, ts: npt.NDArray[np.int64]) -> None:
         """Append the first ``ts`` of every chunk that rows ``n0 ..`` started to the index.
@@ -761,6 +778,12 @@ class DayWriter:
         if not self._closed:
             self.flush()
             self._closed = True
+            for summary in self._summaries:
+                try:
+                    summary.close()
+                except Exception:  # a cache: the next open builds it from the rows
+                    log.warning("%s/%s: summary not kept", self.symbol, self.day, exc_info=True)
+            self._summaries.clear()
 
 
 def _reads(

@@ -216,7 +216,6 @@ def test_bootstrap_bench_collects_every_benchmark() -> None:
     assert "::" not in normal.stdout  # exit 5: nothing collected
 
 
-
 def test_bootstrap_bench_runs_every_benchmark_into_the_performance_doc() -> None:
     """Without options ``bootstrap.sh bench`` runs every benchmark's command with ``--doc``."""
     script = (ROOT / BOOTSTRAP).read_text()
@@ -228,7 +227,9 @@ def test_bootstrap_bench_runs_every_benchmark_into_the_performance_doc() -> None
     assert named == files
     for name in files:
         text = (ROOT / "tests/benchmarks" / f"bench_{name}.py").read_text()
-        assert '"--doc"' in text and "judge.write_section(" in text, name
+        assert '"--doc"' in text, name
+        assert "judge.write_section(" in text, name
+
 
 # ------------------------------------------------------------------ docs/remote-protocol.md
 REMOTE_DOC = ROOT / "docs" / "remote-protocol.md"
