@@ -482,20 +482,27 @@ class PyramidBuilder:
         )
 
     def finish(self) -> Pyramid:
-        """Return the pyramid of everything fed."""
+        """Return the pyramid of everything fed (call once: the builder hands its parts over)."""
         if self._carry_ts.shape[0]:
             self._parts.append(_level_from_rows(self._carry_ts, self._carry, self.sums, self.base))
         parts = self._parts
         if not parts:
             return Pyramid(0, self.columns, [])
-        lv0 = Level(
-            rows=self.base,
-            t_first=np.concatenate([p.t_first for p in parts]),
-            t_last=np.concatenate([p.t_last for p in parts]),
-            lo={c: np.concatenate([p.lo[c] for p in parts]) for c in self.columns},
-            hi={c: np.concatenate([p.hi[c] for p in parts]) for c in self.columns},
-            sums={c: np.concatenate([p.sums[c] for p in parts]) for c in self.sums},
-        )
+        # One column at a time, each part's array dropped once copied: the peak is the parts
+        # plus one column, not twice the level (a 100M-row day's level 0 is hundreds of MB).
+        t_first = np.concatenate([p.t_first for p in parts])
+        t_last = np.concatenate([p.t_last for p in parts])
+        lo: dict[str, F64] = {}
+        hi: dict[str, F64] = {}
+        sums: dict[str, F64] = {}
+        for out, name, keys in ((lo, "lo", self.columns), (hi, "hi", self.columns),
+                                (sums, "sums", self.sums)):  # fmt: skip
+            for c in keys:
+                out[c] = np.concatenate([getattr(p, name)[c] for p in parts])
+                for p in parts:
+                    del getattr(p, name)[c]
+        self._parts = []
+        lv0 = Level(rows=self.base, t_first=t_first, t_last=t_last, lo=lo, hi=hi, sums=sums)
         levels = [lv0]
         while levels[-1].n >= self.min_buckets * self.factor:
             levels.append(_level_up(levels[-1], self.factor))
