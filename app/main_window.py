@@ -20,10 +20,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+import shiboken6
 from PySide6.QtCore import QByteArray, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QIcon, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
     QApplication,
+    QFileDialog,
     QMainWindow,
     QMenu,
     QMessageBox,
@@ -45,6 +47,7 @@ from widgets.empty_state import EmptyState
 from widgets.monitor.workspace import MonitorWorkspace
 from widgets.reconcile import ReconcileBadge
 from widgets.status_bar import StatusIndicators
+from widgets.tables.view import DataTableView
 
 if TYPE_CHECKING:
     from analyzer.views.workspace import AnalyzerWorkspace
@@ -175,6 +178,11 @@ class MainWindow(QMainWindow):
         self.engines.message.connect(self._show_message)
         self.reconcile_badge = ReconcileBadge()
         self.reconciler = ReconcileRunner(state_dir, self.reconcile_badge, self)
+        #: The table the user last clicked in: File ▸ Export writes it.
+        self._last_table: DataTableView | None = None
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            app.focusChanged.connect(self._on_focus_changed)
         self._build_menus()
         self.status = StatusIndicators(self.statusBar(), controller.client.name)
         self.statusBar().addPermanentWidget(self.reconcile_badge)
@@ -220,6 +228,14 @@ class MainWindow(QMainWindow):
     def _build_menus(self) -> None:
         menu = self.menuBar()
         file_menu = menu.addMenu("&File")
+        export = QAction("&Export table to CSV…", self)
+        export.setObjectName("action_export_csv")
+        export.setShortcut(QKeySequence("Ctrl+E"))
+        export.setShortcutContext(Qt.ShortcutContext.ApplicationShortcut)
+        export.setToolTip("Write the table you last clicked in to a CSV file (every row)")
+        export.triggered.connect(self.export_table)
+        file_menu.addAction(export)
+        file_menu.addSeparator()
         quit_action = QAction("&Quit", self)
         quit_action.setObjectName("action_quit")
         quit_action.setShortcut(QKeySequence("Ctrl+Q"))
@@ -490,6 +506,22 @@ class MainWindow(QMainWindow):
             ):
                 self.beep()
                 return
+
+    def _on_focus_changed(self, _old: QWidget | None, new: QWidget | None) -> None:
+        # File ▸ Export works on the table the user last clicked in (the menu takes focus).
+        w = new
+        while w is not None and not isinstance(w, DataTableView):
+            w = w.parentWidget()
+        if w is not None:
+            self._last_table = w
+
+    def export_table(self) -> QFileDialog | None:
+        """Ask where to write the table last clicked in as CSV (File ▸ Export, Ctrl+E)."""
+        view = self._last_table
+        if view is None or not shiboken6.isValid(view) or not view.isVisible():
+            self._show_message("Export to CSV: click in a table first, then File ▸ Export")
+            return None
+        return view.choose_csv_path()
 
     def reset_layout(self) -> None:
         """Put every built workspace's panels back as built and the window at 1400×860."""

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt, QThread
-from PySide6.QtGui import QPalette
+from PySide6.QtGui import QAction, QPalette
 from PySide6.QtWidgets import QApplication, QToolButton
 
 from app.controller import Controller
@@ -228,6 +228,36 @@ def test_reset_layout_brings_back_hidden_panels(qtbot: object, window: MainWindo
     window.reset_layout()
     qtbot.waitUntil(lambda: dock.isVisible() == visible)  # type: ignore[attr-defined]
     assert (window.width(), window.height()) == (1400, 860)
+
+
+def test_file_export_writes_the_table_last_clicked_in(
+    qtbot: object, window: MainWindow, tmp_path: Path
+) -> None:
+    import csv
+
+    from widgets.tables.view import DataTableView
+
+    action = window.findChild(QAction, "action_export_csv")
+    assert action is not None
+    assert action.shortcut().toString() == "Ctrl+E"
+    action.trigger()  # nothing clicked yet: a word on the status bar, no dialog
+    assert "click in a table first" in window.statusBar().currentMessage()
+    view = window.monitor.log_view.table
+    assert isinstance(view, DataTableView)
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton)  # type: ignore[attr-defined]
+    qtbot.waitUntil(lambda: window._last_table is view)  # type: ignore[attr-defined]
+    dialog = window.export_table()
+    assert dialog is not None
+    target = tmp_path / "log.csv"
+    dialog.fileSelected.emit(str(target))
+    dialog.close()
+    with target.open(newline="") as f:
+        rows = list(csv.reader(f))
+    model = view.model()
+    assert rows[0] == [model.headerData(c, Qt.Orientation.Horizontal)
+                       for c in range(model.columnCount())]  # fmt: skip
+    assert len(rows) == 1 + model.rowCount()
+    assert ("Export table to CSV", "Ctrl+E") in {(n, k) for _w, n, k in window.shortcuts()}
 
 
 def test_f1_lists_the_keyboard_shortcuts(window: MainWindow) -> None:
