@@ -33,7 +33,7 @@ F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 
 #: Rows per level-0 bucket.
-BASE: Final[int] = 16
+BASE: Final[int] = 64
 #: Level-k+1 buckets per level-k bucket.
 FACTOR: Final[int] = 4
 #: Format version of a saved pyramid (``meta.json``).

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -293,10 +294,14 @@ def run(
     else:
         path.unlink(missing_ok=True)
         print(f"generating a synthetic day of {ticks:,} ticks into {path} ...", flush=True)
+        rss0 = rss_bytes()
         rows, gen_s = generate(path, ticks)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - rss0
         size = path.stat().st_size
-        print(f"  {rows:,} rows written in {gen_s:.1f} s with their pyramids "
-              f"({size / 1e9:.2f} GB on disk)")  # fmt: skip
+        lod = sum(p.stat().st_size for p in path.with_name(path.name + ".lod").rglob("*.npy"))
+        print(f"  {rows:,} rows written in {gen_s:.1f} s with their pyramids, peak memory "
+              f"+{peak / 1e6:.0f} MB ({size / 1e9:.2f} GB on disk, pyramids "
+              f"{lod / 1e6:.0f} MB)")  # fmt: skip
     m = f"{rows / 1e6:.0f}M ticks"
     cold_s = judge.Figure(f"first open of {m} after its import", "s", target=TARGET_FIRST_OPEN_S)
     cold_mb = judge.Figure("  memory added at its peak", "MB", target=TARGET_FIRST_OPEN_MB)

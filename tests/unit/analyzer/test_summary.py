@@ -22,7 +22,7 @@ from analyzer.synthetic import NS, SyntheticSpec, synthetic_day
 from engine.tickstore import summaries
 from engine.tickstore.store import TickStore, day_of
 
-SPEC = SyntheticSpec(quotes=60_000, start_ns=1_700_000_000 * NS, span_ns=600 * NS, seed=5)
+SPEC = SyntheticSpec(quotes=120_000, start_ns=1_700_000_000 * NS, span_ns=600 * NS, seed=5)
 DAY = "20231114"
 
 
@@ -39,7 +39,7 @@ def not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def write(path: Path, spec: SyntheticSpec = SPEC, *, batch_rows: int = 1_000) -> None:
-    """Write a synthetic day in batches that are not whole pyramid buckets (1,000 = 62.5 x 16)."""
+    """Write a synthetic day in batches that are not whole pyramid buckets (1,000 = 15.6 buckets of 64)."""
     with (
         TickStore(path, "a") as st,
         st.writer(
@@ -104,7 +104,7 @@ def test_a_day_written_with_the_summary_opens_without_reading_its_rows(
     assert rebuilt.trades is not None
     assert_same(written["bbo"], rebuilt.quotes.pyramid)
     assert_same(written["trades"], rebuilt.trades.pyramid)
-    assert written["bbo"].n_rows == 60_000
+    assert written["bbo"].n_rows == 120_000
     assert len(written["bbo"].levels) > 1
 
 
@@ -164,4 +164,4 @@ def test_a_failing_summary_costs_no_row(
         write(path)
     assert "ESZ6/20231114: summary dropped" in caplog.text
     with TickStore(path) as st:
-        assert st.info("ESZ6", DAY).rows["bbo"] == 60_000
+        assert st.info("ESZ6", DAY).rows["bbo"] == 120_000
