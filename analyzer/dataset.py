@@ -360,7 +360,7 @@ class InstrumentDay:
                 self._window(s, t0, t1, 0)
 
     def _finest(self, s: Series, column: str, t0: int, t1: int, width: int) -> tuple[I64, F64]:
-        """Return the level-0 envelope of ``[t0, t1]`` (``BASE`` rows per bucket) on ``width`` pixels.
+        """Return the level-0 envelope of ``[t0, t1]`` (``BASE`` rows a bucket) on ``width`` px.
 
         Drawn while the rows of a span too fine for the pyramid are being read.
         """

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.tickstore.store import TickStore
+from engine.tickstore.summaries import summary_dir
 
 Rows = npt.NDArray[np.void]
 
@@ -284,12 +285,7 @@ def day_stamp(rows: int, first_ts: int, last_ts: int) -> dict[str, int | str]:
 
 def lod_dir(store_path: str | Path, symbol: str, day: str) -> Path:
     """Return the folder of a day's pyramids: ``<store>.lod/<symbol>/<day>`` beside the store."""
-    path = Path(store_path)
-    return path.with_name(path.name + ".lod") / _safe(symbol) / day
-
-
-def _safe(symbol: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in symbol)
+    return summary_dir(store_path, symbol, day)
 
 
 def browse(store: TickStore) -> list[DayEntry]:

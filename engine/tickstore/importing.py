@@ -13,6 +13,7 @@ was.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ from engine.tickstore.store import (
     day_of,
     symbol_key,
 )
+from engine.tickstore.summaries import move_summaries, summaries_root
 
 #: Decimal places kept when text is scaled to integers (nano-units).
 SCALE_DIGITS: Final[int] = 9
@@ -341,9 +343,11 @@ class Staging:
         self._done = True
         if not days:
             self.tmp.unlink(missing_ok=True)
+            shutil.rmtree(summaries_root(self.tmp), ignore_errors=True)
             return []
         if not self.target.exists():
             self.tmp.replace(self.target)
+            move_summaries(self.tmp, self.target, days)
             return days
         merge = {key: self._stored(*key) is not None for key in days}
         for (symbol, day), (kinds, steps) in staged.items():
@@ -364,6 +368,7 @@ class Staging:
                     del sym[day]
                 sym.move(hidden, day)
         self.tmp.unlink(missing_ok=True)
+        move_summaries(self.tmp, self.target, days)
         return days
 
     @staticmethod
@@ -394,6 +399,7 @@ class Staging:
         """Drop the staging file (nothing reaches the target)."""
         self.store.close()
         self.tmp.unlink(missing_ok=True)
+        shutil.rmtree(summaries_root(self.tmp), ignore_errors=True)
 
 
 class Sink:

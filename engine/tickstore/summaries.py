@@ -9,7 +9,9 @@ module is light on purpose: registering costs no import of the store or of HDF5.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+import shutil
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Protocol
 
@@ -59,4 +61,45 @@ def add_day_summary(factory: DaySummaryFactory) -> None:
         _SUMMARIES.append(factory)
 
 
-__all__ = ["DaySummary", "DaySummaryFactory", "add_day_summary", "day_summaries"]
+def summaries_root(store: str | Path) -> Path:
+    """Return the folder a store's summaries live in: ``<store>.lod`` beside the file."""
+    path = Path(store)
+    return path.with_name(path.name + ".lod")
+
+
+def summary_dir(store: str | Path, symbol: str, day: str) -> Path:
+    """Return the folder of one instrument-day's summaries: ``<store>.lod/<symbol>/<day>``."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in symbol)
+    return summaries_root(store) / safe / day
+
+
+def move_summaries(src: Path, dst: Path, days: Iterable[tuple[str, str]]) -> None:
+    """Move the summaries of ``days`` written beside store ``src`` to store ``dst``'s.
+
+    For an import that wrote a staging store and moved its days into the target: each kind's
+    folder replaces the target's (a summary whose rows differ from the day's is refused by
+    its reader's stamp anyway). The staging store's summaries folder is removed.
+    """
+    for symbol, day in days:
+        there = summary_dir(src, symbol, day)
+        if not there.is_dir():
+            continue
+        here = summary_dir(dst, symbol, day)
+        here.mkdir(parents=True, exist_ok=True)
+        for kind in there.iterdir():
+            target = here / kind.name
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(kind, target)
+    shutil.rmtree(summaries_root(src), ignore_errors=True)
+
+
+__all__ = [
+    "DaySummary",
+    "DaySummaryFactory",
+    "add_day_summary",
+    "day_summaries",
+    "move_summaries",
+    "summaries_root",
+    "summary_dir",
+]

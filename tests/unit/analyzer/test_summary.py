@@ -8,6 +8,9 @@ ever loaded; a summary that fails costs no row.
 """
 
 import logging
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +25,7 @@ from analyzer.synthetic import NS, SyntheticSpec, synthetic_day
 from engine.tickstore import summaries
 from engine.tickstore.store import TickStore, day_of
 
+ROOT = Path(__file__).resolve().parents[3]
 SPEC = SyntheticSpec(quotes=120_000, start_ns=1_700_000_000 * NS, span_ns=600 * NS, seed=5)
 DAY = "20231114"
 
@@ -39,7 +43,7 @@ def not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def write(path: Path, spec: SyntheticSpec = SPEC, *, batch_rows: int = 1_000) -> None:
-    """Write a synthetic day in batches that are not whole pyramid buckets (1,000 = 15.6 buckets of 64)."""
+    """Write a synthetic day in batches of rows that are not whole buckets (1,000 = 15.6 x 64)."""
     with (
         TickStore(path, "a") as st,
         st.writer(
@@ -54,8 +58,8 @@ def write(path: Path, spec: SyntheticSpec = SPEC, *, batch_rows: int = 1_000) ->
 class CountingDay(StoreDay):
     """A store day that counts the chunked reads an open makes."""
 
-    def __init__(self, store: TickStore) -> None:
-        super().__init__(store, "ESZ6", DAY)
+    def __init__(self, store: TickStore, day: str = DAY) -> None:
+        super().__init__(store, "ESZ6", day)
         self.scanned: list[str] = []
 
     def chunks(self, kind: str, rows: int = 1 << 20) -> Iterator[Rows]:
@@ -165,3 +169,41 @@ def test_a_failing_summary_costs_no_row(
     assert "ESZ6/20231114: summary dropped" in caplog.text
     with TickStore(path) as st:
         assert st.info("ESZ6", DAY).rows["bbo"] == 120_000
+
+
+def _import_csv(tmp_path: Path, store: Path, day_offset: int, n: int) -> None:
+    rng = np.random.default_rng(3 + day_offset)
+    start = 1_700_000_000_000_000_000 + day_offset * 86_400 * NS
+    ts = start + np.cumsum(rng.integers(1, 50_000_000, n))
+    px = 4000 + np.cumsum(rng.integers(-2, 3, n))
+    src = tmp_path / f"trades{day_offset}.csv"
+    lines = ["time,price,size"] + [f"{t},{p * 0.25:.2f},{q}" for t, p, q in
+                                   zip(ts, px, rng.integers(1, 9, n), strict=True)]  # fmt: skip
+    src.write_text("\n".join(lines) + "\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_STATE_HOME": str(tmp_path / "state")}
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "import", "csv", str(src), "--store", str(store),
+         "--symbol", "ESZ6", "--kind", "trades", "--mapping", "ts=time:ns,px=price,qty=size",
+         "--tick-size", "0.25", "--lot-size", "1", "--quiet"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_qwconsole_import_leaves_the_pyramids_the_first_open_loads(tmp_path: Path) -> None:
+    """The real command line, in its own process: ``qwconsole import csv``, into a new store
+    (the staging file renamed) and then into the existing one (the day copied in)."""
+    store = tmp_path / "s.h5"
+    _import_csv(tmp_path, store, 0, 5_000)
+    _import_csv(tmp_path, store, 1, 3_000)
+    assert not list(tmp_path.glob(".*.lod"))  # the staging store's summaries moved
+    for day, n in ((DAY, 5_000), ("20231115", 3_000)):
+        assert (lod_dir(store, "ESZ6", day) / "trades" / "meta.json").exists()
+        with TickStore(store) as st:
+            source = CountingDay(st, day)
+            opened = open_day(source, in_memory_rows=0)
+            assert source.scanned == []
+            assert opened.trades is not None
+            assert opened.trades.pyramid.n_rows == n
