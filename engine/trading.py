@@ -142,9 +142,7 @@ class TradingDesk:
         manager = self.router.add_instrument(instrument, venue)
         self._instrument_index[instrument.symbol] = len(self.instruments)
         self.instruments.append((instrument, venue.name))
-        route = getattr(venue, "route", None)
-        if route is not None:  # adapters that deliver reports themselves
-            route(instrument, manager)
+        venue.route(instrument, manager)
 
     def set_market_data(self, market: MarketData) -> None:
         """Mark positions and feed strategies from ``market``."""

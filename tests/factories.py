@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from engine.bus import MessageBus
@@ -19,7 +20,7 @@ from engine.instruments import Instrument
 from engine.oms.manager import OrderManager
 from engine.oms.order import Order, PendingRequest
 from engine.oms.risk import RiskChecker, RiskLimits
-from engine.oms.venue import ExecutionReport
+from engine.oms.venue import REQUEST_NAMES, ExecutionReport, ReportSink, Request
 
 
 def make_instrument(symbol: str = "ESZ6") -> Instrument:
@@ -32,7 +33,15 @@ class RecordingVenue:
 
     name: str = "test-venue"
     sent: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, ClOrdID, orig)
+    sinks: dict[str, ReportSink] = field(default_factory=dict)
     _n: int = 0
+
+    @property
+    def request_names(self) -> Mapping[Request, str]:
+        return REQUEST_NAMES
+
+    def route(self, instrument: Instrument, sink: ReportSink) -> None:
+        self.sinks[instrument.symbol] = sink
 
     def new_client_order_id(self) -> str:
         self._n += 1

@@ -22,7 +22,7 @@ compiled fast path (:mod:`engine.backtest.fast`) is the one for whole days.
 import dataclasses
 import heapq
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,11 +42,10 @@ from engine.events import BookUpdated, Event, TradeReported
 from engine.instruments import Instrument
 from engine.matching import _kernels as mk
 from engine.matching.models import ConservativeQueue, QueueModel
-from engine.oms.fix_venue import ReportSink
 from engine.oms.order import Order, PendingRequest
 from engine.oms.router import OrderRouter
 from engine.oms.stp import SelfTradePrevention
-from engine.oms.venue import CancelReject, ExecutionReport
+from engine.oms.venue import REQUEST_NAMES, CancelReject, ExecutionReport, ReportSink, Request
 from engine.strategy.base import Strategy
 from engine.strategy.runner import LiveContext, StrategyRunner
 from engine.types import (
@@ -287,6 +286,14 @@ class BacktestVenue:
     def name(self) -> str:
         """Return the venue's name."""
         return self._name
+
+    @property
+    def request_names(self) -> Mapping[Request, str]:
+        """Return the requests' names for alerts (venue-neutral)."""
+        return REQUEST_NAMES
+
+    def route(self, instrument: Instrument, sink: ReportSink) -> None:
+        """Nothing to wire: the backtest hands its reports to its order manager itself."""
 
     def new_client_order_id(self) -> str:
         """Return a fresh, deterministic ClOrdID."""

@@ -17,8 +17,7 @@ message goes out under just before sending it, to map a session Reject back to t
 """
 
 import itertools
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -46,7 +45,14 @@ from engine.oms.fixcodes import (
     fix_to_ord_status,
 )
 from engine.oms.order import Order, PendingRequest
-from engine.oms.venue import CancelReject, ExecutionReport, clordid_prefix
+from engine.oms.venue import (
+    CancelReject,
+    ExecutionReport,
+    RejectReason,
+    ReportSink,
+    Request,
+    clordid_prefix,
+)
 from engine.types import BUY, L2_CLEAR, L2_EVENT_DTYPE, L2_SET, L2_TRADE, SELL
 
 log = get_log(__name__)
@@ -91,29 +97,15 @@ _NEW_OTHER = ("D", False, False)
 _LIMIT = ORD_TYPE_TO_FIX[OrdType.LIMIT]
 
 
-class ReportSink(Protocol):
-    """What a venue adapter calls on the order manager of an instrument."""
-
-    def on_execution_report(self, rep: ExecutionReport) -> object:
-        """Apply an ExecutionReport."""
-        ...
-
-    def on_cancel_reject(self, rej: CancelReject) -> object:
-        """Apply an OrderCancelReject."""
-        ...
-
-    def on_message_rejected(
-        self,
-        msg_type: str,
-        client_order_id: str,
-        text: str,
-        *,
-        business: bool = False,
-        detail: str = "",
-        alert: bool = True,
-    ) -> object:
-        """Apply a Reject or BusinessMessageReject of an order message."""
-        ...
+#: The order messages and the requests they carry.
+_REQUEST_OF = {"D": Request.NEW, "F": Request.CANCEL, "G": Request.REPLACE, "H": Request.STATUS}
+#: How alerts name each request over FIX.
+FIX_REQUEST_NAMES: Mapping[Request, str] = {
+    Request.NEW: "NewOrderSingle <D>",
+    Request.CANCEL: "OrderCancelRequest <F>",
+    Request.REPLACE: "OrderCancelReplaceRequest <G>",
+    Request.STATUS: "OrderStatusRequest <H>",
+}
 
 
 class FixVenue(Application):
@@ -171,6 +163,11 @@ class FixVenue(Application):
     def name(self) -> str:
         """Return the venue's name."""
         return self._name
+
+    @property
+    def request_names(self) -> Mapping[Request, str]:
+        """Return the FIX messages' names of the requests, for alerts."""
+        return FIX_REQUEST_NAMES
 
     def bind(self, session: FixSession) -> None:
         """Send through ``session`` (an initiator whose application is this venue)."""
@@ -296,8 +293,7 @@ class FixVenue(Application):
             template = templates.get(key)
             if template is None:
                 template = templates[key] = session.template(key[0], _LAYOUTS[key])
-            # The MsgSeqNum <34> this message goes out under, for mapping a Reject back
-            # (_remember, inlined).
+            # The MsgSeqNum <34> this message goes out under, for mapping a Reject back.
             sent = self._sent
             sent[session.store.next_sender_seq_num] = (key[0], clordid)
             if len(sent) > SENT_MEMORY:
@@ -314,14 +310,23 @@ class FixVenue(Application):
                 return
         self._refuse(key[0], clordid, symbol)
 
-    def _send(self, msg: OutMessage, msg_type: str, clordid: str, symbol: str) -> None:
-        """Send an order message built by hand (any layout), or refuse it at once."""
+    def send_order_message(self, msg: OutMessage, clordid: str, symbol: str) -> None:
+        """Send an order message built by hand, or hand it back as not sent.
+
+        For an adapter of a venue with its own layouts (a subclass overriding ``submit``,
+        ``cancel``…): the message is mapped back to ``clordid`` if the session or the venue
+        rejects it, like the messages this class builds from its templates.
+        """
+        msg_type = msg.msg_type.decode()
         self._symbol_of[clordid] = symbol
         if len(self._symbol_of) > SYMBOL_MEMORY:
             self._forget_symbols()
         session = self.session
         if session is not None and session.is_logged_on:
-            self._remember(session.next_sender_seq_num, msg_type, clordid)
+            sent = self._sent
+            sent[session.next_sender_seq_num] = (msg_type, clordid)
+            if len(sent) > SENT_MEMORY:
+                self._forget_oldest()
             if session.send(msg):
                 return
         self._refuse(msg_type, clordid, symbol)
@@ -333,15 +338,10 @@ class FixVenue(Application):
         sink = self._sinks[symbol]
 
         def refuse() -> None:
-            sink.on_message_rejected(msg_type, clordid, why, alert=False)
+            sink.on_request_rejected(_REQUEST_OF.get(msg_type), clordid, why,
+                                     reason=RejectReason.NOT_SENT)  # fmt: skip
 
         self.defer(refuse)
-
-    def _remember(self, seq: int, msg_type: str, clordid: str) -> None:
-        sent = self._sent
-        sent[seq] = (msg_type, clordid)
-        if len(sent) > SENT_MEMORY:
-            self._forget_oldest()
 
     def _forget_oldest(self) -> None:
         sent = self._sent
@@ -449,7 +449,8 @@ class FixVenue(Application):
                 )
 
                 def undelivered() -> None:
-                    sink.on_message_rejected(mt.decode(), clordid, why)
+                    sink.on_request_rejected(_REQUEST_OF[mt.decode()], clordid, why,
+                                             reason=RejectReason.SESSION)  # fmt: skip
 
                 self.defer(undelivered)
         raise DoNotSend
@@ -500,9 +501,9 @@ class FixVenue(Application):
             parts.append(f"RefTagID {tag_text(ref_tag)}")
         sink = self._sinks.get(self._symbol(clordid))
         if sink is not None:
-            sink.on_message_rejected(
-                msg_type, clordid, text or words or "rejected by the session",
-                detail=", ".join(parts),
+            sink.on_request_rejected(
+                _REQUEST_OF.get(msg_type), clordid, text or words or "rejected by the session",
+                reason=RejectReason.SESSION, detail=", ".join(parts),
             )  # fmt: skip
 
     def from_app(self, message: FixMessage, session_id: SessionID) -> None:
@@ -644,8 +645,11 @@ class FixVenue(Application):
         if sink is None:  # any order manager raises the alert for an unknown reference
             sink = next(iter(self._sinks.values()), None)
         if sink is not None:
-            sink.on_message_rejected(
-                msg_type, clordid, text, business=True, detail=", ".join(parts)
+            request = _REQUEST_OF.get(msg_type)
+            if request is None and msg_type:  # not an order message: say which one
+                parts.insert(0, f"RefMsgType {msg_type}")
+            sink.on_request_rejected(
+                request, clordid, text, reason=RejectReason.BUSINESS, detail=", ".join(parts)
             )
 
 

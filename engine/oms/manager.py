@@ -41,7 +41,7 @@ from engine.instruments import Instrument
 from engine.oms.order import TERMINAL, WORKING, Order, PendingRequest, is_allowed
 from engine.oms.risk import OrderIntent, RiskChecker, order_problem
 from engine.oms.stp import SelfTradePrevention
-from engine.oms.venue import CancelReject, ExecutionReport, Venue
+from engine.oms.venue import CancelReject, ExecutionReport, RejectReason, Request, Venue
 
 log = get_log(__name__)
 
@@ -59,14 +59,6 @@ ARCHIVE_ORDERS = 2_000
 #: ClOrdIDs of done orders beyond the archive remembered compactly, per order manager.
 RETIRED_MEMORY = 100_000
 
-#: Order messages by MsgType <35>, for alerts.
-_MSG_NAMES = {
-    "D": "NewOrderSingle <D>",
-    "F": "OrderCancelRequest <F>",
-    "G": "OrderCancelReplaceRequest <G>",
-    "H": "OrderStatusRequest <H>",
-}
-_REQUEST_NAMES = {"new": _MSG_NAMES["D"], "cancel": _MSG_NAMES["F"], "replace": _MSG_NAMES["G"]}
 
 #: How long a new order, cancel or replace may go unanswered before an alert and a status
 #: request (:meth:`OrderManager.check_unanswered`), seconds; the engine's default.
@@ -724,33 +716,33 @@ class OrderManager:
         )
         return order
 
-    def on_message_rejected(
+    def on_request_rejected(
         self,
-        msg_type: str,
+        request: Request | None,
         client_order_id: str,
         text: str,
         *,
-        business: bool = False,
+        reason: RejectReason,
         detail: str = "",
-        alert: bool = True,
     ) -> Order | None:
-        """Apply a session Reject <3> or BusinessMessageReject <j> of one of our messages.
+        """Apply a request the venue adapter hands back without the venue having acted on it.
 
-        A rejected NewOrderSingle <D> leaves the order ``REJECTED``; a rejected cancel <F> or
-        replace <G> ends the pending request as a cancel reject would; a rejected status request
-        <H> leaves the order as it is. Each raises an alert naming the message, the order, the
-        reason (``text``, and ``detail``: the reject's reason code in words and the tag it
-        names) and what became of the order, unless ``alert`` is false (the engine refused to
-        send the message itself: logged, the order's text says why).
+        A rejected new order leaves the order ``REJECTED``; a rejected cancel or replace ends
+        the pending request as a cancel reject would; a rejected status request leaves the
+        order as it is. Each raises an alert naming the request (as the venue calls it), the
+        order, the reason (``text``, and ``detail``: the venue's codes in words and the field
+        it names) and what became of the order, unless the request was never sent
+        (:attr:`RejectReason.NOT_SENT`: logged, the order's text says why). ``request``
+        ``None``: a message that is no order request (the alert names it from ``detail``).
         """
         order = self._by_clordid.get(client_order_id)
-        kind = "business message reject" if business else "session reject"
-        what = _MSG_NAMES.get(msg_type, f"MsgType {msg_type}")
+        kind = reason.value
+        what = self.venue.request_names[request] if request is not None else "a message"
         why = text + (f" [{detail}]" if detail else "")
         if order is None:
             if self._retired_lookup(client_order_id) is not None:
-                log.info("%s: %s of MsgType %s for %s, an order done long ago: %s",
-                         self.symbol, kind, msg_type, client_order_id, text)  # fmt: skip
+                log.info("%s: %s of the %s for %s, an order done long ago: %s",
+                         self.symbol, kind, what, client_order_id, text)  # fmt: skip
                 return None
             self._alert(
                 AlertLevel.WARNING,
@@ -758,7 +750,7 @@ class OrderManager:
             )
             return None
         pending = order.pending
-        if msg_type == "D" and not order.ts_acked and not order.is_terminal:
+        if request is Request.NEW and not order.ts_acked and not order.is_terminal:
             # Never reached the venue's book (a cancel sent meanwhile dies with it).
             order.status = OrdStatus.REJECTED
             order.pending = None
@@ -769,11 +761,10 @@ class OrderManager:
             self._publish(order, "rejected")
             outcome = "the order is REJECTED"
         elif (
-            msg_type in ("F", "G")
+            request in (Request.CANCEL, Request.REPLACE)
             and pending is not None
             and pending.client_order_id == client_order_id
         ):
-            request = "cancel" if msg_type == "F" else "replace"
             order.status = pending.prev_status
             order.pending = None
             order.text = f"{kind}: {text}"
@@ -782,11 +773,11 @@ class OrderManager:
             self._publish(order, f"{request} rejected")
             outcome = f"the {request} ended, the order stays {order.status.name}"
         else:
-            if msg_type == "H" and order.order_id in self._asked:
+            if request is Request.STATUS and order.order_id in self._asked:
                 asked = self._asked[order.order_id]
                 self._asked[order.order_id] = (asked[0], asked[1], -1)  # not asked again
             outcome = f"the order stays {order.status.name}"
-        if alert:
+        if reason is not RejectReason.NOT_SENT:
             self._alert(
                 AlertLevel.WARNING,
                 f"{kind} of {what} {client_order_id}{self._of_order(order, client_order_id)}: "
@@ -831,7 +822,7 @@ class OrderManager:
                     continue
                 found += 1
                 self.unanswered_requests += 1
-                what = _REQUEST_NAMES[p.kind if p is not None else "new"]
+                what = self.venue.request_names[Request(p.kind) if p is not None else Request.NEW]
                 self._alert(
                     AlertLevel.WARNING,
                     f"no answer from the venue to the {what} {request}"
@@ -872,9 +863,10 @@ class OrderManager:
         if order is None or entry is None:
             return
         pending = order.pending
-        request = _REQUEST_NAMES["new"]
+        names = self.venue.request_names
+        request = names[Request.NEW]
         if pending is not None and pending.client_order_id == entry[0]:
-            request = _REQUEST_NAMES[pending.kind]
+            request = names[Request(pending.kind)]
             order.status = pending.prev_status
             order.pending = None
             order.text = f"{pending.kind} unanswered by the venue"

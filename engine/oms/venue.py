@@ -6,10 +6,13 @@ simulator, the backtester's queue simulator) turns its requests into the venue's
 the venue's tags, id formats and quirks, and turns the venue's answers into the reports below.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Protocol
 
 from engine.enums import ExecType, OrdStatus, Side
+from engine.instruments import Instrument
 from engine.oms.order import Order, PendingRequest
 
 _B36 = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -32,6 +35,36 @@ def clordid_prefix(letter: str, now_ns: int) -> str:
     return f"{letter}{digits}-"
 
 
+class Request(StrEnum):
+    """What the order manager asks of a venue (values as ``PendingRequest.kind`` spells them)."""
+
+    NEW = "new"
+    CANCEL = "cancel"
+    REPLACE = "replace"
+    STATUS = "status"
+
+
+class RejectReason(StrEnum):
+    """Why a venue adapter hands a request back without the venue having acted on it."""
+
+    #: The link to the venue was down: the engine never sent it (logged, no alert).
+    NOT_SENT = "not sent"
+    #: The protocol's session layer refused the message (FIX Reject <3>), or it was never
+    #: delivered (a resend asked for it and it was gap-filled).
+    SESSION = "session reject"
+    #: The venue's application refused the message itself (FIX BusinessMessageReject <j>).
+    BUSINESS = "business message reject"
+
+
+#: Venue-neutral names of the requests, for alerts (a venue may name its own messages).
+REQUEST_NAMES: Mapping[Request, str] = {
+    Request.NEW: "new order",
+    Request.CANCEL: "cancel request",
+    Request.REPLACE: "replace request",
+    Request.STATUS: "status request",
+}
+
+
 class Venue(Protocol):
     """An order destination as seen by ``OrderManager``."""
 
@@ -40,24 +73,33 @@ class Venue(Protocol):
         """Return the venue's name for displays and the journal."""
         ...
 
+    @property
+    def request_names(self) -> Mapping[Request, str]:
+        """Return how alerts name each request on this venue (its own messages' names)."""
+        ...
+
+    def route(self, instrument: Instrument, sink: "ReportSink") -> None:
+        """Deliver the reports of ``instrument``'s orders to ``sink`` (its order manager)."""
+        ...
+
     def new_client_order_id(self) -> str:
         """Return a ClOrdID <11> the venue accepts and has not seen today."""
         ...
 
     def submit(self, order: Order) -> None:
-        """Send a NewOrderSingle <D> for ``order``."""
+        """Send ``order`` to the venue (FIX: a NewOrderSingle <D>)."""
         ...
 
     def cancel(self, order: Order, request: PendingRequest) -> None:
-        """Send an OrderCancelRequest <F> (ClOrdID = ``request.client_order_id``)."""
+        """Ask the venue to cancel ``order`` (the request's id: ``request.client_order_id``)."""
         ...
 
     def replace(self, order: Order, request: PendingRequest) -> None:
-        """Send an OrderCancelReplaceRequest <G> with the request's quantity and price."""
+        """Ask the venue to change ``order`` to the request's quantity and price."""
         ...
 
     def request_status(self, order: Order) -> None:
-        """Send an OrderStatusRequest <H>."""
+        """Ask the venue for the order's status (answered by an ``ExecutionReport``)."""
         ...
 
 
@@ -102,3 +144,30 @@ class CancelReject:
     reason: int | None = None  # CxlRejReason <102>
     text: str = ""  # Text <58>
     ts_recv: int = 0
+
+
+class ReportSink(Protocol):
+    """What a venue adapter calls on the order manager of an instrument (see ``Venue.route``)."""
+
+    def on_execution_report(self, rep: ExecutionReport) -> object:
+        """Apply an execution report."""
+        ...
+
+    def on_cancel_reject(self, rej: CancelReject) -> object:
+        """Apply a cancel or replace reject."""
+        ...
+
+    def on_request_rejected(
+        self,
+        request: Request | None,
+        client_order_id: str,
+        text: str,
+        *,
+        reason: RejectReason,
+        detail: str = "",
+    ) -> object:
+        """Apply a request handed back (``request`` ``None``: a message that is no request).
+
+        ``detail``: the venue's words for it (reason codes, the tag named, the message).
+        """
+        ...

@@ -8,13 +8,19 @@ the call that caused them, exactly as answers from a socket would arrive.
 """
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from engine.clock import Clock
 from engine.instruments import Instrument
-from engine.oms.fix_venue import ReportSink
 from engine.oms.order import Order, PendingRequest
-from engine.oms.venue import CancelReject, ExecutionReport, clordid_prefix
+from engine.oms.venue import (
+    REQUEST_NAMES,
+    CancelReject,
+    ExecutionReport,
+    ReportSink,
+    Request,
+    clordid_prefix,
+)
 from engine.sim.exchange import SimCancelReject, SimExchange, SimReport
 
 Deliver = Callable[[Callable[[], None]], object]
@@ -59,6 +65,11 @@ class SimVenue:
     def name(self) -> str:
         """Return the venue's name."""
         return self._name
+
+    @property
+    def request_names(self) -> Mapping[Request, str]:
+        """Return the requests' names for alerts (the simulator's own: venue-neutral)."""
+        return REQUEST_NAMES
 
     def route(self, instrument: Instrument, sink: ReportSink) -> None:
         """Deliver reports about ``instrument`` to ``sink`` (its order manager)."""

@@ -57,7 +57,7 @@ class SloppyVenue(FixVenue):
                 [(11, order.client_order_id), (21, b"1"), (38, b"1"), (40, b"2"), (44, b"6000"),
                  (55, b"ESZ6"), (59, b"0"), (60, self._now_text())],
             )  # fmt: skip
-            self._send(msg, "D", order.client_order_id, order.symbol)
+            self.send_order_message(msg, order.client_order_id, order.symbol)
         else:
             super().submit(order)
 

@@ -54,7 +54,7 @@ class SloppyVenue(FixVenue):
             [(11, order.client_order_id.encode()), (21, b"1"), (38, b"1"), (40, b"2"),
              (44, b"6000"), (55, b"ESZ6"), (59, b"0"), (60, self._now_text())],
         )  # fmt: skip
-        self._send(msg, "D", order.client_order_id, order.symbol)
+        self.send_order_message(msg, order.client_order_id, order.symbol)
 
     def cancel(self, order: Order, request: PendingRequest) -> None:
         if self.sloppy != "F":
@@ -66,7 +66,7 @@ class SloppyVenue(FixVenue):
              (41, order.client_order_id.encode()), (54, b"Z"), (55, b"ESZ6"),
              (60, self._now_text())],
         )  # fmt: skip
-        self._send(msg, "F", request.client_order_id, order.symbol)
+        self.send_order_message(msg, request.client_order_id, order.symbol)
 
     def replace(self, order: Order, request: PendingRequest) -> None:
         if self.sloppy != "G":
@@ -78,7 +78,7 @@ class SloppyVenue(FixVenue):
              (41, order.client_order_id.encode()), (44, b"5999.75"), (54, b"1"), (55, b"ESZ6"),
              (60, self._now_text())],
         )  # fmt: skip
-        self._send(msg, "G", request.client_order_id, order.symbol)
+        self.send_order_message(msg, request.client_order_id, order.symbol)
 
 
 async def test_session_reject_of_a_new_order_rejects_it_with_an_alert() -> None:
@@ -147,7 +147,7 @@ class NoPriceVenue(FixVenue):
             [(11, order.client_order_id.encode()), (21, b"1"), (38, b"1"), (40, b"2"),
              (54, b"1"), (55, b"ESZ6"), (59, b"0"), (60, self._now_text())],
         )  # fmt: skip
-        self._send(msg, "D", order.client_order_id, order.symbol)
+        self.send_order_message(msg, order.client_order_id, order.symbol)
 
 
 async def test_business_reject_without_379_is_matched_by_ref_seq_num() -> None:

@@ -27,7 +27,7 @@ from engine.instruments import Instrument
 from engine.oms.fix_venue import FixVenue
 from engine.oms.fixcodes import ORD_TYPE_TO_FIX, SIDE_TO_FIX, TIF_TO_FIX, px_text, qty_text
 from engine.oms.order import Order, PendingRequest
-from engine.oms.venue import CancelReject, ExecutionReport
+from engine.oms.venue import CancelReject, ExecutionReport, RejectReason, Request
 from tests.factories import fix_pair
 
 ES = Instrument(symbol="ESZ6", tick_size=Decimal("0.25"), multiplier=Decimal(50))
@@ -44,18 +44,20 @@ class Sink:
     def on_cancel_reject(self, rej: CancelReject) -> object:
         return None
 
-    def on_message_rejected(
+    def on_request_rejected(
         self,
-        msg_type: str,
+        request: Request | None,
         client_order_id: str,
         text: str,
         *,
-        business: bool = False,
+        reason: RejectReason,
         detail: str = "",
-        alert: bool = True,
     ) -> object:
-        self.rejected.append((msg_type, client_order_id, text, business))
-        self.details.append((detail, alert))
+        # Recorded as the FIX message it was (the adapter maps MsgTypes to requests).
+        letter = {Request.NEW: "D", Request.CANCEL: "F", Request.REPLACE: "G",
+                  Request.STATUS: "H", None: ""}[request]  # fmt: skip
+        self.rejected.append((letter, client_order_id, text, reason is RejectReason.BUSINESS))
+        self.details.append((detail, reason is not RejectReason.NOT_SENT))
         return None
 
 

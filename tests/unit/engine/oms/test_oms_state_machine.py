@@ -10,7 +10,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from engine.enums import ExecType, OrdStatus, Side
 from engine.oms.order import Order
-from engine.oms.venue import CancelReject, ExecutionReport
+from engine.oms.venue import CancelReject, ExecutionReport, RejectReason, Request
 from tests.factories import make_oms
 
 
@@ -86,7 +86,12 @@ class OmsAgainstVenue(RuleBasedStateMachine):
         if vo is None:
             return
         vo.alive, vo.qty = False, 0
-        self.rig.oms.on_message_rejected("D", vo.order.client_order_id, "Required tag missing")
+        self.rig.oms.on_request_rejected(
+            Request.NEW,
+            vo.order.client_order_id,
+            "Required tag missing",
+            reason=RejectReason.SESSION,
+        )
         assert vo.order.status is OrdStatus.REJECTED
 
     @rule(data=st.data(), q=st.integers(1, 20))

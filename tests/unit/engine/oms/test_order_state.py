@@ -7,7 +7,7 @@ import pytest
 
 from engine.enums import AlertLevel, ExecType, OrdStatus, OrdType, Side, TimeInForce
 from engine.oms.order import ORDER_STATE_TABLE, TERMINAL, Order, is_allowed
-from engine.oms.venue import CancelReject
+from engine.oms.venue import CancelReject, RejectReason, Request
 from tests.factories import make_oms, report
 
 S, E = OrdStatus, ExecType
@@ -165,7 +165,9 @@ def test_venue_reject_of_a_new_order() -> None:
 def test_session_reject_of_new_order_rejects_it_with_its_own_event() -> None:
     rig = make_oms()
     order = rig.oms.send(1, Side.BUY, 1, 100)
-    rig.oms.on_message_rejected("D", "T1", "Required tag missing (44)")
+    rig.oms.on_request_rejected(
+        Request.NEW, "T1", "Required tag missing (44)", reason=RejectReason.SESSION
+    )
     assert order.status is S.REJECTED
     assert rig.changes[-1].change == "rejected"
     assert rig.changes[-1].order.status is S.REJECTED
@@ -177,7 +179,9 @@ def test_session_reject_of_cancel_leaves_the_pending_state() -> None:
     order = rig.oms.send(1, Side.BUY, 1, 100)
     rig.oms.on_execution_report(report(order, E.NEW, S.NEW))
     rig.oms.cancel(order)
-    rig.oms.on_message_rejected("F", "T2", "Value is incorrect")
+    rig.oms.on_request_rejected(
+        Request.CANCEL, "T2", "Value is incorrect", reason=RejectReason.SESSION
+    )
     assert order.status is S.NEW
     assert order.pending is None
     assert rig.changes[-1].change == "cancel rejected"
@@ -186,11 +190,13 @@ def test_session_reject_of_cancel_leaves_the_pending_state() -> None:
 def test_business_reject_raises_an_alert_and_rejects_the_new_order() -> None:
     rig = make_oms()
     order = rig.oms.send(1, Side.BUY, 1, 100)
-    rig.oms.on_message_rejected("D", "T1", "Unsupported Message Type", business=True)
+    rig.oms.on_request_rejected(
+        Request.NEW, "T1", "Unsupported Message Type", reason=RejectReason.BUSINESS
+    )
     assert order.status is S.REJECTED
     assert rig.alerts[-1].level is AlertLevel.WARNING
     assert rig.alerts[-1].text == (
-        "business message reject of NewOrderSingle <D> T1 (BUY 1 ESZ6 at 100 ticks, strategy 1)"
+        "business message reject of new order T1 (BUY 1 ESZ6 at 100 ticks, strategy 1)"
         ": Unsupported Message Type; the order is REJECTED"
     )
 

@@ -7,6 +7,7 @@ and what it publishes (alerts, order changes) as time passes without an answer.
 
 from engine.enums import AlertLevel, OrdStatus, Side
 from engine.enums import ExecType as E
+from engine.oms.venue import RejectReason, Request
 from tests.factories import make_oms, report
 
 S = OrdStatus
@@ -35,7 +36,7 @@ def test_an_unanswered_new_order_alerts_once_then_escalates_and_keeps_asking() -
     (a,) = rig.alerts
     assert a.level is AlertLevel.WARNING
     assert a.text == (
-        "no answer from the venue to the NewOrderSingle <D> T1 (BUY 2 ESZ6 at 100 ticks, "
+        "no answer from the venue to the new order T1 (BUY 2 ESZ6 at 100 ticks, "
         "strategy 1) within 10 s; the order is PENDING_NEW: asking the venue for its status"
     )
     assert rig.oms.check_unanswered(TIMEOUT) == 0  # asked: not again within the period
@@ -54,7 +55,7 @@ def test_an_unanswered_new_order_alerts_once_then_escalates_and_keeps_asking() -
     rig.oms.on_execution_report(report(order, E.ORDER_STATUS, S.NEW))
     assert order.status is S.NEW
     assert order.ts_acked
-    assert "resolves the unanswered NewOrderSingle <D> T1: NEW" in rig.alerts[-1].text
+    assert "resolves the unanswered new order T1: NEW" in rig.alerts[-1].text
 
 
 def test_a_status_answer_unknown_order_rejects_an_order_never_acknowledged() -> None:
@@ -80,7 +81,7 @@ def test_an_unanswered_cancel_ends_with_the_status_the_venue_reports() -> None:
     assert rig.oms.cancel(order)
     rig.clock.advance(TIMEOUT)
     assert rig.oms.check_unanswered(TIMEOUT) == 1
-    assert "OrderCancelRequest <F> T2 of order T1" in rig.alerts[-1].text
+    assert "cancel request T2 of order T1" in rig.alerts[-1].text
     rig.oms.on_execution_report(report(order, E.ORDER_STATUS, S.NEW))
     assert (order.status, order.pending) == (S.NEW, None)
     assert any(c.change == "cancel unanswered" for c in rig.changes)
@@ -95,11 +96,12 @@ def test_a_venue_rejecting_status_requests_is_not_asked_again() -> None:
     rig.oms.check_unanswered(TIMEOUT)
     rig.clock.advance(TIMEOUT)
     rig.oms.check_unanswered(TIMEOUT)
-    rig.oms.on_message_rejected(
-        "H", "T1", "Unsupported Message Type", business=True, detail="BusinessRejectReason 3"
-    )
+    rig.oms.on_request_rejected(
+        Request.STATUS, "T1", "Unsupported Message Type", reason=RejectReason.BUSINESS,
+        detail="BusinessRejectReason 3",
+    )  # fmt: skip
     assert order.status is S.PENDING_NEW
-    assert "business message reject of OrderStatusRequest <H> T1" in rig.alerts[-1].text
+    assert "business message reject of status request T1" in rig.alerts[-1].text
     assert rig.alerts[-1].text.endswith("the order stays PENDING_NEW")
     n_sent, n_alerts = len(rig.venue.sent), len(rig.alerts)
     for _ in range(3):
