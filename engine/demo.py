@@ -25,18 +25,18 @@ from engine.fix.session import FixSession
 from engine.fix.settings import SessionSettings
 from engine.fix.store import FileStore, MemoryStore, MessageStore, WriteBarrier
 from engine.fix.transport import SocketAcceptor, SocketInitiator
-from engine.fixlink import BusLog, FixLink
 from engine.instruments import Instrument
 from engine.journaling import JournalComponent, recover_day
 from engine.logfeed import LogFeed
 from engine.marketdata import MarketData
-from engine.oms.fix_venue import FixVenue
 from engine.oms.risk import RiskLimits
 from engine.sim.exchange import FlowConfig, SimExchange, SimInstrument, SimReport, id_epoch
 from engine.sim.fix_app import SimFixApplication
-from engine.sim.venue import SimVenue
 from engine.strategy.examples import MarketMaker
 from engine.trading import TradingDesk
+from engine.venues.fix.adapter import FixVenue
+from engine.venues.fix.link import BusLog, FixLink
+from engine.venues.sim.adapter import SimVenue
 
 log = get_log(__name__)
 

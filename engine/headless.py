@@ -234,10 +234,10 @@ def _sessions_venues(
     from engine.fix.cli import build_session
     from engine.fix.settings import SettingsError, load_settings
     from engine.fix.transport import SocketInitiator
-    from engine.fixlink import FixLink
     from engine.instruments import Instrument
     from engine.marketdata import MarketData
-    from engine.oms.fix_venue import FixVenue
+    from engine.venues.fix.adapter import FixVenue
+    from engine.venues.fix.link import FixLink
 
     path = cfg.resolve(cfg.sessions_file)
     assert path is not None

@@ -22,7 +22,7 @@ compiled fast path (:mod:`engine.backtest.fast`) is the one for whole days.
 import dataclasses
 import heapq
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,7 +45,7 @@ from engine.matching.models import ConservativeQueue, QueueModel
 from engine.oms.order import Order, PendingRequest
 from engine.oms.router import OrderRouter
 from engine.oms.stp import SelfTradePrevention
-from engine.oms.venue import REQUEST_NAMES, CancelReject, ExecutionReport, ReportSink, Request
+from engine.oms.venue import CancelReject, ExecutionReport, ReportSink, Request
 from engine.strategy.base import Strategy
 from engine.strategy.runner import LiveContext, StrategyRunner
 from engine.types import (
@@ -65,6 +65,7 @@ from engine.types import (
     PRIO_DEFAULT,
     SELL,
 )
+from engine.venues.backtest.adapter import BacktestVenue
 
 _NEVER = int(np.iinfo(np.int64).max)
 _INF = float("inf")
@@ -266,56 +267,6 @@ class _Request:
     seq: int = 0
 
 
-class BacktestVenue:
-    """The :class:`engine.oms.venue.Venue` of a backtest: requests go to the simulator.
-
-    Parameters
-    ----------
-    sim : GenericBacktest
-        The backtest that carries requests out at the simulated venue.
-    name : str
-        Venue name for displays and the journal.
-    """
-
-    def __init__(self, sim: "GenericBacktest", name: str = "BACKTEST") -> None:
-        self._sim = sim
-        self._name = name
-        self._ids = itertools.count(1)
-
-    @property
-    def name(self) -> str:
-        """Return the venue's name."""
-        return self._name
-
-    @property
-    def request_names(self) -> Mapping[Request, str]:
-        """Return the requests' names for alerts (venue-neutral)."""
-        return REQUEST_NAMES
-
-    def route(self, instrument: Instrument, sink: ReportSink) -> None:
-        """Nothing to wire: the backtest hands its reports to its order manager itself."""
-
-    def new_client_order_id(self) -> str:
-        """Return a fresh, deterministic ClOrdID."""
-        return f"BT{next(self._ids)}"
-
-    def submit(self, order: Order) -> None:
-        """Send a new order; it reaches the venue after the order latency."""
-        self._sim._request("new", order, None)
-
-    def cancel(self, order: Order, request: PendingRequest) -> None:
-        """Send a cancel."""
-        self._sim._request("cancel", order, request)
-
-    def replace(self, order: Order, request: PendingRequest) -> None:
-        """Send a cancel/replace (a new queue position at the venue)."""
-        self._sim._request("replace", order, request)
-
-    def request_status(self, order: Order) -> None:
-        """Ask for the order's status."""
-        self._sim._request("status", order, None)
-
-
 Progress = Callable[[int, int], None]
 Cancel = Callable[[], bool]
 
@@ -456,7 +407,7 @@ class GenericBacktest:
         if self.stp is not None:  # the live rules, counted on this run's bus
             self.stp.attach(self.bus, self.clock)
             self.router.stp = self.stp
-        self.venue = BacktestVenue(self)
+        self.venue = BacktestVenue(self._request)
         self.manager = self.router.add_instrument(self.instrument, self.venue)
         sym = self.instrument.symbol
         if self.level == "l2":
@@ -661,7 +612,7 @@ class GenericBacktest:
     def _sink(self) -> ReportSink:
         return self.manager
 
-    def _request(self, kind: str, order: Order, request: PendingRequest | None) -> None:
+    def _request(self, kind: Request, order: Order, request: PendingRequest | None) -> None:
         # Latencies of the event the strategies saw last, as the fast path takes them.
         self._sent_orders += kind == "new"
         now = self.clock.now_ns()

@@ -32,7 +32,9 @@ from engine.fix.codec import format_timestamp
 from engine.fix.message import FixMessage, Group, OutMessage
 from engine.fix.session import AppTemplate, FixSession, lookup_session
 from engine.instruments import Instrument
-from engine.oms.fixcodes import (
+from engine.sim.exchange import CLOSE_TEXT, SimCancelReject, SimExchange, SimReport
+from engine.types import BUY, L2_SET, L2_TRADE
+from engine.venues.fix.codes import (
     FIX_TO_ORD_TYPE,
     FIX_TO_SIDE,
     FIX_TO_TIF,
@@ -46,8 +48,6 @@ from engine.oms.fixcodes import (
     qty_lots,
     qty_text,
 )
-from engine.sim.exchange import CLOSE_TEXT, SimCancelReject, SimExchange, SimReport
-from engine.types import BUY, L2_SET, L2_TRADE
 
 log = get_log(__name__)
 

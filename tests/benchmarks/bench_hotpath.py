@@ -48,13 +48,13 @@ from engine.fix.message import OutMessage
 from engine.fix.session import FixSession
 from engine.instruments import Instrument
 from engine.marketdata import MarketData
-from engine.oms.fix_venue import FixVenue
 from engine.oms.order import Order
 from engine.oms.router import OrderRouter
 from engine.portfolio.positions import PositionBook
 from engine.strategy.examples import Taker
 from engine.strategy.runner import LiveContext, StrategyRunner
 from engine.types import BUY, L2_EVENT_DTYPE, L2_SET, SELL
+from engine.venues.fix.adapter import FixVenue
 from engine.warmup import warm_up
 from tests.benchmarks import judge
 from tests.factories import fix_pair

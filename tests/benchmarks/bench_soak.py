@@ -51,10 +51,10 @@ from engine.commands import Command, CommandResult
 from engine.core import Engine
 from engine.enums import OrdStatus, OrdType, Side, TimeInForce
 from engine.events import Event, OrderChanged, OrderFilled
-from engine.oms.fix_venue import FixVenue
 from engine.oms.order import Order
 from engine.oms.risk import RiskLimits
 from engine.trading import TradingDesk
+from engine.venues.fix.adapter import FixVenue
 from tests.benchmarks import judge
 
 ENGINE_ID = "soak"

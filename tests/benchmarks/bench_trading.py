@@ -40,13 +40,13 @@ from engine.fix.store import MemoryStore
 from engine.fix.transport import SocketAcceptor, SocketInitiator
 from engine.instruments import Instrument
 from engine.marketdata import MarketData
-from engine.oms.fix_venue import FixVenue
 from engine.oms.router import OrderRouter
 from engine.sim.exchange import FlowConfig, SimExchange, SimInstrument
 from engine.sim.fix_app import SimFixApplication
 from engine.strategy.examples import Taker
 from engine.strategy.runner import LiveContext, StrategyRunner
 from engine.types import BUY, L2_EVENT_DTYPE, L2_SET, SELL
+from engine.venues.fix.adapter import FixVenue
 from engine.warmup import warm_up
 from tests.benchmarks import judge
 from tests.factories import fix_pair

@@ -21,11 +21,11 @@ from engine.fix.settings import SessionSettings
 from engine.fix.store import FileStore, MemoryStore, MessageStore
 from engine.fix.transport import SocketAcceptor, SocketInitiator
 from engine.instruments import Instrument
-from engine.oms.fix_venue import FixVenue
 from engine.oms.order import Order
 from engine.oms.router import OrderRouter
 from engine.sim.exchange import FlowConfig, SimExchange, SimInstrument
 from engine.sim.fix_app import SimFixApplication
+from engine.venues.fix.adapter import FixVenue
 
 pytestmark = pytest.mark.integration
 

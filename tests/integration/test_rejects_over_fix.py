@@ -16,9 +16,9 @@ from engine.enums import AlertLevel, OrdStatus, Side
 from engine.events import Alert
 from engine.fix.application import SessionID
 from engine.fix.message import FixMessage, OutMessage
-from engine.oms.fix_venue import FixVenue
 from engine.oms.order import Order, PendingRequest
 from engine.sim.fix_app import SimFixApplication
+from engine.venues.fix.adapter import FixVenue
 from tests.integration.test_oms_over_fix import Rig, fix_rig
 
 pytestmark = pytest.mark.integration

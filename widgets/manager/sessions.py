@@ -1016,7 +1016,7 @@ def _escape(text: str) -> str:
 
 
 def _file_read(detail: str) -> str | None:
-    # "reloaded from /path/sessions.cfg ([SESSION] at line 10): ..." (engine.fixlink).
+    # "reloaded from /path/sessions.cfg ([SESSION] at line 10): ..." (engine.venues.fix.link).
     head, sep, _rest = detail.partition(" ([SESSION] at line ")
     if not sep or not head.startswith("reloaded from "):
         return None

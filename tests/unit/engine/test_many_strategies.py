@@ -18,9 +18,9 @@ from engine.enums import EngineState, OrdStatus, TimeInForce
 from engine.events import EventRecord, OrderFilled, OrderView, PositionChanged
 from engine.marketdata import MarketData
 from engine.sim.exchange import SimExchange
-from engine.sim.venue import SimVenue
 from engine.strategy.base import BookView, Strategy
 from engine.trading import TradingDesk
+from engine.venues.sim.adapter import SimVenue
 
 pytestmark = pytest.mark.integration
 

@@ -15,9 +15,9 @@ from engine.enums import Side
 from engine.events import BookUpdated, OrderChanged, TradeReported
 from engine.instruments import Instrument
 from engine.marketdata import MarketData
-from engine.oms.fix_venue import FixVenue
 from engine.oms.router import OrderRouter
 from engine.types import BUY, L2_EVENT_DTYPE, L2_SET, L2_TRADE, SELL
+from engine.venues.fix.adapter import FixVenue
 from tests.factories import fix_pair
 
 ES = Instrument(symbol="ESZ6", tick_size=Decimal("0.25"), multiplier=Decimal(50))

@@ -32,7 +32,17 @@ from engine.fix.session import BUSINESS_REJECT_TEXTS, AppTemplate, FixSession
 from engine.fix.validation import REJECT_TEXTS
 from engine.instruments import Instrument
 from engine.marketdata import MarketData
-from engine.oms.fixcodes import (
+from engine.oms.order import Order, PendingRequest
+from engine.oms.venue import (
+    CancelReject,
+    ExecutionReport,
+    RejectReason,
+    ReportSink,
+    Request,
+    clordid_prefix,
+)
+from engine.types import BUY, L2_CLEAR, L2_EVENT_DTYPE, L2_SET, L2_TRADE, SELL
+from engine.venues.fix.codes import (
     FIX_TO_ORD_TYPE,
     FIX_TO_SIDE,
     FIX_TO_TIF,
@@ -44,16 +54,6 @@ from engine.oms.fixcodes import (
     fix_to_exec_type,
     fix_to_ord_status,
 )
-from engine.oms.order import Order, PendingRequest
-from engine.oms.venue import (
-    CancelReject,
-    ExecutionReport,
-    RejectReason,
-    ReportSink,
-    Request,
-    clordid_prefix,
-)
-from engine.types import BUY, L2_CLEAR, L2_EVENT_DTYPE, L2_SET, L2_TRADE, SELL
 
 log = get_log(__name__)
 

@@ -24,10 +24,10 @@ from engine.fix.session import FixSession
 from engine.fix.settings import SessionSettings
 from engine.fix.store import MemoryStore
 from engine.instruments import Instrument
-from engine.oms.fix_venue import FixVenue
-from engine.oms.fixcodes import ORD_TYPE_TO_FIX, SIDE_TO_FIX, TIF_TO_FIX, px_text, qty_text
 from engine.oms.order import Order, PendingRequest
 from engine.oms.venue import CancelReject, ExecutionReport, RejectReason, Request
+from engine.venues.fix.adapter import FixVenue
+from engine.venues.fix.codes import ORD_TYPE_TO_FIX, SIDE_TO_FIX, TIF_TO_FIX, px_text, qty_text
 from tests.factories import fix_pair
 
 ES = Instrument(symbol="ESZ6", tick_size=Decimal("0.25"), multiplier=Decimal(50))

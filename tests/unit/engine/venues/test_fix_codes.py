@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.instruments import Instrument
-from engine.oms import fixcodes
-from engine.oms.fixcodes import FixNumbers, FixValueError, px_text, px_ticks, qty_lots, qty_text
+from engine.venues.fix import codes as fixcodes
+from engine.venues.fix.codes import FixNumbers, FixValueError, px_text, px_ticks, qty_lots, qty_text
 
 CL = Instrument(symbol="CLF7", tick_size=Decimal("0.01"), multiplier=Decimal(1000))
 

@@ -410,7 +410,7 @@ class FixLink:
     ) -> None:
         """Log out, replace the session with one built from ``new`` and connect again."""
         from engine.fix.cli import build_session
-        from engine.oms.fix_venue import FixVenue
+        from engine.venues.fix.adapter import FixVenue
 
         old = t.session
         sid = str(old.session_id)

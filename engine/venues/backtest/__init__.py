@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: MIT
+"""The generic backtest's venue (``adapter``)."""
