@@ -30,7 +30,8 @@ from engine.journaling import JournalComponent, recover_day
 from engine.logfeed import LogFeed
 from engine.marketdata import MarketData
 from engine.oms.risk import RiskLimits
-from engine.sim.exchange import FlowConfig, SimExchange, SimInstrument, SimReport, id_epoch
+from engine.oms.venue import ExecutionReport
+from engine.sim.exchange import FlowConfig, SimExchange, SimInstrument, id_epoch
 from engine.sim.fix_app import SimFixApplication
 from engine.strategy.examples import MarketMaker
 from engine.trading import TradingDesk
@@ -79,7 +80,7 @@ class SimPump:
     """
 
     exchange: SimExchange
-    deliver: Callable[[list[SimReport]], object]
+    deliver: Callable[[list[ExecutionReport]], object]
     publish: Callable[[npt.NDArray[np.void]], object]
     engine: Engine | None = None
     interval_s: float = 0.02

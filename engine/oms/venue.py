@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
-from engine.enums import ExecType, OrdStatus, Side
+from engine.enums import ExecType, OrdStatus, OrdType, Side
 from engine.instruments import Instrument
 from engine.oms.order import Order, PendingRequest
 
@@ -125,6 +125,13 @@ class ExecutionReport:
     poss_dup: bool = False  # PossDupFlag <43>: the session resent it (it may be old news)
     ts_event: int = 0  # TransactTime <60>, ns
     ts_recv: int = 0  # local receive time, ns
+    symbol: str = ""  # Symbol <55>, "" when the adapter leaves it out
+    ord_type: OrdType | None = None  # OrdType <40>
+    avg_px_ticks: float = 0.0  # AvgPx <6>, in ticks
+    maker: bool = False  # a fill of a resting order (LastLiquidityInd <851> = 1)
+    #: The venue's client the report is addressed to, where one venue serves several (the
+    #: simulator's owners); 0 otherwise.
+    client: int = 0
 
     @property
     def resent(self) -> bool:
@@ -144,6 +151,7 @@ class CancelReject:
     reason: int | None = None  # CxlRejReason <102>
     text: str = ""  # Text <58>
     ts_recv: int = 0
+    client: int = 0  # as ExecutionReport.client
 
 
 class ReportSink(Protocol):

@@ -2,11 +2,12 @@
 """The simulated exchange: one matcher per instrument, client orders, synthetic flow, market data.
 
 :class:`SimExchange` knows nothing of FIX: a FIX acceptor (``engine.sim.fix_app``) or an
-in-process caller submits client orders and gets :class:`SimReport` s back (acks, fills,
-cancels, replaces and rejects with reasons). Simulated participants — a random walk of the
-fair price, passive orders around it, cancels and aggressive orders at configurable rates —
-make prices move and fill resting client orders. Every book change and trade is also queued as
-``L2_EVENT_DTYPE`` rows for market data (FIX or in-process).
+in-process caller submits client orders and gets the order manager's own report types back
+(``engine.oms.venue.ExecutionReport`` and ``CancelReject``, addressed to a client by
+``client``: acks, fills, cancels, replaces and rejects with reasons). Simulated participants
+— a random walk of the fair price, passive orders around it, cancels and aggressive orders at
+configurable rates — make prices move and fill resting client orders. Every book change and
+trade is also queued as ``L2_EVENT_DTYPE`` rows for market data (FIX or in-process).
 
 Deterministic: with the same seed and the same sequence of calls and times, the same fills.
 """
@@ -21,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.enums import ExecType, OrdStatus, OrdType, Side, TimeInForce
+from engine.events import fast_constructor
 from engine.instruments import Instrument
 from engine.matching.matcher import (
     EV_KIND,
@@ -33,6 +35,7 @@ from engine.matching.matcher import (
     Matcher,
 )
 from engine.oms.order import TERMINAL
+from engine.oms.venue import CancelReject, ExecutionReport
 from engine.types import (
     BUY,
     CMD_CANCEL,
@@ -65,6 +68,9 @@ from engine.types import (
 
 _DONE = TERMINAL  # an order in one of these states leaves the exchange
 
+#: The exchange answers in the order manager's own report types (built fast: one per event).
+_report = fast_constructor(ExecutionReport)
+
 
 def id_epoch(now_ns: int) -> str:
     """Return an id prefix unique to a venue run started at ``now_ns`` (base 36 milliseconds).
@@ -84,7 +90,7 @@ def id_epoch(now_ns: int) -> str:
 class Playback(Protocol):
     """A recorded market played into the exchange (``engine.sim.playback.TickPlayback``)."""
 
-    def step(self, now_ns: int) -> list["SimReport"]:
+    def step(self, now_ns: int) -> list["ExecutionReport"]:
         """Play everything due by ``now_ns``; return the client reports it caused."""
         ...
 
@@ -168,46 +174,6 @@ class SimInstrument:
     start_px_ticks: int
     n_levels: int = 4000  # price range: start ± n_levels / 2
     flow: FlowConfig = FlowConfig()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SimReport:
-    """What the exchange tells one client about one of its orders (an ExecutionReport)."""
-
-    owner: int
-    client_order_id: str  # ClOrdID <11> (of the cancel/replace request when answering one)
-    orig_client_order_id: str  # OrigClOrdID <41>, "" for new orders
-    venue_order_id: str  # OrderID <37>
-    exec_id: str  # ExecID <17>
-    exec_type: ExecType
-    ord_status: OrdStatus
-    symbol: str
-    side: Side
-    ord_type: OrdType
-    order_qty_lots: int
-    px_ticks: int
-    last_qty_lots: int
-    last_px_ticks: int
-    leaves_qty_lots: int
-    cum_qty_lots: int
-    avg_px_ticks: float
-    text: str
-    maker: bool  # fill: our order rested (LastLiquidityInd <851> = 1)
-    ts_event: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SimCancelReject:
-    """The exchange refuses a cancel or replace (an OrderCancelReject <9>)."""
-
-    owner: int
-    client_order_id: str
-    orig_client_order_id: str
-    venue_order_id: str  # "NONE" when the order is unknown
-    ord_status: OrdStatus
-    response_to_replace: bool
-    reason: int  # CxlRejReason <102>: 0 too late, 1 unknown order, 3 pending
-    text: str
 
 
 class _Order:
@@ -318,7 +284,7 @@ class SimExchange:
         ord_type: OrdType,
         time_in_force: TimeInForce,
         ts: int,
-    ) -> list[SimReport]:
+    ) -> list[ExecutionReport]:
         """Enter a client's new order; return the reports for every client it touched."""
         book = self.books.get(symbol)
         key = (owner, client_order_id)
@@ -360,7 +326,7 @@ class SimExchange:
 
     def cancel(
         self, owner: int, client_order_id: str, orig_client_order_id: str, ts: int
-    ) -> list[SimReport] | SimCancelReject:
+    ) -> list[ExecutionReport] | CancelReject:
         """Cancel a client's order (OrderCancelRequest <F>)."""
         order = self._client_order(owner, orig_client_order_id)
         if order is None or order.status not in (OrdStatus.NEW, OrdStatus.PARTIALLY_FILLED):
@@ -383,7 +349,7 @@ class SimExchange:
         qty_lots: int,
         px_ticks: int,
         ts: int,
-    ) -> list[SimReport] | SimCancelReject:
+    ) -> list[ExecutionReport] | CancelReject:
         """Change quantity and price of a client's order (OrderCancelReplaceRequest <G>)."""
         order = self._client_order(owner, orig_client_order_id)
         book = self.books[order.symbol] if order is not None else None
@@ -416,7 +382,7 @@ class SimExchange:
             order.type, order.tif, extra_px=old_px,
         )  # fmt: skip
 
-    def status(self, owner: int, client_order_id: str, ts: int) -> SimReport | None:
+    def status(self, owner: int, client_order_id: str, ts: int) -> ExecutionReport | None:
         """Return the current state of a client's order (OrderStatusRequest <H>).
 
         A finished order (filled, canceled, expired) is reported in its final state; ``None``
@@ -430,16 +396,18 @@ class SimExchange:
 
     def unknown_status(
         self, owner: int, client_order_id: str, symbol: str, side: Side, ts: int
-    ) -> SimReport:
+    ) -> ExecutionReport:
         """Return the answer to a status request for an order this exchange does not know."""
         rep = self._reject(
             owner, client_order_id, symbol, side, OrdType.LIMIT, 0, 0, "unknown order", ts
         )
         return replace(rep, exec_type=ExecType.ORDER_STATUS)
 
-    def cancel_owner(self, owner: int, ts: int, text: str = DISCONNECT_TEXT) -> list[SimReport]:
+    def cancel_owner(
+        self, owner: int, ts: int, text: str = DISCONNECT_TEXT
+    ) -> list[ExecutionReport]:
         """Cancel every working order of a client, saying why (default: cancel on disconnect)."""
-        out: list[SimReport] = []
+        out: list[ExecutionReport] = []
         for order in list(self._orders.values()):
             if order.owner == owner and order.status in (OrdStatus.NEW, OrdStatus.PARTIALLY_FILLED):
                 out += self._run(
@@ -480,9 +448,9 @@ class SimExchange:
         return bids, asks
 
     # ------------------------------------------------------------------ participants
-    def seed_books(self, ts: int, levels: int = 5, qty_lots: int = 5) -> list[SimReport]:
+    def seed_books(self, ts: int, levels: int = 5, qty_lots: int = 5) -> list[ExecutionReport]:
         """Rest participant orders on ``levels`` ticks either side of each fair price."""
-        out: list[SimReport] = []
+        out: list[ExecutionReport] = []
         for book in self.books.values():
             fair = round(book.fair)
             for d in range(1, levels + 1):
@@ -490,7 +458,7 @@ class SimExchange:
                 out += self._flow_order(book, SELL, fair + d, qty_lots, ORD_LIMIT, ts)
         return out
 
-    def step(self, now_ns: int) -> list[SimReport]:
+    def step(self, now_ns: int) -> list[ExecutionReport]:
         """Let the participants act for the time since the last step; return client reports."""
         if self._last_step_ns is None:
             self._last_step_ns = now_ns
@@ -499,7 +467,7 @@ class SimExchange:
         if dt <= 0:
             return []
         self._last_step_ns = now_ns
-        out: list[SimReport] = []
+        out: list[ExecutionReport] = []
         for playback in self._playbacks:
             out += playback.step(now_ns)
         for book in self.books.values():
@@ -513,7 +481,7 @@ class SimExchange:
 
     def add_flow_order(
         self, symbol: str, side: int, px: int, qty: int, ts: int, *, ioc: bool = False
-    ) -> tuple[int, list[SimReport]]:
+    ) -> tuple[int, list[ExecutionReport]]:
         """Enter a participant order (resting, or IOC); return its id and the client reports.
 
         Unlike the random participants' orders, these are never canceled by the flow.
@@ -531,7 +499,7 @@ class SimExchange:
         order = self._orders.get(oid)
         return 0 if order is None else order.qty - order.cum
 
-    def reduce_flow_order(self, oid: int, leaves: int, ts: int) -> list[SimReport]:
+    def reduce_flow_order(self, oid: int, leaves: int, ts: int) -> list[ExecutionReport]:
         """Reduce a participant order to ``leaves`` lots (keeping its place), or cancel it."""
         order = self._orders.get(oid)
         if order is None or leaves >= order.qty - order.cum:
@@ -544,12 +512,12 @@ class SimExchange:
             book, ts, oid, order.px, leaves, FLOW_OWNER, order.side, CMD_REPLACE, ORD_LIMIT, 1
         )
 
-    def _flow(self, book: _Book, dt: float, ts: int) -> list[SimReport]:
+    def _flow(self, book: _Book, dt: float, ts: int) -> list[ExecutionReport]:
         flow, rng = book.listing.flow, self.rng
         book.fair += float(rng.normal(0.0, flow.volatility_ticks * math.sqrt(dt)))
         margin = flow.depth_ticks + 2
         book.fair = min(max(book.fair, book.px_min + margin), book.px_max - margin)
-        out: list[SimReport] = []
+        out: list[ExecutionReport] = []
         for _ in range(min(int(rng.poisson(flow.events_per_second * dt)), 10_000)):
             u = float(rng.random())
             side = BUY if rng.random() < 0.5 else SELL
@@ -569,7 +537,7 @@ class SimExchange:
                 out += self._flow_order(book, side, px, qty, ORD_LIMIT, ts, ioc=True)
         return out
 
-    def _cancel_flow(self, book: _Book, ts: int) -> list[SimReport]:
+    def _cancel_flow(self, book: _Book, ts: int) -> list[ExecutionReport]:
         # A random resting participant order leaves the book.
         if not book.flow_ids:
             return []
@@ -592,7 +560,7 @@ class SimExchange:
         ts: int,
         *,
         ioc: bool = False,
-    ) -> list[SimReport]:
+    ) -> list[ExecutionReport]:
         px = min(max(px, book.px_min), book.px_max)
         oid = self._new_id()
         order = _Order(oid, FLOW_OWNER, "", book.symbol, side, qty, px, ord_type, 3 if ioc else 1)
@@ -618,7 +586,7 @@ class SimExchange:
         ord_type: int,
         tif: int,
         extra_px: int | None = None,
-    ) -> list[SimReport]:
+    ) -> list[ExecutionReport]:
         # One command through the book's matcher; its events applied to the orders, the
         # client reports returned and the levels it touched queued as market data.
         events = book.matcher.submit_one(ts, oid, px, qty, owner, side, action, ord_type, tif)
@@ -627,7 +595,7 @@ class SimExchange:
             touched.add((side, px))
         if extra_px is not None:
             touched.add((side, extra_px))
-        out: list[SimReport] = []
+        out: list[ExecutionReport] = []
         orders = self._orders
         for ev in events:
             order = orders.get(ev[EV_ORDER_ID])
@@ -681,7 +649,7 @@ class SimExchange:
 
     def _report(
         self, order: _Order, et: ExecType, ts: int, ev: tuple[int, ...] | None = None
-    ) -> SimReport:
+    ) -> ExecutionReport:
         self._exec_n += 1
         fill = ev is not None and et is ExecType.TRADE
         leaves = (
@@ -695,8 +663,8 @@ class SimExchange:
             text = _MARKET_REMAINDER_TEXT
         else:
             text = _REASON_TEXT.get(reason, f"matcher reason code {reason}")
-        return SimReport(
-            owner=order.owner,
+        return _report(
+            client=order.owner,
             client_order_id=order.clordid,
             orig_client_order_id=order.orig if et in (ExecType.CANCELED, ExecType.REPLACED) else "",
             venue_order_id=f"{self._epoch}{order.id}",
@@ -716,6 +684,7 @@ class SimExchange:
             text=text,
             maker=fill and ev is not None and ev[EV_LIQUIDITY] != LIQ_TAKER,
             ts_event=ts,
+            ts_recv=ts,
         )
 
     def _reject(
@@ -729,10 +698,10 @@ class SimExchange:
         px: int,
         text: str,
         ts: int,
-    ) -> SimReport:
+    ) -> ExecutionReport:
         self._exec_n += 1
-        return SimReport(
-            owner=owner,
+        return _report(
+            client=owner,
             client_order_id=clordid,
             orig_client_order_id="",
             venue_order_id="NONE",
@@ -752,6 +721,7 @@ class SimExchange:
             text=text,
             maker=False,
             ts_event=ts,
+            ts_recv=ts,
         )
 
     def refuse_new(
@@ -763,7 +733,7 @@ class SimExchange:
         ord_type: OrdType,
         text: str,
         ts: int,
-    ) -> SimReport:
+    ) -> ExecutionReport:
         """Return the reject of a new order refused before it reached the book, with ``text``.
 
         For what a gateway finds wrong (a price off the tick grid, ...); the order is not
@@ -774,7 +744,7 @@ class SimExchange:
     def refuse_cancel(
         self, owner: int, client_order_id: str, orig_client_order_id: str, text: str, *,
         replace: bool,
-    ) -> SimCancelReject:  # fmt: skip
+    ) -> CancelReject:  # fmt: skip
         """Return the refusal of a cancel or replace request with ``text`` (order left as is)."""
         order = self._client_order(owner, orig_client_order_id)
         return self._cancel_reject(owner, client_order_id, orig_client_order_id, order,
@@ -789,14 +759,14 @@ class SimExchange:
         *,
         replace: bool,
         text: str = "",
-    ) -> SimCancelReject:
+    ) -> CancelReject:
         what = "replace" if replace else "cancel"
         if order is None:
             known = self._by_client.get((owner, orig))
             done = self._final.get(known) if known is not None else None
             final = done.status if done is not None else None
-            return SimCancelReject(
-                owner=owner,
+            return CancelReject(
+                client=owner,
                 client_order_id=clordid,
                 orig_client_order_id=orig,
                 venue_order_id=f"{self._epoch}{known}" if known is not None else "NONE",
@@ -807,8 +777,8 @@ class SimExchange:
                 if final is not None
                 else f"unknown order: no order with ClOrdID {orig!r}",
             )
-        return SimCancelReject(
-            owner=owner,
+        return CancelReject(
+            client=owner,
             client_order_id=clordid,
             orig_client_order_id=orig,
             venue_order_id=f"{self._epoch}{order.id}",

@@ -32,7 +32,8 @@ from engine.fix.codec import format_timestamp
 from engine.fix.message import FixMessage, Group, OutMessage
 from engine.fix.session import AppTemplate, FixSession, lookup_session
 from engine.instruments import Instrument
-from engine.sim.exchange import CLOSE_TEXT, SimCancelReject, SimExchange, SimReport
+from engine.oms.venue import CancelReject, ExecutionReport
+from engine.sim.exchange import CLOSE_TEXT, SimExchange
 from engine.types import BUY, L2_SET, L2_TRADE
 from engine.venues.fix.codes import (
     FIX_TO_ORD_TYPE,
@@ -229,7 +230,7 @@ class SimFixApplication(Application):
         ins = self._instrument(m)
         clordid = self._req(m, 11).decode("latin-1")
         orig = self._req(m, 41).decode("latin-1")
-        result: list[SimReport] | SimCancelReject
+        result: list[ExecutionReport] | CancelReject
         if ins is None:
             symbol = self._req(m, 55).decode("latin-1")
             result = self.exchange.refuse_cancel(
@@ -271,15 +272,18 @@ class SimFixApplication(Application):
             ),
         )
 
-    def _answer(self, client: _Client, result: list[SimReport] | SimCancelReject) -> None:
-        if isinstance(result, SimCancelReject):
+    def _answer(self, client: _Client, result: list[ExecutionReport] | CancelReject) -> None:
+        if isinstance(result, CancelReject):
+            # The exchange always states both (the OMS type allows a venue to leave them out).
+            status = result.ord_status if result.ord_status is not None else OrdStatus.REJECTED
+            reason = result.reason if result.reason is not None else 99  # 99: Other
             body = [
                 (11, result.client_order_id.encode()),
                 (37, result.venue_order_id.encode()),
-                (39, ord_status_to_fix(result.ord_status)),
+                (39, ord_status_to_fix(status)),
                 (41, result.orig_client_order_id.encode()),
                 (58, result.text.encode()),
-                (102, b"%d" % result.reason),
+                (102, b"%d" % reason),
                 (434, b"2" if result.response_to_replace else b"1"),
             ]
             self._send(client, OutMessage(b"9", body))
@@ -287,7 +291,7 @@ class SimFixApplication(Application):
             self.dispatch(result)
 
     # ------------------------------------------------------------------ reports
-    def dispatch(self, reports: Iterable[SimReport]) -> None:
+    def dispatch(self, reports: Iterable[ExecutionReport]) -> None:
         """Send each report to its client's session.
 
         A client that is not logged on gets it as QuickFIX's ``sendToTarget`` would: numbered
@@ -296,7 +300,7 @@ class SimFixApplication(Application):
         """
         by_owner = self._by_owner
         for r in reports:
-            client = by_owner.get(r.owner)
+            client = by_owner.get(r.client)
             if client is None:
                 continue
             session = lookup_session(client.session_id)
@@ -318,7 +322,7 @@ class SimFixApplication(Application):
                 template = templates[tags] = session.template(b"8", [(t, None) for t in tags])
             session.send_template(template, [v for _, v in fields])
 
-    def _execution_report(self, client: _Client, r: SimReport) -> OutMessage:
+    def _execution_report(self, client: _Client, r: ExecutionReport) -> OutMessage:
         return OutMessage(b"8", self._report_fields(client, r))
 
     def _numbers(self, symbol: str) -> FixNumbers | None:
@@ -330,7 +334,7 @@ class SimFixApplication(Application):
             nums = self._nums[symbol] = FixNumbers(ins)
         return nums
 
-    def _report_fields(self, client: _Client, r: SimReport) -> list[tuple[int, bytes]]:
+    def _report_fields(self, client: _Client, r: ExecutionReport) -> list[tuple[int, bytes]]:
         # The fields of an ExecutionReport <8> for ``r``, in ascending tag order.
         nums = self._numbers(r.symbol)
         bs = client.session_id.begin_string
@@ -373,6 +377,7 @@ class SimFixApplication(Application):
             body.append((41, r.orig_client_order_id.encode()))
         if r.px_ticks and r.ord_type is OrdType.LIMIT:
             body.append((44, px(r.px_ticks)))
+        assert r.side is not None, "the exchange states the side of every report"
         body += [(54, SIDE_TO_FIX[r.side]), (55, r.symbol.encode())]
         if r.text:
             body.append((58, r.text.encode()))

@@ -27,7 +27,8 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.instruments import Instrument
-from engine.sim.exchange import FlowConfig, SimExchange, SimInstrument, SimReport
+from engine.oms.venue import ExecutionReport
+from engine.sim.exchange import FlowConfig, SimExchange, SimInstrument
 from engine.types import BUY, L2_CLEAR, L2_EVENT_DTYPE, L2_SET, L2_TRADE, SELL
 
 
@@ -101,9 +102,9 @@ class TickPlayback:
         recorded = self._t0 + int((now_ns - self._start) * self.speed)
         return int(np.searchsorted(self._ts, recorded, side="right"))
 
-    def step(self, now_ns: int) -> list[SimReport]:
+    def step(self, now_ns: int) -> list[ExecutionReport]:
         """Play every recorded event due by ``now_ns``; return the client reports."""
-        out: list[SimReport] = []
+        out: list[ExecutionReport] = []
         n = len(self._kind)
         while n:
             end = self.due(now_ns)
@@ -121,7 +122,7 @@ class TickPlayback:
                 out += self._set(key, 0, now_ns)
         return out
 
-    def _play(self, i: int, ts: int) -> list[SimReport]:
+    def _play(self, i: int, ts: int) -> list[ExecutionReport]:
         kind = self._kind[i]
         if kind == L2_SET:
             return self._set((self._side[i], self._px[i]), self._qty[i], ts)
@@ -148,11 +149,11 @@ class TickPlayback:
             return SELL
         return BUY
 
-    def _set(self, key: tuple[int, int], qty: int, ts: int) -> list[SimReport]:
+    def _set(self, key: tuple[int, int], qty: int, ts: int) -> list[ExecutionReport]:
         ex = self.exchange
         ids = [oid for oid in self._levels[key] if ex.flow_leaves(oid) > 0]
         have = sum(ex.flow_leaves(oid) for oid in ids)
-        out: list[SimReport] = []
+        out: list[ExecutionReport] = []
         if qty > have:
             oid, rep = ex.add_flow_order(self.symbol, key[0], key[1], qty - have, ts)
             out += rep

@@ -7,6 +7,7 @@ delivered through ``defer`` (``loop.call_soon`` on the engine loop), never re-en
 the call that caused them, exactly as answers from a socket would arrive.
 """
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Iterable, Mapping
 
@@ -21,7 +22,7 @@ from engine.oms.venue import (
     Request,
     clordid_prefix,
 )
-from engine.sim.exchange import SimCancelReject, SimExchange, SimReport
+from engine.sim.exchange import SimExchange
 
 Deliver = Callable[[Callable[[], None]], object]
 
@@ -120,19 +121,10 @@ class SimVenue:
         if report is not None:
             self.deliver([report])
 
-    def _answer(self, symbol: str, result: list[SimReport] | SimCancelReject) -> None:
-        if isinstance(result, SimCancelReject):
+    def _answer(self, symbol: str, result: list[ExecutionReport] | CancelReject) -> None:
+        if isinstance(result, CancelReject):
             sink = self._sinks[symbol]
-            rej = CancelReject(
-                client_order_id=result.client_order_id,
-                orig_client_order_id=result.orig_client_order_id,
-                venue_order_id=result.venue_order_id,
-                ord_status=result.ord_status,
-                response_to_replace=result.response_to_replace,
-                reason=result.reason,
-                text=result.text,
-                ts_recv=self.clock.now_ns(),
-            )
+            rej = dataclasses.replace(result, ts_recv=self.clock.now_ns())
 
             def run() -> None:
                 sink.on_cancel_reject(rej)
@@ -141,38 +133,19 @@ class SimVenue:
         else:
             self.deliver(result)
 
-    def deliver(self, reports: Iterable[SimReport]) -> None:
-        """Hand this client's reports to their order managers (later, via ``defer``)."""
-        mine = [r for r in reports if r.owner == self.owner]
+    def deliver(self, reports: Iterable[ExecutionReport]) -> None:
+        """Hand this client's reports to their order managers (later, via ``defer``).
+
+        The exchange answers in the order manager's own types, stamped at its own time (the
+        clock is shared: that is when this adapter receives them).
+        """
+        owner = self.owner
+        mine = [(self._sinks[r.symbol], r) for r in reports if r.client == owner]
         if not mine:
             return
-        now = self.clock.now_ns()
-        batch = [(self._sinks[r.symbol], to_execution_report(r, now)) for r in mine]
 
         def run() -> None:
-            for sink, rep in batch:
+            for sink, rep in mine:
                 sink.on_execution_report(rep)
 
         self.defer(run)
-
-
-def to_execution_report(r: SimReport, ts_recv: int) -> ExecutionReport:
-    """Convert an exchange report into the order manager's normalized report."""
-    return ExecutionReport(
-        client_order_id=r.client_order_id,
-        orig_client_order_id=r.orig_client_order_id,
-        venue_order_id=r.venue_order_id,
-        exec_id=r.exec_id,
-        exec_type=r.exec_type,
-        ord_status=r.ord_status,
-        side=r.side,
-        leaves_qty_lots=r.leaves_qty_lots,
-        cum_qty_lots=r.cum_qty_lots,
-        last_qty_lots=r.last_qty_lots,
-        last_px_ticks=r.last_px_ticks,
-        order_qty_lots=r.order_qty_lots,
-        px_ticks=r.px_ticks,
-        text=r.text,
-        ts_event=r.ts_event,
-        ts_recv=ts_recv,
-    )

@@ -100,7 +100,7 @@ def test_playback_of_a_stored_day_rebuilds_the_recorded_touch(store: Path) -> No
     ex.submit(5, "C1", "BTCUSDT", Side.BUY, 1, bids[0][0], OrdType.LIMIT, TimeInForce.DAY, t_half)
     reps = ex.step(int(near["ts"][-1] - near["ts"][0]))
     assert pb.done
-    assert [(r.owner, r.last_qty_lots, r.last_px_ticks) for r in reps] == [(5, 1, bids[0][0])]
+    assert [(r.client, r.last_qty_lots, r.last_px_ticks) for r in reps] == [(5, 1, bids[0][0])]
 
 
 ES = ROOT.parent / "shared" / "data" / "cme_globex_esh4_mbo_2023-12-25"

@@ -6,7 +6,8 @@ import pytest
 
 from engine.book.l2 import L2Books
 from engine.enums import ExecType, OrdStatus, OrdType, Side, TimeInForce
-from engine.sim.exchange import FlowConfig, SimCancelReject, SimExchange, SimInstrument
+from engine.oms.venue import CancelReject
+from engine.sim.exchange import FlowConfig, SimExchange, SimInstrument
 from tests.factories import make_instrument
 
 LIMIT, DAY = OrdType.LIMIT, TimeInForce.DAY
@@ -30,8 +31,8 @@ def test_client_order_rests_then_is_filled_by_an_aggressor_with_maker_flag() -> 
     assert (ack.exec_type, ack.ord_status, ack.leaves_qty_lots) == (ExecType.NEW, OrdStatus.NEW, 3)
     # Another client sells 7 at 19_999: the participants' 5 lots at 19_999 are ahead of ours.
     reports = ex.submit(8, "B1", "ESZ6", Side.SELL, 7, 19_999, LIMIT, TimeInForce.IOC, ts=3)
-    ours = [r for r in reports if r.owner == 7]
-    theirs = [r for r in reports if r.owner == 8]
+    ours = [r for r in reports if r.client == 7]
+    theirs = [r for r in reports if r.client == 8]
     assert [(r.last_qty_lots, r.leaves_qty_lots, r.ord_status, r.maker) for r in ours] == [
         (2, 1, OrdStatus.PARTIALLY_FILLED, True)
     ]
@@ -52,10 +53,10 @@ def test_cancel_and_replace_and_their_rejects() -> None:
     (canceled,) = ex.cancel(7, "A3", "A2", ts=3)  # type: ignore[misc]
     assert (canceled.exec_type, canceled.ord_status) == (ExecType.CANCELED, OrdStatus.CANCELED)
     late = ex.cancel(7, "A4", "A3", ts=4)
-    assert isinstance(late, SimCancelReject)
+    assert isinstance(late, CancelReject)
     assert (late.reason, late.text) == (0, "too late to cancel: order is canceled")
     unknown = ex.cancel(7, "A5", "ZZ", ts=5)
-    assert isinstance(unknown, SimCancelReject)
+    assert isinstance(unknown, CancelReject)
     assert (unknown.reason, unknown.venue_order_id) == (1, "NONE")
 
 
@@ -113,13 +114,13 @@ def test_cancel_and_replace_rejects_name_the_problem() -> None:
     ex.submit(7, "A1", "ESZ6", Side.SELL, 3, 19_999, LIMIT, DAY, ts=2)  # alone in the book
     ex.submit(8, "B1", "ESZ6", Side.BUY, 2, 19_999, LIMIT, TimeInForce.IOC, ts=3)  # fills 2
     small = ex.replace(7, "A2", "A1", 2, 19_999, ts=4)
-    assert isinstance(small, SimCancelReject)
+    assert isinstance(small, CancelReject)
     assert small.text == "invalid replace: quantity 2 lots must exceed the 2 lots already filled"
     far = ex.replace(7, "A3", "A1", 5, 5, ts=5)
-    assert isinstance(far, SimCancelReject)
+    assert isinstance(far, CancelReject)
     assert far.text == "invalid replace: price 5 outside 18000..21999 ticks"
     unknown = ex.cancel(7, "A4", "NOPE", ts=6)
-    assert isinstance(unknown, SimCancelReject)
+    assert isinstance(unknown, CancelReject)
     assert unknown.text == "unknown order: no order with ClOrdID 'NOPE'"
     refused = ex.refuse_new(7, "A5", "ESZ6", Side.BUY, LIMIT, "price off the grid", ts=7)
     assert (refused.exec_type, refused.text, refused.venue_order_id) == (
