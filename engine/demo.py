@@ -195,17 +195,9 @@ def _fix_demo(
     )  # fmt: skip
     acceptor = SocketAcceptor([sim_session], host="127.0.0.1", port=0, clock=engine.clock)
 
-    def on_session(up: bool) -> None:
-        link.publish_status()
-        if up:
-            desk.reconcile()
-
-    venue = FixVenue(
-        engine.clock,
-        name="SIM-FIX",
-        defer=loop.call_soon,
-        on_session=lambda _sid, up: on_session(up),
-    )
+    # The desk reconciles the venue's working orders when its link comes up (VenueLinkChanged).
+    venue = FixVenue(engine.clock, name="SIM-FIX", defer=loop.call_soon,
+                     publish=engine.bus.publish)  # fmt: skip
     config = SessionSettings(begin_string="FIX.4.4", sender_comp_id=DEMO_CLIENT_COMP_ID,
                              target_comp_id=DEMO_SIM_COMP_ID, connection_type="initiator",
                              heart_bt_int=10, reset_on_logon=reset)  # fmt: skip

@@ -97,6 +97,20 @@ class SessionStatusChanged(Event):
     settings_file: str = ""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VenueLinkChanged(Event):
+    """A venue's order-entry link came up or went down, whatever the venue's protocol.
+
+    The trading desk asks the venue for the status of its working orders when the link comes
+    back up; the protocol's own events carry the detail (FIX: ``SessionStatusChanged``).
+    """
+
+    venue: str  # the venue's name (``engine.oms.venue.Venue.name``)
+    protocol: str  # "FIX", "OUCH", …
+    up: bool
+    detail: str = ""  # the protocol's words for the link (FIX: the session id)
+
+
 @dataclass(frozen=True, slots=True)
 class EventRecord:
     """One event as a client sees it: its sequence number in the engine's stream and the event.

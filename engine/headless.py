@@ -256,13 +256,9 @@ def _sessions_venues(
     loop = asyncio.get_event_loop()
     venues: dict[str, FixVenue] = {}
 
-    def on_session(_sid: object, up: bool) -> None:
-        link.publish_status()
-        if up:
-            desk.reconcile()
-
     for sid, s in initiators.items():
-        venue = FixVenue(engine.clock, name=sid, defer=loop.call_soon, on_session=on_session)
+        # The desk reconciles the venue's working orders when its link comes up.
+        venue = FixVenue(engine.clock, name=sid, defer=loop.call_soon, publish=engine.bus.publish)
         session = build_session(s, venue, path.parent, link.store_dir)
         venue.bind(session)
         if market is not None:

@@ -50,6 +50,7 @@ from engine.events import (
     RiskLimitsChanged,
     StrategyAdded,
     TradeReported,
+    VenueLinkChanged,
 )
 from engine.fastlog import get_log
 from engine.instruments import Instrument
@@ -133,6 +134,7 @@ class TradingDesk:
         bus.subscribe(TradeReported, self._on_trade)
         bus.subscribe(BookUpdated, self._on_book)
         bus.subscribe(OrderChanged, self._on_order)
+        bus.subscribe(VenueLinkChanged, self._on_link)
 
     # ------------------------------------------------------------------ set-up
     def add_instrument(self, instrument: Instrument, venue: Venue) -> None:
@@ -298,14 +300,24 @@ class TradingDesk:
         timeout_ns = int(self.answer_timeout_s * 1e9)
         return sum(m.check_unanswered(timeout_ns) for m in self.router.managers.values())
 
-    def reconcile(self) -> int:
-        """Ask the venues for the status of every working order; return how many were asked."""
+    def reconcile(self, venue: str | None = None) -> int:
+        """Ask the venues (or ``venue``) for the status of every working order there.
+
+        Returns how many were asked. Done when a venue's link comes back up
+        (:class:`VenueLinkChanged`): what happened to the orders meanwhile is told by the venue.
+        """
         n = 0
         for manager in self.router.managers.values():
+            if venue is not None and manager.venue.name != venue:
+                continue
             for order in list(manager.working()):
                 manager.request_status(order)
                 n += 1
         return n
+
+    def _on_link(self, ev: VenueLinkChanged) -> None:
+        if ev.up:
+            self.reconcile(ev.venue)
 
     def _book(self, symbol: str) -> BookView | None:
         return self.market.book(symbol) if self.market is not None else None

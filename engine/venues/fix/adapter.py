@@ -23,7 +23,7 @@ import numpy as np
 
 from engine.clock import Clock
 from engine.enums import OrdStatus, OrdType, TimeInForce
-from engine.events import OrderView, fast_constructor
+from engine.events import Event, OrderView, VenueLinkChanged, fast_constructor
 from engine.fastlog import get_log
 from engine.fix.application import Application, DoNotSend, IncorrectTagValue, SessionID
 from engine.fix.codec import decode_one, format_timestamp, parse_timestamp
@@ -120,8 +120,9 @@ class FixVenue(Application):
     defer : Callable | None
         Schedules a callable for later (``loop.call_soon``); refusals of requests that could
         not be sent are delivered through it, never inside the caller.
-    on_session : Callable[[SessionID, bool], object] | None
-        Told when the session logs on (True) or off (False).
+    publish : Callable[[Event], object] | None
+        Where the link's ``VenueLinkChanged`` goes (the engine's ``bus.publish``) when the
+        session logs on or off.
     """
 
     def __init__(
@@ -130,12 +131,12 @@ class FixVenue(Application):
         *,
         name: str = "FIX",
         defer: Callable[[Callable[[], None]], object] | None = None,
-        on_session: Callable[[SessionID, bool], object] | None = None,
+        publish: Callable[[Event], object] | None = None,
     ) -> None:
         self.clock = clock
         self._name = name
         self.defer = defer or (lambda fn: fn())
-        self.on_session = on_session
+        self.publish = publish
         self.session: FixSession | None = None
         self.instruments: dict[str, Instrument] = {}
         self._sinks: dict[str, ReportSink] = {}
@@ -457,8 +458,7 @@ class FixVenue(Application):
 
     def on_logon(self, session_id: SessionID) -> None:
         """Report the logon; subscribe to market data when a market is attached."""
-        if self.on_session is not None:
-            self.on_session(session_id, True)
+        self._link_changed(session_id, True)
         if self.market is not None and self.session is not None:
             # One request per symbol: a venue rejects a whole request for one symbol it does not
             # publish (MarketDataRequestReject <Y>), and must not starve the others.
@@ -476,8 +476,15 @@ class FixVenue(Application):
 
     def on_logout(self, session_id: SessionID) -> None:
         """Report the logout."""
-        if self.on_session is not None:
-            self.on_session(session_id, False)
+        self._link_changed(session_id, False)
+
+    def _link_changed(self, session_id: SessionID, up: bool) -> None:
+        if self.publish is not None:
+            ev = VenueLinkChanged(
+                ts_event=self.clock.now_ns(), venue=self._name, protocol="FIX", up=up,
+                detail=str(session_id),
+            )  # fmt: skip
+            self.publish(ev)
 
     def from_admin(self, message: FixMessage, session_id: SessionID) -> None:
         """Map a session Reject <3> of an order message back to its order by RefSeqNum <45>."""

@@ -30,7 +30,7 @@ from engine.commands import (
 )
 from engine.core import Engine
 from engine.enums import SessionState
-from engine.events import Event, FixMessageSeen, SessionStatusChanged
+from engine.events import Event, FixMessageSeen, SessionStatusChanged, VenueLinkChanged
 from engine.fastlog import get_log
 from engine.fix.codec import parse_timestamp
 from engine.fix.log import NullLog, SessionLog
@@ -183,6 +183,12 @@ class FixLink:
         self._tracked: list[_Tracked] = []
         self._startup: list[Callable[[], Awaitable[None]]] = []
         self._tasks: list[asyncio.Task[None]] = []
+        # A FIX venue's logon or logout: every session's status at once, not at the next tick.
+        bus.subscribe(VenueLinkChanged, self._on_link)
+
+    def _on_link(self, ev: VenueLinkChanged) -> None:
+        if ev.protocol == "FIX":
+            self.publish_status()
 
     def track(
         self,
