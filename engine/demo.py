@@ -36,6 +36,7 @@ from engine.sim.fix_app import SimFixApplication
 from engine.strategy.examples import MarketMaker
 from engine.trading import TradingDesk
 from engine.venues.fix.adapter import FixVenue
+from engine.venues.fix.feed import FixMarketData
 from engine.venues.fix.link import BusLog, FixLink
 from engine.venues.sim.adapter import SimVenue
 
@@ -222,7 +223,7 @@ def _fix_demo(
         session.store.reset(engine.clock.now_ns())
         sim_session.store.reset(engine.clock.now_ns())
     venue.bind(session)
-    venue.set_market_data(market)
+    venue.set_feed(FixMarketData(market, engine.clock))
     initiator = SocketInitiator(session, [("127.0.0.1", 0)], reconnect_interval=1.0,
                                 clock=engine.clock)  # fmt: skip
     link.add_acceptor(acceptor, track=False)

@@ -237,6 +237,7 @@ def _sessions_venues(
     from engine.instruments import Instrument
     from engine.marketdata import MarketData
     from engine.venues.fix.adapter import FixVenue
+    from engine.venues.fix.feed import FixMarketData
     from engine.venues.fix.link import FixLink
 
     path = cfg.resolve(cfg.sessions_file)
@@ -262,7 +263,7 @@ def _sessions_venues(
         session = build_session(s, venue, path.parent, link.store_dir)
         venue.bind(session)
         if market is not None:
-            venue.set_market_data(market)
+            venue.set_feed(FixMarketData(market, engine.clock))
         initiator = SocketInitiator(session, s.connect_addresses(),
                                     reconnect_interval=float(s.reconnect_interval),
                                     clock=engine.clock)  # fmt: skip

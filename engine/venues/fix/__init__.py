@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The FIX venue: order entry (``adapter``), code tables (``codes``), session links (``link``).
+"""The FIX venue: order entry (``adapter``), market data (``feed``), codes, session links.
 
 The links come from a QuickFIX settings file; the adapter trades through one initiator session.
 """

@@ -5,7 +5,8 @@
 FIX :class:`engine.fix.application.Application` (its initiator session calls it). It sends
 NewOrderSingle <D>, OrderCancelRequest <F>, OrderCancelReplaceRequest <G> and
 OrderStatusRequest <H>, and turns ExecutionReport <8>, OrderCancelReject <9>, session Reject
-<3> and BusinessMessageReject <j> into the order manager's calls. A request that cannot go out
+<3> and BusinessMessageReject <j> into the order manager's calls; market data on the same
+session goes to the feed it carries (``engine.venues.fix.feed``). A request that cannot go out
 because the session is not logged on is refused at once — it is never queued to surprise the
 market later.
 
@@ -19,8 +20,6 @@ message goes out under just before sending it, to map a session Reject back to t
 import itertools
 from collections.abc import Callable, Mapping
 
-import numpy as np
-
 from engine.clock import Clock
 from engine.enums import OrdStatus, OrdType, TimeInForce
 from engine.events import Event, OrderView, VenueLinkChanged, fast_constructor
@@ -31,7 +30,6 @@ from engine.fix.message import FixMessage, OutMessage
 from engine.fix.session import BUSINESS_REJECT_TEXTS, AppTemplate, FixSession
 from engine.fix.validation import REJECT_TEXTS
 from engine.instruments import Instrument
-from engine.marketdata import MarketData
 from engine.oms.order import Order, PendingRequest
 from engine.oms.venue import (
     CancelReject,
@@ -41,7 +39,6 @@ from engine.oms.venue import (
     Request,
     clordid_prefix,
 )
-from engine.types import BUY, L2_CLEAR, L2_EVENT_DTYPE, L2_SET, L2_TRADE, SELL
 from engine.venues.fix.codes import (
     FIX_TO_ORD_TYPE,
     FIX_TO_SIDE,
@@ -54,6 +51,7 @@ from engine.venues.fix.codes import (
     fix_to_exec_type,
     fix_to_ord_status,
 )
+from engine.venues.fix.feed import MARKET_DATA_TYPES, FixMarketData
 
 log = get_log(__name__)
 
@@ -147,8 +145,8 @@ class FixVenue(Application):
         self._ids = itertools.count(1)
         self._prefix = clordid_prefix("F", clock.now_ns())
         self._precision = 3
-        self.market: MarketData | None = None
-        self._md_req = itertools.count(1)
+        #: The market-data feed carried on this venue's session (:meth:`set_feed`), if any.
+        self.feed: FixMarketData | None = None
         # Send templates of the bound session (built on first use, dropped on bind()).
         self._templates: dict[tuple[str, bool, bool], AppTemplate] = {}
         self._templates_of: FixSession | None = None
@@ -184,10 +182,18 @@ class FixVenue(Application):
         self.instruments[instrument.symbol] = instrument
         self._sinks[instrument.symbol] = sink
         self._numbers[instrument.symbol] = FixNumbers(instrument)
+        if self.feed is not None:
+            self.feed.add_instrument(instrument)
 
-    def set_market_data(self, market: MarketData) -> None:
-        """Subscribe to the routed instruments at each logon and feed ``market`` with them."""
-        self.market = market
+    def set_feed(self, feed: FixMarketData) -> None:
+        """Carry ``feed`` on this venue's session.
+
+        It follows the instruments routed here, subscribes at each logon and gets the
+        session's market-data messages.
+        """
+        self.feed = feed
+        for instrument in self.instruments.values():
+            feed.add_instrument(instrument)
 
     # ------------------------------------------------------------------ Venue
     def new_client_order_id(self) -> str:
@@ -457,22 +463,10 @@ class FixVenue(Application):
         raise DoNotSend
 
     def on_logon(self, session_id: SessionID) -> None:
-        """Report the logon; subscribe to market data when a market is attached."""
+        """Report the logon; let the market-data feed, if any, subscribe."""
         self._link_changed(session_id, True)
-        if self.market is not None and self.session is not None:
-            # One request per symbol: a venue rejects a whole request for one symbol it does not
-            # publish (MarketDataRequestReject <Y>), and must not starve the others.
-            for symbol in [s for s in self.market.symbols if s in self._sinks]:
-                self.session.send(self._md_request([symbol]))
-
-    def _md_request(self, symbols: list[str]) -> OutMessage:
-        msg = OutMessage(
-            b"V",
-            [(262, b"MD%d" % next(self._md_req)), (263, b"1"), (264, b"0"), (265, b"1")],
-        )
-        msg.add_group(267, [[(269, b"0")], [(269, b"1")], [(269, b"2")]])
-        msg.add_group(146, [[(55, s.encode())] for s in symbols])
-        return msg
+        if self.feed is not None and self.session is not None:
+            self.feed.on_logon(self.session)
 
     def on_logout(self, session_id: SessionID) -> None:
         """Report the logout."""
@@ -523,12 +517,8 @@ class FixVenue(Application):
                 self._on_cancel_reject(message)
             elif mt == b"j":
                 self._on_business_reject(message)
-            elif mt in (b"W", b"X") and self.market is not None:
-                self._on_market_data(message)
-            elif mt == b"Y":
-                log.warning("%s: market data request %s rejected: %s", session_id,
-                            (message.get(262) or b"").decode("latin-1"),
-                            (message.get(58) or b"no reason given").decode("latin-1"))  # fmt: skip
+            elif mt in MARKET_DATA_TYPES and self.feed is not None:
+                self.feed.on_message(message, session_id)
         except FixValueError as e:
             log.warning("%s: %s", session_id, e)
             raise IncorrectTagValue(e.tag) from e
@@ -590,41 +580,6 @@ class FixVenue(Application):
             )
         )
 
-    def _on_market_data(self, m: FixMessage) -> None:
-        market = self.market
-        assert market is not None
-        snapshot = m.msg_type == b"W"
-        rows: list[tuple[int, int, int, int, int, int]] = []
-        ts = self.clock.now_ns()
-        symbol = (m.get(55) or b"").decode("latin-1") if snapshot else ""
-        if snapshot:
-            if symbol not in market.index:
-                raise FixValueError(55, symbol.encode(), "is not an instrument this engine follows")
-            rows.append((ts, 0, 0, market.index[symbol], 0, L2_CLEAR))
-        for e in group_entries(m, 268, 269 if snapshot else 279):
-            sym = e.get(55, b"").decode("latin-1") or symbol
-            book = market.index.get(sym)
-            if book is None:
-                continue
-            nums = self._numbers.get(sym)
-            if nums is None:
-                continue
-            px = nums.px_ticks(270, e.get(270))
-            qty = nums.qty_lots(271, e.get(271)) if e.get(271) else 0
-            kind = e.get(269)
-            if kind in (b"0", b"1"):
-                side = BUY if kind == b"0" else SELL
-                rows.append((ts, px, 0 if e.get(279) == b"2" else qty, book, side, L2_SET))
-            elif kind == b"2":
-                ask = market.books.best_ask(book)
-                side = BUY if ask is not None and px >= ask[0] else SELL  # quote rule
-                rows.append((ts, px, qty, book, side, L2_TRADE))
-        if rows:
-            arr = np.zeros(len(rows), L2_EVENT_DTYPE)
-            for i, row in enumerate(rows):
-                arr[i] = row
-            market.apply(arr)
-
     def _on_business_reject(self, m: FixMessage) -> None:
         # The rejected message: by BusinessRejectRefID <379> if it names one of our ClOrdIDs,
         # else by RefSeqNum <45> (QuickFIX, and most engines, set only 45 and RefMsgType <372>).
@@ -681,21 +636,3 @@ def _note(order: Order) -> bytes:
 
 def _text(value: object) -> str:
     return bytes(value).decode("latin-1") if isinstance(value, bytes | bytearray) else str(value)
-
-
-def group_entries(m: FixMessage, count_tag: int, delimiter: int) -> list[dict[int, bytes]]:
-    """Return the entries of a flat (non-nested) repeating group as tag -> value dicts."""
-    entries: list[dict[int, bytes]] = []
-    entry: dict[int, bytes] = {}
-    in_group = False
-    for tag, value in m.pairs:
-        if tag == count_tag:
-            in_group = True
-        elif in_group:
-            if tag == delimiter and entry:
-                entries.append(entry)
-                entry = {}
-            entry[tag] = value
-    if entry:
-        entries.append(entry)
-    return entries
