@@ -304,9 +304,11 @@ class OrderManager:
             return self._refuse(order, f"risk: {refusal}")
         if self.stp is not None and self._others_hold(strategy_id):  # before the order leaves
             stp = self.stp.check(order, self.orders.values(), closing=risk_exempt)
-            self.cancel_many(stp.cancel)  # sent first: the venue takes them before the order
+            stuck = self._stp_cancel(stp.cancel)  # sent first: the venue takes them first
             if stp.refusal is not None:
                 return self._refuse(order, stp.refusal)
+            if stuck:
+                return self._refuse(order, stuck)
         risk.record_sent(strategy_id)
         order.ts_sent = self.clock.now_ns()
         self._sync_risk(order)
@@ -351,6 +353,24 @@ class OrderManager:
         self._publish(order, "cancel sent")
         self.venue.cancel(order, request)
         return True
+
+    def _stp_cancel(self, orders: tuple[Order, ...]) -> str:
+        """Cancel the resting orders self-trade prevention named, or say why they cannot be.
+
+        An order with a request on its way (a replace) cannot be canceled before the venue
+        answers it, so the new order would meet it at the venue: then nothing is canceled and
+        the caller refuses the new order instead of leaving it to the venue's own self-trade
+        prevention.
+        """
+        for o in orders:
+            if o.is_working and o.pending is not None:
+                return (
+                    f"self-trade prevention: order {o.order_id} of strategy {o.strategy_id} at "
+                    f"{o.px_ticks} ticks has a {o.pending.kind} pending and cannot be canceled "
+                    "first; not sent"
+                )
+        self.cancel_many(orders)
+        return ""
 
     def cancel_many(self, orders: Iterable[Order]) -> int:
         """Cancel several orders in one call; return how many cancels were sent."""
@@ -425,9 +445,9 @@ class OrderManager:
             and self._others_hold(order.strategy_id)
         ):  # moved across another strategy's orders?
             stp = self.stp.check(order, self.orders.values(), px_ticks=new_px)
-            self.cancel_many(stp.cancel)
-            if stp.refusal is not None:
-                self.replace_refused = stp.refusal
+            stuck = self._stp_cancel(stp.cancel)
+            if stp.refusal is not None or stuck:
+                self.replace_refused = stp.refusal or stuck
                 return False
         self.risk.record_sent(order.strategy_id)
         request = PendingRequest(

@@ -286,3 +286,30 @@ def test_orders_are_looked_at_only_when_another_strategy_holds_some() -> None:
         rig.oms.on_execution_report(report(o, ExecType.CANCELED, OrdStatus.CANCELED, leaves=0))
     rig.oms.send(2, Side.SELL, 1, 80)
     assert Counting.looked == 1
+
+
+@pytest.mark.parametrize("mode", [StpMode.CANCEL_OLDEST, StpMode.CANCEL_BOTH])
+def test_a_resting_order_with_a_replace_on_its_way_is_not_left_to_the_venue(
+    mode: StpMode,
+) -> None:
+    """Seen in CI: the demo's market maker had a replace in flight on the bid a crossing sell
+    met; the cancel could not be sent, the sell went out and the simulator's own self-trade
+    prevention canceled it. Now the sell is refused and nothing is canceled."""
+    rig = make_oms()
+    rig.oms.stp = SelfTradePrevention(mode=mode)
+    bid = rig.oms.send(1, Side.BUY, 1, 100)
+    rig.oms.on_execution_report(report(bid, ExecType.NEW, OrdStatus.NEW))
+    assert rig.oms.replace(bid, px_ticks=101)  # on its way
+    sent = len(rig.venue.sent)
+    sell = rig.oms.send(2, Side.SELL, 1, 100)
+    assert sell.status is OrdStatus.REJECTED
+    if mode is StpMode.CANCEL_OLDEST:
+        assert sell.text == (
+            f"self-trade prevention: order {bid.order_id} of strategy 1 at 100 ticks has a "
+            "replace pending and cannot be canceled first; not sent"
+        )
+    else:  # refused anyway, for its own reason
+        assert sell.text.startswith("self-trade prevention (cancel_both)")
+    assert len(rig.venue.sent) == sent  # no cancel, no new order
+    assert bid.pending is not None
+    assert bid.pending.kind == "replace"
