@@ -304,11 +304,11 @@ class OrderManager:
             return self._refuse(order, f"risk: {refusal}")
         if self.stp is not None and self._others_hold(strategy_id):  # before the order leaves
             stp = self.stp.check(order, self.orders.values(), closing=risk_exempt)
-            stuck = self._stp_cancel(stp.cancel)  # sent first: the venue takes them first
-            if stp.refusal is not None:
-                return self._refuse(order, stp.refusal)
-            if stuck:
-                return self._refuse(order, stuck)
+            stuck = "" if stp.refusal is not None else self._stp_stuck(stp.cancel)
+            if not stuck:
+                self.cancel_many(stp.cancel)  # sent first: the venue takes them first
+            if stp.refusal is not None or stuck:
+                return self._refuse(order, stp.refusal or stuck)
         risk.record_sent(strategy_id)
         order.ts_sent = self.clock.now_ns()
         self._sync_risk(order)
@@ -354,13 +354,14 @@ class OrderManager:
         self.venue.cancel(order, request)
         return True
 
-    def _stp_cancel(self, orders: tuple[Order, ...]) -> str:
-        """Cancel the resting orders self-trade prevention named, or say why they cannot be.
+    @staticmethod
+    def _stp_stuck(orders: tuple[Order, ...]) -> str:
+        """Say why the resting orders self-trade prevention would cancel cannot all be.
 
         An order with a request on its way (a replace) cannot be canceled before the venue
-        answers it, so the new order would meet it at the venue: then nothing is canceled and
-        the caller refuses the new order instead of leaving it to the venue's own self-trade
-        prevention.
+        answers it, so an order sent after the cancels would meet it at the venue: the caller
+        then cancels nothing and refuses the order, instead of leaving it to the venue's own
+        self-trade prevention. ``""``: they can.
         """
         for o in orders:
             if o.is_working and o.pending is not None:
@@ -369,7 +370,6 @@ class OrderManager:
                     f"{o.px_ticks} ticks has a {o.pending.kind} pending and cannot be canceled "
                     "first; not sent"
                 )
-        self.cancel_many(orders)
         return ""
 
     def cancel_many(self, orders: Iterable[Order]) -> int:
@@ -445,7 +445,9 @@ class OrderManager:
             and self._others_hold(order.strategy_id)
         ):  # moved across another strategy's orders?
             stp = self.stp.check(order, self.orders.values(), px_ticks=new_px)
-            stuck = self._stp_cancel(stp.cancel)
+            stuck = "" if stp.refusal is not None else self._stp_stuck(stp.cancel)
+            if not stuck:
+                self.cancel_many(stp.cancel)
             if stp.refusal is not None or stuck:
                 self.replace_refused = stp.refusal or stuck
                 return False
