@@ -153,17 +153,42 @@ def trade_columns(rows: Rows, tick: float, lot: float) -> _Cols:
     )
 
 
+class BucketCutter:
+    """Re-cut rows arriving in any sizes into whole buckets of ``base`` rows.
+
+    :meth:`push` returns the whole buckets it can (``None``: none yet) and keeps the rest for
+    the next rows; :meth:`rest` returns what is left at the end (the short last bucket).
+    """
+
+    def __init__(self, base: int) -> None:
+        self.base = base
+        self._carry: Rows | None = None
+
+    def push(self, chunk: Rows) -> Rows | None:
+        """Return the whole buckets of the rows so far, keeping the remainder."""
+        carry = self._carry
+        rows = chunk if carry is None else np.concatenate([carry, chunk])
+        whole = rows.shape[0] - rows.shape[0] % self.base
+        # A copy: the caller's buffer may be reused before the next rows arrive.
+        self._carry = np.array(rows[whole:], copy=True) if whole < rows.shape[0] else None
+        return rows[:whole] if whole else None
+
+    def rest(self) -> Rows | None:
+        """Return the rows left over (fewer than ``base``), once."""
+        carry, self._carry = self._carry, None
+        return carry
+
+
 def whole_buckets(chunks: Iterable[Rows], base: int) -> Iterator[Rows]:
     """Re-cut ``chunks`` so that each holds whole buckets of ``base`` rows (the last: any)."""
-    carry: Rows | None = None
+    cutter = BucketCutter(base)
     for chunk in chunks:
-        rows = chunk if carry is None else np.concatenate([carry, chunk])
-        whole = rows.shape[0] - rows.shape[0] % base
-        carry = rows[whole:] if whole < rows.shape[0] else None
-        if whole:
-            yield rows[:whole]
-    if carry is not None:
-        yield carry
+        rows = cutter.push(chunk)
+        if rows is not None:
+            yield rows
+    last = cutter.rest()
+    if last is not None:
+        yield last
 
 
 def new_builder(kind: str, gap_ns: int = MIN_GAP_NS) -> PyramidBuilder:

@@ -16,9 +16,7 @@ a day whose writer never closed (a killed process): nothing stale is ever kept.
 
 from pathlib import Path
 
-import numpy as np
-
-from analyzer.dataset import feed_rows, new_builder
+from analyzer.dataset import BucketCutter, feed_rows, new_builder
 from analyzer.pyramid import PyramidBuilder
 from analyzer.source import Rows, day_stamp, lod_dir
 from engine.fastlog import get_log
@@ -37,7 +35,7 @@ class PyramidSummary:
         self.folder = folder
         self._tick, self._lot = tick, lot
         self._builders: dict[str, PyramidBuilder] = {k: new_builder(k) for k in kinds}
-        self._carry: dict[str, Rows] = {}
+        self._cutters = {k: BucketCutter(b.base) for k, b in self._builders.items()}
         self._first: dict[str, int] = {}
         self._last: dict[str, int] = {}
 
@@ -48,21 +46,16 @@ class PyramidSummary:
             return
         self._first.setdefault(kind, int(rows["ts"][0]))
         self._last[kind] = int(rows["ts"][-1])
-        carry = self._carry.pop(kind, None)
-        if carry is not None:
-            rows = np.concatenate([carry, rows])
-        whole = rows.shape[0] - rows.shape[0] % builder.base
-        if whole < rows.shape[0]:
-            self._carry[kind] = np.array(rows[whole:], copy=True)
-        if whole:
-            feed_rows(builder, kind, rows[:whole], self._tick, self._lot)
+        whole = self._cutters[kind].push(rows)
+        if whole is not None:
+            feed_rows(builder, kind, whole, self._tick, self._lot)
 
     def close(self) -> None:
         """Finish every kind that got rows and save its pyramid beside the store."""
         for kind, builder in self._builders.items():
-            carry = self._carry.pop(kind, None)
-            if carry is not None:
-                feed_rows(builder, kind, carry, self._tick, self._lot)
+            rest = self._cutters[kind].rest()
+            if rest is not None:
+                feed_rows(builder, kind, rest, self._tick, self._lot)
             if builder.n_rows == 0:
                 continue
             stamp = day_stamp(builder.n_rows, self._first[kind], self._last[kind])

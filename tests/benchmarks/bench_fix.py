@@ -405,12 +405,11 @@ TARGETS = {
     "rt_p99_us": (300, "µs (at most)"),
     "pipelined_per_s": (200_000, "orders/s"),
 }
-#: Per-run values of the round-trip figures of the last :func:`run` (each run judged).
-RUNS: dict[str, list[float]] = {}
 
 
-def figures_of(res: dict[str, float]) -> list[judge.Figure]:
-    """Return the targeted figures of :func:`run`'s result, each run judged."""
+def figures_of(res: dict[str, float], runs: dict[str, list[float]]) -> list[judge.Figure]:
+    """Return the targeted figures of :func:`run`'s result; ``runs``: the round trips' values
+    of each run (each run judged), the other figures are medians."""
     ratios = {
         "decode_batch": f"simplefix: {res['decode_batch'] / res['simplefix_decode']:.1f}x",
         "decode_to_messages": (
@@ -421,14 +420,14 @@ def figures_of(res: dict[str, float]) -> list[judge.Figure]:
     out = []
     for key, (target, unit) in TARGETS.items():
         lower = unit.endswith("(at most)")
-        out.append(judge.Figure(key, unit.replace(" (at most)", ""), RUNS.get(key, [res[key]]),
+        out.append(judge.Figure(key, unit.replace(" (at most)", ""), runs.get(key, [res[key]]),
                                 target=float(target), lower_is_better=lower,
                                 note=ratios.get(key, "")))  # fmt: skip
     return out
 
 
-def run(quick: bool, uvloop: bool) -> dict[str, float]:
-    """Run every benchmark and print the table; return the figures."""
+def run(quick: bool, uvloop: bool) -> tuple[dict[str, float], dict[str, list[float]]]:
+    """Run every benchmark and print the table; return the figures and each run's values."""
     reps = 3 if quick else 5
     n = 20_000 if quick else 100_000
     res: dict[str, float] = {}
@@ -445,11 +444,12 @@ def run(quick: bool, uvloop: bool) -> dict[str, float]:
                 bench_round_trip(rt_n, pipe_n, dictionary=False, uvloop=uvloop, templates=templates)
             )
     spread: dict[str, str] = {}
+    per_run: dict[str, list[float]] = {}
     for templates, suffix in ((True, ""), (False, "_generic")):
         for key in runs[templates][0]:
             values = [r[key] for r in runs[templates]]
             res[key + suffix] = statistics.median(values)
-            RUNS[key + suffix] = values
+            per_run[key + suffix] = values
             if len(values) > 1:
                 spread[key + suffix] = f"  ({min(values):,.1f} - {max(values):,.1f})"
     val = bench_round_trip(rt_n // 3, pipe_n // 5, dictionary=True, uvloop=uvloop)
@@ -480,16 +480,16 @@ def run(quick: bool, uvloop: bool) -> dict[str, float]:
     for name in ("er", "md"):
         ratio = res[f"validate_{name}_us_reference"] / res[f"validate_{name}_us"]
         print(f"  ratio validate_{name}_us_reference / validate_{name}_us: {ratio:.1f}x (same run)")
-    return res
+    return res, per_run
 
 
 @pytest.mark.bench
 def test_bench_fix() -> None:
     """The quick run: the same targets."""
     load0 = os.getloadavg()[0]
-    res = run(quick=True, uvloop=False)
+    res, per_run = run(quick=True, uvloop=False)
     assert decode_one(ER) is not None
-    figures = figures_of(res)
+    figures = figures_of(res, per_run)
     assert judge.conclude(figures, (load0, os.getloadavg()[0])) == 0, judge.misses(figures)
 
 
@@ -513,8 +513,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     uvloop = not args.asyncio and importlib.util.find_spec("uvloop") is not None
     load0 = os.getloadavg()[0]
-    res = run(args.quick, uvloop)
-    figures = figures_of(res)
+    res, per_run = run(args.quick, uvloop)
+    figures = figures_of(res, per_run)
     load = (load0, os.getloadavg()[0])
     if args.doc:
         judge.write_section(
