@@ -7,7 +7,8 @@ A client sends a :class:`Command` and gets exactly one :class:`CommandResult`: a
 
 from dataclasses import dataclass
 
-from engine.enums import KillLevel, OrdType, Side, TimeInForce
+from engine.enums import KillLevel
+from engine.oms.request import OrderRequest
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,22 +52,14 @@ CommandResult = CommandAck | CommandError
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SubmitOrder(Command):
-    """Send a new order (NewOrderSingle <D>); ``strategy_id`` 0 marks a manual order.
+class SubmitOrder(OrderRequest, Command):
+    """Send a new order: an :class:`engine.oms.request.OrderRequest` as a command.
 
-    ``band_override`` sends a manual order whose price is outside the price band (the user
-    confirmed it in the ticket); the engine refuses it on any other order. Only an admin (or
-    the console's own user) may send an order under a strategy's id.
+    ``strategy_id`` 0 marks a manual order. ``band_override`` sends a manual order whose price
+    is outside the price band (the user confirmed it in the ticket); the engine refuses it on
+    any other order. Only an admin (or the console's own user) may send an order under a
+    strategy's id.
     """
-
-    symbol: str
-    side: Side
-    qty_lots: int
-    px_ticks: int = 0  # 0 for market orders
-    ord_type: OrdType = OrdType.LIMIT
-    time_in_force: TimeInForce = TimeInForce.DAY
-    strategy_id: int = 0
-    band_override: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -642,11 +642,7 @@ class TradingDesk:
                             "band_override: only a manual order (strategy_id 0) may be sent "
                             "outside the price band"
                         )
-                    sent = self.router.send(
-                        command.symbol, command.strategy_id, command.side, command.qty_lots,
-                        command.px_ticks, command.ord_type, command.time_in_force,
-                        band_override=command.band_override,
-                    )  # fmt: skip
+                    sent = self.router.submit(command)  # a SubmitOrder is an OrderRequest
                     if sent.is_terminal:
                         return err(sent.text)
                     return ok(f"order {sent.order_id} {sent.client_order_id}")

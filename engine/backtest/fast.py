@@ -112,7 +112,7 @@ class FastContext:
             "run the strategy with the generic backtest (--generic) instead"
         )
 
-    def send(self, *args: object) -> OrderView:
+    def send(self, **request: Any) -> OrderView:
         """Refuse: orders come from the compiled step."""
         return self._refuse("sending orders")  # type: ignore[no-any-return]
 

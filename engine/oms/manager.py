@@ -21,7 +21,6 @@ import itertools
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -39,7 +38,8 @@ from engine.events import (
 from engine.fastlog import get_log
 from engine.instruments import Instrument
 from engine.oms.order import TERMINAL, WORKING, Order, PendingRequest, is_allowed
-from engine.oms.risk import OrderIntent, RiskChecker, order_problem
+from engine.oms.request import OrderRequest, client_order_id_problem
+from engine.oms.risk import RiskChecker, order_problem
 from engine.oms.stp import SelfTradePrevention
 from engine.oms.venue import CancelReject, ExecutionReport, RejectReason, Request, Venue
 
@@ -66,19 +66,6 @@ ANSWER_TIMEOUT_S = 10.0
 
 #: Engine-wide order ids (stable across cancel/replace chains and instruments).
 _order_ids = itertools.count(1)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class OrderRequest:
-    """One order of a portfolio sent with :meth:`OrderManager.send_many`."""
-
-    strategy_id: int
-    side: Side
-    qty_lots: int
-    px_ticks: int = 0
-    ord_type: OrdType = OrdType.LIMIT
-    time_in_force: TimeInForce = TimeInForce.DAY
-    client_order_id: str | None = None
 
 
 class OrderManager:
@@ -247,19 +234,21 @@ class OrderManager:
     # ------------------------------------------------------------------ requests
     def send(
         self,
-        strategy_id: int,
+        *,
         side: Side,
         qty_lots: int,
         px_ticks: int = 0,
         ord_type: OrdType = OrdType.LIMIT,
         time_in_force: TimeInForce = TimeInForce.DAY,
+        strategy_id: int = 0,
         client_order_id: str | None = None,
-        *,
-        risk_exempt: bool = False,
         band_override: bool = False,
+        risk_exempt: bool = False,
     ) -> Order:
         """Check, create and send one order; return it (``REJECTED`` with the reason if refused).
 
+        The arguments are the fields of an :class:`engine.oms.request.OrderRequest` but its
+        symbol (this manager's instrument), keyword-only.
         ``risk_exempt`` skips the pre-trade checks; only flattening uses it. ``band_override``
         skips the price band only; only a manual order the user confirmed uses it.
 
@@ -267,10 +256,12 @@ class OrderManager:
         ------
         ValueError
             For a malformed request (quantity outside 1..10^9 lots, a limit order without a
-            price or with a price <= 0 or beyond the engine's integer range): a bug in the
-            caller, not a trading decision. Nothing reaches the venue.
+            price or with a price <= 0 or beyond the engine's integer range, a ClOrdID that no
+            venue takes): a bug in the caller, not a trading decision. Nothing reaches the venue.
         """
         problem = order_problem(qty_lots, px_ticks, limit=ord_type is OrdType.LIMIT)
+        if problem is None and client_order_id is not None:
+            problem = client_order_id_problem(client_order_id)
         if problem is not None:
             raise ValueError(f"{self.symbol}: {problem}")
         if ord_type is OrdType.MARKET:
@@ -291,12 +282,12 @@ class OrderManager:
             None
             if risk_exempt
             else risk.check_order(
-                strategy_id,
-                self.symbol,
-                side,
-                qty_lots,
-                px_ticks,
-                self._tick_value,
+                strategy_id=strategy_id,
+                symbol=self.symbol,
+                side=side,
+                qty_lots=qty_lots,
+                px_ticks=px_ticks,
+                tick_value=self._tick_value,
                 band_override=band_override,
             )
         )
@@ -316,20 +307,26 @@ class OrderManager:
         self.venue.submit(order)
         return order
 
+    def submit(self, request: OrderRequest) -> Order:
+        """Send ``request`` (its symbol must be this manager's) as :meth:`send` does."""
+        if request.symbol != self.symbol:
+            raise ValueError(
+                f"order request for {request.symbol!r} sent to the order manager of {self.symbol!r}"
+            )
+        return self.send(
+            side=request.side,
+            qty_lots=request.qty_lots,
+            px_ticks=request.px_ticks,
+            ord_type=request.ord_type,
+            time_in_force=request.time_in_force,
+            strategy_id=request.strategy_id,
+            client_order_id=request.client_order_id,
+            band_override=request.band_override,
+        )
+
     def send_many(self, requests: Iterable[OrderRequest]) -> list[Order]:
         """Send a portfolio of orders in one call; each is checked and answered on its own."""
-        return [
-            self.send(
-                r.strategy_id,
-                r.side,
-                r.qty_lots,
-                r.px_ticks,
-                r.ord_type,
-                r.time_in_force,
-                r.client_order_id,
-            )
-            for r in requests
-        ]
+        return [self.submit(r) for r in requests]
 
     def cancel(self, order: Order) -> bool:
         """Ask the venue to cancel ``order``; return ``False`` if there is nothing to cancel.
@@ -420,18 +417,16 @@ class OrderManager:
         problem = order_problem(new_qty, new_px, limit=order.ord_type is OrdType.LIMIT)
         if problem is not None:
             raise ValueError(f"{order.client_order_id}: {problem}")
-        refusal = self.risk.check(
-            OrderIntent(
-                strategy_id=order.strategy_id,
-                symbol=self.symbol,
-                side=order.side,
-                qty_lots=new_qty,
-                px_ticks=new_px,
-                tick_value=self._tick_value,
-                is_replace=True,
-                extra_qty_lots=max(0, new_qty - order.qty_lots),
-                band_override=band_override,
-            )
+        refusal = self.risk.check_order(
+            strategy_id=order.strategy_id,
+            symbol=self.symbol,
+            side=order.side,
+            qty_lots=new_qty,
+            px_ticks=new_px,
+            tick_value=self._tick_value,
+            is_replace=True,
+            extra_qty_lots=max(0, new_qty - order.qty_lots),
+            band_override=band_override,
         )
         if refusal is not None:
             self.replace_refused = f"risk: {refusal}"

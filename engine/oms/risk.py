@@ -146,21 +146,6 @@ class RiskRefusal:
         return f"{self.rule}: {self.text}"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class OrderIntent:
-    """What risk needs to know of an order about to be sent (or replaced)."""
-
-    strategy_id: int
-    symbol: str
-    side: Side
-    qty_lots: int
-    px_ticks: int  # 0 for a market order
-    tick_value: float  # currency value of one tick on one lot
-    is_replace: bool = False
-    extra_qty_lots: int = 0  # replace: quantity added on top of the working quantity
-    band_override: bool = False  # a manual order the user confirmed outside the price band
-
-
 #: Limits that check nothing (the default): an order against them passes at once.
 _NO_LIMITS = RiskLimits()
 
@@ -291,22 +276,9 @@ class RiskChecker:
                 window.popleft()
 
     # ---------------------------------------------------------------- the check
-    def check(self, intent: OrderIntent) -> RiskRefusal | None:
-        """Return why ``intent`` must not be sent, or ``None`` if every rule passes."""
-        return self.check_order(
-            intent.strategy_id,
-            intent.symbol,
-            intent.side,
-            intent.qty_lots,
-            intent.px_ticks,
-            intent.tick_value,
-            intent.is_replace,
-            intent.extra_qty_lots,
-            band_override=intent.band_override,
-        )
-
     def check_order(
         self,
+        *,
         strategy_id: int,
         symbol: str,
         side: Side,
@@ -317,7 +289,11 @@ class RiskChecker:
         extra_qty_lots: int = 0,
         band_override: bool = False,
     ) -> RiskRefusal | None:
-        """:meth:`check` with the fields of an :class:`OrderIntent` as arguments (per order).
+        """Return why the order must not be sent, or ``None`` if every rule passes.
+
+        The order's fields as in :class:`engine.oms.request.OrderRequest`, and: ``tick_value``,
+        the currency value of one tick on one lot; ``is_replace`` with ``extra_qty_lots``, the
+        quantity a replace adds on top of the working quantity.
 
         ``band_override`` skips the price band (a manual order the user confirmed).
         """

@@ -8,7 +8,6 @@ and the kill switch all go through it.
 
 import itertools
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 
 from engine.alerts import RefusalCounter
 from engine.bus import MessageBus
@@ -19,24 +18,12 @@ from engine.fastlog import get_log
 from engine.instruments import Instrument
 from engine.oms.manager import OrderManager
 from engine.oms.order import Order
+from engine.oms.request import OrderRequest
 from engine.oms.risk import RiskChecker, RiskLimits
 from engine.oms.stp import SelfTradePrevention
 from engine.oms.venue import Venue
 
 log = get_log(__name__)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RoutedOrder:
-    """One order of a multi-instrument portfolio for :meth:`OrderRouter.send_many`."""
-
-    symbol: str
-    strategy_id: int
-    side: Side
-    qty_lots: int
-    px_ticks: int = 0
-    ord_type: OrdType = OrdType.LIMIT
-    time_in_force: TimeInForce = TimeInForce.DAY
 
 
 class OrderRouter:
@@ -125,30 +112,31 @@ class OrderRouter:
     # ------------------------------------------------------------------ orders
     def send(
         self,
+        *,
         symbol: str,
-        strategy_id: int,
         side: Side,
         qty_lots: int,
         px_ticks: int = 0,
         ord_type: OrdType = OrdType.LIMIT,
         time_in_force: TimeInForce = TimeInForce.DAY,
-        *,
+        strategy_id: int = 0,
+        client_order_id: str | None = None,
         band_override: bool = False,
     ) -> Order:
-        """Send one order (see :meth:`OrderManager.send`)."""
+        """Send one order: the fields of an :class:`OrderRequest`, as :meth:`OrderManager.send`."""
         return self.manager(symbol).send(
-            strategy_id, side, qty_lots, px_ticks, ord_type, time_in_force,
-            band_override=band_override,
+            side=side, qty_lots=qty_lots, px_ticks=px_ticks, ord_type=ord_type,
+            time_in_force=time_in_force, strategy_id=strategy_id,
+            client_order_id=client_order_id, band_override=band_override,
         )  # fmt: skip
 
-    def send_many(self, requests: Iterable[RoutedOrder]) -> list[Order]:
+    def submit(self, request: OrderRequest) -> Order:
+        """Send ``request`` to the order manager of its symbol."""
+        return self.manager(request.symbol).submit(request)
+
+    def send_many(self, requests: Iterable[OrderRequest]) -> list[Order]:
         """Send a portfolio of orders over several instruments in one call."""
-        return [
-            self.send(
-                r.symbol, r.strategy_id, r.side, r.qty_lots, r.px_ticks, r.ord_type, r.time_in_force
-            )
-            for r in requests
-        ]
+        return [self.submit(r) for r in requests]
 
     def working(self, strategy_id: int | None = None) -> Iterator[Order]:
         """Iterate over working orders of every instrument (of one strategy, or all)."""
@@ -176,7 +164,12 @@ class OrderRouter:
                 side = Side.SELL if pos > 0 else Side.BUY
                 orders.append(
                     manager.send(
-                        sid, side, abs(pos), 0, OrdType.MARKET, TimeInForce.IOC, risk_exempt=True
+                        strategy_id=sid,
+                        side=side,
+                        qty_lots=abs(pos),
+                        ord_type=OrdType.MARKET,
+                        time_in_force=TimeInForce.IOC,
+                        risk_exempt=True,
                     )
                 )
         return orders

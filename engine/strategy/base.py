@@ -57,15 +57,19 @@ class StrategyContext(Protocol):
 
     def send(
         self,
-        strategy_id: int,
+        *,
         symbol: str,
         side: Side,
         qty_lots: int,
         px_ticks: int,
         ord_type: OrdType,
         time_in_force: TimeInForce,
+        strategy_id: int,
     ) -> OrderView:
-        """Send an order; the returned view says ``REJECTED`` and why if risk refused it."""
+        """Send an order; the returned view says ``REJECTED`` and why if risk refused it.
+
+        The arguments are the fields of an ``engine.oms.request.OrderRequest``, keyword-only.
+        """
         ...
 
     def cancel(self, order_id: int) -> bool:
@@ -189,8 +193,9 @@ class Strategy:
     ) -> OrderView:
         """Send a buy order."""
         return self.ctx.send(
-            self.strategy_id, symbol, Side.BUY, qty_lots, px_ticks, ord_type, time_in_force
-        )
+            symbol=symbol, side=Side.BUY, qty_lots=qty_lots, px_ticks=px_ticks,
+            ord_type=ord_type, time_in_force=time_in_force, strategy_id=self.strategy_id,
+        )  # fmt: skip
 
     def sell(
         self,
@@ -202,8 +207,9 @@ class Strategy:
     ) -> OrderView:
         """Send a sell order."""
         return self.ctx.send(
-            self.strategy_id, symbol, Side.SELL, qty_lots, px_ticks, ord_type, time_in_force
-        )
+            symbol=symbol, side=Side.SELL, qty_lots=qty_lots, px_ticks=px_ticks,
+            ord_type=ord_type, time_in_force=time_in_force, strategy_id=self.strategy_id,
+        )  # fmt: skip
 
     def cancel(self, order_id: int) -> bool:
         """Cancel one of the strategy's orders."""

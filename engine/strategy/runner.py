@@ -76,13 +76,14 @@ class LiveContext:
 
     def send(
         self,
-        strategy_id: int,
+        *,
         symbol: str,
         side: Side,
         qty_lots: int,
         px_ticks: int,
         ord_type: OrdType,
         time_in_force: TimeInForce,
+        strategy_id: int,
     ) -> OrderView:
         """Send an order through the router.
 
@@ -106,8 +107,9 @@ class LiveContext:
                 pending="", text=refusal, ts_created=now, ts_sent=0, ts_acked=0, ts_last=now,
             )  # fmt: skip
         order = self.router.send(
-            symbol, strategy_id, side, qty_lots, px_ticks, ord_type, time_in_force
-        )
+            symbol=symbol, side=side, qty_lots=qty_lots, px_ticks=px_ticks, ord_type=ord_type,
+            time_in_force=time_in_force, strategy_id=strategy_id,
+        )  # fmt: skip
         # The order manager published every change it made: its last view is the current one.
         return order.published or order.view()
 

@@ -270,7 +270,13 @@ class ReportPath:
         bus.subscribe(OrderFilled, lambda fill: self._position(fill))  # looked up per call
         self.decoder = FixDecoder()
         orders = [
-            router.send("ESZ6", 1, Side.BUY if i % 2 else Side.SELL, 1, 24_000 + i % 7)
+            router.send(
+                symbol="ESZ6",
+                strategy_id=1,
+                side=Side.BUY if i % 2 else Side.SELL,
+                qty_lots=1,
+                px_ticks=24_000 + i % 7,
+            )
             for i in range(n)
         ]
         raws: list[bytes] = []

@@ -233,7 +233,13 @@ class SoakDriver:
             px, tif = (ask[0] if ask else ref) if buy else (bid[0] if bid else ref), TimeInForce.IOC
         self.run.t_send[i] = self._mono()
         order = self.desk.router.send(
-            symbol, 0, Side.BUY if buy else Side.SELL, 1, max(1, px), OrdType.LIMIT, tif
+            symbol=symbol,
+            strategy_id=0,
+            side=Side.BUY if buy else Side.SELL,
+            qty_lots=1,
+            px_ticks=max(1, px),
+            ord_type=OrdType.LIMIT,
+            time_in_force=tif,
         )
         if order.is_terminal:  # refused before it left (risk)
             self.run.refused += 1

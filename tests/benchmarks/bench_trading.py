@@ -74,7 +74,13 @@ def order_to_wire(n: int, validate: bool) -> float:
     samples = []
     for i in range(n):
         t0 = time.perf_counter_ns()
-        router.send("ESZ6", 1, Side.BUY if i % 2 else Side.SELL, 1, 24_000 + i % 7)
+        router.send(
+            symbol="ESZ6",
+            strategy_id=1,
+            side=Side.BUY if i % 2 else Side.SELL,
+            qty_lots=1,
+            px_ticks=24_000 + i % 7,
+        )
         samples.append(time.perf_counter_ns() - t0)
     assert len(out) == n
     assert all(b"\x0135=D\x01" in raw for raw in out)
@@ -179,7 +185,15 @@ async def _through_simulator(n: int, validate: bool) -> tuple[float, float]:
         t0, cpu0 = time.perf_counter(), time.process_time()
         orders = []
         for i in range(n):
-            orders.append(router.send("ESZ6", 1, Side.BUY, 1, 23_000 + i % 500))
+            orders.append(
+                router.send(
+                    symbol="ESZ6",
+                    strategy_id=1,
+                    side=Side.BUY,
+                    qty_lots=1,
+                    px_ticks=23_000 + i % 500,
+                )
+            )
             if i % 200 == 199:
                 await asyncio.sleep(0)  # let the sockets breathe, as a live loop would
         async with asyncio.timeout(120):

@@ -113,7 +113,9 @@ async def fix_rig(
 
 async def test_order_ack_cancel_and_replace_chain_over_fix() -> None:
     async with fix_rig() as rig:
-        order = rig.router.send("ESZ6", 1, Side.BUY, 2, 23_990)
+        order = rig.router.send(
+            symbol="ESZ6", strategy_id=1, side=Side.BUY, qty_lots=2, px_ticks=23_990
+        )
         await rig.until(lambda: order.status is OrdStatus.NEW)
         assert order.venue_order_id
         m = rig.router.manager("ESZ6")
@@ -131,13 +133,23 @@ async def test_order_ack_cancel_and_replace_chain_over_fix() -> None:
 async def test_fill_against_the_book_and_cancel_reject_when_too_late() -> None:
     async with fix_rig() as rig:
         # Seeded asks: 5 lots at 24_001 .. 24_005; buy 7 IOC up to 24_002.
-        order = rig.router.send("ESZ6", 1, Side.BUY, 7, 24_002, OrdType.LIMIT, TimeInForce.IOC)
+        order = rig.router.send(
+            symbol="ESZ6",
+            strategy_id=1,
+            side=Side.BUY,
+            qty_lots=7,
+            px_ticks=24_002,
+            ord_type=OrdType.LIMIT,
+            time_in_force=TimeInForce.IOC,
+        )
         await rig.until(lambda: order.is_terminal)
         assert order.status is OrdStatus.FILLED
         assert order.cum_qty_lots == 7
         assert order.avg_px_ticks == pytest.approx((5 * 24_001 + 2 * 24_002) / 7)
         assert rig.router.risk.position("ESZ6", 1) == 7
-        resting = rig.router.send("ESZ6", 1, Side.SELL, 1, 24_010)
+        resting = rig.router.send(
+            symbol="ESZ6", strategy_id=1, side=Side.SELL, qty_lots=1, px_ticks=24_010
+        )
         await rig.until(lambda: resting.status is OrdStatus.NEW)
         # Another client lifts it before our cancel arrives.
         rig.app.dispatch(rig.exchange.submit(999, "X", "ESZ6", Side.BUY, 50, 24_010,
@@ -152,25 +164,47 @@ async def test_fill_against_the_book_and_cancel_reject_when_too_late() -> None:
 
 async def test_session_reject_sets_the_order_rejected_with_its_own_event() -> None:
     async with fix_rig(SloppyVenue) as rig:
-        order = rig.router.send("ESZ6", 1, Side.BUY, 1, 24_000)
+        order = rig.router.send(
+            symbol="ESZ6", strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=24_000
+        )
         await rig.until(lambda: order.is_terminal)
         assert order.status is OrdStatus.REJECTED
         assert order.text == "session reject: Required tag missing"
         change = [e for e in rig.events if isinstance(e, OrderChanged)][-1]
         assert (change.change, change.order.status) == ("rejected", OrdStatus.REJECTED)
         # The session stays up and the next (well-formed) order goes through.
-        good = rig.router.send("ESZ6", 1, Side.BUY, 1, 23_900)
+        good = rig.router.send(
+            symbol="ESZ6", strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=23_900
+        )
         await rig.until(lambda: good.status is OrdStatus.NEW)
 
 
 async def test_kill_switch_levels_over_fix() -> None:
     async with fix_rig() as rig:
-        buy = rig.router.send("ESZ6", 1, Side.BUY, 3, 24_001, OrdType.LIMIT, TimeInForce.IOC)
+        buy = rig.router.send(
+            symbol="ESZ6",
+            strategy_id=1,
+            side=Side.BUY,
+            qty_lots=3,
+            px_ticks=24_001,
+            ord_type=OrdType.LIMIT,
+            time_in_force=TimeInForce.IOC,
+        )
         await rig.until(lambda: buy.is_terminal)
-        working = [rig.router.send("ESZ6", 2, Side.SELL, 1, 24_020 + i) for i in range(3)]
+        working = [
+            rig.router.send(
+                symbol="ESZ6", strategy_id=2, side=Side.SELL, qty_lots=1, px_ticks=24_020 + i
+            )
+            for i in range(3)
+        ]
         await rig.until(lambda: all(o.status is OrdStatus.NEW for o in working))
         rig.router.kill(KillLevel.BLOCK_NEW, actor="test", reason="block")
-        assert rig.router.send("ESZ6", 2, Side.SELL, 1, 24_030).status is OrdStatus.REJECTED
+        assert (
+            rig.router.send(
+                symbol="ESZ6", strategy_id=2, side=Side.SELL, qty_lots=1, px_ticks=24_030
+            ).status
+            is OrdStatus.REJECTED
+        )
         rig.router.kill(KillLevel.CANCEL_ALL, actor="test", reason="cancel")
         await rig.until(lambda: all(o.status is OrdStatus.CANCELED for o in working))
         rig.router.kill(KillLevel.FLATTEN, actor="test", reason="flatten")
@@ -183,8 +217,17 @@ async def test_a_sent_order_the_journal_never_got_comes_back_from_the_fix_store(
 ) -> None:
     store = FileStore(tmp_path, "client")
     async with fix_rig(client_store=store) as rig:
-        order = rig.router.send("ESZ6", 20170101, Side.BUY, 2, 23_990)
-        other = rig.router.send("ESZ6", 42, Side.SELL, 1, 24_050, OrdType.LIMIT)
+        order = rig.router.send(
+            symbol="ESZ6", strategy_id=20170101, side=Side.BUY, qty_lots=2, px_ticks=23_990
+        )
+        other = rig.router.send(
+            symbol="ESZ6",
+            strategy_id=42,
+            side=Side.SELL,
+            qty_lots=1,
+            px_ticks=24_050,
+            ord_type=OrdType.LIMIT,
+        )
         await rig.until(lambda: order.status is OrdStatus.NEW and other.status is OrdStatus.NEW)
         # What a restart finds in the store: both orders, with strategy and engine order id.
         found = rig.venue.unjournaled_orders(lambda _c: False, 0, 0)
@@ -212,12 +255,16 @@ async def test_a_sent_order_the_journal_never_got_comes_back_from_the_fix_store(
 
 async def test_an_order_message_the_venue_asks_again_for_is_gap_filled_and_resolved() -> None:
     async with fix_rig() as rig:
-        first = rig.router.send("ESZ6", 1, Side.BUY, 1, 23_990)
+        first = rig.router.send(
+            symbol="ESZ6", strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=23_990
+        )
         await rig.until(lambda: first.status is OrdStatus.NEW)
         # The venue "lost" the last message it got (the first order): the next one is too high
         # for it, so it asks for a resend from there.
         rig.sim_session.set_next_target_seq_num(rig.sim_session.next_target_seq_num - 1)
-        second = rig.router.send("ESZ6", 1, Side.BUY, 1, 23_989)
+        second = rig.router.send(
+            symbol="ESZ6", strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=23_989
+        )
         await rig.until(lambda: second.is_terminal)
         # Never resent (a stale order must not surprise the market): gap-filled, and the order
         # manager knows the order did not arrive.
@@ -227,5 +274,7 @@ async def test_an_order_message_the_venue_asks_again_for_is_gap_filled_and_resol
         assert rig.exchange.depth("ESZ6", 20)[0].count((23_989, 1)) == 0
         assert rig.router.risk.open_orders() == 1
         # The session goes on in step: a new order after the gap fill trades normally.
-        third = rig.router.send("ESZ6", 1, Side.BUY, 1, 23_988)
+        third = rig.router.send(
+            symbol="ESZ6", strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=23_988
+        )
         await rig.until(lambda: third.status is OrdStatus.NEW)

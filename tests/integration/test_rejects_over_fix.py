@@ -85,7 +85,9 @@ async def test_session_reject_of_a_new_order_rejects_it_with_an_alert() -> None:
     async with fix_rig(SloppyVenue) as rig:
         assert isinstance(rig.venue, SloppyVenue)
         rig.venue.sloppy = "D"
-        order = rig.router.send("ESZ6", 1, Side.BUY, 1, 24_000)
+        order = rig.router.send(
+            symbol="ESZ6", strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=24_000
+        )
         await rig.until(lambda: order.is_terminal)
         assert order.status is OrdStatus.REJECTED
         assert order.text == "session reject: Required tag missing"
@@ -111,7 +113,9 @@ async def test_session_reject_of_a_cancel_or_replace_ends_it_with_an_alert(
 ) -> None:
     async with fix_rig(SloppyVenue) as rig:
         assert isinstance(rig.venue, SloppyVenue)
-        order = rig.router.send("ESZ6", 1, Side.BUY, 1, 23_990)
+        order = rig.router.send(
+            symbol="ESZ6", strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=23_990
+        )
         await rig.until(lambda: order.status is OrdStatus.NEW)
         rig.venue.sloppy = msg_type
         m = rig.router.manager("ESZ6")
@@ -152,7 +156,9 @@ class NoPriceVenue(FixVenue):
 
 async def test_business_reject_without_379_is_matched_by_ref_seq_num() -> None:
     async with fix_rig(NoPriceVenue) as rig:
-        order = rig.router.send("ESZ6", 7, Side.BUY, 1, 24_000)
+        order = rig.router.send(
+            symbol="ESZ6", strategy_id=7, side=Side.BUY, qty_lots=1, px_ticks=24_000
+        )
         await rig.until(lambda: order.is_terminal)
         assert order.status is OrdStatus.REJECTED
         assert rig.router.risk.open_orders() == 0
@@ -186,8 +192,12 @@ class RefusingApp(SimFixApplication):
 
 async def test_business_reject_with_379_is_matched_by_the_clordid() -> None:
     async with fix_rig(app_cls=RefusingApp) as rig:
-        big = rig.router.send("ESZ6", 3, Side.SELL, 6, 24_100)
-        small = rig.router.send("ESZ6", 3, Side.SELL, 1, 24_100)
+        big = rig.router.send(
+            symbol="ESZ6", strategy_id=3, side=Side.SELL, qty_lots=6, px_ticks=24_100
+        )
+        small = rig.router.send(
+            symbol="ESZ6", strategy_id=3, side=Side.SELL, qty_lots=1, px_ticks=24_100
+        )
         await rig.until(lambda: big.is_terminal and small.status is OrdStatus.NEW)
         assert big.status is OrdStatus.REJECTED
         a = alert_about(rig, "business message reject of NewOrderSingle <D>", big.client_order_id)
@@ -247,7 +257,9 @@ async def checked_until(rig: Rig, pred: Callable[[], bool]) -> None:
 
 async def test_a_new_order_the_venue_never_answers_is_resolved_by_a_status_request() -> None:
     async with fix_rig(app_cls=SwallowD) as rig:
-        order = rig.router.send("ESZ6", 1, Side.BUY, 1, 23_990)
+        order = rig.router.send(
+            symbol="ESZ6", strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=23_990
+        )
         await checked_until(rig, lambda: order.is_terminal)
         # The venue never had it: its status answer "unknown order" rejects it.
         assert order.status is OrdStatus.REJECTED
@@ -260,7 +272,9 @@ async def test_a_new_order_the_venue_never_answers_is_resolved_by_a_status_reque
         assert "REJECTED (unknown order)" in a.text
         # The next order is answered at once and raises nothing.
         n = len(alerts(rig))
-        good = rig.router.send("ESZ6", 1, Side.BUY, 1, 23_989)
+        good = rig.router.send(
+            symbol="ESZ6", strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=23_989
+        )
         await checked_until(rig, lambda: good.status is OrdStatus.NEW)
         assert len(alerts(rig)) == n
 
@@ -270,7 +284,9 @@ async def test_a_cancel_or_replace_the_venue_never_answers_is_resolved(
     app_cls: type[SwallowingApp],
 ) -> None:
     async with fix_rig(app_cls=app_cls) as rig:
-        order = rig.router.send("ESZ6", 1, Side.BUY, 1, 23_990)
+        order = rig.router.send(
+            symbol="ESZ6", strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=23_990
+        )
         await rig.until(lambda: order.status is OrdStatus.NEW)
         m = rig.router.manager("ESZ6")
         assert m.cancel(order) if app_cls is SwallowF else m.replace(order, px_ticks=23_991)

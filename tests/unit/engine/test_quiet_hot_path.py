@@ -80,7 +80,13 @@ def run_path(market: MarketData, router: OrderRouter, n: int) -> None:
         rows["qty"] = (5 + i % 3, 7, 1)
         market.apply(rows[:2] if i % 2 else rows)  # the small-batch path
         market.apply(np.repeat(rows, 20))  # the batch path
-        router.send("ESZ6", 1, Side.BUY if i % 2 else Side.SELL, 1, 24_000 + i % 7)
+        router.send(
+            symbol="ESZ6",
+            strategy_id=1,
+            side=Side.BUY if i % 2 else Side.SELL,
+            qty_lots=1,
+            px_ticks=24_000 + i % 7,
+        )
 
 
 def test_nothing_is_built_when_nobody_listens(records: list[logging.LogRecord]) -> None:

@@ -21,9 +21,9 @@ def test_recover_rebuilds_last_order_states_and_fills_of_an_oms_day(tmp_path: Pa
     rig = make_oms()
     with Journal(path, rig.clock, sync="none") as j:
         j.subscribe(rig.bus)
-        a = rig.oms.send(1, Side.BUY, 10, 18_000)
-        b = rig.oms.send(2, Side.SELL, 4, 18_010)
-        c = rig.oms.send(1, Side.BUY, 3, 17_990)
+        a = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=10, px_ticks=18_000)
+        b = rig.oms.send(strategy_id=2, side=Side.SELL, qty_lots=4, px_ticks=18_010)
+        c = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=3, px_ticks=17_990)
         rig.clock.advance(1_000)
         for o in (a, b, c):
             rig.oms.on_execution_report(report(o, ExecType.NEW, OrdStatus.NEW))

@@ -63,7 +63,7 @@ class OmsAgainstVenue(RuleBasedStateMachine):
         side=st.sampled_from([Side.BUY, Side.SELL]), qty=st.integers(1, 20), px=st.integers(90, 110)
     )
     def submit(self, side: Side, qty: int, px: int) -> None:
-        order = self.rig.oms.send(1, side, qty, px)
+        order = self.rig.oms.send(strategy_id=1, side=side, qty_lots=qty, px_ticks=px)
         assert order.status is OrdStatus.PENDING_NEW
         self.venue.append(VenueOrder(order=order, qty=qty))
 

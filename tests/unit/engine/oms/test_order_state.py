@@ -44,7 +44,7 @@ def test_transition_table(current: OrdStatus, new: OrdStatus, allowed: bool) -> 
 
 def test_new_order_is_pending_new_then_acked_then_partially_and_fully_filled() -> None:
     rig = make_oms()
-    order = rig.oms.send(20170101, Side.BUY, 10, 4000)
+    order = rig.oms.send(strategy_id=20170101, side=Side.BUY, qty_lots=10, px_ticks=4000)
     assert order.status is S.PENDING_NEW
     assert rig.venue.sent == [("new", "T1", "")]
     rig.oms.on_execution_report(report(order, E.NEW, S.NEW, exec_id="e0"))
@@ -69,7 +69,7 @@ def test_new_order_is_pending_new_then_acked_then_partially_and_fully_filled() -
 
 def test_duplicate_exec_id_is_applied_once() -> None:
     rig = make_oms()
-    order = rig.oms.send(1, Side.SELL, 5, 100)
+    order = rig.oms.send(strategy_id=1, side=Side.SELL, qty_lots=5, px_ticks=100)
     fill = report(order, E.TRADE, S.PARTIALLY_FILLED, last_qty=2, last_px=100, exec_id="X")
     rig.oms.on_execution_report(fill)
     rig.oms.on_execution_report(fill)
@@ -80,7 +80,7 @@ def test_duplicate_exec_id_is_applied_once() -> None:
 
 def test_cancel_goes_pending_then_canceled_with_a_new_clordid() -> None:
     rig = make_oms()
-    order = rig.oms.send(1, Side.BUY, 3, 100)
+    order = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=3, px_ticks=100)
     rig.oms.on_execution_report(report(order, E.NEW, S.NEW))
     assert rig.oms.cancel(order)
     assert order.status is S.PENDING_CANCEL
@@ -97,7 +97,7 @@ def test_cancel_goes_pending_then_canceled_with_a_new_clordid() -> None:
 
 def test_fill_while_cancel_pending_keeps_the_request_and_a_cancel_reject_restores_status() -> None:
     rig = make_oms()
-    order = rig.oms.send(1, Side.BUY, 10, 100)
+    order = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=10, px_ticks=100)
     rig.oms.on_execution_report(report(order, E.NEW, S.NEW))
     rig.oms.cancel(order)
     rig.oms.on_execution_report(
@@ -117,7 +117,7 @@ def test_fill_while_cancel_pending_keeps_the_request_and_a_cancel_reject_restore
 
 def test_replace_chain_updates_clordid_quantity_price_and_keeps_the_chain() -> None:
     rig = make_oms()
-    order = rig.oms.send(1, Side.SELL, 10, 200)
+    order = rig.oms.send(strategy_id=1, side=Side.SELL, qty_lots=10, px_ticks=200)
     rig.oms.on_execution_report(report(order, E.NEW, S.NEW))
     assert rig.oms.replace(order, px_ticks=201)
     assert order.status is S.PENDING_REPLACE
@@ -143,7 +143,7 @@ def test_replace_chain_updates_clordid_quantity_price_and_keeps_the_chain() -> N
 
 def test_replace_below_filled_quantity_is_a_caller_error() -> None:
     rig = make_oms()
-    order = rig.oms.send(1, Side.BUY, 10, 100)
+    order = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=10, px_ticks=100)
     rig.oms.on_execution_report(
         report(order, E.TRADE, S.PARTIALLY_FILLED, last_qty=4, last_px=100, exec_id="a")
     )
@@ -153,7 +153,7 @@ def test_replace_below_filled_quantity_is_a_caller_error() -> None:
 
 def test_venue_reject_of_a_new_order() -> None:
     rig = make_oms()
-    order = rig.oms.send(1, Side.BUY, 1, 100)
+    order = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100)
     rig.oms.on_execution_report(
         report(order, E.REJECTED, S.REJECTED, cum=0, leaves=0, text="unknown symbol")
     )
@@ -164,7 +164,7 @@ def test_venue_reject_of_a_new_order() -> None:
 
 def test_session_reject_of_new_order_rejects_it_with_its_own_event() -> None:
     rig = make_oms()
-    order = rig.oms.send(1, Side.BUY, 1, 100)
+    order = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100)
     rig.oms.on_request_rejected(
         Request.NEW, "T1", "Required tag missing (44)", reason=RejectReason.SESSION
     )
@@ -176,7 +176,7 @@ def test_session_reject_of_new_order_rejects_it_with_its_own_event() -> None:
 
 def test_session_reject_of_cancel_leaves_the_pending_state() -> None:
     rig = make_oms()
-    order = rig.oms.send(1, Side.BUY, 1, 100)
+    order = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100)
     rig.oms.on_execution_report(report(order, E.NEW, S.NEW))
     rig.oms.cancel(order)
     rig.oms.on_request_rejected(
@@ -189,7 +189,7 @@ def test_session_reject_of_cancel_leaves_the_pending_state() -> None:
 
 def test_business_reject_raises_an_alert_and_rejects_the_new_order() -> None:
     rig = make_oms()
-    order = rig.oms.send(1, Side.BUY, 1, 100)
+    order = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100)
     rig.oms.on_request_rejected(
         Request.NEW, "T1", "Unsupported Message Type", reason=RejectReason.BUSINESS
     )
@@ -203,7 +203,7 @@ def test_business_reject_raises_an_alert_and_rejects_the_new_order() -> None:
 
 def test_report_for_unknown_order_raises_an_alert() -> None:
     rig = make_oms()
-    order = rig.oms.send(1, Side.BUY, 1, 100)
+    order = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100)
     rep = report(order, E.TRADE, S.FILLED, last_qty=1, exec_id="q", clordid="NOPE")
     rig.oms._by_venue_id.clear()
     assert rig.oms.on_execution_report(rep) is None
@@ -212,12 +212,12 @@ def test_report_for_unknown_order_raises_an_alert() -> None:
 
 def test_unsolicited_cancel_and_done_for_day_and_expiry() -> None:
     rig = make_oms()
-    a = rig.oms.send(1, Side.BUY, 1, 100)
+    a = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100)
     rig.oms.on_execution_report(report(a, E.NEW, S.NEW))
     rig.oms.on_execution_report(report(a, E.CANCELED, S.CANCELED, cum=0, leaves=0, text="halt"))
     assert a.status is S.CANCELED
     assert rig.alerts[-1].text == "unsolicited cancel of T1: halt"
-    b = rig.oms.send(1, Side.BUY, 1, 100)
+    b = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100)
     rig.oms.on_execution_report(report(b, E.NEW, S.NEW))
     rig.oms.on_execution_report(report(b, E.DONE_FOR_DAY, S.DONE_FOR_DAY, cum=0, leaves=1))
     assert b.status is S.DONE_FOR_DAY
@@ -228,7 +228,7 @@ def test_unsolicited_cancel_and_done_for_day_and_expiry() -> None:
 
 def test_illegal_move_is_refused_and_alerted_never_applied() -> None:
     rig = make_oms()
-    order = rig.oms.send(1, Side.BUY, 2, 100)
+    order = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=2, px_ticks=100)
     rig.oms.on_execution_report(report(order, E.TRADE, S.FILLED, last_qty=2, exec_id="1"))
     changes = len(rig.changes)
     rig.oms.on_execution_report(report(order, E.NEW, S.NEW, cum=2, leaves=0))
@@ -242,24 +242,48 @@ def test_illegal_move_is_refused_and_alerted_never_applied() -> None:
 
 def test_duplicate_clordid_is_refused() -> None:
     rig = make_oms()
-    rig.oms.send(1, Side.BUY, 1, 100, client_order_id="MINE")
-    dup = rig.oms.send(1, Side.BUY, 1, 100, client_order_id="MINE")
+    rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100, client_order_id="MINE")
+    dup = rig.oms.send(
+        strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100, client_order_id="MINE"
+    )
     assert dup.status is S.REJECTED
     assert dup.text == "duplicate ClOrdID 'MINE': already used today"
     assert len(rig.venue.sent) == 1
 
 
+@pytest.mark.parametrize(
+    ("clordid", "message"),
+    [
+        ("", "ClOrdID <11> is empty"),
+        ("A" * 37, "has 37 characters \\(at most 36\\)"),
+        ("MY ORDER", "only printable ASCII without spaces"),
+        ("A\x01B", "only printable ASCII without spaces"),
+    ],
+)
+def test_a_clordid_no_venue_takes_is_refused_before_it_exists(clordid: str, message: str) -> None:
+    rig = make_oms()
+    with pytest.raises(ValueError, match=message):
+        rig.oms.send(
+            strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100, client_order_id=clordid
+        )
+    assert rig.venue.sent == []
+    assert rig.oms.created == 0
+
+
 def test_send_many_and_cancel_all_by_strategy_and_side() -> None:
-    from engine.oms.manager import OrderRequest
+    from engine.oms.request import OrderRequest
 
     rig = make_oms()
+    sym = rig.oms.symbol
     orders = rig.oms.send_many(
         [
-            OrderRequest(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=99),
-            OrderRequest(strategy_id=1, side=Side.SELL, qty_lots=1, px_ticks=101),
-            OrderRequest(strategy_id=2, side=Side.BUY, qty_lots=1, px_ticks=98),
+            OrderRequest(symbol=sym, strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=99),
+            OrderRequest(symbol=sym, strategy_id=1, side=Side.SELL, qty_lots=1, px_ticks=101),
+            OrderRequest(symbol=sym, strategy_id=2, side=Side.BUY, qty_lots=1, px_ticks=98),
         ]
     )
+    with pytest.raises(ValueError, match="order request for 'NQZ6' sent to the order manager"):
+        rig.oms.submit(OrderRequest(symbol="NQZ6", side=Side.BUY, qty_lots=1, px_ticks=98))
     assert [o.status for o in orders] == [S.PENDING_NEW] * 3
     assert rig.oms.cancel_all(strategy_id=1, side=Side.SELL) == 1
     assert rig.oms.cancel_all(strategy_id=1) == 1  # the sell already has a pending cancel
@@ -277,7 +301,7 @@ def test_send_many_and_cancel_all_by_strategy_and_side() -> None:
 def test_malformed_requests_raise_value_error(kwargs: dict[str, int], message: str) -> None:
     rig = make_oms()
     with pytest.raises(ValueError, match=message):
-        rig.oms.send(1, Side.BUY, **kwargs)
+        rig.oms.send(strategy_id=1, side=Side.BUY, **kwargs)
 
 
 def test_pending_new_is_the_dataclass_order_with_every_field_set() -> None:

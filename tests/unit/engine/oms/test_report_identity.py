@@ -9,7 +9,7 @@ S, E = OrdStatus, ExecType
 
 
 def _acked(rig, qty: int = 3):  # type: ignore[no-untyped-def]
-    order = rig.oms.send(7, Side.BUY, qty, 100)
+    order = rig.oms.send(strategy_id=7, side=Side.BUY, qty_lots=qty, px_ticks=100)
     rig.oms.on_execution_report(report(order, E.NEW, S.NEW, exec_id="A0"))
     return order
 
@@ -98,7 +98,7 @@ def test_out_of_order_reports_keep_the_furthest_state() -> None:
 def test_exec_id_reused_for_another_fill_is_booked_with_an_alert() -> None:
     rig = make_oms()
     a = _acked(rig)
-    b = rig.oms.send(7, Side.SELL, 3, 105)
+    b = rig.oms.send(strategy_id=7, side=Side.SELL, qty_lots=3, px_ticks=105)
     rig.oms.on_execution_report(report(b, E.NEW, S.NEW))
     rig.oms.on_execution_report(
         report(a, E.TRADE, S.PARTIALLY_FILLED, last_qty=1, last_px=100, exec_id="X22")

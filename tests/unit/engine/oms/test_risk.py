@@ -14,7 +14,7 @@ def refused_text(
     rig = make_oms(rig_limits, reference_px=ref)
     order = None
     for side, qty, px in sends:
-        order = rig.oms.send(1, side, qty, px)
+        order = rig.oms.send(strategy_id=1, side=side, qty_lots=qty, px_ticks=px)
     assert order is not None
     assert order.status is OrdStatus.REJECTED, order
     return order.text
@@ -33,20 +33,20 @@ def test_max_order_notional_uses_the_instrument_multiplier() -> None:
 
 def test_max_position_counts_working_orders_on_the_same_side() -> None:
     rig = make_oms(RiskLimits(max_position_lots=10))
-    first = rig.oms.send(1, Side.BUY, 6, 100)
+    first = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=6, px_ticks=100)
     rig.oms.on_execution_report(
         report(
             first, ExecType.TRADE, OrdStatus.PARTIALLY_FILLED, last_qty=2, last_px=100, exec_id="a"
         )
     )
-    second = rig.oms.send(1, Side.BUY, 5, 100)
+    second = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=5, px_ticks=100)
     assert second.status is OrdStatus.REJECTED
     assert second.text == (
         "risk: max_position: position +2 with working +4 and this order +5 lots reaches +11, "
         "beyond ±10 lots (engine-wide)"
     )
     # Reducing the position is always allowed.
-    sell = rig.oms.send(1, Side.SELL, 12, 100)
+    sell = rig.oms.send(strategy_id=1, side=Side.SELL, qty_lots=12, px_ticks=100)
     assert sell.status is OrdStatus.PENDING_NEW
 
 
@@ -57,41 +57,56 @@ def test_price_band_around_the_reference() -> None:
         "beyond ±20 ticks (engine-wide)"
     )
     rig = make_oms(RiskLimits(price_band_ticks=20), reference_px=100)
-    assert rig.oms.send(1, Side.BUY, 1, 119).status is OrdStatus.PENDING_NEW
+    assert (
+        rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=119).status
+        is OrdStatus.PENDING_NEW
+    )
 
 
 def test_max_open_orders_and_strategy_limits_come_first() -> None:
     rig = make_oms(RiskLimits(max_open_orders=3))
     rig.risk.set_strategy_limits(7, RiskLimits(max_open_orders=1))
-    assert rig.oms.send(7, Side.BUY, 1, 100).status is OrdStatus.PENDING_NEW
-    refused = rig.oms.send(7, Side.BUY, 1, 100)
+    assert (
+        rig.oms.send(strategy_id=7, side=Side.BUY, qty_lots=1, px_ticks=100).status
+        is OrdStatus.PENDING_NEW
+    )
+    refused = rig.oms.send(strategy_id=7, side=Side.BUY, qty_lots=1, px_ticks=100)
     assert refused.text == "risk: max_open_orders: 1 working + 1 > 1 (strategy 7)"
-    rig.oms.send(8, Side.BUY, 1, 100)
-    rig.oms.send(8, Side.BUY, 1, 100)
-    assert rig.oms.send(8, Side.BUY, 1, 100).text == (
+    rig.oms.send(strategy_id=8, side=Side.BUY, qty_lots=1, px_ticks=100)
+    rig.oms.send(strategy_id=8, side=Side.BUY, qty_lots=1, px_ticks=100)
+    assert rig.oms.send(strategy_id=8, side=Side.BUY, qty_lots=1, px_ticks=100).text == (
         "risk: max_open_orders: 3 working + 1 > 3 (engine-wide)"
     )
 
 
 def test_order_rate_window_slides() -> None:
     rig = make_oms(RiskLimits(max_orders_per_second=2))
-    assert rig.oms.send(1, Side.BUY, 1, 100).status is OrdStatus.PENDING_NEW
-    assert rig.oms.send(1, Side.BUY, 1, 100).status is OrdStatus.PENDING_NEW
-    third = rig.oms.send(1, Side.BUY, 1, 100)
+    assert (
+        rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100).status
+        is OrdStatus.PENDING_NEW
+    )
+    assert (
+        rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100).status
+        is OrdStatus.PENDING_NEW
+    )
+    third = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100)
     assert third.text == "risk: max_order_rate: 2 orders in the last second + 1 > 2/s (engine-wide)"
     rig.clock.advance(1_000_000_001)
-    assert rig.oms.send(1, Side.BUY, 1, 100).status is OrdStatus.PENDING_NEW
+    assert (
+        rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100).status
+        is OrdStatus.PENDING_NEW
+    )
 
 
 def test_kill_switch_blocks_new_orders_and_replace_refusal_is_alerted() -> None:
     rig = make_oms(RiskLimits(max_order_qty_lots=5))
-    order = rig.oms.send(1, Side.BUY, 1, 100)
+    order = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100)
     assert not rig.oms.replace(order, qty_lots=9)
     assert rig.alerts[-1].text == (
         "replace of T1 refused: max_order_qty: 9 lots > 5 lots (engine-wide)"
     )
     rig.risk.kill_level = KillLevel.BLOCK_NEW
-    blocked = rig.oms.send(1, Side.BUY, 1, 100)
+    blocked = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100)
     assert blocked.text == "risk: kill_switch: kill switch is at BLOCK_NEW: new orders are blocked"
 
 
@@ -103,15 +118,24 @@ def test_negative_limit_is_refused_by_name() -> None:
 def test_limits_set_while_running_apply_to_the_next_order() -> None:
     # Global and strategy limits are replaced at run time (console commands, config reload).
     rig = make_oms()
-    assert rig.oms.send(1, Side.BUY, 5, 10).status is OrdStatus.PENDING_NEW
+    assert (
+        rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=5, px_ticks=10).status
+        is OrdStatus.PENDING_NEW
+    )
     rig.risk.global_limits = RiskLimits(max_order_qty_lots=4)
-    refused = rig.oms.send(1, Side.BUY, 5, 10)
+    refused = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=5, px_ticks=10)
     assert refused.text == "risk: max_order_qty: 5 lots > 4 lots (engine-wide)"
     rig.risk.global_limits = RiskLimits()
-    assert rig.oms.send(1, Side.BUY, 5, 10).status is OrdStatus.PENDING_NEW
+    assert (
+        rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=5, px_ticks=10).status
+        is OrdStatus.PENDING_NEW
+    )
     rig.risk.set_strategy_limits(1, RiskLimits(max_order_qty_lots=2))
-    assert rig.oms.send(1, Side.BUY, 3, 10).text == (
+    assert rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=3, px_ticks=10).text == (
         "risk: max_order_qty: 3 lots > 2 lots (strategy 1)"
     )
     rig.risk.set_strategy_limits(1, RiskLimits())
-    assert rig.oms.send(1, Side.BUY, 3, 10).status is OrdStatus.PENDING_NEW
+    assert (
+        rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=3, px_ticks=10).status
+        is OrdStatus.PENDING_NEW
+    )

@@ -7,7 +7,8 @@ from engine.bus import MessageBus
 from engine.clock import TestClock
 from engine.enums import ExecType, KillLevel, OrdStatus, OrdType, Side
 from engine.events import Event, KillSwitchChanged
-from engine.oms.router import OrderRouter, RoutedOrder
+from engine.oms.request import OrderRequest
+from engine.oms.router import OrderRouter
 from tests.factories import RecordingVenue, make_instrument, report
 
 
@@ -27,8 +28,8 @@ def test_portfolio_goes_to_each_instrument_with_unique_order_ids() -> None:
     router, _events, venues = make_router()
     orders = router.send_many(
         [
-            RoutedOrder(symbol="ESZ6", strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=10),
-            RoutedOrder(symbol="NQZ6", strategy_id=1, side=Side.SELL, qty_lots=2, px_ticks=20),
+            OrderRequest(symbol="ESZ6", strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=10),
+            OrderRequest(symbol="NQZ6", strategy_id=1, side=Side.SELL, qty_lots=2, px_ticks=20),
         ]
     )
     assert [o.symbol for o in orders] == ["ESZ6", "NQZ6"]
@@ -36,13 +37,13 @@ def test_portfolio_goes_to_each_instrument_with_unique_order_ids() -> None:
     assert venues["ESZ6"].sent == [("new", "T1", "")]
     assert venues["NQZ6"].sent == [("new", "T1", "")]
     with pytest.raises(KeyError, match="no order manager for 'CLZ6'; routed: ESZ6, NQZ6"):
-        router.send("CLZ6", 1, Side.BUY, 1, 1)
+        router.send(symbol="CLZ6", strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=1)
     with pytest.raises(ValueError, match="already routed"):
         router.add_instrument(make_instrument("ESZ6"), venues["ESZ6"])
 
 
 def fill(router: OrderRouter, symbol: str, strategy: int, side: Side, qty: int) -> None:
-    order = router.send(symbol, strategy, side, qty, 100)
+    order = router.send(symbol=symbol, strategy_id=strategy, side=side, qty_lots=qty, px_ticks=100)
     router.manager(symbol).on_execution_report(
         report(
             order,
@@ -58,21 +59,30 @@ def fill(router: OrderRouter, symbol: str, strategy: int, side: Side, qty: int) 
 def test_block_new_refuses_orders_and_is_published_with_actor_and_reason() -> None:
     router, events, _v = make_router()
     router.kill(KillLevel.BLOCK_NEW, actor="desk", reason="test")
-    assert router.send("ESZ6", 1, Side.BUY, 1, 10).status is OrdStatus.REJECTED
+    assert (
+        router.send(symbol="ESZ6", strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=10).status
+        is OrdStatus.REJECTED
+    )
     change = [e for e in events if isinstance(e, KillSwitchChanged)]
     assert [(c.level, c.actor, c.reason) for c in change] == [(KillLevel.BLOCK_NEW, "desk", "test")]
     router.kill(KillLevel.OFF, actor="desk", reason="resume")
-    assert router.send("ESZ6", 1, Side.BUY, 1, 10).status is OrdStatus.PENDING_NEW
+    assert (
+        router.send(symbol="ESZ6", strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=10).status
+        is OrdStatus.PENDING_NEW
+    )
 
 
 def test_cancel_all_level_cancels_every_working_order() -> None:
     router, _events, venues = make_router()
-    router.send("ESZ6", 1, Side.BUY, 1, 10)
-    router.send("NQZ6", 2, Side.SELL, 1, 10)
+    router.send(symbol="ESZ6", strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=10)
+    router.send(symbol="NQZ6", strategy_id=2, side=Side.SELL, qty_lots=1, px_ticks=10)
     assert router.kill(KillLevel.CANCEL_ALL, actor="desk", reason="runaway") == 2
     assert [k for k, *_ in venues["ESZ6"].sent] == ["new", "cancel"]
     assert [k for k, *_ in venues["NQZ6"].sent] == ["new", "cancel"]
-    assert router.send("ESZ6", 1, Side.BUY, 1, 10).status is OrdStatus.REJECTED
+    assert (
+        router.send(symbol="ESZ6", strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=10).status
+        is OrdStatus.REJECTED
+    )
 
 
 def test_flatten_level_closes_every_position_with_market_orders_despite_the_block() -> None:
@@ -80,7 +90,9 @@ def test_flatten_level_closes_every_position_with_market_orders_despite_the_bloc
     fill(router, "ESZ6", 1, Side.BUY, 3)
     fill(router, "ESZ6", 2, Side.SELL, 5)
     fill(router, "NQZ6", 1, Side.SELL, 2)
-    router.send("NQZ6", 1, Side.BUY, 1, 90)  # working, gets canceled
+    router.send(
+        symbol="NQZ6", strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=90
+    )  # working, gets canceled
     router.kill(KillLevel.FLATTEN, actor="risk", reason="loss limit")
     flat = [o for o in router.working() if o.ord_type is OrdType.MARKET]
     assert sorted((o.symbol, o.strategy_id, o.side, o.qty_lots) for o in flat) == [

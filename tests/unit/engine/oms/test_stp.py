@@ -248,8 +248,8 @@ def test_a_replace_across_another_strategys_order_is_decided_alike(
 ) -> None:
     rig = make_oms()
     rig.oms.stp = SelfTradePrevention(mode=mode)
-    bid = rig.oms.send(1, Side.BUY, 1, 100)
-    ask = rig.oms.send(2, Side.SELL, 1, 103)
+    bid = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100)
+    ask = rig.oms.send(strategy_id=2, side=Side.SELL, qty_lots=1, px_ticks=103)
     for o in (bid, ask):
         rig.oms.on_execution_report(report(o, ExecType.NEW, OrdStatus.NEW))
     assert rig.oms.replace(ask, px_ticks=102)  # not crossing: as before
@@ -280,20 +280,27 @@ def test_orders_are_looked_at_only_when_another_strategy_holds_some() -> None:
     rig = make_oms()
     rig.oms.stp = Counting()
     for i in range(50):
-        o = rig.oms.send(1, Side.BUY if i % 2 else Side.SELL, 1, 90 if i % 2 else 110)
+        o = rig.oms.send(
+            strategy_id=1,
+            side=Side.BUY if i % 2 else Side.SELL,
+            qty_lots=1,
+            px_ticks=90 if i % 2 else 110,
+        )
         rig.oms.on_execution_report(report(o, ExecType.NEW, OrdStatus.NEW))
     assert Counting.looked == 0
-    bid = rig.oms.send(2, Side.BUY, 1, 111)  # another strategy: looked at, and refused
+    bid = rig.oms.send(
+        strategy_id=2, side=Side.BUY, qty_lots=1, px_ticks=111
+    )  # another strategy: looked at, and refused
     assert Counting.looked == 1
     assert bid.status is OrdStatus.REJECTED
     assert "self-trade prevention" in bid.text
     # Strategy 2 holds nothing (its order was refused): strategy 1 is alone again.
-    rig.oms.send(1, Side.BUY, 1, 91)
+    rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=91)
     assert Counting.looked == 1
     # Once strategy 1's orders are all done, strategy 2 is alone: no look either.
     for o in list(rig.oms.orders.values()):
         rig.oms.on_execution_report(report(o, ExecType.CANCELED, OrdStatus.CANCELED, leaves=0))
-    rig.oms.send(2, Side.SELL, 1, 80)
+    rig.oms.send(strategy_id=2, side=Side.SELL, qty_lots=1, px_ticks=80)
     assert Counting.looked == 1
 
 
@@ -307,11 +314,11 @@ def test_a_resting_order_with_a_replace_on_its_way_is_not_left_to_the_venue(
     order is not sent), in cancel_both what can be canceled is."""
     rig = make_oms()
     rig.oms.stp = SelfTradePrevention(mode=mode)
-    bid = rig.oms.send(1, Side.BUY, 1, 100)
+    bid = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100)
     rig.oms.on_execution_report(report(bid, ExecType.NEW, OrdStatus.NEW))
     assert rig.oms.replace(bid, px_ticks=101)  # on its way
     sent = len(rig.venue.sent)
-    sell = rig.oms.send(2, Side.SELL, 1, 100)
+    sell = rig.oms.send(strategy_id=2, side=Side.SELL, qty_lots=1, px_ticks=100)
     assert sell.status is OrdStatus.REJECTED
     if mode is StpMode.CANCEL_OLDEST:
         assert sell.text == (

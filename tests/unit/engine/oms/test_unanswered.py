@@ -16,7 +16,7 @@ TIMEOUT = 10_000_000_000
 
 def test_an_answered_order_raises_nothing() -> None:
     rig = make_oms()
-    order = rig.oms.send(1, Side.BUY, 1, 100)
+    order = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100)
     rig.oms.on_execution_report(report(order, E.NEW, S.NEW))
     rig.clock.advance(2 * TIMEOUT)
     assert rig.oms.check_unanswered(TIMEOUT) == 0
@@ -26,7 +26,7 @@ def test_an_answered_order_raises_nothing() -> None:
 
 def test_an_unanswered_new_order_alerts_once_then_escalates_and_keeps_asking() -> None:
     rig = make_oms()
-    order = rig.oms.send(1, Side.BUY, 2, 100)
+    order = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=2, px_ticks=100)
     rig.oms.check_unanswered(TIMEOUT)  # the watch starts: nothing yet
     rig.clock.advance(TIMEOUT - 1)
     assert rig.oms.check_unanswered(TIMEOUT) == 0
@@ -60,7 +60,7 @@ def test_an_unanswered_new_order_alerts_once_then_escalates_and_keeps_asking() -
 
 def test_a_status_answer_unknown_order_rejects_an_order_never_acknowledged() -> None:
     rig = make_oms()
-    order = rig.oms.send(1, Side.BUY, 1, 100)
+    order = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100)
     rig.oms.check_unanswered(TIMEOUT)
     rig.clock.advance(TIMEOUT)
     rig.oms.check_unanswered(TIMEOUT)
@@ -74,7 +74,7 @@ def test_a_status_answer_unknown_order_rejects_an_order_never_acknowledged() -> 
 
 def test_an_unanswered_cancel_ends_with_the_status_the_venue_reports() -> None:
     rig = make_oms()
-    order = rig.oms.send(1, Side.BUY, 1, 100)
+    order = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100)
     rig.oms.on_execution_report(report(order, E.NEW, S.NEW))
     rig.oms.check_unanswered(TIMEOUT)
     rig.clock.advance(TIMEOUT)
@@ -92,7 +92,7 @@ def test_an_unanswered_cancel_ends_with_the_status_the_venue_reports() -> None:
 
 def test_a_venue_rejecting_status_requests_is_not_asked_again() -> None:
     rig = make_oms()
-    order = rig.oms.send(1, Side.BUY, 1, 100)
+    order = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100)
     rig.oms.check_unanswered(TIMEOUT)
     rig.clock.advance(TIMEOUT)
     rig.oms.check_unanswered(TIMEOUT)
@@ -112,7 +112,7 @@ def test_a_venue_rejecting_status_requests_is_not_asked_again() -> None:
 
 def test_an_order_restored_long_ago_is_timed_from_the_first_check() -> None:
     rig = make_oms()
-    order = rig.oms.send(1, Side.BUY, 1, 100)
+    order = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100)
     rig.clock.advance(10 * TIMEOUT)  # e.g. sent before a restart
     assert rig.oms.check_unanswered(TIMEOUT) == 0
     rig.clock.advance(TIMEOUT)

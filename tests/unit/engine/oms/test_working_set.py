@@ -40,7 +40,9 @@ def _cycle(rig: OmsRig, i: int) -> Order:
     """
     oms = rig.oms
     rig.clock.advance(1_000_000)
-    order = oms.send(7, Side.BUY if i % 2 else Side.SELL, 1, 100 + i % 5)
+    order = oms.send(
+        strategy_id=7, side=Side.BUY if i % 2 else Side.SELL, qty_lots=1, px_ticks=100 + i % 5
+    )
     oms.on_execution_report(report(order, E.NEW, S.NEW, exec_id=f"A{i}"))
     if i % 2:
         oms.on_execution_report(
@@ -152,7 +154,7 @@ def test_engine_recovery_keeps_open_orders_and_only_the_newest_done_ones(tmp_pat
     with Journal(path, rig.clock, sync="none") as j:
         j.subscribe(rig.bus)
         done = [_cycle(rig, i) for i in range(30)]
-        working = rig.oms.send(7, Side.BUY, 2, 99)
+        working = rig.oms.send(strategy_id=7, side=Side.BUY, qty_lots=2, px_ticks=99)
         rig.oms.on_execution_report(report(working, E.NEW, S.NEW, exec_id="W"))
     full = recover(path)
     assert len(full.orders) == 31

@@ -44,7 +44,7 @@ def test_the_desk_reconciles_only_the_venue_whose_link_came_up() -> None:
     desk.add_instrument(make_instrument("NQZ6"), b)
     for symbol, venue in (("ESZ6", a), ("NQZ6", b)):
         manager = desk.router.manager(symbol)
-        order = manager.send(1, Side.BUY, 1, 100)
+        order = manager.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100)
         manager.on_execution_report(ExecutionReport(
             client_order_id=order.client_order_id, exec_type=ExecType.NEW,
             ord_status=OrdStatus.NEW, leaves_qty_lots=1, cum_qty_lots=0,
