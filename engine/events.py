@@ -109,6 +109,11 @@ class VenueLinkChanged(Event):
     protocol: str  # "FIX", "OUCH", …
     up: bool
     detail: str = ""  # the protocol's words for the link (FIX: the session id)
+    state: str = ""  # the link's state in the protocol's words ("Logged on", "Login sent", …)
+    #: Sequence numbers where the protocol has them (0: none): the next one the engine sends
+    #: (OUCH: its next UserRefNum) and the next one it expects from the venue.
+    next_out: int = 0
+    next_in: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,7 @@ from engine.events import (
     OrderChanged,
     SessionStatusChanged,
     StrategyStatusChanged,
+    VenueLinkChanged,
 )
 from widgets.empty_state import EmptyState
 from widgets.monitor.formats import fmt_time
@@ -116,6 +117,12 @@ def _entry_of(record: EventRecord) -> LogEntry | None:
             f"(next out {ev.next_sender_seq_num}, in {ev.next_target_seq_num})"
         )
         return LogEntry(seq, ev.ts_event, int(level), "fix", f"{text} {ev.text}".strip())
+    if isinstance(ev, VenueLinkChanged) and ev.protocol != "FIX":  # FIX: SessionStatusChanged
+        level = AlertLevel.INFO if ev.up else AlertLevel.WARNING
+        state = ev.state or ("up" if ev.up else "down")
+        numbers = f" (next out {ev.next_out}, in {ev.next_in})" if ev.next_out or ev.next_in else ""
+        text = f"{ev.protocol} {ev.detail or ev.venue} {state.lower()}{numbers}"
+        return LogEntry(seq, ev.ts_event, int(level), ev.protocol.lower(), text)
     if isinstance(ev, StrategyStatusChanged):
         failed = ev.change.startswith("failed")
         level = AlertLevel.ERROR if failed else AlertLevel.INFO
@@ -200,6 +207,7 @@ class LogView(QWidget):
         LogRecorded,
         KillSwitchChanged,
         SessionStatusChanged,
+        VenueLinkChanged,
         StrategyStatusChanged,
         EngineStateChanged,
         OrderChanged,

@@ -1,5 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""The FIX sessions panel: state and sequence numbers of every session, and its controls.
+"""The sessions panel: state and sequence numbers of every venue link, and its controls.
+
+FIX sessions come from ``SessionStatusChanged``; links of other protocols (OUCH over
+SoupBinTCP) from ``VenueLinkChanged``, one row per link, with their own sequence numbers. The
+controls act on FIX sessions (``ControlSession``); another protocol's row says so.
 
 Log on, log out, reset and set sequence numbers are one click away but never one *accidental*
 click: logout, reset and set-sequence arm first ("Confirm reset?") and act on the second click
@@ -32,7 +36,7 @@ from PySide6.QtWidgets import (
 
 from engine.commands import ControlSession
 from engine.enums import SessionState
-from engine.events import Event, EventRecord, SessionStatusChanged
+from engine.events import Event, EventRecord, SessionStatusChanged, VenueLinkChanged
 from widgets.fmt import fmt_ts_utc
 
 _Index = QModelIndex | QPersistentModelIndex
@@ -49,18 +53,55 @@ STATE_TEXT = {
 ARM_MS = 4000
 
 
+#: One row: a FIX session's status, or another protocol's link.
+LinkRow = SessionStatusChanged | VenueLinkChanged
+
+
 def dictionary_text(s: SessionStatusChanged) -> str:
     """Return the session's own dictionary files by name, or ``shipped``."""
     names = [PurePath(p).name for p in (s.dictionary, s.app_dictionary) if p]
     return " + ".join(names) or "shipped"
 
 
+def row_key(s: LinkRow) -> str:
+    """Return the row's key: a FIX session id, else ``PROTOCOL detail`` of the link."""
+    if isinstance(s, SessionStatusChanged):
+        return s.session_id
+    return f"{s.protocol} {s.detail or s.venue}"
+
+
+def row_cells(s: LinkRow) -> tuple[str, ...]:
+    """Return the texts of the row's cells, in :data:`COLUMNS` order."""
+    if isinstance(s, SessionStatusChanged):
+        return (
+            s.session_id,
+            STATE_TEXT[s.state],
+            f"{s.next_sender_seq_num:,}",
+            f"{s.next_target_seq_num:,}",
+            fmt_ts_utc(s.ts_event),
+            dictionary_text(s),
+        )
+    return (
+        row_key(s),
+        s.state or ("Logged on" if s.up else "Disconnected"),
+        f"{s.next_out:,}" if s.next_out else "",
+        f"{s.next_in:,}" if s.next_in else "",
+        fmt_ts_utc(s.ts_event),
+        s.protocol,
+    )
+
+
+def row_up(s: LinkRow) -> bool:
+    """Return whether the row's link is up."""
+    return s.state is SessionState.LOGGED_ON if isinstance(s, SessionStatusChanged) else s.up
+
+
 class SessionsModel(QAbstractTableModel):
-    """One row per FIX session, keyed by session id, in order of first appearance."""
+    """One row per venue link (FIX: per session id), in order of first appearance."""
 
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
-        self._rows: list[SessionStatusChanged] = []
+        self._rows: list[LinkRow] = []
         self._row_of: dict[str, int] = {}
 
     def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
@@ -79,8 +120,8 @@ class SessionsModel(QAbstractTableModel):
             return COLUMNS[section]
         return None
 
-    def session(self, row: int) -> SessionStatusChanged:
-        """Return the status of the session in ``row``."""
+    def session(self, row: int) -> LinkRow:
+        """Return the status of the session (or other link) in ``row``."""
         return self._rows[row]
 
     def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
@@ -89,30 +130,30 @@ class SessionsModel(QAbstractTableModel):
             return None
         s, col = self._rows[index.row()], index.column()
         if role == Qt.ItemDataRole.DisplayRole:
-            return (
-                s.session_id,
-                STATE_TEXT[s.state],
-                f"{s.next_sender_seq_num:,}",
-                f"{s.next_target_seq_num:,}",
-                fmt_ts_utc(s.ts_event),
-                dictionary_text(s),
-            )[col]
+            return row_cells(s)[col]
         if role == Qt.ItemDataRole.ToolTipRole and col == 5:
+            if not isinstance(s, SessionStatusChanged):
+                return f"{s.protocol} link of venue {s.venue}"
             paths = [p for p in (s.dictionary, s.app_dictionary) if p]
             return "\n".join(paths) or "The dictionary shipped for the session's FIX version"
+        if role == Qt.ItemDataRole.ToolTipRole and col in (2, 3) and not isinstance(
+            s, SessionStatusChanged
+        ):
+            return ("The next number the engine sends", "The next number the venue sends")[col - 2]
         if role == Qt.ItemDataRole.TextAlignmentRole and col in (2, 3):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.ForegroundRole and col == 1:
-            return QColor("#3fb950") if s.state is SessionState.LOGGED_ON else QColor("#d29922")
+            return QColor("#3fb950") if row_up(s) else QColor("#d29922")
         return None
 
-    def update(self, events: Sequence[SessionStatusChanged]) -> None:
-        """Apply status events (the newest per session wins)."""
+    def update(self, events: Sequence[LinkRow]) -> None:
+        """Apply status events (the newest per link wins)."""
         for ev in events:
-            row = self._row_of.get(ev.session_id)
+            key = row_key(ev)
+            row = self._row_of.get(key)
             if row is None:
                 self.beginInsertRows(QModelIndex(), len(self._rows), len(self._rows))
-                self._row_of[ev.session_id] = len(self._rows)
+                self._row_of[key] = len(self._rows)
                 self._rows.append(ev)
                 self.endInsertRows()
             else:
@@ -121,7 +162,7 @@ class SessionsModel(QAbstractTableModel):
 
 
 class SessionsPanel(QWidget):
-    """Table of FIX sessions with log on, log out, reset and set-sequence controls.
+    """Table of venue links with log on, log out, reset and set-sequence controls (FIX).
 
     Signals
     -------
@@ -130,7 +171,7 @@ class SessionsPanel(QWidget):
     """
 
     #: Engine event types :meth:`on_events` reads (the workspace hands it only these).
-    EVENT_TYPES: ClassVar[tuple[type[Event], ...]] = (SessionStatusChanged,)
+    EVENT_TYPES: ClassVar[tuple[type[Event], ...]] = (SessionStatusChanged, VenueLinkChanged)
 
     command_requested = Signal(object)
 
@@ -161,6 +202,7 @@ class SessionsPanel(QWidget):
         self.message = QLabel("")
         self.message.setProperty("state", "muted")
         self._armed: tuple[str, QPushButton] | None = None
+        self._link_note = ""  # what the message line says of a selected non-FIX link
         self._disarm = QTimer(self)
         self._disarm.setSingleShot(True)
         self._disarm.timeout.connect(self._reset_arm)
@@ -178,7 +220,12 @@ class SessionsPanel(QWidget):
 
     def on_events(self, batch: Sequence[EventRecord]) -> None:
         """Apply the session status events of a batch."""
-        sessions = [r.event for r in batch if isinstance(r.event, SessionStatusChanged)]
+        sessions: list[LinkRow] = [
+            r.event
+            for r in batch
+            if isinstance(r.event, SessionStatusChanged)
+            or (isinstance(r.event, VenueLinkChanged) and r.event.protocol != "FIX")
+        ]  # a FIX session's VenueLinkChanged says less than its SessionStatusChanged
         if sessions:
             rows = self.model.rowCount()
             self.model.update(sessions)
@@ -197,12 +244,27 @@ class SessionsPanel(QWidget):
     def _on_row(self, current: QModelIndex, _previous: QModelIndex) -> None:
         if current.isValid():
             s = self.model.session(current.row())
-            self.out_seq.setValue(s.next_sender_seq_num)
-            self.in_seq.setValue(s.next_target_seq_num)
+            fix = isinstance(s, SessionStatusChanged)
+            for w in (self.logon, self.logout, self.reset, self.out_seq, self.in_seq, self.set_seq):
+                w.setEnabled(fix)
+            if isinstance(s, SessionStatusChanged):
+                self.out_seq.setValue(s.next_sender_seq_num)
+                self.in_seq.setValue(s.next_target_seq_num)
+                if self.message.text() == self._link_note:
+                    self.message.setText("")
+            else:
+                self._link_note = (
+                    f"{s.protocol} link of {s.venue}: it logs in again and resumes its sequence "
+                    "numbers by itself (the controls are for FIX sessions)"
+                )
+                self.message.setText(self._link_note)
 
     def _selected(self) -> str | None:
         index = self.table.currentIndex()
-        return self.model.session(index.row()).session_id if index.isValid() else None
+        if not index.isValid():
+            return None
+        s = self.model.session(index.row())
+        return s.session_id if isinstance(s, SessionStatusChanged) else None
 
     def _arm_or_act(self, action: str, button: QPushButton) -> None:
         if self._armed is not None and self._armed[0] == action:

@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt
 
 from engine.commands import ControlSession
 from engine.enums import SessionState
-from engine.events import EventRecord, SessionStatusChanged
+from engine.events import EventRecord, SessionStatusChanged, VenueLinkChanged
 from widgets.sessions_panel import SessionsPanel
 
 pytestmark = pytest.mark.gui
@@ -71,3 +71,33 @@ def test_the_dictionary_column_names_the_sessions_own_files(qtbot: object) -> No
     assert model.index(1, col).data(Qt.ItemDataRole.ToolTipRole) == (
         "/etc/venue/FIXT11.xml\n/etc/venue/FIX50SP2-venue.xml"
     )
+
+
+def test_an_ouch_link_is_a_row_of_its_own_and_the_fix_controls_leave_it_alone(
+    qtbot: object,
+) -> None:
+    panel = SessionsPanel()
+    qtbot.addWidget(panel)  # type: ignore[attr-defined]
+    link = VenueLinkChanged(ts_event=1_700_000_000_000_000_000, venue="SIM-OUCH",
+                            protocol="OUCH", up=True, detail="QWC1@127.0.0.1:5002",
+                            state="Logged in", next_out=7, next_in=1_234)  # fmt: skip
+    fix_twin = VenueLinkChanged(ts_event=1, venue="SIM-FIX", protocol="FIX", up=True, detail=SID)
+    panel.on_events([status(SessionState.LOGGED_ON, 42, 17), EventRecord(2, link),
+                     EventRecord(3, fix_twin)])  # fmt: skip
+    model = panel.model
+    assert model.rowCount() == 2  # the FIX session's VenueLinkChanged adds no row
+    assert [model.index(1, c).data() for c in (0, 1, 2, 3, 5)] == [
+        "OUCH QWC1@127.0.0.1:5002", "Logged in", "7", "1,234", "OUCH",
+    ]  # fmt: skip
+    panel.table.selectRow(1)
+    assert not panel.reset.isEnabled()
+    assert not panel.logon.isEnabled()
+    assert "OUCH link of SIM-OUCH" in panel.message.text()
+    down = VenueLinkChanged(ts_event=2, venue="SIM-OUCH", protocol="OUCH", up=False,
+                            detail="QWC1@127.0.0.1:5002")  # fmt: skip
+    panel.on_events([EventRecord(4, down)])
+    assert model.rowCount() == 2
+    assert model.index(1, 1).data() == "Disconnected"
+    panel.table.selectRow(0)
+    assert panel.reset.isEnabled()
+    assert panel.message.text() == ""
