@@ -9,13 +9,15 @@ needs.
 """
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, tzinfo
 from typing import Any, Final
 from zoneinfo import ZoneInfo
 
 import pyqtgraph as pg
-from PySide6.QtGui import QColor, QPainter, QPen
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen
 
 NS: Final[int] = 1_000_000_000
 
@@ -75,6 +77,14 @@ class OpaqueGridAxis(pg.AxisItem):
     def __init__(self, orientation: str, **kwargs: Any) -> None:
         super().__init__(orientation=orientation, **kwargs)
         self.background = QColor("#000000")
+        self._pens: dict[tuple[int, int, int, float], QPen] = {}
+        self._font_key = ""
+        self._metrics: QFontMetricsF | None = None
+        self._sizes: dict[str, tuple[float, float]] = {}
+        # Labels on the major ticks only: the minor ones are grid lines. pyqtgraph would
+        # measure every minor label each frame only to find them too dense to draw (a pan
+        # frame spent ~1.5 ms per axis on that).
+        self.setStyle(maxTextLevel=0)
 
     def set_background(self, color: str | QColor) -> None:
         """Mix the lines with ``color`` (the chart's background) from now on."""
@@ -83,31 +93,202 @@ class OpaqueGridAxis(pg.AxisItem):
         self.update()
 
     def generateDrawSpecs(self, p: QPainter) -> Any:
+        """Return the axis line, tick/grid lines and labels to draw, as pyqtgraph's would.
+
+        pyqtgraph's own version builds a ``Point`` per tick end and measures every label with
+        the painter each frame; a pan frame redraws both axes of every chart, and that was
+        most of a frame's Python time. Here (left and bottom axes, the charts' own) the grid
+        lines are drawn opaque (see the class), labels are measured once per text (cached
+        per font), and only the major level is labelled. Other orientations and fixed tick
+        lists go to pyqtgraph.
+        """
+        if self.orientation not in ("left", "bottom") or self._tickLevels is not None:
+            return self._opaque(super().generateDrawSpecs(p))
+        style = self.style
+        font = style["tickFont"]
+        if font is not None:
+            p.setFont(font)
+        bounds = self.mapRectFromParent(self.geometry())
+        view = self.linkedView()
+        ticks_in = (
+            bounds
+            if view is None or self.grid is False
+            else view.mapRectToItem(self, view.boundingRect())
+        )
+        left = self.orientation == "left"
+        if left:
+            span = (
+                QPointF(bounds.right() - 1, bounds.top() - 1),
+                QPointF(bounds.right() - 1, bounds.bottom() + 1),
+            )
+            start, stop, direction = ticks_in.right(), bounds.right(), -1.0
+        else:
+            span = (
+                QPointF(bounds.left() - 1, bounds.top() + 1),
+                QPointF(bounds.right() + 1, bounds.top() + 1),
+            )
+            start, stop, direction = ticks_in.top(), bounds.top(), 1.0
+        d0, d1 = self.mapToDevice(span[0]), self.mapToDevice(span[1])
+        if d0 is None or d1 is None:
+            return None
+        length = math.hypot(d1.x() - d0.x(), d1.y() - d0.y())
+        if length == 0:
+            return None
+        lo, hi = self.range[0], self.range[1]
+        levels = self.tickValues(lo, hi, length)
+        dif = hi - lo
+        if dif == 0:
+            scale, offset = 1.0, 0.0
+        elif left:
+            scale = -bounds.height() / dif
+            offset = lo * scale - bounds.height()
+        else:
+            scale = bounds.width() / dif
+            offset = lo * scale
+        ends = (lo * scale - offset, hi * scale - offset)
+        tick_specs, first = self._tick_specs(
+            levels, scale, offset, (min(ends), max(ends)), (start, stop, direction), length
+        )
+        axis_spec = (self.pen(), span[0], span[1])
+        if not self.style["showValues"] or not levels:
+            return axis_spec, tick_specs, []
+        return axis_spec, tick_specs, self._text_specs(levels[0], first, p.font(), stop)
+
+    def _tick_specs(
+        self,
+        levels: list[tuple[float, list[float]]],
+        scale: float,
+        offset: float,
+        limits: tuple[float, float],
+        across: tuple[float, float, float],
+        length: float,
+    ) -> tuple[list[tuple[QPen, QPointF, QPointF]], list[float | None]]:
+        # The lines of every level, and where the major level's ticks are (None: outside).
+        left = self.orientation == "left"
+        start, stop, direction = across
+        x_min, x_max = limits
+        specs: list[tuple[QPen, QPointF, QPointF]] = []
+        first: list[float | None] = []
+        base_pen = self.tickPen()
+        solid = base_pen.brush().style() == Qt.BrushStyle.SolidPattern
+        for i, (_step, values) in enumerate(levels):
+            pen = base_pen
+            if solid:
+                pen = self._level_pen(base_pen, self._level_alpha(i, len(values), length))
+            tick_length = self.style["tickLength"] / (i * 0.5 + 1.0)
+            end = stop if self.grid is not False else stop + tick_length * direction
+            for v in values:
+                x = v * scale - offset
+                inside = x_min <= x <= x_max
+                if i == 0:
+                    first.append(x if inside else None)
+                if not inside:
+                    continue
+                if left:
+                    specs.append((pen, QPointF(start, x), QPointF(end, x)))
+                else:
+                    specs.append((pen, QPointF(x, start), QPointF(x, end)))
+        return specs, first
+
+    def _text_specs(
+        self,
+        level: tuple[float, list[float]],
+        positions: list[float | None],
+        font: QFont,
+        stop: float,
+    ) -> list[tuple[QRectF, Qt.AlignmentFlag, str]]:
+        # The labels of the major level where they fit the axis (as pyqtgraph places them).
+        left = self.orientation == "left"
+        step, values = level
+        strings = self.tickStrings(values, self.autoSIPrefixScale * self.scale, step)
+        measure = self._measure(font)
+        style = self.style
+        text_offset = max(0, style["tickLength"]) + style["tickTextOffset"][0 if left else 1]
+        limit = self.boundingRect()
+        if left:
+            flags = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+        else:
+            flags = Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop
+        flags |= Qt.TextFlag.TextDontClip
+        out: list[tuple[QRectF, Qt.AlignmentFlag, str]] = []
+        size2 = 0.0
+        for x, text in zip(positions, strings, strict=True):
+            if x is None:
+                continue
+            width, height = measure(text)
+            size2 = max(size2, width if left else height)
+            if left:
+                rect = QRectF(stop - text_offset - width, x - height / 2, width, height)
+            else:
+                rect = QRectF(x - width / 2, stop + text_offset, width, height)
+            if limit & rect == rect:
+                out.append((rect, flags, text))
+        self._updateMaxTextSize(size2)
+        return out
+
+    def _level_alpha(self, level: int, n_ticks: int, length: float) -> float:
+        # pyqtgraph's tick alpha of a level: fainter for minor levels and for dense grids.
+        alpha = self.style["tickAlpha"]
+        if alpha is None:
+            alpha = 255 / (level + 1)
+            if self.grid is not False:
+                alpha *= self.grid / 255.0 * min(max(0.05 * length / (n_ticks + 1), 0.0), 1.0)
+            return float(alpha)
+        if isinstance(alpha, float):
+            return float(min(255, max(0, round(alpha * 255))))
+        return float(alpha)
+
+    def _level_pen(self, base: QPen, alpha: float) -> QPen:
+        # The tick pen at ``alpha``, mixed opaque over the background; cached per colour.
+        c = base.color()
+        key = (c.rgba(), int(alpha), self.background.rgba(), base.widthF())
+        pen = self._pens.get(key)
+        if pen is None:
+            if len(self._pens) > 64:
+                self._pens.clear()
+            pen = QPen(base)
+            f = int(alpha) / 255.0
+            bg = self.background
+            pen.setColor(
+                QColor(
+                    round(c.red() * f + bg.red() * (1 - f)),
+                    round(c.green() * f + bg.green() * (1 - f)),
+                    round(c.blue() * f + bg.blue() * (1 - f)),
+                )
+            )
+            self._pens[key] = pen
+        return pen
+
+    def _measure(self, font: QFont) -> Callable[[str], tuple[float, float]]:
+        # Label size as pyqtgraph measures it (the bounding rect, 80 % of its height), cached.
+        key = font.key()
+        if key != self._font_key:
+            self._font_key = key
+            self._metrics = QFontMetricsF(font)
+            self._sizes.clear()
+        metrics, sizes = self._metrics or QFontMetricsF(font), self._sizes
+        box = QRectF(0, 0, 100, 100)
+
+        def measure(text: str) -> tuple[float, float]:
+            size = sizes.get(text)
+            if size is None:
+                if len(sizes) > 4096:
+                    sizes.clear()
+                br = metrics.boundingRect(box, int(Qt.AlignmentFlag.AlignCenter), text)
+                size = sizes[text] = (br.width(), br.height() * 0.8)
+            return size
+
+        return measure
+
+    def _opaque(self, specs: Any) -> Any:
         """Return pyqtgraph's specs with every translucent tick pen made opaque."""
-        specs = super().generateDrawSpecs(p)
         if specs is None:
             return None
         axis, ticks, texts = specs
-        bg = self.background
-        opaque: dict[int, QPen] = {}
         out = []
         for pen, p1, p2 in ticks:
-            c = pen.color()
-            a = c.alpha()
-            if a < 255:
-                mixed = opaque.get(c.rgba())
-                if mixed is None:
-                    f = a / 255.0
-                    mixed = opaque[c.rgba()] = QPen(pen)
-                    mixed.setColor(
-                        QColor(
-                            round(c.red() * f + bg.red() * (1 - f)),
-                            round(c.green() * f + bg.green() * (1 - f)),
-                            round(c.blue() * f + bg.blue() * (1 - f)),
-                        )
-                    )
-                pen = mixed
-            out.append((pen, p1, p2))
+            a = pen.color().alpha()
+            out.append((self._level_pen(pen, a) if a < 255 else pen, p1, p2))
         return axis, out, texts
 
 
