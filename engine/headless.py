@@ -21,7 +21,6 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from decimal import Decimal
 from pathlib import Path
 from typing import TextIO
 
@@ -226,61 +225,26 @@ def _sessions_venues(
     store_dir: Path | None = None,
     barrier: WriteBarrier | None = None,
 ) -> list[Component]:
-    """Build the initiator sessions of the ``.cfg`` and route each instrument to its session.
-
-    Sessions whose ``.cfg`` section sets no ``FileStorePath`` keep their store in
-    ``store_dir``; with a journal, ``barrier`` is its ``after_written`` (write-ahead).
-    """
-    from engine.fix.cli import build_session
-    from engine.fix.settings import SettingsError, load_settings
-    from engine.fix.transport import SocketInitiator
-    from engine.instruments import Instrument
+    """Route each instrument to its venue of ``[sessions] file`` (the FIX wing builds them)."""
+    from engine.fix.settings import SettingsError
     from engine.marketdata import MarketData
-    from engine.venues.fix.adapter import FixVenue
-    from engine.venues.fix.feed import FixMarketData
-    from engine.venues.fix.link import FixLink
+    from engine.venues.fix.wiring import FixWiringError, build_fix_venues
 
     path = cfg.resolve(cfg.sessions_file)
     assert path is not None
-    try:
-        settings = load_settings(path)
-    except SettingsError as e:
-        raise BuildError(str(e)) from None
-    initiators = {str(s.session_id): s for s in settings.sessions if s.is_initiator}
-    if not initiators:
-        raise BuildError(f"{path}: no initiator sessions (the engine connects out to venues)")
     symbols = [i.symbol for i in cfg.instruments]
     market = MarketData(symbols, engine.bus, engine.clock) if symbols else None
+    try:
+        routes, parts = build_fix_venues(
+            engine, path, cfg.instruments, market, store_dir=store_dir, barrier=barrier
+        )
+    except (SettingsError, FixWiringError) as e:
+        raise BuildError(str(e)) from None
     if market is not None:
         desk.set_market_data(market)
-    link = FixLink(engine.bus, engine.clock, store_dir=store_dir, write_barrier=barrier)
-    loop = asyncio.get_event_loop()
-    venues: dict[str, FixVenue] = {}
-
-    for sid, s in initiators.items():
-        # The desk reconciles the venue's working orders when its link comes up.
-        venue = FixVenue(engine.clock, name=sid, defer=loop.call_soon, publish=engine.bus.publish)
-        session = build_session(s, venue, path.parent, link.store_dir)
-        venue.bind(session)
-        if market is not None:
-            venue.set_feed(FixMarketData(market, engine.clock))
-        initiator = SocketInitiator(session, s.connect_addresses(),
-                                    reconnect_interval=float(s.reconnect_interval),
-                                    clock=engine.clock)  # fmt: skip
-        link.initiators.append(initiator)
-        link.track(session, settings=s, settings_file=path)
-        link.add_startup(initiator.start)
-        venues[sid] = venue
-    for i, ins in enumerate(cfg.instruments):
-        found = venues.get(ins.session) if ins.session else next(iter(venues.values()))
-        if found is None:
-            raise BuildError(f"instruments[{i}].session: {ins.session!r} is not an initiator "
-                             f"session of {path} (there: {', '.join(initiators)})")  # fmt: skip
-        desk.add_instrument(Instrument(symbol=ins.symbol, tick_size=Decimal(ins.tick_size),
-                                       lot_size=Decimal(ins.lot_size),
-                                       multiplier=Decimal(ins.multiplier),
-                                       currency=ins.currency), found)  # fmt: skip
-    return [link]
+    for instrument, venue in routes:
+        desk.add_instrument(instrument, venue)
+    return parts
 
 
 def build_from_config(engine: Engine, cfg: EngineConfig) -> TradingDesk:
