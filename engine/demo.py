@@ -4,10 +4,15 @@
 A simulated exchange lists three futures; its participants move prices and trade; the market
 maker example quotes all three through the engine's order manager, risk checks and position
 book. Within a few seconds there are orders, fills, positions and P&L.
+
+Over real sockets on loopback (the default): market data and the orders of two instruments go
+over a FIX 4.4 session, the orders of the third (:data:`DEMO_OUCH_SYMBOLS`) over OUCH 5.0 on
+SoupBinTCP, the simulator serving both ports, as a venue with a FIX and a native port would.
 """
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -30,14 +35,19 @@ from engine.journaling import JournalComponent, recover_day
 from engine.logfeed import LogFeed
 from engine.marketdata import MarketData
 from engine.oms.risk import RiskLimits
-from engine.oms.venue import ExecutionReport
+from engine.oms.venue import ExecutionReport, Venue
 from engine.sim.exchange import FlowConfig, SimExchange, SimInstrument, id_epoch
 from engine.sim.fix_app import SimFixApplication
+from engine.sim.ouch_app import SimOuchApplication, ouch_port
 from engine.strategy.examples import MarketMaker
 from engine.trading import TradingDesk
 from engine.venues.fix.adapter import FixVenue
 from engine.venues.fix.feed import FixMarketData
 from engine.venues.fix.link import BusLog, FixLink
+from engine.venues.ouch.adapter import OuchVenue
+from engine.venues.ouch.link import SoupServerListener
+from engine.venues.ouch.session import OuchSession
+from engine.venues.ouch.store import ClientState, FileClientState, MemoryClientState
 from engine.venues.sim.adapter import SimVenue
 
 log = get_log(__name__)
@@ -129,6 +139,76 @@ class SimPump:
         return []
 
 
+#: The demo's instruments whose orders go over OUCH 5.0 (the others' over FIX), its account
+#: (user, password) and Firm appendage.
+DEMO_OUCH_SYMBOLS = ("CLF7",)
+DEMO_OUCH_ACCOUNT = ("QWC1", "qwdemo")
+DEMO_OUCH_FIRM = "QWCN"
+_OUCH_CLIENT_STATE = "ouch-QWC1-client"
+
+
+class _OuchPort:
+    """The simulator's OUCH listener as an engine component (it stops with the engine)."""
+
+    name = "simulator OUCH port"
+
+    def __init__(self, listener: SoupServerListener) -> None:
+        self.listener = listener
+
+    def start(self, engine: Engine) -> None:
+        """Do nothing: the FIX link's start-up starts the listener, then the client."""
+
+    async def stop(self) -> None:
+        """Stop listening."""
+        await self.listener.stop()
+
+    def handle(self, command: object) -> None:
+        """Own no commands."""
+        return None
+
+    def state_events(self) -> list[Event]:
+        """Have no state of its own to show."""
+        return []
+
+
+def _ouch_demo(
+    engine: Engine,
+    exchange: SimExchange,
+    link: FixLink,
+    store_dir: Path | None,
+) -> tuple[OuchVenue, SimOuchApplication, list[Component]]:
+    """Wire the simulator's OUCH port and the engine's OUCH session on loopback.
+
+    The session logs in once the port listens (a step of the FIX link's start-up, after the
+    FIX acceptor). With ``store_dir`` both ends keep their sequence numbers and UserRefNums
+    in files there, so a restart resumes them.
+    """
+    loop = asyncio.get_event_loop()
+    app = SimOuchApplication(exchange, engine.clock)
+    day = time.strftime("%Y%m%d", time.gmtime(engine.clock.now_ns() // 1_000_000_000))
+    user, password = DEMO_OUCH_ACCOUNT
+    listener = ouch_port(app, [DEMO_OUCH_ACCOUNT], session=day, clock=engine.clock,
+                         store_dir=store_dir)  # fmt: skip
+    state: ClientState = MemoryClientState()
+    if store_dir is not None:
+        store_dir.mkdir(parents=True, exist_ok=True)
+        state = FileClientState(store_dir, _OUCH_CLIENT_STATE)
+        if state.session not in ("", day):  # yesterday's session: today's starts afresh
+            state.reset(day)
+    venue = OuchVenue(engine.clock, name="SIM-OUCH", defer=loop.call_soon,
+                      publish=engine.bus.publish, firm=DEMO_OUCH_FIRM)  # fmt: skip
+    session = OuchSession(venue, username=user, password=password, host="127.0.0.1", port=0,
+                          state=state, clock=engine.clock, session=day,
+                          connect_on_start=False)  # fmt: skip
+
+    async def connect() -> None:
+        session.link.port = await listener.start()
+        await session.link.start()
+
+    link.add_startup(connect)
+    return venue, app, [session, _OuchPort(listener)]
+
+
 #: CompIDs of the demo's FIX session (our side -> the simulator).
 DEMO_CLIENT_COMP_ID = "QWCONSOLE"
 DEMO_SIM_COMP_ID = "QWSIM"
@@ -167,8 +247,12 @@ def _fix_demo(
     store_dir: Path | None,
     barrier: WriteBarrier | None = None,
     opening: Mapping[str, Future[MessageStore]] | None = None,
-) -> tuple[FixVenue, list[Component]]:
+    listings: Sequence[SimInstrument] = DEMO_LISTINGS,
+) -> tuple[dict[str, Venue], list[Component]]:
     """Wire the simulator's FIX acceptor and the engine's FIX initiator on loopback.
+
+    The listings of :data:`DEMO_OUCH_SYMBOLS` trade over OUCH (:func:`_ouch_demo`), their
+    market data still over FIX. Returns each listing's venue, by symbol, and the components.
 
     ``barrier`` (the journal's ``after_written``) puts the engine's store behind the journal:
     an inbound message counts as received on disk only once the journal has what it caused.
@@ -235,7 +319,21 @@ def _fix_demo(
     link.initiators.append(initiator)
     link.track(session)
     link.add_startup(connect)
-    return venue, [link, SimPump(exchange, app.dispatch, app.publish_market_data)]
+    venues: dict[str, Venue] = {x.instrument.symbol: venue for x in listings}
+    ouch = [x.instrument for x in listings if x.instrument.symbol in DEMO_OUCH_SYMBOLS]
+    if not ouch:
+        return venues, [link, SimPump(exchange, app.dispatch, app.publish_market_data)]
+    ouch_venue, ouch_app, ouch_parts = _ouch_demo(engine, exchange, link, store_dir)
+    for instrument in ouch:
+        venues[instrument.symbol] = ouch_venue
+        assert venue.feed is not None
+        venue.feed.add_instrument(instrument)  # its market data: still the FIX session's
+
+    def dispatch(reports: list[ExecutionReport]) -> None:
+        app.dispatch(reports)  # each port sends only its own clients' reports
+        ouch_app.dispatch(reports)
+
+    return venues, [link, *ouch_parts, SimPump(exchange, dispatch, app.publish_market_data)]
 
 
 def build_demo(
@@ -299,14 +397,15 @@ def build_demo(
         pre.append(recorder)
     if transport == "inprocess":
         sim_venue = SimVenue(exchange, engine.clock, loop.call_soon, name="SIM")
-        venue: SimVenue | FixVenue = sim_venue
+        venues: dict[str, Venue] = {x.instrument.symbol: sim_venue for x in listings}
         pump = SimPump(exchange, sim_venue.deliver, market.apply)
         components: list[Component] = [*pre, desk, pump]
     else:
-        venue, fix_parts = _fix_demo(engine, exchange, market, desk, store_dir, barrier, opening)
+        venues, fix_parts = _fix_demo(engine, exchange, market, desk, store_dir, barrier,
+                                      opening, listings)  # fmt: skip
         components = [*pre, desk, *fix_parts]
     for listing in listings:
-        desk.add_instrument(listing.instrument, venue)
+        desk.add_instrument(listing.instrument, venues[listing.instrument.symbol])
     if recovered is not None:
         engine.report_progress("restoring orders and positions")
         desk.restore(recovered)

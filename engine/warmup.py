@@ -4,11 +4,12 @@
 The first call of a numba kernel compiles it (seconds) or loads it from the cache (a fraction of
 a second). :func:`warm_up` makes those first calls on tiny inputs through
 ``engine.matching.warmup`` (which covers every book, matching, queue and P&L kernel),
-one FIX frame through the decoder and a small journal through restart recovery, so the
+one FIX frame through the decoder, a small journal through restart recovery and the OUCH
+codec, framer and stores (``engine.venues.ouch.warmup``), so the
 console can do it on the engine thread while the window appears.
 
 ``python -m engine.warmup`` does the same from a shell and prints its progress
-(``bootstrap: compiling kernels 12/73``): ``packaging/bootstrap.sh run|test|env`` runs it, so a
+(``bootstrap: compiling kernels 12/83``): ``packaging/bootstrap.sh run|test|env`` runs it, so a
 fresh clone's first start loads every kernel from the cache instead of compiling them while
 the user waits. A cache that is stale (changed sources), from another checkout or damaged is
 not used and is rebuilt (``engine.jit.GuardedCache``).
@@ -24,13 +25,14 @@ from engine.fastlog import get_log
 from engine.fix.codec import decode_one, encode
 from engine.journal.recovery import warm_up as warm_journal
 from engine.matching.warmup import warm_up as _warm_all
+from engine.venues.ouch.warmup import warm_up as warm_ouch
 
 log = get_log(__name__)
 
 #: How many compilations a warm-up on an empty cache makes (numba compiles a kernel once per
 #: argument types, and the helpers it calls with them). The progress figure's total; the
 #: first-start test (tests/integration/test_first_start.py) checks it on an empty cache.
-EXPECTED_COMPILES = 73
+EXPECTED_COMPILES = 83
 
 #: Called with (kernels compiled so far, expected total) after each compilation.
 Progress = Callable[[int, int], None]
@@ -60,6 +62,8 @@ def warm_up(progress: Progress | None = None) -> float:
             raise RuntimeError("FIX decoder warm-up: a well-formed Heartbeat did not decode")
         # A restart's journal kernels (framing, CRC, orders and fills).
         warm_journal()
+        # The OUCH codec, framer and stores (the demo trades one instrument over OUCH).
+        warm_ouch()
     seconds = time.perf_counter() - t0
     log.info("kernels ready in %.2f s (%d compiled)", seconds, jit.compiled_count() - first)
     return seconds

@@ -136,8 +136,10 @@ class SessionsModel(QAbstractTableModel):
                 return f"{s.protocol} link of venue {s.venue}"
             paths = [p for p in (s.dictionary, s.app_dictionary) if p]
             return "\n".join(paths) or "The dictionary shipped for the session's FIX version"
-        if role == Qt.ItemDataRole.ToolTipRole and col in (2, 3) and not isinstance(
-            s, SessionStatusChanged
+        if (
+            role == Qt.ItemDataRole.ToolTipRole
+            and col in (2, 3)
+            and not isinstance(s, SessionStatusChanged)
         ):
             return ("The next number the engine sends", "The next number the venue sends")[col - 2]
         if role == Qt.ItemDataRole.TextAlignmentRole and col in (2, 3):

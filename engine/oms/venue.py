@@ -161,6 +161,14 @@ class ReportSink(Protocol):
         """Apply an execution report."""
         ...
 
+    def get(self, client_order_id: str) -> Order | None:
+        """Return the order that has (or had) this ClOrdID, or ``None``.
+
+        For adapters whose venue reports incrementally (OUCH: shares executed, not totals):
+        an order from before a restart of the engine is known here, not in the adapter.
+        """
+        ...
+
     def on_cancel_reject(self, rej: CancelReject) -> object:
         """Apply a cancel or replace reject."""
         ...

@@ -28,6 +28,7 @@ from engine.events import (
     PositionChanged,
     SessionStatusChanged,
     StrategyStatusChanged,
+    VenueLinkChanged,
 )
 from engine.fix.codec import parse_timestamp
 from engine.warmup import warm_up
@@ -77,6 +78,23 @@ def test_demo_trades_within_five_seconds_and_obeys_commands(transport: str) -> N
             assert {("A", True), ("A", False), ("D", True), ("8", False), ("V", True)} <= types
             assert {("W", False), ("X", False)} <= types  # market data arrives over FIX
             assert all(m.raw.startswith(b"8=FIX.4.4\x01") for m in seen)
+
+            # CLF7's orders go over OUCH 5.0: acknowledged by the simulator's OUCH port.
+            def ouch_acked(ev: list[EventRecord]) -> bool:
+                return any(
+                    o.order.symbol == "CLF7" and o.order.venue_order_id
+                    and o.order.status is not OrdStatus.REJECTED
+                    for o in kinds(events + ev, OrderChanged)
+                )  # fmt: skip
+
+            events += collect_until(client, ouch_acked, timeout_s=5.0)
+            links = [e for e in kinds(events, VenueLinkChanged) if e.protocol == "OUCH"]
+            assert links[0].up
+            assert links[0].detail.startswith("QWC1@127.0.0.1:")
+            clf7 = [o.order for o in kinds(events, OrderChanged) if o.order.symbol == "CLF7"]
+            assert all(o.client_order_id.startswith("O") for o in clf7)
+            others = [o.order for o in kinds(events, OrderChanged) if o.order.symbol != "CLF7"]
+            assert all(not o.client_order_id.startswith("O") for o in others)
             # Inbound: created is the peer's SendingTime <52> (millisecond stamps here), read
             # after it; outbound: built and written at once.
             for m in seen:

@@ -1,0 +1,176 @@
+# SPDX-License-Identifier: MIT
+"""The engine's OUCH session to one venue: the client, its link, and the venue adapter joined.
+
+:class:`OuchSession` owns an :class:`OuchClient` (the sans-IO OUCH/SoupBinTCP client, with its
+state on disk) and the :class:`SoupClientLink` that connects it, and is both the
+:class:`engine.venues.ouch.adapter.OrderEntry` its :class:`OuchVenue` sends through and the
+:class:`OuchHandler` the client reports to: sequenced messages go to the venue adapter (and to
+whoever watches the wire, the Monitor's message inspector), login and disconnection become the
+venue's :class:`engine.events.VenueLinkChanged`.
+"""
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from engine.clock import Clock
+from engine.commands import Command, CommandResult
+from engine.core import Engine
+from engine.events import Event, VenueLinkChanged
+from engine.fastlog import get_log
+from engine.venues.ouch.adapter import OuchVenue
+from engine.venues.ouch.client import OuchClient, OuchHandler
+from engine.venues.ouch.link import SoupClientLink
+from engine.venues.ouch.messages import OuchMessage
+from engine.venues.ouch.store import ClientState
+
+log = get_log(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class WireMessage:
+    """One OUCH message as it crossed the wire, for the message inspector."""
+
+    ts: int  # ns, engine clock
+    outbound: bool  # True: the engine sent it
+    seq: int  # SoupBinTCP sequence number (0 for the engine's unsequenced messages)
+    message: OuchMessage
+
+
+class OuchSession(OuchHandler):
+    """One OUCH account at one venue, logged in and kept so.
+
+    Parameters
+    ----------
+    venue : OuchVenue
+        The adapter orders go through; bound to this session here.
+    username, password : str
+        SoupBinTCP credentials.
+    host, port : str, int
+        Where the venue's OUCH port listens.
+    state : ClientState
+        The next expected sequence number and UserRefNum (``FileClientState`` in production).
+    clock : Clock
+        Time of messages and timers.
+    session : str
+        SoupBinTCP session to log into ("" for the current one).
+    on_wire : Callable | None
+        Called with every :class:`WireMessage` (the inspector); ``None`` to keep nothing.
+    connect_on_start : bool
+        Connect when the engine starts the component; ``False`` when the owner starts
+        ``link`` itself (after the venue's port listens, in the demo).
+    """
+
+    def __init__(
+        self,
+        venue: OuchVenue,
+        *,
+        username: str,
+        password: str,
+        host: str,
+        port: int,
+        state: ClientState,
+        clock: Clock,
+        session: str = "",
+        on_wire: Callable[[WireMessage], object] | None = None,
+        connect_on_start: bool = True,
+    ) -> None:
+        self.venue = venue
+        self.username = username
+        self.clock = clock
+        self.state = state
+        self.on_wire = on_wire
+        self.client = OuchClient(username, password, state=state, handler=self, session=session)
+        self.link = SoupClientLink(self.client, host, port, clock=clock)
+        self.connect_on_start = connect_on_start
+        self._up = False
+        self._last: VenueLinkChanged | None = None
+        self._task: asyncio.Task[None] | None = None
+        venue.bind(self)
+
+    @property
+    def detail(self) -> str:
+        """Return the link's name for displays: ``user@host:port``."""
+        return f"{self.username}@{self.link.host}:{self.link.port}"
+
+    # ------------------------------------------------------------------ OrderEntry
+    @property
+    def logged_in(self) -> bool:
+        """Return whether orders sent now reach the venue."""
+        return self.client.is_logged_in and self.link.connected
+
+    def take_user_ref_num(self) -> int:
+        """Return the next UserRefNum (on disk before it is returned)."""
+        return self.state.take_user_ref_num()
+
+    def send(self, message: OuchMessage) -> None:
+        """Write ``message`` as Unsequenced Data."""
+        now = self.clock.now_ns()
+        self.link.send(self.client.send(message, now))
+        if self.on_wire is not None:
+            self.on_wire(WireMessage(now, True, 0, message))
+
+    # ------------------------------------------------------------------ OuchHandler
+    def on_message(self, msg: OuchMessage, seq: int, now_ns: int) -> None:
+        """Hand a sequenced message to the venue adapter."""
+        if self.on_wire is not None:
+            self.on_wire(WireMessage(now_ns, False, seq, msg))
+        self.venue.on_message(msg)
+
+    def on_bad_message(self, seq: int, payload: bytes, error: str, now_ns: int) -> None:
+        """Log a message that did not decode (the session goes on)."""
+        log.error("OUCH %s: message %d does not decode (%s): %s", self.detail, seq, error,
+                  payload[:64].hex())  # fmt: skip
+
+    def on_login_accepted(self, session: str, sequence_number: int, now_ns: int) -> None:
+        """Tell the engine the link is up (the desk reconciles)."""
+        log.info("OUCH %s: logged in to session %r at sequence number %d", self.detail,
+                 session, sequence_number)  # fmt: skip
+        self._changed(True, "Logged in")
+
+    def on_login_rejected(self, reason: str, now_ns: int) -> None:
+        """Say why the venue refused the login (the link stops retrying)."""
+        log.error("OUCH %s: login rejected: %s", self.detail, reason)
+        self._changed(False, f"Login rejected: {reason}")
+
+    def on_end_of_session(self, now_ns: int) -> None:
+        """Say the venue ended the session for the day."""
+        log.warning("OUCH %s: end of session", self.detail)
+        self._changed(False, "End of session")
+
+    def on_disconnected(self, now_ns: int) -> None:
+        """Say the connection went away (the link reconnects)."""
+        if self._up:
+            log.warning("OUCH %s: disconnected", self.detail)
+            self._changed(False, "Disconnected")
+
+    def _changed(self, up: bool, state: str) -> None:
+        self._up = up
+        self._last = self.venue.link_changed(up, detail=self.detail, state=state,
+                                             next_out=self.state.next_user_ref_num,
+                                             next_in=self.state.next_expected_seq)  # fmt: skip
+
+    # ------------------------------------------------------------------ component
+    @property
+    def name(self) -> str:
+        """Return the component's name for logs."""
+        return f"ouch {self.detail}"
+
+    def start(self, engine: Engine) -> None:
+        """Start connecting (the link logs in and reconnects by itself)."""
+        if self.connect_on_start:
+            self._task = asyncio.get_running_loop().create_task(self.link.start(),
+                                                                name=self.name)  # fmt: skip
+
+    async def stop(self) -> None:
+        """Log out and close the link, then the state file."""
+        await self.link.stop(logout=True)
+        self.state.close()
+
+    def handle(self, command: Command) -> CommandResult | None:
+        """Answer nothing (the link logs in and out by itself)."""
+        return None
+
+    def state_events(self) -> list[Event]:
+        """Return the link's last state, for a console that attaches later."""
+        return [self._last] if self._last is not None else []

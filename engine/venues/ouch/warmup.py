@@ -1,0 +1,64 @@
+# SPDX-License-Identifier: MIT
+"""Run every OUCH kernel once (``engine.warmup`` calls this), so none compiles on a live order.
+
+The codec (a message encoded and decoded each way, with an appendage), the SoupBinTCP framer,
+the Enter Order fast path and the stores' record walk and CRC (on files in a temporary
+folder, removed after).
+"""
+
+import tempfile
+
+import numpy as np
+
+from engine.venues.ouch import _kernels as k
+from engine.venues.ouch.messages import (
+    INBOUND,
+    OUTBOUND,
+    Decoder,
+    Encoder,
+    EnterOrder,
+    OrderAccepted,
+    OuchMessage,
+    TagValue,
+    pack_alpha,
+    pack_flags,
+)
+from engine.venues.ouch.soupbin import UNSEQUENCED_DATA, FrameReader, packet
+from engine.venues.ouch.store import FileClientState, FileSequencedStore
+
+
+def warm_up() -> None:
+    """Call each kernel on a small input; raise ``RuntimeError`` if a round trip differs."""
+    firm = (TagValue.of("Firm", "WARM"),)
+    enter = EnterOrder(user_ref_num=1, side="B", quantity=100, symbol="WARM", price=10_000,
+                       cl_ord_id="W1", appendage=firm)  # fmt: skip
+    accepted = OrderAccepted(
+        timestamp=1, user_ref_num=1, side="B", quantity=100, symbol="WARM", price=10_000,
+        time_in_force="0", display="Y", order_reference_number=1, capacity="A",
+        inter_market_sweep_eligibility="N", cross_type="N", order_state="L", cl_ord_id="W1",
+        appendage=firm,
+    )  # fmt: skip
+    encoder = Encoder()
+    pairs: tuple[tuple[OuchMessage, int], ...] = ((enter, INBOUND), (accepted, OUTBOUND))
+    for message, direction in pairs:
+        if Decoder(direction).decode(encoder.encode(message)) != message:
+            raise RuntimeError(f"OUCH warm-up: {message.NAME} did not round-trip")
+    frame = packet(UNSEQUENCED_DATA, encoder.encode(enter))
+    if len(FrameReader().feed(frame + frame[:3])) != 1:
+        raise RuntimeError("OUCH warm-up: the framer did not find the one whole packet")
+    out = np.zeros(64, np.uint8)
+    k.encode_enter_order(out, 1, ord("B"), 100, pack_alpha("WARM", 8), 10_000,
+                         pack_flags("0", "Y", "A", "N", "N"), 0)  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="qw-ouch-warm-") as folder:
+        store = FileSequencedStore(folder, "warm")
+        store.append(encoder.encode(accepted))
+        store.close()
+        again = FileSequencedStore(folder, "warm")
+        replayed = again.get_range(1, 2)
+        again.close()
+        state = FileClientState(folder, "warm")
+        state.take_user_ref_num()
+        state.close()
+        FileClientState(folder, "warm").close()
+    if len(replayed) != 1:
+        raise RuntimeError("OUCH warm-up: the store did not give back the message it took")
