@@ -34,6 +34,7 @@ import errno
 import logging
 import signal
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +43,7 @@ from typing import TextIO
 from engine.cli_parser import OneLineErrorParser
 from engine.clock import LiveClock
 from engine.core import Engine
-from engine.demo import DEMO_LISTINGS, SimPump
+from engine.demo import DEMO_LISTINGS, DEMO_OUCH_ACCOUNT, SimPump
 from engine.fastlog import get_log
 from engine.fix.application import SessionID
 from engine.fix.dictionary import DictionaryError
@@ -50,8 +51,10 @@ from engine.fix.log import SessionLog
 from engine.fix.session import FixSession
 from engine.fix.settings import CfgDocument, SessionSettings, SettingsError, SettingsFile
 from engine.fix.transport import SocketAcceptor, install_uvloop
+from engine.oms.venue import ExecutionReport
 from engine.sim.exchange import SimExchange, SimInstrument, id_epoch
 from engine.sim.fix_app import SimFixApplication
+from engine.sim.ouch_app import SimOuchApplication, ouch_port
 
 log = get_log(__name__)
 
@@ -242,6 +245,49 @@ def _build_sessions(
     return built
 
 
+@dataclass(frozen=True, slots=True)
+class OuchPortOptions:
+    """The simulator's OUCH 5.0 port: where it listens, its accounts, where it keeps messages."""
+
+    port: int  # 0: a free one
+    accounts: tuple[tuple[str, str], ...]  # (user, password)
+    store_dir: Path | None = None  # each account's sequenced messages, for replays
+
+
+class _OuchServing:
+    """The simulator's OUCH port while it serves: the port's application and its listener."""
+
+    def __init__(self, exchange: SimExchange, clock: LiveClock, options: OuchPortOptions,
+                 host: str, cancel_on_disconnect: bool) -> None:  # fmt: skip
+        self.options = options
+        self.app = SimOuchApplication(exchange, clock, cancel_on_disconnect=cancel_on_disconnect)
+        day = time.strftime("%Y%m%d", time.gmtime(clock.now_ns() // 1_000_000_000))
+        self.listener = ouch_port(self.app, options.accounts, session=day, clock=clock,
+                                  store_dir=options.store_dir, host=host,
+                                  port=options.port)  # fmt: skip
+        self.started = False
+
+    async def start(self, out: TextIO) -> bool:
+        """Listen and say where; ``False`` (said on stderr) if the port cannot be had."""
+        try:
+            bound = await self.listener.start()
+        except OSError as e:
+            why = "address already in use" if e.errno == errno.EADDRINUSE else e.strerror
+            _error(f"cannot listen on {self.listener.host}:{self.options.port} for OUCH: "
+                   f"{why or e}")  # fmt: skip
+            return False
+        self.started = True
+        users = ", ".join(user for user, _ in self.options.accounts)
+        _say(f"OUCH 5.0 listening on {self.listener.host}:{bound} (accounts: {users})", out)
+        return True
+
+    async def stop(self) -> None:
+        """Cancel the accounts' orders (they hear so) and stop listening."""
+        self.app.cancel_all()
+        if self.started:
+            await self.listener.stop()
+
+
 async def serve(
     cfg: Path,
     *,
@@ -253,16 +299,18 @@ async def serve(
     cancel_on_disconnect: bool = True,
     out: TextIO | None = None,
     listings: Sequence[SimInstrument] = DEMO_LISTINGS,
+    ouch: OuchPortOptions | None = None,
 ) -> int:
     """Run the simulator ``cfg`` describes until SIGINT/SIGTERM (or ``seconds``).
 
     ``listings`` are the instruments it lists (``engine.sim.listings`` reads them from an
-    engine TOML). Returns the exit status: 0 after a clean stop, 2 for bad input (on stderr).
+    engine TOML); ``ouch`` adds an OUCH 5.0 port next to the FIX ones. Returns the exit
+    status: 0 after a clean stop, 2 for bad input (on stderr).
     """
     out = out or sys.stdout
     with _stop_on_signals() as stop:  # before the port line: a caller may signal at once
         return await _serve(cfg, stop, host, port, seed, seconds, verbose,
-                            cancel_on_disconnect, out, listings)  # fmt: skip
+                            cancel_on_disconnect, out, listings, ouch)  # fmt: skip
 
 
 async def _serve(
@@ -276,6 +324,7 @@ async def _serve(
     cancel_on_disconnect: bool,
     out: TextIO,
     listings: Sequence[SimInstrument] = DEMO_LISTINGS,
+    ouch: OuchPortOptions | None = None,
 ) -> int:
     try:
         listeners = plan_listeners(cfg, host=host, port=port)
@@ -295,14 +344,19 @@ async def _serve(
         _error(str(e))
         return 2
     sessions = [s for group in groups for s in group]
-    for listener in listeners:
-        for s in listener.settings:
-            if not s.file_store_path and not s.reset_on_logon:
-                _say(f"warning: {cfg}:{s.section_line}: session {s.session_id} has no "
-                     "FileStorePath: its sequence numbers start at 1 again on every run "
-                     "(set FileStorePath, or ResetOnLogon=Y)", sys.stderr)  # fmt: skip
+    _warn_unstored(cfg, listeners)
+    ouch_part = None
+    if ouch is not None:
+        ouch_part = _OuchServing(exchange, clock, ouch, host or DEFAULT_HOST,
+                                 cancel_on_disconnect)  # fmt: skip
+
+    def dispatch(reports: list[ExecutionReport]) -> None:
+        app.dispatch(reports)  # each port sends only its own clients' reports
+        if ouch_part is not None:
+            ouch_part.app.dispatch(reports)
+
     # Books seeded (and the matching kernels loaded) before the first client can log on.
-    pump = SimPump(exchange, app.dispatch, app.publish_market_data)
+    pump = SimPump(exchange, dispatch, app.publish_market_data)
     pump.start(engine)
     acceptors: list[SocketAcceptor] = []
     try:
@@ -317,18 +371,31 @@ async def _serve(
             acceptors.append(acceptor)
             names = ", ".join(str(s.session_id) for s in group)
             _say(f"listening on {listener.host}:{acceptor.port} (sessions: {names})", out)
+        if ouch_part is not None and not await ouch_part.start(out):
+            return 2
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), seconds)
         return 0
     finally:
         # Orders do not outlive the simulator: every client hears so, live or on its next logon.
         app.cancel_all()
+        if ouch_part is not None:
+            await ouch_part.stop()
         for acceptor in acceptors:
             await acceptor.stop(logout=True)
         await pump.stop()
         _close(sessions)
         if acceptors:
             _say("stopped", out)
+
+
+def _warn_unstored(cfg: Path, listeners: Sequence[Listener]) -> None:
+    for listener in listeners:
+        for s in listener.settings:
+            if not s.file_store_path and not s.reset_on_logon:
+                _say(f"warning: {cfg}:{s.section_line}: session {s.session_id} has no "
+                     "FileStorePath: its sequence numbers start at 1 again on every run "
+                     "(set FileStorePath, or ResetOnLogon=Y)", sys.stderr)  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -431,8 +498,38 @@ def build_parser() -> OneLineErrorParser:
         action="store_true",
         help="write session events (logons, resends, rejects) to stderr",
     )
+    parser.add_argument(
+        "--ouch-port",
+        type=_port,
+        default=None,
+        help="also serve OUCH 5.0 over SoupBinTCP on this port (0: a free one)",
+    )
+    parser.add_argument(
+        "--ouch-account",
+        action="append",
+        type=_account,
+        default=None,
+        metavar="USER:PASSWORD",
+        help="an OUCH account (repeatable; default QWC1:qwdemo, the demo's)",
+    )
+    parser.add_argument(
+        "--ouch-store",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="keep each OUCH account's messages in files here (a restart replays them)",
+    )
     parser.add_argument("--uvloop", action="store_true", help="use uvloop when installed")
     return parser
+
+
+def _account(text: str) -> tuple[str, str]:
+    user, sep, password = text.partition(":")
+    if not sep or not 0 < len(user) <= 6 or len(password) > 10 or not user.isalnum():
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give USER:PASSWORD (user 1-6 letters or digits, password at most 10)"
+        )
+    return user, password
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -459,10 +556,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             _error(f"{opts.config}: {e}")
             return 2
         seed = engine_cfg.simulator.seed
+    ouch = None
+    if opts.ouch_port is not None:
+        ouch = OuchPortOptions(opts.ouch_port, tuple(opts.ouch_account or [DEMO_OUCH_ACCOUNT]),
+                               opts.ouch_store)  # fmt: skip
+    elif opts.ouch_account or opts.ouch_store:
+        _error("--ouch-account and --ouch-store need --ouch-port")
+        return 2
     run = serve(opts.cfg, host=opts.host, port=opts.port,
                 seed=opts.seed if opts.seed is not None else seed,
                 seconds=opts.seconds, verbose=opts.verbose,
-                cancel_on_disconnect=not opts.keep_orders, listings=listings)  # fmt: skip
+                cancel_on_disconnect=not opts.keep_orders, listings=listings,
+                ouch=ouch)  # fmt: skip
     try:
         return asyncio.run(run)
     except KeyboardInterrupt:  # a second Ctrl-C while stopping

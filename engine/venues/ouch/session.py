@@ -21,7 +21,7 @@ from engine.fastlog import get_log
 from engine.venues.ouch.adapter import OuchVenue
 from engine.venues.ouch.client import OuchClient, OuchHandler
 from engine.venues.ouch.link import SoupClientLink
-from engine.venues.ouch.messages import OuchMessage
+from engine.venues.ouch.messages import AccountQuery, AccountQueryResponse, OuchMessage
 from engine.venues.ouch.store import ClientState
 
 log = get_log(__name__)
@@ -84,6 +84,9 @@ class OuchSession(OuchHandler):
         self.link = SoupClientLink(self.client, host, port, clock=clock)
         self.connect_on_start = connect_on_start
         self._up = False
+        self._ready = False  # logged in and the venue's next UserRefNum known
+        #: Set while orders can go out (see :attr:`logged_in`).
+        self.ready = asyncio.Event()
         self._last: VenueLinkChanged | None = None
         self._task: asyncio.Task[None] | None = None
         venue.bind(self)
@@ -96,8 +99,8 @@ class OuchSession(OuchHandler):
     # ------------------------------------------------------------------ OrderEntry
     @property
     def logged_in(self) -> bool:
-        """Return whether orders sent now reach the venue."""
-        return self.client.is_logged_in and self.link.connected
+        """Return whether orders sent now reach the venue (logged in, UserRefNum agreed)."""
+        return self._ready and self.client.is_logged_in and self.link.connected
 
     def take_user_ref_num(self) -> int:
         """Return the next UserRefNum (on disk before it is returned)."""
@@ -115,7 +118,23 @@ class OuchSession(OuchHandler):
         """Hand a sequenced message to the venue adapter."""
         if self.on_wire is not None:
             self.on_wire(WireMessage(now_ns, False, seq, msg))
+        if isinstance(msg, AccountQueryResponse):
+            self._agree(msg.next_user_ref_num)
+            return
         self.venue.on_message(msg)
+
+    def _agree(self, venue_next: int) -> None:
+        # The venue's next expected UserRefNum: another client of the account (or a state
+        # file lost) may have used numbers this one never took; go past them.
+        ours = self.state.next_user_ref_num
+        if venue_next > ours:
+            log.warning("OUCH %s: the venue expects UserRefNum %d, this session had %d; "
+                        "going on from the venue's", self.detail, venue_next, ours)  # fmt: skip
+            self.state.set_next_user_ref_num(venue_next)
+        if not self._ready:
+            self._ready = True
+            self.ready.set()
+            self._changed(True, "Logged in")
 
     def on_bad_message(self, seq: int, payload: bytes, error: str, now_ns: int) -> None:
         """Log a message that did not decode (the session goes on)."""
@@ -126,7 +145,13 @@ class OuchSession(OuchHandler):
         """Tell the engine the link is up (the desk reconciles)."""
         log.info("OUCH %s: logged in to session %r at sequence number %d", self.detail,
                  session, sequence_number)  # fmt: skip
-        self._changed(True, "Logged in")
+        # Orders wait for the venue's next expected UserRefNum (Account Query).
+        self._ready = False
+        self.ready.clear()
+        now = self.clock.now_ns()
+        self.link.send(self.client.send(AccountQuery(), now))
+        if self.on_wire is not None:
+            self.on_wire(WireMessage(now, True, 0, AccountQuery()))
 
     def on_login_rejected(self, reason: str, now_ns: int) -> None:
         """Say why the venue refused the login (the link stops retrying)."""
@@ -140,6 +165,8 @@ class OuchSession(OuchHandler):
 
     def on_disconnected(self, now_ns: int) -> None:
         """Say the connection went away (the link reconnects)."""
+        self._ready = False
+        self.ready.clear()
         if self._up:
             log.warning("OUCH %s: disconnected", self.detail)
             self._changed(False, "Disconnected")
@@ -149,6 +176,10 @@ class OuchSession(OuchHandler):
         self._last = self.venue.link_changed(up, detail=self.detail, state=state,
                                              next_out=self.state.next_user_ref_num,
                                              next_in=self.state.next_expected_seq)  # fmt: skip
+
+    async def wait_ready(self, within_s: float = 10.0) -> None:
+        """Wait until orders can go out (raises ``TimeoutError`` after ``within_s``)."""
+        await asyncio.wait_for(self.ready.wait(), within_s)
 
     # ------------------------------------------------------------------ component
     @property
