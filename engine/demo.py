@@ -199,7 +199,7 @@ def _ouch_demo(
                       publish=engine.bus.publish, firm=DEMO_OUCH_FIRM)  # fmt: skip
     session = OuchSession(venue, username=user, password=password, host="127.0.0.1", port=0,
                           state=state, clock=engine.clock, session=day,
-                          connect_on_start=False)  # fmt: skip
+                          publish=engine.bus.publish, connect_on_start=False)  # fmt: skip
 
     async def connect() -> None:
         session.link.port = await listener.start()

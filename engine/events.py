@@ -352,6 +352,31 @@ class FixMessageSeen(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class VenueMessageSeen(Event):
+    """A message of a venue protocol other than FIX went in or out (OUCH), every field named.
+
+    ``fields`` are the protocol's field names with their values as text and what a coded
+    value means ("" if nothing), in wire order;
+    ``raw`` the message's bytes (without the transport's framing); ``client_order_id`` the
+    engine's ClOrdID the message is about ("" if none), ``orig_client_order_id`` the one it
+    replaces. ``ts_created`` / ``ts_wire`` as in :class:`FixMessageSeen` (a protocol without
+    a sending time stamps an inbound message with its read time).
+    """
+
+    session_id: str  # the link, e.g. "OUCH QWC1@127.0.0.1:5002"
+    protocol: str  # "OUCH"
+    outbound: bool
+    msg_type: str  # the protocol's type and name, e.g. "O EnterOrder"
+    seq_num: int  # the transport's sequence number (0 for unsequenced messages)
+    raw: bytes
+    fields: tuple[tuple[str, str, str], ...]
+    client_order_id: str = ""
+    orig_client_order_id: str = ""
+    ts_created: int = 0
+    ts_wire: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EngineSnapshot:
     """The engine's state at one point of its event stream.
 

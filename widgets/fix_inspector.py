@@ -1,5 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""Every FIX message of every session, filterable, with a detail pane naming every field.
+"""Every message of every venue link, filterable, with a detail pane naming every field.
+
+FIX messages (``FixMessageSeen``) and those of other order-entry protocols
+(``VenueMessageSeen``: OUCH, with the protocol's own field names and the bytes in hex) share
+the list, the filters, the order chains and the timestamps.
 
 Field names and enum meanings come from a ``describe(tag, value) -> (name, meaning)`` callable
 injected by the app (widgets may not import ``engine.fix``). When that callable also has an
@@ -40,7 +44,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.events import Event, EventRecord, FixMessageSeen, SessionStatusChanged
+from engine.events import (
+    Event,
+    EventRecord,
+    FixMessageSeen,
+    SessionStatusChanged,
+    VenueMessageSeen,
+)
 from widgets.empty_state import EmptyState
 from widgets.fmt import fmt_duration_ns, fmt_ts_utc
 from widgets.monitor.formats import fmt_time
@@ -92,14 +102,51 @@ def show_soh(raw: bytes) -> str:
     return raw.decode("latin-1").replace("\x01", "|")
 
 
+#: A message in the inspector: FIX, or another venue protocol's.
+SeenMessage = FixMessageSeen | VenueMessageSeen
+
+
+def show_fields(ev: VenueMessageSeen) -> str:
+    """Return a non-FIX message as one line: ``Name=value|...``."""
+    return "|".join(f"{name}={value}" for name, value, _meaning in ev.fields)
+
+
+def show_hex(raw: bytes) -> str:
+    """Return bytes as a hex dump: offset, 16 bytes a line, in groups of 4."""
+    lines = []
+    for at in range(0, len(raw), 16):
+        chunk = raw[at : at + 16].hex()
+        groups = " ".join(chunk[i : i + 8] for i in range(0, len(chunk), 8))
+        lines.append(f"{at:04x}  {groups}")
+    return "\n".join(lines)
+
+
+def show_raw(ev: SeenMessage) -> str:
+    """Return the message as the list shows it (FIX: SOH as ``|``)."""
+    return show_soh(ev.raw) if isinstance(ev, FixMessageSeen) else show_fields(ev)
+
+
 @dataclass(frozen=True, slots=True)
 class FixRow:
     """One message in the list."""
 
     key: int  # engine sequence number of the event
-    ev: FixMessageSeen
+    ev: SeenMessage
     client_order_id: str
     orig_client_order_id: str = ""
+    #: What the free-text filter searches (FIX: the raw message; others: ``Name=value|...``).
+    search: bytes = b""
+
+
+def row_of(record: EventRecord) -> FixRow | None:
+    """Return the list row of a message event, ``None`` for any other event."""
+    ev = record.event
+    if isinstance(ev, FixMessageSeen):
+        return FixRow(record.seq, ev, field_value(ev.raw, 11), field_value(ev.raw, 41), ev.raw)
+    if isinstance(ev, VenueMessageSeen):
+        return FixRow(record.seq, ev, ev.client_order_id, ev.orig_client_order_id,
+                      show_fields(ev).encode("latin-1", "replace"))  # fmt: skip
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,7 +280,7 @@ class FixFilterModel(QSortFilterProxyModel):
             return False
         if self.client_order_id and self.client_order_id not in row.client_order_id:
             return False
-        return not self.text or self.text.lower() in ev.raw.lower()
+        return not self.text or self.text.lower() in row.search.lower()
 
 
 class FixInspector(QWidget):
@@ -246,7 +293,11 @@ class FixInspector(QWidget):
     """
 
     #: Engine event types :meth:`on_events` reads (the workspace hands it only these).
-    EVENT_TYPES: ClassVar[tuple[type[Event], ...]] = (FixMessageSeen, SessionStatusChanged)
+    EVENT_TYPES: ClassVar[tuple[type[Event], ...]] = (
+        FixMessageSeen,
+        VenueMessageSeen,
+        SessionStatusChanged,
+    )
 
     def __init__(self, describe: DescribeField | None = None, parent: QWidget | None = None):
         super().__init__(parent)
@@ -369,10 +420,13 @@ class FixInspector(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(splitter)
         self.table.selectionModel().currentRowChanged.connect(self._on_current_changed)
-        self.current: FixMessageSeen | None = None
+        self.current: SeenMessage | None = None
         self.show_message(None)
 
-    def _type_name(self, msg_type: str) -> str:
+    def _type_name(self, ev: SeenMessage) -> str:
+        msg_type = ev.msg_type
+        if isinstance(ev, VenueMessageSeen):
+            return msg_type
         name = self._type_names.get(msg_type)
         if name is None:
             name = self.describe(35, msg_type.encode())[1]
@@ -387,9 +441,9 @@ class FixInspector(QWidget):
             Column("dir", "Dir", lambda r: "Out" if r.ev.outbound else "In",
                    tone=lambda r: "muted" if r.ev.outbound else "", width=40),
             Column("seq", "Seq", lambda r: str(r.ev.seq_num), numeric=True, width=60),
-            Column("msg_type", "MsgType", lambda r: self._type_name(r.ev.msg_type), width=150),
+            Column("msg_type", "MsgType", lambda r: self._type_name(r.ev), width=150),
             Column("client_order_id", "ClOrdID", lambda r: r.client_order_id, width=100),
-            Column("raw", "Message", lambda r: show_soh(r.ev.raw)),
+            Column("raw", "Message", lambda r: show_raw(r.ev)),
         )  # fmt: skip
 
     def on_events(self, batch: Sequence[EventRecord]) -> None:
@@ -399,18 +453,14 @@ class FixInspector(QWidget):
                 ev = r.event
                 if isinstance(ev, SessionStatusChanged):
                     self.describe.note_session(ev.session_id, ev.dictionary, ev.app_dictionary)
-        rows = [
-            FixRow(r.seq, r.event, field_value(r.event.raw, 11), field_value(r.event.raw, 41))
-            for r in batch
-            if isinstance(r.event, FixMessageSeen)
-        ]
+        rows = [row for row in map(row_of, batch) if row is not None]
         if not rows:
             return
         for sid in {row.ev.session_id for row in rows}:
             if self.session_combo.findData(sid) < 0:
                 self.session_combo.addItem(sid, sid)
         self.model.apply(rows)
-        if self._pending_exec and any(self._pending_exec in row.ev.raw for row in rows):
+        if self._pending_exec and any(self._pending_exec in row.search for row in rows):
             self._select_report(self._pending_exec)
 
     def set_filter(
@@ -453,7 +503,7 @@ class FixInspector(QWidget):
         row = self.model.record(self.proxy.mapToSource(index).row())
         self.show_message(row.ev)
 
-    def show_message(self, ev: FixMessageSeen | None) -> None:
+    def show_message(self, ev: SeenMessage | None) -> None:
         """Show every field (checked, groups as a tree), the timestamps and the raw text."""
         self.current = ev
         self.fields_tree.clear()
@@ -462,6 +512,9 @@ class FixInspector(QWidget):
             self.check_label.setText("")
             self.raw_edit.setPlainText("")
             self.copy_button.setEnabled(False)
+            return
+        if isinstance(ev, VenueMessageSeen):
+            self._show_venue_message(ev)
             return
         describe = self.describe if isinstance(self.describe, ExplainsMessages) else None
         if describe is not None:
@@ -492,6 +545,21 @@ class FixInspector(QWidget):
             f"handled {fmt_ts_utc(ev.ts_event, precision=6)}"
         )
         self.raw_edit.setPlainText(show_soh(ev.raw))
+        self.copy_button.setEnabled(True)
+
+    def _show_venue_message(self, ev: VenueMessageSeen) -> None:
+        # Another protocol: its fields by the specification's names, its bytes in hex.
+        self._fill_tree([FieldNode(-1, name, value, meaning) for name, value, meaning in ev.fields])
+        self._set_check(f"{ev.protocol}: fields as its specification names them "
+                        f"({len(ev.raw)} bytes)", "muted")  # fmt: skip
+        wire = "sent" if ev.outbound else "received"
+        seq = f"sequence number {ev.seq_num:,}  " if ev.seq_num else ""
+        self.times_label.setText(
+            f"{seq}{wire} {fmt_ts_utc(ev.ts_wire, precision=6)}  "
+            f"→ +{fmt_duration_ns(ev.ts_event - ev.ts_wire)} → "
+            f"handled {fmt_ts_utc(ev.ts_event, precision=6)}"
+        )
+        self.raw_edit.setPlainText(show_hex(ev.raw))
         self.copy_button.setEnabled(True)
 
     def _set_check(self, text: str, state: str) -> None:
@@ -588,7 +656,7 @@ class FixInspector(QWidget):
     def _select_report(self, needle: bytes) -> bool:
         for r in range(self.proxy.rowCount() - 1, -1, -1):
             row = self.model.record(self.proxy.mapToSource(self.proxy.index(r, 0)).row())
-            if needle in row.ev.raw:
+            if needle in row.search:
                 self.table.selectRow(r)
                 self._pending_exec = b""
                 return True
@@ -596,6 +664,13 @@ class FixInspector(QWidget):
 
     def copy_raw(self) -> str:
         """Copy the selected message (SOH as ``|``) to the clipboard; return the text."""
-        text = show_soh(self.current.raw) if self.current else ""
+        ev = self.current
+        if ev is None:
+            text = ""
+        elif isinstance(ev, FixMessageSeen):
+            text = show_soh(ev.raw)
+        else:
+            text = show_hex(ev.raw).replace("\n", " ")
+
         QGuiApplication.clipboard().setText(text)
         return text

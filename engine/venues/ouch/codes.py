@@ -88,3 +88,32 @@ def reject_reason_text(reason: int) -> str:
 def ns_since_midnight(ts_ns: int) -> int:
     """Return an OUCH Timestamp: nanoseconds since midnight (UTC here) of ``ts_ns``."""
     return ts_ns % 86_400_000_000_000
+
+
+#: What the one-character codes of the messages mean, by field name (for the inspector).
+FIELD_MEANINGS: Final[dict[str, dict[str, str]]] = {
+    "Side": {"B": "buy", "S": "sell", "T": "sell short", "E": "sell short exempt"},
+    "TimeInForce": {"0": "day (market hours)", "3": "immediate or cancel",
+                    "5": "system hours", "6": "good till triggered", "E": "after hours"},
+    "Display": {"Y": "visible", "N": "hidden", "A": "attributable"},
+    "Capacity": {"A": "agency", "P": "principal", "R": "riskless principal", "O": "other"},
+    "InterMarketSweepEligibility": {"Y": "eligible", "N": "not eligible"},
+    "CrossType": {"N": "continuous market", "O": "opening cross", "C": "closing cross",
+                  "H": "halt/IPO cross", "S": "supplemental", "R": "retail"},
+    "OrderState": {"L": "live", "D": "dead"},
+    "LiquidityFlag": {"A": "added (maker)", "R": "removed (taker)"},
+    "EventCode": {"S": "start of day", "E": "end of day"},
+}  # fmt: skip
+
+
+def field_meaning(name: str, value: object) -> str:
+    """Return what a field's value means ("" when it speaks for itself)."""
+    if name == "Timestamp" and isinstance(value, int):
+        secs, ns = divmod(value, 1_000_000_000)
+        h, rest = divmod(secs, 3600)
+        return f"{h:02d}:{rest // 60:02d}:{rest % 60:02d}.{ns:09d}"
+    if name == "Reason" and isinstance(value, int):
+        return reject_reason_text(value)
+    if name == "Reason" and isinstance(value, str):
+        return CANCEL_REASONS.get(value, "")
+    return FIELD_MEANINGS.get(name, {}).get(str(value), "")

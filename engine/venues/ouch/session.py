@@ -4,22 +4,22 @@
 :class:`OuchSession` owns an :class:`OuchClient` (the sans-IO OUCH/SoupBinTCP client, with its
 state on disk) and the :class:`SoupClientLink` that connects it, and is both the
 :class:`engine.venues.ouch.adapter.OrderEntry` its :class:`OuchVenue` sends through and the
-:class:`OuchHandler` the client reports to: sequenced messages go to the venue adapter (and to
-whoever watches the wire, the Monitor's message inspector), login and disconnection become the
-venue's :class:`engine.events.VenueLinkChanged`.
+:class:`OuchHandler` the client reports to: sequenced messages go to the venue adapter, login
+and disconnection become the venue's :class:`engine.events.VenueLinkChanged`, and every
+message, either way, a :class:`engine.events.VenueMessageSeen` for the inspector.
 """
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from engine.clock import Clock
 from engine.commands import Command, CommandResult
 from engine.core import Engine
-from engine.events import Event, VenueLinkChanged
+from engine.events import Event, VenueLinkChanged, VenueMessageSeen
 from engine.fastlog import get_log
-from engine.venues.ouch.adapter import OuchVenue
+from engine.venues.ouch.adapter import PREFIX, OuchVenue
 from engine.venues.ouch.client import OuchClient, OuchHandler
+from engine.venues.ouch.codes import field_meaning
 from engine.venues.ouch.link import SoupClientLink
 from engine.venues.ouch.messages import AccountQuery, AccountQueryResponse, OuchMessage
 from engine.venues.ouch.store import ClientState
@@ -27,14 +27,20 @@ from engine.venues.ouch.store import ClientState
 log = get_log(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class WireMessage:
-    """One OUCH message as it crossed the wire, for the message inspector."""
-
-    ts: int  # ns, engine clock
-    outbound: bool  # True: the engine sent it
-    seq: int  # SoupBinTCP sequence number (0 for the engine's unsequenced messages)
-    message: OuchMessage
+def message_seen(
+    message: OuchMessage, *, link: str, outbound: bool, seq: int, now_ns: int
+) -> VenueMessageSeen:
+    """Return the inspector's event of one OUCH message (every field named, as text)."""
+    ref = getattr(message, "user_ref_num", None)
+    orig = getattr(message, "orig_user_ref_num", None)
+    return VenueMessageSeen(
+        ts_event=now_ns, session_id=f"OUCH {link}", protocol="OUCH", outbound=outbound,
+        msg_type=f"{message.TYPE.decode()} {message.NAME}", seq_num=seq, raw=message.encode(),
+        fields=tuple((n, str(v), field_meaning(n, v)) for n, v in message.fields()),
+        client_order_id=f"{PREFIX}{ref}" if ref is not None else "",
+        orig_client_order_id=f"{PREFIX}{orig}" if orig is not None else "",
+        ts_created=now_ns, ts_wire=now_ns,
+    )  # fmt: skip
 
 
 class OuchSession(OuchHandler):
@@ -54,8 +60,9 @@ class OuchSession(OuchHandler):
         Time of messages and timers.
     session : str
         SoupBinTCP session to log into ("" for the current one).
-    on_wire : Callable | None
-        Called with every :class:`WireMessage` (the inspector); ``None`` to keep nothing.
+    publish : Callable | None
+        Where every message goes as a :class:`VenueMessageSeen` (the engine bus, for the
+        Monitor's message inspector); ``None`` to keep nothing.
     connect_on_start : bool
         Connect when the engine starts the component; ``False`` when the owner starts
         ``link`` itself (after the venue's port listens, in the demo).
@@ -72,14 +79,14 @@ class OuchSession(OuchHandler):
         state: ClientState,
         clock: Clock,
         session: str = "",
-        on_wire: Callable[[WireMessage], object] | None = None,
+        publish: Callable[[Event], object] | None = None,
         connect_on_start: bool = True,
     ) -> None:
         self.venue = venue
         self.username = username
         self.clock = clock
         self.state = state
-        self.on_wire = on_wire
+        self.publish = publish
         self.client = OuchClient(username, password, state=state, handler=self, session=session)
         self.link = SoupClientLink(self.client, host, port, clock=clock)
         self.connect_on_start = connect_on_start
@@ -110,14 +117,16 @@ class OuchSession(OuchHandler):
         """Write ``message`` as Unsequenced Data."""
         now = self.clock.now_ns()
         self.link.send(self.client.send(message, now))
-        if self.on_wire is not None:
-            self.on_wire(WireMessage(now, True, 0, message))
+        if self.publish is not None:
+            self.publish(message_seen(message, link=self.detail, outbound=True, seq=0,
+                                      now_ns=now))  # fmt: skip
 
     # ------------------------------------------------------------------ OuchHandler
     def on_message(self, msg: OuchMessage, seq: int, now_ns: int) -> None:
         """Hand a sequenced message to the venue adapter."""
-        if self.on_wire is not None:
-            self.on_wire(WireMessage(now_ns, False, seq, msg))
+        if self.publish is not None:
+            self.publish(message_seen(msg, link=self.detail, outbound=False, seq=seq,
+                                      now_ns=now_ns))  # fmt: skip
         if isinstance(msg, AccountQueryResponse):
             self._agree(msg.next_user_ref_num)
             return
@@ -148,10 +157,7 @@ class OuchSession(OuchHandler):
         # Orders wait for the venue's next expected UserRefNum (Account Query).
         self._ready = False
         self.ready.clear()
-        now = self.clock.now_ns()
-        self.link.send(self.client.send(AccountQuery(), now))
-        if self.on_wire is not None:
-            self.on_wire(WireMessage(now, True, 0, AccountQuery()))
+        self.send(AccountQuery())
 
     def on_login_rejected(self, reason: str, now_ns: int) -> None:
         """Say why the venue refused the login (the link stops retrying)."""

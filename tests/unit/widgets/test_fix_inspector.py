@@ -232,3 +232,43 @@ def test_parse_fields_marks_malformed_fields() -> None:
                                                             (35, b"0")]  # fmt: skip
     assert field_value(b"8=FIX.4.4\x0111=X\x01", 11) == "X"
     assert field_value(b"8=FIX.4.4\x01", 11) == ""
+
+
+def test_ouch_messages_share_the_list_with_every_field_named_and_their_bytes_in_hex(
+    view: FixInspector,
+) -> None:
+    from engine.venues.ouch.messages import EnterOrder, OrderExecuted, TagValue
+    from engine.venues.ouch.session import message_seen
+
+    enter = EnterOrder(user_ref_num=12, side="B", quantity=300, symbol="CLF7", price=685_000,
+                       cl_ord_id="O12", appendage=(TagValue.of("Firm", "QWCN"),))  # fmt: skip
+    executed = OrderExecuted(timestamp=5, user_ref_num=12, quantity=100, price=685_000,
+                             liquidity_flag="R", match_number=77)  # fmt: skip
+    link = "QWC1@127.0.0.1:5002"
+    view.on_events(records([
+        message_seen(enter, link=link, outbound=True, seq=0, now_ns=T0 + 5_000_000),
+        message_seen(executed, link=link, outbound=False, seq=9, now_ns=T0 + 6_000_000),
+    ]))  # fmt: skip
+    assert view.proxy.rowCount() == 6
+    view.set_filter(session=f"OUCH {link}")
+    rows = view.visible_rows()
+    assert [r.ev.msg_type for r in rows] == ["E OrderExecuted", "O EnterOrder"]
+    assert {r.client_order_id for r in rows} == {"O12"}
+    view.set_filter(text="Firm=QWCN")
+    assert [r.ev.msg_type for r in view.visible_rows()] == ["O EnterOrder"]
+    view.table.selectRow(0)
+    detail = {(name, value) for _d, _tag, name, value, _m, _c in view.detail_rows()}
+    meanings = {name: m for _d, _tag, name, _v, m, _c in view.detail_rows()}
+    assert (meanings["Side"], meanings["TimeInForce"]) == ("buy", "day (market hours)")
+    assert {("UserRefNum", "12"), ("Symbol", "CLF7"), ("Price", "68.5000"), ("Firm", "QWCN"),
+            ("AppendageLength", "6")} <= detail  # fmt: skip
+    assert "OUCH: fields as its specification names them" in view.check_label.text()
+    hex_dump = view.raw_edit.toPlainText()
+    # 'O', UserRefNum 12, 'B', Quantity 300, "CL"...
+    assert hex_dump.startswith("0000  4f000000 0c420000 012c434c")
+    dumped = "".join(line[6:] for line in hex_dump.splitlines()).replace(" ", "")
+    assert bytes.fromhex(dumped) == enter.encode()
+    # The order chain of O12 holds both, oldest first.
+    view.set_filter()
+    view.show_chain(["O12"])
+    assert [r.ev.msg_type for r in view.visible_rows()] == ["O EnterOrder", "E OrderExecuted"]
