@@ -42,12 +42,15 @@ from engine.venues.ouch.codes import (
     IOC_REMAINDER,
     MARKET_PRICE,
     OUCH_TO_SIDE,
+    SELF_MATCH,
     SIDE_TO_OUCH,
     TIF_TO_OUCH,
     cancel_reason_text,
     reject_reason_text,
 )
 from engine.venues.ouch.messages import (
+    AiqCanceled,
+    BrokenTrade,
     CancelOrder,
     EnterOrder,
     OrderAccepted,
@@ -59,7 +62,9 @@ from engine.venues.ouch.messages import (
     Rejected,
     ReplaceOrder,
     TagValue,
+    TradeCorrection,
 )
+from engine.venues.ouch.messages import CancelReject as OuchCancelReject
 
 log = get_log(__name__)
 
@@ -313,6 +318,15 @@ class OuchVenue:
                 log.warning("OUCH %s: %s for unknown UserRefNum %d ignored",
                             self._name, type(message).__name__, ref)  # fmt: skip
                 return
+        rep = self._apply(ref, live, message, resent)
+        if rep is not None:
+            self._deliver(live.symbol, rep)
+
+    def _apply(
+        self, ref: int, live: _Live, message: OuchMessage, resent: bool
+    ) -> ExecutionReport | None:
+        # The order manager's report of one message about a known order (None: no report).
+        clordid = f"{PREFIX}{ref}"
         rep: ExecutionReport | None = None
         if isinstance(message, OrderAccepted):
             rep = self._accepted(ref, live, message, resent)
@@ -325,10 +339,47 @@ class OuchVenue:
             rep = self._report(ref, live, ExecType.REJECTED, clordid,
                                text=f"rejected by the venue: {reject_reason_text(message.reason)}",
                                resent=resent)  # fmt: skip
+        elif isinstance(message, AiqCanceled):  # self-match prevention took shares off
+            rep = self._canceled(ref, live, OrderCanceled(
+                timestamp=message.timestamp, user_ref_num=ref,
+                quantity=message.decrement_shares, reason=SELF_MATCH,
+            ), resent)  # fmt: skip
+        elif isinstance(message, BrokenTrade | TradeCorrection):
+            rep = self._busted(ref, live, message, resent)
+        elif isinstance(message, OuchCancelReject) and live.cancel_id:
+            self._cancel_refused(ref, live)
         else:
             log.info("OUCH %s: %s", self._name, message)
-        if rep is not None:
-            self._deliver(live.symbol, rep)
+        return rep
+
+    def _busted(
+        self, ref: int, live: _Live, m: BrokenTrade | TradeCorrection, resent: bool
+    ) -> ExecutionReport:
+        # The venue broke or corrected an execution: the order manager alerts on it.
+        scale = self._scales[live.symbol]
+        if isinstance(m, TradeCorrection):
+            et, text = ExecType.TRADE_CORRECT, f"execution M{m.match_number} corrected"
+            last_qty, last_px = (
+                scale.lots_from_quantity(m.quantity),
+                scale.ticks_from_price(m.price),
+            )
+        else:
+            et, text = ExecType.TRADE_CANCEL, f"execution M{m.match_number} broken ({m.reason})"
+            last_qty = last_px = 0
+        return self._report(ref, live, et, f"{PREFIX}{ref}", exec_id=f"M{m.match_number}",
+                            last_qty=last_qty, last_px=last_px, text=text,
+                            resent=resent)  # fmt: skip
+
+    def _cancel_refused(self, ref: int, live: _Live) -> None:
+        # A Cancel Order the venue cannot carry out now (the order is in a cross).
+        sink = self._sinks[live.symbol]
+        status = OrdStatus.PARTIALLY_FILLED if live.cum else OrdStatus.NEW
+        rej = CancelReject(client_order_id=live.cancel_id,
+                           orig_client_order_id=f"{PREFIX}{ref}", ord_status=status,
+                           text="cancel refused by the venue: the order is in a cross",
+                           ts_recv=self.clock.now_ns())  # fmt: skip
+        live.cancel_id = ""
+        self.defer(lambda: sink.on_cancel_reject(rej))
 
     def _find(self, ref: int, clordid: str) -> _Live | None:
         for symbol, sink in self._sinks.items():

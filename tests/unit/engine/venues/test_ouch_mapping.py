@@ -197,3 +197,23 @@ def test_after_a_restart_the_adapter_knows_an_order_by_its_clordid(rig: Rig) -> 
     assert (order.cum_qty_lots, order.leaves_qty_lots) == (2, 1)
     assert order.status is OrdStatus.PARTIALLY_FILLED
     assert fresh.reports_unmatched == 0
+
+
+def test_a_broken_trade_and_a_self_match_cancel_reach_the_order_manager(rig: Rig) -> None:
+    from engine.events import Alert
+    from engine.venues.ouch.messages import AiqCanceled, BrokenTrade
+
+    bid, ask = best(rig, Side.BUY), best(rig, Side.SELL)
+    order = rig.manager.send(strategy_id=1, side=Side.BUY, qty_lots=3, px_ticks=bid + 1)
+    ref = user_ref_num(order.client_order_id)
+    assert ref is not None
+    aiq = AiqCanceled(timestamp=1, user_ref_num=ref, decrement_shares=100, reason="Q",
+                      quantity_prevented_from_trading=100, execution_price=ask * 100,
+                      liquidity_flag="R")  # fmt: skip
+    rig.venue.on_message(decode_outbound(aiq.encode()))
+    assert (order.leaves_qty_lots, order.status) == (2, OrdStatus.NEW)
+    broken = BrokenTrade(timestamp=2, user_ref_num=ref, match_number=99, reason="E",
+                         cl_ord_id=order.client_order_id)  # fmt: skip
+    rig.venue.on_message(decode_outbound(broken.encode()))
+    alerts = [e.text for e in rig.events if isinstance(e, Alert)]
+    assert any(f"trade_cancel on {order.client_order_id}" in t and "M99" in t for t in alerts)
