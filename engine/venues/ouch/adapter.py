@@ -52,7 +52,6 @@ from engine.venues.ouch.messages import (
     AiqCanceled,
     BrokenTrade,
     CancelOrder,
-    EnterOrder,
     OrderAccepted,
     OrderCanceled,
     OrderExecuted,
@@ -63,6 +62,7 @@ from engine.venues.ouch.messages import (
     ReplaceOrder,
     TagValue,
     TradeCorrection,
+    encode_options,
 )
 from engine.venues.ouch.messages import CancelReject as OuchCancelReject
 
@@ -94,6 +94,21 @@ class OrderEntry(Protocol):
 
     def send(self, message: OuchMessage) -> None:
         """Send ``message`` as Unsequenced Data."""
+        ...
+
+    def enter_order(
+        self,
+        user_ref_num: int,
+        *,
+        side: str,
+        quantity: int,
+        symbol: str,
+        price: int,
+        time_in_force: str,
+        cl_ord_id: str,
+        appendage: bytes,
+    ) -> None:
+        """Send an Enter Order (the hot path: no message object is built)."""
         ...
 
 
@@ -150,7 +165,7 @@ class OuchVenue:
         self._name = name
         self.defer = defer
         self.publish = publish
-        self._appendage = (TagValue.of("Firm", firm),) if firm else ()
+        self._appendage = encode_options((TagValue.of("Firm", firm),)) if firm else b""
         self._entry: OrderEntry | None = None
         self._sinks: dict[str, ReportSink] = {}
         self._scales: dict[str, PriceScale] = {}
@@ -195,17 +210,15 @@ class OuchVenue:
                                 order.qty_lots, order.px_ticks)  # fmt: skip
         market = order.ord_type is OrdType.MARKET
         assert self._entry is not None
-        self._entry.send(
-            EnterOrder(
-                user_ref_num=ref,
-                side=SIDE_TO_OUCH[order.side],
-                quantity=scale.quantity_from_lots(order.qty_lots),
-                symbol=order.symbol,
-                price=MARKET_PRICE if market else scale.price_from_ticks(order.px_ticks),
-                time_in_force=TIF_TO_OUCH.get(order.time_in_force, "0"),
-                cl_ord_id=order.client_order_id,
-                appendage=self._appendage,
-            )
+        self._entry.enter_order(
+            ref,
+            side=SIDE_TO_OUCH[order.side],
+            quantity=scale.quantity_from_lots(order.qty_lots),
+            symbol=order.symbol,
+            price=MARKET_PRICE if market else scale.price_from_ticks(order.px_ticks),
+            time_in_force=TIF_TO_OUCH.get(order.time_in_force, "0"),
+            cl_ord_id=order.client_order_id,
+            appendage=self._appendage,
         )
 
     def cancel(self, order: Order, request: PendingRequest) -> None:

@@ -174,10 +174,12 @@ class OuchClient:
         cross_type: str = "N",
         cl_ord_id: str = "",
         appendage: bytes | Sequence[TagValue] = b"",
+        user_ref_num: int | None = None,
     ) -> tuple[int, bytes]:
         """Return ``(UserRefNum, packet)``: an Enter Order in Unsequenced Data, to write.
 
-        The UserRefNum is on disk before this returns. ``price`` is in OUCH's integer form (4
+        The UserRefNum is on disk before this returns (``user_ref_num``: one the caller took
+        from the state already, e.g. as the order's ClOrdID). ``price`` is in OUCH's integer form (4
         implied decimals; :class:`~engine.venues.ouch.messages.PriceScale` maps ticks).
 
         Raises
@@ -204,7 +206,7 @@ class OuchClient:
         app = b""
         if appendage:
             app = appendage if isinstance(appendage, bytes) else encode_options(tuple(appendage))
-        ref = self.state.take_user_ref_num()
+        ref = self.state.take_user_ref_num() if user_ref_num is None else user_ref_num
         n = k.encode_enter_order(self._out, ref, ord(side), quantity, sym, price, flags, len(app))
         buf = self._buf
         buf[34:48] = cid.ljust(14)

@@ -21,7 +21,12 @@ from engine.venues.ouch.adapter import PREFIX, OuchVenue
 from engine.venues.ouch.client import OuchClient, OuchHandler
 from engine.venues.ouch.codes import field_meaning
 from engine.venues.ouch.link import SoupClientLink
-from engine.venues.ouch.messages import AccountQuery, AccountQueryResponse, OuchMessage
+from engine.venues.ouch.messages import (
+    AccountQuery,
+    AccountQueryResponse,
+    OuchMessage,
+    decode_inbound,
+)
 from engine.venues.ouch.store import ClientState
 
 log = get_log(__name__)
@@ -120,6 +125,30 @@ class OuchSession(OuchHandler):
         if self.publish is not None:
             self.publish(message_seen(message, link=self.detail, outbound=True, seq=0,
                                       now_ns=now))  # fmt: skip
+
+    def enter_order(
+        self,
+        user_ref_num: int,
+        *,
+        side: str,
+        quantity: int,
+        symbol: str,
+        price: int,
+        time_in_force: str,
+        cl_ord_id: str,
+        appendage: bytes,
+    ) -> None:
+        """Write an Enter Order through the client's compiled fast path."""
+        now = self.clock.now_ns()
+        _, data = self.client.enter_order(
+            side=side, quantity=quantity, symbol=symbol, price=price, now_ns=now,
+            time_in_force=time_in_force, cl_ord_id=cl_ord_id, appendage=appendage,
+            user_ref_num=user_ref_num,
+        )  # fmt: skip
+        self.link.send(data)
+        if self.publish is not None:  # what went on the wire, decoded back for the inspector
+            sent = decode_inbound(data[3:])
+            self.publish(message_seen(sent, link=self.detail, outbound=True, seq=0, now_ns=now))
 
     # ------------------------------------------------------------------ OuchHandler
     def on_message(self, msg: OuchMessage, seq: int, now_ns: int) -> None:

@@ -22,7 +22,13 @@ from engine.oms.router import OrderRouter
 from engine.sim.exchange import FlowConfig, SimExchange, SimInstrument
 from engine.sim.ouch_app import SimOuchApplication
 from engine.venues.ouch.adapter import OuchVenue, user_ref_num
-from engine.venues.ouch.messages import EnterOrder, OuchMessage, decode_inbound, decode_outbound
+from engine.venues.ouch.messages import (
+    EnterOrder,
+    OuchMessage,
+    decode_inbound,
+    decode_options,
+    decode_outbound,
+)
 
 AAPL = Instrument(symbol="AAPL", tick_size=Decimal("0.01"), lot_size=Decimal(100))
 START = 20_000  # 200.00
@@ -52,6 +58,13 @@ class Wire:
         self.inbound.append(raw)
         assert self.sim is not None
         self.sim.on_message(self.account, decode_inbound(raw))
+
+    def enter_order(self, user_ref_num: int, *, side: str, quantity: int, symbol: str,
+                    price: int, time_in_force: str, cl_ord_id: str,
+                    appendage: bytes) -> None:  # fmt: skip
+        self.send(EnterOrder(user_ref_num=user_ref_num, side=side, quantity=quantity,
+                             symbol=symbol, price=price, time_in_force=time_in_force,
+                             cl_ord_id=cl_ord_id, appendage=decode_options(appendage)))  # fmt: skip
 
     # the account's sequenced stream, as the simulator sees it
     class Stream:
