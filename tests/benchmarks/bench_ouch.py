@@ -14,27 +14,45 @@ its section of docs/performance.md) or ``pytest -m bench tests/benchmarks/bench_
   loopback socket (the system call the transport makes), reported.
 * ``encode_decode_*_us``: one message encoded (generic table-driven kernel, from its frozen
   dataclass) and decoded back to a dataclass (kernel, then the Python object), per message.
+* ``oms_to_socket_p50_us``: the engine's whole path in process: ``OrderManager.send`` (risk,
+  the order, its event) -> ``OuchVenue`` -> ``OuchSession`` -> the Enter Order written to a
+  logged-in SoupBinTCP connection (the venue in this process answers later), reported.
+* ``ping_pong_per_s``: Enter Order -> Order Accepted round trips, one at a time, against a
+  venue in another process (a real SoupBinTCP server session answering from a template), and
+  the same for FIX NewOrderSingle -> ExecutionReport (``bench_fix``'s round trip, templates on
+  both sides) in the same run; judged: OUCH at least 1.5x FIX (issue 19).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from engine.venues.ouch import messages as m
-from engine.venues.ouch.client import OuchClient, OuchHandler
+from engine.venues.ouch.client import OuchClient, OuchHandler, OuchServerHandler, OuchServerSession
+from engine.venues.ouch.link import SoupClientLink, SoupServerListener
 from engine.venues.ouch.soupbin import LoginAccepted
-from engine.venues.ouch.store import ClientState, FileClientState, MemoryClientState
+from engine.venues.ouch.store import (
+    ClientState,
+    FileClientState,
+    MemoryClientState,
+    MemorySequencedStore,
+)
 from tests.benchmarks import judge
+
+ROOT = Path(__file__).resolve().parents[2]
 
 ENTER = m.EnterOrder(
     user_ref_num=1,
@@ -75,6 +93,129 @@ EXECUTED = m.OrderExecuted(
 TARGETS: dict[str, tuple[float, str]] = {
     "order_to_wire_p50_us": (5.0, "µs (at most)"),
 }
+#: OUCH ping-pong against a venue in another process, over FIX's in the same run (issue 19).
+TARGET_PING_PONG_RATIO = 1.5
+
+
+# ----------------------------------------------------------------------------- ping-pong
+
+
+class _AcceptEverything(OuchServerHandler):
+    """The venue of the ping-pong: every Enter Order answered with an Order Accepted.
+
+    As ``bench_fix``'s venue answers from a send template: the Order Accepted's bytes are
+    built once and each answer patches the UserRefNum, the Timestamp and the ClOrdID in.
+    """
+
+    def __init__(self) -> None:
+        self.server: OuchServerSession | None = None
+        probe = m.OrderAccepted(
+            timestamp=0x0102030405060708, user_ref_num=0x0A0B0C0D, side="B", quantity=100,
+            symbol="AAPL", price=1_012_500, time_in_force="0", display="Y",
+            order_reference_number=1, capacity="A", inter_market_sweep_eligibility="N",
+            cross_type="N", order_state="L", cl_ord_id="Z" * 14,
+        )  # fmt: skip
+        self.template = bytearray(m.Encoder().encode(probe))
+        self.at_ts = self.template.index(bytes.fromhex("0102030405060708"))
+        self.at_ref = self.template.index(bytes.fromhex("0a0b0c0d"))
+        self.at_clordid = self.template.index(b"Z" * 14)
+
+    def on_message(self, msg: m.OuchMessage, now_ns: int) -> bytes:
+        """Answer a decoded message (not used: raw payloads come to :meth:`answer`)."""
+        return b""
+
+    def answer(self, payload: bytes, now_ns: int) -> bytes:
+        """Return the packet answering the Enter Order ``payload``."""
+        assert self.server is not None
+        t = self.template
+        t[self.at_ts : self.at_ts + 8] = (now_ns % 86_400_000_000_000).to_bytes(8, "big")
+        t[self.at_ref : self.at_ref + 4] = payload[1:5]  # the Enter Order's UserRefNum
+        t[self.at_clordid : self.at_clordid + 14] = payload[31:45]  # and its ClOrdID
+        return self.server.soup.send_sequenced(bytes(t), now_ns)
+
+
+class _TemplateServer(OuchServerSession):
+    """A server session whose Unsequenced Data go to :meth:`_AcceptEverything.answer` raw."""
+
+    def __init__(self, handler: _AcceptEverything) -> None:
+        super().__init__("BENCH", "PW", session="S1", store=MemorySequencedStore(),
+                         handler=handler)  # fmt: skip
+        self.answerer = handler
+
+    def on_unsequenced(self, payload: bytes, now_ns: int) -> bytes:
+        """Answer the Enter Order in ``payload`` from the template."""
+        return self.answerer.answer(payload, now_ns)
+
+
+async def _serve_ouch() -> None:
+    handler = _AcceptEverything()
+    server = _TemplateServer(handler)
+    handler.server = server
+    listener = SoupServerListener([server.soup], timer_interval_s=1.0)
+    print(await listener.start(), flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    await listener.stop()
+
+
+class _Answers(OuchHandler):
+    def __init__(self) -> None:
+        self.received = 0
+        self.waiter: asyncio.Future[None] | None = None
+
+    def on_message(self, msg: m.OuchMessage, seq: int, now_ns: int) -> None:
+        self.received += 1
+        w = self.waiter
+        if w is not None and not w.done():
+            w.set_result(None)
+
+
+async def _ping_pong(port: int, n: int) -> dict[str, float]:
+    answers = _Answers()
+    client = OuchClient("BENCH", "PW", state=MemoryClientState(), handler=answers)
+    link = SoupClientLink(client, "127.0.0.1", port, timer_interval_s=1.0)
+    await link.start()
+    await link.wait_logged_in(10)
+    loop = asyncio.get_running_loop()
+    lat: list[int] = []
+    try:
+        for i in range(n + 200):  # the first 200 warm up
+            answers.waiter = loop.create_future()
+            t0 = time.perf_counter_ns()
+            _, data = client.enter_order(side="B", quantity=100, symbol="AAPL",
+                                         price=1_012_500, now_ns=t0, cl_ord_id=f"c{i}")  # fmt: skip
+            link.send(data)
+            await answers.waiter
+            if i >= 200:
+                lat.append(time.perf_counter_ns() - t0)
+    finally:
+        await link.stop()
+    lat.sort()
+    return {
+        "ping_pong_per_s": n / (sum(lat) / 1e9),
+        "ping_pong_p50_us": lat[len(lat) // 2] / 1000,
+        "ping_pong_p99_us": lat[int(len(lat) * 0.99)] / 1000,
+    }
+
+
+def bench_ping_pong(n: int) -> dict[str, float]:
+    """Return OUCH round trips against a venue in a child process, and FIX's in the same run."""
+    from engine.fix.benchtables import end_child
+    from tests.benchmarks.bench_fix import bench_round_trip
+
+    proc = subprocess.Popen([sys.executable, "-m", "tests.benchmarks.bench_ouch", "--serve"],
+                            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        res = asyncio.run(_ping_pong(port, n))
+    finally:
+        end_child(proc)
+    fix = bench_round_trip(n, 1_000, dictionary=False, uvloop=False, templates=True)
+    res["fix_round_trips_per_s"] = fix["rt_per_s"]
+    res["fix_round_trip_p50_us"] = fix["rt_p50_us"]
+    res["ping_pong_vs_fix"] = res["ping_pong_per_s"] / fix["rt_per_s"]
+    return res
 
 
 def _logged_in(state: ClientState) -> OuchClient:
@@ -178,6 +319,10 @@ def run(quick: bool) -> tuple[dict[str, float], dict[str, list[float]]]:
         per_run["order_to_wire_p50_us_memory"].append(mem)
     for key, values in per_run.items():
         res[key] = statistics.median(values)
+    pings = [bench_ping_pong(2_000 if quick else 10_000) for _ in range(1 if quick else 3)]
+    for key in pings[0]:
+        per_run[key] = [p[key] for p in pings]
+        res[key] = statistics.median(per_run[key])
     print(f"OUCH benchmarks ({'quick' if quick else 'full'}; medians)")
     print("  order_to_wire: enter_order -> packet bytes (UserRefNum on disk, kernel encode);")
     print("                 *_memory: counters in memory; order_to_socket: + send() on TCP")
@@ -210,6 +355,20 @@ def figures_of(res: dict[str, float], per_run: dict[str, list[float]]) -> list[j
         ),
         judge.Figure("order_to_socket_p99_us", "µs", per_run["order_to_socket_p99_us"]),
     ]
+    out.append(
+        judge.Figure(
+            "ping_pong_vs_fix",
+            "x",
+            per_run["ping_pong_vs_fix"],
+            target=TARGET_PING_PONG_RATIO,
+            lower_is_better=False,
+            note=(
+                f"OUCH {res['ping_pong_per_s']:,.0f} round trips/s (p50 "
+                f"{res['ping_pong_p50_us']:.0f} µs) vs FIX {res['fix_round_trips_per_s']:,.0f}/s "
+                f"(p50 {res['fix_round_trip_p50_us']:.0f} µs), venue in another process"
+            ),
+        )
+    )
     out.extend(
         judge.Figure(
             f"encode_decode_{key}_us",
@@ -236,7 +395,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench_ouch")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--doc", action="store_true", help="write docs/performance.md")
+    ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the venue side
     args = ap.parse_args(argv)
+    if args.serve:
+        asyncio.run(_serve_ouch())
+        return 0
     load0 = os.getloadavg()[0]
     res, per_run = run(args.quick)
     figures = figures_of(res, per_run)
