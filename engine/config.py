@@ -43,6 +43,13 @@
     [strategies.risk]                 # limits of this strategy only
     max_order_qty_lots = 5
 
+    [[ouch]]                          # an OUCH 5.0 account (engine.venues.ouch.config)
+    name = "NASDAQ"
+    host = "10.1.2.3"
+    port = 15000
+    username = "QWC1"
+    password_env = "OUCH_PASSWORD"    # instruments[].venue = "NASDAQ" trade over it
+
     [stp]                             # self-trade prevention between our own strategies
     mode = "cancel_newest"            # cancel_oldest, cancel_both, allow; [[strategies]] stp
                                       # and stp_group set a strategy's own mode and group
@@ -77,8 +84,10 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+from engine.instruments import Instrument
 from engine.oms.risk import DEFAULT_LIMITS, RiskLimits
 from engine.oms.stp import STP_MODES
+from engine.venues.ouch.config import USERNAME, OuchAccountConfig
 
 __all__ = [
     "DEFAULT_REMOTE_PORT",
@@ -88,6 +97,7 @@ __all__ = [
     "EngineConfig",
     "FilesConfig",
     "InstrumentConfig",
+    "OuchAccountConfig",
     "RemoteConfig",
     "SimulatorConfig",
     "StrategyConfig",
@@ -173,10 +183,11 @@ class SimulatorConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InstrumentConfig:
-    """An instrument the engine trades and the FIX session its orders go through.
+    """An instrument the engine trades and the venue its orders go through.
 
     ``tick_size``, ``lot_size`` and ``multiplier`` are decimal text (exact); ``session`` is a
-    QuickFIX session id (``FIX.4.4:SENDER->TARGET``), ``""`` for the simulator.
+    QuickFIX session id (``FIX.4.4:SENDER->TARGET``), ``""`` for the simulator; ``venue`` the
+    name of an ``[[ouch]]`` account instead (``""``: a FIX session).
     ``price_band_ticks`` / ``price_band_pct`` give the instrument a price band of its own,
     which replaces the engine-wide band for it.
     """
@@ -187,6 +198,7 @@ class InstrumentConfig:
     multiplier: str = "1"
     currency: str = "USD"
     session: str = ""
+    venue: str = ""
     price_band_ticks: int | None = None
     price_band_pct: float | None = None
     #: The simulator (``[simulator]``, ``qwconsole sim --config``): where the price starts
@@ -194,6 +206,12 @@ class InstrumentConfig:
     initial_price: str = ""
     participant_events_per_second: float = 200.0
     participant_volatility_ticks: float = 2.0
+
+    def instrument(self) -> Instrument:
+        """Return the instrument's static data (exact decimals)."""
+        return Instrument(symbol=self.symbol, tick_size=Decimal(self.tick_size),
+                          lot_size=Decimal(self.lot_size), multiplier=Decimal(self.multiplier),
+                          currency=self.currency)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -273,6 +291,8 @@ class EngineConfig:
     risk: RiskLimits = field(default_factory=lambda: DEFAULT_LIMITS)
     strategies: tuple[StrategyConfig, ...] = ()
     remote: RemoteConfig = field(default_factory=RemoteConfig)
+    #: OUCH 5.0 accounts (``engine.venues.ouch.config``).
+    ouch: tuple[OuchAccountConfig, ...] = ()
     #: Self-trade prevention of strategies that set none (``engine.oms.stp``).
     stp_mode: str = "cancel_newest"
     source: Path | None = None
@@ -601,7 +621,7 @@ def _read_instrument(r: _Reader, data: Any, path: str) -> InstrumentConfig | Non
     if not isinstance(data, dict):
         r.problem(path, f"must be a table, got {_show(data)}")
         return None
-    allowed = ("symbol", "tick_size", "lot_size", "multiplier", "currency", "session",
+    allowed = ("symbol", "tick_size", "lot_size", "multiplier", "currency", "session", "venue",
                "price_band_ticks", "price_band_pct", "initial_price",
                "participant_events_per_second", "participant_volatility_ticks")  # fmt: skip
     r.unknown(data, allowed, path)
@@ -611,6 +631,7 @@ def _read_instrument(r: _Reader, data: Any, path: str) -> InstrumentConfig | Non
     mult = r.get(data, "multiplier", path, _decimal, "1")
     ccy = r.get(data, "currency", path, _nonempty, "USD")
     session = r.get(data, "session", path, _str, "")
+    venue = r.get(data, "venue", path, _str, "")
     band_ticks = r.get(data, "price_band_ticks", path, _int(0), None)
     band_pct = r.get(data, "price_band_pct", path, _nonneg_number, None)
     initial = r.get(data, "initial_price", path, _decimal, "")
@@ -620,11 +641,55 @@ def _read_instrument(r: _Reader, data: Any, path: str) -> InstrumentConfig | Non
         return None
     if initial and Decimal(initial) % Decimal(tick):
         r.problem(f"{path}.initial_price", f"{initial!r}: not a multiple of tick_size {tick}")
+    if session and venue:
+        r.problem(f"{path}.venue", f"{venue!r}: an instrument trades over a FIX session or an "
+                  f"OUCH account, not both (session = {session!r})")  # fmt: skip
     return InstrumentConfig(symbol=symbol, tick_size=tick, lot_size=lot, multiplier=mult,
-                            currency=ccy, session=session, price_band_ticks=band_ticks,
+                            currency=ccy, session=session, venue=venue,
+                            price_band_ticks=band_ticks,
                             price_band_pct=band_pct, initial_price=initial,
                             participant_events_per_second=rate,
                             participant_volatility_ticks=vol)  # fmt: skip
+
+
+def _read_ouch(r: _Reader, data: Any, path: str) -> OuchAccountConfig | None:
+    if not isinstance(data, dict):
+        r.problem(path, f"must be a table, got {_show(data)}")
+        return None
+    keys = OuchAccountConfig(name="", host="", port=0, username="").keys
+    r.unknown(data, keys, path)
+    name = r.require(data, "name", path, _symbol)
+    host = r.require(data, "host", path, _nonempty)
+    port = r.require(data, "port", path, _int(1, 65535))
+    username = r.require(data, "username", path, _username)
+    password = r.get(data, "password", path, _bounded(10), "")
+    password_env = r.get(data, "password_env", path, _str, "")
+    session = r.get(data, "session", path, _bounded(10), "")
+    firm = r.get(data, "firm", path, _bounded(4), "")
+    if password and password_env:
+        r.problem(f"{path}.password", "give password or password_env, not both")
+    if None in (name, host, port, username):
+        return None
+    return OuchAccountConfig(name=name, host=host, port=port, username=username,
+                             password=password, password_env=password_env, session=session,
+                             firm=firm)  # fmt: skip
+
+
+def _username(v: Any) -> str:
+    s = _str(v)
+    if not USERNAME.match(s):
+        raise ValueError(f"{v!r}: 1 to 6 letters or digits (SoupBinTCP)")
+    return s
+
+
+def _bounded(size: int) -> Callable[[Any], str]:
+    def conv(v: Any) -> str:
+        s = _str(v)
+        if len(s) > size or not s.isascii():
+            raise ValueError(f"{v!r}: at most {size} ASCII characters")
+        return s
+
+    return conv
 
 
 def _read_remote(r: _Reader, data: Mapping[str, Any]) -> RemoteConfig:
@@ -660,12 +725,27 @@ def _check_whole(r: _Reader, cfg: EngineConfig) -> None:
         if ins.symbol in symbols:
             r.problem(f"instruments[{i}].symbol", f"{ins.symbol!r} is listed twice")
         symbols.setdefault(ins.symbol, i)
+    _check_venues(r, cfg)
     if symbols:
         for i, s in enumerate(cfg.strategies):
             for j, sym in enumerate(s.symbols):
                 if sym not in symbols:
                     r.problem(f"strategies[{i}].symbols[{j}]", f"{sym!r} is not in [[instruments]]")
     _check_remote(r, cfg.remote)
+
+
+def _check_venues(r: _Reader, cfg: EngineConfig) -> None:
+    """Check ``[[ouch]]`` names are unique and every instrument's ``venue`` is one of them."""
+    accounts: dict[str, int] = {}
+    for i, acc in enumerate(cfg.ouch):
+        if acc.name in accounts:
+            r.problem(f"ouch[{i}].name", f"{acc.name!r} is already ouch[{accounts[acc.name]}]")
+        accounts.setdefault(acc.name, i)
+    there = ", ".join(accounts) or "none"
+    for i, ins in enumerate(cfg.instruments):
+        if ins.venue and ins.venue not in accounts:
+            why = f"{ins.venue!r} is not an [[ouch]] account's name (there: {there})"
+            r.problem(f"instruments[{i}].venue", why)
 
 
 def _check_remote(r: _Reader, rem: RemoteConfig) -> None:
@@ -695,7 +775,7 @@ def parse_config(text: str, source: Path | None = None) -> EngineConfig:
         raise ConfigError([ConfigProblem(name, line, "", f"not valid TOML: {e}")]) from None
     r = _Reader(name, _line_index(text))
     top = ("engine", "files", "sessions", "simulator", "instruments", "risk", "strategies",
-           "remote", "stp")  # fmt: skip
+           "remote", "stp", "ouch")  # fmt: skip
     r.unknown(data, top, "")
     eng = r.table(data, "engine", "")
     r.unknown(eng, ("id", "heartbeat_interval_ms", "answer_timeout_ms"), "engine")
@@ -709,9 +789,11 @@ def parse_config(text: str, source: Path | None = None) -> EngineConfig:
     r.unknown(sim, ("enabled", "seed", "demo_strategy"), "simulator")
     instruments: list[InstrumentConfig] = []
     strategies: list[StrategyConfig] = []
+    ouch: list[OuchAccountConfig] = []
     for key, out, read in (
         ("instruments", instruments, _read_instrument),
         ("strategies", strategies, _read_strategy),
+        ("ouch", ouch, _read_ouch),
     ):
         items = data.get(key, [])
         if not isinstance(items, list):
@@ -740,6 +822,7 @@ def parse_config(text: str, source: Path | None = None) -> EngineConfig:
         risk=_read_risk(r, r.table(data, "risk", ""), "risk", DEFAULT_LIMITS),
         strategies=tuple(strategies),
         remote=_read_remote(r, r.table(data, "remote", "")),
+        ouch=tuple(ouch),
         stp_mode=r.get(stp, "mode", "stp", _stp_mode, "cancel_newest"),
         source=source,
     )
@@ -866,6 +949,7 @@ def dump_config(cfg: EngineConfig) -> str:
         table("[[instruments]]", _pairs([
             ("symbol", ins.symbol), ("tick_size", ins.tick_size), ("lot_size", ins.lot_size),
             ("multiplier", ins.multiplier), ("currency", ins.currency), ("session", ins.session),
+            *([("venue", ins.venue)] if ins.venue else []),
             ("price_band_ticks", ins.price_band_ticks), ("price_band_pct", ins.price_band_pct),
             *_sim_pairs(ins),
         ]))  # fmt: skip
@@ -879,6 +963,9 @@ def dump_config(cfg: EngineConfig) -> str:
         table("[strategies.parameters]", _pairs(s.parameters), always=bool(s.parameters))
         if s.risk is not None:
             table("[strategies.risk]", _risk_pairs(s.risk))
+    for acc in cfg.ouch:
+        table("[[ouch]]", _pairs([(k, getattr(acc, k)) for k in acc.keys
+                                  if getattr(acc, k) != "" or k in ("session",)]))  # fmt: skip
     rem = cfg.remote
     table("[remote]", _pairs([(f.name, getattr(rem, f.name)) for f in fields(RemoteConfig)]))
     return "\n\n".join("\n".join(b) for b in blocks) + "\n"
@@ -1015,7 +1102,7 @@ def _value_end(lines: list[str], first: int, value: str) -> int:
 
 
 #: The key that tells the elements of an array of tables apart (matched by it, not position).
-_IDENTITY = {"[[strategies]]": "id", "[[instruments]]": "symbol"}
+_IDENTITY = {"[[strategies]]": "id", "[[instruments]]": "symbol", "[[ouch]]": "name"}
 
 
 def _identity(lines: list[str], b: _Block) -> tuple[str, object] | None:

@@ -42,8 +42,10 @@ from engine.events import (
 from engine.fastlog import get_log
 from engine.fix.store import WriteBarrier
 from engine.fix.transport import install_uvloop
+from engine.instruments import Instrument
 from engine.oms.risk import DEFAULT_LIMITS, RiskLimits
 from engine.oms.stp import StpMode
+from engine.oms.venue import Venue
 from engine.sim.listings import sim_listings
 from engine.strategy.base import Strategy
 from engine.strategy.loader import StrategyLoadError, build_strategy
@@ -218,27 +220,49 @@ def _instrument_bands(desk: TradingDesk, cfg: EngineConfig) -> None:
         desk.router.risk.set_limits(band, symbol=ins.symbol)
 
 
-def _sessions_venues(
+def _venues(
     engine: Engine,
     cfg: EngineConfig,
     desk: TradingDesk,
     store_dir: Path | None = None,
     barrier: WriteBarrier | None = None,
 ) -> list[Component]:
-    """Route each instrument to its venue of ``[sessions] file`` (the FIX wing builds them)."""
+    """Route each instrument to its venue: a session of ``[sessions] file`` or an ``[[ouch]]``.
+
+    The FIX wing builds its sessions (``engine.venues.fix.wiring``), the OUCH wing its
+    accounts' sessions (``engine.venues.ouch.wiring``); market data comes over the first FIX
+    session, for every instrument.
+    """
     from engine.fix.settings import SettingsError
     from engine.marketdata import MarketData
     from engine.venues.fix.wiring import FixWiringError, build_fix_venues
+    from engine.venues.ouch.wiring import OuchWiringError, build_ouch_venues
 
-    path = cfg.resolve(cfg.sessions_file)
-    assert path is not None
     symbols = [i.symbol for i in cfg.instruments]
     market = MarketData(symbols, engine.bus, engine.clock) if symbols else None
+    fix = [(f"instruments[{i}]", ins.instrument(), ins.session)
+           for i, ins in enumerate(cfg.instruments) if not ins.venue]  # fmt: skip
+    ouch = [(ins.instrument(), ins.venue) for ins in cfg.instruments if ins.venue]
+    routes: list[tuple[Instrument, Venue]] = []
+    parts: list[Component] = []
     try:
-        routes, parts = build_fix_venues(
-            engine, path, cfg.instruments, market, store_dir=store_dir, barrier=barrier
-        )
-    except (SettingsError, FixWiringError) as e:
+        if cfg.sessions_file is not None:
+            path = cfg.resolve(cfg.sessions_file)
+            assert path is not None
+            fix_routes, fix_parts = build_fix_venues(
+                engine, path, fix, market, store_dir=store_dir, barrier=barrier,
+                market_data_for=[instrument for instrument, _name in ouch],
+            )  # fmt: skip
+            routes += fix_routes
+            parts += fix_parts
+        elif fix:
+            where = fix[0][0]
+            raise BuildError(f"{where}: no venue: set [sessions] file (a FIX session) or its "
+                             "venue (an [[ouch]] account)")  # fmt: skip
+        ouch_routes, ouch_parts = build_ouch_venues(engine, cfg.ouch, ouch, store_dir=store_dir)
+        routes += ouch_routes
+        parts += ouch_parts
+    except (SettingsError, FixWiringError, OuchWiringError) as e:
         raise BuildError(str(e)) from None
     if market is not None:
         desk.set_market_data(market)
@@ -281,8 +305,11 @@ def build_from_config(engine: Engine, cfg: EngineConfig) -> TradingDesk:
         _add_strategies(desk, cfg, [x.instrument.symbol for x in listings])
         _instrument_bands(desk, cfg)
         return desk
-    if cfg.sessions_file is None:
-        raise BuildError("nothing to trade on: set [sessions] file or [simulator] enabled = true")
+    if cfg.sessions_file is None and not cfg.ouch:
+        raise BuildError(
+            "nothing to trade on: set [sessions] file, an [[ouch]] account or "
+            "[simulator] enabled = true"
+        )
     desk = TradingDesk(engine.bus, engine.clock, cfg.risk)
     desk.answer_timeout_s = cfg.answer_timeout_ms / 1000
     parts: list[Component] = [LogFeed()]
@@ -296,7 +323,7 @@ def build_from_config(engine: Engine, cfg: EngineConfig) -> TradingDesk:
         parts.append(journaling)
     else:
         recovered = None
-    fix_parts = _sessions_venues(engine, cfg, desk, store, barrier)
+    fix_parts = _venues(engine, cfg, desk, store, barrier)
     if recovered is not None:
         desk.restore(recovered)
         desk.adopt_unjournaled(recovered)

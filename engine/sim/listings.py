@@ -14,7 +14,6 @@ from decimal import Decimal
 
 from engine.config import InstrumentConfig
 from engine.demo import DEMO_LISTINGS
-from engine.instruments import Instrument
 from engine.sim.exchange import FlowConfig, SimInstrument
 
 #: Price range of a listing, ticks (start ± half of it), when its price allows.
@@ -40,10 +39,7 @@ def sim_listings(instruments: Sequence[InstrumentConfig]) -> tuple[SimInstrument
                 )
             out.append(listing)
             continue
-        instrument = Instrument(symbol=ins.symbol, tick_size=Decimal(ins.tick_size),
-                                lot_size=Decimal(ins.lot_size),
-                                multiplier=Decimal(ins.multiplier),
-                                currency=ins.currency)  # fmt: skip
+        instrument = ins.instrument()
         start = int(Decimal(ins.initial_price) / instrument.tick_size)
         if start < MIN_START_TICKS:
             raise ValueError(

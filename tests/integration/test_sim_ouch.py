@@ -17,6 +17,7 @@ import signal
 import struct
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
@@ -33,10 +34,14 @@ from engine.oms.router import OrderRouter
 from engine.venues.ouch.adapter import OuchVenue
 from engine.venues.ouch.session import OuchSession
 from engine.venues.ouch.store import FileClientState
+from tests.integration.headless_files import write_engine
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 QWCONSOLE = Path(sys.executable).with_name("qwconsole")
+FIX_LINE = re.compile(r"^sim: listening on 127\.0\.0\.1:(\d+) ")
+#: The FIX port of each simulator process started here, by pid.
+SIM_FIX_PORTS: dict[int, int] = {}
 OUCH_LINE = re.compile(r"^sim: OUCH 5\.0 listening on 127\.0\.0\.1:(\d+) \(accounts: (.*)\)$")
 ES = Instrument(symbol="ESZ6", tick_size=Decimal("0.25"), multiplier=Decimal(50))
 CFG = (
@@ -57,6 +62,9 @@ def start_sim(tmp: Path) -> tuple[subprocess.Popen[str], int]:
     )  # fmt: skip
     assert proc.stdout is not None
     lines = [proc.stdout.readline().rstrip("\n") for _ in range(2)]
+    fix = FIX_LINE.match(lines[0])
+    if fix is not None:
+        SIM_FIX_PORTS[proc.pid] = int(fix.group(1))
     m = OUCH_LINE.match(lines[1])
     if m is None:
         proc.kill()
@@ -160,3 +168,68 @@ async def test_their_client_then_the_engine_trade_and_a_restart_resumes(tmp_path
         assert again == []  # no fill of the first run delivered again
     finally:
         stop_sim(proc)
+
+
+MARKET_MAKER = """
+[[strategies]]
+id = 7
+class = "MarketMaker"
+symbols = ["ESZ6"]
+[strategies.parameters]
+qty_lots = 1
+half_spread_ticks = 1
+"""
+
+
+def test_a_headless_engine_trades_over_an_ouch_account_of_its_configuration(
+    tmp_path: Path,
+) -> None:
+    """``[[ouch]]`` + ``instruments[].venue``: orders over OUCH, market data over FIX."""
+    sim_dir = tmp_path / "sim"
+    sim_dir.mkdir()
+    proc, ouch_port = start_sim(sim_dir)
+    engine = None
+    try:
+        toml = write_engine(tmp_path, port=SIM_FIX_PORTS[proc.pid], sender="A", target="S",
+                            engine_id="over-ouch", strategies=MARKET_MAKER)  # fmt: skip
+        text = toml.read_text().replace('session = "FIX.4.4:A->S"', 'venue = "SIMOUCH"')
+        toml.write_text(text + OUCH_ACCOUNT.format(port=ouch_port))
+        engine = subprocess.Popen(
+            [str(QWCONSOLE), "engine", "--config", str(toml), "--interval", "0.5"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "SIM_OUCH_PASSWORD": "qwdemo"},
+        )  # fmt: skip
+        assert engine.stdout is not None
+        fills = 0
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not fills:
+            line = engine.stdout.readline()
+            if not line:
+                break
+            found = re.search(r"fills\s+(\d+)", line)
+            fills = int(found.group(1)) if found else 0
+        assert fills > 0, "no fills" if engine.poll() is None else engine.communicate()[1]
+        engine.send_signal(signal.SIGTERM)
+        out, err = engine.communicate(timeout=30)
+        assert engine.returncode == 0, err
+        assert "engine stopped cleanly" in out
+    finally:
+        if engine is not None and engine.poll() is None:
+            engine.kill()
+            engine.communicate()
+        stop_sim(proc)
+    # The orders went over OUCH: the simulator's OUCH store has the day's messages, and the
+    # engine keeps the account's state next to its configuration.
+    assert any(p.stat().st_size > 0 for p in (sim_dir / "ouch-store").glob("ouch-QWC1-*"))
+    assert (tmp_path / "fix-store" / "ouch-SIMOUCH.ouchstate").is_file()
+
+
+OUCH_ACCOUNT = """
+[[ouch]]
+name = "SIMOUCH"
+host = "127.0.0.1"
+port = {port}
+username = "QWC1"
+password_env = "SIM_OUCH_PASSWORD"
+firm = "QWCN"
+"""

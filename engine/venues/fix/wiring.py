@@ -10,10 +10,8 @@ FIX.
 
 import asyncio
 from collections.abc import Sequence
-from decimal import Decimal
 from pathlib import Path
 
-from engine.config import InstrumentConfig
 from engine.core import Component, Engine
 from engine.fix.store import WriteBarrier
 from engine.instruments import Instrument
@@ -27,28 +25,24 @@ class FixWiringError(ValueError):
     """The FIX part of a configuration cannot be built (which file, session, key and why)."""
 
 
-def instrument_of(ins: InstrumentConfig) -> Instrument:
-    """Return the instrument a configuration entry describes."""
-    return Instrument(symbol=ins.symbol, tick_size=Decimal(ins.tick_size),
-                      lot_size=Decimal(ins.lot_size), multiplier=Decimal(ins.multiplier),
-                      currency=ins.currency)  # fmt: skip
-
-
 def build_fix_venues(
     engine: Engine,
     sessions_file: Path,
-    instruments: Sequence[InstrumentConfig],
+    instruments: Sequence[tuple[str, Instrument, str]],
     market: MarketData | None,
     *,
     store_dir: Path | None = None,
     barrier: WriteBarrier | None = None,
+    market_data_for: Sequence[Instrument] = (),
 ) -> tuple[list[tuple[Instrument, FixVenue]], list[Component]]:
     """Build the initiator sessions of ``sessions_file``; return the routes and components.
 
-    Each instrument trades on the session its ``session`` key names (the file's first
-    initiator when it names none). Sessions whose section sets no ``FileStorePath`` keep their
-    store in ``store_dir``; with a journal, ``barrier`` is its ``after_written``
-    (write-ahead). Market data on the sessions goes into ``market``.
+    ``instruments`` are (where the configuration says it, instrument, session id): each
+    trades on the session named (the file's first initiator when none is). Sessions whose
+    section sets no ``FileStorePath`` keep their store in ``store_dir``; with a journal,
+    ``barrier`` is its ``after_written`` (write-ahead). Market data on the sessions goes into
+    ``market``; ``market_data_for`` are instruments that trade elsewhere (another protocol)
+    whose market data the file's first initiator session subscribes to.
 
     Raises
     ------
@@ -84,11 +78,15 @@ def build_fix_venues(
         link.add_startup(initiator.start)
         venues[sid] = venue
     routes: list[tuple[Instrument, FixVenue]] = []
-    for i, ins in enumerate(instruments):
-        found = venues.get(ins.session) if ins.session else next(iter(venues.values()))
+    for where, instrument, sid in instruments:
+        found = venues.get(sid) if sid else next(iter(venues.values()))
         if found is None:
-            raise FixWiringError(f"instruments[{i}].session: {ins.session!r} is not an "
+            raise FixWiringError(f"{where}.session: {sid!r} is not an "
                                  f"initiator session of {sessions_file} "
                                  f"(there: {', '.join(initiators)})")  # fmt: skip
-        routes.append((instrument_of(ins), found))
+        routes.append((instrument, found))
+    first = next(iter(venues.values()))
+    if market is not None and first.feed is not None:
+        for instrument in market_data_for:
+            first.feed.add_instrument(instrument)
     return routes, [link]

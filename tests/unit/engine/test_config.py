@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """The engine's TOML configuration: reading, checking with located errors, writing back."""
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -312,3 +313,59 @@ def test_engine_wide_band_defaults_to_five_percent_and_off_is_spelled_off() -> N
     with pytest.raises(ConfigError) as info:
         parse_config(bad)
     assert "risk.price_band_pct" in str(info.value)
+
+
+OUCH = """
+[[instruments]]
+symbol = "AAPL"
+tick_size = "0.01"
+venue = "NASDAQ"
+
+[[ouch]]                  # the desk's OUCH account
+name = "NASDAQ"
+host = "10.1.2.3"
+port = 15000              # the venue's OUCH port
+username = "QWC1"
+password_env = "OUCH_PASSWORD"
+firm = "QWCN"
+"""
+
+
+def test_an_ouch_account_and_an_instrument_on_it_read_write_and_edit_in_place() -> None:
+    from engine.config import OuchAccountConfig, update_config_text
+
+    cfg = parse_config(OUCH, Path("e.toml"))
+    assert cfg.ouch == (
+        OuchAccountConfig(name="NASDAQ", host="10.1.2.3", port=15000, username="QWC1",
+                          password_env="OUCH_PASSWORD", firm="QWCN"),
+    )  # fmt: skip
+    assert cfg.instruments[0].venue == "NASDAQ"
+    assert parse_config(dump_config(cfg), Path("e.toml")) == cfg
+    moved = dataclasses.replace(cfg, ouch=(dataclasses.replace(cfg.ouch[0], port=15001),))
+    edited = update_config_text(OUCH, moved)
+    assert "port = 15001              # the venue's OUCH port" in edited
+    assert "[[ouch]]                  # the desk's OUCH account" in edited
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "fragment"),
+    [
+        (OUCH.replace('venue = "NASDAQ"', 'venue = "ARCA"'), "instruments[0].venue",
+         "'ARCA' is not an [[ouch]] account's name (there: NASDAQ)"),
+        (OUCH.replace('venue = "NASDAQ"', 'venue = "NASDAQ"\nsession = "FIX.4.4:A->B"'),
+         "instruments[0].venue", "a FIX session or an OUCH account, not both"),
+        (OUCH + OUCH.split("\n\n", 1)[1].replace("QWC1", "QWC2"), "ouch[1].name",
+         "'NASDAQ' is already ouch[0]"),
+        (OUCH.replace('"QWC1"', '"TOOLONG7"'), "ouch[0].username", "1 to 6 letters or digits"),
+        (OUCH.replace('firm = "QWCN"', 'password = "x"'), "ouch[0].password",
+         "password or password_env, not both"),
+        (OUCH.replace("port = 15000", "port = 0"), "ouch[0].port", "must be >= 1"),
+        (OUCH.replace('host = "10.1.2.3"\n', ""), "ouch[0].host", "is required"),
+    ],
+)  # fmt: skip
+def test_ouch_mistakes_name_the_key_and_why(text: str, key: str, fragment: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, Path("e.toml"))
+    problems = {p.key: p.message for p in info.value.problems}
+    assert key in problems, info.value.problems
+    assert fragment in problems[key]
