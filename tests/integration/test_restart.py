@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Restarting the engine mid-day: orders and positions come back from the journal, FIX
-sequence numbers resume from the file stores."""
+sequence numbers and the OUCH session (its sequence number and UserRefNum) resume from the
+file stores."""
 
 import functools
 import time
@@ -17,6 +18,7 @@ from engine.events import (
     OrderFilled,
     PositionChanged,
     SessionStatusChanged,
+    VenueLinkChanged,
 )
 from engine.warmup import warm_up
 
@@ -86,3 +88,17 @@ def test_restart_rebuilds_orders_and_positions_and_resumes_sequence_numbers(
     ]
     assert logged_on
     assert logged_on[0].next_sender_seq_num > out_seq  # resumed, not reset to 1
+
+    # CLF7 trades over OUCH: the session resumes where it was, UserRefNums go on rising.
+    ouch_first = [e for e in of(first, VenueLinkChanged) if e.protocol == "OUCH"]
+    ouch_second = [e for e in of(second, VenueLinkChanged) if e.protocol == "OUCH"]
+    assert ouch_first[0].up
+    assert ouch_second[0].up
+    assert ouch_second[0].next_in >= ouch_first[-1].next_in > 1  # not replayed from 1
+    assert ouch_second[0].next_out >= ouch_first[-1].next_out
+    refs_before = [int(o.client_order_id[1:]) for o in last_view.values() if o.symbol == "CLF7"]
+    refs_after = [int(e.order.client_order_id[1:]) for e in of(second, OrderChanged)
+                  if e.order.symbol == "CLF7" and e.change == "new"]  # fmt: skip
+    assert refs_before
+    assert refs_after
+    assert min(refs_after) > max(refs_before)
