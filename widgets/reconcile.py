@@ -317,7 +317,7 @@ class ReconcileDialog(QDialog):
         files = [*report.journals, *report.fix_files]
         self.sources.setText(
             f"{report.state_dir} — read {len(report.journals)} journal(s) and "
-            f"{len(report.fix_files)} FIX file(s)"
+            f"{len(report.fix_files)} venue file(s)"
         )
         self.sources.setToolTip("\n".join(files))
         _fill_table(

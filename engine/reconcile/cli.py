@@ -37,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     """Return the parser of ``qwconsole reconcile``."""
     parser = OneLineErrorParser(
         prog=PROG,
-        description="Compare, per FIX session, instrument and strategy, the fills and positions "
+        description="Compare, per FIX session (or OUCH account), instrument and strategy, the "
+        "fills and positions "
         "of the journal, of the engine's recovery (what a restarted engine rebuilds) and of the "
         "execution reports the venue sent (journaled inbound FIX, FIX stores and logs). Exit "
         "status 0 when all agree, 1 on any difference, 2 on bad input.",
@@ -74,7 +75,7 @@ def format_report(report: ReconcileReport) -> str:
     """Return the report as the aligned text the command prints."""
     lines = [f"state {report.state_dir}, day {report.day}"]
     lines += [f"  journal  {p}" for p in report.journals]
-    lines += [f"  FIX      {p}" for p in report.fix_files]
+    lines += [f"  {'OUCH' if p.endswith('.soupseq') else 'FIX':<8} {p}" for p in report.fix_files]
     lines.append("")
     headers = ["SESSION", "SYMBOL", "STRATEGY", *(f"{s.upper()} fills/pos" for s in SOURCES),
                "DIFFERENCE"]  # fmt: skip

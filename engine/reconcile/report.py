@@ -32,6 +32,9 @@ from engine.reconcile.sources import (
     journal_engine,
     journal_files,
     journal_fill,
+    ouch_files,
+    ouch_fill,
+    ouch_store_reports,
     our_session,
     read_journal_day,
     venue_fill,
@@ -107,7 +110,8 @@ class ReconcileReport:
     state_dir: str
     day: str  # YYYYMMDD (UTC)
     journals: tuple[str, ...]
-    fix_files: tuple[str, ...]  # FIX stores and logs read for the venue's messages
+    #: The venue's files read: FIX stores and logs, OUCH ports' stores (``*.soupseq``).
+    fix_files: tuple[str, ...]
     rows: tuple[ReconcileRow, ...]
     differences: tuple[FillDifference, ...]
     notes: tuple[str, ...]  # what was skipped or could not be compared, and why
@@ -202,9 +206,12 @@ def _recovered_fills(paths: list[Path], day: JournalDay) -> list[Fill]:
 
 
 def _read_venue(
-    files: Sequence[Path], day: JournalDay, notes: list[str]
+    files: Sequence[Path], day: JournalDay, notes: list[str], ouch: Sequence[Path] = ()
 ) -> tuple[list[Fill], dict[str, str], set[str]]:
-    """Return the venue's fills, the session of each order and the sessions seen."""
+    """Return the venue's fills, the session of each order and the sessions seen.
+
+    ``files`` are FIX stores and logs, ``ouch`` OUCH ports' stores.
+    """
     fills: list[Fill] = []
     session_of: dict[str, str] = {}
     seen: set[str] = set()
@@ -228,6 +235,7 @@ def _read_venue(
             notes.append(fill)
         elif fill is not None:
             fills.append(fill)
+    _read_ouch(ouch, day, fills, session_of, seen, notes)
     for where, n in sorted(damaged.items()):
         notes.append(f"{where}: {n} damaged message(s) (BodyLength or CheckSum) not read")
     if foreign:
@@ -237,6 +245,41 @@ def _read_venue(
     if not day.sessions and seen:
         notes.append("the journal names no FIX session: every stored ExecutionReport was taken")
     return fills, session_of, seen
+
+
+def _read_ouch(
+    stores: Sequence[Path],
+    day: JournalDay,
+    fills: list[Fill],
+    session_of: dict[str, str],
+    seen: set[str],
+    notes: list[str],
+) -> None:
+    """Add the OUCH executions of the journal and of OUCH stores to the venue's fills."""
+    midnight = (
+        int(
+            datetime.fromtimestamp(day.last_ts / 1e9, tz=UTC)
+            .replace(hour=0, minute=0, second=0, microsecond=0)
+            .timestamp()
+        )
+        * 1_000_000_000
+    )
+    reports = list(day.ouch_reports)
+    for path in stores:
+        got, bad = ouch_store_reports(path)
+        reports += got
+        if bad:
+            notes.append(f"{path}: {bad} damaged or unreadable OUCH message(s) not read")
+    for session, fields, where in reports:
+        if day.sessions and session not in day.sessions:
+            continue  # an account this engine never traded on
+        seen.add(session)
+        fill = ouch_fill(session, fields, where, day, midnight)
+        if isinstance(fill, str):
+            notes.append(fill)
+            continue
+        session_of.setdefault(fill.order_key, session)
+        fills.append(fill)
 
 
 # ---------------------------------------------------------------------------------- comparing
@@ -474,10 +517,11 @@ def reconcile(
     cutoff = (clock or LiveClock()).now_ns() - LIVE_SETTLE_NS if live else None
     notes: list[str] = []
     files = fix_files(state_dir)
+    stores = ouch_files(state_dir)
     try:
         jday = read_journal_day(paths)
         recovered = _recovered_fills(paths, jday)
-        venue, session_of, seen = _read_venue(files, jday, notes)
+        venue, session_of, seen = _read_venue(files, jday, notes, stores)
     except JournalError as e:
         raise ReconcileError(str(e).replace("\n", " ")) from e
     except OSError as e:
@@ -509,7 +553,7 @@ def reconcile(
         state_dir=str(state_dir),
         day=day,
         journals=tuple(str(p) for p in paths),
-        fix_files=tuple(str(p) for p in files),
+        fix_files=tuple(str(p) for p in (*files, *stores)),
         rows=tuple(_rows(sources, venue_sessions, blamed)),
         differences=tuple(differences),
         notes=tuple(notes),

@@ -13,6 +13,12 @@
 The FIX files are only read (a :class:`engine.fix.store.FileStore` would cut a torn tail off on
 open); messages are found by their ``35=8`` field and framed by BodyLength <9>, and a message
 whose BodyLength or CheckSum <10> does not hold is counted as damaged, never guessed at.
+
+OUCH venues the same way: the journal's inbound Order Executed messages
+(``VenueMessageSeen``) and the sequenced-message stores of an OUCH port
+(``ouch-<user>-<session>.soupseq``, the simulator's own record, read only). Their session is
+``OUCH <user>``; the order (and so the instrument, side and strategy) is the journal's
+``O<UserRefNum>``; ExecID is ``M<MatchNumber>``, as the OUCH adapter books it.
 """
 
 from __future__ import annotations
@@ -25,7 +31,14 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from engine.enums import Side
-from engine.events import FixMessageSeen, InstrumentAdded, OrderChanged, OrderFilled
+from engine.events import (
+    Event,
+    FixMessageSeen,
+    InstrumentAdded,
+    OrderChanged,
+    OrderFilled,
+    VenueMessageSeen,
+)
 from engine.fix.fields import parse_utc_timestamp
 from engine.journal.format import (
     KIND_EVENT,
@@ -36,6 +49,8 @@ from engine.journal.format import (
     qualified_name,
 )
 from engine.journal.reader import JournalReader, TornTail
+from engine.venues.ouch.messages import OrderExecuted, OuchDecodeError, decode_outbound
+from engine.venues.ouch.store import read_sequenced
 
 #: The fields of an ExecutionReport <8> in any byte blob: where a message is looked for.
 ER_MARK = b"\x0135=8\x01"
@@ -45,9 +60,12 @@ LOGON_MARK = b"\x0135=A\x01"
 JOURNAL_NAME = re.compile(r"^(?P<engine>.+)-(?P<day>\d{8})(?:-\d+)?\.qwj$")
 #: FIX files holding messages: file stores' bodies and message logs.
 FIX_FILE_PATTERNS = ("*.body", "*.incoming.log", "*.messages*.log")
+#: An OUCH port's store of the messages it sent an account: ``ouch-<user>-<session>``.
+OUCH_STORE_NAME = re.compile(r"^ouch-(?P<user>[A-Za-z0-9]{1,6})-.*\.soupseq$")
 
 _WANTED_EVENTS = {
-    qualified_name(c): c for c in (OrderChanged, OrderFilled, InstrumentAdded, FixMessageSeen)
+    qualified_name(c): c
+    for c in (OrderChanged, OrderFilled, InstrumentAdded, FixMessageSeen, VenueMessageSeen)
 }
 _SIDES = {b"1": Side.BUY, b"3": Side.BUY, b"2": Side.SELL, b"4": Side.SELL, b"5": Side.SELL,
           b"6": Side.SELL}  # fmt: skip
@@ -93,6 +111,9 @@ class JournalDay:
     instruments: dict[str, InstrumentAdded] = field(default_factory=dict)
     sessions: set[str] = field(default_factory=set)  # our sessions seen in journaled FIX
     last_ts: int = 0  # newest event time read
+    orders: dict[str, tuple[str, Side]] = field(default_factory=dict)  # root -> symbol, side
+    #: Inbound OUCH Order Executed messages: (session, fields by name, where).
+    ouch_reports: list[tuple[str, dict[str, str], str]] = field(default_factory=list)
 
 
 def journal_files(state_dir: Path) -> list[Path]:
@@ -304,18 +325,25 @@ def read_journal_day(paths: list[Path]) -> JournalDay:
                 _add_fix(day, decoded.raw, decoded.direction is FixDirection.INBOUND, path)
                 continue
             assert isinstance(decoded, JournalEvent)
-            ev = decoded.event
-            day.last_ts = max(day.last_ts, ev.ts_event)
-            if isinstance(ev, OrderChanged):
-                _add_order(day, ev)
-            elif isinstance(ev, OrderFilled):
-                filled.append((ev, str(path)))
-            elif isinstance(ev, InstrumentAdded):
-                day.instruments[ev.symbol] = ev
-            elif isinstance(ev, FixMessageSeen):
-                _add_fix(day, ev.raw, not ev.outbound, path)
+            _add_event(day, decoded.event, path, filled)
     day.fills = [journal_fill(ev, where, day) for ev, where in filled]
     return day
+
+
+def _add_event(
+    day: JournalDay, ev: Event, path: Path, filled: list[tuple[OrderFilled, str]]
+) -> None:
+    day.last_ts = max(day.last_ts, ev.ts_event)
+    if isinstance(ev, OrderChanged):
+        _add_order(day, ev)
+    elif isinstance(ev, OrderFilled):
+        filled.append((ev, str(path)))
+    elif isinstance(ev, InstrumentAdded):
+        day.instruments[ev.symbol] = ev
+    elif isinstance(ev, FixMessageSeen):
+        _add_fix(day, ev.raw, not ev.outbound, path)
+    elif isinstance(ev, VenueMessageSeen) and ev.protocol == "OUCH":
+        _add_ouch(day, ev, path)
 
 
 def _is_fix_seen(reader: JournalReader, type_id: int) -> bool:
@@ -330,6 +358,75 @@ def _add_order(day: JournalDay, ev: OrderChanged) -> None:
     for clordid in chain:
         day.root.setdefault(clordid, root)
     day.strategy[root] = view.strategy_id
+    day.orders[root] = (view.symbol, view.side)
+
+
+def ouch_session(link: str) -> str:
+    """Return the reconciliation's session of an OUCH link: ``OUCH <user>`` (no address)."""
+    return link.split("@", 1)[0]
+
+
+def _add_ouch(day: JournalDay, ev: VenueMessageSeen, path: Path) -> None:
+    session = ouch_session(ev.session_id)
+    day.sessions.add(session)
+    if not ev.outbound and ev.msg_type.startswith("E "):  # Order Executed
+        fields = {name: value for name, value, _meaning in ev.fields}
+        day.ouch_reports.append((session, fields, f"{path} (inbound OUCH)"))
+
+
+def ouch_files(state_dir: Path) -> list[Path]:
+    """Return the OUCH ports' sequenced-message stores anywhere under ``state_dir``."""
+    return sorted(p for p in state_dir.rglob("*.soupseq") if OUCH_STORE_NAME.match(p.name))
+
+
+def ouch_store_reports(path: Path) -> tuple[list[tuple[str, dict[str, str], str]], int]:
+    """Return the Order Executed messages of an OUCH store, and its unreadable messages."""
+    m = OUCH_STORE_NAME.match(path.name)
+    assert m is not None
+    session = f"OUCH {m.group('user')}"
+    payloads, torn = read_sequenced(path)
+    out = []
+    bad = 1 if torn else 0
+    for payload in payloads:
+        try:
+            msg = decode_outbound(payload)
+        except OuchDecodeError:
+            bad += 1
+            continue
+        if isinstance(msg, OrderExecuted):
+            fields = {name: str(value) for name, value in msg.fields()}
+            out.append((session, fields, str(path)))
+    return out, bad
+
+
+def ouch_fill(
+    session: str, f: dict[str, str], where: str, day: JournalDay, midnight_ns: int
+) -> Fill | str:
+    """Turn an OUCH Order Executed (fields by name) into a :class:`Fill`, or say why not."""
+    ref = f.get("UserRefNum", "")
+    clordid = f"O{ref}"
+    root = day.root.get(clordid, clordid)
+    order = day.orders.get(root)
+    if not ref.isdigit() or order is None:
+        return f"{where}: an OUCH execution of UserRefNum {ref or '?'} names no journaled order"
+    symbol, side = order
+    inst = day.instruments.get(symbol)
+    qty_text, px_text = f.get("Quantity", ""), f.get("Price", "")
+    return Fill(
+        session=session,
+        exec_id=f"M{f.get('MatchNumber', '')}",
+        client_order_id=clordid,
+        order_key=root,
+        symbol=symbol,
+        strategy_id=day.strategy.get(root),
+        side=side,
+        qty_lots=_units(qty_text, inst.lot_size if inst else None),
+        px_ticks=_units(px_text, inst.tick_size) if inst else None,
+        px_text=px_text,
+        qty_text=qty_text,
+        ts=midnight_ns + int(f.get("Timestamp", "0") or 0),
+        where=where,
+    )
 
 
 def _add_fix(day: JournalDay, raw: bytes, inbound: bool, path: Path) -> None:

@@ -39,6 +39,11 @@ def test_demo_run_twice_the_same_day_reconciles_with_exit_0(tmp_path: Path) -> N
     assert fills > 0
     assert any(ln.startswith("FIX.4.4:QWCONSOLE->QWSIM") for ln in lines)
     assert any("FIX.4.4-QWSIM-QWCONSOLE.body" in ln for ln in lines)
+    # CLF7 trades over OUCH: its account's fills against the simulator's OUCH store.
+    ouch = next(ln for ln in lines if ln.startswith("OUCH QWC1"))
+    assert "CLF7" in ouch
+    assert ouch.rstrip().endswith("ok")
+    assert any(ln.startswith("  OUCH") and ".soupseq" in ln for ln in lines)
 
 
 def test_reconcile_of_a_directory_without_journal_is_one_line_exit_2(tmp_path: Path) -> None:

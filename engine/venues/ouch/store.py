@@ -114,6 +114,24 @@ def _crc_table() -> np.ndarray:
     return _CRC_TABLE
 
 
+def read_sequenced(path: str | Path) -> tuple[list[bytes], int]:
+    """Return the messages of a :class:`FileSequencedStore` file, read only, and torn bytes.
+
+    For readers that must not change the file (a reconciliation while the venue runs): a torn
+    or damaged tail is left where it is and reported as its size.
+    """
+    data = np.fromfile(path, np.uint8)
+    offsets = np.zeros(max(1024, data.shape[0] // 9 + 1), np.int64)
+    n, used = k.walk_records(data, offsets, _crc_table())
+    raw = data.tobytes()
+    out = []
+    for i in range(int(n)):
+        at = int(offsets[i])
+        length = int.from_bytes(raw[at : at + 4], "big")
+        out.append(raw[at + 8 : at + 8 + length])
+    return out, data.shape[0] - int(used)
+
+
 class FileSequencedStore:
     """:class:`SequencedStore` in an append-only file (see the module docstring).
 

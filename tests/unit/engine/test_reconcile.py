@@ -513,3 +513,42 @@ def test_json_output_has_rows_differences_and_verdict(
     assert data["differences"][0]["exec_id"] == "X2"
     assert data["differences"][0]["side"] == "BUY"
     assert data["verdict"].startswith("1 difference")
+
+
+def test_an_ouch_account_is_reconciled_against_its_ports_store(state: StateDir) -> None:
+    """OUCH: the journal's Order Executed messages and the port's own store, by MatchNumber."""
+    from engine.venues.ouch.messages import EnterOrder, OrderExecuted
+    from engine.venues.ouch.session import message_seen
+    from engine.venues.ouch.store import FileSequencedStore
+
+    link = "QWC1@127.0.0.1:5002"
+    order = state.order(5, "O5")
+    state.event(message_seen(EnterOrder(user_ref_num=5, side="B", quantity=3, symbol="ESZ6",
+                                        price=60_000_000, cl_ord_id="O5"),
+                             link=link, outbound=True, seq=0, now_ns=T0))  # fmt: skip
+    port = FileSequencedStore(state.root / "fix", "ouch-QWC1-20261203")
+    for match, qty, journaled in ((77, 2, True), (78, 1, False)):
+        executed = OrderExecuted(timestamp=9 * 3600 * 10**9 + match, user_ref_num=5,
+                                 quantity=qty, price=60_000_000, liquidity_flag="R",
+                                 match_number=match)  # fmt: skip
+        port.append(executed.encode())
+        if not journaled:
+            continue  # the port sent it; the engine never got it
+        state.event(message_seen(executed, link=link, outbound=False, seq=match, now_ns=T0))
+        state.event(OrderFilled(ts_event=T0, order_id=order.order_id, client_order_id="O5",
+                                venue_order_id="", exec_id=f"M{match}", strategy_id=7,
+                                symbol="ESZ6", side=Side.BUY, last_px_ticks=24_000,
+                                last_qty_lots=qty, leaves_qty_lots=1, ts_recv=T0))  # fmt: skip
+    port.close()
+    root = state.close()
+
+    report = reconcile(root)
+
+    rows = {(r.session, r.symbol): r for r in report.rows}
+    ouch = rows["OUCH QWC1", "ESZ6"]
+    assert ouch.venue is not None
+    assert (ouch.journal.fills, ouch.venue.fills, ouch.venue.position_lots) == (1, 2, 3)
+    (diff,) = report.differences
+    assert (diff.session, diff.exec_id, diff.client_order_id) == ("OUCH QWC1", "M78", "O5")
+    assert diff.missing_in == ("journal", "recovery")
+    assert any(f.endswith("ouch-QWC1-20261203.soupseq") for f in report.fix_files)
