@@ -46,7 +46,7 @@ from engine.venues.fix.feed import FixMarketData
 from engine.venues.fix.link import BusLog, FixLink
 from engine.venues.ouch.adapter import OuchVenue
 from engine.venues.ouch.link import SoupServerListener
-from engine.venues.ouch.session import OuchSession
+from engine.venues.ouch.session import OuchSession, WriteAheadState
 from engine.venues.ouch.store import ClientState, FileClientState, MemoryClientState
 from engine.venues.sim.adapter import SimVenue
 
@@ -147,12 +147,13 @@ DEMO_OUCH_FIRM = "QWCN"
 _OUCH_CLIENT_STATE = "ouch-QWC1-client"
 
 
-class _OuchPort:
-    """The simulator's OUCH listener as an engine component (it stops with the engine)."""
+class DemoOuchPort:
+    """The simulator's OUCH port (its application and listener) as an engine component."""
 
     name = "simulator OUCH port"
 
-    def __init__(self, listener: SoupServerListener) -> None:
+    def __init__(self, app: SimOuchApplication, listener: SoupServerListener) -> None:
+        self.app = app
         self.listener = listener
 
     def start(self, engine: Engine) -> None:
@@ -176,12 +177,14 @@ def _ouch_demo(
     exchange: SimExchange,
     link: FixLink,
     store_dir: Path | None,
+    barrier: WriteBarrier | None = None,
 ) -> tuple[OuchVenue, SimOuchApplication, list[Component]]:
     """Wire the simulator's OUCH port and the engine's OUCH session on loopback.
 
     The session logs in once the port listens (a step of the FIX link's start-up, after the
     FIX acceptor). With ``store_dir`` both ends keep their sequence numbers and UserRefNums
-    in files there, so a restart resumes them.
+    in files there, so a restart resumes them; with ``barrier`` (the journal's
+    ``after_written``) the engine's next expected number waits for the journal.
     """
     loop = asyncio.get_event_loop()
     app = SimOuchApplication(exchange, engine.clock)
@@ -195,6 +198,8 @@ def _ouch_demo(
         state = FileClientState(store_dir, _OUCH_CLIENT_STATE)
         if state.session not in ("", day):  # yesterday's session: today's starts afresh
             state.reset(day)
+        if barrier is not None:
+            state = WriteAheadState(state, barrier, store_dir / f"{_OUCH_CLIENT_STATE}.taken")
     venue = OuchVenue(engine.clock, name="SIM-OUCH", defer=loop.call_soon,
                       publish=engine.bus.publish, firm=DEMO_OUCH_FIRM)  # fmt: skip
     session = OuchSession(venue, username=user, password=password, host="127.0.0.1", port=0,
@@ -206,7 +211,7 @@ def _ouch_demo(
         await session.link.start()
 
     link.add_startup(connect)
-    return venue, app, [session, _OuchPort(listener)]
+    return venue, app, [session, DemoOuchPort(app, listener)]
 
 
 #: CompIDs of the demo's FIX session (our side -> the simulator).
@@ -323,7 +328,7 @@ def _fix_demo(
     ouch = [x.instrument for x in listings if x.instrument.symbol in DEMO_OUCH_SYMBOLS]
     if not ouch:
         return venues, [link, SimPump(exchange, app.dispatch, app.publish_market_data)]
-    ouch_venue, ouch_app, ouch_parts = _ouch_demo(engine, exchange, link, store_dir)
+    ouch_venue, ouch_app, ouch_parts = _ouch_demo(engine, exchange, link, store_dir, barrier)
     for instrument in ouch:
         venues[instrument.symbol] = ouch_venue
         assert venue.feed is not None

@@ -259,7 +259,9 @@ def _venues(
             where = fix[0][0]
             raise BuildError(f"{where}: no venue: set [sessions] file (a FIX session) or its "
                              "venue (an [[ouch]] account)")  # fmt: skip
-        ouch_routes, ouch_parts = build_ouch_venues(engine, cfg.ouch, ouch, store_dir=store_dir)
+        ouch_routes, ouch_parts = build_ouch_venues(
+            engine, cfg.ouch, ouch, store_dir=store_dir, barrier=barrier
+        )
         routes += ouch_routes
         parts += ouch_parts
     except (SettingsError, FixWiringError, OuchWiringError) as e:

@@ -131,6 +131,8 @@ class SimOuchApplication:
         self._owners = owners or (lambda: next(counter))
         self._accounts: dict[str, _Account] = {}
         self._by_owner: dict[int, _Account] = {}
+        #: Inbound messages handled (a lockstep test compares it with what clients sent).
+        self.requests = 0
         self._scales: dict[str, PriceScale] = {}
         self.instruments: dict[str, Instrument] = {
             b.symbol: b.listing.instrument for b in exchange.books.values()
@@ -180,6 +182,7 @@ class SimOuchApplication:
     # ------------------------------------------------------------------ requests
     def on_message(self, account: str, message: OuchMessage) -> None:
         """Answer one inbound message of ``account`` (a logged-in client)."""
+        self.requests += 1
         acc = self._account(account)
         if isinstance(message, EnterOrder):
             self._enter(acc, message)

@@ -4,7 +4,9 @@
 After every kill the engine restarts on the same state directory. At the end, the positions the
 engine rebuilds from its journal must equal the positions summed from the ExecutionReports the
 venue sent (the simulator's own message store: every message it sent on the session, the
-strongest record of what was traded), fill by fill, ExecID by ExecID.
+strongest record of what was traded), fill by fill, ExecID by ExecID, and the same for the
+instrument the demo trades over OUCH (the simulator's OUCH port's own store of the Order
+Executed messages it sent).
 """
 
 import random
@@ -20,6 +22,8 @@ import pytest
 from engine.fix.codec import decode_one
 from engine.fix.store import FileStore
 from engine.journal import recover
+from engine.venues.ouch.messages import OrderAccepted, OrderExecuted, OrderReplaced, decode_outbound
+from engine.venues.ouch.store import read_sequenced
 from engine.warmup import warm_up
 from tests.integration.headless_files import write_engine
 
@@ -94,6 +98,22 @@ def venue_fills(fix_dir: Path) -> dict[str, tuple[str, int, int]]:
     return fills
 
 
+def ouch_venue_fills(fix_dir: Path) -> dict[str, tuple[str, int, int]]:
+    """ExecID (``M<MatchNumber>``) -> (symbol, signed lots, 0) of the OUCH port's executions."""
+    fills: dict[str, tuple[str, int, int]] = {}
+    for path in sorted(fix_dir.glob("ouch-QWC1-*.soupseq")):
+        sent, _torn = read_sequenced(path)
+        orders: dict[int, tuple[str, int]] = {}  # UserRefNum -> (symbol, sign)
+        for payload in sent:
+            msg = decode_outbound(payload)
+            if isinstance(msg, OrderAccepted | OrderReplaced):
+                orders[msg.user_ref_num] = (msg.symbol, 1 if msg.side == "B" else -1)
+            elif isinstance(msg, OrderExecuted):
+                symbol, sign = orders[msg.user_ref_num]
+                fills[f"M{msg.match_number}"] = (symbol, sign * msg.quantity, 0)  # lot: 1 share
+    return fills
+
+
 def venue_positions(fills: dict[str, tuple[str, int, int]]) -> Counter[str]:
     pos: Counter[str] = Counter()
     for symbol, lots, _ in fills.values():
@@ -117,7 +137,8 @@ def _check_agree(state: Path) -> None:
     _reconcile(state)
     journals = sorted((state / "journal").glob("*.qwj"))
     recovered = recover(journals)
-    sent = venue_fills(state / "fix")
+    sent = venue_fills(state / "fix") | ouch_venue_fills(state / "fix")
+    assert any(exec_id.startswith("M") for exec_id in sent), "no OUCH execution to compare"
     journaled = {f.exec_id: f for f in recovered.fills}
     missing = sorted(set(sent) - set(journaled))
     extra = sorted(set(journaled) - set(sent))

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: MIT
-"""Determinism at FIX level: the demo run twice with one seed gives the same fills.
+"""Determinism at FIX and OUCH level: the demo run twice with one seed gives the same fills.
 
-The demo as ``qwconsole`` starts it — the simulator behind a FIX 4.4 acceptor on a real
-loopback socket, the engine's initiator, the market maker on three instruments — but on a
-:class:`engine.clock.TestClock` and stepped in lockstep: the simulated participants act only
-when both FIX sessions are quiet (every message sent has been received and handled). Over
+The demo as ``qwconsole`` starts it — the simulator behind a FIX 4.4 acceptor and an OUCH 5.0
+port on real loopback sockets, the engine's FIX initiator and OUCH session, the market maker
+on three instruments — but on a :class:`engine.clock.TestClock` and stepped in lockstep: the
+simulated participants act only when every link is quiet (every message sent has been
+received and handled). Over
 sockets the only thing that could differ between two runs is *when* the participants act
 relative to the market maker's orders in flight; lockstep removes that, so what is left must
 be equal fill for fill: prices, quantities, ids and their sequence.
@@ -17,10 +18,18 @@ import pytest
 
 from engine.clock import TestClock
 from engine.core import Engine
-from engine.demo import DEMO_CLIENT_COMP_ID, DEMO_SIM_COMP_ID, SimPump, build_demo
+from engine.demo import (
+    DEMO_CLIENT_COMP_ID,
+    DEMO_OUCH_ACCOUNT,
+    DEMO_SIM_COMP_ID,
+    DemoOuchPort,
+    SimPump,
+    build_demo,
+)
 from engine.events import OrderFilled
 from engine.fix.session import FixSession, lookup_session
 from engine.fix.settings import SessionSettings
+from engine.venues.ouch.session import OuchSession
 from engine.warmup import warm_up
 
 pytestmark = pytest.mark.integration
@@ -56,16 +65,21 @@ async def _run_demo(seed: int, steps: int) -> list[Fill]:
     engine.bus.subscribe(OrderFilled, on_fill)
     ours = _session(DEMO_CLIENT_COMP_ID, DEMO_SIM_COMP_ID)
     sim = _session(DEMO_SIM_COMP_ID, DEMO_CLIENT_COMP_ID)
+    ouch = next(c for c in engine.components if isinstance(c, OuchSession))
+    port = next(c for c in engine.components if isinstance(c, DemoOuchPort))
+    account = port.listener.sessions[DEMO_OUCH_ACCOUNT[0].upper()]
     task = asyncio.get_running_loop().create_task(engine.run())
     try:
         async with asyncio.timeout(10):
-            while not (ours.is_logged_on and sim.is_logged_on):  # noqa: ASYNC110  (polled)
+            while not (ours.is_logged_on and sim.is_logged_on and ouch.logged_in):  # noqa: ASYNC110
                 await asyncio.sleep(0.005)
 
         def in_flight() -> bool:
             return (
                 ours.next_sender_seq_num != sim.next_target_seq_num
                 or sim.next_sender_seq_num != ours.next_target_seq_num
+                or ouch.requests_sent != port.app.requests
+                or account.next_seq != ouch.state.next_expected_seq
             )
 
         async def quiet() -> None:

@@ -10,7 +10,10 @@ message, either way, a :class:`engine.events.VenueMessageSeen` for the inspector
 """
 
 import asyncio
+import os
+import threading
 from collections.abc import Callable
+from pathlib import Path
 
 from engine.clock import Clock
 from engine.commands import Command, CommandResult
@@ -31,6 +34,10 @@ from engine.venues.ouch.store import ClientState
 
 log = get_log(__name__)
 
+#: ``barrier(fn)`` calls ``fn`` (on any thread) once what the process recorded before is safe
+#: (the journal's ``after_written``); raises if it never will (the journal is closed).
+WriteBarrier = Callable[[Callable[[], object]], None]
+
 
 def message_seen(
     message: OuchMessage, *, link: str, outbound: bool, seq: int, now_ns: int
@@ -46,6 +53,108 @@ def message_seen(
         orig_client_order_id=f"{PREFIX}{orig}" if orig is not None else "",
         ts_created=now_ns, ts_wire=now_ns,
     )  # fmt: skip
+
+
+class WriteAheadState:
+    """A :class:`ClientState` whose next expected sequence number waits for the journal.
+
+    As the FIX file store's write barrier (``engine.fix.store``): a sequenced message counts
+    as taken on disk only once ``barrier`` (the journal's ``after_written``) says everything it
+    caused is written, so a ``kill -9`` at any instant leaves the state at or behind the
+    journal and the venue replays the rest. What this process has taken is known at once (the
+    session asks for the next message after it when it logs in again); the highest number it
+    took is also written at once to ``<prefix>.taken``, so that after a restart the messages
+    up to it are marked as possibly applied already (``resent``), as FIX's PossDupFlag: the
+    order manager ignores an execution it has, and old news quietly.
+
+    Parameters
+    ----------
+    inner : ClientState
+        The state file (``FileClientState``).
+    barrier : WriteBarrier
+        ``barrier(fn)`` calls ``fn`` (on any thread) once what was recorded before is written.
+    taken_path : Path | None
+        Where the highest number taken is written at once (``None``: nowhere).
+    """
+
+    def __init__(
+        self, inner: ClientState, barrier: WriteBarrier, taken_path: Path | None = None
+    ) -> None:
+        self.inner = inner
+        self.barrier = barrier
+        self._lock = threading.Lock()  # the barrier writes from the journal's thread
+        self._next = inner.next_expected_seq
+        self._fd = -1
+        #: Messages below this number may have been applied before a restart.
+        self.replayed_below = self._next
+        if taken_path is not None:
+            self._fd = os.open(taken_path, os.O_RDWR | os.O_CREAT, 0o644)
+            raw = os.pread(self._fd, 8, 0)
+            if len(raw) == 8:
+                self.replayed_below = max(self._next, int.from_bytes(raw, "big") + 1)
+
+    @property
+    def next_expected_seq(self) -> int:
+        """Return the next sequence number this process expects (taken in memory)."""
+        return self._next
+
+    @property
+    def next_user_ref_num(self) -> int:
+        """Return the next UserRefNum."""
+        return self.inner.next_user_ref_num
+
+    @property
+    def session(self) -> str:
+        """Return the session logged into last."""
+        return self.inner.session
+
+    def set_next_expected_seq(self, value: int) -> None:
+        """Take every message before ``value``; on disk once the journal has what they caused."""
+        self._next = value
+        if self._fd >= 0:
+            os.pwrite(self._fd, (value - 1).to_bytes(8, "big"), 0)
+
+        def durable() -> None:
+            with self._lock:
+                if value > self.inner.next_expected_seq:
+                    self.inner.set_next_expected_seq(value)
+
+        try:
+            self.barrier(durable)
+        except Exception:  # the journal is closed: nothing after it is written; keep it
+            log.warning("OUCH state: the journal is closed; next expected %d kept in memory",
+                        value)  # fmt: skip
+
+    def take_user_ref_num(self) -> int:
+        """Return the next UserRefNum (on disk before it returns)."""
+        with self._lock:
+            return self.inner.take_user_ref_num()
+
+    def set_next_user_ref_num(self, value: int) -> None:
+        """Set the next UserRefNum."""
+        with self._lock:
+            self.inner.set_next_user_ref_num(value)
+
+    def set_session(self, session: str) -> None:
+        """Record the session logged into."""
+        with self._lock:
+            self.inner.set_session(session)
+
+    def reset(self, session: str = "") -> None:
+        """Start afresh (a new session)."""
+        with self._lock:
+            self.inner.reset(session)
+            self._next = self.replayed_below = self.inner.next_expected_seq
+        if self._fd >= 0:
+            os.pwrite(self._fd, (0).to_bytes(8, "big"), 0)
+
+    def close(self) -> None:
+        """Close the files."""
+        with self._lock:
+            self.inner.close()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
 
 class OuchSession(OuchHandler):
@@ -95,6 +204,8 @@ class OuchSession(OuchHandler):
         self.client = OuchClient(username, password, state=state, handler=self, session=session)
         self.link = SoupClientLink(self.client, host, port, clock=clock)
         self.connect_on_start = connect_on_start
+        #: Messages sent to the venue (a lockstep test compares it with what the venue took).
+        self.requests_sent = 0
         self._up = False
         self._ready = False  # logged in and the venue's next UserRefNum known
         #: Set while orders can go out (see :attr:`logged_in`).
@@ -122,6 +233,7 @@ class OuchSession(OuchHandler):
         """Write ``message`` as Unsequenced Data."""
         now = self.clock.now_ns()
         self.link.send(self.client.send(message, now))
+        self.requests_sent += 1
         if self.publish is not None:
             self.publish(message_seen(message, link=self.detail, outbound=True, seq=0,
                                       now_ns=now))  # fmt: skip
@@ -146,6 +258,7 @@ class OuchSession(OuchHandler):
             user_ref_num=user_ref_num,
         )  # fmt: skip
         self.link.send(data)
+        self.requests_sent += 1
         if self.publish is not None:  # what went on the wire, decoded back for the inspector
             sent = decode_inbound(data[3:])
             self.publish(message_seen(sent, link=self.detail, outbound=True, seq=0, now_ns=now))
@@ -159,7 +272,9 @@ class OuchSession(OuchHandler):
         if isinstance(msg, AccountQueryResponse):
             self._agree(msg.next_user_ref_num)
             return
-        self.venue.on_message(msg)
+        state = self.state
+        resent = isinstance(state, WriteAheadState) and seq < state.replayed_below
+        self.venue.on_message(msg, resent=resent)
 
     def _agree(self, venue_next: int) -> None:
         # The venue's next expected UserRefNum: another client of the account (or a state

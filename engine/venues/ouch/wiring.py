@@ -17,7 +17,7 @@ from engine.instruments import Instrument
 from engine.venues.ouch.adapter import OuchVenue
 from engine.venues.ouch.config import OuchAccountConfig
 from engine.venues.ouch.messages import PriceScale
-from engine.venues.ouch.session import OuchSession
+from engine.venues.ouch.session import OuchSession, WriteAheadState, WriteBarrier
 from engine.venues.ouch.store import ClientState, FileClientState, MemoryClientState
 
 
@@ -42,13 +42,15 @@ def build_ouch_venues(
     instruments: Sequence[tuple[Instrument, str]],
     *,
     store_dir: Path | None = None,
+    barrier: WriteBarrier | None = None,
 ) -> tuple[list[tuple[Instrument, OuchVenue]], list[Component]]:
     """Return each instrument's route to its account's venue, and the accounts' sessions.
 
     ``instruments`` are (instrument, account name) pairs. Only accounts an instrument trades
-    on are connected. Raises :class:`OuchWiringError` for an instrument the venue cannot
-    trade (its tick is finer than OUCH's 0.0001, its lot not whole shares) or a password
-    that is not there.
+    on are connected. With ``barrier`` (the journal's ``after_written``) an account's next
+    expected sequence number is written only after the journal (``WriteAheadState``).
+    Raises :class:`OuchWiringError` for an instrument the venue cannot trade (its tick is
+    finer than OUCH's 0.0001, its lot not whole shares) or a password that is not there.
     """
     loop = asyncio.get_event_loop()
     by_name = {acc.name: (i, acc) for i, acc in enumerate(accounts)}
@@ -65,6 +67,9 @@ def build_ouch_venues(
             if store_dir is not None:
                 store_dir.mkdir(parents=True, exist_ok=True)
                 state = FileClientState(store_dir, f"ouch-{name}")
+                if barrier is not None:
+                    taken = store_dir / f"ouch-{name}.taken"
+                    state = WriteAheadState(state, barrier, taken)
             parts.append(OuchSession(venue, username=acc.username,
                                      password=password_of(acc, index), host=acc.host,
                                      port=acc.port, state=state, clock=engine.clock,
