@@ -4,16 +4,27 @@
 Rows are keyed by ``order_id`` (stable across cancel/replace chains), so an ``OrderChanged``
 updates its row in O(1). "All" and "Working" are two models over the same columns: the working
 one drops an order when it can no longer trade, without a filter pass over a million rows.
+
+"All" stores orders column-wise (:class:`~widgets.tables.columnar.ColumnarTableModel`): one
+row of :data:`ORDER_ROW_DTYPE` per order, about 130 bytes with its ClOrdID and OrderID, instead
+of an ``OrderView`` object and its strings (~1.5 KB). "Working" keeps only the keys of its
+orders and reads their rows from "All" (:class:`~widgets.tables.columnar.SubsetTableModel`).
+An ``OrderView`` is rebuilt only for the rows on screen. Orders that already exist in bulk (a
+snapshot, a journal) come in as :class:`OrderColumns` through :meth:`OrdersView.load_orders`,
+without an object per order.
 """
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import ClassVar
+from collections.abc import Container, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from operator import itemgetter
+from typing import Any, ClassVar, Final
 
+import numpy as np
+import numpy.typing as npt
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QButtonGroup, QHBoxLayout, QLabel, QToolButton, QWidget
 
-from engine.enums import OrdType
+from engine.enums import OrdStatus, OrdType, Side, TimeInForce
 from engine.events import Event, EventRecord, OrderChanged, OrderView
 from widgets.empty_state import EmptyState
 from widgets.monitor.context import MonitorContext
@@ -23,19 +34,242 @@ from widgets.monitor.formats import (
     SIDE_TONE,
     STATUS_TEXT,
     STATUS_TONE,
+    TERMINAL_STATUSES,
     TIF_TEXT,
     fmt_latency,
     fmt_time,
     is_working,
 )
-from widgets.tables import Column, DataTableView, KeyedTableModel
+from widgets.tables import Column, DataTableView
+from widgets.tables.columnar import ColumnarTableModel, SubsetTableModel
 from widgets.tables.panel import TablePanel
 
-OrdersModel = KeyedTableModel[int, OrderView]
+OrdersModel = ColumnarTableModel[OrderView]
+WorkingModel = SubsetTableModel[OrderView]
+Rows = npt.NDArray[np.void]
 
-#: Orders the "All" blotter keeps (memory stays bounded: about 1.5 KB each); beyond that the
+#: Orders the "All" blotter keeps (memory stays bounded: about 130 bytes each); beyond that the
 #: oldest leave it (they stay in the engine's journal). Working orders stay in "Working".
 BLOTTER_CAPACITY = 1_000_000
+
+#: One order as the blotter stores it, and as a bulk load (:class:`OrderColumns`) hands it
+#: over. Prices in ticks, quantities in lots, times in ns; enums as their int values;
+#: ``symbol``, ``text`` and ``pending`` index string tables; ClOrdID <11> and OrderID <37> are
+#: UTF-8 bytes whose width grows with the longest one seen (``S1`` here is a placeholder).
+ORDER_ROW_DTYPE: Final = np.dtype(
+    [
+        ("order_id", "i8"),
+        ("strategy_id", "i8"),
+        ("qty_lots", "i8"),  # OrderQty <38>
+        ("px_ticks", "i8"),  # Price <44>, 0 for market orders
+        ("cum_qty_lots", "i8"),  # CumQty <14>
+        ("leaves_qty_lots", "i8"),  # LeavesQty <151>
+        ("avg_px_ticks", "f8"),  # AvgPx <6>, in ticks
+        ("ts_created", "i8"),
+        ("ts_sent", "i8"),
+        ("ts_acked", "i8"),
+        ("ts_last", "i8"),
+        ("symbol", "u4"),  # index into the symbols
+        ("text", "u4"),  # index into the texts: Text <58> of the last report
+        ("pending", "u4"),  # index into the texts: "", "cancel" or "replace"
+        ("side", "i1"),  # Side
+        ("ord_type", "i1"),  # OrdType
+        ("time_in_force", "i1"),  # TimeInForce
+        ("status", "i1"),  # OrdStatus
+        ("client_order_id", "S1"),  # ClOrdID <11> in force
+        ("venue_order_id", "S1"),  # OrderID <37>, b"" before the venue acknowledged
+    ]
+)
+
+_SIDES = {int(v): v for v in Side}
+_ORD_TYPES = {int(v): v for v in OrdType}
+_TIFS = {int(v): v for v in TimeInForce}
+_STATUSES = {int(v): v for v in OrdStatus}
+_TERMINAL_CODES = np.array(sorted(int(s) for s in TERMINAL_STATUSES), np.int8)
+
+
+@dataclass(frozen=True, slots=True)
+class OrderColumns:
+    """Many orders at once, column-wise: what a bulk load hands the blotter.
+
+    Parameters
+    ----------
+    rows : ndarray of ORDER_ROW_DTYPE
+        One row per order, oldest first (byte-string fields of any width); for an order
+        listed twice the last row counts.
+    symbols : tuple[str, ...]
+        ``rows["symbol"]`` indexes these.
+    texts : tuple[str, ...]
+        ``rows["text"]`` and ``rows["pending"]`` index these.
+    chains : Mapping[int, tuple[str, ...]]
+        OrigClOrdID <41> chains (oldest first) by ``order_id``, only for replaced orders.
+    """
+
+    rows: Rows
+    symbols: tuple[str, ...]
+    texts: tuple[str, ...] = ("",)
+    chains: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.rows.shape[0])
+
+    @classmethod
+    def from_views(cls, views: Iterable[OrderView]) -> "OrderColumns":
+        """Return the columns of ``views`` (a producer that holds order objects)."""
+        symbols, texts = _Pool(), _Pool()
+        codec = OrderCodec(symbols, texts)
+        encoded = [codec.encode(o) for o in views]
+        return cls(
+            _rows_of(encoded, ORDER_ROW_DTYPE), symbols.values(), texts.values(), codec.chains
+        )
+
+
+def _rows_of(encoded: Sequence[tuple[Any, ...]], dtype: np.dtype[np.void]) -> Rows:
+    """Return row tuples as an array of ``dtype``, its byte strings widened where too narrow."""
+    descr: list[tuple[str, Any]] = []
+    wider = False
+    for n, name in enumerate(dtype.names or ()):
+        t = dtype[name]
+        if t.kind == "S" and encoded:
+            width = max(map(len, map(itemgetter(n), encoded)))
+            if width > t.itemsize:
+                t, wider = np.dtype(f"S{width}"), True
+        descr.append((name, t))
+    return np.array(encoded, np.dtype(descr) if wider else dtype)
+
+
+class _Pool:
+    """Interned strings: each distinct one stored once, referred to by its index."""
+
+    __slots__ = ("_index", "_values")
+
+    def __init__(self) -> None:
+        self._values: list[str] = [""]
+        self._index: dict[str, int] = {"": 0}
+
+    def __getitem__(self, i: int) -> str:
+        return self._values[i]
+
+    def intern(self, value: str) -> int:
+        i = self._index.get(value)
+        if i is None:
+            i = self._index[value] = len(self._values)
+            self._values.append(value)
+        return i
+
+    def remap(self, values: Sequence[str]) -> npt.NDArray[np.uint32]:
+        """Return this pool's index of each of ``values`` (another table's strings)."""
+        return np.array([self.intern(v) for v in values] or [0], np.uint32)
+
+    def values(self) -> tuple[str, ...]:
+        return tuple(self._values)
+
+
+class OrderCodec:
+    """``OrderView`` to :data:`ORDER_ROW_DTYPE` rows and back, for one blotter model.
+
+    Symbols and texts are interned in pools (shared between the blotter's models); the
+    OrigClOrdID chains of replaced orders are kept aside by ``order_id``.
+    """
+
+    dtype: np.dtype[np.void] = ORDER_ROW_DTYPE
+    key_field = "order_id"
+
+    def __init__(self, symbols: _Pool, texts: _Pool) -> None:
+        self.symbols = symbols
+        self.texts = texts
+        #: OrigClOrdID chains by order id, of the replaced orders only.
+        self.chains: dict[int, tuple[str, ...]] = {}
+        #: Models holding these orders: a chain goes when its order left all of them.
+        self.models: tuple[Container[int], ...] = ()
+
+    def key(self, o: OrderView) -> int:
+        """Return the row key: ``order_id``."""
+        return o.order_id
+
+    def encode(self, o: OrderView) -> tuple[Any, ...]:
+        """Return ``o`` as a row tuple (and keep its chain aside)."""
+        if o.orig_client_order_ids:
+            self.chains[o.order_id] = o.orig_client_order_ids
+        elif self.chains:
+            self.chains.pop(o.order_id, None)
+        # The pools' dicts directly: this runs for every order event.
+        sym = self.symbols._index.get(o.symbol)
+        if sym is None:
+            sym = self.symbols.intern(o.symbol)
+        texts = self.texts._index
+        text = texts.get(o.text)
+        if text is None:
+            text = self.texts.intern(o.text)
+        pending = texts.get(o.pending)
+        if pending is None:
+            pending = self.texts.intern(o.pending)
+        return (
+            o.order_id, o.strategy_id, o.qty_lots, o.px_ticks, o.cum_qty_lots, o.leaves_qty_lots,
+            o.avg_px_ticks, o.ts_created, o.ts_sent, o.ts_acked, o.ts_last, sym, text, pending,
+            o.side, o.ord_type, o.time_in_force, o.status,
+            o.client_order_id.encode(), o.venue_order_id.encode(),
+        )  # fmt: skip
+
+    def decode(self, row: tuple[Any, ...]) -> OrderView:
+        """Return the ``OrderView`` of a row tuple."""
+        (oid, sid, qty, px, cum, leaves, avg, ts_c, ts_s, ts_a, ts_l, sym, text, pending,
+         side, typ, tif, status, clid, vid) = row  # fmt: skip
+        texts = self.texts
+        return OrderView(
+            order_id=oid,
+            client_order_id=clid.decode(errors="replace"),
+            orig_client_order_ids=self.chains.get(oid, ()),
+            venue_order_id=vid.decode(errors="replace"),
+            strategy_id=sid,
+            symbol=self.symbols[sym],
+            side=_SIDES[side],
+            ord_type=_ORD_TYPES[typ],
+            time_in_force=_TIFS[tif],
+            qty_lots=qty,
+            px_ticks=px,
+            status=_STATUSES[status],
+            cum_qty_lots=cum,
+            leaves_qty_lots=leaves,
+            avg_px_ticks=avg,
+            pending=texts[pending],
+            text=texts[text],
+            ts_created=ts_c,
+            ts_sent=ts_s,
+            ts_acked=ts_a,
+            ts_last=ts_l,
+        )
+
+    def forget(self, keys: npt.NDArray[np.int64]) -> None:
+        """Drop the chains of orders that left a model and are in none of :attr:`models`."""
+        chains, models = self.chains, self.models
+        if chains:
+            for k in keys.tolist():
+                if k in chains and not any(k in m for m in models):
+                    del chains[k]
+
+    def take_chains(
+        self, ids: npt.NDArray[np.int64], chains: Mapping[int, tuple[str, ...]]
+    ) -> None:
+        """Keep the chains of the orders ``ids`` of a bulk load (their earlier ones go)."""
+        if self.chains:
+            have = np.fromiter(self.chains, np.int64, len(self.chains))
+            for k in have[np.isin(have, ids)].tolist():
+                del self.chains[k]
+        if chains:
+            keys = np.fromiter(chains, np.int64, len(chains))
+            for k in keys[np.isin(keys, ids)].tolist():
+                if chains[k]:
+                    self.chains[k] = tuple(chains[k])
+
+    def localize(self, cols: OrderColumns) -> Rows:
+        """Return ``cols.rows`` with symbol and text indices into this codec's pools."""
+        rows = cols.rows.copy()
+        rows["symbol"] = self.symbols.remap(cols.symbols)[cols.rows["symbol"]]
+        texts = self.texts.remap(cols.texts)
+        rows["text"] = texts[cols.rows["text"]]
+        rows["pending"] = texts[cols.rows["pending"]]
+        return rows
 
 
 def _chain(o: OrderView) -> str:
@@ -94,10 +328,6 @@ class OrderCounts:
     filled: int = 0
 
 
-def _order_key(o: OrderView) -> int:
-    return o.order_id
-
-
 class OrdersView(QWidget):
     """The blotter: All / Working toggle, counts, and the table.
 
@@ -121,12 +351,16 @@ class OrdersView(QWidget):
         super().__init__(parent)
         self.ctx = ctx
         columns = order_columns(ctx)
-        self.all_model: OrdersModel = KeyedTableModel(
-            columns, _order_key, newest_first=True, capacity=BLOTTER_CAPACITY, parent=self
+        #: Orders to rows and back, for both models (one encoding per order event).
+        self.codec = OrderCodec(_Pool(), _Pool())
+        self.all_model: OrdersModel = ColumnarTableModel(
+            columns, self.codec, newest_first=True, capacity=BLOTTER_CAPACITY, parent=self
         )
-        self.working_model: OrdersModel = KeyedTableModel(
-            columns, _order_key, newest_first=True, parent=self
+        # "Working" reads its rows from "All" (it keeps its members' keys only).
+        self.working_model: WorkingModel = SubsetTableModel(
+            columns, self.all_model, newest_first=True, parent=self
         )
+        self.codec.models = (self.all_model, self.working_model)
         #: Counts per strategy id, kept as orders change.
         self.counts: dict[int, OrderCounts] = {}
         self.table = DataTableView("ordersTable")
@@ -183,7 +417,7 @@ class OrdersView(QWidget):
         self.set_working_only(not self.working_only)
 
     @property
-    def model(self) -> OrdersModel:
+    def model(self) -> OrdersModel | WorkingModel:
         """Return the model on screen."""
         return self.working_model if self.working_only else self.all_model
 
@@ -196,35 +430,105 @@ class OrdersView(QWidget):
         self.apply_orders([r.event.order for r in batch if isinstance(r.event, OrderChanged)])
 
     def apply_orders(self, orders: Sequence[OrderView]) -> None:
-        """Apply new states of orders (oldest first), one model update per table."""
+        """Apply new states of orders (oldest first), one model update per table.
+
+        Each order is encoded once into a row; both models take the batch's rows with
+        array operations (O(1) per order: a key lookup and a row copy).
+        """
         if not orders:
             return
-        working: list[OrderView] = []
-        done: list[int] = []
         latest: dict[int, OrderView] = {}
         for o in orders:
             latest[o.order_id] = o
-        known_all, known_working = self.all_model, self.working_model
-        for oid, o in latest.items():
-            c = self.counts.get(o.strategy_id)
+        all_m, working_m = self.all_model, self.working_model
+        # Where each order is now, and whether it was filled, looked up in bulk.
+        oids = np.fromiter(latest, np.int64, len(latest))
+        in_all = all_m.positions(oids)
+        was_working = working_m.positions(oids) >= 0
+        was_filled = np.zeros(oids.shape[0], bool)
+        known = in_all >= 0
+        if known.any():
+            b = in_all[known]
+            was_filled[known] = (all_m.field("leaves_qty_lots")[b] == 0) & (
+                all_m.field("cum_qty_lots")[b] > 0
+            )
+        encode, counts = self.codec.encode, self.counts
+        encoded: list[tuple[Any, ...]] = []
+        working: list[bool] = []
+        for o, a, w, filled_before in zip(
+            latest.values(), known.tolist(), was_working.tolist(), was_filled.tolist(),
+            strict=True,
+        ):  # fmt: skip
+            c = counts.get(o.strategy_id)
             if c is None:
-                c = self.counts[o.strategy_id] = OrderCounts()
-            was_working = oid in known_working
-            prev = known_all.get(oid)
-            if prev is None and not was_working:  # (a working order that left "All" is known)
+                c = counts[o.strategy_id] = OrderCounts()
+            if not a and not w:  # (a working order that left "All" is known)
                 c.orders += 1
-            now_working = is_working(o.status, o.leaves_qty_lots)
-            if now_working:
-                working.append(o)
-                c.working += not was_working
-            else:
-                done.append(oid)
-                c.working -= was_working
-            filled_now = o.leaves_qty_lots == 0 and o.cum_qty_lots > 0
-            filled_before = prev is not None and prev.leaves_qty_lots == 0 and prev.cum_qty_lots > 0
-            c.filled += filled_now - filled_before
-        self.all_model.apply(latest.values())
-        self.working_model.apply(working, remove=done)
+            encoded.append(encode(o))
+            now = is_working(o.status, o.leaves_qty_lots)
+            working.append(now)
+            c.working += now - w
+            c.filled += (o.leaves_qty_lots == 0 and o.cum_qty_lots > 0) - filled_before
+        rows = _rows_of(encoded, all_m.dtype)
+        now_working = np.array(working, bool)
+        all_m.apply_rows(rows)
+        working_m.update(oids[now_working], rows[now_working], remove=oids[~now_working])
+        self._update_count()
+
+    def load_orders(self, columns: OrderColumns) -> None:
+        """Apply many orders' states at once, column-wise (a snapshot, a journal's orders).
+
+        The same as :meth:`apply_orders` with their ``OrderView`` objects, without building them:
+        counts, both models and the chains are updated with array operations.
+        """
+        if not len(columns):
+            return
+        all_m, working_m, codec = self.all_model, self.working_model, self.codec
+        rows = codec.localize(columns)
+        ids = rows["order_id"]
+        if ids.shape[0] > 1 and not bool((ids[1:] > ids[:-1]).all()):
+            # An order listed twice: its last row counts, in the place of its first (as
+            # apply_orders does).
+            _, first = np.unique(ids, return_index=True)
+            _, last = np.unique(ids[::-1], return_index=True)
+            rows = rows[(ids.shape[0] - 1 - last)[np.argsort(first)]]
+            ids = rows["order_id"]
+        status, leaves, cum = rows["status"], rows["leaves_qty_lots"], rows["cum_qty_lots"]
+        now_working = ~np.isin(status, _TERMINAL_CODES) & (
+            (leaves > 0) | (status == int(OrdStatus.PENDING_NEW))
+        )
+        b = all_m.positions(ids)
+        was_working = working_m.positions(ids) >= 0
+        known = b >= 0
+        filled_now = (leaves == 0) & (cum > 0)
+        filled_before = np.zeros(ids.shape[0], bool)
+        if known.any():
+            kb = b[known]
+            filled_before[known] = (all_m.field("leaves_qty_lots")[kb] == 0) & (
+                all_m.field("cum_qty_lots")[kb] > 0
+            )
+        sids, inverse = np.unique(rows["strategy_id"], return_inverse=True)
+        k = sids.shape[0]
+
+        def per_strategy(mask: npt.NDArray[np.bool_]) -> list[int]:
+            counts: list[int] = np.bincount(inverse, mask, minlength=k).astype(np.int64).tolist()
+            return counts
+
+        new = per_strategy(~known & ~was_working)
+        started = per_strategy(now_working & ~was_working)
+        stopped = per_strategy(~now_working & was_working)
+        filled = per_strategy(filled_now & ~filled_before)
+        unfilled = per_strategy(filled_before & ~filled_now)
+        for j, sid in enumerate(sids.tolist()):
+            c = self.counts.get(sid)
+            if c is None:
+                c = self.counts[sid] = OrderCounts()
+            c.orders += new[j]
+            c.working += started[j] - stopped[j]
+            c.filled += filled[j] - unfilled[j]
+        codec.take_chains(ids, columns.chains)
+        all_m.apply_rows(rows)
+        working_m.update(ids[now_working], rows[now_working], remove=ids[~now_working])
         self._update_count()
 
     def _update_count(self) -> None:

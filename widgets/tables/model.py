@@ -45,7 +45,84 @@ KeyRole = int(Qt.ItemDataRole.UserRole) + 2
 _TEXT_CACHE_ROWS = 4096
 
 
-class KeyedTableModel(QAbstractTableModel, Generic[K, R]):
+class RowTableModel(QAbstractTableModel, Generic[R]):
+    """What every table model of declared columns shares, whatever stores its rows.
+
+    Columns, header, alignment, tone colours and the bold font live here; a subclass stores the
+    rows and answers :meth:`paint_row`, :meth:`record`, :meth:`cell_text` and ``data``. The
+    view (:class:`widgets.tables.view.DataTableView`) paints any subclass directly.
+
+    Parameters
+    ----------
+    columns : Sequence[Column[R]]
+        The columns, in display order.
+    parent : QObject | None
+        Qt parent.
+    """
+
+    def __init__(self, columns: Sequence[Column[R]], parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.columns: tuple[Column[R], ...] = tuple(columns)
+        #: Colour of each tone name; filled by the view from the theme.
+        self.tone_colors: dict[str, QColor] = {}
+        self._align = tuple(_RIGHT if c.numeric else _LEFT for c in self.columns)
+        self._tones = tuple(c.tone for c in self.columns)
+        self._bold_font = QFont()
+        self._bold_font.setBold(True)
+        #: Model updates (batches applied) so far; the benchmark counts them.
+        self.updates = 0
+
+    def set_font(self, font: QFont) -> None:
+        """Make bold rows use ``font`` (the view's family and size) in bold."""
+        self._bold_font = QFont(font)
+        self._bold_font.setBold(True)
+
+    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
+        """Return the number of columns."""
+        return 0 if parent.isValid() else len(self.columns)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = _DISPLAY) -> Any:
+        """Return the column titles (and their alignment)."""
+        if orientation != Qt.Orientation.Horizontal:
+            return None
+        if role == _DISPLAY:
+            return self.columns[section].title
+        if role == _TOOLTIP:
+            return self.columns[section].title
+        if role == _ALIGN:
+            return self._align[section]
+        return None
+
+    @property
+    def alignments(self) -> tuple[int, ...]:
+        """Return each column's alignment flags."""
+        return self._align
+
+    def column_index(self, key: str) -> int:
+        """Return the index of the column named ``key``."""
+        for n, c in enumerate(self.columns):
+            if c.key == key:
+                return n
+        raise KeyError(f"no column {key!r}; columns are {[c.key for c in self.columns]}")
+
+    def paint_row(self, row: int) -> tuple[tuple[str, ...], tuple[QColor | None, ...], bool]:
+        """Return what a view paints for display row ``row``: texts, colours, bold.
+
+        A colour is ``None`` where the column has no tone (the view's text colour). One call
+        per painted row replaces the seven ``data()`` calls per cell a delegate makes.
+        """
+        raise NotImplementedError
+
+    def record(self, row: int) -> R:
+        """Return the record shown in display row ``row``."""
+        raise NotImplementedError
+
+    def cell_text(self, row: int, column: int | str) -> str:
+        """Return the display text of a cell (by column index or key)."""
+        raise NotImplementedError
+
+
+class KeyedTableModel(RowTableModel[R], Generic[K, R]):
     """Rows of records of type ``R`` keyed by ``key(record)``, with declared columns.
 
     Parameters
@@ -74,13 +151,10 @@ class KeyedTableModel(QAbstractTableModel, Generic[K, R]):
         bold: Callable[[R], bool] | None = None,
         parent: QObject | None = None,
     ) -> None:
-        super().__init__(parent)
-        self.columns: tuple[Column[R], ...] = tuple(columns)
+        super().__init__(columns, parent)
         self.key = key
         self.newest_first = newest_first
         self.capacity = capacity
-        #: Colour of each tone name; filled by the view from the theme.
-        self.tone_colors: dict[str, QColor] = {}
         self._rows: list[R] = []
         self._keys: list[K] = []
         # Key -> position counted from the first row ever stored; the storage index is that
@@ -89,27 +163,12 @@ class KeyedTableModel(QAbstractTableModel, Generic[K, R]):
         self._index: dict[K, int] = {}
         self._base = 0
         self._texts: dict[int, tuple[str, ...]] = {}
-        self._align = tuple(_RIGHT if c.numeric else _LEFT for c in self.columns)
-        self._tones = tuple(c.tone for c in self.columns)
         self._bold = bold
-        self._bold_font = QFont()
-        self._bold_font.setBold(True)
-        #: Model updates (batches applied) so far; the benchmark counts them.
-        self.updates = 0
-
-    def set_font(self, font: QFont) -> None:
-        """Make bold rows use ``font`` (the view's family and size) in bold."""
-        self._bold_font = QFont(font)
-        self._bold_font.setBold(True)
 
     # ------------------------------------------------------------------ Qt model API
     def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
         """Return the number of rows."""
         return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
-        """Return the number of columns."""
-        return 0 if parent.isValid() else len(self.columns)
 
     def data(self, index: _Index, role: int = _DISPLAY) -> Any:
         """Return a cell's text, alignment, colour, tooltip, record or key."""
@@ -134,18 +193,6 @@ class KeyedTableModel(QAbstractTableModel, Generic[K, R]):
             return self._rows[self._storage(index.row())]
         if role == KeyRole:
             return self._keys[self._storage(index.row())]
-        return None
-
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = _DISPLAY) -> Any:
-        """Return the column titles (and their alignment)."""
-        if orientation != Qt.Orientation.Horizontal:
-            return None
-        if role == _DISPLAY:
-            return self.columns[section].title
-        if role == _TOOLTIP:
-            return self.columns[section].title
-        if role == _ALIGN:
-            return self._align[section]
         return None
 
     # ------------------------------------------------------------------ rows
@@ -177,11 +224,6 @@ class KeyedTableModel(QAbstractTableModel, Generic[K, R]):
         tones = tuple(None if tone is None else colors.get(tone(rec) or "") for tone in self._tones)
         return self._row_texts(i), tones, self._bold is not None and self._bold(rec)
 
-    @property
-    def alignments(self) -> tuple[int, ...]:
-        """Return each column's alignment flags."""
-        return self._align
-
     def record(self, row: int) -> R:
         """Return the record shown in display row ``row``."""
         return self._rows[self._storage(row)]
@@ -211,13 +253,6 @@ class KeyedTableModel(QAbstractTableModel, Generic[K, R]):
         if isinstance(column, str):
             column = self.column_index(column)
         return self._row_texts(self._storage(row))[column]
-
-    def column_index(self, key: str) -> int:
-        """Return the index of the column named ``key``."""
-        for n, c in enumerate(self.columns):
-            if c.key == key:
-                return n
-        raise KeyError(f"no column {key!r}; columns are {[c.key for c in self.columns]}")
 
     # ------------------------------------------------------------------ batch updates
     def apply(self, records: Iterable[R], remove: Iterable[K] = ()) -> None:

@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from widgets.tables.model import KeyedTableModel
+from widgets.tables.model import RowTableModel
 
 #: Tone names a column may use; each maps to a colour key of the theme's [colors] table.
 TONES = ("bid", "ask", "ok", "warn", "bad", "muted")
@@ -60,7 +60,7 @@ def write_csv(model: QAbstractItemModel, path: str | Path) -> int:
     """
     cols = model.columnCount()
     numeric = [False] * cols
-    if isinstance(model, KeyedTableModel):
+    if isinstance(model, RowTableModel):
         numeric = [c.numeric for c in model.columns]
     rows = model.rowCount()
     with Path(path).open("w", newline="", encoding="utf-8") as f:
@@ -139,7 +139,7 @@ class DataTableView(QTableView):
         super().setModel(model)
         if old is not None and old is not self.selectionModel():
             old.deleteLater()  # the view does not own it (Qt docs)
-        if isinstance(model, KeyedTableModel):
+        if isinstance(model, RowTableModel):
             model.tone_colors.update(self._tones)
             model.set_font(self.font())
             for n, col in enumerate(model.columns):
@@ -151,7 +151,7 @@ class DataTableView(QTableView):
         super().changeEvent(event)
         if event.type() == QEvent.Type.FontChange:
             model = self.model()
-            if isinstance(model, KeyedTableModel):
+            if isinstance(model, RowTableModel):
                 model.set_font(self.font())
 
     # ------------------------------------------------------------------ painting
@@ -165,7 +165,7 @@ class DataTableView(QTableView):
         (a filter proxy) take the stock path.
         """
         model = self.model()
-        if not isinstance(model, KeyedTableModel) or self.wordWrap():
+        if not isinstance(model, RowTableModel) or self.wordWrap():
             super().paintEvent(event)
             return
         rect = event.rect()
@@ -282,7 +282,7 @@ class DataTableView(QTableView):
         def setter(self: "DataTableView", color: QColor) -> None:
             self._tones[name] = QColor(color)
             model = self.model()
-            if isinstance(model, KeyedTableModel):
+            if isinstance(model, RowTableModel):
                 model.tone_colors[name] = QColor(color)
             self.viewport().update()
 
