@@ -6,6 +6,9 @@ simulator, QuickFIX). The sessions ``.cfg`` sets no FileStorePath: by the one st
 engine keeps its store in ``fix-store`` next to ``engine.toml``.
 """
 
+import re
+import subprocess
+import time
 from pathlib import Path
 
 SESSIONS_CFG = """\
@@ -76,3 +79,20 @@ def write_engine(
     path = state / "engine.toml"
     path.write_text(toml + strategies)
     return path
+
+
+def wait_for_fills(engine: subprocess.Popen[str], within_s: float = 60.0) -> int:
+    """Read ``qwconsole engine``'s summary lines until it reports fills; return how many.
+
+    Returns 0 if none came within ``within_s`` or the engine's output ended first.
+    """
+    assert engine.stdout is not None
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        line = engine.stdout.readline()
+        if not line:
+            return 0
+        found = re.search(r"fills\s+(\d+)", line)
+        if found and int(found.group(1)):
+            return int(found.group(1))
+    return 0

@@ -17,7 +17,6 @@ import signal
 import struct
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
@@ -34,7 +33,7 @@ from engine.oms.router import OrderRouter
 from engine.venues.ouch.adapter import OuchVenue
 from engine.venues.ouch.session import OuchSession
 from engine.venues.ouch.store import FileClientState
-from tests.integration.headless_files import write_engine
+from tests.integration.headless_files import wait_for_fills, write_engine
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -199,15 +198,7 @@ def test_a_headless_engine_trades_over_an_ouch_account_of_its_configuration(
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env={**os.environ, "SIM_OUCH_PASSWORD": "qwdemo"},
         )  # fmt: skip
-        assert engine.stdout is not None
-        fills = 0
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not fills:
-            line = engine.stdout.readline()
-            if not line:
-                break
-            found = re.search(r"fills\s+(\d+)", line)
-            fills = int(found.group(1)) if found else 0
+        fills = wait_for_fills(engine)
         assert fills > 0, "no fills" if engine.poll() is None else engine.communicate()[1]
         engine.send_signal(signal.SIGTERM)
         out, err = engine.communicate(timeout=30)

@@ -34,7 +34,7 @@ from engine.fix.session import FixSession
 from engine.fix.settings import SessionSettings
 from engine.fix.store import FileStore
 from engine.fix.transport import SocketInitiator
-from tests.integration.headless_files import write_engine
+from tests.integration.headless_files import wait_for_fills, write_engine
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -486,15 +486,7 @@ def test_headless_engine_trades_against_a_separate_sim_process(tmp_path: Path) -
              "--interval", "0.5"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
-        assert engine.stdout is not None
-        fills = 0
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not fills:
-            line = engine.stdout.readline()
-            if not line:
-                break
-            found = re.search(r"fills\s+(\d+)", line)
-            fills = int(found.group(1)) if found else 0
+        fills = wait_for_fills(engine)
         assert fills > 0, "no fills" if engine.poll() is None else engine.communicate()[1]
         engine.send_signal(signal.SIGTERM)
         out, err = engine.communicate(timeout=30)

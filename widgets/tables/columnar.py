@@ -214,6 +214,26 @@ class RowCodec(Protocol[R]):
         ...
 
 
+def cell_data(
+    model: RowTableModel[R], entry: tuple[tuple[str, ...], R], index: _Index, role: int
+) -> Any:
+    """Return what ``role`` asks of a cell whose row is ``entry`` (its texts and its record)."""
+    if role == _DISPLAY:
+        return entry[0][index.column()]
+    if role == _ALIGN:
+        return model._align[index.column()]
+    if role == _FOREGROUND:
+        tone = model._tones[index.column()]
+        name = tone(entry[1]) if tone is not None else None
+        return model.tone_colors.get(name) if name else None
+    if role == _TOOLTIP:
+        tip = model.columns[index.column()].tooltip
+        return tip(entry[1]) if tip else None
+    if role == RecordRole:
+        return entry[1]
+    return None
+
+
 class ColumnarTableModel(RowTableModel[R], Generic[R]):
     """Keyed rows stored column-wise, with the API of :class:`KeyedTableModel`.
 
@@ -273,24 +293,9 @@ class ColumnarTableModel(RowTableModel[R], Generic[R]):
 
     def data(self, index: _Index, role: int = _DISPLAY) -> Any:
         """Return a cell's text, alignment, colour, tooltip, record or key."""
-        if role == _DISPLAY:
-            return self._cached(self._buffer_index(index.row()))[0][index.column()]
-        if role == _ALIGN:
-            return self._align[index.column()]
-        if role == _FOREGROUND:
-            tone = self._tones[index.column()]
-            if tone is None:
-                return None
-            name = tone(self._cached(self._buffer_index(index.row()))[1])
-            return self.tone_colors.get(name) if name else None
-        if role == _TOOLTIP:
-            tip = self.columns[index.column()].tooltip
-            return tip(self._cached(self._buffer_index(index.row()))[1]) if tip else None
-        if role == RecordRole:
-            return self._cached(self._buffer_index(index.row()))[1]
         if role == KeyRole:
             return int(self._keys[self._buffer_index(index.row())])
-        return None
+        return cell_data(self, self._cached(self._buffer_index(index.row())), index, role)
 
     # ------------------------------------------------------------------ rows
     def _buffer_index(self, row: int) -> int:
@@ -701,24 +706,9 @@ class SubsetTableModel(RowTableModel[R], Generic[R]):
 
     def data(self, index: _Index, role: int = _DISPLAY) -> Any:
         """Return a cell's text, alignment, colour, tooltip, record or key."""
-        if role == _DISPLAY:
-            return self._cached(self._key_at(index.row()))[0][index.column()]
-        if role == _ALIGN:
-            return self._align[index.column()]
-        if role == _FOREGROUND:
-            tone = self._tones[index.column()]
-            if tone is None:
-                return None
-            name = tone(self._cached(self._key_at(index.row()))[1])
-            return self.tone_colors.get(name) if name else None
-        if role == _TOOLTIP:
-            tip = self.columns[index.column()].tooltip
-            return tip(self._cached(self._key_at(index.row()))[1]) if tip else None
-        if role == RecordRole:
-            return self._cached(self._key_at(index.row()))[1]
         if role == KeyRole:
             return self._key_at(index.row())
-        return None
+        return cell_data(self, self._cached(self._key_at(index.row())), index, role)
 
     # ------------------------------------------------------------------ rows
     def _key_at(self, row: int) -> int:
