@@ -214,6 +214,36 @@ class RowCodec(Protocol[R]):
         ...
 
 
+def move_persistent_rows(
+    model: "ColumnarTableModel[R] | SubsetTableModel[R]",
+    old_n: int,
+    new_n: int,
+    first: int,
+    keep: npt.NDArray[np.bool_],
+) -> None:
+    """Point the model's persistent indexes (selection, current row) at their rows' new places.
+
+    Rows ``first`` and on were filtered by ``keep`` (the rest left), rows before ``first``
+    stayed; the model shows ``old_n`` rows before and ``new_n`` after.
+    """
+    old_list = model.persistentIndexList()
+    if not old_list:
+        return
+    new_of_old = np.full(old_n, -1, np.int64)
+    new_of_old[:first] = np.arange(first)
+    new_of_old[first:][keep] = np.arange(first, new_n)
+    new_list = []
+    for idx in old_list:
+        old_i = old_n - 1 - idx.row() if model.newest_first else idx.row()
+        new_i = int(new_of_old[old_i]) if 0 <= old_i < old_n else -1
+        if new_i < 0:
+            new_list.append(QModelIndex())
+        else:
+            row = new_n - 1 - new_i if model.newest_first else new_i
+            new_list.append(model.index(row, idx.column()))
+    model.changePersistentIndexList(old_list, new_list)
+
+
 def cell_data(
     model: RowTableModel[R], entry: tuple[tuple[str, ...], R], index: _Index, role: int
 ) -> Any:
@@ -622,21 +652,7 @@ class ColumnarTableModel(RowTableModel[R], Generic[R]):
         )
         for k in gone.tolist():
             self._texts.pop(k, None)
-        old_list = self.persistentIndexList()
-        if old_list:
-            new_of_old = np.full(old_n, -1, np.int64)
-            new_of_old[:first] = np.arange(first)
-            new_of_old[first:][keep] = np.arange(first, new_n)
-            new_list = []
-            for idx in old_list:
-                old_i = old_n - 1 - idx.row() if self.newest_first else idx.row()
-                new_i = int(new_of_old[old_i]) if 0 <= old_i < old_n else -1
-                if new_i < 0:
-                    new_list.append(QModelIndex())
-                else:
-                    row = new_n - 1 - new_i if self.newest_first else new_i
-                    new_list.append(self.index(row, idx.column()))
-            self.changePersistentIndexList(old_list, new_list)
+        move_persistent_rows(self, old_n, new_n, first, keep)
         self.layoutChanged.emit()
 
     def clear(self) -> None:
@@ -869,21 +885,7 @@ class SubsetTableModel(RowTableModel[R], Generic[R]):
         self.codec.forget(gone)
         for k in gone.tolist():
             self._texts.pop(k, None)
-        old_list = self.persistentIndexList()
-        if old_list:
-            new_of_old = np.full(old_n, -1, np.int64)
-            new_of_old[:first] = np.arange(first)
-            new_of_old[first:][keep] = np.arange(first, new_n)
-            new_list = []
-            for idx in old_list:
-                old_i = old_n - 1 - idx.row() if self.newest_first else idx.row()
-                new_i = int(new_of_old[old_i]) if 0 <= old_i < old_n else -1
-                if new_i < 0:
-                    new_list.append(QModelIndex())
-                else:
-                    row = new_n - 1 - new_i if self.newest_first else new_i
-                    new_list.append(self.index(row, idx.column()))
-            self.changePersistentIndexList(old_list, new_list)
+        move_persistent_rows(self, old_n, new_n, first, keep)
         self.layoutChanged.emit()
 
     def clear(self) -> None:
