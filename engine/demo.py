@@ -209,6 +209,10 @@ def _ouch_demo(
     async def connect() -> None:
         session.link.port = await listener.start()
         await session.link.start()
+        try:  # ready before the FIX session brings the market data the strategies quote on
+            await session.wait_ready(5.0)
+        except TimeoutError:
+            log.warning("demo OUCH session not ready after 5 s; its orders wait for it")
 
     link.add_startup(connect)
     return venue, app, [session, DemoOuchPort(app, listener)]
@@ -323,12 +327,14 @@ def _fix_demo(
 
     link.initiators.append(initiator)
     link.track(session)
-    link.add_startup(connect)
     venues: dict[str, Venue] = {x.instrument.symbol: venue for x in listings}
     ouch = [x.instrument for x in listings if x.instrument.symbol in DEMO_OUCH_SYMBOLS]
     if not ouch:
+        link.add_startup(connect)
         return venues, [link, SimPump(exchange, app.dispatch, app.publish_market_data)]
+    # The OUCH session first: logged in before the FIX session's market data starts quoting.
     ouch_venue, ouch_app, ouch_parts = _ouch_demo(engine, exchange, link, store_dir, barrier)
+    link.add_startup(connect)
     for instrument in ouch:
         venues[instrument.symbol] = ouch_venue
         assert venue.feed is not None

@@ -272,7 +272,7 @@ class OuchVenue:
         if self._entry is not None and self._entry.logged_in:
             return True
         sink = self._sinks[symbol]
-        text = f"not sent: the OUCH session of {self._name} is not logged in"
+        text = f"the OUCH session of {self._name} is not logged in"
         self.defer(lambda: sink.on_request_rejected(request, client_order_id, text,
                                                     reason=RejectReason.NOT_SENT))  # fmt: skip
         return False
