@@ -21,6 +21,7 @@ from engine.events import (
     EngineStateChanged,
     EventRecord,
     SessionStatusChanged,
+    VenueLinkChanged,
 )
 from widgets.fmt import fmt_duration_ns, fmt_ts_utc
 
@@ -104,6 +105,8 @@ class StatusIndicators:
         self._last_hb: EngineHeartbeat | None = None
         self._last_hb_mono = 0.0
         self._sessions: dict[str, SessionStatusChanged] = {}
+        #: Links of other protocols (OUCH), by "protocol detail".
+        self._links: dict[str, VenueLinkChanged] = {}
         self._timer = QTimer(status_bar)
         self._timer.setInterval(500)
         self._timer.timeout.connect(self._refresh_engine)
@@ -176,6 +179,9 @@ class StatusIndicators:
             elif isinstance(ev, SessionStatusChanged):
                 self._sessions[ev.session_id] = ev
                 sessions_changed = True
+            elif isinstance(ev, VenueLinkChanged) and ev.protocol != "FIX":
+                self._links[f"{ev.protocol} {ev.detail or ev.venue}"] = ev
+                sessions_changed = True
         if self._last_hb is not None:
             text = fmt_ts_utc(self._last_hb.ts_event, date=True, precision=0)
             self.clock_label.setText(f"{text} UTC")
@@ -246,6 +252,9 @@ class StatusIndicators:
 
     def _refresh_sessions(self) -> None:
         label = self.sessions_label
+        if self._links:
+            self._refresh_links()
+            return
         if not self._sessions:
             if self._engine_state is EngineState.RUNNING:
                 label.setText("FIX: no sessions")
@@ -268,3 +277,28 @@ class StatusIndicators:
             )
         )
         _set_state(label, "ok" if up == n else "warn" if up else "bad")
+
+    def _refresh_links(self) -> None:
+        # FIX sessions and other protocols' links: "FIX: 1/1 logged on · OUCH: 1/1 up".
+        parts, tips, up_all, n_all = [], [], 0, 0
+        if self._sessions:
+            up = sum(s.state is SessionState.LOGGED_ON for s in self._sessions.values())
+            parts.append(f"FIX: {up}/{len(self._sessions)} logged on")
+            tips += [f"{sid}: {s.state.name.lower().replace('_', ' ')}  "
+                     f"out {s.next_sender_seq_num} / in {s.next_target_seq_num}"
+                     for sid, s in sorted(self._sessions.items())]  # fmt: skip
+            up_all, n_all = up, len(self._sessions)
+        for protocol in sorted({ev.protocol for ev in self._links.values()}):
+            links = [ev for ev in self._links.values() if ev.protocol == protocol]
+            up = sum(ev.up for ev in links)
+            parts.append(f"{protocol}: {up}/{len(links)} up")
+            tips += [
+                f"{key}: {(ev.state or ('up' if ev.up else 'down')).lower()}  "
+                f"out {ev.next_out} / in {ev.next_in}"
+                for key, ev in sorted(self._links.items())
+                if ev.protocol == protocol
+            ]
+            up_all, n_all = up_all + up, n_all + len(links)
+        self.sessions_label.setText(" · ".join(parts))
+        self.sessions_label.setToolTip("\n".join(tips))
+        _set_state(self.sessions_label, "ok" if up_all == n_all else "warn" if up_all else "bad")

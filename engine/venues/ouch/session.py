@@ -83,6 +83,7 @@ class WriteAheadState:
         self.inner = inner
         self.barrier = barrier
         self._lock = threading.Lock()  # the barrier writes from the journal's thread
+        self._closed = False  # a barrier call after close writes nothing
         self._next = inner.next_expected_seq
         self._fd = -1
         #: Messages below this number may have been applied before a restart.
@@ -116,7 +117,7 @@ class WriteAheadState:
 
         def durable() -> None:
             with self._lock:
-                if value > self.inner.next_expected_seq:
+                if not self._closed and value > self.inner.next_expected_seq:
                     self.inner.set_next_expected_seq(value)
 
         try:
@@ -149,8 +150,9 @@ class WriteAheadState:
             os.pwrite(self._fd, (0).to_bytes(8, "big"), 0)
 
     def close(self) -> None:
-        """Close the files."""
+        """Close the files (the journal may still call back: nothing more is written)."""
         with self._lock:
+            self._closed = True
             self.inner.close()
         if self._fd >= 0:
             os.close(self._fd)

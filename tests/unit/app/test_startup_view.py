@@ -8,6 +8,7 @@ real journal files. ``QWC_SCREENSHOTS=docs/screenshots`` writes ``starting.png``
 (from a bigger journal); otherwise the image goes to the test's temporary folder.
 """
 
+import dataclasses
 import os
 import re
 import threading
@@ -37,6 +38,7 @@ from engine.events import (
     EngineStateChanged,
     EventRecord,
     SessionStatusChanged,
+    VenueLinkChanged,
 )
 from engine.journal import recovery
 from tests.journal_files import write_day_journal
@@ -132,6 +134,17 @@ def test_the_status_bar_follows_a_start_from_its_events(qtbot: object) -> None:
     status.on_events([_session(SessionState.LOGGED_ON)])
     assert sessions.text() == "FIX: 1/1 logged on"
     assert sessions.property("state") == "ok"
+    # An OUCH link joins the count; while it is down the indicator warns.
+    ouch = VenueLinkChanged(ts_event=2, venue="SIM-OUCH", protocol="OUCH", up=False,
+                            detail="QWC1@127.0.0.1:5002", state="Disconnected",
+                            next_out=7, next_in=12)  # fmt: skip
+    status.on_events([EventRecord(3, ouch)])
+    assert sessions.text() == "FIX: 1/1 logged on · OUCH: 0/1 up"
+    assert sessions.property("state") == "warn"
+    assert "OUCH QWC1@127.0.0.1:5002: disconnected  out 7 / in 12" in sessions.toolTip()
+    status.on_events([EventRecord(4, dataclasses.replace(ouch, up=True, state="Logged in"))])
+    assert sessions.text() == "FIX: 1/1 logged on · OUCH: 1/1 up"
+    assert sessions.property("state") == "ok"
 
 
 def test_the_status_bar_says_a_start_failed_and_why(qtbot: object) -> None:
@@ -211,7 +224,7 @@ def test_a_slow_start_shows_progress_then_running_and_logged_on(
         qtbot.waitUntil(  # type: ignore[attr-defined]
             lambda: (
                 label.text() == "● Engine embedded: running"
-                and window.status.sessions_label.text() == "FIX: 1/1 logged on"
+                and window.status.sessions_label.text() == "FIX: 1/1 logged on · OUCH: 1/1 up"
             ),
             timeout=20_000,
         )

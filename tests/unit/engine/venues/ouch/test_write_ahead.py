@@ -65,3 +65,12 @@ def test_once_written_the_state_is_durable_and_nothing_is_replayed_as_resent(
     reopened.reset("20261205")  # a new day's session starts at 1, nothing marked
     assert (reopened.next_expected_seq, reopened.replayed_below) == (1, 1)
     reopened.close()
+
+
+def test_a_journal_that_calls_back_after_close_writes_nothing(tmp_path: Path) -> None:
+    barrier = Barrier()
+    state = WriteAheadState(FileClientState(tmp_path, "c"), barrier, tmp_path / "c.taken")
+    state.set_next_expected_seq(2)
+    state.close()  # the engine stops; the journal's writer thread still holds the callback
+    barrier.written()  # must neither raise nor write to the closed file
+    assert FileClientState(tmp_path, "c").next_expected_seq == 1
