@@ -47,7 +47,12 @@ from engine.venues.fix.link import BusLog, FixLink
 from engine.venues.ouch.adapter import OuchVenue
 from engine.venues.ouch.link import SoupServerListener
 from engine.venues.ouch.session import OuchSession, WriteAheadState
-from engine.venues.ouch.store import ClientState, FileClientState, MemoryClientState
+from engine.venues.ouch.store import (
+    ENGINE_USER_REF_BLOCK,
+    ClientState,
+    FileClientState,
+    MemoryClientState,
+)
 from engine.venues.sim.adapter import SimVenue
 
 log = get_log(__name__)
@@ -195,7 +200,8 @@ def _ouch_demo(
     state: ClientState = MemoryClientState()
     if store_dir is not None:
         store_dir.mkdir(parents=True, exist_ok=True)
-        state = FileClientState(store_dir, _OUCH_CLIENT_STATE)
+        state = FileClientState(store_dir, _OUCH_CLIENT_STATE,
+                                user_ref_block=ENGINE_USER_REF_BLOCK)  # fmt: skip
         if state.session not in ("", day):  # yesterday's session: today's starts afresh
             state.reset(day)
         if barrier is not None:

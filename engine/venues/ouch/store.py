@@ -352,6 +352,11 @@ def _parse_state(rec: bytes) -> tuple[int, int, str] | None:
     return seq, ref, session.decode("ascii", "replace").strip()
 
 
+#: UserRefNums the engine reserves on disk at a time (``FileClientState``'s ``user_ref_block``):
+#: one write per this many orders instead of one per order; a kill skips at most this many - 1.
+ENGINE_USER_REF_BLOCK = 64
+
+
 class FileClientState:
     """:class:`ClientState` in an append-only file (see the module docstring).
 

@@ -18,7 +18,12 @@ from engine.venues.ouch.adapter import OuchVenue
 from engine.venues.ouch.config import OuchAccountConfig
 from engine.venues.ouch.messages import PriceScale
 from engine.venues.ouch.session import OuchSession, WriteAheadState, WriteBarrier
-from engine.venues.ouch.store import ClientState, FileClientState, MemoryClientState
+from engine.venues.ouch.store import (
+    ENGINE_USER_REF_BLOCK,
+    ClientState,
+    FileClientState,
+    MemoryClientState,
+)
 
 
 class OuchWiringError(ValueError):
@@ -66,7 +71,8 @@ def build_ouch_venues(
             state: ClientState = MemoryClientState()
             if store_dir is not None:
                 store_dir.mkdir(parents=True, exist_ok=True)
-                state = FileClientState(store_dir, f"ouch-{name}")
+                state = FileClientState(store_dir, f"ouch-{name}",
+                                        user_ref_block=ENGINE_USER_REF_BLOCK)  # fmt: skip
                 if barrier is not None:
                     taken = store_dir / f"ouch-{name}.taken"
                     state = WriteAheadState(state, barrier, taken)
