@@ -84,8 +84,13 @@ class KeyIndex:
             return p
         return self._extra.get(key, -1)
 
-    def _cover(self, lo: int, hi: int) -> bool:
-        """Widen the array to cover keys ``lo..hi`` if that stays dense; return whether it does."""
+    def _cover(self, lo: int, hi: int, adding: int) -> bool:
+        """Widen the array to cover keys ``lo..hi`` if that stays dense; return whether it does.
+
+        ``adding``: how many keys are about to be stored in that range. Dense means at most 8
+        array slots per key (with some slack): two engines' id ranges far apart (a console
+        attached to several) stay one array and a dict, not a terabyte of slots.
+        """
         m = self._map
         cur_lo, cur_hi = self._lo, self._lo + m.shape[0] - 1
         if m.shape[0] and cur_lo <= lo and hi <= cur_hi:
@@ -93,7 +98,7 @@ class KeyIndex:
         new_lo = min(lo, cur_lo) if m.shape[0] else lo - 1024
         new_hi = max(hi, cur_hi) if m.shape[0] else hi
         need = new_hi - new_lo + 1
-        if need > 8 * (self._count + hi - lo + 1) + _DENSE_SLACK:
+        if need > 8 * (self._count + adding) + _DENSE_SLACK:
             return False
         size = max(need, 2 * m.shape[0]) if new_hi > cur_hi else need
         grown = np.full(size, -1, np.int64)
@@ -110,7 +115,7 @@ class KeyIndex:
         i = key - self._lo
         m = self._map
         if not 0 <= i < m.shape[0]:
-            if key not in self._extra and self._cover(key, key):
+            if key not in self._extra and self._cover(key, key, 1):
                 self.set(key, pos)
                 return
             self._count += key not in self._extra
@@ -146,7 +151,7 @@ class KeyIndex:
         """Map each key to the position beside it (keys distinct)."""
         if not keys.shape[0]:
             return
-        self._cover(int(keys.min()), int(keys.max()))
+        self._cover(int(keys.min()), int(keys.max()), int(keys.shape[0]))
         i = keys - self._lo
         inside = (i >= 0) & (i < self._map.shape[0])
         ii = i[inside]

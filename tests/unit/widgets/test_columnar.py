@@ -223,3 +223,19 @@ def test_data_table_view_paints_any_row_table_model(qtbot: object) -> None:
     table.setModel(view.all_model)
     assert table.columnWidth(0) == 110  # widths from the column specs
     assert view.all_model.tone_colors  # tones handed over
+
+
+def test_key_ranges_far_apart_stay_an_array_and_a_dict() -> None:
+    """Two engines' order ids (the second offset by 10^12) in one batch: no terabyte index."""
+    from widgets.tables.columnar import KeyIndex
+
+    index = KeyIndex()
+    keys = np.array([*range(1, 1001), *range(10**12 + 1, 10**12 + 11)], np.int64)
+    index.set_many(keys, np.arange(keys.shape[0], dtype=np.int64))
+    assert index.nbytes < 1_000_000
+    assert len(index) == 1010
+    assert index.get_many(keys).tolist() == list(range(1010))
+    assert index.get(10**12 + 5) == 1004
+    index.pop_many(keys[-3:])
+    assert len(index) == 1007
+    assert index.get(10**12 + 10) == -1
