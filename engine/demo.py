@@ -46,13 +46,7 @@ from engine.venues.fix.feed import FixMarketData
 from engine.venues.fix.link import BusLog, FixLink
 from engine.venues.ouch.adapter import OuchVenue
 from engine.venues.ouch.link import SoupServerListener
-from engine.venues.ouch.session import OuchSession, WriteAheadState
-from engine.venues.ouch.store import (
-    ENGINE_USER_REF_BLOCK,
-    ClientState,
-    FileClientState,
-    MemoryClientState,
-)
+from engine.venues.ouch.session import OuchSession, engine_state
 from engine.venues.sim.adapter import SimVenue
 
 log = get_log(__name__)
@@ -197,15 +191,7 @@ def _ouch_demo(
     user, password = DEMO_OUCH_ACCOUNT
     listener = ouch_port(app, [DEMO_OUCH_ACCOUNT], session=day, clock=engine.clock,
                          store_dir=store_dir)  # fmt: skip
-    state: ClientState = MemoryClientState()
-    if store_dir is not None:
-        store_dir.mkdir(parents=True, exist_ok=True)
-        state = FileClientState(store_dir, _OUCH_CLIENT_STATE,
-                                user_ref_block=ENGINE_USER_REF_BLOCK)  # fmt: skip
-        if state.session not in ("", day):  # yesterday's session: today's starts afresh
-            state.reset(day)
-        if barrier is not None:
-            state = WriteAheadState(state, barrier, store_dir / f"{_OUCH_CLIENT_STATE}.taken")
+    state = engine_state(store_dir, _OUCH_CLIENT_STATE, barrier, day=day)
     venue = OuchVenue(engine.clock, name="SIM-OUCH", defer=loop.call_soon,
                       publish=engine.bus.publish, firm=DEMO_OUCH_FIRM)  # fmt: skip
     session = OuchSession(venue, username=user, password=password, host="127.0.0.1", port=0,

@@ -386,9 +386,8 @@ class OuchVenue:
     def _cancel_refused(self, ref: int, live: _Live) -> None:
         # A Cancel Order the venue cannot carry out now (the order is in a cross).
         sink = self._sinks[live.symbol]
-        status = OrdStatus.PARTIALLY_FILLED if live.cum else OrdStatus.NEW
         rej = CancelReject(client_order_id=live.cancel_id,
-                           orig_client_order_id=f"{PREFIX}{ref}", ord_status=status,
+                           orig_client_order_id=f"{PREFIX}{ref}", ord_status=_open_status(live),
                            text="cancel refused by the venue: the order is in a cross",
                            ts_recv=self.clock.now_ns())  # fmt: skip
         live.cancel_id = ""
@@ -464,9 +463,8 @@ class OuchVenue:
             log.warning("OUCH %s: Rejected replace %s of an unknown order", self._name, new_id)
             return
         sink = self._sinks[live.symbol]
-        status = OrdStatus.PARTIALLY_FILLED if live.cum else OrdStatus.NEW
         rej = CancelReject(client_order_id=new_id, orig_client_order_id=orig_id,
-                           ord_status=status if live.leaves else OrdStatus.CANCELED,
+                           ord_status=_open_status(live) if live.leaves else OrdStatus.CANCELED,
                            response_to_replace=True,
                            text=f"replace rejected by the venue: {reject_reason_text(m.reason)}",
                            ts_recv=self.clock.now_ns())  # fmt: skip
@@ -493,10 +491,8 @@ class OuchVenue:
                       ExecType.REJECTED: OrdStatus.REJECTED}[et]  # fmt: skip
         elif live.leaves == 0 and live.cum:
             status = OrdStatus.FILLED
-        elif live.cum:
-            status = OrdStatus.PARTIALLY_FILLED
         else:
-            status = OrdStatus.NEW
+            status = _open_status(live)
         return ExecutionReport(
             client_order_id=clordid,
             orig_client_order_id=orig,
@@ -526,6 +522,11 @@ class OuchVenue:
             self.reports_unmatched += 1
             return
         sink.on_execution_report(rep)
+
+
+def _open_status(live: _Live) -> OrdStatus:
+    # The status of an order still open at the venue: partly filled or not.
+    return OrdStatus.PARTIALLY_FILLED if live.cum else OrdStatus.NEW
 
 
 _DONE = (OrdStatus.CANCELED, OrdStatus.EXPIRED, OrdStatus.REJECTED, OrdStatus.FILLED)

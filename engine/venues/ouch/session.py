@@ -30,7 +30,12 @@ from engine.venues.ouch.messages import (
     OuchMessage,
     decode_inbound,
 )
-from engine.venues.ouch.store import ClientState
+from engine.venues.ouch.store import (
+    ENGINE_USER_REF_BLOCK,
+    ClientState,
+    FileClientState,
+    MemoryClientState,
+)
 
 log = get_log(__name__)
 
@@ -157,6 +162,26 @@ class WriteAheadState:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+
+def engine_state(
+    store_dir: Path | None, prefix: str, barrier: WriteBarrier | None = None, *, day: str = ""
+) -> ClientState:
+    """Return the engine's state of one OUCH account, as the demo and configurations keep it.
+
+    In memory without ``store_dir``; else ``<prefix>.ouchstate`` there, UserRefNums reserved
+    :data:`ENGINE_USER_REF_BLOCK` at a time, started afresh when it holds another session than
+    ``day`` (yesterday's), and behind the journal with ``barrier`` (:class:`WriteAheadState`).
+    """
+    if store_dir is None:
+        return MemoryClientState()
+    store_dir.mkdir(parents=True, exist_ok=True)
+    state: ClientState = FileClientState(store_dir, prefix, user_ref_block=ENGINE_USER_REF_BLOCK)
+    if day and state.session not in ("", day):
+        state.reset(day)
+    if barrier is not None:
+        state = WriteAheadState(state, barrier, store_dir / f"{prefix}.taken")
+    return state
 
 
 class OuchSession(OuchHandler):

@@ -17,13 +17,7 @@ from engine.instruments import Instrument
 from engine.venues.ouch.adapter import OuchVenue
 from engine.venues.ouch.config import OuchAccountConfig
 from engine.venues.ouch.messages import PriceScale
-from engine.venues.ouch.session import OuchSession, WriteAheadState, WriteBarrier
-from engine.venues.ouch.store import (
-    ENGINE_USER_REF_BLOCK,
-    ClientState,
-    FileClientState,
-    MemoryClientState,
-)
+from engine.venues.ouch.session import OuchSession, WriteBarrier, engine_state
 
 
 class OuchWiringError(ValueError):
@@ -68,14 +62,7 @@ def build_ouch_venues(
             index, acc = by_name[name]  # the configuration checked the name
             venue = venues[name] = OuchVenue(engine.clock, name=name, defer=loop.call_soon,
                                              firm=acc.firm, publish=engine.bus.publish)  # fmt: skip
-            state: ClientState = MemoryClientState()
-            if store_dir is not None:
-                store_dir.mkdir(parents=True, exist_ok=True)
-                state = FileClientState(store_dir, f"ouch-{name}",
-                                        user_ref_block=ENGINE_USER_REF_BLOCK)  # fmt: skip
-                if barrier is not None:
-                    taken = store_dir / f"ouch-{name}.taken"
-                    state = WriteAheadState(state, barrier, taken)
+            state = engine_state(store_dir, f"ouch-{name}", barrier)
             parts.append(OuchSession(venue, username=acc.username,
                                      password=password_of(acc, index), host=acc.host,
                                      port=acc.port, state=state, clock=engine.clock,
