@@ -175,13 +175,16 @@ def start(
     cwd: Path | None = None,
     timeout_s: float = 600.0,
     settle_s: float | None = None,
+    stop_after_compiled: int | None = None,
 ) -> StartFigures:
     """Start the bundle once and time it; ``state_dir`` must be fresh (its log is read).
 
     Start to window is when ``window shown`` appears in the console's log, polled every 10 ms
     while the process runs. With ``settle_s`` the run is a user's session instead of a fixed
     smoke time: once the kernels are ready and nothing was compiled for ``settle_s`` (the demo's
-    traffic has gone through every kernel it uses), the console gets SIGTERM and closes.
+    traffic has gone through every kernel it uses), the console gets SIGTERM and closes. With
+    ``stop_after_compiled`` it gets SIGTERM once it has compiled that many kernels (a user who
+    closes the console during its first start).
     """
     state_dir.mkdir(parents=True, exist_ok=True)
     log_path = state_dir / f"{NAME}.log"
@@ -214,6 +217,9 @@ def start(
             if quiet_s >= settle_s:
                 proc.send_signal(signal.SIGTERM)
                 terminated = True
+        if stop_after_compiled is not None and compiled >= stop_after_compiled and not terminated:
+            proc.send_signal(signal.SIGTERM)
+            terminated = True
         time.sleep(0.01 if None in (to_window, to_kernels, to_fill) else 0.1)
     if proc.poll() is None:
         proc.kill()

@@ -1,14 +1,16 @@
 # SPDX-License-Identifier: MIT
-"""A fresh install's first start, as real processes with an empty numba cache (issue 21).
+"""A fresh install's first start, as real processes (issue 21).
 
-* ``python -m engine.warmup`` (what ``packaging/bootstrap.sh run|test|env`` runs) fills an
-  empty cache with every kernel, and says how far it is;
-* the headless demo engine started after it trades within seconds: the test measures process
-  start to the first fill and fails above 60 s (the target is 15 s; the figure is printed);
-* an engine stopped with SIGTERM while it compiles exits at once, not when the compiler is done.
-
-Each test has its own ``NUMBA_CACHE_DIR``: from a source checkout numba then keeps the compiled
-code there, never in the tree's ``__pycache__`` the rest of the suite uses.
+* ``python -m engine.warmup`` (what ``packaging/bootstrap.sh run|test|env`` runs) leaves every
+  kernel in the cache: the headless demo engine started after it compiles nothing and trades
+  within seconds. The test measures process start to the first fill and fails above 60 s (the
+  target is 15 s; the figure is printed). It uses the cache the suite runs on, which on a clean
+  clone ``bootstrap.sh test`` has just filled from empty with the same command (the count of
+  kernels compiled on an empty cache, ``EXPECTED_COMPILES``, is checked by the bundle's test,
+  which compiles them into the bundle: tests/packaging/test_bundle.py);
+* an engine stopped with SIGTERM while it compiles exits at once, not when the compiler is done:
+  that test has its own empty ``NUMBA_CACHE_DIR`` (from a source checkout numba then keeps the
+  compiled code there, never in the tree's ``__pycache__`` the rest of the suite uses).
 """
 
 import os
@@ -20,8 +22,6 @@ import time
 from pathlib import Path
 
 import pytest
-
-from engine.warmup import EXPECTED_COMPILES
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -85,16 +85,19 @@ def test_engine_stopped_while_kernels_compile_exits_at_once(tmp_path: Path) -> N
 
 
 def test_first_fill_after_the_bootstrap_warm_step(tmp_path: Path) -> None:
-    env = _env(tmp_path / "numba-cache", tmp_path)
+    # The tree's cache, as bootstrap's warm step leaves it (no NUMBA_CACHE_DIR of our own).
+    env = {k: v for k, v in _env(tmp_path, tmp_path).items() if k != "NUMBA_CACHE_DIR"}
     t0 = time.monotonic()
     warm = subprocess.run([sys.executable, "-m", "engine.warmup"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=900, check=False)  # fmt: skip
     warm_s = time.monotonic() - t0
     assert warm.returncode == 0, warm.stdout + warm.stderr
     lines = warm.stdout.splitlines()
-    assert lines[0] == f"bootstrap: compiling kernels 1/{EXPECTED_COMPILES}"
-    # The expected total is right (update engine.warmup.EXPECTED_COMPILES when kernels change).
-    assert f"bootstrap: compiling kernels {EXPECTED_COMPILES}/{EXPECTED_COMPILES}" in lines, lines
+    # Either everything was there, or what was missing was compiled (and said so).
+    done = re.fullmatch(r"bootstrap: (?:kernels ready \(loaded from the cache|(\d+) kernels "
+                        r"compiled into the cache) in [\d.]+ s\)?", lines[-1])  # fmt: skip
+    assert done is not None, lines
+    compiled = int(done[1] or 0)
     again = subprocess.run([sys.executable, "-m", "engine.warmup"], cwd=ROOT, env=env,
                            capture_output=True, text=True, timeout=300, check=True)  # fmt: skip
     assert again.stdout.startswith("bootstrap: kernels ready (loaded from the cache in ")
@@ -116,7 +119,7 @@ def test_first_fill_after_the_bootstrap_warm_step(tmp_path: Path) -> None:
         rest, _ = proc.communicate(timeout=30)
     out = "".join(lines) + rest
     print(
-        f"first start: warm step {warm_s:.1f} s ({EXPECTED_COMPILES} kernels), then process "
+        f"first start: warm step {warm_s:.1f} s ({compiled} kernels compiled), then process "
         f"start to first fill {first_fill if first_fill is None else round(first_fill, 2)} s "
         f"(limit {FIRST_FILL_LIMIT_S:g} s, target 15 s)"
     )
