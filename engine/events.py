@@ -353,10 +353,12 @@ class FixMessageSeen(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class VenueMessageSeen(Event):
-    """A message of a venue protocol other than FIX went in or out (OUCH), every field named.
+    """A message of a venue protocol other than FIX went in or out (OUCH).
 
-    ``fields`` are the protocol's field names with their values as text and what a coded
-    value means ("" if nothing), in wire order;
+    ``raw`` is the message's bytes; its fields (the protocol's names, values as text, what a
+    coded value means) are decoded from them where they are shown,
+    :func:`engine.venues.seen.message_fields` (the engine leaves ``fields`` empty; events
+    journaled before 4 Dec 2026 carry them);
     ``raw`` the message's bytes (without the transport's framing); ``client_order_id`` the
     engine's ClOrdID the message is about ("" if none), ``orig_client_order_id`` the one it
     replaces. ``ts_created`` / ``ts_wire`` as in :class:`FixMessageSeen` (a protocol without

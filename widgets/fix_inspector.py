@@ -51,6 +51,7 @@ from engine.events import (
     SessionStatusChanged,
     VenueMessageSeen,
 )
+from engine.venues.seen import message_fields
 from widgets.empty_state import EmptyState
 from widgets.fmt import fmt_duration_ns, fmt_ts_utc
 from widgets.monitor.formats import fmt_time
@@ -108,7 +109,7 @@ SeenMessage = FixMessageSeen | VenueMessageSeen
 
 def show_fields(ev: VenueMessageSeen) -> str:
     """Return a non-FIX message as one line: ``Name=value|...``."""
-    return "|".join(f"{name}={value}" for name, value, _meaning in ev.fields)
+    return "|".join(f"{name}={value}" for name, value, _meaning in message_fields(ev))
 
 
 def show_hex(raw: bytes) -> str:
@@ -549,7 +550,9 @@ class FixInspector(QWidget):
 
     def _show_venue_message(self, ev: VenueMessageSeen) -> None:
         # Another protocol: its fields by the specification's names, its bytes in hex.
-        self._fill_tree([FieldNode(-1, name, value, meaning) for name, value, meaning in ev.fields])
+        self._fill_tree(
+            [FieldNode(-1, name, value, meaning) for name, value, meaning in message_fields(ev)]
+        )
         self._set_check(f"{ev.protocol}: fields as its specification names them "
                         f"({len(ev.raw)} bytes)", "muted")  # fmt: skip
         wire = "sent" if ev.outbound else "received"

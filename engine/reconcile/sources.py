@@ -51,6 +51,7 @@ from engine.journal.format import (
 from engine.journal.reader import JournalReader, TornTail
 from engine.venues.ouch.messages import OrderExecuted, OuchDecodeError, decode_outbound
 from engine.venues.ouch.store import read_sequenced
+from engine.venues.seen import message_fields
 
 #: The fields of an ExecutionReport <8> in any byte blob: where a message is looked for.
 ER_MARK = b"\x0135=8\x01"
@@ -370,7 +371,7 @@ def _add_ouch(day: JournalDay, ev: VenueMessageSeen, path: Path) -> None:
     session = ouch_session(ev.session_id)
     day.sessions.add(session)
     if not ev.outbound and ev.msg_type.startswith("E "):  # Order Executed
-        fields = {name: value for name, value, _meaning in ev.fields}
+        fields = {name: value for name, value, _meaning in message_fields(ev)}
         day.ouch_reports.append((session, fields, f"{path} (inbound OUCH)"))
 
 

@@ -165,7 +165,7 @@ class _Answers(OuchHandler):
         self.received = 0
         self.waiter: asyncio.Future[None] | None = None
 
-    def on_message(self, msg: m.OuchMessage, seq: int, now_ns: int) -> None:
+    def on_message(self, msg: m.OuchMessage, seq: int, now_ns: int, payload: bytes = b"") -> None:
         self.received += 1
         w = self.waiter
         if w is not None and not w.done():
@@ -200,21 +200,29 @@ async def _ping_pong(port: int, n: int) -> dict[str, float]:
     }
 
 
-def bench_ping_pong(n: int) -> dict[str, float]:
-    """Return OUCH round trips against a venue in a child process, and FIX's in the same run."""
+def bench_ping_pong(n: int, *, uvloop: bool = True) -> dict[str, float]:
+    """Return OUCH round trips against a venue in a child process, and FIX's in the same run.
+
+    Both ends of both protocols run on the event loop the engine runs on (uvloop where it is
+    installed: ``engine.embedded.new_event_loop``, ``qwconsole engine``), or asyncio's.
+    """
     from engine.fix.benchtables import end_child
+    from engine.fix.transport import install_uvloop
     from tests.benchmarks.bench_fix import bench_round_trip
 
-    proc = subprocess.Popen([sys.executable, "-m", "tests.benchmarks.bench_ouch", "--serve"],
-                            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True)  # fmt: skip
+    cmd = [sys.executable, "-m", "tests.benchmarks.bench_ouch", "--serve"]
+    proc = subprocess.Popen([*cmd, "--uvloop"] if uvloop else cmd, cwd=ROOT,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
         assert proc.stdout is not None
         port = int(proc.stdout.readline())
+        if uvloop:
+            install_uvloop()
         res = asyncio.run(_ping_pong(port, n))
     finally:
+        asyncio.set_event_loop_policy(None)
         end_child(proc)
-    fix = bench_round_trip(n, 1_000, dictionary=False, uvloop=False, templates=True)
+    fix = bench_round_trip(n, 1_000, dictionary=False, uvloop=uvloop, templates=True)
     res["fix_round_trips_per_s"] = fix["rt_per_s"]
     res["fix_round_trip_p50_us"] = fix["rt_p50_us"]
     res["ping_pong_vs_fix"] = res["ping_pong_per_s"] / fix["rt_per_s"]
@@ -411,8 +419,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--doc", action="store_true", help="write docs/performance.md")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the venue side
+    ap.add_argument("--uvloop", action="store_true", help=argparse.SUPPRESS)  # ... on uvloop
     args = ap.parse_args(argv)
     if args.serve:
+        if args.uvloop:
+            from engine.fix.transport import install_uvloop
+
+            install_uvloop()
         asyncio.run(_serve_ouch())
         return 0
     load0 = os.getloadavg()[0]

@@ -56,8 +56,11 @@ _U = b"U"
 class OuchHandler:
     """What an :class:`OuchClient` tells its owner (override what you need)."""
 
-    def on_message(self, msg: OuchMessage, seq: int, now_ns: int) -> None:
-        """Handle an outbound OUCH message (Accepted, Executed ...) and its sequence number."""
+    def on_message(self, msg: OuchMessage, seq: int, now_ns: int, payload: bytes = b"") -> None:
+        """Handle an outbound OUCH message (Accepted, Executed ...) and its sequence number.
+
+        ``payload`` is the message's bytes as they came (without the SoupBinTCP framing).
+        """
 
     def on_bad_message(self, seq: int, payload: bytes, error: str, now_ns: int) -> None:
         """Handle Sequenced Data ``seq`` that is no OUCH message this decoder knows (logged)."""
@@ -268,7 +271,7 @@ class OuchClient:
             log.error("OUCH message %d: %s", seq, e)
             self.handler.on_bad_message(seq, payload, str(e), now_ns)
             return
-        self.handler.on_message(msg, seq, now_ns)
+        self.handler.on_message(msg, seq, now_ns, payload)
 
 
 class _ClientEvents(SoupClientHandler):

@@ -27,8 +27,11 @@ from engine.venues.ouch.link import SoupClientLink
 from engine.venues.ouch.messages import (
     AccountQuery,
     AccountQueryResponse,
+    EnterOrder,
+    OuchDecodeError,
     OuchMessage,
     decode_inbound,
+    decode_outbound,
 )
 from engine.venues.ouch.store import (
     ENGINE_USER_REF_BLOCK,
@@ -39,25 +42,45 @@ from engine.venues.ouch.store import (
 
 log = get_log(__name__)
 
+#: The inspector's message type of an Enter Order (``VenueMessageSeen.msg_type``).
+ENTER_ORDER_TYPE = f"{EnterOrder.TYPE.decode()} {EnterOrder.NAME}"
+
 #: ``barrier(fn)`` calls ``fn`` (on any thread) once what the process recorded before is safe
 #: (the journal's ``after_written``); raises if it never will (the journal is closed).
 WriteBarrier = Callable[[Callable[[], object]], None]
 
 
 def message_seen(
-    message: OuchMessage, *, link: str, outbound: bool, seq: int, now_ns: int
+    message: OuchMessage, raw: bytes, *, link: str, outbound: bool, seq: int, now_ns: int
 ) -> VenueMessageSeen:
-    """Return the inspector's event of one OUCH message (every field named, as text)."""
+    """Return the inspector's event of one OUCH message, ``raw`` its bytes on the wire.
+
+    The fields are left to whoever shows them (:func:`describe`, through
+    :func:`engine.venues.seen.message_fields`): naming and explaining every field of every
+    message cost the trading loop ~60 µs a message, for a console that may not be attached.
+    """
     ref = getattr(message, "user_ref_num", None)
     orig = getattr(message, "orig_user_ref_num", None)
     return VenueMessageSeen(
         ts_event=now_ns, session_id=f"OUCH {link}", protocol="OUCH", outbound=outbound,
-        msg_type=f"{message.TYPE.decode()} {message.NAME}", seq_num=seq, raw=message.encode(),
-        fields=tuple((n, str(v), field_meaning(n, v)) for n, v in message.fields()),
+        msg_type=f"{message.TYPE.decode()} {message.NAME}", seq_num=seq, raw=raw, fields=(),
         client_order_id=f"{PREFIX}{ref}" if ref is not None else "",
         orig_client_order_id=f"{PREFIX}{orig}" if orig is not None else "",
         ts_created=now_ns, ts_wire=now_ns,
     )  # fmt: skip
+
+
+def describe(raw: bytes, outbound: bool) -> tuple[tuple[str, str, str], ...]:
+    """Return every field of the OUCH message ``raw`` as (spec name, value, meaning).
+
+    ``outbound`` is the engine's direction: what the engine sent is a client-to-exchange
+    message. Bytes that are no OUCH message give one ``("error", why, "")`` field.
+    """
+    try:
+        msg = decode_inbound(raw) if outbound else decode_outbound(raw)
+    except OuchDecodeError as e:
+        return (("error", str(e), ""),)
+    return tuple((n, str(v), field_meaning(n, v)) for n, v in msg.fields())
 
 
 class WriteAheadState:
@@ -259,10 +282,11 @@ class OuchSession(OuchHandler):
     def send(self, message: OuchMessage) -> None:
         """Write ``message`` as Unsequenced Data."""
         now = self.clock.now_ns()
-        self.link.send(self.client.send(message, now))
+        data = self.client.send(message, now)
+        self.link.send(data)
         self.requests_sent += 1
         if self.publish is not None:
-            self.publish(message_seen(message, link=self.detail, outbound=True, seq=0,
+            self.publish(message_seen(message, data[3:], link=self.detail, outbound=True, seq=0,
                                       now_ns=now))  # fmt: skip
 
     def enter_order(
@@ -286,16 +310,19 @@ class OuchSession(OuchHandler):
         )  # fmt: skip
         self.link.send(data)
         self.requests_sent += 1
-        if self.publish is not None:  # what went on the wire, decoded back for the inspector
-            sent = decode_inbound(data[3:])
-            self.publish(message_seen(sent, link=self.detail, outbound=True, seq=0, now_ns=now))
+        if self.publish is not None:  # what went on the wire (the inspector decodes it)
+            self.publish(VenueMessageSeen(
+                ts_event=now, session_id=f"OUCH {self.detail}", protocol="OUCH",
+                outbound=True, msg_type=ENTER_ORDER_TYPE, seq_num=0, raw=data[3:], fields=(),
+                client_order_id=f"{PREFIX}{user_ref_num}", ts_created=now, ts_wire=now,
+            ))  # fmt: skip
 
     # ------------------------------------------------------------------ OuchHandler
-    def on_message(self, msg: OuchMessage, seq: int, now_ns: int) -> None:
+    def on_message(self, msg: OuchMessage, seq: int, now_ns: int, payload: bytes = b"") -> None:
         """Hand a sequenced message to the venue adapter."""
         if self.publish is not None:
-            self.publish(message_seen(msg, link=self.detail, outbound=False, seq=seq,
-                                      now_ns=now_ns))  # fmt: skip
+            self.publish(message_seen(msg, payload or msg.encode(), link=self.detail,
+                                      outbound=False, seq=seq, now_ns=now_ns))  # fmt: skip
         if isinstance(msg, AccountQueryResponse):
             self._agree(msg.next_user_ref_num)
             return

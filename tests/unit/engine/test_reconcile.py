@@ -523,9 +523,9 @@ def test_an_ouch_account_is_reconciled_against_its_ports_store(state: StateDir) 
 
     link = "QWC1@127.0.0.1:5002"
     order = state.order(5, "O5")
-    state.event(message_seen(EnterOrder(user_ref_num=5, side="B", quantity=3, symbol="ESZ6",
-                                        price=60_000_000, cl_ord_id="O5"),
-                             link=link, outbound=True, seq=0, now_ns=T0))  # fmt: skip
+    enter = EnterOrder(user_ref_num=5, side="B", quantity=3, symbol="ESZ6", price=60_000_000,
+                       cl_ord_id="O5")  # fmt: skip
+    state.event(message_seen(enter, enter.encode(), link=link, outbound=True, seq=0, now_ns=T0))
     port = FileSequencedStore(state.root / "fix", "ouch-QWC1-20261203")
     for match, qty, journaled in ((77, 2, True), (78, 1, False)):
         executed = OrderExecuted(timestamp=9 * 3600 * 10**9 + match, user_ref_num=5,
@@ -534,7 +534,8 @@ def test_an_ouch_account_is_reconciled_against_its_ports_store(state: StateDir) 
         port.append(executed.encode())
         if not journaled:
             continue  # the port sent it; the engine never got it
-        state.event(message_seen(executed, link=link, outbound=False, seq=match, now_ns=T0))
+        state.event(message_seen(executed, executed.encode(), link=link, outbound=False,
+                                 seq=match, now_ns=T0))  # fmt: skip
         state.event(OrderFilled(ts_event=T0, order_id=order.order_id, client_order_id="O5",
                                 venue_order_id="", exec_id=f"M{match}", strategy_id=7,
                                 symbol="ESZ6", side=Side.BUY, last_px_ticks=24_000,

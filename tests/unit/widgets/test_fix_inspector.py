@@ -246,8 +246,10 @@ def test_ouch_messages_share_the_list_with_every_field_named_and_their_bytes_in_
                              liquidity_flag="R", match_number=77)  # fmt: skip
     link = "QWC1@127.0.0.1:5002"
     view.on_events(records([
-        message_seen(enter, link=link, outbound=True, seq=0, now_ns=T0 + 5_000_000),
-        message_seen(executed, link=link, outbound=False, seq=9, now_ns=T0 + 6_000_000),
+        message_seen(enter, enter.encode(), link=link, outbound=True, seq=0,
+                     now_ns=T0 + 5_000_000),
+        message_seen(executed, executed.encode(), link=link, outbound=False, seq=9,
+                     now_ns=T0 + 6_000_000),
     ]))  # fmt: skip
     assert view.proxy.rowCount() == 6
     view.set_filter(session=f"OUCH {link}")

@@ -278,7 +278,7 @@ class Recorder(OuchHandler):
     def __init__(self) -> None:
         self.msgs: list[tuple[int, m.OuchMessage]] = []
 
-    def on_message(self, msg: m.OuchMessage, seq: int, now_ns: int) -> None:
+    def on_message(self, msg: m.OuchMessage, seq: int, now_ns: int, payload: bytes = b"") -> None:
         self.msgs.append((seq, msg))
 
 
