@@ -5,10 +5,13 @@ Run ``python -m tests.benchmarks.bench_soak [--orders 1000000]`` (the soak) or
 ``python -m tests.benchmarks.bench_soak --rates 1000,10000,50000,100000`` (fixed offered rates),
 or ``pytest -m bench -s tests/benchmarks/bench_soak.py`` (a short soak and a short fixed-rate run).
 
-The engine is the demo's (:func:`engine.demo.build_demo`, transport ``"fix"``): the market maker
-quotes three futures through the order manager, risk checks and a FIX 4.4 initiator over a real
-loopback socket to the simulator's acceptor, with the journal and both FIX file stores (the
-write barrier behind the journal) as a console runs it. A driver on the engine loop plays an
+The engine is the demo's, built as ``qwconsole engine --config`` builds it (:class:`SimProcess`
+writes the configuration): the market maker quotes three futures through the order manager,
+risk checks, a FIX 4.4 initiator (ESZ6, NQZ6, and everyone's market data) and an OUCH 5.0
+account (CLF7) over real loopback sockets to ``qwconsole sim`` in its own process, with the
+journal and the sessions' file stores (behind the journal's write barrier) as a console runs
+it. ``--venue inprocess`` runs the demo's simulator on the engine's loop instead
+(:func:`engine.demo.build_demo`), as the console's demo does. A driver on the engine loop plays an
 order-entry client of the engine: it sends through the order router (risk, order manager, FIX
 venue, socket) and reads the answers from the bus, exactly as the venue's reports come back.
 
@@ -22,8 +25,9 @@ venue, socket) and reads the answers from the bus, exactly as the venue's report
   (a NewOrderSingle and an OrderCancelRequest each count), paced every millisecond; p50, p95
   and p99 round trip (request to its answer), and the highest rate held with p95 <= 1 ms.
 
-Everything runs in one process and one asyncio loop (engine, simulator, journal writer thread),
-so the engine's figures include the simulator's work on the same loop.
+The engine runs in this process on one asyncio loop (the journal writes on its own thread);
+the venue is another process, as an exchange is, so the figures are the engine's. With
+``--venue inprocess`` they include the simulator's work on the same loop (about half of it).
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ import contextlib
 import itertools
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -55,6 +61,7 @@ from engine.oms.order import Order
 from engine.oms.risk import RiskLimits
 from engine.trading import TradingDesk
 from engine.venues.fix.adapter import FixVenue
+from engine.venues.ouch.session import OuchSession
 from tests.benchmarks import judge
 
 ENGINE_ID = "soak"
@@ -64,6 +71,86 @@ SOAK_LIMITS = RiskLimits(max_order_qty_lots=50, price_band_pct=5.0)
 REFUSED = -2
 #: Ticks away from the reference price that a resting order is placed.
 REST_OFFSET = 20
+ROOT = Path(__file__).resolve().parents[2]
+
+#: The venue process's acceptor session (``qwconsole sim --cfg``; ``--port`` picks the port).
+SIM_CFG = """\
+[DEFAULT]
+ConnectionType=acceptor
+SocketAcceptPort=0
+NonStopSession=Y
+ResetOnLogon=Y
+
+[SESSION]
+BeginString=FIX.4.4
+SenderCompID=SIM
+TargetCompID=SOAK
+"""
+
+#: The engine's initiator session to it.
+ENGINE_SESSIONS = """\
+[DEFAULT]
+ConnectionType=initiator
+SocketConnectHost=127.0.0.1
+SocketConnectPort={port}
+NonStopSession=Y
+HeartBtInt=30
+ReconnectInterval=1
+
+[SESSION]
+BeginString=FIX.4.4
+SenderCompID=SOAK
+TargetCompID=SIM
+"""
+
+#: The engine: the demo's instruments, venues, market maker, journal and stores.
+ENGINE_TOML = """\
+[engine]
+id = "soak"
+
+[files]
+journal_dir = "journal"
+store_dir = "fix"
+
+[sessions]
+file = "sessions.cfg"
+
+[[instruments]]
+symbol = "ESZ6"
+tick_size = "0.25"
+multiplier = "50"
+session = "FIX.4.4:SOAK->SIM"
+
+[[instruments]]
+symbol = "NQZ6"
+tick_size = "0.25"
+multiplier = "20"
+session = "FIX.4.4:SOAK->SIM"
+
+[[instruments]]
+symbol = "CLF7"
+tick_size = "0.01"
+multiplier = "1000"
+venue = "SIMOUCH"
+
+[[ouch]]
+name = "SIMOUCH"
+host = "127.0.0.1"
+port = {ouch_port}
+username = "QWC1"
+password = "qwdemo"
+firm = "QWCN"
+
+[[strategies]]
+id = 20170101
+class = "MarketMaker"
+symbols = ["ESZ6", "NQZ6", "CLF7"]
+[strategies.parameters]
+qty_lots = 1
+half_spread_ticks = 1
+skew_ticks_per_lot = 0.5
+max_position_lots = 10
+"""
 #: Targets of issue 16 (this 2-core machine).
 TARGET_RUN_S = 600.0
 TARGET_P99_RATIO = 1.5
@@ -102,6 +189,7 @@ class Run:
     filled: int = 0
     t_start: int = 0
     t_end: int = 0
+    venue: str = "process"  # the simulator in its own process, or "inprocess"
 
 
 class SoakDriver:
@@ -177,6 +265,7 @@ class SoakDriver:
         assert market is not None
         venue = next(iter(self.desk.router.managers.values())).venue
         assert isinstance(venue, FixVenue)
+        assert self._engine is not None
         async with asyncio.timeout(60):
             while not (  # noqa: ASYNC110  (polled: no event says the market is seeded)
                 venue.session is not None
@@ -184,6 +273,9 @@ class SoakDriver:
                 and all(market.reference_px(s) for s in self._symbols)
             ):
                 await asyncio.sleep(0.05)
+            for c in self._engine.components:  # the OUCH instrument's account
+                if isinstance(c, OuchSession):
+                    await c.wait_ready(60)
         await asyncio.sleep(0.5)  # the market maker's first quotes
 
     async def _soak(self) -> None:
@@ -279,12 +371,25 @@ class SoakDriver:
 # ----------------------------------------------------------------------------- one engine run
 
 
-def _demo(engine: Engine, state: Path) -> TradingDesk:
-    from engine.demo import build_demo
+def _desk(engine: Engine, state: Path) -> TradingDesk:
+    """Build the soak's engine in ``state``: the demo's, or from ``state/engine.toml``.
 
-    desk = build_demo(
-        engine, transport="fix", journal_dir=state / "journal", store_dir=state / "fix"
-    )
+    With an ``engine.toml`` there (written by :class:`SimProcess`) the engine is what
+    ``qwconsole engine --config`` builds against a venue in another process; else the demo
+    with its simulator in this process (``--venue inprocess``).
+    """
+    toml = state / "engine.toml"
+    if toml.is_file():
+        from engine.config import load_config
+        from engine.headless import build_from_config
+
+        desk = build_from_config(engine, load_config(toml))
+    else:
+        from engine.demo import build_demo
+
+        desk = build_demo(
+            engine, transport="fix", journal_dir=state / "journal", store_dir=state / "fix"
+        )
     desk.router.risk.set_limits(SOAK_LIMITS)
     # The driver is an order-entry client of another account: its IOC orders may trade with
     # the market maker's quotes (self-trade prevention keeps groups apart, not accounts').
@@ -292,9 +397,57 @@ def _demo(engine: Engine, state: Path) -> TradingDesk:
     return desk
 
 
+class SimProcess:
+    """``qwconsole sim`` in its own process (FIX and OUCH), and the engine's files for it.
+
+    The venue of the default soak: as in production, the exchange is not in the engine's
+    process, so the figures are the engine's (its loop no longer runs the simulator's
+    matching, participants and market data). The engine's configuration (``engine.toml``,
+    ``sessions.cfg`` in ``state``) lists the demo's three instruments, ESZ6 and NQZ6 over FIX
+    and CLF7 over the OUCH account, with the demo's market maker on all three, the journal in
+    ``journal`` and the stores in ``fix``: what the in-process demo has.
+    """
+
+    def __init__(self, state: Path) -> None:
+        self.state = state
+        self.proc: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> SimProcess:
+        state = self.state
+        (state / "sim").mkdir(parents=True, exist_ok=True)
+        (state / "sim" / "sim.cfg").write_text(SIM_CFG)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "app", "sim", "--cfg", str(state / "sim" / "sim.cfg"),
+             "--port", "0", "--ouch-port", "0", "--ouch-account", "QWC1:qwdemo",
+             "--ouch-store", str(state / "sim" / "ouch")],
+            cwd=state / "sim", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+        assert self.proc.stdout is not None
+        lines = [self.proc.stdout.readline() for _ in range(2)]
+        ports = [re.search(r"listening on [\d.]+:(\d+)", line) for line in lines]
+        if None in ports:
+            self.__exit__()
+            raise RuntimeError(f"qwconsole sim did not start: {lines}")
+        fix_port, ouch_port = (int(m.group(1)) for m in ports if m is not None)
+        (state / "sessions.cfg").write_text(ENGINE_SESSIONS.format(port=fix_port))
+        (state / "engine.toml").write_text(ENGINE_TOML.format(ouch_port=ouch_port))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+
+
 async def _drive(state: Path, n: int, window: int, rate_msgs: float) -> Run:
     engine = Engine(LiveClock(), engine_id=ENGINE_ID)
-    desk = _demo(engine, state)
+    desk = _desk(engine, state)
     driver = SoakDriver(desk, n, window=window, rate_msgs=rate_msgs)
     engine.add_component(driver)
     runner = asyncio.get_running_loop().create_task(engine.run())
@@ -308,12 +461,25 @@ async def _drive(state: Path, n: int, window: int, rate_msgs: float) -> Run:
     return driver.run
 
 
-def drive(state: Path, n: int, *, window: int = 64, rate_msgs: float = 0.0) -> Run:
-    """Run the demo engine with a driver of ``n`` orders; return what it measured."""
+def drive(
+    state: Path, n: int, *, window: int = 64, rate_msgs: float = 0.0, venue: str = "process"
+) -> Run:
+    """Run the engine with a driver of ``n`` orders; return what it measured.
+
+    ``venue`` ``"process"``: the simulator in its own process (:class:`SimProcess`);
+    ``"inprocess"``: the demo's, on the engine's loop.
+    """
     from engine.warmup import warm_up
 
     warm_up()
-    return asyncio.run(_drive(state, n, window, rate_msgs))
+    state.mkdir(parents=True, exist_ok=True)
+    if venue == "inprocess":
+        run = asyncio.run(_drive(state, n, window, rate_msgs))
+    else:
+        with SimProcess(state):
+            run = asyncio.run(_drive(state, n, window, rate_msgs))
+    run.venue = venue
+    return run
 
 
 # ----------------------------------------------------------------------------- restart
@@ -322,7 +488,7 @@ def drive(state: Path, n: int, *, window: int = 64, rate_msgs: float = 0.0) -> R
 async def _restart(state: Path) -> dict[str, float]:
     engine = Engine(LiveClock(), engine_id=ENGINE_ID)
     t0 = time.perf_counter()
-    desk = _demo(engine, state)
+    desk = _desk(engine, state)
     elapsed = time.perf_counter() - t0
     restored = sum(len(m.orders) + len(m.archive) for m in desk.router.managers.values())
     engine.abandon("restart measured", failed=False)
@@ -371,8 +537,11 @@ def soak_report(run: Run, restart: dict[str, float] | None, load: tuple[str, str
     """Format the soak's figures against the targets."""
     rows = deciles(run)
     total_s = (run.t_end - run.t_start) / 1e9
-    lines = [f"soak: {run.n:,} orders (half resting then canceled, half IOC), demo engine over "
-             f"loopback FIX, market maker running; {total_s:.1f} s, {run.filled:,} fills of its "
+    where = ("the simulator on the engine's loop" if run.venue == "inprocess"
+             else "qwconsole sim in its own process")  # fmt: skip
+    lines = [f"soak: {run.n:,} orders (half resting then canceled, half IOC), the demo's "
+             f"instruments over loopback FIX and OUCH to {where}, market maker running; "
+             f"{total_s:.1f} s, {run.filled:,} fills of its "
              f"IOC orders, {run.refused:,} refused, {int((run.ack_ns == -1).sum()):,} unanswered",
              f"{'decile':>6} {'orders/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} "
              f"{'RSS MB':>8}"]  # fmt: skip
@@ -564,9 +733,11 @@ def _load() -> str:
     return "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
-def soak(n: int, state: Path, *, window: int, png: Path | None) -> tuple[Run, dict[str, float]]:
+def soak(
+    n: int, state: Path, *, window: int, png: Path | None, venue: str = "process"
+) -> tuple[Run, dict[str, float]]:
     """Run the soak in ``state``, then the restart on its journal; return both."""
-    run = drive(state, n, window=window)
+    run = drive(state, n, window=window, venue=venue)
     journal = sum(f.stat().st_size for f in (state / "journal").glob("*.qwj"))
     restart = restart_child(state)
     restart["journal_mb"] = journal / 1e6
@@ -575,12 +746,14 @@ def soak(n: int, state: Path, *, window: int, png: Path | None) -> tuple[Run, di
     return run, restart
 
 
-def rates(rates_msgs: Sequence[float], seconds: float, base: Path) -> list[dict[str, float]]:
+def rates(
+    rates_msgs: Sequence[float], seconds: float, base: Path, venue: str = "process"
+) -> list[dict[str, float]]:
     """Run create + cancel at each offered rate for ``seconds``; return their figures."""
     rows = []
     for k, rate in enumerate(rates_msgs):
         n = max(10, int(rate / 2 * seconds))
-        run = drive(base / f"rate{k}", n, rate_msgs=rate)
+        run = drive(base / f"rate{k}", n, rate_msgs=rate, venue=venue)
         rows.append(rate_figures(run, rate))
     return rows
 
@@ -609,6 +782,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=5.0, help="seconds per fixed rate")
     parser.add_argument("--dir", type=Path, default=None, help="state folder (default: temp)")
     parser.add_argument("--plot", type=Path, default=Path("soak.png"), help="PNG written")
+    parser.add_argument("--venue", choices=("process", "inprocess"), default="process",
+                        help="the simulator in its own process (qwconsole sim, the default) or "
+                        "on the engine's loop (the demo's)")  # fmt: skip
     parser.add_argument("--doc", action="store_true", help="write docs/performance.md")
     parser.add_argument("--restart-only", type=Path, default=None, help=argparse.SUPPRESS)
     opts = parser.parse_args(argv)
@@ -619,11 +795,13 @@ def main(argv: list[str] | None = None) -> int:
         base = opts.dir or Path(tmp)
         load0 = _load()
         if opts.rates:
-            rows = rates([float(r) for r in opts.rates.split(",")], opts.seconds, base)
+            rows = rates([float(r) for r in opts.rates.split(",")], opts.seconds, base,
+                         opts.venue)  # fmt: skip
             print(rates_report(rows, (load0, _load())))
             return 0
         start = os.getloadavg()[0]
-        run, restart = soak(opts.orders, base / "soak", window=opts.window, png=opts.plot)
+        run, restart = soak(opts.orders, base / "soak", window=opts.window, png=opts.plot,
+                            venue=opts.venue)  # fmt: skip
         print(soak_report(run, restart, (load0, _load())))
         print(f"plot: {opts.plot}")
     figures = soak_figures(run, restart)

@@ -332,6 +332,8 @@ class OuchVenue:
                             self._name, type(message).__name__, ref)  # fmt: skip
                 return
         rep = self._apply(ref, live, message, resent)
+        if live.leaves == 0:  # done (filled, canceled, rejected): out of the working set; a
+            self._live.pop(ref, None)  # late message finds it through the order manager
         if rep is not None:
             self._deliver(live.symbol, rep)
 
@@ -458,7 +460,7 @@ class OuchVenue:
 
     def _deliver_reject(self, orig_id: str, new_id: str, m: Rejected) -> None:
         ref = user_ref_num(orig_id)
-        live = self._live.get(ref) if ref is not None else None
+        live = None if ref is None else self._live.get(ref) or self._find(ref, orig_id)
         if live is None:
             log.warning("OUCH %s: Rejected replace %s of an unknown order", self._name, new_id)
             return
@@ -468,6 +470,8 @@ class OuchVenue:
                            response_to_replace=True,
                            text=f"replace rejected by the venue: {reject_reason_text(m.reason)}",
                            ts_recv=self.clock.now_ns())  # fmt: skip
+        if not live.leaves:  # a done order found again: not back in the working set
+            self._live.pop(ref, None)  # type: ignore[arg-type]  # (ref is set: live was found)
         self.defer(lambda: sink.on_cancel_reject(rej))
 
     def _report(

@@ -274,3 +274,19 @@ def test_ouch_messages_share_the_list_with_every_field_named_and_their_bytes_in_
     view.set_filter()
     view.show_chain(["O12"])
     assert [r.ev.msg_type for r in view.visible_rows()] == ["O EnterOrder", "E OrderExecuted"]
+
+
+def test_ouch_bytes_that_are_no_message_show_why_instead_of_failing(view: FixInspector) -> None:
+    from engine.events import VenueMessageSeen
+
+    link = "QWC1@127.0.0.1:5002"
+    bad = VenueMessageSeen(ts_event=T0, session_id=f"OUCH {link}", protocol="OUCH",
+                           outbound=False, msg_type="? unknown", seq_num=4, raw=b"Zjunk",
+                           fields=(), ts_created=T0, ts_wire=T0)  # fmt: skip
+    view.on_events(records([bad]))
+    view.set_filter(session=f"OUCH {link}")
+    assert [r.ev.seq_num for r in view.visible_rows()] == [4]
+    view.table.selectRow(0)
+    rows = view.detail_rows()
+    assert [name for _d, _tag, name, _v, _m, _c in rows] == ["error"]
+    assert "Z" in rows[0][3]  # the unknown message type is named

@@ -230,3 +230,32 @@ def test_a_broken_trade_and_a_self_match_cancel_reach_the_order_manager(rig: Rig
     rig.venue.on_message(decode_outbound(broken.encode()))
     alerts = [e.text for e in rig.events if isinstance(e, Alert)]
     assert any(f"trade_cancel on {order.client_order_id}" in t and "M99" in t for t in alerts)
+
+
+def test_done_orders_leave_the_adapters_working_set_and_late_news_still_finds_them(
+    rig: Rig,
+) -> None:
+    from engine.events import Alert
+    from engine.venues.ouch.messages import BrokenTrade
+
+    bid, ask = best(rig, Side.BUY), best(rig, Side.SELL)
+    resting = rig.manager.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=bid - 5)
+    filled = rig.manager.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=ask + 3,
+                              time_in_force=TimeInForce.IOC)  # fmt: skip
+    refused = rig.manager.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=10**9)
+    canceled = rig.manager.send(strategy_id=1, side=Side.SELL, qty_lots=1, px_ticks=ask + 5)
+    assert rig.manager.cancel(canceled)
+    assert (filled.status, refused.status, canceled.status) == (
+        OrdStatus.FILLED, OrdStatus.REJECTED, OrdStatus.CANCELED)  # fmt: skip
+    # Only the working order is still the adapter's: a day of done orders does not pile up.
+    assert set(rig.venue._live) == {user_ref_num(resting.client_order_id)}
+    # A trade the venue breaks after the order is done is found through the order manager.
+    ref = user_ref_num(filled.client_order_id)
+    assert ref is not None
+    broken = BrokenTrade(timestamp=2, user_ref_num=ref, match_number=7, reason="E",
+                         cl_ord_id=filled.client_order_id)  # fmt: skip
+    rig.venue.on_message(decode_outbound(broken.encode()))
+    alerts = [e.text for e in rig.events if isinstance(e, Alert)]
+    assert any(f"trade_cancel on {filled.client_order_id}" in t for t in alerts), alerts
+    assert rig.venue.reports_unmatched == 0
+    assert set(rig.venue._live) == {user_ref_num(resting.client_order_id)}
