@@ -446,8 +446,6 @@ def run_storm(
     """
     app = QApplication.instance() or QApplication([])
     assert isinstance(app, QApplication)
-    if os.environ.get("QW_SWITCH"):  # EXPERIMENT
-        sys.setswitchinterval(float(os.environ["QW_SWITCH"]))
     ws = _storm_workspace(app)
     factory = EventFactory()
     ws.on_events(factory.preamble())
