@@ -143,6 +143,7 @@ class EventFactory:
         self.live: dict[int, OrderView] = {}
         self.live_ids: list[int] = []
         self.exec_n = 0
+        self.replace_n = 0
         self.ts = T0
 
     def preamble(self) -> list[EventRecord]:
@@ -227,10 +228,11 @@ class EventFactory:
                 )
             )
         elif r < 0.6:  # replace
+            self.replace_n += 1
             new = replace(
                 o,
                 px_ticks=o.px_ticks + rng.choice((-1, 1)),
-                client_order_id=f"{o.client_order_id}r",
+                client_order_id=f"R{self.replace_n}",  # a fresh ClOrdID, as the engine's
                 orig_client_order_ids=(o.client_order_id,),
                 ts_last=self.ts,
             )

@@ -463,8 +463,9 @@ class ColumnarTableModel(RowTableModel[R], Generic[R]):
         for name in self._dtype.names or ():
             t = self._dtype[name]
             if t.kind == "S" and widths.get(name, 0) > t.itemsize:
-                # Round up to 8 bytes: IDs that grow a digit at a time widen rarely.
-                t = np.dtype(f"S{-(-widths[name] // 8) * 8}")
+                # At least double, rounded up to 8 bytes: every widening copies the table, so
+                # IDs that grow a digit at a time widen a few times a day, not per digit.
+                t = np.dtype(f"S{max(2 * t.itemsize, -(-widths[name] // 8) * 8)}")
             descr.append((name, t))
         dtype: np.dtype[np.void] = np.dtype(descr)
         if dtype == self._dtype:

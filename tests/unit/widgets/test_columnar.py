@@ -126,6 +126,25 @@ def test_a_longer_clordid_widens_the_column_without_losing_others(qtbot: object)
     assert m.dtype["client_order_id"].itemsize >= len(long_id.encode())
 
 
+def test_the_clordid_column_widens_rarely_not_per_digit(qtbot: object) -> None:
+    # Every widening copies the table on the GUI thread: the engine's ClOrdIDs ("F" + 6 + "-"
+    # + a counter) fit from the start, and a longer one at least doubles the width.
+    view = blotter(MonitorContext())
+    qtbot.addWidget(view)  # type: ignore[attr-defined]
+    m = view.all_model
+    view.apply_orders([bump(order(1), client_order_id="F0A1B2C-" + "9" * 16)])  # 24 bytes
+    assert m.dtype["client_order_id"].itemsize == 24
+    buffer = m._buf
+    view.apply_orders([bump(order(2), client_order_id="X" * 25)])
+    assert m.dtype["client_order_id"].itemsize == 48
+    assert m._buf is not buffer  # widened once, by copying ...
+    buffer = m._buf
+    for n, width in enumerate(range(26, 49), start=3):
+        view.apply_orders([bump(order(n), client_order_id="Y" * width)])
+    assert m._buf is buffer  # ... and not again for each longer ID up to twice the width
+    assert m.cell_text(0, "client_order_id") == "Y" * 48
+
+
 def test_capacity_drops_the_oldest_and_chains_leave_with_the_last_model(qtbot: object) -> None:
     view = blotter(MonitorContext())
     qtbot.addWidget(view)  # type: ignore[attr-defined]
