@@ -22,7 +22,10 @@ its section of docs/performance.md) or ``pytest -m bench tests/benchmarks/bench_
 * ``ping_pong_per_s``: Enter Order -> Order Accepted round trips, one at a time, against a
   venue in another process (a real SoupBinTCP server session answering from a template), and
   the same for FIX NewOrderSingle -> ExecutionReport (``bench_fix``'s round trip, templates on
-  both sides) in the same run; judged: OUCH at least 1.5x FIX (issue 19).
+  both sides) in the same run, both ends of both on the loop the engine runs on (uvloop);
+  judged: OUCH at least 1.5x FIX (issue 19). On asyncio's own loop the ratio was 1.11-1.26x
+  (3-4 Dec); against ``qwconsole sim`` itself (new + cancel, both protocols) 1.08x: the
+  simulator's matching and the two processes' wake-ups are most of a round trip either way.
 """
 
 from __future__ import annotations
@@ -388,7 +391,7 @@ def figures_of(res: dict[str, float], per_run: dict[str, list[float]]) -> list[j
             note=(
                 f"OUCH {res['ping_pong_per_s']:,.0f} round trips/s (p50 "
                 f"{res['ping_pong_p50_us']:.0f} µs) vs FIX {res['fix_round_trips_per_s']:,.0f}/s "
-                f"(p50 {res['fix_round_trip_p50_us']:.0f} µs), venue in another process"
+                f"(p50 {res['fix_round_trip_p50_us']:.0f} µs), venue in another process, both on uvloop"
             ),
         )
     )
