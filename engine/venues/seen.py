@@ -16,7 +16,7 @@ def message_fields(ev: VenueMessageSeen) -> Fields:
     if ev.fields:
         return ev.fields
     if ev.protocol == "OUCH":
-        from engine.venues.ouch.session import describe  # the protocol's own decoder
+        from engine.venues.ouch.codes import describe  # the protocol's own decoder
 
         return describe(ev.raw, ev.outbound)
     return ()

@@ -391,7 +391,8 @@ def figures_of(res: dict[str, float], per_run: dict[str, list[float]]) -> list[j
             note=(
                 f"OUCH {res['ping_pong_per_s']:,.0f} round trips/s (p50 "
                 f"{res['ping_pong_p50_us']:.0f} µs) vs FIX {res['fix_round_trips_per_s']:,.0f}/s "
-                f"(p50 {res['fix_round_trip_p50_us']:.0f} µs), venue in another process, both on uvloop"
+                f"(p50 {res['fix_round_trip_p50_us']:.0f} µs), venue in another process, "
+                "both on uvloop"
             ),
         )
     )

@@ -63,6 +63,7 @@ from engine.trading import TradingDesk
 from engine.venues.fix.adapter import FixVenue
 from engine.venues.ouch.session import OuchSession
 from tests.benchmarks import judge
+from tests.integration.headless_files import INSTRUMENT, LISTINGS
 
 ENGINE_ID = "soak"
 #: Engine-wide limits of the soak: the demo's, without the ones a soak would hit on purpose.
@@ -103,8 +104,10 @@ SenderCompID=SOAK
 TargetCompID=SIM
 """
 
-#: The engine: the demo's instruments, venues, market maker, journal and stores.
-ENGINE_TOML = """\
+#: The engine: the demo's instruments (ESZ6, NQZ6 over FIX, CLF7 over OUCH), venues, market
+#: maker, journal and stores.
+ENGINE_TOML = (
+    """\
 [engine]
 id = "soak"
 
@@ -114,25 +117,15 @@ store_dir = "fix"
 
 [sessions]
 file = "sessions.cfg"
-
-[[instruments]]
-symbol = "ESZ6"
-tick_size = "0.25"
-multiplier = "50"
-session = "FIX.4.4:SOAK->SIM"
-
-[[instruments]]
-symbol = "NQZ6"
-tick_size = "0.25"
-multiplier = "20"
-session = "FIX.4.4:SOAK->SIM"
-
-[[instruments]]
-symbol = "CLF7"
-tick_size = "0.01"
-multiplier = "1000"
-venue = "SIMOUCH"
-
+"""
+    + "".join(
+        INSTRUMENT.format(symbol=s, tick=LISTINGS[s][0], multiplier=LISTINGS[s][1],
+                          session="FIX.4.4:SOAK->SIM")
+        for s in ("ESZ6", "NQZ6")
+    )
+    + INSTRUMENT.format(symbol="CLF7", tick=LISTINGS["CLF7"][0], multiplier=LISTINGS["CLF7"][1],
+                        session="").replace('session = ""', 'venue = "SIMOUCH"')
+    + """
 [[ouch]]
 name = "SIMOUCH"
 host = "127.0.0.1"
@@ -151,6 +144,7 @@ half_spread_ticks = 1
 skew_ticks_per_lot = 0.5
 max_position_lots = 10
 """
+)  # fmt: skip
 #: Targets of issue 16 (this 2-core machine).
 TARGET_RUN_S = 600.0
 TARGET_P99_RATIO = 1.5

@@ -11,6 +11,7 @@ these, so what one writes the other reads.
 from typing import Final
 
 from engine.enums import Side, TimeInForce
+from engine.venues.ouch.messages import OuchDecodeError, decode_inbound, decode_outbound
 
 SIDE_TO_OUCH: Final[dict[Side, str]] = {Side.BUY: "B", Side.SELL: "S"}
 #: Sell short ('T') and sell short exempt ('E') are sells to the order manager.
@@ -117,3 +118,16 @@ def field_meaning(name: str, value: object) -> str:
     if name == "Reason" and isinstance(value, str):
         return CANCEL_REASONS.get(value, "")
     return FIELD_MEANINGS.get(name, {}).get(str(value), "")
+
+
+def describe(raw: bytes, outbound: bool) -> tuple[tuple[str, str, str], ...]:
+    """Return every field of the OUCH message ``raw`` as (spec name, value, meaning).
+
+    ``outbound`` is the engine's direction: what the engine sent is a client-to-exchange
+    message. Bytes that are no OUCH message give one ``("error", why, "")`` field.
+    """
+    try:
+        msg = decode_inbound(raw) if outbound else decode_outbound(raw)
+    except OuchDecodeError as e:
+        return (("error", str(e), ""),)
+    return tuple((n, str(v), field_meaning(n, v)) for n, v in msg.fields())

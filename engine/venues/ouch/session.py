@@ -22,16 +22,12 @@ from engine.events import Event, VenueLinkChanged, VenueMessageSeen
 from engine.fastlog import get_log
 from engine.venues.ouch.adapter import PREFIX, OuchVenue
 from engine.venues.ouch.client import OuchClient, OuchHandler
-from engine.venues.ouch.codes import field_meaning
 from engine.venues.ouch.link import SoupClientLink
 from engine.venues.ouch.messages import (
     AccountQuery,
     AccountQueryResponse,
     EnterOrder,
-    OuchDecodeError,
     OuchMessage,
-    decode_inbound,
-    decode_outbound,
 )
 from engine.venues.ouch.store import (
     ENGINE_USER_REF_BLOCK,
@@ -55,8 +51,8 @@ def message_seen(
 ) -> VenueMessageSeen:
     """Return the inspector's event of one OUCH message, ``raw`` its bytes on the wire.
 
-    The fields are left to whoever shows them (:func:`describe`, through
-    :func:`engine.venues.seen.message_fields`): naming and explaining every field of every
+    The fields are left to whoever shows them (:func:`engine.venues.ouch.codes.describe`,
+    through :func:`engine.venues.seen.message_fields`): naming and explaining every field of every
     message cost the trading loop ~60 µs a message, for a console that may not be attached.
     """
     ref = getattr(message, "user_ref_num", None)
@@ -68,19 +64,6 @@ def message_seen(
         orig_client_order_id=f"{PREFIX}{orig}" if orig is not None else "",
         ts_created=now_ns, ts_wire=now_ns,
     )  # fmt: skip
-
-
-def describe(raw: bytes, outbound: bool) -> tuple[tuple[str, str, str], ...]:
-    """Return every field of the OUCH message ``raw`` as (spec name, value, meaning).
-
-    ``outbound`` is the engine's direction: what the engine sent is a client-to-exchange
-    message. Bytes that are no OUCH message give one ``("error", why, "")`` field.
-    """
-    try:
-        msg = decode_inbound(raw) if outbound else decode_outbound(raw)
-    except OuchDecodeError as e:
-        return (("error", str(e), ""),)
-    return tuple((n, str(v), field_meaning(n, v)) for n, v in msg.fields())
 
 
 class WriteAheadState:
