@@ -7,6 +7,7 @@ trading loop. Events journaled before that change carry their fields and keep th
 """
 
 from engine.events import VenueMessageSeen
+from engine.venues.ouch.codes import describe as describe_ouch
 
 Fields = tuple[tuple[str, str, str], ...]
 
@@ -16,7 +17,5 @@ def message_fields(ev: VenueMessageSeen) -> Fields:
     if ev.fields:
         return ev.fields
     if ev.protocol == "OUCH":
-        from engine.venues.ouch.codes import describe  # the protocol's own decoder
-
-        return describe(ev.raw, ev.outbound)
+        return describe_ouch(ev.raw, ev.outbound)
     return ()

@@ -461,7 +461,7 @@ class OuchVenue:
     def _deliver_reject(self, orig_id: str, new_id: str, m: Rejected) -> None:
         ref = user_ref_num(orig_id)
         live = None if ref is None else self._live.get(ref) or self._find(ref, orig_id)
-        if live is None:
+        if live is None or ref is None:
             log.warning("OUCH %s: Rejected replace %s of an unknown order", self._name, new_id)
             return
         sink = self._sinks[live.symbol]
@@ -471,7 +471,7 @@ class OuchVenue:
                            text=f"replace rejected by the venue: {reject_reason_text(m.reason)}",
                            ts_recv=self.clock.now_ns())  # fmt: skip
         if not live.leaves:  # a done order found again: not back in the working set
-            self._live.pop(ref, None)  # type: ignore[arg-type]  # (ref is set: live was found)
+            self._live.pop(ref, None)
         self.defer(lambda: sink.on_cancel_reject(rej))
 
     def _report(

@@ -38,9 +38,6 @@ from engine.venues.ouch.store import (
 
 log = get_log(__name__)
 
-#: The inspector's message type of an Enter Order (``VenueMessageSeen.msg_type``).
-ENTER_ORDER_TYPE = f"{EnterOrder.TYPE.decode()} {EnterOrder.NAME}"
-
 #: ``barrier(fn)`` calls ``fn`` (on any thread) once what the process recorded before is safe
 #: (the journal's ``after_written``); raises if it never will (the journal is closed).
 WriteBarrier = Callable[[Callable[[], object]], None]
@@ -55,11 +52,19 @@ def message_seen(
     through :func:`engine.venues.seen.message_fields`): naming and explaining every field of every
     message cost the trading loop ~60 µs a message, for a console that may not be attached.
     """
-    ref = getattr(message, "user_ref_num", None)
-    orig = getattr(message, "orig_user_ref_num", None)
+    return _seen(type(message), raw, getattr(message, "user_ref_num", None),
+                 getattr(message, "orig_user_ref_num", None), link=link, outbound=outbound,
+                 seq=seq, now_ns=now_ns)  # fmt: skip
+
+
+def _seen(
+    kind: type[OuchMessage], raw: bytes, ref: int | None, orig: int | None, *, link: str,
+    outbound: bool, seq: int, now_ns: int,
+) -> VenueMessageSeen:  # fmt: skip
+    # The event of a message of type ``kind`` about UserRefNum ``ref`` (replacing ``orig``).
     return VenueMessageSeen(
         ts_event=now_ns, session_id=f"OUCH {link}", protocol="OUCH", outbound=outbound,
-        msg_type=f"{message.TYPE.decode()} {message.NAME}", seq_num=seq, raw=raw, fields=(),
+        msg_type=f"{kind.TYPE.decode()} {kind.NAME}", seq_num=seq, raw=raw, fields=(),
         client_order_id=f"{PREFIX}{ref}" if ref is not None else "",
         orig_client_order_id=f"{PREFIX}{orig}" if orig is not None else "",
         ts_created=now_ns, ts_wire=now_ns,
@@ -294,11 +299,8 @@ class OuchSession(OuchHandler):
         self.link.send(data)
         self.requests_sent += 1
         if self.publish is not None:  # what went on the wire (the inspector decodes it)
-            self.publish(VenueMessageSeen(
-                ts_event=now, session_id=f"OUCH {self.detail}", protocol="OUCH",
-                outbound=True, msg_type=ENTER_ORDER_TYPE, seq_num=0, raw=data[3:], fields=(),
-                client_order_id=f"{PREFIX}{user_ref_num}", ts_created=now, ts_wire=now,
-            ))  # fmt: skip
+            self.publish(_seen(EnterOrder, data[3:], user_ref_num, None, link=self.detail,
+                               outbound=True, seq=0, now_ns=now))  # fmt: skip
 
     # ------------------------------------------------------------------ OuchHandler
     def on_message(self, msg: OuchMessage, seq: int, now_ns: int, payload: bytes = b"") -> None:
