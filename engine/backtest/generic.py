@@ -19,12 +19,13 @@ Every step is Python, so this path runs at tens of thousands of events per secon
 compiled fast path (:mod:`engine.backtest.fast`) is the one for whole days.
 """
 
-import dataclasses
 import heapq
 import itertools
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -38,7 +39,7 @@ from engine.book.l3 import L3Book
 from engine.bus import MessageBus
 from engine.clock import TestClock
 from engine.enums import ExecType, OrdStatus, OrdType, Side, TimeInForce
-from engine.events import BookUpdated, Event, TradeReported
+from engine.events import BookUpdated, Event, OrderFilled, TradeReported
 from engine.instruments import Instrument
 from engine.matching import _kernels as mk
 from engine.matching.models import ConservativeQueue, QueueModel
@@ -78,11 +79,24 @@ def _int(t: float) -> int:
 
 # ------------------------------------------------------------------------- book views
 class L2View:
-    """A :class:`engine.strategy.base.BookView` over book 0 of an :class:`L2Books`."""
+    """A :class:`engine.strategy.base.BookView` over book 0 of an :class:`L2Books`.
 
-    def __init__(self, books: L2Books, symbol: str) -> None:
+    With ``held`` the touch is read once per change of the book (:meth:`refresh`, called by
+    whoever applies rows to it) instead of on every question.
+    """
+
+    def __init__(self, books: L2Books, symbol: str, *, held: bool = False) -> None:
         self._books = books
         self._symbol = symbol
+        self._held = held
+        self._bid: tuple[int, int] | None = None
+        self._ask: tuple[int, int] | None = None
+        if held:
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Read the touch again after rows were applied to the book."""
+        self._bid, self._ask = self._books.touch(0)
 
     @property
     def symbol(self) -> str:
@@ -91,11 +105,11 @@ class L2View:
 
     def best_bid(self) -> tuple[int, int] | None:
         """Return the best bid ``(px_ticks, qty_lots)``."""
-        return self._books.best_bid(0)
+        return self._bid if self._held else self._books.best_bid(0)
 
     def best_ask(self) -> tuple[int, int] | None:
         """Return the best ask ``(px_ticks, qty_lots)``."""
-        return self._books.best_ask(0)
+        return self._ask if self._held else self._books.best_ask(0)
 
     def top(self, depth: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """Return the best ``depth`` levels per side, ``(m, 2)`` arrays of (px, qty)."""
@@ -145,6 +159,7 @@ class OwnQueue:
     def __init__(self, level: Level, book: L2Books | L3Book, model: QueueModel) -> None:
         self.level = level
         self.book = book
+        self._l2 = isinstance(book, L2Books)
         self._code, self._param = model.code
         self.own = np.zeros(256, OWN_ORDER_DTYPE)
         self.n = 0
@@ -229,32 +244,34 @@ class OwnQueue:
         With ``stop_at_fill`` the replay returns after the first row that filled an own
         order, so that the fills are answered before the market moves on.
         """
-        self._room(1 if stop_at_fill else int(ev.shape[0]))
-        self.rs[mk.RS_NFILLS] = 0
-        self.rs[mk.RS_STOP] = stop_at_fill
+        rs = self.rs
+        if stop_at_fill:  # _room(1), inline: this runs once per venue step
+            if self.fills.shape[0] <= rs.item(mk.RS_NACT) + self.n - rs.item(mk.RS_NEXT):
+                self._room(1)
+        else:
+            self._room(int(ev.shape[0]))
+        rs[mk.RS_NFILLS] = 0
+        rs[mk.RS_STOP] = stop_at_fill
         own = self.own[: self.n]
-        if isinstance(self.book, L2Books):
-            pos = int(
-                mk.l2_replay_own(
-                    self.book._q, self.book._st, ev, 0, own, self.act, self.rs, self.ox,
-                    self.fills, self._code, self._param,
-                )
+        if self._l2:
+            pos = mk.l2_replay_own(
+                self.book._q, self.book._st, ev, 0, own, self.act, rs, self.ox,  # type: ignore[union-attr]
+                self.fills, self._code, self._param,
             )  # fmt: skip
         else:
             pos = 0
             while True:
-                a = self.book.arrays
+                a = self.book.arrays  # type: ignore[union-attr]
                 pos = int(
                     mk.l3_replay_own(
                         a.o, a.lv, a.st, a.keys, a.vals, a.free, ev, pos, own, self.act,
-                        self.rs, self.ox, self.fills,
+                        rs, self.ox, self.fills,
                     )
                 )  # fmt: skip
-                if pos >= ev.shape[0] or (stop_at_fill and self.rs[mk.RS_NFILLS]):
+                if pos >= ev.shape[0] or (stop_at_fill and rs[mk.RS_NFILLS]):
                     break
                 a.grow()
-        nf = int(self.rs[mk.RS_NFILLS])
-        return self.fills[:nf], pos
+        return self.fills[: rs.item(mk.RS_NFILLS)], int(pos)
 
 
 # --------------------------------------------------------------------------- the venue
@@ -281,6 +298,7 @@ class GenericResult:
     fills: int  # fills reported
     canceled: bool  # stopped before the end of the data
     last_ts: int  # exchange time of the last replayed event
+    cash_ticks: int = 0  # -sum(side * qty * px) of the fills, tick-lots
 
 
 class GenericBacktest:
@@ -415,7 +433,8 @@ class GenericBacktest:
             vb: L2Books | L3Book = L2Books(1, n_levels, centre=centre)
             vb.validate(ev)
             local: L2Books | L3Book = L2Books(1, n_levels, centre=centre)
-            self.view: L2View | L3View = L2View(local, sym)  # type: ignore[arg-type]
+            # the strategies' own copy changes only in _see_rows: its touch is held
+            self.view: L2View | L3View = L2View(local, sym, held=True)  # type: ignore[arg-type]
         else:
             px = ev["px"][(ev["action"] == L3_ADD) | (ev["action"] == L3_MODIFY)]
             lo, hi = (int(px.min()), int(px.max())) if px.size else (0, 1)
@@ -449,7 +468,7 @@ class GenericBacktest:
         if live:  # warm-up: the books only (engine.backtest.rules)
             self.own.book.apply(ev[:live])
             if not same_book:
-                self.local.apply(ev[:live])
+                self._see_rows(ev[:live])
         if journal is not None:
             record = journal.on_event
 
@@ -458,17 +477,34 @@ class GenericBacktest:
                     record(e)
 
             self.bus.subscribe(Event, keep)
+        cash = [0]
+
+        def paid(e: OrderFilled) -> None:
+            cash[0] -= int(e.side) * e.last_qty_lots * e.last_px_ticks
+
+        self.bus.subscribe(OrderFilled, paid)
         self._olat, self._rlat = olat, rlat
         self._ev_ts = ev["ts"]
-        feed_l = feed.tolist() if feed.shape[0] > 1 else None
-        f0 = int(feed[0])
         is_l2 = self.level == "l2"
         trade = (ev["kind"] == L2_TRADE) if is_l2 else (ev["action"] == L3_EXECUTE)
         trade_l = trade.tolist()
         ev_ts = ev["ts"]
         see = ev_ts + feed  # when the strategies see each row (feed: one value or one per row)
-        loud = trade | (self.rules.group_end != 0)  # rows that call the strategies
+        # rows that call the strategies: ends of venue updates, and trades when a strategy
+        # handles them (the run's bus is its own; the journal keeps no trades)
+        hear = any(type(s).on_trade is not Strategy.on_trade for s in self.strategies)
+        loud = (trade if hear else False) | (self.rules.group_end != 0)
         loud_at = np.append(np.flatnonzero(loud), n)
+        loud_l = loud_at.tolist()
+        # per loud row: where its run of rows starts and when the last of them is seen
+        starts = np.concatenate(([0], loud_at[:-1] + 1)).astype(np.int64)
+        run_seen = (
+            np.maximum.reduceat(see[: loud_l[-2] + 1], starts[:-1]).tolist()
+            if len(loud_l) > 1 else []
+        )  # fmt: skip
+        starts_l = starts.tolist()
+        see_l = see.tolist()
+        k_loud = 0
         px_l, qty_l, side_l = ev["px"].tolist(), ev["qty"].tolist(), ev["side"].tolist()
         timers = [s.timer_interval_ms for s in self.strategies if s.timer_interval_ms]
         timer_ns = min(timers) * 1_000_000 if timers else 0
@@ -489,7 +525,7 @@ class GenericBacktest:
             tv = ts_l[i] if i < n else _INF
             ta = self._arrivals[0].t_arrive if self._arrivals else _INF
             tr = heap[0][0] if heap else _INF
-            tsee = (ts_l[j] + (feed_l[j] if feed_l is not None else f0)) if j < n else _INF
+            tsee = see_l[j] if j < n else _INF
             t = min(ta, tv, tr, tsee)
             if i >= n and j >= n and not closing:
                 # end of the data: stop the strategies (their cancels still reach the venue)
@@ -514,8 +550,8 @@ class GenericBacktest:
                 before = min(ta, _INF if closing else next_timer)
                 upto = min(tr, tsee)
                 k = min(
-                    int(ev_ts.searchsorted(_int(before), "left")),
-                    int(ev_ts.searchsorted(_int(upto), "right")),
+                    n if before == _INF else bisect_left(ts_l, before, i),
+                    n if upto == _INF else bisect_right(ts_l, upto, i),
                 )
                 fills, done = self.own.replay(ev[i:k], stop_at_fill=True)
                 first = i
@@ -533,26 +569,36 @@ class GenericBacktest:
                 _t, _s, fn = heapq.heappop(heap)
                 fn()
             else:
-                # Rows the strategies see without a callback (no trade, not the end of a
-                # venue update) before anything else is due: their book in one call.
-                if not loud[j]:
-                    limit = min(ta, tv, tr, _INF if closing else next_timer)
-                    m = int(loud_at[loud_at.searchsorted(j)])
+                # The rows the strategies see before anything else is due (an arrival, the
+                # venue's next row, an answer: strictly before; the timer: at or before), up
+                # to and including the next row that calls them (the end of a venue update,
+                # a trade they hear): their book in one call, then the callback.
+                limit = min(ta, tv, tr, _INF if closing else next_timer)
+                while loud_l[k_loud] < j:
+                    k_loud += 1
+                m = loud_l[k_loud]
+                if m < n and j == starts_l[k_loud] and run_seen[k_loud] < limit:
+                    seen = run_seen[k_loud]  # the whole run, its loud row included
+                else:
                     due = see[j:m] >= _int(limit)
-                    if due.any():
+                    cut = bool(due.any())
+                    if cut:
                         m = j + int(due.argmax())
-                    if not same_book:
-                        self._see_rows(ev[j:m])
-                    self._sj = m - 1
-                    self.clock.set(max(int(see[j:m].max()), self.clock.now_ns()))
-                    j = m
-                    continue
+                    if cut or m >= n or see_l[m] >= limit:  # silent rows only
+                        if not same_book:
+                            self._see_rows(ev[j:m])
+                        self._sj = m - 1
+                        self.clock.set(max(max(see_l[j:m]), self.clock.now_ns()))
+                        j = m
+                        continue
+                    seen = max(see_l[j : m + 1])
+                now = see_l[m]
                 if not same_book:
-                    self._see_rows(ev[j : j + 1])
-                self._sj = j
-                j += 1
-                now = int(t)
-                if trade_l[j - 1]:
+                    self._see_rows(ev[j : m + 1])
+                self.clock.set(max(seen, self.clock.now_ns()))
+                self._sj = m
+                j = m + 1
+                if hear and trade_l[j - 1]:
                     sd = side_l[j - 1]
                     self.bus.publish(
                         TradeReported(
@@ -598,6 +644,7 @@ class GenericBacktest:
             fills=self._fills,
             canceled=stopped,
             last_ts=last,
+            cash_ticks=cash[0],
         )
 
     def _see_rows(self, rows: npt.NDArray[np.void]) -> None:
@@ -605,6 +652,7 @@ class GenericBacktest:
         local = self.local
         if isinstance(local, L2Books):
             l2_apply(local._q, local._st, rows)
+            self.view.refresh()  # type: ignore[union-attr]
         else:
             local.apply(rows)
 
@@ -634,11 +682,12 @@ class GenericBacktest:
         self._last_answer = t
         heapq.heappush(self._heap, (t, next(self._seq), fn))
 
-    def _report(self, ts: int, rep: ExecutionReport) -> None:
+    def _report(self, ts: int, rep: dict[str, Any]) -> None:
+        # the report is made when it arrives (it carries its receive time; frozen)
         sink = self.manager
 
         def run() -> None:
-            sink.on_execution_report(dataclasses.replace(rep, ts_recv=self.clock.now_ns()))
+            sink.on_execution_report(ExecutionReport(**rep, ts_recv=self.clock.now_ns()))
 
         self._later(ts, run)
 
@@ -745,19 +794,19 @@ class GenericBacktest:
             text = f"too late to {what}: the order is canceled"
         else:
             text = f"cannot {what}: quantity or price not acceptable"
-        rej = CancelReject(
-            client_order_id=req.client_order_id if req is not None else o.client_order_id,
-            orig_client_order_id=o.client_order_id,
-            venue_order_id=o.venue_order_id,
-            ord_status=None,
-            response_to_replace=r.kind == "replace",
-            reason=0,
-            text=text,
-        )
+        rej: dict[str, Any] = {
+            "client_order_id": req.client_order_id if req is not None else o.client_order_id,
+            "orig_client_order_id": o.client_order_id,
+            "venue_order_id": o.venue_order_id,
+            "ord_status": None,
+            "response_to_replace": r.kind == "replace",
+            "reason": 0,
+            "text": text,
+        }
         sink = self.manager
 
         def run() -> None:
-            sink.on_cancel_reject(dataclasses.replace(rej, ts_recv=self.clock.now_ns()))
+            sink.on_cancel_reject(CancelReject(**rej, ts_recv=self.clock.now_ns()))
 
         self._later(t, run)
 
@@ -777,25 +826,26 @@ class GenericBacktest:
         exec_id: str = "",
         clordid: str = "",
         text: str = "",
-    ) -> ExecutionReport:
+    ) -> dict[str, Any]:
+        """Return an :class:`ExecutionReport`'s fields but its receive time."""
         c = o.cum_qty_lots if cum is None else cum
-        return ExecutionReport(
-            client_order_id=clordid or o.client_order_id,
-            orig_client_order_id=o.client_order_id if clordid else "",
-            venue_order_id=f"V{o.order_id}",
-            exec_id=exec_id,
-            exec_type=exec_type,
-            ord_status=status,
-            side=o.side,
-            leaves_qty_lots=(o.qty_lots - c) if leaves is None else leaves,
-            cum_qty_lots=c,
-            last_qty_lots=last_qty,
-            last_px_ticks=last_px,
-            order_qty_lots=qty,
-            px_ticks=px,
-            text=text,
-            ts_event=ts,
-        )
+        return {
+            "client_order_id": clordid or o.client_order_id,
+            "orig_client_order_id": o.client_order_id if clordid else "",
+            "venue_order_id": f"V{o.order_id}",
+            "exec_id": exec_id,
+            "exec_type": exec_type,
+            "ord_status": status,
+            "side": o.side,
+            "leaves_qty_lots": (o.qty_lots - c) if leaves is None else leaves,
+            "cum_qty_lots": c,
+            "last_qty_lots": last_qty,
+            "last_px_ticks": last_px,
+            "order_qty_lots": qty,
+            "px_ticks": px,
+            "text": text,
+            "ts_event": ts,
+        }
 
     def _in_window(self, px: int) -> bool:
         b = self.own.book

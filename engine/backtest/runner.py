@@ -256,7 +256,9 @@ def run_job(
             g = gen.run(ev, jr, progress=progress, cancel=cancel, open_ts=open_ts)
         orders, fills = g.orders, g.fills
         pos = gen.router.risk.position(job.symbol, job.strategy_id)
-        pnl = _pnl_from_journal(job.journal, pos, gen)
+        b, a = gen.view.best_bid(), gen.view.best_ask()
+        mark = (b[0] + a[0]) // 2 if b is not None and a is not None else 0
+        pnl = float(g.cash_ticks + pos * mark)
         events, canceled = g.events, g.canceled
     return JobSummary(
         label=job.label,
@@ -291,18 +293,19 @@ def job_instrument(job: BacktestJob) -> Instrument:
 
         try:
             with TickStore(path, "r") as store:
-                info = store.info(job.symbol, job.day or store.days(job.symbol)[0])
+                day = job.day or store.days(job.symbol)[0]
+                stored_tick, stored_lot = store.increments(job.symbol, day)
         except (TickStoreError, OSError, KeyError, IndexError) as e:
             raise BacktestInputError(
                 f"{path}: cannot read {job.symbol}'s increments ({e})"
             ) from None
-        for name, given, stored in (("tick", tick, info.tick_size), ("lot", lot, info.lot_size)):
+        for name, given, stored in (("tick", tick, stored_tick), ("lot", lot, stored_lot)):
             if given and _decimal(f"--{name}-size", given) != Decimal(stored):
                 raise BacktestInputError(
-                    f"--{name}-size {given}: {path} recorded {job.symbol}/{info.day} with "
+                    f"--{name}-size {given}: {path} recorded {job.symbol}/{day} with "
                     f"{name} size {stored}"
                 )
-        tick, lot = tick or info.tick_size, lot or info.lot_size
+        tick, lot = tick or stored_tick, lot or stored_lot
     try:
         return Instrument(
             symbol=job.symbol, tick_size=_decimal("--tick-size", tick or "0.01"),
@@ -335,17 +338,6 @@ def make_strategy(job: BacktestJob) -> Strategy:
 
 def _done_text(done: int, total: int, canceled: bool) -> str:
     return f"backtest {'canceled' if canceled else 'done'}: {done} of {total} events"
-
-
-def _pnl_from_journal(path: str, pos: int, gen: GenericBacktest) -> float:
-    from engine.posttrade import load_day
-
-    day = load_day(path)
-    ex = day.executions
-    cash = -float((ex["side"].astype(np.int64) * ex["qty"] * ex["px"]).sum())
-    b, a = gen.view.best_bid(), gen.view.best_ask()
-    mark = (b[0] + a[0]) // 2 if b is not None and a is not None else 0
-    return cash + pos * mark
 
 
 # ------------------------------------------------------------------------------ sweeps

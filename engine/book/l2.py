@@ -275,6 +275,15 @@ class L2Books:
             return None
         return int(self._st[b, L2S_BASE]) + i, int(self._q[b, ASK_SIDE, i])
 
+    def touch(self, book: int) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
+        """Return ``(best_bid, best_ask)`` in one call (each as :meth:`best_bid` gives it)."""
+        b = self._check_book(book)
+        st, q = self._st, self._q
+        base, i, a = st.item(b, L2S_BASE), st.item(b, L2S_BID), st.item(b, L2S_ASK)
+        bid = (base + i, q.item(b, BID_SIDE, i)) if i >= 0 else None
+        ask = (base + a, q.item(b, ASK_SIDE, a)) if a < self.n_levels else None
+        return bid, ask
+
     def depth_at(self, book: int, side: int, px: int) -> int:
         """Size in lots at price ``px`` on ``side`` (0 outside the window)."""
         b = self._check_book(book)

@@ -144,7 +144,8 @@ def to_l2_events(
         out["side"][n_d:] = trades["side"]
         out["kind"][n_d:] = L2_TRADE
         order = np.argsort(out["ts"], kind="stable")
-        out = out[order]
+        # rows moved as opaque bytes: numpy gathers structured rows field by field, ~7x slower
+        out = out.view(np.dtype((np.void, out.dtype.itemsize)))[order].view(L2_EVENT_DTYPE)
     out["book"] = book
     return out
 

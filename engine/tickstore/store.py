@@ -1031,6 +1031,12 @@ class TickStore:
         return [k for k in ALL_KINDS if k in self._day(symbol, day)]
 
     @_reads
+    def increments(self, symbol: str, day: str) -> tuple[str, str]:
+        """Return the ``(tick_size, lot_size)`` an instrument-day was stored with (no rows read)."""
+        g = self._day(symbol, day)
+        return str(g.attrs["tick_size"]), str(g.attrs["lot_size"])
+
+    @_reads
     def info(self, symbol: str, day: str) -> DayInfo:
         """Describe one instrument-day; ``KeyError`` if it is not stored."""
         g = self._day(symbol, day)
@@ -1046,8 +1052,10 @@ class TickStore:
             if kind == L2_SNAPSHOT_KIND:
                 n_levels = int(ds.attrs["n_levels"])
             if n:
+                # the first time from the chunk index when there is one (no chunk to inflate)
+                idx = g.get(kind + INDEX_SUFFIX)
                 ts = ds.fields("ts")
-                first = min(first, int(ts[0]))
+                first = min(first, int(idx[0]) if idx is not None and idx.shape[0] else int(ts[0]))
                 last = max(last, int(ts[n - 1]))
         return DayInfo(
             symbol=symbol,
