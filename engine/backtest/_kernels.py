@@ -383,19 +383,6 @@ def _room(own: Rec, rs: I64, ss: I64, log: Rec, pend: I64) -> bool:
 
 
 @kernel_inline
-def _push_call(pend: I64, ss: I64, tl: int, bb: int, ba: int, olat: int, resp: int) -> None:
-    """Queue a strategy call for local time ``tl`` (its event's touch and latencies)."""
-    t = ss[SS_PTAIL]
-    p = pend[t & (pend.shape[0] - 1)]
-    p[PD_TL] = tl
-    p[PD_BB] = bb
-    p[PD_BA] = ba
-    p[PD_OLAT] = olat
-    p[PD_RLAT] = resp
-    ss[SS_PTAIL] = t + 1
-
-
-@kernel_inline
 def _call_due(pend: I64, ss: I64, until: int) -> bool:
     """Whether the first waiting strategy call comes before venue time ``until``."""
     h = ss[SS_PHEAD]
@@ -403,26 +390,44 @@ def _call_due(pend: I64, ss: I64, until: int) -> bool:
 
 
 @kernel_inline
+def _idle(
+    now: int, arr_bid: int, arr_ask: int, cancel_ts: int, arrival: int, next_call: int,
+    interval: float, bb: int, ba: int, last_bb: int, last_ba: int, wake: int,
+) -> bool:  # fmt: skip
+    """Whether a waiting strategy call at ``now`` would change nothing (most do not).
+
+    Nothing is due (an answer, an arrival, a cancel) and :func:`_decide_at` would return at
+    once. Scalars only: the replay loops check this on every event, and a helper taking
+    arrays there costs their reference counts each time.
+    """
+    if arr_bid <= now or arr_ask <= now or now >= cancel_ts or arrival <= now:
+        return False
+    if now < next_call:
+        return True
+    return interval <= 0 and bb == last_bb and ba == last_ba and now < wake
+
+
+@kernel
 def _decide_at(
     rule: Rule, own: Rec, t0: I64, tc: I64, rs: I64, ss: I64, pp: F64, ust: F64, qo: I64,
-    ring: I64, rep: I64, p: I64, now: int, lo: int, hi: int,
+    ring: I64, rep: I64, pend: I64, i: int, now: int, lo: int, hi: int,
 ) -> None:  # fmt: skip
-    """Run a waiting strategy call ``p`` at local time ``now`` (gates as on the direct path)."""
+    """Run waiting strategy call ``pend[i]`` at local time ``now`` (gates as on the direct path)."""
     if now < ss[SS_NEXT_CALL]:
         return
     if pp[P_INTERVAL] > 0:
         ss[SS_NEXT_CALL] = now + np.int64(pp[P_INTERVAL])
-    bb = p[PD_BB]
-    ba = p[PD_BA]
+    bb = pend[i, PD_BB]
+    ba = pend[i, PD_BA]
     if bb == ss[SS_LAST_BB] and ba == ss[SS_LAST_BA] and now < ss[SS_WAKE]:
         return
     quote_decide(
-        rule, own, t0, tc, rs, ss, pp, ust, qo, ring, now, bb, ba, lo, hi, p[PD_OLAT],
-        p[PD_RLAT], rep,
+        rule, own, t0, tc, rs, ss, pp, ust, qo, ring, now, bb, ba, lo, hi, pend[i, PD_OLAT],
+        pend[i, PD_RLAT], rep,
     )  # fmt: skip
 
 
-@kernel
+@kernel_inline
 def _drain_l2(
     rule: Rule, q: I64, st: I64, own: Rec, t0: I64, tc: I64, act: I64, rs: I64, ox: I64,
     scratch: Rec, log: Rec, ss: I64, pp: F64, ust: F64, qo: I64, ring: I64, rep: I64,
@@ -438,9 +443,9 @@ def _drain_l2(
     while _call_due(pend, ss, until):
         if not _room(own, rs, ss, log, pend):
             return False
-        p = pend[ss[SS_PHEAD] & (pend.shape[0] - 1)]
+        pi = ss[SS_PHEAD] & (pend.shape[0] - 1)
         ss[SS_PHEAD] += 1
-        now = max(p[PD_TL], ss[SS_NOW])
+        now = max(pend[pi, PD_TL], ss[SS_NOW])
         ss[SS_NOW] = now
         if ss[SS_ARR_BID] <= now or ss[SS_ARR_ASK] <= now:
             _answers(ss, now, resp)
@@ -452,7 +457,7 @@ def _drain_l2(
         if now >= rs[RS_CANCEL_TS]:
             _cancel_due(own, act, rs, ox, now)
         base = st[0, L2S_BASE]
-        _decide_at(rule, own, t0, tc, rs, ss, pp, ust, qo, ring, rep, p, now, base, base + n)
+        _decide_at(rule, own, t0, tc, rs, ss, pp, ust, qo, ring, rep, pend, pi, now, base, base + n)
     return True
 
 
@@ -468,9 +473,9 @@ def _drain_l3(
     while _call_due(pend, ss, until):
         if not _room(own, rs, ss, log, pend):
             return False
-        p = pend[ss[SS_PHEAD] & (pend.shape[0] - 1)]
+        pi = ss[SS_PHEAD] & (pend.shape[0] - 1)
         ss[SS_PHEAD] += 1
-        now = max(p[PD_TL], ss[SS_NOW])
+        now = max(pend[pi, PD_TL], ss[SS_NOW])
         ss[SS_NOW] = now
         if ss[SS_ARR_BID] <= now or ss[SS_ARR_ASK] <= now:
             _answers(ss, now, resp)
@@ -483,7 +488,7 @@ def _drain_l3(
                 _book_fills(own, scratch, nf, log, ss, ring, resp)
         if now >= rs[RS_CANCEL_TS]:
             _cancel_due(own, act, rs, ox, now)
-        _decide_at(rule, own, t0, tc, rs, ss, pp, ust, qo, ring, rep, p, now, base, base + n)
+        _decide_at(rule, own, t0, tc, rs, ss, pp, ust, qo, ring, rep, pend, pi, now, base, base + n)
     return True
 
 
@@ -511,6 +516,7 @@ def bt_l2_quote(  # noqa: C901 (one flat hot loop on purpose, see the module doc
     fvar = feed.shape[0] > 1
     f0 = feed[0]
     defer = fvar or f0 != 0  # calls wait for their local time (see _drain_l2)
+    pmask = pend.shape[0] - 1
     while k < ev.shape[0]:
         if check:
             if not _room(own, rs, ss, log, pend):
@@ -518,14 +524,31 @@ def bt_l2_quote(  # noqa: C901 (one flat hot loop on purpose, see the module doc
             check = False
         e = ev[k]
         ts = e["ts"]
-        if defer and _call_due(pend, ss, ts):
-            if not _drain_l2(
+        # (the per-event steps on pend are written out here: a helper taking the arrays
+        # costs their reference counts on every event in a loop this size)
+        full = False
+        h = ss[SS_PHEAD]
+        while defer and h < ss[SS_PTAIL] and pend[h & pmask, PD_TL] < ts:
+            pi = h & pmask
+            now = max(pend[pi, PD_TL], ss[SS_NOW])
+            nx = rs[RS_NEXT]
+            if _idle(
+                now, ss[SS_ARR_BID], ss[SS_ARR_ASK], rs[RS_CANCEL_TS],
+                own[nx]["ts"] if nx < ss[SS_NOWN] else _NEVER, ss[SS_NEXT_CALL],
+                pp[P_INTERVAL], pend[pi, PD_BB], pend[pi, PD_BA], ss[SS_LAST_BB],
+                ss[SS_LAST_BA], ss[SS_WAKE],
+            ):  # fmt: skip
+                h += 1
+                ss[SS_PHEAD] = h
+                ss[SS_NOW] = now
+                continue
+            full = not _drain_l2(
                 rule, q, st, own, t0, tc, act, rs, ox, scratch, log, ss, pp, ust, qo, ring,
                 rep, pend, ts, _pick(rlat, max(k - 1, 0)),
-            ):  # fmt: skip
-                break
-            check = True
-            continue
+            ) or not _room(own, rs, ss, log, pend)  # fmt: skip
+            break
+        if full:
+            break  # (k not advanced: the wrapper makes room and resumes here)
         if ss[SS_NOW] < ts:
             ss[SS_NOW] = ts
         if ss[SS_ARR_BID] <= ts or ss[SS_ARR_ASK] <= ts:
@@ -606,8 +629,16 @@ def bt_l2_quote(  # noqa: C901 (one flat hot loop on purpose, see the module doc
         bb = base + ib
         ba = base + ia
         if defer:
-            _push_call(pend, ss, tl, bb, ba, _pick(olat, k - 1), _pick(rlat, k - 1))
-            check = True
+            t = ss[SS_PTAIL]
+            pi = t & pmask
+            pend[pi, PD_TL] = tl
+            pend[pi, PD_BB] = bb
+            pend[pi, PD_BA] = ba
+            pend[pi, PD_OLAT] = olat[k - 1] if olat.shape[0] > 1 else olat[0]
+            pend[pi, PD_RLAT] = rlat[k - 1] if rlat.shape[0] > 1 else rlat[0]
+            ss[SS_PTAIL] = t + 1
+            if t + 2 - ss[SS_PHEAD] >= pend.shape[0]:  # as _room: the queue is full
+                check = True
             continue
         if tl < ss[SS_NEXT_CALL]:
             continue
@@ -658,6 +689,7 @@ def bt_l3_quote(  # noqa: C901 (one flat hot loop on purpose, see engine.book._k
     fvar = feed.shape[0] > 1
     f0 = feed[0]
     defer = fvar or f0 != 0  # calls wait for their local time (see _drain_l2)
+    pmask = pend.shape[0] - 1
     while k < ev.shape[0]:
         if check:
             if not _room(own, rs, ss, log, pend):
@@ -665,14 +697,29 @@ def bt_l3_quote(  # noqa: C901 (one flat hot loop on purpose, see engine.book._k
             check = False
         e = ev[k]
         ts = e["ts"]
-        if defer and _call_due(pend, ss, ts):
-            if not _drain_l3(
+        full = False  # the waiting calls due, as in bt_l2_quote
+        h = ss[SS_PHEAD]
+        while defer and h < ss[SS_PTAIL] and pend[h & pmask, PD_TL] < ts:
+            pi = h & pmask
+            now = max(pend[pi, PD_TL], ss[SS_NOW])
+            nx = rs[RS_NEXT]
+            if _idle(
+                now, ss[SS_ARR_BID], ss[SS_ARR_ASK], rs[RS_CANCEL_TS],
+                own[nx]["ts"] if nx < ss[SS_NOWN] else _NEVER, ss[SS_NEXT_CALL],
+                pp[P_INTERVAL], pend[pi, PD_BB], pend[pi, PD_BA], ss[SS_LAST_BB],
+                ss[SS_LAST_BA], ss[SS_WAKE],
+            ):  # fmt: skip
+                h += 1
+                ss[SS_PHEAD] = h
+                ss[SS_NOW] = now
+                continue
+            full = not _drain_l3(
                 rule, lv, st, own, t0, tc, act, rs, ox, scratch, log, ss, pp, ust, qo, ring,
                 rep, pend, ts, _pick(rlat, max(k - 1, 0)),
-            ):  # fmt: skip
-                break
-            check = True
-            continue
+            ) or not _room(own, rs, ss, log, pend)  # fmt: skip
+            break
+        if full:
+            break  # (k not advanced: the wrapper makes room and resumes here)
         action = int(e["action"])
         if action == L3_ADD and st[L3S_FREE] == 0:
             break  # full: the wrapper grows the arrays and resumes here
@@ -813,8 +860,16 @@ def bt_l3_quote(  # noqa: C901 (one flat hot loop on purpose, see engine.book._k
         bb = base + ib
         ba = base + ia
         if defer:
-            _push_call(pend, ss, tl, bb, ba, _pick(olat, k - 1), _pick(rlat, k - 1))
-            check = True
+            t = ss[SS_PTAIL]  # _push_call, written out (see bt_l2_quote)
+            pi = t & pmask
+            pend[pi, PD_TL] = tl
+            pend[pi, PD_BB] = bb
+            pend[pi, PD_BA] = ba
+            pend[pi, PD_OLAT] = olat[k - 1] if olat.shape[0] > 1 else olat[0]
+            pend[pi, PD_RLAT] = rlat[k - 1] if rlat.shape[0] > 1 else rlat[0]
+            ss[SS_PTAIL] = t + 1
+            if t + 2 - ss[SS_PHEAD] >= pend.shape[0]:  # as _room: the queue is full
+                check = True
             continue
         if tl < ss[SS_NEXT_CALL]:
             continue
@@ -945,3 +1000,16 @@ def first_unsorted(ts: I64) -> int:
         if ts[i] < ts[i - 1]:
             return i
     return -1
+
+
+@kernel
+def touch_state(touch: I64, out: U8) -> None:
+    """Write each row's book state: 0 a side missing, 1 two-sided, 2 crossed or locked.
+
+    ``touch`` as :func:`engine.book._kernels.l2_apply_bbo` writes it.
+    """
+    for k in range(touch.shape[0]):
+        if touch[k, 1] > 0 and touch[k, 3] > 0:
+            out[k] = 1 if touch[k, 0] < touch[k, 2] else 2
+        else:
+            out[k] = 0

@@ -116,15 +116,45 @@ def book_touch(
     ``int64[n, 4]``: bid px, bid qty, ask px, ask qty (``0, 0`` for a missing side).
     """
     touch = np.zeros((ev.shape[0], 4), np.int64)
+    _book_for(ev, level, n_levels).apply(ev, touch)
+    return touch
+
+
+def _book_for(ev: npt.NDArray[np.void], level: Level, n_levels: int | None) -> L2Books | L3Book:
+    """Return an empty book of the window the paths replay ``ev`` on."""
     if level == "l2":
         n_levels, centre = l2_window(ev, n_levels)
-        L2Books(1, n_levels, centre=centre).apply(ev, touch)
-    else:
-        px = ev["px"][(ev["action"] == L3_ADD) | (ev["action"] == L3_MODIFY)]
-        lo, hi = (int(px.min()), int(px.max())) if px.size else (0, 1)
-        pad = max(64, (hi - lo) // 4)
-        L3Book(lo - pad, hi - lo + 1 + 2 * pad, 1 << 12, PRIO_DEFAULT).apply(ev, touch)
-    return touch
+        return L2Books(1, n_levels, centre=centre)
+    px = ev["px"][(ev["action"] == L3_ADD) | (ev["action"] == L3_MODIFY)]
+    lo, hi = (int(px.min()), int(px.max())) if px.size else (0, 1)
+    pad = max(64, (hi - lo) // 4)
+    return L3Book(lo - pad, hi - lo + 1 + 2 * pad, 1 << 12, PRIO_DEFAULT)
+
+
+#: Rows replayed per book call by :func:`book_state` (its touch buffer: 32 MiB).
+_STATE_CHUNK = 1 << 20
+SIDE_MISSING, SOUND, CROSSED = 0, 1, 2
+
+
+def book_state(
+    ev: npt.NDArray[np.void], level: Level, n_levels: int | None = None
+) -> U8:
+    """Replay ``ev`` as :func:`book_touch` does; return each row's book state, ``uint8[n]``.
+
+    :data:`SIDE_MISSING` (a side is empty), :data:`SOUND` (two-sided, bid below ask) or
+    :data:`CROSSED` (bid at or above ask). In chunks: no ``int64[n, 4]`` for a whole day.
+    """
+    from engine.backtest._kernels import touch_state
+
+    n = int(ev.shape[0])
+    out = np.zeros(n, np.uint8)
+    book = _book_for(ev, level, n_levels)
+    buf = np.zeros((min(n, _STATE_CHUNK), 4), np.int64)
+    for a in range(0, n, _STATE_CHUNK):
+        b = min(n, a + _STATE_CHUNK)
+        book.apply(ev[a:b], buf[: b - a])
+        touch_state(buf[: b - a], out[a:b])
+    return out
 
 
 def market_rules(
@@ -153,18 +183,18 @@ def market_rules(
         trade = (ev["kind"] == L2_TRADE) if is_l2 else (ev["action"] == L3_EXECUTE)
         t = np.flatnonzero(trade[snap:])
         open_ts = int(ts[snap + t[0]]) if t.size else 0
-    touch = book_touch(ev, level, n_levels)
-    ok = (touch[:, 1] > 0) & (touch[:, 3] > 0) & (touch[:, 0] < touch[:, 2])
-    crossed = (touch[:, 1] > 0) & (touch[:, 3] > 0) & (touch[:, 0] >= touch[:, 2])
+    state = book_state(ev, level, n_levels)
+    end = ends.view(np.bool_)
     first = snap
     if open_ts:
         o = int(np.searchsorted(ts, open_ts, side="left"))
-        if bool((crossed[snap:o] & ends[snap:o].astype(bool)).any()):
+        if bool(((state[snap:o] == CROSSED) & end[snap:o]).any()):
             first = max(snap, o)  # a crossed book before the first trade: a pre-open auction
-    # candidates: the start of an update whose previous update left a sound book
-    cand = np.flatnonzero(ends[:-1].astype(bool) & ok[:-1]) + 1
-    cand = cand[cand >= first]
-    live = int(cand[0]) if cand.size else n
-    bad_end = ends.astype(bool) & ~ok
-    crossed_after = int(bad_end[live:].sum()) if live < n else 0
+    # the start of the first update from ``first`` on whose previous update left a sound book
+    live = n
+    lo = max(first - 1, 0)  # the row before each candidate start (always >= 1)
+    cand = end[lo : n - 1] & (state[lo : n - 1] == SOUND)
+    if bool(cand.any()):
+        live = lo + int(cand.argmax()) + 1
+    crossed_after = int((end[live:] & (state[live:] != SOUND)).sum()) if live < n else 0
     return MarketRules(live, ends, open_ts, snap, crossed_after)
