@@ -47,6 +47,7 @@ from engine.types import (
     BID_SIDE,
     BUY,
     ID_EMPTY,
+    L2_CLEAR,
     L2_SET,
     L2_TRADE,
     L2S_ASK,
@@ -1013,3 +1014,80 @@ def touch_state(touch: I64, out: U8) -> None:
             out[k] = 1 if touch[k, 0] < touch[k, 2] else 2
         else:
             out[k] = 0
+
+
+@kernel
+def trade_range(ev: Rec) -> tuple[int, int, int]:
+    """Return ``(trades, lowest, highest)`` trade price of ``L2_EVENT_DTYPE`` rows, one pass."""
+    m = 0
+    lo = 0
+    hi = 0
+    for k in range(ev.shape[0]):
+        if ev[k]["kind"] == L2_TRADE:
+            px = ev[k]["px"]
+            if m == 0 or px < lo:
+                lo = px
+            if m == 0 or px > hi:
+                hi = px
+            m += 1
+    return m, lo, hi
+
+
+@kernel
+def l2_book_state(q: I64, st: I64, ev: Rec, out: U8) -> None:  # noqa: C901 (flat on purpose)
+    """Apply checked ``L2_EVENT_DTYPE`` rows to book 0; write each row's book state to ``out``.
+
+    The states of :func:`touch_state` (0 a side missing, 1 two-sided, 2 crossed or locked),
+    without a touch per row: the market rules' pass over a whole day.
+    """
+    n = q.shape[2]
+    b = 0
+    for k in range(ev.shape[0]):
+        e = ev[k]
+        kind = e["kind"]
+        if kind == L2_SET:
+            si = BID_SIDE if e["side"] == BUY else ASK_SIDE
+            v = e["qty"]
+            i = e["px"] - st[b, L2S_BASE]
+            if i >= 0 and i < n:
+                q[b, si, i] = v
+                if si == BID_SIDE:
+                    if v > 0:
+                        if i > st[b, L2S_BID]:
+                            st[b, L2S_BID] = i
+                    elif i == st[b, L2S_BID]:
+                        st[b, L2S_BID] = _l2_scan(q, b, BID_SIDE, i - 1)
+                elif v > 0:
+                    if i < st[b, L2S_ASK]:
+                        st[b, L2S_ASK] = i
+                elif i == st[b, L2S_ASK]:
+                    st[b, L2S_ASK] = _l2_scan(q, b, ASK_SIDE, i + 1)
+            else:
+                l2_set(q, st, b, si, e["px"], v)
+        elif kind == L2_CLEAR:
+            l2_clear(q, st, b)
+        st[b, L2S_TS] = e["ts"]
+        ib = st[b, L2S_BID]
+        ia = st[b, L2S_ASK]
+        if ib < 0 or ia >= n:
+            out[k] = 0
+        else:
+            out[k] = 1 if ib < ia else 2
+
+
+@kernel
+def order_px_range(ev: Rec) -> tuple[int, int, int]:
+    """Return ``(rows, lowest, highest)`` price of the adds and modifies of L3 rows, one pass."""
+    m = 0
+    lo = 0
+    hi = 0
+    for k in range(ev.shape[0]):
+        a = ev[k]["action"]
+        if a in (L3_ADD, L3_MODIFY):
+            px = ev[k]["px"]
+            if m == 0 or px < lo:
+                lo = px
+            if m == 0 or px > hi:
+                hi = px
+            m += 1
+    return m, lo, hi

@@ -26,7 +26,7 @@ import numpy.typing as npt
 from engine.backtest import _kernels as bk
 from engine.backtest.journal import BacktestJournal
 from engine.backtest.models import ConstantLatency, LatencyModel, Level, at_times
-from engine.backtest.rules import MarketRules, l2_window, market_rules
+from engine.backtest.rules import MarketRules, l2_window, l3_window, market_rules
 from engine.book.l2 import L2Books
 from engine.book.l3 import L3Arrays, L3Book
 from engine.enums import OrdStatus, OrdType, Side, StrategyState, TimeInForce
@@ -39,9 +39,7 @@ from engine.strategy.quoting import QUOTES_N, QuotingStrategy
 from engine.types import (
     FILL_DTYPE,
     L2_EVENT_DTYPE,
-    L3_ADD,
     L3_EVENT_DTYPE,
-    L3_MODIFY,
     L3S_FREE,
     OWN_CANCELED,
     OWN_FILLED,
@@ -233,7 +231,7 @@ class FastBacktest:
                 f"({int(ev['ts'][bad - 1])}); events must be in time order"
             )
         feed, olat, rlat = self.latency.arrays(n)
-        self.rules = market_rules(ev, self.level, open_ts, self.n_levels)
+        self.rules = market_rules(ev, self.level, open_ts, self.n_levels, count_crossed=False)
         return self._run(ev, feed, olat, rlat, progress, cancel)
 
     # ------------------------------------------------------------------ internals
@@ -241,10 +239,8 @@ class FastBacktest:
         if self.level == "l2":
             n_levels, centre = l2_window(ev, self.n_levels)
             return L2Books(1, n_levels, centre=centre)
-        px = ev["px"][(ev["action"] == L3_ADD) | (ev["action"] == L3_MODIFY)]
-        lo, hi = (int(px.min()), int(px.max())) if px.size else (0, 1)
-        pad = max(64, (hi - lo) // 4)
-        return L3Arrays(lo - pad, hi - lo + 1 + 2 * pad, 1 << 16, PRIO_DEFAULT)
+        px_min, n = l3_window(ev)
+        return L3Arrays(px_min, n, 1 << 16, PRIO_DEFAULT)
 
     def _run(  # noqa: C901 (the chunk loop with its growth cases)
         self,

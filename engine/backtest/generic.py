@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from engine.backtest.journal import BacktestJournal
 from engine.backtest.models import ConstantLatency, LatencyModel, Level
-from engine.backtest.rules import MarketRules, l2_window, market_rules
+from engine.backtest.rules import MarketRules, l2_window, l3_window, market_rules
 from engine.book._kernels import l2_apply
 from engine.book.l2 import L2Books
 from engine.book.l3 import L3Book
@@ -54,10 +54,8 @@ from engine.types import (
     FILL_DTYPE,
     L2_EVENT_DTYPE,
     L2_TRADE,
-    L3_ADD,
     L3_EVENT_DTYPE,
     L3_EXECUTE,
-    L3_MODIFY,
     OWN_ACTIVE,
     OWN_CANCELED,
     OWN_FILLED,
@@ -407,7 +405,7 @@ class GenericBacktest:
             bad = int(np.argmax(np.diff(ev["ts"]) < 0)) + 1
             raise ValueError(f"events: row {bad} is earlier than row {bad - 1}; sort by ts")
         ts0 = int(ev["ts"][0])
-        self.rules = market_rules(ev, self.level, open_ts, self.n_levels)
+        self.rules = market_rules(ev, self.level, open_ts, self.n_levels, count_crossed=False)
         own_journal = not isinstance(journal, BacktestJournal) and journal is not None
         jr = BacktestJournal(journal, ts0) if own_journal else journal  # type: ignore[arg-type]
         try:
@@ -436,12 +434,10 @@ class GenericBacktest:
             # the strategies' own copy changes only in _see_rows: its touch is held
             self.view: L2View | L3View = L2View(local, sym, held=True)  # type: ignore[arg-type]
         else:
-            px = ev["px"][(ev["action"] == L3_ADD) | (ev["action"] == L3_MODIFY)]
-            lo, hi = (int(px.min()), int(px.max())) if px.size else (0, 1)
-            pad = max(64, (hi - lo) // 4)
-            vb = L3Book(lo - pad, hi - lo + 1 + 2 * pad, 1 << 12, PRIO_DEFAULT)
+            px_min, n_px = l3_window(ev)
+            vb = L3Book(px_min, n_px, 1 << 12, PRIO_DEFAULT)
             vb.validate(ev)
-            local = L3Book(lo - pad, hi - lo + 1 + 2 * pad, 1 << 12, PRIO_DEFAULT)
+            local = L3Book(px_min, n_px, 1 << 12, PRIO_DEFAULT)
             self.view = L3View(local, sym)
         self.local = local
         if same_book:  # no feed latency: the strategies read the venue's book itself

@@ -26,6 +26,7 @@ here; :attr:`MarketRules.crossed_after` counts the updates that end crossed afte
 so a run can say so.
 """
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,10 +38,8 @@ from engine.book.l3 import L3Book
 from engine.types import (
     L2_CLEAR,
     L2_TRADE,
-    L3_ADD,
     L3_CLEAR,
     L3_EXECUTE,
-    L3_MODIFY,
     PRIO_DEFAULT,
 )
 
@@ -61,14 +60,13 @@ def l2_window(ev: npt.NDArray[np.void], n_levels: int | None = None) -> tuple[in
     snapshot) are dropped and counted. Both paths and :func:`market_rules` use this one
     window, so their books are the same.
     """
-    sets = ev["kind"] != L2_CLEAR
-    trades = ev["kind"] == L2_TRADE
-    px = ev["px"][trades] if trades.any() else ev["px"][sets]
-    if px.size == 0:
-        return n_levels or 4096, 0
-    if trades.any():
-        lo, hi = int(px.min()), int(px.max())
-    else:
+    from engine.backtest._kernels import trade_range
+
+    m, lo, hi = (int(v) for v in trade_range(np.ascontiguousarray(ev)))
+    if not m:
+        px = ev["px"][ev["kind"] != L2_CLEAR]
+        if px.size == 0:
+            return n_levels or 4096, 0
         lo, hi = (int(v) for v in np.percentile(px, [1, 99]))
     if n_levels is None:
         n_levels = min(max(4096, 4 * (hi - lo + 1)), MAX_L2_LEVELS)
@@ -83,7 +81,7 @@ class MarketRules:
     group_end: U8 = None  # type: ignore[assignment]  # 1 where a row ends a venue update
     open_ts: int = 0  # the session's first trade (0: the data has none)
     snapshot_rows: int = 0  # rows of the leading snapshot (a CLEAR and its levels)
-    crossed_after: int = 0  # updates after live_from that leave the book crossed
+    crossed_after: int = 0  # updates after live_from ending crossed or one-sided (-1: uncounted)
 
     def describe(self, ts: npt.NDArray[np.int64]) -> str:
         """Return one line saying where the live market starts and why."""
@@ -95,7 +93,7 @@ class MarketRules:
             parts.append(f"{self.snapshot_rows:,} snapshot rows")
         if self.open_ts:
             parts.append(f"first trade at ts {self.open_ts}")
-        if self.crossed_after:
+        if self.crossed_after > 0:
             parts.append(f"{self.crossed_after:,} updates crossed after it")
         return ", ".join(parts)
 
@@ -125,10 +123,23 @@ def _book_for(ev: npt.NDArray[np.void], level: Level, n_levels: int | None) -> L
     if level == "l2":
         n_levels, centre = l2_window(ev, n_levels)
         return L2Books(1, n_levels, centre=centre)
-    px = ev["px"][(ev["action"] == L3_ADD) | (ev["action"] == L3_MODIFY)]
-    lo, hi = (int(px.min()), int(px.max())) if px.size else (0, 1)
+    px_min, n = l3_window(ev)
+    return L3Book(px_min, n, 1 << 12, PRIO_DEFAULT)
+
+
+def l3_window(ev: npt.NDArray[np.void]) -> tuple[int, int]:
+    """Return ``(px_min, n_levels)`` of the L3 book both paths replay ``ev`` on.
+
+    The range of the adds' and modifies' prices, padded by a quarter of it (at least 64
+    ticks) on each side.
+    """
+    from engine.backtest._kernels import order_px_range
+
+    m, lo, hi = (int(v) for v in order_px_range(np.ascontiguousarray(ev)))
+    if not m:
+        lo, hi = 0, 1
     pad = max(64, (hi - lo) // 4)
-    return L3Book(lo - pad, hi - lo + 1 + 2 * pad, 1 << 12, PRIO_DEFAULT)
+    return lo - pad, hi - lo + 1 + 2 * pad
 
 
 #: Rows replayed per book call by :func:`book_state` (its touch buffer: 32 MiB).
@@ -136,25 +147,41 @@ _STATE_CHUNK = 1 << 20
 SIDE_MISSING, SOUND, CROSSED = 0, 1, 2
 
 
-def book_state(
+def book_states(
     ev: npt.NDArray[np.void], level: Level, n_levels: int | None = None
-) -> U8:
-    """Replay ``ev`` as :func:`book_touch` does; return each row's book state, ``uint8[n]``.
+) -> Iterator[tuple[int, U8]]:
+    """Replay ``ev`` as :func:`book_touch` does, yielding each row's book state as it goes.
 
+    Yields ``(b, state)``: ``state`` is ``uint8[n]`` filled for rows ``[0, b)`` so far, each
     :data:`SIDE_MISSING` (a side is empty), :data:`SOUND` (two-sided, bid below ask) or
-    :data:`CROSSED` (bid at or above ask). In chunks: no ``int64[n, 4]`` for a whole day.
+    :data:`CROSSED` (bid at or above ask). L2 in one kernel pass; L3 in chunks of
+    ``_STATE_CHUNK`` rows (a touch buffer of 32 MiB, not ``int64[n, 4]``), so a caller that
+    has what it needs can stop early.
     """
-    from engine.backtest._kernels import touch_state
+    from engine.backtest._kernels import l2_book_state, touch_state
 
     n = int(ev.shape[0])
     out = np.zeros(n, np.uint8)
     book = _book_for(ev, level, n_levels)
+    if isinstance(book, L2Books):  # one kernel pass, no touch per row
+        book.validate(ev)
+        l2_book_state(book._q, book._st, np.ascontiguousarray(ev), out)
+        yield n, out
+        return
     buf = np.zeros((min(n, _STATE_CHUNK), 4), np.int64)
     for a in range(0, n, _STATE_CHUNK):
         b = min(n, a + _STATE_CHUNK)
         book.apply(ev[a:b], buf[: b - a])
         touch_state(buf[: b - a], out[a:b])
-    return out
+        yield b, out
+
+
+def book_state(ev: npt.NDArray[np.void], level: Level, n_levels: int | None = None) -> U8:
+    """Return every row's book state (see :func:`book_states`)."""
+    state = np.zeros(0, np.uint8)
+    for _b, filled in book_states(ev, level, n_levels):
+        state = filled
+    return state
 
 
 def market_rules(
@@ -162,12 +189,16 @@ def market_rules(
     level: Level,
     open_ts: int | None = None,
     n_levels: int | None = None,
+    *,
+    count_crossed: bool = True,
 ) -> MarketRules:
     """Return the :class:`MarketRules` of one run's events (see the module docstring).
 
     ``open_ts`` is the session's first trade when the events do not carry trades (an MBO
     day whose trades are stored apart); by default it is the first trade row of ``ev``
-    (``L2_TRADE`` or ``L3_EXECUTE``).
+    (``L2_TRADE`` or ``L3_EXECUTE``). Without ``count_crossed`` the book is replayed only
+    as far as the live market's start and :attr:`MarketRules.crossed_after` is -1 (the
+    backtests, which replay the whole day themselves).
     """
     n = int(ev.shape[0])
     ts = ev["ts"]
@@ -183,18 +214,29 @@ def market_rules(
         trade = (ev["kind"] == L2_TRADE) if is_l2 else (ev["action"] == L3_EXECUTE)
         t = np.flatnonzero(trade[snap:])
         open_ts = int(ts[snap + t[0]]) if t.size else 0
-    state = book_state(ev, level, n_levels)
     end = ends.view(np.bool_)
-    first = snap
-    if open_ts:
-        o = int(np.searchsorted(ts, open_ts, side="left"))
-        if bool(((state[snap:o] == CROSSED) & end[snap:o]).any()):
-            first = max(snap, o)  # a crossed book before the first trade: a pre-open auction
-    # the start of the first update from ``first`` on whose previous update left a sound book
+    o = int(np.searchsorted(ts, open_ts, side="left")) if open_ts else 0
+    first = -1  # known once the rows up to the open are replayed
+    lo = 0  # candidate starts are scanned from lo + 1 on
     live = n
-    lo = max(first - 1, 0)  # the row before each candidate start (always >= 1)
-    cand = end[lo : n - 1] & (state[lo : n - 1] == SOUND)
-    if bool(cand.any()):
-        live = lo + int(cand.argmax()) + 1
-    crossed_after = int((end[live:] & (state[live:] != SOUND)).sum()) if live < n else 0
+    state = np.zeros(n, np.uint8)
+    for b, state in book_states(ev, level, n_levels):
+        if first < 0 and b >= o:
+            # a crossed book before the first trade is a pre-open auction: live at the open
+            pre = bool(((state[snap:o] == CROSSED) & end[snap:o]).any())
+            first = max(snap, o) if pre else snap
+            lo = max(first - 1, 0)  # the row before each candidate start
+        if first >= 0 and live == n:
+            # the start of the first update from ``first`` on after a sound update
+            top = min(b, n - 1)
+            if top > lo:
+                cand = end[lo:top] & (state[lo:top] == SOUND)
+                if bool(cand.any()):
+                    live = lo + int(cand.argmax()) + 1
+                lo = top
+        if live < n and not count_crossed:
+            break
+    crossed_after = -1
+    if count_crossed:
+        crossed_after = int((end[live:] & (state[live:] != SOUND)).sum()) if live < n else 0
     return MarketRules(live, ends, open_ts, snap, crossed_after)
