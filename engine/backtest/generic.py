@@ -75,6 +75,13 @@ def _int(t: float) -> int:
     return _NEVER if t == _INF else int(t)
 
 
+def _bisect_near(a: list[int], x: int, lo: int) -> int:
+    """``bisect_right(a, x, lo)``, looking in the next 128 items first (one update's rows)."""
+    hi = min(len(a), lo + 128)
+    k = bisect_right(a, x, lo, hi)
+    return k if k < hi else bisect_right(a, x, hi)
+
+
 # ------------------------------------------------------------------------- book views
 class L2View:
     """A :class:`engine.strategy.base.BookView` over book 0 of an :class:`L2Books`.
@@ -501,7 +508,10 @@ class GenericBacktest:
         starts_l = starts.tolist()
         see_l = see.tolist()
         k_loud = 0
-        px_l, qty_l, side_l = ev["px"].tolist(), ev["qty"].tolist(), ev["side"].tolist()
+        # the trade rows' fields, as lists only when a strategy hears trades
+        px_l, qty_l, side_l = (
+            (ev["px"].tolist(), ev["qty"].tolist(), ev["side"].tolist()) if hear else ([], [], [])
+        )
         timers = [s.timer_interval_ms for s in self.strategies if s.timer_interval_ms]
         timer_ns = min(timers) * 1_000_000 if timers else 0
         next_timer = ts_l[min(live, n - 1)] + timer_ns if timer_ns else _NEVER
@@ -547,7 +557,7 @@ class GenericBacktest:
                 upto = min(tr, tsee)
                 k = min(
                     n if before == _INF else bisect_left(ts_l, before, i),
-                    n if upto == _INF else bisect_right(ts_l, upto, i),
+                    n if upto == _INF else _bisect_near(ts_l, upto, i),
                 )
                 fills, done = self.own.replay(ev[i:k], stop_at_fill=True)
                 first = i
