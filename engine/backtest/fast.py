@@ -253,11 +253,10 @@ class FastBacktest:
     ) -> FastResult:
         n = int(ev.shape[0])
         books = self._books(ev)
-        if isinstance(books, L2Books):
-            books.validate(ev)
-        else:
+        if not isinstance(books, L2Books):  # (L2: market_rules checked every row already)
             L3Book.over(books).validate(ev)
-        cap = 4096
+        # own-order rows: sized for a busy quoting day, doubled when full
+        cap = max(4096, min(n // 32, 1 << 18))
         own = np.zeros(cap, OWN_ORDER_DTYPE)
         t0 = np.zeros(cap, np.int64)
         tc = np.zeros(cap, np.int64)
