@@ -10,13 +10,17 @@ venue keeps the market book and the own orders' queue positions with the kernels
 
 One timeline, in time order (ties in this order): the venue applies market event ``i`` at
 its exchange time ``ts``; the venue's answers reach the order manager ``response`` later;
-the strategy sees event ``i`` at ``ts + feed`` (as a ``BookUpdated`` / ``TradeReported`` on
-the bus, at most every ``book_interval_ns``). A request sent at local time ``t`` is carried
+the strategy sees event ``i`` at ``ts + feed`` (a ``BookUpdated`` on the bus at the end of
+each venue update, at most every ``book_interval_ns``; a ``TradeReported`` for each trade
+when a strategy overrides ``on_trade``). A request sent at local time ``t`` is carried
 out at the venue at ``t + order`` (never before an earlier request), before the market
 events of that time.
 
-Every step is Python, so this path runs at tens of thousands of events per second; the
-compiled fast path (:mod:`engine.backtest.fast`) is the one for whole days.
+The strategies and the order stack are Python, so the rate is set by the callbacks: a
+venue update's rows are replayed in one kernel call and the strategies called once at its
+end (about 1M events/s on Binance depth, 41 rows an update; some 80k where every event is
+its own update, as in market-by-order data). The compiled fast path
+(:mod:`engine.backtest.fast`) is the one for whole days and sweeps.
 """
 
 import heapq
