@@ -93,6 +93,22 @@ def parallel_lines(run: bt.ParallelRun) -> tuple[list[str], list[str]]:
     return lines, misses
 
 
+def floor_lines(floor: list[bt.FloorRow], rows: list[bt.BatchRow]) -> list[str]:
+    """Return the transport floor as Markdown lines, with batch 1 as a share of it."""
+    one = next((r for r in rows if r.batch == 1), None)
+    lines = [
+        "| transport | round trips | per s | p50 µs | p99 µs | FIX batch 1 / this |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for f in floor:
+        share = f"{one.orders_per_s / f.per_s:.2f}x" if one is not None else ""
+        lines.append(
+            f"| {f.transport} | {f.round_trips:,} | {f.per_s:,.0f} | {f.p50_us:,.1f} "
+            f"| {f.p99_us:,.1f} | {share} |"
+        )
+    return lines
+
+
 def draw_histogram(run: bt.ParallelRun, path: Path) -> None:
     """Draw the round-trip latency histogram (log-spaced bins, log counts) to a PNG."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -198,6 +214,8 @@ def bench_fix(opts: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         qf = qfpeer.batch_table(opts.orders_per_row, batches)
     say(f"parallel sessions: {opts.round_trips:,} round trips …")
     run = bt.parallel_sessions(opts.round_trips, opts.warmup)
+    say("transport floor: the same loopback without FIX …")
+    floor = bt.transport_floor(opts.orders_per_row)
     load1 = os.getloadavg()[0]
     b_lines, b_miss = batch_lines(rows, qf)
     p_lines, p_miss = parallel_lines(run)
@@ -228,6 +246,12 @@ def bench_fix(opts: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         f"p50 <= {TARGET_P50_US:g} µs, p99 <= {TARGET_P99_US:g} µs.",
         "",
         *p_lines,
+        "",
+        f"Transport floor, same run: {bt.FLOOR_BYTES} bytes echoed between two processes on "
+        "127.0.0.1, no FIX, one at a time; what any ping-pong here costs before a message is "
+        "decoded (both ends of the tables above run on the engine's event loop).",
+        "",
+        *floor_lines(floor, rows),
     ])  # fmt: skip
     say(f"\n{text}")
     if opts.png:

@@ -22,10 +22,13 @@ package is importable. No Qt here: the histogram is drawn by ``app.bench``.
 
 import argparse
 import asyncio
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -35,7 +38,9 @@ from engine.fix.message import FixMessage
 from engine.fix.session import AppTemplate, FixSession, lookup_session
 from engine.fix.settings import SessionSettings
 from engine.fix.store import MemoryStore
-from engine.fix.transport import SocketAcceptor, SocketInitiator
+from engine.fix.transport import SocketAcceptor, SocketInitiator, install_uvloop
+
+T = TypeVar("T")
 
 #: Version label -> (BeginString, DefaultApplVerID).
 VERSIONS: dict[str, tuple[str, str | None]] = {
@@ -131,12 +136,25 @@ async def serve() -> None:
     await acceptor.stop()
 
 
+def run_on_engine_loop(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` on the event loop the engine runs on (uvloop where installed)."""
+    install_uvloop()
+    return asyncio.run(coro)
+
+
 class Venue:
-    """The venue child process (a context manager): ``port`` once started."""
+    """A child process of this module (a context manager): ``port`` once started.
+
+    ``mode`` is ``--serve`` (the FIX venue), ``--echo`` or ``--echo-blocking`` (the transport
+    floor: bytes sent straight back, on the engine's event loop or a blocking socket).
+    """
+
+    def __init__(self, mode: str = "--serve") -> None:
+        self.mode = mode
 
     def __enter__(self) -> "Venue":
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "engine.fix.benchtables", "--serve"],
+            [sys.executable, "-m", "engine.fix.benchtables", self.mode],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -268,7 +286,7 @@ async def _batch_rows(port: int, orders_per_row: int, batches: tuple[int, ...]) 
 def batch_table(orders_per_row: int = 20_000, batches: tuple[int, ...] = BATCHES) -> list[BatchRow]:
     """Measure the batch table (FIX 4.4) against a venue in a child process."""
     with Venue() as venue:
-        return asyncio.run(_batch_rows(venue.port, orders_per_row, batches))
+        return run_on_engine_loop(_batch_rows(venue.port, orders_per_row, batches))
 
 
 @dataclass
@@ -330,16 +348,142 @@ async def _parallel(port: int, total: int, warmup: int) -> ParallelRun:
 def parallel_sessions(total: int = 1_000_000, warmup: int = 1_000) -> ParallelRun:
     """Run ``total`` round trips over the five versions' sessions in parallel."""
     with Venue() as venue:
-        return asyncio.run(_parallel(venue.port, total, warmup))
+        return run_on_engine_loop(_parallel(venue.port, total, warmup))
+
+
+# ----------------------------------------------------------------------------- the floor
+#: Bytes per message of the transport floor: about a NewOrderSingle.
+FLOOR_BYTES = 200
+
+
+class _Echo(asyncio.Protocol):
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # (uvloop's is no subclass)
+        sock = transport.get_extra_info("socket")
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def data_received(self, data: bytes) -> None:
+        self.transport.write(data)
+
+
+async def serve_echo() -> None:
+    """Send every byte straight back, on the event loop; print the port; stop with stdin."""
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(_Echo, "127.0.0.1", 0)
+    sys.stdout.write(f"{server.sockets[0].getsockname()[1]}\n")
+    sys.stdout.flush()
+    await loop.run_in_executor(None, sys.stdin.read)
+    server.close()
+
+
+def serve_echo_blocking() -> None:
+    """Echo as :func:`serve_echo` does, with a blocking socket and no event loop."""
+    with socket.create_server(("127.0.0.1", 0)) as srv:
+        sys.stdout.write(f"{srv.getsockname()[1]}\n")
+        sys.stdout.flush()
+        conn, _ = srv.accept()
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with conn:
+            while data := conn.recv(65536):
+                conn.sendall(data)
+
+
+class _Pinger(asyncio.Protocol):
+    def __init__(self, n: int, done: "asyncio.Future[None]") -> None:
+        self.n, self.done = n, done
+        self.lat = np.empty(n, np.int64)
+        self.i = 0
+        self.got = 0
+        self.msg = b"x" * FLOOR_BYTES
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # (uvloop's is no subclass)
+        transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.t = time.perf_counter_ns()
+        self.transport.write(self.msg)
+
+    def data_received(self, data: bytes) -> None:
+        self.got += len(data)
+        if self.got < FLOOR_BYTES:
+            return
+        self.got = 0
+        self.lat[self.i] = time.perf_counter_ns() - self.t
+        self.i += 1
+        if self.i == self.n:
+            self.done.set_result(None)
+            return
+        self.t = time.perf_counter_ns()
+        self.transport.write(self.msg)
+
+
+async def _echo_loop(port: int, n: int) -> npt.NDArray[np.int64]:
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+    transport, pinger = await loop.create_connection(lambda: _Pinger(n, done), "127.0.0.1", port)
+    await done
+    transport.close()
+    return pinger.lat
+
+
+def _echo_blocking(port: int, n: int) -> npt.NDArray[np.int64]:
+    lat = np.empty(n, np.int64)
+    msg = b"x" * FLOOR_BYTES
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for i in range(n):
+            t = time.perf_counter_ns()
+            sock.sendall(msg)
+            got = 0
+            while got < FLOOR_BYTES:
+                got += len(sock.recv(65536))
+            lat[i] = time.perf_counter_ns() - t
+    return lat
+
+
+@dataclass
+class FloorRow:
+    """Round trips of bare bytes between two processes on 127.0.0.1 (no FIX)."""
+
+    transport: str
+    round_trips: int
+    per_s: float
+    p50_us: float
+    p99_us: float
+
+
+def transport_floor(n: int = 20_000) -> list[FloorRow]:
+    """Measure the ping-pong floor: ``FLOOR_BYTES`` echoed, on the engine's loop and blocking."""
+    rows = []
+    for label, mode in (
+        ("event loop (the engine's)", "--echo"),
+        ("blocking sockets", "--echo-blocking"),
+    ):
+        with Venue(mode) as venue:
+            t0 = time.perf_counter()
+            if mode == "--echo":
+                lat = run_on_engine_loop(_echo_loop(venue.port, n))
+            else:
+                lat = _echo_blocking(venue.port, n)
+            elapsed = time.perf_counter() - t0
+        p = np.percentile(lat, [50, 99]) / 1e3
+        rows.append(FloorRow(label, n, n / elapsed, float(p[0]), float(p[1])))
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m engine.fix.benchtables --serve``: the venue child process."""
+    """``python -m engine.fix.benchtables --serve``: the venue child process (or an echo)."""
     parser = argparse.ArgumentParser(prog="benchtables")
-    parser.add_argument("--serve", action="store_true")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--serve", action="store_true")
+    mode.add_argument("--echo", action="store_true")
+    mode.add_argument("--echo-blocking", action="store_true")
     opts = parser.parse_args(argv)
     if opts.serve:
-        asyncio.run(serve())
+        run_on_engine_loop(serve())
+    elif opts.echo:
+        run_on_engine_loop(serve_echo())
+    elif opts.echo_blocking:
+        serve_echo_blocking()
     return 0
 
 

@@ -35,6 +35,13 @@ def test_bench_fix_prints_and_writes_both_tables(tmp_path: Path) -> None:
     versions = [r.split("|")[1].strip() for r in rows if r.split("|")[2].strip() == "50"]
     assert versions == list(bt.VERSIONS)  # 250 round trips over five sessions: 50 each
     assert any(r.startswith("| all five | 250 |") for r in rows)
+    # the transport floor of the same run: both transports, as many round trips as a row
+    floor = {r.split("|")[1].strip(): r.split("|") for r in rows if "socket" in r or "loop" in r}
+    assert sorted(floor) == ["blocking sockets", "event loop (the engine's)"]
+    for cells in floor.values():
+        assert cells[2].strip() == "60"
+        assert float(cells[3].replace(",", "")) > 0  # round trips per second
+        assert cells[6].strip().endswith("x")  # batch 1 as a share of the floor
     image = QImage(str(png))
     assert not image.isNull()
     assert (image.width(), image.height()) == (1100, 600)
