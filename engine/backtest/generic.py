@@ -561,7 +561,7 @@ class GenericBacktest:
                 upto = min(tr, tsee)
                 k = min(
                     n if before == _INF else bisect_left(ts_l, before, i),
-                    n if upto == _INF else _bisect_near(ts_l, upto, i),
+                    n if upto == _INF else _bisect_near(ts_l, int(upto), i),
                 )
                 fills, done = self.own.replay(ev[i:k], stop_at_fill=True)
                 first = i
