@@ -21,14 +21,20 @@ import numpy as np
 import numpy.typing as npt
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPointF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QVBoxLayout, QWidget
+from PySide6.QtGui import QColor, QFontMetrics, QPalette
+from PySide6.QtWidgets import QApplication, QVBoxLayout, QWidget
 
 from analyzer.dataset import InstrumentDay
 from analyzer.overlay import OrderSegments, Overlay
 from analyzer.views.jobs import Latest
 from analyzer.views.timeaxis import NS, NsTimeAxis, PriceAxis
 from engine.types import BUY, SELL
+
+#: Narrowest price axis (px), and the room around its labels (ticks, gaps) besides the text
+#: and the rotated title; the axis widens, for every chart of a stack at once, when the
+#: labels of the range shown need more (six-digit prices with decimals).
+MIN_AXIS_WIDTH: Final[int] = 78
+AXIS_ROOM: Final[int] = 14
 
 #: Own fills are drawn one star each when the view holds at most this many.
 MAX_FILLS: Final[int] = 2_000
@@ -121,6 +127,8 @@ class TickChart(pg.PlotWidget):
     cursor_moved = Signal(object)
     execution_clicked = Signal(str, int)
     order_clicked = Signal(str, int, object)
+    #: The price labels of the range shown need this many pixels of axis (more than it has).
+    axis_too_narrow = Signal(int)
 
     def __init__(
         self, day: InstrumentDay, origin_ns: int, tz_name: str, parent: QWidget | None = None
@@ -138,7 +146,7 @@ class TickChart(pg.PlotWidget):
         pi.showGrid(x=True, y=True, alpha=self.colors.grid / 255)
         pi.setMenuEnabled(False)
         pi.hideButtons()
-        pi.getAxis("left").setWidth(78)
+        pi.getAxis("left").setWidth(MIN_AXIS_WIDTH)
         for axis in (self.axis, self.price_axis):
             axis.enableAutoSIPrefix(False)  # (the labels were re-set every frame)
             # Below the view box (z -100): the opaque grid lines lie under the data, on the
@@ -385,6 +393,24 @@ class TickChart(pg.PlotWidget):
             y0 -= tick
             y1 = y0 + 4 * tick
         vb.setYRange(y0, y1, padding=0)
+        self._fit_price_axis(y0, y1)
+
+    def price_axis_need(self, y0: float, y1: float) -> int:
+        """Return the pixels the left axis needs for labels in ``[y0, y1]`` and its title."""
+        fm = QFontMetrics(self.price_axis.style.get("tickFont") or QApplication.font())
+        widest = max(fm.horizontalAdvance(f"{v:,.{self.decimals}f}") for v in (y0, y1))
+        # the rotated title's line, the tick marks and the gaps pyqtgraph leaves around them
+        return widest + fm.height() + AXIS_ROOM
+
+    def _fit_price_axis(self, y0: float, y1: float) -> None:
+        need = self.price_axis_need(y0, y1)
+        if need > self.price_axis_width:
+            self.axis_too_narrow.emit(need)
+
+    @property
+    def price_axis_width(self) -> int:
+        """Return the price axis' width (px), its title included."""
+        return int(self.price_axis.fixedWidth or MIN_AXIS_WIDTH)
 
     def _draw_orders(self, t0: int, t1: int) -> npt.NDArray[np.float64]:
         """Draw the own orders alive in ``[t0, t1]``; return their prices."""
@@ -566,6 +592,9 @@ class ChartStack(QWidget):
         self.charts.append(chart)
         self._layout.addWidget(chart, 1)
         chart.cursor_moved.connect(self.set_cursor)
+        chart.axis_too_narrow.connect(self.widen_price_axes)
+        width = max(c.price_axis_width for c in self.charts)
+        self.widen_price_axes(width)  # one left edge for every chart of the stack
         if first is not None:
             chart.setXLink(first)
             chart.refresh()
@@ -579,6 +608,12 @@ class ChartStack(QWidget):
         if self.cursor_ns is not None:
             chart.set_cursor(self.cursor_ns)
         return chart
+
+    def widen_price_axes(self, width: int) -> None:
+        """Give every chart's price axis ``width`` pixels (at least), so their plots align."""
+        for c in self.charts:
+            if c.price_axis_width < width:
+                c.price_axis.setWidth(width)
 
     def remove(self, chart: TickChart) -> None:
         """Take a chart out of the stack."""
