@@ -494,7 +494,6 @@ class GenericBacktest:
         self._ev_ts = ev["ts"]
         is_l2 = self.level == "l2"
         trade = (ev["kind"] == L2_TRADE) if is_l2 else (ev["action"] == L3_EXECUTE)
-        trade_l = trade.tolist()
         ev_ts = ev["ts"]
         see = ev_ts + feed  # when the strategies see each row (feed: one value or one per row)
         # rows that call the strategies: ends of venue updates, and trades when a strategy
@@ -512,9 +511,11 @@ class GenericBacktest:
         starts_l = starts.tolist()
         see_l = see.tolist()
         k_loud = 0
-        # the trade rows' fields, as lists only when a strategy hears trades
-        px_l, qty_l, side_l = (
-            (ev["px"].tolist(), ev["qty"].tolist(), ev["side"].tolist()) if hear else ([], [], [])
+        # the trade rows and their fields, as lists only when a strategy hears trades
+        trade_l, px_l, qty_l, side_l = (
+            (trade.tolist(), ev["px"].tolist(), ev["qty"].tolist(), ev["side"].tolist())
+            if hear
+            else ([], [], [], [])
         )
         timers = [s.timer_interval_ms for s in self.strategies if s.timer_interval_ms]
         timer_ns = min(timers) * 1_000_000 if timers else 0
