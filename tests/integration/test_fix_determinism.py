@@ -8,7 +8,10 @@ simulated participants act only when every link is quiet (every message sent has
 received and handled). Over
 sockets the only thing that could differ between two runs is *when* the participants act
 relative to the market maker's orders in flight; lockstep removes that, so what is left must
-be equal fill for fill: prices, quantities, ids and their sequence.
+be equal fill for fill: prices, quantities, ids and their sequence — per instrument. Each
+instrument trades over one link (ESZ6 and NQZ6 over the FIX session, CLF7 over OUCH); the
+order in which one step's fills arrive over the two links is the sockets' and differs from
+run to run (seen in CI: an NQZ6 fill before a CLF7 one in one run, after it in the next).
 """
 
 import asyncio
@@ -102,11 +105,21 @@ async def _run_demo(seed: int, steps: int) -> list[Fill]:
     return fills
 
 
+def per_instrument(fills: list[Fill]) -> dict[str, list[Fill]]:
+    """Return each instrument's fills in the order they came (one link per instrument)."""
+    out: dict[str, list[Fill]] = {}
+    for f in fills:
+        out.setdefault(f[0], []).append(f)
+    return out
+
+
 async def test_same_seed_same_fills_over_fix() -> None:
     warm_up()
     first = await _run_demo(7, steps=150)
     second = await _run_demo(7, steps=150)
     assert len(first) >= 5, f"too few fills to compare: {first}"
-    assert first == second
+    assert per_instrument(first) == per_instrument(second)
     other = await _run_demo(8, steps=150)
-    assert other != first, "another seed gave the very same fills: the seed is not used"
+    assert per_instrument(other) != per_instrument(first), (
+        "another seed gave the very same fills: the seed is not used"
+    )
