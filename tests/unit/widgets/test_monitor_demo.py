@@ -97,14 +97,18 @@ def test_a_trader_session_on_the_demo(qtbot: object, monitor: MonitorWorkspace) 
     assert ws.orders_view.all_model.cell_text(row, "strategy") == "manual"
     assert ws.orders_view.all_model.cell_text(row, "latency").endswith("s")  # send→ack shown
 
-    # ... and it sits on the ladder at its price, in my-bids, with its state glyph.
+    # ... and it sits on the ladder at its price, in my-bids, with its state glyph. (Its row
+    # is shown once the ladder's window holds its price: the market may move the window.)
     def on_ladder() -> bool:
         m = ladder.model
         return any(q.order_id == order.order_id for q in m.own_at(m.top_px - px, MY_BIDS))
 
-    wait(qtbot, on_ladder, "the order on the ladder")
-    cell = ladder.model.data(ladder.model.index(ladder.model.top_px - px, MY_BIDS))
-    assert "2" in cell
+    def cell() -> str:
+        m = ladder.model
+        return m.data(m.index(m.top_px - px, MY_BIDS)) or ""
+
+    wait(qtbot, lambda: on_ladder() and cell() != "", "the order on the ladder")
+    assert "2" in cell()
 
     # 2. Move it through the touch from the ticket (a replace): it fills. The venue prevents
     # self-trades (cancel taker) and the demo's market maker quotes at the touch under the
