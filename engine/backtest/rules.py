@@ -142,7 +142,7 @@ def l3_window(ev: npt.NDArray[np.void]) -> tuple[int, int]:
     return lo - pad, hi - lo + 1 + 2 * pad
 
 
-#: Rows replayed per book call by :func:`book_state` (its touch buffer: 32 MiB).
+#: Rows replayed per L3 book call by :func:`book_states` (its touch buffer: 32 MiB).
 _STATE_CHUNK = 1 << 20
 SIDE_MISSING, SOUND, CROSSED = 0, 1, 2
 
@@ -174,14 +174,6 @@ def book_states(
         book.apply(ev[a:b], buf[: b - a])
         touch_state(buf[: b - a], out[a:b])
         yield b, out
-
-
-def book_state(ev: npt.NDArray[np.void], level: Level, n_levels: int | None = None) -> U8:
-    """Return every row's book state (see :func:`book_states`)."""
-    state = np.zeros(0, np.uint8)
-    for _b, filled in book_states(ev, level, n_levels):
-        state = filled
-    return state
 
 
 def market_rules(
