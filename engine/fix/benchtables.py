@@ -16,12 +16,17 @@ message with the version's dictionary.
   average, p50 / p99 / p99.9 / p99.99 / max and a histogram. The first ``warmup`` round trips of
   each session are left out (said in the table).
 
+Both tables take ``busy_poll_us``: the BusyPollMicroseconds of every session at both ends
+(:mod:`engine.fix.busypoll`; 0, the default, lets the loops sleep when idle).
+:func:`transport_floor` measures the same loopback without FIX, sleeping and busy polling.
+
 The QuickFIX side of the same tables runs in :mod:`engine.fix.qfpeer` when the ``quickfix``
 package is importable. No Qt here: the histogram is drawn by ``app.bench``.
 """
 
 import argparse
 import asyncio
+import contextlib
 import socket
 import subprocess
 import sys
@@ -84,7 +89,9 @@ def er_fields(version: str) -> list[tuple[int, bytes | None]]:
     return sorted(body)
 
 
-def _config(version: str, me: str, them: str, *, initiator: bool) -> SessionSettings:
+def _config(
+    version: str, me: str, them: str, *, initiator: bool, busy_poll_us: int = 0
+) -> SessionSettings:
     begin, appl = VERSIONS[version]
     return SessionSettings(
         begin_string=begin,
@@ -95,6 +102,7 @@ def _config(version: str, me: str, them: str, *, initiator: bool) -> SessionSett
         reset_on_logon=True,
         use_data_dictionary=True,
         default_appl_ver_id=appl,
+        busy_poll_microseconds=busy_poll_us,
     )
 
 
@@ -121,11 +129,15 @@ class _Venue(Application):
         tmpl.session.send_template(tmpl, (clordid, b"E" + clordid, b"O" + clordid))
 
 
-async def serve() -> None:
+async def serve(busy_poll_us: int = 0) -> None:
     """Run the venue's acceptor; print its port; stop when stdin closes."""
     app = _Venue()
     sessions = [
-        FixSession(_config(v, _ids(v)[1], _ids(v)[0], initiator=False), MemoryStore(), app)
+        FixSession(
+            _config(v, _ids(v)[1], _ids(v)[0], initiator=False, busy_poll_us=busy_poll_us),
+            MemoryStore(),
+            app,
+        )
         for v in VERSIONS
     ]
     acceptor = SocketAcceptor(sessions, port=0, timer_interval=1.0)
@@ -145,16 +157,26 @@ def run_on_engine_loop(coro: Coroutine[Any, Any, T]) -> T:
 class Venue:
     """A child process of this module (a context manager): ``port`` once started.
 
-    ``mode`` is ``--serve`` (the FIX venue), ``--echo`` or ``--echo-blocking`` (the transport
-    floor: bytes sent straight back, on the engine's event loop or a blocking socket).
+    ``mode`` is ``--serve`` (the FIX venue, its sessions with BusyPollMicroseconds
+    ``busy_poll_us``), ``--echo``, ``--echo-blocking`` or ``--echo-polling`` (the transport
+    floor: bytes sent straight back, on the engine's event loop, a blocking socket or a
+    non-blocking socket polled in a loop).
     """
 
-    def __init__(self, mode: str = "--serve") -> None:
+    def __init__(self, mode: str = "--serve", busy_poll_us: int = 0) -> None:
         self.mode = mode
+        self.busy_poll_us = busy_poll_us
 
     def __enter__(self) -> "Venue":
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "engine.fix.benchtables", self.mode],
+            [
+                sys.executable,
+                "-m",
+                "engine.fix.benchtables",
+                self.mode,
+                "--busy-poll",
+                str(self.busy_poll_us),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -224,10 +246,11 @@ class _Link:
         return t
 
 
-async def _connect(version: str, port: int) -> _Link:
+async def _connect(version: str, port: int, busy_poll_us: int) -> _Link:
     me, them = _ids(version)
     app = _Client(asyncio.get_running_loop())
-    session = FixSession(_config(version, me, them, initiator=True), MemoryStore(), app)
+    config = _config(version, me, them, initiator=True, busy_poll_us=busy_poll_us)
+    session = FixSession(config, MemoryStore(), app)
     initiator = SocketInitiator(session, [("127.0.0.1", port)], reconnect_interval=0.2)
     await initiator.start()
     await initiator.wait_logged_on(10)
@@ -251,8 +274,10 @@ class BatchRow:
     orders_per_s: float
 
 
-async def _batch_rows(port: int, orders_per_row: int, batches: tuple[int, ...]) -> list[BatchRow]:
-    link = await _connect("4.4", port)
+async def _batch_rows(
+    port: int, orders_per_row: int, batches: tuple[int, ...], busy_poll_us: int
+) -> list[BatchRow]:
+    link = await _connect("4.4", port, busy_poll_us)
     rows = []
     try:
         for _ in range(200):  # the connection's first round trips (not counted)
@@ -283,10 +308,12 @@ async def _batch_rows(port: int, orders_per_row: int, batches: tuple[int, ...]) 
     return rows
 
 
-def batch_table(orders_per_row: int = 20_000, batches: tuple[int, ...] = BATCHES) -> list[BatchRow]:
+def batch_table(
+    orders_per_row: int = 20_000, batches: tuple[int, ...] = BATCHES, busy_poll_us: int = 0
+) -> list[BatchRow]:
     """Measure the batch table (FIX 4.4) against a venue in a child process."""
-    with Venue() as venue:
-        return run_on_engine_loop(_batch_rows(venue.port, orders_per_row, batches))
+    with Venue(busy_poll_us=busy_poll_us) as venue:
+        return run_on_engine_loop(_batch_rows(venue.port, orders_per_row, batches, busy_poll_us))
 
 
 @dataclass
@@ -329,8 +356,8 @@ async def _ping_pong(link: _Link, n: int, warmup: int, out: npt.NDArray[np.int64
         app.arrived.clear()
 
 
-async def _parallel(port: int, total: int, warmup: int) -> ParallelRun:
-    links = [await _connect(v, port) for v in VERSIONS]
+async def _parallel(port: int, total: int, warmup: int, busy_poll_us: int) -> ParallelRun:
+    links = [await _connect(v, port, busy_poll_us) for v in VERSIONS]
     each = total // len(links)
     run = ParallelRun(warmup=warmup)
     outs = {link.version: np.empty(each, np.int64) for link in links}
@@ -345,10 +372,12 @@ async def _parallel(port: int, total: int, warmup: int) -> ParallelRun:
     return run
 
 
-def parallel_sessions(total: int = 1_000_000, warmup: int = 1_000) -> ParallelRun:
+def parallel_sessions(
+    total: int = 1_000_000, warmup: int = 1_000, busy_poll_us: int = 0
+) -> ParallelRun:
     """Run ``total`` round trips over the five versions' sessions in parallel."""
-    with Venue() as venue:
-        return run_on_engine_loop(_parallel(venue.port, total, warmup))
+    with Venue(busy_poll_us=busy_poll_us) as venue:
+        return run_on_engine_loop(_parallel(venue.port, total, warmup, busy_poll_us))
 
 
 # ----------------------------------------------------------------------------- the floor
@@ -376,16 +405,30 @@ async def serve_echo() -> None:
     server.close()
 
 
-def serve_echo_blocking() -> None:
-    """Echo as :func:`serve_echo` does, with a blocking socket and no event loop."""
+def serve_echo_blocking(polling: bool = False) -> None:
+    """Echo as :func:`serve_echo` does, with a blocking socket and no event loop.
+
+    With ``polling``, a non-blocking socket read in a loop that never sleeps.
+    """
     with socket.create_server(("127.0.0.1", 0)) as srv:
         sys.stdout.write(f"{srv.getsockname()[1]}\n")
         sys.stdout.flush()
         conn, _ = srv.accept()
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn.setblocking(not polling)
         with conn:
-            while data := conn.recv(65536):
-                conn.sendall(data)
+            while True:
+                try:
+                    data = conn.recv(65536)
+                except BlockingIOError:
+                    continue
+                if not data:
+                    return
+                while data:  # a few hundred bytes: one send, unless the peer stopped reading
+                    try:
+                        data = data[conn.send(data) :]
+                    except BlockingIOError:
+                        continue
 
 
 class _Pinger(asyncio.Protocol):
@@ -425,17 +468,19 @@ async def _echo_loop(port: int, n: int) -> npt.NDArray[np.int64]:
     return pinger.lat
 
 
-def _echo_blocking(port: int, n: int) -> npt.NDArray[np.int64]:
+def _echo_blocking(port: int, n: int, polling: bool) -> npt.NDArray[np.int64]:
     lat = np.empty(n, np.int64)
     msg = b"x" * FLOOR_BYTES
     with socket.create_connection(("127.0.0.1", port)) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setblocking(not polling)
         for i in range(n):
             t = time.perf_counter_ns()
-            sock.sendall(msg)
+            sock.send(msg)  # 200 bytes into an empty socket buffer: sent whole
             got = 0
             while got < FLOOR_BYTES:
-                got += len(sock.recv(65536))
+                with contextlib.suppress(BlockingIOError):
+                    got += len(sock.recv(65536))
             lat[i] = time.perf_counter_ns() - t
     return lat
 
@@ -449,24 +494,31 @@ class FloorRow:
     per_s: float
     p50_us: float
     p99_us: float
+    polling: bool = False
 
 
 def transport_floor(n: int = 20_000) -> list[FloorRow]:
-    """Measure the ping-pong floor: ``FLOOR_BYTES`` echoed, on the engine's loop and blocking."""
+    """Measure the ping-pong floor: ``FLOOR_BYTES`` echoed between two processes.
+
+    On the engine's loop, on blocking sockets, and on sockets polled without sleeping.
+    """
     rows = []
     for label, mode in (
-        ("event loop (the engine's)", "--echo"),
+        ("event loop (the engine's), sleeping when idle", "--echo"),
         ("blocking sockets", "--echo-blocking"),
+        ("busy-polled sockets", "--echo-polling"),
     ):
         with Venue(mode) as venue:
             t0 = time.perf_counter()
             if mode == "--echo":
                 lat = run_on_engine_loop(_echo_loop(venue.port, n))
             else:
-                lat = _echo_blocking(venue.port, n)
+                lat = _echo_blocking(venue.port, n, polling=mode == "--echo-polling")
             elapsed = time.perf_counter() - t0
         p = np.percentile(lat, [50, 99]) / 1e3
-        rows.append(FloorRow(label, n, n / elapsed, float(p[0]), float(p[1])))
+        rows.append(
+            FloorRow(label, n, n / elapsed, float(p[0]), float(p[1]), mode == "--echo-polling")
+        )
     return rows
 
 
@@ -477,13 +529,15 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--serve", action="store_true")
     mode.add_argument("--echo", action="store_true")
     mode.add_argument("--echo-blocking", action="store_true")
+    mode.add_argument("--echo-polling", action="store_true")
+    parser.add_argument("--busy-poll", type=int, default=0, metavar="US")
     opts = parser.parse_args(argv)
     if opts.serve:
-        run_on_engine_loop(serve())
+        run_on_engine_loop(serve(opts.busy_poll))
     elif opts.echo:
         run_on_engine_loop(serve_echo())
-    elif opts.echo_blocking:
-        serve_echo_blocking()
+    elif opts.echo_blocking or opts.echo_polling:
+        serve_echo_blocking(polling=opts.echo_polling)
     return 0
 
 

@@ -153,6 +153,7 @@ KEY_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "SocketNodelay",
             "SocketSendBufferSize",
             "SocketReceiveBufferSize",
+            "BusyPollMicroseconds",
         ),
     ),
     (

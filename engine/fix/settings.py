@@ -516,6 +516,11 @@ _TABLE: list[tuple[str, Callable[[str], object], str]] = [
     ("SocketReceiveBufferSize", _int_in(0, None), "SO_RCVBUF, 0 = OS default"),
     ("AllowedRemoteAddresses", _conv_list, "acceptor IP allow-list (comma-separated)"),
     ("SocketUseSSL", _conv_bool, "use TLS (QuickFIX/J name)"),
+    (
+        "BusyPollMicroseconds",
+        _int_in(0, 10_000_000),
+        "poll the socket without sleeping this long after traffic (extension; costs a core)",
+    ),
     # storage and logging
     ("FileStorePath", _conv_nonempty, "directory for sequence numbers and messages"),
     ("FileLogPath", _conv_nonempty, "directory for message and event logs"),
@@ -657,6 +662,7 @@ class SessionSettings:
     socket_receive_buffer_size: int = 0
     allowed_remote_addresses: tuple[str, ...] = ()
     socket_use_ssl: bool = False
+    busy_poll_microseconds: int = 0
     file_store_path: str | None = None
     file_log_path: str | None = None
     file_log_backup_path: str | None = None

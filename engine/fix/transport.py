@@ -14,7 +14,8 @@ whatever the session returns is written in one ``write``. A timer task drives
   reconnects after ``reconnect_interval`` seconds.
 
 Both accept an optional :class:`ssl.SSLContext`. :func:`install_uvloop` switches the event loop
-policy to uvloop when it is installed.
+policy to uvloop when it is installed. A session with ``BusyPollMicroseconds`` keeps the loop
+polling instead of sleeping for that long after each read and write (:mod:`engine.fix.busypoll`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import cast
 
 from engine.clock import Clock, LiveClock
 from engine.fastlog import get_log
+from engine.fix.busypoll import BusyPoll, busy_poll_for
 from engine.fix.codec import FRAME_REASONS, DecodedBatch, FixDecoder
 from engine.fix.message import FixMessage
 from engine.fix.session import FixSession
@@ -62,6 +64,9 @@ class _Connection(asyncio.Protocol):
         self._pending: list[bytes] = []
         self._batching = False
         self._flush_scheduled = False
+        # Busy polling (the session's BusyPollMicroseconds, ns; no spinner when off).
+        self._spin_ns = 0
+        self._spinner: BusyPoll | None = None
 
     # -------------------------------------------------------------- asyncio callbacks
 
@@ -85,6 +90,9 @@ class _Connection(asyncio.Protocol):
         if self._closing:
             return
         now = self._clock.now_ns()
+        spinner = self._spinner
+        if spinner is not None:
+            spinner.touch(self._spin_ns)
         batch = self._decoder.decode_batch(data)
         if not batch.rows:
             return
@@ -147,6 +155,11 @@ class _Connection(asyncio.Protocol):
         self.session = session
         self._owner.active[session] = self
         session.set_responder(self._write_one)
+        self._spin_ns = session.config.busy_poll_microseconds * 1000
+        self._spinner = None
+        if self._spin_ns:
+            self._spinner = busy_poll_for(asyncio.get_running_loop())
+            self._spinner.touch(self._spin_ns)
         if self._logon_timer is not None:
             self._logon_timer.cancel()
             self._logon_timer = None
@@ -184,6 +197,9 @@ class _Connection(asyncio.Protocol):
         t = self._transport
         if t is not None:
             t.write(data)
+        spinner = self._spinner
+        if spinner is not None:  # an answer may come: poll for it rather than sleep
+            spinner.touch(self._spin_ns)
 
     def _flush(self) -> None:
         self._flush_scheduled = False

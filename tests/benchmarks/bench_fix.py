@@ -5,7 +5,9 @@ Run ``python -m tests.benchmarks.bench_fix`` (``--quick`` for a short run; the e
 on uvloop when it is installed, ``--asyncio`` for the stock loop) or
 ``pytest -m bench tests/benchmarks/bench_fix.py``. Figures are
 medians of several repetitions, printed next to their targets and to simplefix measured in the
-same run (2 noisy cores: compare ratios, not absolute numbers across runs).
+same run (2 noisy cores: compare ratios, not absolute numbers across runs). The judged round
+trips run with both ends busy polling (``BusyPollMicroseconds``, :mod:`engine.fix.busypoll`);
+the ``*_sleeping`` rows are the same with loops that sleep when idle, the default.
 """
 
 from __future__ import annotations
@@ -237,7 +239,14 @@ class _Venue(Application):
         )
 
 
-def _config(me: str, them: str, *, initiator: bool, dictionary: bool) -> SessionSettings:
+#: BusyPollMicroseconds of both ends in the judged round trips (``rt_*``): the configuration
+#: for latency (the ``*_sleeping`` rows show the default, loops that sleep when idle).
+BUSY_POLL_US = 1000
+
+
+def _config(
+    me: str, them: str, *, initiator: bool, dictionary: bool, busy_poll_us: int = 0
+) -> SessionSettings:
     return SessionSettings(
         begin_string="FIX.4.4",
         sender_comp_id=me,
@@ -245,14 +254,16 @@ def _config(me: str, them: str, *, initiator: bool, dictionary: bool) -> Session
         connection_type="initiator" if initiator else "acceptor",
         heart_bt_int=30,
         use_data_dictionary=dictionary,
+        busy_poll_microseconds=busy_poll_us,
     )
 
 
-async def _serve(dictionary: bool, templates: bool) -> None:
+async def _serve(dictionary: bool, templates: bool, busy_poll_us: int) -> None:
     app = _TemplateVenue() if templates else _Venue()
-    session = FixSession(
-        _config("EXCH", "CLIENT", initiator=False, dictionary=dictionary), MemoryStore(), app
+    config = _config(
+        "EXCH", "CLIENT", initiator=False, dictionary=dictionary, busy_poll_us=busy_poll_us
     )
+    session = FixSession(config, MemoryStore(), app)
     acceptor = SocketAcceptor([session], port=0, timer_interval=1.0)
     await acceptor.start()
     print(acceptor.port, flush=True)
@@ -274,14 +285,13 @@ class _Client(Application):
 
 
 async def _round_trips(
-    port: int, n: int, pipelined_n: int, dictionary: bool, templates: bool
+    port: int, n: int, pipelined_n: int, dictionary: bool, templates: bool, busy_poll_us: int
 ) -> dict[str, float]:
     app = _Client()
-    session = FixSession(
-        _config("CLIENT", "EXCH", initiator=True, dictionary=dictionary),
-        MemoryStore(),
-        app,
+    config = _config(
+        "CLIENT", "EXCH", initiator=True, dictionary=dictionary, busy_poll_us=busy_poll_us
     )
+    session = FixSession(config, MemoryStore(), app)
     nos = session.template(b"D", NOS_FIELDS)
 
     def send(clordid: bytes) -> None:
@@ -330,16 +340,24 @@ async def _round_trips(
 
 
 def bench_round_trip(
-    n: int, pipelined_n: int, *, dictionary: bool, uvloop: bool, templates: bool = True
+    n: int,
+    pipelined_n: int,
+    *,
+    dictionary: bool,
+    uvloop: bool,
+    templates: bool = True,
+    busy_poll_us: int = BUSY_POLL_US,
 ) -> dict[str, float]:
     """Run a venue in a child process and measure NOS -> ER round trips from this one.
 
     Both sides run a real :class:`FixSession` (sequence numbers, MemoryStore, verification).
     With ``templates`` both build their messages with :meth:`FixSession.send_template`
     (client NewOrderSingle, venue ExecutionReport); without, with :class:`OutMessage` and
-    :meth:`FixSession.send`. ``dictionary`` turns data-dictionary validation on for both.
+    :meth:`FixSession.send`. ``dictionary`` turns data-dictionary validation on for both;
+    ``busy_poll_us`` is both ends' BusyPollMicroseconds (0: their loops sleep when idle).
     """
     cmd = [sys.executable, "-m", "tests.benchmarks.bench_fix", "--serve"]
+    cmd += ["--busy-poll", str(busy_poll_us)]
     if dictionary:
         cmd.append("--dictionary")
     if uvloop:
@@ -352,7 +370,7 @@ def bench_round_trip(
         port = int(proc.stdout.readline())
         if uvloop:
             install_uvloop()
-        return asyncio.run(_round_trips(port, n, pipelined_n, dictionary, templates))
+        return asyncio.run(_round_trips(port, n, pipelined_n, dictionary, templates, busy_poll_us))
     finally:
         asyncio.set_event_loop_policy(None)
         end_child(proc)
@@ -436,18 +454,24 @@ def run(quick: bool, uvloop: bool) -> tuple[dict[str, float], dict[str, list[flo
     res |= bench_validate(n // 10, reps)
     rt_n = 3_000 if quick else 20_000
     pipe_n = 10_000 if quick else 50_000
-    runs: dict[bool, list[dict[str, float]]] = {True: [], False: []}
+    configs = {  # suffix: (templates, BusyPollMicroseconds)
+        "": (True, BUSY_POLL_US),
+        "_sleeping": (True, 0),
+        "_generic": (False, BUSY_POLL_US),
+    }
+    runs: dict[str, list[dict[str, float]]] = {suffix: [] for suffix in configs}
     for _ in range(1 if quick else 3):
-        # Interleaved, so that both configurations see the same machine load.
-        for templates in (True, False):
-            runs[templates].append(
-                bench_round_trip(rt_n, pipe_n, dictionary=False, uvloop=uvloop, templates=templates)
-            )
+        # Interleaved, so that every configuration sees the same machine load.
+        for suffix, (templates, spin) in configs.items():
+            runs[suffix].append(
+                bench_round_trip(rt_n, pipe_n, dictionary=False, uvloop=uvloop,
+                                 templates=templates, busy_poll_us=spin)
+            )  # fmt: skip
     spread: dict[str, str] = {}
     per_run: dict[str, list[float]] = {}
-    for templates, suffix in ((True, ""), (False, "_generic")):
-        for key in runs[templates][0]:
-            values = [r[key] for r in runs[templates]]
+    for suffix in configs:
+        for key in runs[suffix][0]:
+            values = [r[key] for r in runs[suffix]]
             res[key + suffix] = statistics.median(values)
             per_run[key + suffix] = values
             if len(values) > 1:
@@ -460,7 +484,9 @@ def run(quick: bool, uvloop: bool) -> tuple[dict[str, float], dict[str, list[flo
         " (MemoryStore, sequence numbers, verification, NullLog);"
         f" event loop {'uvloop' if uvloop else 'asyncio'}"
     )
-    print("    rt_*, pipelined_per_s: validation OFF; NOS and ER built by send_template")
+    print("    rt_*, pipelined_per_s: validation OFF; NOS and ER built by send_template;")
+    print(f"                           both ends BusyPollMicroseconds={BUSY_POLL_US}")
+    print("    *_sleeping:            the same with busy polling off (loops sleep when idle)")
     print("    *_generic:             validation OFF; NOS and ER built as OutMessage, send()")
     print("    *_validated:           validation ON (FIX.4.4 dictionary); send_template")
     print("    validate_er/md_us:     µs per validate() of an ExecutionReport (25 fields) and a")
@@ -505,11 +531,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--dictionary", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--generic", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--busy-poll", type=int, default=BUSY_POLL_US, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.serve:
         if args.uvloop:
             install_uvloop()
-        asyncio.run(_serve(args.dictionary, templates=not args.generic))
+        asyncio.run(_serve(args.dictionary, not args.generic, args.busy_poll))
         return 0
     uvloop = not args.asyncio and importlib.util.find_spec("uvloop") is not None
     load0 = os.getloadavg()[0]

@@ -35,9 +35,15 @@ def test_bench_fix_prints_and_writes_both_tables(tmp_path: Path) -> None:
     versions = [r.split("|")[1].strip() for r in rows if r.split("|")[2].strip() == "50"]
     assert versions == list(bt.VERSIONS)  # 250 round trips over five sessions: 50 each
     assert any(r.startswith("| all five | 250 |") for r in rows)
-    # the transport floor of the same run: both transports, as many round trips as a row
+    # both tables again with busy polling off: the sleeping columns and row
+    assert all(len(r.split("|")) == 10 for r in batch_rows)  # 6 columns + 2 sleeping
+    assert all(float(r.split("|")[8].replace(",", "")) > 0 for r in batch_rows)
+    assert any(r.startswith("| all five, sleeping when idle | 250 |") for r in rows)
+    # the transport floor of the same run: three transports, as many round trips as a row
     floor = {r.split("|")[1].strip(): r.split("|") for r in rows if "socket" in r or "loop" in r}
-    assert sorted(floor) == ["blocking sockets", "event loop (the engine's)"]
+    assert sorted(floor) == [
+        "blocking sockets", "busy-polled sockets", "event loop (the engine's), sleeping when idle"
+    ]  # fmt: skip
     for cells in floor.values():
         assert cells[2].strip() == "60"
         assert float(cells[3].replace(",", "")) > 0  # round trips per second
@@ -54,8 +60,9 @@ def test_bench_fix_prints_and_writes_both_tables(tmp_path: Path) -> None:
     assert doc.read_text(encoding="utf-8").count("<!-- bench:fix -->") == 1
 
 
-def test_every_version_round_trips_with_validation_on() -> None:
-    run = bt.parallel_sessions(total=25, warmup=2)
+@pytest.mark.parametrize("busy_poll_us", [0, 500])
+def test_every_version_round_trips_with_validation_on(busy_poll_us: int) -> None:
+    run = bt.parallel_sessions(total=25, warmup=2, busy_poll_us=busy_poll_us)
     assert sorted(run.per_version) == sorted(bt.VERSIONS)
     assert all(a.size == 5 and (a > 0).all() for a in run.per_version.values())
 

@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: MIT
+"""Busy polling: a session with BusyPollMicroseconds keeps its loop polling after traffic,
+then lets it sleep; without it the loop never spins. Real sessions on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.fix.application import Application, SessionID
+from engine.fix.busypoll import busy_poll_for
+from engine.fix.message import FixMessage, OutMessage
+from engine.fix.session import FixSession, lookup_session
+from engine.fix.settings import SessionSettings, SettingsError, load_settings
+from engine.fix.store import MemoryStore
+from engine.fix.transport import SocketAcceptor, SocketInitiator
+
+pytestmark = pytest.mark.integration
+
+
+class _Echo(Application):
+    """The venue: answers every NewOrderSingle with an ExecutionReport."""
+
+    def from_app(self, message: FixMessage, session_id: SessionID) -> None:
+        s = lookup_session(session_id)
+        assert s is not None
+        clordid = message.get(11) or b""
+        s.send(OutMessage(b"8", [(11, clordid), (17, b"E" + clordid), (150, b"0")]))
+
+
+class _Client(Application):
+    def __init__(self) -> None:
+        self.got: asyncio.Queue[bytes] = asyncio.Queue()
+
+    def from_app(self, message: FixMessage, session_id: SessionID) -> None:
+        self.got.put_nowait(message.get(11) or b"")
+
+
+def _settings(me: str, them: str, initiator: bool, spin_us: int) -> SessionSettings:
+    return SessionSettings(
+        begin_string="FIX.4.4", sender_comp_id=me, target_comp_id=them,
+        connection_type="initiator" if initiator else "acceptor", heart_bt_int=30,
+        use_data_dictionary=False, busy_poll_microseconds=spin_us,
+    )  # fmt: skip
+
+
+async def _trade(spin_us: int) -> tuple[int, bool, float, float]:
+    """Trade 50 orders; return the loop's poll iterations, whether it still spins 300 ms after
+    the last message, and the process CPU share while trading and while quiet."""
+    venue = FixSession(_settings("EXCH", "ME", False, spin_us), MemoryStore(), _Echo())
+    app = _Client()
+    client = FixSession(_settings("ME", "EXCH", True, spin_us), MemoryStore(), app)
+    acceptor = SocketAcceptor([venue], port=0, timer_interval=0.5)
+    await acceptor.start()
+    initiator = SocketInitiator(client, [("127.0.0.1", acceptor.port)], reconnect_interval=0.2)
+    await initiator.start()
+    try:
+        await initiator.wait_logged_on(10)
+        wall, cpu = time.perf_counter(), time.process_time()
+        for i in range(50):
+            clordid = b"c%d" % i
+            client.send(OutMessage(b"D", [(11, clordid), (54, b"1"), (55, b"X")]))
+            assert await asyncio.wait_for(app.got.get(), 5) == clordid
+            await asyncio.sleep(0.002)  # a gap shorter than the window: polled, not slept
+        busy_share = (time.process_time() - cpu) / (time.perf_counter() - wall)
+        await asyncio.sleep(0.3)  # longer than the window: the loop must sleep again
+        wall, cpu = time.perf_counter(), time.process_time()
+        await asyncio.sleep(0.3)
+        quiet_share = (time.process_time() - cpu) / (time.perf_counter() - wall)
+        bp = busy_poll_for(asyncio.get_running_loop())
+        return bp.iterations, bp.spinning, busy_share, quiet_share
+    finally:
+        await initiator.stop()
+        await acceptor.stop()
+        client.close()
+        venue.close()
+
+
+def test_busy_poll_spins_while_trading_and_sleeps_when_quiet() -> None:
+    iterations, spinning, busy_share, quiet_share = asyncio.run(_trade(spin_us=50_000))
+    # Both ends share this loop: 50 orders with 2 ms gaps inside a 50 ms window are polled.
+    assert iterations > 1_000
+    assert busy_share > 0.5, f"the loop slept while trading ({busy_share:.0%} CPU)"
+    assert not spinning
+    assert quiet_share < 0.3, f"the loop kept polling when quiet ({quiet_share:.0%} CPU)"
+
+
+def test_no_busy_poll_by_default() -> None:
+    iterations, spinning, busy_share, _ = asyncio.run(_trade(spin_us=0))
+    assert iterations == 0
+    assert not spinning
+    assert busy_share < 0.5
+
+
+def test_busy_poll_setting_in_a_cfg(tmp_path: Path) -> None:
+    cfg = tmp_path / "s.cfg"
+    base = (
+        "[DEFAULT]\nConnectionType=initiator\nHeartBtInt=30\nSocketConnectHost=127.0.0.1\n"
+        "SocketConnectPort=9000\nUseDataDictionary=N\nStartTime=00:00:00\nEndTime=00:00:00\n"
+        "[SESSION]\nBeginString=FIX.4.4\nSenderCompID=ME\nTargetCompID=EXCH\n"
+    )
+    cfg.write_text(base + "BusyPollMicroseconds=250\n")
+    (settings,) = load_settings(cfg).sessions
+    assert settings.busy_poll_microseconds == 250
+    cfg.write_text(base + "BusyPollMicroseconds=fast\n")
+    with pytest.raises(SettingsError) as err:
+        load_settings(cfg)
+    text = str(err.value)
+    for part in ("BusyPollMicroseconds", "fast", "s.cfg"):
+        assert part in text
