@@ -49,6 +49,7 @@
     port = 15000
     username = "QWC1"
     password_env = "OUCH_PASSWORD"    # instruments[].venue = "NASDAQ" trade over it
+    busy_poll_us = 0                  # > 0: poll the socket, not sleep, after traffic
 
     [stp]                             # self-trade prevention between our own strategies
     mode = "cancel_newest"            # cancel_oldest, cancel_both, allow; [[strategies]] stp
@@ -666,13 +667,14 @@ def _read_ouch(r: _Reader, data: Any, path: str) -> OuchAccountConfig | None:
     password_env = r.get(data, "password_env", path, _str, "")
     session = r.get(data, "session", path, _bounded(10), "")
     firm = r.get(data, "firm", path, _bounded(4), "")
+    busy_poll_us = r.get(data, "busy_poll_us", path, _int(0, 10_000_000), 0)
     if password and password_env:
         r.problem(f"{path}.password", "give password or password_env, not both")
     if None in (name, host, port, username):
         return None
     return OuchAccountConfig(name=name, host=host, port=port, username=username,
                              password=password, password_env=password_env, session=session,
-                             firm=firm)  # fmt: skip
+                             firm=firm, busy_poll_us=busy_poll_us)  # fmt: skip
 
 
 def _username(v: Any) -> str:

@@ -4,6 +4,8 @@
 The inbound hot path: one call frames every complete message in a buffer, verifies BodyLength
 <9> and CheckSum <10>, checks that the first three fields are ``8``, ``9``, ``35`` and writes the
 tag and value offsets of every field into caller-owned arrays. No Python objects are created.
+The framing kernels take the received ``bytes`` themselves (numba reads them as a read-only
+``uint8`` array).
 """
 
 import numpy as np
@@ -48,7 +50,7 @@ _MAX_TRAILER_SEARCH = 1 << 20
 
 
 @kernel
-def _find_start(buf: npt.NDArray[np.uint8], pos: int, n: int) -> int:
+def _find_start(buf: bytes, pos: int, n: int) -> int:
     # "8=" at the buffer start (a known boundary) or right after an SOH.
     i = pos
     while i + 1 < n:
@@ -60,12 +62,10 @@ def _find_start(buf: npt.NDArray[np.uint8], pos: int, n: int) -> int:
 
 @kernel
 def _tokenize(
-    buf: npt.NDArray[np.uint8],
+    buf: bytes,
     start: int,
     end: int,
-    tags: npt.NDArray[np.int64],
-    vstart: npt.NDArray[np.int64],
-    vend: npt.NDArray[np.int64],
+    fields: npt.NDArray[np.int64],
     nf: int,
     data_tags: npt.NDArray[np.int64],
 ) -> int:
@@ -111,9 +111,9 @@ def _tokenize(
             if ok:
                 want_tag = data_tags[tag]
                 want_len = length
-        tags[k] = -tag if neg else tag
-        vstart[k] = vs - start  # relative to the frame: small numbers, cheap to hand over
-        vend[k] = i - start
+        fields[0, k] = -tag if neg else tag
+        fields[1, k] = vs - start  # relative to the frame: small numbers, cheap to hand over
+        fields[2, k] = i - start
         k += 1
         i += 1
     return k
@@ -121,12 +121,10 @@ def _tokenize(
 
 @kernel
 def scan_frames(  # noqa: C901  (one pass, one kernel: splitting costs calls)
-    buf: npt.NDArray[np.uint8],
+    buf: bytes,
     n: int,
     msgs: npt.NDArray[np.int64],
-    tags: npt.NDArray[np.int64],
-    vstart: npt.NDArray[np.int64],
-    vend: npt.NDArray[np.int64],
+    fields: npt.NDArray[np.int64],
     data_tags: npt.NDArray[np.int64],
 ) -> tuple[int, int, int]:
     """Frame, verify and tokenize the FIX messages in ``buf[:n]``.
@@ -138,15 +136,17 @@ def scan_frames(  # noqa: C901  (one pass, one kernel: splitting costs calls)
 
     Parameters
     ----------
-    buf : uint8[:]
-        Received bytes; not modified.
+    buf : bytes
+        Received bytes (``bytes`` rather than a numpy view: numba takes them as they are, and
+        every argument it checks costs the call time; a ``uint8`` array works too).
     n : int
         Number of valid bytes in ``buf``.
     msgs : int64[:, MSG_COLUMNS]
         Output, one row per frame (start, end, first field, field count, status). Mutated.
-    tags, vstart, vend : int64[:]
-        Output per field: tag number (negative when written with a minus sign) and value
-        offsets ``[vstart, vend)`` relative to the start of the field's frame. Mutated.
+    fields : int64[3, :]
+        Output per field (one column each): tag number (negative when written with a minus
+        sign) and value offsets ``[start, end)`` relative to the start of the field's frame.
+        Mutated.
     data_tags : int64[:]
         ``data_tags[length_tag]`` is the DATA tag whose byte count ``length_tag`` gives
         (RawDataLength <95> -> RawData <96>), 0 elsewhere; such values may contain SOH.
@@ -158,7 +158,7 @@ def scan_frames(  # noqa: C901  (one pass, one kernel: splitting costs calls)
         incomplete message to be scanned again with more data.
     """
     max_msgs = msgs.shape[0]
-    max_fields = tags.shape[0]
+    max_fields = fields.shape[1]
     pos = 0
     nm = 0
     nf = 0
@@ -284,10 +284,15 @@ def scan_frames(  # noqa: C901  (one pass, one kernel: splitting costs calls)
                 ):
                     status = FRAME_BAD_CHECKSUM
         if status == FRAME_OK:
-            k = _tokenize(buf, s, end, tags, vstart, vend, nf, data_tags)
+            k = _tokenize(buf, s, end, fields, nf, data_tags)
             if k < 0:
                 status = FRAME_BAD_FIELD
-            elif k - nf < 4 or tags[nf] != 8 or tags[nf + 1] != 9 or tags[nf + 2] != 35:
+            elif (
+                k - nf < 4
+                or fields[0, nf] != 8
+                or fields[0, nf + 1] != 9
+                or fields[0, nf + 2] != 35
+            ):
                 status = FRAME_BAD_ORDER
             else:
                 msgs[nm, 3] = k - nf

@@ -17,7 +17,7 @@ message with the version's dictionary.
   each session are left out (said in the table).
 
 Both tables take ``busy_poll_us``: the BusyPollMicroseconds of every session at both ends
-(:mod:`engine.fix.busypoll`; 0, the default, lets the loops sleep when idle).
+(:mod:`engine.busypoll`; 0, the default, lets the loops sleep when idle).
 :func:`transport_floor` measures the same loopback without FIX, sleeping and busy polling.
 
 The QuickFIX side of the same tables runs in :mod:`engine.fix.qfpeer` when the ``quickfix``

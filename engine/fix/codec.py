@@ -27,7 +27,7 @@ import numpy.typing as npt
 from engine.fastlog import get_log
 from engine.fix import _kernels
 from engine.fix.fields import parse_utc_timestamp
-from engine.fix.message import SOH, BodyEntry, Field, FixMessage, Group
+from engine.fix.message import MESSAGES_PER_BLOCK, SOH, BodyEntry, Field, FixMessage, Group
 
 _log = get_log(__name__)
 
@@ -343,28 +343,45 @@ class DecodedBatch:
         The bytes the offsets refer to.
     msgs : int64[n, MSG_COLUMNS]
         One row per frame (start, end, first field, field count, status).
-    tags, vstart, vend : int64[:]
-        Field tags and value offsets, relative to the start of the field's frame.
+    fields : int64[3, nf]
+        Per field: tag, value start, value end (offsets relative to the start of the field's
+        frame); ``tags``, ``vstart`` and ``vend`` are its rows.
     """
 
-    __slots__ = ("_fields", "_rows", "buf", "msgs", "tags", "vend", "vstart")
+    __slots__ = ("_fields", "_lists", "_rows", "buf", "msgs")
 
     def __init__(
         self,
         buf: bytes,
         msgs: npt.NDArray[np.int64],
-        tags: npt.NDArray[np.int64],
-        vstart: npt.NDArray[np.int64],
-        vend: npt.NDArray[np.int64],
+        fields: npt.NDArray[np.int64],
         rows: list[list[int]] | None = None,
     ) -> None:
         self.buf = buf
         self.msgs = msgs
-        self.tags = tags
-        self.vstart = vstart
-        self.vend = vend
+        self._fields = fields
         self._rows = rows
-        self._fields: tuple[list[int], list[int], list[int]] | None = None
+        self._lists: list[list[int]] | None = None
+
+    @property
+    def fields(self) -> npt.NDArray[np.int64]:
+        """Return the field table, int64[3, nf] (tags, value starts, value ends)."""
+        return self._fields
+
+    @property
+    def tags(self) -> npt.NDArray[np.int64]:
+        """Return every field's tag."""
+        return self._fields[0, :]
+
+    @property
+    def vstart(self) -> npt.NDArray[np.int64]:
+        """Return every field's value start, relative to its frame."""
+        return self._fields[1, :]
+
+    @property
+    def vend(self) -> npt.NDArray[np.int64]:
+        """Return every field's value end, relative to its frame."""
+        return self._fields[2, :]
 
     @property
     def rows(self) -> list[list[int]]:
@@ -382,10 +399,10 @@ class DecodedBatch:
 
     def field_lists(self) -> tuple[list[int], list[int], list[int]]:
         """Return ``tags``, ``vstart`` and ``vend`` as Python lists (made once per batch)."""
-        fields = self._fields
-        if fields is None:
-            fields = self._fields = (self.tags.tolist(), self.vstart.tolist(), self.vend.tolist())
-        return fields
+        lists = self._lists
+        if lists is None:
+            lists = self._lists = self._fields.tolist()  # one call for the three
+        return lists[0], lists[1], lists[2]
 
     def message(self, i: int, ts_recv: int = 0) -> FixMessage:
         """Return frame ``i`` as a :class:`FixMessage` (copies its bytes and offsets)."""
@@ -393,7 +410,39 @@ class DecodedBatch:
         b = a + count
         tags, vstart, vend = self.field_lists()
         raw = self.buf[start:end]
-        return FixMessage(raw, 0, end - start, tags[a:b], vstart[a:b], vend[a:b], ts_recv)
+        return FixMessage(raw, tags[a:b], vstart[a:b], vend[a:b], ts_recv)
+
+    def messages(self, ts_recv: int = 0) -> list[FixMessage | None]:
+        """Return every frame as a :class:`FixMessage`, None for a dropped one (row order).
+
+        Each message gets its own bytes; the field lists are made once per
+        :data:`~engine.fix.message.MESSAGES_PER_BLOCK` messages and shared by them (a message
+        is then one object to allocate and, for the garbage collector, to track).
+        """
+        rows = self.rows
+        buf = self.buf
+        out: list[FixMessage | None] = []
+        if len(rows) <= MESSAGES_PER_BLOCK:
+            tags, vstart, vend = self.field_lists()
+            return [
+                None
+                if status
+                else FixMessage(buf[start:end], tags, vstart, vend, ts_recv, a, count)
+                for start, end, a, count, status in rows
+            ]
+        fields = self._fields
+        for j in range(0, len(rows), MESSAGES_PER_BLOCK):
+            block = rows[j : j + MESSAGES_PER_BLOCK]
+            f0 = block[0][2]
+            last = block[-1]
+            tags, vstart, vend = fields[:, f0 : last[2] + last[3]].tolist()
+            out += [
+                None
+                if status
+                else FixMessage(buf[start:end], tags, vstart, vend, ts_recv, a - f0, count)
+                for start, end, a, count, status in block
+            ]
+        return out
 
 
 class FixDecoder:
@@ -417,11 +466,9 @@ class FixDecoder:
 
     __slots__ = (
         "_data_tags",
+        "_fields",
         "_msgs",
         "_pending",
-        "_tags",
-        "_vend",
-        "_vstart",
         "garbled",
         "max_buffer",
         "on_garbled",
@@ -436,9 +483,7 @@ class FixDecoder:
         self._pending = b""
         self._data_tags = data_tag_table(data_length_tags)
         self._msgs = np.zeros((256, _kernels.MSG_COLUMNS), dtype=np.int64)
-        self._tags = np.zeros(8192, dtype=np.int64)
-        self._vstart = np.zeros(8192, dtype=np.int64)
-        self._vend = np.zeros(8192, dtype=np.int64)
+        self._fields = np.zeros((3, 8192), dtype=np.int64)
         self.garbled = 0
         self.on_garbled = on_garbled
         self.max_buffer = max_buffer
@@ -454,11 +499,8 @@ class FixDecoder:
 
     def _ensure(self, nbytes: int) -> None:
         need = nbytes // 2 + 2
-        if self._tags.shape[0] < need:
-            size = max(need, self._tags.shape[0] * 2)
-            self._tags = np.zeros(size, dtype=np.int64)
-            self._vstart = np.zeros(size, dtype=np.int64)
-            self._vend = np.zeros(size, dtype=np.int64)
+        if self._fields.shape[1] < need:
+            self._fields = np.zeros((3, max(need, self._fields.shape[1] * 2)), dtype=np.int64)
 
     def decode_batch(self, data: bytes) -> DecodedBatch:
         """Frame ``data`` (appended to any pending tail) and return the frames as arrays.
@@ -476,11 +518,8 @@ class FixDecoder:
             if self._msgs.shape[0] < min(n // 64, 1 << 20):
                 self._msgs = np.zeros((min(n // 64, 1 << 20), _kernels.MSG_COLUMNS), dtype=np.int64)
         msgs = self._msgs
-        arr = np.frombuffer(buf, np.uint8)  # positional: the keyword form costs 0.4 us
-        tags = self._tags
-        nm, nf, consumed = _kernels.scan_frames(
-            arr, n, msgs, tags, self._vstart, self._vend, self._data_tags
-        )
+        fields = self._fields
+        nm, nf, consumed = _kernels.scan_frames(buf, n, msgs, fields, self._data_tags)
         if consumed >= n:
             self._pending = b""
             if nm <= 32:
@@ -489,20 +528,15 @@ class FixDecoder:
                 for start, end, _, _, status_code in table:
                     if status_code:
                         self._report(status_code, buf[start : min(end, start + 4096)])
-                return DecodedBatch(
-                    buf, msgs[:nm], tags[:nf], self._vstart[:nf], self._vend[:nf], table
-                )
+                return DecodedBatch(buf, msgs[:nm], fields[:, :nf], table)
         if nm < msgs.shape[0] or consumed >= n:
             all_rows = msgs[:nm]
         else:
             # More frames than rows: scan the rest in further passes and merge.
             parts = [msgs[:nm].copy()]
             while nm == msgs.shape[0] and consumed < n:
-                t = self._tags[nf:]
-                vs = self._vstart[nf:]
-                ve = self._vend[nf:]
                 nm, nf2, used = _kernels.scan_frames(
-                    arr[consumed:], n - consumed, msgs, t, vs, ve, self._data_tags
+                    buf[consumed:], n - consumed, msgs, fields[:, nf:], self._data_tags
                 )
                 part = msgs[:nm].copy()
                 part[:, 0:2] += consumed
@@ -524,9 +558,7 @@ class FixDecoder:
             bad = all_rows[status != 0].tolist() if status.any() else []
         for start, end, _, _, status_code in bad:
             self._report(status_code, buf[start : min(end, start + 4096)])
-        return DecodedBatch(
-            buf, all_rows, self._tags[:nf], self._vstart[:nf], self._vend[:nf], rows
-        )
+        return DecodedBatch(buf, all_rows, fields[:, :nf], rows)
 
     def _report(self, status: int, data: bytes) -> None:
         self.garbled += 1
@@ -541,26 +573,9 @@ class FixDecoder:
     def feed(self, data: bytes, ts_recv: int = 0) -> list[FixMessage]:
         """Append ``data`` and return every complete, verified message in arrival order."""
         batch = self.decode_batch(data)
-        rows = batch.rows
-        if not rows:
+        if not batch.rows:
             return []
-        buf = batch.buf
-        tags = batch.tags.tolist()
-        vstart = batch.vstart.tolist()
-        vend = batch.vend.tolist()
-        return [
-            FixMessage(
-                buf[start:end],
-                0,
-                end - start,
-                tags[a : a + n],
-                vstart[a : a + n],
-                vend[a : a + n],
-                ts_recv,
-            )
-            for start, end, a, n, status in rows
-            if not status
-        ]
+        return [m for m in batch.messages(ts_recv) if m is not None]
 
 
 def decode_one(raw: bytes) -> FixMessage | None:

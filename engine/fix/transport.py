@@ -15,7 +15,7 @@ whatever the session returns is written in one ``write``. A timer task drives
 
 Both accept an optional :class:`ssl.SSLContext`. :func:`install_uvloop` switches the event loop
 policy to uvloop when it is installed. A session with ``BusyPollMicroseconds`` keeps the loop
-polling instead of sleeping for that long after each read and write (:mod:`engine.fix.busypoll`).
+polling instead of sleeping for that long after each read and write (:mod:`engine.busypoll`).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ import ssl as _ssl
 from collections.abc import Iterable, Sequence
 from typing import cast
 
+from engine.busypoll import BusyPoll, busy_poll_for
 from engine.clock import Clock, LiveClock
 from engine.fastlog import get_log
-from engine.fix.busypoll import BusyPoll, busy_poll_for
 from engine.fix.codec import FRAME_REASONS, DecodedBatch, FixDecoder
 from engine.fix.message import FixMessage
 from engine.fix.session import FixSession
@@ -106,25 +106,29 @@ class _Connection(asyncio.Protocol):
     def _process(self, batch: DecodedBatch, now: int) -> None:
         # Per message this loop is on the hot path: locals, no helper calls besides the
         # session's entry point (the equivalent of _write and _check is inlined).
-        buf = batch.buf
-        tags, vstart, vend = batch.field_lists()
-        for start, end, a, count, status in batch.rows:
+        rows = batch.rows
+        if len(rows) == 1 and not rows[0][4]:
+            # One message per read, the latency path: made here (messages() in short).
+            start, end, a, count, _ = rows[0]
+            tags, vstart, vend = batch.field_lists()
+            messages: list[FixMessage | None] = [
+                FixMessage(batch.buf[start:end], tags, vstart, vend, now, a, count)
+            ]
+        else:
+            messages = batch.messages(now)
+        for (start, end, _, _, status), msg in zip(rows, messages, strict=True):
             if self._closing:
                 return
             session = self.session
-            if status:
+            if msg is None:
                 reason = FRAME_REASONS.get(status, "garbled")
                 if session is None:
                     _log.info("garbled data before logon (%s): disconnecting", reason)
                     self.close()
                     return
-                self._write(session.on_garbled(reason, buf[start:end], now))
+                self._write(session.on_garbled(reason, batch.buf[start:end], now))
                 self._check()
                 continue
-            b = a + count
-            # Offsets are relative to the frame: the message gets its own bytes.
-            raw = buf[start:end]
-            msg = FixMessage(raw, 0, end - start, tags[a:b], vstart[a:b], vend[a:b], now)
             if session is None:
                 session = self._owner.route(self, msg)
                 if session is None:

@@ -6,7 +6,7 @@ on uvloop when it is installed, ``--asyncio`` for the stock loop) or
 ``pytest -m bench tests/benchmarks/bench_fix.py``. Figures are
 medians of several repetitions, printed next to their targets and to simplefix measured in the
 same run (2 noisy cores: compare ratios, not absolute numbers across runs). The judged round
-trips run with both ends busy polling (``BusyPollMicroseconds``, :mod:`engine.fix.busypoll`);
+trips run with both ends busy polling (``BusyPollMicroseconds``, :mod:`engine.busypoll`);
 the ``*_sleeping`` rows are the same with loops that sleep when idle, the default.
 """
 

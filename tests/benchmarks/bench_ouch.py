@@ -23,9 +23,10 @@ its section of docs/performance.md) or ``pytest -m bench tests/benchmarks/bench_
   venue in another process (a real SoupBinTCP server session answering from a template), and
   the same for FIX NewOrderSingle -> ExecutionReport (``bench_fix``'s round trip, templates on
   both sides) in the same run, both ends of both on the loop the engine runs on (uvloop);
-  judged: OUCH at least 1.5x FIX (issue 19). On asyncio's own loop the ratio was 1.11-1.26x
-  (3-4 Dec); against ``qwconsole sim`` itself (new + cancel, both protocols) 1.08x: the
-  simulator's matching and the two processes' wake-ups are most of a round trip either way.
+  judged: OUCH at least 1.5x FIX (issue 19), both protocols' ends busy polling
+  (``busy_poll_us``, :mod:`engine.busypoll`, as ``bench_fix`` judges its round trips);
+  ``*_sleeping``: the same with loops that sleep when idle, where an idle core's wake-up
+  (55-75 µs per direction here) is most of either protocol's round trip (1.04-1.08x on 4 Dec).
 """
 
 from __future__ import annotations
@@ -153,11 +154,11 @@ class _TemplateServer(OuchServerSession):
         return self.answerer.answer(payload, now_ns)
 
 
-async def _serve_ouch() -> None:
+async def _serve_ouch(busy_poll_us: int) -> None:
     handler = _AcceptEverything()
     server = _TemplateServer(handler)
     handler.server = server
-    listener = SoupServerListener([server.soup], timer_interval_s=1.0)
+    listener = SoupServerListener([server.soup], timer_interval_s=1.0, busy_poll_us=busy_poll_us)
     print(await listener.start(), flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
     await listener.stop()
@@ -175,10 +176,12 @@ class _Answers(OuchHandler):
             w.set_result(None)
 
 
-async def _ping_pong(port: int, n: int) -> dict[str, float]:
+async def _ping_pong(port: int, n: int, busy_poll_us: int) -> dict[str, float]:
     answers = _Answers()
     client = OuchClient("BENCH", "PW", state=MemoryClientState(), handler=answers)
-    link = SoupClientLink(client, "127.0.0.1", port, timer_interval_s=1.0)
+    link = SoupClientLink(
+        client, "127.0.0.1", port, timer_interval_s=1.0, busy_poll_us=busy_poll_us
+    )
     await link.start()
     await link.wait_logged_in(10)
     loop = asyncio.get_running_loop()
@@ -203,17 +206,21 @@ async def _ping_pong(port: int, n: int) -> dict[str, float]:
     }
 
 
-def bench_ping_pong(n: int, *, uvloop: bool = True) -> dict[str, float]:
+def bench_ping_pong(n: int, *, uvloop: bool = True, busy_poll_us: int = -1) -> dict[str, float]:
     """Return OUCH round trips against a venue in a child process, and FIX's in the same run.
 
     Both ends of both protocols run on the event loop the engine runs on (uvloop where it is
-    installed: ``engine.embedded.new_event_loop``, ``qwconsole engine``), or asyncio's.
+    installed: ``engine.embedded.new_event_loop``, ``qwconsole engine``), or asyncio's, with
+    the same busy polling (``busy_poll_us``; -1: ``bench_fix.BUSY_POLL_US``; 0: off).
     """
     from engine.fix.benchtables import end_child
     from engine.fix.transport import install_uvloop
-    from tests.benchmarks.bench_fix import bench_round_trip
+    from tests.benchmarks.bench_fix import BUSY_POLL_US, bench_round_trip
 
+    if busy_poll_us < 0:
+        busy_poll_us = BUSY_POLL_US
     cmd = [sys.executable, "-m", "tests.benchmarks.bench_ouch", "--serve"]
+    cmd += ["--busy-poll", str(busy_poll_us)]
     proc = subprocess.Popen([*cmd, "--uvloop"] if uvloop else cmd, cwd=ROOT,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
@@ -221,11 +228,13 @@ def bench_ping_pong(n: int, *, uvloop: bool = True) -> dict[str, float]:
         port = int(proc.stdout.readline())
         if uvloop:
             install_uvloop()
-        res = asyncio.run(_ping_pong(port, n))
+        res = asyncio.run(_ping_pong(port, n, busy_poll_us))
     finally:
         asyncio.set_event_loop_policy(None)
         end_child(proc)
-    fix = bench_round_trip(n, 1_000, dictionary=False, uvloop=uvloop, templates=True)
+    fix = bench_round_trip(
+        n, 1_000, dictionary=False, uvloop=uvloop, templates=True, busy_poll_us=busy_poll_us
+    )
     res["fix_round_trips_per_s"] = fix["rt_per_s"]
     res["fix_round_trip_p50_us"] = fix["rt_p50_us"]
     res["ping_pong_vs_fix"] = res["ping_pong_per_s"] / fix["rt_per_s"]
@@ -341,7 +350,11 @@ def run(quick: bool) -> tuple[dict[str, float], dict[str, list[float]]]:
         per_run["order_to_wire_p50_us_memory"].append(mem)
     for key, values in per_run.items():
         res[key] = statistics.median(values)
-    pings = [bench_ping_pong(2_000 if quick else 10_000) for _ in range(1 if quick else 3)]
+    pings: list[dict[str, float]] = []
+    for _ in range(1 if quick else 3):  # interleaved: both configurations see the same load
+        ping = bench_ping_pong(2_000 if quick else 10_000)
+        slept = bench_ping_pong(2_000 if quick else 10_000, busy_poll_us=0)
+        pings.append(ping | {f"{k}_sleeping": v for k, v in slept.items()})
     for key in pings[0]:
         per_run[key] = [p[key] for p in pings]
         res[key] = statistics.median(per_run[key])
@@ -392,7 +405,18 @@ def figures_of(res: dict[str, float], per_run: dict[str, list[float]]) -> list[j
                 f"OUCH {res['ping_pong_per_s']:,.0f} round trips/s (p50 "
                 f"{res['ping_pong_p50_us']:.0f} µs) vs FIX {res['fix_round_trips_per_s']:,.0f}/s "
                 f"(p50 {res['fix_round_trip_p50_us']:.0f} µs), venue in another process, "
-                "both on uvloop"
+                "both on uvloop, both busy polling"
+            ),
+        )
+    )
+    out.append(
+        judge.Figure(
+            "ping_pong_vs_fix_sleeping",
+            "x",
+            per_run["ping_pong_vs_fix_sleeping"],
+            note=(
+                f"OUCH {res['ping_pong_per_s_sleeping']:,.0f}/s vs FIX "
+                f"{res['fix_round_trips_per_s_sleeping']:,.0f}/s, both loops sleeping when idle"
             ),
         )
     )
@@ -424,13 +448,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--doc", action="store_true", help="write docs/performance.md")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the venue side
     ap.add_argument("--uvloop", action="store_true", help=argparse.SUPPRESS)  # ... on uvloop
+    ap.add_argument("--busy-poll", type=int, default=0, help=argparse.SUPPRESS)  # ... polling
     args = ap.parse_args(argv)
     if args.serve:
         if args.uvloop:
             from engine.fix.transport import install_uvloop
 
             install_uvloop()
-        asyncio.run(_serve_ouch())
+        asyncio.run(_serve_ouch(args.busy_poll))
         return 0
     load0 = os.getloadavg()[0]
     res, per_run = run(args.quick)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from engine.busypoll import busy_poll_for
 from engine.fix.application import Application, SessionID
-from engine.fix.busypoll import busy_poll_for
 from engine.fix.message import FixMessage, OutMessage
 from engine.fix.session import FixSession, lookup_session
 from engine.fix.settings import SessionSettings, SettingsError, load_settings

@@ -11,6 +11,7 @@
     password_env = "OUCH_PASSWORD"    # where the password is (never in the file); or password
     session = ""                      # SoupBinTCP session ("": the current one)
     firm = "QWCN"                     # the Firm appendage of Enter Orders ("": none)
+    busy_poll_us = 0                  # poll the socket this long after traffic (costs a core)
 
     [[instruments]]
     symbol = "AAPL"
@@ -40,8 +41,10 @@ class OuchAccountConfig:
     password_env: str = ""
     session: str = ""
     firm: str = ""
+    busy_poll_us: int = 0
 
     @property
     def keys(self) -> tuple[str, ...]:
         """Return the table's keys in the order they are written."""
-        return ("name", "host", "port", "username", "password", "password_env", "session", "firm")
+        return ("name", "host", "port", "username", "password", "password_env", "session", "firm",
+                "busy_poll_us")  # fmt: skip

@@ -25,6 +25,7 @@ import socket
 from collections.abc import Iterable
 from typing import Protocol, cast
 
+from engine.busypoll import BusyPoll, busy_poll_for
 from engine.clock import Clock, LiveClock
 from engine.fastlog import get_log
 from engine.venues.ouch.soupbin import (
@@ -97,6 +98,8 @@ class _ClientConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         link = self.link
+        if link._spinner is not None:
+            link._spinner.touch(link._spin_ns)
         out = link.session.on_data(data, link.clock.now_ns())
         if out:
             self.write(out)
@@ -140,6 +143,9 @@ class SoupClientLink:
         maximum.
     timer_interval_s : float
         How often the session's timer runs.
+    busy_poll_us : int
+        After each packet received or sent, keep the event loop polling instead of sleeping
+        for this long (:mod:`engine.busypoll`; 0, the default: off).
     """
 
     def __init__(
@@ -152,6 +158,7 @@ class SoupClientLink:
         reconnect_min_s: float = 0.1,
         reconnect_max_s: float = 5.0,
         timer_interval_s: float = 0.1,
+        busy_poll_us: int = 0,
     ) -> None:
         self.session = session
         self.host = host
@@ -168,11 +175,15 @@ class SoupClientLink:
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
         self._backoff = reconnect_min_s
+        self._spin_ns = busy_poll_us * 1000
+        self._spinner: BusyPoll | None = None
 
     async def start(self) -> None:
         """Start connecting (returns at once; see :meth:`wait_logged_in`)."""
         self._stopping = False
         loop = asyncio.get_running_loop()
+        if self._spin_ns:
+            self._spinner = busy_poll_for(loop)
         self._tasks = [
             loop.create_task(self._run(), name=f"soup-client {self.host}:{self.port}"),
             loop.create_task(self._timer(), name="soup-client timer"),
@@ -207,6 +218,8 @@ class SoupClientLink:
         if conn is None:
             raise ConnectionError(f"SoupBinTCP link to {self.host}:{self.port} is not connected")
         conn.write(data)
+        if self._spinner is not None:  # an answer may come: poll for it rather than sleep
+            self._spinner.touch(self._spin_ns)
         if self.session.wants_disconnect:
             conn.close()
 
@@ -296,7 +309,10 @@ class _ServerConnection(asyncio.Protocol):
             self.close()
 
     def data_received(self, data: bytes) -> None:
-        now = self.listener.clock.now_ns()
+        listener = self.listener
+        now = listener.clock.now_ns()
+        if listener._spinner is not None:
+            listener._spinner.touch(listener._spin_ns)
         session = self.session
         if session is None:
             self._head += data
@@ -370,6 +386,9 @@ class SoupServerListener:
         Time source (default: the live clock).
     timer_interval_s, login_timeout_s : float
         How often the sessions' timers run; how long a connection may stay without a login.
+    busy_poll_us : int
+        After each packet received, keep the event loop polling instead of sleeping for this
+        long (:mod:`engine.busypoll`; 0, the default: off).
     """
 
     def __init__(
@@ -381,6 +400,7 @@ class SoupServerListener:
         clock: Clock | None = None,
         timer_interval_s: float = 0.1,
         login_timeout_s: float = 10.0,
+        busy_poll_us: int = 0,
     ) -> None:
         self.sessions = {s.username.upper(): s for s in sessions}
         self.host = host
@@ -392,10 +412,14 @@ class SoupServerListener:
         self._active: dict[SoupServerSession, _ServerConnection] = {}
         self._connections: set[_ServerConnection] = set()
         self._timer_task: asyncio.Task[None] | None = None
+        self._spin_ns = busy_poll_us * 1000
+        self._spinner: BusyPoll | None = None
 
     async def start(self) -> int:
         """Listen; return the port."""
         loop = asyncio.get_running_loop()
+        if self._spin_ns:
+            self._spinner = busy_poll_for(loop)
         self._server = await loop.create_server(
             lambda: _ServerConnection(self), self.host, self.port
         )

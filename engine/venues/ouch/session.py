@@ -218,6 +218,8 @@ class OuchSession(OuchHandler):
     connect_on_start : bool
         Connect when the engine starts the component; ``False`` when the owner starts
         ``link`` itself (after the venue's port listens, in the demo).
+    busy_poll_us : int
+        The link's busy polling (``[[ouch]] busy_poll_us``; :mod:`engine.busypoll`).
     """
 
     def __init__(
@@ -233,6 +235,7 @@ class OuchSession(OuchHandler):
         session: str = "",
         publish: Callable[[Event], object] | None = None,
         connect_on_start: bool = True,
+        busy_poll_us: int = 0,
     ) -> None:
         self.venue = venue
         self.username = username
@@ -240,7 +243,7 @@ class OuchSession(OuchHandler):
         self.state = state
         self.publish = publish
         self.client = OuchClient(username, password, state=state, handler=self, session=session)
-        self.link = SoupClientLink(self.client, host, port, clock=clock)
+        self.link = SoupClientLink(self.client, host, port, clock=clock, busy_poll_us=busy_poll_us)
         self.connect_on_start = connect_on_start
         #: Messages sent to the venue (a lockstep test compares it with what the venue took).
         self.requests_sent = 0

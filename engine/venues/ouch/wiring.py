@@ -66,7 +66,8 @@ def build_ouch_venues(
             parts.append(OuchSession(venue, username=acc.username,
                                      password=password_of(acc, index), host=acc.host,
                                      port=acc.port, state=state, clock=engine.clock,
-                                     session=acc.session, publish=engine.bus.publish))  # fmt: skip
+                                     session=acc.session, publish=engine.bus.publish,
+                                     busy_poll_us=acc.busy_poll_us))  # fmt: skip
         try:
             PriceScale(instrument)  # the venue can price it (the desk routes it afterwards)
         except ValueError as e:

@@ -341,6 +341,9 @@ def test_an_ouch_account_and_an_instrument_on_it_read_write_and_edit_in_place() 
     )  # fmt: skip
     assert cfg.instruments[0].venue == "NASDAQ"
     assert parse_config(dump_config(cfg), Path("e.toml")) == cfg
+    polled = parse_config(OUCH.replace('firm = "QWCN"', "busy_poll_us = 200"), Path("e.toml"))
+    assert polled.ouch[0].busy_poll_us == 200
+    assert parse_config(dump_config(polled), Path("e.toml")) == polled
     moved = dataclasses.replace(cfg, ouch=(dataclasses.replace(cfg.ouch[0], port=15001),))
     edited = update_config_text(OUCH, moved)
     assert "port = 15001              # the venue's OUCH port" in edited
@@ -360,6 +363,8 @@ def test_an_ouch_account_and_an_instrument_on_it_read_write_and_edit_in_place() 
         (OUCH.replace('firm = "QWCN"', 'password = "x"'), "ouch[0].password",
          "password or password_env, not both"),
         (OUCH.replace("port = 15000", "port = 0"), "ouch[0].port", "must be >= 1"),
+        (OUCH.replace('firm = "QWCN"', "busy_poll_us = -5"), "ouch[0].busy_poll_us",
+         "must be >= 0"),
         (OUCH.replace('host = "10.1.2.3"\n', ""), "ouch[0].host", "is required"),
     ],
 )  # fmt: skip

@@ -205,3 +205,46 @@ def test_decoder_with_more_frames_than_table_rows_scans_in_passes() -> None:
 def test_checksum_equals_byte_sum_mod_256(data: bytes) -> None:
     assert checksum(data) == sum(data) % 256
     assert checksum(b"\xff" * len(data)) == (255 * len(data)) % 256
+
+
+def test_messages_sharing_a_block_see_only_their_own_fields() -> None:
+    """Messages decoded together share their block's field lists: every lookup stays inside
+    the message (a tag of the next message is absent, not found), across block boundaries."""
+    rng = random.Random(7)
+    msgs: list[list[tuple[int, str]]] = []
+    for i in range(53):  # more than three blocks, the last one short
+        body = [(11, f"c{i}")] + [(t, str(i)) for t in rng.sample(range(100, 130), i % 6)]
+        if i % 2:
+            body.append((58, f"text {i}"))
+        header = [(8, "FIX.4.4"), (35, "D"), (34, str(i + 1)), (49, "A"), (52, "20240101-00:00:00")]
+        if i % 3:
+            header.append((56, "B"))  # the others lack TargetCompID: a non-standard header
+        msgs.append(header + sorted(body))
+    stream = b"".join(_sf(*m) for m in msgs)
+    for chunk in (len(stream), 4096, 300):  # one read, a few, and reads of a message or less
+        dec = FixDecoder()
+        got: list[FixMessage] = []
+        for i in range(0, len(stream), chunk):
+            got += dec.feed(stream[i : i + chunk])
+        assert len(got) == len(msgs)
+        for m, fields in zip(got, msgs, strict=True):
+            expect = [(t, v.encode()) for t, v in fields]
+            assert [p for p in m.pairs if p[0] not in (9, 10)] == expect
+            assert len(m) == len(fields) + 2
+            assert m.tags == [p[0] for p in m.pairs]
+            own = {t for t, _ in fields}
+            for tag in (56, 58, *range(100, 130)):
+                want = dict(expect).get(tag)
+                assert m.get(tag) == want
+                assert (tag in m) == (tag in own)
+            for _ in range(5):  # past the scans: the index answers
+                assert m.get(58) == dict(expect).get(58)
+            assert m.get_all(11) == [dict(expect)[11]]
+            head = m.session_header()
+            if (56, "B") in fields:
+                assert head is not None
+                assert head[5] == b"B"
+            else:
+                assert head is None
+            assert decode_one(m.raw) is not None
+            assert decode_one(m.raw).pairs == m.pairs  # type: ignore[union-attr]

@@ -28,12 +28,9 @@ SCAN = [k.scan_frames, k.scan_frames.py_func]  # type: ignore[attr-defined]
 
 def _scan(fn: Callable[..., Any], data: bytes) -> tuple[int, int, int, np.ndarray, np.ndarray]:
     msgs = np.zeros((64, k.MSG_COLUMNS), dtype=np.int64)
-    tags = np.zeros(len(data) + 8, dtype=np.int64)
-    vs = np.zeros_like(tags)
-    ve = np.zeros_like(tags)
-    arr = np.frombuffer(data, dtype=np.uint8)
-    nm, nf, used = fn(arr, len(data), msgs, tags, vs, ve, data_tag_table())
-    return nm, nf, used, msgs[:nm], tags[:nf]
+    fields = np.zeros((3, len(data) + 8), dtype=np.int64)
+    nm, nf, used = fn(data, len(data), msgs, fields, data_tag_table())
+    return nm, nf, used, msgs[:nm], fields[0, :nf]
 
 
 @pytest.mark.parametrize("fn", SCAN)

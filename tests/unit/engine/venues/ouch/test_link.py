@@ -53,8 +53,12 @@ class Side:
         )
         self.acc.server = self.server
 
-    async def start(self, port: int = 0) -> tuple[SoupServerListener, SoupClientLink]:
-        listener = SoupServerListener([self.server.soup], port=port, timer_interval_s=0.01)
+    async def start(
+        self, port: int = 0, busy_poll_us: int = 0
+    ) -> tuple[SoupServerListener, SoupClientLink]:
+        listener = SoupServerListener(
+            [self.server.soup], port=port, timer_interval_s=0.01, busy_poll_us=busy_poll_us
+        )
         port = await listener.start()
         link = SoupClientLink(
             self.client,
@@ -63,6 +67,7 @@ class Side:
             timer_interval_s=0.01,
             reconnect_min_s=0.02,
             reconnect_max_s=0.2,
+            busy_poll_us=busy_poll_us,
         )
         await link.start()
         await link.wait_logged_in()
@@ -95,6 +100,29 @@ async def test_orders_over_sockets_come_back_accepted(tmp_path: Path) -> None:
     await link.stop()
     assert side.client.status is ClientStatus.DISCONNECTED
     await until(lambda: not listener.is_connected(side.server.soup))
+    await listener.stop()
+
+
+@pytest.mark.parametrize("busy_poll_us", [0, 20_000])
+async def test_busy_polling_link_polls_while_trading_and_only_then(
+    tmp_path: Path, busy_poll_us: int
+) -> None:
+    from engine.busypoll import busy_poll_for
+
+    side = Side(tmp_path)
+    listener, link = await side.start(busy_poll_us=busy_poll_us)
+    spinner = busy_poll_for(asyncio.get_running_loop())
+    before = spinner.iterations
+    refs = [side.order(link, i) for i in range(20)]
+    await until(lambda: len(side.rec.msgs) == 20)
+    assert [msg.user_ref_num for _, msg in side.rec.msgs] == refs  # type: ignore[attr-defined]
+    if busy_poll_us:
+        assert spinner.iterations > before  # the loop polled for the answers
+    else:
+        assert spinner.iterations == before == 0
+    await asyncio.sleep(0.1)  # five windows: quiet, the loop sleeps again
+    assert not spinner.spinning
+    await link.stop()
     await listener.stop()
 
 
