@@ -263,6 +263,31 @@ def test_every_message_round_trips_and_names_every_field(msg: m.OuchMessage) -> 
     assert framed == (len(raw) + 1).to_bytes(2, "big") + b"S" + raw
 
 
+@pytest.mark.parametrize("msg", ALL, ids=lambda msg: msg.NAME)
+def test_struct_and_kernel_decoding_agree_on_every_type(msg: m.OuchMessage) -> None:
+    """A message without appendage options decodes in one struct call; the layout kernel
+    decodes the rest: both give the same message for every type, cut or whole."""
+    import dataclasses
+
+    dec = m.Decoder(msg.DIRECTION)
+    variants = [msg]
+    if msg.HAS_APPENDAGE:
+        variants.append(dataclasses.replace(msg, appendage=()))  # type: ignore[type-var]
+    for v in variants:
+        raw = v.encode()
+        assert dec.decode(raw) == dec.decode_by_kernel(raw) == v
+        assert dec.decode(raw + b"trailing") == v  # trailing bytes are ignored by both
+        for cut in range(1, len(raw)):
+            errors = []
+            for fn in (dec.decode, dec.decode_by_kernel):
+                try:
+                    fn(raw[:cut])
+                except m.OuchDecodeError as e:
+                    errors.append(str(e))
+            assert len(errors) == 2, cut  # both refuse a cut message, with the same reason
+            assert errors[0] == errors[1]
+
+
 def test_message_sizes_follow_the_specification() -> None:
     sizes = {type(msg).__name__: len(msg.encode()) for msg in ALL if not msg.HAS_APPENDAGE}
     assert sizes == {
