@@ -890,7 +890,7 @@ def _split_options(data: bytes, start: int, end: int) -> tuple[TagValue, ...] | 
     """
     if end > len(data):
         return None
-    rows = []
+    rows: list[list[int]] = []
     p = start
     while p < end:
         length = data[p]
