@@ -139,8 +139,11 @@ def floor_lines(
     return lines
 
 
-def draw_histogram(run: bt.ParallelRun, path: Path) -> None:
-    """Draw the round-trip latency histogram (log-spaced bins, log counts) to a PNG."""
+def draw_histogram(run: bt.ParallelRun, path: Path, how: str = "") -> None:
+    """Draw the round-trip latency histogram (log-spaced bins, log counts) to a PNG.
+
+    ``how`` names the run's configuration in the title (``"busy polling"``).
+    """
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import QPointF, QRectF, Qt
     from PySide6.QtGui import QColor, QFont, QGuiApplication, QImage, QPainter, QPen
@@ -169,7 +172,8 @@ def draw_histogram(run: bt.ParallelRun, path: Path) -> None:
 
     p.setPen(QColor("black"))
     p.drawText(QRectF(0, 10, w, 30), Qt.AlignmentFlag.AlignCenter,
-               f"FIX NOS -> ER round trips, {len(run.per_version)} sessions in parallel: "
+               f"FIX NOS -> ER round trips, {len(run.per_version)} sessions in parallel"
+               f"{', ' + how if how else ''}: "
                f"{lat.size:,} round trips ({run.warmup:,} per session of warm-up left "
                "out)")  # fmt: skip
     p.setPen(QColor("#888"))
@@ -297,7 +301,7 @@ def bench_fix(opts: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     ])  # fmt: skip
     say(f"\n{text}")
     if opts.png:
-        draw_histogram(run, Path(opts.png))
+        draw_histogram(run, Path(opts.png), f"busy polling ({spin:,} µs)")
         say(f"\nhistogram: {opts.png}")
     if opts.doc:
         write_doc(Path(opts.doc), text)
