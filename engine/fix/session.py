@@ -474,6 +474,31 @@ class FixSession:
         self._out = []
         return out
 
+    def on_messages(self, msgs: Sequence[FixMessage], now_ns: int) -> list[bytes]:
+        """Process verified inbound messages in order and return the bytes to send.
+
+        What :meth:`on_message` does for each (the transport's call for a read that brought
+        several), in one call; stops after a message that makes the session want its
+        connection closed.
+        """
+        self._depth += 1
+        self._now = now_ns
+        log = self.log
+        logged = type(log) is not NullLog
+        for msg in msgs:
+            if self.wants_disconnect:
+                break
+            try:
+                if logged:
+                    log.on_incoming(msg.raw, now_ns)
+                self._next(msg, queued=False)
+            except Exception as e:
+                self._crash(e)
+        self._depth -= 1
+        out = self._out
+        self._out = []
+        return out
+
     def on_garbled(self, reason: str, data: bytes, now_ns: int) -> list[bytes]:
         """Note a dropped frame; before Logon it ends the connection (as QuickFIX does)."""
         self._enter(now_ns)

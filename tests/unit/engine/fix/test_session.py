@@ -369,3 +369,49 @@ def test_possdup_resend_of_missed_message_is_delivered_once(test_clock: TestCloc
     s.on_message(peer.msg("D", 2, nos, header=[(43, b"Y"), (122, orig)]), test_clock.now_ns())
     s.on_message(peer.msg("D", 2, nos, header=[(43, b"Y"), (122, orig)]), test_clock.now_ns())
     assert [m.seq_num for m in app.app] == [2, 3]
+
+
+def test_a_burst_in_one_call_is_the_same_as_message_by_message(test_clock: TestClock) -> None:
+    """``on_messages`` (the transport's call for a read that brought several messages) gives
+    the bytes, deliveries and sequence numbers of ``on_message`` called for each, and stops
+    at a message after which the session wants its connection closed."""
+    nos = [(11, b"a"), (21, b"1"), (38, b"1"), (40, b"1"), (54, b"1"), (55, b"X"),
+           (60, format_timestamp(test_clock.now_ns(), 0))]  # fmt: skip
+    peer = Peer(test_clock)
+    burst = [
+        peer.msg("D", 2, nos),
+        peer.msg("D", 5, nos),  # a gap: ResendRequest, queued
+        peer.msg("D", 3, nos),
+        peer.msg("D", 4, nos),  # fills the gap: 5 comes out of the queue
+        peer.msg("0", 6),
+        peer.msg("D", 7, [(11, b"b")]),  # required fields missing: rejected
+        peer.msg("D", 8, nos),
+        peer.msg("D", 3, nos),  # too low without PossDup: Logout, disconnect
+        peer.msg("D", 9, nos),  # never processed
+    ]
+    results = []
+    for together in (False, True):
+        s, app, log = make(test_clock)
+        logon(s, peer, test_clock)
+        if together:
+            out = s.on_messages(burst, test_clock.now_ns())
+        else:
+            out = []
+            for m in burst:
+                if s.wants_disconnect:
+                    break
+                out += s.on_message(m, test_clock.now_ns())
+        assert s.wants_disconnect
+        results.append((
+            [fields(raw) | {52: b""} for raw in out],
+            [m.seq_num for m in app.app],
+            (s.next_sender_seq_num, s.next_target_seq_num),
+            list(log.events),
+            list(log.incoming),
+        ))  # fmt: skip
+    assert results[0] == results[1]
+    sent, delivered, seqs, _, incoming = results[1]
+    assert len(incoming) == 1 + 8  # the Logon, then the burst up to the one that ended it
+    assert [f[35] for f in sent] == [b"2", b"3", b"5"]  # ResendRequest, Reject, Logout
+    assert delivered == [2, 3, 4, 5, 8]
+    assert seqs == (5, 9)
