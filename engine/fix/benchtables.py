@@ -149,9 +149,16 @@ async def serve(busy_poll_us: int = 0) -> None:
 
 
 def run_on_engine_loop(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` on the event loop the engine runs on (uvloop where installed)."""
+    """Run ``coro`` on the event loop the engine runs on (uvloop where installed).
+
+    The process's event loop policy is put back afterwards (a test run goes on with its own).
+    """
+    policy = asyncio.get_event_loop_policy()
     install_uvloop()
-    return asyncio.run(coro)
+    try:
+        return asyncio.run(coro)
+    finally:
+        asyncio.set_event_loop_policy(policy)
 
 
 class Venue:

@@ -11,7 +11,8 @@ relative to the market maker's orders in flight; lockstep removes that, so what 
 be equal fill for fill: prices, quantities, ids and their sequence — per instrument. Each
 instrument trades over one link (ESZ6 and NQZ6 over the FIX session, CLF7 over OUCH); the
 order in which one step's fills arrive over the two links is the sockets' and differs from
-run to run (seen in CI: an NQZ6 fill before a CLF7 one in one run, after it in the next).
+run to run (seen in CI: an NQZ6 fill before a CLF7 one in one run, after it in the next), and
+so do the ids drawn from counters the instruments share (see :func:`per_instrument`).
 """
 
 import asyncio
@@ -87,10 +88,19 @@ async def _run_demo(seed: int, steps: int) -> list[Fill]:
 
         async def quiet() -> None:
             # Nothing in flight either way: every message sent was received and handled.
-            # Both sessions run on this loop: their counters are polled.
+            # Both sessions run on this loop: their counters are polled. Received is not yet
+            # handled: the OUCH venue hands its reports to the order manager with call_soon
+            # (and a strategy's answer may go out from there), so the counters must stay equal
+            # over a few loop iterations, each letting such deferred callbacks run first.
             async with asyncio.timeout(10):
-                while in_flight():  # noqa: ASYNC110
-                    await asyncio.sleep(0.001)
+                calm = 0
+                while calm < 3:
+                    if in_flight():
+                        calm = 0
+                        await asyncio.sleep(0.001)
+                    else:
+                        calm += 1
+                        await asyncio.sleep(0)
 
         await quiet()  # logon, market data subscription and snapshots done
         for _ in range(steps):
@@ -106,10 +116,26 @@ async def _run_demo(seed: int, steps: int) -> list[Fill]:
 
 
 def per_instrument(fills: list[Fill]) -> dict[str, list[Fill]]:
-    """Return each instrument's fills in the order they came (one link per instrument)."""
+    """Return each instrument's fills in the order they came (one link per instrument).
+
+    ExecIDs and ClOrdIDs come from counters shared by all instruments (the simulator's, the
+    order manager's): when one step's orders cross the two links in the other order, every
+    later id of either instrument shifts by one (seen in CI: ``X100`` in one run, ``X101`` in
+    the next, all else equal). Each id is replaced by the rank of its first appearance among
+    the instrument's fills: the same ids in the same sequence stay equal, a different fill or
+    a different order still differs.
+    """
     out: dict[str, list[Fill]] = {}
     for f in fills:
         out.setdefault(f[0], []).append(f)
+    for symbol, own in out.items():
+        exec_rank: dict[str, int] = {}
+        order_rank: dict[str, int] = {}
+        out[symbol] = [
+            (sym, side, px, qty, str(exec_rank.setdefault(exec_id, len(exec_rank))),
+             str(order_rank.setdefault(clordid, len(order_rank))), leaves)
+            for sym, side, px, qty, exec_id, clordid, leaves in own
+        ]  # fmt: skip
     return out
 
 
