@@ -8,13 +8,14 @@ busy-spin idle strategy for that reason (Aeron's ``BusySpinIdleStrategy``, Chron
 busy-polling event loop); this is ours, for any asyncio event loop (uvloop included):
 
 While a spin is on, a callback re-schedules itself with ``call_soon``, so every loop iteration
-polls its selector with a zero timeout instead of blocking. The spin lasts ``window`` after the
+polls its selector with a zero timeout instead of blocking. The spin lasts a window after the
 last activity a transport reports with :meth:`BusyPoll.touch` (a message received or sent),
 then the loop sleeps as usual: a quiet session costs nothing, an active one costs one core
 (about 1 µs of CPU per iteration, all of it while nothing else is ready).
 
-Turned on per FIX session by ``BusyPollMicroseconds`` (an extension key, default 0 = off); the
-longest window of the sessions on one loop wins. Meant for processes whose event loop is
+Turned on per FIX session by ``BusyPollMicroseconds`` (an extension key, default 0 = off) and per
+OUCH account by ``[[ouch]] busy_poll_us`` (``SoupClientLink``, ``SoupServerListener``); the
+longest window of the links on one loop wins. Meant for processes whose event loop is
 their main loop (``qwconsole sim``, headless engines, the FIX benchmarks); in the console's
 own process it would compete with the GUI thread for the interpreter lock.
 """

@@ -532,12 +532,16 @@ class FixDecoder:
         if nm < msgs.shape[0] or consumed >= n:
             all_rows = msgs[:nm]
         else:
-            # More frames than rows: scan the rest in further passes and merge.
+            # More frames than rows: scan the rest in further passes and merge. The rest's
+            # fields go to a C-contiguous scratch table and are copied in (a column slice of
+            # ``fields`` is a strided array: numba would compile the kernel again for it).
             parts = [msgs[:nm].copy()]
             while nm == msgs.shape[0] and consumed < n:
+                scratch = np.zeros((3, fields.shape[1] - nf), dtype=np.int64)
                 nm, nf2, used = _kernels.scan_frames(
-                    buf[consumed:], n - consumed, msgs, fields[:, nf:], self._data_tags
+                    buf[consumed:], n - consumed, msgs, scratch, self._data_tags
                 )
+                fields[:, nf : nf + nf2] = scratch[:, :nf2]
                 part = msgs[:nm].copy()
                 part[:, 0:2] += consumed
                 part[:, 2] += nf
