@@ -459,20 +459,7 @@ class FixSession:
         """Process one verified inbound message and return the bytes to send."""
         if self.wants_disconnect:
             return []
-        # _enter and _leave inlined: this runs once per inbound message.
-        self._depth += 1
-        self._now = now_ns
-        try:
-            log = self.log
-            if type(log) is not NullLog:
-                log.on_incoming(msg.raw, now_ns)
-            self._next(msg, queued=False)
-        except Exception as e:
-            self._crash(e)
-        self._depth -= 1
-        out = self._out
-        self._out = []
-        return out
+        return self.on_messages((msg,), now_ns)
 
     def on_messages(self, msgs: Sequence[FixMessage], now_ns: int) -> list[bytes]:
         """Process verified inbound messages in order and return the bytes to send.
@@ -481,6 +468,7 @@ class FixSession:
         several), in one call; stops after a message that makes the session want its
         connection closed.
         """
+        # _enter and _leave inlined: this runs for every inbound message.
         self._depth += 1
         self._now = now_ns
         log = self.log
