@@ -481,15 +481,17 @@ def ouch_port(
     store_dir: Path | None = None,
     host: str = "127.0.0.1",
     port: int = 0,
+    busy_poll_us: int = 0,
 ) -> SoupServerListener:
     """Return the listener of the simulator's OUCH port for ``accounts`` (user, password).
 
     ``session`` names the SoupBinTCP session (the day's: at most 10 characters). With
     ``store_dir`` each account's sequenced messages are kept in a file there
     (``ouch-<user>-<session>.soupseq``), so a restarted simulator replays what a client missed;
-    without it they live in memory. Start the listener with ``await listener.start()``.
+    without it they live in memory. ``busy_poll_us``: the listener's busy polling
+    (:mod:`engine.busypoll`). Start the listener with ``await listener.start()``.
     """
-    listener = SoupServerListener([], host, port, clock=clock)
+    listener = SoupServerListener([], host, port, clock=clock, busy_poll_us=busy_poll_us)
     for user, password in accounts:
         store: SequencedStore = (
             MemorySequencedStore() if store_dir is None

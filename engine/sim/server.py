@@ -252,6 +252,7 @@ class OuchPortOptions:
     port: int  # 0: a free one
     accounts: tuple[tuple[str, str], ...]  # (user, password)
     store_dir: Path | None = None  # each account's sequenced messages, for replays
+    busy_poll_us: int = 0  # poll the port this long after traffic instead of sleeping
 
 
 class _OuchServing:
@@ -264,7 +265,8 @@ class _OuchServing:
         day = time.strftime("%Y%m%d", time.gmtime(clock.now_ns() // 1_000_000_000))
         self.listener = ouch_port(self.app, options.accounts, session=day, clock=clock,
                                   store_dir=options.store_dir, host=host,
-                                  port=options.port)  # fmt: skip
+                                  port=options.port,
+                                  busy_poll_us=options.busy_poll_us)  # fmt: skip
         self.started = False
 
     async def start(self, out: TextIO) -> bool:
@@ -519,8 +521,22 @@ def build_parser() -> OneLineErrorParser:
         metavar="DIR",
         help="keep each OUCH account's messages in files here (a restart replays them)",
     )
+    parser.add_argument(
+        "--ouch-busy-poll",
+        type=_busy_poll,
+        default=0,
+        metavar="US",
+        help="poll the OUCH port this many µs after traffic instead of sleeping (costs a core;"
+        " the FIX sessions take BusyPollMicroseconds in the .cfg)",
+    )
     parser.add_argument("--uvloop", action="store_true", help="use uvloop when installed")
     return parser
+
+
+def _busy_poll(text: str) -> int:
+    if not text.isdigit() or int(text) > 10_000_000:
+        raise argparse.ArgumentTypeError(f"{text!r}: give microseconds, 0 to 10000000")
+    return int(text)
 
 
 def _account(text: str) -> tuple[str, str]:
@@ -559,9 +575,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ouch = None
     if opts.ouch_port is not None:
         ouch = OuchPortOptions(opts.ouch_port, tuple(opts.ouch_account or [DEMO_OUCH_ACCOUNT]),
-                               opts.ouch_store)  # fmt: skip
-    elif opts.ouch_account or opts.ouch_store:
-        _error("--ouch-account and --ouch-store need --ouch-port")
+                               opts.ouch_store, opts.ouch_busy_poll)  # fmt: skip
+    elif opts.ouch_account or opts.ouch_store or opts.ouch_busy_poll:
+        _error("--ouch-account, --ouch-store and --ouch-busy-poll need --ouch-port")
         return 2
     run = serve(opts.cfg, host=opts.host, port=opts.port,
                 seed=opts.seed if opts.seed is not None else seed,

@@ -55,7 +55,8 @@ def start_sim(tmp: Path) -> tuple[subprocess.Popen[str], int]:
     cfg.write_text(CFG)
     proc = subprocess.Popen(
         [str(QWCONSOLE), "sim", "--cfg", str(cfg), "--ouch-port", "0",
-         "--ouch-account", "QWC1:qwdemo", "--ouch-store", str(tmp / "ouch-store")],
+         "--ouch-account", "QWC1:qwdemo", "--ouch-store", str(tmp / "ouch-store"),
+         "--ouch-busy-poll", "200"],  # its port polls after traffic: the same trades
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
@@ -224,3 +225,13 @@ username = "QWC1"
 password_env = "SIM_OUCH_PASSWORD"
 firm = "QWCN"
 """
+
+
+def test_ouch_busy_poll_needs_the_port_and_microseconds(capsys: pytest.CaptureFixture[str]) -> None:
+    from engine.sim.server import main
+
+    assert main(["--cfg", "sim.cfg", "--ouch-busy-poll", "200"]) == 2
+    assert "--ouch-busy-poll need --ouch-port" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--cfg", "sim.cfg", "--ouch-port", "0", "--ouch-busy-poll", "fast"])
+    assert "'fast': give microseconds" in capsys.readouterr().err
