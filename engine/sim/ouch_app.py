@@ -472,6 +472,27 @@ class _ListenerStream:
         )
 
 
+def kept_ouch_session(store_dir: Path | None, accounts: Sequence[tuple[str, str]]) -> str | None:
+    """Return the SoupBinTCP session last served to ``accounts`` from ``store_dir``, or None.
+
+    The session of the newest ``ouch-<user>-<session>.soupseq`` of theirs there. A restarted
+    simulator continues that session, as an exchange keeps its session until its end-of-day: a
+    restart after midnight UTC still replays what a client missed the day before (a new day's
+    session would not know the old one's messages).
+    """
+    if store_dir is None or not store_dir.is_dir():
+        return None
+    users = {user.upper() for user, _ in accounts}
+    newest: tuple[float, str] | None = None
+    for path in store_dir.glob("ouch-*-*.soupseq"):
+        user, _, session = path.stem[len("ouch-") :].partition("-")
+        if user.upper() in users and session:
+            kept = (path.stat().st_mtime, session)
+            if newest is None or kept > newest:
+                newest = kept
+    return None if newest is None else newest[1]
+
+
 def ouch_port(
     app: SimOuchApplication,
     accounts: Sequence[tuple[str, str]],

@@ -54,7 +54,7 @@ from engine.fix.transport import SocketAcceptor, install_uvloop
 from engine.oms.venue import ExecutionReport
 from engine.sim.exchange import SimExchange, SimInstrument, id_epoch
 from engine.sim.fix_app import SimFixApplication
-from engine.sim.ouch_app import SimOuchApplication, ouch_port
+from engine.sim.ouch_app import SimOuchApplication, kept_ouch_session, ouch_port
 
 log = get_log(__name__)
 
@@ -263,7 +263,8 @@ class _OuchServing:
         self.options = options
         self.app = SimOuchApplication(exchange, clock, cancel_on_disconnect=cancel_on_disconnect)
         day = time.strftime("%Y%m%d", time.gmtime(clock.now_ns() // 1_000_000_000))
-        self.listener = ouch_port(self.app, options.accounts, session=day, clock=clock,
+        session = kept_ouch_session(options.store_dir, options.accounts) or day
+        self.listener = ouch_port(self.app, options.accounts, session=session, clock=clock,
                                   store_dir=options.store_dir, host=host,
                                   port=options.port,
                                   busy_poll_us=options.busy_poll_us)  # fmt: skip
