@@ -26,6 +26,9 @@ import asyncio
 import time
 import weakref
 
+#: The longest window a setting may ask for, µs (ten seconds: past it, set no window at all).
+MAX_BUSY_POLL_US = 10_000_000
+
 _loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, BusyPoll] = weakref.WeakKeyDictionary()
 
 

@@ -85,6 +85,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+from engine.busypoll import MAX_BUSY_POLL_US
 from engine.instruments import Instrument
 from engine.oms.risk import DEFAULT_LIMITS, RiskLimits
 from engine.oms.stp import STP_MODES
@@ -667,7 +668,7 @@ def _read_ouch(r: _Reader, data: Any, path: str) -> OuchAccountConfig | None:
     password_env = r.get(data, "password_env", path, _str, "")
     session = r.get(data, "session", path, _bounded(10), "")
     firm = r.get(data, "firm", path, _bounded(4), "")
-    busy_poll_us = r.get(data, "busy_poll_us", path, _int(0, 10_000_000), 0)
+    busy_poll_us = r.get(data, "busy_poll_us", path, _int(0, MAX_BUSY_POLL_US), 0)
     if password and password_env:
         r.problem(f"{path}.password", "give password or password_env, not both")
     if None in (name, host, port, username):

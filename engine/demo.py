@@ -12,7 +12,6 @@ SoupBinTCP, the simulator serving both ports, as a venue with a FIX and a native
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ from engine.oms.risk import RiskLimits
 from engine.oms.venue import ExecutionReport, Venue
 from engine.sim.exchange import FlowConfig, SimExchange, SimInstrument, id_epoch
 from engine.sim.fix_app import SimFixApplication
-from engine.sim.ouch_app import SimOuchApplication, kept_ouch_session, ouch_port
+from engine.sim.ouch_app import SimOuchApplication, ouch_port, ouch_session_name
 from engine.strategy.examples import MarketMaker
 from engine.trading import TradingDesk
 from engine.venues.fix.adapter import FixVenue
@@ -188,9 +187,7 @@ def _ouch_demo(
     loop = asyncio.get_event_loop()
     app = SimOuchApplication(exchange, engine.clock)
     # The session the port kept (a restart after midnight goes on with it), else today's.
-    day = kept_ouch_session(store_dir, [DEMO_OUCH_ACCOUNT]) or time.strftime(
-        "%Y%m%d", time.gmtime(engine.clock.now_ns() // 1_000_000_000)
-    )
+    day = ouch_session_name(store_dir, [DEMO_OUCH_ACCOUNT], engine.clock.now_ns())
     user, password = DEMO_OUCH_ACCOUNT
     listener = ouch_port(app, [DEMO_OUCH_ACCOUNT], session=day, clock=engine.clock,
                          store_dir=store_dir)  # fmt: skip

@@ -422,14 +422,6 @@ class DecodedBatch:
         rows = self.rows
         buf = self.buf
         out: list[FixMessage | None] = []
-        if len(rows) <= MESSAGES_PER_BLOCK:
-            tags, vstart, vend = self.field_lists()
-            return [
-                None
-                if status
-                else FixMessage(buf[start:end], tags, vstart, vend, ts_recv, a, count)
-                for start, end, a, count, status in rows
-            ]
         fields = self._fields
         for j in range(0, len(rows), MESSAGES_PER_BLOCK):
             block = rows[j : j + MESSAGES_PER_BLOCK]

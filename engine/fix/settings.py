@@ -51,6 +51,7 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from engine.busypoll import MAX_BUSY_POLL_US
 from engine.fix.application import SessionID
 from engine.fix.dictionary import APPL_VER_IDS, default_dictionary_path
 from engine.fix.validation import ValidationOptions
@@ -518,7 +519,7 @@ _TABLE: list[tuple[str, Callable[[str], object], str]] = [
     ("SocketUseSSL", _conv_bool, "use TLS (QuickFIX/J name)"),
     (
         "BusyPollMicroseconds",
-        _int_in(0, 10_000_000),
+        _int_in(0, MAX_BUSY_POLL_US),
         "poll the socket without sleeping this long after traffic (extension; costs a core)",
     ),
     # storage and logging

@@ -18,6 +18,7 @@ The session layer (login, heartbeats, sequence numbers, replay) is the port's
 
 import itertools
 import re
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -470,6 +471,18 @@ class _ListenerStream:
         self.listener.send(
             self.session.soup, self.session.send(message, self.listener.clock.now_ns())
         )
+
+
+def ouch_session_name(
+    store_dir: Path | None, accounts: Sequence[tuple[str, str]], now_ns: int
+) -> str:
+    """Return the SoupBinTCP session the simulator's OUCH port serves: the one it kept.
+
+    :func:`kept_ouch_session` when ``store_dir`` holds one, else the UTC day of ``now_ns``
+    (``YYYYMMDD``).
+    """
+    kept = kept_ouch_session(store_dir, accounts)
+    return kept or time.strftime("%Y%m%d", time.gmtime(now_ns // 1_000_000_000))
 
 
 def kept_ouch_session(store_dir: Path | None, accounts: Sequence[tuple[str, str]]) -> str | None:

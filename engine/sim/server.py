@@ -34,12 +34,12 @@ import errno
 import logging
 import signal
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from engine.busypoll import MAX_BUSY_POLL_US
 from engine.cli_parser import OneLineErrorParser
 from engine.clock import LiveClock
 from engine.core import Engine
@@ -54,7 +54,7 @@ from engine.fix.transport import SocketAcceptor, install_uvloop
 from engine.oms.venue import ExecutionReport
 from engine.sim.exchange import SimExchange, SimInstrument, id_epoch
 from engine.sim.fix_app import SimFixApplication
-from engine.sim.ouch_app import SimOuchApplication, kept_ouch_session, ouch_port
+from engine.sim.ouch_app import SimOuchApplication, ouch_port, ouch_session_name
 
 log = get_log(__name__)
 
@@ -262,8 +262,7 @@ class _OuchServing:
                  host: str, cancel_on_disconnect: bool) -> None:  # fmt: skip
         self.options = options
         self.app = SimOuchApplication(exchange, clock, cancel_on_disconnect=cancel_on_disconnect)
-        day = time.strftime("%Y%m%d", time.gmtime(clock.now_ns() // 1_000_000_000))
-        session = kept_ouch_session(options.store_dir, options.accounts) or day
+        session = ouch_session_name(options.store_dir, options.accounts, clock.now_ns())
         self.listener = ouch_port(self.app, options.accounts, session=session, clock=clock,
                                   store_dir=options.store_dir, host=host,
                                   port=options.port,
@@ -535,8 +534,8 @@ def build_parser() -> OneLineErrorParser:
 
 
 def _busy_poll(text: str) -> int:
-    if not text.isdigit() or int(text) > 10_000_000:
-        raise argparse.ArgumentTypeError(f"{text!r}: give microseconds, 0 to 10000000")
+    if not text.isdigit() or int(text) > MAX_BUSY_POLL_US:
+        raise argparse.ArgumentTypeError(f"{text!r}: give microseconds, 0 to {MAX_BUSY_POLL_US}")
     return int(text)
 
 
