@@ -3,9 +3,11 @@
 
 The only FIX code that touches sockets. Each connection is an :class:`asyncio.Protocol`
 (cheaper per message than streams): received bytes go through one :class:`FixDecoder` call,
-every verified message is handed to :meth:`FixSession.on_message` with ``clock.now_ns()``, and
-whatever the session returns is written in one ``write``. A timer task drives
-:meth:`FixSession.on_timer` (heartbeats, TestRequests, timeouts) and flushes the logs.
+every verified message is handed to the session with ``clock.now_ns()``, and what the session
+returns is written out every :data:`WRITE_EVERY` messages (a burst's first answers go while the
+rest are made; sends from outside a read are gathered the same way until the loop comes round).
+A timer task drives :meth:`FixSession.on_timer` (heartbeats, TestRequests, timeouts) and
+flushes the logs.
 
 * :class:`SocketAcceptor` serves many sessions on one port; a connection is bound to a session
   by its first message, which must be a Logon for a configured session that is not already
@@ -36,6 +38,10 @@ from engine.fix.message import FixMessage
 from engine.fix.session import FixSession
 
 _log = get_log(__name__)
+
+#: Gathered output goes out once this many messages wait (a burst's first answers reach the
+#: peer while the rest are made: both processes work at once instead of in turn).
+WRITE_EVERY = 32
 
 
 def install_uvloop() -> str | None:
@@ -150,11 +156,20 @@ class _Connection(asyncio.Protocol):
         session = self.session
         if session is None or None in messages:
             return False
-        out = session.on_messages(cast(list[FixMessage], messages), now)
-        if out and not self._closing:
-            self._pending.extend(out)
-        if session.wants_disconnect and session is self.session:
-            self.close()
+        msgs = cast(list[FixMessage], messages)
+        n = len(msgs)
+        for i in range(0, n, WRITE_EVERY):
+            out = session.on_messages(msgs if n <= WRITE_EVERY else msgs[i : i + WRITE_EVERY], now)
+            if self._closing:
+                break
+            if out:
+                self._pending.extend(out)
+            if session.wants_disconnect:
+                if session is self.session:
+                    self.close()
+                break
+            if len(self._pending) >= WRITE_EVERY:
+                self._write_pending()
         return True
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -207,7 +222,10 @@ class _Connection(asyncio.Protocol):
         if self._closing:
             return
         if self._batching or self._flush_scheduled:
-            self._pending.append(data)
+            pending = self._pending
+            pending.append(data)
+            if len(pending) >= WRITE_EVERY:
+                self._write_pending()
             return
         # The first send of a loop iteration goes out at once (latency); later ones in the
         # same iteration are gathered and written together by the scheduled flush (bursts).
@@ -222,6 +240,9 @@ class _Connection(asyncio.Protocol):
 
     def _flush(self) -> None:
         self._flush_scheduled = False
+        self._write_pending()
+
+    def _write_pending(self) -> None:
         pending = self._pending
         t = self._transport
         if pending and t is not None:
