@@ -9,7 +9,7 @@ codec, framer and stores (``engine.venues.ouch.warmup``), so the
 console can do it on the engine thread while the window appears.
 
 ``python -m engine.warmup`` does the same from a shell and prints its progress
-(``bootstrap: compiling kernels 12/81``): ``packaging/bootstrap.sh run|test|env`` runs it, so a
+(``bootstrap: compiling kernels 12/89``): ``packaging/bootstrap.sh run|test|env`` runs it, so a
 fresh clone's first start loads every kernel from the cache instead of compiling them while
 the user waits. A cache that is stale (changed sources), from another checkout or damaged is
 not used and is rebuilt (``engine.jit.GuardedCache``).
@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from engine import jit
 from engine.fastlog import get_log
 from engine.fix.codec import decode_one, encode
+from engine.fix.layouts import warm_up as warm_layouts
 from engine.journal.recovery import warm_up as warm_journal
 from engine.matching.warmup import warm_up as _warm_all
 from engine.venues.ouch.warmup import warm_up as warm_ouch
@@ -32,7 +33,7 @@ log = get_log(__name__)
 #: How many compilations a warm-up on an empty cache makes (numba compiles a kernel once per
 #: argument types, and the helpers it calls with them). The progress figure's total; the
 #: first-start test (tests/integration/test_first_start.py) checks it on an empty cache.
-EXPECTED_COMPILES = 81
+EXPECTED_COMPILES = 89
 
 #: Called with (kernels compiled so far, expected total) after each compilation.
 Progress = Callable[[int, int], None]
@@ -60,6 +61,7 @@ def warm_up(progress: Progress | None = None) -> float:
         frame = encode(b"FIX.4.4", b"0", [(34, b"1"), (49, b"A"), (56, b"B")], [])
         if decode_one(frame) is None:
             raise RuntimeError("FIX decoder warm-up: a well-formed Heartbeat did not decode")
+        warm_layouts()  # and the check of the layouts a validating session keeps
         # A restart's journal kernels (framing, CRC, orders and fills).
         warm_journal()
         # The OUCH codec, framer and stores (the demo trades one instrument over OUCH).

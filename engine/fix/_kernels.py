@@ -303,6 +303,238 @@ def scan_frames(  # noqa: C901  (one pass, one kernel: splitting costs calls)
     return nm, nf, pos
 
 
+# ------------------------------------------------------------------ layout programs
+#: ``check_layouts`` results, added to the table's base (its generation times 4).
+LAYOUT_UNKNOWN: int = 0
+LAYOUT_VALID: int = 1
+LAYOUT_UNPROVEN: int = 2
+#: Value checks of a layout program (one per field: tag, kind, argument).
+CHECK_ANY: int = 0  # any non-empty value
+CHECK_INT: int = 1  # -?[0-9]+
+CHECK_FLOAT: int = 2  # -?, digits with at most one dot, at least one digit
+CHECK_CHAR: int = 3  # one byte
+CHECK_TIMESTAMP: int = 4  # YYYYMMDD-HH:MM:SS[.f{1,9}], a real date
+CHECK_ENUM: int = 5  # one of the values at (argument >> 16), (argument & 0xFFFF) of them
+CHECK_SEQNUM: int = 6  # [0-9]+, at most 2**64 - 1
+CHECK_INT_SEQNUM: int = 7  # -?[0-9]+, at most 2**64 - 1
+CHECK_COUNT: int = 8  # [0-9]+ equal to the argument (a NumInGroup and its entries)
+#: The table's header: hash mask, then the offsets of slots, programs, code and enum values.
+TABLE_MASK: int = 0
+TABLE_SLOTS: int = 1
+TABLE_PROGS: int = 2
+TABLE_CODE: int = 3
+TABLE_ENUMS: int = 4
+TABLE_HEADER: int = 5
+#: Per program: layout hash, first code row, fields, 1 when compiled (0: the Python path).
+PROG_COLUMNS: int = 4
+_HASH_SEED = -3750763034362895579  # FNV-1a's offset basis as int64
+_HASH_PRIME = 1099511628211
+
+
+@kernel
+def layout_hash(
+    tags: npt.NDArray[np.int64], a: int, n: int, packed_type: int, type_len: int
+) -> int:
+    """Return the hash of a layout: ``tags[a:a+n]`` and its MsgType <35> packed in an int."""
+    h = _HASH_SEED
+    for j in range(a, a + n):
+        h = (h ^ tags[j]) * _HASH_PRIME
+    h = (h ^ packed_type) * _HASH_PRIME
+    return (h ^ type_len) * _HASH_PRIME
+
+
+@kernel
+def _digits(buf: bytes, s: int, e: int) -> bool:
+    if e <= s:
+        return False
+    for k in range(s, e):  # noqa: SIM110  (numba: a loop, not a generator)
+        if not _ZERO <= buf[k] <= _NINE:
+            return False
+    return True
+
+
+@kernel
+def _value_ok(  # noqa: C901  (one switch over the check kinds)
+    buf: bytes, s: int, e: int, kind: int, arg: int, table: npt.NDArray[np.int64]
+) -> bool:
+    n = e - s
+    if kind == CHECK_ANY:
+        return True
+    if kind == CHECK_INT:
+        return _digits(buf, s + 1, e) if buf[s] == _MINUS else _digits(buf, s, e)
+    if kind == CHECK_FLOAT:
+        j = s + 1 if buf[s] == _MINUS else s
+        digits = 0
+        dot = False
+        for k in range(j, e):
+            c = buf[k]
+            if _ZERO <= c <= _NINE:
+                digits += 1
+            elif c == 46 and not dot:
+                dot = True
+            else:
+                return False
+        return digits > 0
+    if kind == CHECK_CHAR:
+        return n == 1
+    if kind == CHECK_ENUM:
+        packed = 0
+        if n > 8:
+            return False
+        for k in range(n):
+            packed |= int(buf[s + k]) << (8 * k)
+        at = table[TABLE_ENUMS] + 2 * (arg >> 16)
+        for k in range(arg & 0xFFFF):
+            if table[at + 2 * k] == packed and table[at + 2 * k + 1] == n:
+                return True
+        return False
+    if kind == CHECK_TIMESTAMP:
+        return _timestamp_ok(buf, s, e)
+    if kind == CHECK_SEQNUM:
+        return _digits(buf, s, e) and _fits_u64(buf, s, e)
+    if kind == CHECK_INT_SEQNUM:
+        if buf[s] == _MINUS:
+            return _digits(buf, s + 1, e)  # negative: below any limit
+        return _digits(buf, s, e) and _fits_u64(buf, s, e)
+    if kind == CHECK_COUNT:
+        if not _digits(buf, s, e) or n > 18:
+            return False
+        v = 0
+        for k in range(s, e):
+            v = v * 10 + (int(buf[k]) - _ZERO)
+        return v == arg
+    return False
+
+
+_U64_MAX_DIGITS = np.frombuffer(b"18446744073709551615", dtype=np.uint8)
+
+
+@kernel
+def _fits_u64(buf: bytes, s: int, e: int) -> bool:
+    # Digits ``buf[s:e]`` as a number: at most 2**64 - 1 (leading zeros allowed).
+    while e - s > 1 and buf[s] == _ZERO:
+        s += 1
+    if e - s != 20:
+        return e - s < 20
+    for k in range(20):
+        if buf[s + k] != _U64_MAX_DIGITS[k]:
+            return bool(buf[s + k] < _U64_MAX_DIGITS[k])
+    return True
+
+
+@kernel
+def _two(buf: bytes, i: int) -> int:
+    return (int(buf[i]) - _ZERO) * 10 + int(buf[i + 1]) - _ZERO
+
+
+@kernel
+def _timestamp_ok(buf: bytes, s: int, e: int) -> bool:
+    # What validation's _timestamp_ok accepts: YYYYMMDD-HH:MM:SS[.f{1,9}] and a real date.
+    n = e - s
+    if n != 17 and not 19 <= n <= 27:
+        return False
+    if buf[s + 8] != _MINUS or buf[s + 11] != 58 or buf[s + 14] != 58:
+        return False
+    if n > 17 and (buf[s + 17] != 46 or not _digits(buf, s + 18, e)):
+        return False
+    if not (
+        _digits(buf, s, s + 8)
+        and _digits(buf, s + 9, s + 11)
+        and _digits(buf, s + 12, s + 14)
+        and _digits(buf, s + 15, s + 17)
+    ):
+        return False
+    if _two(buf, s + 9) > 23 or _two(buf, s + 12) > 59 or _two(buf, s + 15) > 60:
+        return False
+    year = _two(buf, s) * 100 + _two(buf, s + 2)
+    month = _two(buf, s + 4)
+    day = _two(buf, s + 6)
+    if year < 1 or not 1 <= month <= 12 or day < 1:
+        return False
+    if month == 2:
+        leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+        return day <= (29 if leap else 28)
+    if month in (4, 6, 9, 11):
+        return day <= 30
+    return day <= 31
+
+
+@kernel
+def check_layouts(  # noqa: C901  (probe, compare, check: one pass per message)
+    buf: bytes,
+    msgs: npt.NDArray[np.int64],
+    nm: int,
+    fields: npt.NDArray[np.int64],
+    table: npt.NDArray[np.int64],
+    out: npt.NDArray[np.int64],
+    base: int,
+) -> None:
+    """Write ``base`` + LAYOUT_* for each of the first ``nm`` frames into ``out``.
+
+    A frame whose tags and MsgType <35> are a layout of ``table`` (one flat int64 array: the
+    header ``TABLE_*``, an open-addressing hash of program numbers + 1, ``PROG_COLUMNS`` per
+    program, a ``(tag, kind, argument)`` row per field and ``(packed value, length)`` per enum
+    value) is LAYOUT_VALID when every field is non-empty and passes its check, else
+    LAYOUT_UNPROVEN (as is a layout kept without a compiled program); any other frame is
+    LAYOUT_UNKNOWN. A check that fails proves nothing: the session validates such messages
+    itself. Frames with a non-zero status are LAYOUT_UNKNOWN.
+    """
+    mask = table[TABLE_MASK]
+    slots = table[TABLE_SLOTS]
+    progs = table[TABLE_PROGS]
+    code = table[TABLE_CODE]
+    tags = fields[0]
+    for i in range(nm):
+        out[i] = base + LAYOUT_UNKNOWN
+        if msgs[i, 4] != FRAME_OK:
+            continue
+        s = msgs[i, 0]
+        a = msgs[i, 2]
+        n = msgs[i, 3]
+        ts = s + fields[1, a + 2]
+        te = s + fields[2, a + 2]
+        if te - ts > 8 or te <= ts:
+            continue
+        packed = 0
+        for k in range(te - ts):
+            packed |= int(buf[ts + k]) << (8 * k)
+        h = layout_hash(tags, a, n, packed, te - ts)
+        k = h & mask
+        found = -1
+        while True:
+            p1 = table[slots + k]
+            if p1 == 0:
+                break
+            po = progs + PROG_COLUMNS * (p1 - 1)
+            if table[po] == h and table[po + 2] == n:
+                c = code + 3 * table[po + 1]
+                same = True
+                for j in range(n):
+                    if table[c + 3 * j] != tags[a + j]:
+                        same = False
+                        break
+                if same:
+                    found = po
+                    break
+            k = (k + 1) & mask
+        if found < 0:
+            continue
+        if table[found + 3] == 0:
+            out[i] = base + LAYOUT_UNPROVEN
+            continue
+        c = code + 3 * table[found + 1]
+        ok = True
+        for j in range(n):
+            vs = s + fields[1, a + j]
+            ve = s + fields[2, a + j]
+            if ve <= vs or not _value_ok(
+                buf, vs, ve, table[c + 3 * j + 1], table[c + 3 * j + 2], table
+            ):
+                ok = False
+                break
+        out[i] = base + (LAYOUT_VALID if ok else LAYOUT_UNPROVEN)
+
+
 @kernel
 def checksum(buf: npt.NDArray[np.uint8], start: int, end: int) -> int:
     """Return the FIX CheckSum <10> of ``buf[start:end]`` (sum of bytes modulo 256)."""

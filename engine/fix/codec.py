@@ -19,6 +19,7 @@ import datetime as _dt
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 from zlib import adler32 as _adler32
 
 import numpy as np
@@ -27,6 +28,7 @@ import numpy.typing as npt
 from engine.fastlog import get_log
 from engine.fix import _kernels
 from engine.fix.fields import parse_utc_timestamp
+from engine.fix.layouts import LayoutTable
 from engine.fix.message import MESSAGES_PER_BLOCK, SOH, BodyEntry, Field, FixMessage, Group
 
 _log = get_log(__name__)
@@ -348,7 +350,7 @@ class DecodedBatch:
         frame); ``tags``, ``vstart`` and ``vend`` are its rows.
     """
 
-    __slots__ = ("_fields", "_lists", "_rows", "buf", "msgs")
+    __slots__ = ("_fields", "_lists", "_rows", "buf", "checked", "msgs")
 
     def __init__(
         self,
@@ -356,12 +358,15 @@ class DecodedBatch:
         msgs: npt.NDArray[np.int64],
         fields: npt.NDArray[np.int64],
         rows: list[list[int]] | None = None,
+        checked: list[int] | None = None,
     ) -> None:
         self.buf = buf
         self.msgs = msgs
         self._fields = fields
         self._rows = rows
         self._lists: list[list[int]] | None = None
+        #: Per frame, the decoder's layout table's mark (:mod:`engine.fix.layouts`), or None.
+        self.checked = checked
 
     @property
     def fields(self) -> npt.NDArray[np.int64]:
@@ -410,7 +415,8 @@ class DecodedBatch:
         b = a + count
         tags, vstart, vend = self.field_lists()
         raw = self.buf[start:end]
-        return FixMessage(raw, tags[a:b], vstart[a:b], vend[a:b], ts_recv)
+        checked = self.checked[i] if self.checked is not None else 0
+        return FixMessage(raw, tags[a:b], vstart[a:b], vend[a:b], ts_recv, 0, -1, checked)
 
     def messages(self, ts_recv: int = 0) -> list[FixMessage | None]:
         """Return every frame as a :class:`FixMessage`, None for a dropped one (row order).
@@ -423,17 +429,28 @@ class DecodedBatch:
         buf = self.buf
         out: list[FixMessage | None] = []
         fields = self._fields
+        checked = self.checked
         for j in range(0, len(rows), MESSAGES_PER_BLOCK):
             block = rows[j : j + MESSAGES_PER_BLOCK]
             f0 = block[0][2]
             last = block[-1]
             tags, vstart, vend = fields[:, f0 : last[2] + last[3]].tolist()
-            out += [
-                None
-                if status
-                else FixMessage(buf[start:end], tags, vstart, vend, ts_recv, a - f0, count)
-                for start, end, a, count, status in block
-            ]
+            if checked is None:
+                out += [
+                    None
+                    if status
+                    else FixMessage(buf[start:end], tags, vstart, vend, ts_recv, a - f0, count)
+                    for start, end, a, count, status in block
+                ]
+            else:
+                out += [
+                    None
+                    if status
+                    else FixMessage(buf[start:end], tags, vstart, vend, ts_recv, a - f0, count, c)
+                    for (start, end, a, count, status), c in zip(
+                        block, checked[j : j + MESSAGES_PER_BLOCK], strict=True
+                    )
+                ]
         return out
 
 
@@ -457,11 +474,13 @@ class FixDecoder:
     """
 
     __slots__ = (
+        "_checked",
         "_data_tags",
         "_fields",
         "_msgs",
         "_pending",
         "garbled",
+        "layouts",
         "max_buffer",
         "on_garbled",
     )
@@ -476,6 +495,10 @@ class FixDecoder:
         self._data_tags = data_tag_table(data_length_tags)
         self._msgs = np.zeros((256, _kernels.MSG_COLUMNS), dtype=np.int64)
         self._fields = np.zeros((3, 8192), dtype=np.int64)
+        self._checked = np.zeros(256, dtype=np.int64)
+        #: The session's layouts (:mod:`engine.fix.layouts`): each frame decoded is marked
+        #: with what they prove of it (``DecodedBatch.checked``, ``FixMessage.checked``).
+        self.layouts: LayoutTable | None = None
         self.garbled = 0
         self.on_garbled = on_garbled
         self.max_buffer = max_buffer
@@ -520,7 +543,8 @@ class FixDecoder:
                 for start, end, _, _, status_code in table:
                     if status_code:
                         self._report(status_code, buf[start : min(end, start + 4096)])
-                return DecodedBatch(buf, msgs[:nm], fields[:, :nf], table)
+                checked = self._check(buf, msgs, nm, fields)
+                return DecodedBatch(buf, msgs[:nm], fields[:, :nf], table, checked)
         if nm < msgs.shape[0] or consumed >= n:
             all_rows = msgs[:nm]
         else:
@@ -554,7 +578,23 @@ class FixDecoder:
             bad = all_rows[status != 0].tolist() if status.any() else []
         for start, end, _, _, status_code in bad:
             self._report(status_code, buf[start : min(end, start + 4096)])
-        return DecodedBatch(buf, all_rows, fields[:, :nf], rows)
+        checked = self._check(buf, np.ascontiguousarray(all_rows), len(all_rows), fields)
+        return DecodedBatch(buf, all_rows, fields[:, :nf], rows, checked)
+
+    def _check(
+        self, buf: bytes, msgs: npt.NDArray[np.int64], nm: int, fields: npt.NDArray[np.int64]
+    ) -> list[int] | None:
+        # The layout table's marks of the first ``nm`` frames; None without layouts.
+        layouts = self.layouts
+        if layouts is None:
+            return None
+        if not layouts:
+            return [layouts.base] * nm  # every layout unknown (LAYOUT_UNKNOWN)
+        out = self._checked
+        if out.shape[0] < nm:
+            out = self._checked = np.zeros(max(nm, 2 * out.shape[0]), dtype=np.int64)
+        layouts.check(buf, msgs, nm, fields, out)
+        return cast(list[int], out[:nm].tolist())
 
     def _report(self, status: int, data: bytes) -> None:
         self.garbled += 1

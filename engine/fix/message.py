@@ -74,6 +74,8 @@ class FixMessage:
         Local receive time, ns since the epoch (0 when unknown).
     first, count : int
         This message's fields in the lists (``count`` -1: all of them).
+    checked : int
+        What the decoder's layout table proved of it (:mod:`engine.fix.layouts`; 0: nothing).
 
     Notes
     -----
@@ -93,6 +95,7 @@ class FixMessage:
         "_scans",
         "_starts",
         "_tags",
+        "checked",
         "ts_recv",
     )
 
@@ -105,6 +108,7 @@ class FixMessage:
         ts_recv: int = 0,
         first: int = 0,
         count: int = -1,
+        checked: int = 0,
     ) -> None:
         self._buf = buf
         self._tags = tags
@@ -115,6 +119,7 @@ class FixMessage:
         self._index: dict[int, int] | None = None
         self._scans = 0
         self.ts_recv = ts_recv
+        self.checked = checked
 
     @classmethod
     def from_pairs(cls, pairs: Iterable[tuple[int, Value]]) -> FixMessage:

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from engine.clock import Clock, LiveClock
 from engine.fastlog import get_log
+from engine.fix._kernels import LAYOUT_UNKNOWN
 from engine.fix.application import (
     Application,
     DoNotSend,
@@ -48,6 +49,7 @@ from engine.fix.dictionary import (
     GroupDef,
     default_dictionary_path,
 )
+from engine.fix.layouts import LayoutTable
 from engine.fix.log import NullLog, SessionLog
 from engine.fix.message import (
     ADMIN_MSG_TYPES,
@@ -67,6 +69,7 @@ from engine.fix.validation import (
     REJECT_TEXTS,
     IssueKind,
     ValidationIssue,
+    layout_program,
     validate_message,
 )
 
@@ -314,6 +317,9 @@ class FixSession:
         self._app_dds: dict[str, DataDictionary] = {}
         self._group_layouts: dict[str, dict[int, tuple[int, ...]]] = {}
         self._load_dictionaries()
+        #: The layouts this session found valid, for its transport's decoder to check again
+        #: in a kernel (:mod:`engine.fix.layouts`); None without a data dictionary.
+        self.layouts = LayoutTable() if config.use_data_dictionary else None
         _SESSIONS[self.session_id] = self
         self.app.on_create(self.session_id)
         self._event("Created session")
@@ -800,10 +806,19 @@ class FixSession:
         dd = self._session_dd
         if dd is None:
             return None
+        layouts = self.layouts
+        assert layouts is not None
+        checked = msg.checked
+        if checked == layouts.valid:  # proven valid by the decoder's kernel
+            return None
         app_dd = self._app_dd(msg) if self._is_fixt else None
         if self._is_fixt and app_dd is None and not dd.is_msg_type(msg.msg_type.decode("latin-1")):
             return None
-        return validate_message(msg, dd, app_dd, self._validation)
+        issue = validate_message(msg, dd, app_dd, self._validation)
+        if issue is None and checked == layouts.base + LAYOUT_UNKNOWN:
+            # A layout the kernel has not seen, found valid: the kernel checks the next ones.
+            layouts.add(msg.tags, msg.get(35) or b"", layout_program(msg, dd, app_dd))
+        return issue
 
     def _next(self, msg: FixMessage, queued: bool) -> None:  # noqa: C901  (QuickFIX's dispatch)
         st = self.state
@@ -869,7 +884,10 @@ class FixSession:
             v = msg.get(1137)
             if v is None:
                 raise FieldNotFound(1137)
-            self._target_appl_ver_id = normalize_appl_ver_id(v.decode("latin-1"))
+            appl = normalize_appl_ver_id(v.decode("latin-1"))
+            if appl != self._target_appl_ver_id and self.layouts is not None:
+                self.layouts.clear()  # layouts without ApplVerID <1128> meant the old default
+            self._target_appl_ver_id = appl
             if not self._sender_appl_ver_id:
                 self._sender_appl_ver_id = self._target_appl_ver_id
         issue = self._validate(msg) if self._session_dd is not None else None

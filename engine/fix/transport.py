@@ -117,9 +117,13 @@ class _Connection(asyncio.Protocol):
             # One message per read, the latency path: made here (messages() in short).
             start, end, a, count, _ = rows[0]
             tags, vstart, vend = batch.field_lists()
+            checked = batch.checked
             messages: list[FixMessage | None] = [
-                FixMessage(batch.buf[start:end], tags, vstart, vend, now, a, count)
-            ]
+                FixMessage(
+                    batch.buf[start:end], tags, vstart, vend, now, a, count,
+                    checked[0] if checked is not None else 0,
+                )
+            ]  # fmt: skip
         else:
             messages = batch.messages(now)
             if self._burst(messages, now):
@@ -189,6 +193,7 @@ class _Connection(asyncio.Protocol):
         self.session = session
         self._owner.active[session] = self
         session.set_responder(self._write_one)
+        self._decoder.layouts = session.layouts
         self._spin_ns = session.config.busy_poll_microseconds * 1000
         self._spinner = None
         if self._spin_ns:
@@ -203,6 +208,7 @@ class _Connection(asyncio.Protocol):
         if session is not None and self._owner.active.get(session) is self:
             del self._owner.active[session]
             session.set_responder(None)
+            self._decoder.layouts = None
             session.on_disconnected(self._clock.now_ns())
             self._owner.on_session_disconnected(session)
         self.session = None

@@ -59,6 +59,17 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from engine.fix._kernels import (
+    CHECK_ANY,
+    CHECK_CHAR,
+    CHECK_COUNT,
+    CHECK_ENUM,
+    CHECK_FLOAT,
+    CHECK_INT,
+    CHECK_INT_SEQNUM,
+    CHECK_SEQNUM,
+    CHECK_TIMESTAMP,
+)
 from engine.fix.dictionary import (
     MULTI_VALUE_TYPES,
     DataDictionary,
@@ -84,6 +95,7 @@ __all__ = [
     "ValidationIssue",
     "ValidationOptions",
     "find_issues",
+    "layout_program",
     "unsupported_message_type",
     "validate",
     "validate_message",
@@ -810,11 +822,69 @@ class _OpenGroup:
         return True
 
 
-def _count_check(check: _Check, entries: int) -> Callable[[bytes], bool]:
+class _CountCheck:
     # The value check of a NumInGroup field in a known layout: its format, and the count.
-    if check is None:
-        return lambda v: _count(v) == entries
-    return lambda v: check(v) and _count(v) == entries
+    __slots__ = ("check", "entries")
+
+    def __init__(self, check: _Check, entries: int) -> None:
+        self.check = check
+        self.entries = entries
+
+    def __call__(self, v: bytes) -> bool:
+        check = self.check
+        return (check is None or check(v)) and _count(v) == self.entries
+
+
+def _count_check(check: _Check, entries: int) -> Callable[[bytes], bool]:
+    return _CountCheck(check, entries)
+
+
+#: The value checks a layout program expresses (engine.fix.layouts), by check function.
+_KINDS: dict[object, int] = {
+    None: CHECK_ANY,
+    _int_ok: CHECK_INT,
+    _float_ok: CHECK_FLOAT,
+    _char_ok: CHECK_CHAR,
+    _timestamp_ok: CHECK_TIMESTAMP,
+    _seqnum_ok: CHECK_SEQNUM,
+    _old_seqnum_ok: CHECK_INT_SEQNUM,
+}
+
+
+def _program_step(check: _Check) -> tuple[int, int | frozenset[bytes]] | None:
+    kind = _KINDS.get(check)
+    if kind is not None:
+        return kind, 0
+    if isinstance(check, _CountCheck):
+        # Digits equal to the count: never looser than the format check it replaces.
+        return (CHECK_COUNT, check.entries) if check.check in (None, _int_ok) else None
+    values = getattr(check, "__self__", None)
+    if isinstance(values, frozenset) and getattr(check, "__name__", "") == "__contains__":
+        return CHECK_ENUM, values
+    return None  # a check no program expresses (other formats, multi-value enums, ...)
+
+
+def layout_program(
+    msg: FixMessage, dictionary: DataDictionary, app_dictionary: DataDictionary | None = None
+) -> list[tuple[int, int | frozenset[bytes]]] | None:
+    """Return the value checks of ``msg``'s layout as a program for :mod:`engine.fix.layouts`.
+
+    Per field ``(kind, argument)`` (the ``CHECK_*`` kinds of :mod:`engine.fix._kernels`), for a
+    layout :func:`validate_message` has found valid with these dictionaries; None when it has
+    not (or no longer keeps it) or when one of its checks has no kernel form.
+    """
+    plans = dictionary._derived.get(app_dictionary)
+    plan = plans.get(msg.get(35) or b"") if plans is not None else None
+    checks = plan.shapes.get(tuple(msg.tags)) if plan is not None else None
+    if checks is None:
+        return None
+    program = []
+    for check in checks:
+        step = _program_step(check)
+        if step is None:
+            return None
+        program.append(step)
+    return program
 
 
 def _values_ok(checks: list[_Check], pairs: Sequence[tuple[int, bytes]]) -> bool:

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 import simplefix
 
@@ -30,12 +31,13 @@ from engine.fix.application import Application, SessionID
 from engine.fix.benchtables import end_child
 from engine.fix.codec import FixDecoder, MessageTemplate, decode_one, encode, format_timestamp
 from engine.fix.dictionary import DataDictionary, default_dictionary_path
+from engine.fix.layouts import LayoutTable
 from engine.fix.message import FixMessage, OutMessage
 from engine.fix.session import AppTemplate, FixSession, lookup_session
 from engine.fix.settings import SessionSettings
 from engine.fix.store import MemoryStore
 from engine.fix.transport import SocketAcceptor, SocketInitiator, install_uvloop
-from engine.fix.validation import _validate_reference, validate
+from engine.fix.validation import _validate_reference, layout_program, validate, validate_message
 from tests.benchmarks import judge
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -409,6 +411,29 @@ def bench_validate(n: int, reps: int) -> dict[str, float]:
                 return n
 
             res[f"validate_{name}_us{label}"] = 1e6 / _median_rate(loop, reps)
+        # What a session pays once the layout is kept: the decoder's kernel proves each frame
+        # (engine.fix.layouts), measured over a batch of 1,000 such frames.
+        table = LayoutTable()
+        assert validate_message(msg, dd) is None
+        table.add(msg.tags, msg.get(35) or b"", layout_program(msg, dd))
+        dec = FixDecoder()
+        batch = dec.decode_batch(raw * 1000)
+        rows = np.ascontiguousarray(batch.msgs)
+        fields = np.ascontiguousarray(batch.fields)
+        out = np.zeros(len(rows), np.int64)
+        table.check(batch.buf, rows, len(rows), fields, out)
+        assert (out == table.valid).all()
+        batches = max(1, n // 1000)
+
+        def kernel(
+            table: LayoutTable = table, buf: bytes = batch.buf, rows: np.ndarray = rows,
+            fields: np.ndarray = fields, out: np.ndarray = out, batches: int = batches,
+        ) -> int:  # fmt: skip
+            for _ in range(batches):
+                table.check(buf, rows, len(rows), fields, out)
+            return batches * 1000
+
+        res[f"validate_{name}_us_layout"] = 1e6 / _median_rate(kernel, reps)
     return res
 
 
@@ -503,6 +528,7 @@ def run(quick: bool, uvloop: bool) -> tuple[dict[str, float], dict[str, list[flo
     print("    validate_er/md_us:     µs per validate() of an ExecutionReport (25 fields) and a")
     print("                           MarketDataIncrementalRefresh (3 entries), FIX.4.4;")
     print("                           *_reference: the full walk, without the precompiled plan")
+    print("                           *_layout: the decoder's kernel on a kept layout, per frame")
     for key, value in res.items():
         target = TARGETS.get(key)
         extra = f"  target {target[0]:,} {target[1]}" if target else ""
