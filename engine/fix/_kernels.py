@@ -536,6 +536,23 @@ def check_layouts(  # noqa: C901  (probe, compare, check: one pass per message)
 
 
 @kernel
+def scan_and_check(
+    buf: bytes,
+    n: int,
+    msgs: npt.NDArray[np.int64],
+    fields: npt.NDArray[np.int64],
+    data_tags: npt.NDArray[np.int64],
+    table: npt.NDArray[np.int64],
+    out: npt.NDArray[np.int64],
+    base: int,
+) -> tuple[int, int, int]:
+    """:func:`scan_frames`, then :func:`check_layouts` of the frames written, in one call."""
+    nm, nf, consumed = scan_frames(buf, n, msgs, fields, data_tags)
+    check_layouts(buf, msgs, nm, fields, table, out, base)
+    return nm, nf, consumed
+
+
+@kernel
 def checksum(buf: npt.NDArray[np.uint8], start: int, end: int) -> int:
     """Return the FIX CheckSum <10> of ``buf[start:end]`` (sum of bytes modulo 256)."""
     total = 0

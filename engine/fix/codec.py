@@ -516,6 +516,9 @@ class FixDecoder:
         need = nbytes // 2 + 2
         if self._fields.shape[1] < need:
             self._fields = np.zeros((3, max(need, self._fields.shape[1] * 2)), dtype=np.int64)
+        rows = min(nbytes // 64, 1 << 20)
+        if self._msgs.shape[0] < rows:
+            self._msgs = np.zeros((rows, _kernels.MSG_COLUMNS), dtype=np.int64)
 
     def decode_batch(self, data: bytes) -> DecodedBatch:
         """Frame ``data`` (appended to any pending tail) and return the frames as arrays.
@@ -530,11 +533,19 @@ class FixDecoder:
         # big enough for them and this stays cheap; large reads grow them.
         if n > 4096:
             self._ensure(n)
-            if self._msgs.shape[0] < min(n // 64, 1 << 20):
-                self._msgs = np.zeros((min(n // 64, 1 << 20), _kernels.MSG_COLUMNS), dtype=np.int64)
         msgs = self._msgs
         fields = self._fields
-        nm, nf, consumed = _kernels.scan_frames(buf, n, msgs, fields, self._data_tags)
+        layouts = self.layouts
+        if layouts:
+            # One kernel call frames and checks the layouts (a second call costs its dispatch).
+            out = self._checked
+            if out.shape[0] < msgs.shape[0]:
+                out = self._checked = np.zeros(msgs.shape[0], dtype=np.int64)
+            nm, nf, consumed = _kernels.scan_and_check(
+                buf, n, msgs, fields, self._data_tags, layouts.table, out, layouts.base
+            )
+        else:
+            nm, nf, consumed = _kernels.scan_frames(buf, n, msgs, fields, self._data_tags)
         if consumed >= n:
             self._pending = b""
             if nm <= 32:
@@ -543,28 +554,14 @@ class FixDecoder:
                 for start, end, _, _, status_code in table:
                     if status_code:
                         self._report(status_code, buf[start : min(end, start + 4096)])
-                checked = self._check(buf, msgs, nm, fields)
+                checked = (
+                    self._checked[:nm].tolist() if layouts else self._check(buf, msgs, nm, fields)
+                )
                 return DecodedBatch(buf, msgs[:nm], fields[:, :nf], table, checked)
         if nm < msgs.shape[0] or consumed >= n:
             all_rows = msgs[:nm]
         else:
-            # More frames than rows: scan the rest in further passes and merge. The rest's
-            # fields go to a C-contiguous scratch table and are copied in (a column slice of
-            # ``fields`` is a strided array: numba would compile the kernel again for it).
-            parts = [msgs[:nm].copy()]
-            while nm == msgs.shape[0] and consumed < n:
-                scratch = np.zeros((3, fields.shape[1] - nf), dtype=np.int64)
-                nm, nf2, used = _kernels.scan_frames(
-                    buf[consumed:], n - consumed, msgs, scratch, self._data_tags
-                )
-                fields[:, nf : nf + nf2] = scratch[:, :nf2]
-                part = msgs[:nm].copy()
-                part[:, 0:2] += consumed
-                part[:, 2] += nf
-                parts.append(part)
-                nf += nf2
-                consumed += used
-            all_rows = np.concatenate(parts)
+            all_rows, nf, consumed = self._more_passes(buf, nm, nf, consumed)
         self._pending = buf[consumed:]
         if len(self._pending) > self.max_buffer:
             self._report(_kernels.FRAME_JUNK, self._pending[:4096])
@@ -580,6 +577,28 @@ class FixDecoder:
             self._report(status_code, buf[start : min(end, start + 4096)])
         checked = self._check(buf, np.ascontiguousarray(all_rows), len(all_rows), fields)
         return DecodedBatch(buf, all_rows, fields[:, :nf], rows, checked)
+
+    def _more_passes(
+        self, buf: bytes, nm: int, nf: int, consumed: int
+    ) -> tuple[npt.NDArray[np.int64], int, int]:
+        # More frames than rows: scan the rest in further passes and merge. The rest's fields
+        # go to a C-contiguous scratch table and are copied in (a column slice of ``fields``
+        # is a strided array: numba would compile the kernel again for it).
+        msgs, fields, n = self._msgs, self._fields, len(buf)
+        parts = [msgs[:nm].copy()]
+        while nm == msgs.shape[0] and consumed < n:
+            scratch = np.zeros((3, fields.shape[1] - nf), dtype=np.int64)
+            nm, nf2, used = _kernels.scan_frames(
+                buf[consumed:], n - consumed, msgs, scratch, self._data_tags
+            )
+            fields[:, nf : nf + nf2] = scratch[:, :nf2]
+            part = msgs[:nm].copy()
+            part[:, 0:2] += consumed
+            part[:, 2] += nf
+            parts.append(part)
+            nf += nf2
+            consumed += used
+        return np.concatenate(parts), nf, consumed
 
     def _check(
         self, buf: bytes, msgs: npt.NDArray[np.int64], nm: int, fields: npt.NDArray[np.int64]

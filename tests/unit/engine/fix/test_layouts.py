@@ -344,3 +344,41 @@ def test_a_new_default_appl_ver_id_forgets_the_layouts() -> None:
         [unknown, valid, valid],  # FIX.5.0 now: learnt again, not taken from FIX.5.0SP2's
         [valid, valid, valid],  # the same version again: still known
     ]
+
+
+def test_every_frame_of_a_big_read_is_marked() -> None:
+    # More frames than the decoder's rows in one read (further passes), and 64 KB chunks.
+    d = dd("FIX44")
+    table = LayoutTable()
+    msg = FixDecoder().feed(frame(_er(b"A1")) or b"")[0]
+    assert validate_message(msg, d) is None
+    table.add(msg.tags, b"8", layout_program(msg, d))
+    good, bad = frame(_er(b"B2", b"101.25")) or b"", frame(_er(b"B2", b"1.2.3")) or b""
+    stream = good * 2000 + bad + good * 2000
+    for chunk in (len(stream), 65536):
+        dec = FixDecoder()
+        dec.layouts = table
+        marks: list[int] = []
+        for i in range(0, len(stream), chunk):
+            batch = dec.decode_batch(stream[i : i + chunk])
+            assert batch.checked is not None
+            marks += [m - table.base for m in batch.checked]
+            assert [m.checked for m in batch.messages() if m] == batch.checked
+        assert marks == [k.LAYOUT_VALID] * 2000 + [k.LAYOUT_UNPROVEN] + [k.LAYOUT_VALID] * 2000
+
+
+def test_tiny_frames_past_the_rows_of_one_pass_are_marked() -> None:
+    d = dd("FIX44")
+    hb = [(8, b"FIX.4.4"), (9, b"0"), (35, b"0"), (34, b"1"), (49, b"A"),
+          (52, b"20240102-10:00:00"), (56, b"B"), (10, b"0")]  # fmt: skip
+    raw = frame(hb) or b""
+    assert len(raw) < 64  # more frames than rows (one per 64 bytes read): a second pass
+    msg = FixDecoder().feed(raw)[0]
+    assert validate_message(msg, d) is None
+    table = LayoutTable()
+    table.add(msg.tags, b"0", layout_program(msg, d))
+    dec = FixDecoder()
+    dec.layouts = table
+    batch = dec.decode_batch(raw * 5000)
+    assert len(batch) == 5000
+    assert batch.checked == [table.valid] * 5000
