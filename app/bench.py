@@ -286,8 +286,9 @@ def bench_fix(opts: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         "",
         *b_lines,
         "",
-        f"Sessions in parallel (seed 000): {', '.join(bt.VERSIONS)}, one order at a time each; "
-        f"the first {opts.warmup:,} round trips of each session are warm-up, left out. Targets: "
+        f"Sessions in parallel (seed 000): {', '.join(bt.VERSIONS)}, one order at a time each "
+        "(the next sent from the report's callback, as a trading application answers); the "
+        f"first {opts.warmup:,} round trips of each session are warm-up, left out. Targets: "
         f"p50 <= {TARGET_P50_US:g} µs, p99 <= {TARGET_P99_US:g} µs.",
         "",
         *p_lines,

@@ -31,7 +31,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -215,7 +215,12 @@ def end_child(proc: "subprocess.Popen[str]", timeout: float = 10.0) -> None:
 
 # ----------------------------------------------------------------------------- the client side
 class _Client(Application):
-    """Stamps the arrival of each report; wakes the waiter when ``target`` reports are in."""
+    """Stamps the arrival of each report; wakes the waiter when ``target`` reports are in.
+
+    With ``on_report`` set, each report's arrival time goes to it instead (the ping-pong of
+    the parallel sessions sends its next order from there, as a trading application answers
+    a report in its callback).
+    """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
@@ -223,9 +228,14 @@ class _Client(Application):
         self.target = 0
         self.arrived: list[int] = []
         self.waiter: asyncio.Future[None] | None = None
+        self.on_report: Callable[[int], None] | None = None
 
     def from_app(self, message: FixMessage, session_id: SessionID) -> None:
-        self.arrived.append(time.perf_counter_ns())
+        now = time.perf_counter_ns()
+        if self.on_report is not None:
+            self.on_report(now)
+            return
+        self.arrived.append(now)
         self.received += 1
         w = self.waiter
         if w is not None and self.received >= self.target and not w.done():
@@ -355,14 +365,29 @@ class ParallelRun:
 
 
 async def _ping_pong(link: _Link, n: int, warmup: int, out: npt.NDArray[np.int64]) -> None:
+    # One order at a time: each report's callback records its round trip and sends the next.
     app = link.app
-    for i in range(warmup + n):
-        done = app.expect(1)
-        t = link.send()
+    total = warmup + n
+    done: asyncio.Future[None] = app.loop.create_future()
+    count = 0
+    sent_at = 0
+
+    def on_report(arrived: int) -> None:
+        nonlocal count, sent_at
+        if count >= warmup:
+            out[count - warmup] = arrived - sent_at
+        count += 1
+        if count < total:
+            sent_at = link.send()
+        elif not done.done():
+            done.set_result(None)
+
+    app.on_report = on_report
+    try:
+        sent_at = link.send()
         await done
-        if i >= warmup:
-            out[i - warmup] = app.arrived[-1] - t
-        app.arrived.clear()
+    finally:
+        app.on_report = None
 
 
 async def _parallel(port: int, total: int, warmup: int, busy_poll_us: int) -> ParallelRun:
