@@ -25,6 +25,7 @@ from engine.jit import kernel, kernel_inline
 from engine.types import (
     ASK_SIDE,
     BID_SIDE,
+    BUY,
     ID_EMPTY,
     L2_CLEAR,
     L2_SET,
@@ -215,39 +216,120 @@ def l2_set(q: I64, st: I64, b: int, si: int, px: int, v: int) -> int:
 
 
 @kernel
-def l2_apply(q: I64, st: I64, ev: Rec) -> int:
+def l2_apply(q: I64, st: I64, ev: Rec) -> int:  # noqa: C901  (one loop, its steps inlined)
     """Apply a stream of ``L2_EVENT_DTYPE`` rows to the books in ``q``/``st`` (in place).
 
     ``L2_SET`` rows set a level, ``L2_CLEAR`` rows empty their book, ``L2_TRADE`` rows do not
     change the book. Returns the number of rows processed.
+
+    The current book's window base, best indices and time live in locals while its rows come
+    (written back when another book's row comes, around the rare calls that read them, and
+    at the end): loads and stores of ``st`` on every row were a quarter of the kernel's time.
     """
+    if q.shape[0] == 1:
+        return _l2_apply_single(q, st, ev)
     n = q.shape[2]
+    cur = -1
+    base = 0
+    bid = 0
+    ask = 0
+    ts = 0
     for k in range(ev.shape[0]):
         e = ev[k]
         b = e["book"]
+        if b != cur:
+            if cur >= 0:
+                st[cur, L2S_BID] = bid
+                st[cur, L2S_ASK] = ask
+                st[cur, L2S_TS] = ts
+            cur = b
+            base = st[b, L2S_BASE]
+            bid = st[b, L2S_BID]
+            ask = st[b, L2S_ASK]
+        ts = e["ts"]
         kind = e["kind"]
         if kind == L2_SET:
-            si = side_index(int(e["side"]))
             v = e["qty"]
-            i = e["px"] - st[b, L2S_BASE]
+            i = e["px"] - base
             if i >= 0 and i < n:
-                q[b, si, i] = v
-                if si == BID_SIDE:
+                if e["side"] == BUY:
+                    q[b, BID_SIDE, i] = v
                     if v > 0:
-                        if i > st[b, L2S_BID]:
-                            st[b, L2S_BID] = i
-                    elif i == st[b, L2S_BID]:
-                        st[b, L2S_BID] = _l2_scan(q, b, BID_SIDE, i - 1)
-                elif v > 0:
-                    if i < st[b, L2S_ASK]:
-                        st[b, L2S_ASK] = i
-                elif i == st[b, L2S_ASK]:
-                    st[b, L2S_ASK] = _l2_scan(q, b, ASK_SIDE, i + 1)
+                        if i > bid:
+                            bid = i
+                    elif i == bid:
+                        bid = _l2_scan(q, b, BID_SIDE, i - 1)
+                else:
+                    q[b, ASK_SIDE, i] = v
+                    if v > 0:
+                        if i < ask:
+                            ask = i
+                    elif i == ask:
+                        ask = _l2_scan(q, b, ASK_SIDE, i + 1)
             else:
-                l2_set(q, st, b, si, e["px"], v)
+                st[b, L2S_BID] = bid
+                st[b, L2S_ASK] = ask
+                l2_set(q, st, b, side_index(int(e["side"])), e["px"], v)
+                base = st[b, L2S_BASE]
+                bid = st[b, L2S_BID]
+                ask = st[b, L2S_ASK]
         elif kind == L2_CLEAR:
             l2_clear(q, st, b)
-        st[b, L2S_TS] = e["ts"]
+            bid = st[b, L2S_BID]
+            ask = st[b, L2S_ASK]
+    if cur >= 0:
+        st[cur, L2S_BID] = bid
+        st[cur, L2S_ASK] = ask
+        st[cur, L2S_TS] = ts
+    return int(ev.shape[0])
+
+
+@kernel
+def _l2_apply_single(q: I64, st: I64, ev: Rec) -> int:  # noqa: C901  (l2_apply's loop)
+    """:func:`l2_apply` for one book (every row's ``book`` is 0): no book or time per row.
+
+    The loop of one instrument's replay; the book's time is the last row's, set at the end.
+    """
+    n = q.shape[2]
+    base = st[0, L2S_BASE]
+    bid = st[0, L2S_BID]
+    ask = st[0, L2S_ASK]
+    for k in range(ev.shape[0]):
+        e = ev[k]
+        kind = e["kind"]
+        if kind == L2_SET:
+            v = e["qty"]
+            i = e["px"] - base
+            if i >= 0 and i < n:
+                if e["side"] == BUY:
+                    q[0, BID_SIDE, i] = v
+                    if v > 0:
+                        if i > bid:
+                            bid = i
+                    elif i == bid:
+                        bid = _l2_scan(q, 0, BID_SIDE, i - 1)
+                else:
+                    q[0, ASK_SIDE, i] = v
+                    if v > 0:
+                        if i < ask:
+                            ask = i
+                    elif i == ask:
+                        ask = _l2_scan(q, 0, ASK_SIDE, i + 1)
+            else:
+                st[0, L2S_BID] = bid
+                st[0, L2S_ASK] = ask
+                l2_set(q, st, 0, side_index(int(e["side"])), e["px"], v)
+                base = st[0, L2S_BASE]
+                bid = st[0, L2S_BID]
+                ask = st[0, L2S_ASK]
+        elif kind == L2_CLEAR:
+            l2_clear(q, st, 0)
+            bid = st[0, L2S_BID]
+            ask = st[0, L2S_ASK]
+    st[0, L2S_BID] = bid
+    st[0, L2S_ASK] = ask
+    if ev.shape[0] > 0:
+        st[0, L2S_TS] = ev[ev.shape[0] - 1]["ts"]
     return int(ev.shape[0])
 
 
@@ -284,39 +366,62 @@ def l2_apply_bbo(q: I64, st: I64, ev: Rec, out: I64, n_books: int) -> int:  # no
     if bad >= 0:
         return -1 - bad
     n = q.shape[2]
+    cur = -1
+    base = 0
+    bid = 0
+    ask = 0
+    ts = 0
     for k in range(ev.shape[0]):
         e = ev[k]
         b = e["book"]
+        if b != cur:
+            if cur >= 0:
+                st[cur, L2S_BID] = bid
+                st[cur, L2S_ASK] = ask
+                st[cur, L2S_TS] = ts
+            cur = b
+            base = st[b, L2S_BASE]
+            bid = st[b, L2S_BID]
+            ask = st[b, L2S_ASK]
+        ts = e["ts"]
         kind = e["kind"]
         if kind == L2_SET:
-            si = side_index(int(e["side"]))
             v = e["qty"]
-            i = e["px"] - st[b, L2S_BASE]
+            i = e["px"] - base
             if i >= 0 and i < n:
-                q[b, si, i] = v
-                if si == BID_SIDE:
+                if e["side"] == BUY:
+                    q[b, BID_SIDE, i] = v
                     if v > 0:
-                        if i > st[b, L2S_BID]:
-                            st[b, L2S_BID] = i
-                    elif i == st[b, L2S_BID]:
-                        st[b, L2S_BID] = _l2_scan(q, b, BID_SIDE, i - 1)
-                elif v > 0:
-                    if i < st[b, L2S_ASK]:
-                        st[b, L2S_ASK] = i
-                elif i == st[b, L2S_ASK]:
-                    st[b, L2S_ASK] = _l2_scan(q, b, ASK_SIDE, i + 1)
+                        if i > bid:
+                            bid = i
+                    elif i == bid:
+                        bid = _l2_scan(q, b, BID_SIDE, i - 1)
+                else:
+                    q[b, ASK_SIDE, i] = v
+                    if v > 0:
+                        if i < ask:
+                            ask = i
+                    elif i == ask:
+                        ask = _l2_scan(q, b, ASK_SIDE, i + 1)
             else:
-                l2_set(q, st, b, si, e["px"], v)
+                st[b, L2S_BID] = bid
+                st[b, L2S_ASK] = ask
+                l2_set(q, st, b, side_index(int(e["side"])), e["px"], v)
+                base = st[b, L2S_BASE]
+                bid = st[b, L2S_BID]
+                ask = st[b, L2S_ASK]
         elif kind == L2_CLEAR:
             l2_clear(q, st, b)
-        st[b, L2S_TS] = e["ts"]
-        base = st[b, L2S_BASE]
-        i = st[b, L2S_BID]
-        j = st[b, L2S_ASK]
-        out[k, 0] = base + i if i >= 0 else 0
-        out[k, 1] = q[b, BID_SIDE, i] if i >= 0 else 0
-        out[k, 2] = base + j if j < n else 0
-        out[k, 3] = q[b, ASK_SIDE, j] if j < n else 0
+            bid = st[b, L2S_BID]
+            ask = st[b, L2S_ASK]
+        out[k, 0] = base + bid if bid >= 0 else 0
+        out[k, 1] = q[b, BID_SIDE, bid] if bid >= 0 else 0
+        out[k, 2] = base + ask if ask < n else 0
+        out[k, 3] = q[b, ASK_SIDE, ask] if ask < n else 0
+    if cur >= 0:
+        st[cur, L2S_BID] = bid
+        st[cur, L2S_ASK] = ask
+        st[cur, L2S_TS] = ts
     return int(ev.shape[0])
 
 
@@ -324,28 +429,40 @@ def l2_apply_bbo(q: I64, st: I64, ev: Rec, out: I64, n_books: int) -> int:  # no
 def l2_apply_one(q: I64, st: I64, px: I64, qty: I64, side: npt.NDArray[np.int8]) -> int:
     """Apply level updates for book 0 given as columns (``px``, ``qty``, ``side``).
 
-    The fastest path for a single book. Returns the number of updates applied.
+    The fastest path for a single book (its window base and best indices in locals, as in
+    :func:`l2_apply`). Returns the number of updates applied.
     """
     n = q.shape[2]
+    base = st[0, L2S_BASE]
+    bid = st[0, L2S_BID]
+    ask = st[0, L2S_ASK]
     for k in range(px.shape[0]):
-        si = side_index(int(side[k]))
         v = qty[k]
-        i = px[k] - st[0, L2S_BASE]
+        i = px[k] - base
         if i >= 0 and i < n:
-            q[0, si, i] = v
-            if si == BID_SIDE:
+            if side[k] == BUY:
+                q[0, BID_SIDE, i] = v
                 if v > 0:
-                    if i > st[0, L2S_BID]:
-                        st[0, L2S_BID] = i
-                elif i == st[0, L2S_BID]:
-                    st[0, L2S_BID] = _l2_scan(q, 0, BID_SIDE, i - 1)
-            elif v > 0:
-                if i < st[0, L2S_ASK]:
-                    st[0, L2S_ASK] = i
-            elif i == st[0, L2S_ASK]:
-                st[0, L2S_ASK] = _l2_scan(q, 0, ASK_SIDE, i + 1)
+                    if i > bid:
+                        bid = i
+                elif i == bid:
+                    bid = _l2_scan(q, 0, BID_SIDE, i - 1)
+            else:
+                q[0, ASK_SIDE, i] = v
+                if v > 0:
+                    if i < ask:
+                        ask = i
+                elif i == ask:
+                    ask = _l2_scan(q, 0, ASK_SIDE, i + 1)
         else:
-            l2_set(q, st, 0, si, px[k], v)
+            st[0, L2S_BID] = bid
+            st[0, L2S_ASK] = ask
+            l2_set(q, st, 0, side_index(int(side[k])), px[k], v)
+            base = st[0, L2S_BASE]
+            bid = st[0, L2S_BID]
+            ask = st[0, L2S_ASK]
+    st[0, L2S_BID] = bid
+    st[0, L2S_ASK] = ask
     return int(px.shape[0])
 
 

@@ -193,6 +193,39 @@ def naive_l2(
 
 
 @kernel
+def naive_l2_records(ev: Rec, qty: I64, bbo: I64) -> int:
+    """:func:`naive_l2` reading the engine's ``L2_EVENT_DTYPE`` rows themselves (one book)."""
+    nt = qty.shape[1]
+    acc = 0
+    for i in range(ev.shape[0]):
+        e = ev[i]
+        if e["kind"] != L2_SET:
+            continue
+        s = 0 if e["side"] == BUY else 1
+        px = e["px"]
+        q = e["qty"]
+        qty[s, px] = q
+        if q > 0:
+            if s == 0:
+                bbo[0] = max(bbo[0], px)
+            elif px < bbo[1]:
+                bbo[1] = px
+        elif s == 0:
+            if px == bbo[0]:
+                p = px - 1
+                while p >= 0 and qty[0, p] == 0:
+                    p -= 1
+                bbo[0] = p
+        elif px == bbo[1]:
+            p = px + 1
+            while p < nt and qty[1, p] == 0:
+                p += 1
+            bbo[1] = p
+        acc += bbo[1] - bbo[0]
+    return acc
+
+
+@kernel
 def naive_l3(ev: Rec, dense_of: I64, o: I64, lv: I64, bbo: I64) -> int:
     """32-byte records ``[px*2+side, qty, prev, next]`` over dense ids (the peers.md L3 baseline).
 

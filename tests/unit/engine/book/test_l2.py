@@ -25,6 +25,7 @@ from engine.types import (
     L2S_BID,
     L2S_DROPPED,
     L2S_RECENTRES,
+    L2S_TS,
     SELL,
 )
 
@@ -289,3 +290,73 @@ def test_l2_bbo_path_equals_plain_path_and_records_the_touch(mode: str) -> None:
     bb, ba = int(s2[b, L2S_BID]), int(s2[b, L2S_ASK])
     assert bbo[-1, 0] == (s2[b, L2S_BASE] + bb if bb >= 0 else 0)
     assert bbo[-1, 2] == (s2[b, L2S_BASE] + ba if ba < 16 else 0)
+
+
+def _fresh(books: int, n: int, centre: int) -> tuple[np.ndarray, np.ndarray]:
+    q = np.zeros((books, 2, n), np.int64)
+    stt = np.zeros((books, L2_NSTATE), np.int64)
+    stt[:, L2S_BASE] = centre - n // 2
+    stt[:, L2S_BID] = -1
+    stt[:, L2S_ASK] = n
+    return q, stt
+
+
+@pytest.mark.parametrize("mode", ["jit", "py"])
+@settings(max_examples=120, deadline=None)
+@given(events=st.lists(_event, max_size=120), n=st.integers(4, 24), centre=st.integers(90, 110))
+def test_l2_kernels_apply_a_whole_stream_in_one_call_like_the_reference(
+    mode: str, events: list[tuple[int, int, int, int, int]], n: int, centre: int
+) -> None:
+    # One call over rows of three books interleaved: the current book's state is kept in
+    # locals and must be written back when the book changes, around recentres and clears.
+    ev = np.zeros(len(events), L2_EVENT_DTYPE)
+    for r, (b, side, px, qty, kind) in enumerate(events):
+        ev[r] = (1000 + r, px, qty, b, side, kind)
+    ref = RefL2(3, n, centre)
+    touches = []
+    for b, side, px, qty, kind in events:
+        if kind == L2_SET:
+            ref.set(b, 0 if side == BUY else 1, px, qty)
+        elif kind == L2_CLEAR:
+            ref.clear(b)
+        bb, ba = ref.best(b)
+        dense = ref.dense(b)
+        touches.append(
+            (ref.base[b] + bb if bb >= 0 else 0, dense[0, bb] if bb >= 0 else 0,
+             ref.base[b] + ba if ba < n else 0, dense[1, ba] if ba < n else 0)
+        )  # fmt: skip
+    last_ts = {b: 1000 + r for r, (b, *_rest) in enumerate(events)}
+    py = mode == "py"
+    q, stt = _fresh(3, n, centre)
+    (k.l2_apply.py_func if py else k.l2_apply)(q, stt, ev)
+    _check_same(q, stt, ref)
+    for b in range(3):
+        assert stt[b, L2S_TS] == last_ts.get(b, 0)
+    q2, st2 = _fresh(3, n, centre)
+    out = np.zeros((len(events), 4), np.int64)
+    assert (k.l2_apply_bbo.py_func if py else k.l2_apply_bbo)(q2, st2, ev, out, 3) == len(ev)
+    _check_same(q2, st2, ref)
+    assert [tuple(r) for r in out.tolist()] == touches
+    # Book 0's rows alone, on a single book (l2_apply's one-book loop).
+    rows = ev[ev["book"] == 0]
+    ref1 = RefL2(1, n, centre)
+    for r in rows:
+        if r["kind"] == L2_SET:
+            ref1.set(0, 0 if r["side"] == BUY else 1, int(r["px"]), int(r["qty"]))
+        elif r["kind"] == L2_CLEAR:
+            ref1.clear(0)
+    q1, st1 = _fresh(1, n, centre)
+    (k.l2_apply.py_func if py else k.l2_apply)(q1, st1, rows)
+    _check_same(q1, st1, ref1)
+    assert st1[0, L2S_TS] == (rows["ts"][-1] if len(rows) else 0)
+    # Book 0's level sets alone, as columns.
+    sets = [(side, px, qty) for b, side, px, qty, kind in events if b == 0 and kind == L2_SET]
+    ref0 = RefL2(1, n, centre)
+    for side, px, qty in sets:
+        ref0.set(0, 0 if side == BUY else 1, px, qty)
+    q3, st3 = _fresh(1, n, centre)
+    cols = np.array([[px, qty, side] for side, px, qty in sets], np.int64).reshape(-1, 3)
+    (k.l2_apply_one.py_func if py else k.l2_apply_one)(
+        q3, st3, cols[:, 0].copy(), cols[:, 1].copy(), cols[:, 2].astype(np.int8)
+    )
+    _check_same(q3, st3, ref0)
