@@ -98,6 +98,9 @@ class MarketData:
         self.views = {s: L2BookView(self.books, i, s) for s, i in self.index.items()}
         self.last_trade_px: dict[str, int] = {}
         self._bbo = np.zeros((0, 4), np.int64)
+        self._touch = np.zeros((1, 4), np.int64)  # a lone row's book touch after it
+        self._apply_row = self.books.row_applier(self._touch)
+        self._wants = bus.wants  # (the bus is this object's for its life)
         self.queue: L2QueuePositions | None = None
         self._queue_keys = itertools.count(1)
         self._queue_key: dict[int, int] = {}  # caller's id -> tracker key (ids never reused)
@@ -158,9 +161,15 @@ class MarketData:
         input, before anything is applied.
         """
         dtype = events.dtype
+        n = events.shape[0]
+        if n == 1 and dtype is L2_EVENT_DTYPE and self.queue is None:
+            # A row that comes alone (a tick): one kernel call, the touch and the row's kind
+            # from one small array; the row itself is read only for a trade or an event.
+            if self._apply_row(events) == L2_TRADE or self._wants(BookUpdated):
+                self._one_row_events(events)
+            return 1
         if dtype is not L2_EVENT_DTYPE and dtype != L2_EVENT_DTYPE:
             raise ValueError(f"events: dtype must be L2_EVENT_DTYPE, got {dtype}")
-        n = events.shape[0]
         if n == 0:
             return 0
         if self._bbo.shape[0] < n:
@@ -205,6 +214,25 @@ class MarketData:
                 )
             )
         return int(applied)
+
+    def _one_row_events(self, events: npt.NDArray[np.void]) -> None:
+        # The events of a lone row apply() took: its trade, then its BookUpdated if wanted.
+        bid_px, bid_qty, ask_px, ask_qty = self._touch.tolist()[0]
+        ts, px, qty, book, side, kind = events.tolist()[0]
+        ts = ts or self.clock.now_ns()
+        if kind == L2_TRADE:
+            self._publish_trade(ts, book, px, qty, side)
+        if self.bus.wants(BookUpdated):
+            self.bus.publish(
+                _book_updated(
+                    ts_event=ts,
+                    symbol=self.symbols[book],
+                    bid_px_ticks=bid_px,
+                    bid_qty_lots=bid_qty,
+                    ask_px_ticks=ask_px,
+                    ask_qty_lots=ask_qty,
+                )
+            )
 
     def _apply_small(self, events: npt.NDArray[np.void], bbo: I64) -> int:
         # apply() for a few rows: the same books, events and order of events.

@@ -426,6 +426,18 @@ def l2_apply_bbo(q: I64, st: I64, ev: Rec, out: I64, n_books: int) -> int:  # no
 
 
 @kernel
+def l2_apply_row(q: I64, st: I64, ev: Rec, out: I64) -> int:
+    """Apply one row as :func:`l2_apply_bbo` does; return its kind, or -1 for a bad row.
+
+    ``ev`` has one row and ``out`` is ``int64[1, 4]``; nothing is applied for a bad row. A lone
+    tick's call: its caller needs nothing else from the row unless it publishes.
+    """
+    if l2_apply_bbo(q, st, ev, out, q.shape[0]) < 0:
+        return -1
+    return int(ev[0]["kind"])
+
+
+@kernel
 def l2_apply_one(q: I64, st: I64, px: I64, qty: I64, side: npt.NDArray[np.int8]) -> int:
     """Apply level updates for book 0 given as columns (``px``, ``qty``, ``side``).
 

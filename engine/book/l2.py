@@ -7,6 +7,8 @@ re-centres on it; deeper updates outside the window are dropped and counted. 600
 2,000 levels take 19.2 MB.
 """
 
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 
@@ -207,6 +209,26 @@ class L2Books:
             self.validate(events)  # raises, naming the row and the field
             raise AssertionError(f"row {-1 - applied} refused by the kernel, not by validate()")
         return applied
+
+    def row_applier(self, out: I64) -> Callable[[npt.NDArray[np.void]], int]:
+        """Return ``apply(event)``: one ``L2_EVENT_DTYPE`` row (an array of one), no Python checks.
+
+        The path of a tick that comes alone: the kernel checks the row (a bad one raises as
+        :meth:`validate`, nothing applied), writes the book's touch after it into ``out[0]``
+        (bid px, bid qty, ask px, ask qty; ``out`` a C-contiguous ``int64[1, 4]``) and
+        ``apply`` returns the row's kind. ``event`` must be C-contiguous (an array of one row
+        always is).
+        """
+        kernel, q, st = k.l2_apply_row, self._q, self._st
+
+        def apply(event: npt.NDArray[np.void]) -> int:
+            kind = kernel(q, st, event, out)
+            if kind < 0:
+                self.validate(event)  # raises, naming the field
+                raise AssertionError("row refused by the kernel, not by validate()")
+            return int(kind)
+
+        return apply
 
     def apply_levels(
         self, book: int, side: npt.ArrayLike, px: npt.ArrayLike, qty: npt.ArrayLike

@@ -48,6 +48,7 @@ def warm_up() -> int:
     ev2["kind"] = [L2_SET, L2_TRADE]
     acc += books.apply(ev2)
     acc += books.apply(ev2, bbo=np.zeros((2, 4), np.int64))
+    acc += books.row_applier(np.zeros((1, 4), np.int64))(ev2[:1])  # a lone tick
     acc += int(books.top(0, 2)[0].sum())
     books.recentre(0, 130)
     books.clear(0)

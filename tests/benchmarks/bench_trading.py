@@ -14,6 +14,8 @@ into ``docs/performance.md``.
   for it. simplefix building and encoding the same NewOrderSingle is measured beside it.
 * **book update → strategy → risk → order manager → encoded NewOrderSingle**: one L2 row
   into ``MarketData.apply``; the ``Taker`` example decides and sends; time until the bytes.
+* **one L2 row into the book**: a lone row (an array of one) through ``MarketData.apply`` with
+  nobody subscribed, beside the book kernel's call alone on the same rows.
 * **orders through the simulator over loopback FIX**: many orders sent back to back through
   real sockets to the simulator's acceptor, until every one is acknowledged.
 """
@@ -115,6 +117,38 @@ def simplefix_nos(n: int) -> float:
         m.encode()
         samples.append(time.perf_counter_ns() - t0)
     return statistics.median(samples)
+
+
+def one_book_update(n: int) -> tuple[float, float]:
+    """Return ns per lone L2 row through ``MarketData.apply`` (nobody listening), and per call
+    of the book kernel alone on the same rows (the same-run floor: numba's call costs most).
+
+    Each row is its own one-row array, as a tick that comes alone; ``n`` calls are timed
+    together (a timer call per row would cost as much as the row).
+    """
+    md = MarketData(["ESZ6"], MessageBus(), LiveClock(), n_levels=256, centres=[24_000])
+    rows = np.zeros(n, L2_EVENT_DTYPE)
+    i = np.arange(n)
+    rows["side"] = np.where(i % 2, BUY, SELL)
+    rows["px"] = np.where(i % 2, 23_990 + i % 5, 24_005 + i % 5)
+    rows["qty"] = 1 + i % 9
+    rows["kind"] = L2_SET
+    singles = [rows[j : j + 1] for j in range(n)]
+    apply = md.apply
+    for r in singles[:1000]:
+        apply(r)
+    t0 = time.perf_counter_ns()
+    for r in singles:
+        apply(r)
+    ours = (time.perf_counter_ns() - t0) / n
+    from engine.book import _kernels as bk  # the kernel itself, for the floor
+
+    q, st = md.books._q, md.books._st
+    out = np.zeros((1, 4), np.int64)
+    t0 = time.perf_counter_ns()
+    for r in singles:
+        bk.l2_apply_row(q, st, r, out)
+    return ours, (time.perf_counter_ns() - t0) / n
 
 
 def tick_to_order(n: int) -> tuple[float, float]:
@@ -230,6 +264,9 @@ def run(orders: int = 5_000, reps: int = 3) -> tuple[list[judge.Figure], tuple[f
     ref = judge.Figure("  simplefix: build + encode that NOS only", "µs")
     t50 = judge.Figure("book update -> strategy -> NOS bytes, p50", "µs", target=10.0)
     t99 = judge.Figure("  p99", "µs", target=40.0)
+    md1 = judge.Figure("one L2 row into the book (MarketData.apply, nobody listening)", "µs",
+                       target=1.0)  # fmt: skip
+    md_k = judge.Figure("  the book kernel's call alone, same rows", "µs")
     sim = judge.Figure("orders through the simulator, loopback FIX", "orders/s",
                        target=30_000, lower_is_better=False)  # fmt: skip
     cpu = judge.Figure("  CPU per order, both ends (process time)", "µs")
@@ -241,6 +278,9 @@ def run(orders: int = 5_000, reps: int = 3) -> tuple[list[judge.Figure], tuple[f
         p50, p99 = tick_to_order(20_000)
         t50.runs.append(p50 / 1e3)
         t99.runs.append(p99 / 1e3)
+        ours, kernel = one_book_update(100_000)
+        md1.runs.append(ours / 1e3)
+        md_k.runs.append(kernel / 1e3)
     for _ in range(reps):
         rate, cpu_us = through_simulator(orders, True)
         sim.runs.append(rate)
@@ -250,7 +290,8 @@ def run(orders: int = 5_000, reps: int = 3) -> tuple[list[judge.Figure], tuple[f
     t50.note = "C++ (QWFIX): < 5 µs"
     sim.note = "QuickFIX via Python: 2,090/s"
     cpu.note = f"= {1e6 / cpu.median:,.0f} orders/s on a free core"
-    figures = [nos, novalid, ref, t50, t99, sim, cpu, sim_nv]
+    md1.note = f"{md1.median / md_k.median:.2f}x the kernel's call alone"
+    figures = [nos, novalid, ref, t50, t99, md1, md_k, sim, cpu, sim_nv]
     return figures, (load0, os.getloadavg()[0])
 
 

@@ -106,3 +106,63 @@ def test_small_batches_row_by_row_give_the_events_of_the_array_path(
             md.apply(arr)
         got.append((events, [md.books.top(b, 5)[0].tolist() for b in (0, 1)], md.last_trade_px))
     assert got[0] == got[1]
+
+
+_DTYPE_SPEC = {
+    "names": list(L2_EVENT_DTYPE.names or ()),
+    "formats": [L2_EVENT_DTYPE.fields[n][0] for n in L2_EVENT_DTYPE.names or ()],
+    "offsets": [L2_EVENT_DTYPE.fields[n][1] for n in L2_EVENT_DTYPE.names or ()],
+    "itemsize": L2_EVENT_DTYPE.itemsize,
+}
+
+
+@pytest.mark.parametrize("listening", [True, False])
+@settings(max_examples=60, deadline=None)
+@given(
+    batch=st.lists(
+        st.tuples(
+            st.integers(0, 1),
+            st.sampled_from([BUY, SELL]),
+            st.integers(-8, 8),
+            st.integers(0, 9),
+            st.sampled_from([L2_SET] * 5 + [L2_TRADE]),
+            st.sampled_from([0, 5]),
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_rows_that_come_alone_give_the_events_of_the_batch_path(
+    listening: bool, batch: list[tuple[int, ...]]
+) -> None:
+    # A lone row takes its own path (one kernel call, touch and kind from the kernel): the
+    # books, events, trade prices and book times must be those of the same rows as a batch.
+    got = []
+    for alone in (False, True):
+        bus = MessageBus()
+        events: list[Event] = []
+        if listening:
+            bus.subscribe(Event, events.append)
+        clock = TestClock()
+        md = MarketData(["ESZ6", "NQZ6"], bus, clock, n_levels=64, centres=[100, 500])
+        arr = np.zeros(len(batch), L2_EVENT_DTYPE)
+        for i, (book, side, dpx, qty, kind, ts) in enumerate(batch):
+            arr[i] = (ts and 1000 + i, (100, 500)[book] + dpx, qty, book, side, kind)
+        # An equal dtype that is not the engine's object takes the path of batches.
+        equal = np.dtype(_DTYPE_SPEC)  # type: ignore[call-overload]
+        assert equal == L2_EVENT_DTYPE
+        assert equal is not L2_EVENT_DTYPE
+        for i in range(len(arr)):
+            row = arr[i : i + 1]
+            assert md.apply(row if alone else row.view(equal)) == 1
+        got.append((events, [md.books.top(b, 5)[0].tolist() for b in (0, 1)], md.last_trade_px))
+    assert got[0] == got[1]
+
+
+def test_a_bad_row_alone_is_refused_naming_the_field_and_nothing_applied() -> None:
+    md, events = make()
+    bad = rows((0, BUY, 100, -3, L2_SET))
+    with pytest.raises(ValueError, match="qty"):
+        md.apply(bad)
+    assert md.books.best_bid(0) is None
+    assert events == []
