@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from engine.bus import MessageBus
 from engine.clock import Clock, TestClock
@@ -16,6 +18,7 @@ from engine.fix.log import NullLog
 from engine.fix.session import FixSession
 from engine.fix.settings import SessionSettings
 from engine.fix.store import MemoryStore
+from engine.fix.transport import SocketAcceptor, SocketInitiator
 from engine.instruments import Instrument
 from engine.oms.manager import OrderManager
 from engine.oms.order import Order, PendingRequest
@@ -189,3 +192,50 @@ def fix_pair(
     out: list[bytes] = []
     ours.set_responder(out.append)
     return ours, theirs, out
+
+
+@dataclass
+class SocketPair:
+    """Two FIX sessions logged on to each other over 127.0.0.1 (see :func:`socket_pair`)."""
+
+    venue: FixSession
+    client: FixSession
+    acceptor: SocketAcceptor
+    initiator: SocketInitiator
+
+
+@asynccontextmanager
+async def socket_pair(
+    venue_app: Application | None,
+    client_app: Application | None,
+    *,
+    begin: str = "FIX.4.4",
+    venue_id: str = "EXCH",
+    client_id: str = "ME",
+    **settings: Any,
+) -> AsyncIterator[SocketPair]:
+    """Run an acceptor (``venue_app``) and an initiator (``client_app``) on 127.0.0.1, logged
+    on; ``settings`` are further :class:`SessionSettings` fields of both; stopped on exit."""
+    common = {"begin_string": begin, "heart_bt_int": 30, **settings}
+    venue = FixSession(
+        SessionSettings(sender_comp_id=venue_id, target_comp_id=client_id,
+                        connection_type="acceptor", **common),
+        MemoryStore(), venue_app,
+    )  # fmt: skip
+    client = FixSession(
+        SessionSettings(sender_comp_id=client_id, target_comp_id=venue_id,
+                        connection_type="initiator", **common),
+        MemoryStore(), client_app,
+    )  # fmt: skip
+    acceptor = SocketAcceptor([venue], port=0, timer_interval=0.5)
+    await acceptor.start()
+    initiator = SocketInitiator(client, [("127.0.0.1", acceptor.port)], reconnect_interval=0.2)
+    await initiator.start()
+    try:
+        await initiator.wait_logged_on(10)
+        yield SocketPair(venue, client, acceptor, initiator)
+    finally:
+        await initiator.stop()
+        await acceptor.stop()
+        client.close()
+        venue.close()

@@ -216,18 +216,27 @@ def l2_set(q: I64, st: I64, b: int, si: int, px: int, v: int) -> int:
 
 
 @kernel
-def l2_apply(q: I64, st: I64, ev: Rec) -> int:  # noqa: C901  (one loop, its steps inlined)
+def l2_apply(q: I64, st: I64, ev: Rec) -> int:
     """Apply a stream of ``L2_EVENT_DTYPE`` rows to the books in ``q``/``st`` (in place).
 
     ``L2_SET`` rows set a level, ``L2_CLEAR`` rows empty their book, ``L2_TRADE`` rows do not
     change the book. Returns the number of rows processed.
-
-    The current book's window base, best indices and time live in locals while its rows come
-    (written back when another book's row comes, around the rare calls that read them, and
-    at the end): loads and stores of ``st`` on every row were a quarter of the kernel's time.
     """
     if q.shape[0] == 1:
         return _l2_apply_single(q, st, ev)
+    _l2_loop(q, st, ev, np.empty((0, 4), np.int64), False)
+    return int(ev.shape[0])
+
+
+@kernel
+def _l2_loop(q: I64, st: I64, ev: Rec, out: I64, touch: bool) -> None:  # noqa: C901
+    """Apply rows of any books; with ``touch``, write each row's book touch into ``out``.
+
+    The loop of :func:`l2_apply` and :func:`l2_apply_bbo`. The current book's window base,
+    best indices and time live in locals while its rows come (written back when another
+    book's row comes, around the rare calls that read them, and at the end): loads and stores
+    of ``st`` on every row were a quarter of the kernel's time.
+    """
     n = q.shape[2]
     cur = -1
     base = 0
@@ -277,11 +286,15 @@ def l2_apply(q: I64, st: I64, ev: Rec) -> int:  # noqa: C901  (one loop, its ste
             l2_clear(q, st, b)
             bid = st[b, L2S_BID]
             ask = st[b, L2S_ASK]
+        if touch:
+            out[k, 0] = base + bid if bid >= 0 else 0
+            out[k, 1] = q[b, BID_SIDE, bid] if bid >= 0 else 0
+            out[k, 2] = base + ask if ask < n else 0
+            out[k, 3] = q[b, ASK_SIDE, ask] if ask < n else 0
     if cur >= 0:
         st[cur, L2S_BID] = bid
         st[cur, L2S_ASK] = ask
         st[cur, L2S_TS] = ts
-    return int(ev.shape[0])
 
 
 @kernel
@@ -354,7 +367,7 @@ def l2_check(ev: Rec, n_books: int) -> int:
 
 
 @kernel
-def l2_apply_bbo(q: I64, st: I64, ev: Rec, out: I64, n_books: int) -> int:  # noqa: C901
+def l2_apply_bbo(q: I64, st: I64, ev: Rec, out: I64, n_books: int) -> int:
     """Check the rows, then apply like :func:`l2_apply` and record each row's book touch.
 
     The rows are checked first as :func:`l2_check` does, in the same call (one dispatch per
@@ -365,63 +378,7 @@ def l2_apply_bbo(q: I64, st: I64, ev: Rec, out: I64, n_books: int) -> int:  # no
     bad = l2_check(ev, n_books)
     if bad >= 0:
         return -1 - bad
-    n = q.shape[2]
-    cur = -1
-    base = 0
-    bid = 0
-    ask = 0
-    ts = 0
-    for k in range(ev.shape[0]):
-        e = ev[k]
-        b = e["book"]
-        if b != cur:
-            if cur >= 0:
-                st[cur, L2S_BID] = bid
-                st[cur, L2S_ASK] = ask
-                st[cur, L2S_TS] = ts
-            cur = b
-            base = st[b, L2S_BASE]
-            bid = st[b, L2S_BID]
-            ask = st[b, L2S_ASK]
-        ts = e["ts"]
-        kind = e["kind"]
-        if kind == L2_SET:
-            v = e["qty"]
-            i = e["px"] - base
-            if i >= 0 and i < n:
-                if e["side"] == BUY:
-                    q[b, BID_SIDE, i] = v
-                    if v > 0:
-                        if i > bid:
-                            bid = i
-                    elif i == bid:
-                        bid = _l2_scan(q, b, BID_SIDE, i - 1)
-                else:
-                    q[b, ASK_SIDE, i] = v
-                    if v > 0:
-                        if i < ask:
-                            ask = i
-                    elif i == ask:
-                        ask = _l2_scan(q, b, ASK_SIDE, i + 1)
-            else:
-                st[b, L2S_BID] = bid
-                st[b, L2S_ASK] = ask
-                l2_set(q, st, b, side_index(int(e["side"])), e["px"], v)
-                base = st[b, L2S_BASE]
-                bid = st[b, L2S_BID]
-                ask = st[b, L2S_ASK]
-        elif kind == L2_CLEAR:
-            l2_clear(q, st, b)
-            bid = st[b, L2S_BID]
-            ask = st[b, L2S_ASK]
-        out[k, 0] = base + bid if bid >= 0 else 0
-        out[k, 1] = q[b, BID_SIDE, bid] if bid >= 0 else 0
-        out[k, 2] = base + ask if ask < n else 0
-        out[k, 3] = q[b, ASK_SIDE, ask] if ask < n else 0
-    if cur >= 0:
-        st[cur, L2S_BID] = bid
-        st[cur, L2S_ASK] = ask
-        st[cur, L2S_TS] = ts
+    _l2_loop(q, st, ev, out, True)
     return int(ev.shape[0])
 
 

@@ -13,10 +13,9 @@ import pytest
 from engine.busypoll import busy_poll_for
 from engine.fix.application import Application, SessionID
 from engine.fix.message import FixMessage, OutMessage
-from engine.fix.session import FixSession, lookup_session
-from engine.fix.settings import SessionSettings, SettingsError, load_settings
-from engine.fix.store import MemoryStore
-from engine.fix.transport import SocketAcceptor, SocketInitiator
+from engine.fix.session import lookup_session
+from engine.fix.settings import SettingsError, load_settings
+from tests.factories import socket_pair
 
 pytestmark = pytest.mark.integration
 
@@ -39,30 +38,17 @@ class _Client(Application):
         self.got.put_nowait(message.get(11) or b"")
 
 
-def _settings(me: str, them: str, initiator: bool, spin_us: int) -> SessionSettings:
-    return SessionSettings(
-        begin_string="FIX.4.4", sender_comp_id=me, target_comp_id=them,
-        connection_type="initiator" if initiator else "acceptor", heart_bt_int=30,
-        use_data_dictionary=False, busy_poll_microseconds=spin_us,
-    )  # fmt: skip
-
-
 async def _trade(spin_us: int) -> tuple[int, bool, float, float]:
     """Trade 50 orders; return the loop's poll iterations, whether it still spins 300 ms after
     the last message, and the process CPU share while trading and while quiet."""
-    venue = FixSession(_settings("EXCH", "ME", False, spin_us), MemoryStore(), _Echo())
     app = _Client()
-    client = FixSession(_settings("ME", "EXCH", True, spin_us), MemoryStore(), app)
-    acceptor = SocketAcceptor([venue], port=0, timer_interval=0.5)
-    await acceptor.start()
-    initiator = SocketInitiator(client, [("127.0.0.1", acceptor.port)], reconnect_interval=0.2)
-    await initiator.start()
-    try:
-        await initiator.wait_logged_on(10)
+    async with socket_pair(
+        _Echo(), app, use_data_dictionary=False, busy_poll_microseconds=spin_us
+    ) as pair:
         wall, cpu = time.perf_counter(), time.process_time()
         for i in range(50):
             clordid = b"c%d" % i
-            client.send(OutMessage(b"D", [(11, clordid), (54, b"1"), (55, b"X")]))
+            pair.client.send(OutMessage(b"D", [(11, clordid), (54, b"1"), (55, b"X")]))
             assert await asyncio.wait_for(app.got.get(), 5) == clordid
             await asyncio.sleep(0.002)  # a gap shorter than the window: polled, not slept
         busy_share = (time.process_time() - cpu) / (time.perf_counter() - wall)
@@ -72,11 +58,6 @@ async def _trade(spin_us: int) -> tuple[int, bool, float, float]:
         quiet_share = (time.process_time() - cpu) / (time.perf_counter() - wall)
         bp = busy_poll_for(asyncio.get_running_loop())
         return bp.iterations, bp.spinning, busy_share, quiet_share
-    finally:
-        await initiator.stop()
-        await acceptor.stop()
-        client.close()
-        venue.close()
 
 
 def test_busy_poll_spins_while_trading_and_sleeps_when_quiet() -> None:

@@ -12,10 +12,9 @@ import pytest
 from engine.fix.application import Application, SessionID
 from engine.fix.benchtables import er_fields, nos_fields
 from engine.fix.message import FixMessage
-from engine.fix.session import FixSession, lookup_session
-from engine.fix.settings import SessionSettings
-from engine.fix.store import MemoryStore
-from engine.fix.transport import WRITE_EVERY, SocketAcceptor, SocketInitiator
+from engine.fix.session import lookup_session
+from engine.fix.transport import WRITE_EVERY
+from tests.factories import socket_pair
 
 pytestmark = pytest.mark.integration
 
@@ -59,28 +58,14 @@ class _Client(Application):
             self.done.set_result(None)
 
 
-def _settings(me: str, them: str, initiator: bool) -> SessionSettings:
-    return SessionSettings(
-        begin_string="FIX.4.4", sender_comp_id=me, target_comp_id=them,
-        connection_type="initiator" if initiator else "acceptor", heart_bt_int=30,
-        use_data_dictionary=True,
-    )  # fmt: skip
-
-
 async def _burst() -> tuple[int, int, list[bytes], int, int]:
-    venue = FixSession(_settings("EXCH", "ME", False), MemoryStore(), _Venue())
     app = _Client()
-    client = FixSession(_settings("ME", "EXCH", True), MemoryStore(), app)
-    acceptor = SocketAcceptor([venue], port=0, timer_interval=0.5)
-    await acceptor.start()
-    initiator = SocketInitiator(client, [("127.0.0.1", acceptor.port)], reconnect_interval=0.2)
-    await initiator.start()
-    try:
-        await initiator.wait_logged_on(10)
-        (venue_conn,) = acceptor.active.values()
-        (client_conn,) = initiator.active.values()
+    async with socket_pair(_Venue(), app, use_data_dictionary=True) as pair:
+        (venue_conn,) = pair.acceptor.active.values()
+        (client_conn,) = pair.initiator.active.values()
         venue_t = venue_conn._transport = _Counting(venue_conn._transport)  # type: ignore[assignment]
         client_t = client_conn._transport = _Counting(client_conn._transport)  # type: ignore[assignment]
+        client = pair.client
         nos = client.template(b"D", nos_fields("4.4"))
         app.done = asyncio.get_running_loop().create_future()
         for i in range(ORDERS):  # one loop iteration: nothing is read meanwhile
@@ -91,13 +76,8 @@ async def _burst() -> tuple[int, int, list[bytes], int, int]:
             venue_t.writes,
             app.got,
             client.store.next_target_seq_num,
-            venue.store.next_target_seq_num,
+            pair.venue.store.next_target_seq_num,
         )
-    finally:
-        await initiator.stop()
-        await acceptor.stop()
-        client.close()
-        venue.close()
 
 
 def test_a_burst_is_written_as_it_is_made_in_order() -> None:

@@ -22,6 +22,21 @@ def rows(*items: tuple[int, int, int, int, int]) -> np.ndarray:
     return out
 
 
+#: Rows of two books: (book, side, px offset, qty, kind, ts or 0), a third of them trades.
+_ROWS = st.lists(
+    st.tuples(
+        st.integers(0, 1),
+        st.sampled_from([BUY, SELL]),
+        st.integers(-20, 20),
+        st.integers(0, 9),
+        st.sampled_from([L2_SET, L2_SET, L2_TRADE]),
+        st.sampled_from([0, 5]),
+    ),
+    min_size=1,
+    max_size=40,
+)
+
+
 def make() -> tuple[MarketData, list[Event]]:
     bus = MessageBus()
     events: list[Event] = []
@@ -74,20 +89,7 @@ def test_bad_rows_are_refused_before_anything_is_applied() -> None:
 
 @pytest.mark.parametrize("track_queue", [False, True])
 @settings(max_examples=60, deadline=None)
-@given(
-    batch=st.lists(
-        st.tuples(
-            st.integers(0, 1),
-            st.sampled_from([BUY, SELL]),
-            st.integers(-20, 20),
-            st.integers(0, 9),
-            st.sampled_from([L2_SET, L2_SET, L2_TRADE]),
-            st.sampled_from([0, 5]),
-        ),
-        min_size=1,
-        max_size=40,
-    )
-)
+@given(batch=_ROWS)
 def test_small_batches_row_by_row_give_the_events_of_the_array_path(
     track_queue: bool, batch: list[tuple[int, ...]]
 ) -> None:
@@ -118,20 +120,7 @@ _DTYPE_SPEC = {
 
 @pytest.mark.parametrize("listening", [True, False])
 @settings(max_examples=60, deadline=None)
-@given(
-    batch=st.lists(
-        st.tuples(
-            st.integers(0, 1),
-            st.sampled_from([BUY, SELL]),
-            st.integers(-8, 8),
-            st.integers(0, 9),
-            st.sampled_from([L2_SET] * 5 + [L2_TRADE]),
-            st.sampled_from([0, 5]),
-        ),
-        min_size=1,
-        max_size=30,
-    )
-)
+@given(batch=_ROWS)
 def test_rows_that_come_alone_give_the_events_of_the_batch_path(
     listening: bool, batch: list[tuple[int, ...]]
 ) -> None:

@@ -29,6 +29,7 @@ from engine.fix.settings import SessionSettings
 from engine.fix.store import MemoryStore
 from engine.fix.transport import SocketAcceptor, SocketInitiator
 from engine.fix.validation import _validate_reference, layout_program, validate_message
+from tests.factories import socket_pair
 from tests.unit.engine.fix.test_validation_fast import SETUPS, Pairs, dd, messages
 
 
@@ -226,25 +227,11 @@ class _Client(Application):
             self.rejects.append(message)
 
 
-def _settings(me: str, them: str, initiator: bool) -> SessionSettings:
-    return SessionSettings(
-        begin_string="FIX.4.4", sender_comp_id=me, target_comp_id=them,
-        connection_type="initiator" if initiator else "acceptor", heart_bt_int=30,
-        use_data_dictionary=True,
-    )  # fmt: skip
-
-
 async def _orders() -> tuple[list[int], list[FixMessage], int]:
     app = _Venue()
-    venue = FixSession(_settings("EXCH", "ME", False), MemoryStore(), app)
     client_app = _Client()
-    client = FixSession(_settings("ME", "EXCH", True), MemoryStore(), client_app)
-    acceptor = SocketAcceptor([venue], port=0, timer_interval=0.5)
-    await acceptor.start()
-    initiator = SocketInitiator(client, [("127.0.0.1", acceptor.port)], reconnect_interval=0.2)
-    await initiator.start()
-    try:
-        await initiator.wait_logged_on(10)
+    async with socket_pair(app, client_app, use_data_dictionary=True) as pair:
+        client = pair.client
         good = client.template(b"D", nos_fields("4.4"))
         bad = client.template(
             b"D", [(t, b"1O1.25" if t == 44 else v) for t, v in nos_fields("4.4")]
@@ -259,12 +246,7 @@ async def _orders() -> tuple[list[int], list[FixMessage], int]:
             await asyncio.sleep(0.02)
         client.send_template(good, (b"after",))
         await asyncio.wait_for(client_app.got.get(), 5)
-        return app.marks, client_app.rejects, len(venue.layouts or ())
-    finally:
-        await initiator.stop()
-        await acceptor.stop()
-        client.close()
-        venue.close()
+        return app.marks, client_app.rejects, len(pair.venue.layouts or ())
 
 
 def test_a_session_learns_a_layout_and_still_rejects_a_bad_value() -> None:
