@@ -147,6 +147,10 @@ class TickChart(pg.PlotWidget):
         pi.setMenuEnabled(False)
         pi.hideButtons()
         pi.getAxis("left").setWidth(MIN_AXIS_WIDTH)
+        for name in ("top", "right"):
+            # Hidden, but pyqtgraph still re-sets their labels (an HTML layout each) on every
+            # range change while their SI prefix is automatic.
+            pi.getAxis(name).enableAutoSIPrefix(False)
         for axis in (self.axis, self.price_axis):
             axis.enableAutoSIPrefix(False)  # (the labels were re-set every frame)
             # Below the view box (z -100): the opaque grid lines lie under the data, on the
