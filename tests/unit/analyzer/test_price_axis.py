@@ -35,19 +35,25 @@ def store(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture
+def stack(qtbot: Any) -> ChartStack:
+    """An empty chart stack, shown."""
+    stack = ChartStack()
+    qtbot.addWidget(stack)
+    stack.resize(1100, 700)
+    stack.show()
+    qtbot.waitExposed(stack)
+    return stack
+
+
 def _label_width(chart: Any, text: str) -> int:
     fm = QFontMetrics(chart.price_axis.style.get("tickFont") or QApplication.font())
     return fm.horizontalAdvance(text)
 
 
 def test_linked_charts_share_an_axis_wide_enough_for_the_widest_prices(
-    qtbot: Any, store: Path, tmp_path: Path
+    qtbot: Any, stack: ChartStack, store: Path, tmp_path: Path
 ) -> None:
-    stack = ChartStack()
-    qtbot.addWidget(stack)
-    stack.resize(1100, 700)
-    stack.show()
-    qtbot.waitExposed(stack)
     with TickStore(store) as st:
         day = day_of(T0)
         es = stack.add(open_day(StoreDay(st, "ESZ6", day)))
@@ -67,14 +73,9 @@ def test_linked_charts_share_an_axis_wide_enough_for_the_widest_prices(
     stack.grab().save(str(tmp_path / "price-axis.png"))
 
 
-def test_panning_lays_out_no_axis_label_again(qtbot: Any, store: Path) -> None:
+def test_panning_lays_out_no_axis_label_again(stack: ChartStack, store: Path) -> None:
     # Every range change re-set the label (an HTML layout) of each axis whose SI prefix was
     # automatic, the two hidden ones included: 0.4 ms a frame for three linked charts.
-    stack = ChartStack()
-    qtbot.addWidget(stack)
-    stack.resize(1100, 700)
-    stack.show()
-    qtbot.waitExposed(stack)
     with TickStore(store) as st:
         day = day_of(T0)
         charts = [stack.add(open_day(StoreDay(st, s, day))) for s in ("ESZ6", "BTCUSDT")]
