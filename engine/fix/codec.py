@@ -558,10 +558,12 @@ class FixDecoder:
                     self._checked[:nm].tolist() if layouts else self._check(buf, msgs, nm, fields)
                 )
                 return DecodedBatch(buf, msgs[:nm], fields[:, :nf], table, checked)
+        marked = bool(layouts)  # the kernel marked every frame, unless more passes come
         if nm < msgs.shape[0] or consumed >= n:
             all_rows = msgs[:nm]
         else:
             all_rows, nf, consumed = self._more_passes(buf, nm, nf, consumed)
+            marked = False
         self._pending = buf[consumed:]
         if len(self._pending) > self.max_buffer:
             self._report(_kernels.FRAME_JUNK, self._pending[:4096])
@@ -575,7 +577,11 @@ class FixDecoder:
             bad = all_rows[status != 0].tolist() if status.any() else []
         for start, end, _, _, status_code in bad:
             self._report(status_code, buf[start : min(end, start + 4096)])
-        checked = self._check(buf, np.ascontiguousarray(all_rows), len(all_rows), fields)
+        checked = (
+            self._checked[:nm].tolist()
+            if marked
+            else self._check(buf, np.ascontiguousarray(all_rows), len(all_rows), fields)
+        )
         return DecodedBatch(buf, all_rows, fields[:, :nf], rows, checked)
 
     def _more_passes(
