@@ -37,8 +37,13 @@ _SLOTS = 4 * MAX_LAYOUTS  # a power of two: at most a quarter full
 
 
 def pack(value: bytes) -> int:
-    """Return ``value`` (at most 8 bytes) as the int the kernel compares with: little-endian."""
-    return int.from_bytes(value, "little")
+    """Return ``value`` (at most 8 bytes) as the int the kernel compares with.
+
+    Little-endian, as an int64 holds it (an eighth byte of 0x80 or more makes it negative,
+    as the kernel's packing of the same bytes does).
+    """
+    v = int.from_bytes(value, "little")
+    return v - (1 << 64) if v >= 1 << 63 else v
 
 
 class LayoutTable:

@@ -817,7 +817,10 @@ class FixSession:
         issue = validate_message(msg, dd, app_dd, self._validation)
         if issue is None and checked == layouts.base + LAYOUT_UNKNOWN:
             # A layout the kernel has not seen, found valid: the kernel checks the next ones.
-            layouts.add(msg.tags, msg.get(35) or b"", layout_program(msg, dd, app_dd))
+            try:
+                layouts.add(msg.tags, msg.get(35) or b"", layout_program(msg, dd, app_dd))
+            except Exception:  # a shortcut must never cost the session its connection
+                _log.exception("%s: layout not kept for the decoder", self.session_id)
         return issue
 
     def _next(self, msg: FixMessage, queued: bool) -> None:  # noqa: C901  (QuickFIX's dispatch)

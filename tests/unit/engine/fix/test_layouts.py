@@ -364,3 +364,19 @@ def test_tiny_frames_past_the_rows_of_one_pass_are_marked() -> None:
     batch = dec.decode_batch(raw * 5000)
     assert len(batch) == 5000
     assert batch.checked == [table.valid] * 5000
+
+
+def test_eight_byte_values_with_the_high_bit_pack_as_the_kernel_packs_them() -> None:
+    # Latin-1 enum values (and MsgTypes) of 8 bytes whose last byte is 0x80 or more fill an
+    # int64's sign bit: kept and compared like any other.
+    table = LayoutTable()
+    high = b"ABCDEFG\xe9"
+    program: list[tuple[int, int | frozenset[bytes]]] = [
+        (k.CHECK_ANY, 0), (k.CHECK_INT, 0), (k.CHECK_ENUM, frozenset()),
+        (k.CHECK_ENUM, frozenset((high, b"X"))), (k.CHECK_INT, 0),
+    ]  # fmt: skip
+    assert table.add([8, 9, 35, 5001, 10], high, program)
+    msg = [(8, b"FIX.4.4"), (9, b"0"), (35, high), (5001, high), (10, b"0")]
+    assert mark(table, frame(msg) or b"")[0] == k.LAYOUT_VALID
+    msg[3] = (5001, b"ABCDEFG\xea")
+    assert mark(table, frame(msg) or b"")[0] == k.LAYOUT_UNPROVEN
