@@ -875,14 +875,19 @@ def layout_program(
     """
     plans = dictionary._derived.get(app_dictionary)
     plan = plans.get(msg.get(35) or b"") if plans is not None else None
-    checks = plan.shapes.get(tuple(msg.tags)) if plan is not None else None
+    tags = msg.tags
+    checks = plan.shapes.get(tuple(tags)) if plan is not None else None
     if checks is None:
         return None
-    program = []
-    for check in checks:
+    program: list[tuple[int, int | frozenset[bytes]]] = []
+    for tag, check in zip(tags, checks, strict=True):
         step = _program_step(check)
         if step is None:
             return None
+        if tag == 1128:
+            # ApplVerID chose the application dictionary these checks come from: the layout
+            # proves nothing for another version's messages.
+            step = (CHECK_ENUM, frozenset((msg.get(1128) or b"",)))
         program.append(step)
     return program
 

@@ -380,3 +380,24 @@ def test_eight_byte_values_with_the_high_bit_pack_as_the_kernel_packs_them() -> 
     assert mark(table, frame(msg) or b"")[0] == k.LAYOUT_VALID
     msg[3] = (5001, b"ABCDEFG\xea")
     assert mark(table, frame(msg) or b"")[0] == k.LAYOUT_UNPROVEN
+
+
+def test_a_layout_with_appl_ver_id_proves_only_its_own_version() -> None:
+    # ApplVerID <1128> chooses the application dictionary: a layout found valid under one
+    # version is no proof for the same tags under another.
+    sdd, sp2 = dd("FIXT11"), dd("FIX50SP2")
+    body = [(t, v) for t, v in _er(b"A1")[7:-1] if t not in (20,)]
+
+    def er(appl: bytes) -> Pairs:
+        head = [(35, b"8"), (1128, appl), (34, b"2"), (49, b"S"),
+                (52, b"20261205-10:00:00.000"), (56, b"C")]  # fmt: skip
+        return [(8, b"FIXT.1.1"), (9, b"0"), *head, *body, (10, b"000")]
+
+    msg = FixDecoder().feed(frame(er(b"9")) or b"")[0]
+    assert validate_message(msg, sdd, sp2) is None
+    table = LayoutTable()
+    program = layout_program(msg, sdd, sp2)
+    assert program is not None
+    assert table.add(msg.tags, b"8", program)
+    assert mark(table, frame(er(b"9")) or b"")[0] == k.LAYOUT_VALID
+    assert mark(table, frame(er(b"7")) or b"")[0] == k.LAYOUT_UNPROVEN
