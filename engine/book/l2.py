@@ -8,6 +8,7 @@ re-centres on it; deeper updates outside the window are dropped and counted. 600
 """
 
 from collections.abc import Callable
+from typing import NoReturn
 
 import numpy as np
 import numpy.typing as npt
@@ -206,9 +207,13 @@ class L2Books:
         # The kernel checks the rows before it applies any (one call per book update).
         applied = int(k.l2_apply_bbo(self._q, self._st, events, bbo, self._q.shape[0]))
         if applied < 0:
-            self.validate(events)  # raises, naming the row and the field
-            raise AssertionError(f"row {-1 - applied} refused by the kernel, not by validate()")
+            self._refused(events, -1 - applied)
         return applied
+
+    def _refused(self, events: npt.NDArray[np.void], row: int) -> NoReturn:
+        # The kernel refused ``row``: validate() says why (naming the row and the field).
+        self.validate(events)
+        raise AssertionError(f"row {row} refused by the kernel, not by validate()")
 
     def row_applier(self, out: I64) -> Callable[[npt.NDArray[np.void]], int]:
         """Return ``apply(event)``: one ``L2_EVENT_DTYPE`` row (an array of one), no Python checks.
@@ -224,8 +229,7 @@ class L2Books:
         def apply(event: npt.NDArray[np.void]) -> int:
             kind = kernel(q, st, event, out)
             if kind < 0:
-                self.validate(event)  # raises, naming the field
-                raise AssertionError("row refused by the kernel, not by validate()")
+                self._refused(event, 0)
             return int(kind)
 
         return apply

@@ -554,9 +554,7 @@ class FixDecoder:
                 for start, end, _, _, status_code in table:
                     if status_code:
                         self._report(status_code, buf[start : min(end, start + 4096)])
-                checked = (
-                    self._checked[:nm].tolist() if layouts else self._check(buf, msgs, nm, fields)
-                )
+                checked = self._check(buf, msgs, nm, fields, marked=bool(layouts))
                 return DecodedBatch(buf, msgs[:nm], fields[:, :nf], table, checked)
         marked = bool(layouts)  # the kernel marked every frame, unless more passes come
         if nm < msgs.shape[0] or consumed >= n:
@@ -577,10 +575,8 @@ class FixDecoder:
             bad = all_rows[status != 0].tolist() if status.any() else []
         for start, end, _, _, status_code in bad:
             self._report(status_code, buf[start : min(end, start + 4096)])
-        checked = (
-            self._checked[:nm].tolist()
-            if marked
-            else self._check(buf, np.ascontiguousarray(all_rows), len(all_rows), fields)
+        checked = self._check(
+            buf, np.ascontiguousarray(all_rows), len(all_rows), fields, marked=marked
         )
         return DecodedBatch(buf, all_rows, fields[:, :nf], rows, checked)
 
@@ -607,12 +603,21 @@ class FixDecoder:
         return np.concatenate(parts), nf, consumed
 
     def _check(
-        self, buf: bytes, msgs: npt.NDArray[np.int64], nm: int, fields: npt.NDArray[np.int64]
+        self,
+        buf: bytes,
+        msgs: npt.NDArray[np.int64],
+        nm: int,
+        fields: npt.NDArray[np.int64],
+        *,
+        marked: bool = False,
     ) -> list[int] | None:
-        # The layout table's marks of the first ``nm`` frames; None without layouts.
+        # The layout table's marks of the first ``nm`` frames (``marked``: the framing kernel
+        # made them already); None without layouts.
         layouts = self.layouts
         if layouts is None:
             return None
+        if marked:
+            return cast(list[int], self._checked[:nm].tolist())
         if not layouts:
             return [layouts.base] * nm  # every layout unknown (LAYOUT_UNKNOWN)
         out = self._checked

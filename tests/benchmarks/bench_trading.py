@@ -32,6 +32,7 @@ import numpy as np
 import pytest
 import simplefix
 
+from engine.book import _kernels as bk
 from engine.bus import MessageBus
 from engine.clock import LiveClock
 from engine.enums import OrdStatus, Side
@@ -141,9 +142,7 @@ def one_book_update(n: int) -> tuple[float, float]:
     for r in singles:
         apply(r)
     ours = (time.perf_counter_ns() - t0) / n
-    from engine.book import _kernels as bk  # the kernel itself, for the floor
-
-    q, st = md.books._q, md.books._st
+    q, st = md.books._q, md.books._st  # the kernel itself, for the floor
     out = np.zeros((1, 4), np.int64)
     t0 = time.perf_counter_ns()
     for r in singles:
