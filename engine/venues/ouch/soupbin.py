@@ -247,6 +247,10 @@ class FrameReader:
         """
         if self._tail:
             data = self._tail + data
+        elif len(data) > 2 and (data[0] << 8 | data[1]) + 2 == len(data):
+            # A read of exactly one packet (one order at a time, a heartbeat): split here;
+            # the kernel's call and its array cost 1.2 µs of the 1.4 (a test feeds both ways).
+            return [(data[2], data[3:])]
         buf = np.frombuffer(data, np.uint8)
         out: list[tuple[int, bytes]] = []
         pos, end = 0, len(data)

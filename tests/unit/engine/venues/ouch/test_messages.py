@@ -464,6 +464,31 @@ def test_frame_reader_keeps_a_split_packet_until_it_is_whole() -> None:
     assert reader.pending == 0
 
 
+@pytest.mark.parametrize(
+    "packets",
+    [
+        [CLIENT_HEARTBEAT_PACKET],
+        [b"\x00\x36U" + ENTER_ORDER.encode()],
+        [b"\x00\x00"],  # length 0: type -1
+        [CLIENT_HEARTBEAT_PACKET, b"\x00\x36U" + ENTER_ORDER.encode()],
+        [b"\x00\x36U" + ENTER_ORDER.encode(), b"\x00\x36U" + ENTER_ORDER.encode()[:10]],
+    ],
+)
+def test_frame_reader_splits_a_read_of_one_packet_as_the_kernel_does(
+    packets: list[bytes],
+) -> None:
+    # A read of exactly one packet is split in Python, anything else by the kernel; both must
+    # give the same packets (fed whole and fed a byte at a time, the kernel's way).
+    stream = b"".join(packets)
+    whole = FrameReader()
+    by_byte = FrameReader()
+    got = whole.feed(stream)
+    expected = [p for i in range(len(stream)) for p in by_byte.feed(stream[i : i + 1])]
+    assert got == expected
+    assert whole.pending == by_byte.pending
+    assert all(type(payload) is bytes for _, payload in got)
+
+
 def test_login_packets_round_trip_with_the_specs_padding() -> None:
     req = LoginRequest(
         username="USER", password="PW", requested_session="", requested_sequence_number=12
