@@ -1,0 +1,931 @@
+# SPDX-License-Identifier: MIT
+"""SBE message schemas (FIX Simple Binary Encoding 1.0 XML), read into frozen dataclasses.
+
+:func:`load_schema` reads any SBE schema file (CME's ``templates_FixBinary.xml`` of MDP 3.0
+versions 8, 9 and 13 among them) into a :class:`Schema`: its primitive types (with
+``nullValue``, ``minValue``, ``maxValue`` and constants), composites (PRICE / PRICENULL
+mantissa and constant exponent, the ``groupSize`` dimensions, ``varDataEncoding``), enums, sets
+(choice bits), and its messages with their fields at their offsets, repeating groups (nested
+too) and var data, each element with its ``sinceVersion``.
+
+What the decoders need is derived here too: each message's and each group's block flattened
+into :class:`Column` s (one per non-constant leaf, composites as ``Field.part``) and the
+numpy dtype of a decoded row (:meth:`Block.dtype`), whose fields sit at the SBE offsets so a
+block's bytes *are* its row.
+
+    schema = load_schema("templates_FixBinary.xml")
+    book = schema.message(32)            # or schema.message("MDIncrementalRefreshBook32")
+    book.groups[0].columns[0].name       # 'MDEntryPx.mantissa'
+
+A schema that cannot be used raises :class:`SchemaError`, naming the file, the line and the
+element (``templates.xml:389: <field name="MDEntryPx">: unknown type 'PRICEX'``).
+"""
+
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+from xml.parsers import expat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: ``primitiveType`` -> (numpy kind without byte order, size in bytes, SBE default null value).
+PRIMITIVES: dict[str, tuple[str, int, int | float]] = {
+    "char": ("S", 1, 0),
+    "int8": ("i1", 1, -(2**7)),
+    "int16": ("i2", 2, -(2**15)),
+    "int32": ("i4", 4, -(2**31)),
+    "int64": ("i8", 8, -(2**63)),
+    "uint8": ("u1", 1, 2**8 - 1),
+    "uint16": ("u2", 2, 2**16 - 1),
+    "uint32": ("u4", 4, 2**32 - 1),
+    "uint64": ("u8", 8, 2**64 - 1),
+    "float": ("f4", 4, math.nan),
+    "double": ("f8", 8, math.nan),
+}
+
+Scalar = int | float | str
+
+
+class SchemaError(ValueError):
+    """An SBE schema that cannot be read: names the file, line and element, and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedType:
+    """A ``<type>``: a primitive, or a fixed array of one (``length``), maybe a constant."""
+
+    name: str
+    primitive: str
+    length: int = 1
+    presence: str = "required"  # required | optional | constant
+    null_value: int | float | None = None  # as declared; see :attr:`null`
+    min_value: int | float | None = None
+    max_value: int | float | None = None
+    constant: Scalar | None = None  # the value of a constant (text of the element)
+    value_ref: str | None = None
+    since_version: int = 0
+    semantic_type: str = ""
+    line: int = 0
+
+    @property
+    def size(self) -> int:
+        """Bytes taken in a block (0 for a constant)."""
+        return 0 if self.presence == "constant" else PRIMITIVES[self.primitive][1] * self.length
+
+    @property
+    def is_string(self) -> bool:
+        """A char array of more than one char (decoded as text up to the first NUL)."""
+        return self.primitive == "char" and self.length > 1
+
+    @property
+    def null(self) -> int | float:
+        """The raw value that means "no value": ``nullValue`` or SBE's default for the type."""
+        if self.null_value is not None:
+            return self.null_value
+        return PRIMITIVES[self.primitive][2]
+
+
+@dataclass(frozen=True, slots=True)
+class EnumType:
+    """An ``<enum>``: named values (ints, or one-char strings for a char encoding)."""
+
+    name: str
+    encoding: EncodedType
+    values: dict[str, Scalar]  # validValue name -> raw value
+    descriptions: dict[str, str]
+    since_version: int = 0
+    line: int = 0
+
+    @property
+    def size(self) -> int:
+        """Bytes taken in a block."""
+        return self.encoding.size
+
+    def name_of(self, raw: Scalar) -> str | None:
+        """Return the validValue name of ``raw`` (None for a value the schema does not name)."""
+        for name, value in self.values.items():
+            if value == raw:
+                return name
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class SetType:
+    """A ``<set>``: a bit field whose ``choice`` s name bit positions."""
+
+    name: str
+    encoding: EncodedType
+    choices: dict[str, int]  # choice name -> bit position
+    since_version: int = 0
+    line: int = 0
+
+    @property
+    def size(self) -> int:
+        """Bytes taken in a block."""
+        return self.encoding.size
+
+    def names_of(self, raw: int) -> list[str]:
+        """Return the names of the choices set in ``raw``, by bit position."""
+        return [n for n, bit in sorted(self.choices.items(), key=lambda c: c[1]) if raw >> bit & 1]
+
+
+@dataclass(frozen=True, slots=True)
+class CompositePart:
+    """One member of a composite, at its offset inside the composite."""
+
+    name: str
+    type: TypeDef
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class CompositeType:
+    """A ``<composite>``: members at offsets (PRICE, groupSize, varDataEncoding, ...)."""
+
+    name: str
+    parts: tuple[CompositePart, ...]
+    size: int
+    since_version: int = 0
+    semantic_type: str = ""
+    line: int = 0
+
+    def part(self, name: str) -> CompositePart:
+        """Return the member called ``name`` (KeyError if there is none)."""
+        for p in self.parts:
+            if p.name == name:
+                return p
+        raise KeyError(f"composite {self.name!r} has no member {name!r}")
+
+
+TypeDef = EncodedType | CompositeType | EnumType | SetType
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One decoded leaf of a block: a primitive (or array of one) at an offset of the block.
+
+    ``name`` is the field's name, joined with the composite members' names by dots
+    (``MDEntryPx.mantissa``). ``exponent`` is the constant exponent of a decimal composite's
+    mantissa (the value is ``mantissa * 10**exponent``). A row's raw value equals
+    :attr:`null` when the field has no value; :meth:`is_null` tests a whole column.
+    """
+
+    name: str
+    field: str
+    offset: int
+    type: EncodedType
+    enum: EnumType | None = None
+    set: SetType | None = None
+    since_version: int = 0
+    exponent: int | None = None
+
+    @property
+    def size(self) -> int:
+        """Bytes taken in the block."""
+        return self.type.size
+
+    @property
+    def null(self) -> int | float:
+        """The raw value meaning "no value" (for a char column, the NUL byte's 0; a set's 0)."""
+        return 0 if self.set is not None else self.type.null
+
+    def numpy_format(self, order: str) -> str | tuple[str, tuple[int]]:
+        """Return the numpy format of this column in byte order ``order`` ('<' or '>')."""
+        kind, _size, _null = PRIMITIVES[self.type.primitive]
+        if kind == "S":
+            return f"S{self.type.length}"
+        if self.type.length > 1:
+            return (order + kind, (self.type.length,))
+        return order + kind
+
+    def null_bytes(self, order: str) -> bytes:
+        """Return the bytes of this column's null value in byte order ``order``."""
+        fmt = self.numpy_format(order)
+        if isinstance(fmt, str) and fmt.startswith("S"):
+            return bytes(self.size)
+        base = fmt if isinstance(fmt, str) else fmt[0]
+        one = np.array([self.null], dtype=np.dtype(base).newbyteorder("=")).astype(base)
+        return one.tobytes() * self.type.length
+
+    def is_null(self, values: np.ndarray) -> np.ndarray:
+        """Return a bool mask of the rows of ``values`` (this column) that carry no value."""
+        if isinstance(self.null, float) and math.isnan(self.null):
+            return np.isnan(values)
+        if values.dtype.kind == "S":
+            return values == b""
+        return values == self.null
+
+    def value(self, raw: Any) -> Any:
+        """Return the Python value of one raw value: None for null, text for a string."""
+        if self.type.is_string:
+            return bytes(raw).split(b"\0", 1)[0].decode("latin-1")
+        if isinstance(raw, bytes):
+            return None if raw == b"" and self.type.null_value is not None else raw.decode("latin-1")
+        if self.type.length > 1:
+            return [int(v) for v in raw]
+        v = raw.item() if hasattr(raw, "item") else raw
+        if self.type.primitive in ("float", "double"):
+            return None if math.isnan(v) else float(v)
+        if (self.type.presence == "optional" or self.type.null_value is not None) and v == self.null:
+            return None
+        if self.enum is not None and self.enum.encoding.null_value is not None and v == self.null:
+            return None
+        return int(v)
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """A ``<field>`` of a message or group block."""
+
+    name: str
+    id: int
+    type: TypeDef
+    offset: int
+    since_version: int = 0
+    presence: str = "required"
+    constant: Scalar | None = None  # a constant field's value (presence or its type's)
+    semantic_type: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class DataField:
+    """A ``<data>`` field: a length, then that many bytes (after every group of the block)."""
+
+    name: str
+    id: int
+    type: CompositeType
+    length_type: EncodedType
+    length_offset: int
+    data_offset: int  # where the bytes start, from the start of the composite
+    since_version: int = 0
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Block:
+    """What messages and groups share: a block of fields, then groups, then var data."""
+
+    name: str
+    id: int
+    block_length: int
+    fields: tuple[Field, ...]
+    groups: tuple[Group, ...]
+    data: tuple[DataField, ...]
+    since_version: int
+    byte_order: str  # '<' or '>'
+    line: int
+    columns: tuple[Column, ...] = dc_field(init=False)
+
+    def __post_init__(self) -> None:
+        cols: list[Column] = []
+        for f in self.fields:
+            _flatten(f.name, f.name, f.type, f.offset, max(f.since_version, 0), cols)
+        object.__setattr__(self, "columns", tuple(cols))
+
+    def column(self, name: str) -> Column:
+        """Return the column called ``name`` (KeyError if there is none)."""
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise KeyError(f"{self.name} has no column {name!r}")
+
+    def field(self, name: str) -> Field:
+        """Return the field called ``name`` (KeyError if there is none)."""
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(f"{self.name} has no field {name!r}")
+
+    def group(self, name: str) -> Group:
+        """Return the repeating group called ``name`` (KeyError if there is none)."""
+        for g in self.groups:
+            if g.name == name:
+                return g
+        raise KeyError(f"{self.name} has no group {name!r}")
+
+    @property
+    def constants(self) -> dict[str, Scalar]:
+        """The constant fields (and constant composite members) with their values."""
+        out: dict[str, Scalar] = {}
+        for f in self.fields:
+            if f.constant is not None:
+                out[f.name] = f.constant
+            if isinstance(f.type, CompositeType):
+                for p in f.type.parts:
+                    if isinstance(p.type, EncodedType) and p.type.constant is not None:
+                        out[f"{f.name}.{p.name}"] = p.type.constant
+        return out
+
+    def meta_fields(self) -> list[tuple[str, str]]:
+        """The decoder's own columns after the block's bytes (name, numpy format)."""
+        raise NotImplementedError
+
+    def dtype(self) -> np.dtype[Any]:
+        """Return the numpy dtype of one decoded row.
+
+        The block's columns sit at their SBE offsets (a row's first ``block_length`` bytes are
+        the block's bytes), followed by the decoder's columns (:meth:`meta_fields`, names
+        starting with ``_``) and, per var data field, ``<name>._start`` (offset of its bytes
+        in the decoded buffer) and ``<name>._length``.
+        """
+        names: list[str] = []
+        formats: list[Any] = []
+        offsets: list[int] = []
+        for c in self.columns:
+            names.append(c.name)
+            formats.append(c.numpy_format(self.byte_order))
+            offsets.append(c.offset)
+        at = self.block_length
+        extra = list(self.meta_fields())
+        for d in self.data:
+            extra += [(f"{d.name}._start", "<i8"), (f"{d.name}._length", "<i8")]
+        for name, fmt in extra:
+            names.append(name)
+            formats.append(fmt)
+            offsets.append(at)
+            at += 8 if fmt.endswith("8") else 2
+        return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": at})
+
+    def null_row(self) -> bytes:
+        """Return the block's bytes with every column null (what absent fields decode to)."""
+        row = bytearray(self.block_length)
+        for c in self.columns:
+            row[c.offset : c.offset + c.size] = c.null_bytes(self.byte_order)
+        return bytes(row)
+
+    def walk_groups(self) -> Iterator[Group]:
+        """Yield every group inside this block, depth first, in wire order."""
+        for g in self.groups:
+            yield g
+            yield from g.walk_groups()
+
+
+@dataclass(frozen=True)
+class Group(Block):
+    """A ``<group>``: ``numInGroup`` entries of ``block_length`` bytes, after its dimension."""
+
+    dimension: CompositeType | None = None
+
+    def meta_fields(self) -> list[tuple[str, str]]:
+        """``_msg``: row of the message in its template's rows; ``_parent``: row of the
+        entry (or message) this entry belongs to, in the parent's rows."""
+        return [("_msg", "<i8"), ("_parent", "<i8")]
+
+    @property
+    def dimension_size(self) -> int:
+        """Bytes of the dimension header (blockLength and numInGroup)."""
+        assert self.dimension is not None
+        return self.dimension.size
+
+
+@dataclass(frozen=True)
+class Message(Block):
+    """A ``<message>``: its root block, groups and var data; ``id`` is its templateId."""
+
+    description: str = ""
+    semantic_type: str = ""
+
+    def meta_fields(self) -> list[tuple[str, str]]:
+        """``_packet``: packet number; ``_index``: message number in the capture;
+        ``_version`` and ``_block_length``: from the message's header."""
+        return [("_packet", "<i8"), ("_index", "<i8"), ("_version", "<u2"), ("_block_length", "<u2")]
+
+
+@dataclass(frozen=True)
+class Schema:
+    """A whole SBE message schema."""
+
+    path: Path
+    package: str
+    id: int
+    version: int
+    byte_order: str  # '<' or '>'
+    header: CompositeType
+    types: dict[str, TypeDef]
+    messages: dict[int, Message]
+
+    def message(self, key: int | str) -> Message:
+        """Return a message by templateId or name (KeyError naming the schema otherwise)."""
+        if isinstance(key, int):
+            if key in self.messages:
+                return self.messages[key]
+        else:
+            for m in self.messages.values():
+                if key in (m.name, m.description):
+                    return m
+        raise KeyError(f"{self.path.name} (schema {self.id} v{self.version}) has no message {key!r}")
+
+    def header_offset(self, member: str) -> tuple[int, int]:
+        """Return (offset, size) of a member of the message header (``templateId``, ...)."""
+        p = self.header.part(member)
+        return p.offset, p.type.size
+
+
+# ------------------------------------------------------------------------- flattening
+
+
+def _flatten(
+    name: str, top: str, t: TypeDef, offset: int, since: int, out: list[Column]
+) -> None:
+    if isinstance(t, EncodedType):
+        if t.presence != "constant":
+            out.append(Column(name, top, offset, t, since_version=since))
+    elif isinstance(t, EnumType):
+        out.append(Column(name, top, offset, t.encoding, enum=t, since_version=since))
+    elif isinstance(t, SetType):
+        out.append(Column(name, top, offset, t.encoding, set=t, since_version=since))
+    else:
+        exponent: int | None = None
+        for p in t.parts:
+            if p.name == "exponent" and isinstance(p.type, EncodedType):
+                if p.type.presence == "constant" and isinstance(p.type.constant, int):
+                    exponent = p.type.constant
+        for p in t.parts:
+            before = len(out)
+            _flatten(f"{name}.{p.name}", top, p.type, offset + p.offset, since, out)
+            if p.name == "mantissa" and exponent is not None and len(out) == before + 1:
+                out[-1] = Column(
+                    out[-1].name, top, out[-1].offset, out[-1].type, since_version=since,
+                    exponent=exponent,
+                )
+
+
+# ----------------------------------------------------------------------------- parsing
+
+
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1].rsplit(":", 1)[-1]
+
+
+def _parse_xml(path: Path, data: bytes) -> tuple[ET.Element, dict[int, int]]:
+    """Parse ``data`` into elements, with the line each element starts on (by ``id``)."""
+    parser = expat.ParserCreate()
+    lines: dict[int, int] = {}
+    stack: list[ET.Element] = []
+    roots: list[ET.Element] = []
+
+    def start(tag: str, attrs: dict[str, str]) -> None:
+        el = ET.Element(tag, attrs)
+        lines[id(el)] = parser.CurrentLineNumber
+        (stack[-1].append(el) if stack else roots.append(el))
+        stack.append(el)
+
+    def end(_tag: str) -> None:
+        stack.pop()
+
+    def text(chunk: str) -> None:
+        if stack:
+            el = stack[-1]
+            if len(el):
+                el[-1].tail = (el[-1].tail or "") + chunk
+            else:
+                el.text = (el.text or "") + chunk
+
+    parser.StartElementHandler = start
+    parser.EndElementHandler = end
+    parser.CharacterDataHandler = text
+    try:
+        parser.Parse(data, True)
+    except expat.ExpatError as e:
+        raise SchemaError(f"{path}:{e.lineno}: not well-formed XML ({e})") from None
+    if not roots:
+        raise SchemaError(f"{path}: no root element")
+    return roots[0], lines
+
+
+class _Reader:
+    """One schema file being read: its elements by name, types resolved on first use."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise SchemaError(f"{path}: cannot read the schema ({e.strerror})") from e
+        self.root, self.lines = _parse_xml(path, data)
+        self.elements: dict[str, ET.Element] = {}
+        self.types: dict[str, TypeDef] = {}
+        self._resolving: set[str] = set()
+        self.byte_order = "<"
+
+    def error(self, el: ET.Element, why: str) -> SchemaError:
+        attrs = f' name="{el.get("name")}"' if el.get("name") else ""
+        line = self.lines.get(id(el), 0)
+        return SchemaError(f"{self.path}:{line}: <{_local(el.tag)}{attrs}>: {why}")
+
+    def line(self, el: ET.Element) -> int:
+        return self.lines.get(id(el), 0)
+
+    def int_attr(self, el: ET.Element, name: str, default: int | None = None) -> int:
+        text = el.get(name)
+        if text is None:
+            if default is None:
+                raise self.error(el, f"attribute {name!r} is missing")
+            return default
+        try:
+            return int(text)
+        except ValueError:
+            raise self.error(el, f"{name}={text!r} is not an integer") from None
+
+    def number(self, el: ET.Element, name: str, primitive: str) -> int | float | None:
+        text = el.get(name)
+        if text is None:
+            return None
+        try:
+            return float(text) if primitive in ("float", "double") else int(text, 0)
+        except ValueError:
+            if primitive == "char" and len(text) == 1:
+                return ord(text)
+            raise self.error(el, f"{name}={text!r} is not a {primitive} value") from None
+
+    # --- types
+
+    def collect(self) -> None:
+        for types in self.root.iter():
+            if _local(types.tag) != "types":
+                continue
+            for el in types:
+                if not isinstance(el.tag, str):
+                    continue
+                name = el.get("name")
+                if not name:
+                    raise self.error(el, "a type without a name")
+                if name in self.elements:
+                    raise self.error(el, f"type {name!r} is defined twice")
+                self.elements[name] = el
+
+    def type_named(self, name: str, user: ET.Element) -> TypeDef:
+        if name in self.types:
+            return self.types[name]
+        if name in PRIMITIVES and name not in self.elements:
+            return EncodedType(name=name, primitive=name)
+        el = self.elements.get(name)
+        if el is None:
+            raise self.error(user, f"unknown type {name!r}")
+        if name in self._resolving:
+            raise self.error(el, f"type {name!r} refers to itself")
+        self._resolving.add(name)
+        t = self.type_def(el)
+        self._resolving.discard(name)
+        self.types[name] = t
+        return t
+
+    def type_def(self, el: ET.Element) -> TypeDef:
+        kind = _local(el.tag)
+        if kind == "type":
+            return self.encoded(el)
+        if kind == "composite":
+            return self.composite(el)
+        if kind == "enum":
+            return self.enum(el)
+        if kind == "set":
+            return self.set(el)
+        raise self.error(el, f"unknown kind of type <{kind}>")
+
+    def encoded(self, el: ET.Element) -> EncodedType:
+        name = el.get("name", "")
+        primitive = el.get("primitiveType", "")
+        if primitive not in PRIMITIVES:
+            raise self.error(el, f"primitiveType={primitive!r} is not an SBE primitive type")
+        presence = el.get("presence", "required")
+        if presence not in ("required", "optional", "constant"):
+            raise self.error(el, f"presence={presence!r} (required, optional or constant)")
+        length = self.int_attr(el, "length", 1)
+        if length < 0:
+            raise self.error(el, f"length={length} is negative")
+        constant: Scalar | None = None
+        value_ref = el.get("valueRef")
+        if presence == "constant":
+            text = (el.text or "").strip()
+            if value_ref:
+                constant = self.value_of(value_ref, el)
+            elif primitive == "char":
+                constant = text
+            elif not text:
+                raise self.error(el, "a constant without a value")
+            else:
+                try:
+                    constant = float(text) if primitive in ("float", "double") else int(text, 0)
+                except ValueError:
+                    raise self.error(el, f"constant {text!r} is not a {primitive}") from None
+        null_value = self.number(el, "nullValue", primitive)
+        kind, size, _ = PRIMITIVES[primitive]
+        if isinstance(null_value, int) and kind[0] in "iu":
+            lo, hi = (0, 2 ** (8 * size) - 1) if kind[0] == "u" else (-(2 ** (8 * size - 1)), 2 ** (8 * size - 1) - 1)
+            if not lo <= null_value <= hi:
+                raise self.error(el, f"nullValue={null_value} does not fit a {primitive}")
+        return EncodedType(
+            name=name,
+            primitive=primitive,
+            length=length,
+            presence=presence,
+            null_value=null_value,
+            min_value=self.number(el, "minValue", primitive),
+            max_value=self.number(el, "maxValue", primitive),
+            constant=constant,
+            value_ref=value_ref,
+            since_version=self.int_attr(el, "sinceVersion", 0),
+            semantic_type=el.get("semanticType", ""),
+            line=self.line(el),
+        )
+
+    def value_of(self, ref: str, user: ET.Element) -> Scalar:
+        enum_name, _, value = ref.partition(".")
+        t = self.type_named(enum_name, user)
+        if not isinstance(t, EnumType) or value not in t.values:
+            raise self.error(user, f"valueRef={ref!r} names no value of an enum")
+        return t.values[value]
+
+    def composite(self, el: ET.Element) -> CompositeType:
+        parts: list[CompositePart] = []
+        at = 0
+        for child in el:
+            if not isinstance(child.tag, str):
+                continue
+            kind = _local(child.tag)
+            pname = child.get("name", "")
+            if kind == "ref":
+                t = self.type_named(child.get("type", ""), child)
+            elif kind in ("type", "composite", "enum", "set"):
+                t = self.type_def(child)
+            else:
+                raise self.error(child, f"<{kind}> cannot be a member of a composite")
+            offset = self.int_attr(child, "offset", at)
+            if offset < at:
+                raise self.error(child, f"offset={offset} overlaps the member before it (ends at {at})")
+            parts.append(CompositePart(pname, t, offset))
+            at = offset + t.size
+        if not parts:
+            raise self.error(el, "a composite without members")
+        return CompositeType(
+            name=el.get("name", ""),
+            parts=tuple(parts),
+            size=at,
+            since_version=self.int_attr(el, "sinceVersion", 0),
+            semantic_type=el.get("semanticType", ""),
+            line=self.line(el),
+        )
+
+    def encoding_of(self, el: ET.Element) -> EncodedType:
+        enc_name = el.get("encodingType", "")
+        if not enc_name:
+            raise self.error(el, "encodingType is missing")
+        enc = self.type_named(enc_name, el)
+        if not isinstance(enc, EncodedType) or enc.presence == "constant":
+            raise self.error(el, f"encodingType={enc_name!r} is not a primitive type")
+        return enc
+
+    def enum(self, el: ET.Element) -> EnumType:
+        enc = self.encoding_of(el)
+        values: dict[str, Scalar] = {}
+        descriptions: dict[str, str] = {}
+        for v in el:
+            if not isinstance(v.tag, str) or _local(v.tag) != "validValue":
+                continue
+            text = (v.text or "").strip()
+            name = v.get("name", "")
+            if enc.primitive == "char":
+                if len(text) != 1:
+                    raise self.error(v, f"value {text!r} of a char enum is not one char")
+                values[name] = text
+            else:
+                try:
+                    values[name] = int(text, 0)
+                except ValueError:
+                    raise self.error(v, f"value {text!r} is not an integer") from None
+            descriptions[name] = v.get("description", "")
+        return EnumType(
+            name=el.get("name", ""),
+            encoding=enc,
+            values=values,
+            descriptions=descriptions,
+            since_version=self.int_attr(el, "sinceVersion", 0),
+            line=self.line(el),
+        )
+
+    def set(self, el: ET.Element) -> SetType:
+        enc = self.encoding_of(el)
+        choices: dict[str, int] = {}
+        bits = enc.size * 8
+        for c in el:
+            if not isinstance(c.tag, str) or _local(c.tag) != "choice":
+                continue
+            text = (c.text or "").strip()
+            try:
+                bit = int(text)
+            except ValueError:
+                raise self.error(c, f"bit {text!r} is not an integer") from None
+            if not 0 <= bit < bits:
+                raise self.error(c, f"bit {bit} is outside a {enc.primitive}")
+            choices[c.get("name", "")] = bit
+        return SetType(
+            name=el.get("name", ""),
+            encoding=enc,
+            choices=choices,
+            since_version=self.int_attr(el, "sinceVersion", 0),
+            line=self.line(el),
+        )
+
+    # --- messages
+
+    def block_parts(
+        self, el: ET.Element, owner_since: int
+    ) -> tuple[list[Field], list[Group], list[DataField], int]:
+        fields: list[Field] = []
+        groups: list[Group] = []
+        data: list[DataField] = []
+        at = 0
+        for child in el:
+            if not isinstance(child.tag, str):
+                continue
+            kind = _local(child.tag)
+            since = max(self.int_attr(child, "sinceVersion", 0), owner_since)
+            if kind == "field":
+                if groups or data:
+                    raise self.error(child, "a field after a group or var data field")
+                f = self.field(child, at, since)
+                fields.append(f)
+                at = max(at, f.offset + f.type.size)
+            elif kind == "group":
+                if data:
+                    raise self.error(child, "a group after a var data field")
+                groups.append(self.group(child, since))
+            elif kind == "data":
+                data.append(self.data(child, since))
+        return fields, groups, data, at
+
+    def field(self, el: ET.Element, at: int, since: int) -> Field:
+        name = el.get("name", "")
+        tname = el.get("type")
+        if not tname:
+            raise self.error(el, "type is missing")
+        t = self.type_named(tname, el)
+        offset = self.int_attr(el, "offset", at)
+        if offset < at and t.size:
+            raise self.error(el, f"offset={offset} overlaps the field before it (ends at {at})")
+        presence = el.get("presence", "")
+        constant: Scalar | None = None
+        if presence == "constant":
+            ref = el.get("valueRef")
+            if not ref:
+                raise self.error(el, 'presence="constant" without a valueRef')
+            constant = self.value_of(ref, el)
+        elif isinstance(t, EncodedType) and t.presence == "constant":
+            presence, constant = "constant", t.constant
+        if presence == "constant" and isinstance(t, EnumType):
+            t = EncodedType(  # a constant enum field takes no bytes
+                name=t.name, primitive=t.encoding.primitive, presence="constant", constant=constant
+            )
+        try:
+            fid = int(el.get("id", "0"))
+        except ValueError:
+            raise self.error(el, f"id={el.get('id')!r} is not an integer") from None
+        return Field(
+            name=name,
+            id=fid,
+            type=t,
+            offset=offset,
+            since_version=since,
+            presence=presence or "required",
+            constant=constant,
+            semantic_type=el.get("semanticType", ""),
+            line=self.line(el),
+        )
+
+    def group(self, el: ET.Element, since: int) -> Group:
+        dim_name = el.get("dimensionType", "groupSizeEncoding")
+        dim = self.type_named(dim_name, el)
+        if not isinstance(dim, CompositeType):
+            raise self.error(el, f"dimensionType={dim_name!r} is not a composite")
+        for member in ("blockLength", "numInGroup"):
+            try:
+                p = dim.part(member)
+            except KeyError:
+                raise self.error(el, f"dimensionType {dim_name!r} has no {member}") from None
+            if not isinstance(p.type, EncodedType) or p.type.primitive[0] != "u":
+                raise self.error(el, f"{dim_name}.{member} is not an unsigned integer")
+        fields, groups, data, end = self.block_parts(el, since)
+        block_length = self.int_attr(el, "blockLength", end)
+        if block_length < end:
+            raise self.error(el, f"blockLength={block_length} is shorter than its fields ({end} bytes)")
+        return Group(
+            name=el.get("name", ""),
+            id=self.int_attr(el, "id", 0),
+            block_length=block_length,
+            fields=tuple(fields),
+            groups=tuple(groups),
+            data=tuple(data),
+            since_version=since,
+            byte_order=self.byte_order,
+            line=self.line(el),
+            dimension=dim,
+        )
+
+    def data(self, el: ET.Element, since: int) -> DataField:
+        tname = el.get("type", "")
+        t = self.type_named(tname, el)
+        if not isinstance(t, CompositeType) or len(t.parts) < 2:
+            raise self.error(el, f"type {tname!r} of var data is not a length + data composite")
+        length = t.parts[0]
+        if not isinstance(length.type, EncodedType) or length.type.primitive[0] != "u":
+            raise self.error(el, f"{tname}.{length.name} is not an unsigned length")
+        return DataField(
+            name=el.get("name", ""),
+            id=self.int_attr(el, "id", 0),
+            type=t,
+            length_type=length.type,
+            length_offset=length.offset,
+            data_offset=t.parts[1].offset,
+            since_version=since,
+            line=self.line(el),
+        )
+
+    def message(self, el: ET.Element) -> Message:
+        since = self.int_attr(el, "sinceVersion", 0)
+        fields, groups, data, end = self.block_parts(el, since)
+        block_length = self.int_attr(el, "blockLength", end)
+        if block_length < end:
+            raise self.error(el, f"blockLength={block_length} is shorter than its fields ({end} bytes)")
+        return Message(
+            name=el.get("name", ""),
+            id=self.int_attr(el, "id"),
+            block_length=block_length,
+            fields=tuple(fields),
+            groups=tuple(groups),
+            data=tuple(data),
+            since_version=since,
+            byte_order=self.byte_order,
+            line=self.line(el),
+            description=el.get("description", ""),
+            semantic_type=el.get("semanticType", ""),
+        )
+
+    def schema(self) -> Schema:
+        root = self.root
+        if _local(root.tag) != "messageSchema":
+            raise self.error(root, "the root element is not <messageSchema>")
+        order = root.get("byteOrder", "littleEndian")
+        if order not in ("littleEndian", "bigEndian"):
+            raise self.error(root, f"byteOrder={order!r} (littleEndian or bigEndian)")
+        self.byte_order = "<" if order == "littleEndian" else ">"
+        self.collect()
+        header = self.type_named(root.get("headerType", "messageHeader"), root)
+        if not isinstance(header, CompositeType):
+            raise self.error(root, "the message header type is not a composite")
+        for member in ("blockLength", "templateId", "schemaId", "version"):
+            try:
+                p = header.part(member)
+            except KeyError:
+                raise self.error(root, f"the message header has no {member}") from None
+            if not isinstance(p.type, EncodedType) or p.type.primitive[0] != "u":
+                raise self.error(root, f"header member {member} is not an unsigned integer")
+        for name in self.elements:
+            self.type_named(name, self.elements[name])
+        messages: dict[int, Message] = {}
+        for el in root:
+            if isinstance(el.tag, str) and _local(el.tag) == "message":
+                m = self.message(el)
+                if m.id in messages:
+                    raise self.error(el, f"templateId {m.id} is used twice")
+                if not 0 <= m.id < 65536:
+                    raise self.error(el, f"templateId {m.id} does not fit a uint16")
+                messages[m.id] = m
+        return Schema(
+            path=self.path,
+            package=root.get("package", ""),
+            id=self.int_attr(root, "id", 0),
+            version=self.int_attr(root, "version", 0),
+            byte_order=self.byte_order,
+            header=header,
+            types=dict(self.types),
+            messages=messages,
+        )
+
+
+def load_schema(path: str | Path) -> Schema:
+    """Read an SBE message schema XML file.
+
+    Parameters
+    ----------
+    path
+        The schema file (``templates_FixBinary.xml`` for CME MDP 3.0).
+
+    Returns
+    -------
+    Schema
+        Its types and messages, with each block's columns at their offsets.
+
+    Raises
+    ------
+    SchemaError
+        If the file cannot be read or is not a usable schema; the message names the file,
+        the line and the element.
+    """
+    return _Reader(Path(path)).schema()
