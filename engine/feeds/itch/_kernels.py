@@ -296,3 +296,151 @@ def decode_messages(
             i += 1
             p += 2 + ln
     return w
+
+
+# ----------------------------------------------------------------------------- MoldUDP64
+#: Per-packet status bits written by :func:`mold_track`.
+PK_HEARTBEAT: int = 1  # message count 0
+PK_END: int = 2  # message count 0xFFFF: end of session
+PK_GAP: int = 4  # its sequence number is past the next expected one: messages missing
+PK_LATE: int = 8  # it filled (part of) an earlier gap: reordered or retransmitted
+PK_DUPLICATE: int = 16  # it carried messages, all already seen
+PK_OVERLAP: int = 32  # some of its messages were already seen, some not
+
+#: Columns of the tracker's state row (``int64[T_WIDTH]``).
+T_EXPECTED: int = 0  # next expected sequence number
+T_NGAPS: int = 1  # open gaps in the gap table
+T_ERROR: int = 2  # 1: the gap table overflowed at packet T_AT
+T_AT: int = 3
+T_WIDTH: int = 4
+
+
+@kernel
+def mold_headers(buf: U8, pk_start: I64, seqs: I64, counts: I64) -> None:
+    """Read each packet's sequence number and message count (headers checked long enough).
+
+    ``seqs`` and ``counts`` (``int64[n_packets]``) are written in place.
+    """
+    for i in range(pk_start.shape[0]):
+        p = pk_start[i]
+        seqs[i] = be64(buf, p + 10)
+        counts[i] = be16(buf, p + 18)
+
+
+@kernel_inline
+def _in_gap(gaps: I64, state: I64, q: int) -> int:
+    for j in range(state[T_NGAPS]):
+        if gaps[j, 0] <= q < gaps[j, 1]:
+            return j
+    return -1
+
+
+@kernel_inline
+def _take_from_gap(gaps: I64, state: I64, j: int, q: int) -> bool:
+    # Remove sequence number q from open gap j; False if the table has no room for a split.
+    a = gaps[j, 0]
+    b = gaps[j, 1]
+    if q == a:
+        gaps[j, 0] = a + 1
+    elif q == b - 1:
+        gaps[j, 1] = b - 1
+    else:
+        n = state[T_NGAPS]
+        if n >= gaps.shape[0]:
+            return False
+        for m in range(n, j + 1, -1):
+            gaps[m, 0] = gaps[m - 1, 0]
+            gaps[m, 1] = gaps[m - 1, 1]
+        gaps[j, 1] = q
+        gaps[j + 1, 0] = q + 1
+        gaps[j + 1, 1] = b
+        state[T_NGAPS] = n + 1
+        return True
+    if gaps[j, 0] >= gaps[j, 1]:
+        n = state[T_NGAPS]
+        for m in range(j, n - 1):
+            gaps[m, 0] = gaps[m + 1, 0]
+            gaps[m, 1] = gaps[m + 1, 1]
+        state[T_NGAPS] = n - 1
+    return True
+
+
+@kernel
+def mold_track(
+    seqs: I64, counts: I64, state: I64, gaps: I64, keep: U8, status: npt.NDArray[np.uint8]
+) -> int:
+    """Track MoldUDP64 sequence numbers over packets in arrival order.
+
+    A packet's messages at or past the next expected number are new; one below it is new
+    only if it lies in an open gap (it arrived late: reordering or a retransmission), which
+    it then closes. Everything else was seen and is flagged not to be decoded again.
+
+    Parameters
+    ----------
+    seqs, counts : int64[n_packets]
+        Each packet's sequence number and message count.
+    state : int64[T_WIDTH]
+        Tracker state (``T_*``); mutated in place.
+    gaps : int64[cap, 2]
+        Open gaps ``[first, end)`` in increasing order, ``state[T_NGAPS]`` of them; mutated.
+    keep : uint8[sum of message counts]
+        Output, one flag per message in stream order: 1 to decode it.
+    status : uint8[n_packets]
+        Output, ``PK_*`` bits per packet.
+
+    Returns
+    -------
+    int
+        Packets processed (fewer than given when the gap table overflowed: ``T_ERROR``).
+    """
+    g = 0
+    for k in range(seqs.shape[0]):
+        s = seqs[k]
+        c = counts[k]
+        exp = state[T_EXPECTED]
+        st = 0
+        if c == MOLD_END_OF_SESSION or c == 0:
+            st = PK_END if c != 0 else PK_HEARTBEAT
+            c = 0
+        if s > exp:
+            n = state[T_NGAPS]
+            if n >= gaps.shape[0]:
+                state[T_ERROR] = 1
+                state[T_AT] = k
+                return k
+            gaps[n, 0] = exp
+            gaps[n, 1] = s
+            state[T_NGAPS] = n + 1
+            st |= PK_GAP
+            exp = s
+            state[T_EXPECTED] = s
+        new = 0
+        late = False
+        for i in range(c):
+            q = s + i
+            if q >= exp:
+                keep[g + i] = 1
+                new += 1
+            else:
+                j = _in_gap(gaps, state, q)
+                if j >= 0:
+                    if not _take_from_gap(gaps, state, j, q):
+                        state[T_ERROR] = 1
+                        state[T_AT] = k
+                        return k
+                    keep[g + i] = 1
+                    new += 1
+                    late = True
+                else:
+                    keep[g + i] = 0
+        if s + c > exp:
+            state[T_EXPECTED] = s + c
+        if c > 0 and new == 0:
+            st |= PK_DUPLICATE
+        elif new < c:
+            st |= PK_OVERLAP
+        if late:
+            st |= PK_LATE
+        status[k] = st
+        g += c
+    return seqs.shape[0]
