@@ -279,6 +279,8 @@ class _ClientEvents(SoupClientHandler):
 
     def __init__(self, client: OuchClient) -> None:
         self.client = client
+        # Every Sequenced Data goes straight to the client (one call fewer per message).
+        self.on_sequenced = client._on_sequenced  # type: ignore[method-assign]
 
     def on_sequenced(self, seq: int, payload: bytes, now_ns: int) -> None:
         self.client._on_sequenced(seq, payload, now_ns)

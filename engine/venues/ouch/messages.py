@@ -937,7 +937,8 @@ class _Unpacker:
     """
 
     __slots__ = (
-        "alpha", "chars", "cls", "has_app", "make", "set_appendage", "setters", "size", "struct",
+        "alpha", "chars", "cls", "decode", "has_app", "make", "set_appendage", "setters", "size",
+        "struct",
     )  # fmt: skip
 
     def __init__(self, cls: type[OuchMessage]) -> None:
@@ -958,6 +959,9 @@ class _Unpacker:
         #: ``make(vals, appendage=())``: the message of fixed-field values ``vals`` (which may
         #: end in AppendageLength) and ``appendage``.
         self.make: Callable[..., OuchMessage] = _maker(cls, self.setters, self.set_appendage)
+        #: ``decode(data)``: the message in ``data`` (at least ``size`` bytes, type byte
+        #: first), or None when its appendage is malformed (the kernel path then says why).
+        self.decode: Callable[[bytes], OuchMessage | None] = _struct_decoder(self)
 
 
 def _maker(
@@ -978,6 +982,49 @@ def _maker(
     exec("\n".join(lines), names)  # our own text, from the class's layout
     make: Callable[..., OuchMessage] = names["make"]
     return make
+
+
+#: A character field's value by its byte (``struct``'s ``c`` gives a 1-byte ``bytes``).
+_CHARS: Final = {bytes([i]): chr(i) for i in range(256)}
+
+
+def _struct_decoder(u: _Unpacker) -> Callable[[bytes], OuchMessage | None]:
+    # The struct path of one type written out (as _maker is): unpack into names, each field
+    # made str where it is one and set through its slot, the options split last. Against the
+    # loop over index lists and make(): Order Accepted 1.9 -> 1.3 µs.
+    layout = u.cls.LAYOUT
+    names: dict[str, Any] = {
+        "new": object.__new__, "cls": u.cls, "unpack": u.struct.unpack_from, "C": _CHARS,
+        "split": _split_options, "SIZE": u.size, "sa": u.set_appendage,
+    }  # fmt: skip
+    values = [f"v{i}" for i in range(len(layout))] + (["app"] if u.has_app else [])
+    lines = ["def decode(data):"]
+    if values:
+        lines.append(f"    {', '.join(values)}, = unpack(data, 1)")
+    if u.has_app:
+        lines += [
+            "    opts = ()",
+            "    if app:",
+            "        opts = split(data, SIZE, SIZE + app)",
+            "        if opts is None:",
+            "            return None",
+        ]
+    lines.append("    msg = new(cls)")
+    for i, (f, setter) in enumerate(zip(layout, u.setters, strict=True)):
+        names[f"s{i}"] = setter
+        if f.kind == k.K_CHAR:
+            value = f"C[v{i}]"
+        elif f.kind == k.K_ALPHA:
+            value = f"v{i}.decode('latin-1').rstrip(' ')"
+        else:
+            value = f"v{i}"
+        lines.append(f"    s{i}(msg, {value})")
+    if u.has_app:
+        lines.append("    sa(msg, opts)")
+    lines.append("    return msg")
+    exec("\n".join(lines), names)  # our own text, from the class's layout
+    decode: Callable[[bytes], OuchMessage | None] = names["decode"]
+    return decode
 
 
 class Decoder:
@@ -1012,16 +1059,9 @@ class Decoder:
         # here. Anything cut or malformed goes to the kernel, which says what is wrong.
         u = self._unpackers.get(data[0]) if data else None
         if u is not None and len(data) >= u.size:
-            vals = list(u.struct.unpack_from(data, 1))
-            options: tuple[TagValue, ...] | None = ()
-            if u.has_app and vals[-1]:
-                options = _split_options(data, u.size, u.size + vals[-1])
-            if options is not None:
-                for i in u.chars:
-                    vals[i] = vals[i].decode("latin-1")
-                for i in u.alpha:
-                    vals[i] = vals[i].decode("latin-1").rstrip(" ")
-                return u.make(vals, options)
+            msg = u.decode(data)
+            if msg is not None:
+                return msg
         return self.decode_by_kernel(data)
 
     def decode_by_kernel(self, data: bytes) -> OuchMessage:
