@@ -205,7 +205,10 @@ def decode_options(raw: bytes | memoryview) -> tuple[TagValue, ...]:
 
 
 def _pad(name: str, text: str, size: int) -> bytes:
-    raw = text.encode("ascii")
+    try:
+        raw = text.encode("ascii")
+    except UnicodeEncodeError:
+        raise ValueError(f"{name}: {text!r} is not ASCII text") from None
     if len(raw) > size:
         raise ValueError(f"{name}: {text!r} is longer than {size} characters")
     return raw.ljust(size, b" ")
@@ -843,6 +846,25 @@ class Encoder:
         ValueError
             If a field does not fit (text too long, number out of range).
         """
+        fast = _STRUCT_ENCODERS.get(type(msg))
+        raw = fast(msg) if fast is not None else None
+        if raw is None:  # a field that does not fit: the kernel path says which
+            return self.encode_by_kernel(msg, soup_type)
+        if soup_type:
+            return (len(raw) + 1).to_bytes(2, "big") + soup_type + raw
+        return raw
+
+    def encode_by_kernel(self, msg: OuchMessage, soup_type: bytes = b"") -> bytes:
+        """Return :meth:`encode` of ``msg`` the general way: each field checked, then written.
+
+        The layout kernel writes the fields; this is the path that names a field that does
+        not fit.
+
+        Raises
+        ------
+        ValueError
+            If a field does not fit (names it).
+        """
         vals = self._vals
         alpha = self._alpha
         at = 0
@@ -923,6 +945,61 @@ _STRUCT_CODES: Final = {
     (k.K_INT, 1): "b", (k.K_INT, 2): "h", (k.K_INT, 4): "i", (k.K_INT, 8): "q",
     (k.K_CHAR, 1): "c",
 }  # fmt: skip
+
+
+#: A character field's bytes by its value (ASCII only: anything else is not in it).
+_CHAR_BYTES: Final = {chr(i): bytes([i]) for i in range(128)}
+_MAX_U63: Final = 1 << 63
+
+
+def _struct_encoder(cls: type[OuchMessage]) -> Callable[[OuchMessage], bytes | None]:
+    # The message's fields packed by one struct call, written out per type (as the decoders
+    # are): Order Accepted 6.7 -> ~1.5 µs. Anything that does not fit (a text too long, a
+    # character that is not one ASCII byte, a number out of range) returns None, and
+    # encode_by_kernel then raises the error that names the field.
+    layout = cls.LAYOUT
+    fmt = ">c" + "".join(
+        f"{f.size}s" if f.kind == k.K_ALPHA else _STRUCT_CODES[f.kind, f.size] for f in layout
+    )
+    if cls.HAS_APPENDAGE:
+        fmt += "H"
+    names: dict[str, Any] = {
+        "pack": struct.Struct(fmt).pack, "B": _CHAR_BYTES, "M63": _MAX_U63, "T": cls.TYPE,
+        "opts": encode_options, "error": struct.error,
+    }  # fmt: skip
+    lines = ["def encode(msg):", "    try:"]
+    args = ["T"]
+    for i, f in enumerate(layout):
+        if f.kind == k.K_CHAR:
+            lines.append(f"        v{i} = B[msg.{f.attr}]")
+        elif f.kind == k.K_ALPHA:
+            lines += [
+                f"        v{i} = msg.{f.attr}.ljust({f.size})",
+                f"        if len(v{i}) != {f.size}:",
+                "            return None",
+                f"        v{i} = v{i}.encode('ascii')",
+            ]
+        else:
+            lines.append(f"        v{i} = msg.{f.attr}")
+            if f.kind == k.K_UINT and f.size == 8:  # the kernels' int64: below 2**63
+                lines += [f"        if not 0 <= v{i} < M63:", "            return None"]
+        args.append(f"v{i}")
+    if cls.HAS_APPENDAGE:
+        lines += ["        app = opts(msg.appendage) if msg.appendage else b''"]
+        args.append("len(app)")
+        lines.append(f"        return pack({', '.join(args)}) + app")
+    else:
+        lines.append(f"        return pack({', '.join(args)})")
+    lines += [
+        "    except (KeyError, AttributeError, UnicodeEncodeError, TypeError, error):",
+        "        return None",
+    ]
+    exec("\n".join(lines), names)  # our own text, from the class's layout
+    encode: Callable[[OuchMessage], bytes | None] = names["encode"]
+    return encode
+
+
+_STRUCT_ENCODERS: Final = {c: _struct_encoder(c) for table in CLASSES for c in table.values()}
 
 
 class _Unpacker:

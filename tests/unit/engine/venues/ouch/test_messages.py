@@ -264,6 +264,52 @@ def test_every_message_round_trips_and_names_every_field(msg: m.OuchMessage) -> 
 
 
 @pytest.mark.parametrize("msg", ALL, ids=lambda msg: msg.NAME)
+def test_struct_and_kernel_encoding_agree_on_every_type(msg: m.OuchMessage) -> None:
+    """Each type packs in one struct call; the layout kernel checks every field and writes
+    them: the same bytes for every type, framed or not, with and without options."""
+    import dataclasses
+
+    enc = m.Encoder()
+    variants = [msg]
+    if msg.HAS_APPENDAGE:
+        variants.append(dataclasses.replace(msg, appendage=()))  # type: ignore[type-var]
+    for v in variants:
+        assert enc.encode(v) == enc.encode_by_kernel(v)
+        assert enc.encode(v, b"U") == enc.encode_by_kernel(v, b"U")
+
+
+@pytest.mark.parametrize(
+    ("bad", "why"),
+    [
+        ({"symbol": "TOOLONGSYM"}, "Symbol"),
+        ({"side": "é"}, "Side"),
+        ({"side": ""}, "Side"),
+        ({"quantity": -1}, "Quantity"),
+        ({"quantity": 1 << 32}, "Quantity"),
+        ({"user_ref_num": 1 << 32}, "UserRefNum"),
+        ({"cl_ord_id": "é"}, "ClOrdID: 'é' is not ASCII"),
+    ],
+)
+def test_what_the_struct_path_cannot_pack_gets_the_kernel_paths_error(
+    bad: dict[str, object], why: str
+) -> None:
+    msg = m.EnterOrder(**({"user_ref_num": 1, "side": "B", "quantity": 1, "symbol": "A",
+                           "price": 1} | bad))  # type: ignore[arg-type]  # fmt: skip
+    with pytest.raises(ValueError, match=why):
+        m.Encoder().encode(msg)
+
+
+def test_a_uint64_past_the_kernels_int64_is_refused_on_both_paths() -> None:
+    msg = m.OrderAccepted(
+        timestamp=1 << 63, user_ref_num=1, side="B", quantity=1, symbol="A", price=1,
+        time_in_force="0", display="Y", order_reference_number=1, capacity="A",
+        inter_market_sweep_eligibility="N", cross_type="N", order_state="L", cl_ord_id="",
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="Timestamp"):
+        m.Encoder().encode(msg)
+
+
+@pytest.mark.parametrize("msg", ALL, ids=lambda msg: msg.NAME)
 def test_struct_and_kernel_decoding_agree_on_every_type(msg: m.OuchMessage) -> None:
     """A message without appendage options decodes in one struct call; the layout kernel
     decodes the rest: both give the same message for every type, cut or whole."""
