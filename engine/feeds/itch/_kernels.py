@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.jit import kernel, kernel_inline
+from engine.types import BUY, SELL
 
 U8 = npt.NDArray[np.uint8]
 I64 = npt.NDArray[np.int64]
@@ -444,3 +445,510 @@ def mold_track(
         status[k] = st
         g += c
     return seqs.shape[0]
+
+
+# ------------------------------------------------------------------------------- books
+# The books of every stock of a feed share one order table and one level table, each an
+# open-addressing hash (linear probing, backward-shift deletion: no tombstones) over packed
+# int64 records. A level is keyed by (stock locate, side, price), so no price window is
+# needed: ITCH prices run from $0.0001 to $200,000 in 0.0001 steps (2e9 ticks), which no
+# per-book window of engine.book.L3Arrays can span for 8,000 books, and the messages of all
+# stocks interleave, so one pass over the feed must reach every book.
+
+#: Empty bucket of a hash table (no ITCH key is -1: refs and level keys are < 2**63).
+HT_EMPTY: int = -1
+_GOLDEN = -7046029254386353131  # 0x9E3779B97F4A7C15 as int64
+
+#: Fields of an order record (``int64[cap, OW]``).
+O_REF: int = 0
+O_STOCK: int = 1
+O_SIDE: int = 2  # 0 buy (bid), 1 sell (ask)
+O_PX: int = 3  # price, ticks of 0.0001
+O_QTY: int = 4  # shares left; 0: slot free
+O_LEVEL: int = 5  # level slot
+O_PREV: int = 6  # previous order slot in the level's FIFO, -1 at the head
+O_NEXT: int = 7  # next order slot, -1 at the tail
+OW: int = 8
+
+#: Fields of a level record (``int64[cap, LW]``).
+L_KEY: int = 0  # stock << 33 | side << 32 | price
+L_STOCK: int = 1
+L_SIDE: int = 2
+L_PX: int = 3
+L_QTY: int = 4  # shares resting; 0 with L_CNT 0: slot free
+L_CNT: int = 5  # orders resting
+L_HEAD: int = 6  # first order slot of the FIFO
+L_TAIL: int = 7  # last order slot
+LW: int = 8
+
+#: Columns of the per-stock table (``int64[65536, SW]``).
+SW_STATE: int = 0  # Stock Trading Action trading state byte ('H', 'P', 'Q', 'T'), 0 unknown
+SW_REASON: int = 1  # its reason, 4 bytes, first byte lowest
+SW_STATE_TS: int = 2  # timestamp of the last trading action
+SW_REG_SHO: int = 3  # last Reg SHO action byte
+SW_ORDERS: int = 4  # orders resting
+SW_TRADES: int = 5  # trades kept (E, C, P, Q)
+SW_VOLUME: int = 6  # shares in those trades (printable ones)
+SW_HALT: int = 7  # last Operational Halt action byte
+SW: int = 8
+
+#: Columns of the books' state row (``int64[NST]``).
+S_PK: int = 0  # resume: packet index
+S_I: int = 1  # resume: message index in the packet
+S_POS: int = 2  # resume: byte offset (of the next length prefix; -1: start of packet S_PK)
+S_G: int = 3  # messages walked (kept or not)
+S_STOP: int = 4  # why the last call stopped: STOP_*
+S_NFREE_O: int = 5  # free order slots
+S_NFREE_L: int = 6  # free level slots
+S_NTRADES: int = 7
+S_NACTIONS: int = 8
+S_NEVENTS: int = 9
+S_ORDERS: int = 10  # orders resting, all stocks
+S_LEVELS: int = 11  # levels in use
+S_UNKNOWN_E: int = 12  # E for an order ref not in the book
+S_UNKNOWN_C: int = 13
+S_UNKNOWN_X: int = 14
+S_UNKNOWN_D: int = 15
+S_UNKNOWN_U: int = 16
+S_DUP_ADD: int = 17  # A/F whose ref is resting already (ignored)
+S_DUP_REPLACE: int = 18  # U whose new ref is resting already (the new order is ignored)
+S_OVER_EXEC: int = 19  # executions of more shares than left (the order leaves the book)
+S_OVER_CANCEL: int = 20  # cancels of more shares than left (the order leaves the book)
+S_BROKEN: int = 21  # Broken Trade messages
+S_ZERO_ADD: int = 22  # adds (or replaces) of 0 shares (not booked)
+S_LAST_EVENT: int = 23  # last System Event code byte
+NST: int = 24
+
+#: Why :func:`book_apply` returned.
+STOP_DONE: int = 0
+STOP_ORDERS: int = 1  # no free order slot: grow the order table
+STOP_LEVELS: int = 2  # no free level slot
+STOP_TRADES: int = 3  # trades output full
+STOP_ACTIONS: int = 4  # trading-actions output full
+STOP_EVENTS: int = 5  # system-events output full
+
+#: ``kind`` of a kept trade (the message type byte).
+TR_E: int = 69  # 'E'
+TR_C: int = 67  # 'C'
+TR_P: int = 80  # 'P'
+TR_Q: int = 81  # 'Q'
+
+
+@kernel_inline
+def _slot(key: int, mask: int) -> int:
+    return ((key * _GOLDEN) >> 32) & mask
+
+
+@kernel_inline
+def ht_find(keys: I64, vals: I64, key: int) -> int:
+    """Return the value stored under ``key``, or -1."""
+    mask = keys.shape[0] - 1
+    i = _slot(key, mask)
+    while True:
+        kk = keys[i]
+        if kk == key:
+            return vals[i]
+        if kk == HT_EMPTY:
+            return -1
+        i = (i + 1) & mask
+
+
+@kernel_inline
+def ht_put(keys: I64, vals: I64, key: int, val: int) -> None:
+    """Store ``val`` under ``key`` (absent; the table has free buckets)."""
+    mask = keys.shape[0] - 1
+    i = _slot(key, mask)
+    while keys[i] != HT_EMPTY:
+        i = (i + 1) & mask
+    keys[i] = key
+    vals[i] = val
+
+
+@kernel_inline
+def ht_del(keys: I64, vals: I64, key: int) -> None:
+    """Remove ``key`` (present), shifting later entries of its probe run back."""
+    mask = keys.shape[0] - 1
+    i = _slot(key, mask)
+    while keys[i] != key:
+        i = (i + 1) & mask
+    j = i
+    while True:
+        j = (j + 1) & mask
+        kk = keys[j]
+        if kk == HT_EMPTY:
+            break
+        home = _slot(kk, mask)
+        # move kk back into the hole at i unless its home lies cyclically in (i, j]
+        if (j > i and (home <= i or home > j)) or (j < i and (home <= i and home > j)):
+            keys[i] = kk
+            vals[i] = vals[j]
+            i = j
+    keys[i] = HT_EMPTY
+
+
+@kernel
+def ht_rebuild(keys: I64, vals: I64, old_keys: I64, old_vals: I64) -> None:
+    """Insert every live entry of the old table into the new (empty) one."""
+    for i in range(old_keys.shape[0]):
+        if old_keys[i] != HT_EMPTY:
+            ht_put(keys, vals, old_keys[i], old_vals[i])
+
+
+@kernel_inline
+def _book_add(
+    orders: I64, ok: I64, ov: I64, ofree: I64, levels: I64, lk: I64, lv: I64, lfree: I64,
+    st: I64, stocks: I64, ref: int, stock: int, side: int, px: int, qty: int,
+) -> None:  # fmt: skip
+    nfo = st[S_NFREE_O] - 1
+    st[S_NFREE_O] = nfo
+    o = ofree[nfo]
+    key = (stock << 33) | (side << 32) | px
+    lvl = ht_find(lk, lv, key)
+    if lvl < 0:
+        nfl = st[S_NFREE_L] - 1
+        st[S_NFREE_L] = nfl
+        lvl = lfree[nfl]
+        levels[lvl, L_KEY] = key
+        levels[lvl, L_STOCK] = stock
+        levels[lvl, L_SIDE] = side
+        levels[lvl, L_PX] = px
+        levels[lvl, L_QTY] = 0
+        levels[lvl, L_CNT] = 0
+        levels[lvl, L_HEAD] = -1
+        levels[lvl, L_TAIL] = -1
+        ht_put(lk, lv, key, lvl)
+        st[S_LEVELS] += 1
+    orders[o, O_REF] = ref
+    orders[o, O_STOCK] = stock
+    orders[o, O_SIDE] = side
+    orders[o, O_PX] = px
+    orders[o, O_QTY] = qty
+    orders[o, O_LEVEL] = lvl
+    tail = levels[lvl, L_TAIL]
+    orders[o, O_PREV] = tail
+    orders[o, O_NEXT] = -1
+    if tail >= 0:
+        orders[tail, O_NEXT] = o
+    else:
+        levels[lvl, L_HEAD] = o
+    levels[lvl, L_TAIL] = o
+    levels[lvl, L_QTY] += qty
+    levels[lvl, L_CNT] += 1
+    ht_put(ok, ov, ref, o)
+    st[S_ORDERS] += 1
+    stocks[stock, SW_ORDERS] += 1
+
+
+@kernel_inline
+def _book_remove(
+    orders: I64, ok: I64, ov: I64, ofree: I64, levels: I64, lk: I64, lv: I64, lfree: I64,
+    st: I64, stocks: I64, o: int,
+) -> None:  # fmt: skip
+    lvl = orders[o, O_LEVEL]
+    prv = orders[o, O_PREV]
+    nxt = orders[o, O_NEXT]
+    if prv >= 0:
+        orders[prv, O_NEXT] = nxt
+    else:
+        levels[lvl, L_HEAD] = nxt
+    if nxt >= 0:
+        orders[nxt, O_PREV] = prv
+    else:
+        levels[lvl, L_TAIL] = prv
+    levels[lvl, L_QTY] -= orders[o, O_QTY]
+    cnt = levels[lvl, L_CNT] - 1
+    levels[lvl, L_CNT] = cnt
+    if cnt == 0:
+        ht_del(lk, lv, levels[lvl, L_KEY])
+        levels[lvl, L_QTY] = 0
+        lfree[st[S_NFREE_L]] = lvl
+        st[S_NFREE_L] += 1
+        st[S_LEVELS] -= 1
+    ht_del(ok, ov, orders[o, O_REF])
+    orders[o, O_QTY] = 0
+    ofree[st[S_NFREE_O]] = o
+    st[S_NFREE_O] += 1
+    st[S_ORDERS] -= 1
+    stocks[orders[o, O_STOCK], SW_ORDERS] -= 1
+
+
+@kernel_inline
+def _book_reduce(
+    orders: I64, ok: I64, ov: I64, ofree: I64, levels: I64, lk: I64, lv: I64, lfree: I64,
+    st: I64, stocks: I64, o: int, q: int, over: int,
+) -> None:  # fmt: skip
+    left = orders[o, O_QTY]
+    if q >= left:
+        if q > left:
+            st[over] += 1
+        _book_remove(orders, ok, ov, ofree, levels, lk, lv, lfree, st, stocks, o)
+    else:
+        orders[o, O_QTY] = left - q
+        levels[orders[o, O_LEVEL], L_QTY] -= q
+
+
+@kernel_inline
+def _trade(
+    trades: npt.NDArray[np.void], st: I64, stocks: I64, seq: int, ts: int, stock: int,
+    kind: int, side: int, printable: int, cross: int, px: int, qty: int, match: int, ref: int,
+) -> None:  # fmt: skip
+    n = st[S_NTRADES]
+    r = trades[n]
+    r.seq = seq
+    r.timestamp = ts
+    r.stock_locate = stock
+    r.kind = kind
+    r.side = side
+    r.printable = printable
+    r.cross_type = cross
+    r.price = px
+    r.shares = qty
+    r.match_number = match
+    r.order_reference_number = ref
+    st[S_NTRADES] = n + 1
+    stocks[stock, SW_TRADES] += 1
+    if printable != 78:  # 'N': not printable, left out of volume
+        stocks[stock, SW_VOLUME] += qty
+
+
+@kernel
+def book_apply(
+    buf: U8,
+    pk_start: I64,
+    pk_end: I64,
+    mode: int,
+    keep: U8,
+    limit: int,
+    first_seq: int,
+    orders: I64,
+    ok: I64,
+    ov: I64,
+    ofree: I64,
+    levels: I64,
+    lk: I64,
+    lv: I64,
+    lfree: I64,
+    st: I64,
+    stocks: I64,
+    symbols: U8,
+    counts: I64,
+    trades: npt.NDArray[np.void],
+    actions: npt.NDArray[np.void],
+    events: npt.NDArray[np.void],
+) -> int:
+    """Apply framed, checked ITCH messages to the books of every stock, resuming at ``st``.
+
+    Add Order (A, F) rests an order; Order Executed (E, C) and Order Cancel (X) reduce it,
+    Order Delete (D) removes it, Order Replace (U) removes it and rests the new ref with the
+    old one's side and stock at the back of its new level. Unknown refs, duplicate adds and
+    over-executions are counted in ``st``, not raised. E, C, P and Q are kept as trades;
+    Stock Trading Action (H) and System Event (S) are logged and H, Y and h set the stock's
+    state in ``stocks``. Every message is counted by type byte in ``counts``.
+
+    Parameters
+    ----------
+    buf, pk_start, pk_end, mode, keep, limit, first_seq
+        As :func:`decode_messages` (``limit``: messages framed by :func:`frame_messages`).
+    orders, ok, ov, ofree : int64 arrays
+        Order records (``int64[cap, OW]``), the ref hash (keys, values: ``2**k >= 2 * cap``
+        buckets) and the free slot stack (``st[S_NFREE_O]`` deep). Mutated in place.
+    levels, lk, lv, lfree : int64 arrays
+        The same for price levels (``int64[lcap, LW]``). Mutated in place.
+    st : int64[NST]
+        State and counters (``S_*``); resumes at ``S_PK``/``S_I``/``S_POS``. Mutated.
+    stocks : int64[65536, SW]
+        Per stock locate state (``SW_*``). Mutated.
+    symbols : uint8[65536, 8]
+        Stock symbol per locate, from R (or the first A/F). Mutated.
+    counts : int64[256]
+        Messages applied per type byte. Mutated.
+    trades, actions, events : structured arrays
+        Outputs (``ITCH_TRADE_DTYPE``, ``TRADING_ACTION_DTYPE``, ``SYSTEM_EVENT_LOG_DTYPE``
+        of :mod:`engine.feeds.itch.book`), filled from ``st[S_NTRADES]`` etc.
+
+    Returns
+    -------
+    int
+        A ``STOP_*`` code: ``STOP_DONE`` when all ``limit`` messages are applied, otherwise
+        which table must grow before calling again.
+    """
+    nk = keep.shape[0]
+    g = st[S_G]
+    pk = st[S_PK]
+    while pk < pk_start.shape[0] and g < limit:
+        end = pk_end[pk]
+        p = st[S_POS]
+        n = 0
+        seq0 = first_seq
+        if mode == MODE_MOLD:
+            seq0 = be64(buf, pk_start[pk] + 10)
+            n = be16(buf, pk_start[pk] + 18)
+            if n == MOLD_END_OF_SESSION:
+                n = 0
+            if p < 0:
+                p = pk_start[pk] + MOLD_HEADER
+        elif p < 0:
+            p = pk_start[pk]
+        i = st[S_I]
+        while g < limit and ((mode == MODE_MOLD and i < n) or (mode == MODE_RAW and p < end)):
+            ln = be16(buf, p)
+            m = p + 2
+            if nk == 0 or keep[g] != 0:
+                t = np.int64(buf[m])
+                stock = be16(buf, m + 1)
+                ts = be48(buf, m + 5)
+                seq = seq0 + i if mode == MODE_MOLD else first_seq + g
+                stop = STOP_DONE
+                if t == 65 or t == 70 or t == 85:  # A F U need an order slot and a level
+                    if st[S_NFREE_O] == 0:
+                        stop = STOP_ORDERS
+                    elif st[S_NFREE_L] == 0:
+                        stop = STOP_LEVELS
+                elif t == 69 or t == 67 or t == 80 or t == 81:  # E C P Q keep a trade
+                    if st[S_NTRADES] >= trades.shape[0]:
+                        stop = STOP_TRADES
+                elif t == 72:  # H
+                    if st[S_NACTIONS] >= actions.shape[0]:
+                        stop = STOP_ACTIONS
+                elif t == 83:  # S
+                    if st[S_NEVENTS] >= events.shape[0]:
+                        stop = STOP_EVENTS
+                if stop != STOP_DONE:
+                    st[S_PK] = pk
+                    st[S_I] = i
+                    st[S_POS] = p
+                    st[S_G] = g
+                    st[S_STOP] = stop
+                    return stop
+                counts[t] += 1
+                if t == 65 or t == 70:  # Add Order
+                    ref = be64(buf, m + 11)
+                    side = 0 if buf[m + 19] == 66 else 1
+                    qty = be32(buf, m + 20)
+                    px = be32(buf, m + 32)
+                    if symbols[stock, 0] == 0:
+                        for c in range(8):
+                            symbols[stock, c] = buf[m + 24 + c]
+                    if qty == 0:
+                        st[S_ZERO_ADD] += 1
+                    elif ht_find(ok, ov, ref) >= 0:
+                        st[S_DUP_ADD] += 1
+                    else:
+                        _book_add(orders, ok, ov, ofree, levels, lk, lv, lfree, st, stocks,
+                                  ref, stock, side, px, qty)  # fmt: skip
+                elif t == 68:  # Order Delete
+                    o = ht_find(ok, ov, be64(buf, m + 11))
+                    if o < 0:
+                        st[S_UNKNOWN_D] += 1
+                    else:
+                        _book_remove(orders, ok, ov, ofree, levels, lk, lv, lfree, st, stocks, o)
+                elif t == 85:  # Order Replace
+                    o = ht_find(ok, ov, be64(buf, m + 11))
+                    if o < 0:
+                        st[S_UNKNOWN_U] += 1
+                    else:
+                        ostock = orders[o, O_STOCK]
+                        side = orders[o, O_SIDE]
+                        _book_remove(orders, ok, ov, ofree, levels, lk, lv, lfree, st, stocks, o)
+                        ref = be64(buf, m + 19)
+                        qty = be32(buf, m + 27)
+                        px = be32(buf, m + 31)
+                        if qty == 0:
+                            st[S_ZERO_ADD] += 1
+                        elif ht_find(ok, ov, ref) >= 0:
+                            st[S_DUP_REPLACE] += 1
+                        else:
+                            _book_add(orders, ok, ov, ofree, levels, lk, lv, lfree, st, stocks,
+                                      ref, ostock, side, px, qty)  # fmt: skip
+                elif t == 69 or t == 67:  # Order Executed (With Price)
+                    ref = be64(buf, m + 11)
+                    o = ht_find(ok, ov, ref)
+                    if o < 0:
+                        st[S_UNKNOWN_E if t == 69 else S_UNKNOWN_C] += 1
+                    else:
+                        q = be32(buf, m + 19)
+                        px = orders[o, O_PX]
+                        printable = 89  # 'Y'
+                        if t == 67:
+                            printable = np.int64(buf[m + 31])
+                            px = be32(buf, m + 32)
+                        side = BUY if orders[o, O_SIDE] == 0 else SELL
+                        _trade(trades, st, stocks, seq, ts, orders[o, O_STOCK], t, side,
+                               printable, 0, px, q, be64(buf, m + 23), ref)  # fmt: skip
+                        _book_reduce(orders, ok, ov, ofree, levels, lk, lv, lfree, st, stocks,
+                                     o, q, S_OVER_EXEC)  # fmt: skip
+                elif t == 88:  # Order Cancel
+                    o = ht_find(ok, ov, be64(buf, m + 11))
+                    if o < 0:
+                        st[S_UNKNOWN_X] += 1
+                    else:
+                        _book_reduce(orders, ok, ov, ofree, levels, lk, lv, lfree, st, stocks,
+                                     o, be32(buf, m + 19), S_OVER_CANCEL)  # fmt: skip
+                elif t == 80:  # Trade (non-cross): a hidden order matched
+                    side = BUY if buf[m + 19] == 66 else SELL
+                    _trade(trades, st, stocks, seq, ts, stock, t, side, 89, 0,
+                           be32(buf, m + 32), be32(buf, m + 20), be64(buf, m + 36),
+                           be64(buf, m + 11))  # fmt: skip
+                elif t == 81:  # Cross Trade
+                    _trade(trades, st, stocks, seq, ts, stock, t, 0, 89, np.int64(buf[m + 39]),
+                           be32(buf, m + 27), be64(buf, m + 11), be64(buf, m + 31), 0)  # fmt: skip
+                elif t == 72:  # Stock Trading Action
+                    state = np.int64(buf[m + 19])
+                    reason = np.int64(0)
+                    for c in range(3, -1, -1):
+                        reason = (reason << 8) | np.int64(buf[m + 21 + c])
+                    stocks[stock, SW_STATE] = state
+                    stocks[stock, SW_REASON] = reason
+                    stocks[stock, SW_STATE_TS] = ts
+                    r = actions[st[S_NACTIONS]]
+                    r.seq = seq
+                    r.timestamp = ts
+                    r.stock_locate = stock
+                    r.trading_state = state
+                    r.reason = reason
+                    st[S_NACTIONS] += 1
+                elif t == 83:  # System Event
+                    e = events[st[S_NEVENTS]]
+                    e.seq = seq
+                    e.timestamp = ts
+                    e.event_code = buf[m + 11]
+                    st[S_LAST_EVENT] = buf[m + 11]
+                    st[S_NEVENTS] += 1
+                elif t == 82:  # Stock Directory
+                    for c in range(8):
+                        symbols[stock, c] = buf[m + 11 + c]
+                elif t == 89:  # Reg SHO
+                    stocks[stock, SW_REG_SHO] = buf[m + 19]
+                elif t == 104:  # Operational Halt
+                    stocks[stock, SW_HALT] = buf[m + 20]
+                elif t == 66:  # Broken Trade
+                    st[S_BROKEN] += 1
+            g += 1
+            i += 1
+            p += 2 + ln
+        pk += 1
+        st[S_I] = 0
+        st[S_POS] = -1
+    st[S_PK] = pk
+    st[S_G] = g
+    st[S_STOP] = STOP_DONE
+    return STOP_DONE
+
+
+@kernel
+def level_orders(orders: I64, levels: I64, lvl: int, out: I64) -> int:
+    """Write the refs and shares of level ``lvl``'s orders, FIFO order, into ``out[:, 2]``."""
+    o = levels[lvl, L_HEAD]
+    n = 0
+    while o >= 0 and n < out.shape[0]:
+        out[n, 0] = orders[o, O_REF]
+        out[n, 1] = orders[o, O_QTY]
+        n += 1
+        o = orders[o, O_NEXT]
+    return n
+
+
+@kernel
+def find_key(keys: I64, vals: I64, key: int) -> int:
+    """Return the value under ``key`` in a hash table, or -1 (a lookup from Python)."""
+    return ht_find(keys, vals, key)

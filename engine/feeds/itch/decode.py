@@ -186,17 +186,22 @@ def decode_buffer(
     end = int(pk_end[-1]) if pk_end.shape[0] else 0
     decoded = Decoded(messages, framed, end if code == k.ERR_NONE else int(err[k.E_OFFSET]))
     if code != k.ERR_NONE:
-        pk, off = int(err[k.E_PACKET]), int(err[k.E_OFFSET])
-        where = f"packet {pk}, byte {off}" if mold else f"byte {off}"
         raise ItchDecodeError(
-            f"{source}: {where} (message {framed + 1}): {_describe(code, err)}; "
-            f"the {framed} messages before it were decoded",
+            f"{error_text(err, source, mold)}; the {framed} messages before it were decoded",
             decoded,
             code,
-            pk,
-            off,
+            int(err[k.E_PACKET]),
+            int(err[k.E_OFFSET]),
         )
     return decoded
+
+
+def error_text(err: I64, source: str, mold: bool) -> str:
+    """Return where and why framing stopped, from a kernel status row (``E_*`` columns)."""
+    pk, off = int(err[k.E_PACKET]), int(err[k.E_OFFSET])
+    where = f"packet {pk}, byte {off}" if mold else f"byte {off}"
+    n = int(err[k.E_MESSAGES])
+    return f"{source}: {where} (message {n + 1}): {_describe(int(err[k.E_CODE]), err)}"
 
 
 def _aligned(nbytes: int) -> U8:
@@ -272,4 +277,5 @@ __all__ = [
     "decode_buffer",
     "decode_file",
     "decode_raw",
+    "error_text",
 ]
