@@ -150,7 +150,7 @@ def test_trades_actions_and_system_events_are_kept() -> None:
     assert b.trading_state(2) == ""
     assert [chr(x) for x in b.system_events["event_code"]] == ["O", "C"]
     assert b.last_system_event == "C"
-    assert b.counts() == {"A": 9, "C": 2, "D": 2, "E": 2, "F": 1, "H": 2, "P": 1, "Q": 1,
+    assert b.counts() == {"A": 8, "C": 2, "D": 2, "E": 2, "F": 1, "H": 2, "P": 1, "Q": 1,
                           "S": 2, "U": 2, "X": 3}  # fmt: skip
 
 
