@@ -195,7 +195,7 @@ def _write_block(
 
 
 @kernel
-def walk_message(
+def walk_message(  # noqa: C901 (one flat walk of the group tree, on purpose)
     buf: U8,
     start: int,
     end: int,
@@ -271,9 +271,7 @@ def walk_message(
                     else:
                         if pos + datas[d, DA_DATA_OFF] > end:
                             return -E_DATA_CUT
-                        length = _uint(
-                            buf, pos + datas[d, DA_LEN_OFF], datas[d, DA_LEN_SIZE], big
-                        )
+                        length = _uint(buf, pos + datas[d, DA_LEN_OFF], datas[d, DA_LEN_SIZE], big)
                         at = pos + datas[d, DA_DATA_OFF]
                         if at + length > end:
                             return -E_DATA_CUT
@@ -327,7 +325,7 @@ def _issue(
 
 
 @kernel
-def decode_packets(
+def decode_packets(  # noqa: C901 (the framing loop with each way a packet can be bad)
     buf: U8,
     pk_start: I64,
     pk_len: I64,
@@ -450,7 +448,18 @@ def decode_packets(
                     _put_le(out, meta + 16, ver, 2)
                     _put_le(out, meta + 18, hbl, 2)
             if mode == MODE_WRITE:
-                _message(messages, n_msg, p, pos, (mend if prefix else stop) - pos, tid, ver, hbl, row, code)
+                _message(
+                    messages,
+                    n_msg,
+                    p,
+                    pos,
+                    (mend if prefix else stop) - pos,
+                    tid,
+                    ver,
+                    hbl,
+                    row,
+                    code,
+                )
             n_msg += 1
             pos = mend if prefix > 0 else stop
         if mode == MODE_COUNT:

@@ -112,7 +112,9 @@ class DecodeIssue:
             k.E_SIZE_CUT: "bytes left",
         }.get(self.code, "templateId")
         tail = " (rest of packet skipped)" if self.code in PACKET_STOPPING else " (skipped)"
-        return f"packet {self.packet} offset {self.offset}: {self.reason}, {what} {self.value}{tail}"
+        return (
+            f"packet {self.packet} offset {self.offset}: {self.reason}, {what} {self.value}{tail}"
+        )
 
 
 class Rows:
@@ -268,16 +270,14 @@ class SbeDecoder:
             row[k.LV_NULL] = len(nulls)
             nulls.extend(block.null_row())
             row[k.LV_VF0] = len(vfields)
-            for c in block.columns:
-                if c.since_version > 0:
-                    vfields.append([c.offset, c.size, c.since_version])
+            vfields.extend(
+                [c.offset, c.size, c.since_version] for c in block.columns if c.since_version > 0
+            )
             row[k.LV_NVF] = len(vfields) - row[k.LV_VF0]
-            names = block.dtype().names or ()
-            fields = block.dtype().fields or {}
+            fields: dict[str, Any] = dict(block.dtype().fields or {})
             row[k.LV_DATA0] = len(datas)
             for d in block.data:
-                rec = fields[f"{d.name}._start"][1]
-                assert f"{d.name}._start" in names
+                rec = int(fields[f"{d.name}._start"][1])
                 datas.append(
                     [d.length_offset, d.length_type.size, d.data_offset, d.since_version, rec]
                 )
@@ -393,9 +393,7 @@ class SbeDecoder:
                 groups[self._paths[i]] = GroupRows(b, views[i], self._parents[i])
             templates[tid] = TemplateRows(msg, views[root], groups)
         n_issues = int(counts[0])
-        found = [
-            DecodeIssue(int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in issues[:n_issues]
-        ]
+        found = [DecodeIssue(int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in issues[:n_issues]]
         skipped: Counter[str] = Counter()
         for code in range(1, k.E_COUNT):
             if counts[code]:

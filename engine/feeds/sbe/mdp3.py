@@ -129,7 +129,7 @@ class DecodedCapture:
         return self.decoded.template(key)
 
     def counts(self) -> Counter[str]:
-        """Decoded messages per message name."""
+        """Return how many messages of each name were decoded."""
         out: Counter[str] = Counter()
         for tid, rows in self.decoded.templates.items():
             if len(rows):
@@ -173,7 +173,10 @@ def check_sequence(
             breaks = np.flatnonzero(np.diff(missing) != 1)
             lo = np.concatenate(([0], breaks + 1))
             hi = np.concatenate((breaks, [missing.size - 1]))
-            gaps = [(first + int(missing[a]), first + int(missing[b])) for a, b in zip(lo, hi)]
+            gaps = [
+                (first + int(missing[a]), first + int(missing[b]))
+                for a, b in zip(lo, hi, strict=True)
+            ]
         reports.append(
             ChannelSequence(
                 channel=name,

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import math
 import xml.etree.ElementTree as ET
-from xml.parsers import expat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from pathlib import Path
 from typing import Any
+from xml.parsers import expat
 
 import numpy as np
 
@@ -216,23 +216,27 @@ class Column:
     def is_null(self, values: np.ndarray) -> np.ndarray:
         """Return a bool mask of the rows of ``values`` (this column) that carry no value."""
         if isinstance(self.null, float) and math.isnan(self.null):
-            return np.isnan(values)
+            return np.asarray(np.isnan(values), dtype=np.bool_)
         if values.dtype.kind == "S":
-            return values == b""
-        return values == self.null
+            return np.asarray(values == b"", dtype=np.bool_)
+        return np.asarray(values == self.null, dtype=np.bool_)
 
     def value(self, raw: Any) -> Any:
         """Return the Python value of one raw value: None for null, text for a string."""
         if self.type.is_string:
             return bytes(raw).split(b"\0", 1)[0].decode("latin-1")
         if isinstance(raw, bytes):
-            return None if raw == b"" and self.type.null_value is not None else raw.decode("latin-1")
+            return (
+                None if raw == b"" and self.type.null_value is not None else raw.decode("latin-1")
+            )
         if self.type.length > 1:
             return [int(v) for v in raw]
         v = raw.item() if hasattr(raw, "item") else raw
         if self.type.primitive in ("float", "double"):
             return None if math.isnan(v) else float(v)
-        if (self.type.presence == "optional" or self.type.null_value is not None) and v == self.null:
+        if (
+            self.type.presence == "optional" or self.type.null_value is not None
+        ) and v == self.null:
             return None
         if self.enum is not None and self.enum.encoding.null_value is not None and v == self.null:
             return None
@@ -324,7 +328,7 @@ class Block:
         return out
 
     def meta_fields(self) -> list[tuple[str, str]]:
-        """The decoder's own columns after the block's bytes (name, numpy format)."""
+        """Return the decoder's own columns after the block's bytes (name, numpy format)."""
         raise NotImplementedError
 
     def dtype(self) -> np.dtype[Any]:
@@ -374,8 +378,11 @@ class Group(Block):
     dimension: CompositeType | None = None
 
     def meta_fields(self) -> list[tuple[str, str]]:
-        """``_msg``: row of the message in its template's rows; ``_parent``: row of the
-        entry (or message) this entry belongs to, in the parent's rows."""
+        """Return the decoder's columns of an entry: ``_msg`` and ``_parent``.
+
+        ``_msg`` is the row of the message in its template's rows, ``_parent`` the row of
+        the entry (or message) this entry belongs to, in the parent's rows.
+        """
         return [("_msg", "<i8"), ("_parent", "<i8")]
 
     @property
@@ -393,9 +400,17 @@ class Message(Block):
     semantic_type: str = ""
 
     def meta_fields(self) -> list[tuple[str, str]]:
-        """``_packet``: packet number; ``_index``: message number in the capture;
-        ``_version`` and ``_block_length``: from the message's header."""
-        return [("_packet", "<i8"), ("_index", "<i8"), ("_version", "<u2"), ("_block_length", "<u2")]
+        """Return the decoder's columns of a message row.
+
+        ``_packet`` is the packet number, ``_index`` the message number in the capture,
+        ``_version`` and ``_block_length`` come from the message's header.
+        """
+        return [
+            ("_packet", "<i8"),
+            ("_index", "<i8"),
+            ("_version", "<u2"),
+            ("_block_length", "<u2"),
+        ]
 
 
 @dataclass(frozen=True)
@@ -420,7 +435,9 @@ class Schema:
             for m in self.messages.values():
                 if key in (m.name, m.description):
                     return m
-        raise KeyError(f"{self.path.name} (schema {self.id} v{self.version}) has no message {key!r}")
+        raise KeyError(
+            f"{self.path.name} (schema {self.id} v{self.version}) has no message {key!r}"
+        )
 
     def header_offset(self, member: str) -> tuple[int, int]:
         """Return (offset, size) of a member of the message header (``templateId``, ...)."""
@@ -431,9 +448,7 @@ class Schema:
 # ------------------------------------------------------------------------- flattening
 
 
-def _flatten(
-    name: str, top: str, t: TypeDef, offset: int, since: int, out: list[Column]
-) -> None:
+def _flatten(name: str, top: str, t: TypeDef, offset: int, since: int, out: list[Column]) -> None:
     if isinstance(t, EncodedType):
         if t.presence != "constant":
             out.append(Column(name, top, offset, t, since_version=since))
@@ -444,15 +459,19 @@ def _flatten(
     else:
         exponent: int | None = None
         for p in t.parts:
-            if p.name == "exponent" and isinstance(p.type, EncodedType):
-                if p.type.presence == "constant" and isinstance(p.type.constant, int):
-                    exponent = p.type.constant
+            pt = p.type
+            if p.name == "exponent" and isinstance(pt, EncodedType) and pt.presence == "constant":
+                exponent = pt.constant if isinstance(pt.constant, int) else None
         for p in t.parts:
             before = len(out)
             _flatten(f"{name}.{p.name}", top, p.type, offset + p.offset, since, out)
             if p.name == "mantissa" and exponent is not None and len(out) == before + 1:
                 out[-1] = Column(
-                    out[-1].name, top, out[-1].offset, out[-1].type, since_version=since,
+                    out[-1].name,
+                    top,
+                    out[-1].offset,
+                    out[-1].type,
+                    since_version=since,
                     exponent=exponent,
                 )
 
@@ -552,8 +571,6 @@ class _Reader:
             if _local(types.tag) != "types":
                 continue
             for el in types:
-                if not isinstance(el.tag, str):
-                    continue
                 name = el.get("name")
                 if not name:
                     raise self.error(el, "a type without a name")
@@ -618,7 +635,11 @@ class _Reader:
         null_value = self.number(el, "nullValue", primitive)
         kind, size, _ = PRIMITIVES[primitive]
         if isinstance(null_value, int) and kind[0] in "iu":
-            lo, hi = (0, 2 ** (8 * size) - 1) if kind[0] == "u" else (-(2 ** (8 * size - 1)), 2 ** (8 * size - 1) - 1)
+            lo, hi = (
+                (0, 2 ** (8 * size) - 1)
+                if kind[0] == "u"
+                else (-(2 ** (8 * size - 1)), 2 ** (8 * size - 1) - 1)
+            )
             if not lo <= null_value <= hi:
                 raise self.error(el, f"nullValue={null_value} does not fit a {primitive}")
         return EncodedType(
@@ -647,8 +668,6 @@ class _Reader:
         parts: list[CompositePart] = []
         at = 0
         for child in el:
-            if not isinstance(child.tag, str):
-                continue
             kind = _local(child.tag)
             pname = child.get("name", "")
             if kind == "ref":
@@ -659,7 +678,9 @@ class _Reader:
                 raise self.error(child, f"<{kind}> cannot be a member of a composite")
             offset = self.int_attr(child, "offset", at)
             if offset < at:
-                raise self.error(child, f"offset={offset} overlaps the member before it (ends at {at})")
+                raise self.error(
+                    child, f"offset={offset} overlaps the member before it (ends at {at})"
+                )
             parts.append(CompositePart(pname, t, offset))
             at = offset + t.size
         if not parts:
@@ -687,7 +708,7 @@ class _Reader:
         values: dict[str, Scalar] = {}
         descriptions: dict[str, str] = {}
         for v in el:
-            if not isinstance(v.tag, str) or _local(v.tag) != "validValue":
+            if _local(v.tag) != "validValue":
                 continue
             text = (v.text or "").strip()
             name = v.get("name", "")
@@ -715,7 +736,7 @@ class _Reader:
         choices: dict[str, int] = {}
         bits = enc.size * 8
         for c in el:
-            if not isinstance(c.tag, str) or _local(c.tag) != "choice":
+            if _local(c.tag) != "choice":
                 continue
             text = (c.text or "").strip()
             try:
@@ -743,8 +764,6 @@ class _Reader:
         data: list[DataField] = []
         at = 0
         for child in el:
-            if not isinstance(child.tag, str):
-                continue
             kind = _local(child.tag)
             since = max(self.int_attr(child, "sinceVersion", 0), owner_since)
             if kind == "field":
@@ -814,7 +833,9 @@ class _Reader:
         fields, groups, data, end = self.block_parts(el, since)
         block_length = self.int_attr(el, "blockLength", end)
         if block_length < end:
-            raise self.error(el, f"blockLength={block_length} is shorter than its fields ({end} bytes)")
+            raise self.error(
+                el, f"blockLength={block_length} is shorter than its fields ({end} bytes)"
+            )
         return Group(
             name=el.get("name", ""),
             id=self.int_attr(el, "id", 0),
@@ -852,7 +873,9 @@ class _Reader:
         fields, groups, data, end = self.block_parts(el, since)
         block_length = self.int_attr(el, "blockLength", end)
         if block_length < end:
-            raise self.error(el, f"blockLength={block_length} is shorter than its fields ({end} bytes)")
+            raise self.error(
+                el, f"blockLength={block_length} is shorter than its fields ({end} bytes)"
+            )
         return Message(
             name=el.get("name", ""),
             id=self.int_attr(el, "id"),
@@ -890,7 +913,7 @@ class _Reader:
             self.type_named(name, self.elements[name])
         messages: dict[int, Message] = {}
         for el in root:
-            if isinstance(el.tag, str) and _local(el.tag) == "message":
+            if _local(el.tag) == "message":
                 m = self.message(el)
                 if m.id in messages:
                     raise self.error(el, f"templateId {m.id} is used twice")

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from sbedecoder import MDPMessageFactory, MDPSchema, SBEParser  # type: ignore[import-untyped]
-from sbedecoder.message import (  # type: ignore[import-untyped]
+from sbedecoder import MDPMessageFactory, MDPSchema, SBEParser
+from sbedecoder.message import (
     CompositeMessageField,
     EnumMessageField,
     SetMessageField,
@@ -78,10 +78,7 @@ def _compare_block(block: Block, rows: Rows, row: int, ref_fields: list[Any], wh
                 assert ours == _theirs_raw(part), f"{where}.{name}: {ours!r} != {part.raw_value!r}"
                 n += 1
             continue
-        if field.constant is not None:
-            ours = field.constant
-        else:
-            ours = _ours_raw(rows, row, field.name)
+        ours = field.constant if field.constant is not None else _ours_raw(rows, row, field.name)
         theirs = _theirs_raw(f)
         if isinstance(f, EnumMessageField | SetMessageField):
             theirs = f.raw_value
@@ -114,7 +111,8 @@ def assert_equals_sbedecoder(cap: DecodedCapture, schema_path: Path, capture: Pa
             ), where
             rows = cap.template(int(m["template_id"]))
             r = int(m["row"])
-            assert rows.rows["_index"][r] == g and rows.rows["_packet"][r] == p
+            assert rows.rows["_index"][r] == g
+            assert rows.rows["_packet"][r] == p
             compared += _compare_block(rows.block, rows, r, ref.fields[5:], where)
             for container in ref.groups:
                 group = rows.groups[container.original_name]
@@ -135,7 +133,8 @@ def test_every_field_of_every_message_equals_sbedecoder(capture: Path) -> None:
     if not capture.is_file():
         pytest.skip(f"{capture} is not there")
     cap = decode_capture(capture, schema_for(capture))
-    assert not cap.issues and not cap.skipped
+    assert not cap.issues
+    assert not cap.skipped
     compared = assert_equals_sbedecoder(cap, schema_for(capture), capture)
     assert compared > 5 * cap.decoded.n_messages  # root fields and group entries compared
     if "Example" in capture.name:
