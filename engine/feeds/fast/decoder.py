@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
 from engine.feeds.fast.templates import (
     INT_RANGE,
@@ -44,6 +44,9 @@ from engine.feeds.fast.templates import (
     TemplateSet,
     pmap_bits,
 )
+
+if TYPE_CHECKING:
+    from engine.feeds.fast.columnar import Columns
 
 #: Template id of the FAST session-control Reset message (SCP 1.1).
 SCP_RESET_ID = 120
@@ -64,6 +67,8 @@ class FastDecodeError(ValueError):
         Name of the field (or ``"pmap"``, ``"template id"``) being decoded.
     messages : list[Message]
         The messages decoded before the bad one (kept; their dictionary updates stand).
+    columns : Columns or None
+        The same, as columns, when the column decoder raised.
     """
 
     def __init__(self, reason: str, offset: int, field: str, message_index: int = 0) -> None:
@@ -72,6 +77,8 @@ class FastDecodeError(ValueError):
         self.field = field
         self.message_index = message_index
         self.messages: list[Message] = []
+        #: The column decoder's output up to the bad message (None from the Python decoder).
+        self.columns: Columns | None = None
         super().__init__(self._text())
 
     def _text(self) -> str:

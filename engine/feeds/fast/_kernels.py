@@ -1,0 +1,915 @@
+# SPDX-License-Identifier: MIT
+"""FAST decoding kernel: a template set compiled into an int64 program, decoded into columns.
+
+:mod:`engine.feeds.fast.columnar` compiles a :class:`~engine.feeds.fast.templates.TemplateSet`
+into a program (``prog``: ``int64[n, I_WIDTH]``, one row per field instruction, ``I_*``
+columns) and a table of templates (``tmpl``: ``int64[n_templates, T_WIDTH]``). The kernel
+:func:`decode_columns` walks the program over a buffer of messages and writes one row per
+message into the table of its template, and one row per sequence element into the table of
+that sequence (the *record kinds*). All tables live in one flat ``int64`` array ``out``:
+kind ``k`` owns ``out[base[k] : base[k] + cap[k] * width[k]]``; the wrapper views each as a
+structured array without copying.
+
+Row layout (every kind): ``msg`` (message number), ``offset`` (byte offset of the message),
+``parent`` (row of the enclosing record, -1 for a message), presence masks (one bit per
+field that may be absent), then the fields: integers one column, decimals two (mantissa,
+exponent), strings two (offset and length in the output ``heap``), sequences two (element
+count, first row in the child table), dynamic template references two (template id, row).
+
+Dictionaries: ``dstate`` (``D_UNDEF``, ``D_EMPTY``, ``D_ASSIGNED``), ``dval`` (integer,
+mantissa or string length), ``dexp`` (exponent) and ``dstr`` (string bytes, ``slot_bytes``
+a slot), one entry per slot; they persist between calls and are mutated in place.
+
+Statuses: ``ST_OK``; ``ST_STOP`` (stopped cleanly before a message for lack of output space:
+call again from ``state[S_POS]`` with more room); ``ST_NEED_*`` (ran out of room inside a
+message: the wrapper restores the dictionaries it saved and runs the call again with more
+room); ``ERR_*`` (bad data at ``state[S_ERR_POS]``, instruction ``state[S_ERR_INS]``).
+"""
+
+import numpy as np
+import numpy.typing as npt
+
+from engine.jit import kernel, kernel_inline
+
+#: Operators (``I_OP``); ``OP_SEQ``, ``OP_GROUP``, ``OP_DYNREF`` are structure, not fields.
+OP_NONE: int = 0
+OP_CONSTANT: int = 1
+OP_DEFAULT: int = 2
+OP_COPY: int = 3
+OP_INCREMENT: int = 4
+OP_DELTA: int = 5
+OP_TAIL: int = 6
+OP_SEQ: int = 7
+OP_GROUP: int = 8
+OP_DYNREF: int = 9
+
+#: Value classes (``I_CLS``).
+C_INT: int = 0  # signed integer
+C_UINT: int = 1  # unsigned integer
+C_DEC: int = 2  # decimal, one operator for both parts
+C_ASCII: int = 3  # stop-bit string
+C_BYTES: int = 4  # length-prefixed bytes (byteVector, unicode string)
+
+#: Instruction columns.
+I_OP: int = 0
+I_CLS: int = 1
+I_COL: int = 2  # first output column of the field in its row
+I_SLOT: int = 3  # dictionary slot (-1: none)
+I_NULL: int = 4  # the wire value is nullable
+I_OPT: int = 5  # the field is optional
+I_PBIT: int = 6  # presence bit in the row's masks (-1: always present)
+I_HASINIT: int = 7  # the operator has an initial value
+I_IV: int = 8  # initial integer / mantissa / constant bytes offset in ``consts``
+I_IE: int = 9  # initial exponent / constant bytes length
+I_LO: int = 10  # smallest valid integer value
+I_HI: int = 11  # largest valid integer value (checked only for 32-bit types)
+I_CHECK: int = 12  # 1: check I_LO..I_HI
+I_CHILD: int = 13  # sequence: child kind
+I_START: int = 14  # sequence / group: first instruction of the body
+I_END: int = 15  # sequence / group: one past its last instruction
+I_PMAP: int = 16  # sequence / group: the body starts with its own presence map
+I_SKIP: int = 17  # decimal exponent: when absent, skip the mantissa instruction after it
+I_WIDTH: int = 18
+
+#: Template table columns.
+T_ID: int = 0
+T_KIND: int = 1
+T_START: int = 2
+T_END: int = 3
+T_RESET: int = 4
+T_WIDTH: int = 5
+
+#: Kind table columns.
+K_BASE: int = 0
+K_WIDTH: int = 1
+K_CAP: int = 2
+K_NMASK: int = 3
+K_COLS: int = 4
+
+#: Row header columns.
+R_MSG: int = 0
+R_OFFSET: int = 1
+R_PARENT: int = 2
+R_MASK: int = 3
+
+#: Dictionary entry states.
+D_UNDEF: int = 0
+D_EMPTY: int = 1
+D_ASSIGNED: int = 2
+
+#: ``state`` entries (``int64[S_WIDTH]``).
+S_STATUS: int = 0
+S_POS: int = 1  # end of the last complete message
+S_NMSG: int = 2  # messages decoded in this call
+S_ERR_POS: int = 3
+S_ERR_INS: int = 4  # instruction index (-1: pmap or template id)
+S_ERR_VAL: int = 5  # the offending value (template id, count, kind needing rows)
+S_HEAP: int = 6  # heap bytes used
+S_WIDTH: int = 8
+
+ST_OK: int = 0
+ST_STOP: int = 1
+ST_NEED_ROWS: int = 2
+ST_NEED_HEAP: int = 3
+ST_NEED_SLOT: int = 4
+ERR_CUT: int = 10  # an entity runs past the end of the buffer
+ERR_LONG_INT: int = 11  # stop-bit integer over 64 bits (R6)
+ERR_UNKNOWN_TID: int = 12  # template id not in the set (D9)
+ERR_NO_TID: int = 13  # template id absent and none before (D5)
+ERR_PMAP_LONG: int = 14  # presence map over MAX_PMAP bytes
+ERR_PMAP_OVERLONG: int = 15  # presence map ends in a byte without set bits (R7)
+ERR_PMAP_BITS: int = 16  # presence map has more bits set than used (R8)
+ERR_RANGE: int = 17  # integer outside its type (R4)
+ERR_NO_VALUE: int = 18  # absent, no previous, no initial value (D5)
+ERR_EMPTY_PREV: int = 19  # previous value empty where one is needed (D6)
+ERR_SUBTRACT: int = 20  # delta/tail removes more than the base holds (D7)
+ERR_EXPONENT: int = 21  # decimal exponent outside [-63, 63] (R1)
+ERR_DEPTH: int = 22  # nesting deeper than the stack
+ERR_BYTES: int = 23  # byte vector runs past the end
+
+#: Longest presence map accepted, in bytes.
+MAX_PMAP: int = 64
+#: Stack frame columns.
+F_IP: int = 0
+F_END: int = 1
+F_KIND: int = 2
+F_ROW: int = 3  # row number in the kind's table
+F_ADDR: int = 4  # index of the row's first column in ``out``
+F_PSTART: int = 5
+F_PBYTES: int = 6
+F_PBIT: int = 7
+F_LEFT: int = 8  # sequence elements still to decode after this one
+F_START: int = 9
+F_HASPMAP: int = 10
+F_PARENT: int = 11
+F_WIDTH: int = 12
+
+
+@kernel_inline
+def _uint(buf: npt.NDArray[np.uint8], pos: int, n: int) -> tuple[int, int]:
+    """Return (value, next position); next is -1 when cut off, -2 when over 10 bytes."""
+    v = 0
+    start = pos
+    while pos < n:
+        c = int(buf[pos])
+        pos += 1
+        v = (v << 7) | (c & 0x7F)
+        if c & 0x80:
+            return v, pos
+        if pos - start >= 10:
+            return v, -2
+    return v, -1
+
+
+@kernel_inline
+def _int(buf: npt.NDArray[np.uint8], pos: int, n: int) -> tuple[int, int]:
+    """Return (signed value, next position) as :func:`_uint`."""
+    v = 0
+    if pos < n and buf[pos] & 0x40:
+        v = -1
+    start = pos
+    while pos < n:
+        c = int(buf[pos])
+        pos += 1
+        v = (v << 7) | (c & 0x7F)
+        if c & 0x80:
+            return v, pos
+        if pos - start >= 10:
+            return v, -2
+    return v, -1
+
+
+@kernel_inline
+def _bit(buf: npt.NDArray[np.uint8], frame: npt.NDArray[np.int64]) -> int:
+    """Return the frame's next presence-map bit (0 past the end of the map) and advance."""
+    k = int(frame[F_PBIT])
+    frame[F_PBIT] = k + 1
+    if k >= 7 * frame[F_PBYTES]:
+        return 0
+    return (int(buf[frame[F_PSTART] + k // 7]) >> (6 - k % 7)) & 1
+
+
+@kernel_inline
+def _pmap(buf: npt.NDArray[np.uint8], pos: int, n: int, frame: npt.NDArray[np.int64]) -> int:
+    """Read a presence map into ``frame``; return the next position or -(error code)."""
+    start = pos
+    while pos < n:
+        c = buf[pos]
+        pos += 1
+        if c & 0x80:
+            if pos - start > 1 and c == 0x80:
+                return -ERR_PMAP_OVERLONG
+            frame[F_PSTART] = start
+            frame[F_PBYTES] = pos - start
+            frame[F_PBIT] = 0
+            return pos
+        if pos - start >= MAX_PMAP:
+            return -ERR_PMAP_LONG
+    return -ERR_CUT
+
+
+@kernel_inline
+def _pmap_rest(buf: npt.NDArray[np.uint8], frame: npt.NDArray[np.int64]) -> bool:
+    """Return whether the frame's presence map has a set bit it did not use (R8)."""
+    total = 7 * frame[F_PBYTES]
+    k = frame[F_PBIT]
+    while k < total:
+        if (int(buf[frame[F_PSTART] + k // 7]) >> (6 - k % 7)) & 1:
+            return True
+        k += 1
+    return False
+
+
+@kernel_inline
+def _ascii_span(
+    buf: npt.NDArray[np.uint8], pos: int, n: int, nullable: int
+) -> tuple[int, int, int, int]:
+    """Locate a stop-bit string: (null flag, source offset, length, next position or -code)."""
+    start = pos
+    while pos < n and not buf[pos] & 0x80:
+        pos += 1
+    if pos >= n:
+        return 0, start, 0, -ERR_CUT
+    pos += 1
+    ln = pos - start
+    lead0 = buf[start] == 0
+    if nullable:
+        if ln == 1 and buf[start] == 0x80:
+            return 1, start, 0, pos
+        if lead0 and ln <= 3:
+            start += 1
+            ln -= 1
+    if ln == 1 and buf[start] == 0x80:
+        return 0, start, 0, pos
+    if ln == 2 and buf[start] == 0 and buf[start + 1] == 0x80:
+        return 0, start, 1, pos  # the string "\0"
+    return 0, start, ln, pos
+
+
+@kernel_inline
+def _str_span(
+    buf: npt.NDArray[np.uint8], pos: int, n: int, cls: int, nullable: int
+) -> tuple[int, int, int, int]:
+    """Locate a string value: (null flag, source offset, length, next position or -code)."""
+    if cls == C_ASCII:
+        return _ascii_span(buf, pos, n, nullable)
+
+    ln, p2 = _uint(buf, pos, n)
+    if p2 < 0:
+        return 0, pos, 0, -ERR_CUT if p2 == -1 else -ERR_LONG_INT
+    if nullable:
+        if ln == 0:
+            return 1, p2, 0, p2
+        ln -= 1
+    if p2 + ln > n:
+        return 0, p2, 0, -ERR_BYTES
+    return 0, p2, ln, p2 + ln
+
+
+@kernel
+def reset_dictionaries(dstate: npt.NDArray[np.int8]) -> None:
+    """Set every dictionary entry to undefined (``dstate`` mutated in place)."""
+    dstate[:] = D_UNDEF
+
+
+@kernel
+def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs speed)
+    buf: npt.NDArray[np.uint8],
+    start_pos: int,
+    prog: npt.NDArray[np.int64],
+    consts: npt.NDArray[np.uint8],
+    tmpl: npt.NDArray[np.int64],
+    kinds: npt.NDArray[np.int64],
+    rows: npt.NDArray[np.int64],
+    out: npt.NDArray[np.int64],
+    heap: npt.NDArray[np.uint8],
+    dstate: npt.NDArray[np.int8],
+    dval: npt.NDArray[np.int64],
+    dexp: npt.NDArray[np.int64],
+    dstr: npt.NDArray[np.uint8],
+    stack: npt.NDArray[np.int64],
+    state: npt.NDArray[np.int64],
+    msg_base: int,
+    tid_slot: int,
+    reset_tid: int,
+) -> int:
+    """Decode the messages of ``buf[start_pos:]`` into the kinds' tables; return the status.
+
+    Parameters
+    ----------
+    buf : uint8[:]
+        Messages back to back.
+    prog, consts, tmpl, kinds : int64[:, I_WIDTH], uint8[:], int64[:, T_WIDTH], int64[:, K_COLS]
+        The compiled template set (read only).
+    rows : int64[n_kinds]
+        Rows used per kind; rows are appended. Mutated in place.
+    out, heap : int64[:], uint8[:]
+        Output tables and string bytes (``state[S_HEAP]`` bytes used). Mutated in place.
+    dstate, dval, dexp, dstr : int8[n_slots], int64[n_slots], int64[n_slots], uint8[n_slots, b]
+        Dictionaries. Mutated in place.
+    stack : int64[depth, F_WIDTH]
+        Scratch frames.
+    state : int64[S_WIDTH]
+        Written: status, end of the last complete message, message count, error details.
+    msg_base : int
+        Number of the first message (the ``msg`` column).
+    tid_slot : int
+        Dictionary slot of the template id.
+    reset_tid : int
+        Template id of the session-control Reset message (-1: none): resets, writes no row.
+    """
+    n = buf.shape[0]
+    pos = start_pos
+    nmsg = 0
+    hp = state[S_HEAP]
+    nkinds = kinds.shape[0]
+    slot_bytes = dstr.shape[1]
+    depth = stack.shape[0]
+    status = ST_OK
+    err_val = 0
+    err_pos = pos
+    last_tid = -1
+    last_t = -1
+    state[S_POS] = start_pos
+    while pos < n:
+        # Clean stop: keep room for a message in every table and in the heap.
+        for k in range(nkinds):
+            if kinds[k, K_CAP] - rows[k] < 16:
+                status = ST_STOP
+        if heap.shape[0] - hp < 4096:
+            status = ST_STOP
+        if status != ST_OK:
+            break
+        msg_start = pos
+        sp = -1
+        ins_ix = -1
+        # ---- a message, or a dynamic template reference: pmap, template id, row ----------
+        dyn_parent_addr = -1
+        dyn_col = 0
+        parent_row = -1
+        while True:
+            err_pos = pos
+            if sp + 1 >= depth:
+                status = ERR_DEPTH
+                break
+            fr = stack[sp + 1]
+            p2 = _pmap(buf, pos, n, fr)
+            if p2 < 0:
+                status = -p2
+                break
+            pos = p2
+            if _bit(buf, fr):
+                tid, p2 = _uint(buf, pos, n)
+                if p2 < 0:
+                    status = ERR_CUT if p2 == -1 else ERR_LONG_INT
+                    break
+                pos = p2
+                dstate[tid_slot] = D_ASSIGNED
+                dval[tid_slot] = tid
+            elif dstate[tid_slot] == D_ASSIGNED:
+                tid = dval[tid_slot]
+            else:
+                status = ERR_NO_TID
+                break
+            if tid != last_tid:
+                last_t = -1
+                for t in range(tmpl.shape[0]):
+                    if tmpl[t, T_ID] == tid:
+                        last_t = t
+                last_tid = tid
+            t = last_t
+            if t < 0:
+                if tid == reset_tid and sp < 0:
+                    dstate[:] = D_UNDEF
+                    break
+                status = ERR_UNKNOWN_TID
+                err_val = tid
+                break
+            if tmpl[t, T_RESET]:
+                dstate[:] = D_UNDEF
+                dstate[tid_slot] = D_ASSIGNED
+                dval[tid_slot] = tid
+            kind = tmpl[t, T_KIND]
+            if rows[kind] >= kinds[kind, K_CAP]:
+                status = ST_NEED_ROWS
+                err_val = kind
+                break
+            width = kinds[kind, K_WIDTH]
+            addr = kinds[kind, K_BASE] + rows[kind] * width
+            out[addr : addr + width] = 0
+            out[addr + R_MSG] = msg_base + nmsg
+            out[addr + R_OFFSET] = msg_start
+            out[addr + R_PARENT] = parent_row
+            if dyn_parent_addr >= 0:
+                out[dyn_parent_addr + dyn_col] = tid
+                out[dyn_parent_addr + dyn_col + 1] = rows[kind]
+            sp += 1
+            fr[F_IP] = tmpl[t, T_START]
+            fr[F_END] = tmpl[t, T_END]
+            fr[F_KIND] = kind
+            fr[F_ROW] = rows[kind]
+            fr[F_ADDR] = addr
+            fr[F_LEFT] = 0
+            fr[F_START] = tmpl[t, T_START]
+            fr[F_HASPMAP] = 1
+            fr[F_PARENT] = parent_row
+            rows[kind] += 1
+            # ---- walk the instructions until this message's frames are done -------------
+            dyn_parent_addr = -1
+            while sp >= 0 and status == ST_OK:
+                fr = stack[sp]
+                ip = fr[F_IP]
+                if ip >= fr[F_END]:
+                    if fr[F_HASPMAP] and _pmap_rest(buf, fr):
+                        status = ERR_PMAP_BITS
+                        err_pos = fr[F_PSTART]
+                        break
+                    if fr[F_LEFT] > 0:  # next sequence element
+                        fr[F_LEFT] -= 1
+                        kind = fr[F_KIND]
+                        if rows[kind] >= kinds[kind, K_CAP]:
+                            status = ST_NEED_ROWS
+                            err_val = kind
+                            break
+                        width = kinds[kind, K_WIDTH]
+                        addr = kinds[kind, K_BASE] + rows[kind] * width
+                        out[addr : addr + width] = 0
+                        out[addr + R_MSG] = msg_base + nmsg
+                        out[addr + R_OFFSET] = msg_start
+                        out[addr + R_PARENT] = fr[F_PARENT]
+                        fr[F_ROW] = rows[kind]
+                        fr[F_ADDR] = addr
+                        rows[kind] += 1
+                        fr[F_IP] = fr[F_START]
+                        if fr[F_HASPMAP]:
+                            err_pos = pos
+                            p2 = _pmap(buf, pos, n, fr)
+                            if p2 < 0:
+                                status = -p2
+                                break
+                            pos = p2
+                        continue
+                    sp -= 1
+                    continue
+                fr[F_IP] = ip + 1
+                ins = prog[ip]
+                op = ins[I_OP]
+                cls = ins[I_CLS]
+                addr = fr[F_ADDR]
+                col = addr + ins[I_COL]
+                pbit = ins[I_PBIT]
+                err_pos = pos
+                ins_ix = ip
+                present = True
+                # ---- structure ---------------------------------------------------------
+                if op == OP_SEQ:
+                    if pbit >= 0 and not (out[addr + R_MASK + pbit // 64] >> (pbit % 64)) & 1:
+                        continue
+                    count = out[col]
+                    child = ins[I_CHILD]
+                    out[col + 1] = rows[child]
+                    if count <= 0:
+                        continue
+                    if sp + 1 >= depth:
+                        status = ERR_DEPTH
+                        break
+                    if rows[child] >= kinds[child, K_CAP]:
+                        status = ST_NEED_ROWS
+                        err_val = child
+                        break
+                    nf = stack[sp + 1]
+                    width = kinds[child, K_WIDTH]
+                    caddr = kinds[child, K_BASE] + rows[child] * width
+                    out[caddr : caddr + width] = 0
+                    out[caddr + R_MSG] = msg_base + nmsg
+                    out[caddr + R_OFFSET] = msg_start
+                    out[caddr + R_PARENT] = fr[F_ROW]
+                    nf[F_IP] = ins[I_START]
+                    nf[F_END] = ins[I_END]
+                    nf[F_KIND] = child
+                    nf[F_ROW] = rows[child]
+                    nf[F_ADDR] = caddr
+                    nf[F_LEFT] = count - 1
+                    nf[F_START] = ins[I_START]
+                    nf[F_HASPMAP] = ins[I_PMAP]
+                    nf[F_PARENT] = fr[F_ROW]
+                    rows[child] += 1
+                    if ins[I_PMAP]:
+                        p2 = _pmap(buf, pos, n, nf)
+                        if p2 < 0:
+                            status = -p2
+                            break
+                        pos = p2
+                    sp += 1
+                    continue
+                if op == OP_GROUP:
+                    if ins[I_OPT] and not _bit(buf, fr):
+                        fr[F_IP] = ins[I_END]
+                        continue
+                    if pbit >= 0:
+                        out[addr + R_MASK + pbit // 64] |= 1 << (pbit % 64)
+                    if sp + 1 >= depth:
+                        status = ERR_DEPTH
+                        break
+                    nf = stack[sp + 1]
+                    nf[F_IP] = ip + 1
+                    nf[F_END] = ins[I_END]
+                    nf[F_KIND] = fr[F_KIND]
+                    nf[F_ROW] = fr[F_ROW]
+                    nf[F_ADDR] = addr
+                    nf[F_LEFT] = 0
+                    nf[F_START] = ip + 1
+                    nf[F_HASPMAP] = ins[I_PMAP]
+                    nf[F_PARENT] = fr[F_PARENT]
+                    fr[F_IP] = ins[I_END]
+                    if ins[I_PMAP]:
+                        p2 = _pmap(buf, pos, n, nf)
+                        if p2 < 0:
+                            status = -p2
+                            break
+                        pos = p2
+                    sp += 1
+                    continue
+                if op == OP_DYNREF:
+                    dyn_parent_addr = addr
+                    dyn_col = ins[I_COL]
+                    parent_row = fr[F_ROW]
+                    break  # back to the message head: a nested pmap and template id
+                # ---- fields ------------------------------------------------------------
+                nullable = ins[I_NULL]
+                slot = ins[I_SLOT]
+                if cls <= C_UINT:
+                    v = 0
+                    if op == OP_NONE or (op == OP_DEFAULT and _bit(buf, fr)):
+                        if cls == C_INT:
+                            v, p2 = _int(buf, pos, n)
+                        else:
+                            v, p2 = _uint(buf, pos, n)
+                        if p2 < 0:
+                            status = ERR_CUT if p2 == -1 else ERR_LONG_INT
+                            break
+                        pos = p2
+                        if nullable:
+                            if v == 0:
+                                present = False
+                            elif cls == C_UINT or v > 0:
+                                v -= 1
+                    elif op in (OP_DEFAULT, OP_CONSTANT):
+                        if op == OP_CONSTANT and ins[I_OPT] and not _bit(buf, fr):
+                            present = False
+                        elif ins[I_HASINIT]:
+                            v = ins[I_IV]
+                        else:
+                            present = False
+                    elif op == OP_DELTA:
+                        v, p2 = _int(buf, pos, n)
+                        if p2 < 0:
+                            status = ERR_CUT if p2 == -1 else ERR_LONG_INT
+                            break
+                        pos = p2
+                        if nullable and v == 0:
+                            present = False
+                        else:
+                            if nullable and v > 0:
+                                v -= 1
+                            st = dstate[slot]
+                            if st == D_ASSIGNED:
+                                v += dval[slot]
+                            elif st == D_EMPTY:
+                                status = ERR_EMPTY_PREV
+                                break
+                            elif ins[I_HASINIT]:
+                                v += ins[I_IV]
+                            dstate[slot] = D_ASSIGNED
+                            dval[slot] = v
+                    elif _bit(buf, fr):  # copy / increment, value in the stream
+                        if cls == C_INT:
+                            v, p2 = _int(buf, pos, n)
+                        else:
+                            v, p2 = _uint(buf, pos, n)
+                        if p2 < 0:
+                            status = ERR_CUT if p2 == -1 else ERR_LONG_INT
+                            break
+                        pos = p2
+                        if nullable:
+                            if v == 0:
+                                present = False
+                            elif cls == C_UINT or v > 0:
+                                v -= 1
+                        if present:
+                            dstate[slot] = D_ASSIGNED
+                            dval[slot] = v
+                        else:
+                            dstate[slot] = D_EMPTY
+                    else:  # copy / increment, value from the dictionary
+                        st = dstate[slot]
+                        if st == D_ASSIGNED:
+                            v = dval[slot]
+                            if op == OP_INCREMENT:
+                                v += 1
+                                dval[slot] = v
+                        elif st == D_EMPTY:
+                            if not ins[I_OPT]:
+                                status = ERR_EMPTY_PREV
+                                break
+                            present = False
+                        elif ins[I_HASINIT]:
+                            v = ins[I_IV]
+                            dstate[slot] = D_ASSIGNED
+                            dval[slot] = v
+                        elif ins[I_OPT]:
+                            present = False
+                            dstate[slot] = D_EMPTY
+                        else:
+                            status = ERR_NO_VALUE
+                            break
+                    if present:
+                        if ins[I_CHECK] and (v < ins[I_LO] or v > ins[I_HI]):
+                            status = ERR_RANGE
+                            err_val = v
+                            break
+                        out[col] = v
+                elif cls == C_DEC:
+                    e = 0
+                    m = 0
+                    fresh = False
+                    if op == OP_NONE or ((op in (OP_DEFAULT, OP_COPY)) and _bit(buf, fr)):
+                        fresh = True
+                    elif op in (OP_DEFAULT, OP_CONSTANT):
+                        if op == OP_CONSTANT and ins[I_OPT] and not _bit(buf, fr):
+                            present = False
+                        elif ins[I_HASINIT]:
+                            e = ins[I_IE]
+                            m = ins[I_IV]
+                        else:
+                            present = False
+                    elif op == OP_DELTA:
+                        e, p2 = _int(buf, pos, n)
+                        if p2 < 0:
+                            status = ERR_CUT if p2 == -1 else ERR_LONG_INT
+                            break
+                        pos = p2
+                        if nullable and e == 0:
+                            present = False
+                        else:
+                            if nullable and e > 0:
+                                e -= 1
+                            m, p2 = _int(buf, pos, n)
+                            if p2 < 0:
+                                status = ERR_CUT if p2 == -1 else ERR_LONG_INT
+                                break
+                            pos = p2
+                            st = dstate[slot]
+                            if st == D_ASSIGNED:
+                                e += dexp[slot]
+                                m += dval[slot]
+                            elif st == D_EMPTY:
+                                status = ERR_EMPTY_PREV
+                                break
+                            elif ins[I_HASINIT]:
+                                e += ins[I_IE]
+                                m += ins[I_IV]
+                            if e < -63 or e > 63:
+                                status = ERR_EXPONENT
+                                err_val = e
+                                break
+                            dstate[slot] = D_ASSIGNED
+                            dval[slot] = m
+                            dexp[slot] = e
+                    else:  # copy, value from the dictionary
+                        st = dstate[slot]
+                        if st == D_ASSIGNED:
+                            e = dexp[slot]
+                            m = dval[slot]
+                        elif st == D_EMPTY:
+                            if not ins[I_OPT]:
+                                status = ERR_EMPTY_PREV
+                                break
+                            present = False
+                        elif ins[I_HASINIT]:
+                            e = ins[I_IE]
+                            m = ins[I_IV]
+                            dstate[slot] = D_ASSIGNED
+                            dval[slot] = m
+                            dexp[slot] = e
+                        elif ins[I_OPT]:
+                            present = False
+                            dstate[slot] = D_EMPTY
+                        else:
+                            status = ERR_NO_VALUE
+                            break
+                    if fresh:
+                        e, p2 = _int(buf, pos, n)
+                        if p2 < 0:
+                            status = ERR_CUT if p2 == -1 else ERR_LONG_INT
+                            break
+                        pos = p2
+                        if nullable and e == 0:
+                            present = False
+                        else:
+                            if nullable and e > 0:
+                                e -= 1
+                            if e < -63 or e > 63:
+                                status = ERR_EXPONENT
+                                err_val = e
+                                break
+                            m, p2 = _int(buf, pos, n)
+                            if p2 < 0:
+                                status = ERR_CUT if p2 == -1 else ERR_LONG_INT
+                                break
+                            pos = p2
+                        if op == OP_COPY:
+                            if present:
+                                dstate[slot] = D_ASSIGNED
+                                dval[slot] = m
+                                dexp[slot] = e
+                            else:
+                                dstate[slot] = D_EMPTY
+                    if present:
+                        out[col] = m
+                        out[col + 1] = e
+                else:
+                    # ---- strings: the value goes to heap[hp : hp + ln] -------------------
+                    ln = 0
+                    room = heap.shape[0] - hp
+                    if op == OP_NONE or (op == OP_DEFAULT and _bit(buf, fr)):
+                        isnull, src, ln, p2 = _str_span(buf, pos, n, cls, nullable)
+                        if p2 < 0:
+                            status = -p2
+                            break
+                        pos = p2
+                        if isnull:
+                            present = False
+                        elif ln > room:
+                            status = ST_NEED_HEAP
+                            break
+                        else:
+                            heap[hp : hp + ln] = buf[src : src + ln]
+                            if cls == C_ASCII and ln > 0:
+                                heap[hp + ln - 1] &= 0x7F
+                    elif op in (OP_DEFAULT, OP_CONSTANT):
+                        if op == OP_CONSTANT and ins[I_OPT] and not _bit(buf, fr):
+                            present = False
+                        elif ins[I_HASINIT]:
+                            ln = ins[I_IE]
+                            if ln > room:
+                                status = ST_NEED_HEAP
+                                break
+                            heap[hp : hp + ln] = consts[ins[I_IV] : ins[I_IV] + ln]
+                        else:
+                            present = False
+                    elif op == OP_COPY and _bit(buf, fr):
+                        isnull, src, ln, p2 = _str_span(buf, pos, n, cls, nullable)
+                        if p2 < 0:
+                            status = -p2
+                            break
+                        pos = p2
+                        if isnull:
+                            present = False
+                            dstate[slot] = D_EMPTY
+                        else:
+                            if ln > slot_bytes:
+                                status = ST_NEED_SLOT
+                                break
+                            if ln > room:
+                                status = ST_NEED_HEAP
+                                break
+                            heap[hp : hp + ln] = buf[src : src + ln]
+                            if cls == C_ASCII and ln > 0:
+                                heap[hp + ln - 1] &= 0x7F
+                            dstr[slot, :ln] = heap[hp : hp + ln]
+                            dstate[slot] = D_ASSIGNED
+                            dval[slot] = ln
+                    elif op == OP_DELTA or (op == OP_TAIL and _bit(buf, fr)):
+                        sub = 0
+                        if op == OP_DELTA:
+                            sub, p2 = _int(buf, pos, n)
+                            if p2 < 0:
+                                status = ERR_CUT if p2 == -1 else ERR_LONG_INT
+                                break
+                            pos = p2
+                            if nullable:
+                                if sub == 0:
+                                    present = False
+                                elif sub > 0:
+                                    sub -= 1
+                        isnull = 0
+                        src = pos
+                        dl = 0
+                        if present:
+                            isnull, src, dl, p2 = _str_span(
+                                buf, pos, n, cls, nullable if op == OP_TAIL else 0
+                            )
+                            if p2 < 0:
+                                status = -p2
+                                break
+                            pos = p2
+                        if isnull:  # a NULL tail empties the entry
+                            present = False
+                            dstate[slot] = D_EMPTY
+                        elif present:
+                            st = dstate[slot]
+                            # the base: previous value, else the initial value, else empty
+                            if st == D_ASSIGNED:
+                                bsrc = dstr[slot]
+                                blen = dval[slot]
+                                boff = 0
+                            elif st == D_EMPTY and op == OP_DELTA:
+                                status = ERR_EMPTY_PREV
+                                break
+                            elif ins[I_HASINIT]:
+                                bsrc = consts
+                                boff = ins[I_IV]
+                                blen = ins[I_IE]
+                            else:
+                                bsrc = consts
+                                boff = 0
+                                blen = 0
+                            if op == OP_TAIL:
+                                front = False
+                                cut = dl if dl <= blen else blen
+                            else:
+                                front = sub < 0
+                                cut = -sub - 1 if front else sub
+                                if cut > blen:
+                                    status = ERR_SUBTRACT
+                                    err_val = cut
+                                    break
+                            ln = blen - cut + dl
+                            if ln > slot_bytes:
+                                status = ST_NEED_SLOT
+                                break
+                            if ln > room:
+                                status = ST_NEED_HEAP
+                                break
+                            if front:
+                                heap[hp : hp + dl] = buf[src : src + dl]
+                                heap[hp + dl : hp + ln] = bsrc[boff + cut : boff + blen]
+                            else:
+                                heap[hp : hp + blen - cut] = bsrc[boff : boff + blen - cut]
+                                heap[hp + blen - cut : hp + ln] = buf[src : src + dl]
+                            if cls == C_ASCII and dl > 0:
+                                if front:
+                                    heap[hp + dl - 1] &= 0x7F
+                                else:
+                                    heap[hp + ln - 1] &= 0x7F
+                            dstr[slot, :ln] = heap[hp : hp + ln]
+                            dstate[slot] = D_ASSIGNED
+                            dval[slot] = ln
+                    else:  # copy / tail, value from the dictionary
+                        st = dstate[slot]
+                        if st == D_ASSIGNED:
+                            ln = dval[slot]
+                            if ln > room:
+                                status = ST_NEED_HEAP
+                                break
+                            heap[hp : hp + ln] = dstr[slot, :ln]
+                        elif st == D_EMPTY:
+                            if not nullable:
+                                status = ERR_EMPTY_PREV
+                                break
+                            present = False
+                        elif ins[I_HASINIT]:
+                            ln = ins[I_IE]
+                            if ln > room:
+                                status = ST_NEED_HEAP
+                                break
+                            heap[hp : hp + ln] = consts[ins[I_IV] : ins[I_IV] + ln]
+                            dstr[slot, :ln] = heap[hp : hp + ln]
+                            dstate[slot] = D_ASSIGNED
+                            dval[slot] = ln
+                        elif nullable:
+                            present = False
+                            dstate[slot] = D_EMPTY
+                        else:
+                            status = ERR_NO_VALUE
+                            break
+                    if present:
+                        out[col] = hp
+                        out[col + 1] = ln
+                        hp += ln
+                if present:
+                    if pbit >= 0:
+                        out[addr + R_MASK + pbit // 64] |= 1 << (pbit % 64)
+                elif ins[I_SKIP]:
+                    fr[F_IP] = ip + 2
+            if sp >= 0 or status != ST_OK:
+                if status == ST_OK:
+                    continue  # a dynamic reference: decode its message head
+                break
+            break
+        if status != ST_OK:
+            break
+        nmsg += 1
+        state[S_POS] = pos
+        state[S_HEAP] = hp
+        ins_ix = -1
+    if status == ST_OK:
+        state[S_POS] = pos
+        state[S_HEAP] = hp
+    state[S_STATUS] = status
+    state[S_NMSG] = nmsg
+    state[S_ERR_POS] = err_pos
+    state[S_ERR_INS] = ins_ix
+    state[S_ERR_VAL] = err_val
+    return status
