@@ -358,6 +358,7 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                 status = -p2
                 break
             pos = p2
+            err_pos = pos
             if _bit(buf, fr):
                 tid, p2 = _uint(buf, pos, n)
                 if p2 < 0:

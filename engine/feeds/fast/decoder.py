@@ -180,11 +180,12 @@ DictValue = Scalar | None | _Undefined
 
 
 class _Pmap:
-    __slots__ = ("bits", "pos")
+    __slots__ = ("bits", "offset", "pos")
 
-    def __init__(self, bits: int, nbits: int) -> None:
+    def __init__(self, bits: int, nbits: int, offset: int = 0) -> None:
         self.bits = bits  # the map's bits, the first one highest
         self.pos = nbits  # bits left
+        self.offset = offset  # where the map starts in the buffer
 
     def next(self) -> bool:
         if self.pos == 0:
@@ -344,7 +345,7 @@ class Decoder:
             raise self._fail("overlong presence map: its last byte holds no set bit (ERR R7)",
                              start)  # fmt: skip
         self._pos = pos
-        return _Pmap(bits, 7 * (pos - start))
+        return _Pmap(bits, 7 * (pos - start), start)
 
     # --- messages and instructions --------------------------------------------------------
 
@@ -383,7 +384,9 @@ class Decoder:
     def _check_pmap(self, pmap: _Pmap) -> None:
         if pmap.pos and pmap.bits & ((1 << pmap.pos) - 1):
             self._field = "pmap"
-            raise self._fail("presence map has more bits set than its fields use (ERR R8)")
+            raise self._fail(
+                "presence map has more bits set than its fields use (ERR R8)", pmap.offset
+            )
 
     def _instructions(
         self, instructions: tuple[Instruction, ...], pmap: _Pmap, out: dict[str, Value]
