@@ -20,7 +20,7 @@ CQG = SHARED / "data/fast_cqg"
 # --- cqg.rs: its byte vectors and the texts they decode to ----------------------------------
 
 
-def _cqg_cases(path: Path) -> list[tuple[str, bool, list[bytes], list[str]]]:
+def cqg_cases(path: Path) -> list[tuple[str, bool, list[bytes], list[str]]]:
     """Return (test name, json?, messages, expected texts) per #[test] of the Rust file."""
     text = path.read_text()
     cases = []
@@ -45,7 +45,7 @@ def _cqg_cases(path: Path) -> list[tuple[str, bool, list[bytes], list[str]]]:
 def _cqg() -> tuple[TemplateSet, list[tuple[str, bool, list[bytes], list[str]]]]:
     if not (CQG / "cqg.rs").is_file() or not (CQG / "templates.xml").is_file():
         pytest.skip(f"{CQG} is not there")
-    return TemplateSet.from_file(CQG / "templates.xml"), _cqg_cases(CQG / "cqg.rs")
+    return TemplateSet.from_file(CQG / "templates.xml"), cqg_cases(CQG / "cqg.rs")
 
 
 def test_cqg_rs_holds_every_case() -> None:
