@@ -109,7 +109,7 @@ def figures_of(res: dict[str, list[float]]) -> list[judge.Figure]:
             res["msgs_per_s"],
             lower_is_better=False,
             note="messages of the stream (one in eight a Reset) per second",
-        ),  # fmt: skip
+        ),
     ]
 
 
