@@ -535,75 +535,80 @@ TR_Q: int = 81  # 'Q'
 
 
 @kernel_inline
-def _slot(key: int, mask: int) -> int:
+def _slot(key: int, mask: int, local: int) -> int:
+    if local:
+        # Order refs are handed out in sequence and most orders live briefly, so the refs
+        # alive at once cluster: keep neighbours in neighbouring buckets (few cache lines
+        # hot), scrambling only per block of 2**20 refs so that no stride can pile them up.
+        return (key ^ (((key >> 20) * _GOLDEN) >> 24)) & mask
     return ((key * _GOLDEN) >> 32) & mask
 
 
 @kernel_inline
-def ht_find(keys: I64, vals: I64, key: int) -> int:
-    """Return the value stored under ``key``, or -1."""
-    mask = keys.shape[0] - 1
-    i = _slot(key, mask)
+def ht_find(tab: I64, key: int, local: int) -> int:
+    """Return the value stored under ``key`` in ``tab`` (keys and values interleaved), or -1."""
+    mask = (tab.shape[0] >> 1) - 1
+    i = _slot(key, mask, local)
     while True:
-        kk = keys[i]
+        kk = tab[2 * i]
         if kk == key:
-            return vals[i]
+            return tab[2 * i + 1]
         if kk == HT_EMPTY:
             return -1
         i = (i + 1) & mask
 
 
 @kernel_inline
-def ht_put(keys: I64, vals: I64, key: int, val: int) -> None:
+def ht_put(tab: I64, key: int, val: int, local: int) -> None:
     """Store ``val`` under ``key`` (absent; the table has free buckets)."""
-    mask = keys.shape[0] - 1
-    i = _slot(key, mask)
-    while keys[i] != HT_EMPTY:
+    mask = (tab.shape[0] >> 1) - 1
+    i = _slot(key, mask, local)
+    while tab[2 * i] != HT_EMPTY:
         i = (i + 1) & mask
-    keys[i] = key
-    vals[i] = val
+    tab[2 * i] = key
+    tab[2 * i + 1] = val
 
 
 @kernel_inline
-def ht_del(keys: I64, vals: I64, key: int) -> None:
+def ht_del(tab: I64, key: int, local: int) -> None:
     """Remove ``key`` (present), shifting later entries of its probe run back."""
-    mask = keys.shape[0] - 1
-    i = _slot(key, mask)
-    while keys[i] != key:
+    mask = (tab.shape[0] >> 1) - 1
+    i = _slot(key, mask, local)
+    while tab[2 * i] != key:
         i = (i + 1) & mask
     j = i
     while True:
         j = (j + 1) & mask
-        kk = keys[j]
+        kk = tab[2 * j]
         if kk == HT_EMPTY:
             break
-        home = _slot(kk, mask)
+        home = _slot(kk, mask, local)
         # move kk back into the hole at i unless its home lies cyclically in (i, j]
         if (j > i and (home <= i or home > j)) or (j < i and (home <= i and home > j)):
-            keys[i] = kk
-            vals[i] = vals[j]
+            tab[2 * i] = kk
+            tab[2 * i + 1] = tab[2 * j + 1]
             i = j
-    keys[i] = HT_EMPTY
+    tab[2 * i] = HT_EMPTY
 
 
 @kernel
-def ht_rebuild(keys: I64, vals: I64, old_keys: I64, old_vals: I64) -> None:
+def ht_rebuild(tab: I64, old: I64, local: int) -> None:
     """Insert every live entry of the old table into the new (empty) one."""
-    for i in range(old_keys.shape[0]):
-        if old_keys[i] != HT_EMPTY:
-            ht_put(keys, vals, old_keys[i], old_vals[i])
+    for i in range(old.shape[0] >> 1):
+        if old[2 * i] != HT_EMPTY:
+            ht_put(tab, old[2 * i], old[2 * i + 1], local)
 
 
 @kernel_inline
 def _book_add(
-    orders: I64, ok: I64, ov: I64, ofree: I64, levels: I64, lk: I64, lv: I64, lfree: I64,
+    orders: I64, ot: I64, ofree: I64, levels: I64, lt: I64, lfree: I64,
     st: I64, stocks: I64, ref: int, stock: int, side: int, px: int, qty: int,
 ) -> None:  # fmt: skip
     nfo = st[S_NFREE_O] - 1
     st[S_NFREE_O] = nfo
     o = ofree[nfo]
     key = (stock << 33) | (side << 32) | px
-    lvl = ht_find(lk, lv, key)
+    lvl = ht_find(lt, key, 0)
     if lvl < 0:
         nfl = st[S_NFREE_L] - 1
         st[S_NFREE_L] = nfl
@@ -616,7 +621,7 @@ def _book_add(
         levels[lvl, L_CNT] = 0
         levels[lvl, L_HEAD] = -1
         levels[lvl, L_TAIL] = -1
-        ht_put(lk, lv, key, lvl)
+        ht_put(lt, key, lvl, 0)
         st[S_LEVELS] += 1
     orders[o, O_REF] = ref
     orders[o, O_STOCK] = stock
@@ -634,14 +639,14 @@ def _book_add(
     levels[lvl, L_TAIL] = o
     levels[lvl, L_QTY] += qty
     levels[lvl, L_CNT] += 1
-    ht_put(ok, ov, ref, o)
+    ht_put(ot, ref, o, 1)
     st[S_ORDERS] += 1
     stocks[stock, SW_ORDERS] += 1
 
 
 @kernel_inline
 def _book_remove(
-    orders: I64, ok: I64, ov: I64, ofree: I64, levels: I64, lk: I64, lv: I64, lfree: I64,
+    orders: I64, ot: I64, ofree: I64, levels: I64, lt: I64, lfree: I64,
     st: I64, stocks: I64, o: int,
 ) -> None:  # fmt: skip
     lvl = orders[o, O_LEVEL]
@@ -659,12 +664,12 @@ def _book_remove(
     cnt = levels[lvl, L_CNT] - 1
     levels[lvl, L_CNT] = cnt
     if cnt == 0:
-        ht_del(lk, lv, levels[lvl, L_KEY])
+        ht_del(lt, levels[lvl, L_KEY], 0)
         levels[lvl, L_QTY] = 0
         lfree[st[S_NFREE_L]] = lvl
         st[S_NFREE_L] += 1
         st[S_LEVELS] -= 1
-    ht_del(ok, ov, orders[o, O_REF])
+    ht_del(ot, orders[o, O_REF], 1)
     orders[o, O_QTY] = 0
     ofree[st[S_NFREE_O]] = o
     st[S_NFREE_O] += 1
@@ -674,14 +679,14 @@ def _book_remove(
 
 @kernel_inline
 def _book_reduce(
-    orders: I64, ok: I64, ov: I64, ofree: I64, levels: I64, lk: I64, lv: I64, lfree: I64,
+    orders: I64, ot: I64, ofree: I64, levels: I64, lt: I64, lfree: I64,
     st: I64, stocks: I64, o: int, q: int, over: int,
 ) -> None:  # fmt: skip
     left = orders[o, O_QTY]
     if q >= left:
         if q > left:
             st[over] += 1
-        _book_remove(orders, ok, ov, ofree, levels, lk, lv, lfree, st, stocks, o)
+        _book_remove(orders, ot, ofree, levels, lt, lfree, st, stocks, o)
     else:
         orders[o, O_QTY] = left - q
         levels[orders[o, O_LEVEL], L_QTY] -= q
@@ -721,12 +726,10 @@ def book_apply(
     limit: int,
     first_seq: int,
     orders: I64,
-    ok: I64,
-    ov: I64,
+    ot: I64,
     ofree: I64,
     levels: I64,
-    lk: I64,
-    lv: I64,
+    lt: I64,
     lfree: I64,
     st: I64,
     stocks: I64,
@@ -749,10 +752,11 @@ def book_apply(
     ----------
     buf, pk_start, pk_end, mode, keep, limit, first_seq
         As :func:`decode_messages` (``limit``: messages framed by :func:`frame_messages`).
-    orders, ok, ov, ofree : int64 arrays
-        Order records (``int64[cap, OW]``), the ref hash (keys, values: ``2**k >= 2 * cap``
-        buckets) and the free slot stack (``st[S_NFREE_O]`` deep). Mutated in place.
-    levels, lk, lv, lfree : int64 arrays
+    orders, ot, ofree : int64 arrays
+        Order records (``int64[cap, OW]``), the ref hash (keys and values interleaved,
+        ``2**k >= 2 * cap`` buckets) and the free slot stack (``st[S_NFREE_O]`` deep).
+        Mutated in place.
+    levels, lt, lfree : int64 arrays
         The same for price levels (``int64[lcap, LW]``). Mutated in place.
     st : int64[NST]
         State and counters (``S_*``); resumes at ``S_PK``/``S_I``/``S_POS``. Mutated.
@@ -831,38 +835,38 @@ def book_apply(
                             symbols[stock, c] = buf[m + 24 + c]
                     if qty == 0:
                         st[S_ZERO_ADD] += 1
-                    elif ht_find(ok, ov, ref) >= 0:
+                    elif ht_find(ot, ref, 1) >= 0:
                         st[S_DUP_ADD] += 1
                     else:
-                        _book_add(orders, ok, ov, ofree, levels, lk, lv, lfree, st, stocks,
+                        _book_add(orders, ot, ofree, levels, lt, lfree, st, stocks,
                                   ref, stock, side, px, qty)  # fmt: skip
                 elif t == 68:  # Order Delete
-                    o = ht_find(ok, ov, be64(buf, m + 11))
+                    o = ht_find(ot, be64(buf, m + 11), 1)
                     if o < 0:
                         st[S_UNKNOWN_D] += 1
                     else:
-                        _book_remove(orders, ok, ov, ofree, levels, lk, lv, lfree, st, stocks, o)
+                        _book_remove(orders, ot, ofree, levels, lt, lfree, st, stocks, o)
                 elif t == 85:  # Order Replace
-                    o = ht_find(ok, ov, be64(buf, m + 11))
+                    o = ht_find(ot, be64(buf, m + 11), 1)
                     if o < 0:
                         st[S_UNKNOWN_U] += 1
                     else:
                         ostock = orders[o, O_STOCK]
                         side = orders[o, O_SIDE]
-                        _book_remove(orders, ok, ov, ofree, levels, lk, lv, lfree, st, stocks, o)
+                        _book_remove(orders, ot, ofree, levels, lt, lfree, st, stocks, o)
                         ref = be64(buf, m + 19)
                         qty = be32(buf, m + 27)
                         px = be32(buf, m + 31)
                         if qty == 0:
                             st[S_ZERO_ADD] += 1
-                        elif ht_find(ok, ov, ref) >= 0:
+                        elif ht_find(ot, ref, 1) >= 0:
                             st[S_DUP_REPLACE] += 1
                         else:
-                            _book_add(orders, ok, ov, ofree, levels, lk, lv, lfree, st, stocks,
+                            _book_add(orders, ot, ofree, levels, lt, lfree, st, stocks,
                                       ref, ostock, side, px, qty)  # fmt: skip
                 elif t == 69 or t == 67:  # Order Executed (With Price)
                     ref = be64(buf, m + 11)
-                    o = ht_find(ok, ov, ref)
+                    o = ht_find(ot, ref, 1)
                     if o < 0:
                         st[S_UNKNOWN_E if t == 69 else S_UNKNOWN_C] += 1
                     else:
@@ -875,14 +879,14 @@ def book_apply(
                         side = BUY if orders[o, O_SIDE] == 0 else SELL
                         _trade(trades, st, stocks, seq, ts, orders[o, O_STOCK], t, side,
                                printable, 0, px, q, be64(buf, m + 23), ref)  # fmt: skip
-                        _book_reduce(orders, ok, ov, ofree, levels, lk, lv, lfree, st, stocks,
+                        _book_reduce(orders, ot, ofree, levels, lt, lfree, st, stocks,
                                      o, q, S_OVER_EXEC)  # fmt: skip
                 elif t == 88:  # Order Cancel
-                    o = ht_find(ok, ov, be64(buf, m + 11))
+                    o = ht_find(ot, be64(buf, m + 11), 1)
                     if o < 0:
                         st[S_UNKNOWN_X] += 1
                     else:
-                        _book_reduce(orders, ok, ov, ofree, levels, lk, lv, lfree, st, stocks,
+                        _book_reduce(orders, ot, ofree, levels, lt, lfree, st, stocks,
                                      o, be32(buf, m + 19), S_OVER_CANCEL)  # fmt: skip
                 elif t == 80:  # Trade (non-cross): a hidden order matched
                     side = BUY if buf[m + 19] == 66 else SELL
@@ -949,6 +953,370 @@ def level_orders(orders: I64, levels: I64, lvl: int, out: I64) -> int:
 
 
 @kernel
-def find_key(keys: I64, vals: I64, key: int) -> int:
+def find_key(tab: I64, key: int, local: int) -> int:
     """Return the value under ``key`` in a hash table, or -1 (a lookup from Python)."""
-    return ht_find(keys, vals, key)
+    return ht_find(tab, key, local)
+
+
+# ----------------------------------------------------------------------------- generator
+#: Columns of the generator's state row (``int64[G_WIDTH]``).
+G_RNG: int = 0  # xorshift64 state
+G_NEXT_REF: int = 1  # next order reference number
+G_MATCH: int = 2  # next match number
+G_TS: int = 3  # current timestamp, ns since midnight
+G_TS_STEP: int = 4  # mean timestamp step of the body, ns
+G_PHASE: int = 5  # GEN_* phase
+G_PHASE_I: int = 6  # position inside the phase (a stock index)
+G_BODY_END: int = 7  # total bytes at which the body stops
+G_BYTES: int = 8  # bytes written so far, all chunks
+G_MESSAGES: int = 9  # messages written so far
+G_TRACK: int = 10  # tracking number
+G_WIDTH: int = 12
+
+#: Generator phases.
+GEN_OPEN: int = 0  # System Event 'O', a Stock Directory per stock, 'S'
+GEN_TRADING: int = 1  # a Stock Trading Action 'T' per stock, then 'Q'
+GEN_BODY: int = 2  # the order flow
+GEN_CLOSE: int = 3  # 'M', a closing Cross Trade per stock, 'E', 'C'
+GEN_DONE: int = 4
+
+#: Price levels a generated stock's orders use (its window), per side.
+GEN_WINDOW: int = 64
+#: Most orders resting per generated stock.
+GEN_POOL: int = 64
+
+#: Columns of the per-stock generator table (``int64[n_stocks, GS_WIDTH]``).
+GS_BASE: int = 0  # price of window index 0, ticks
+GS_TICK: int = 1  # tick size of the stock, ticks of 0.0001 (100: one cent)
+GS_MID: int = 2  # window index of the mid price
+GS_BID: int = 3  # window index of the best bid, -1 none
+GS_ASK: int = 4  # window index of the best ask, GEN_WINDOW none
+GS_N: int = 5  # orders resting
+GS_WIDTH: int = 6
+
+#: Columns of a pooled generated order (``int64[n_stocks, GEN_POOL, GP_WIDTH]``).
+GP_REF: int = 0
+GP_SIDE: int = 1  # 0 bid, 1 ask
+GP_IDX: int = 2  # window index
+GP_QTY: int = 3
+GP_WIDTH: int = 4
+
+
+@kernel_inline
+def _rand(g: I64) -> int:
+    x = g[G_RNG]
+    x ^= x << 13
+    x ^= (x >> 7) & 0x01FFFFFFFFFFFFFF
+    x ^= x << 17
+    g[G_RNG] = x
+    return (x >> 11) & 0x001FFFFFFFFFFFFF
+
+
+@kernel_inline
+def _uniform(g: I64) -> float:
+    return _rand(g) / 9007199254740992.0
+
+
+@kernel_inline
+def _put(out: U8, p: int, v: int, size: int) -> None:
+    for j in range(size - 1, -1, -1):
+        out[p + j] = v & 0xFF
+        v >>= 8
+
+
+@kernel_inline
+def _head(out: U8, p: int, length: int, t: int, stock: int, g: I64) -> int:
+    _put(out, p, length, 2)
+    out[p + 2] = t
+    _put(out, p + 3, stock, 2)
+    g[G_TRACK] = (g[G_TRACK] + 1) & 0xFFFF
+    _put(out, p + 5, g[G_TRACK], 2)
+    _put(out, p + 7, g[G_TS], 6)
+    g[G_MESSAGES] += 1
+    return p + 13
+
+
+@kernel_inline
+def _symbol(out: U8, p: int, stock: int) -> None:
+    # 'A' + base-26 digits of the locate, space padded to 8
+    for j in range(8):
+        out[p + j] = 32
+    v = stock
+    for j in range(4, -1, -1):
+        out[p + j] = 65 + v % 26
+        v //= 26
+
+
+@kernel_inline
+def _system(out: U8, p: int, code: int, g: I64) -> int:
+    q = _head(out, p, 12, 83, 0, g)
+    out[q] = code
+    return q + 1
+
+
+@kernel_inline
+def _px(gs: I64, s: int, idx: int) -> int:
+    return gs[s, GS_BASE] + idx * gs[s, GS_TICK]
+
+
+@kernel_inline
+def _pool_remove(gs: I64, pool: I64, lvl: I64, s: int, j: int) -> None:
+    side = pool[s, j, GP_SIDE]
+    idx = pool[s, j, GP_IDX]
+    lvl[s, side, idx] -= 1
+    if lvl[s, side, idx] == 0:
+        if side == 0 and gs[s, GS_BID] == idx:
+            b = idx - 1
+            while b >= 0 and lvl[s, 0, b] == 0:
+                b -= 1
+            gs[s, GS_BID] = b
+        elif side == 1 and gs[s, GS_ASK] == idx:
+            a = idx + 1
+            while a < GEN_WINDOW and lvl[s, 1, a] == 0:
+                a += 1
+            gs[s, GS_ASK] = a
+    n = gs[s, GS_N] - 1
+    for c in range(GP_WIDTH):
+        pool[s, j, c] = pool[s, n, c]
+    gs[s, GS_N] = n
+
+
+@kernel_inline
+def _pool_add(gs: I64, pool: I64, lvl: I64, s: int, ref: int, side: int, idx: int, qty: int) -> None:
+    n = gs[s, GS_N]
+    pool[s, n, GP_REF] = ref
+    pool[s, n, GP_SIDE] = side
+    pool[s, n, GP_IDX] = idx
+    pool[s, n, GP_QTY] = qty
+    gs[s, GS_N] = n + 1
+    lvl[s, side, idx] += 1
+    if side == 0 and idx > gs[s, GS_BID]:
+        gs[s, GS_BID] = idx
+    if side == 1 and idx < gs[s, GS_ASK]:
+        gs[s, GS_ASK] = idx
+
+
+@kernel_inline
+def _new_idx(gs: I64, g: I64, s: int, side: int) -> int:
+    # A price on the stock's side of the mid that never crosses the other side's best.
+    d = 1 + int(_uniform(g) * _uniform(g) * 12)
+    if side == 0:
+        idx = min(gs[s, GS_MID] - d, gs[s, GS_ASK] - 1)
+        return max(idx, 0) if gs[s, GS_ASK] > 0 else -1
+    idx = max(gs[s, GS_MID] + d, gs[s, GS_BID] + 1)
+    return min(idx, GEN_WINDOW - 1) if gs[s, GS_BID] < GEN_WINDOW - 1 else -1
+
+
+@kernel_inline
+def _qty(g: I64) -> int:
+    return 100 * (1 + int(_uniform(g) * _uniform(g) * 10)) if _uniform(g) < 0.7 else 1 + _rand(g) % 99
+
+
+@kernel
+def gen_chunk(out: U8, g: I64, gs: I64, pool: I64, lvl: I64) -> int:
+    """Write the next messages of a synthetic ITCH 5.0 day into ``out``; return bytes written.
+
+    The day: System Events 'O' and 'S', a Stock Directory and a 'T' Stock Trading Action per
+    stock, 'Q', then order flow until ``g[G_BODY_END]`` bytes, then 'M', a closing cross per
+    stock, 'E' and 'C'. The order flow picks a stock (skewed: a few are busy, most quiet) and
+    an action in NASDAQ-like proportions: adds ~44% (3% of them with MPID), deletes ~36%,
+    replaces ~8%, partial cancels ~4%, executions ~4.5% (E, some C), hidden trades (P) 1.5%.
+    Every delete, cancel, execution and replace names an order resting in that stock with
+    at most its shares, and no add crosses the other side's best, so the books stay
+    consistent and uncrossed.
+
+    Parameters
+    ----------
+    out : uint8[:]
+        Chunk buffer (at least 256 bytes); written from 0.
+    g : int64[G_WIDTH]
+        Generator state (``G_*``); mutated in place.
+    gs : int64[n_stocks, GS_WIDTH]
+        Per-stock state; stock ``s`` has locate ``s + 1``. Mutated.
+    pool : int64[n_stocks, GEN_POOL, GP_WIDTH]
+        Resting orders per stock. Mutated.
+    lvl : int64[n_stocks, 2, GEN_WINDOW]
+        Orders per window level per side. Mutated.
+
+    Returns
+    -------
+    int
+        Bytes written to ``out`` (0 when the day is complete).
+    """
+    ns = gs.shape[0]
+    p = 0
+    lim = out.shape[0] - 64
+    while p < lim:
+        ph = g[G_PHASE]
+        if ph == GEN_OPEN:
+            i = g[G_PHASE_I]
+            if i == 0:
+                g[G_TS] = 3 * 3600 * 1_000_000_000
+                p = _system(out, p, 79, g)  # 'O'
+            if i < ns:
+                q = _head(out, p, 39, 82, i + 1, g)  # 'R'
+                _symbol(out, q, i + 1)
+                out[q + 8] = 81  # market category 'Q'
+                out[q + 9] = 78  # financial status 'N'
+                _put(out, q + 10, 100, 4)
+                out[q + 14] = 78  # round lots only 'N'
+                out[q + 15] = 67  # issue classification 'C'
+                out[q + 16] = 90  # sub type 'Z '
+                out[q + 17] = 32
+                out[q + 18] = 80  # authenticity 'P'
+                out[q + 19] = 78  # short sale threshold 'N'
+                out[q + 20] = 78  # IPO flag 'N'
+                out[q + 21] = 50  # LULD tier '2'
+                out[q + 22] = 78  # ETP flag 'N'
+                _put(out, q + 23, 0, 4)
+                out[q + 27] = 78  # inverse 'N'
+                p = q + 28
+                g[G_PHASE_I] = i + 1
+            else:
+                g[G_TS] = 4 * 3600 * 1_000_000_000
+                p = _system(out, p, 83, g)  # 'S'
+                g[G_PHASE] = GEN_TRADING
+                g[G_PHASE_I] = 0
+        elif ph == GEN_TRADING:
+            i = g[G_PHASE_I]
+            if i < ns:
+                g[G_TS] = 7 * 3600 * 1_000_000_000 + i
+                q = _head(out, p, 25, 72, i + 1, g)  # 'H'
+                _symbol(out, q, i + 1)
+                out[q + 8] = 84  # 'T'
+                out[q + 9] = 32
+                for j in range(4):
+                    out[q + 10 + j] = 32
+                p = q + 14
+                g[G_PHASE_I] = i + 1
+            else:
+                g[G_TS] = 34_200_000_000_000  # 09:30
+                p = _system(out, p, 81, g)  # 'Q'
+                g[G_PHASE] = GEN_BODY
+        elif ph == GEN_BODY:
+            if g[G_BYTES] + p >= g[G_BODY_END]:
+                g[G_PHASE] = GEN_CLOSE
+                g[G_PHASE_I] = 0
+                continue
+            p = _gen_order_flow(out, p, g, gs, pool, lvl)
+        elif ph == GEN_CLOSE:
+            i = g[G_PHASE_I]
+            if i == 0:
+                g[G_TS] = 57_600_000_000_000  # 16:00
+                p = _system(out, p, 77, g)  # 'M'
+            if i < ns:
+                q = _head(out, p, 40, 81, i + 1, g)  # 'Q' closing cross
+                _put(out, q, 1000 + (i % 50) * 100, 8)
+                _symbol(out, q + 8, i + 1)
+                _put(out, q + 16, _px(gs, i, gs[i, GS_MID]), 4)
+                _put(out, q + 20, g[G_MATCH], 8)
+                g[G_MATCH] += 1
+                out[q + 28] = 67  # 'C'
+                p = q + 29
+                g[G_PHASE_I] = i + 1
+            else:
+                g[G_TS] = 72_000_000_000_000  # 20:00
+                p = _system(out, p, 69, g)  # 'E'
+                p = _system(out, p, 67, g)  # 'C'
+                g[G_PHASE] = GEN_DONE
+        else:
+            break
+    g[G_BYTES] += p
+    return p
+
+
+@kernel_inline
+def _gen_order_flow(out: U8, p: int, g: I64, gs: I64, pool: I64, lvl: I64) -> int:
+    ns = gs.shape[0]
+    u = _uniform(g)
+    s = int(u * u * u * ns)  # skewed: low locates are the busy stocks
+    loc = s + 1
+    g[G_TS] += 1 + _rand(g) % (2 * g[G_TS_STEP])
+    n = gs[s, GS_N]
+    if _rand(g) % 64 == 0:  # the mid drifts
+        mid = gs[s, GS_MID] + (1 if _rand(g) % 2 == 0 else -1)
+        gs[s, GS_MID] = min(max(mid, 12), GEN_WINDOW - 13)
+    r = _uniform(g)
+    if n > 0 and (n >= GEN_POOL or r >= 0.44):
+        j = int(_rand(g) % n)
+        ref = pool[s, j, GP_REF]
+        qty = pool[s, j, GP_QTY]
+        side = pool[s, j, GP_SIDE]
+        if n >= GEN_POOL or r < 0.80:  # delete
+            q = _head(out, p, 19, 68, loc, g)
+            _put(out, q, ref, 8)
+            _pool_remove(gs, pool, lvl, s, j)
+            return q + 8
+        if r < 0.88:  # replace: new ref, same side, new price and size
+            _pool_remove(gs, pool, lvl, s, j)
+            idx = _new_idx(gs, g, s, side)
+            if idx < 0:
+                q = _head(out, p, 19, 68, loc, g)
+                _put(out, q, ref, 8)
+                return q + 8
+            new = g[G_NEXT_REF]
+            g[G_NEXT_REF] = new + 1
+            nq = _qty(g)
+            q = _head(out, p, 35, 85, loc, g)
+            _put(out, q, ref, 8)
+            _put(out, q + 8, new, 8)
+            _put(out, q + 16, nq, 4)
+            _put(out, q + 20, _px(gs, s, idx), 4)
+            _pool_add(gs, pool, lvl, s, new, side, idx, nq)
+            return q + 24
+        if r < 0.92 and qty > 1:  # partial cancel
+            c = 1 + _rand(g) % (qty - 1)
+            q = _head(out, p, 23, 88, loc, g)
+            _put(out, q, ref, 8)
+            _put(out, q + 8, c, 4)
+            pool[s, j, GP_QTY] = qty - c
+            return q + 12
+        if r < 0.98:  # execution (with price now and then), partial or whole
+            c = qty if _uniform(g) < 0.6 else 1 + _rand(g) % qty
+            with_px = r >= 0.965
+            q = _head(out, p, 36 if with_px else 31, 67 if with_px else 69, loc, g)
+            _put(out, q, ref, 8)
+            _put(out, q + 8, c, 4)
+            _put(out, q + 12, g[G_MATCH], 8)
+            g[G_MATCH] += 1
+            if with_px:
+                out[q + 20] = 89  # printable 'Y'
+                _put(out, q + 21, _px(gs, s, pool[s, j, GP_IDX]), 4)
+                q += 5
+            if c >= qty:
+                _pool_remove(gs, pool, lvl, s, j)
+            else:
+                pool[s, j, GP_QTY] = qty - c
+            return q + 20
+        # a hidden order traded (P): no effect on the book
+        q = _head(out, p, 44, 80, loc, g)
+        _put(out, q, 0, 8)
+        out[q + 8] = 66 if _rand(g) % 2 == 0 else 83
+        _put(out, q + 9, _qty(g), 4)
+        _symbol(out, q + 13, loc)
+        _put(out, q + 21, _px(gs, s, gs[s, GS_MID]), 4)
+        _put(out, q + 25, g[G_MATCH], 8)
+        g[G_MATCH] += 1
+        return q + 33
+    side = int(_rand(g) % 2)
+    idx = _new_idx(gs, g, s, side)
+    if idx < 0:
+        side = 1 - side
+        idx = _new_idx(gs, g, s, side)
+    ref = g[G_NEXT_REF]
+    g[G_NEXT_REF] = ref + 1
+    qty = _qty(g)
+    mpid = _rand(g) % 33 == 0
+    q = _head(out, p, 40 if mpid else 36, 70 if mpid else 65, loc, g)
+    _put(out, q, ref, 8)
+    out[q + 8] = 66 if side == 0 else 83
+    _put(out, q + 9, qty, 4)
+    _symbol(out, q + 13, loc)
+    _put(out, q + 21, _px(gs, s, idx), 4)
+    q += 25
+    if mpid:
+        for j, c in enumerate((71, 83, 67, 79)):  # 'GSCO'
+            out[q + j] = c
+        q += 4
+    _pool_add(gs, pool, lvl, s, ref, side, idx, qty)
+    return q

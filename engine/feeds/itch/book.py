@@ -102,13 +102,14 @@ class BookCounters:
 class _Table:
     """Packed records, their free-slot stack and their hash (key -> slot)."""
 
-    __slots__ = ("free", "keys", "rec", "vals")
+    __slots__ = ("free", "local", "rec", "tab")
 
-    def __init__(self, capacity: int, width: int) -> None:
+    def __init__(self, capacity: int, width: int, local: int) -> None:
+        self.local = local  # the hash keeps neighbouring keys together (order refs)
         self.rec: I64 = np.zeros((capacity, width), np.int64)
         self.free: I64 = np.arange(capacity - 1, -1, -1, dtype=np.int64)
-        self.keys: I64 = np.full(_table_size(capacity), k.HT_EMPTY, np.int64)
-        self.vals: I64 = np.zeros(_table_size(capacity), np.int64)
+        # keys and values interleaved: one cache line per probe
+        self.tab: I64 = np.full(2 * _table_size(capacity), k.HT_EMPTY, np.int64)
 
     def grow(self, nfree: int) -> int:
         """Double the capacity; return the new free-slot count."""
@@ -119,10 +120,9 @@ class _Table:
         fresh = np.arange(2 * cap - 1, cap - 1, -1, dtype=np.int64)
         free[: fresh.shape[0]] = fresh
         free[fresh.shape[0] : fresh.shape[0] + nfree] = self.free[:nfree]
-        keys = np.full(_table_size(2 * cap), k.HT_EMPTY, np.int64)
-        vals = np.zeros(keys.shape[0], np.int64)
-        k.ht_rebuild(keys, vals, self.keys, self.vals)
-        self.rec, self.free, self.keys, self.vals = rec, free, keys, vals
+        tab = np.full(2 * _table_size(2 * cap), k.HT_EMPTY, np.int64)
+        k.ht_rebuild(tab, self.tab, self.local)
+        self.rec, self.free, self.tab = rec, free, tab
         return nfree + fresh.shape[0]
 
 
@@ -148,8 +148,8 @@ class ItchBooks:
             raise ValueError(
                 f"capacity, level_capacity: must be >= 1, got {capacity}, {level_capacity}"
             )
-        self._o = _Table(capacity, k.OW)
-        self._l = _Table(level_capacity, k.LW)
+        self._o = _Table(capacity, k.OW, 1)
+        self._l = _Table(level_capacity, k.LW, 0)
         self._st = np.zeros(k.NST, np.int64)
         self._st[k.S_NFREE_O] = capacity
         self._st[k.S_NFREE_L] = level_capacity
@@ -213,8 +213,7 @@ class ItchBooks:
         while True:
             o, lv = self._o, self._l
             stop = int(k.book_apply(buf, pk_start, pk_end, mode, kp, framed, first_seq,
-                                    o.rec, o.keys, o.vals, o.free, lv.rec, lv.keys, lv.vals,
-                                    lv.free, st, self._stocks, self._symbols, self._counts,
+                                    o.rec, o.tab, o.free, lv.rec, lv.tab, lv.free, st, self._stocks, self._symbols, self._counts,
                                     self._trades, self._actions, self._events))  # fmt: skip
             if stop == k.STOP_DONE:
                 break
@@ -345,7 +344,7 @@ class ItchBooks:
         """Return ``int64[n, 2]`` rows ``(order_reference_number, shares)`` at one level, in
         time priority (empty if the level holds nothing)."""
         key = (_locate(stock_locate) << 33) | (_side(side) << 32) | int(price)
-        lvl = int(k.find_key(self._l.keys, self._l.vals, key))
+        lvl = int(k.find_key(self._l.tab, key, 0))
         if lvl < 0:
             return np.zeros((0, 2), np.int64)
         out = np.zeros((int(self._l.rec[lvl, k.L_CNT]), 2), np.int64)
@@ -354,7 +353,7 @@ class ItchBooks:
 
     def order(self, order_reference_number: int) -> tuple[int, int, int, int] | None:
         """Return ``(stock_locate, side, price, shares)`` of a resting order, or None."""
-        o = int(k.find_key(self._o.keys, self._o.vals, int(order_reference_number)))
+        o = int(k.find_key(self._o.tab, int(order_reference_number), 1))
         if o < 0:
             return None
         r = self._o.rec[o]

@@ -306,22 +306,22 @@ def test_random_streams_match_the_reference_book_level_by_level_and_queue_by_que
     assert sum(c.unknown.values()) == c.duplicate_adds == c.over_executions == 0
 
 
-def test_hash_table_deletion_keeps_every_other_key_findable() -> None:
+@pytest.mark.parametrize("local", [0, 1])
+def test_hash_table_deletion_keeps_every_other_key_findable(local: int) -> None:
     rnd = random.Random(5)
-    keys = np.full(64, k.HT_EMPTY, np.int64)
-    vals = np.zeros(64, np.int64)
+    tab = np.full(128, k.HT_EMPTY, np.int64)
     live: dict[int, int] = {}
     for step in range(2_000):
         if live and (len(live) >= 30 or rnd.random() < 0.5):
             key = rnd.choice(list(live))
-            k.ht_del.py_func(keys, vals, key)
+            k.ht_del.py_func(tab, key, local)
             del live[key]
         else:
-            key = rnd.randint(0, 1 << 40)
+            key = rnd.randint(0, 1 << 40) if rnd.random() < 0.5 else rnd.randint(0, 200)
             if key in live:
                 continue
-            k.ht_put.py_func(keys, vals, key, step)
+            k.ht_put.py_func(tab, key, step, local)
             live[key] = step
         for kk, vv in live.items():
-            assert k.find_key(keys, vals, kk) == vv
-    assert int((keys != k.HT_EMPTY).sum()) == len(live)
+            assert k.find_key(tab, kk, local) == vv
+    assert int((tab[0::2] != k.HT_EMPTY).sum()) == len(live)
