@@ -69,7 +69,8 @@ I_START: int = 14  # sequence / group: first instruction of the body
 I_END: int = 15  # sequence / group: one past its last instruction
 I_PMAP: int = 16  # sequence / group: the body starts with its own presence map
 I_SKIP: int = 17  # decimal exponent: when absent, skip the mantissa instruction after it
-I_WIDTH: int = 18
+I_USEBIT: int = 18  # the instruction reads a bit of the presence map
+I_WIDTH: int = 19
 
 #: Template table columns.
 T_ID: int = 0
@@ -129,20 +130,22 @@ ERR_BYTES: int = 23  # byte vector runs past the end
 
 #: Longest presence map accepted, in bytes.
 MAX_PMAP: int = 64
-#: Stack frame columns.
+#: Saved stack frame columns (the running frame is kept in local variables).
 F_IP: int = 0
 F_END: int = 1
 F_KIND: int = 2
 F_ROW: int = 3  # row number in the kind's table
 F_ADDR: int = 4  # index of the row's first column in ``out``
-F_PSTART: int = 5
-F_PBYTES: int = 6
-F_PBIT: int = 7
-F_LEFT: int = 8  # sequence elements still to decode after this one
-F_START: int = 9
-F_HASPMAP: int = 10
-F_PARENT: int = 11
-F_WIDTH: int = 12
+F_PSTART: int = 5  # presence map: first byte
+F_PBYTES: int = 6  # ... its length
+F_PM: int = 7  # ... its first 63 bits as an integer (first bit highest)
+F_PN: int = 8  # ... how many bits F_PM holds
+F_PK: int = 9  # ... next bit to read
+F_LEFT: int = 10  # sequence elements still to decode after this one
+F_START: int = 11
+F_HASPMAP: int = 12
+F_PARENT: int = 13
+F_WIDTH: int = 14
 
 
 @kernel_inline
@@ -180,41 +183,50 @@ def _int(buf: npt.NDArray[np.uint8], pos: int, n: int) -> tuple[int, int]:
 
 
 @kernel_inline
-def _bit(buf: npt.NDArray[np.uint8], frame: npt.NDArray[np.int64]) -> int:
-    """Return the frame's next presence-map bit (0 past the end of the map) and advance."""
-    k = int(frame[F_PBIT])
-    frame[F_PBIT] = k + 1
-    if k >= 7 * frame[F_PBYTES]:
-        return 0
-    return (int(buf[frame[F_PSTART] + k // 7]) >> (6 - k % 7)) & 1
+def _bitat(buf: npt.NDArray[np.uint8], pm: int, pn: int, pstart: int, pbytes: int, k: int) -> int:
+    """Return bit ``k`` of a presence map (0 past its end)."""
+    if k < pn:
+        return (pm >> (pn - 1 - k)) & 1
+    if k < 7 * pbytes:
+        return (int(buf[pstart + k // 7]) >> (6 - k % 7)) & 1
+    return 0
 
 
 @kernel_inline
-def _pmap(buf: npt.NDArray[np.uint8], pos: int, n: int, frame: npt.NDArray[np.int64]) -> int:
-    """Read a presence map into ``frame``; return the next position or -(error code)."""
+def _pmap(buf: npt.NDArray[np.uint8], pos: int, n: int) -> tuple[int, int, int, int]:
+    """Read a presence map.
+
+    Returns (next position or -(error code), its first 63 bits as an integer, how many bits
+    that holds, its length in bytes).
+    """
     start = pos
+    pm = 0
     while pos < n:
-        c = buf[pos]
+        c = int(buf[pos])
         pos += 1
+        if pos - start <= 9:
+            pm = (pm << 7) | (c & 0x7F)
         if c & 0x80:
-            if pos - start > 1 and c == 0x80:
-                return -ERR_PMAP_OVERLONG
-            frame[F_PSTART] = start
-            frame[F_PBYTES] = pos - start
-            frame[F_PBIT] = 0
-            return pos
+            nb = pos - start
+            if nb > 1 and c == 0x80:
+                return -ERR_PMAP_OVERLONG, 0, 0, 0
+            return pos, pm, min(7 * nb, 63), nb
         if pos - start >= MAX_PMAP:
-            return -ERR_PMAP_LONG
-    return -ERR_CUT
+            return -ERR_PMAP_LONG, 0, 0, 0
+    return -ERR_CUT, 0, 0, 0
 
 
 @kernel_inline
-def _pmap_rest(buf: npt.NDArray[np.uint8], frame: npt.NDArray[np.int64]) -> bool:
-    """Return whether the frame's presence map has a set bit it did not use (R8)."""
-    total = 7 * frame[F_PBYTES]
-    k = frame[F_PBIT]
-    while k < total:
-        if (int(buf[frame[F_PSTART] + k // 7]) >> (6 - k % 7)) & 1:
+def _pmap_rest(
+    buf: npt.NDArray[np.uint8], pm: int, pn: int, pstart: int, pbytes: int, k: int
+) -> bool:
+    """Return whether a presence map has a set bit from ``k`` on (more bits than used, R8)."""
+    if k < pn:
+        if pm & ((1 << (pn - k)) - 1):
+            return True
+        k = pn
+    while k < 7 * pbytes:
+        if (int(buf[pstart + k // 7]) >> (6 - k % 7)) & 1:
             return True
         k += 1
     return False
@@ -308,7 +320,7 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
     dstate, dval, dexp, dstr : int8[n_slots], int64[n_slots], int64[n_slots], uint8[n_slots, b]
         Dictionaries. Mutated in place.
     stack : int64[depth, F_WIDTH]
-        Scratch frames.
+        Scratch: the frames a sequence, group or dynamic reference interrupts.
     state : int64[S_WIDTH]
         Written: status, end of the last complete message, message count, error details.
     msg_base : int
@@ -322,595 +334,647 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
     pos = start_pos
     nmsg = 0
     hp = state[S_HEAP]
+    hcap = heap.shape[0]
     nkinds = kinds.shape[0]
     slot_bytes = dstr.shape[1]
     depth = stack.shape[0]
     status = ST_OK
+    err_ins = -1
     err_val = 0
     err_pos = pos
     last_tid = -1
     last_t = -1
     state[S_POS] = start_pos
+    # The running frame.
+    ip = 0
+    end = 0
+    kind = 0
+    row = 0
+    addr = 0
+    pstart = 0
+    pbytes = 0
+    pm = 0
+    pn = 0
+    pk = 0
+    left = 0
+    seg_start = 0
+    haspmap = 0
+    parent = -1
     while pos < n:
         # Clean stop: keep room for a message in every table and in the heap.
-        for k in range(nkinds):
-            if kinds[k, K_CAP] - rows[k] < 16:
+        for kk in range(nkinds):
+            if kinds[kk, K_CAP] - rows[kk] < 16:
                 status = ST_STOP
-        if heap.shape[0] - hp < 4096:
+        if hcap - hp < 4096:
             status = ST_STOP
         if status != ST_OK:
             break
         msg_start = pos
-        sp = -1
-        ins_ix = -1
-        # ---- a message, or a dynamic template reference: pmap, template id, row ----------
-        dyn_parent_addr = -1
+        sp = -1  # frames saved on the stack
+        active = False  # whether a frame is running
+        head = True  # a message head is next: pmap, template id, row
+        dyn_addr = -1
         dyn_col = 0
-        parent_row = -1
+        head_parent = -1
+        err_ins = -1
         while True:
-            err_pos = pos
-            if sp + 1 >= depth:
-                status = ERR_DEPTH
-                break
-            fr = stack[sp + 1]
-            p2 = _pmap(buf, pos, n, fr)
-            if p2 < 0:
-                status = -p2
-                break
-            pos = p2
-            err_pos = pos
-            if _bit(buf, fr):
-                tid, p2 = _uint(buf, pos, n)
-                if p2 < 0:
-                    status = ERR_CUT if p2 == -1 else ERR_LONG_INT
-                    break
-                pos = p2
-                dstate[tid_slot] = D_ASSIGNED
-                dval[tid_slot] = tid
-            elif dstate[tid_slot] == D_ASSIGNED:
-                tid = dval[tid_slot]
-            else:
-                status = ERR_NO_TID
-                break
-            if tid != last_tid:
-                last_t = -1
-                for t in range(tmpl.shape[0]):
-                    if tmpl[t, T_ID] == tid:
-                        last_t = t
-                last_tid = tid
-            t = last_t
-            if t < 0:
-                if tid == reset_tid and sp < 0:
-                    dstate[:] = D_UNDEF
-                    break
-                status = ERR_UNKNOWN_TID
-                err_val = tid
-                break
-            if tmpl[t, T_RESET]:
-                dstate[:] = D_UNDEF
-                dstate[tid_slot] = D_ASSIGNED
-                dval[tid_slot] = tid
-            kind = tmpl[t, T_KIND]
-            if rows[kind] >= kinds[kind, K_CAP]:
-                status = ST_NEED_ROWS
-                err_val = kind
-                break
-            width = kinds[kind, K_WIDTH]
-            addr = kinds[kind, K_BASE] + rows[kind] * width
-            out[addr : addr + width] = 0
-            out[addr + R_MSG] = msg_base + nmsg
-            out[addr + R_OFFSET] = msg_start
-            out[addr + R_PARENT] = parent_row
-            if dyn_parent_addr >= 0:
-                out[dyn_parent_addr + dyn_col] = tid
-                out[dyn_parent_addr + dyn_col + 1] = rows[kind]
-            sp += 1
-            fr[F_IP] = tmpl[t, T_START]
-            fr[F_END] = tmpl[t, T_END]
-            fr[F_KIND] = kind
-            fr[F_ROW] = rows[kind]
-            fr[F_ADDR] = addr
-            fr[F_LEFT] = 0
-            fr[F_START] = tmpl[t, T_START]
-            fr[F_HASPMAP] = 1
-            fr[F_PARENT] = parent_row
-            rows[kind] += 1
-            # ---- walk the instructions until this message's frames are done -------------
-            dyn_parent_addr = -1
-            while sp >= 0 and status == ST_OK:
-                fr = stack[sp]
-                ip = fr[F_IP]
-                if ip >= fr[F_END]:
-                    if fr[F_HASPMAP] and _pmap_rest(buf, fr):
-                        status = ERR_PMAP_BITS
-                        err_pos = fr[F_PSTART]
-                        break
-                    if fr[F_LEFT] > 0:  # next sequence element
-                        fr[F_LEFT] -= 1
-                        kind = fr[F_KIND]
-                        if rows[kind] >= kinds[kind, K_CAP]:
-                            status = ST_NEED_ROWS
-                            err_val = kind
-                            break
-                        width = kinds[kind, K_WIDTH]
-                        addr = kinds[kind, K_BASE] + rows[kind] * width
-                        out[addr : addr + width] = 0
-                        out[addr + R_MSG] = msg_base + nmsg
-                        out[addr + R_OFFSET] = msg_start
-                        out[addr + R_PARENT] = fr[F_PARENT]
-                        fr[F_ROW] = rows[kind]
-                        fr[F_ADDR] = addr
-                        rows[kind] += 1
-                        fr[F_IP] = fr[F_START]
-                        if fr[F_HASPMAP]:
-                            err_pos = pos
-                            p2 = _pmap(buf, pos, n, fr)
-                            if p2 < 0:
-                                status = -p2
-                                break
-                            pos = p2
-                        continue
-                    sp -= 1
-                    continue
-                fr[F_IP] = ip + 1
-                ins = prog[ip]
-                op = ins[I_OP]
-                cls = ins[I_CLS]
-                addr = fr[F_ADDR]
-                col = addr + ins[I_COL]
-                pbit = ins[I_PBIT]
+            if head:
+                head = False
                 err_pos = pos
-                ins_ix = ip
-                present = True
-                # ---- structure ---------------------------------------------------------
-                if op == OP_SEQ:
-                    if pbit >= 0 and not (out[addr + R_MASK + pbit // 64] >> (pbit % 64)) & 1:
-                        continue
-                    count = out[col]
-                    child = ins[I_CHILD]
-                    out[col + 1] = rows[child]
-                    if count <= 0:
-                        continue
+                p2, hpm, hpn, hpb = _pmap(buf, pos, n)
+                if p2 < 0:
+                    status = -p2
+                    break
+                hps = pos
+                pos = p2
+                err_pos = pos
+                if hpn > 0 and (hpm >> (hpn - 1)) & 1:
+                    tid, p2 = _uint(buf, pos, n)
+                    if p2 < 0:
+                        status = ERR_CUT if p2 == -1 else ERR_LONG_INT
+                        break
+                    pos = p2
+                    dstate[tid_slot] = D_ASSIGNED
+                    dval[tid_slot] = tid
+                elif dstate[tid_slot] == D_ASSIGNED:
+                    tid = dval[tid_slot]
+                else:
+                    status = ERR_NO_TID
+                    break
+                if tid != last_tid:
+                    last_t = -1
+                    for t in range(tmpl.shape[0]):
+                        if tmpl[t, T_ID] == tid:
+                            last_t = t
+                    last_tid = tid
+                t = last_t
+                if t < 0:
+                    if tid == reset_tid and not active:
+                        dstate[:] = D_UNDEF
+                        break
+                    status = ERR_UNKNOWN_TID
+                    err_val = tid
+                    break
+                if tmpl[t, T_RESET]:
+                    dstate[:] = D_UNDEF
+                    dstate[tid_slot] = D_ASSIGNED
+                    dval[tid_slot] = tid
+                nk = tmpl[t, T_KIND]
+                if rows[nk] >= kinds[nk, K_CAP]:
+                    status = ST_NEED_ROWS
+                    err_val = nk
+                    break
+                if active:  # a dynamic reference: save the referring frame
                     if sp + 1 >= depth:
                         status = ERR_DEPTH
                         break
-                    if rows[child] >= kinds[child, K_CAP]:
+                    sp += 1
+                    f = stack[sp]
+                    f[F_IP] = ip
+                    f[F_END] = end
+                    f[F_KIND] = kind
+                    f[F_ROW] = row
+                    f[F_ADDR] = addr
+                    f[F_PSTART] = pstart
+                    f[F_PBYTES] = pbytes
+                    f[F_PM] = pm
+                    f[F_PN] = pn
+                    f[F_PK] = pk
+                    f[F_LEFT] = left
+                    f[F_START] = seg_start
+                    f[F_HASPMAP] = haspmap
+                    f[F_PARENT] = parent
+                width = kinds[nk, K_WIDTH]
+                naddr = kinds[nk, K_BASE] + rows[nk] * width
+                out[naddr : naddr + width] = 0
+                out[naddr + R_MSG] = msg_base + nmsg
+                out[naddr + R_OFFSET] = msg_start
+                out[naddr + R_PARENT] = head_parent
+                if dyn_addr >= 0:
+                    out[dyn_addr + dyn_col] = tid
+                    out[dyn_addr + dyn_col + 1] = rows[nk]
+                    dyn_addr = -1
+                ip = tmpl[t, T_START]
+                end = tmpl[t, T_END]
+                kind = nk
+                row = rows[nk]
+                addr = naddr
+                pstart = hps
+                pbytes = hpb
+                pm = hpm
+                pn = hpn
+                pk = 1
+                left = 0
+                seg_start = ip
+                haspmap = 1
+                parent = head_parent
+                rows[nk] += 1
+                active = True
+            # ---- end of a segment: next sequence element, or back to the saved frame ----
+            if ip >= end:
+                if haspmap and _pmap_rest(buf, pm, pn, pstart, pbytes, pk):
+                    status = ERR_PMAP_BITS
+                    err_pos = pstart
+                    break
+                if left > 0:
+                    left -= 1
+                    if rows[kind] >= kinds[kind, K_CAP]:
                         status = ST_NEED_ROWS
-                        err_val = child
+                        err_val = kind
                         break
-                    nf = stack[sp + 1]
-                    width = kinds[child, K_WIDTH]
-                    caddr = kinds[child, K_BASE] + rows[child] * width
-                    out[caddr : caddr + width] = 0
-                    out[caddr + R_MSG] = msg_base + nmsg
-                    out[caddr + R_OFFSET] = msg_start
-                    out[caddr + R_PARENT] = fr[F_ROW]
-                    nf[F_IP] = ins[I_START]
-                    nf[F_END] = ins[I_END]
-                    nf[F_KIND] = child
-                    nf[F_ROW] = rows[child]
-                    nf[F_ADDR] = caddr
-                    nf[F_LEFT] = count - 1
-                    nf[F_START] = ins[I_START]
-                    nf[F_HASPMAP] = ins[I_PMAP]
-                    nf[F_PARENT] = fr[F_ROW]
-                    rows[child] += 1
-                    if ins[I_PMAP]:
-                        p2 = _pmap(buf, pos, n, nf)
+                    width = kinds[kind, K_WIDTH]
+                    addr = kinds[kind, K_BASE] + rows[kind] * width
+                    out[addr : addr + width] = 0
+                    out[addr + R_MSG] = msg_base + nmsg
+                    out[addr + R_OFFSET] = msg_start
+                    out[addr + R_PARENT] = parent
+                    row = rows[kind]
+                    rows[kind] += 1
+                    ip = seg_start
+                    if haspmap:
+                        err_pos = pos
+                        p2, pm, pn, pbytes = _pmap(buf, pos, n)
                         if p2 < 0:
                             status = -p2
                             break
+                        pstart = pos
+                        pk = 0
                         pos = p2
-                    sp += 1
+                    continue
+                if sp < 0:
+                    break  # the message is complete
+                f = stack[sp]
+                sp -= 1
+                ip = f[F_IP]
+                end = f[F_END]
+                kind = f[F_KIND]
+                row = f[F_ROW]
+                addr = f[F_ADDR]
+                pstart = f[F_PSTART]
+                pbytes = f[F_PBYTES]
+                pm = f[F_PM]
+                pn = f[F_PN]
+                pk = f[F_PK]
+                left = f[F_LEFT]
+                seg_start = f[F_START]
+                haspmap = f[F_HASPMAP]
+                parent = f[F_PARENT]
+                continue
+            op = prog[ip, I_OP]
+            cls = prog[ip, I_CLS]
+            col = addr + prog[ip, I_COL]
+            pbit = prog[ip, I_PBIT]
+            err_pos = pos
+            err_ins = ip
+            cur = ip
+            ip += 1
+            bit = 0
+            if prog[cur, I_USEBIT]:
+                bit = _bitat(buf, pm, pn, pstart, pbytes, pk)
+                pk += 1
+            present = True
+            # ---- structure -------------------------------------------------------------
+            if op >= OP_SEQ:
+                if op == OP_DYNREF:
+                    dyn_addr = addr
+                    dyn_col = prog[cur, I_COL]
+                    head_parent = row
+                    head = True
                     continue
                 if op == OP_GROUP:
-                    if ins[I_OPT] and not _bit(buf, fr):
-                        fr[F_IP] = ins[I_END]
+                    if prog[cur, I_OPT] and not bit:
+                        ip = prog[cur, I_END]
                         continue
                     if pbit >= 0:
                         out[addr + R_MASK + pbit // 64] |= 1 << (pbit % 64)
-                    if sp + 1 >= depth:
-                        status = ERR_DEPTH
+                    nstart = ip
+                    nend = prog[cur, I_END]
+                    nkind = kind
+                    naddr = addr
+                    nrow = row
+                    nparent = parent
+                    ip = nend  # where the holder resumes
+                    ncount = 0
+                else:  # OP_SEQ
+                    if pbit >= 0 and not (out[addr + R_MASK + pbit // 64] >> (pbit % 64)) & 1:
+                        continue
+                    ncount = out[col]
+                    nkind = prog[cur, I_CHILD]
+                    out[col + 1] = rows[nkind]
+                    if ncount <= 0:
+                        continue
+                    if rows[nkind] >= kinds[nkind, K_CAP]:
+                        status = ST_NEED_ROWS
+                        err_val = nkind
                         break
-                    nf = stack[sp + 1]
-                    nf[F_IP] = ip + 1
-                    nf[F_END] = ins[I_END]
-                    nf[F_KIND] = fr[F_KIND]
-                    nf[F_ROW] = fr[F_ROW]
-                    nf[F_ADDR] = addr
-                    nf[F_LEFT] = 0
-                    nf[F_START] = ip + 1
-                    nf[F_HASPMAP] = ins[I_PMAP]
-                    nf[F_PARENT] = fr[F_PARENT]
-                    fr[F_IP] = ins[I_END]
-                    if ins[I_PMAP]:
-                        p2 = _pmap(buf, pos, n, nf)
-                        if p2 < 0:
-                            status = -p2
-                            break
-                        pos = p2
-                    sp += 1
-                    continue
-                if op == OP_DYNREF:
-                    dyn_parent_addr = addr
-                    dyn_col = ins[I_COL]
-                    parent_row = fr[F_ROW]
-                    break  # back to the message head: a nested pmap and template id
-                # ---- fields ------------------------------------------------------------
-                nullable = ins[I_NULL]
-                slot = ins[I_SLOT]
-                if cls <= C_UINT:
-                    v = 0
-                    if op == OP_NONE or (op == OP_DEFAULT and _bit(buf, fr)):
-                        if cls == C_INT:
-                            v, p2 = _int(buf, pos, n)
-                        else:
-                            v, p2 = _uint(buf, pos, n)
-                        if p2 < 0:
-                            status = ERR_CUT if p2 == -1 else ERR_LONG_INT
-                            break
-                        pos = p2
-                        if nullable:
-                            if v == 0:
-                                present = False
-                            elif cls == C_UINT or v > 0:
-                                v -= 1
-                    elif op in (OP_DEFAULT, OP_CONSTANT):
-                        if op == OP_CONSTANT and ins[I_OPT] and not _bit(buf, fr):
-                            present = False
-                        elif ins[I_HASINIT]:
-                            v = ins[I_IV]
-                        else:
-                            present = False
-                    elif op == OP_DELTA:
+                    width = kinds[nkind, K_WIDTH]
+                    naddr = kinds[nkind, K_BASE] + rows[nkind] * width
+                    out[naddr : naddr + width] = 0
+                    out[naddr + R_MSG] = msg_base + nmsg
+                    out[naddr + R_OFFSET] = msg_start
+                    out[naddr + R_PARENT] = row
+                    nrow = rows[nkind]
+                    rows[nkind] += 1
+                    nparent = row
+                    nstart = prog[cur, I_START]
+                    nend = prog[cur, I_END]
+                    ncount -= 1
+                if sp + 1 >= depth:
+                    status = ERR_DEPTH
+                    break
+                sp += 1
+                f = stack[sp]
+                f[F_IP] = ip
+                f[F_END] = end
+                f[F_KIND] = kind
+                f[F_ROW] = row
+                f[F_ADDR] = addr
+                f[F_PSTART] = pstart
+                f[F_PBYTES] = pbytes
+                f[F_PM] = pm
+                f[F_PN] = pn
+                f[F_PK] = pk
+                f[F_LEFT] = left
+                f[F_START] = seg_start
+                f[F_HASPMAP] = haspmap
+                f[F_PARENT] = parent
+                ip = nstart
+                end = nend
+                kind = nkind
+                row = nrow
+                addr = naddr
+                left = ncount
+                seg_start = nstart
+                haspmap = prog[cur, I_PMAP]
+                parent = nparent
+                if haspmap:
+                    p2, pm, pn, pbytes = _pmap(buf, pos, n)
+                    if p2 < 0:
+                        status = -p2
+                        break
+                    pstart = pos
+                    pk = 0
+                    pos = p2
+                continue
+            # ---- fields ----------------------------------------------------------------
+            nullable = prog[cur, I_NULL]
+            slot = prog[cur, I_SLOT]
+            if cls <= C_UINT:
+                v = 0
+                if op == OP_NONE or (op == OP_DEFAULT and bit):
+                    if cls == C_INT:
                         v, p2 = _int(buf, pos, n)
-                        if p2 < 0:
-                            status = ERR_CUT if p2 == -1 else ERR_LONG_INT
-                            break
-                        pos = p2
-                        if nullable and v == 0:
+                    else:
+                        v, p2 = _uint(buf, pos, n)
+                    if p2 < 0:
+                        status = ERR_CUT if p2 == -1 else ERR_LONG_INT
+                        break
+                    pos = p2
+                    if nullable:
+                        if v == 0:
                             present = False
-                        else:
-                            if nullable and v > 0:
-                                v -= 1
-                            st = dstate[slot]
-                            if st == D_ASSIGNED:
-                                v += dval[slot]
-                            elif st == D_EMPTY:
-                                status = ERR_EMPTY_PREV
-                                break
-                            elif ins[I_HASINIT]:
-                                v += ins[I_IV]
-                            dstate[slot] = D_ASSIGNED
+                        elif cls == C_UINT or v > 0:
+                            v -= 1
+                elif op == OP_DELTA:
+                    v, p2 = _int(buf, pos, n)
+                    if p2 < 0:
+                        status = ERR_CUT if p2 == -1 else ERR_LONG_INT
+                        break
+                    pos = p2
+                    if nullable and v == 0:
+                        present = False
+                    else:
+                        if nullable and v > 0:
+                            v -= 1
+                        st = dstate[slot]
+                        if st == D_ASSIGNED:
+                            v += dval[slot]
+                        elif st == D_EMPTY:
+                            status = ERR_EMPTY_PREV
+                            break
+                        elif prog[cur, I_HASINIT]:
+                            v += prog[cur, I_IV]
+                        dstate[slot] = D_ASSIGNED
+                        dval[slot] = v
+                elif op in (OP_DEFAULT, OP_CONSTANT):
+                    if op == OP_CONSTANT and prog[cur, I_OPT] and not bit:
+                        present = False
+                    elif prog[cur, I_HASINIT]:
+                        v = prog[cur, I_IV]
+                    else:
+                        present = False
+                elif bit:  # copy / increment, value in the stream
+                    if cls == C_INT:
+                        v, p2 = _int(buf, pos, n)
+                    else:
+                        v, p2 = _uint(buf, pos, n)
+                    if p2 < 0:
+                        status = ERR_CUT if p2 == -1 else ERR_LONG_INT
+                        break
+                    pos = p2
+                    if nullable:
+                        if v == 0:
+                            present = False
+                        elif cls == C_UINT or v > 0:
+                            v -= 1
+                    if present:
+                        dstate[slot] = D_ASSIGNED
+                        dval[slot] = v
+                    else:
+                        dstate[slot] = D_EMPTY
+                else:  # copy / increment, value from the dictionary
+                    st = dstate[slot]
+                    if st == D_ASSIGNED:
+                        v = dval[slot]
+                        if op == OP_INCREMENT:
+                            v += 1
                             dval[slot] = v
-                    elif _bit(buf, fr):  # copy / increment, value in the stream
-                        if cls == C_INT:
-                            v, p2 = _int(buf, pos, n)
-                        else:
-                            v, p2 = _uint(buf, pos, n)
+                    elif st == D_EMPTY:
+                        if not prog[cur, I_OPT]:
+                            status = ERR_EMPTY_PREV
+                            break
+                        present = False
+                    elif prog[cur, I_HASINIT]:
+                        v = prog[cur, I_IV]
+                        dstate[slot] = D_ASSIGNED
+                        dval[slot] = v
+                    elif prog[cur, I_OPT]:
+                        present = False
+                        dstate[slot] = D_EMPTY
+                    else:
+                        status = ERR_NO_VALUE
+                        break
+                if present:
+                    if prog[cur, I_CHECK] and (v < prog[cur, I_LO] or v > prog[cur, I_HI]):
+                        status = ERR_RANGE
+                        err_val = v
+                        break
+                    out[col] = v
+            elif cls == C_DEC:
+                e = 0
+                m = 0
+                fresh = False
+                if op == OP_NONE or ((op in (OP_DEFAULT, OP_COPY)) and bit):
+                    fresh = True
+                elif op in (OP_DEFAULT, OP_CONSTANT):
+                    if op == OP_CONSTANT and prog[cur, I_OPT] and not bit:
+                        present = False
+                    elif prog[cur, I_HASINIT]:
+                        e = prog[cur, I_IE]
+                        m = prog[cur, I_IV]
+                    else:
+                        present = False
+                elif op == OP_DELTA:
+                    e, p2 = _int(buf, pos, n)
+                    if p2 < 0:
+                        status = ERR_CUT if p2 == -1 else ERR_LONG_INT
+                        break
+                    pos = p2
+                    if nullable and e == 0:
+                        present = False
+                    else:
+                        if nullable and e > 0:
+                            e -= 1
+                        m, p2 = _int(buf, pos, n)
                         if p2 < 0:
                             status = ERR_CUT if p2 == -1 else ERR_LONG_INT
                             break
                         pos = p2
-                        if nullable:
-                            if v == 0:
-                                present = False
-                            elif cls == C_UINT or v > 0:
-                                v -= 1
+                        st = dstate[slot]
+                        if st == D_ASSIGNED:
+                            e += dexp[slot]
+                            m += dval[slot]
+                        elif st == D_EMPTY:
+                            status = ERR_EMPTY_PREV
+                            break
+                        elif prog[cur, I_HASINIT]:
+                            e += prog[cur, I_IE]
+                            m += prog[cur, I_IV]
+                        if e < -63 or e > 63:
+                            status = ERR_EXPONENT
+                            err_val = e
+                            break
+                        dstate[slot] = D_ASSIGNED
+                        dval[slot] = m
+                        dexp[slot] = e
+                else:  # copy, value from the dictionary
+                    st = dstate[slot]
+                    if st == D_ASSIGNED:
+                        e = dexp[slot]
+                        m = dval[slot]
+                    elif st == D_EMPTY:
+                        if not prog[cur, I_OPT]:
+                            status = ERR_EMPTY_PREV
+                            break
+                        present = False
+                    elif prog[cur, I_HASINIT]:
+                        e = prog[cur, I_IE]
+                        m = prog[cur, I_IV]
+                        dstate[slot] = D_ASSIGNED
+                        dval[slot] = m
+                        dexp[slot] = e
+                    elif prog[cur, I_OPT]:
+                        present = False
+                        dstate[slot] = D_EMPTY
+                    else:
+                        status = ERR_NO_VALUE
+                        break
+                if fresh:
+                    e, p2 = _int(buf, pos, n)
+                    if p2 < 0:
+                        status = ERR_CUT if p2 == -1 else ERR_LONG_INT
+                        break
+                    pos = p2
+                    if nullable and e == 0:
+                        present = False
+                    else:
+                        if nullable and e > 0:
+                            e -= 1
+                        if e < -63 or e > 63:
+                            status = ERR_EXPONENT
+                            err_val = e
+                            break
+                        m, p2 = _int(buf, pos, n)
+                        if p2 < 0:
+                            status = ERR_CUT if p2 == -1 else ERR_LONG_INT
+                            break
+                        pos = p2
+                    if op == OP_COPY:
                         if present:
                             dstate[slot] = D_ASSIGNED
-                            dval[slot] = v
-                        else:
-                            dstate[slot] = D_EMPTY
-                    else:  # copy / increment, value from the dictionary
-                        st = dstate[slot]
-                        if st == D_ASSIGNED:
-                            v = dval[slot]
-                            if op == OP_INCREMENT:
-                                v += 1
-                                dval[slot] = v
-                        elif st == D_EMPTY:
-                            if not ins[I_OPT]:
-                                status = ERR_EMPTY_PREV
-                                break
-                            present = False
-                        elif ins[I_HASINIT]:
-                            v = ins[I_IV]
-                            dstate[slot] = D_ASSIGNED
-                            dval[slot] = v
-                        elif ins[I_OPT]:
-                            present = False
-                            dstate[slot] = D_EMPTY
-                        else:
-                            status = ERR_NO_VALUE
-                            break
-                    if present:
-                        if ins[I_CHECK] and (v < ins[I_LO] or v > ins[I_HI]):
-                            status = ERR_RANGE
-                            err_val = v
-                            break
-                        out[col] = v
-                elif cls == C_DEC:
-                    e = 0
-                    m = 0
-                    fresh = False
-                    if op == OP_NONE or ((op in (OP_DEFAULT, OP_COPY)) and _bit(buf, fr)):
-                        fresh = True
-                    elif op in (OP_DEFAULT, OP_CONSTANT):
-                        if op == OP_CONSTANT and ins[I_OPT] and not _bit(buf, fr):
-                            present = False
-                        elif ins[I_HASINIT]:
-                            e = ins[I_IE]
-                            m = ins[I_IV]
-                        else:
-                            present = False
-                    elif op == OP_DELTA:
-                        e, p2 = _int(buf, pos, n)
-                        if p2 < 0:
-                            status = ERR_CUT if p2 == -1 else ERR_LONG_INT
-                            break
-                        pos = p2
-                        if nullable and e == 0:
-                            present = False
-                        else:
-                            if nullable and e > 0:
-                                e -= 1
-                            m, p2 = _int(buf, pos, n)
-                            if p2 < 0:
-                                status = ERR_CUT if p2 == -1 else ERR_LONG_INT
-                                break
-                            pos = p2
-                            st = dstate[slot]
-                            if st == D_ASSIGNED:
-                                e += dexp[slot]
-                                m += dval[slot]
-                            elif st == D_EMPTY:
-                                status = ERR_EMPTY_PREV
-                                break
-                            elif ins[I_HASINIT]:
-                                e += ins[I_IE]
-                                m += ins[I_IV]
-                            if e < -63 or e > 63:
-                                status = ERR_EXPONENT
-                                err_val = e
-                                break
-                            dstate[slot] = D_ASSIGNED
                             dval[slot] = m
                             dexp[slot] = e
-                    else:  # copy, value from the dictionary
-                        st = dstate[slot]
-                        if st == D_ASSIGNED:
-                            e = dexp[slot]
-                            m = dval[slot]
-                        elif st == D_EMPTY:
-                            if not ins[I_OPT]:
-                                status = ERR_EMPTY_PREV
-                                break
-                            present = False
-                        elif ins[I_HASINIT]:
-                            e = ins[I_IE]
-                            m = ins[I_IV]
-                            dstate[slot] = D_ASSIGNED
-                            dval[slot] = m
-                            dexp[slot] = e
-                        elif ins[I_OPT]:
-                            present = False
+                        else:
                             dstate[slot] = D_EMPTY
-                        else:
-                            status = ERR_NO_VALUE
-                            break
-                    if fresh:
-                        e, p2 = _int(buf, pos, n)
-                        if p2 < 0:
-                            status = ERR_CUT if p2 == -1 else ERR_LONG_INT
-                            break
-                        pos = p2
-                        if nullable and e == 0:
-                            present = False
-                        else:
-                            if nullable and e > 0:
-                                e -= 1
-                            if e < -63 or e > 63:
-                                status = ERR_EXPONENT
-                                err_val = e
-                                break
-                            m, p2 = _int(buf, pos, n)
-                            if p2 < 0:
-                                status = ERR_CUT if p2 == -1 else ERR_LONG_INT
-                                break
-                            pos = p2
+                if present:
+                    out[col] = m
+                    out[col + 1] = e
+            else:
+                # ---- strings: the value goes to heap[hp : hp + ln] -----------------------
+                ln = 0
+                room = hcap - hp
+                if op == OP_NONE or (op == OP_DEFAULT and bit) or (op == OP_COPY and bit):
+                    isnull, src, ln, p2 = _str_span(buf, pos, n, cls, nullable)
+                    if p2 < 0:
+                        status = -p2
+                        break
+                    pos = p2
+                    if isnull:
+                        present = False
                         if op == OP_COPY:
-                            if present:
-                                dstate[slot] = D_ASSIGNED
-                                dval[slot] = m
-                                dexp[slot] = e
-                            else:
-                                dstate[slot] = D_EMPTY
-                    if present:
-                        out[col] = m
-                        out[col + 1] = e
-                else:
-                    # ---- strings: the value goes to heap[hp : hp + ln] -------------------
-                    ln = 0
-                    room = heap.shape[0] - hp
-                    if op == OP_NONE or (op == OP_DEFAULT and _bit(buf, fr)):
-                        isnull, src, ln, p2 = _str_span(buf, pos, n, cls, nullable)
-                        if p2 < 0:
-                            status = -p2
-                            break
-                        pos = p2
-                        if isnull:
-                            present = False
-                        elif ln > room:
+                            dstate[slot] = D_EMPTY
+                    elif ln > room:
+                        status = ST_NEED_HEAP
+                        break
+                    else:
+                        heap[hp : hp + ln] = buf[src : src + ln]
+                        if cls == C_ASCII and ln > 0:
+                            heap[hp + ln - 1] &= 0x7F
+                        if op == OP_COPY:
+                            if ln > slot_bytes:
+                                status = ST_NEED_SLOT
+                                break
+                            dstr[slot, :ln] = heap[hp : hp + ln]
+                            dstate[slot] = D_ASSIGNED
+                            dval[slot] = ln
+                elif op in (OP_DEFAULT, OP_CONSTANT):
+                    if op == OP_CONSTANT and prog[cur, I_OPT] and not bit:
+                        present = False
+                    elif prog[cur, I_HASINIT]:
+                        ln = prog[cur, I_IE]
+                        if ln > room:
                             status = ST_NEED_HEAP
                             break
-                        else:
-                            heap[hp : hp + ln] = buf[src : src + ln]
-                            if cls == C_ASCII and ln > 0:
-                                heap[hp + ln - 1] &= 0x7F
-                    elif op in (OP_DEFAULT, OP_CONSTANT):
-                        if op == OP_CONSTANT and ins[I_OPT] and not _bit(buf, fr):
-                            present = False
-                        elif ins[I_HASINIT]:
-                            ln = ins[I_IE]
-                            if ln > room:
-                                status = ST_NEED_HEAP
-                                break
-                            heap[hp : hp + ln] = consts[ins[I_IV] : ins[I_IV] + ln]
-                        else:
-                            present = False
-                    elif op == OP_COPY and _bit(buf, fr):
-                        isnull, src, ln, p2 = _str_span(buf, pos, n, cls, nullable)
+                        c0 = prog[cur, I_IV]
+                        for j in range(ln):
+                            heap[hp + j] = consts[c0 + j]
+                    else:
+                        present = False
+                elif op == OP_DELTA or (op == OP_TAIL and bit):
+                    sub = 0
+                    if op == OP_DELTA:
+                        sub, p2 = _int(buf, pos, n)
+                        if p2 < 0:
+                            status = ERR_CUT if p2 == -1 else ERR_LONG_INT
+                            break
+                        pos = p2
+                        if nullable:
+                            if sub == 0:
+                                present = False
+                            elif sub > 0:
+                                sub -= 1
+                    isnull = 0
+                    src = pos
+                    dl = 0
+                    if present:
+                        isnull, src, dl, p2 = _str_span(
+                            buf, pos, n, cls, nullable if op == OP_TAIL else 0
+                        )
                         if p2 < 0:
                             status = -p2
                             break
                         pos = p2
-                        if isnull:
-                            present = False
-                            dstate[slot] = D_EMPTY
-                        else:
-                            if ln > slot_bytes:
-                                status = ST_NEED_SLOT
-                                break
-                            if ln > room:
-                                status = ST_NEED_HEAP
-                                break
-                            heap[hp : hp + ln] = buf[src : src + ln]
-                            if cls == C_ASCII and ln > 0:
-                                heap[hp + ln - 1] &= 0x7F
-                            dstr[slot, :ln] = heap[hp : hp + ln]
-                            dstate[slot] = D_ASSIGNED
-                            dval[slot] = ln
-                    elif op == OP_DELTA or (op == OP_TAIL and _bit(buf, fr)):
-                        sub = 0
-                        if op == OP_DELTA:
-                            sub, p2 = _int(buf, pos, n)
-                            if p2 < 0:
-                                status = ERR_CUT if p2 == -1 else ERR_LONG_INT
-                                break
-                            pos = p2
-                            if nullable:
-                                if sub == 0:
-                                    present = False
-                                elif sub > 0:
-                                    sub -= 1
-                        isnull = 0
-                        src = pos
-                        dl = 0
-                        if present:
-                            isnull, src, dl, p2 = _str_span(
-                                buf, pos, n, cls, nullable if op == OP_TAIL else 0
-                            )
-                            if p2 < 0:
-                                status = -p2
-                                break
-                            pos = p2
-                        if isnull:  # a NULL tail empties the entry
-                            present = False
-                            dstate[slot] = D_EMPTY
-                        elif present:
-                            st = dstate[slot]
-                            # the base: previous value, else the initial value, else empty
-                            if st == D_ASSIGNED:
-                                bsrc = dstr[slot]
-                                blen = dval[slot]
-                                boff = 0
-                            elif st == D_EMPTY and op == OP_DELTA:
-                                status = ERR_EMPTY_PREV
-                                break
-                            elif ins[I_HASINIT]:
-                                bsrc = consts
-                                boff = ins[I_IV]
-                                blen = ins[I_IE]
-                            else:
-                                bsrc = consts
-                                boff = 0
-                                blen = 0
-                            if op == OP_TAIL:
-                                front = False
-                                cut = dl if dl <= blen else blen
-                            else:
-                                front = sub < 0
-                                cut = -sub - 1 if front else sub
-                                if cut > blen:
-                                    status = ERR_SUBTRACT
-                                    err_val = cut
-                                    break
-                            ln = blen - cut + dl
-                            if ln > slot_bytes:
-                                status = ST_NEED_SLOT
-                                break
-                            if ln > room:
-                                status = ST_NEED_HEAP
-                                break
-                            if front:
-                                heap[hp : hp + dl] = buf[src : src + dl]
-                                heap[hp + dl : hp + ln] = bsrc[boff + cut : boff + blen]
-                            else:
-                                heap[hp : hp + blen - cut] = bsrc[boff : boff + blen - cut]
-                                heap[hp + blen - cut : hp + ln] = buf[src : src + dl]
-                            if cls == C_ASCII and dl > 0:
-                                if front:
-                                    heap[hp + dl - 1] &= 0x7F
-                                else:
-                                    heap[hp + ln - 1] &= 0x7F
-                            dstr[slot, :ln] = heap[hp : hp + ln]
-                            dstate[slot] = D_ASSIGNED
-                            dval[slot] = ln
-                    else:  # copy / tail, value from the dictionary
+                    if isnull:  # a NULL tail empties the entry
+                        present = False
+                        dstate[slot] = D_EMPTY
+                    elif present:
                         st = dstate[slot]
-                        if st == D_ASSIGNED:
-                            ln = dval[slot]
-                            if ln > room:
-                                status = ST_NEED_HEAP
-                                break
-                            heap[hp : hp + ln] = dstr[slot, :ln]
-                        elif st == D_EMPTY:
-                            if not nullable:
-                                status = ERR_EMPTY_PREV
-                                break
-                            present = False
-                        elif ins[I_HASINIT]:
-                            ln = ins[I_IE]
-                            if ln > room:
-                                status = ST_NEED_HEAP
-                                break
-                            heap[hp : hp + ln] = consts[ins[I_IV] : ins[I_IV] + ln]
-                            dstr[slot, :ln] = heap[hp : hp + ln]
-                            dstate[slot] = D_ASSIGNED
-                            dval[slot] = ln
-                        elif nullable:
-                            present = False
-                            dstate[slot] = D_EMPTY
-                        else:
-                            status = ERR_NO_VALUE
+                        # the base: previous value, else the initial value, else empty
+                        from_dict = st == D_ASSIGNED
+                        boff = 0
+                        blen = 0
+                        if from_dict:
+                            blen = dval[slot]
+                        elif st == D_EMPTY and op == OP_DELTA:
+                            status = ERR_EMPTY_PREV
                             break
-                    if present:
-                        out[col] = hp
-                        out[col + 1] = ln
-                        hp += ln
+                        elif prog[cur, I_HASINIT]:
+                            boff = prog[cur, I_IV]
+                            blen = prog[cur, I_IE]
+                        front = False
+                        if op == OP_TAIL:
+                            cut = dl if dl <= blen else blen
+                        else:
+                            front = sub < 0
+                            cut = -sub - 1 if front else sub
+                            if cut > blen:
+                                status = ERR_SUBTRACT
+                                err_val = cut
+                                break
+                        ln = blen - cut + dl
+                        if ln > slot_bytes:
+                            status = ST_NEED_SLOT
+                            break
+                        if ln > room:
+                            status = ST_NEED_HEAP
+                            break
+                        # the kept part of the base, then (or before it) the new bytes
+                        keep0 = cut if front else 0
+                        at = dl if front else 0
+                        for j in range(blen - cut):
+                            if from_dict:
+                                heap[hp + at + j] = dstr[slot, keep0 + j]
+                            else:
+                                heap[hp + at + j] = consts[boff + keep0 + j]
+                        at = 0 if front else blen - cut
+                        for j in range(dl):
+                            heap[hp + at + j] = buf[src + j]
+                        if cls == C_ASCII and dl > 0:
+                            heap[hp + at + dl - 1] &= 0x7F
+                        for j in range(ln):
+                            dstr[slot, j] = heap[hp + j]
+                        dstate[slot] = D_ASSIGNED
+                        dval[slot] = ln
+                else:  # copy / tail, value from the dictionary
+                    st = dstate[slot]
+                    if st == D_ASSIGNED:
+                        ln = dval[slot]
+                        if ln > room:
+                            status = ST_NEED_HEAP
+                            break
+                        heap[hp : hp + ln] = dstr[slot, :ln]
+                    elif st == D_EMPTY:
+                        if not nullable:
+                            status = ERR_EMPTY_PREV
+                            break
+                        present = False
+                    elif prog[cur, I_HASINIT]:
+                        ln = prog[cur, I_IE]
+                        if ln > room:
+                            status = ST_NEED_HEAP
+                            break
+                        c0 = prog[cur, I_IV]
+                        for j in range(ln):
+                            heap[hp + j] = consts[c0 + j]
+                            dstr[slot, j] = consts[c0 + j]
+                        dstate[slot] = D_ASSIGNED
+                        dval[slot] = ln
+                    elif nullable:
+                        present = False
+                        dstate[slot] = D_EMPTY
+                    else:
+                        status = ERR_NO_VALUE
+                        break
                 if present:
-                    if pbit >= 0:
-                        out[addr + R_MASK + pbit // 64] |= 1 << (pbit % 64)
-                elif ins[I_SKIP]:
-                    fr[F_IP] = ip + 2
-            if sp >= 0 or status != ST_OK:
-                if status == ST_OK:
-                    continue  # a dynamic reference: decode its message head
-                break
-            break
+                    out[col] = hp
+                    out[col + 1] = ln
+                    hp += ln
+            if present:
+                if pbit >= 0:
+                    out[addr + R_MASK + pbit // 64] |= 1 << (pbit % 64)
+            elif prog[cur, I_SKIP]:
+                ip += 1
         if status != ST_OK:
             break
         nmsg += 1
         state[S_POS] = pos
         state[S_HEAP] = hp
-        ins_ix = -1
     if status == ST_OK:
         state[S_POS] = pos
         state[S_HEAP] = hp
     state[S_STATUS] = status
     state[S_NMSG] = nmsg
     state[S_ERR_POS] = err_pos
-    state[S_ERR_INS] = ins_ix
+    state[S_ERR_INS] = err_ins
     state[S_ERR_VAL] = err_val
     return status

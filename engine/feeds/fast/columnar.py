@@ -216,6 +216,7 @@ class _Compiler:
             elif isinstance(ins, Group):
                 pbit = self.new_pbit(ins.optional)
                 gip = self.row(f"{path}.{ins.name}", I_OP=k.OP_GROUP, I_OPT=int(ins.optional),
+                               I_USEBIT=int(ins.optional),
                                I_PBIT=pbit, I_PMAP=int(ins.needs_pmap))  # fmt: skip
                 sub = self.emit(ins.instructions, kind, f"{path}.{ins.name}", f"{ins.name}.")
                 self.prog[gip][k.I_END] = len(self.prog)
@@ -244,7 +245,11 @@ class _Compiler:
         self.row(name, **kw, I_CLS=cls, I_COL=col, I_PBIT=pbit)
 
     def op_cols(self, op: Operator, ftype: FieldType, optional: bool) -> dict[str, int]:
+        usebit = op.op in (Op.DEFAULT, Op.COPY, Op.INCREMENT, Op.TAIL) or (
+            op.op == Op.CONSTANT and optional
+        )
         kw = {
+            "I_USEBIT": int(usebit),
             "I_OP": int(op.op),
             "I_SLOT": op.slot,
             "I_NULL": int(optional and op.op != Op.CONSTANT),
