@@ -9,9 +9,10 @@ indexed by the type byte (``int64[256, L_COLUMNS]``: field kinds, field sizes, f
 client: 'U' and 'M' mean different messages each way). The
 kernels here walk those tables, so one compiled function serves every message type.
 
-Enter Order, the order-to-wire hot path, has its own kernel with scalar arguments
-(:func:`encode_enter_order`; a numba call costs per argument, so it takes as few as it can);
-a test checks it writes the bytes of the generic one.
+The hot paths of single messages (the client's Enter Order, each type's decode and encode in
+:mod:`~engine.venues.ouch.messages`) are one ``struct`` call each, cheaper than a kernel's
+call for one message; the kernels serve the general path, which names the field that does
+not fit, and tests hold both to the same bytes.
 """
 
 import numpy as np
@@ -298,59 +299,6 @@ def encode_fields(
         out[head + 1] = length & 0xFF
         out[head + 2] = soup_type
     return p
-
-
-@kernel
-def encode_enter_order(
-    out: npt.NDArray[np.uint8],
-    user_ref_num: int,
-    side: int,
-    quantity: int,
-    symbol: int,
-    price: int,
-    flags: int,
-    app_len: int,
-) -> int:
-    """Write an Enter Order 'O' inside a SoupBinTCP Unsequenced Data packet at ``out[0:]``.
-
-    Everything but the ClOrdID (``out[34:48]``) and the appendage bytes (from ``out[50]``),
-    which the caller copies in as they are (text needs no arithmetic).
-
-    Parameters
-    ----------
-    out : uint8[:]
-        Output buffer of at least 50 bytes. Mutated in place.
-    user_ref_num, quantity, price : int
-        UserRefNum, Quantity (shares) and Price (4 implied decimals).
-    side : int
-        Side byte (``ord('B')`` ...).
-    symbol : int
-        The 8 space-padded symbol bytes as a big-endian integer.
-    flags : int
-        TimeInForce, Display, Capacity, InterMarketSweepEligibility and CrossType bytes, in
-        this order, as a 5-byte big-endian integer.
-    app_len : int
-        Bytes of the appendage (AppendageLength).
-
-    Returns
-    -------
-    int
-        Bytes of the packet (its length field + 2).
-    """
-    length = 48 + app_len  # packet type + 47 bytes of Enter Order + appendage
-    out[0] = (length >> 8) & 0xFF
-    out[1] = length & 0xFF
-    out[2] = 85  # 'U'
-    out[3] = 79  # 'O'
-    _put_be(out, 4, user_ref_num, 4)
-    out[8] = side
-    _put_be(out, 9, quantity, 4)
-    _put_be(out, 13, symbol, 8)
-    _put_be(out, 21, price, 8)
-    _put_be(out, 29, flags, 5)
-    out[48] = (app_len >> 8) & 0xFF
-    out[49] = app_len & 0xFF
-    return 50 + app_len
 
 
 @kernel

@@ -15,13 +15,12 @@ stored for replay and framed.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 
-import numpy as np
-
 from engine.fastlog import get_log
-from engine.venues.ouch import _kernels as k
 from engine.venues.ouch.messages import (
+    CHAR_BYTES,
     INBOUND,
     OUTBOUND,
     AccountQuery,
@@ -34,8 +33,8 @@ from engine.venues.ouch.messages import (
     ReplaceOrder,
     TagValue,
     encode_options,
-    pack_alpha,
-    pack_flags,
+    enter_order_flags,
+    pad_alpha,
 )
 from engine.venues.ouch.soupbin import (
     UNSEQUENCED_DATA,
@@ -51,6 +50,9 @@ from engine.venues.ouch.store import ClientState, SequencedStore
 log = get_log(__name__)
 
 _U = b"U"
+#: An Enter Order in Unsequenced Data: packet length, 'U', 'O', UserRefNum, Side, Quantity,
+#: Symbol, Price, TimeInForce..CrossType (5 bytes), ClOrdID, AppendageLength.
+_ENTER_ORDER = struct.Struct(">HccIcI8sq5s14sH")
 
 
 class OuchHandler:
@@ -116,10 +118,8 @@ class OuchClient:
         )  # fmt: skip
         self._decoder = Decoder(OUTBOUND)
         self._encoder = Encoder()
-        self._buf = bytearray(1 << 16)
-        self._out = np.frombuffer(self._buf, np.uint8)  # the kernel writes into _buf
-        self._symbols: dict[str, int] = {}
-        self._flags: dict[tuple[str, str, str, str, str], int] = {}
+        self._symbols: dict[str, bytes] = {}
+        self._flags: dict[tuple[str, str, str, str, str], bytes] = {}
 
     # ------------------------------------------------------------------ transport side
     @property
@@ -196,27 +196,28 @@ class OuchClient:
             self._check()
         sym = self._symbols.get(symbol)
         if sym is None:
-            sym = self._symbols[symbol] = pack_alpha(symbol, 8)
+            sym = self._symbols[symbol] = pad_alpha("Symbol", symbol, 8)
         key = (time_in_force, display, capacity, inter_market_sweep_eligibility, cross_type)
         flags = self._flags.get(key)
         if flags is None:
-            flags = self._flags[key] = pack_flags(*key)
+            flags = self._flags[key] = enter_order_flags(*key)
         cid = cl_ord_id.encode("ascii")
         if len(cid) > 14:
             raise ValueError(f"Enter Order: ClOrdID {cl_ord_id!r} is longer than 14 characters")
-        if not (0 <= quantity < 1 << 32 and -(1 << 63) <= price < 1 << 63) or len(side) != 1:
+        side_b = CHAR_BYTES.get(side)
+        if not (0 <= quantity < 1 << 32 and -(1 << 63) <= price < 1 << 63) or side_b is None:
             raise ValueError(f"Enter Order: side {side!r}, quantity {quantity} or price {price}")
         app = b""
         if appendage:
             app = appendage if isinstance(appendage, bytes) else encode_options(tuple(appendage))
         ref = self.state.take_user_ref_num() if user_ref_num is None else user_ref_num
-        n = k.encode_enter_order(self._out, ref, ord(side), quantity, sym, price, flags, len(app))
-        buf = self._buf
-        buf[34:48] = cid.ljust(14)
-        if app:
-            buf[50:n] = app
         self.soup.sent(now_ns)
-        return ref, bytes(buf[:n])
+        # One struct call (0.14 µs; a numba kernel's call took 0.29 and a copy out of its
+        # buffer); tests hold it to the generic encoder's bytes.
+        return ref, _ENTER_ORDER.pack(
+            48 + len(app), b"U", b"O", ref, side_b, quantity, sym, price, flags,
+            cid.ljust(14), len(app),
+        ) + app  # fmt: skip
 
     def replace_order(
         self,

@@ -948,7 +948,7 @@ _STRUCT_CODES: Final = {
 
 
 #: A character field's bytes by its value (ASCII only: anything else is not in it).
-_CHAR_BYTES: Final = {chr(i): bytes([i]) for i in range(128)}
+CHAR_BYTES: Final = {chr(i): bytes([i]) for i in range(128)}
 _MAX_U63: Final = 1 << 63
 
 
@@ -964,7 +964,7 @@ def _struct_encoder(cls: type[OuchMessage]) -> Callable[[OuchMessage], bytes | N
     if cls.HAS_APPENDAGE:
         fmt += "H"
     names: dict[str, Any] = {
-        "pack": struct.Struct(fmt).pack, "B": _CHAR_BYTES, "M63": _MAX_U63, "T": cls.TYPE,
+        "pack": struct.Struct(fmt).pack, "B": CHAR_BYTES, "M63": _MAX_U63, "T": cls.TYPE,
         "opts": encode_options, "error": struct.error,
     }  # fmt: skip
     lines = ["def encode(msg):", "    try:"]
@@ -1192,22 +1192,35 @@ def decode_outbound(data: bytes) -> OuchMessage:
     return _DECODERS[OUTBOUND].decode(data)
 
 
-def pack_alpha(text: str, size: int) -> int:
-    """Return ``text`` padded to ``size`` bytes as a big-endian integer (kernel arguments)."""
-    return int.from_bytes(_pad("alpha", text, size), "big")
+def pad_alpha(name: str, text: str, size: int) -> bytes:
+    """Return ``text`` as the space-padded ``size`` bytes of alpha field ``name``.
+
+    Raises
+    ------
+    ValueError
+        If ``text`` is not ASCII or longer than ``size``.
+    """
+    return _pad(name, text, size)
 
 
-def pack_flags(
+def enter_order_flags(
     time_in_force: str, display: str, capacity: str, inter_market_sweep: str, cross_type: str
-) -> int:
-    """Return the five one-character Enter Order flags as a 5-byte integer (kernel argument)."""
-    raw = (time_in_force + display + capacity + inter_market_sweep + cross_type).encode("ascii")
-    if len(raw) != 5:
-        raise ValueError("Enter Order flags: each must be one ASCII character")
-    return int.from_bytes(raw, "big")
+) -> bytes:
+    """Return the five one-character Enter Order flags as their 5 bytes, in wire order.
+
+    Raises
+    ------
+    ValueError
+        If a flag is not one ASCII character.
+    """
+    flags = (time_in_force, display, capacity, inter_market_sweep, cross_type)
+    if any(f not in CHAR_BYTES for f in flags):
+        raise ValueError(f"Enter Order flags: each must be one ASCII character: {flags}")
+    return "".join(flags).encode("ascii")
 
 
 __all__ = [
+    "CHAR_BYTES",
     "CLASSES",
     "INBOUND",
     "INBOUND_TYPES",
@@ -1248,7 +1261,7 @@ __all__ = [
     "decode_outbound",
     "encode",
     "encode_options",
-    "pack_alpha",
-    "pack_flags",
+    "enter_order_flags",
+    "pad_alpha",
     "price_to_decimal",
 ]

@@ -99,13 +99,18 @@ def test_capture_enter_order_decodes_to_its_values_and_reencodes_byte_for_byte()
     assert m.Encoder().encode(ENTER_ORDER, b"U") == raw
 
 
+def _logged_in_client(state: MemoryClientState | None = None) -> OuchClient:
+    client = OuchClient("USER", "PASS", state=state or MemoryClientState(), handler=OuchHandler())
+    client.on_connected(0)
+    client.on_data(LoginAccepted(session="S1", sequence_number=1).encode(), 0)
+    return client
+
+
 def test_capture_enter_order_is_what_the_client_writes_for_the_same_order() -> None:
     raw = _capture("EnterOrderMessage")
     state = MemoryClientState()
     state.set_next_user_ref_num(113)
-    client = OuchClient("USER", "PASS", state=state, handler=OuchHandler())
-    client.on_connected(0)
-    client.on_data(LoginAccepted(session="S1", sequence_number=1).encode(), 0)
+    client = _logged_in_client(state)
     ref, data = client.enter_order(
         side="T",
         quantity=225,
@@ -459,23 +464,35 @@ def test_price_scale_refuses_ticks_finer_than_the_wire() -> None:
 # ----------------------------------------------------------------------------- kernels
 
 
-def test_fast_enter_order_kernel_writes_the_generic_kernels_bytes() -> None:
-    app = m.encode_options(ENTER_ORDER.appendage)
-    args = (
-        113,
-        ord("T"),
-        225,
-        m.pack_alpha("CVLT", 8),
-        630200,
-        m.pack_flags("0", "Y", "A", "N", "N"),
-        len(app),
-    )
-    for fn in (k.encode_enter_order, k.encode_enter_order.py_func):
-        out = np.zeros(128, np.uint8)
-        n = fn(out, *args)
-        out[34:48] = np.frombuffer(b"H8FUB8IV".ljust(14), np.uint8)
-        out[50:n] = np.frombuffer(app, np.uint8)
-        assert out[:n].tobytes() == m.Encoder().encode(ENTER_ORDER, b"U")
+@pytest.mark.parametrize(
+    "order",
+    [
+        {"side": "T", "quantity": 225, "symbol": "CVLT", "price": 630200, "cl_ord_id": "H8FUB8IV"},
+        {"side": "B", "quantity": (1 << 32) - 1, "symbol": "ABCDEFGH", "price": -(1 << 63),
+         "cl_ord_id": "X" * 14, "time_in_force": "5", "display": "N", "capacity": "P",
+         "inter_market_sweep_eligibility": "Y", "cross_type": "O"},
+        {"side": "S", "quantity": 0, "symbol": "A", "price": (1 << 63) - 1, "cl_ord_id": "",
+         "appendage": (m.TagValue.of("Firm", "ABCD"), m.TagValue.of("MinQty", 100))},
+    ],
+)  # fmt: skip
+def test_the_clients_enter_order_is_the_generic_encoders_bytes(order: dict[str, object]) -> None:
+    client = _logged_in_client()
+    ref, raw = client.enter_order(now_ns=1, **order)  # type: ignore[arg-type]
+    fields = {k: v for k, v in order.items() if k != "appendage"}
+    msg = m.EnterOrder(user_ref_num=ref, appendage=tuple(order.get("appendage", ())), **fields)  # type: ignore[arg-type]
+    assert raw == m.Encoder().encode_by_kernel(msg, b"U")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"side": "é"}, {"side": "BB"}, {"quantity": -1}, {"quantity": 1 << 32},
+     {"price": 1 << 63}, {"symbol": "TOOLONGSYM"}, {"cl_ord_id": "Y" * 15},
+     {"display": "YY"}],
+)  # fmt: skip
+def test_the_clients_enter_order_refuses_what_does_not_fit(bad: dict[str, object]) -> None:
+    order: dict[str, object] = {"side": "B", "quantity": 1, "symbol": "A", "price": 1}
+    with pytest.raises(ValueError):  # noqa: PT011  (each says its own field)
+        _logged_in_client().enter_order(now_ns=1, **(order | bad))  # type: ignore[arg-type]
 
 
 def test_decode_kernel_compiled_and_python_agree() -> None:
