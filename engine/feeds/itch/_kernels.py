@@ -470,12 +470,12 @@ O_PREV: int = 6  # previous order slot in the level's FIFO, -1 at the head
 O_NEXT: int = 7  # next order slot, -1 at the tail
 OW: int = 8
 
-#: Fields of a level record (``int64[cap, LW]``).
+#: Fields of a level record (``int64[cap, LW]``); a level with L_CNT 0 is empty (kept).
 L_KEY: int = 0  # stock << 33 | side << 32 | price
 L_STOCK: int = 1
 L_SIDE: int = 2
 L_PX: int = 3
-L_QTY: int = 4  # shares resting; 0 with L_CNT 0: slot free
+L_QTY: int = 4  # shares resting
 L_CNT: int = 5  # orders resting
 L_HEAD: int = 6  # first order slot of the FIFO
 L_TAIL: int = 7  # last order slot
@@ -486,7 +486,7 @@ SW_STATE: int = 0  # Stock Trading Action trading state byte ('H', 'P', 'Q', 'T'
 SW_REASON: int = 1  # its reason, 4 bytes, first byte lowest
 SW_STATE_TS: int = 2  # timestamp of the last trading action
 SW_REG_SHO: int = 3  # last Reg SHO action byte
-SW_ORDERS: int = 4  # orders resting
+SW_SPARE: int = 4
 SW_TRADES: int = 5  # trades kept (E, C, P, Q)
 SW_VOLUME: int = 6  # shares in those trades (printable ones)
 SW_HALT: int = 7  # last Operational Halt action byte
@@ -504,7 +504,7 @@ S_NTRADES: int = 7
 S_NACTIONS: int = 8
 S_NEVENTS: int = 9
 S_ORDERS: int = 10  # orders resting, all stocks
-S_LEVELS: int = 11  # levels in use
+S_LEVELS: int = 11  # levels holding orders
 S_UNKNOWN_E: int = 12  # E for an order ref not in the book
 S_UNKNOWN_C: int = 13
 S_UNKNOWN_X: int = 14
@@ -517,7 +517,9 @@ S_OVER_CANCEL: int = 20  # cancels of more shares than left (the order leaves th
 S_BROKEN: int = 21  # Broken Trade messages
 S_ZERO_ADD: int = 22  # adds (or replaces) of 0 shares (not booked)
 S_LAST_EVENT: int = 23  # last System Event code byte
-NST: int = 24
+S_OSHIFT: int = 24  # hash shift of the order table: 64 - log2(buckets)
+S_LSHIFT: int = 25  # hash shift of the level table
+NST: int = 26
 
 #: Why :func:`book_apply` returned.
 STOP_DONE: int = 0
@@ -535,20 +537,16 @@ TR_Q: int = 81  # 'Q'
 
 
 @kernel_inline
-def _slot(key: int, mask: int, local: int) -> int:
-    if local:
-        # Order refs are handed out in sequence and most orders live briefly, so the refs
-        # alive at once cluster: keep neighbours in neighbouring buckets (few cache lines
-        # hot), scrambling only per block of 2**20 refs so that no stride can pile them up.
-        return (key ^ (((key >> 20) * _GOLDEN) >> 24)) & mask
-    return ((key * _GOLDEN) >> 32) & mask
+def _slot(key: int, mask: int, shift: int) -> int:
+    # Fibonacci hashing: the top bits of key * 2**64/phi (shift = 64 - log2(buckets))
+    return ((key * _GOLDEN) >> shift) & mask
 
 
 @kernel_inline
-def ht_find(tab: I64, key: int, local: int) -> int:
+def ht_find(tab: I64, key: int, shift: int) -> int:
     """Return the value stored under ``key`` in ``tab`` (keys and values interleaved), or -1."""
     mask = (tab.shape[0] >> 1) - 1
-    i = _slot(key, mask, local)
+    i = _slot(key, mask, shift)
     while True:
         kk = tab[2 * i]
         if kk == key:
@@ -559,10 +557,10 @@ def ht_find(tab: I64, key: int, local: int) -> int:
 
 
 @kernel_inline
-def ht_put(tab: I64, key: int, val: int, local: int) -> None:
+def ht_put(tab: I64, key: int, val: int, shift: int) -> None:
     """Store ``val`` under ``key`` (absent; the table has free buckets)."""
     mask = (tab.shape[0] >> 1) - 1
-    i = _slot(key, mask, local)
+    i = _slot(key, mask, shift)
     while tab[2 * i] != HT_EMPTY:
         i = (i + 1) & mask
     tab[2 * i] = key
@@ -570,10 +568,10 @@ def ht_put(tab: I64, key: int, val: int, local: int) -> None:
 
 
 @kernel_inline
-def ht_del(tab: I64, key: int, local: int) -> None:
+def ht_del(tab: I64, key: int, shift: int) -> None:
     """Remove ``key`` (present), shifting later entries of its probe run back."""
     mask = (tab.shape[0] >> 1) - 1
-    i = _slot(key, mask, local)
+    i = _slot(key, mask, shift)
     while tab[2 * i] != key:
         i = (i + 1) & mask
     j = i
@@ -582,7 +580,7 @@ def ht_del(tab: I64, key: int, local: int) -> None:
         kk = tab[2 * j]
         if kk == HT_EMPTY:
             break
-        home = _slot(kk, mask, local)
+        home = _slot(kk, mask, shift)
         # move kk back into the hole at i unless its home lies cyclically in (i, j]
         if (j > i and (home <= i or home > j)) or (j < i and (home <= i and home > j)):
             tab[2 * i] = kk
@@ -592,11 +590,11 @@ def ht_del(tab: I64, key: int, local: int) -> None:
 
 
 @kernel
-def ht_rebuild(tab: I64, old: I64, local: int) -> None:
+def ht_rebuild(tab: I64, old: I64, shift: int) -> None:
     """Insert every live entry of the old table into the new (empty) one."""
     for i in range(old.shape[0] >> 1):
         if old[2 * i] != HT_EMPTY:
-            ht_put(tab, old[2 * i], old[2 * i + 1], local)
+            ht_put(tab, old[2 * i], old[2 * i + 1], shift)
 
 
 @kernel_inline
@@ -608,7 +606,7 @@ def _book_add(
     st[S_NFREE_O] = nfo
     o = ofree[nfo]
     key = (stock << 33) | (side << 32) | px
-    lvl = ht_find(lt, key, 0)
+    lvl = ht_find(lt, key, st[S_LSHIFT])
     if lvl < 0:
         nfl = st[S_NFREE_L] - 1
         st[S_NFREE_L] = nfl
@@ -621,7 +619,8 @@ def _book_add(
         levels[lvl, L_CNT] = 0
         levels[lvl, L_HEAD] = -1
         levels[lvl, L_TAIL] = -1
-        ht_put(lt, key, lvl, 0)
+        ht_put(lt, key, lvl, st[S_LSHIFT])
+    if levels[lvl, L_CNT] == 0:
         st[S_LEVELS] += 1
     orders[o, O_REF] = ref
     orders[o, O_STOCK] = stock
@@ -639,9 +638,8 @@ def _book_add(
     levels[lvl, L_TAIL] = o
     levels[lvl, L_QTY] += qty
     levels[lvl, L_CNT] += 1
-    ht_put(ot, ref, o, 1)
+    ht_put(ot, ref, o, st[S_OSHIFT])
     st[S_ORDERS] += 1
-    stocks[stock, SW_ORDERS] += 1
 
 
 @kernel_inline
@@ -664,17 +662,15 @@ def _book_remove(
     cnt = levels[lvl, L_CNT] - 1
     levels[lvl, L_CNT] = cnt
     if cnt == 0:
-        ht_del(lt, levels[lvl, L_KEY], 0)
-        levels[lvl, L_QTY] = 0
-        lfree[st[S_NFREE_L]] = lvl
-        st[S_NFREE_L] += 1
+        # An emptied level keeps its slot and its hash entry (a price is usually quoted
+        # again soon): no hash deletion now and no insertion then. Levels in use are
+        # counted; the table holds every (stock, side, price) quoted so far.
         st[S_LEVELS] -= 1
-    ht_del(ot, orders[o, O_REF], 1)
+    ht_del(ot, orders[o, O_REF], st[S_OSHIFT])
     orders[o, O_QTY] = 0
     ofree[st[S_NFREE_O]] = o
     st[S_NFREE_O] += 1
     st[S_ORDERS] -= 1
-    stocks[orders[o, O_STOCK], SW_ORDERS] -= 1
 
 
 @kernel_inline
@@ -835,19 +831,19 @@ def book_apply(
                             symbols[stock, c] = buf[m + 24 + c]
                     if qty == 0:
                         st[S_ZERO_ADD] += 1
-                    elif ht_find(ot, ref, 1) >= 0:
+                    elif ht_find(ot, ref, st[S_OSHIFT]) >= 0:
                         st[S_DUP_ADD] += 1
                     else:
                         _book_add(orders, ot, ofree, levels, lt, lfree, st, stocks,
                                   ref, stock, side, px, qty)  # fmt: skip
                 elif t == 68:  # Order Delete
-                    o = ht_find(ot, be64(buf, m + 11), 1)
+                    o = ht_find(ot, be64(buf, m + 11), st[S_OSHIFT])
                     if o < 0:
                         st[S_UNKNOWN_D] += 1
                     else:
                         _book_remove(orders, ot, ofree, levels, lt, lfree, st, stocks, o)
                 elif t == 85:  # Order Replace
-                    o = ht_find(ot, be64(buf, m + 11), 1)
+                    o = ht_find(ot, be64(buf, m + 11), st[S_OSHIFT])
                     if o < 0:
                         st[S_UNKNOWN_U] += 1
                     else:
@@ -859,14 +855,14 @@ def book_apply(
                         px = be32(buf, m + 31)
                         if qty == 0:
                             st[S_ZERO_ADD] += 1
-                        elif ht_find(ot, ref, 1) >= 0:
+                        elif ht_find(ot, ref, st[S_OSHIFT]) >= 0:
                             st[S_DUP_REPLACE] += 1
                         else:
                             _book_add(orders, ot, ofree, levels, lt, lfree, st, stocks,
                                       ref, ostock, side, px, qty)  # fmt: skip
                 elif t == 69 or t == 67:  # Order Executed (With Price)
                     ref = be64(buf, m + 11)
-                    o = ht_find(ot, ref, 1)
+                    o = ht_find(ot, ref, st[S_OSHIFT])
                     if o < 0:
                         st[S_UNKNOWN_E if t == 69 else S_UNKNOWN_C] += 1
                     else:
@@ -882,7 +878,7 @@ def book_apply(
                         _book_reduce(orders, ot, ofree, levels, lt, lfree, st, stocks,
                                      o, q, S_OVER_EXEC)  # fmt: skip
                 elif t == 88:  # Order Cancel
-                    o = ht_find(ot, be64(buf, m + 11), 1)
+                    o = ht_find(ot, be64(buf, m + 11), st[S_OSHIFT])
                     if o < 0:
                         st[S_UNKNOWN_X] += 1
                     else:
@@ -953,9 +949,9 @@ def level_orders(orders: I64, levels: I64, lvl: int, out: I64) -> int:
 
 
 @kernel
-def find_key(tab: I64, key: int, local: int) -> int:
+def find_key(tab: I64, key: int, shift: int) -> int:
     """Return the value under ``key`` in a hash table, or -1 (a lookup from Python)."""
-    return ht_find(tab, key, local)
+    return ht_find(tab, key, shift)
 
 
 # ----------------------------------------------------------------------------- generator

@@ -102,10 +102,9 @@ class BookCounters:
 class _Table:
     """Packed records, their free-slot stack and their hash (key -> slot)."""
 
-    __slots__ = ("free", "local", "rec", "tab")
+    __slots__ = ("free", "rec", "tab")
 
-    def __init__(self, capacity: int, width: int, local: int) -> None:
-        self.local = local  # the hash keeps neighbouring keys together (order refs)
+    def __init__(self, capacity: int, width: int) -> None:
         self.rec: I64 = np.zeros((capacity, width), np.int64)
         self.free: I64 = np.arange(capacity - 1, -1, -1, dtype=np.int64)
         # keys and values interleaved: one cache line per probe
@@ -121,9 +120,14 @@ class _Table:
         free[: fresh.shape[0]] = fresh
         free[fresh.shape[0] : fresh.shape[0] + nfree] = self.free[:nfree]
         tab = np.full(2 * _table_size(2 * cap), k.HT_EMPTY, np.int64)
-        k.ht_rebuild(tab, self.tab, self.local)
+        k.ht_rebuild(tab, self.tab, _shift(tab))
         self.rec, self.free, self.tab = rec, free, tab
         return nfree + fresh.shape[0]
+
+
+def _shift(tab: I64) -> int:
+    # 64 - log2(buckets) of an interleaved table of 2 * buckets int64
+    return 64 - (tab.shape[0] // 2).bit_length() + 1
 
 
 def _grown(a: npt.NDArray[np.void], n: int) -> npt.NDArray[np.void]:
@@ -144,12 +148,14 @@ class ItchBooks:
     """
 
     def __init__(self, capacity: int = 1 << 16, level_capacity: int = 1 << 14) -> None:
+        # Level slots are kept once a price is quoted (see the kernel), so level_capacity
+        # grows with the distinct (stock, side, price) of the day, not the levels in use.
         if capacity < 1 or level_capacity < 1:
             raise ValueError(
                 f"capacity, level_capacity: must be >= 1, got {capacity}, {level_capacity}"
             )
-        self._o = _Table(capacity, k.OW, 1)
-        self._l = _Table(level_capacity, k.LW, 0)
+        self._o = _Table(capacity, k.OW)
+        self._l = _Table(level_capacity, k.LW)
         self._st = np.zeros(k.NST, np.int64)
         self._st[k.S_NFREE_O] = capacity
         self._st[k.S_NFREE_L] = level_capacity
@@ -212,6 +218,7 @@ class ItchBooks:
         before = int(self._counts.sum())
         while True:
             o, lv = self._o, self._l
+            st[k.S_OSHIFT], st[k.S_LSHIFT] = _shift(o.tab), _shift(lv.tab)
             stop = int(k.book_apply(buf, pk_start, pk_end, mode, kp, framed, first_seq,
                                     o.rec, o.tab, o.free, lv.rec, lv.tab, lv.free, st, self._stocks, self._symbols, self._counts,
                                     self._trades, self._actions, self._events))  # fmt: skip
@@ -320,8 +327,9 @@ class ItchBooks:
         return int(self._stocks[_locate(stock_locate), k.SW_VOLUME])
 
     def orders_of(self, stock_locate: int) -> int:
-        """Return the orders resting in the stock's book."""
-        return int(self._stocks[_locate(stock_locate), k.SW_ORDERS])
+        """Return the orders resting in the stock's book (a scan: not for hot paths)."""
+        o = self._o.rec
+        return int(((o[:, k.O_QTY] > 0) & (o[:, k.O_STOCK] == _locate(stock_locate))).sum())
 
     def symbol(self, stock_locate: int) -> str:
         """Return the stock's symbol (from its Stock Directory or first add), stripped."""
@@ -344,7 +352,7 @@ class ItchBooks:
         """Return ``int64[n, 2]`` rows ``(order_reference_number, shares)`` at one level, in
         time priority (empty if the level holds nothing)."""
         key = (_locate(stock_locate) << 33) | (_side(side) << 32) | int(price)
-        lvl = int(k.find_key(self._l.tab, key, 0))
+        lvl = int(k.find_key(self._l.tab, key, _shift(self._l.tab)))
         if lvl < 0:
             return np.zeros((0, 2), np.int64)
         out = np.zeros((int(self._l.rec[lvl, k.L_CNT]), 2), np.int64)
@@ -353,7 +361,7 @@ class ItchBooks:
 
     def order(self, order_reference_number: int) -> tuple[int, int, int, int] | None:
         """Return ``(stock_locate, side, price, shares)`` of a resting order, or None."""
-        o = int(k.find_key(self._o.tab, int(order_reference_number), 1))
+        o = int(k.find_key(self._o.tab, int(order_reference_number), _shift(self._o.tab)))
         if o < 0:
             return None
         r = self._o.rec[o]
@@ -385,7 +393,7 @@ class ItchBooks:
         """Return every inconsistency between the order and level tables (empty: none).
 
         Each level's shares and order count must equal the sum over the orders resting in
-        it, and the per-stock and total order counts must match.
+        it and belong to the order's stock, and the order and level counts must match.
         """
         o, lv = self._o.rec, self._l.rec
         live = o[:, k.O_QTY] > 0
@@ -398,9 +406,9 @@ class ItchBooks:
         problems += [f"level slot {int(i)}: shares/orders do not add up" for i in bad[:10]]
         if int(live.sum()) != self.n_orders:
             problems.append(f"{int(live.sum())} order slots in use, {self.n_orders} counted")
-        per_stock = np.bincount(o[live, k.O_STOCK], minlength=_N_STOCKS)
-        if not np.array_equal(per_stock, self._stocks[:, k.SW_ORDERS]):
-            problems.append("per-stock order counts do not add up")
+        lvl_stock = lv[lvl, k.L_STOCK] if lvl.shape[0] else lvl
+        if not np.array_equal(lvl_stock, o[live, k.O_STOCK]):
+            problems.append("an order rests in a level of another stock")
         if int((lv[:, k.L_CNT] > 0).sum()) != self.n_levels:
             problems.append("level count does not add up")
         return problems
