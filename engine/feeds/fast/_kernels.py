@@ -10,10 +10,13 @@ that sequence (the *record kinds*). All tables live in one flat ``int64`` array 
 kind ``k`` owns ``out[base[k] : base[k] + cap[k] * width[k]]``; the wrapper views each as a
 structured array without copying.
 
+Rows are not cleared: ``out`` must start zeroed (``np.zeros``; rows are appended once).
 Row layout (every kind): ``msg`` (message number), ``offset`` (byte offset of the message),
 ``parent`` (row of the enclosing record, -1 for a message), presence masks (one bit per
 field that may be absent), then the fields: integers one column, decimals two (mantissa,
-exponent), strings two (offset and length in the output ``heap``), sequences two (element
+exponent), strings two (where and how long: an offset into ``buf`` for a value read from
+the message, its last byte still carrying the stop bit; ``len(buf)`` + an offset into
+``heap`` for the others, ``heap`` starting with ``consts``), sequences two (element
 count, first row in the child table), dynamic template references two (template id, row).
 
 Dictionaries: ``dstate`` (``D_UNDEF``, ``D_EMPTY``, ``D_ASSIGNED``), ``dval`` (integer,
@@ -446,7 +449,6 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                     f[F_PARENT] = parent
                 width = kinds[nk, K_WIDTH]
                 naddr = kinds[nk, K_BASE] + rows[nk] * width
-                out[naddr : naddr + width] = 0
                 out[naddr + R_MSG] = msg_base + nmsg
                 out[naddr + R_OFFSET] = msg_start
                 out[naddr + R_PARENT] = head_parent
@@ -484,7 +486,6 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                         break
                     width = kinds[kind, K_WIDTH]
                     addr = kinds[kind, K_BASE] + rows[kind] * width
-                    out[addr : addr + width] = 0
                     out[addr + R_MSG] = msg_base + nmsg
                     out[addr + R_OFFSET] = msg_start
                     out[addr + R_PARENT] = parent
@@ -569,7 +570,6 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                         break
                     width = kinds[nkind, K_WIDTH]
                     naddr = kinds[nkind, K_BASE] + rows[nkind] * width
-                    out[naddr : naddr + width] = 0
                     out[naddr + R_MSG] = msg_base + nmsg
                     out[naddr + R_OFFSET] = msg_start
                     out[naddr + R_PARENT] = row
@@ -810,8 +810,11 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                     out[col] = m
                     out[col + 1] = e
             else:
-                # ---- strings: the value goes to heap[hp : hp + ln] -----------------------
+                # ---- strings: the column holds where the value is: an offset into buf
+                # (read from this message), or n + an offset into heap (constants, values
+                # from the dictionary and built by delta or tail) ------------------------
                 ln = 0
+                ref = 0
                 room = hcap - hp
                 if op == OP_NONE or (op == OP_DEFAULT and bit) or (op == OP_COPY and bit):
                     isnull, src, ln, p2 = _str_span(buf, pos, n, cls, nullable)
@@ -819,35 +822,26 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                         status = -p2
                         break
                     pos = p2
+                    ref = src
                     if isnull:
                         present = False
                         if op == OP_COPY:
                             dstate[slot] = D_EMPTY
-                    elif ln > room:
-                        status = ST_NEED_HEAP
-                        break
-                    else:
-                        heap[hp : hp + ln] = buf[src : src + ln]
+                    elif op == OP_COPY:
+                        if ln > slot_bytes:
+                            status = ST_NEED_SLOT
+                            break
+                        dstr[slot, :ln] = buf[src : src + ln]
                         if cls == C_ASCII and ln > 0:
-                            heap[hp + ln - 1] &= 0x7F
-                        if op == OP_COPY:
-                            if ln > slot_bytes:
-                                status = ST_NEED_SLOT
-                                break
-                            dstr[slot, :ln] = heap[hp : hp + ln]
-                            dstate[slot] = D_ASSIGNED
-                            dval[slot] = ln
+                            dstr[slot, ln - 1] &= 0x7F
+                        dstate[slot] = D_ASSIGNED
+                        dval[slot] = ln
                 elif op in (OP_DEFAULT, OP_CONSTANT):
                     if op == OP_CONSTANT and prog[cur, I_OPT] and not bit:
                         present = False
                     elif prog[cur, I_HASINIT]:
                         ln = prog[cur, I_IE]
-                        if ln > room:
-                            status = ST_NEED_HEAP
-                            break
-                        c0 = prog[cur, I_IV]
-                        for j in range(ln):
-                            heap[hp + j] = consts[c0 + j]
+                        ref = n + prog[cur, I_IV]
                     else:
                         present = False
                 elif op == OP_DELTA or (op == OP_TAIL and bit):
@@ -910,21 +904,22 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                             break
                         # the kept part of the base, then (or before it) the new bytes
                         keep0 = cut if front else 0
-                        at = dl if front else 0
-                        for j in range(blen - cut):
-                            if from_dict:
-                                heap[hp + at + j] = dstr[slot, keep0 + j]
-                            else:
-                                heap[hp + at + j] = consts[boff + keep0 + j]
-                        at = 0 if front else blen - cut
-                        for j in range(dl):
-                            heap[hp + at + j] = buf[src + j]
+                        at = hp + dl if front else hp
+                        if from_dict:
+                            heap[at : at + blen - cut] = dstr[slot, keep0 : keep0 + blen - cut]
+                        else:
+                            heap[at : at + blen - cut] = consts[
+                                boff + keep0 : boff + keep0 + blen - cut
+                            ]
+                        at = hp if front else hp + blen - cut
+                        heap[at : at + dl] = buf[src : src + dl]
                         if cls == C_ASCII and dl > 0:
-                            heap[hp + at + dl - 1] &= 0x7F
-                        for j in range(ln):
-                            dstr[slot, j] = heap[hp + j]
+                            heap[at + dl - 1] &= 0x7F
+                        dstr[slot, :ln] = heap[hp : hp + ln]
                         dstate[slot] = D_ASSIGNED
                         dval[slot] = ln
+                        ref = n + hp
+                        hp += ln
                 else:  # copy / tail, value from the dictionary
                     st = dstate[slot]
                     if st == D_ASSIGNED:
@@ -933,6 +928,8 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                             status = ST_NEED_HEAP
                             break
                         heap[hp : hp + ln] = dstr[slot, :ln]
+                        ref = n + hp
+                        hp += ln
                     elif st == D_EMPTY:
                         if not nullable:
                             status = ERR_EMPTY_PREV
@@ -940,15 +937,11 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                         present = False
                     elif prog[cur, I_HASINIT]:
                         ln = prog[cur, I_IE]
-                        if ln > room:
-                            status = ST_NEED_HEAP
-                            break
                         c0 = prog[cur, I_IV]
-                        for j in range(ln):
-                            heap[hp + j] = consts[c0 + j]
-                            dstr[slot, j] = consts[c0 + j]
+                        dstr[slot, :ln] = consts[c0 : c0 + ln]
                         dstate[slot] = D_ASSIGNED
                         dval[slot] = ln
+                        ref = n + c0
                     elif nullable:
                         present = False
                         dstate[slot] = D_EMPTY
@@ -956,9 +949,8 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                         status = ERR_NO_VALUE
                         break
                 if present:
-                    out[col] = hp
+                    out[col] = ref
                     out[col + 1] = ln
-                    hp += ln
             if present:
                 if pbit >= 0:
                     out[addr + R_MASK + pbit // 64] |= 1 << (pbit % 64)

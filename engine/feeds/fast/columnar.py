@@ -7,7 +7,8 @@ int64 tables and decodes whole buffers of messages with one kernel call into
 sequence (one row per element, ``parent`` = the row of the record holding it, and the
 holder's ``<Seq>_first`` / ``<Seq>`` columns give the first child row and the count).
 Every column is 8 bytes: integers (``u8`` for uInt64), decimals as ``<F>`` (mantissa) and
-``<F>_exp``, strings as ``<F>_off`` / ``<F>_len`` into :attr:`Columns.heap`. Whether an
+``<F>_exp``, strings as ``<F>_off`` / ``<F>_len`` (:meth:`Columns.raw`: into the decoded
+buffer for values read from it, into :attr:`Columns.heap` for the others). Whether an
 optional field is present is a bit of the row's ``_mask<k>`` columns
 (:meth:`Columns.present`). Group fields are columns of the holding row, named
 ``<Group>.<F>``.
@@ -284,10 +285,27 @@ class Columns:
     """Decoded messages as one structured array per record kind (see the module docstring)."""
 
     tables: dict[str, npt.NDArray[np.void]]
+    #: Bytes of the values not read from the buffer (constants, dictionary values, deltas).
     heap: npt.NDArray[np.uint8]
     n_messages: int
     layouts: dict[str, KindLayout]
     _by_index: list[str] = field(default_factory=list)
+    #: The decoded buffer: a string column below ``len(buf)`` points into it.
+    buf: npt.NDArray[np.uint8] = field(default_factory=lambda: np.zeros(0, np.uint8))
+
+    def raw(self, offset: int, length: int, ascii: bool) -> bytes:
+        """Return the bytes of a string column's (offset, length).
+
+        Offsets below ``len(buf)`` are in the buffer (an ASCII value's last byte still has
+        the stop bit, cleared here); the others are ``len(buf)`` + an offset into ``heap``.
+        """
+        n = len(self.buf)
+        if offset >= n:
+            return self.heap[offset - n : offset - n + length].tobytes()
+        raw = bytearray(self.buf[offset : offset + length].tobytes())
+        if ascii and raw:
+            raw[-1] &= 0x7F
+        return bytes(raw)
 
     def present(self, table: str, name: str) -> npt.NDArray[np.bool_]:
         """Return whether field ``name`` is present in each row of ``table``."""
@@ -317,7 +335,7 @@ class Columns:
             return Decimal(int(r[item.name + "_exp"]), int(r[item.name]))
         if _CLS[item.ftype] >= k.C_ASCII:
             off, ln = int(r[item.name + "_off"]), int(r[item.name + "_len"])
-            raw = self.heap[off : off + ln].tobytes()
+            raw = self.raw(off, ln, item.ftype == FieldType.ASCII)
             if item.ftype == FieldType.ASCII:
                 return raw.decode("latin-1")
             if item.ftype == FieldType.UNICODE:
@@ -440,10 +458,12 @@ class ColumnDecoder:
         kinds[:, k.K_WIDTH] = widths
         kinds[:, k.K_NMASK] = [lay.nmask for lay in self.layouts]
         out = self._layout(kinds, caps, None, None)
-        heap = np.empty(len(data) + 65536, np.uint8)
+        heap = np.empty(len(data) // 4 + 65536, np.uint8)
+        heap[: len(self._consts)] = self._consts  # constants are referred to, not copied
         rows = np.zeros(nk, np.int64)
         state = self._state
         state[:] = 0
+        state[k.S_HEAP] = len(self._consts)
         pos = 0
         nmsg = 0
         while True:
@@ -485,7 +505,7 @@ class ColumnDecoder:
             self._rows_per_byte = np.maximum(rows / len(data), 1 / 64)
         if status != k.ST_OK:
             self._raise(status, state, data, kinds, rows, out, heap, nmsg)
-        return self._columns(kinds, rows, out, heap, nmsg)
+        return self._columns(data, kinds, rows, out, heap, nmsg)
 
     def _layout(
         self,
@@ -497,7 +517,7 @@ class ColumnDecoder:
         widths = kinds[:, k.K_WIDTH]
         sizes = caps * widths
         bases = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        out = np.empty(int(sizes.sum()), np.int64)
+        out = np.zeros(int(sizes.sum()), np.int64)  # the kernel does not clear rows
         if old is not None and rows is not None:
             for i in range(len(kinds)):
                 used = int(rows[i] * widths[i])
@@ -509,6 +529,7 @@ class ColumnDecoder:
 
     def _columns(
         self,
+        data: npt.NDArray[np.uint8],
         kinds: npt.NDArray[np.int64],
         rows: npt.NDArray[np.int64],
         out: npt.NDArray[np.int64],
@@ -524,7 +545,8 @@ class ColumnDecoder:
             )
         layouts = {lay.name: lay for lay in self.layouts}
         used = int(self._state[k.S_HEAP])
-        return Columns(tables, heap[:used], nmsg, layouts, [lay.name for lay in self.layouts])
+        names = [lay.name for lay in self.layouts]
+        return Columns(tables, heap[:used], nmsg, layouts, names, data)
 
     def _raise(
         self,
@@ -542,7 +564,7 @@ class ColumnDecoder:
             base, w = int(kinds[i, k.K_BASE]), lay.width
             msgs = out[base : base + int(rows[i]) * w : w]
             rows[i] = int(np.searchsorted(msgs, nmsg))
-        partial = self._columns(kinds, rows, out, heap, nmsg)
+        partial = self._columns(data, kinds, rows, out, heap, nmsg)
         ins = int(state[k.S_ERR_INS])
         if status in (k.ERR_UNKNOWN_TID, k.ERR_NO_TID):
             where = "template id"
