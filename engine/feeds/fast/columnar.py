@@ -42,6 +42,7 @@ from engine.feeds.fast.templates import (
     Instruction,
     Op,
     Operator,
+    Scalar,
     Sequence,
     TemplateError,
     TemplateRef,
@@ -87,6 +88,11 @@ class _Item:
     ftype: FieldType = FieldType.UINT32
     child: int = -1
     items: list[_Item] = field(default_factory=list)
+    value: Scalar | None = None  # a mandatory constant's value
+
+
+def _is_fixed(f: Field) -> bool:
+    return f.operator.op == Op.CONSTANT and not f.optional and f.exponent is None
 
 
 @dataclass
@@ -100,6 +106,8 @@ class KindLayout:
     nmask: int
     #: Whether rows are messages (a template's table) rather than sequence elements.
     top: bool = False
+    #: Mandatory constants: the same in every row, so not decoded and without a column.
+    constants: dict[str, Scalar] = field(default_factory=dict)
 
     @property
     def dtype(self) -> np.dtype[np.void]:
@@ -192,10 +200,16 @@ class _Compiler:
         cols = self.kinds[kind].columns
         items: list[_Item] = []
         for ins in instructions:
-            if isinstance(ins, Field):
+            if isinstance(ins, Field) and _is_fixed(ins):
+                # a mandatory constant: no instruction, no column (KindLayout.constants)
+                assert ins.operator.initial is not None
+                items.append(_Item("const", prefix + ins.name, ftype=ins.type,
+                                   value=ins.operator.initial))  # fmt: skip
+                self.kinds[kind].constants[prefix + ins.name] = ins.operator.initial
+            elif isinstance(ins, Field):
                 col = len(cols)
                 pbit = self.new_pbit(ins.optional)
-                self.field(ins, col, pbit, f"{path}.{ins.name}")
+                self.field(ins, col, pbit, f"{path}.{ins.name}", kind)
                 name = prefix + ins.name
                 if ins.type == FieldType.DECIMAL:
                     cols += [(name, "i8"), (name + "_exp", "i8")]
@@ -207,7 +221,7 @@ class _Compiler:
             elif isinstance(ins, Sequence):
                 col = len(cols)
                 pbit = self.new_pbit(ins.optional)
-                self.field(ins.length, col, pbit, f"{path}.{ins.name}")
+                self.field(ins.length, col, pbit, f"{path}.{ins.name}", kind)
                 seq_ip = self.row(f"{path}.{ins.name}", I_OP=k.OP_SEQ, I_COL=col, I_PBIT=pbit)
                 cols += [(prefix + ins.name, "i8"), (prefix + ins.name + "_first", "i8")]
                 item = _Item("seq", prefix + ins.name, col, pbit)
@@ -230,7 +244,7 @@ class _Compiler:
                 items.append(_Item("dynref", "TemplateReference", col))
         return items
 
-    def field(self, f: Field, col: int, pbit: int, name: str) -> None:
+    def field(self, f: Field, col: int, pbit: int, name: str, kind: int) -> None:
         cls = _CLS[f.type]
         if f.exponent is not None and f.mantissa is not None:
             e, m = f.exponent, f.mantissa
@@ -329,6 +343,8 @@ class Columns:
         return self._scalar(item, r)  # type: ignore[return-value]
 
     def _scalar(self, item: _Item, r: np.void) -> Value | None:
+        if item.what == "const":
+            return item.value
         if item.pbit >= 0 and not (int(r[f"_mask{item.pbit // 64}"]) >> (item.pbit % 64)) & 1:
             return None
         if item.ftype == FieldType.DECIMAL:
@@ -365,7 +381,7 @@ class Columns:
         out: dict[str, Value] = {}
         for it in items:
             short = it.name.rsplit(".", 1)[-1]
-            if it.what == "field":
+            if it.what in ("field", "const"):
                 v = self._scalar(it, r)
                 if v is not None:
                     out[short] = v
