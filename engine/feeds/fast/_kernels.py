@@ -363,10 +363,16 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
     seg_start = 0
     haspmap = 0
     parent = -1
+    # Rows free in the fullest table, less the rows taken since it was counted: a lower
+    # bound on every table's free rows, counted again only when it runs low.
+    free = 0
     while pos < n:
         # Clean stop: keep room for a message in every table and in the heap.
-        for kk in range(nkinds):
-            if kinds[kk, K_CAP] - rows[kk] < 16:
+        if free < 16:
+            free = kinds[0, K_CAP] - rows[0]
+            for kk in range(1, nkinds):
+                free = min(free, kinds[kk, K_CAP] - rows[kk])
+            if free < 16:
                 status = ST_STOP
         if hcap - hp < 4096:
             status = ST_STOP
@@ -471,6 +477,7 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                 haspmap = 1
                 parent = head_parent
                 rows[nk] += 1
+                free -= 1
                 active = True
             # ---- end of a segment: next sequence element, or back to the saved frame ----
             if ip >= end:
@@ -491,6 +498,7 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                     out[addr + R_PARENT] = parent
                     row = rows[kind]
                     rows[kind] += 1
+                    free -= 1
                     ip = seg_start
                     if haspmap:
                         err_pos = pos
@@ -547,7 +555,7 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                         ip = prog[cur, I_END]
                         continue
                     if pbit >= 0:
-                        out[addr + R_MASK + pbit // 64] |= 1 << (pbit % 64)
+                        out[addr + R_MASK + (pbit >> 6)] |= 1 << (pbit & 63)
                     nstart = ip
                     nend = prog[cur, I_END]
                     nkind = kind
@@ -557,7 +565,7 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                     ip = nend  # where the holder resumes
                     ncount = 0
                 else:  # OP_SEQ
-                    if pbit >= 0 and not (out[addr + R_MASK + pbit // 64] >> (pbit % 64)) & 1:
+                    if pbit >= 0 and not (out[addr + R_MASK + (pbit >> 6)] >> (pbit & 63)) & 1:
                         continue
                     ncount = out[col]
                     nkind = prog[cur, I_CHILD]
@@ -575,6 +583,7 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                     out[naddr + R_PARENT] = row
                     nrow = rows[nkind]
                     rows[nkind] += 1
+                    free -= 1
                     nparent = row
                     nstart = prog[cur, I_START]
                     nend = prog[cur, I_END]
@@ -953,7 +962,7 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                     out[col + 1] = ln
             if present:
                 if pbit >= 0:
-                    out[addr + R_MASK + pbit // 64] |= 1 << (pbit % 64)
+                    out[addr + R_MASK + (pbit >> 6)] |= 1 << (pbit & 63)
             elif prog[cur, I_SKIP]:
                 ip += 1
         if status != ST_OK:
