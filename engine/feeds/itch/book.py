@@ -31,8 +31,8 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.feeds.itch import _kernels as k
-from engine.feeds.itch.decode import Decoded, ItchDecodeError, as_bytes, error_text
 from engine.feeds.itch.decode import _TABLES as _TAB
+from engine.feeds.itch.decode import Decoded, ItchDecodeError, as_bytes, error_text
 from engine.feeds.itch.messages import MESSAGE_DTYPES, MESSAGE_TYPES
 from engine.types import BUY, SELL
 
@@ -122,12 +122,12 @@ class _Table:
         tab = np.full(2 * _table_size(2 * cap), k.HT_EMPTY, np.int64)
         k.ht_rebuild(tab, self.tab, _shift(tab))
         self.rec, self.free, self.tab = rec, free, tab
-        return nfree + fresh.shape[0]
+        return nfree + int(fresh.shape[0])
 
 
 def _shift(tab: I64) -> int:
     # 64 - log2(buckets) of an interleaved table of 2 * buckets int64
-    return 64 - (tab.shape[0] // 2).bit_length() + 1
+    return 64 - int(tab.shape[0] // 2).bit_length() + 1
 
 
 def _grown(a: npt.NDArray[np.void], n: int) -> npt.NDArray[np.void]:
@@ -165,13 +165,18 @@ class ItchBooks:
         self._trades = np.zeros(1024, ITCH_TRADE_DTYPE)
         self._actions = np.zeros(64, TRADING_ACTION_DTYPE)
         self._events = np.zeros(16, SYSTEM_EVENT_LOG_DTYPE)
+        self._next_seq = 1
 
     # ------------------------------------------------------------------------- input
     def apply_raw(
-        self, data: bytes | bytearray | memoryview | U8, *, first_seq: int = 1,
+        self, data: bytes | bytearray | memoryview | U8, *, first_seq: int | None = None,
         source: str = "<buffer>",
     ) -> int:  # fmt: skip
         """Apply a raw ITCH stream (``u16`` length + message, repeated); return messages.
+
+        ``first_seq`` numbers the first message (``seq`` of the trades and logs); by default
+        the numbering goes on from the previous raw stream (1 for the first), so a day
+        applied in pieces numbers its messages as in one piece.
 
         Raises
         ------
@@ -180,7 +185,10 @@ class ItchBooks:
         """
         buf = as_bytes(data)
         st, en = np.array([0], np.int64), np.array([buf.shape[0]], np.int64)
-        return self._apply(buf, st, en, k.MODE_RAW, None, first_seq, source)
+        seq = self._next_seq if first_seq is None else first_seq
+        n = self._apply(buf, st, en, k.MODE_RAW, None, seq, source)
+        self._next_seq = seq + int(self._st[k.S_G])
+        return n
 
     def apply_file(self, path: str | Path) -> int:
         """Apply a raw ITCH day file (memory-mapped); return the messages applied."""
@@ -220,7 +228,8 @@ class ItchBooks:
             o, lv = self._o, self._l
             st[k.S_OSHIFT], st[k.S_LSHIFT] = _shift(o.tab), _shift(lv.tab)
             stop = int(k.book_apply(buf, pk_start, pk_end, mode, kp, framed, first_seq,
-                                    o.rec, o.tab, o.free, lv.rec, lv.tab, lv.free, st, self._stocks, self._symbols, self._counts,
+                                    o.rec, o.tab, o.free, lv.rec, lv.tab, lv.free, st,
+                                    self._stocks, self._symbols, self._counts,
                                     self._trades, self._actions, self._events))  # fmt: skip
             if stop == k.STOP_DONE:
                 break
@@ -346,11 +355,14 @@ class ItchBooks:
         live &= lv[:, k.L_SIDE] == si
         rows = lv[live][:, [k.L_PX, k.L_QTY, k.L_CNT]]
         order = np.argsort(rows[:, 0], kind="stable")
-        return rows[order[::-1]] if si == 0 else rows[order]
+        out: I64 = rows[order[::-1]] if si == 0 else rows[order]
+        return out
 
     def queue(self, stock_locate: int, side: int, price: int) -> I64:
-        """Return ``int64[n, 2]`` rows ``(order_reference_number, shares)`` at one level, in
-        time priority (empty if the level holds nothing)."""
+        """Return ``int64[n, 2]`` rows ``(order_reference_number, shares)`` at one level.
+
+        Rows are in time priority; empty if the level holds nothing.
+        """
         key = (_locate(stock_locate) << 33) | (_side(side) << 32) | int(price)
         lvl = int(k.find_key(self._l.tab, key, _shift(self._l.tab)))
         if lvl < 0:

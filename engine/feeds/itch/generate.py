@@ -130,7 +130,7 @@ def write_day(
         n = day.chunk(out)
         if n == 0:
             break
-        f.write(memoryview(out[:n]))
+        f.write(out.data[:n])
     return day.summary(n_stocks, seed)
 
 

@@ -333,7 +333,8 @@ class LayoutTables:
 
     ``index[b]``: the type's position in :data:`MESSAGE_TYPES`, -1 for a byte that names no
     message; ``length[b]``: the wire length (type byte included), 0 when unknown;
-    ``ops[b, :n_ops[b]]``: one field move per field (wire offset, row offset, kind); ``itemsize[i]``: row size of the type
+    ``ops[b, :n_ops[b]]``: one field move per field (wire offset, row offset, kind);
+    ``itemsize[i]``: row size of the type
     at index ``i``.
     """
 

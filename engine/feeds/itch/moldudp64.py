@@ -129,8 +129,10 @@ class MoldUDP64Stream:
         self._arena: Arena | None = None
 
     def reuse_output(self) -> None:
-        """Decode every batch into one reused buffer (a batch's rows are then only valid
-        until the next :meth:`feed`)."""
+        """Decode every batch into one reused buffer.
+
+        A batch's rows are then valid only until the next :meth:`feed`.
+        """
         self._arena = Arena()
 
     def feed(
