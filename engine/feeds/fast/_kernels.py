@@ -75,6 +75,54 @@ I_SKIP: int = 17  # decimal exponent: when absent, skip the mantissa instruction
 I_USEBIT: int = 18  # the instruction reads a bit of the presence map
 I_WIDTH: int = 19
 
+#: The program as the kernel reads it (:func:`pack_program`): eight words an instruction,
+#: the small columns packed as bits of the first (one cache line an instruction).
+P_FLAGS: int = 0
+P_COL: int = 1
+P_SLOT: int = 2
+P_PBIT: int = 3
+P_IV: int = 4  # I_IV, or I_CHILD of a sequence
+P_IE: int = 5  # I_IE, or I_START of a sequence
+P_LO: int = 6  # I_LO, or I_END of a sequence or group
+P_HI: int = 7
+P_WIDTH: int = 8
+#: Bits of ``P_FLAGS``: operator (4 bits), value class (3 bits), then one bit each.
+FL_CLS: int = 4
+FL_NULL: int = 7
+FL_OPT: int = 8
+FL_USEBIT: int = 9
+FL_SKIP: int = 10
+FL_HASINIT: int = 11
+FL_CHECK: int = 12
+FL_PMAP: int = 13
+
+
+def pack_program(prog: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Return the kernel's packed program (``int64[n, P_WIDTH]``) of ``int64[n, I_WIDTH]``."""
+    out = np.zeros((prog.shape[0], P_WIDTH), np.int64)
+    out[:, P_FLAGS] = (
+        prog[:, I_OP]
+        | prog[:, I_CLS] << FL_CLS
+        | prog[:, I_NULL] << FL_NULL
+        | prog[:, I_OPT] << FL_OPT
+        | prog[:, I_USEBIT] << FL_USEBIT
+        | prog[:, I_SKIP] << FL_SKIP
+        | prog[:, I_HASINIT] << FL_HASINIT
+        | prog[:, I_CHECK] << FL_CHECK
+        | prog[:, I_PMAP] << FL_PMAP
+    )
+    out[:, P_COL] = prog[:, I_COL]
+    out[:, P_SLOT] = prog[:, I_SLOT]
+    out[:, P_PBIT] = prog[:, I_PBIT]
+    seq = prog[:, I_OP] == OP_SEQ
+    structure = prog[:, I_OP] >= OP_SEQ
+    out[:, P_IV] = np.where(seq, prog[:, I_CHILD], prog[:, I_IV])
+    out[:, P_IE] = np.where(seq, prog[:, I_START], prog[:, I_IE])
+    out[:, P_LO] = np.where(structure, prog[:, I_END], prog[:, I_LO])
+    out[:, P_HI] = prog[:, I_HI]
+    return out
+
+
 #: Template table columns.
 T_ID: int = 0
 T_KIND: int = 1
@@ -314,7 +362,7 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
     ----------
     buf : uint8[:]
         Messages back to back.
-    prog, consts, tmpl, kinds : int64[:, I_WIDTH], uint8[:], int64[:, T_WIDTH], int64[:, K_COLS]
+    prog, consts, tmpl, kinds : int64[:, P_WIDTH], uint8[:], int64[:, T_WIDTH], int64[:, K_COLS]
         The compiled template set (read only).
     rows : int64[n_kinds]
         Rows used per kind; rows are appended. Mutated in place.
@@ -529,16 +577,17 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                 haspmap = f[F_HASPMAP]
                 parent = f[F_PARENT]
                 continue
-            op = prog[ip, I_OP]
-            cls = prog[ip, I_CLS]
-            col = addr + prog[ip, I_COL]
-            pbit = prog[ip, I_PBIT]
+            fl = prog[ip, P_FLAGS]
+            op = fl & 15
+            cls = (fl >> FL_CLS) & 7
+            col = addr + prog[ip, P_COL]
+            pbit = prog[ip, P_PBIT]
             err_pos = pos
             err_ins = ip
             cur = ip
             ip += 1
             bit = 0
-            if prog[cur, I_USEBIT]:
+            if (fl >> FL_USEBIT) & 1:
                 bit = _bitat(buf, pm, pn, pstart, pbytes, pk)
                 pk += 1
             present = True
@@ -546,18 +595,18 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
             if op >= OP_SEQ:
                 if op == OP_DYNREF:
                     dyn_addr = addr
-                    dyn_col = prog[cur, I_COL]
+                    dyn_col = prog[cur, P_COL]
                     head_parent = row
                     head = True
                     continue
                 if op == OP_GROUP:
-                    if prog[cur, I_OPT] and not bit:
-                        ip = prog[cur, I_END]
+                    if (fl >> FL_OPT) & 1 and not bit:
+                        ip = prog[cur, P_LO]
                         continue
                     if pbit >= 0:
                         out[addr + R_MASK + (pbit >> 6)] |= 1 << (pbit & 63)
                     nstart = ip
-                    nend = prog[cur, I_END]
+                    nend = prog[cur, P_LO]
                     nkind = kind
                     naddr = addr
                     nrow = row
@@ -568,7 +617,7 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                     if pbit >= 0 and not (out[addr + R_MASK + (pbit >> 6)] >> (pbit & 63)) & 1:
                         continue
                     ncount = out[col]
-                    nkind = prog[cur, I_CHILD]
+                    nkind = prog[cur, P_IV]
                     out[col + 1] = rows[nkind]
                     if ncount <= 0:
                         continue
@@ -585,8 +634,8 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                     rows[nkind] += 1
                     free -= 1
                     nparent = row
-                    nstart = prog[cur, I_START]
-                    nend = prog[cur, I_END]
+                    nstart = prog[cur, P_IE]
+                    nend = prog[cur, P_LO]
                     ncount -= 1
                 if sp + 1 >= depth:
                     status = ERR_DEPTH
@@ -614,7 +663,7 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                 addr = naddr
                 left = ncount
                 seg_start = nstart
-                haspmap = prog[cur, I_PMAP]
+                haspmap = (fl >> FL_PMAP) & 1
                 parent = nparent
                 if haspmap:
                     p2, pm, pn, pbytes = _pmap(buf, pos, n)
@@ -626,8 +675,8 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                     pos = p2
                 continue
             # ---- fields ----------------------------------------------------------------
-            nullable = prog[cur, I_NULL]
-            slot = prog[cur, I_SLOT]
+            nullable = (fl >> FL_NULL) & 1
+            slot = prog[cur, P_SLOT]
             if cls <= C_UINT:
                 v = 0
                 if op == OP_NONE or (op == OP_DEFAULT and bit):
@@ -661,15 +710,15 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                         elif st == D_EMPTY:
                             status = ERR_EMPTY_PREV
                             break
-                        elif prog[cur, I_HASINIT]:
-                            v += prog[cur, I_IV]
+                        elif (fl >> FL_HASINIT) & 1:
+                            v += prog[cur, P_IV]
                         dstate[slot] = D_ASSIGNED
                         dval[slot] = v
                 elif op in (OP_DEFAULT, OP_CONSTANT):
-                    if op == OP_CONSTANT and prog[cur, I_OPT] and not bit:
+                    if op == OP_CONSTANT and (fl >> FL_OPT) & 1 and not bit:
                         present = False
-                    elif prog[cur, I_HASINIT]:
-                        v = prog[cur, I_IV]
+                    elif (fl >> FL_HASINIT) & 1:
+                        v = prog[cur, P_IV]
                     else:
                         present = False
                 elif bit:  # copy / increment, value in the stream
@@ -699,22 +748,22 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                             v += 1
                             dval[slot] = v
                     elif st == D_EMPTY:
-                        if not prog[cur, I_OPT]:
+                        if not (fl >> FL_OPT) & 1:
                             status = ERR_EMPTY_PREV
                             break
                         present = False
-                    elif prog[cur, I_HASINIT]:
-                        v = prog[cur, I_IV]
+                    elif (fl >> FL_HASINIT) & 1:
+                        v = prog[cur, P_IV]
                         dstate[slot] = D_ASSIGNED
                         dval[slot] = v
-                    elif prog[cur, I_OPT]:
+                    elif (fl >> FL_OPT) & 1:
                         present = False
                         dstate[slot] = D_EMPTY
                     else:
                         status = ERR_NO_VALUE
                         break
                 if present:
-                    if prog[cur, I_CHECK] and (v < prog[cur, I_LO] or v > prog[cur, I_HI]):
+                    if (fl >> FL_CHECK) & 1 and (v < prog[cur, P_LO] or v > prog[cur, P_HI]):
                         status = ERR_RANGE
                         err_val = v
                         break
@@ -726,11 +775,11 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                 if op == OP_NONE or ((op in (OP_DEFAULT, OP_COPY)) and bit):
                     fresh = True
                 elif op in (OP_DEFAULT, OP_CONSTANT):
-                    if op == OP_CONSTANT and prog[cur, I_OPT] and not bit:
+                    if op == OP_CONSTANT and (fl >> FL_OPT) & 1 and not bit:
                         present = False
-                    elif prog[cur, I_HASINIT]:
-                        e = prog[cur, I_IE]
-                        m = prog[cur, I_IV]
+                    elif (fl >> FL_HASINIT) & 1:
+                        e = prog[cur, P_IE]
+                        m = prog[cur, P_IV]
                     else:
                         present = False
                 elif op == OP_DELTA:
@@ -756,9 +805,9 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                         elif st == D_EMPTY:
                             status = ERR_EMPTY_PREV
                             break
-                        elif prog[cur, I_HASINIT]:
-                            e += prog[cur, I_IE]
-                            m += prog[cur, I_IV]
+                        elif (fl >> FL_HASINIT) & 1:
+                            e += prog[cur, P_IE]
+                            m += prog[cur, P_IV]
                         if e < -63 or e > 63:
                             status = ERR_EXPONENT
                             err_val = e
@@ -772,17 +821,17 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                         e = dexp[slot]
                         m = dval[slot]
                     elif st == D_EMPTY:
-                        if not prog[cur, I_OPT]:
+                        if not (fl >> FL_OPT) & 1:
                             status = ERR_EMPTY_PREV
                             break
                         present = False
-                    elif prog[cur, I_HASINIT]:
-                        e = prog[cur, I_IE]
-                        m = prog[cur, I_IV]
+                    elif (fl >> FL_HASINIT) & 1:
+                        e = prog[cur, P_IE]
+                        m = prog[cur, P_IV]
                         dstate[slot] = D_ASSIGNED
                         dval[slot] = m
                         dexp[slot] = e
-                    elif prog[cur, I_OPT]:
+                    elif (fl >> FL_OPT) & 1:
                         present = False
                         dstate[slot] = D_EMPTY
                     else:
@@ -846,11 +895,11 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                         dstate[slot] = D_ASSIGNED
                         dval[slot] = ln
                 elif op in (OP_DEFAULT, OP_CONSTANT):
-                    if op == OP_CONSTANT and prog[cur, I_OPT] and not bit:
+                    if op == OP_CONSTANT and (fl >> FL_OPT) & 1 and not bit:
                         present = False
-                    elif prog[cur, I_HASINIT]:
-                        ln = prog[cur, I_IE]
-                        ref = n + prog[cur, I_IV]
+                    elif (fl >> FL_HASINIT) & 1:
+                        ln = prog[cur, P_IE]
+                        ref = n + prog[cur, P_IV]
                     else:
                         present = False
                 elif op == OP_DELTA or (op == OP_TAIL and bit):
@@ -891,9 +940,9 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                         elif st == D_EMPTY and op == OP_DELTA:
                             status = ERR_EMPTY_PREV
                             break
-                        elif prog[cur, I_HASINIT]:
-                            boff = prog[cur, I_IV]
-                            blen = prog[cur, I_IE]
+                        elif (fl >> FL_HASINIT) & 1:
+                            boff = prog[cur, P_IV]
+                            blen = prog[cur, P_IE]
                         front = False
                         if op == OP_TAIL:
                             cut = dl if dl <= blen else blen
@@ -944,9 +993,9 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                             status = ERR_EMPTY_PREV
                             break
                         present = False
-                    elif prog[cur, I_HASINIT]:
-                        ln = prog[cur, I_IE]
-                        c0 = prog[cur, I_IV]
+                    elif (fl >> FL_HASINIT) & 1:
+                        ln = prog[cur, P_IE]
+                        c0 = prog[cur, P_IV]
                         dstr[slot, :ln] = consts[c0 : c0 + ln]
                         dstate[slot] = D_ASSIGNED
                         dval[slot] = ln
@@ -963,7 +1012,7 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
             if present:
                 if pbit >= 0:
                     out[addr + R_MASK + (pbit >> 6)] |= 1 << (pbit & 63)
-            elif prog[cur, I_SKIP]:
+            elif (fl >> FL_SKIP) & 1:
                 ip += 1
         if status != ST_OK:
             break

@@ -436,7 +436,7 @@ class ColumnDecoder:
         self.reset_per_packet = reset_per_packet
         self.layouts = c.kinds
         self._names = c.names
-        self._prog = np.array(c.prog, np.int64).reshape(-1, k.I_WIDTH)
+        self._prog = k.pack_program(np.array(c.prog, np.int64).reshape(-1, k.I_WIDTH))
         self._consts = np.frombuffer(bytes(c.consts) or b"\0", np.uint8).copy()
         self._tmpl = c.tmpl
         nslots = len(templates.slots)
