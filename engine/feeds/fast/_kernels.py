@@ -204,15 +204,14 @@ def _uint(buf: npt.NDArray[np.uint8], pos: int, n: int) -> tuple[int, int]:
     """Return (value, next position); next is -1 when cut off, -2 when over 10 bytes."""
     v = 0
     start = pos
-    while pos < n:
+    lim = min(pos + 10, n)
+    while pos < lim:
         c = int(buf[pos])
         pos += 1
         v = (v << 7) | (c & 0x7F)
         if c & 0x80:
             return v, pos
-        if pos - start >= 10:
-            return v, -2
-    return v, -1
+    return v, -2 if pos - start >= 10 else -1
 
 
 @kernel_inline
@@ -222,15 +221,14 @@ def _int(buf: npt.NDArray[np.uint8], pos: int, n: int) -> tuple[int, int]:
     if pos < n and buf[pos] & 0x40:
         v = -1
     start = pos
-    while pos < n:
+    lim = min(pos + 10, n)
+    while pos < lim:
         c = int(buf[pos])
         pos += 1
         v = (v << 7) | (c & 0x7F)
         if c & 0x80:
             return v, pos
-        if pos - start >= 10:
-            return v, -2
-    return v, -1
+    return v, -2 if pos - start >= 10 else -1
 
 
 @kernel_inline
