@@ -26,6 +26,7 @@ reported, and the session-control Reset message writes no row.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -448,6 +449,8 @@ class ColumnDecoder:
         self._stack = np.zeros((64, k.F_WIDTH), np.int64)
         self._state = np.zeros(k.S_WIDTH, np.int64)
         self._rows_per_byte = np.full(len(self.layouts), 1 / 256)
+        #: The kernel (tests swap in ``decode_columns.py_func`` to run it uncompiled).
+        self._kernel: Callable[..., int] = k.decode_columns
         defined = {t.id for t in templates.templates}
         self._reset_tid = -1 if SCP_RESET_ID in defined else SCP_RESET_ID
 
@@ -485,7 +488,7 @@ class ColumnDecoder:
         while True:
             saved = (self._dstate.copy(), self._dval.copy(), self._dexp.copy(), self._dstr.copy())
             rows0, heap0 = rows.copy(), int(state[k.S_HEAP])
-            status = k.decode_columns(
+            status = self._kernel(
                 data, pos, self._prog, self._consts, self._tmpl, kinds, rows, out, heap,
                 self._dstate, self._dval, self._dexp, self._dstr, self._stack, state, nmsg,
                 TemplateSet.TEMPLATE_ID_SLOT, self._reset_tid,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.feeds.fast._kernels import decode_columns
 from engine.feeds.fast.columnar import ColumnDecoder
 from engine.feeds.fast.decoder import Decoder, FastDecodeError, Message
 from engine.feeds.fast.templates import Decimal, TemplateError, TemplateSet
@@ -104,6 +105,31 @@ def test_cqg_messages_back_to_back_decode_in_one_call_into_columns() -> None:
     assert cols.string("MDSecurityDefinition", "Symbol", 1) == "MBTS1C100"
     assert cols.present("MDSecurityDefinition", "StrikeCurrency").tolist() == [False] * 3
     assert cols.present("MDSecurityDefinition", "Currency").tolist() == [True] * 3
+
+
+def test_kernel_uncompiled_decodes_the_same() -> None:
+    ts, cases = _cqg()
+    raws = [r for name, _, rs, _ in cases if name != "test_messages_json" for r in rs]
+    expected = [t for name, _, _, ts_ in cases if name != "test_messages_json" for t in ts_]
+    dec = ColumnDecoder(ts)
+    dec._kernel = decode_columns.py_func
+    cols = dec.decode(b"".join(raws))
+    assert [m.to_text() for m in cols.messages()] == expected
+    assert cols.layouts["MDHeartbeat"].constants == {
+        "MessageType": "0",
+        "ApplVerID": "8",
+        "SenderCompID": "CQG",
+    }
+    assert "MessageType_off" not in cols.tables["MDHeartbeat"].dtype.names
+    ops = TemplateSet.from_xml(OPS_XML)
+    data = pm(1, 0, 1, 1, 1, 1, 1) + u(1) + nu(None) + nu(7) + i(-1) + i(-1) + s("AB")
+    data += i(-2) + i(12345) + s("XY") + ni(None)
+    py = Decoder(ops).decode(data)
+    dec = ColumnDecoder(ops)
+    dec._kernel = decode_columns.py_func
+    assert [m.to_text() for m in dec.decode(data).messages()] == [m.to_text() for m in py]
+    assert py[0].fields["SDelta"] == "AB"
+    assert py[0].fields["Tail"] == "ABCDXY"
 
 
 def test_a_fresh_decoder_cannot_copy_a_template_id_it_never_saw() -> None:
