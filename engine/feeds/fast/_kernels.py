@@ -10,7 +10,8 @@ that sequence (the *record kinds*). All tables live in one flat ``int64`` array 
 kind ``k`` owns ``out[base[k] : base[k] + cap[k] * width[k]]``; the wrapper views each as a
 structured array without copying.
 
-Rows are not cleared: ``out`` must start zeroed (``np.zeros``; rows are appended once).
+Rows are not cleared, only their presence masks: a column of an absent field keeps what the
+array held (zero in a fresh ``np.zeros`` array).
 Row layout (every kind): ``msg`` (message number), ``offset`` (byte offset of the message),
 ``parent`` (row of the enclosing record, -1 for a message), presence masks (one bit per
 field that may be absent), then the fields: integers one column, decimals two (mantissa,
@@ -502,6 +503,8 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                 width = kinds[nk, K_WIDTH]
                 naddr = kinds[nk, K_BASE] + rows[nk] * width
                 out[naddr + R_MSG] = msg_base + nmsg
+                for j in range(kinds[nk, K_NMASK]):  # masks only: rows are not cleared
+                    out[naddr + R_MASK + j] = 0
                 out[naddr + R_OFFSET] = msg_start
                 out[naddr + R_PARENT] = head_parent
                 if dyn_addr >= 0:
@@ -540,6 +543,8 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                     width = kinds[kind, K_WIDTH]
                     addr = kinds[kind, K_BASE] + rows[kind] * width
                     out[addr + R_MSG] = msg_base + nmsg
+                    for j in range(kinds[kind, K_NMASK]):  # masks only: rows are not cleared
+                        out[addr + R_MASK + j] = 0
                     out[addr + R_OFFSET] = msg_start
                     out[addr + R_PARENT] = parent
                     row = rows[kind]
@@ -626,6 +631,8 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                     width = kinds[nkind, K_WIDTH]
                     naddr = kinds[nkind, K_BASE] + rows[nkind] * width
                     out[naddr + R_MSG] = msg_base + nmsg
+                    for j in range(kinds[nkind, K_NMASK]):  # masks only: rows are not cleared
+                        out[naddr + R_MASK + j] = 0
                     out[naddr + R_OFFSET] = msg_start
                     out[naddr + R_PARENT] = row
                     nrow = rows[nkind]

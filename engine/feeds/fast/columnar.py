@@ -449,6 +449,10 @@ class ColumnDecoder:
         self._stack = np.zeros((64, k.F_WIDTH), np.int64)
         self._state = np.zeros(k.S_WIDTH, np.int64)
         self._rows_per_byte = np.full(len(self.layouts), 1 / 256)
+        #: The arrays of the last ``decode(reuse=True)``: out, heap, capacities.
+        self._keep: (
+            tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8], npt.NDArray[np.int64]] | None
+        ) = None
         #: The kernel (tests swap in ``decode_columns.py_func`` to run it uncompiled).
         self._kernel: Callable[..., int] = k.decode_columns
         defined = {t.id for t in templates.templates}
@@ -458,8 +462,21 @@ class ColumnDecoder:
         """Set every dictionary entry back to undefined (FAST 1.1 6.5)."""
         k.reset_dictionaries(self._dstate)
 
-    def decode(self, buf: bytes | bytearray | memoryview | npt.NDArray[np.uint8]) -> Columns:
+    def decode(
+        self, buf: bytes | bytearray | memoryview | npt.NDArray[np.uint8], *, reuse: bool = False
+    ) -> Columns:
         """Decode every message of ``buf`` into columns.
+
+        Parameters
+        ----------
+        buf : bytes-like or uint8 array
+            Messages back to back (kept: string columns point into it).
+        reuse : bool
+            Decode into the arrays of the last ``reuse=True`` call when they are large
+            enough, instead of fresh ones: that call's :class:`Columns` is overwritten
+            (a stream decoded batch after batch saves mapping fresh memory each time), and
+            a column of an absent field holds whatever was there (see
+            :meth:`Columns.present`).
 
         Raises
         ------
@@ -476,8 +493,14 @@ class ColumnDecoder:
         kinds = np.zeros((nk, k.K_COLS), np.int64)
         kinds[:, k.K_WIDTH] = widths
         kinds[:, k.K_NMASK] = [lay.nmask for lay in self.layouts]
-        out = self._layout(kinds, caps, None, None)
-        heap = np.empty(len(data) // 4 + 65536, np.uint8)
+        keep = self._keep if reuse else None
+        if keep is not None and np.all(keep[2] >= caps):
+            caps = keep[2].copy()
+            out = self._layout(kinds, caps, None, None, keep[0])
+        else:
+            out = self._layout(kinds, caps, None, None)
+        hsize = len(data) // 4 + 65536
+        heap = keep[1] if keep is not None and len(keep[1]) >= hsize else np.empty(hsize, np.uint8)
         heap[: len(self._consts)] = self._consts  # constants are referred to, not copied
         rows = np.zeros(nk, np.int64)
         state = self._state
@@ -522,6 +545,8 @@ class ColumnDecoder:
             break
         if len(data):
             self._rows_per_byte = np.maximum(rows / len(data), 1 / 64)
+        if reuse:
+            self._keep = (out, heap, caps)
         if status != k.ST_OK:
             self._raise(status, state, data, kinds, rows, out, heap, nmsg)
         return self._columns(data, kinds, rows, out, heap, nmsg)
@@ -532,11 +557,12 @@ class ColumnDecoder:
         caps: npt.NDArray[np.int64],
         old: npt.NDArray[np.int64] | None,
         rows: npt.NDArray[np.int64] | None,
+        into: npt.NDArray[np.int64] | None = None,
     ) -> npt.NDArray[np.int64]:
         widths = kinds[:, k.K_WIDTH]
         sizes = caps * widths
         bases = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        out = np.zeros(int(sizes.sum()), np.int64)  # the kernel does not clear rows
+        out = np.zeros(int(sizes.sum()), np.int64) if into is None else into
         if old is not None and rows is not None:
             for i in range(len(kinds)):
                 used = int(rows[i] * widths[i])

@@ -8,6 +8,7 @@ checks both against the expected values, so they also agree with each other.
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from engine.feeds.fast._kernels import decode_columns
@@ -484,6 +485,22 @@ def test_kernel_grows_rows_heap_and_dictionary_slots_and_matches_python() -> Non
     assert [m.to_text() for m in cols.messages()] == [m.to_text() for m in py]
     assert cols.tables["T.L"]["V"][-1] == 199 + 5000 * 3
     assert cols.string("T", "S", 5000) == long_text
+
+
+def test_decoding_into_reused_arrays_clears_presence_and_matches() -> None:
+    ts = TemplateSet.from_xml(OPS_XML)
+    with_opt = pm(1, 0, 1, 0, 0, 0, 0) + u(1) + nu(3) + i(0) + i(0) + s("") + i(0) + i(0)
+    without = pm(1, 0, 1, 0, 0, 0, 0) + u(1) + nu(None) + i(0) + i(0) + s("") + i(0) + i(0)
+    dec = ColumnDecoder(ts, reset_per_packet=True)
+    first = dec.decode(with_opt * 50, reuse=True)
+    assert first.present("Ops", "CopyOpt").all()
+    second = dec.decode(without * 50, reuse=True)  # the same arrays, written again
+    assert np.shares_memory(first.tables["Ops"], second.tables["Ops"])
+    assert not second.present("Ops", "CopyOpt").any()
+    py = Decoder(ts).decode(without * 50)
+    assert [m.to_text() for m in second.messages()] == [m.to_text() for m in py]
+    fresh = dec.decode(without * 50)
+    assert not np.shares_memory(fresh.tables["Ops"], second.tables["Ops"])
 
 
 # --- templates ---------------------------------------------------------------------------
