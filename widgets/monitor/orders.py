@@ -41,7 +41,7 @@ from widgets.monitor.formats import (
     is_working,
 )
 from widgets.tables import Column, DataTableView
-from widgets.tables.columnar import ColumnarTableModel, SubsetTableModel
+from widgets.tables.columnar import ColumnarTableModel, StringPool, SubsetTableModel
 from widgets.tables.panel import TablePanel
 
 OrdersModel = ColumnarTableModel[OrderView]
@@ -120,7 +120,7 @@ class OrderColumns:
     @classmethod
     def from_views(cls, views: Iterable[OrderView]) -> "OrderColumns":
         """Return the columns of ``views`` (a producer that holds order objects)."""
-        symbols, texts = _Pool(), _Pool()
+        symbols, texts = StringPool(), StringPool()
         codec = OrderCodec(symbols, texts)
         encoded = [codec.encode(o) for o in views]
         return cls(
@@ -142,33 +142,6 @@ def _rows_of(encoded: Sequence[tuple[Any, ...]], dtype: np.dtype[np.void]) -> Ro
     return np.array(encoded, np.dtype(descr) if wider else dtype)
 
 
-class _Pool:
-    """Interned strings: each distinct one stored once, referred to by its index."""
-
-    __slots__ = ("_index", "_values")
-
-    def __init__(self) -> None:
-        self._values: list[str] = [""]
-        self._index: dict[str, int] = {"": 0}
-
-    def __getitem__(self, i: int) -> str:
-        return self._values[i]
-
-    def intern(self, value: str) -> int:
-        i = self._index.get(value)
-        if i is None:
-            i = self._index[value] = len(self._values)
-            self._values.append(value)
-        return i
-
-    def remap(self, values: Sequence[str]) -> npt.NDArray[np.uint32]:
-        """Return this pool's index of each of ``values`` (another table's strings)."""
-        return np.array([self.intern(v) for v in values] or [0], np.uint32)
-
-    def values(self) -> tuple[str, ...]:
-        return tuple(self._values)
-
-
 class OrderCodec:
     """``OrderView`` to :data:`ORDER_ROW_DTYPE` rows and back, for one blotter model.
 
@@ -179,7 +152,7 @@ class OrderCodec:
     dtype: np.dtype[np.void] = ORDER_ROW_DTYPE
     key_field = "order_id"
 
-    def __init__(self, symbols: _Pool, texts: _Pool) -> None:
+    def __init__(self, symbols: StringPool, texts: StringPool) -> None:
         self.symbols = symbols
         self.texts = texts
         #: OrigClOrdID chains by order id, of the replaced orders only.
@@ -356,7 +329,7 @@ class OrdersView(QWidget):
         self.ctx = ctx
         columns = order_columns(ctx)
         #: Orders to rows and back, for both models (one encoding per order event).
-        self.codec = OrderCodec(_Pool(), _Pool())
+        self.codec = OrderCodec(StringPool(), StringPool())
         self.all_model: OrdersModel = ColumnarTableModel(
             columns, self.codec, newest_first=True, capacity=BLOTTER_CAPACITY, parent=self
         )

@@ -190,6 +190,39 @@ class KeyIndex:
         self._count = 0
 
 
+class StringPool:
+    """Interned strings: each distinct one stored once, referred to by its index.
+
+    A row keeps the index in a ``u4`` field (symbols, texts): a few bytes instead of a
+    reference and, for each distinct string, one object for the whole table.
+    """
+
+    __slots__ = ("_index", "_values")
+
+    def __init__(self) -> None:
+        self._values: list[str] = [""]
+        self._index: dict[str, int] = {"": 0}
+
+    def __getitem__(self, i: int) -> str:
+        return self._values[i]
+
+    def intern(self, value: str) -> int:
+        """Return the index of ``value``, stored now if it is new."""
+        i = self._index.get(value)
+        if i is None:
+            i = self._index[value] = len(self._values)
+            self._values.append(value)
+        return i
+
+    def remap(self, values: Sequence[str]) -> npt.NDArray[np.uint32]:
+        """Return this pool's index of each of ``values`` (another table's strings)."""
+        return np.array([self.intern(v) for v in values] or [0], np.uint32)
+
+    def values(self) -> tuple[str, ...]:
+        """Return every string, by index."""
+        return tuple(self._values)
+
+
 class RowCodec(Protocol[R]):
     """Turns records into rows of a structured dtype and back.
 

@@ -167,7 +167,7 @@ def test_a_trader_session_on_the_demo(qtbot: object, monitor: MonitorWorkspace) 
     needle = f"\x0117={fill.exec_id}\x01".encode()
     wait(qtbot, lambda: any(needle in r.ev.raw for r in ws.fix_view.model.records()), "its report")
     ws.executions_dock.raise_()
-    ws.executions_view.table.selectRow(em.row_of((fill.order_id, fill.exec_id)))
+    ws.executions_view.table.selectRow(ws.executions_view.row_of_fill(fill.order_id, fill.exec_id))
     assert ws.fix_view.current is not None
     assert needle in ws.fix_view.current.raw
     fields = {r[1]: r for r in ws.fix_view.detail_rows()}

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Orders, executions, positions and strategies fed with real engine event batches."""
 
+import dataclasses
+
 import pytest
 
 from engine.commands import CommandError, ControlStrategy, Flatten, SetStrategyParameters
@@ -120,6 +122,45 @@ def test_executions_list_fills_newest_first(qtbot: object, ctx: MonitorContext) 
     assert m.cell_text(1, "price") == "95,200.5"
     assert m.cell_text(0, "time") == "14:30:00.001000"
     assert view.count_label.text() == "2 fills"
+
+
+def test_executions_keep_each_fill_once_and_rebuild_it_exactly(
+    qtbot: object, ctx: MonitorContext
+) -> None:
+    view = ExecutionsView(ctx)
+    qtbot.addWidget(view)  # type: ignore[attr-defined]
+    o = order(3, symbol="BTC", qty=2_500)
+    f1 = fill(o, 1, 1_000, 190_401)
+    f2 = fill(o, 2, 1_500, 190_402, ts=T0 + 1_000_000)
+    feed(ctx, view, instrument("BTC", tick="0.5", lot="0.001"), f1, f2)
+    feed(ctx, view, f1)  # delivered again (a resumed stream): shown once
+    assert view.model.rowCount() == 2
+    assert view.count_label.text() == "2 fills"
+    # Rows hold the fills column-wise; the records rebuilt from them are the events.
+    assert view.model.record(0) == f2
+    assert view.model.record(1) == f1
+    assert view.row_of_fill(f1.order_id, f1.exec_id) == 1
+    assert view.row_of_fill(f1.order_id, "no such") == -1
+    long_id = dataclasses.replace(fill(o, 3, 10, 190_403), exec_id="X" * 40)
+    feed(ctx, view, long_id)  # a longer ExecID widens the column for every row
+    assert view.model.record(0).exec_id == "X" * 40
+    assert view.model.record(2) == f1
+
+
+def test_executions_past_the_capacity_drop_the_oldest_and_forget_them(
+    qtbot: object, ctx: MonitorContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    view = ExecutionsView(ctx)
+    qtbot.addWidget(view)  # type: ignore[attr-defined]
+    view.model.capacity = 100
+    o = order(3, symbol="BTC", qty=10_000)
+    fills = [fill(o, i, 1, 190_000 + i) for i in range(1, 301)]
+    feed(ctx, view, instrument("BTC", tick="0.5", lot="0.001"), *fills)
+    kept = view.model.rowCount()
+    assert 90 <= kept <= 100
+    assert len(view._seen) == kept  # the dropped fills are forgotten, the set stays bounded
+    feed(ctx, view, fills[0])  # long gone: shown again, as a new fill
+    assert view.model.record(0) == fills[0]
 
 
 def test_positions_show_totals_and_group_by_instrument(qtbot: object, ctx: MonitorContext) -> None:
