@@ -20,6 +20,7 @@ from engine.types import BUY, SELL
 
 U8 = npt.NDArray[np.uint8]
 I64 = npt.NDArray[np.int64]
+I32 = npt.NDArray[np.int32]
 
 # ------------------------------------------------------------------------------ framing
 #: Status codes written to ``err[E_CODE]``.
@@ -463,16 +464,17 @@ def mold_track(  # noqa: C901 (each packet case in one loop)
 HT_EMPTY: int = -1
 _GOLDEN = -7046029254386353131  # 0x9E3779B97F4A7C15 as int64
 
-#: Fields of an order record (``int64[cap, OW]``).
-O_REF: int = 0
-O_STOCK: int = 1
-O_SIDE: int = 2  # 0 buy (bid), 1 sell (ask)
-O_PX: int = 3  # price, ticks of 0.0001
+#: Fields of an order record (``int32[cap, OW]``: 32 bytes, two orders per cache line).
+O_REF_LO: int = 0  # order reference number, low 32 bits
+O_REF_HI: int = 1  # high 32 bits
+O_SS: int = 2  # stock locate * 2 + side (0 buy (bid), 1 sell (ask))
+O_PX: int = 3  # price, ticks of 0.0001 (ITCH's largest, 2e9, fits)
 O_QTY: int = 4  # shares left; 0: slot free
 O_LEVEL: int = 5  # level slot
 O_PREV: int = 6  # previous order slot in the level's FIFO, -1 at the head
 O_NEXT: int = 7  # next order slot, -1 at the tail
 OW: int = 8
+
 
 #: Fields of a level record (``int64[cap, LW]``); a level with L_CNT 0 is empty (kept).
 L_KEY: int = 0  # stock << 33 | side << 32 | price
@@ -606,8 +608,14 @@ def ht_rebuild(tab: I64, old: I64, shift: int) -> None:
 
 
 @kernel_inline
+def order_ref(orders: I32, o: int) -> int:
+    """Return the order reference number of order slot ``o``."""
+    return (int(orders[o, O_REF_HI]) << 32) | (int(orders[o, O_REF_LO]) & 0xFFFFFFFF)
+
+
+@kernel_inline
 def _book_add(
-    orders: I64, ot: I64, ofree: I64, levels: I64, lt: I64, lfree: I64,
+    orders: I32, ot: I64, ofree: I64, levels: I64, lt: I64, lfree: I64,
     st: I64, stocks: I64, ref: int, stock: int, side: int, px: int, qty: int,
 ) -> None:  # fmt: skip
     nfo = st[S_NFREE_O] - 1
@@ -630,9 +638,9 @@ def _book_add(
         ht_put(lt, key, lvl, st[S_LSHIFT])
     if levels[lvl, L_CNT] == 0:
         st[S_LEVELS] += 1
-    orders[o, O_REF] = ref
-    orders[o, O_STOCK] = stock
-    orders[o, O_SIDE] = side
+    orders[o, O_REF_LO] = ref & 0xFFFFFFFF
+    orders[o, O_REF_HI] = ref >> 32
+    orders[o, O_SS] = 2 * stock + side
     orders[o, O_PX] = px
     orders[o, O_QTY] = qty
     orders[o, O_LEVEL] = lvl
@@ -652,7 +660,7 @@ def _book_add(
 
 @kernel_inline
 def _book_remove(
-    orders: I64, ot: I64, ofree: I64, levels: I64, lt: I64, lfree: I64,
+    orders: I32, ot: I64, ofree: I64, levels: I64, lt: I64, lfree: I64,
     st: I64, stocks: I64, o: int,
 ) -> None:  # fmt: skip
     lvl = orders[o, O_LEVEL]
@@ -674,7 +682,7 @@ def _book_remove(
         # again soon): no hash deletion now and no insertion then. Levels in use are
         # counted; the table holds every (stock, side, price) quoted so far.
         st[S_LEVELS] -= 1
-    ht_del(ot, orders[o, O_REF], st[S_OSHIFT])
+    ht_del(ot, order_ref(orders, o), st[S_OSHIFT])
     orders[o, O_QTY] = 0
     ofree[st[S_NFREE_O]] = o
     st[S_NFREE_O] += 1
@@ -683,7 +691,7 @@ def _book_remove(
 
 @kernel_inline
 def _book_reduce(
-    orders: I64, ot: I64, ofree: I64, levels: I64, lt: I64, lfree: I64,
+    orders: I32, ot: I64, ofree: I64, levels: I64, lt: I64, lfree: I64,
     st: I64, stocks: I64, o: int, q: int, over: int,
 ) -> None:  # fmt: skip
     left = orders[o, O_QTY]
@@ -729,7 +737,7 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
     keep: U8,
     limit: int,
     first_seq: int,
-    orders: I64,
+    orders: I32,
     ot: I64,
     ofree: I64,
     levels: I64,
@@ -757,7 +765,7 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
     buf, pk_start, pk_end, mode, keep, limit, first_seq
         As :func:`decode_messages` (``limit``: messages framed by :func:`frame_messages`).
     orders, ot, ofree : int64 arrays
-        Order records (``int64[cap, OW]``), the ref hash (keys and values interleaved,
+        Order records (``int32[cap, OW]``), the ref hash (keys and values interleaved,
         ``2**k >= 2 * cap`` buckets) and the free slot stack (``st[S_NFREE_O]`` deep).
         Mutated in place.
     levels, lt, lfree : int64 arrays
@@ -867,8 +875,8 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                     if o < 0:
                         st[S_UNKNOWN_U] += 1
                     else:
-                        ostock = orders[o, O_STOCK]
-                        side = orders[o, O_SIDE]
+                        ostock = orders[o, O_SS] >> 1
+                        side = orders[o, O_SS] & 1
                         _book_remove(orders, ot, ofree, levels, lt, lfree, st, stocks, o)
                         ref = be64(buf, m + 19)
                         qty = be32(buf, m + 27)
@@ -892,8 +900,8 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                         if t == 67:
                             printable = int(np.int64(buf[m + 31]))
                             px = be32(buf, m + 32)
-                        side = BUY if orders[o, O_SIDE] == 0 else SELL
-                        _trade(trades, st, stocks, seq, ts, orders[o, O_STOCK], t, side,
+                        side = BUY if orders[o, O_SS] & 1 == 0 else SELL
+                        _trade(trades, st, stocks, seq, ts, orders[o, O_SS] >> 1, t, side,
                                printable, 0, px, q, be64(buf, m + 23), ref)  # fmt: skip
                         _book_reduce(orders, ot, ofree, levels, lt, lfree, st, stocks,
                                      o, q, S_OVER_EXEC)  # fmt: skip
@@ -957,12 +965,12 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
 
 
 @kernel
-def level_orders(orders: I64, levels: I64, lvl: int, out: I64) -> int:
+def level_orders(orders: I32, levels: I64, lvl: int, out: I64) -> int:
     """Write the refs and shares of level ``lvl``'s orders, FIFO order, into ``out[:, 2]``."""
     o = levels[lvl, L_HEAD]
     n = 0
     while o >= 0 and n < out.shape[0]:
-        out[n, 0] = orders[o, O_REF]
+        out[n, 0] = order_ref(orders, o)
         out[n, 1] = orders[o, O_QTY]
         n += 1
         o = orders[o, O_NEXT]

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -104,8 +104,8 @@ class _Table:
 
     __slots__ = ("free", "rec", "tab")
 
-    def __init__(self, capacity: int, width: int) -> None:
-        self.rec: I64 = np.zeros((capacity, width), np.int64)
+    def __init__(self, capacity: int, width: int, dtype: type[np.signedinteger[Any]]) -> None:
+        self.rec: npt.NDArray[np.signedinteger[Any]] = np.zeros((capacity, width), dtype)
         self.free: I64 = np.arange(capacity - 1, -1, -1, dtype=np.int64)
         # keys and values interleaved: one cache line per probe
         self.tab: I64 = np.full(2 * _table_size(capacity), k.HT_EMPTY, np.int64)
@@ -113,7 +113,7 @@ class _Table:
     def grow(self, nfree: int) -> int:
         """Double the capacity; return the new free-slot count."""
         cap = self.rec.shape[0]
-        rec = np.zeros((2 * cap, self.rec.shape[1]), np.int64)
+        rec = np.zeros((2 * cap, self.rec.shape[1]), self.rec.dtype)
         rec[:cap] = self.rec
         free = np.zeros(2 * cap, np.int64)
         fresh = np.arange(2 * cap - 1, cap - 1, -1, dtype=np.int64)
@@ -154,8 +154,8 @@ class ItchBooks:
             raise ValueError(
                 f"capacity, level_capacity: must be >= 1, got {capacity}, {level_capacity}"
             )
-        self._o = _Table(capacity, k.OW)
-        self._l = _Table(level_capacity, k.LW)
+        self._o = _Table(capacity, k.OW, np.int32)
+        self._l = _Table(level_capacity, k.LW, np.int64)
         self._st = np.zeros(k.NST, np.int64)
         self._st[k.S_NFREE_O] = capacity
         self._st[k.S_NFREE_L] = level_capacity
@@ -338,7 +338,7 @@ class ItchBooks:
     def orders_of(self, stock_locate: int) -> int:
         """Return the orders resting in the stock's book (a scan: not for hot paths)."""
         o = self._o.rec
-        return int(((o[:, k.O_QTY] > 0) & (o[:, k.O_STOCK] == _locate(stock_locate))).sum())
+        return int(((o[:, k.O_QTY] > 0) & (o[:, k.O_SS] >> 1 == _locate(stock_locate))).sum())
 
     def symbol(self, stock_locate: int) -> str:
         """Return the stock's symbol (from its Stock Directory or first add), stripped."""
@@ -377,8 +377,8 @@ class ItchBooks:
         if o < 0:
             return None
         r = self._o.rec[o]
-        side = BUY if r[k.O_SIDE] == 0 else SELL
-        return int(r[k.O_STOCK]), side, int(r[k.O_PX]), int(r[k.O_QTY])
+        side = BUY if r[k.O_SS] & 1 == 0 else SELL
+        return int(r[k.O_SS]) >> 1, side, int(r[k.O_PX]), int(r[k.O_QTY])
 
     def best_bid(self, stock_locate: int) -> tuple[int, int] | None:
         """Return ``(price, shares)`` of the stock's best bid, or None."""
@@ -419,7 +419,7 @@ class ItchBooks:
         if int(live.sum()) != self.n_orders:
             problems.append(f"{int(live.sum())} order slots in use, {self.n_orders} counted")
         lvl_stock = lv[lvl, k.L_STOCK] if lvl.shape[0] else lvl
-        if not np.array_equal(lvl_stock, o[live, k.O_STOCK]):
+        if not np.array_equal(lvl_stock, o[live, k.O_SS] >> 1):
             problems.append("an order rests in a level of another stock")
         if int((lv[:, k.L_CNT] > 0).sum()) != self.n_levels:
             problems.append("level count does not add up")
