@@ -7,17 +7,20 @@ checks both against the expected values, so they also agree with each other.
 
 import re
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import pytest
 
-from engine.feeds.fast._kernels import decode_columns
+from engine.feeds.fast import _kernels
 from engine.feeds.fast.columnar import ColumnDecoder
 from engine.feeds.fast.decoder import Decoder, FastDecodeError, Message
 from engine.feeds.fast.templates import Decimal, TemplateError, TemplateSet
 from tests.conftest import SHARED
 
 CQG = SHARED / "data/fast_cqg"
+#: The column kernel uncompiled (numba's dispatcher is untyped: reached through Any).
+KERNEL_PY: Any = cast(Any, _kernels.decode_columns).py_func
 
 # --- cqg.rs: its byte vectors and the texts they decode to ----------------------------------
 
@@ -113,7 +116,7 @@ def test_kernel_uncompiled_decodes_the_same() -> None:
     raws = [r for name, _, rs, _ in cases if name != "test_messages_json" for r in rs]
     expected = [t for name, _, _, ts_ in cases if name != "test_messages_json" for t in ts_]
     dec = ColumnDecoder(ts)
-    dec._kernel = decode_columns.py_func
+    dec._kernel = KERNEL_PY
     cols = dec.decode(b"".join(raws))
     assert [m.to_text() for m in cols.messages()] == expected
     assert cols.layouts["MDHeartbeat"].constants == {
@@ -121,13 +124,15 @@ def test_kernel_uncompiled_decodes_the_same() -> None:
         "ApplVerID": "8",
         "SenderCompID": "CQG",
     }
-    assert "MessageType_off" not in cols.tables["MDHeartbeat"].dtype.names
+    names = cols.tables["MDHeartbeat"].dtype.names
+    assert names is not None
+    assert "MessageType_off" not in names
     ops = TemplateSet.from_xml(OPS_XML)
     data = pm(1, 0, 1, 1, 1, 1, 1) + u(1) + nu(None) + nu(7) + i(-1) + i(-1) + s("AB")
     data += i(-2) + i(12345) + s("XY") + ni(None)
     py = Decoder(ops).decode(data)
     dec = ColumnDecoder(ops)
-    dec._kernel = decode_columns.py_func
+    dec._kernel = KERNEL_PY
     assert [m.to_text() for m in dec.decode(data).messages()] == [m.to_text() for m in py]
     assert py[0].fields["SDelta"] == "AB"
     assert py[0].fields["Tail"] == "ABCDXY"
