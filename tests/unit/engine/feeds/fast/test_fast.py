@@ -314,6 +314,30 @@ def test_string_delta_removing_more_than_the_base_is_an_error() -> None:
         assert e.value.offset == 3  # where the subtraction length starts
 
 
+def test_decimal_with_its_own_exponent_and_mantissa_operators() -> None:
+    xml = """<templates><template name="D" id="1">
+      <decimal name="P" id="1" presence="optional">
+        <exponent><copy/></exponent><mantissa><delta/></mantissa>
+      </decimal>
+      <uInt32 name="After" id="2"/>
+    </template></templates>"""
+    ts = TemplateSet.from_xml(xml)
+    data = (
+        pm(1, 1) + u(1) + ni(-2) + i(150) + u(5)  # 1.50
+        + pm(0, 1) + ni(None) + u(6)  # NULL exponent: no mantissa in the stream
+        + pm(0, 0) + u(7)  # exponent copied: the entry is empty, so absent again
+        + pm(0, 1) + ni(-1) + i(5) + u(8)  # the mantissa's delta still starts from 150
+    )  # fmt: skip
+    out = _both(ts, data)
+    assert [m.fields for m in out] == [
+        {"P": Decimal(-2, 150), "After": 5},
+        {"After": 6},
+        {"After": 7},
+        {"P": Decimal(-1, 155), "After": 8},
+    ]
+    assert [m.to_text() for m in out][3] == "D=<P=15.5|After=8>"
+
+
 NEST_XML = """<templates>
   <template name="Nest" id="3">
     <sequence name="Items" presence="optional">
