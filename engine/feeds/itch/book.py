@@ -34,6 +34,7 @@ from engine.feeds.itch import _kernels as k
 from engine.feeds.itch.decode import _TABLES as _TAB
 from engine.feeds.itch.decode import Decoded, ItchDecodeError, as_bytes, error_text
 from engine.feeds.itch.messages import MESSAGE_DTYPES, MESSAGE_TYPES
+from engine.feeds.itch.moldudp64 import MoldBatch
 from engine.types import BUY, SELL
 
 I64 = npt.NDArray[np.int64]
@@ -209,6 +210,15 @@ class ItchBooks:
             At the first bad packet or message; every message before it is applied.
         """
         return self._apply(buf, pk_start, pk_end, k.MODE_MOLD, keep, 1, source)
+
+    def apply_batch(self, batch: MoldBatch) -> int:
+        """Apply the messages of a :class:`MoldUDP64Stream` batch (each message once).
+
+        Returns the messages applied; a message of a duplicate packet is skipped as the
+        stream's decoder skipped it.
+        """
+        buf, starts, ends = batch.packets
+        return self.apply_packets(buf, starts, ends, batch.keep)
 
     def _apply(
         self, buf: U8, pk_start: I64, pk_end: I64, mode: int, keep: U8 | None, first_seq: int,

@@ -57,13 +57,18 @@ class MoldBatch:
     """What one :meth:`MoldUDP64Stream.feed` call produced.
 
     ``status[i]`` holds the ``GAP | LATE | DUPLICATE | OVERLAP | HEARTBEAT | END_OF_SESSION``
-    bits of packet ``i``; ``seqs`` and ``counts`` its header fields.
+    bits of packet ``i``; ``seqs`` and ``counts`` its header fields. ``packets`` (the joined
+    payloads and each packet's byte range) and ``keep`` (one flag per message: 0 for one
+    already seen) let :meth:`engine.feeds.itch.book.ItchBooks.apply_batch` apply the same
+    messages to the books.
     """
 
     decoded: Decoded
     status: U8
     seqs: I64
     counts: I64
+    packets: tuple[U8, I64, I64]
+    keep: U8
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +213,7 @@ class MoldUDP64Stream:
         self._n["skipped"] += int(keep.shape[0]) - decoded.n_messages
         for bit in self._bits:
             self._bits[bit] += int(np.count_nonzero(status & bit))
-        return MoldBatch(decoded, status, seqs, counts)
+        return MoldBatch(decoded, status, seqs, counts, (buf, starts, ends), keep)
 
     def report(self) -> MoldReport:
         """Return the sequence tracking so far."""

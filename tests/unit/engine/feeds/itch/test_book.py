@@ -190,12 +190,16 @@ def test_moldudp64_packets_with_a_duplicate_apply_each_message_once() -> None:
     stream = MoldUDP64Stream()
     packed = pack_payloads(pk)
     batch = stream.feed(packed)
-    keep = np.concatenate([[1, 1], [1], [0], [1]]).astype(np.uint8)
+    assert batch.keep.tolist() == [1, 1, 1, 0, 1]
     assert batch.decoded.n_messages == 4
     b = ItchBooks()
-    b.apply_packets(*packed, keep=keep)
+    assert b.apply_batch(batch) == 4
     assert b.queue(1, BUY, 10_000).tolist() == [[1, 90]]  # the cancel applied once
     assert b.trades["seq"].tolist() == [4]
+    assert b.counters().unknown == {"E": 0, "C": 0, "X": 0, "D": 0, "U": 0}
+    every = ItchBooks()
+    every.apply_packets(*packed)  # no tracking: the repeated cancel applies twice
+    assert every.queue(1, BUY, 10_000).tolist() == [[1, 80]]
 
 
 def test_bad_message_keeps_the_books_of_what_came_before() -> None:
