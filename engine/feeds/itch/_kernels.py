@@ -15,6 +15,7 @@ serves all 23 types. Nothing here raises: kernels return counts and write a stat
 import numpy as np
 import numpy.typing as npt
 
+from engine.feeds.itch.messages import MESSAGE_DTYPES
 from engine.jit import kernel, kernel_inline
 from engine.types import BUY, SELL
 
@@ -203,8 +204,78 @@ def _le(buf: U8, p: int, size: int) -> int:
     return v
 
 
+def _off(t: str, name: str) -> int:
+    fields = MESSAGE_DTYPES[t].fields
+    assert fields is not None
+    return int(fields[name][1])
+
+
+# Row offsets of the fields the decoder writes directly (the rest go through the tables).
+_A_REF = _off("A", "order_reference_number")
+_A_SIDE = _off("A", "buy_sell_indicator")
+_A_SHARES = _off("A", "shares")
+_A_STOCK = _off("A", "stock")
+_A_PRICE = _off("A", "price")
+_F_ATTRIBUTION = _off("F", "attribution")
+_D_REF = _off("D", "order_reference_number")
+_E_REF = _off("E", "order_reference_number")
+_E_SHARES = _off("E", "executed_shares")
+_E_MATCH = _off("E", "match_number")
+_C_PRINTABLE = _off("C", "printable")
+_C_PRICE = _off("C", "execution_price")
+_X_REF = _off("X", "order_reference_number")
+_X_SHARES = _off("X", "cancelled_shares")
+_U_REF = _off("U", "original_order_reference_number")
+_U_NEW = _off("U", "new_order_reference_number")
+_U_SHARES = _off("U", "shares")
+_U_PRICE = _off("U", "price")
+if not all(
+    _off("F", f) == _off("A", f) for f in ("order_reference_number", "shares", "stock", "price")
+) or (_off("C", "executed_shares"), _off("C", "match_number")) != (_E_SHARES, _E_MATCH):
+    raise AssertionError("A/F and E/C rows must share their common fields' offsets")
+
+
+@kernel_inline
+def _decode_fields(
+    buf: U8,
+    m: int,
+    t: int,
+    d: int,
+    ops: I64,
+    n_ops: I64,
+    out8: U8,
+    out16: npt.NDArray[np.uint16],
+    out32: npt.NDArray[np.uint32],
+    out64: I64,
+) -> None:
+    # Body fields of message type t at buf[m] into the row at byte d, by the layout table
+    # (its first three moves are the header's, written by the caller).
+    for j in range(3, n_ops[t]):
+        src = m + ops[t, j, OP_SRC]
+        o = d + ops[t, j, OP_DST]
+        kind = ops[t, j, OP_KIND]
+        if kind == K_CHAR:
+            out8[o] = buf[src]
+        elif kind == K_BE2:
+            out16[o >> 1] = be16(buf, src)
+        elif kind == K_BE4:
+            out32[o >> 2] = be32(buf, src)
+        elif kind == K_BE4_8:
+            out64[o >> 3] = be32(buf, src)
+        elif kind == K_BE6_8:
+            out64[o >> 3] = be48(buf, src)
+        elif kind == K_BE8:
+            out64[o >> 3] = be64(buf, src)
+        elif kind == K_TEXT8:
+            out64[o >> 3] = _le(buf, src, 8)
+        elif kind == K_TEXT4:
+            out32[o >> 2] = _le(buf, src, 4)
+        else:
+            out16[o >> 1] = _le(buf, src, 2)
+
+
 @kernel
-def decode_messages(  # noqa: C901 (one walk, a branch per field kind)
+def decode_messages(  # noqa: C901 (one walk, a branch per busy type)
     buf: U8,
     pk_start: I64,
     pk_end: I64,
@@ -274,28 +345,37 @@ def decode_messages(  # noqa: C901 (one walk, a branch per field kind)
                 ti = index[t]
                 d = base[ti] + rows[ti] * itemsize[ti]
                 out64[d >> 3] = seq + i if mode == MODE_MOLD else first_seq + g
-                for j in range(n_ops[t]):
-                    src = m + ops[t, j, OP_SRC]
-                    o = d + ops[t, j, OP_DST]
-                    kind = ops[t, j, OP_KIND]
-                    if kind == K_CHAR:
-                        out8[o] = buf[src]
-                    elif kind == K_BE2:
-                        out16[o >> 1] = be16(buf, src)
-                    elif kind == K_BE4:
-                        out32[o >> 2] = be32(buf, src)
-                    elif kind == K_BE4_8:
-                        out64[o >> 3] = be32(buf, src)
-                    elif kind == K_BE6_8:
-                        out64[o >> 3] = be48(buf, src)
-                    elif kind == K_BE8:
-                        out64[o >> 3] = be64(buf, src)
-                    elif kind == K_TEXT8:
-                        out64[o >> 3] = _le(buf, src, 8)
-                    elif kind == K_TEXT4:
-                        out32[o >> 2] = _le(buf, src, 4)
-                    else:
-                        out16[o >> 1] = _le(buf, src, 2)
+                out64[(d >> 3) + 1] = be48(buf, m + 5)  # timestamp
+                out16[(d >> 1) + 8] = be16(buf, m + 1)  # stock_locate
+                out16[(d >> 1) + 9] = be16(buf, m + 3)  # tracking_number
+                # the busiest types written field by field; the others through the table
+                if t == 65 or t == 70:  # A, F
+                    out64[(d + _A_REF) >> 3] = be64(buf, m + 11)
+                    out8[d + _A_SIDE] = buf[m + 19]
+                    out32[(d + _A_SHARES) >> 2] = be32(buf, m + 20)
+                    out64[(d + _A_STOCK) >> 3] = _le(buf, m + 24, 8)
+                    out64[(d + _A_PRICE) >> 3] = be32(buf, m + 32)
+                    if t == 70:
+                        out32[(d + _F_ATTRIBUTION) >> 2] = _le(buf, m + 36, 4)
+                elif t == 68:  # D
+                    out64[(d + _D_REF) >> 3] = be64(buf, m + 11)
+                elif t == 69 or t == 67:  # E, C
+                    out64[(d + _E_REF) >> 3] = be64(buf, m + 11)
+                    out32[(d + _E_SHARES) >> 2] = be32(buf, m + 19)
+                    out64[(d + _E_MATCH) >> 3] = be64(buf, m + 23)
+                    if t == 67:
+                        out8[d + _C_PRINTABLE] = buf[m + 31]
+                        out64[(d + _C_PRICE) >> 3] = be32(buf, m + 32)
+                elif t == 88:  # X
+                    out64[(d + _X_REF) >> 3] = be64(buf, m + 11)
+                    out32[(d + _X_SHARES) >> 2] = be32(buf, m + 19)
+                elif t == 85:  # U
+                    out64[(d + _U_REF) >> 3] = be64(buf, m + 11)
+                    out64[(d + _U_NEW) >> 3] = be64(buf, m + 19)
+                    out32[(d + _U_SHARES) >> 2] = be32(buf, m + 27)
+                    out64[(d + _U_PRICE) >> 3] = be32(buf, m + 31)
+                else:
+                    _decode_fields(buf, m, t, d, ops, n_ops, out8, out16, out32, out64)
                 rows[ti] += 1
                 w += 1
             g += 1
