@@ -179,6 +179,11 @@ ERR_SUBTRACT: int = 20  # delta/tail removes more than the base holds (D7)
 ERR_EXPONENT: int = 21  # decimal exponent outside [-63, 63] (R1)
 ERR_DEPTH: int = 22  # nesting deeper than the stack
 ERR_BYTES: int = 23  # byte vector runs past the end
+ERR_SEQ_LENGTH: int = 24  # more elements than bytes left, and more than MAX_EMPTY_SEQ
+
+#: Longest sequence accepted with more elements than bytes left (elements of constants only
+#: take no bytes; a longer one in bad data would otherwise fill memory).
+MAX_EMPTY_SEQ: int = 1 << 20
 
 #: Longest presence map accepted, in bytes.
 MAX_PMAP: int = 64
@@ -323,7 +328,7 @@ def _str_span(
         if ln == 0:
             return 1, p2, 0, p2
         ln -= 1
-    if p2 + ln > n:
+    if ln < 0 or ln > n - p2:  # a length over 63 bits wraps negative
         return 0, p2, 0, -ERR_BYTES
     return 0, p2, ln, p2 + ln
 
@@ -624,6 +629,10 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                     out[col + 1] = rows[nkind]
                     if ncount <= 0:
                         continue
+                    if ncount > n - pos and ncount > MAX_EMPTY_SEQ:
+                        status = ERR_SEQ_LENGTH
+                        err_val = ncount
+                        break
                     if rows[nkind] >= kinds[nkind, K_CAP]:
                         status = ST_NEED_ROWS
                         err_val = nkind

@@ -75,6 +75,9 @@ _REASONS = {
     k.ERR_EXPONENT: "decimal exponent {val} outside [-63, 63] (ERR R1)",
     k.ERR_DEPTH: "templates nested deeper than the decoder's stack",
     k.ERR_BYTES: "byte vector runs past the end of the buffer",
+    k.ERR_SEQ_LENGTH: (
+        f"sequence of {{val}} elements: more than the bytes left and {k.MAX_EMPTY_SEQ}"
+    ),
 }
 
 

@@ -52,6 +52,9 @@ if TYPE_CHECKING:
 SCP_RESET_ID = 120
 #: Longest presence map accepted, in bytes (a runaway map is reported, not read to the end).
 MAX_PMAP_BYTES = 64
+#: Longest sequence accepted with more elements than bytes left (elements of constants only
+#: take no bytes; a longer one in bad data would otherwise fill memory).
+MAX_EMPTY_SEQ = 1 << 20
 
 
 class FastDecodeError(ValueError):
@@ -410,6 +413,9 @@ class Decoder:
         if n is None:
             return
         assert isinstance(n, int)
+        if n > len(self._buf) - self._pos and n > MAX_EMPTY_SEQ:
+            raise self._fail(f"sequence of {n} elements: more than the bytes left and "
+                             f"{MAX_EMPTY_SEQ}")  # fmt: skip
         needs_pmap = pmap_bits(seq.instructions) > 0
         items: list[dict[str, Value]] = []
         for _ in range(n):
@@ -467,7 +473,9 @@ class Decoder:
                 return None
             if not -63 <= e <= 63:
                 raise self._fail(f"decimal exponent {e} outside [-63, 63] (ERR R1)", start)
-            v = Decimal(e, self._int())
+            m = self._int()
+            self._check_range(m, FieldType.INT64, start)
+            v = Decimal(e, m)
         elif ftype == FieldType.ASCII:
             v = self._ascii(nullable)
         elif ftype == FieldType.UNICODE:

@@ -11,6 +11,8 @@ from typing import Any, cast
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.feeds.fast import _kernels
 from engine.feeds.fast.columnar import ColumnDecoder
@@ -489,6 +491,60 @@ def test_integer_outside_its_type_is_reported() -> None:
     for e in _errors(ts, too_big):
         assert (e.offset, e.field) == (2, "MsgSeqNum")
         assert "ERR R4" in str(e)
+
+
+def _decode_both_keeping(ts: TemplateSet, data: bytes) -> tuple[list[str], list[str]]:
+    """Return both decoders' texts up to an error (FastDecodeError only: anything else fails)."""
+    try:
+        py = Decoder(ts).decode(data)
+    except FastDecodeError as e:
+        py = e.messages
+    try:
+        partial = ColumnDecoder(ts).decode(data)
+    except FastDecodeError as e:
+        if e.columns is None:
+            raise
+        partial = e.columns
+    cols = partial.messages()
+    # the session-control Reset is a message to the Python decoder, no row to the kernel
+    return [m.to_text() for m in py if m.name != "Reset"], [m.to_text() for m in cols]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    edits=st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=4),
+    cut=st.integers(0, 10_000),
+)
+def test_mangled_cqg_stream_gives_values_or_a_decode_error_and_both_agree(
+    edits: list[tuple[int, int]], cut: int
+) -> None:
+    ts, cases = _cqg()
+    raws = [r for name, _, rs, _ in cases if name != "test_messages_json" for r in rs]
+    data = bytearray(b"".join(raws))
+    for at, byte in edits:
+        data[at % len(data)] = byte
+    data = data[: max(1, cut % (len(data) + 1))]
+    py, cols = _decode_both_keeping(ts, bytes(data))
+    n = min(len(py), len(cols))
+    assert py[:n] == cols[:n]  # they may part where 64-bit values overflow (the kernel wraps)
+
+
+def test_bad_lengths_are_decode_errors_not_crashes() -> None:
+    xml = """<templates><template name="T" id="1">
+      <byteVector name="B" id="1"/>
+      <sequence name="S"><length name="N" id="2"/><uInt32 name="C" id="3">
+        <constant value="1"/></uInt32></sequence>
+    </template></templates>"""
+    ts = TemplateSet.from_xml(xml)
+    huge_vector = pm(1) + u(1) + b"\x01\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\xff"  # wraps negative
+    for e in _errors(ts, huge_vector):
+        assert (e.offset, e.field) == (2, "B")
+    many = pm(1) + u(1) + u(0) + u(1 << 30)  # a billion elements of no bytes each
+    for e in _errors(ts, many):
+        assert e.field in ("N", "S")
+        assert "more than the bytes left" in str(e)
+    ok = pm(1) + u(1) + u(0) + u(3)
+    assert _both(ts, ok)[0].to_text() == "T=<B=|S=<C=1><C=1><C=1>>"
 
 
 # --- the kernel's buffers grow -------------------------------------------------------------
