@@ -22,12 +22,22 @@ shorter than the schema's (an older sender) is completed with null values, a lon
 newer sender) is cut to the schema's length and the rest skipped, and fields, groups and var
 data whose ``sinceVersion`` is above the message header's version are absent (null, empty).
 
-:func:`decode_packets` walks every packet: in ``MODE_COUNT`` it checks each message and counts
-the rows of every level and the packets' messages; the caller then allocates one flat output
-buffer and calls it again in ``MODE_WRITE``, which writes the rows. A message is checked in
-full before any of its rows is counted or written, so a bad message (cut group, unknown
-template, wrong schema id) is skipped whole and every message before it is kept.
+:func:`decode_packets` walks every packet once, writing each level's rows into one flat
+output buffer sized from a count over a sample of the packets (``MODE_COUNT``); when a level
+fills up it stops before the message that does not fit, the caller grows the buffer and it
+goes on from there, so nothing is decoded twice. A message is checked in full before any of
+its rows is written, so a bad message (cut group, unknown template, wrong schema id) is
+skipped whole and every message before it is kept.
+
+Speed notes (numba): a helper that takes arrays costs their reference counts on every call
+(~3 ns an array), so the path of every CME message (a *flat* message: groups without groups
+or var data inside) is written out in :func:`decode_packets` itself, and byte copies index
+with unsigned integers (no negative-index check, so LLVM vectorises them: a 32-byte entry
+copies in ~2 ns instead of ~40).
 """
+
+from collections.abc import Callable
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -36,6 +46,10 @@ from engine.jit import kernel, kernel_inline
 
 I64 = npt.NDArray[np.int64]
 U8 = npt.NDArray[np.uint8]
+
+#: ``np.int64`` as kernels use it on a byte (to read integers without unsigned mixing),
+#: typed as a plain int for mypy.
+_i64 = cast(Callable[[Any], int], np.int64)
 
 #: Level table columns.
 LV_BLOCK: int = 0  # schema block length
@@ -53,7 +67,12 @@ LV_NDATA: int = 11
 LV_VF0: int = 12  # first versioned field in ``vfields``, how many
 LV_NVF: int = 13
 LV_NULL: int = 14  # offset of the level's null block in ``nulls``
-LV_COLUMNS: int = 15
+#: 1: a message root whose groups have no groups or var data inside, and no var data of its
+#: own (every CME message): decoded without the walk's stack.
+LV_FLAT: int = 15
+LV_META: int = 16  # offset of the decoder's columns in a row (8-aligned)
+LV_MAXSINCE: int = 17  # highest sinceVersion of the level's fields
+LV_COLUMNS: int = 18
 
 #: Var data table columns.
 DA_LEN_OFF: int = 0
@@ -85,7 +104,10 @@ FR_SCHEMA_ID: int = 11
 FR_BIG_ENDIAN: int = 12
 FR_SEQ_SIZE: int = 13  # packet sequence number at offset 0 (MDP 3.0: 4; 0: none)
 FR_TIME_SIZE: int = 14  # packet sending time after it (MDP 3.0: 8; 0: none)
-FR_COLUMNS: int = 15
+#: 1: little-endian, a u16 size prefix and SBE's standard 8-byte header (four u16: block
+#: length, template, schema, version), read without the general reader.
+FR_STANDARD: int = 15
+FR_COLUMNS: int = 16
 
 #: Packet info columns (``int64[P, PK_COLUMNS]``).
 PK_SEQ: int = 0
@@ -127,6 +149,9 @@ E_GROUP_CUT: int = 9  # a group's entries run past the end: skipped
 E_DATA_CUT: int = 10  # a var data field runs past the end: skipped
 E_TOO_DEEP: int = 11  # groups nested deeper than MAX_DEPTH: skipped
 E_COUNT: int = 12
+#: Returned as ``-(E_FULL + level)`` when a level's rows are full (not an issue: the caller
+#: grows the output and resumes).
+E_FULL: int = 1 << 20
 
 #: Modes of :func:`decode_packets`.
 MODE_CHECK: int = 0
@@ -149,21 +174,39 @@ _S_ROW = 5
 
 @kernel_inline
 def _uint(buf: U8, p: int, size: int, big: int) -> int:
-    v = 0
-    if big:
+    v = _i64(0)
+    if big == 0 and size == 1:
+        v = _i64(buf[p])
+    elif big == 0 and size == 2:
+        v = _i64(buf[p]) | (_i64(buf[p + 1]) << 8)
+    elif big == 0 and size == 4:
+        v = (
+            _i64(buf[p])
+            | (_i64(buf[p + 1]) << 8)
+            | (_i64(buf[p + 2]) << 16)
+            | (_i64(buf[p + 3]) << 24)
+        )
+    elif big:
         for k in range(size):
-            v = (v << 8) | int(buf[p + k])
+            v = (v << 8) | _i64(buf[p + k])
     else:
         for k in range(size - 1, -1, -1):
-            v = (v << 8) | int(buf[p + k])
+            v = (v << 8) | _i64(buf[p + k])
     return v
 
 
 @kernel_inline
-def _put_le(out: U8, p: int, v: int, size: int) -> None:
-    for k in range(size):
-        out[p + k] = v & 0xFF
-        v >>= 8
+def _null_newer(
+    level: int, version: int, lv: I64, vfields: I64, nulls: U8, out: U8, dst: int
+) -> None:
+    """Null the fields of a row whose ``sinceVersion`` is above the sender's ``version``."""
+    null0 = lv[level, LV_NULL]
+    f0 = lv[level, LV_VF0]
+    for f in range(f0, f0 + lv[level, LV_NVF]):
+        if vfields[f, VF_SINCE] > version:
+            off = vfields[f, VF_OFF]
+            for k in range(off, off + vfields[f, VF_SIZE]):
+                out[dst + k] = nulls[null0 + k]
 
 
 @kernel_inline
@@ -181,20 +224,18 @@ def _write_block(
 ) -> None:
     block = lv[level, LV_BLOCK]
     n = src_len if src_len < block else block
-    for k in range(n):
-        out[dst + k] = buf[src + k]
+    ud = np.uint64(dst)
+    us = np.uint64(src)
+    for uk in range(np.uint64(n)):
+        out[ud + uk] = buf[us + uk]
     null0 = lv[level, LV_NULL]
     for k in range(n, block):
         out[dst + k] = nulls[null0 + k]
-    f0 = lv[level, LV_VF0]
-    for f in range(f0, f0 + lv[level, LV_NVF]):
-        if vfields[f, VF_SINCE] > version:
-            off = vfields[f, VF_OFF]
-            for k in range(off, off + vfields[f, VF_SIZE]):
-                out[dst + k] = nulls[null0 + k]
+    if version < lv[level, LV_MAXSINCE]:
+        _null_newer(level, version, lv, vfields, nulls, out, dst)
 
 
-@kernel
+@kernel_inline
 def walk_message(  # noqa: C901 (one flat walk of the group tree, on purpose)
     buf: U8,
     start: int,
@@ -210,6 +251,7 @@ def walk_message(  # noqa: C901 (one flat walk of the group tree, on purpose)
     nulls: U8,
     mode: int,
     out: U8,
+    out64: I64,
     base: I64,
     rows: I64,
     stack: I64,
@@ -278,8 +320,9 @@ def walk_message(  # noqa: C901 (one flat walk of the group tree, on purpose)
                         pos = at + length
                     if mode == MODE_WRITE:
                         rec = base[level] + stack[f, _S_ROW] * lv[level, LV_ITEM]
-                        _put_le(out, rec + datas[d, DA_REC], at, 8)
-                        _put_le(out, rec + datas[d, DA_REC] + 8, length, 8)
+                        w = (rec + datas[d, DA_REC]) >> 3
+                        out64[w] = at
+                        out64[w + 1] = length
                 sp -= 1
         else:
             i = stack[f, _S_NEXT]
@@ -292,9 +335,9 @@ def walk_message(  # noqa: C901 (one flat walk of the group tree, on purpose)
                 if mode == MODE_WRITE:
                     dst = base[level] + row * lv[level, LV_ITEM]
                     _write_block(buf, pos, gbl, level, version, lv, vfields, nulls, out, dst)
-                    meta = dst + lv[level, LV_BLOCK]
-                    _put_le(out, meta, msg_row, 8)
-                    _put_le(out, meta + 8, stack[f, _S_ROW], 8)
+                    w = (dst + lv[level, LV_META]) >> 3
+                    out64[w] = msg_row
+                    out64[w + 1] = stack[f, _S_ROW]
                 if mode != MODE_CHECK:
                     rows[level] += 1
                 pos += gbl
@@ -308,11 +351,15 @@ def walk_message(  # noqa: C901 (one flat walk of the group tree, on purpose)
     return pos
 
 
+#: Most groups a flat message may have (more: the general walk).
+MAX_FLAT_GROUPS: int = 64
+
+
 @kernel_inline
 def _issue(
     mode: int, issues: I64, counts: I64, packet: int, offset: int, code: int, value: int
 ) -> None:
-    if mode != MODE_COUNT:
+    if mode != MODE_WRITE:
         return
     counts[code] += 1
     n = counts[0]
@@ -322,6 +369,16 @@ def _issue(
         issues[n, IS_CODE] = code
         issues[n, IS_VALUE] = value
         counts[0] = n + 1
+
+
+#: Resume state of :func:`decode_packets` (``int64[ST_COLUMNS]``).
+ST_PACKET: int = 0  # packet to go on with
+ST_POS: int = 1  # offset in the buffer to go on from in it (-1: its start)
+ST_MESSAGES: int = 2  # messages framed so far
+ST_FIRST: int = 3  # the packet's first message
+ST_STATUS: int = 4  # the packet's status so far
+ST_FULL: int = 5  # the level that was full (-1: the message table)
+ST_COLUMNS: int = 6
 
 
 @kernel
@@ -338,51 +395,78 @@ def decode_packets(  # noqa: C901 (the framing loop with each way a packet can b
     nulls: U8,
     mode: int,
     out: U8,
+    out64: I64,
     base: I64,
+    cap: I64,
     rows: I64,
     packets: I64,
     messages: I64,
     issues: I64,
     counts: I64,
+    state: I64,
 ) -> int:
-    """Frame and decode every packet ``buf[pk_start[p] : pk_start[p] + pk_len[p]]``.
+    """Frame and decode the packets ``buf[pk_start[p] : pk_start[p] + pk_len[p]]``.
 
-    ``MODE_COUNT`` fills ``packets`` (``int64[P, PK_COLUMNS]``), ``issues`` and ``counts``
-    and counts each level's rows into ``rows``; ``MODE_WRITE`` (``rows`` zeroed, ``out`` and
-    ``base`` sized from the counts) writes the rows and the message table ``messages``
-    (``int64[M, MS_COLUMNS]``). Returns the number of messages framed.
+    ``MODE_WRITE`` writes each level's rows at ``base[level] + row * lv[level, LV_ITEM]`` of
+    ``out`` (``rows[level]`` of them so far, at most ``cap[level]``), each message's row of
+    ``messages`` (``int64[M, MS_COLUMNS]``), each packet's of ``packets``
+    (``int64[P, PK_COLUMNS]``), the issues and their ``counts``. When a level or the
+    message table is full it stops before the message that does not fit, leaves where to go
+    on in ``state`` (``ST_*``) and returns 1: the caller grows the output and calls again
+    with the same ``state``; 0 when every packet is done. ``MODE_COUNT`` only counts the
+    rows (an estimate from a sample of packets: no capacity, no issues, nothing written).
     """
     big = frame[FR_BIG_ENDIAN]
     head = frame[FR_PACKET_HEADER]
     prefix = frame[FR_SIZE_PREFIX]
     hsize = frame[FR_HEADER]
+    write = mode == MODE_WRITE
+    standard = frame[FR_STANDARD]
     stack = np.zeros((2 * MAX_DEPTH, 6), np.int64)
-    n_msg = 0
-    for p in range(pk_start.shape[0]):
+    scratch = np.zeros((3, MAX_FLAT_GROUPS), np.int64)
+    tmp = np.zeros(lv.shape[0], np.int64)
+    n_msg = state[ST_MESSAGES]
+    resume = state[ST_POS]
+    for p in range(state[ST_PACKET], pk_start.shape[0]):
         s = pk_start[p]
         e = s + pk_len[p]
-        first = n_msg
-        status = 0
-        if mode == MODE_COUNT:
-            packets[p, PK_SEQ] = -1
-            packets[p, PK_TIME] = -1
-        if pk_len[p] < head:
-            _issue(mode, issues, counts, p, 0, E_SHORT_PACKET, pk_len[p])
-            status = E_SHORT_PACKET
-            e = s  # nothing to frame
-        elif mode == MODE_COUNT:
-            if frame[FR_SEQ_SIZE] > 0:
-                packets[p, PK_SEQ] = _uint(buf, s, frame[FR_SEQ_SIZE], big)
-            if frame[FR_TIME_SIZE] > 0:
-                packets[p, PK_TIME] = _uint(buf, s + frame[FR_SEQ_SIZE], frame[FR_TIME_SIZE], big)
-        pos = s + head
+        if resume >= 0:
+            pos = resume
+            first = state[ST_FIRST]
+            status = state[ST_STATUS]
+            resume = -1
+        else:
+            pos = s + head
+            first = n_msg
+            status = 0
+            if write:
+                packets[p, PK_SEQ] = -1
+                packets[p, PK_TIME] = -1
+                if pk_len[p] < head:
+                    _issue(mode, issues, counts, p, 0, E_SHORT_PACKET, pk_len[p])
+                    status = E_SHORT_PACKET
+                    e = s  # nothing to frame
+                else:
+                    if frame[FR_SEQ_SIZE] > 0:
+                        packets[p, PK_SEQ] = _uint(buf, s, frame[FR_SEQ_SIZE], big)
+                    if frame[FR_TIME_SIZE] > 0:
+                        at = s + frame[FR_SEQ_SIZE]
+                        packets[p, PK_TIME] = _uint(buf, at, frame[FR_TIME_SIZE], big)
+            elif pk_len[p] < head:
+                e = s
         while pos < e:
+            if write and n_msg >= messages.shape[0]:
+                state[ST_FULL] = -1
+                break
             if prefix > 0:
                 if pos + prefix > e:
                     _issue(mode, issues, counts, p, pos - s, E_SIZE_CUT, e - pos)
                     status = E_SIZE_CUT
                     break
-                size = _uint(buf, pos, prefix, big)
+                if standard:
+                    size = _i64(buf[pos]) | (_i64(buf[pos + 1]) << 8)
+                else:
+                    size = _uint(buf, pos, prefix, big)
                 if size < prefix + hsize:
                     _issue(mode, issues, counts, p, pos - s, E_BAD_SIZE, size)
                     status = E_BAD_SIZE
@@ -399,13 +483,20 @@ def decode_packets(  # noqa: C901 (the framing loop with each way a packet can b
                     break
                 mend = e
             h = pos + prefix
-            hbl = _uint(buf, h + frame[FR_BL_OFF], frame[FR_BL_SIZE], big)
-            tid = _uint(buf, h + frame[FR_TID_OFF], frame[FR_TID_SIZE], big)
-            sid = _uint(buf, h + frame[FR_SID_OFF], frame[FR_SID_SIZE], big)
-            ver = _uint(buf, h + frame[FR_VER_OFF], frame[FR_VER_SIZE], big)
+            if standard:
+                hbl = _i64(buf[h]) | (_i64(buf[h + 1]) << 8)
+                tid = _i64(buf[h + 2]) | (_i64(buf[h + 3]) << 8)
+                sid = _i64(buf[h + 4]) | (_i64(buf[h + 5]) << 8)
+                ver = _i64(buf[h + 6]) | (_i64(buf[h + 7]) << 8)
+            else:
+                hbl = _uint(buf, h + frame[FR_BL_OFF], frame[FR_BL_SIZE], big)
+                tid = _uint(buf, h + frame[FR_TID_OFF], frame[FR_TID_SIZE], big)
+                sid = _uint(buf, h + frame[FR_SID_OFF], frame[FR_SID_SIZE], big)
+                ver = _uint(buf, h + frame[FR_VER_OFF], frame[FR_VER_SIZE], big)
             code = 0
             value = 0
             root = -1
+            row = -1
             body = h + hsize
             stop = mend
             if sid != frame[FR_SCHEMA_ID]:
@@ -416,80 +507,173 @@ def decode_packets(  # noqa: C901 (the framing loop with each way a packet can b
                 value = tid
             else:
                 root = tmpl_level[tid]
-                r = walk_message(
-                    buf, body, mend, root, ver, hbl, big, lv, children, datas, vfields,
-                    nulls, MODE_CHECK, out, base, rows, stack,
-                )  # fmt: skip
+                if lv[root, LV_FLAT]:
+                    # A flat message, written out here rather than in helpers (each call of
+                    # a helper taking arrays costs their reference counts): check its
+                    # groups whole, then emit the root and every entry.
+                    r = body + hbl
+                    c0 = lv[root, LV_CHILD0]
+                    nchild = lv[root, LV_NCHILD]
+                    if r > mend:
+                        r = -E_BLOCK_CUT
+                        nchild = 0
+                    for j in range(nchild):
+                        g = children[c0 + j]
+                        if lv[g, LV_SINCE] > ver:
+                            scratch[2, j] = 0
+                            continue
+                        if r + lv[g, LV_DIM] > mend:
+                            r = -E_GROUP_HEADER_CUT
+                            break
+                        q = r + lv[g, LV_BL_OFF]
+                        if big == 0 and lv[g, LV_BL_SIZE] == 2:
+                            gbl = _i64(buf[q]) | (_i64(buf[q + 1]) << 8)
+                        else:
+                            gbl = _uint(buf, q, lv[g, LV_BL_SIZE], big)
+                        q = r + lv[g, LV_N_OFF]
+                        if big == 0 and lv[g, LV_N_SIZE] == 1:
+                            n = _i64(buf[q])
+                        elif big == 0 and lv[g, LV_N_SIZE] == 2:
+                            n = _i64(buf[q]) | (_i64(buf[q + 1]) << 8)
+                        else:
+                            n = _uint(buf, q, lv[g, LV_N_SIZE], big)
+                        r += lv[g, LV_DIM]
+                        scratch[0, j] = r
+                        scratch[1, j] = gbl
+                        scratch[2, j] = n
+                        r += n * gbl
+                        if r > mend:
+                            r = -E_GROUP_CUT
+                            break
+                    if r >= 0 and write:
+                        if rows[root] >= cap[root]:
+                            r = -E_FULL - root
+                        for j in range(nchild):
+                            g = children[c0 + j]
+                            if r >= 0 and rows[g] + scratch[2, j] > cap[g]:
+                                r = -E_FULL - g
+                    if r >= 0:
+                        row = rows[root]
+                        rows[root] = row + 1
+                        if write:
+                            dst = base[root] + row * lv[root, LV_ITEM]
+                            blk = lv[root, LV_BLOCK]
+                            m = hbl if hbl < blk else blk
+                            # unsigned indices: no negative-index check, a vectorised copy
+                            ud = np.uint64(dst)
+                            us = np.uint64(body)
+                            for uq in range(np.uint64(m)):
+                                out[ud + uq] = buf[us + uq]
+                            if m < blk:
+                                null0 = lv[root, LV_NULL]
+                                for q in range(m, blk):
+                                    out[dst + q] = nulls[null0 + q]
+                            if ver < lv[root, LV_MAXSINCE]:
+                                _null_newer(root, ver, lv, vfields, nulls, out, dst)
+                        for j in range(nchild):
+                            n = scratch[2, j]
+                            if n == 0:
+                                continue
+                            g = children[c0 + j]
+                            grow = rows[g]
+                            rows[g] = grow + n
+                            if not write:
+                                continue
+                            src = scratch[0, j]
+                            gbl = scratch[1, j]
+                            item = lv[g, LV_ITEM]
+                            blk = lv[g, LV_BLOCK]
+                            m = gbl if gbl < blk else blk
+                            null0 = lv[g, LV_NULL]
+                            newer = ver < lv[g, LV_MAXSINCE]
+                            dst = base[g] + grow * item
+                            w = (dst + lv[g, LV_META]) >> 3
+                            um = np.uint64(m)
+                            for _ in range(n):
+                                ud = np.uint64(dst)
+                                us = np.uint64(src)
+                                for uq in range(um):
+                                    out[ud + uq] = buf[us + uq]
+                                for q in range(m, blk):
+                                    out[dst + q] = nulls[null0 + q]
+                                if newer:
+                                    _null_newer(g, ver, lv, vfields, nulls, out, dst)
+                                out64[w] = row
+                                out64[w + 1] = row
+                                src += gbl
+                                dst += item
+                                w += item >> 3
+                else:
+                    r = walk_message(
+                        buf, body, mend, root, ver, hbl, big, lv, children, datas, vfields,
+                        nulls, MODE_CHECK, out, out64, base, rows, stack,
+                    )  # fmt: skip
+                    if r >= 0 and write:
+                        tmp[:] = rows
+                        walk_message(
+                            buf, body, mend, root, ver, hbl, big, lv, children, datas,
+                            vfields, nulls, MODE_COUNT, out, out64, base, tmp, stack,
+                        )  # fmt: skip
+                        for level in range(tmp.shape[0]):
+                            if tmp[level] > cap[level]:
+                                r = -E_FULL - level
+                                break
+                    if r >= 0:
+                        row = rows[root]
+                        walk_message(
+                            buf, body, mend, root, ver, hbl, big, lv, children, datas,
+                            vfields, nulls, mode, out, out64, base, rows, stack,
+                        )  # fmt: skip
+                if r <= -E_FULL:
+                    state[ST_FULL] = -r - E_FULL
+                    break
                 if r < 0:
                     code = -r
                     value = tid
+                    row = -1
                 else:
                     stop = r
             if code != 0:
                 _issue(mode, issues, counts, p, pos - s, code, value)
-                if prefix == 0:
-                    # without a size prefix nothing after a bad message can be framed
-                    if mode == MODE_WRITE:
-                        _message(messages, n_msg, p, pos, mend - pos, tid, ver, hbl, -1, code)
-                    n_msg += 1
-                    status = code
-                    break
-            row = -1
-            if code == 0:
-                row = rows[root]
-                walk_message(
-                    buf, body, mend, root, ver, hbl, big, lv, children, datas, vfields,
-                    nulls, mode, out, base, rows, stack,
-                )  # fmt: skip
-                if mode == MODE_WRITE:
-                    meta = base[root] + row * lv[root, LV_ITEM] + lv[root, LV_BLOCK]
-                    _put_le(out, meta, p, 8)
-                    _put_le(out, meta + 8, n_msg, 8)
-                    _put_le(out, meta + 16, ver, 2)
-                    _put_le(out, meta + 18, hbl, 2)
-            if mode == MODE_WRITE:
-                _message(
-                    messages,
-                    n_msg,
-                    p,
-                    pos,
-                    (mend if prefix else stop) - pos,
-                    tid,
-                    ver,
-                    hbl,
-                    row,
-                    code,
-                )
+            elif write:
+                w = (base[root] + row * lv[root, LV_ITEM] + lv[root, LV_META]) >> 3
+                out64[w] = p
+                out64[w + 1] = n_msg
+                out64[w + 2] = ver | (hbl << 32)
+            if write:
+                messages[n_msg, MS_PACKET] = p
+                messages[n_msg, MS_OFFSET] = pos
+                messages[n_msg, MS_SIZE] = (mend if prefix else stop) - pos
+                messages[n_msg, MS_TEMPLATE] = tid
+                messages[n_msg, MS_VERSION] = ver
+                messages[n_msg, MS_BLOCK] = hbl
+                messages[n_msg, MS_ROW] = row
+                messages[n_msg, MS_STATUS] = code
             n_msg += 1
+            if code != 0 and prefix == 0:
+                status = code  # without a size prefix nothing after a bad message is framed
+                break
             pos = mend if prefix > 0 else stop
-        if mode == MODE_COUNT:
+        else:
+            if write:
+                packets[p, PK_MESSAGES] = n_msg - first
+                packets[p, PK_FIRST] = first
+                packets[p, PK_STATUS] = status
+            continue
+        if state[ST_FULL] != -2:  # full: stop before this message, to go on from it
+            state[ST_PACKET] = p
+            state[ST_POS] = pos
+            state[ST_MESSAGES] = n_msg
+            state[ST_FIRST] = first
+            state[ST_STATUS] = status
+            return 1
+        if write:
             packets[p, PK_MESSAGES] = n_msg - first
             packets[p, PK_FIRST] = first
             packets[p, PK_STATUS] = status
-    return n_msg
-
-
-@kernel_inline
-def _message(
-    messages: I64,
-    n: int,
-    packet: int,
-    offset: int,
-    size: int,
-    tid: int,
-    ver: int,
-    hbl: int,
-    row: int,
-    status: int,
-) -> None:
-    messages[n, MS_PACKET] = packet
-    messages[n, MS_OFFSET] = offset
-    messages[n, MS_SIZE] = size
-    messages[n, MS_TEMPLATE] = tid
-    messages[n, MS_VERSION] = ver
-    messages[n, MS_BLOCK] = hbl
-    messages[n, MS_ROW] = row
-    messages[n, MS_STATUS] = status
+    state[ST_PACKET] = pk_start.shape[0]
+    state[ST_MESSAGES] = n_msg
+    return 0
 
 
 @kernel

@@ -238,6 +238,9 @@ class SbeDecoder:
         How many issues are kept with their details (all are counted).
     """
 
+    #: Packets counted to size the output before decoding (all of them up to this many).
+    SAMPLE = 4096
+
     def __init__(self, schema: Schema, framing: Framing, max_issues: int = 10_000) -> None:
         self.schema = schema
         self.framing = framing
@@ -284,6 +287,14 @@ class SbeDecoder:
             row[k.LV_NDATA] = len(datas) - row[k.LV_DATA0]
             inner = f"{path}." if isinstance(block, Group) else ""
             kids = [add(g, path or block.name, inner + g.name) for g in block.groups]
+            row[k.LV_META] = block.meta_offset
+            row[k.LV_MAXSINCE] = max((c.since_version for c in block.columns), default=0)
+            row[k.LV_FLAT] = int(
+                isinstance(block, Message)
+                and not block.data
+                and len(block.groups) <= k.MAX_FLAT_GROUPS
+                and all(not g.groups and not g.data for g in block.groups)
+            )
             row[k.LV_CHILD0] = len(children)
             row[k.LV_NCHILD] = len(kids)
             children.extend(kids)
@@ -314,8 +325,43 @@ class SbeDecoder:
             frame[off], frame[size] = schema.header_offset(member)
         frame[k.FR_SCHEMA_ID] = schema.id
         frame[k.FR_BIG_ENDIAN] = 1 if schema.byte_order == ">" else 0
+        frame[k.FR_STANDARD] = int(
+            schema.byte_order == "<"
+            and framing.size_prefix == 2
+            and schema.header.size == 8
+            and [tuple(frame[i : i + 2]) for i in range(k.FR_BL_OFF, k.FR_VER_SIZE + 1, 2)]
+            == [(0, 2), (2, 2), (4, 2), (6, 2)]
+        )
         self.frame = frame
         self._dtypes = [b.dtype() for b in self.levels]
+
+    def _estimate(self, data: U8, starts: I64, lengths: I64) -> tuple[I64, int]:
+        """Return each level's row capacity and the message table's for decoding the packets.
+
+        Counted exactly for up to :attr:`SAMPLE` packets; beyond, counted on an evenly spread
+        sample and scaled by bytes (with a margin: a level that still fills up is grown and
+        the decoding goes on, nothing is decoded twice).
+        """
+        n = starts.size
+        step = max(1, n // self.SAMPLE)
+        s_start = np.ascontiguousarray(starts[::step])
+        s_len = np.ascontiguousarray(lengths[::step])
+        rows = np.zeros(len(self.levels), dtype=np.int64)
+        state = np.zeros(k.ST_COLUMNS, dtype=np.int64)
+        state[k.ST_POS] = -1
+        one = np.zeros(1, dtype=np.int64)
+        k.decode_packets(
+            data, s_start, s_len, self.frame, self.tmpl_level, self.lv, self.children,
+            self.datas, self.vfields, self.nulls, k.MODE_COUNT, np.zeros(8, dtype=np.uint8),
+            one, one, one, rows, np.zeros((1, k.PK_COLUMNS), dtype=np.int64),
+            np.zeros((1, k.MS_COLUMNS), dtype=np.int64), np.zeros((1, k.IS_COLUMNS), np.int64),
+            np.zeros(k.E_COUNT, dtype=np.int64), state,
+        )  # fmt: skip
+        if step == 1:
+            return rows, int(state[k.ST_MESSAGES])
+        scale = max(int(lengths.sum()), 1) / max(int(s_len.sum()), 1) * 1.25
+        cap = (rows * scale).astype(np.int64) + 256
+        return cap, int(state[k.ST_MESSAGES] * scale) + 64
 
     def decode(self, buf: npt.ArrayLike, starts: npt.ArrayLike, lengths: npt.ArrayLike) -> Decoded:
         """Decode the packets ``buf[starts[i] : starts[i] + lengths[i]]``.
@@ -352,31 +398,34 @@ class SbeDecoder:
                     f"buffer of {data.size} bytes"
                 )
         n_levels = len(self.levels)
+        items = self.lv[:, k.LV_ITEM]
+        cap, msg_cap = self._estimate(data, pk_start, pk_len)
         rows = np.zeros(n_levels, dtype=np.int64)
+        base = _bases(cap * items)
+        # every byte of every row is written (block, nulls, decoder columns): no zeroing
+        out = np.empty(int((cap * items).sum()) or 8, dtype=np.uint8)
+        messages = np.empty((msg_cap, k.MS_COLUMNS), dtype=np.int64)
         packets = np.zeros((pk_start.size, k.PK_COLUMNS), dtype=np.int64)
         issues = np.zeros((self.max_issues, k.IS_COLUMNS), dtype=np.int64)
         counts = np.zeros(k.E_COUNT, dtype=np.int64)
-        empty = np.zeros(1, dtype=np.uint8)
-        no_base = np.zeros(n_levels, dtype=np.int64)
-        no_msgs = np.zeros((1, k.MS_COLUMNS), dtype=np.int64)
+        state = np.zeros(k.ST_COLUMNS, dtype=np.int64)
+        state[k.ST_POS] = -1
         args = (self.frame, self.tmpl_level, self.lv, self.children, self.datas, self.vfields)
-        n_msg = k.decode_packets(
-            data, pk_start, pk_len, *args, self.nulls, k.MODE_COUNT,
-            empty, no_base, rows, packets, no_msgs, issues, counts,
-        )  # fmt: skip
-        items = self.lv[:, k.LV_ITEM]
+        total = max(int(pk_len.sum()), 1)
+        while True:
+            state[k.ST_FULL] = -2
+            full = k.decode_packets(
+                data, pk_start, pk_len, *args, self.nulls, k.MODE_WRITE,
+                out, out.view(np.int64), base, cap, rows, packets, messages, issues, counts, state,
+            )  # fmt: skip
+            if not full:
+                break
+            # a level (or the message table) is full: grow from the rate so far, go on
+            at = int(state[k.ST_PACKET])
+            done = max(int(pk_len[:at].sum()), 1) / total
+            out, base, cap, messages = _grow(out, base, cap, rows, items, messages, state, done)
+        n_msg = int(state[k.ST_MESSAGES])
         sizes = rows * items
-        base = np.zeros(n_levels, dtype=np.int64)
-        np.cumsum(sizes[:-1], out=base[1:])
-        out = np.zeros(int(sizes.sum()) or 1, dtype=np.uint8)
-        messages = np.zeros((n_msg, k.MS_COLUMNS), dtype=np.int64)
-        counted = rows.copy()
-        rows[:] = 0
-        k.decode_packets(
-            data, pk_start, pk_len, *args, self.nulls, k.MODE_WRITE,
-            out, base, rows, packets, messages, issues, counts,
-        )  # fmt: skip
-        assert np.array_equal(rows, counted)
         views = [
             out[int(base[i]) : int(base[i] + sizes[i])].view(self._dtypes[i])
             for i in range(n_levels)
@@ -398,10 +447,46 @@ class SbeDecoder:
         for code in range(1, k.E_COUNT):
             if counts[code]:
                 skipped[REASONS[code]] = int(counts[code])
-        table = np.zeros(n_msg, dtype=MESSAGE_DTYPE)
-        for j, name in enumerate(MESSAGE_DTYPE.names or ()):
-            table[name] = messages[:, j]
+        table = messages[:n_msg].reshape(-1).view(MESSAGE_DTYPE)  # the same int64 columns
         return Decoded(self.schema, data, packets, table, templates, found, skipped)
+
+
+def _grow(
+    out: U8,
+    base: I64,
+    cap: I64,
+    rows: I64,
+    items: I64,
+    messages: I64,
+    state: I64,
+    done: float,
+) -> tuple[U8, I64, I64, I64]:
+    """Return the output grown for the rest of the packets (``done``: the share decoded).
+
+    Every level gets room for its rate so far (plus a quarter); the one that was full at
+    least doubles. Rows decoded so far are moved to the new buffer.
+    """
+    grown = np.maximum(cap, (rows / done * 1.25).astype(np.int64) + 16)
+    level = int(state[k.ST_FULL])
+    if level >= 0:
+        grown[level] = max(int(grown[level]), 2 * int(cap[level]) + 16)
+    else:
+        n = int(state[k.ST_MESSAGES])
+        msg_cap = max(2 * messages.shape[0] + 16, int(n / done * 1.25) + 16)
+        more = np.empty((msg_cap - n, k.MS_COLUMNS), dtype=np.int64)
+        messages = np.concatenate((messages[:n], more))
+    new_base = _bases(grown * items)
+    new_out = np.empty(int((grown * items).sum()) or 8, dtype=np.uint8)
+    for i in range(rows.size):
+        used = int(rows[i] * items[i])
+        new_out[new_base[i] : new_base[i] + used] = out[base[i] : base[i] + used]
+    return new_out, new_base, grown, messages
+
+
+def _bases(sizes: I64) -> I64:
+    base = np.zeros(sizes.size, dtype=np.int64)
+    np.cumsum(sizes[:-1], out=base[1:])
+    return base
 
 
 def _as_u8(buf: npt.ArrayLike) -> U8:

@@ -336,8 +336,9 @@ class Block:
 
         The block's columns sit at their SBE offsets (a row's first ``block_length`` bytes are
         the block's bytes), followed by the decoder's columns (:meth:`meta_fields`, names
-        starting with ``_``) and, per var data field, ``<name>._start`` (offset of its bytes
-        in the decoded buffer) and ``<name>._length``.
+        starting with ``_``, from :attr:`meta_offset`, 8-byte words) and, per var data
+        field, ``<name>._start`` (offset of its bytes in the decoded buffer) and
+        ``<name>._length``. The row's size is a multiple of 8.
         """
         names: list[str] = []
         formats: list[Any] = []
@@ -346,7 +347,7 @@ class Block:
             names.append(c.name)
             formats.append(c.numpy_format(self.byte_order))
             offsets.append(c.offset)
-        at = self.block_length
+        at = self.meta_offset
         extra = list(self.meta_fields())
         for d in self.data:
             extra += [(f"{d.name}._start", "<i8"), (f"{d.name}._length", "<i8")]
@@ -354,8 +355,13 @@ class Block:
             names.append(name)
             formats.append(fmt)
             offsets.append(at)
-            at += 8 if fmt.endswith("8") else 2
+            at += int(fmt[-1])
         return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": at})
+
+    @property
+    def meta_offset(self) -> int:
+        """Offset in a decoded row of the decoder's columns: the block's end, 8-aligned."""
+        return (self.block_length + 7) & ~7
 
     def null_row(self) -> bytes:
         """Return the block's bytes with every column null (what absent fields decode to)."""
@@ -408,8 +414,8 @@ class Message(Block):
         return [
             ("_packet", "<i8"),
             ("_index", "<i8"),
-            ("_version", "<u2"),
-            ("_block_length", "<u2"),
+            ("_version", "<u4"),
+            ("_block_length", "<u4"),
         ]
 
 

@@ -13,6 +13,7 @@ import struct
 import numpy as np
 import pytest
 
+from engine.feeds.pcap import udp_payloads
 from engine.feeds.sbe import _kernels as k
 from engine.feeds.sbe.decoder import MDP3_FRAMING, Framing, SbeDecoder, pack_packets
 from engine.feeds.sbe.mdp3 import decode_payloads
@@ -355,3 +356,33 @@ def test_messages_without_a_size_prefix_are_framed_by_their_layout(schema: Schem
     bad = dec.decode(*pack_packets([ping + header(4, 9, 3) + b"\0" * 4 + ping, ping]))
     assert [i.code for i in bad.issues] == [k.E_UNKNOWN_TEMPLATE]
     assert list(bad.template("Ping").rows["_packet"]) == [0, 1]  # before it, and next packet
+
+
+class _Underestimating(SbeDecoder):
+    """A decoder whose first guess of the output is one row a level (grown as it goes)."""
+
+    def _estimate(
+        self, data: np.ndarray, starts: np.ndarray, lengths: np.ndarray
+    ) -> tuple[np.ndarray, int]:
+        return np.ones(len(self.levels), dtype=np.int64), 1
+
+
+def test_output_that_fills_up_grows_and_gives_the_same_rows(v8: Schema) -> None:
+    example = DATA / "pcap/Mdp3.Sbe.v1.8__Cme.Mdp3.Sbe.v8.1.Example.pcap"
+    if not example.is_file():
+        pytest.skip(f"{example} is not there")
+    payloads = udp_payloads(example)[:3000]
+    exact = SbeDecoder(v8, MDP3_FRAMING)  # 3000 packets: counted exactly
+    a = exact.decode(*pack_packets(payloads))
+    b = _Underestimating(v8, MDP3_FRAMING).decode(*pack_packets(payloads))
+    sampled = SbeDecoder(v8, MDP3_FRAMING)
+    sampled.SAMPLE = 30  # counted on every 100th packet, scaled
+    c = sampled.decode(*pack_packets(payloads))
+    assert a.n_messages == b.n_messages == c.n_messages == 3324
+    for other in (b, c):
+        assert np.array_equal(a.messages, other.messages)
+        assert np.array_equal(a.packets, other.packets)
+        for tid, rows in a.templates.items():
+            assert np.array_equal(rows.rows, other.templates[tid].rows)
+            for name, g in rows.groups.items():
+                assert np.array_equal(g.rows, other.templates[tid].groups[name].rows)
