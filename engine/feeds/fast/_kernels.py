@@ -74,7 +74,8 @@ I_END: int = 15  # sequence / group: one past its last instruction
 I_PMAP: int = 16  # sequence / group: the body starts with its own presence map
 I_SKIP: int = 17  # decimal exponent: when absent, skip the mantissa instruction after it
 I_USEBIT: int = 18  # the instruction reads a bit of the presence map
-I_WIDTH: int = 19
+I_W64: int = 19  # a 64-bit integer: delta and increment check for overflow
+I_WIDTH: int = 20
 
 #: The program as the kernel reads it (:func:`pack_program`): eight words an instruction,
 #: the small columns packed as bits of the first (one cache line an instruction).
@@ -96,6 +97,7 @@ FL_SKIP: int = 10
 FL_HASINIT: int = 11
 FL_CHECK: int = 12
 FL_PMAP: int = 13
+FL_64: int = 14
 
 
 def pack_program(prog: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -111,6 +113,7 @@ def pack_program(prog: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         | prog[:, I_HASINIT] << FL_HASINIT
         | prog[:, I_CHECK] << FL_CHECK
         | prog[:, I_PMAP] << FL_PMAP
+        | prog[:, I_W64] << FL_64
     )
     out[:, P_COL] = prog[:, I_COL]
     out[:, P_SLOT] = prog[:, I_SLOT]
@@ -184,6 +187,10 @@ ERR_SEQ_LENGTH: int = 24  # more elements than bytes left, and more than MAX_EMP
 #: Longest sequence accepted with more elements than bytes left (elements of constants only
 #: take no bytes; a longer one in bad data would otherwise fill memory).
 MAX_EMPTY_SEQ: int = 1 << 20
+#: The smallest int64.
+INT64_MIN: int = -(1 << 63)
+#: The largest int64.
+INT64_MAX: int = (1 << 63) - 1
 
 #: Longest presence map accepted, in bytes.
 MAX_PMAP: int = 64
@@ -207,7 +214,11 @@ F_WIDTH: int = 14
 
 @kernel_inline
 def _uint(buf: npt.NDArray[np.uint8], pos: int, n: int) -> tuple[int, int]:
-    """Return (value, next position); next is -1 when cut off, -2 when over 10 bytes."""
+    """Return (value, next position).
+
+    The next position is -1 when the integer is cut off, -2 when it runs over 10 bytes and
+    -3 when its value needs more than 64 bits.
+    """
     v = 0
     start = pos
     lim = min(pos + 10, n)
@@ -216,6 +227,8 @@ def _uint(buf: npt.NDArray[np.uint8], pos: int, n: int) -> tuple[int, int]:
         pos += 1
         v = (v << 7) | (c & 0x7F)
         if c & 0x80:
+            if pos - start == 10 and buf[start] & 0x7F > 1:
+                return v, -3
             return v, pos
     return v, -2 if pos - start >= 10 else -1
 
@@ -233,8 +246,29 @@ def _int(buf: npt.NDArray[np.uint8], pos: int, n: int) -> tuple[int, int]:
         pos += 1
         v = (v << 7) | (c & 0x7F)
         if c & 0x80:
+            if pos - start == 10 and buf[start] & 0x7F not in (0, 0x7F):
+                return v, -3  # bits 69..63 must all be the sign
             return v, pos
     return v, -2 if pos - start >= 10 else -1
+
+
+@kernel_inline
+def _int_error(p2: int) -> int:
+    """Return the status of a failed :func:`_uint` / :func:`_int` read."""
+    if p2 == -1:
+        return ERR_CUT
+    return ERR_LONG_INT if p2 == -2 else ERR_RANGE
+
+
+@kernel_inline
+def _add_overflows(base: int, d: int, r: int, signed: bool) -> bool:
+    """Return whether ``r = base + d`` (64-bit, wrapped) overflowed int64 or uint64."""
+    if signed:
+        return ((base ^ r) & (d ^ r)) < 0
+    # unsigned base plus a signed delta: compare as unsigned (sign bit flipped)
+    if d >= 0:
+        return (r ^ INT64_MIN) < (base ^ INT64_MIN)
+    return (r ^ INT64_MIN) > (base ^ INT64_MIN)
 
 
 @kernel_inline
@@ -452,7 +486,7 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                 if hpn > 0 and (hpm >> (hpn - 1)) & 1:
                     tid, p2 = _uint(buf, pos, n)
                     if p2 < 0:
-                        status = ERR_CUT if p2 == -1 else ERR_LONG_INT
+                        status = _int_error(p2)
                         break
                     pos = p2
                     dstate[tid_slot] = D_ASSIGNED
@@ -699,7 +733,7 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                     else:
                         v, p2 = _uint(buf, pos, n)
                     if p2 < 0:
-                        status = ERR_CUT if p2 == -1 else ERR_LONG_INT
+                        status = _int_error(p2)
                         break
                     pos = p2
                     if nullable:
@@ -710,7 +744,7 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                 elif op == OP_DELTA:
                     v, p2 = _int(buf, pos, n)
                     if p2 < 0:
-                        status = ERR_CUT if p2 == -1 else ERR_LONG_INT
+                        status = _int_error(p2)
                         break
                     pos = p2
                     if nullable and v == 0:
@@ -719,13 +753,20 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                         if nullable and v > 0:
                             v -= 1
                         st = dstate[slot]
+                        base = 0
                         if st == D_ASSIGNED:
-                            v += dval[slot]
+                            base = dval[slot]
                         elif st == D_EMPTY:
                             status = ERR_EMPTY_PREV
                             break
                         elif (fl >> FL_HASINIT) & 1:
-                            v += prog[cur, P_IV]
+                            base = prog[cur, P_IV]
+                        d = v
+                        v = base + d
+                        if (fl >> FL_64) & 1 and _add_overflows(base, d, v, cls == C_INT):
+                            status = ERR_RANGE
+                            err_val = d
+                            break
                         dstate[slot] = D_ASSIGNED
                         dval[slot] = v
                 elif op in (OP_DEFAULT, OP_CONSTANT):
@@ -741,7 +782,7 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                     else:
                         v, p2 = _uint(buf, pos, n)
                     if p2 < 0:
-                        status = ERR_CUT if p2 == -1 else ERR_LONG_INT
+                        status = _int_error(p2)
                         break
                     pos = p2
                     if nullable:
@@ -759,6 +800,10 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                     if st == D_ASSIGNED:
                         v = dval[slot]
                         if op == OP_INCREMENT:
+                            if (fl >> FL_64) & 1 and v == (INT64_MAX if cls == C_INT else -1):
+                                status = ERR_RANGE
+                                err_val = v
+                                break
                             v += 1
                             dval[slot] = v
                     elif st == D_EMPTY:
@@ -799,7 +844,7 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                 elif op == OP_DELTA:
                     e, p2 = _int(buf, pos, n)
                     if p2 < 0:
-                        status = ERR_CUT if p2 == -1 else ERR_LONG_INT
+                        status = _int_error(p2)
                         break
                     pos = p2
                     if nullable and e == 0:
@@ -809,19 +854,28 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                             e -= 1
                         m, p2 = _int(buf, pos, n)
                         if p2 < 0:
-                            status = ERR_CUT if p2 == -1 else ERR_LONG_INT
+                            status = _int_error(p2)
                             break
                         pos = p2
                         st = dstate[slot]
+                        be = 0
+                        bm = 0
                         if st == D_ASSIGNED:
-                            e += dexp[slot]
-                            m += dval[slot]
+                            be = dexp[slot]
+                            bm = dval[slot]
                         elif st == D_EMPTY:
                             status = ERR_EMPTY_PREV
                             break
                         elif (fl >> FL_HASINIT) & 1:
-                            e += prog[cur, P_IE]
-                            m += prog[cur, P_IV]
+                            be = prog[cur, P_IE]
+                            bm = prog[cur, P_IV]
+                        e += be
+                        dm = m
+                        m = bm + dm
+                        if _add_overflows(bm, dm, m, True):
+                            status = ERR_RANGE
+                            err_val = dm
+                            break
                         if e < -63 or e > 63:
                             status = ERR_EXPONENT
                             err_val = e
@@ -854,7 +908,7 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                 if fresh:
                     e, p2 = _int(buf, pos, n)
                     if p2 < 0:
-                        status = ERR_CUT if p2 == -1 else ERR_LONG_INT
+                        status = _int_error(p2)
                         break
                     pos = p2
                     if nullable and e == 0:
@@ -868,7 +922,7 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                             break
                         m, p2 = _int(buf, pos, n)
                         if p2 < 0:
-                            status = ERR_CUT if p2 == -1 else ERR_LONG_INT
+                            status = _int_error(p2)
                             break
                         pos = p2
                     if op == OP_COPY:
@@ -921,7 +975,7 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                     if op == OP_DELTA:
                         sub, p2 = _int(buf, pos, n)
                         if p2 < 0:
-                            status = ERR_CUT if p2 == -1 else ERR_LONG_INT
+                            status = _int_error(p2)
                             break
                         pos = p2
                         if nullable:

@@ -20,8 +20,9 @@ optional field is present is a bit of the row's ``_mask<k>`` columns
 The dictionaries persist between calls, as in :class:`~engine.feeds.fast.decoder.Decoder`,
 and the same resets apply. Errors raise :class:`~engine.feeds.fast.decoder.FastDecodeError`
 with ``error.columns`` (and ``error.messages``) holding the messages decoded before the bad
-one. Not the same as the Python decoder: 64-bit integer overflow wraps instead of being
-reported, and the session-control Reset message writes no row.
+one. Not the same as the Python decoder: the session-control Reset message writes no row, and
+the NULL-shifted encodings of the largest uInt64 and int64 (2**64 and 2**63 on the wire)
+are reported as out of range.
 """
 
 from __future__ import annotations
@@ -268,6 +269,7 @@ class _Compiler:
             op.op == Op.CONSTANT and optional
         )
         kw = {
+            "I_W64": int(ftype in (FieldType.INT64, FieldType.UINT64)),
             "I_USEBIT": int(usebit),
             "I_OP": int(op.op),
             "I_SLOT": op.slot,

@@ -588,6 +588,7 @@ class Decoder:
             base = self._base(op, ftype, False)
             assert isinstance(base, Decimal)
             dv = Decimal(base.exponent + de, base.mantissa + dm)
+            self._check_range(dv.mantissa, FieldType.INT64, start)
             if not -63 <= dv.exponent <= 63:
                 raise self._fail(f"decimal exponent {dv.exponent} outside [-63, 63]", start)
             v: Scalar = dv

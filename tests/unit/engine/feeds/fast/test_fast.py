@@ -525,8 +525,36 @@ def test_mangled_cqg_stream_gives_values_or_a_decode_error_and_both_agree(
         data[at % len(data)] = byte
     data = data[: max(1, cut % (len(data) + 1))]
     py, cols = _decode_both_keeping(ts, bytes(data))
-    n = min(len(py), len(cols))
-    assert py[:n] == cols[:n]  # they may part where 64-bit values overflow (the kernel wraps)
+    assert py == cols
+
+
+def test_64_bit_overflow_is_reported_by_both() -> None:
+    xml = """<templates><template name="W" id="1">
+      <uInt64 name="U" id="1"><delta/></uInt64>
+      <int64 name="I" id="2"><increment/></int64>
+    </template></templates>"""
+    ts = TemplateSet.from_xml(xml)
+    first = pm(1, 1) + u(1) + i(-1) + i((1 << 63) - 1)  # U = 0 - 1: below zero
+    for e in _errors(ts, first):
+        assert (e.offset, e.field) == (2, "U")
+        assert "ERR R4" in str(e)
+    # I starts one below the largest int64 and is incremented past it on the third message
+    steps = pm(1, 1) + u(1) + i(1 << 62) + i((1 << 63) - 2)
+    steps += pm(0, 0) + i(1 << 62) + pm(0, 0) + i((1 << 63) - 1)  # U: 2**63, then 2**64 - 1
+    for e in _errors(ts, steps):
+        assert e.field == "I"
+        assert e.message_index == 2
+        assert "ERR R4" in str(e)
+    assert e.columns is not None
+    assert e.columns.tables["W"]["U"].tolist() == [1 << 62, 1 << 63]
+    assert e.columns.tables["W"]["I"].tolist() == [(1 << 63) - 2, (1 << 63) - 1]
+    up = pm(1, 1) + u(1) + i(1 << 62) + i(0) + pm(0, 1) + i((1 << 63) - 1) + i(5)
+    up += pm(0, 1) + i((1 << 62) + 1) + i(0)  # U reaches 2**64
+    for e in _errors(ts, up):
+        assert (e.field, e.message_index) == ("U", 2)
+    over = pm(1, 1) + u(1) + bytes([0x02] + [0] * 8 + [0x80]) + i(0)  # 2**64: 65 bits
+    for e2 in _errors(ts, over):
+        assert e2.field == "U"
 
 
 def test_bad_lengths_are_decode_errors_not_crashes() -> None:
