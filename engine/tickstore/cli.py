@@ -169,6 +169,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="time zone of the files' times (America/New_York; stored as UTC)",
     )
     _steps(p, lot="1")
+    p = sub.add_parser("pcap", help="exchange feed captures (pcap/pcapng): --protocol itch")
+    _common(p)
+    p.add_argument(
+        "--protocol", required=True, choices=("itch",),
+        help="the feed in the capture's UDP payloads (itch: Nasdaq ITCH 5.0 over MoldUDP64)",
+    )  # fmt: skip
+    p.add_argument("--day", help="trading day YYYYMMDD (default: the capture's, in New York)")
+    p.add_argument(
+        "--allow-gaps",
+        action="store_true",
+        help="import a capture that misses messages (gaps kept in each day's l2_gaps)",
+    )
+    p.add_argument("--tick-size", default="0.0001", help="price step, decimal (0.0001)")
+    p.add_argument("--lot-size", default="1", help="quantity step in shares (1)")
+    p.add_argument("--venue", default="XNAS", help="venue attribute of the instrument-days")
     p = sub.add_parser("recover", help="make a store left by a killed writer writable again")
     p.add_argument("store", type=Path)
     p = sub.add_parser("ls", help="list what a store holds")
@@ -249,7 +264,35 @@ def _run_lobster(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
     )  # fmt: skip
 
 
+def _run_pcap(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
+    from engine.tickstore.itch_import import import_itch, parse_day
+
+    result, stats = import_itch(
+        a.files, a.store, tick_size=a.tick_size, lot_size=a.lot_size, venue=a.venue,
+        day=parse_day(a.day) if a.day else None, allow_gaps=a.allow_gaps, replace=a.replace,
+        skip_bad_rows=a.skip_bad_rows, progress=progress,
+    )  # fmt: skip
+    msgs = ", ".join(f"{t} {n:,}" for t, n in sorted(stats.messages.items()))
+    print(f"{stats.packets:,} packets, messages by type: {msgs or 'none'}; trading day "
+          f"{stats.day} (New York)", file=sys.stderr)  # fmt: skip
+    rep = stats.report
+    if rep is None:
+        print("the capture's sequence numbers are all 0: decoded as is, no gap check",
+              file=sys.stderr)  # fmt: skip
+    else:
+        print(f"sequence: {rep.gap_packets} gaps ({rep.missing:,} messages missing), "
+              f"{rep.duplicate_packets} duplicate and {rep.late_packets} late packets",
+              file=sys.stderr)  # fmt: skip
+        for first, last in rep.gaps[:20]:
+            print(f"  gap: messages {first} to {last}", file=sys.stderr)
+    if stats.unknown_orders:
+        print(f"{stats.unknown_orders:,} order events name orders the capture never added "
+              "(it starts inside the session): not stored", file=sys.stderr)  # fmt: skip
+    return result
+
+
 _RUNNERS: dict[str, Callable[[argparse.Namespace, ProgressBar], ImportResult]] = {
+    "pcap": _run_pcap,
     "csv": _run_csv,
     "parquet": _run_parquet,
     "binance": _run_binance,
