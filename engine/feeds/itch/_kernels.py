@@ -556,16 +556,13 @@ O_NEXT: int = 7  # next order slot, -1 at the tail
 OW: int = 8
 
 
-#: Fields of a level record (``int64[cap, LW]``); a level with L_CNT 0 is empty (kept).
+#: Fields of a level record (``int64[cap, LW]``: 32 bytes). A level emptied of orders
+#: keeps its slot (HEAD -1, QTY 0); a slot never used is all zeros.
 L_KEY: int = 0  # stock << 33 | side << 32 | price
-L_STOCK: int = 1
-L_SIDE: int = 2
-L_PX: int = 3
-L_QTY: int = 4  # shares resting
-L_CNT: int = 5  # orders resting
-L_HEAD: int = 6  # first order slot of the FIFO
-L_TAIL: int = 7  # last order slot
-LW: int = 8
+L_QTY: int = 1  # shares resting
+L_HEAD: int = 2  # first order slot of the FIFO, -1 when empty
+L_TAIL: int = 3  # last order slot, -1 when empty
+LW: int = 4
 
 #: Columns of the per-stock table (``int64[65536, SW]``).
 SW_STATE: int = 0  # Stock Trading Action trading state byte ('H', 'P', 'Q', 'T'), 0 unknown
@@ -708,16 +705,10 @@ def _book_add(
         st[S_NFREE_L] = nfl
         lvl = lfree[nfl]
         levels[lvl, L_KEY] = key
-        levels[lvl, L_STOCK] = stock
-        levels[lvl, L_SIDE] = side
-        levels[lvl, L_PX] = px
         levels[lvl, L_QTY] = 0
-        levels[lvl, L_CNT] = 0
         levels[lvl, L_HEAD] = -1
         levels[lvl, L_TAIL] = -1
         ht_put(lt, key, lvl, st[S_LSHIFT])
-    if levels[lvl, L_CNT] == 0:
-        st[S_LEVELS] += 1
     orders[o, O_REF_LO] = ref & 0xFFFFFFFF
     orders[o, O_REF_HI] = ref >> 32
     orders[o, O_SS] = 2 * stock + side
@@ -731,9 +722,9 @@ def _book_add(
         orders[tail, O_NEXT] = o
     else:
         levels[lvl, L_HEAD] = o
+        st[S_LEVELS] += 1
     levels[lvl, L_TAIL] = o
     levels[lvl, L_QTY] += qty
-    levels[lvl, L_CNT] += 1
     ht_put(ot, ref, o, st[S_OSHIFT])
     st[S_ORDERS] += 1
 
@@ -755,9 +746,7 @@ def _book_remove(
     else:
         levels[lvl, L_TAIL] = prv
     levels[lvl, L_QTY] -= orders[o, O_QTY]
-    cnt = levels[lvl, L_CNT] - 1
-    levels[lvl, L_CNT] = cnt
-    if cnt == 0:
+    if levels[lvl, L_HEAD] < 0:
         # An emptied level keeps its slot and its hash entry (a price is usually quoted
         # again soon): no hash deletion now and no insertion then. Levels in use are
         # counted; the table holds every (stock, side, price) quoted so far.
@@ -1055,6 +1044,32 @@ def level_orders(orders: I32, levels: I64, lvl: int, out: I64) -> int:
         n += 1
         o = orders[o, O_NEXT]
     return n
+
+
+@kernel
+def fifo_lengths(orders: I32, levels: I64, out: I64) -> int:
+    """Walk every level's FIFO; write its length into ``out[level]`` (int64[cap]).
+
+    Returns the first level whose FIFO does not end within the order table's size (a cycle)
+    or whose links disagree (``prev`` of a next order is not the order), else -1.
+    """
+    cap = orders.shape[0]
+    for lvl in range(levels.shape[0]):
+        o = levels[lvl, L_HEAD]
+        if levels[lvl, L_KEY] == 0 and o == 0:
+            continue  # never used
+        n = 0
+        prv = -1
+        while o >= 0:
+            if n > cap or orders[o, O_PREV] != prv or orders[o, O_LEVEL] != lvl:
+                return lvl
+            prv = o
+            o = orders[o, O_NEXT]
+            n += 1
+        if prv != levels[lvl, L_TAIL]:
+            return lvl
+        out[lvl] = n
+    return -1
 
 
 @kernel

@@ -354,16 +354,29 @@ class ItchBooks:
         """Return the stock's symbol (from its Stock Directory or first add), stripped."""
         return bytes(self._symbols[_locate(stock_locate)]).decode("ascii", "replace").strip("\x00 ")
 
+    def _live_levels(self) -> tuple[I64, I64, I64, I64, I64]:
+        # slot, stock, side, price, shares of every level holding orders
+        lv = self._l.rec
+        slot = np.flatnonzero(lv[:, k.L_QTY] > 0)
+        key = lv[slot, k.L_KEY]
+        return slot, key >> 33, (key >> 32) & 1, key & 0xFFFFFFFF, lv[slot, k.L_QTY]
+
+    def _orders_per_level(self) -> I64:
+        o = self._o.rec
+        lvl = o[o[:, k.O_QTY] > 0, k.O_LEVEL]
+        return np.bincount(lvl, minlength=self._l.rec.shape[0]).astype(np.int64)
+
     def levels(self, stock_locate: int, side: int) -> I64:
         """Return ``int64[n, 3]`` rows ``(price, shares, orders)`` of one side, best first.
 
-        ``side`` is ``BUY`` (bids, highest first) or ``SELL`` (asks, lowest first).
+        ``side`` is ``BUY`` (bids, highest first) or ``SELL`` (asks, lowest first). A scan
+        of the tables: for inspection, not for a hot path.
         """
         si = _side(side)
-        lv = self._l.rec
-        live = (lv[:, k.L_CNT] > 0) & (lv[:, k.L_STOCK] == _locate(stock_locate))
-        live &= lv[:, k.L_SIDE] == si
-        rows = lv[live][:, [k.L_PX, k.L_QTY, k.L_CNT]]
+        slot, stock, sd, px, qty = self._live_levels()
+        mine = (stock == _locate(stock_locate)) & (sd == si)
+        counts = self._orders_per_level()[slot[mine]]
+        rows = np.stack([px[mine], qty[mine], counts], axis=1).astype(np.int64)
         order = np.argsort(rows[:, 0], kind="stable")
         out: I64 = rows[order[::-1]] if si == 0 else rows[order]
         return out
@@ -377,7 +390,7 @@ class ItchBooks:
         lvl = int(k.find_key(self._l.tab, key, _shift(self._l.tab)))
         if lvl < 0:
             return np.zeros((0, 2), np.int64)
-        out = np.zeros((int(self._l.rec[lvl, k.L_CNT]), 2), np.int64)
+        out = np.zeros((int(self._orders_per_level()[lvl]), 2), np.int64)
         k.level_orders(self._o.rec, self._l.rec, lvl, out)
         return out
 
@@ -402,9 +415,7 @@ class ItchBooks:
 
     def crossed_stocks(self) -> npt.NDArray[np.int64]:
         """Return the stock locates whose best bid is at or above their best ask."""
-        lv = self._l.rec
-        live = lv[:, k.L_CNT] > 0
-        stock, side, px = lv[live, k.L_STOCK], lv[live, k.L_SIDE], lv[live, k.L_PX]
+        _, stock, side, px, _ = self._live_levels()
         bid = np.full(_N_STOCKS, -1, np.int64)
         ask = np.full(_N_STOCKS, np.iinfo(np.int64).max, np.int64)
         np.maximum.at(bid, stock[side == 0], px[side == 0])
@@ -414,8 +425,9 @@ class ItchBooks:
     def check(self) -> list[str]:
         """Return every inconsistency between the order and level tables (empty: none).
 
-        Each level's shares and order count must equal the sum over the orders resting in
-        it and belong to the order's stock, and the order and level counts must match.
+        Each level's FIFO must link its orders both ways and end at its tail; its shares
+        must equal the sum over its orders, its order count the orders that name it, and
+        its stock and side theirs; the order and level counts must match.
         """
         o, lv = self._o.rec, self._l.rec
         live = o[:, k.O_QTY] > 0
@@ -423,15 +435,18 @@ class ItchBooks:
         n = lv.shape[0]
         qty = np.bincount(lvl, weights=o[live, k.O_QTY], minlength=n).astype(np.int64)
         cnt = np.bincount(lvl, minlength=n).astype(np.int64)
+        fifo = np.zeros(n, np.int64)
         problems = []
-        bad = np.flatnonzero((qty != lv[:, k.L_QTY]) | (cnt != lv[:, k.L_CNT]))
+        broken = int(k.fifo_lengths(o, lv, fifo))
+        if broken >= 0:
+            problems.append(f"level slot {broken}: its FIFO's links are broken")
+        bad = np.flatnonzero((qty != lv[:, k.L_QTY]) | (cnt != fifo))
         problems += [f"level slot {int(i)}: shares/orders do not add up" for i in bad[:10]]
         if int(live.sum()) != self.n_orders:
             problems.append(f"{int(live.sum())} order slots in use, {self.n_orders} counted")
-        lvl_stock = lv[lvl, k.L_STOCK] if lvl.shape[0] else lvl
-        if not np.array_equal(lvl_stock, o[live, k.O_SS] >> 1):
-            problems.append("an order rests in a level of another stock")
-        if int((lv[:, k.L_CNT] > 0).sum()) != self.n_levels:
+        if not np.array_equal(lv[lvl, k.L_KEY] >> 32, o[live, k.O_SS]):
+            problems.append("an order rests in a level of another stock or side")
+        if int((lv[:, k.L_QTY] > 0).sum()) != self.n_levels:
             problems.append("level count does not add up")
         return problems
 

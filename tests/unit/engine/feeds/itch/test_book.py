@@ -336,3 +336,15 @@ def test_hash_table_deletion_keeps_every_other_key_findable(shift: int) -> None:
         for kk, vv in live.items():
             assert k.find_key(tab, kk, shift) == vv
     assert int((tab[0::2] != k.HT_EMPTY).sum()) == len(live)
+
+
+def test_check_finds_a_corrupted_level_and_a_broken_link() -> None:
+    b = ItchBooks()
+    b.apply_raw(raw(A(1, "B", 100, 10_000), A(2, "B", 50, 10_000), A(3, "S", 10, 10_100)))
+    assert b.check() == []
+    lvl = int(b._o.rec[0, k.O_LEVEL])
+    b._l.rec[lvl, k.L_QTY] += 1
+    assert any("do not add up" in p for p in b.check())
+    b._l.rec[lvl, k.L_QTY] -= 1
+    b._o.rec[1, k.O_PREV] = 5
+    assert any("links are broken" in p for p in b.check())
