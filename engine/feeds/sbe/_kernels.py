@@ -117,16 +117,13 @@ PK_FIRST: int = 3  # number of its first message in the capture
 PK_STATUS: int = 4  # 0, or the code of the issue that stopped its framing
 PK_COLUMNS: int = 5
 
-#: Message table columns (``int64[M, MS_COLUMNS]``).
+#: Message table words (``int64[M, MS_COLUMNS]``, read as ``decoder.MESSAGE_DTYPE``).
 MS_PACKET: int = 0
 MS_OFFSET: int = 1  # offset in the buffer of its size prefix (or header)
-MS_SIZE: int = 2
-MS_TEMPLATE: int = 3
-MS_VERSION: int = 4
-MS_BLOCK: int = 5
-MS_ROW: int = 6  # row in its template's rows (-1: skipped)
-MS_STATUS: int = 7  # 0 or the issue code that skipped it
-MS_COLUMNS: int = 8
+MS_ROW: int = 2  # row in its template's rows (-1: skipped)
+MS_SIZE_TEMPLATE_VERSION: int = 3  # size (u32), templateId (u16), version (u16)
+MS_BLOCK_STATUS: int = 4  # blockLength (u16), status (u16: 0 or the issue that skipped it)
+MS_COLUMNS: int = 5
 
 #: Issue table columns (``int64[cap, IS_COLUMNS]``).
 IS_PACKET: int = 0
@@ -641,14 +638,12 @@ def decode_packets(  # noqa: C901 (the framing loop with each way a packet can b
                 out64[w + 1] = n_msg
                 out64[w + 2] = ver | (hbl << 32)
             if write:
+                msize = (mend if prefix else stop) - pos
                 messages[n_msg, MS_PACKET] = p
                 messages[n_msg, MS_OFFSET] = pos
-                messages[n_msg, MS_SIZE] = (mend if prefix else stop) - pos
-                messages[n_msg, MS_TEMPLATE] = tid
-                messages[n_msg, MS_VERSION] = ver
-                messages[n_msg, MS_BLOCK] = hbl
                 messages[n_msg, MS_ROW] = row
-                messages[n_msg, MS_STATUS] = code
+                messages[n_msg, MS_SIZE_TEMPLATE_VERSION] = msize | (tid << 32) | (ver << 48)
+                messages[n_msg, MS_BLOCK_STATUS] = hbl | (code << 16)
             n_msg += 1
             if code != 0 and prefix == 0:
                 status = code  # without a size prefix nothing after a bad message is framed

@@ -60,14 +60,16 @@ MESSAGE_DTYPE = np.dtype(
     [
         ("packet", "<i8"),
         ("offset", "<i8"),  # in the decoded buffer, of the message's first byte
-        ("size", "<i8"),
-        ("template_id", "<i8"),
-        ("version", "<i8"),
-        ("block_length", "<i8"),
         ("row", "<i8"),  # in its template's rows; -1 when skipped
-        ("status", "<i8"),  # 0, or the issue code that skipped it
+        ("size", "<u4"),
+        ("template_id", "<u2"),
+        ("version", "<u2"),
+        ("block_length", "<u2"),
+        ("status", "<u2"),  # 0, or the issue code that skipped it
+        ("_pad", "<u4"),
     ]
 )
+assert MESSAGE_DTYPE.itemsize == 8 * k.MS_COLUMNS  # the kernel's words, viewed
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,7 +407,7 @@ class SbeDecoder:
         # every byte of every row is written (block, nulls, decoder columns): no zeroing
         out = np.empty(int((cap * items).sum()) or 8, dtype=np.uint8)
         messages = np.empty((msg_cap, k.MS_COLUMNS), dtype=np.int64)
-        packets = np.zeros((pk_start.size, k.PK_COLUMNS), dtype=np.int64)
+        packets = np.empty((pk_start.size, k.PK_COLUMNS), dtype=np.int64)  # all written
         issues = np.zeros((self.max_issues, k.IS_COLUMNS), dtype=np.int64)
         counts = np.zeros(k.E_COUNT, dtype=np.int64)
         state = np.zeros(k.ST_COLUMNS, dtype=np.int64)
