@@ -21,13 +21,15 @@ from engine.tickstore.summaries import DaySummary, add_day_summary
 
 PROG = "qwconsole"
 
-#: Subcommand -> (module with ``main(argv) -> int``, one-line description).
+#: Subcommand -> (module with ``main(argv) -> int``, or ``module:function``, one-line description).
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "engine": ("engine.headless", "run the engine without a window (--demo, --config FILE)"),
     "fix": ("engine.fix.cli", "FIX tools: the conformance-suite acceptor"),
     "bench": ("app.bench", "benchmark tables: bench fix (batches, sessions in parallel)"),
     "backtest": ("engine.backtest.cli", "replay recorded data through a strategy (--sweep)"),
-    "import": ("engine.tickstore.cli", "import vendor files into the tick store"),
+    "import": ("engine.tickstore.cli", "import vendor files and feed captures into the tick store"),
+    "gen": ("engine.feeds.cli:gen_main", "generate a synthetic feed day (gen itch --size 10GB)"),
+    "replay": ("engine.feeds.cli:replay_main", "decode a feed day, maintain every book"),
     "reconcile": ("engine.reconcile.cli", "compare journal, recovery and venue fills (STATE_DIR)"),
     "sim": ("engine.sim.server", "the exchange simulator as a FIX acceptor (--cfg FILE.cfg)"),
     "warmup": ("engine.warmup", "compile the numba kernels into the cache (set-up does it)"),
@@ -282,13 +284,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Imports and recordings leave the pyramids of their days for the Analyzer's first open.
     add_day_summary(_analyzer_pyramids)
     if args and args[0] in SUBCOMMANDS:
-        module_name, _desc = SUBCOMMANDS[args[0]]
+        target, _desc = SUBCOMMANDS[args[0]]
+        module_name, _, function = target.partition(":")
         try:
             module = importlib.import_module(module_name)
         except ImportError as e:
             print(f"{PROG} {args[0]}: not available in this build ({e})", file=sys.stderr)
             return 2
-        return _exit_if_compiling(int(module.main(args[1:])))
+        return _exit_if_compiling(int(getattr(module, function or "main")(args[1:])))
     parser = build_parser()
     opts = parser.parse_args(args)
     if opts.after is not None and opts.screenshot is None:
