@@ -87,6 +87,14 @@ def id_epoch(now_ns: int) -> str:
             return out.upper()
 
 
+class OrderFeed(Protocol):
+    """What sees every command the exchange matched (``SimExchange.order_feed``)."""
+
+    def on_command(self, locate: int, ts: int, oid: int, events: Sequence[Sequence[int]]) -> None:
+        """Take the matcher's events of one command on order ``oid`` (book ``locate - 1``)."""
+        ...
+
+
 class Playback(Protocol):
     """A recorded market played into the exchange (``engine.sim.playback.TickPlayback``)."""
 
@@ -266,11 +274,25 @@ class SimExchange:
         self._last_step_ns: int | None = None
         self.trades = 0
         self._playbacks: list[Playback] = []  # recorded markets played into the books
+        #: Told every matched command (the market by order, e.g. ``SimItchFeed``), or None.
+        self.order_feed: OrderFeed | None = None
 
     @property
     def symbols(self) -> list[str]:
         """Return the listed symbols, in book-index order."""
         return list(self.books)
+
+    def symbol_of(self, index: int) -> str:
+        """Return the symbol of book ``index``."""
+        return self.symbols[index]
+
+    def resting(self, oid: int) -> tuple[int, int, int] | None:
+        """Return ``(side, px_ticks, leaves_lots)`` of an order resting in a book, else None."""
+        order = self._orders.get(oid)
+        if order is None or order.status in _DONE or order.type != ORD_LIMIT:
+            return None
+        leaves = order.qty - order.cum
+        return (order.side, order.px, leaves) if leaves > 0 else None
 
     # ------------------------------------------------------------------ client requests
     def submit(
@@ -610,6 +632,8 @@ class SimExchange:
                     self._done(order)
             if order.owner != FLOW_OWNER:
                 out.append(self._report(order, et, ts, ev=ev))
+        if self.order_feed is not None:
+            self.order_feed.on_command(book.index + 1, ts, oid, events)
         lv = book.matcher.book
         for side_, px_ in sorted(touched):
             if book.px_min <= px_ <= book.px_max:
