@@ -11,7 +11,7 @@ Every column is 8 bytes: integers (``u8`` for uInt64), decimals as ``<F>`` (mant
 buffer for values read from it, into :attr:`Columns.heap` for the others). Whether an
 optional field is present is a bit of the row's ``_mask<k>`` columns
 (:meth:`Columns.present`). Group fields are columns of the holding row, named
-``<Group>.<F>``.
+``<Group>.<F>``. Mandatory constants have no column (:attr:`KindLayout.constants`).
 
     decoder = ColumnDecoder(TemplateSet.from_file("templates.xml"))
     cols = decoder.decode(payload)
@@ -63,7 +63,7 @@ _CLS = {
 }
 _REASONS = {
     k.ERR_CUT: "entity cut off at the end of the buffer",
-    k.ERR_LONG_INT: "stop-bit integer longer than 64 bits (ERR R6)",
+    k.ERR_LONG_INT: "stop-bit integer over 10 bytes",
     k.ERR_UNKNOWN_TID: "unknown template id {val} (ERR D9)",
     k.ERR_NO_TID: "template id not in the stream and no previous one (ERR D5)",
     k.ERR_PMAP_LONG: f"presence map longer than {k.MAX_PMAP} bytes",
@@ -86,7 +86,7 @@ _REASONS = {
 class _Item:
     """One instruction of a kind, as :meth:`Columns.messages` rebuilds values from columns."""
 
-    what: str  # "field", "seq", "group", "dynref"
+    what: str  # "field", "const", "seq", "group", "dynref"
     name: str
     col: int = 0
     pbit: int = -1

@@ -269,7 +269,7 @@ class Decoder:
             if c & 0x80:
                 break
             if pos - start >= 10:
-                raise self._fail("stop-bit integer longer than 64 bits (ERR R6)", start)
+                raise self._fail("stop-bit integer over 10 bytes", start)
         self._pos = pos
         return v
 
