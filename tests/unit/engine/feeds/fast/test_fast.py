@@ -409,6 +409,22 @@ def test_scopes_keep_entries_apart_and_explicit_keys_share_them() -> None:
     assert out[2].fields == {"X": 1, "G": 2, "K1": 3}
 
 
+def test_type_scope_is_shared_by_templates_of_one_application_type() -> None:
+    xml = """<templates dictionary="type">
+      <template name="Q1" id="1"><typeRef name="Quote"/>
+        <uInt32 name="Px" id="1"><copy/></uInt32></template>
+      <template name="Q2" id="2"><typeRef name="Quote"/>
+        <uInt32 name="Px" id="1"><copy/></uInt32></template>
+      <template name="T" id="3"><typeRef name="Trade"/>
+        <uInt32 name="Px" id="1"><copy value="0"/></uInt32></template>
+    </templates>"""
+    ts = TemplateSet.from_xml(xml)
+    assert len(ts.slots) == 1 + 2  # template id; Px of Quote, Px of Trade
+    data = pm(1, 1) + u(1) + u(42) + pm(1, 0) + u(2) + pm(1, 0) + u(3)
+    out = _both(ts, data)
+    assert [m.fields["Px"] for m in out] == [42, 42, 0]  # Q2 sees Q1's entry, T its own
+
+
 def test_resets_clear_the_dictionaries() -> None:
     xml = """<templates>
       <template name="C" id="1"><uInt32 name="V" id="1"><copy value="0"/></uInt32></template>
