@@ -348,3 +348,42 @@ def test_check_finds_a_corrupted_level_and_a_broken_link() -> None:
     b._l.rec[lvl, k.L_QTY] -= 1
     b._o.rec[1, k.O_PREV] = 5
     assert any("links are broken" in p for p in b.check())
+
+
+def test_the_shared_captures_through_the_books_keep_trades_and_count_unknown_refs() -> None:
+    from engine.feeds.itch.moldudp64 import decode_packets
+    from engine.feeds.pcap import udp_payloads
+    from tests.conftest import SHARED
+
+    itch = SHARED / "data/nasdaq_itch_ouch/itch"
+    captures = sorted(itch.glob("*.pcap")) if itch.is_dir() else []
+    if not captures:
+        pytest.skip(f"{itch} is absent")
+    payloads = [p for c in captures for p in udp_payloads(c)]
+    decoded = decode_packets(payloads)
+    books = ItchBooks()
+    books.apply_packets(*pack_payloads(payloads))
+    assert books.counts() == decoded.counts()
+    adds = {int(r) for t in "AF" for r in decoded[t]["order_reference_number"]}
+    unknown = books.counters().unknown
+    for t in "EXD":
+        refs = decoded[t]["order_reference_number"]
+        assert unknown[t] == sum(int(r) not in adds for r in refs)
+    trades = books.trades
+    p, q = decoded["P"], decoded["Q"]
+    kept_p = trades[trades["kind"] == ord("P")]
+    assert kept_p["price"].tolist() == p["price"].tolist()
+    assert kept_p["shares"].tolist() == p["shares"].tolist()
+    assert kept_p["match_number"].tolist() == p["match_number"].tolist()
+    kept_q = trades[trades["kind"] == ord("Q")]
+    assert kept_q["price"].tolist() == q["cross_price"].tolist()
+    assert kept_q["shares"].tolist() == q["shares"].tolist()
+    assert [chr(c) for c in kept_q["cross_type"]] == [c.decode() for c in q["cross_type"]]
+    h = decoded["H"]
+    acts = books.trading_actions
+    assert acts["stock_locate"].tolist() == h["stock_locate"].tolist()
+    assert [chr(c) for c in acts["trading_state"]] == [c.decode() for c in h["trading_state"]]
+    assert books.system_events["event_code"].tolist() == [
+        ord(c) for c in decoded["S"]["event_code"]
+    ]
+    assert books.check() == []
