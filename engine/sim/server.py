@@ -34,10 +34,14 @@ import errno
 import logging
 import signal
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
+
+import numpy as np
+import numpy.typing as npt
 
 from engine.busypoll import MAX_BUSY_POLL_US
 from engine.cli_parser import OneLineErrorParser
@@ -45,6 +49,7 @@ from engine.clock import LiveClock
 from engine.core import Engine
 from engine.demo import DEMO_LISTINGS, DEMO_OUCH_ACCOUNT, SimPump
 from engine.fastlog import get_log
+from engine.feeds.multicast import Group, MoldPublisher
 from engine.fix.application import SessionID
 from engine.fix.dictionary import DictionaryError
 from engine.fix.log import SessionLog
@@ -54,6 +59,7 @@ from engine.fix.transport import SocketAcceptor, install_uvloop
 from engine.oms.venue import ExecutionReport
 from engine.sim.exchange import SimExchange, SimInstrument, id_epoch
 from engine.sim.fix_app import SimFixApplication
+from engine.sim.itch_feed import SimItchFeed
 from engine.sim.ouch_app import SimOuchApplication, ouch_port, ouch_session_name
 
 log = get_log(__name__)
@@ -255,6 +261,102 @@ class OuchPortOptions:
     busy_poll_us: int = 0  # poll the port this long after traffic instead of sleeping
 
 
+@dataclass(frozen=True, slots=True)
+class ItchFeedOptions:
+    """The simulator's market published as ITCH 5.0 over MoldUDP64 multicast."""
+
+    a: Group  # feed A
+    b: Group | None = None  # feed B (the same packets)
+    retransmit_port: int = 0  # the re-request server's UDP port on the host (0: a free one)
+    heartbeat_s: float = 1.0  # a heartbeat after this long without a packet
+
+
+class _ItchServing:
+    """The feed while the simulator serves: the exchange's ITCH messages, the publisher."""
+
+    def __init__(self, exchange: SimExchange, clock: LiveClock, options: ItchFeedOptions,
+                 host: str) -> None:  # fmt: skip
+        self.options = options
+        self.host = host
+        self.feed = SimItchFeed(exchange, clock.now_ns())
+        exchange.order_feed = self.feed
+        session = ("QWSIM" + id_epoch(clock.now_ns())).encode("ascii")[:10].ljust(10)
+        self.publisher = MoldPublisher(session, options.a, options.b)
+        self._last_sent = 0.0
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self, out: TextIO) -> None:
+        port = await self.publisher.serve_requests(self.host, self.options.retransmit_port)
+        feeds = " and ".join(str(g) for g in self.publisher.groups)
+        _say(f"ITCH 5.0 over MoldUDP64 on {feeds}; re-requests on {self.host}:{port} "
+             f"(session {self.publisher.session.decode()})", out)  # fmt: skip
+        self.flush()
+        self._task = asyncio.get_running_loop().create_task(self._heartbeats(), name="itch-hb")
+
+    def flush(self) -> None:
+        """Send the messages the exchange made since the last call."""
+        msgs = self.feed.take()
+        if msgs:
+            self.publisher.publish(msgs)
+            self._last_sent = time.monotonic()
+
+    async def _heartbeats(self) -> None:
+        every = self.options.heartbeat_s
+        while True:
+            await asyncio.sleep(every / 4)
+            self.flush()
+            if time.monotonic() - self._last_sent >= every:
+                self.publisher.heartbeat()
+                self._last_sent = time.monotonic()
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        self.flush()
+        self.publisher.end_session()
+        self.publisher.close()
+
+
+class _Extras:
+    """The simulator's ports besides FIX: OUCH order entry and the ITCH feed, when asked for."""
+
+    def __init__(
+        self, exchange: SimExchange, clock: LiveClock, host: str, ouch: OuchPortOptions | None,
+        itch: ItchFeedOptions | None, cancel_on_disconnect: bool,
+    ) -> None:  # fmt: skip
+        self.ouch = None
+        if ouch is not None:
+            self.ouch = _OuchServing(exchange, clock, ouch, host, cancel_on_disconnect)
+        self.itch = None if itch is None else _ItchServing(exchange, clock, itch, host)
+
+    def dispatch(self, reports: list[ExecutionReport]) -> None:
+        """Send the OUCH clients their reports."""
+        if self.ouch is not None:
+            self.ouch.app.dispatch(reports)
+
+    def flush(self) -> None:
+        """Publish the feed's new messages."""
+        if self.itch is not None:
+            self.itch.flush()
+
+    async def start(self, out: TextIO) -> bool:
+        """Open the ports; False (said on stderr) if one cannot be opened."""
+        if self.ouch is not None and not await self.ouch.start(out):
+            return False
+        if self.itch is not None:
+            await self.itch.start(out)
+        return True
+
+    async def stop(self) -> None:
+        """Close them."""
+        if self.ouch is not None:
+            await self.ouch.stop()
+        if self.itch is not None:
+            await self.itch.stop()
+
+
 class _OuchServing:
     """The simulator's OUCH port while it serves: the port's application and its listener."""
 
@@ -302,17 +404,19 @@ async def serve(
     out: TextIO | None = None,
     listings: Sequence[SimInstrument] = DEMO_LISTINGS,
     ouch: OuchPortOptions | None = None,
+    itch: ItchFeedOptions | None = None,
 ) -> int:
     """Run the simulator ``cfg`` describes until SIGINT/SIGTERM (or ``seconds``).
 
     ``listings`` are the instruments it lists (``engine.sim.listings`` reads them from an
-    engine TOML); ``ouch`` adds an OUCH 5.0 port next to the FIX ones. Returns the exit
+    engine TOML); ``ouch`` adds an OUCH 5.0 port next to the FIX ones; ``itch`` publishes the
+    market as ITCH 5.0 over MoldUDP64 multicast. Returns the exit
     status: 0 after a clean stop, 2 for bad input (on stderr).
     """
     out = out or sys.stdout
     with _stop_on_signals() as stop:  # before the port line: a caller may signal at once
         return await _serve(cfg, stop, host, port, seed, seconds, verbose,
-                            cancel_on_disconnect, out, listings, ouch)  # fmt: skip
+                            cancel_on_disconnect, out, listings, ouch, itch)  # fmt: skip
 
 
 async def _serve(
@@ -327,6 +431,7 @@ async def _serve(
     out: TextIO,
     listings: Sequence[SimInstrument] = DEMO_LISTINGS,
     ouch: OuchPortOptions | None = None,
+    itch: ItchFeedOptions | None = None,
 ) -> int:
     try:
         listeners = plan_listeners(cfg, host=host, port=port)
@@ -347,18 +452,22 @@ async def _serve(
         return 2
     sessions = [s for group in groups for s in group]
     _warn_unstored(cfg, listeners)
-    ouch_part = None
-    if ouch is not None:
-        ouch_part = _OuchServing(exchange, clock, ouch, host or DEFAULT_HOST,
-                                 cancel_on_disconnect)  # fmt: skip
+    try:
+        extras = _Extras(exchange, clock, host or DEFAULT_HOST, ouch, itch, cancel_on_disconnect)
+    except (ValueError, OSError) as e:
+        _error(f"ITCH feed: {e}")
+        return 2
 
     def dispatch(reports: list[ExecutionReport]) -> None:
         app.dispatch(reports)  # each port sends only its own clients' reports
-        if ouch_part is not None:
-            ouch_part.app.dispatch(reports)
+        extras.dispatch(reports)
+
+    def publish(events: npt.NDArray[np.void]) -> None:
+        app.publish_market_data(events)
+        extras.flush()
 
     # Books seeded (and the matching kernels loaded) before the first client can log on.
-    pump = SimPump(exchange, dispatch, app.publish_market_data)
+    pump = SimPump(exchange, dispatch, publish)
     pump.start(engine)
     acceptors: list[SocketAcceptor] = []
     try:
@@ -373,7 +482,7 @@ async def _serve(
             acceptors.append(acceptor)
             names = ", ".join(str(s.session_id) for s in group)
             _say(f"listening on {listener.host}:{acceptor.port} (sessions: {names})", out)
-        if ouch_part is not None and not await ouch_part.start(out):
+        if not await extras.start(out):
             return 2
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), seconds)
@@ -381,8 +490,7 @@ async def _serve(
     finally:
         # Orders do not outlive the simulator: every client hears so, live or on its next logon.
         app.cancel_all()
-        if ouch_part is not None:
-            await ouch_part.stop()
+        await extras.stop()
         for acceptor in acceptors:
             await acceptor.stop(logout=True)
         await pump.stop()
@@ -529,8 +637,41 @@ def build_parser() -> OneLineErrorParser:
         help="poll the OUCH port this many µs after traffic instead of sleeping (costs a core;"
         " the FIX sessions take BusyPollMicroseconds in the .cfg)",
     )
+    parser.add_argument(
+        "--itch-feed",
+        type=_groups,
+        default=None,
+        metavar="GROUP:PORT[,GROUP:PORT]",
+        help="publish the market as ITCH 5.0 over MoldUDP64 multicast on feed A (and B), "
+        "e.g. 239.255.1.1:31001,239.255.1.2:31002 (joined on --host's interface)",
+    )
+    parser.add_argument(
+        "--itch-retransmit-port",
+        type=_port,
+        default=0,
+        metavar="PORT",
+        help="UDP port of the feed's re-request server (default: a free one, printed)",
+    )
     parser.add_argument("--uvloop", action="store_true", help="use uvloop when installed")
     return parser
+
+
+def _groups(text: str) -> tuple[tuple[str, int], ...]:
+    out = []
+    for part in text.split(","):
+        addr, sep, port = part.strip().rpartition(":")
+        if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+            raise argparse.ArgumentTypeError(f"{part!r}: give GROUP:PORT (239.255.1.1:31001)")
+        try:
+            first = int(addr.split(".")[0])
+        except ValueError:
+            first = 0
+        if not 224 <= first <= 239 or addr.count(".") != 3:
+            raise argparse.ArgumentTypeError(f"{addr!r} is not an IPv4 multicast group")
+        out.append((addr, int(port)))
+    if len(out) > 2:
+        raise argparse.ArgumentTypeError("give feed A and at most feed B")
+    return tuple(out)
 
 
 def _busy_poll(text: str) -> int:
@@ -579,11 +720,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif opts.ouch_account or opts.ouch_store or opts.ouch_busy_poll:
         _error("--ouch-account, --ouch-store and --ouch-busy-poll need --ouch-port")
         return 2
+    itch = None
+    if opts.itch_feed is not None:
+        iface = opts.host or DEFAULT_HOST
+        groups = [Group(a, p, iface) for a, p in opts.itch_feed]
+        itch = ItchFeedOptions(groups[0], groups[1] if len(groups) > 1 else None,
+                               opts.itch_retransmit_port)  # fmt: skip
     run = serve(opts.cfg, host=opts.host, port=opts.port,
                 seed=opts.seed if opts.seed is not None else seed,
                 seconds=opts.seconds, verbose=opts.verbose,
                 cancel_on_disconnect=not opts.keep_orders, listings=listings,
-                ouch=ouch)  # fmt: skip
+                ouch=ouch, itch=itch)  # fmt: skip
     try:
         return asyncio.run(run)
     except KeyboardInterrupt:  # a second Ctrl-C while stopping
