@@ -700,3 +700,144 @@ def sequence_check(seqs: I64, first: int, seen: U8, status: I64) -> int:
         else:
             status[i] = 3
     return expected - 1
+
+
+#: MDP 3.0 ``MDUpdateAction`` values (MBP book entries).
+MBP_NEW: int = 0
+MBP_CHANGE: int = 1
+MBP_DELETE: int = 2
+MBP_DELETE_THRU: int = 3
+MBP_DELETE_FROM: int = 4
+MBP_OVERLAY: int = 5
+#: Entry sides of :func:`mbp_events` (``side`` column): bid, offer, or a book reset.
+MBP_BID: int = 0
+MBP_OFFER: int = 1
+MBP_RESET: int = 2
+#: Columns of the events :func:`mbp_events` writes (``int64[n, EV_COLUMNS]``).
+EV_ENTRY: int = 0  # the book entry that made it
+EV_BOOK: int = 1
+EV_SIDE: int = 2  # MBP_BID, MBP_OFFER (-1 for a clear)
+EV_PX: int = 3
+EV_QTY: int = 4  # the level's new size (0: the level is gone)
+EV_CLEAR: int = 5  # 1: clear the book
+EV_COLUMNS: int = 6
+
+
+@kernel
+def mbp_events(  # noqa: C901 (each update action of MDP 3.0's MBP book in one loop)
+    book: I64,
+    side: I64,
+    action: I64,
+    level: I64,
+    px: I64,
+    qty: I64,
+    lv_px: I64,
+    lv_qty: I64,
+    out: I64,
+    bad: I64,
+) -> int:
+    """Turn MDP 3.0 MBP entries (by price *level*) into level sets (by *price*).
+
+    An MDP 3.0 book entry names a level (``MDPriceLevel``, 1 the best) of a book of at most
+    ``depth`` levels a side (``lv_px``, ``lv_qty``: ``int64[n_books, 2, depth]``, kept here):
+    New inserts at the level (the levels below move down; the one pushed past ``depth`` is
+    gone), Change sets its size, Delete removes the entry's price (found among the levels,
+    else at the level named; the levels below move up), DeleteThru empties the side,
+    DeleteFrom removes the top ``level`` levels, Overlay replaces the level's price and size.
+    A capture that starts mid-session knows only the levels updated since: the entry's own
+    price is always what is set or removed, and a level found holding another price where
+    the entry says it is is removed too.
+
+    Each change is written as an event row of ``out`` (``EV_*`` columns): a price's new size
+    (0: no longer in the book), or a clear (side ``MBP_RESET``). Returns the number of
+    events; an entry whose level is outside ``1..depth`` is counted in ``bad[0]``.
+    """
+    depth = lv_px.shape[2]
+    n = 0
+    for i in range(book.shape[0]):
+        b = book[i]
+        s = side[i]
+        if s == MBP_RESET:
+            for t in range(2):
+                for j in range(depth):
+                    lv_qty[b, t, j] = 0
+                    lv_px[b, t, j] = 0
+            out[n, EV_ENTRY] = i
+            out[n, EV_BOOK] = b
+            out[n, EV_SIDE] = -1
+            out[n, EV_PX] = 0
+            out[n, EV_QTY] = 0
+            out[n, EV_CLEAR] = 1
+            n += 1
+            continue
+        a = action[i]
+        lvl = level[i] - 1
+        if a == MBP_DELETE_THRU:
+            lvl = depth - 1
+        if lvl < 0 or lvl >= depth:
+            bad[0] += 1
+            continue
+        first = n
+        if a == MBP_NEW:
+            gone = depth - 1
+            if lv_qty[b, s, gone] > 0:
+                out[n, EV_PX] = lv_px[b, s, gone]
+                out[n, EV_QTY] = 0
+                n += 1
+            for j in range(depth - 1, lvl, -1):
+                lv_px[b, s, j] = lv_px[b, s, j - 1]
+                lv_qty[b, s, j] = lv_qty[b, s, j - 1]
+            lv_px[b, s, lvl] = px[i]
+            lv_qty[b, s, lvl] = qty[i]
+            out[n, EV_PX] = px[i]
+            out[n, EV_QTY] = qty[i]
+            n += 1
+        elif a in (MBP_CHANGE, MBP_OVERLAY):
+            if lv_qty[b, s, lvl] > 0 and lv_px[b, s, lvl] != px[i]:
+                out[n, EV_PX] = lv_px[b, s, lvl]  # the level held another price: gone
+                out[n, EV_QTY] = 0
+                n += 1
+            lv_px[b, s, lvl] = px[i]
+            lv_qty[b, s, lvl] = qty[i]
+            out[n, EV_PX] = px[i]
+            out[n, EV_QTY] = qty[i]
+            n += 1
+        elif a == MBP_DELETE:
+            # the entry's price is what goes (the level is where it was, if it was known)
+            at = lvl
+            for j in range(depth):
+                if lv_qty[b, s, j] > 0 and lv_px[b, s, j] == px[i]:
+                    at = j
+                    break
+            if lv_qty[b, s, at] > 0 and lv_px[b, s, at] != px[i]:
+                out[n, EV_PX] = lv_px[b, s, at]
+                out[n, EV_QTY] = 0
+                n += 1
+            out[n, EV_PX] = px[i]
+            out[n, EV_QTY] = 0
+            n += 1
+            for j in range(at, depth - 1):
+                lv_px[b, s, j] = lv_px[b, s, j + 1]
+                lv_qty[b, s, j] = lv_qty[b, s, j + 1]
+            lv_px[b, s, depth - 1] = 0
+            lv_qty[b, s, depth - 1] = 0
+        else:  # DeleteThru (every level) or DeleteFrom (the top lvl + 1 levels)
+            k = lvl + 1
+            for j in range(k):
+                if lv_qty[b, s, j] > 0:
+                    out[n, EV_PX] = lv_px[b, s, j]
+                    out[n, EV_QTY] = 0
+                    n += 1
+            for j in range(depth):
+                if j + k < depth:
+                    lv_px[b, s, j] = lv_px[b, s, j + k]
+                    lv_qty[b, s, j] = lv_qty[b, s, j + k]
+                else:
+                    lv_px[b, s, j] = 0
+                    lv_qty[b, s, j] = 0
+        for e in range(first, n):
+            out[e, EV_ENTRY] = i
+            out[e, EV_BOOK] = b
+            out[e, EV_SIDE] = s
+            out[e, EV_CLEAR] = 0
+    return n
