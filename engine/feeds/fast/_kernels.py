@@ -183,6 +183,7 @@ ERR_EXPONENT: int = 21  # decimal exponent outside [-63, 63] (R1)
 ERR_DEPTH: int = 22  # nesting deeper than the stack
 ERR_BYTES: int = 23  # byte vector runs past the end
 ERR_SEQ_LENGTH: int = 24  # more elements than bytes left, and more than MAX_EMPTY_SEQ
+ERR_PACKET: int = 25  # a message runs past the end of its packet
 
 #: Longest sequence accepted with more elements than bytes left (elements of constants only
 #: take no bytes; a longer one in bad data would otherwise fill memory).
@@ -398,6 +399,8 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
     msg_base: int,
     tid_slot: int,
     reset_tid: int,
+    bounds: npt.NDArray[np.int64],
+    reset_each: int,
 ) -> int:
     """Decode the messages of ``buf[start_pos:]`` into the kinds' tables; return the status.
 
@@ -423,6 +426,11 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
         Dictionary slot of the template id.
     reset_tid : int
         Template id of the session-control Reset message (-1: none): resets, writes no row.
+    bounds : int64[:]
+        Offsets where packets start (sorted; empty: one stream). A message may not run past
+        the start of the next packet (``ERR_PACKET``).
+    reset_each : int
+        1: reset the dictionaries at the start of each packet.
     """
     n = buf.shape[0]
     pos = start_pos
@@ -457,6 +465,8 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
     # Rows free in the fullest table, less the rows taken since it was counted: a lower
     # bound on every table's free rows, counted again only when it runs low.
     free = 0
+    nb = bounds.shape[0]
+    nxt = np.searchsorted(bounds, start_pos)  # the next packet start at or after pos
     while pos < n:
         # Clean stop: keep room for a message in every table and in the heap.
         if free < 16:
@@ -470,6 +480,10 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
         if status != ST_OK:
             break
         msg_start = pos
+        while nxt < nb and bounds[nxt] <= pos:  # a packet starts here
+            if reset_each:
+                dstate[:] = D_UNDEF
+            nxt += 1
         sp = -1  # frames saved on the stack
         active = False  # whether a frame is running
         head = True  # a message head is next: pmap, template id, row
@@ -1111,6 +1125,10 @@ def decode_columns(  # noqa: C901  (one interpreter loop: splitting it costs spe
                     out[addr + R_MASK + (pbit >> 6)] |= 1 << (pbit & 63)
             elif (fl >> FL_SKIP) & 1:
                 ip += 1
+        if status == ST_OK and nxt < nb and pos > bounds[nxt]:
+            status = ERR_PACKET
+            err_pos = msg_start
+            err_ins = -1
         if status != ST_OK:
             break
         nmsg += 1

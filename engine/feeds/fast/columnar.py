@@ -27,7 +27,7 @@ are reported as out of range.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -50,6 +50,9 @@ from engine.feeds.fast.templates import (
     TemplateRef,
     TemplateSet,
 )
+
+#: No packet boundaries: one stream.
+_NO_BOUNDS = np.zeros(0, np.int64)
 
 _CLS = {
     FieldType.INT32: k.C_INT,
@@ -76,6 +79,7 @@ _REASONS = {
     k.ERR_EXPONENT: "decimal exponent {val} outside [-63, 63] (ERR R1)",
     k.ERR_DEPTH: "templates nested deeper than the decoder's stack",
     k.ERR_BYTES: "byte vector runs past the end of the buffer",
+    k.ERR_PACKET: "message runs past the end of its packet",
     k.ERR_SEQ_LENGTH: (
         f"sequence of {{val}} elements: more than the bytes left and {k.MAX_EMPTY_SEQ}"
     ),
@@ -312,6 +316,9 @@ class Columns:
     _by_index: list[str] = field(default_factory=list)
     #: The decoded buffer: a string column below ``len(buf)`` points into it.
     buf: npt.NDArray[np.uint8] = field(default_factory=lambda: np.zeros(0, np.uint8))
+    #: Where each packet starts in ``buf`` (:meth:`ColumnDecoder.decode_packets`; else empty):
+    #: ``np.searchsorted(packets, rows["offset"], "right") - 1`` is each row's packet.
+    packets: npt.NDArray[np.int64] = field(default_factory=lambda: _NO_BOUNDS)
 
     def raw(self, offset: int, length: int, ascii: bool) -> bytes:
         """Return the bytes of a string column's (offset, length).
@@ -492,6 +499,28 @@ class ColumnDecoder:
         data = np.frombuffer(buf, np.uint8) if not isinstance(buf, np.ndarray) else buf
         if self.reset_per_packet:
             self.reset()
+        return self._decode(data, _NO_BOUNDS, 0, reuse)
+
+    def decode_packets(self, payloads: Iterable[bytes], *, reuse: bool = False) -> Columns:
+        """Decode the messages of several packets (datagram payloads) in one call.
+
+        With ``reset_per_packet`` the dictionaries are reset at the start of every packet;
+        a message running past the end of its packet is an error. :attr:`Columns.packets`
+        holds where each packet starts in :attr:`Columns.buf`; an error's ``offset`` is in
+        its packet (``error.packet_index``). Otherwise as :meth:`decode`.
+        """
+        parts = list(payloads)
+        data = np.frombuffer(b"".join(parts), np.uint8)
+        starts = np.cumsum([0] + [len(p) for p in parts[:-1]]).astype(np.int64)
+        return self._decode(data, starts, int(self.reset_per_packet), reuse)
+
+    def _decode(
+        self,
+        data: npt.NDArray[np.uint8],
+        bounds: npt.NDArray[np.int64],
+        reset_each: int,
+        reuse: bool,
+    ) -> Columns:
         nk = len(self.layouts)
         widths = np.array([lay.width for lay in self.layouts], np.int64)
         caps = np.maximum(64, (self._rows_per_byte * len(data) * 1.25).astype(np.int64) + 16)
@@ -519,7 +548,7 @@ class ColumnDecoder:
             status = self._kernel(
                 data, pos, self._prog, self._consts, self._tmpl, kinds, rows, out, heap,
                 self._dstate, self._dval, self._dexp, self._dstr, self._stack, state, nmsg,
-                TemplateSet.TEMPLATE_ID_SLOT, self._reset_tid,
+                TemplateSet.TEMPLATE_ID_SLOT, self._reset_tid, bounds, reset_each,
             )  # fmt: skip
             if status in (k.ST_NEED_ROWS, k.ST_NEED_HEAP, k.ST_NEED_SLOT):
                 self._dstate[:], self._dval[:], self._dexp[:] = saved[0], saved[1], saved[2]
@@ -553,8 +582,10 @@ class ColumnDecoder:
         if reuse:
             self._keep = (out, heap, caps)
         if status != k.ST_OK:
-            self._raise(status, state, data, kinds, rows, out, heap, nmsg)
-        return self._columns(data, kinds, rows, out, heap, nmsg)
+            self._raise(status, state, data, kinds, rows, out, heap, nmsg, bounds)
+        cols = self._columns(data, kinds, rows, out, heap, nmsg)
+        cols.packets = bounds
+        return cols
 
     def _layout(
         self,
@@ -608,6 +639,7 @@ class ColumnDecoder:
         out: npt.NDArray[np.int64],
         heap: npt.NDArray[np.uint8],
         nmsg: int,
+        bounds: npt.NDArray[np.int64],
     ) -> None:
         # Keep the rows of the complete messages: rows are appended in message order.
         for i, lay in enumerate(self.layouts):
@@ -623,7 +655,15 @@ class ColumnDecoder:
         else:
             where = self._names[ins].split(".", 1)[-1]
         reason = _REASONS.get(status, f"status {status}").format(val=int(state[k.S_ERR_VAL]))
-        err = FastDecodeError(reason, int(state[k.S_ERR_POS]), where, nmsg)
+        offset, packet = int(state[k.S_ERR_POS]), -1
+        if len(bounds):
+            packet = int(np.searchsorted(bounds, offset, side="right")) - 1
+            offset -= int(bounds[packet])
+            partial.packets = bounds
+        if status == k.ERR_PACKET:
+            where = "message"
+        err = FastDecodeError(reason, offset, where, nmsg)
+        err.packet_index = packet
         err.columns = partial
         err.messages = partial.messages()
         raise err

@@ -24,7 +24,7 @@ one are in ``error.messages``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
 
@@ -80,13 +80,17 @@ class FastDecodeError(ValueError):
         self.field = field
         self.message_index = message_index
         self.messages: list[Message] = []
+        #: Index of the packet holding the bad message (``decode_packets``; else -1), whose
+        #: start ``offset`` counts from.
+        self.packet_index = -1
         #: The column decoder's output up to the bad message (None from the Python decoder).
         self.columns: Columns | None = None
         super().__init__(self._text())
 
     def _text(self) -> str:
+        packet = f"packet {self.packet_index} " if self.packet_index >= 0 else ""
         return (
-            f"FAST message {self.message_index} at offset {self.offset}: "
+            f"FAST {packet}message {self.message_index} at offset {self.offset}: "
             f"field {self.field}: {self.reason}"
         )
 
@@ -232,6 +236,29 @@ class Decoder:
         if self.reset_per_packet:
             self.reset()
         return list(self.iter_decode(buf))
+
+    def decode_packets(self, payloads: Iterable[bytes | bytearray | memoryview]) -> list[Message]:
+        """Return the messages of several packets, resetting before each if configured.
+
+        Raises
+        ------
+        FastDecodeError
+            As :meth:`decode`, with ``packet_index`` set and ``offset`` in that packet;
+            ``error.messages`` holds every message decoded before (earlier packets too).
+        """
+        out: list[Message] = []
+        for i, payload in enumerate(payloads):
+            if self.reset_per_packet:
+                self.reset()
+            before = len(out)
+            try:
+                out.extend(self.iter_decode(payload))
+            except FastDecodeError as e:
+                e.packet_index = i
+                e.message_index += before
+                e.messages = out[:before] + e.messages  # earlier packets, then this one's
+                raise
+        return out
 
     def iter_decode(self, buf: bytes | bytearray | memoryview) -> Iterator[Message]:
         """Yield the messages of ``buf`` one at a time (no reset; errors as :meth:`decode`)."""

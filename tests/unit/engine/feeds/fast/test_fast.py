@@ -447,6 +447,36 @@ def test_resets_clear_the_dictionaries() -> None:
         assert cols.decode(pm(1, 0) + u(1)).tables["C"]["V"].tolist() == [want]
 
 
+def test_packets_reset_their_dictionaries_when_configured() -> None:
+    ts, cases = _cqg()
+    hb = cases[0][2]  # the second and third heartbeats copy the template id
+    texts = cases[0][3]
+    for dec in (Decoder(ts), ColumnDecoder(ts)):
+        got = dec.decode_packets([hb[0], hb[1] + hb[2]])
+        msgs = got if isinstance(got, list) else got.messages()
+        assert [m.to_text() for m in msgs] == texts
+    cols = ColumnDecoder(ts).decode_packets([hb[0], hb[1] + hb[2]])
+    assert cols.packets.tolist() == [0, len(hb[0])]
+    rows = cols.tables["MDHeartbeat"]
+    assert np.searchsorted(cols.packets, rows["offset"], "right").tolist() == [1, 2, 2]
+    for dec2 in (Decoder(ts, reset_per_packet=True), ColumnDecoder(ts, reset_per_packet=True)):
+        with pytest.raises(FastDecodeError, match=r"packet 1 message 1 at offset 1: .*ERR D5") as e:
+            dec2.decode_packets([hb[0], hb[1]])
+        assert e.value.packet_index == 1
+        assert [m.to_text() for m in e.value.messages] == texts[:1]
+
+
+def test_a_message_cut_at_its_packet_end_is_an_error() -> None:
+    ts, cases = _cqg()
+    hb = cases[0][2]
+    packets = [hb[0] + hb[1][:4], hb[1][4:] + hb[2]]  # the second heartbeat split in two
+    for dec in (Decoder(ts), ColumnDecoder(ts)):
+        with pytest.raises(FastDecodeError) as e:
+            dec.decode_packets(packets)
+        assert (e.value.packet_index, e.value.message_index) == (0, 1)
+        assert len(e.value.messages) == 1
+
+
 # --- bad input --------------------------------------------------------------------------
 
 
