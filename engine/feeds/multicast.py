@@ -233,7 +233,8 @@ class FeedReceiver:
 
     ``on_packets(packets, now_ns)`` gets each batch of in-order packets. ``recovery`` is the
     publisher's re-request server (host, port) for MoldUDP64 feeds; without it a gap is
-    declared lost after the arbiter's retries.
+    declared lost after the arbiter's retries, and ``on_lost(count)`` is told so before the
+    packets after the gap are delivered (a book built from the feed must start again).
     """
 
     def __init__(
@@ -247,8 +248,11 @@ class FeedReceiver:
         recovery: tuple[str, int] | None = None,
         arbiter: Arbiter | None = None,
         name: str = "feed",
+        on_lost: Callable[[int], None] | None = None,
     ) -> None:
         self.groups = [a] if b is None else [a, b]
+        #: Told how many messages were declared lost, before the packets after them come.
+        self.on_lost = on_lost
         self.on_packets = on_packets
         self.arbiter = arbiter or Arbiter(sequencing or MoldUdp64(), name=name)
         self.session = session
@@ -289,8 +293,11 @@ class FeedReceiver:
         self._timer = None
         now = time.monotonic_ns()
         arb = self.arbiter
+        lost = arb.stats.lost_messages
         for gap in arb.due_gaps(now):
             self._request(gap)
+        if arb.stats.lost_messages > lost and self.on_lost is not None:
+            self.on_lost(arb.stats.lost_messages - lost)
         released = arb.take_released()
         if released:
             self.on_packets(released, now)

@@ -78,8 +78,9 @@ class ItchMarketData:
         """Apply MoldUDP64 packets (in sequence order, each message once)."""
         self.apply(decode_packets(packets, source="ITCH feed"))
 
-    def on_lost(self) -> None:
-        """Messages were lost for good: clear every book and forget every order."""
+    def on_lost(self, count: int = 0) -> None:
+        """``count`` messages were lost for good: clear every book and forget every order."""
+        log.error("ITCH feed: %d messages lost: the books start again from what follows", count)
         self._orders.clear()
         self._levels.clear()
         ts = self.clock.now_ns()

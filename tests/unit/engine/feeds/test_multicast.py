@@ -76,7 +76,10 @@ async def _run(
         a, b, on_packets, session=SESSION,
         recovery=("127.0.0.1", port) if recovery else None,
         arbiter=arbiter or Arbiter(MoldUdp64(), next_seq=1),
+        on_lost=lambda n: told.append((n, len(got))),
     )  # fmt: skip
+    told: list[tuple[int, int]] = []
+    rx.lost_told = told  # type: ignore[attr-defined]
     await rx.start()
     msgs = _messages(n)
     for i in range(0, n, batch):
@@ -130,3 +133,4 @@ def test_without_a_retransmission_server_the_gap_is_declared_lost_and_the_rest_d
     expected = _messages(500)
     assert got == expected[:100] + expected[110:]
     assert rx.arbiter.stats.lost_messages == 10
+    assert rx.lost_told == [(10, 100)]  # told before the packets after the gap came
