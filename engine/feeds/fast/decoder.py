@@ -13,7 +13,8 @@ in dictionaries, which this decoder carries from message to message until a rese
         print(message.to_text())
 
 Resets: :meth:`Decoder.reset` clears every dictionary; ``reset_per_packet=True`` does it at
-the start of every :meth:`Decoder.decode` call (feeds that reset per packet); a template
+the start of every :meth:`Decoder.decode` call and of every packet given to
+:meth:`Decoder.decode_packets` (feeds that reset per packet); a template
 with ``reset="yes"`` and the FAST session-control Reset message (template id 120, when the
 set does not define 120) reset before decoding.
 
