@@ -1,2 +1,29 @@
 # SPDX-License-Identifier: MIT
-"""Schema-driven SBE decoding (CME MDP 3.0): schema XML, numba decoders, packet framing."""
+"""Schema-driven SBE decoding (CME MDP 3.0): schema XML, numba decoders, packet framing.
+
+* :mod:`~engine.feeds.sbe.schema`: :func:`load_schema` reads an SBE schema XML file.
+* :mod:`~engine.feeds.sbe.decoder`: :class:`SbeDecoder` decodes a buffer of packets into one
+  structured array per message type and per repeating group (table-driven numba kernels in
+  :mod:`~engine.feeds.sbe._kernels`).
+* :mod:`~engine.feeds.sbe.mdp3`: :func:`decode_capture` decodes an MDP 3.0 pcap/pcapng
+  capture whole, with per-channel sequence gaps.
+* :mod:`~engine.feeds.sbe.book`: MDP 3.0 MBP books into :class:`engine.book.l2.L2Books`, and
+  the trade/volume consistency checks.
+"""
+
+from engine.feeds.sbe.decoder import MDP3_FRAMING, Decoded, Framing, SbeDecoder
+from engine.feeds.sbe.mdp3 import DecodedCapture, decode_capture, decode_payloads
+from engine.feeds.sbe.schema import Schema, SchemaError, load_schema
+
+__all__ = [
+    "MDP3_FRAMING",
+    "Decoded",
+    "DecodedCapture",
+    "Framing",
+    "SbeDecoder",
+    "Schema",
+    "SchemaError",
+    "decode_capture",
+    "decode_payloads",
+    "load_schema",
+]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import binascii
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -386,3 +387,39 @@ def test_output_that_fills_up_grows_and_gives_the_same_rows(v8: Schema) -> None:
             assert np.array_equal(rows.rows, other.templates[tid].rows)
             for name, g in rows.groups.items():
                 assert np.array_equal(g.rows, other.templates[tid].groups[name].rows)
+
+
+def test_nested_groups_and_var_data_survive_the_output_growing(schema: Schema) -> None:
+    msgs = [
+        order(3, legs=[(i, i, list(range(i % 4)))], notes=[i % 7] * (i % 3), text=b"t" * i)
+        for i in range(60)
+    ]
+    payloads = [packet(i, m) for i, m in enumerate(msgs)]
+    a = SbeDecoder(schema, MDP3_FRAMING).decode(*pack_packets(payloads))
+    b = _Underestimating(schema, MDP3_FRAMING).decode(*pack_packets(payloads))
+    assert not a.issues
+    assert not b.issues
+    for name in ("", "Legs", "Legs.Fills", "Notes"):
+        ours = a.template("Order") if not name else a.template("Order").groups[name]
+        theirs = b.template("Order") if not name else b.template("Order").groups[name]
+        assert np.array_equal(ours.rows, theirs.rows), name
+    o = b.template("Order")
+    assert [b.data(o, "Text", r) for r in range(60)] == [b"t" * i for i in range(60)]
+    assert len(o.groups["Legs.Fills"]) == sum(i % 4 for i in range(60))
+
+
+def test_nothing_to_decode_gives_empty_tables(schema: Schema) -> None:
+    out = SbeDecoder(schema, MDP3_FRAMING).decode(*pack_packets([]))
+    assert out.n_messages == 0
+    assert len(out.template("Order")) == 0
+    assert len(out.template("Order").groups["Legs.Fills"]) == 0
+
+
+def test_a_file_that_is_not_a_capture_is_named(tmp_path: Path, v8: Schema) -> None:
+    from engine.feeds.pcap import CaptureError
+    from engine.feeds.sbe.mdp3 import decode_capture
+
+    bad = tmp_path / "x.pcap"
+    bad.write_bytes(b"not a capture at all")
+    with pytest.raises(CaptureError, match=r"x\.pcap: not a pcap or pcapng file"):
+        decode_capture(bad, v8)
