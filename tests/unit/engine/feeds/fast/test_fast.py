@@ -696,3 +696,9 @@ def test_cqg_templates_read_with_their_structure() -> None:
     assert names == ["MessageType", "ApplVerID", "SenderCompID", "MsgSeqNum", "SendingTime"]
     with pytest.raises(TemplateError, match="cannot read template file"):
         TemplateSet.from_file(CQG / "no-such.xml")
+
+
+def test_warm_up_decodes_its_messages_from_bytes_and_from_an_array() -> None:
+    from engine.feeds.fast.warmup import warm_up
+
+    warm_up()  # raises RuntimeError if a decoded value differs
