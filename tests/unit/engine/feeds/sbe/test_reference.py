@@ -145,3 +145,32 @@ def test_the_shared_captures_are_there() -> None:
     if not DATA.is_dir():
         pytest.skip(f"{DATA} is not there")
     assert len(CAPTURES) == 7
+
+
+@pytest.mark.parametrize("capture", [c for c in CAPTURES if "v1.9" in c.name], ids=lambda p: p.name)
+def test_v9_senders_read_with_the_v13_schema_keep_their_fields_and_null_the_newer(
+    capture: Path,
+) -> None:
+    v13 = DATA / "schema/Cme.Futures.Mdp3.Sbe.v1.13.xml"
+    if not capture.is_file() or not v13.is_file():
+        pytest.skip(f"{capture} or {v13} is not there")
+    old = decode_capture(capture, schema_for(capture))
+    new = decode_capture(capture, v13)
+    assert not new.issues
+    assert new.decoded.n_decoded == old.decoded.n_decoded
+    newer = 0
+    for tid, rows in old.decoded.templates.items():
+        if not len(rows):
+            continue  # (v9 templates that v13 dropped never came)
+        assert set(new.decoded.templates[tid].rows["_version"].tolist()) == {9}
+        pairs: list[tuple[Rows, Rows]] = [(rows, new.decoded.templates[tid])]
+        pairs += [(g, new.decoded.templates[tid].groups[n]) for n, g in rows.groups.items()]
+        for a, b in pairs:
+            for name in a.rows.dtype.names or ():
+                assert np.array_equal(a.rows[name], b.rows[name]), f"{a.name}.{name}"
+            for c in b.block.columns:
+                if c.since_version > 9 and len(b):
+                    assert b.is_null(c.name).all(), f"{b.name}.{c.name}"
+                    newer += 1
+    if len(old.template("MDIncrementalRefreshBook46")):
+        assert newer > 0  # TradeableSize (since v10) of the book entries: null
