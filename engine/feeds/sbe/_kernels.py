@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Table-driven SBE decoding kernels: a whole capture's packets in two kernel calls.
+"""Table-driven SBE decoding kernels: a whole capture's packets in one pass.
 
 The schema is compiled (:mod:`engine.feeds.sbe.decoder`) into int64 tables that these kernels
 interpret, so one compiled function serves every message type of every schema:

@@ -3,8 +3,9 @@
 
 :class:`SbeDecoder` compiles a :class:`~engine.feeds.sbe.schema.Schema` into the tables of
 :mod:`engine.feeds.sbe._kernels` once; :meth:`SbeDecoder.decode` then decodes a buffer of
-packets (the bytes, each packet's start and length) in two kernel calls, whatever the number
-of messages: one that checks and counts, one that writes.
+packets (the bytes, each packet's start and length) in a few kernel calls, whatever the
+number of messages: one that counts the rows of a sample of the packets to size the output,
+one that decodes every packet (called again only if a table filled up: it goes on from there).
 
     decoder = SbeDecoder(load_schema("templates_FixBinary.xml"), MDP3_FRAMING)
     out = decoder.decode(buf, starts, lengths)

@@ -4,8 +4,9 @@
 An MDP 3.0 packet (one UDP payload) is a 12-byte header, ``MsgSeqNum`` (u32) and
 ``SendingTime`` (u64 ns), followed by messages, each a ``MsgSize`` (u16, counting itself) and
 an SBE message (header, root block, groups). :func:`decode_capture` reads a pcap or pcapng
-file (:class:`~engine.feeds.pcap.UdpCapture`), decodes every packet with the schema in two
-kernel calls, and checks each channel's (destination address and port) sequence numbers:
+file (:class:`~engine.feeds.pcap.UdpCapture`), decodes every packet with the schema in a few
+kernel calls (:class:`~engine.feeds.sbe.decoder.SbeDecoder`), and checks each channel's
+(destination address and port) sequence numbers:
 
     cap = decode_capture("day.pcapng", "templates_FixBinary.xml")
     book = cap.template(32)                       # MDIncrementalRefreshBook32 rows
