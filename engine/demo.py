@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from engine.clock import Clock
 from engine.core import Component, Engine
 from engine.events import Event
 from engine.fastlog import get_log
@@ -170,6 +171,79 @@ class DemoOuchPort:
         return []
 
 
+class DemoItchFeed:
+    """The demo's market data as ITCH 5.0 over MoldUDP64 multicast on loopback.
+
+    The simulator's order-by-order changes (:class:`engine.sim.itch_feed.SimItchFeed`) are
+    published on an A and a B group with a retransmission server
+    (:class:`engine.feeds.multicast.MoldPublisher`); the engine's side joins both
+    (:class:`engine.feeds.multicast.FeedReceiver`, from message 1: what it missed before it
+    joined is re-requested) and builds its books from them
+    (:class:`engine.venues.itch.feed.ItchMarketData`). The FIX session then carries orders only.
+    """
+
+    name = "ITCH market data"
+
+    def __init__(self, exchange: SimExchange, market: MarketData, clock: Clock,
+                 listings: Sequence[SimInstrument]) -> None:  # fmt: skip
+        from engine.feeds.multicast import FeedReceiver, Group, MoldPublisher
+        from engine.sim.itch_feed import SimItchFeed
+        from engine.venues.itch.feed import ItchMarketData
+
+        self.sim_feed = SimItchFeed(exchange, clock.now_ns())
+        exchange.order_feed = self.sim_feed
+        self.market_data = ItchMarketData(market, clock)
+        for x in listings:
+            self.market_data.add_instrument(x.instrument)
+        a, b = Group("239.255.77.1", _free_udp_port()), Group("239.255.77.2", _free_udp_port())
+        session = ("QWDEMO" + id_epoch(clock.now_ns())).encode("ascii")[:10].ljust(10)
+        self.publisher = MoldPublisher(session, a, b)
+        self.receiver = FeedReceiver(a, b, self.market_data.on_packets, session=session,
+                                     on_lost=self.market_data.on_lost)  # fmt: skip
+        self.receiver.arbiter.next_seq = 1
+        self._started = False
+
+    async def open(self) -> None:
+        """Start the retransmission server and join the groups (the link's start-up)."""
+        port = await self.publisher.serve_requests()
+        self.receiver.recovery = ("127.0.0.1", port)
+        await self.receiver.start()
+        self._started = True
+        self.flush()
+
+    def flush(self) -> None:
+        """Publish what the simulator changed since the last call."""
+        msgs = self.sim_feed.take()
+        if msgs and self._started:
+            self.publisher.publish(msgs)
+        elif msgs:  # before the groups are open: kept for the first flush after
+            self.sim_feed.put_back(msgs)
+
+    def start(self, engine: Engine) -> None:
+        """Do nothing: the FIX link's start-up opens the feed first."""
+
+    async def stop(self) -> None:
+        """Leave the groups, close the sockets."""
+        self.receiver.close()
+        self.publisher.close()
+
+    def handle(self, command: object) -> None:
+        """Own no commands."""
+        return None
+
+    def state_events(self) -> list[Event]:
+        """Have no state of its own to show."""
+        return []
+
+
+def _free_udp_port() -> int:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def _ouch_demo(
     engine: Engine,
     exchange: SimExchange,
@@ -249,6 +323,7 @@ def _fix_demo(
     barrier: WriteBarrier | None = None,
     opening: Mapping[str, Future[MessageStore]] | None = None,
     listings: Sequence[SimInstrument] = DEMO_LISTINGS,
+    market_data: str = "fix",
 ) -> tuple[dict[str, Venue], list[Component]]:
     """Wire the simulator's FIX acceptor and the engine's FIX initiator on loopback.
 
@@ -308,7 +383,8 @@ def _fix_demo(
         session.store.reset(engine.clock.now_ns())
         sim_session.store.reset(engine.clock.now_ns())
     venue.bind(session)
-    venue.set_feed(FixMarketData(market, engine.clock))
+    publish, extra = _market_feed(engine, exchange, market, venue, link, app, listings,
+                                  market_data)  # fmt: skip
     initiator = SocketInitiator(session, [("127.0.0.1", 0)], reconnect_interval=1.0,
                                 clock=engine.clock)  # fmt: skip
     link.add_acceptor(acceptor, track=False)
@@ -323,20 +399,46 @@ def _fix_demo(
     ouch = [x.instrument for x in listings if x.instrument.symbol in DEMO_OUCH_SYMBOLS]
     if not ouch:
         link.add_startup(connect)
-        return venues, [link, SimPump(exchange, app.dispatch, app.publish_market_data)]
+        return venues, [link, *extra, SimPump(exchange, app.dispatch, publish)]
     # The OUCH session first: logged in before the FIX session's market data starts quoting.
     ouch_venue, ouch_app, ouch_parts = _ouch_demo(engine, exchange, link, store_dir, barrier)
     link.add_startup(connect)
     for instrument in ouch:
         venues[instrument.symbol] = ouch_venue
-        assert venue.feed is not None
-        venue.feed.add_instrument(instrument)  # its market data: still the FIX session's
+        if venue.feed is not None:
+            venue.feed.add_instrument(instrument)  # its market data: still the FIX session's
 
     def dispatch(reports: list[ExecutionReport]) -> None:
         app.dispatch(reports)  # each port sends only its own clients' reports
         ouch_app.dispatch(reports)
 
-    return venues, [link, *ouch_parts, SimPump(exchange, dispatch, app.publish_market_data)]
+    return venues, [link, *ouch_parts, *extra, SimPump(exchange, dispatch, publish)]
+
+
+def _market_feed(
+    engine: Engine,
+    exchange: SimExchange,
+    market: MarketData,
+    venue: FixVenue,
+    link: FixLink,
+    app: SimFixApplication,
+    listings: Sequence[SimInstrument],
+    market_data: str,
+) -> tuple[Callable[[npt.NDArray[np.void]], None], list[Component]]:
+    """Give the engine its market data (FIX, or ITCH); return the simulator's publish hook."""
+    itch = None
+    if market_data == "itch":
+        itch = DemoItchFeed(exchange, market, engine.clock, listings)
+        link.add_startup(itch.open)  # joined before the FIX session logs on
+    else:
+        venue.set_feed(FixMarketData(market, engine.clock))
+
+    def publish(events: npt.NDArray[np.void]) -> None:
+        app.publish_market_data(events)
+        if itch is not None:
+            itch.flush()
+
+    return publish, [] if itch is None else [itch]
 
 
 def build_demo(
@@ -349,6 +451,7 @@ def build_demo(
     record_path: Path | None = None,
     listings: Sequence[SimInstrument] = DEMO_LISTINGS,
     demo_strategy: bool = True,
+    market_data: str = "fix",
 ) -> TradingDesk:
     """Add the demo's simulator, trading desk and market maker to ``engine``; return the desk.
 
@@ -363,9 +466,14 @@ def build_demo(
     engine receives into that tick store (``engine.tickstore.recorder``). ``listings`` are the
     simulator's instruments (the demo's three by default; ``engine.sim.listings`` makes them
     from configuration); ``demo_strategy`` adds the market maker quoting all of them.
+    ``market_data="itch"`` (with the FIX transport) takes the market from the simulator's ITCH
+    5.0 feed over MoldUDP64 multicast on loopback (:class:`DemoItchFeed`) instead of FIX.
     """
     if transport not in ("fix", "inprocess"):
         raise ValueError(f"transport must be 'fix' or 'inprocess', got {transport!r}")
+    if market_data not in ("fix", "itch") or (market_data == "itch" and transport != "fix"):
+        raise ValueError(f"market_data must be 'fix' or 'itch' (with transport 'fix'), "
+                         f"got {market_data!r}")  # fmt: skip
     loop = asyncio.get_event_loop()
     # The epoch keeps ExecIDs and OrderIDs unique across restarts of the (in-process) venue.
     exchange = SimExchange(listings, seed=seed, epoch=id_epoch(engine.clock.now_ns()))
@@ -405,7 +513,7 @@ def build_demo(
         components: list[Component] = [*pre, desk, pump]
     else:
         venues, fix_parts = _fix_demo(engine, exchange, market, desk, store_dir, barrier,
-                                      opening, listings)  # fmt: skip
+                                      opening, listings, market_data)  # fmt: skip
         components = [*pre, desk, *fix_parts]
     for listing in listings:
         desk.add_instrument(listing.instrument, venues[listing.instrument.symbol])

@@ -146,21 +146,27 @@ async def _run_until_stopped(
 
 
 async def run_demo(
-    seconds: float | None, interval_s: float, out: TextIO, state_dir: Path | None = None
+    seconds: float | None,
+    interval_s: float,
+    out: TextIO,
+    state_dir: Path | None = None,
+    market_data: str = "fix",
 ) -> int:
     """Run the demo engine until a signal (or ``seconds``); print a summary every interval.
 
     With ``state_dir`` the engine journals to ``state_dir/journal`` and keeps its FIX stores in
     ``state_dir/fix``: a restart the same day rebuilds orders and positions and resumes the
-    sequence numbers.
+    sequence numbers. ``market_data="itch"`` takes the market from the simulator's ITCH feed
+    over loopback multicast (``engine.demo.DemoItchFeed``), orders still over FIX.
     """
     engine = Engine(LiveClock(), engine_id="headless")
     print_start_stages(engine, out)
     try:
         if state_dir is None:
-            build_demo(engine)
+            build_demo(engine, market_data=market_data)
         else:
-            build_demo(engine, journal_dir=state_dir / "journal", store_dir=state_dir / "fix")
+            build_demo(engine, journal_dir=state_dir / "journal", store_dir=state_dir / "fix",
+                       market_data=market_data)  # fmt: skip
     except bad_file_errors() as e:  # a bad file the engine reads at start: one line, exit 2
         raise BuildError(one_line(e)) from e
     await _run_until_stopped(engine, seconds, interval_s, out)
@@ -523,6 +529,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="--demo: journal and FIX stores go here (default $XDG_STATE_HOME/qwconsole)",
     )
     parser.add_argument("--no-journal", action="store_true", help="--demo: keep nothing on disk")
+    parser.add_argument(
+        "--market-data",
+        choices=("fix", "itch"),
+        default="fix",
+        help="--demo: the market over the FIX session (fix) or the simulator's ITCH 5.0 feed "
+        "over loopback multicast (itch)",
+    )
     opts = parser.parse_args(args)
     if not opts.demo and opts.config is None:
         parser.error("nothing to run: use --demo or --config FILE")
@@ -540,6 +553,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"{opts.config}: {one_line(e)}")
     state = None if opts.no_journal else (opts.state_dir or default_state_dir())
     try:
-        return asyncio.run(run_demo(opts.seconds, opts.interval, sys.stdout, state))
+        return asyncio.run(
+            run_demo(opts.seconds, opts.interval, sys.stdout, state, opts.market_data)
+        )
     except (BuildError, OSError) as e:
         parser.error(one_line(e))

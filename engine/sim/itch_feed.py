@@ -110,6 +110,10 @@ class SimItchFeed:
         out, self._messages = self._messages, []
         return out
 
+    def put_back(self, messages: list[bytes]) -> None:
+        """Keep ``messages`` (taken, not sent) ahead of the ones made since."""
+        self._messages[:0] = messages
+
     # ------------------------------------------------------------------ the exchange's hook
     def on_command(self, locate: int, ts: int, oid: int, events: Sequence[Sequence[int]]) -> None:
         """Publish what one matched command changed (called by the exchange after it)."""
