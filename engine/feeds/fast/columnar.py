@@ -355,6 +355,30 @@ class Columns:
         r = self.tables[table][row]
         return self._scalar(item, r)  # type: ignore[return-value]
 
+    def strings(self, table: str, name: str) -> list[str | bytes | None]:
+        """Return string field ``name`` of every row of ``table`` (None where absent)."""
+        layout = self.layouts[table]
+        item = _find(layout.items, name)
+        if item is None or _CLS[item.ftype] < k.C_ASCII:
+            raise KeyError(f"{table} has no string field {name!r}")
+        if item.what == "const":
+            return [item.value] * len(self.tables[table])  # type: ignore[list-item]
+        rows = self.tables[table]
+        present = self.present(table, name)
+        offs, lens = rows[name + "_off"].tolist(), rows[name + "_len"].tolist()
+        ascii_ = item.ftype == FieldType.ASCII
+        out: list[str | bytes | None] = []
+        for ok, off, ln in zip(present.tolist(), offs, lens, strict=True):
+            if not ok:
+                out.append(None)
+                continue
+            raw = self.raw(off, ln, ascii_)
+            if item.ftype == FieldType.BYTES:
+                out.append(raw)
+            else:
+                out.append(raw.decode("latin-1" if ascii_ else "utf-8", "replace"))
+        return out
+
     def _scalar(self, item: _Item, r: np.void) -> Value | None:
         if item.what == "const":
             return item.value

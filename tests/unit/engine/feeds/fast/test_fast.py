@@ -109,6 +109,15 @@ def test_cqg_messages_back_to_back_decode_in_one_call_into_columns() -> None:
     assert sessions["parent"].tolist() == [0] * 6 + [1] * 6 + [2] * 6
     assert defs["TradingSessions_first"].tolist() == [0, 6, 12]
     assert cols.string("MDSecurityDefinition", "Symbol", 1) == "MBTS1C100"
+    assert cols.strings("MDSecurityDefinition", "SecurityDesc") == [
+        "MBTS13X24",
+        "MBTS1V24",
+        "MBTS1X24",
+    ]
+    assert cols.strings("MDSecurityDefinition", "StrikeCurrency") == [None] * 3
+    assert cols.strings("MDHeartbeat", "SenderCompID") == ["CQG"] * 3
+    addresses = cols.strings("MDSecurityDefinition.Connections", "ConnectionIPAddress")
+    assert addresses[:4] == ["239.246.5.4", "239.246.6.4", "10.1.0.120", "10.1.0.120"]
     assert cols.present("MDSecurityDefinition", "StrikeCurrency").tolist() == [False] * 3
     assert cols.present("MDSecurityDefinition", "Currency").tolist() == [True] * 3
 
