@@ -603,7 +603,8 @@ S_LAST_EVENT: int = 23  # last System Event code byte
 S_OSHIFT: int = 24  # hash shift of the order table: 64 - log2(buckets)
 S_LSHIFT: int = 25  # hash shift of the level table
 S_TOUCHED: int = 26  # sum of the look-ahead loads (meaningless; keeps them alive)
-NST: int = 27
+S_RBASE: int = 27  # lowest order ref of the young-ref window (refs below it: in the hash)
+NST: int = 28
 
 #: Messages between the one applied and the one whose ref bucket is touched ahead.
 LOOKAHEAD: int = 6
@@ -684,6 +685,55 @@ def ht_rebuild(tab: I64, old: I64, shift: int) -> None:
             ht_put(tab, old[2 * i], old[2 * i + 1], shift)
 
 
+@kernel
+def ofind(ring: I32, ot: I64, st: I64, ref: int) -> int:
+    """Return the order slot of ``ref``, or -1.
+
+    Order refs are handed out in sequence and most orders live briefly, so the refs of
+    the last ``len(ring)`` (a power of two) adds are looked up in ``ring`` directly (one
+    cell per ref: neighbours share cache lines); older refs still resting were moved to
+    the hash ``ot`` when the window passed them.
+    """
+    base = st[S_RBASE]
+    if ref >= base:
+        if ref - base < ring.shape[0]:
+            return int(ring[ref & (ring.shape[0] - 1)])
+        return -1
+    return ht_find(ot, ref, st[S_OSHIFT])
+
+
+@kernel
+def _oput(ring: I32, ot: I64, st: I64, ref: int, o: int) -> None:
+    w = ring.shape[0]
+    mask = w - 1
+    base = st[S_RBASE]
+    if ref - base >= w:  # slide the window up to ref, moving the refs it leaves to the hash
+        new = ref - w + 1
+        q = base
+        stop = min(new, base + w)
+        while q < stop:
+            c = ring[q & mask]
+            if c >= 0:
+                ht_put(ot, q, c, st[S_OSHIFT])
+                ring[q & mask] = -1
+            q += 1
+        st[S_RBASE] = new
+        base = new
+    if ref >= base:
+        ring[ref & mask] = o
+    else:
+        ht_put(ot, ref, o, st[S_OSHIFT])
+
+
+@kernel
+def _odel(ring: I32, ot: I64, st: I64, ref: int) -> None:
+    base = st[S_RBASE]
+    if base <= ref and ref - base < ring.shape[0]:
+        ring[ref & (ring.shape[0] - 1)] = -1
+    else:
+        ht_del(ot, ref, st[S_OSHIFT])
+
+
 @kernel_inline
 def order_ref(orders: I32, o: int) -> int:
     """Return the order reference number of order slot ``o``."""
@@ -692,7 +742,7 @@ def order_ref(orders: I32, o: int) -> int:
 
 @kernel_inline
 def _book_add(
-    orders: I32, ot: I64, ofree: I64, levels: I64, lt: I64, lfree: I64,
+    orders: I32, ring: I32, ot: I64, ofree: I64, levels: I64, lt: I64, lfree: I64,
     st: I64, stocks: I64, ref: int, stock: int, side: int, px: int, qty: int,
 ) -> None:  # fmt: skip
     nfo = st[S_NFREE_O] - 1
@@ -725,13 +775,13 @@ def _book_add(
         st[S_LEVELS] += 1
     levels[lvl, L_TAIL] = o
     levels[lvl, L_QTY] += qty
-    ht_put(ot, ref, o, st[S_OSHIFT])
+    _oput(ring, ot, st, ref, o)
     st[S_ORDERS] += 1
 
 
 @kernel_inline
 def _book_remove(
-    orders: I32, ot: I64, ofree: I64, levels: I64, lt: I64, lfree: I64,
+    orders: I32, ring: I32, ot: I64, ofree: I64, levels: I64, lt: I64, lfree: I64,
     st: I64, stocks: I64, o: int,
 ) -> None:  # fmt: skip
     lvl = orders[o, O_LEVEL]
@@ -751,7 +801,7 @@ def _book_remove(
         # again soon): no hash deletion now and no insertion then. Levels in use are
         # counted; the table holds every (stock, side, price) quoted so far.
         st[S_LEVELS] -= 1
-    ht_del(ot, order_ref(orders, o), st[S_OSHIFT])
+    _odel(ring, ot, st, order_ref(orders, o))
     orders[o, O_QTY] = 0
     ofree[st[S_NFREE_O]] = o
     st[S_NFREE_O] += 1
@@ -760,14 +810,14 @@ def _book_remove(
 
 @kernel_inline
 def _book_reduce(
-    orders: I32, ot: I64, ofree: I64, levels: I64, lt: I64, lfree: I64,
+    orders: I32, ring: I32, ot: I64, ofree: I64, levels: I64, lt: I64, lfree: I64,
     st: I64, stocks: I64, o: int, q: int, over: int,
 ) -> None:  # fmt: skip
     left = orders[o, O_QTY]
     if q >= left:
         if q > left:
             st[over] += 1
-        _book_remove(orders, ot, ofree, levels, lt, lfree, st, stocks, o)
+        _book_remove(orders, ring, ot, ofree, levels, lt, lfree, st, stocks, o)
     else:
         orders[o, O_QTY] = left - q
         levels[orders[o, O_LEVEL], L_QTY] -= q
@@ -807,6 +857,7 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
     limit: int,
     first_seq: int,
     orders: I32,
+    ring: I32,
     ot: I64,
     ofree: I64,
     levels: I64,
@@ -833,10 +884,10 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
     ----------
     buf, pk_start, pk_end, mode, keep, limit, first_seq
         As :func:`decode_messages` (``limit``: messages framed by :func:`frame_messages`).
-    orders, ot, ofree : int64 arrays
-        Order records (``int32[cap, OW]``), the ref hash (keys and values interleaved,
-        ``2**k >= 2 * cap`` buckets) and the free slot stack (``st[S_NFREE_O]`` deep).
-        Mutated in place.
+    orders, ring, ot, ofree : arrays
+        Order records (``int32[cap, OW]``), the young-ref window (``int32[2**k]``, see
+        :func:`ofind`), the hash of older refs (keys and values interleaved, ``2**k >= 2 *
+        cap`` buckets) and the free slot stack (``st[S_NFREE_O]`` deep). Mutated in place.
     levels, lt, lfree : int64 arrays
         The same for price levels (``int64[lcap, LW]``). Mutated in place.
     st : int64[NST]
@@ -890,7 +941,9 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
             if pa + 21 < end:
                 ta = buf[pa + 2]
                 if ta == 68 or ta == 69 or ta == 88 or ta == 85 or ta == 67:  # D E X U C
-                    touched += ot[2 * _slot(be64(buf, pa + 13), omask, oshift)]
+                    ra = be64(buf, pa + 13)
+                    if ra < st[S_RBASE]:  # an old order: its ref is in the hash
+                        touched += ot[2 * _slot(ra, omask, oshift)]
                 pa += 2 + be16(buf, pa)
             if nk == 0 or keep[g] != 0:
                 t = int(np.int64(buf[m]))
@@ -928,38 +981,38 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                             symbols[stock, c] = buf[m + 24 + c]
                     if qty == 0:
                         st[S_ZERO_ADD] += 1
-                    elif ht_find(ot, ref, st[S_OSHIFT]) >= 0:
+                    elif ofind(ring, ot, st, ref) >= 0:
                         st[S_DUP_ADD] += 1
                     else:
-                        _book_add(orders, ot, ofree, levels, lt, lfree, st, stocks,
+                        _book_add(orders, ring, ot, ofree, levels, lt, lfree, st, stocks,
                                   ref, stock, side, px, qty)  # fmt: skip
                 elif t == 68:  # Order Delete
-                    o = ht_find(ot, be64(buf, m + 11), st[S_OSHIFT])
+                    o = ofind(ring, ot, st, be64(buf, m + 11))
                     if o < 0:
                         st[S_UNKNOWN_D] += 1
                     else:
-                        _book_remove(orders, ot, ofree, levels, lt, lfree, st, stocks, o)
+                        _book_remove(orders, ring, ot, ofree, levels, lt, lfree, st, stocks, o)
                 elif t == 85:  # Order Replace
-                    o = ht_find(ot, be64(buf, m + 11), st[S_OSHIFT])
+                    o = ofind(ring, ot, st, be64(buf, m + 11))
                     if o < 0:
                         st[S_UNKNOWN_U] += 1
                     else:
                         ostock = orders[o, O_SS] >> 1
                         side = orders[o, O_SS] & 1
-                        _book_remove(orders, ot, ofree, levels, lt, lfree, st, stocks, o)
+                        _book_remove(orders, ring, ot, ofree, levels, lt, lfree, st, stocks, o)
                         ref = be64(buf, m + 19)
                         qty = be32(buf, m + 27)
                         px = be32(buf, m + 31)
                         if qty == 0:
                             st[S_ZERO_ADD] += 1
-                        elif ht_find(ot, ref, st[S_OSHIFT]) >= 0:
+                        elif ofind(ring, ot, st, ref) >= 0:
                             st[S_DUP_REPLACE] += 1
                         else:
-                            _book_add(orders, ot, ofree, levels, lt, lfree, st, stocks,
+                            _book_add(orders, ring, ot, ofree, levels, lt, lfree, st, stocks,
                                       ref, ostock, side, px, qty)  # fmt: skip
                 elif t == 69 or t == 67:  # Order Executed (With Price)
                     ref = be64(buf, m + 11)
-                    o = ht_find(ot, ref, st[S_OSHIFT])
+                    o = ofind(ring, ot, st, ref)
                     if o < 0:
                         st[S_UNKNOWN_E if t == 69 else S_UNKNOWN_C] += 1
                     else:
@@ -972,14 +1025,14 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                         side = BUY if orders[o, O_SS] & 1 == 0 else SELL
                         _trade(trades, st, stocks, seq, ts, orders[o, O_SS] >> 1, t, side,
                                printable, 0, px, q, be64(buf, m + 23), ref)  # fmt: skip
-                        _book_reduce(orders, ot, ofree, levels, lt, lfree, st, stocks,
+                        _book_reduce(orders, ring, ot, ofree, levels, lt, lfree, st, stocks,
                                      o, q, S_OVER_EXEC)  # fmt: skip
                 elif t == 88:  # Order Cancel
-                    o = ht_find(ot, be64(buf, m + 11), st[S_OSHIFT])
+                    o = ofind(ring, ot, st, be64(buf, m + 11))
                     if o < 0:
                         st[S_UNKNOWN_X] += 1
                     else:
-                        _book_reduce(orders, ot, ofree, levels, lt, lfree, st, stocks,
+                        _book_reduce(orders, ring, ot, ofree, levels, lt, lfree, st, stocks,
                                      o, be32(buf, m + 19), S_OVER_CANCEL)  # fmt: skip
                 elif t == 80:  # Trade (non-cross): a hidden order matched
                     side = BUY if buf[m + 19] == 66 else SELL
@@ -1070,6 +1123,12 @@ def fifo_lengths(orders: I32, levels: I64, out: I64) -> int:
             return lvl
         out[lvl] = n
     return -1
+
+
+@kernel
+def order_slot(ring: I32, ot: I64, st: I64, ref: int) -> int:
+    """Return the order slot of ``ref``, or -1 (a lookup from Python)."""
+    return ofind(ring, ot, st, ref)
 
 
 @kernel

@@ -77,6 +77,8 @@ SYSTEM_EVENT_LOG_DTYPE: Final = np.dtype(
 )
 
 _N_STOCKS = 1 << 16
+#: log2 of the young-ref window: the last 2**20 refs are found without hashing.
+RING_BITS = 20
 
 
 def _table_size(capacity: int) -> int:
@@ -146,9 +148,14 @@ class ItchBooks:
         Initial resting orders (all stocks); the tables double when full.
     level_capacity : int
         Initial price levels in use (all stocks, both sides).
+    window_bits : int
+        log2 of the window of youngest order refs found without hashing (refs are handed
+        out in sequence; most orders die young).
     """
 
-    def __init__(self, capacity: int = 1 << 16, level_capacity: int = 1 << 14) -> None:
+    def __init__(
+        self, capacity: int = 1 << 16, level_capacity: int = 1 << 14, window_bits: int = RING_BITS
+    ) -> None:
         # Level slots are kept once a price is quoted (see the kernel), so level_capacity
         # grows with the distinct (stock, side, price) of the day, not the levels in use.
         if capacity < 1 or level_capacity < 1:
@@ -167,6 +174,10 @@ class ItchBooks:
         self._actions = np.zeros(64, TRADING_ACTION_DTYPE)
         self._events = np.zeros(16, SYSTEM_EVENT_LOG_DTYPE)
         self._next_seq = 1
+        # young order refs, looked up directly (see engine.feeds.itch._kernels.ofind)
+        if not 0 <= window_bits <= 30:
+            raise ValueError(f"window_bits: must be in [0, 30], got {window_bits}")
+        self._ring = np.full(1 << window_bits, -1, np.int32)
 
     # ------------------------------------------------------------------------- input
     def apply_raw(
@@ -238,7 +249,7 @@ class ItchBooks:
             o, lv = self._o, self._l
             st[k.S_OSHIFT], st[k.S_LSHIFT] = _shift(o.tab), _shift(lv.tab)
             stop = int(k.book_apply(buf, pk_start, pk_end, mode, kp, framed, first_seq,
-                                    o.rec, o.tab, o.free, lv.rec, lv.tab, lv.free, st,
+                                    o.rec, self._ring, o.tab, o.free, lv.rec, lv.tab, lv.free, st,
                                     self._stocks, self._symbols, self._counts,
                                     self._trades, self._actions, self._events))  # fmt: skip
             if stop == k.STOP_DONE:
@@ -396,7 +407,8 @@ class ItchBooks:
 
     def order(self, order_reference_number: int) -> tuple[int, int, int, int] | None:
         """Return ``(stock_locate, side, price, shares)`` of a resting order, or None."""
-        o = int(k.find_key(self._o.tab, int(order_reference_number), _shift(self._o.tab)))
+        self._st[k.S_OSHIFT] = _shift(self._o.tab)
+        o = int(k.order_slot(self._ring, self._o.tab, self._st, int(order_reference_number)))
         if o < 0:
             return None
         r = self._o.rec[o]

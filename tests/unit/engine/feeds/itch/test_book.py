@@ -299,12 +299,13 @@ def _random_stream(seed: int, n: int) -> tuple[bytes, RefBooks]:
     return raw(*msgs), ref_book
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize(("seed", "window_bits"), [(1, 20), (2, 20), (3, 3), (4, 0)])
 def test_random_streams_match_the_reference_book_level_by_level_and_queue_by_queue(
-    seed: int,
+    seed: int, window_bits: int
 ) -> None:
+    # a small window of young refs: most lookups go through the hash of older refs
     data, ref_book = _random_stream(seed, 3_000)
-    b = ItchBooks(capacity=4, level_capacity=4)
+    b = ItchBooks(capacity=4, level_capacity=4, window_bits=window_bits)
     b.apply_raw(data)
     assert b.check() == []
     assert b.n_orders == len(ref_book.orders)
@@ -387,3 +388,20 @@ def test_the_shared_captures_through_the_books_keep_trades_and_count_unknown_ref
         ord(c) for c in decoded["S"]["event_code"]
     ]
     assert books.check() == []
+
+
+def test_refs_far_apart_and_out_of_order_are_all_found() -> None:
+    refs = [5, 1 << 40, 7, (1 << 40) + 3, 1 << 35, 6, (1 << 62) + 1, 4]
+    b = ItchBooks(window_bits=4)
+    b.apply_raw(raw(*[A(r, "B", 10 + i, 10_000 + i) for i, r in enumerate(refs)]))
+    assert [b.order(r) for r in refs] == [(1, BUY, 10_000 + i, 10 + i) for i in range(8)]
+    b.apply_raw(raw(D(7), X(1 << 40, 4), E((1 << 62) + 1, 16, 1), U(5, 9, 1, 9_000)))
+    assert b.order(7) is None
+    assert b.order(1 << 40) == (1, BUY, 10_001, 7)
+    assert b.order((1 << 62) + 1) is None
+    assert b.order(5) is None
+    assert b.order(9) == (1, BUY, 9_000, 1)
+    assert sum(b.counters().unknown.values()) == 0
+    assert b.check() == []
+    with pytest.raises(ValueError, match="window_bits"):
+        ItchBooks(window_bits=31)
