@@ -1163,6 +1163,10 @@ GEN_DONE: int = 4
 GEN_WINDOW: int = 64
 #: Most orders resting per generated stock.
 GEN_POOL: int = 64
+#: Share of deletes, cancels, executions and replaces that pick one of the stock's
+#: GEN_YOUNG newest orders (the rest pick any of its resting orders).
+GEN_YOUNG_SHARE: float = 0.8
+GEN_YOUNG: int = 4
 
 #: Columns of the per-stock generator table (``int64[n_stocks, GS_WIDTH]``).
 GS_BASE: int = 0  # price of window index 0, ticks
@@ -1425,7 +1429,12 @@ def _gen_order_flow(  # noqa: C901 (the action mix in one place)
         gs[s, GS_MID] = min(max(mid, 12), GEN_WINDOW - 13)
     r = _uniform(g)
     if n > 0 and (n >= GEN_POOL or r >= 0.44):
-        j = int(_rand(g) % n)
+        # Most cancels and executions hit young orders (quotes refreshed within moments);
+        # the rest hit any resting order. New orders sit at the end of the pool.
+        if n > GEN_YOUNG and _uniform(g) < GEN_YOUNG_SHARE:
+            j = n - 1 - int(_rand(g) % GEN_YOUNG)
+        else:
+            j = int(_rand(g) % n)
         ref = pool[s, j, GP_REF]
         qty = pool[s, j, GP_QTY]
         side = pool[s, j, GP_SIDE]
