@@ -169,21 +169,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="time zone of the files' times (America/New_York; stored as UTC)",
     )
     _steps(p, lot="1")
-    p = sub.add_parser("pcap", help="exchange feed captures (pcap/pcapng): --protocol itch")
+    p = sub.add_parser("pcap", help="exchange feed captures (pcap/pcapng): itch, mdp3")
     _common(p)
     p.add_argument(
-        "--protocol", required=True, choices=("itch",),
-        help="the feed in the capture's UDP payloads (itch: Nasdaq ITCH 5.0 over MoldUDP64)",
+        "--protocol", required=True, choices=("itch", "mdp3"),
+        help="the feed in the capture's UDP payloads (itch: Nasdaq ITCH 5.0 over MoldUDP64; "
+        "mdp3: CME MDP 3.0, SBE)",
     )  # fmt: skip
-    p.add_argument("--day", help="trading day YYYYMMDD (default: the capture's, in New York)")
+    p.add_argument("--schema", type=Path, help="mdp3: the SBE schema (templates_FixBinary.xml)")
+    p.add_argument(
+        "--symbol", action="append", default=[], metavar="ID=NAME",
+        help="mdp3: store SecurityID ID as NAME (repeatable; default SECID<id>)",
+    )  # fmt: skip
+    p.add_argument("--day", help="itch: trading day YYYYMMDD (default: the capture's, New York)")
     p.add_argument(
         "--allow-gaps",
         action="store_true",
         help="import a capture that misses messages (gaps kept in each day's l2_gaps)",
     )
-    p.add_argument("--tick-size", default="0.0001", help="price step, decimal (0.0001)")
-    p.add_argument("--lot-size", default="1", help="quantity step in shares (1)")
-    p.add_argument("--venue", default="XNAS", help="venue attribute of the instrument-days")
+    p.add_argument("--tick-size", help="price step, decimal (itch: 0.0001; mdp3: required)")
+    p.add_argument("--lot-size", default="1", help="quantity step (1)")
+    p.add_argument("--venue", default="", help="venue attribute (XNAS for itch, XCME for mdp3)")
     p = sub.add_parser("recover", help="make a store left by a killed writer writable again")
     p.add_argument("store", type=Path)
     p = sub.add_parser("ls", help="list what a store holds")
@@ -265,10 +271,15 @@ def _run_lobster(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
 
 
 def _run_pcap(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
+    if a.protocol == "mdp3":
+        return _run_mdp3(a, progress)
+    if a.schema is not None or a.symbol:
+        raise ValueError("--schema and --symbol are for --protocol mdp3")
     from engine.tickstore.itch_import import import_itch, parse_day
 
     result, stats = import_itch(
-        a.files, a.store, tick_size=a.tick_size, lot_size=a.lot_size, venue=a.venue,
+        a.files, a.store, tick_size=a.tick_size or "0.0001", lot_size=a.lot_size,
+        venue=a.venue or "XNAS",
         day=parse_day(a.day) if a.day else None, allow_gaps=a.allow_gaps, replace=a.replace,
         skip_bad_rows=a.skip_bad_rows, progress=progress,
     )  # fmt: skip
@@ -288,6 +299,34 @@ def _run_pcap(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
     if stats.unknown_orders:
         print(f"{stats.unknown_orders:,} order events name orders the capture never added "
               "(it starts inside the session): not stored", file=sys.stderr)  # fmt: skip
+    return result
+
+
+def _run_mdp3(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
+    from engine.tickstore.mdp3_import import import_mdp3, parse_symbols
+
+    if a.schema is None:
+        raise ValueError("--protocol mdp3 needs --schema (CME's templates_FixBinary.xml)")
+    if a.tick_size is None:
+        raise ValueError("--protocol mdp3 needs --tick-size (e.g. 0.25 for ES)")
+    if a.day is not None:
+        raise ValueError("--day is for --protocol itch (MDP 3.0 times are UTC already)")
+    result, stats = import_mdp3(
+        a.files, a.store, schema=a.schema, tick_size=a.tick_size, lot_size=a.lot_size,
+        venue=a.venue or "XCME", symbols=parse_symbols(a.symbol), allow_gaps=a.allow_gaps,
+        replace=a.replace, skip_bad_rows=a.skip_bad_rows, progress=progress,
+    )  # fmt: skip
+    msgs = ", ".join(f"{t} {n:,}" for t, n in sorted(stats.messages.items()))
+    print(f"{stats.packets:,} packets; messages: {msgs or 'none'}", file=sys.stderr)
+    missing = sum(b - x + 1 for x, b in stats.gaps)
+    print(f"sequence: {len(stats.gaps)} gaps ({missing:,} packets missing from every channel)",
+          file=sys.stderr)  # fmt: skip
+    for first, last in stats.gaps[:20]:
+        print(f"  gap: packets {first} to {last}", file=sys.stderr)
+    if stats.implied_entries:
+        print(f"{stats.implied_entries:,} implied book entries left out", file=sys.stderr)
+    for issue in stats.issues[:5]:
+        print(f"  skipped: {issue}", file=sys.stderr)
     return result
 
 
