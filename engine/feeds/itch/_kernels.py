@@ -557,7 +557,7 @@ OW: int = 8
 
 
 #: Fields of a level record (``int64[cap, LW]``: 32 bytes). A level emptied of orders
-#: keeps its slot (HEAD -1, QTY 0); a slot never used is all zeros.
+#: gives its slot and hash entry back (HEAD -1, QTY 0); a slot never used is all zeros.
 L_KEY: int = 0  # stock << 33 | side << 32 | price
 L_QTY: int = 1  # shares resting
 L_HEAD: int = 2  # first order slot of the FIFO, -1 when empty
@@ -797,9 +797,11 @@ def _book_remove(
         levels[lvl, L_TAIL] = prv
     levels[lvl, L_QTY] -= orders[o, O_QTY]
     if levels[lvl, L_HEAD] < 0:
-        # An emptied level keeps its slot and its hash entry (a price is usually quoted
-        # again soon): no hash deletion now and no insertion then. Levels in use are
-        # counted; the table holds every (stock, side, price) quoted so far.
+        # An emptied level gives its slot back: the tables hold the levels in use only.
+        ht_del(lt, levels[lvl, L_KEY], st[S_LSHIFT])
+        levels[lvl, L_QTY] = 0
+        lfree[st[S_NFREE_L]] = lvl
+        st[S_NFREE_L] += 1
         st[S_LEVELS] -= 1
     _odel(ring, ot, st, order_ref(orders, o))
     orders[o, O_QTY] = 0

@@ -156,8 +156,6 @@ class ItchBooks:
     def __init__(
         self, capacity: int = 1 << 16, level_capacity: int = 1 << 14, window_bits: int = RING_BITS
     ) -> None:
-        # Level slots are kept once a price is quoted (see the kernel), so level_capacity
-        # grows with the distinct (stock, side, price) of the day, not the levels in use.
         if capacity < 1 or level_capacity < 1:
             raise ValueError(
                 f"capacity, level_capacity: must be >= 1, got {capacity}, {level_capacity}"
