@@ -3,25 +3,31 @@
 
 Run ``python -m tests.benchmarks.bench_itch`` (``--quick`` for a short run) or
 ``pytest -m bench tests/benchmarks/bench_itch.py``. The bytes are a synthetic day of 8,000
-stocks from :mod:`engine.feeds.itch.generate` (NASDAQ-like message mix, average message
-about 31 bytes with its length prefix).
+stocks from :mod:`engine.feeds.itch.generate` (NASDAQ-like message mix, about 31 bytes a
+message with its length prefix; 80% of cancels, deletes, executions and replaces hit one of
+the stock's 4 youngest orders, the rest any resting order; at most 64 orders rest per stock,
+so the books fill up to ~0.5 M orders within the first few hundred MB and stay there).
 
-* ``decode_gb_s``: :func:`engine.feeds.itch.decode.decode_raw` of the day into one structured
-  array per type (both kernel passes: framing/counting, then the rows), into a reused output
-  buffer as a feed handler decodes batch after batch. Judged in every run: >= 1 GB/s.
-  ``decode_fresh_gb_s`` is the same into fresh arrays each time (the operating system's page
-  faults for ~1.5 bytes of output per input byte included), reported.
+The machine is shared (2 cores, other jobs running), so every rate is judged on the CPU
+time of the one core that ran it (``time.thread_time``); the wall-clock rate is shown beside.
+
+* ``decode_gb_s``: :func:`engine.feeds.itch.decode.decode_raw` of 100 MB of the day into one
+  structured array per type (both kernel passes: framing/counting, then the rows), into a
+  reused output buffer as a feed handler decodes batch after batch. Judged in every run:
+  >= 1 GB/s. ``fresh arrays`` is the same into new arrays each call (the page faults for
+  ~1.5 bytes of output per input byte included), reported.
 * ``decode_vs_itchfeed``: our decode over itchfeed's ``MessageParser.parse_stream`` on the
-  same first bytes of the day, same run (itchfeed is pure Python here: the ``itchcpp``
+  same first bytes of the day, same run (itchfeed is pure Python here: its ``itchcpp``
   backend is not installed). Judged: >= 20x.
 * ``replay_*``: :class:`engine.feeds.itch.book.ItchBooks` applying the day (framing, then
   one pass that parses every message and maintains the L3 book of every stock, keeping
-  trades, trading actions and system events) at two sizes; ``replay_linearity`` is the
-  per-byte time of the larger over the smaller (1.0: linear; judged within 0.75-1.35).
-  ``replay_10gb_projected_s`` projects the larger size's rate to a 10 GB day of 8,000 stocks
-  against the 60 s target: a projection from a smaller day, not a measured 10 GB run.
-* ``generate_mb_s``: the generator writing a day in memory, reported with its target
-  (a few GB well under a minute: >= 100 MB/s).
+  trades, trading actions and system events; no per-type arrays are built) at two sizes;
+  ``replay_linearity`` is the per-byte time of the larger over the smaller (1.0: linear;
+  judged within 0.75-1.35: the books are full at both sizes).
+  ``replay_10gb_projected_s`` projects the larger day's rate to a 10 GB day of 8,000
+  stocks against the 60 s target: a projection, not a measured 10 GB run.
+* ``generate_mb_s``: the generator writing the larger day in memory, judged against
+  >= 100 MB/s (a few GB well under a minute).
 """
 
 from __future__ import annotations
@@ -126,7 +132,7 @@ def _mb(n: int) -> int:
 
 def run(quick: bool) -> list[judge.Figure]:
     """Run every benchmark; return the figures (printed by :func:`judge.conclude`)."""
-    small, large = (60_000_000, 120_000_000) if quick else (150_000_000, 300_000_000)
+    small, large = (150_000_000, 300_000_000) if quick else (400_000_000, 800_000_000)
     with _Timer() as gen:
         day = generate_bytes(large, n_stocks=N_STOCKS, seed=20)
     half = generate_bytes(small, n_stocks=N_STOCKS, seed=21)
@@ -135,7 +141,7 @@ def run(quick: bool) -> list[judge.Figure]:
     ref = bench_itchfeed(_prefix(day, 1_000_000 if quick else 3_000_000), 3)
     rate: dict[str, list[float]] = {"small": [], "large": [], "large_wall": []}
     msgs = {}
-    for _ in range(1 if quick else 2):
+    for _ in range(1):
         for key, data in (("small", half), ("large", day)):
             t, msgs[key] = bench_replay(data)
             rate[key].append(len(data) / t.cpu / 1e6)
