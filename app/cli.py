@@ -30,6 +30,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "import": ("engine.tickstore.cli", "import vendor files and feed captures into the tick store"),
     "gen": ("engine.feeds.cli:gen_main", "generate a synthetic feed day (gen itch --size 10GB)"),
     "replay": ("engine.feeds.cli:replay_main", "decode a feed day, maintain every book"),
+    "relay": ("engine.relay.cli", "serve market data to remote consoles (--config relay.toml)"),
     "reconcile": ("engine.reconcile.cli", "compare journal, recovery and venue fills (STATE_DIR)"),
     "sim": ("engine.sim.server", "the exchange simulator as a FIX acceptor (--cfg FILE.cfg)"),
     "warmup": ("engine.warmup", "compile the numba kernels into the cache (set-up does it)"),
