@@ -162,13 +162,22 @@ def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print and judge it."""
     ap = argparse.ArgumentParser(prog="bench_fast")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--doc", action="store_true", help="write docs/performance.md")
     args = ap.parse_args(argv)
     if not (CQG / "cqg.rs").is_file():
         print(f"{CQG} is not there: nothing to measure")
         return 2
     load0 = os.getloadavg()[0]
     _, res = run(args.quick)
-    return judge.conclude(figures_of(res), (load0, os.getloadavg()[0]))
+    figures = figures_of(res)
+    load = (load0, os.getloadavg()[0])
+    if args.doc:
+        judge.write_section(
+            "fast", "FAST 1.1 (CQG templates): decoding into columns",
+            f"python -m tests.benchmarks.bench_fast{' --quick' if args.quick else ''} --doc",
+            figures, load=load, runs="see the bench's docstring",
+        )  # fmt: skip
+    return judge.conclude(figures, load)
 
 
 if __name__ == "__main__":

@@ -203,13 +203,21 @@ def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print and judge it."""
     ap = argparse.ArgumentParser(prog="bench_sbe")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--doc", action="store_true", help="write docs/performance.md")
     args = ap.parse_args(argv)
     if not CAPTURE.is_file() or not SCHEMA.is_file():
         print(f"{CAPTURE} or {SCHEMA} is not there")
         return 1
     load0 = os.getloadavg()[0]
     figures = figures_of(run(args.quick))
-    return judge.conclude(figures, (load0, os.getloadavg()[0]))
+    load = (load0, os.getloadavg()[0])
+    if args.doc:
+        judge.write_section(
+            "sbe", "CME MDP 3.0 (SBE): decoding a capture into structured arrays",
+            f"python -m tests.benchmarks.bench_sbe{' --quick' if args.quick else ''} --doc",
+            figures, load=load, runs="best of 5 decodes a run",
+        )  # fmt: skip
+    return judge.conclude(figures, load)
 
 
 if __name__ == "__main__":
