@@ -935,6 +935,7 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
             if pa + 2 < end:
                 pa += 2 + be16(buf, pa)
         omask = (ot.shape[0] >> 1) - 1
+        lmask = (lt.shape[0] >> 1) - 1
         oshift = st[S_OSHIFT]
         touched = 0
         while g < limit and ((mode == MODE_MOLD and i < n) or (mode == MODE_RAW and p < end)):
@@ -946,6 +947,10 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                     ra = be64(buf, pa + 13)
                     if ra < st[S_RBASE]:  # an old order: its ref is in the hash
                         touched += ot[2 * _slot(ra, omask, oshift)]
+                elif (ta == 65 or ta == 70) and pa + 38 <= end:  # A F: the level it joins
+                    sa = 0 if buf[pa + 21] == 66 else 1
+                    ka = (be16(buf, pa + 3) << 33) | (sa << 32) | be32(buf, pa + 34)
+                    touched += lt[2 * _slot(ka, lmask, st[S_LSHIFT])]
                 pa += 2 + be16(buf, pa)
             if nk == 0 or keep[g] != 0:
                 t = int(np.int64(buf[m]))
