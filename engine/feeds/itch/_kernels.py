@@ -533,12 +533,16 @@ def mold_track(  # noqa: C901 (each packet case in one loop)
 
 
 # ------------------------------------------------------------------------------- books
-# The books of every stock of a feed share one order table and one level table, each an
-# open-addressing hash (linear probing, backward-shift deletion: no tombstones) over packed
-# int64 records. A level is keyed by (stock locate, side, price), so no price window is
-# needed: ITCH prices run from $0.0001 to $200,000 in 0.0001 steps (2e9 ticks), which no
-# per-book window of engine.book.L3Arrays can span for 8,000 books, and the messages of all
-# stocks interleave, so one pass over the feed must reach every book.
+# The books of every stock of a feed share one order table (32-byte records) and one level
+# table (32-byte records). Levels are found by an open-addressing hash keyed by (stock
+# locate, side, price) (Fibonacci hashing, linear probing, backward-shift deletion: no
+# tombstones), so no price window is needed: ITCH prices run from $0.0001 to $200,000 in
+# 0.0001 steps (2e9 ticks), which no per-book window of engine.book.L3Arrays can span for
+# 8,000 books, and the messages of all stocks interleave, so one pass over the feed must
+# reach every book. Orders are found by ref: the youngest refs in a direct window (refs
+# are handed out in sequence and most orders die young), older ones in a hash like the
+# levels'. The memory of a message a few places ahead is touched early, so its cache
+# misses overlap the work on the current one.
 
 #: Empty bucket of a hash table (no ITCH key is -1: refs and level keys are < 2**63).
 HT_EMPTY: int = -1
@@ -1316,7 +1320,9 @@ def gen_chunk(  # noqa: C901 (the day's phases in one resumable loop)
     stock, 'Q', then order flow until ``g[G_BODY_END]`` bytes, then 'M', a closing cross per
     stock, 'E' and 'C'. The order flow picks a stock (skewed: a few are busy, most quiet) and
     an action in NASDAQ-like proportions: adds ~44% (3% of them with MPID), deletes ~36%,
-    replaces ~8%, partial cancels ~4%, executions ~4.5% (E, some C), hidden trades (P) 1.5%.
+    replaces ~8%, partial cancels ~4%, executions ~6% (E, a quarter of them C), hidden
+    trades (P) ~2%; 80% of deletes, cancels, executions and replaces pick one of the stock's
+    4 youngest orders (quotes refreshed within moments), the rest any of its orders.
     Every delete, cancel, execution and replace names an order resting in that stock with
     at most its shares, and no add crosses the other side's best, so the books stay
     consistent and uncrossed.
