@@ -6,9 +6,10 @@ action at the open, then NASDAQ-like order flow (adds, deletes, replaces, partia
 executions, hidden trades; a few busy stocks and many quiet ones; at most 64 orders resting
 per stock, mostly young orders cancelled; see :func:`engine.feeds.itch._kernels.gen_chunk`)
 until the file reaches the requested size, then the close (a closing cross per stock and
-the end-of-day System Events). The flow only ever deletes, cancels, executes or replaces orders resting in
-that stock, never more shares than they hold, and no add crosses the book, so a replay
-finds every ref and every book stays consistent. The same seed gives the same bytes.
+the end-of-day System Events). The flow only ever deletes, cancels, executes or replaces
+orders resting in that stock, never more shares than they hold, and no add crosses the
+book, so a replay finds every ref and every book stays consistent. The same seed gives the
+same bytes.
 
 One kernel writes the day in chunks of ``chunk`` bytes (~140 MB/s of one core: a few GB in
 under half a minute); Python only writes the chunks out.
