@@ -7,6 +7,8 @@ Examples::
     qwconsole backtest ticks.h5 --symbol BTCUSDT --day 20240808 --level l2 --out bt.qwj
     qwconsole backtest a.npy b.npy --sweep half_spread_ticks=1,2,3 --out-dir sweep/
     qwconsole backtest events.npy --strategy my_strats.py:TinyBuy --param qty_lots=2
+    qwconsole backtest a.npy b.npy --sweep half_spread_ticks=1,2,3 --cluster local:4
+    qwconsole backtest ticks.h5 --day 20240808 --day 20240809 --cluster tcp://sched:8786
 
 ``--strategy`` takes ``mm`` (the compiled market maker: fast path unless ``--generic``),
 ``market-maker``, ``taker``, or any Strategy class by reference, ``FILE.py:Class`` or
@@ -17,6 +19,10 @@ live).
 A single run prints a progress line (events, rate, percentage) and stops cleanly on Ctrl+C:
 the journal then holds everything replayed so far and says it was canceled. Errors are one
 line and exit status 2.
+
+A sweep runs on every core here (``ProcessPoolExecutor``), or with ``--cluster`` on a Dask
+cluster (:mod:`engine.backtest.cluster`, docs/cluster.md): ``tcp://HOST:PORT`` of a running
+scheduler, or ``local:N`` to start one here with N worker processes.
 """
 
 import argparse
@@ -28,6 +34,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
+from engine.backtest.cluster import (
+    CONNECT_TIMEOUT_S,
+    ClusterError,
+    ClusterSpec,
+    parse_cluster,
+    run_sweep_on_cluster,
+)
 from engine.backtest.runner import (
     STRATEGIES,
     BacktestInputError,
@@ -120,6 +133,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out-dir", default="backtest-sweep", help="journals of a sweep")
     p.add_argument("--workers", type=int, default=0, help="sweep processes (0: every core)")
     p.add_argument("--quiet", action="store_true", help="no progress line")
+    p.add_argument(
+        "--cluster",
+        default="",
+        metavar="tcp://HOST:PORT|local:N",
+        help="run the sweep on a Dask scheduler, or on a local Dask cluster of N processes",
+    )
+    p.add_argument(
+        "--ship-data",
+        action="store_true",
+        help="with --cluster: read each day here and send it with its jobs (else the workers "
+        "read the input path, which they must all see)",
+    )
+    p.add_argument(
+        "--cluster-timeout",
+        type=float,
+        default=CONNECT_TIMEOUT_S,
+        metavar="S",
+        help="seconds to wait for the Dask scheduler",
+    )
     return p
 
 
@@ -198,6 +230,50 @@ def sweep_table(results: Sequence[JobSummary], swept: Sequence[str]) -> str:
     return "\n".join(text)
 
 
+def _cluster_spec(
+    parser: argparse.ArgumentParser, a: argparse.Namespace, sweep: bool
+) -> ClusterSpec | None:
+    """Return the cluster ``--cluster`` names (``None``: none), or exit with a usage error."""
+    if a.ship_data and not a.cluster:
+        parser.error("--ship-data sends days to a Dask cluster: give --cluster too")
+    if a.cluster_timeout <= 0:
+        parser.error(f"--cluster-timeout {a.cluster_timeout}: must be > 0 seconds")
+    if not a.cluster:
+        return None
+    if not sweep:
+        parser.error(
+            "--cluster runs sweeps (several days or inputs, or --sweep); a single run runs "
+            "here: drop --cluster"
+        )
+    try:
+        return parse_cluster(a.cluster)
+    except ValueError as e:
+        parser.error(str(e))
+
+
+def _run_sweep(
+    a: argparse.Namespace, base: BacktestJob, days: Sequence[str], cluster: ClusterSpec | None
+) -> int:
+    """Run the sweep here (``ProcessPoolExecutor``) or on ``cluster``; print and return 0."""
+    names = [n for n, _v in a.sweep]
+    grid = [dict(zip(names, combo, strict=True)) for combo in
+            itertools.product(*(v for _n, v in a.sweep))]  # fmt: skip
+    jobs = sweep_jobs(base, days, grid or [{}], a.out_dir)
+    t0 = time.perf_counter()
+    if cluster is not None:
+        results = run_sweep_on_cluster(
+            jobs, cluster, on_done=lambda s: print(_summary(s), flush=True),
+            ship_data=a.ship_data, timeout=a.cluster_timeout,
+        )  # fmt: skip
+    else:
+        results = run_sweep(
+            jobs, a.workers or None, on_done=lambda s: print(_summary(s), flush=True)
+        )
+    print(sweep_table(results, names))
+    print(f"{len(results)} runs in {time.perf_counter() - t0:.1f} s; journals in {a.out_dir}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``qwconsole backtest``; return the exit status."""
     parser = build_parser()
@@ -252,20 +328,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         book_interval_ns=a.book_interval_ns,
     )
     days = (a.day or [""]) if store else a.inputs
+    sweep = bool(a.sweep) or len(days) > 1
+    cluster = _cluster_spec(parser, a, sweep)
     try:
-        if a.sweep or len(days) > 1:
-            names = [n for n, _v in a.sweep]
-            grid = [dict(zip(names, combo, strict=True)) for combo in
-                    itertools.product(*(v for _n, v in a.sweep))]  # fmt: skip
-            jobs = sweep_jobs(base, days, grid or [{}], a.out_dir)
-            workers = a.workers or None
-            t0 = time.perf_counter()
-            results = run_sweep(jobs, workers, on_done=lambda s: print(_summary(s), flush=True))
-            print(sweep_table(results, names))
-            print(
-                f"{len(results)} runs in {time.perf_counter() - t0:.1f} s; journals in {a.out_dir}"
-            )
-            return 0
+        if sweep:
+            return _run_sweep(a, base, days, cluster)
         prog = _Progress(a.quiet)
         old = signal.signal(signal.SIGINT, prog.on_sigint)
         try:
@@ -276,7 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.write("\n")
         print(_summary(s))
         return 130 if s.canceled else 0
-    except (BacktestInputError, ParameterError, ValueError, OSError) as e:
+    except (BacktestInputError, ParameterError, ValueError, OSError, ClusterError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -217,19 +217,55 @@ def _latency(
     return ConstantLatency(job.feed_ns, job.order_ns, job.response_ns)
 
 
+@dataclass(frozen=True, slots=True)
+class JobData:
+    """A job's inputs read ahead (:func:`read_job_data`), to run it where its file is not.
+
+    What :func:`run_job` would read from ``job.events`` itself: the kernel events, their
+    receive times (a tick store input), the instrument and the session's first trade time.
+    """
+
+    events: npt.NDArray[np.void]
+    recv: npt.NDArray[np.int64] | None
+    instrument: Instrument
+    open_ts: int | None
+
+    @property
+    def nbytes(self) -> int:
+        """Return the size of the arrays (what shipping the data sends, give or take)."""
+        return int(self.events.nbytes) + (0 if self.recv is None else int(self.recv.nbytes))
+
+
+def read_job_data(job: BacktestJob) -> JobData:
+    """Return everything :func:`run_job` reads from the job's input file.
+
+    Raises
+    ------
+    BacktestInputError
+        As :func:`load_events` and :func:`job_instrument`.
+    """
+    ev, recv = load_events(job)
+    return JobData(ev, recv, job_instrument(job), session_open(job))
+
+
 def run_job(
     job: BacktestJob,
     progress: Callable[[int, int], None] | None = None,
     cancel: Callable[[], bool] | None = None,
+    data: JobData | None = None,
 ) -> JobSummary:
-    """Run one backtest and write its journal; return the summary."""
-    ev, recv = load_events(job)
-    instrument = job_instrument(job)
+    """Run one backtest and write its journal; return the summary.
+
+    ``data``, when given, is the job's input read ahead (:func:`read_job_data`, e.g. on the
+    machine that has the file): the job then reads nothing but writes its journal.
+    """
+    if data is None:
+        data = read_job_data(job)
+    ev, recv, instrument, open_ts = data.events, data.recv, data.instrument, data.open_ts
     latency = _latency(job, ev, recv)
     queue = queue_model(job.queue)
     strategy = make_strategy(job)
     t0 = int(ev["ts"][0]) if ev.shape[0] else 0
-    open_ts = session_open(job)
     if not job.generic and isinstance(strategy, QuotingStrategy):
         fast = FastBacktest(strategy, instrument, level=job.level, queue=queue, latency=latency)
         res = fast.run(ev, progress=progress, cancel=cancel, open_ts=open_ts)
