@@ -1,0 +1,324 @@
+# SPDX-License-Identifier: MIT
+"""``RelayClient``: subscribe to a relay and keep books from it (a market-data source).
+
+The client runs on the caller's asyncio loop (an engine's, or a relay's when it relays
+another relay). It connects, checks the relay's certificate against the pinned fingerprint
+*before* sending the token, authenticates, subscribes, and applies what arrives as
+``L2_EVENT_DTYPE`` rows: a snapshot as a clear of the book followed by its levels, increments
+as they are. When the link drops it reconnects with exponential backoff and asks to resume
+each instrument right after the last row it applied; the relay resumes it (no gap, no
+duplicate) or, when that is no longer possible, sends the current book.
+
+Rows go to ``market.apply`` (a :class:`~engine.marketdata.MarketData`, its ``BookUpdated`` and
+``TradeReported`` events included) or to an ``on_rows`` callable, with ``book`` set to
+``index[symbol]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+
+from engine.fastlog import get_log
+from engine.marketdata import MarketData
+from engine.relay.protocol import (
+    RELAY_VERSION,
+    Auth,
+    AuthOk,
+    Beat,
+    BookSnap,
+    Error,
+    Hello,
+    ProtocolError,
+    RelayServerMessage,
+    SubAck,
+    Subscribe,
+    Updates,
+    Welcome,
+    decode_server,
+    encode,
+)
+from engine.remote.client import Backoff
+from engine.remote.protocol import MAX_SERVER_FRAME
+from engine.remote.tls import PinStore, client_context, fingerprint
+from engine.types import L2_CLEAR, L2_EVENT_DTYPE
+
+log = get_log(__name__)
+
+Rows = npt.NDArray[np.void]
+
+
+class RelayError(RuntimeError):
+    """The relay refused the client for good (token, version, certificate), or never answered."""
+
+
+class _Fatal(Exception):
+    """A refusal that retrying cannot cure."""
+
+
+class RelayClient:
+    """Follow ``symbols`` on a relay and apply them (module docstring).
+
+    Parameters
+    ----------
+    host, port : str, int
+        The relay.
+    token : str
+        Access token (any role).
+    symbols : Sequence[str]
+        Instruments to follow.
+    market : MarketData | None
+        Where rows are applied (``index`` defaults to its ``index``).
+    on_rows : Callable[[Rows], Any] | None
+        Instead of ``market.apply``: called with each batch of rows.
+    index : Mapping[str, int] | None
+        Book index of each symbol in the rows handed out.
+    tls : bool
+        ``wss://``; the certificate must match the pin in ``pins``.
+    pins : PinStore | None
+        Pinned fingerprints (trust on first use); required with ``tls``.
+    backoff : Backoff | None
+        Reconnection delays.
+    stall_timeout_s : float
+        A link silent this long (the relay beats every second) is considered lost.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        token: str,
+        symbols: Sequence[str],
+        *,
+        market: MarketData | None = None,
+        on_rows: Callable[[Rows], Any] | None = None,
+        index: Mapping[str, int] | None = None,
+        tls: bool = False,
+        pins: PinStore | None = None,
+        name: str = "relay-client",
+        backoff: Backoff | None = None,
+        stall_timeout_s: float = 5.0,
+    ) -> None:
+        if tls and pins is None:
+            raise ValueError("a TLS connection needs a PinStore to check the certificate")
+        if on_rows is None and market is None:
+            raise ValueError("give market or on_rows: where the rows go")
+        self.host = host
+        self.port = port
+        self._token = token
+        self.symbols = list(symbols)
+        self.index: dict[str, int] = dict(index if index is not None else
+                                          market.index if market is not None else {})  # fmt: skip
+        missing = [s for s in self.symbols if s not in self.index]
+        if missing:
+            raise ValueError(f"symbols {missing} have no book index here")
+        self._apply: Callable[[Rows], Any] = on_rows if on_rows is not None else market.apply  # type: ignore[union-attr]
+        self.tls = tls
+        self.pins = pins
+        self.name = name
+        self.backoff = backoff or Backoff()
+        self.stall_timeout_s = stall_timeout_s
+        #: The relay run the row numbers below belong to.
+        self.run_id = ""
+        #: Last row number applied, per symbol.
+        self.seq: dict[str, int] = dict.fromkeys(self.symbols, 0)
+        #: Why the link is down, or ``""``.
+        self.last_error = ""
+        self.connects = 0
+        self.snapshots = 0
+        self.conflated = 0
+        self.resumed = 0
+        self.rows = 0
+        #: Increments whose first row did not follow the last one applied (0 unless broken).
+        self.gaps = 0
+        self._ws: ClientConnection | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._synced: set[str] = set()
+        self._ready: asyncio.Event | None = None
+        self._closing = False
+        self._rid = 0
+
+    @property
+    def endpoint(self) -> str:
+        """Return ``host:port``."""
+        return f"{self.host}:{self.port}"
+
+    @property
+    def connected(self) -> bool:
+        """Return whether the link is up and subscribed."""
+        return self._ws is not None
+
+    async def start(self, timeout_s: float = 10.0) -> None:
+        """Connect and wait until every symbol is synchronised (snapshot or resumption).
+
+        Raises ``RelayError`` when the relay refuses or does not answer in ``timeout_s``.
+        """
+        self._ready = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
+        try:
+            await asyncio.wait_for(self._ready.wait(), timeout_s)
+        except TimeoutError:
+            await self.close()
+            raise RelayError(f"{self.endpoint}: not synchronised within {timeout_s:g} s "
+                             f"({self.last_error or 'no answer'})") from None  # fmt: skip
+        if self._task.done():
+            raise RelayError(f"{self.endpoint}: {self.last_error}")
+
+    async def close(self) -> None:
+        """Close the link and stop reconnecting."""
+        self._closing = True
+        if self._ws is not None:
+            with contextlib.suppress(Exception):
+                await self._ws.close()
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    def drop(self) -> None:
+        """Cut the link abruptly (as a network failure would); the client reconnects."""
+        if self._ws is not None:
+            self._ws.transport.abort()
+
+    # ------------------------------------------------------------------ the link
+    async def _run(self) -> None:
+        attempt = 0
+        while not self._closing:
+            try:
+                await self._session()
+                attempt = 0
+            except _Fatal as e:
+                self.last_error = str(e)
+                log.error("relay %s: %s", self.endpoint, e)
+                if self._ready is not None:
+                    self._ready.set()
+                return
+            except (OSError, ConnectionClosed, InvalidHandshake, InvalidURI, TimeoutError,
+                    ProtocolError) as e:  # fmt: skip
+                self.last_error = str(e) or type(e).__name__
+            finally:
+                self._ws = None
+            delay = self.backoff.delay(attempt)
+            attempt += 1
+            log.warning("relay %s: link lost (%s); reconnecting in %.2f s", self.endpoint,
+                        self.last_error, delay)  # fmt: skip
+            await asyncio.sleep(delay)
+
+    async def _recv(self, ws: ClientConnection, timeout_s: float) -> RelayServerMessage:
+        frame = await asyncio.wait_for(ws.recv(), timeout_s)
+        if isinstance(frame, str):
+            raise ProtocolError("text frame from the relay")
+        return decode_server(frame)
+
+    async def _session(self) -> None:
+        uri = f"{'wss' if self.tls else 'ws'}://{self.host}:{self.port}/"
+        async with connect(uri, ssl=client_context() if self.tls else None, compression=None,
+                           max_size=MAX_SERVER_FRAME, open_timeout=10.0, ping_interval=5.0,
+                           ping_timeout=15.0, max_queue=256) as ws:  # fmt: skip
+            if self.tls:
+                self._check_pin(ws)
+            await ws.send(encode(Hello(version=RELAY_VERSION, client=self.name)))
+            welcome = await self._recv(ws, 10.0)
+            if isinstance(welcome, Error):
+                raise _Fatal(f"relay refused: {welcome.reason}")
+            if not isinstance(welcome, Welcome):
+                raise ProtocolError(f"expected welcome, got {type(welcome).__name__}")
+            await ws.send(encode(Auth(token=self._token, resume_run=self.run_id)))
+            ok = await self._recv(ws, 30.0)
+            if isinstance(ok, Error):
+                raise _Fatal(f"login refused: {ok.reason}")
+            if not isinstance(ok, AuthOk):
+                raise ProtocolError(f"expected auth-ok, got {type(ok).__name__}")
+            same = welcome.run_id == self.run_id
+            self.run_id = welcome.run_id
+            self._rid += 1
+            resume = [self.seq[s] if same else 0 for s in self.symbols]
+            self._synced = set()
+            await ws.send(encode(Subscribe(rid=self._rid, symbols=self.symbols, resume=resume)))
+            self._ws = ws
+            self.connects += 1
+            self.last_error = ""
+            while True:
+                self._on(await self._recv(ws, self.stall_timeout_s))
+
+    def _check_pin(self, ws: ClientConnection) -> None:
+        assert self.pins is not None
+        sslobj = ws.transport.get_extra_info("ssl_object")
+        der = sslobj.getpeercert(binary_form=True) if sslobj is not None else None
+        if not der:
+            raise _Fatal("the relay presented no TLS certificate")
+        presented = fingerprint(der)
+        if not self.pins.check(self.endpoint, presented):
+            raise _Fatal(
+                f"the certificate of {self.endpoint} changed (now {presented}); if the relay's "
+                f"certificate was renewed on purpose, forget the old pin in {self.pins.path}"
+            )
+
+    # ------------------------------------------------------------------ what arrives
+    def _synchronised(self, symbol: str) -> None:
+        self._synced.add(symbol)
+        if self._ready is not None and len(self._synced) == len(self.symbols):
+            self._ready.set()
+
+    def _on(self, msg: RelayServerMessage) -> None:
+        if isinstance(msg, Updates):
+            for symbol, first, data in msg.items:
+                self._increment(symbol, first, data)
+        elif isinstance(msg, BookSnap):
+            self._snapshot(msg)
+        elif isinstance(msg, SubAck):
+            for s in msg.resumed:
+                self.resumed += 1
+                self._synchronised(s)
+            if msg.unknown:
+                raise _Fatal(f"the relay does not carry {', '.join(msg.unknown)}")
+        elif isinstance(msg, Error):
+            if msg.code == "shutdown":
+                raise ConnectionClosedByRelay(msg.reason)
+            log.warning("relay %s: error %s: %s", self.endpoint, msg.code, msg.reason)
+        elif not isinstance(msg, Beat):
+            raise ProtocolError(f"unexpected {type(msg).__name__} after login")
+
+    def _rows(self, symbol: str, data: bytes) -> Rows:
+        rows = np.frombuffer(data, L2_EVENT_DTYPE).copy()
+        rows["book"] = self.index[symbol]
+        return rows
+
+    def _increment(self, symbol: str, first: int, data: bytes) -> None:
+        last = self.seq.get(symbol)
+        if last is None:
+            return  # unsubscribed meanwhile
+        if first != last + 1:
+            # Never expected: the relay numbers rows without gaps. Resynchronise.
+            self.gaps += 1
+            log.error("relay %s: %s jumped from row %d to %d; asking for its book",
+                      self.endpoint, symbol, last, first)  # fmt: skip
+            raise ProtocolError(f"{symbol}: row {first} after {last}")
+        rows = self._rows(symbol, data)
+        self.seq[symbol] = last + rows.shape[0]
+        self.rows += rows.shape[0]
+        self._apply(rows)
+
+    def _snapshot(self, msg: BookSnap) -> None:
+        if msg.symbol not in self.seq:
+            return
+        levels = self._rows(msg.symbol, msg.rows)
+        rows = np.zeros(levels.shape[0] + 1, L2_EVENT_DTYPE)
+        rows[0]["ts"], rows[0]["book"], rows[0]["kind"] = msg.ts, self.index[msg.symbol], L2_CLEAR
+        rows[1:] = levels
+        self._apply(rows)
+        self.seq[msg.symbol] = msg.seq
+        self.snapshots += 1
+        if msg.reason == "conflated":
+            self.conflated += 1
+        self._synchronised(msg.symbol)
+
+
+class ConnectionClosedByRelay(OSError):
+    """The relay said it is stopping; the client reconnects later."""

@@ -1,0 +1,143 @@
+# SPDX-License-Identifier: MIT
+"""Messages of the market-data relay protocol (``docs/relay.md``).
+
+The transport is the remote protocol's: one binary MessagePack map per WebSocket frame,
+tagged by ``type`` (msgspec).
+
+The handshake is the remote protocol's own (:class:`~engine.remote.protocol.Hello`,
+:class:`~engine.remote.protocol.Welcome`, :class:`~engine.remote.protocol.Auth`,
+:class:`~engine.remote.protocol.AuthOk`, :class:`~engine.remote.protocol.Error`,
+:class:`~engine.remote.protocol.Beat`); ``Hello.version`` carries :data:`RELAY_VERSION`. After
+it, a subscriber sends :class:`Subscribe` and the relay answers per instrument with a
+:class:`BookSnap` (the whole book at its sequence number) or a resumption
+(:class:`SubAck`), then :class:`Updates`: runs of consecutive L2 rows of each instrument.
+
+Rows travel as the raw bytes of ``engine.types.L2_EVENT_DTYPE`` rows (32 bytes each, little
+endian); their ``book`` field means nothing on the wire (the receiver sets its own).
+Every instrument numbers its rows from 1, per relay run (``Welcome.run_id``).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+
+from engine.remote.protocol import (
+    TOO_DEEP,
+    Auth,
+    AuthOk,
+    Beat,
+    Error,
+    Hello,
+    ProtocolError,
+    Welcome,
+)
+
+#: Version of the relay protocol (sent in ``Hello.version``).
+RELAY_VERSION: Final = 1
+
+
+class Subscribe(msgspec.Struct, tag="sub", frozen=True):
+    """Follow ``symbols``; ``resume[i]`` is the last row number held of ``symbols[i]`` (0: none).
+
+    Resumption needs the same relay run (``Auth.resume_run``); otherwise, or when the rows
+    after ``resume[i]`` are no longer cached, a :class:`BookSnap` comes instead.
+    """
+
+    rid: int
+    symbols: list[str]
+    resume: list[int] = []
+
+
+class Unsubscribe(msgspec.Struct, tag="unsub", frozen=True):
+    """Stop following ``symbols``."""
+
+    rid: int
+    symbols: list[str]
+
+
+class SubAck(msgspec.Struct, tag="sub-ok", frozen=True):
+    """Answer to :class:`Subscribe`: which instruments resume, which get a snapshot, unknown."""
+
+    rid: int
+    resumed: list[str]
+    snapshots: list[str]
+    unknown: list[str]
+
+
+class BookSnap(msgspec.Struct, tag="book", frozen=True):
+    """The whole book of ``symbol`` after its row ``seq``: ``rows`` are ``L2_SET`` rows.
+
+    ``reason``: ``subscribed``, ``resume-not-possible``, ``conflated`` (the subscriber fell
+    more than the relay's ``max_lag_rows`` behind: the latest book instead of the rows missed)
+    or ``requested``. Rows after ``seq`` follow in :class:`Updates`.
+    """
+
+    symbol: str
+    seq: int
+    ts: int
+    reason: str
+    rows: bytes
+
+
+class Updates(msgspec.Struct, tag="md", frozen=True):
+    """Runs of rows: ``(symbol, first_seq, rows)`` with rows ``first_seq, first_seq + 1, …``."""
+
+    items: list[tuple[str, int, bytes]]
+    ts_sent: int = 0
+
+
+RelayClientMessage = Hello | Auth | Beat | Subscribe | Unsubscribe
+RelayServerMessage = Welcome | AuthOk | Error | Beat | SubAck | BookSnap | Updates
+
+_encoder = msgspec.msgpack.Encoder()
+_client_decoder = msgspec.msgpack.Decoder(RelayClientMessage)
+_server_decoder = msgspec.msgpack.Decoder(RelayServerMessage)
+
+
+def encode(message: msgspec.Struct) -> bytes:
+    """Return the frame of one relay message."""
+    return _encoder.encode(message)
+
+
+def decode_client(frame: bytes) -> RelayClientMessage:
+    """Return the subscriber message in ``frame``; raise ``ProtocolError`` if malformed."""
+    try:
+        return _client_decoder.decode(frame)
+    except msgspec.DecodeError as e:
+        raise ProtocolError(f"malformed frame: {e}") from None
+    except RecursionError:
+        raise ProtocolError(f"malformed frame: {TOO_DEEP}") from None
+
+
+def decode_server(frame: bytes) -> RelayServerMessage:
+    """Return the relay message in ``frame``; raise ``ProtocolError`` if malformed."""
+    try:
+        return _server_decoder.decode(frame)
+    except msgspec.DecodeError as e:
+        raise ProtocolError(f"malformed frame: {e}") from None
+    except RecursionError:
+        raise ProtocolError(f"malformed frame: {TOO_DEEP}") from None
+
+
+__all__ = [
+    "RELAY_VERSION",
+    "Auth",
+    "AuthOk",
+    "Beat",
+    "BookSnap",
+    "Error",
+    "Hello",
+    "ProtocolError",
+    "RelayClientMessage",
+    "RelayServerMessage",
+    "SubAck",
+    "Subscribe",
+    "Unsubscribe",
+    "Updates",
+    "Welcome",
+    "decode_client",
+    "decode_server",
+    "encode",
+]
