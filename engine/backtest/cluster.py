@@ -25,6 +25,7 @@ import contextlib
 import dataclasses
 import os
 import re
+import uuid
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -188,6 +189,7 @@ def submit_jobs(
     With ``ship_data`` each day (input file, symbol, day, level) is read here once and its
     jobs depend on the task holding it; otherwise the workers read ``job.events`` by path.
     """
+    run = uuid.uuid4().hex[:12]  # keys unique on a scheduler shared by several sweeps
     days: dict[tuple[str, str, str, str], Future[JobData]] = {}
     futures: list[Future[JobSummary]] = []
     for i, job in enumerate(jobs):
@@ -195,10 +197,10 @@ def submit_jobs(
         if ship_data:
             data = days.get(_day_key(job))
             if data is None:
-                data = days[_day_key(job)] = _ship(client, job, f"day-{len(days)}")
+                data = days[_day_key(job)] = _ship(client, job, f"day-{len(days)}-{run}")
         futures.append(
             client.submit(
-                _run_on_worker, job, data, key=f"job-{i}-{job.label}", retries=retries,
+                _run_on_worker, job, data, key=f"job-{i}-{job.label}-{run}", retries=retries,
                 pure=False,
             )
         )  # fmt: skip
