@@ -200,10 +200,18 @@ def main(argv: list[str] | None = None) -> int:
     """Run the benchmarks, print and judge them."""
     ap = argparse.ArgumentParser(prog="bench_itch")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--doc", action="store_true", help="write docs/performance.md")
     args = ap.parse_args(argv)
     load0 = os.getloadavg()[0]
     figures = run(args.quick)
-    return judge.conclude(figures, (load0, os.getloadavg()[0]))
+    load = (load0, os.getloadavg()[0])
+    if args.doc:
+        judge.write_section(
+            "itch", "Nasdaq ITCH 5.0: decoding, and a day through every book",
+            f"python -m tests.benchmarks.bench_itch{' --quick' if args.quick else ''} --doc",
+            figures, load=load, runs="see the bench's docstring",
+        )  # fmt: skip
+    return judge.conclude(figures, load)
 
 
 if __name__ == "__main__":
