@@ -181,6 +181,9 @@ class RelayClient:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
 
+    def _stopping(self) -> bool:
+        return self._closing
+
     def drop(self) -> None:
         """Cut the link abruptly (as a network failure would); the client reconnects."""
         if self._ws is not None:
@@ -190,9 +193,9 @@ class RelayClient:
     async def _run(self) -> None:
         attempt = 0
         while not self._closing:
+            connects = self.connects
             try:
                 await self._session()
-                attempt = 0
             except _Fatal as e:
                 self.last_error = str(e)
                 log.error("relay %s: %s", self.endpoint, e)
@@ -204,6 +207,10 @@ class RelayClient:
                 self.last_error = str(e) or type(e).__name__
             finally:
                 self._ws = None
+            if self.connects > connects:
+                attempt = 0  # it was up: the first retry comes soon again
+            if self._stopping():
+                return
             delay = self.backoff.delay(attempt)
             attempt += 1
             log.warning("relay %s: link lost (%s); reconnecting in %.2f s", self.endpoint,
