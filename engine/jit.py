@@ -195,6 +195,8 @@ class GuardedCache(_caching.FunctionCache):  # type: ignore[misc]
 
 
 def _register(dispatcher: Any) -> Any:
+    if not hasattr(dispatcher, "py_func"):  # NUMBA_DISABLE_JIT=1: a plain Python function
+        return dispatcher
     dispatcher._cache = GuardedCache(dispatcher.py_func)
     _kernels.append(dispatcher)
     return dispatcher

@@ -259,3 +259,20 @@ def test_a_bundles_shipped_kernels_seed_the_users_cache_once(tmp_path: Path) -> 
     (folder / ".shipped").write_text("another executable")
     probe()
     assert copied.read_bytes() == b"index"
+
+
+def test_kernels_run_as_plain_python_with_numba_disabled() -> None:
+    # NUMBA_DISABLE_JIT=1 (for coverage or a debugger): kernels are the plain functions.
+    code = (
+        "import numpy as np\n"
+        "from engine.feeds import _kernels as k\n"
+        "from engine.book import _kernels as b\n"
+        "data = np.frombuffer(b'\\x00\\x02ab\\x00\\x01c\\x00', np.uint8)\n"
+        "print(k.whole_messages_end(data, 0, data.shape[0]), hasattr(b, '__name__'))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "NUMBA_DISABLE_JIT": "1"},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["7", "True"]
