@@ -252,3 +252,25 @@ def test_missing_distributed_names_the_extra(days: list[Path], tmp_path: Path) -
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1
     assert "install the 'cluster' extra" in proc.stderr
+
+
+def test_tick_store_days_by_path_and_shipped_equal_serial(tmp_path: Path) -> None:
+    """The shared Binance spot day (two store days): read by the workers, and shipped."""
+    from engine.tickstore.binance import import_binance
+    from tests.conftest import SHARED
+
+    src = SHARED / "data" / "binance_spot_btcusdt_2024-08-08" / "btcusdt_20240808.gz"
+    if not src.exists():
+        pytest.skip(f"real data not available: {src}")
+    store = tmp_path / "spot.h5"
+    import_binance([src], store, "BTCUSDT", tick_size="0.01", lot_size="0.00000001")
+    base = BacktestJob(events=str(store), journal="", symbol="BTCUSDT", recorded_latency=True)
+    grid: list[dict[str, object]] = [{"half_spread_ticks": h} for h in (1, 5)]
+    jobs = sweep_jobs(base, ["20240808", "20240809"], grid, tmp_path / "out")
+    serial, journals = _serial(jobs)
+    assert {s.day for s in serial} == {"20240808", "20240809"}
+    for ship in (False, True):
+        assert run_sweep_on_cluster(jobs, ClusterSpec(workers=2), ship_data=ship) == serial
+        for path, data in journals.items():
+            assert Path(path).read_bytes() == data
+            Path(path).unlink()
