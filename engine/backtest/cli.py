@@ -26,6 +26,7 @@ scheduler, or ``local:N`` to start one here with N worker processes.
 """
 
 import argparse
+import dataclasses
 import itertools
 import signal
 import sys
@@ -258,7 +259,15 @@ def _run_sweep(
     names = [n for n, _v in a.sweep]
     grid = [dict(zip(names, combo, strict=True)) for combo in
             itertools.product(*(v for _n, v in a.sweep))]  # fmt: skip
-    jobs = sweep_jobs(base, days, grid or [{}], a.out_dir)
+    out_dir = a.out_dir
+    if cluster is not None and not cluster.local:
+        # Workers elsewhere resolve a relative path in their own working directory: name the
+        # inputs and the journals by absolute paths (which must be on a shared mount).
+        base = dataclasses.replace(base, events=str(Path(base.events).absolute()))
+        if Path(base.events).suffix not in (".h5", ".hdf5"):
+            days = [str(Path(d).absolute()) for d in days]
+        out_dir = str(Path(out_dir).absolute())
+    jobs = sweep_jobs(base, days, grid or [{}], out_dir)
     t0 = time.perf_counter()
     if cluster is not None:
         results = run_sweep_on_cluster(
@@ -270,7 +279,7 @@ def _run_sweep(
             jobs, a.workers or None, on_done=lambda s: print(_summary(s), flush=True)
         )
     print(sweep_table(results, names))
-    print(f"{len(results)} runs in {time.perf_counter() - t0:.1f} s; journals in {a.out_dir}")
+    print(f"{len(results)} runs in {time.perf_counter() - t0:.1f} s; journals in {out_dir}")
     return 0
 
 
