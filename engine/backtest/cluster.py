@@ -25,6 +25,8 @@ import contextlib
 import dataclasses
 import os
 import re
+import signal
+import threading
 import uuid
 import warnings
 from collections.abc import Callable, Sequence
@@ -122,6 +124,8 @@ def connect(
                     processes=True,
                     dashboard_address=None,
                     silence_logs=40,  # errors only: the sweep prints its own progress
+                    # Ctrl+C in a terminal reaches the workers too: this process stops them
+                    preload=[__name__],
                 )
         except Exception as e:  # any failure to start is one line
             raise ClusterError(
@@ -139,6 +143,16 @@ def connect(
         reason = " ".join(str(e).split()) or type(e).__name__
         raise ClusterError(f"cannot reach the Dask scheduler at {spec.address}: {reason}") from None
     return client, None
+
+
+def dask_setup(worker: object) -> None:
+    """Make a worker of a local cluster ignore SIGINT (Dask's preload hook, in its process).
+
+    Ctrl+C in a terminal signals the whole process group: the sweep's own process cancels
+    the jobs and shuts the cluster down, and the workers would only print tracebacks.
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _run_on_worker(job: BacktestJob, data: JobData | None) -> JobSummary:
