@@ -272,7 +272,7 @@ def _run_sweep(
     if cluster is not None:
         results = run_sweep_on_cluster(
             jobs, cluster, on_done=lambda s: print(_summary(s), flush=True),
-            ship_data=a.ship_data, timeout=a.cluster_timeout,
+            ship_data=a.ship_data, timeout=a.cluster_timeout, quiet=True,
         )  # fmt: skip
     else:
         results = run_sweep(

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import re
 import signal
@@ -34,7 +35,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.backtest.runner import BacktestJob, JobData, JobSummary, read_job_data, run_job
+from engine.backtest.runner import (
+    BacktestInputError,
+    BacktestJob,
+    JobData,
+    JobSummary,
+    read_job_data,
+    run_job,
+)
+from engine.strategy.params import ParameterError
 
 if TYPE_CHECKING:
     from distributed import Client, Future, LocalCluster
@@ -155,6 +164,13 @@ def dask_setup(worker: object) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _quiet_logs() -> None:
+    """Silence the loggers of Dask (configured when ``distributed`` is imported) and asyncio."""
+    for name in ["distributed", "asyncio", *logging.root.manager.loggerDict]:
+        if name.split(".")[0] in ("distributed", "asyncio", "tornado"):
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
 def _run_on_worker(job: BacktestJob, data: JobData | None) -> JobSummary:
     """Run ``job`` on a worker: the journal written to ``.part``, renamed when complete."""
     part = job.journal + PART
@@ -221,6 +237,21 @@ def submit_jobs(
     return futures
 
 
+def _result(f: Future[JobSummary], job: BacktestJob) -> JobSummary:
+    """Return a job's summary; a failure of the cluster (not of the job) as one line."""
+    try:
+        return f.result()
+    except (BacktestInputError, ParameterError, ValueError, OSError):
+        raise  # the job's own error (bad input), raised as a local run raises it
+    except Exception as e:  # KilledWorker (3 workers died under it), lost scheduler, ...
+        text = " ".join(str(e).split())
+        raise ClusterError(
+            f"job {job.label} ({' '.join(filter(None, (job.events, job.day)))}) failed on "
+            "the cluster: "
+            f"{type(e).__name__}{': ' + text if text else ''}"
+        ) from None
+
+
 def run_sweep_on_cluster(
     jobs: Sequence[BacktestJob],
     spec: ClusterSpec,
@@ -229,13 +260,16 @@ def run_sweep_on_cluster(
     ship_data: bool = False,
     retries: int = RETRIES,
     timeout: float = CONNECT_TIMEOUT_S,
+    quiet: bool = False,
 ) -> list[JobSummary]:
     """Run ``jobs`` on the Dask cluster ``spec``; return the summaries in job order.
 
     ``on_done`` is called with each summary as its job ends (in the order they end). With
     ``ship_data`` each day is read here once and sent to the cluster (:func:`submit_jobs`).
-    A task that raises is run again up to ``retries`` times; a task whose worker dies is
-    rescheduled on another worker by the scheduler.
+    ``quiet`` silences Dask's own log lines in this process (the command line's errors are
+    one line; the log would repeat them with tracebacks). A task that raises is run again up
+    to ``retries`` times; a task whose worker dies is rescheduled on another worker by the
+    scheduler.
 
     On ``KeyboardInterrupt`` (Ctrl+C) or any error the pending jobs are canceled, the client
     closed and a local cluster shut down before the exception propagates; a job that did not
@@ -250,6 +284,8 @@ def run_sweep_on_cluster(
         If a job's input cannot be read (here with ``ship_data``, else on the worker).
     """
     distributed = _import_distributed()
+    if quiet:
+        _quiet_logs()
     client, cluster = connect(spec, timeout)
     futures: list[Future[JobSummary]] = []
     try:
@@ -257,7 +293,7 @@ def run_sweep_on_cluster(
         index = {f.key: i for i, f in enumerate(futures)}
         results: list[JobSummary | None] = [None] * len(jobs)
         for f in distributed.as_completed(futures):
-            s = f.result()  # a job's own error (bad input) is raised here, after its retries
+            s = _result(f, jobs[index[f.key]])
             results[index[f.key]] = s
             if on_done is not None:
                 on_done(s)
