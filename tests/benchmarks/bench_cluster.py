@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Backtest sweeps on a local Dask cluster against the ProcessPoolExecutor, in the same run.
 
-Run ``python -m tests.benchmarks.bench_cluster`` (``--quick`` for a short run) or
+Run ``python -m tests.benchmarks.bench_cluster`` (``--quick`` for a short run, ``--doc`` to
+write its section of docs/performance.md) or
 ``pytest -m bench tests/benchmarks/bench_cluster.py``.
 
 * ``cluster_over_pool``: wall time of a 24-job sweep (4 random-walk days x 6 values of
@@ -134,10 +135,21 @@ def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; return 1 if a run missed its target."""
     ap = argparse.ArgumentParser(prog="python -m tests.benchmarks.bench_cluster")
     ap.add_argument("--quick", action="store_true", help="one run of smaller days")
+    ap.add_argument("--doc", action="store_true", help="write docs/performance.md")
     args = ap.parse_args(argv)
     load0 = os.getloadavg()[0]
     figures = measure(quick=args.quick)
-    return judge.conclude(figures, (load0, os.getloadavg()[0]))
+    load = (load0, os.getloadavg()[0])
+    if args.doc:
+        judge.write_section(
+            "cluster",
+            "Backtest sweeps on a local Dask cluster against the process pool",
+            f"python -m tests.benchmarks.bench_cluster{' --quick' if args.quick else ''} --doc",
+            figures,
+            load=load,
+            runs="2 runs each judged (1 with --quick), pool and cluster alternated",
+        )
+    return judge.conclude(figures, load)
 
 
 if __name__ == "__main__":
