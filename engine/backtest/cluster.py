@@ -132,7 +132,7 @@ def connect(
                     threads_per_worker=1,
                     processes=True,
                     dashboard_address=None,
-                    silence_logs=40,  # errors only: the sweep prints its own progress
+                    silence_logs=logging.CRITICAL,  # job errors come back to the caller
                     # Ctrl+C in a terminal reaches the workers too: this process stops them
                     preload=[__name__],
                 )

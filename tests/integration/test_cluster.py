@@ -275,3 +275,17 @@ def test_tick_store_days_by_path_and_shipped_equal_serial(tmp_path: Path) -> Non
         for path, data in journals.items():
             assert Path(path).read_bytes() == data
             Path(path).unlink()
+
+
+def test_bad_input_on_the_cluster_is_one_line_and_exit_2(days: list[Path], tmp_path: Path) -> None:
+    """A job's own error comes back from the worker (after its retries) as on the local path."""
+    proc = subprocess.run(
+        _qw(str(tmp_path / "missing.npy"), str(days[0]), "--out-dir", str(tmp_path / "out"),
+            "--quiet", "--cluster", "local:2"),
+        capture_output=True, text=True, check=False, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"qwconsole backtest: error: {tmp_path / 'missing.npy'}: no such file"
+    ]
+    assert not list((tmp_path / "out").glob(f"*{PART}"))
