@@ -241,6 +241,8 @@ def _cluster_spec(
         parser.error(f"--cluster-timeout {a.cluster_timeout}: must be > 0 seconds")
     if not a.cluster:
         return None
+    if a.workers:
+        parser.error("--workers sizes the local pool; with --cluster the cluster's workers run")
     if not sweep:
         parser.error(
             "--cluster runs sweeps (several days or inputs, or --sweep); a single run runs "

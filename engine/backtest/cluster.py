@@ -189,13 +189,13 @@ def _day_key(job: BacktestJob) -> tuple[str, str, str, str]:
     return (job.events, job.symbol, job.day, job.level)
 
 
-def _ship(client: Client, job: BacktestJob, key: str) -> Future[JobData]:
+def _ship(client: Client, job: BacktestJob, key: str, limit: int) -> Future[JobData]:
     """Read ``job``'s day here and send it to the cluster as a task of its own."""
     day = read_job_data(job)
-    if day.nbytes > MAX_SHIP_BYTES:
+    if day.nbytes > limit:
         raise ClusterError(
             f"--ship-data: {job.events} {job.symbol}/{job.day or '(first day)'} is "
-            f"{day.nbytes / 2**20:,.0f} MiB, more than {MAX_SHIP_BYTES / 2**20:,.0f} MiB to "
+            f"{day.nbytes / 2**20:,.1f} MiB, more than {limit / 2**20:,.1f} MiB to "
             "send with a task; put the store on a path every worker can read and drop "
             "--ship-data"
         )
@@ -213,11 +213,17 @@ def submit_jobs(
     *,
     ship_data: bool = False,
     retries: int = RETRIES,
+    max_ship_bytes: int = MAX_SHIP_BYTES,
 ) -> list[Future[JobSummary]]:
     """Submit ``jobs`` to ``client``'s cluster; return their futures in job order.
 
     With ``ship_data`` each day (input file, symbol, day, level) is read here once and its
     jobs depend on the task holding it; otherwise the workers read ``job.events`` by path.
+
+    Raises
+    ------
+    ClusterError
+        If a shipped day is larger than ``max_ship_bytes`` (events and receive times).
     """
     run = uuid.uuid4().hex[:12]  # keys unique on a scheduler shared by several sweeps
     days: dict[tuple[str, str, str, str], Future[JobData]] = {}
@@ -227,7 +233,9 @@ def submit_jobs(
         if ship_data:
             data = days.get(_day_key(job))
             if data is None:
-                data = days[_day_key(job)] = _ship(client, job, f"day-{len(days)}-{run}")
+                data = days[_day_key(job)] = _ship(
+                    client, job, f"day-{len(days)}-{run}", max_ship_bytes
+                )
         futures.append(
             client.submit(
                 _run_on_worker, job, data, key=f"job-{i}-{job.label}-{run}", retries=retries,

@@ -21,6 +21,7 @@ import pytest
 
 from engine.backtest.cluster import (
     PART,
+    ClusterError,
     ClusterSpec,
     connect,
     parse_cluster,
@@ -31,6 +32,7 @@ from engine.backtest.runner import (
     BacktestInputError,
     BacktestJob,
     JobSummary,
+    read_job_data,
     run_sweep,
     sweep_jobs,
 )
@@ -169,6 +171,11 @@ def test_shipped_days_need_no_file_on_the_workers(days: list[Path], tmp_path: Pa
     serial, journals = _serial(jobs)
     client, cluster = connect(ClusterSpec(workers=2))
     try:
+        # what is shipped is the day's arrays (32 bytes an event: no receive times in .npy)
+        for j in jobs:
+            assert read_job_data(j).nbytes == 32 * np.load(j.events).shape[0]
+        with pytest.raises(ClusterError, match=r"MiB, more than 0\.0 MiB to send with a task"):
+            submit_jobs(client, jobs, ship_data=True, max_ship_bytes=1000)
         futures = submit_jobs(client, jobs, ship_data=True, retries=0)
         for s in src:
             s.rename(s.with_suffix(".moved"))
