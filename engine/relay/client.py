@@ -202,8 +202,14 @@ class RelayClient:
                 if self._ready is not None:
                     self._ready.set()
                 return
-            except (OSError, ConnectionClosed, InvalidHandshake, InvalidURI, TimeoutError,
-                    ProtocolError) as e:  # fmt: skip
+            except Exception as e:  # noqa: BLE001 (a bug in a callback: say so, stop)
+                if not isinstance(e, OSError | ConnectionClosed | InvalidHandshake | InvalidURI
+                                  | TimeoutError | ProtocolError):  # fmt: skip
+                    self.last_error = f"{type(e).__name__}: {e}"
+                    log.exception("relay %s: applying what arrived failed", self.endpoint)
+                    if self._ready is not None:
+                        self._ready.set()
+                    return
                 self.last_error = str(e) or type(e).__name__
             finally:
                 self._ws = None

@@ -328,6 +328,8 @@ class Relay:
             for s in list(self._subscribers):
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(s.ws.close(CLOSE_SHUTDOWN, "relay stopping"), 2.0)
+            for s in list(self._subscribers):  # stalled: its close could not get through
+                s.ws.transport.abort()
             await self._server.wait_closed()
         for t in self._tasks:
             t.cancel()
