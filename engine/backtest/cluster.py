@@ -8,8 +8,9 @@ each), runs the sweep and shuts it down. Without ``--cluster`` the sweep runs on
 
 Each job is the same :class:`~engine.backtest.runner.BacktestJob` the local path runs, so the
 summaries and journals are byte for byte those of a serial run. A worker writes the journal
-to ``<journal>.part`` and renames it when the job is done: a job canceled, or a worker killed
-mid-job, leaves no half-written journal under the final name, and a retry starts afresh.
+to ``<journal>.<token>.part`` (a file of its own per attempt) and renames it when the job is
+done: a job canceled, or a worker killed mid-job, leaves no half-written journal under the
+final name, and a retry starts afresh.
 
 Inputs are read where the workers run (the job carries the path: it must be visible to every
 worker, e.g. a shared mount) or, with ``ship_data``, read here day by day and sent with the
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import glob
 import logging
 import os
 import re
@@ -137,8 +139,9 @@ def connect(
                     preload=[__name__],
                 )
         except Exception as e:  # any failure to start is one line
+            reason = " ".join(str(e).split()) or type(e).__name__
             raise ClusterError(
-                f"cannot start a local Dask cluster of {spec.workers}: {e}"
+                f"cannot start a local Dask cluster of {spec.workers}: {reason}"
             ) from None
         try:
             client = distributed.Client(cluster, timeout=timeout)
@@ -172,8 +175,12 @@ def _quiet_logs() -> None:
 
 
 def _run_on_worker(job: BacktestJob, data: JobData | None) -> JobSummary:
-    """Run ``job`` on a worker: the journal written to ``.part``, renamed when complete."""
-    part = job.journal + PART
+    """Run ``job`` on a worker: the journal written to a ``.part`` file, renamed when complete.
+
+    The ``.part`` name is this attempt's own: a retry, or a second run of a job whose worker
+    the scheduler took for dead, never writes into the same file.
+    """
+    part = f"{job.journal}.{uuid.uuid4().hex[:12]}{PART}"
     Path(part).parent.mkdir(parents=True, exist_ok=True)
     s = run_job(dataclasses.replace(job, journal=part), data=data)
     os.replace(part, job.journal)
@@ -318,4 +325,6 @@ def run_sweep_on_cluster(
 
 def _remove_parts(jobs: Sequence[BacktestJob]) -> None:
     for job in jobs:
-        Path(job.journal + PART).unlink(missing_ok=True)
+        path = Path(job.journal)
+        for part in path.parent.glob(f"{glob.escape(path.name)}.*{PART}"):
+            part.unlink(missing_ok=True)
