@@ -296,3 +296,21 @@ def test_bad_input_on_the_cluster_is_one_line_and_exit_2(days: list[Path], tmp_p
         f"qwconsole backtest: error: {tmp_path / 'missing.npy'}: no such file"
     ]
     assert not list((tmp_path / "out").glob(f"*{PART}"))
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--cluster", "local:2"], "--cluster runs sweeps"),
+        (["{day}", "--cluster", "local:2", "--workers", "2"], "--workers sizes the local pool"),
+        (["{day}", "--ship-data"], "--ship-data sends days to a Dask cluster"),
+        (["{day}", "--cluster", "sched:8786"], "give a scheduler address (tcp://HOST:PORT)"),
+    ],
+)
+def test_cluster_usage_errors(days: list[Path], args: list[str], expected: str) -> None:
+    argv = [str(days[0]), *(a.replace("{day}", str(days[1])) for a in args)]
+    proc = subprocess.run(_qw(*argv, "--quiet"), capture_output=True, text=True, check=False,
+                          cwd=ROOT, timeout=60)  # fmt: skip
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert expected in proc.stderr
