@@ -7,10 +7,12 @@ Run ``python -m tests.benchmarks.bench_relay`` (``--quick`` for a short run; ``-
 The relay runs in a child process (``--serve``: :class:`engine.relay.server.Relay` over TLS,
 uvloop) with a synthetic source publishing ``rate`` L2 rows/s over 10 instruments, one batch
 per millisecond, each row stamped with the wall time it is published. The subscribers run in
-this process, one :class:`engine.relay.client.RelayClient` each on one loop, and take every
-row's latency as the wall time it is handed out minus its stamp: the relay's fan-out, TLS,
-loopback and the subscriber's own decoding. Two phases in the same run: ``subs`` subscribers,
-then the same plus one stalled subscriber (it subscribes and never reads again).
+``--procs`` (4) other processes (``--subscribe``), each a set of
+:class:`engine.relay.client.RelayClient` on one loop, and take every row's latency as the
+wall time it is handed out minus its stamp: the relay's fan-out, TLS, loopback, and the
+subscriber's own decoding and scheduling (all of it on the same 2 cores). Two phases in the
+same run: ``subs`` subscribers, then the same plus one stalled subscriber (it subscribes and
+never reads again).
 
 * ``p99_added_latency_ms``: p99 over every row of every subscriber that kept up (no
   conflation), with the stalled subscriber present; target <= 2 ms (issue 22). The phase
@@ -53,7 +55,6 @@ SYMBOLS = [f"S{i:02d}" for i in range(10)]
 TARGET_P99_MS = 2.0
 BIN_NS = 10_000
 BINS = 200_000
-TRACE = bool(os.environ.get("BENCH_RELAY_TRACE"))
 
 
 def _quantile(hist: np.ndarray, q: float) -> float:
@@ -90,6 +91,7 @@ async def _serve(tmp: Path, rate: int, seconds: float, subs: int) -> None:
     await asyncio.sleep(1.0)  # every subscriber has its snapshots
     template = l2_rows(200_000, len(SYMBOLS), seed=7)
     sent = 0
+    cpu0 = time.process_time()
     t0 = time.perf_counter()
     busy = 0.0
     while (elapsed := time.perf_counter() - t0) < seconds:
@@ -104,9 +106,10 @@ async def _serve(tmp: Path, rate: int, seconds: float, subs: int) -> None:
             sent += due
         await asyncio.sleep(0.001)
     wall = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0
     await asyncio.sleep(1.0)  # let the last rows go out
     print(json.dumps({"sent": sent, "wall": wall, "rate_in": sent / wall,
-                      "publish_cpu_s": busy, "conflations": relay.conflations}),
+                      "publish_cpu_s": busy, "relay_cpu_s": cpu, "conflations": relay.conflations}),
           flush=True)  # fmt: skip
     await asyncio.sleep(0.5)
     await relay.close()
@@ -115,21 +118,14 @@ async def _serve(tmp: Path, rate: int, seconds: float, subs: int) -> None:
 # ----------------------------------------------------------------------------- subscribers
 
 
-async def _phase(tmp: Path, rate: int, seconds: float, subs: int, stalled: bool) -> dict[str, Any]:
+async def _subscribe(port: int, tmp: Path, n: int, first: int) -> None:
+    """Run ``n`` subscribers (a child process) until stdin says stop; print their figures."""
     tok = (tmp / "token").read_text()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.benchmarks.bench_relay", "--serve", str(tmp),
-         "--rate", str(rate), "--seconds", str(seconds), "--subs", str(subs + stalled)],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    port = int(proc.stdout.readline())
     _warm_up()
-    pins = PinStore(tmp / f"pins-{os.getpid()}-{time.monotonic_ns()}.json")
+    pins = PinStore(tmp / f"pins-{os.getpid()}.json")
     # Latencies as a histogram of 10 µs bins (to 2 s): constant memory, no garbage.
-    hists = [np.zeros(BINS, np.int64) for _ in range(subs)]
-    counts = [0] * subs
-    trace: list[tuple[int, int]] = []
+    hists = [np.zeros(BINS, np.int64) for _ in range(n)]
+    counts = [0] * n
 
     def collector(k: int) -> Any:
         hist = hists[k]
@@ -140,27 +136,74 @@ async def _phase(tmp: Path, rate: int, seconds: float, subs: int, stalled: bool)
             lat = now - rows["ts"]
             counts_of = np.bincount(np.minimum(lat // BIN_NS, BINS - 1))
             hist[: counts_of.shape[0]] += counts_of
-            if k == 0 and TRACE:
-                trace.append((now, int(lat.max())))
 
         return on_rows
 
     index = {s: i for i, s in enumerate(SYMBOLS)}
     clients = [RelayClient("127.0.0.1", port, tok, SYMBOLS, on_rows=collector(k), index=index,
-                           tls=True, pins=pins, name=f"sub{k}") for k in range(subs)]  # fmt: skip
+                           tls=True, pins=pins, name=f"sub{first + k}")
+               for k in range(n)]  # fmt: skip
     for c in clients:
         await c.start(30)
+    print("ready", flush=True)
+    cpu0 = time.process_time()
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+    cpu = time.process_time() - cpu0
+    for c in clients:
+        await c.close()
+    keep = [k for k, c in enumerate(clients) if c.conflated == 0]
+    hist = np.sum([hists[k] for k in keep], axis=0) if keep else np.zeros(BINS, np.int64)
+    nz = np.flatnonzero(hist)
+    print(json.dumps({"bins": nz.tolist(), "counts": hist[nz].tolist(), "keep_up": len(keep),
+                      "rows": sum(counts[k] for k in keep), "cpu_s": cpu}), flush=True)  # fmt: skip
+
+
+def _start(
+    me: list[str], tmp: Path, rate: int, seconds: float, subs: int, procs: int, stalled: bool
+) -> tuple[subprocess.Popen[str], int, list[subprocess.Popen[str]]]:
+    """Start the relay process, then the subscriber processes."""
+    relay = subprocess.Popen(
+        [*me, "--serve", str(tmp), "--rate", str(rate), "--seconds", str(seconds),
+         "--subs", str(subs + stalled)],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert relay.stdout is not None
+    port = int(relay.stdout.readline())
+    children = []
+    per = [subs // procs + (1 if i < subs % procs else 0) for i in range(procs)]
+    for i, n in enumerate(p for p in per if p):
+        children.append(subprocess.Popen(
+            [*me, "--subscribe", str(port), "--tmp", str(tmp), "--subs", str(n),
+             "--first", str(i * 100)],
+            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        ))  # fmt: skip
+    return relay, port, children
+
+
+async def _phase(
+    tmp: Path, rate: int, seconds: float, subs: int, procs: int, stalled: bool
+) -> dict[str, Any]:
+    tok = (tmp / "token").read_text()
+    me = [sys.executable, "-m", "tests.benchmarks.bench_relay"]
+    relay, port, children = _start(me, tmp, rate, seconds, subs, procs, stalled)
+    relay_out = relay.stdout
+    assert relay_out is not None
+    loop = asyncio.get_running_loop()
+    for ch in children:
+        assert ch.stdout is not None
+        ready = await loop.run_in_executor(None, ch.stdout.readline)
+        assert ready.strip() == "ready", ready
     stall = None
     if stalled:
         import ssl
+
+        from websockets.asyncio.client import connect
 
         sock = socket.socket()
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 << 10)
         sock.connect(("127.0.0.1", port))
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
-        from websockets.asyncio.client import connect
-
         stall = await connect(f"wss://127.0.0.1:{port}/", sock=sock, ssl=ctx,
                               server_hostname="localhost", max_queue=1)  # fmt: skip
         await stall.send(encode(Hello(version=RELAY_VERSION, client="stalled")))
@@ -168,36 +211,41 @@ async def _phase(tmp: Path, rate: int, seconds: float, subs: int, stalled: bool)
         await stall.send(encode(Auth(token=tok)))
         await stall.recv()
         await stall.send(encode(Subscribe(rid=1, symbols=SYMBOLS)))
-    line = await asyncio.get_running_loop().run_in_executor(None, proc.stdout.readline)
-    summary = json.loads(line)
-    await asyncio.sleep(0.3)
-    for c in clients:
-        await c.close()
+    summary = json.loads(await loop.run_in_executor(None, relay_out.readline))
+    results = []
+    for ch in children:
+        assert ch.stdin is not None
+        assert ch.stdout is not None
+        ch.stdin.write("stop\n")
+        ch.stdin.flush()
+    for ch in children:
+        assert ch.stdout is not None
+        results.append(json.loads(await loop.run_in_executor(None, ch.stdout.readline)))
+        ch.wait(30)
+        for f in (ch.stdin, ch.stdout):
+            if f is not None:
+                f.close()
     if stall is not None:
         stall.transport.abort()
-    proc.wait(30)
-    proc.stdout.close()
-    if TRACE and trace:
-        t0 = trace[0][0]
-        worst: dict[int, int] = {}
-        for t, v in trace:
-            worst[(t - t0) // 250_000_000] = max(worst.get((t - t0) // 250_000_000, 0), v)
-        print("worst latency per 250 ms, ms:", [round(v / 1e6, 1) for v in worst.values()])
-    keep_up = [k for k, c in enumerate(clients) if c.conflated == 0]
-    hist = np.sum([hists[k] for k in keep_up], axis=0) if keep_up else np.ones(BINS, np.int64)
-    delivered = sum(counts[k] for k in keep_up) / max(1, summary["sent"] * len(keep_up))
+    relay.wait(30)
+    relay_out.close()
+    hist = np.zeros(BINS, np.int64)
+    for r in results:
+        np.add.at(hist, np.array(r["bins"], np.int64), np.array(r["counts"], np.int64))
+    keep_up = sum(r["keep_up"] for r in results)
+    delivered = sum(r["rows"] for r in results) / max(1, summary["sent"] * keep_up)
     return {
         **summary,
+        "subs_cpu_s": sum(r["cpu_s"] for r in results),
         "p50_ms": _quantile(hist, 0.50),
         "p99_ms": _quantile(hist, 0.99),
-        "max_ms": (int(np.flatnonzero(hist)[-1]) + 1) * BIN_NS / 1e6,
-        "keep_up": len(keep_up),
+        "max_ms": (int(np.flatnonzero(hist)[-1]) + 1) * BIN_NS / 1e6 if hist.any() else 0.0,
+        "keep_up": keep_up,
         "delivered": delivered,
-        "conflated_subs": subs - len(keep_up),
     }
 
 
-def run(quick: bool, rate: int, subs: int) -> list[judge.Figure]:
+def run(quick: bool, rate: int, subs: int, procs: int = 4) -> list[judge.Figure]:
     """Measure both phases (without, then with a stalled subscriber); return the figures."""
     seconds = 3.0 if quick else 8.0
     with tempfile.TemporaryDirectory() as d:
@@ -208,15 +256,17 @@ def run(quick: bool, rate: int, subs: int) -> list[judge.Figure]:
         )
         loop = new_event_loop()
         try:
-            ref = loop.run_until_complete(_phase(tmp, rate, seconds, subs, stalled=False))
-            res = loop.run_until_complete(_phase(tmp, rate, seconds, subs, stalled=True))
+            ref = loop.run_until_complete(_phase(tmp, rate, seconds, subs, procs, stalled=False))
+            res = loop.run_until_complete(_phase(tmp, rate, seconds, subs, procs, stalled=True))
         finally:
             loop.close()
     for name, r in (("no stalled subscriber", ref), ("one stalled subscriber", res)):
         print(f"{name}: in {r['rate_in']:,.0f} rows/s, {r['keep_up']}/{subs} kept up, "
               f"delivered {r['delivered']:.3f}, p50 {r['p50_ms']:.2f} ms, p99 {r['p99_ms']:.2f} "
               f"ms, max {r['max_ms']:.1f} ms, relay conflations {r['conflations']}, publish "
-              f"CPU {r['publish_cpu_s'] / r['wall'] * 100:.0f} % of a core")  # fmt: skip
+              f"CPU {r['publish_cpu_s'] / r['wall'] * 100:.0f} % of a core, relay process "
+              f"{r['relay_cpu_s'] / r['wall'] * 100:.0f} %, subscribers' process "
+              f"{r['subs_cpu_s'] / r['wall'] * 100:.0f} %")  # fmt: skip
     return [
         judge.Figure(
             "p99_added_latency_ms",
@@ -228,7 +278,7 @@ def run(quick: bool, rate: int, subs: int) -> list[judge.Figure]:
                 f"stalled one: p99 {ref['p99_ms']:.2f} ms (ratio "
                 f"{res['p99_ms'] / max(ref['p99_ms'], 1e-9):.2f}); p50 {res['p50_ms']:.2f} ms"
             ),
-        ),  # fmt: skip
+        ),
         judge.Figure(
             "rate_in_per_s",
             "rows/s",
@@ -236,7 +286,7 @@ def run(quick: bool, rate: int, subs: int) -> list[judge.Figure]:
             target=rate * 0.95,
             lower_is_better=False,
             note=f"requested {rate:,}/s",
-        ),  # fmt: skip
+        ),
         judge.Figure(
             "delivered_fraction",
             "",
@@ -247,7 +297,7 @@ def run(quick: bool, rate: int, subs: int) -> list[judge.Figure]:
                 f"{res['keep_up']}/{subs} subscribers kept up (with the stalled one); "
                 f"{ref['keep_up']}/{subs} without"
             ),
-        ),  # fmt: skip
+        ),
     ]
 
 
@@ -266,8 +316,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rate", type=int, default=100_000, help="rows/s into the relay")
     ap.add_argument("--subs", type=int, default=20, help="subscribers that keep up")
     ap.add_argument("--serve", type=Path, help=argparse.SUPPRESS)  # the relay side
+    ap.add_argument("--procs", type=int, default=4, help="processes the subscribers run in")
     ap.add_argument("--seconds", type=float, default=3.0, help=argparse.SUPPRESS)
+    ap.add_argument("--subscribe", type=int, help=argparse.SUPPRESS)  # a subscriber process
+    ap.add_argument("--tmp", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--first", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.subscribe is not None:
+        loop = new_event_loop()
+        try:
+            loop.run_until_complete(_subscribe(args.subscribe, args.tmp, args.subs, args.first))
+        finally:
+            loop.close()
+        return 0
     if args.serve is not None:
         loop = new_event_loop()
         try:
@@ -276,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
             loop.close()
         return 0
     load0 = os.getloadavg()[0]
-    figures = run(args.quick, args.rate, args.subs)
+    figures = run(args.quick, args.rate, args.subs, args.procs)
     return judge.conclude(figures, (load0, os.getloadavg()[0]))
 
 
