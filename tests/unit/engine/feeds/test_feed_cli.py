@@ -1,12 +1,22 @@
 # SPDX-License-Identifier: MIT
 """``qwconsole gen itch`` and ``qwconsole replay``: real files, the real books."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from app.cli import main as qwconsole
+from engine.feeds.cli import gen_main, replay_main
 from engine.feeds.itch.book import ItchBooks
+
+ROOT = Path(__file__).resolve().parents[4]
+
+
+def qwconsole(argv: list[str]) -> int:
+    """Run ``qwconsole gen|replay`` in this process (app.cli's main registers import hooks
+    for the whole process: the other tests must not see them)."""
+    return {"gen": gen_main, "replay": replay_main}[argv[0]](argv[1:])
 
 
 def test_gen_then_replay_a_day_in_pieces_checks_every_book(
@@ -46,3 +56,19 @@ def test_bad_input_is_one_line_and_a_nonzero_status(
     assert "Traceback" not in err
     assert qwconsole(["replay", str(tmp_path / "none.itch"), "--protocol", "itch"]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_the_console_dispatches_gen_and_replay(tmp_path: Path) -> None:
+    day = tmp_path / "day.itch"
+    gen = subprocess.run(
+        [sys.executable, "-m", "app", "gen", "itch", "--size", "1MB", "--stocks", "20",
+         "--out", str(day), "--quiet"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert gen.returncode == 0, gen.stderr
+    rep = subprocess.run(
+        [sys.executable, "-m", "app", "replay", str(day), "--protocol", "itch", "--quiet"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert rep.returncode == 0, rep.stderr
+    assert rep.stdout.startswith(f"replayed {day}: ")
