@@ -233,6 +233,23 @@ class Grid:
         return q
 
 
+def grid_steps(
+    values: npt.NDArray[np.int64], grid: Grid, report: Callable[[int], None]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """Return ``values`` (in the grid's 1e-9 units) in steps of ``grid``, and which are on it.
+
+    ``report(i)`` is called for each row ``i`` off the grid (the first 1,000 of them): an
+    importer's :meth:`Rejects.bad`, which raises unless bad rows are skipped.
+    """
+    steps, rest = np.divmod(values, grid.units)
+    bad = np.flatnonzero(rest)
+    for i in bad[:1000].tolist():
+        report(i)
+    on_grid = np.ones(values.shape[0], np.bool_)
+    on_grid[bad] = False
+    return steps, on_grid
+
+
 class Staging:
     """Write an import into a temporary store and move it into ``target`` on success.
 

@@ -52,11 +52,13 @@ from engine.tickstore.importing import (
     Rejects,
     Sink,
     Staging,
+    grid_steps,
 )
 from engine.tickstore.schema import MBO_DTYPE, TRADE_DTYPE
 from engine.types import BUY, L3_ADD, L3_CANCEL, L3_EXECUTE, SELL
 
 I64 = npt.NDArray[np.int64]
+BOOL = npt.NDArray[np.bool_]
 
 NEW_YORK = zoneinfo.ZoneInfo("America/New_York")
 #: ITCH prices have 4 implied decimals: one unit is 1e5 of the tick grid's 1e-9 units.
@@ -132,32 +134,27 @@ class ItchImporter:
         self.stats = ItchStats()
 
     # ------------------------------------------------------------------ checks
-    def _ticks(self, file: str, rows: npt.NDArray[np.void], column: str) -> tuple[I64, I64]:
-        """Return prices in ticks and a keep mask (bad rows reported, dropped if skipping)."""
-        raw = rows[column].astype(np.int64) * _ITCH_PRICE_UNITS
-        q, r = np.divmod(raw, self.px.units)
-        bad = np.flatnonzero(r)
-        for i in bad.tolist():
+    def _ticks(self, file: str, rows: npt.NDArray[np.void], column: str) -> tuple[I64, BOOL]:
+        """Return prices in ticks and where they are on the grid (the others reported)."""
+
+        def bad(i: int) -> None:
             self.rejects.bad(
                 file, int(rows["seq"][i]), column, f"{int(rows[column][i]) / 10_000:.4f}",
                 f"is not a multiple of the tick size {self.tick_size}",
             )  # fmt: skip
-        keep = np.ones(rows.shape[0], bool)
-        keep[bad] = False
-        return q, keep
 
-    def _lots(self, file: str, rows: npt.NDArray[np.void], column: str) -> tuple[I64, I64]:
-        raw = rows[column].astype(np.int64) * 1_000_000_000
-        q, r = np.divmod(raw, self.qty.units)
-        bad = np.flatnonzero(r)
-        for i in bad.tolist():
+        return grid_steps(rows[column].astype(np.int64) * _ITCH_PRICE_UNITS, self.px, bad)
+
+    def _lots(self, file: str, rows: npt.NDArray[np.void], column: str) -> tuple[I64, BOOL]:
+        """Return shares in lots and where they are whole lots (the others reported)."""
+
+        def bad(i: int) -> None:
             self.rejects.bad(
                 file, int(rows["seq"][i]), column, str(int(rows[column][i])),
                 f"is not a multiple of the lot size {self.lot_size}",
             )  # fmt: skip
-        keep = np.ones(rows.shape[0], bool)
-        keep[bad] = False
-        return q, keep
+
+        return grid_steps(rows[column].astype(np.int64) * 1_000_000_000, self.qty, bad)
 
     # ------------------------------------------------------------------ import
     def import_file(

@@ -40,6 +40,7 @@ from engine.tickstore.importing import (
     Rejects,
     Sink,
     Staging,
+    grid_steps,
 )
 from engine.tickstore.schema import BBO_DTYPE, L2_DELTA_DTYPE, TRADE_DTYPE
 from engine.types import BUY, L2_CLEAR, SELL
@@ -105,33 +106,34 @@ class Mdp3Importer:
         Off-grid rows are reported (raised unless skipping).
         """
         shift = exponent + 9  # to the grid's 1e-9 units
-        finer = np.zeros(mantissa.shape[0], np.int64)
+        finer = None
         if shift >= 0:
             units = mantissa * 10**shift
-        else:  # a price finer than 1e-9 is off any grid the store can hold
+        else:
             units, finer = np.divmod(mantissa, 10**-shift)
-        q: I64
-        q, r = np.divmod(units, self.px.units)
-        bad = np.flatnonzero(r | finer)
-        for i in bad[:1000].tolist():
+
+        def bad(i: int) -> None:
             self.rejects.bad(
                 file, int(where[i]), column, f"{int(mantissa[i]) * 10.0**exponent:g}",
                 f"is not a multiple of the tick size {self.tick_size}",
             )  # fmt: skip
-        ok = np.ones(q.shape[0], np.bool_)
-        ok[bad] = False
+
+        q, ok = grid_steps(units, self.px, bad)
+        if finer is not None:  # digits finer than 1e-9: off any grid the store holds
+            off = np.flatnonzero((finer != 0) & ok)
+            for i in off[:1000].tolist():
+                bad(i)
+            ok[off] = False
         return q, ok
 
     def _lots(self, file: str, size: I64, where: I64, column: str) -> tuple[I64, BOOL]:
-        q: I64
-        q, r = np.divmod(size * 1_000_000_000, self.qty.units)
-        bad = np.flatnonzero(r)
-        for i in bad[:1000].tolist():
+        """Return sizes in lots and where they are whole lots (the others reported)."""
+
+        def bad(i: int) -> None:
             self.rejects.bad(file, int(where[i]), column, str(int(size[i])),
                              f"is not a multiple of the lot size {self.lot_size}")  # fmt: skip
-        ok = np.ones(q.shape[0], np.bool_)
-        ok[bad] = False
-        return q, ok
+
+        return grid_steps(size * 1_000_000_000, self.qty, bad)
 
     def import_file(
         self, path: Path, *, allow_gaps: bool = False, progress: Progress | None = None
