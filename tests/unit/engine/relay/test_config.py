@@ -1,0 +1,122 @@
+# SPDX-License-Identifier: MIT
+"""relay.toml: what is read, and one-line errors naming the file, the key and why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.relay.cli import main
+from engine.relay.config import RelayConfigError, load
+
+GOOD = """
+[relay]
+id = "r"
+port = 0
+token_store = "tokens.toml"
+cache_rows = 5000
+
+[[instruments]]
+symbol = "AAA"
+tick_size = "0.01"
+
+[[instruments]]
+symbol = "BBB"
+tick_size = "0.25"
+lot_size = "10"
+
+[[sources]]
+type = "tickstore"
+path = "day.h5"
+day = "20261204"
+speed = 0
+
+[[sources]]
+type = "relay"
+connect = "127.0.0.1:7350"
+tls = false
+symbols = ["BBB"]
+
+[[sources]]
+type = "itch"
+group_a = "239.1.1.1:30001"
+group_b = "239.1.1.2:30001"
+session = "SESSION001"
+recovery = "127.0.0.1:30005"
+
+[persist]
+path = "out.h5"
+"""
+
+
+def test_a_full_file_is_read(tmp_path: Path) -> None:
+    f = tmp_path / "relay.toml"
+    f.write_text(GOOD)
+    cfg = load(f)
+    assert [i.symbol for i in cfg.instruments] == ["AAA", "BBB"]
+    assert cfg.instruments[1].lot_size == "10"
+    assert cfg.max_lag_rows == 5000  # min(20,000, cache_rows)
+    assert cfg.token_store == tmp_path / "tokens.toml"
+    assert cfg.persist_path == tmp_path / "out.h5"
+    tick, relay, itch = cfg.sources
+    assert (tick.kind, tick.speed, tick.symbols, tick.path) == (
+        "tickstore", 0.0, ["AAA", "BBB"], tmp_path / "day.h5")  # fmt: skip
+    assert (relay.host, relay.port, relay.tls, relay.symbols) == ("127.0.0.1", 7350, False, ["BBB"])
+    assert itch.group_b is not None
+    assert itch.group_b.address == "239.1.1.2"
+    assert itch.session == b"SESSION001"
+    assert itch.recovery == ("127.0.0.1", 30005)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("port = 0", "port = 70000", "relay.port: must be an integer in 0..65535, got 70000"),
+        ('id = "r"', 'id = "r"\nbind = "10.1.1.1"',
+         "relay.bind: 10.1.1.1 is not a loopback address: tls_cert and tls_key are required"),
+        ("cache_rows = 5000", "cache_rows = 5000\nmax_lag_rows = 9000",
+         "relay.max_lag_rows: must be an integer in 1..5000, got 9000"),
+        ('tick_size = "0.25"', "tick_size = 0.25",
+         "instruments[1].tick_size: must be a non-empty string, got 0.25"),
+        ('symbols = ["BBB"]', 'symbols = ["CCC"]',
+         "sources[1].symbols: 'CCC' is not one of [[instruments]] (AAA, BBB)"),
+        ("speed = 0", "speed = -1", "sources[0].speed: must be a number >= 0, got -1"),
+        ('day = "20261204"', 'day = "2026-12-04"',
+         "sources[0].day: must be YYYYMMDD, got '2026-12-04'"),
+        ("tls = false", "tls = true", "sources[1].pins: is required with tls = true"),
+        ('group_a = "239.1.1.1:30001"', 'group_a = "10.0.0.1:30001"',
+         "sources[2].group_a: 10.0.0.1 is not a multicast address"),
+        ('session = "SESSION001"', 'session = "S1"',
+         "sources[2].session: must be 10 characters (MoldUDP64), got 'S1'"),
+        ('type = "itch"', 'type = "fix"', "sources[2].type: must be tickstore, relay or itch"),
+        ('path = "out.h5"', 'path = "out.h5"\nspeed = 2', "persist.speed: unknown key"),
+        ('token_store = "tokens.toml"', "", "relay.token_store: is required"),
+    ],
+)  # fmt: skip
+def test_errors_name_the_file_the_key_and_why(
+    tmp_path: Path, old: str, new: str, message: str
+) -> None:
+    f = tmp_path / "relay.toml"
+    assert old in GOOD
+    f.write_text(GOOD.replace(old, new, 1))
+    with pytest.raises(RelayConfigError) as e:
+        load(f)
+    text = str(e.value)
+    assert "\n" not in text
+    assert text.startswith(f"{f}: {message}"), text
+
+
+def test_the_command_says_it_in_one_line_and_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = tmp_path / "relay.toml"
+    f.write_text("[relay\n")
+    assert main(["--config", str(f)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].startswith(f"qwconsole relay: error: {f}: not valid TOML")
+    assert main(["--config", str(tmp_path / "nope.toml")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"qwconsole relay: error: {tmp_path / 'nope.toml'}: no such file"
+    )
