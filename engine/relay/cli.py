@@ -26,6 +26,7 @@ from engine.events import BookUpdated
 from engine.fastlog import get_log
 from engine.instruments import Instrument
 from engine.marketdata import MarketData
+from engine.relay.client import RelayError
 from engine.relay.config import RelayConfig, RelayConfigError, load
 from engine.relay.server import Relay
 from engine.relay.sources import ItchSource, RelaySource, Source, TickStoreSource
@@ -166,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             loop.add_signal_handler(sig, stop.set)
     try:
         return loop.run_until_complete(serve(cfg, stop))
-    except (RelayConfigError, TlsError, TokenError, OSError, ValueError) as e:
+    except (RelayConfigError, RelayError, TlsError, TokenError, OSError, ValueError) as e:
         sys.stderr.write(f"qwconsole relay: error: {e}\n")
         return 2
     finally:

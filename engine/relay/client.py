@@ -202,7 +202,7 @@ class RelayClient:
                 if self._ready is not None:
                     self._ready.set()
                 return
-            except Exception as e:  # noqa: BLE001 (a bug in a callback: say so, stop)
+            except Exception as e:
                 if not isinstance(e, OSError | ConnectionClosed | InvalidHandshake | InvalidURI
                                   | TimeoutError | ProtocolError):  # fmt: skip
                     self.last_error = f"{type(e).__name__}: {e}"
