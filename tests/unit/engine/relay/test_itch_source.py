@@ -92,7 +92,8 @@ def test_itch_feed_through_the_relay(tmp_path: Path) -> None:
             assert time.monotonic() < deadline, "the feed did not come through"
             await asyncio.sleep(0.01)
         bids, asks = sub.books.top(sub.index["AAA"], 10)
-        assert bids.tolist() == [[1000, 100]] and asks.tolist() == [[1001, 30], [1002, 70]]
+        assert bids.tolist() == [[1000, 100]]
+        assert asks.tolist() == [[1001, 30], [1002, 70]]
         assert market.books.top(0, 10)[0].tolist() == [[1000, 100]]
         assert client.gaps == 0
         await client.close()
