@@ -187,7 +187,7 @@ case "$MODE" in
     # Every benchmark at the issues' sizes, each run judged (exit 1 on a miss), each writing
     # its section of docs/performance.md; then the FIX tables (issue 18). About an hour here.
     for name in trading hotpath logging journal kernels fix ouch quit startup tickstore backtest \
-                remote monitor analyzer multicast sbe itch fast cluster; do
+                remote monitor analyzer multicast sbe itch fast cluster relay; do
       echo "== bench_$name"
       "$VENV/bin/python" -m "tests.benchmarks.bench_$name" --doc || status=1
     done
