@@ -18,6 +18,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 
 from engine.client import ClientState, EngineClient
 from engine.events import EngineSnapshot, EventRecord
+from engine.gcpace import pacing_step
 from widgets.relay import thread_relay
 
 log = logging.getLogger(__name__)
@@ -266,7 +267,6 @@ class GcPacer(QObject):
     def step(self) -> None:
         """Collect the young objects (all unfrozen ones now and then), freeze the survivors."""
         t = time.perf_counter()
-        self.collected += gc.collect(2 if (self.passes + 1) % self.full_every == 0 else 1)
-        gc.freeze()
+        self.collected += pacing_step(self.passes, self.full_every)
         self.passes += 1
         self.longest_ms = max(self.longest_ms, (time.perf_counter() - t) * 1e3)

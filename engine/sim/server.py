@@ -56,6 +56,7 @@ from engine.fix.log import SessionLog
 from engine.fix.session import FixSession
 from engine.fix.settings import CfgDocument, SessionSettings, SettingsError, SettingsFile
 from engine.fix.transport import SocketAcceptor, install_uvloop
+from engine.gcpace import GcPacing
 from engine.oms.venue import ExecutionReport
 from engine.sim.exchange import SimExchange, SimInstrument, id_epoch
 from engine.sim.fix_app import SimFixApplication
@@ -468,6 +469,7 @@ async def _serve(
 
     # Books seeded (and the matching kernels loaded) before the first client can log on.
     pump = SimPump(exchange, dispatch, publish)
+    pacing = GcPacing()
     pump.start(engine)
     acceptors: list[SocketAcceptor] = []
     try:
@@ -484,10 +486,12 @@ async def _serve(
             _say(f"listening on {listener.host}:{acceptor.port} (sessions: {names})", out)
         if not await extras.start(out):
             return 2
+        pacing.start()  # a venue must not stall for a full collection of everything it keeps
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), seconds)
         return 0
     finally:
+        await pacing.stop()
         # Orders do not outlive the simulator: every client hears so, live or on its next logon.
         app.cancel_all()
         await extras.stop()
