@@ -11,10 +11,10 @@ import importlib
 import logging
 import os
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import app.process  # noqa: F401  (imported first: its import time stands in for the process start)
 from engine import fastlog
 from engine.cli_parser import OneLineErrorParser
 from engine.tickstore.summaries import DaySummary, add_day_summary
@@ -36,26 +36,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "warmup": ("engine.warmup", "compile the numba kernels into the cache (set-up does it)"),
 }
 
-#: ``perf_counter`` when this module was imported: the fallback start of the process.
-_IMPORTED_AT = time.perf_counter()
-
 WORKSPACE_CHOICES = ("monitor", "manager", "analyzer")
 THEME_CHOICES = ("dark", "light")
-
-
-def seconds_since_process_start() -> float:
-    """Return the seconds since this process started, interpreter start-up included.
-
-    Linux: from the start time in ``/proc/self/stat`` (10 ms resolution) against the boot-time
-    clock. Elsewhere (or if that cannot be read): since this module was imported.
-    """
-    try:
-        with open("/proc/self/stat", encoding="ascii") as f:
-            fields = f.read().rpartition(")")[2].split()
-        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22, counted from 1
-        return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - started)
-    except (OSError, ValueError, IndexError, AttributeError):
-        return time.perf_counter() - _IMPORTED_AT
 
 
 def _positive_seconds(text: str) -> float:
@@ -239,7 +221,7 @@ def _check_strategy(parser: argparse.ArgumentParser, opts: argparse.Namespace) -
 
 def print_versions() -> None:
     """Print one ``component version`` line per component."""
-    from app.main_window import versions
+    from app.process import versions
 
     for name, version in versions():
         print(f"{name:<20} {version}")

@@ -11,7 +11,7 @@ import qasync
 from PySide6.QtCore import QObject, Signal
 
 from app.bridge import EngineBridge
-from app.cli import seconds_since_process_start
+from app.process import seconds_since_process_start
 from engine.client import EngineClient, EngineStartError
 from engine.commands import CommandAck, CommandResult, Ping
 from widgets.relay import thread_relay

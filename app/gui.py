@@ -25,11 +25,11 @@ from PySide6.QtWidgets import QApplication
 
 from app import logs
 from app.bridge import GcPacer
-from app.cli import seconds_since_process_start
 from app.controller import Controller
 from app.main_window import MainWindow
 from app.multi_client import MultiEngineClient
 from app.paths import resource, state_dir
+from app.process import seconds_since_process_start
 from app.settings import AppSettings
 from app.startup import StartupView
 from engine import fastlog

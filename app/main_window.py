@@ -12,11 +12,9 @@ their first showing mostly builds widgets.
 import functools
 import importlib
 import logging
-import platform
 import threading
 import time
 from collections.abc import Callable
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -37,6 +35,7 @@ from PySide6.QtWidgets import (
 from app.controller import Controller
 from app.fix_describe import FieldDescriber
 from app.paths import resource, state_dir
+from app.process import versions
 from app.reconcile import ReconcileRunner
 from app.settings import AppSettings
 from app.theme import THEMES, apply_theme, load_theme
@@ -79,34 +78,6 @@ OPENERS: dict[str, tuple[str, str]] = {
 BACKGROUND_LOAD_AFTER_MS = 5000
 #: The lazy workspaces' Qt-free modules (Qt modules are imported in the GUI thread only).
 PRELOAD_MODULES = ("engine.fix.editors", "analyzer.dataset", "analyzer.source", "analyzer.overlay")
-
-_VERSION_PACKAGES = (
-    "qwconsole",
-    "PySide6-Essentials",
-    "pyqtgraph",
-    "qasync",
-    "numpy",
-    "numba",
-    "h5py",
-    "simplefix",
-)
-
-
-def _version(package: str) -> str:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return "not installed"
-
-
-def versions() -> list[tuple[str, str]]:
-    """Return ``(component, version)`` pairs for the About box and ``--version``."""
-    from PySide6 import QtCore
-
-    pairs = [(p, _version(p)) for p in _VERSION_PACKAGES]
-    pairs.insert(1, ("Python", platform.python_version()))
-    pairs.insert(2, ("Qt", QtCore.qVersion()))
-    return pairs
 
 
 class WorkspacePlaceholder(EmptyState):

@@ -9,9 +9,9 @@ from PySide6.QtCore import QByteArray, Qt
 from PySide6.QtWidgets import QApplication, QDockWidget
 
 from analyzer.views.workspace import AnalyzerWorkspace
-from app.cli import seconds_since_process_start
 from app.controller import Controller
 from app.main_window import LAZY_WORKSPACES, MainWindow, WorkspacePlaceholder
+from app.process import seconds_since_process_start
 from app.settings import AppSettings
 from engine.client import ClientState
 from engine.core import Engine
