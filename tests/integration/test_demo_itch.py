@@ -36,21 +36,34 @@ def test_the_demo_quotes_and_trades_on_market_data_from_the_itch_feed() -> None:
             async with asyncio.timeout(20):
                 while len(fills) < 3:  # noqa: ASYNC110  (the engine runs on this loop)
                     await asyncio.sleep(0.05)
-            pump.interval_s = 3600.0  # the market stands still: compare the books
-            await asyncio.sleep(0.1)
-            feed.flush()
-            for _ in range(100):
-                await asyncio.sleep(0.01)
-                arb = feed.receiver.arbiter
-                if arb.next_seq == feed.publisher.next_seq and arb.gap is None:
-                    break
+            pump.interval_s = 3600.0  # the participants stop after their current step
             market = desk.market
             assert market is not None
-            for symbol in market.symbols:
-                bids, asks = pump.exchange.depth(symbol, 20)
-                got_b, got_a = market.book(symbol).top(20)  # type: ignore[union-attr]
-                assert [tuple(r) for r in got_b.tolist()] == [(p, q) for p, q in bids if q]
-                assert [tuple(r) for r in got_a.tolist()] == [(p, q) for p, q in asks if q]
+
+            def books() -> tuple[list[object], list[object]]:
+                ours, theirs = [], []
+                for symbol in market.symbols:
+                    bids, asks = pump.exchange.depth(symbol, 20)
+                    got_b, got_a = market.book(symbol).top(20)  # type: ignore[union-attr]
+                    ours.append(([tuple(r) for r in got_b.tolist()],
+                                 [tuple(r) for r in got_a.tolist()]))  # fmt: skip
+                    theirs.append(([(p, q) for p, q in bids if q], [(p, q) for p, q in asks if q]))
+                return ours, theirs
+
+            # The market maker still re-quotes over FIX while its orders are answered: compare
+            # at a quiet moment, every message published and received.
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 10
+            while True:
+                await asyncio.sleep(0.05)
+                feed.flush()
+                await asyncio.sleep(0.02)
+                arb = feed.receiver.arbiter
+                caught_up = arb.next_seq == feed.publisher.next_seq and arb.gap is None
+                ours, theirs = books()
+                if (caught_up and ours == theirs) or loop.time() > deadline:
+                    break
+            assert ours == theirs
             assert feed.market_data.unknown_orders == 0
             assert feed.receiver.arbiter.stats.lost_messages == 0
         finally:
