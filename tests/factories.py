@@ -239,3 +239,41 @@ async def socket_pair(
         await acceptor.stop()
         client.close()
         venue.close()
+
+
+def free_udp_port() -> int:
+    """Return a UDP port free on 127.0.0.1 now (for a multicast group in a test)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def multicast_or_skip() -> None:
+    """Skip the test unless multicast sent on loopback comes back here."""
+    import time
+
+    import pytest
+
+    from engine.feeds.multicast import Group, open_receiver, open_sender
+
+    g = Group("239.255.21.9", free_udp_port())
+    try:
+        r = open_receiver(g)
+    except OSError as e:
+        pytest.skip(f"no multicast on loopback here: {e}")
+    s = open_sender()
+    try:
+        s.sendto(b"probe", (g.address, g.port))
+        deadline = time.monotonic() + 1
+        while time.monotonic() < deadline:
+            try:
+                if r.recv(64) == b"probe":
+                    return
+            except BlockingIOError:
+                time.sleep(0.01)
+        pytest.skip("multicast sent on loopback does not come back here")
+    finally:
+        r.close()
+        s.close()

@@ -3,48 +3,23 @@
 
 import asyncio
 import contextlib
-import socket
-import time
 
 import pytest
 
 from engine.feeds.arbiter import Arbiter, MoldUdp64
-from engine.feeds.multicast import FeedReceiver, Group, MoldPublisher, open_receiver, open_sender
+from engine.feeds.multicast import FeedReceiver, Group, MoldPublisher
+from tests.factories import free_udp_port, multicast_or_skip
 
 SESSION = b"TESTSESS01"
 
 
-def _free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _groups() -> tuple[Group, Group]:
-    return Group("239.255.20.1", _free_udp_port()), Group("239.255.20.2", _free_udp_port())
+    return Group("239.255.20.1", free_udp_port()), Group("239.255.20.2", free_udp_port())
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _loopback_multicast() -> None:
-    g = Group("239.255.20.9", _free_udp_port())
-    try:
-        r = open_receiver(g)
-    except OSError as e:
-        pytest.skip(f"no multicast on loopback here: {e}")
-    s = open_sender()
-    try:
-        s.sendto(b"probe", (g.address, g.port))
-        deadline = time.monotonic() + 1
-        while time.monotonic() < deadline:
-            try:
-                if r.recv(64) == b"probe":
-                    return
-            except BlockingIOError:
-                time.sleep(0.01)
-        pytest.skip("multicast sent on loopback does not come back here")
-    finally:
-        r.close()
-        s.close()
+    multicast_or_skip()
 
 
 def _messages(n: int) -> list[bytes]:

@@ -4,16 +4,13 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 from decimal import Decimal
 from pathlib import Path
 
-import pytest
-
 from engine.bus import MessageBus
 from engine.clock import LiveClock
-from engine.feeds.multicast import Group, MoldPublisher, open_receiver, open_sender
+from engine.feeds.multicast import Group, MoldPublisher
 from engine.instruments import Instrument
 from engine.marketdata import MarketData
 from engine.relay.client import RelayClient
@@ -22,41 +19,14 @@ from engine.relay.sources import ItchSource
 from engine.remote.tokens import TokenStore
 from engine.sim.itch_feed import encode_message
 from engine.types import SELL
-
-
-def _free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _multicast_or_skip() -> None:
-    g = Group("239.255.21.9", _free_udp_port())
-    try:
-        r = open_receiver(g)
-    except OSError as e:
-        pytest.skip(f"no multicast on loopback here: {e}")
-    s = open_sender()
-    try:
-        s.sendto(b"probe", (g.address, g.port))
-        deadline = time.monotonic() + 1
-        while time.monotonic() < deadline:
-            try:
-                if r.recv(64) == b"probe":
-                    return
-            except BlockingIOError:
-                time.sleep(0.01)
-        pytest.skip("multicast sent on loopback does not come back here")
-    finally:
-        r.close()
-        s.close()
+from tests.factories import free_udp_port, multicast_or_skip
 
 
 def test_itch_feed_through_the_relay(tmp_path: Path) -> None:
-    _multicast_or_skip()
+    multicast_or_skip()
     tokens = TokenStore(tmp_path / "tokens.toml")
     token = tokens.add("alice", "viewer", LiveClock().now_ns())
-    a, b = Group("239.255.21.1", _free_udp_port()), Group("239.255.21.2", _free_udp_port())
+    a, b = Group("239.255.21.1", free_udp_port()), Group("239.255.21.2", free_udp_port())
     ins = [Instrument(symbol="AAA", tick_size=Decimal("0.01")),
            Instrument(symbol="BBB", tick_size=Decimal("0.01"))]  # fmt: skip
 
