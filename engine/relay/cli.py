@@ -70,8 +70,11 @@ async def serve(cfg: RelayConfig, stop: asyncio.Event) -> int:
     audit_path = cfg.audit_log or cfg.path.parent / "relay-audit.log"
     relay = Relay(cfg.relay_id, market, clock, TokenStore(cfg.token_store), host=cfg.bind,
                   port=cfg.port, ssl_context=ssl_ctx, audit=AuditLog(audit_path, clock),
-                  cache_rows=cfg.cache_rows, max_lag_rows=cfg.max_lag_rows)  # fmt: skip
+                  cache_rows=cfg.cache_rows, max_lag_rows=cfg.max_lag_rows,
+                  status_role=cfg.status_role)  # fmt: skip
     sources = _sources(cfg, market, clock, instruments)
+    for src in sources:
+        relay.add_source(src)
     await relay.open()
     print(f"relay {cfg.relay_id} listening on {cfg.bind}:{relay.port} run {relay.run_id}",
           flush=True)  # fmt: skip

@@ -71,6 +71,7 @@ class RelayConfig:
     persist_path: Path | None = None
     persist_flush_ms: int = 250
     stats_interval_s: float = 0.0
+    status_role: str = "viewer"
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -265,6 +266,9 @@ def load(path: Path) -> RelayConfig:
     audit = r.path("audit_log")
     n_levels = r.int_("n_levels", 2000, 8, 100_000)
     stats_s = r.float_("stats_interval_s", 0.0, 0.0)
+    status_role = r.str_("status_role", "viewer")
+    if status_role not in ("viewer", "trader", "admin"):
+        r.fail("status_role", f"must be viewer, trader or admin, got {status_role!r}")
     r.done()
     instruments = _instruments(top)
     known = [s.symbol for s in instruments]
@@ -279,4 +283,5 @@ def load(path: Path) -> RelayConfig:
                        tls_key=key, token_store=token_store, audit_log=audit,
                        cache_rows=cache_rows, max_lag_rows=max_lag, n_levels=n_levels,
                        instruments=instruments, sources=sources, persist_path=persist_path,
-                       persist_flush_ms=flush_ms, stats_interval_s=stats_s)  # fmt: skip
+                       persist_flush_ms=flush_ms, stats_interval_s=stats_s,
+                       status_role=status_role)  # fmt: skip

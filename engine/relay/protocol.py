@@ -11,6 +11,7 @@ The handshake is the remote protocol's own (:class:`~engine.remote.protocol.Hell
 it, a subscriber sends :class:`Subscribe` and the relay answers per instrument with a
 :class:`BookSnap` (the whole book at its sequence number) or a resumption
 (:class:`SubAck`), then :class:`Updates`: runs of consecutive L2 rows of each instrument.
+A watcher (the console's Monitor) sends :class:`StatusRequest` and gets :class:`RelayStatus`.
 
 Rows travel as the raw bytes of ``engine.types.L2_EVENT_DTYPE`` rows (32 bytes each, little
 endian); their ``book`` field means nothing on the wire (the receiver sets its own).
@@ -88,8 +89,80 @@ class Updates(msgspec.Struct, tag="md", frozen=True):
     ts_sent: int = 0
 
 
-RelayClientMessage = Hello | Auth | Beat | Subscribe | Unsubscribe
-RelayServerMessage = Welcome | AuthOk | Error | Beat | SubAck | BookSnap | Updates
+class StatusRequest(msgspec.Struct, tag="status", frozen=True):
+    """Ask for the relay's :class:`RelayStatus` (needs the relay's ``status_role`` or higher).
+
+    A link that only watches the relay sends this and never subscribes; a refused request is
+    answered with ``Error(code="forbidden")`` and the link stays open.
+    """
+
+    rid: int
+
+
+class SourceStatus(msgspec.Struct, frozen=True):
+    """One source of a relay, as :class:`RelayStatus` reports it.
+
+    ``rows_in`` counts the rows published for the source's instruments since the relay
+    started (instruments fed by two sources count for both); ``last_row_age_ms`` is how long
+    ago the last of them arrived (relay clock; ``-1``: none yet); ``state`` is the source's own
+    word (``replaying``, ``replayed``, ``up``, ``down: <why>``, ``listening``).
+    """
+
+    name: str
+    kind: str
+    symbols: list[str]
+    rows_in: int
+    last_row_age_ms: float
+    state: str
+
+
+class SubscriberStatus(msgspec.Struct, frozen=True):
+    """One connected link of a relay, as :class:`RelayStatus` reports it.
+
+    ``lag_rows`` and ``lag_ms`` are those of its furthest-behind instrument: rows published
+    and not yet sent to it, and how long ago the oldest of them was published. ``stalled``:
+    it is :data:`~engine.relay.server.STALLED_MS` or more behind (its socket does not drain).
+    ``conflations``: books it got instead of rows it fell too far behind on.
+    """
+
+    peer: str
+    user: str
+    role: str
+    client: str
+    symbols: list[str]
+    rows_sent: int
+    lag_rows: int
+    lag_ms: float
+    conflations: int
+    stalled: bool
+    connected_s: float
+
+
+class RelayStatus(msgspec.Struct, tag="status-ok", frozen=True):
+    """Answer to :class:`StatusRequest`: the relay, its sources and its links, at ``ts``.
+
+    Counters are totals since the relay started; a watcher gets rates from two answers
+    (``ts`` is the relay's clock, ns).
+    """
+
+    rid: int
+    relay_id: str
+    run_id: str
+    ts: int
+    uptime_s: float
+    instruments: int
+    rows_in: int
+    conflations: int
+    cached_rows: int
+    cached_bytes: int
+    cache_rows: int
+    max_lag_rows: int
+    sources: list[SourceStatus]
+    subscribers: list[SubscriberStatus]
+
+
+RelayClientMessage = Hello | Auth | Beat | Subscribe | Unsubscribe | StatusRequest
+RelayServerMessage = Welcome | AuthOk | Error | Beat | SubAck | BookSnap | Updates | RelayStatus
 
 _encoder = msgspec.msgpack.Encoder()
 _client_decoder = msgspec.msgpack.Decoder(RelayClientMessage)
@@ -132,8 +205,12 @@ __all__ = [
     "ProtocolError",
     "RelayClientMessage",
     "RelayServerMessage",
+    "RelayStatus",
+    "SourceStatus",
+    "StatusRequest",
     "SubAck",
     "Subscribe",
+    "SubscriberStatus",
     "Unsubscribe",
     "Updates",
     "Welcome",

@@ -30,7 +30,8 @@ import secrets
 import socket
 import ssl
 from collections import deque
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -49,8 +50,12 @@ from engine.relay.protocol import (
     Error,
     Hello,
     ProtocolError,
+    RelayStatus,
+    SourceStatus,
+    StatusRequest,
     SubAck,
     Subscribe,
+    SubscriberStatus,
     Unsubscribe,
     Updates,
     Welcome,
@@ -59,7 +64,7 @@ from engine.relay.protocol import (
 )
 from engine.remote.protocol import CLOSE_AUTH, CLOSE_PROTOCOL, CLOSE_SHUTDOWN, CLOSE_VERSION
 from engine.remote.server import AuditLog, LoginThrottle
-from engine.remote.tokens import Identity, TokenStore
+from engine.remote.tokens import ROLES, Identity, TokenStore
 from engine.types import BUY, L2_EVENT_DTYPE, L2_SET, SELL
 
 log = get_log(__name__)
@@ -79,18 +84,23 @@ MAX_MALFORMED = 8
 SEND_BUFFER = 256 << 10
 #: Largest frame a subscriber may send.
 MAX_SUBSCRIBER_FRAME = 1 << 20
+#: A subscriber whose oldest unsent row is this old (ms) is reported ``stalled``.
+STALLED_MS = 1000.0
 
 Rows = npt.NDArray[np.void]
 
 
 class _Ring:
-    """The last ``capacity`` rows (at least) of one instrument, as byte chunks, numbered."""
+    """The last ``capacity`` rows (at least) of one instrument, as byte chunks, numbered.
+
+    Each chunk keeps the relay-clock time it was published at (for the lag in ms).
+    """
 
     __slots__ = ("capacity", "chunks", "head", "rows")
 
     def __init__(self, capacity: int) -> None:
         self.capacity = max(1, capacity)
-        self.chunks: deque[tuple[int, bytes]] = deque()  # (first seq, rows)
+        self.chunks: deque[tuple[int, bytes, int]] = deque()  # (first seq, rows, published ns)
         self.head = 0  # last row number
         self.rows = 0  # rows held
 
@@ -99,9 +109,9 @@ class _Ring:
         """Return the oldest row number held (``head + 1`` when empty)."""
         return self.chunks[0][0] if self.chunks else self.head + 1
 
-    def append(self, data: bytes) -> None:
+    def append(self, data: bytes, ts: int = 0) -> None:
         n = len(data) // ROW
-        self.chunks.append((self.head + 1, data))
+        self.chunks.append((self.head + 1, data, ts))
         self.head += n
         self.rows += n
         chunks = self.chunks
@@ -111,7 +121,7 @@ class _Ring:
     def since(self, after: int, budget: int) -> bytes:
         """Return rows ``after + 1 …`` (at most ``budget`` bytes, whole rows); ``after`` held."""
         parts: list[bytes] = []
-        for first, data in reversed(self.chunks):
+        for first, data, _ in reversed(self.chunks):
             if first <= after + 1:
                 parts.append(data[(after + 1 - first) * ROW :])
                 break
@@ -119,6 +129,13 @@ class _Ring:
         parts.reverse()
         out = b"".join(parts)
         return out[: budget - budget % ROW] if len(out) > budget else out
+
+    def published_ns(self, seq: int) -> int:
+        """Return when row ``seq`` was published (the oldest chunk's time if no longer held)."""
+        for first, _, ts in reversed(self.chunks):
+            if first <= seq:
+                return ts
+        return self.chunks[0][2] if self.chunks else 0
 
 
 @dataclasses.dataclass(eq=False)
@@ -133,9 +150,27 @@ class _Subscriber:
     control: deque[bytes] = dataclasses.field(default_factory=deque)
     snapshots_due: dict[int, str] = dataclasses.field(default_factory=dict)  # book -> reason
     resume_run: str = ""  # the relay run the subscriber's row numbers belong to
+    client: str = ""  # the name it gave in hello
+    connected_ns: int = 0
     conflations: int = 0
     rows_sent: int = 0
     frames_sent: int = 0
+
+
+class SourceInfo(Protocol):
+    """What the relay reports of a source (:meth:`Relay.add_source`)."""
+
+    name: str
+    kind: str
+
+    @property
+    def symbols(self) -> Sequence[str]:
+        """Return the instruments it feeds."""
+        ...
+
+    def state(self) -> str:
+        """Return the source's state in a word or two (``up``, ``down: <why>``, …)."""
+        ...
 
 
 class Relay:
@@ -165,6 +200,9 @@ class Relay:
         instead (conflation); at most ``cache_rows``.
     snapshot_depth : int
         Levels per side in a snapshot (0: every level of the book's window).
+    status_role : str
+        Least role whose token may ask for :class:`~engine.relay.protocol.RelayStatus`
+        (``viewer``: any subscriber may; ``admin``: only admins).
     """
 
     def __init__(
@@ -182,12 +220,15 @@ class Relay:
         cache_rows: int = 100_000,
         max_lag_rows: int = 20_000,
         snapshot_depth: int = 0,
+        status_role: str = "viewer",
     ) -> None:
         if cache_rows < 1:
             raise ValueError(f"cache_rows: must be >= 1, got {cache_rows}")
         if not 1 <= max_lag_rows <= cache_rows:
             raise ValueError(f"max_lag_rows: must be in 1..cache_rows ({cache_rows}), "
                              f"got {max_lag_rows}")  # fmt: skip
+        if status_role not in ROLES:
+            raise ValueError(f"status_role: must be one of {', '.join(ROLES)}, got {status_role!r}")
         self.relay_id = relay_id
         self.market = market
         self.clock = clock
@@ -199,6 +240,7 @@ class Relay:
         self.throttle = throttle or LoginThrottle(clock)
         self.max_lag_rows = max_lag_rows
         self.snapshot_depth = snapshot_depth or market.books.n_levels
+        self.status_role = status_role
         #: Names this relay run: row numbers restart with every run.
         self.run_id = secrets.token_hex(8)
         self.rings = [_Ring(cache_rows) for _ in market.symbols]
@@ -213,6 +255,11 @@ class Relay:
         self.rows_in = 0
         #: Snapshots sent instead of rows to subscribers that lagged.
         self.conflations = 0
+        self._sources: list[SourceInfo] = []
+        n = len(market.symbols)
+        self._book_rows = [0] * n  # rows published per instrument
+        self._book_last_ns = [0] * n  # when its last row was published
+        self._started_ns = 0
 
     @property
     def port(self) -> int:
@@ -242,6 +289,61 @@ class Relay:
             },
         }
 
+    def add_source(self, source: SourceInfo) -> None:
+        """Report ``source`` in :meth:`status` (its rows are those of its ``symbols``)."""
+        unknown = [s for s in source.symbols if s not in self.market.index]
+        if unknown:
+            raise ValueError(f"source {source.name}: the relay does not carry {unknown}")
+        self._sources.append(source)
+
+    def status(self, rid: int = 0) -> RelayStatus:
+        """Return the relay, its sources and its connected links now (module docstring)."""
+        now = self.clock.now_ns()
+        index, symbols = self.market.index, self.market.symbols
+        sources = []
+        for src in self._sources:
+            books = [index[s] for s in src.symbols]
+            last = max((self._book_last_ns[b] for b in books), default=0)
+            sources.append(SourceStatus(
+                name=src.name, kind=src.kind, symbols=list(src.symbols),
+                rows_in=sum(self._book_rows[b] for b in books),
+                last_row_age_ms=(now - last) / 1e6 if last else -1.0, state=src.state(),
+            ))  # fmt: skip
+        subs = []
+        for s in sorted(self._subscribers, key=lambda x: x.connected_ns):
+            lag_rows, lag_ms = 0, 0.0
+            for b, c in s.cursors.items():
+                ring = self.rings[b]
+                if ring.head > c:
+                    lag_rows = max(lag_rows, ring.head - c)
+                    lag_ms = max(lag_ms, (now - ring.published_ns(c + 1)) / 1e6)
+            subs.append(SubscriberStatus(
+                peer=s.peer, user=s.who.name, role=s.who.role, client=s.client,
+                symbols=[symbols[b] for b in sorted(s.cursors)], rows_sent=s.rows_sent,
+                lag_rows=lag_rows, lag_ms=lag_ms, conflations=s.conflations,
+                stalled=lag_ms >= STALLED_MS, connected_s=(now - s.connected_ns) / 1e9,
+            ))  # fmt: skip
+        cached = sum(r.rows for r in self.rings)
+        return RelayStatus(
+            rid=rid, relay_id=self.relay_id, run_id=self.run_id, ts=now,
+            uptime_s=(now - self._started_ns) / 1e9 if self._started_ns else 0.0,
+            instruments=len(symbols), rows_in=self.rows_in, conflations=self.conflations,
+            cached_rows=cached, cached_bytes=cached * ROW, cache_rows=self.rings[0].capacity
+            if self.rings else 0, max_lag_rows=self.max_lag_rows, sources=sources,
+            subscribers=subs,
+        )  # fmt: skip
+
+    def _status_frame(self, s: _Subscriber, rid: int) -> bytes:
+        if self.may_see_status(s.who.role):
+            return encode(self.status(rid))
+        why = (f"role {s.who.role} may not see the relay's status; it needs "
+               f"{self.status_role} or higher (relay.toml status_role)")  # fmt: skip
+        return encode(Error(code="forbidden", reason=why))
+
+    def may_see_status(self, role: str) -> bool:
+        """Return whether a token of ``role`` may ask for the relay's status."""
+        return role in ROLES and ROLES.index(role) >= ROLES.index(self.status_role)
+
     # ------------------------------------------------------------------ source side
     def publish(self, rows: Rows) -> int:
         """Apply ``rows`` (``L2_EVENT_DTYPE``, ``book`` = the relay's index) and serve them.
@@ -254,18 +356,21 @@ class Relay:
             return 0
         applied = self._apply_books(rows)
         self.rows_in += n
+        now = self.clock.now_ns()
         books = rows["book"]
         b0 = int(books[0])
         if n == 1 or not (books != b0).any():
-            self._append(b0, rows.tobytes())
+            self._append(b0, rows.tobytes(), now)
         else:
             for b in np.unique(books).tolist():
-                self._append(int(b), rows[books == b].tobytes())
+                self._append(int(b), rows[books == b].tobytes(), now)
         self._frames.clear()
         return int(applied)
 
-    def _append(self, book: int, data: bytes) -> None:
-        self.rings[book].append(data)
+    def _append(self, book: int, data: bytes, now: int) -> None:
+        self.rings[book].append(data, now)
+        self._book_rows[book] += len(data) // ROW
+        self._book_last_ns[book] = now
         for s in self._watchers[book]:
             s.wake.set()
 
@@ -308,6 +413,7 @@ class Relay:
         )
         sock = next(iter(self._server.sockets))
         self._port = int(sock.getsockname()[1])
+        self._started_ns = self.clock.now_ns()
         self._tasks.append(asyncio.get_running_loop().create_task(self._flush_audit()))
         log.info("relay %s listening on %s:%d (%s)", self.relay_id, self.host, self._port,
                  "TLS" if self.ssl_context else "no TLS, loopback only")  # fmt: skip
@@ -409,8 +515,10 @@ class Relay:
             return None
         self.audit.write(event="login", user=who.name, role=who.role, peer=peer,
                          client=hello.client)  # fmt: skip
-        await ws.send(encode(AuthOk(user=who.name, role=who.role, commands=["subscribe"])))
-        return _Subscriber(ws=ws, who=who, peer=peer, resume_run=auth.resume_run)
+        commands = ["subscribe", "status"] if self.may_see_status(who.role) else ["subscribe"]
+        await ws.send(encode(AuthOk(user=who.name, role=who.role, commands=commands)))
+        return _Subscriber(ws=ws, who=who, peer=peer, resume_run=auth.resume_run,
+                           client=hello.client, connected_ns=self.clock.now_ns())  # fmt: skip
 
     def _subscribe(self, s: _Subscriber, msg: Subscribe) -> None:
         resumed: list[str] = []
@@ -532,6 +640,8 @@ class Relay:
                     self._subscribe(s, msg)
                 elif isinstance(msg, Unsubscribe):
                     self._unsubscribe(s, msg)
+                elif isinstance(msg, StatusRequest):
+                    s.control.append(self._status_frame(s, msg.rid))
                 elif isinstance(msg, Beat):
                     continue
                 else:

@@ -31,9 +31,19 @@ log = get_log(__name__)
 
 
 class Source(Protocol):
-    """A running source of rows."""
+    """A running source of rows (``kind``, ``symbols`` and ``state`` are for the status)."""
 
     name: str
+    kind: str
+
+    @property
+    def symbols(self) -> Sequence[str]:
+        """Return the instruments it feeds."""
+        ...
+
+    def state(self) -> str:
+        """Return the source's state in a word or two."""
+        ...
 
     async def start(self) -> None:
         """Start delivering rows."""
@@ -92,6 +102,7 @@ class TickStoreSource:
         self.tick_s = tick_ms / 1000
         self.batch_rows = batch_rows
         self.name = name
+        self.kind = "tickstore"
         self.rows_sent = 0
         #: Set once every row was sent.
         self.done = asyncio.Event()
@@ -126,6 +137,12 @@ class TickStoreSource:
         log.info("tick-store source %s: %d rows replayed", self.name, n)
         self.done.set()
 
+    def state(self) -> str:
+        """Return ``replaying``, ``replayed`` or ``not started``."""
+        if self.done.is_set():
+            return "replayed"
+        return "replaying" if self._task is not None else "not started"
+
     async def stop(self) -> None:
         """Stop replaying."""
         if self._task is not None:
@@ -149,12 +166,19 @@ class RelaySource:
         name: str = "relay",
     ) -> None:
         self.name = name
+        self.kind = "relay"
+        self.symbols = list(symbols)
         self.client = RelayClient(host, port, token, symbols, market=market, tls=tls,
                                   pins=pins, name=f"relay-source {name}")  # fmt: skip
 
     async def start(self) -> None:
         """Connect and subscribe (waits for the first books)."""
         await self.client.start()
+
+    def state(self) -> str:
+        """Return ``up`` or ``down: <why>``."""
+        c = self.client
+        return "up" if c.connected else f"down: {c.last_error or 'connecting'}"
 
     async def stop(self) -> None:
         """Close the link."""
@@ -177,6 +201,9 @@ class ItchSource:
         name: str = "itch",
     ) -> None:
         self.name = name
+        self.kind = "itch"
+        self.symbols = [ins.symbol for ins in instruments]
+        self._joined = False
         self.itch = ItchMarketData(market, clock)
         for ins in instruments:
             self.itch.add_instrument(ins)
@@ -187,7 +214,13 @@ class ItchSource:
     async def start(self) -> None:
         """Join the groups."""
         await self.receiver.start()
+        self._joined = True
+
+    def state(self) -> str:
+        """Return ``listening`` once the groups are joined."""
+        return "listening" if self._joined else "not started"
 
     async def stop(self) -> None:
         """Leave the groups."""
+        self._joined = False
         self.receiver.close()
