@@ -19,8 +19,10 @@ Selecting an order (:meth:`FixInspector.show_chain`) lists every message of its 
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Final, Protocol, runtime_checkable
 
+import numpy as np
+import numpy.typing as npt
 from PySide6.QtCore import (
     QModelIndex,
     QObject,
@@ -55,7 +57,9 @@ from engine.venues.seen import message_fields
 from widgets.empty_state import EmptyState
 from widgets.fmt import fmt_duration_ns, fmt_ts_utc
 from widgets.monitor.formats import fmt_time
-from widgets.tables import Column, DataTableView, KeyedTableModel
+from widgets.tables import Column, DataTableView
+from widgets.tables.arena import ByteArena
+from widgets.tables.columnar import ColumnarTableModel, StringPool
 from widgets.tables.model import KeyRole
 from widgets.tables.panel import TablePanel
 
@@ -105,6 +109,8 @@ def show_soh(raw: bytes) -> str:
 
 #: A message in the inspector: FIX, or another venue protocol's.
 SeenMessage = FixMessageSeen | VenueMessageSeen
+Rows = npt.NDArray[np.void]
+_MESSAGE_TYPES = (FixMessageSeen, VenueMessageSeen)
 
 
 def show_fields(ev: VenueMessageSeen) -> str:
@@ -129,9 +135,9 @@ def show_raw(ev: SeenMessage) -> str:
 
 @dataclass(frozen=True, slots=True)
 class FixRow:
-    """One message in the list."""
+    """One message in the list (rebuilt from its stored row for the rows shown)."""
 
-    key: int  # engine sequence number of the event
+    key: int  # arrival number in the list (1, 2, ... again after ``clear``)
     ev: SeenMessage
     client_order_id: str
     orig_client_order_id: str = ""
@@ -139,15 +145,227 @@ class FixRow:
     search: bytes = b""
 
 
-def row_of(record: EventRecord) -> FixRow | None:
-    """Return the list row of a message event, ``None`` for any other event."""
-    ev = record.event
-    if isinstance(ev, FixMessageSeen):
-        return FixRow(record.seq, ev, field_value(ev.raw, 11), field_value(ev.raw, 41), ev.raw)
-    if isinstance(ev, VenueMessageSeen):
-        return FixRow(record.seq, ev, ev.client_order_id, ev.orig_client_order_id,
-                      show_fields(ev).encode("latin-1", "replace"))  # fmt: skip
-    return None
+#: One message as the list keeps it: numbers, indices into the codec's strings, and where its
+#: bytes are in the codec's :class:`~widgets.tables.arena.ByteArena` (the raw message, then,
+#: for another protocol's message, its ClOrdID and OrigClOrdID in UTF-8). A FIX message's
+#: ClOrdID <11> and OrigClOrdID <41> are read from its bytes when shown.
+MESSAGE_ROW_DTYPE: Final = np.dtype(
+    [
+        ("row", "i8"),  # arrival number: the model's key
+        ("ts_event", "i8"),  # handled by the engine, ns
+        ("ts_created", "i8"),  # built (out) or SendingTime <52> (in), ns
+        ("ts_wire", "i8"),  # written to or read from the socket, ns
+        ("seq_num", "i8"),  # MsgSeqNum <34>, or the protocol's sequence number
+        ("raw_at", "i8"),  # global offset of the bytes in the arena
+        ("raw_len", "u4"),  # bytes of the message
+        ("session", "u4"),  # index into the strings: the session or link
+        ("msg_type", "u4"),  # index into the strings: MsgType <35> (others: "O EnterOrder")
+        ("protocol", "u4"),  # index into the strings: "" for FIX, else "OUCH"...
+        ("clid_len", "u2"),  # bytes of the ClOrdID after the message (other protocols)
+        ("orig_len", "u2"),  # bytes of the OrigClOrdID after that
+        ("outbound", "?"),
+    ]
+)
+
+# Positions of the fields in a row tuple (``ndarray.item()``).
+_ROW, _TS_EVENT, _TS_CREATED, _TS_WIRE, _SEQ_NUM, _RAW_AT, _RAW_LEN = range(7)
+_SESSION, _MSG_TYPE, _PROTOCOL, _CLID_LEN, _ORIG_LEN, _OUTBOUND = range(7, 13)
+
+
+class MessageCodec:
+    """Messages (``FixMessageSeen``, ``VenueMessageSeen``) to :data:`MESSAGE_ROW_DTYPE` rows.
+
+    Each message gets the next arrival number as its key (dense keys: the model's index stays
+    an array, whatever the engine's sequence numbers of the other events in between). The
+    bytes go to one arena; chunks of it are freed as the oldest rows leave the model (rows
+    leave oldest first: a key forgotten out of order only waits for the older ones).
+    """
+
+    dtype: np.dtype[np.void] = MESSAGE_ROW_DTYPE
+    key_field = "row"
+
+    def __init__(self) -> None:
+        self.strings = StringPool()
+        self.arena = ByteArena()
+        self._last = 0  # the last arrival number given
+        self._low = 1  # the oldest arrival number not forgotten
+        self._gone: set[int] = set()  # forgotten numbers above ``_low`` (removed out of order)
+        # (first arrival number stored in a chunk, the chunk's first offset), oldest first.
+        self._marks: list[tuple[int, int]] = []
+        # Fields carried by old journaled venue messages (decoded from the bytes otherwise).
+        self._fields: dict[int, tuple[tuple[str, str, str], ...]] = {}
+
+    def key(self, r: FixRow) -> int:
+        """Return the next arrival number (each call numbers a new message)."""
+        self._last += 1
+        return self._last
+
+    def encode(self, r: FixRow) -> tuple[Any, ...]:
+        """Return ``r``'s message as a row tuple, numbered by the last :meth:`key`."""
+        rows = self.encode_many([r.ev], first=self._last)
+        t: tuple[Any, ...] = rows[0].item()
+        return t
+
+    def encode_many(self, events: Sequence[SeenMessage], first: int | None = None) -> Rows:
+        """Return the rows of ``events``, numbered from the next arrival number on.
+
+        Their bytes are stored now. ``first`` numbers them from there instead (for
+        :meth:`encode`, after :meth:`key`).
+        """
+        n = len(events)
+        if first is None:
+            first = self._last + 1
+            self._last += n
+        intern = self.strings.intern
+        blobs: list[bytes] = []
+        tuples = []
+        for i, ev in enumerate(events):
+            if isinstance(ev, FixMessageSeen):
+                blobs.append(ev.raw)
+                proto, clid_n, orig_n = 0, 0, 0
+            else:
+                clid = ev.client_order_id.encode()
+                orig = ev.orig_client_order_id.encode()
+                blobs.append(ev.raw + clid + orig)
+                proto, clid_n, orig_n = intern(ev.protocol), len(clid), len(orig)
+                if ev.fields:
+                    self._fields[first + i] = ev.fields
+            tuples.append((
+                first + i, ev.ts_event, ev.ts_created, ev.ts_wire, ev.seq_num, 0, len(ev.raw),
+                intern(ev.session_id), intern(ev.msg_type), proto, clid_n, orig_n, ev.outbound,
+            ))  # fmt: skip
+        chunks = self.arena.chunks
+        rows = np.array(tuples, MESSAGE_ROW_DTYPE)
+        at = self.arena.extend(blobs)
+        rows["raw_at"] = at
+        if self.arena.chunks != chunks or not self._marks:
+            # New chunks began in this batch: note the first number stored in each.
+            starts = set(self.arena.chunk_starts()[-(self.arena.chunks - chunks or 1) :])
+            for i in np.flatnonzero(np.isin(at, list(starts))).tolist():
+                self._marks.append((first + i, int(at[i])))
+        return rows
+
+    def decode(self, t: tuple[Any, ...]) -> FixRow:
+        """Return the list row of a row tuple (the message rebuilt from its bytes)."""
+        key = t[_ROW]
+        n = t[_RAW_LEN]
+        clid_n, orig_n = t[_CLID_LEN], t[_ORIG_LEN]
+        blob = self.arena.get(t[_RAW_AT], n + clid_n + orig_n)
+        strings = self.strings
+        if not t[_PROTOCOL]:
+            ev: SeenMessage = FixMessageSeen(
+                ts_event=t[_TS_EVENT],
+                session_id=strings[t[_SESSION]],
+                outbound=t[_OUTBOUND],
+                msg_type=strings[t[_MSG_TYPE]],
+                seq_num=t[_SEQ_NUM],
+                raw=blob,
+                ts_created=t[_TS_CREATED],
+                ts_wire=t[_TS_WIRE],
+            )
+            return FixRow(key, ev, field_value(blob, 11), field_value(blob, 41), blob)
+        clid = blob[n : n + clid_n].decode(errors="replace")
+        orig = blob[n + clid_n :].decode(errors="replace")
+        venue = VenueMessageSeen(
+            ts_event=t[_TS_EVENT],
+            session_id=strings[t[_SESSION]],
+            protocol=strings[t[_PROTOCOL]],
+            outbound=t[_OUTBOUND],
+            msg_type=strings[t[_MSG_TYPE]],
+            seq_num=t[_SEQ_NUM],
+            raw=blob[:n],
+            fields=self._fields.get(key, ()),
+            client_order_id=clid,
+            orig_client_order_id=orig,
+            ts_created=t[_TS_CREATED],
+            ts_wire=t[_TS_WIRE],
+        )
+        return FixRow(key, venue, clid, orig, show_fields(venue).encode("latin-1", "replace"))
+
+    # ------------------------------------------------------------------ a row's fields
+    def session(self, t: tuple[Any, ...]) -> str:
+        """Return the session (or link) of a row tuple."""
+        return self.strings[t[_SESSION]]
+
+    def msg_type(self, t: tuple[Any, ...]) -> str:
+        """Return the MsgType of a row tuple."""
+        return self.strings[t[_MSG_TYPE]]
+
+    def outbound(self, t: tuple[Any, ...]) -> bool:
+        """Return whether the message of a row tuple went out."""
+        out: bool = t[_OUTBOUND]
+        return out
+
+    def order_ids(self, t: tuple[Any, ...]) -> tuple[str, str]:
+        """Return the ClOrdID and OrigClOrdID of a row tuple ("" where none)."""
+        n, clid_n, orig_n = t[_RAW_LEN], t[_CLID_LEN], t[_ORIG_LEN]
+        if not t[_PROTOCOL]:
+            raw = self.arena.get(t[_RAW_AT], n)
+            return field_value(raw, 11), field_value(raw, 41)
+        ids = self.arena.get(t[_RAW_AT] + n, clid_n + orig_n)
+        return ids[:clid_n].decode(errors="replace"), ids[clid_n:].decode(errors="replace")
+
+    def search(self, t: tuple[Any, ...]) -> bytes:
+        """Return what the free-text filter searches in a row tuple (see :class:`FixRow`)."""
+        if not t[_PROTOCOL]:
+            return self.arena.get(t[_RAW_AT], t[_RAW_LEN])
+        return self.decode(t).search
+
+    # ------------------------------------------------------------------ rows leaving
+    def forget(self, keys: npt.NDArray[np.int64]) -> None:
+        """Note that the rows ``keys`` left; free the arena's chunks nobody reads any more."""
+        if not keys.shape[0]:
+            return
+        lo, hi = int(keys.min()), int(keys.max())
+        fields = self._fields
+        if fields:
+            for k in keys.tolist():
+                fields.pop(k, None)
+        if lo == self._low and hi - lo + 1 == keys.shape[0] and not self._gone:
+            self._low = hi + 1  # the usual case: the oldest rows, in one run
+        else:
+            gone = self._gone
+            gone.update(keys.tolist())
+            while self._low in gone:
+                gone.discard(self._low)
+                self._low += 1
+        marks = self._marks
+        # The chunk of the oldest row kept, and every chunk after it, stay.
+        k = next((i for i in range(len(marks) - 1, -1, -1) if marks[i][0] <= self._low), -1)
+        if self._low > self._last:
+            self.arena.release_below(self.arena.end)
+            del marks[: len(marks) - 1]
+        elif k > 0:
+            self.arena.release_below(marks[k][1])
+            del marks[:k]
+
+    def restart(self) -> None:
+        """Forget every message and number the next one 1 (the model was cleared)."""
+        self.arena.clear()
+        self._last, self._low = 0, 1
+        self._gone.clear()
+        self._marks.clear()
+        self._fields.clear()
+
+    @property
+    def nbytes(self) -> int:
+        """Return the bytes of the arena in use (the rows are the model's)."""
+        return self.arena.nbytes
+
+
+class MessageTableModel(ColumnarTableModel[FixRow]):
+    """The message list: a :class:`ColumnarTableModel` over a :class:`MessageCodec`.
+
+    :meth:`clear` also restarts the arrival numbers, so the messages of a list filled anew
+    are numbered 1, 2, ... (``row_of(n)`` finds the n-th).
+    """
+
+    codec: MessageCodec
+
+    def clear(self) -> None:
+        """Remove every row and restart the numbering."""
+        super().clear()
+        self.codec.restart()
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +442,7 @@ DETAIL_HEADERS = ("Field", "Tag", "Value", "Meaning", "Check")
 class FixFilterModel(QSortFilterProxyModel):
     """Filter messages by session, direction, MsgType, ClOrdID and free text."""
 
-    def __init__(self, source: KeyedTableModel[int, FixRow], parent: QObject | None = None):
+    def __init__(self, source: MessageTableModel, parent: QObject | None = None):
         super().__init__(parent)
         self._source = source
         self.session = ""
@@ -269,19 +487,25 @@ class FixFilterModel(QSortFilterProxyModel):
         self, source_row: int, source_parent: QModelIndex | QPersistentModelIndex
     ) -> bool:
         """Return whether a message passes every filter."""
-        row = self._source.record(source_row)
+        if not self.chain and not (
+            self.session or self.direction or self.msg_types or self.client_order_id or self.text
+        ):
+            return True
+        # The stored row's fields: no message rebuilt for each of 100,000 rows.
+        t = self._source.row_tuple(source_row)
+        codec = self._source.codec
         if self.chain:
-            return row.client_order_id in self.chain or row.orig_client_order_id in self.chain
-        ev = row.ev
-        if self.session and ev.session_id != self.session:
+            clid, orig = codec.order_ids(t)
+            return clid in self.chain or orig in self.chain
+        if self.session and codec.session(t) != self.session:
             return False
-        if self.direction and (self.direction == "out") != ev.outbound:
+        if self.direction and (self.direction == "out") != codec.outbound(t):
             return False
-        if self.msg_types and ev.msg_type not in self.msg_types:
+        if self.msg_types and codec.msg_type(t) not in self.msg_types:
             return False
-        if self.client_order_id and self.client_order_id not in row.client_order_id:
+        if self.client_order_id and self.client_order_id not in codec.order_ids(t)[0]:
             return False
-        return not self.text or self.text.lower() in row.search.lower()
+        return not self.text or self.text.lower() in codec.search(t).lower()
 
 
 class FixInspector(QWidget):
@@ -304,10 +528,10 @@ class FixInspector(QWidget):
         super().__init__(parent)
         self.describe = describe or no_dictionary
         self._type_names: dict[str, str] = {}
-        self.model: KeyedTableModel[int, FixRow] = KeyedTableModel(
-            self._columns(), lambda r: r.key, newest_first=True, capacity=FIX_CAPACITY,
-            parent=self,
-        )  # fmt: skip
+        self.codec = MessageCodec()
+        self.model = MessageTableModel(
+            self._columns(), self.codec, newest_first=True, capacity=FIX_CAPACITY, parent=self
+        )
         self.proxy = FixFilterModel(self.model, self)
         self.table = DataTableView("fixMessagesTable")
         self.table.setModel(self.proxy)
@@ -454,15 +678,17 @@ class FixInspector(QWidget):
                 ev = r.event
                 if isinstance(ev, SessionStatusChanged):
                     self.describe.note_session(ev.session_id, ev.dictionary, ev.app_dictionary)
-        rows = [row for row in map(row_of, batch) if row is not None]
-        if not rows:
+        messages = [r.event for r in batch if isinstance(r.event, _MESSAGE_TYPES)]
+        if not messages:
             return
-        for sid in {row.ev.session_id for row in rows}:
+        for sid in {ev.session_id for ev in messages}:
             if self.session_combo.findData(sid) < 0:
                 self.session_combo.addItem(sid, sid)
-        self.model.apply(rows)
-        if self._pending_exec and any(self._pending_exec in row.search for row in rows):
-            self._select_report(self._pending_exec)
+        self.model.apply_rows(self.codec.encode_many(messages))
+        pending = self._pending_exec
+        # The needle is ``<SOH>17=ExecID<SOH>``: only a FIX message's bytes can hold it.
+        if pending and any(pending in ev.raw for ev in messages if isinstance(ev, FixMessageSeen)):
+            self._select_report(pending)
 
     def set_filter(
         self,

@@ -395,6 +395,14 @@ class ColumnarTableModel(RowTableModel[R], Generic[R]):
         """Return the record shown in display row ``row`` (rebuilt from its row)."""
         return self._cached(self._buffer_index(row))[1]
 
+    def row_tuple(self, row: int) -> tuple[Any, ...]:
+        """Return display row ``row`` as stored, a tuple in field order (nothing rebuilt).
+
+        For a filter that reads a few fields of every row: no record, no cached texts.
+        """
+        t: tuple[Any, ...] = self._buf[self._buffer_index(row)].item()
+        return t
+
     def position(self, key: int) -> int:
         """Return the buffer index of ``key``'s row (for :meth:`field`), or -1."""
         g = self._index.get(key)
