@@ -649,9 +649,8 @@ def ht_find(tab: I64, key: int, shift: int) -> int:
 
 
 @kernel_inline
-def ht_put(tab: I64, key: int, val: int, shift: int) -> None:
-    """Store ``val`` under ``key`` (absent; the table has free buckets)."""
-    mask = (tab.shape[0] >> 1) - 1
+def _ht_insert(tab: I64, key: int, val: int, mask: int, shift: int) -> None:
+    # ht_put with the table's mask (buckets - 1) at hand
     i = _slot(key, mask, shift)
     while tab[2 * i] != HT_EMPTY:
         i = (i + 1) & mask
@@ -660,9 +659,8 @@ def ht_put(tab: I64, key: int, val: int, shift: int) -> None:
 
 
 @kernel_inline
-def ht_del(tab: I64, key: int, shift: int) -> None:
-    """Remove ``key`` (present), shifting later entries of its probe run back."""
-    mask = (tab.shape[0] >> 1) - 1
+def _ht_remove(tab: I64, key: int, mask: int, shift: int) -> None:
+    # ht_del with the table's mask at hand
     i = _slot(key, mask, shift)
     while tab[2 * i] != key:
         i = (i + 1) & mask
@@ -681,6 +679,18 @@ def ht_del(tab: I64, key: int, shift: int) -> None:
     tab[2 * i] = HT_EMPTY
 
 
+@kernel_inline
+def ht_put(tab: I64, key: int, val: int, shift: int) -> None:
+    """Store ``val`` under ``key`` (absent; the table has free buckets)."""
+    _ht_insert(tab, key, val, (tab.shape[0] >> 1) - 1, shift)
+
+
+@kernel_inline
+def ht_del(tab: I64, key: int, shift: int) -> None:
+    """Remove ``key`` (present), shifting later entries of its probe run back."""
+    _ht_remove(tab, key, (tab.shape[0] >> 1) - 1, shift)
+
+
 @kernel
 def ht_rebuild(tab: I64, old: I64, shift: int) -> None:
     """Insert every live entry of the old table into the new (empty) one."""
@@ -689,7 +699,7 @@ def ht_rebuild(tab: I64, old: I64, shift: int) -> None:
             ht_put(tab, old[2 * i], old[2 * i + 1], shift)
 
 
-@kernel
+@kernel_inline
 def ofind(ring: I32, ot: I64, st: I64, ref: int) -> int:
     """Return the order slot of ``ref``, or -1.
 
@@ -706,151 +716,14 @@ def ofind(ring: I32, ot: I64, st: I64, ref: int) -> int:
     return ht_find(ot, ref, st[S_OSHIFT])
 
 
-@kernel
-def _oput(ring: I32, ot: I64, st: I64, ref: int, o: int) -> None:
-    w = ring.shape[0]
-    mask = w - 1
-    base = st[S_RBASE]
-    if ref - base >= w:  # slide the window up to ref, moving the refs it leaves to the hash
-        new = ref - w + 1
-        q = base
-        stop = min(new, base + w)
-        while q < stop:
-            c = ring[q & mask]
-            if c >= 0:
-                ht_put(ot, q, c, st[S_OSHIFT])
-                ring[q & mask] = -1
-            q += 1
-        st[S_RBASE] = new
-        base = new
-    if ref >= base:
-        ring[ref & mask] = o
-    else:
-        ht_put(ot, ref, o, st[S_OSHIFT])
-
-
-@kernel
-def _odel(ring: I32, ot: I64, st: I64, ref: int) -> None:
-    base = st[S_RBASE]
-    if base <= ref and ref - base < ring.shape[0]:
-        ring[ref & (ring.shape[0] - 1)] = -1
-    else:
-        ht_del(ot, ref, st[S_OSHIFT])
-
-
 @kernel_inline
 def order_ref(orders: I32, o: int) -> int:
     """Return the order reference number of order slot ``o``."""
     return (int(orders[o, O_REF_HI]) << 32) | (int(orders[o, O_REF_LO]) & 0xFFFFFFFF)
 
 
-@kernel_inline
-def _book_add(
-    orders: I32, ring: I32, ot: I64, ofree: I64, levels: I64, lt: I64, lfree: I64,
-    st: I64, stocks: I64, ref: int, stock: int, side: int, px: int, qty: int,
-) -> None:  # fmt: skip
-    nfo = st[S_NFREE_O] - 1
-    st[S_NFREE_O] = nfo
-    o = ofree[nfo]
-    key = (stock << 33) | (side << 32) | px
-    lvl = ht_find(lt, key, st[S_LSHIFT])
-    if lvl < 0:
-        nfl = st[S_NFREE_L] - 1
-        st[S_NFREE_L] = nfl
-        lvl = lfree[nfl]
-        levels[lvl, L_KEY] = key
-        levels[lvl, L_QTY] = 0
-        levels[lvl, L_HEAD] = -1
-        levels[lvl, L_TAIL] = -1
-        ht_put(lt, key, lvl, st[S_LSHIFT])
-    orders[o, O_REF_LO] = ref & 0xFFFFFFFF
-    orders[o, O_REF_HI] = ref >> 32
-    orders[o, O_SS] = 2 * stock + side
-    orders[o, O_PX] = px
-    orders[o, O_QTY] = qty
-    orders[o, O_LEVEL] = lvl
-    tail = levels[lvl, L_TAIL]
-    orders[o, O_PREV] = tail
-    orders[o, O_NEXT] = -1
-    if tail >= 0:
-        orders[tail, O_NEXT] = o
-    else:
-        levels[lvl, L_HEAD] = o
-        st[S_LEVELS] += 1
-    levels[lvl, L_TAIL] = o
-    levels[lvl, L_QTY] += qty
-    _oput(ring, ot, st, ref, o)
-    st[S_ORDERS] += 1
-
-
-@kernel_inline
-def _book_remove(
-    orders: I32, ring: I32, ot: I64, ofree: I64, levels: I64, lt: I64, lfree: I64,
-    st: I64, stocks: I64, o: int,
-) -> None:  # fmt: skip
-    lvl = orders[o, O_LEVEL]
-    prv = orders[o, O_PREV]
-    nxt = orders[o, O_NEXT]
-    if prv >= 0:
-        orders[prv, O_NEXT] = nxt
-    else:
-        levels[lvl, L_HEAD] = nxt
-    if nxt >= 0:
-        orders[nxt, O_PREV] = prv
-    else:
-        levels[lvl, L_TAIL] = prv
-    levels[lvl, L_QTY] -= orders[o, O_QTY]
-    if levels[lvl, L_HEAD] < 0:
-        # An emptied level gives its slot back: the tables hold the levels in use only.
-        ht_del(lt, levels[lvl, L_KEY], st[S_LSHIFT])
-        levels[lvl, L_QTY] = 0
-        lfree[st[S_NFREE_L]] = lvl
-        st[S_NFREE_L] += 1
-        st[S_LEVELS] -= 1
-    _odel(ring, ot, st, order_ref(orders, o))
-    orders[o, O_QTY] = 0
-    ofree[st[S_NFREE_O]] = o
-    st[S_NFREE_O] += 1
-    st[S_ORDERS] -= 1
-
-
-@kernel_inline
-def _book_reduce(
-    orders: I32, ring: I32, ot: I64, ofree: I64, levels: I64, lt: I64, lfree: I64,
-    st: I64, stocks: I64, o: int, q: int, over: int,
-) -> None:  # fmt: skip
-    left = orders[o, O_QTY]
-    if q >= left:
-        if q > left:
-            st[over] += 1
-        _book_remove(orders, ring, ot, ofree, levels, lt, lfree, st, stocks, o)
-    else:
-        orders[o, O_QTY] = left - q
-        levels[orders[o, O_LEVEL], L_QTY] -= q
-
-
-@kernel_inline
-def _trade(
-    trades: npt.NDArray[np.void], st: I64, stocks: I64, seq: int, ts: int, stock: int,
-    kind: int, side: int, printable: int, cross: int, px: int, qty: int, match: int, ref: int,
-) -> None:  # fmt: skip
-    n = st[S_NTRADES]
-    r = trades[n]
-    r.seq = seq
-    r.timestamp = ts
-    r.stock_locate = stock
-    r.kind = kind
-    r.side = side
-    r.printable = printable
-    r.cross_type = cross
-    r.price = px
-    r.shares = qty
-    r.match_number = match
-    r.order_reference_number = ref
-    st[S_NTRADES] = n + 1
-    stocks[stock, SW_TRADES] += 1
-    if printable != 78:  # 'N': not printable, left out of volume
-        stocks[stock, SW_VOLUME] += qty
+#: ``take`` of a message that removes its order whatever its shares (D, U).
+_TAKE_ALL: int = -1
 
 
 @kernel
@@ -917,6 +790,20 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
     nk = keep.shape[0]
     g = st[S_G]
     pk = st[S_PK]
+    w = ring.shape[0]
+    wmask = w - 1
+    omask = (ot.shape[0] >> 1) - 1
+    oshift = st[S_OSHIFT]
+    lmask = (lt.shape[0] >> 1) - 1
+    lshift = st[S_LSHIFT]
+    rbase = st[S_RBASE]
+    nfree_o = st[S_NFREE_O]
+    nfree_l = st[S_NFREE_L]
+    n_orders = st[S_ORDERS]
+    n_levels = st[S_LEVELS]
+    n_trades = st[S_NTRADES]
+    touched = 0
+    stop = STOP_DONE
     while pk < pk_start.shape[0] and g < limit:
         end = pk_end[pk]
         p = st[S_POS]
@@ -932,16 +819,10 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
         elif p < 0:
             p = pk_start[pk]
         i = st[S_I]
-        # Look ahead: touch the ref hash bucket of the message LOOKAHEAD places on, so its
-        # cache miss overlaps the work on this one (the loads are independent).
         pa = p
         for _ in range(LOOKAHEAD):
             if pa + 2 < end:
                 pa += 2 + be16(buf, pa)
-        omask = (ot.shape[0] >> 1) - 1
-        lmask = (lt.shape[0] >> 1) - 1
-        oshift = st[S_OSHIFT]
-        touched = 0
         while g < limit and ((mode == MODE_MOLD and i < n) or (mode == MODE_RAW and p < end)):
             ln = be16(buf, p)
             m = p + 2
@@ -949,26 +830,22 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                 ta = buf[pa + 2]
                 if ta == 68 or ta == 69 or ta == 88 or ta == 85 or ta == 67:  # D E X U C
                     ra = be64(buf, pa + 13)
-                    if ra < st[S_RBASE]:  # an old order: its ref is in the hash
+                    if ra < rbase:  # an old order: its ref is in the hash
                         touched += ot[2 * _slot(ra, omask, oshift)]
                 elif (ta == 65 or ta == 70) and pa + 38 <= end:  # A F: the level it joins
                     sa = 0 if buf[pa + 21] == 66 else 1
                     ka = (be16(buf, pa + 3) << 33) | (sa << 32) | be32(buf, pa + 34)
-                    touched += lt[2 * _slot(ka, lmask, st[S_LSHIFT])]
+                    touched += lt[2 * _slot(ka, lmask, lshift)]
                 pa += 2 + be16(buf, pa)
             if nk == 0 or keep[g] != 0:
                 t = int(np.int64(buf[m]))
-                stock = be16(buf, m + 1)
-                ts = be48(buf, m + 5)
-                seq = seq0 + i if mode == MODE_MOLD else first_seq + g
-                stop = STOP_DONE
                 if t == 65 or t == 70 or t == 85:  # A F U need an order slot and a level
-                    if st[S_NFREE_O] == 0:
+                    if nfree_o == 0:
                         stop = STOP_ORDERS
-                    elif st[S_NFREE_L] == 0:
+                    elif nfree_l == 0:
                         stop = STOP_LEVELS
                 elif t == 69 or t == 67 or t == 80 or t == 81:  # E C P Q keep a trade
-                    if st[S_NTRADES] >= trades.shape[0]:
+                    if n_trades >= trades.shape[0]:
                         stop = STOP_TRADES
                 elif t == 72 and st[S_NACTIONS] >= actions.shape[0]:  # H
                     stop = STOP_ACTIONS
@@ -978,91 +855,89 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                     st[S_PK] = pk
                     st[S_I] = i
                     st[S_POS] = p
-                    st[S_G] = g
-                    st[S_STOP] = stop
-                    return stop
+                    break
                 counts[t] += 1
+                stock = be16(buf, m + 1)
+                # What the message does to the books: take ``take`` shares from order slot
+                # ``o`` (all of them: _TAKE_ALL), then rest a new order ``aref`` (adding).
+                o = -1
+                take = 0
+                over = 0
+                adding = False
+                aref = 0
+                astock = stock
+                aside = 0
+                apx = 0
+                aqty = 0
+                dup = S_DUP_ADD
+                tkind = 0  # a trade to keep: its type byte
                 if t == 65 or t == 70:  # Add Order
-                    ref = be64(buf, m + 11)
-                    side = 0 if buf[m + 19] == 66 else 1
-                    qty = be32(buf, m + 20)
-                    px = be32(buf, m + 32)
+                    adding = True
+                    aref = be64(buf, m + 11)
+                    aside = 0 if buf[m + 19] == 66 else 1
+                    aqty = be32(buf, m + 20)
+                    apx = be32(buf, m + 32)
                     if symbols[stock, 0] == 0:
                         for c in range(8):
                             symbols[stock, c] = buf[m + 24 + c]
-                    if qty == 0:
-                        st[S_ZERO_ADD] += 1
-                    elif ofind(ring, ot, st, ref) >= 0:
-                        st[S_DUP_ADD] += 1
-                    else:
-                        _book_add(orders, ring, ot, ofree, levels, lt, lfree, st, stocks,
-                                  ref, stock, side, px, qty)  # fmt: skip
-                elif t == 68:  # Order Delete
-                    o = ofind(ring, ot, st, be64(buf, m + 11))
-                    if o < 0:
-                        st[S_UNKNOWN_D] += 1
-                    else:
-                        _book_remove(orders, ring, ot, ofree, levels, lt, lfree, st, stocks, o)
-                elif t == 85:  # Order Replace
-                    o = ofind(ring, ot, st, be64(buf, m + 11))
-                    if o < 0:
-                        st[S_UNKNOWN_U] += 1
-                    else:
-                        ostock = orders[o, O_SS] >> 1
-                        side = orders[o, O_SS] & 1
-                        _book_remove(orders, ring, ot, ofree, levels, lt, lfree, st, stocks, o)
-                        ref = be64(buf, m + 19)
-                        qty = be32(buf, m + 27)
-                        px = be32(buf, m + 31)
-                        if qty == 0:
-                            st[S_ZERO_ADD] += 1
-                        elif ofind(ring, ot, st, ref) >= 0:
-                            st[S_DUP_REPLACE] += 1
-                        else:
-                            _book_add(orders, ring, ot, ofree, levels, lt, lfree, st, stocks,
-                                      ref, ostock, side, px, qty)  # fmt: skip
-                elif t == 69 or t == 67:  # Order Executed (With Price)
+                elif t == 68 or t == 85 or t == 69 or t == 67 or t == 88:  # D U E C X
                     ref = be64(buf, m + 11)
-                    o = ofind(ring, ot, st, ref)
-                    if o < 0:
-                        st[S_UNKNOWN_E if t == 69 else S_UNKNOWN_C] += 1
+                    if ref >= rbase:
+                        if ref - rbase < w:
+                            o = ring[ref & wmask]
                     else:
-                        q = be32(buf, m + 19)
-                        px = orders[o, O_PX]
-                        printable = 89  # 'Y'
-                        if t == 67:
-                            printable = int(np.int64(buf[m + 31]))
-                            px = be32(buf, m + 32)
-                        side = BUY if orders[o, O_SS] & 1 == 0 else SELL
-                        _trade(trades, st, stocks, seq, ts, orders[o, O_SS] >> 1, t, side,
-                               printable, 0, px, q, be64(buf, m + 23), ref)  # fmt: skip
-                        _book_reduce(orders, ring, ot, ofree, levels, lt, lfree, st, stocks,
-                                     o, q, S_OVER_EXEC)  # fmt: skip
-                elif t == 88:  # Order Cancel
-                    o = ofind(ring, ot, st, be64(buf, m + 11))
+                        h = _slot(ref, omask, oshift)
+                        while True:
+                            kk = ot[2 * h]
+                            if kk == ref:
+                                o = ot[2 * h + 1]
+                                break
+                            if kk == HT_EMPTY:
+                                break
+                            h = (h + 1) & omask
                     if o < 0:
-                        st[S_UNKNOWN_X] += 1
-                    else:
-                        _book_reduce(orders, ring, ot, ofree, levels, lt, lfree, st, stocks,
-                                     o, be32(buf, m + 19), S_OVER_CANCEL)  # fmt: skip
-                elif t == 80:  # Trade (non-cross): a hidden order matched
-                    side = BUY if buf[m + 19] == 66 else SELL
-                    _trade(trades, st, stocks, seq, ts, stock, t, side, 89, 0,
-                           be32(buf, m + 32), be32(buf, m + 20), be64(buf, m + 36),
-                           be64(buf, m + 11))  # fmt: skip
-                elif t == 81:  # Cross Trade
-                    _trade(trades, st, stocks, seq, ts, stock, t, 0, 89, int(np.int64(buf[m + 39])),
-                           be32(buf, m + 27), be64(buf, m + 11), be64(buf, m + 31), 0)  # fmt: skip
+                        if t == 68:
+                            st[S_UNKNOWN_D] += 1
+                        elif t == 85:
+                            st[S_UNKNOWN_U] += 1
+                        elif t == 69:
+                            st[S_UNKNOWN_E] += 1
+                        elif t == 67:
+                            st[S_UNKNOWN_C] += 1
+                        else:
+                            st[S_UNKNOWN_X] += 1
+                    elif t == 68:  # Order Delete
+                        take = _TAKE_ALL
+                    elif t == 85:  # Order Replace: the new ref with the old one's stock, side
+                        take = _TAKE_ALL
+                        adding = True
+                        dup = S_DUP_REPLACE
+                        ss = orders[o, O_SS]
+                        astock = ss >> 1
+                        aside = ss & 1
+                        aref = be64(buf, m + 19)
+                        aqty = be32(buf, m + 27)
+                        apx = be32(buf, m + 31)
+                    elif t == 88:  # Order Cancel
+                        take = be32(buf, m + 19)
+                        over = S_OVER_CANCEL
+                    else:  # Order Executed (With Price)
+                        take = be32(buf, m + 19)
+                        over = S_OVER_EXEC
+                        tkind = t
+                elif t == 80 or t == 81:
+                    tkind = t
                 elif t == 72:  # Stock Trading Action
                     state = int(np.int64(buf[m + 19]))
                     reason = np.int64(0)
                     for c in range(3, -1, -1):
                         reason = (reason << 8) | int(np.int64(buf[m + 21 + c]))
+                    ts = be48(buf, m + 5)
                     stocks[stock, SW_STATE] = state
                     stocks[stock, SW_REASON] = reason
                     stocks[stock, SW_STATE_TS] = ts
                     r = actions[st[S_NACTIONS]]
-                    r.seq = seq
+                    r.seq = seq0 + i if mode == MODE_MOLD else first_seq + g
                     r.timestamp = ts
                     r.stock_locate = stock
                     r.trading_state = state
@@ -1070,8 +945,8 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                     st[S_NACTIONS] += 1
                 elif t == 83:  # System Event
                     e = events[st[S_NEVENTS]]
-                    e.seq = seq
-                    e.timestamp = ts
+                    e.seq = seq0 + i if mode == MODE_MOLD else first_seq + g
+                    e.timestamp = be48(buf, m + 5)
                     e.event_code = buf[m + 11]
                     st[S_LAST_EVENT] = buf[m + 11]
                     st[S_NEVENTS] += 1
@@ -1084,17 +959,181 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                     stocks[stock, SW_HALT] = buf[m + 20]
                 elif t == 66:  # Broken Trade
                     st[S_BROKEN] += 1
+                if tkind != 0:  # E C (of a resting order), P, Q: a trade kept
+                    r = trades[n_trades]
+                    r.seq = seq0 + i if mode == MODE_MOLD else first_seq + g
+                    r.timestamp = be48(buf, m + 5)
+                    printable = 89  # 'Y'
+                    if tkind == 80:  # Trade (non-cross): a hidden order matched
+                        r.stock_locate = stock
+                        r.side = BUY if buf[m + 19] == 66 else SELL
+                        r.cross_type = 0
+                        r.price = be32(buf, m + 32)
+                        qty = be32(buf, m + 20)
+                        r.match_number = be64(buf, m + 36)
+                        r.order_reference_number = be64(buf, m + 11)
+                    elif tkind == 81:  # Cross Trade
+                        r.stock_locate = stock
+                        r.side = 0
+                        r.cross_type = buf[m + 39]
+                        r.price = be32(buf, m + 27)
+                        qty = be64(buf, m + 11)
+                        r.match_number = be64(buf, m + 31)
+                        r.order_reference_number = 0
+                    else:  # E, C: the resting order's stock, side and (E) price
+                        ss = orders[o, O_SS]
+                        stock = ss >> 1
+                        r.stock_locate = stock
+                        r.side = BUY if ss & 1 == 0 else SELL
+                        r.cross_type = 0
+                        if tkind == 67:
+                            printable = int(np.int64(buf[m + 31]))
+                            r.price = be32(buf, m + 32)
+                        else:
+                            r.price = orders[o, O_PX]
+                        qty = take
+                        r.match_number = be64(buf, m + 23)
+                        r.order_reference_number = be64(buf, m + 11)
+                    r.kind = tkind
+                    r.printable = printable
+                    r.shares = qty
+                    n_trades += 1
+                    stocks[stock, SW_TRADES] += 1
+                    if printable != 78:  # 'N': not printable, left out of volume
+                        stocks[stock, SW_VOLUME] += qty
+                if o >= 0:  # take shares from order o, or remove it
+                    left = orders[o, O_QTY]
+                    lvl = orders[o, O_LEVEL]
+                    if take != _TAKE_ALL and take < left:
+                        orders[o, O_QTY] = left - take
+                        levels[lvl, L_QTY] -= take
+                    else:
+                        if take != _TAKE_ALL and take > left:
+                            st[over] += 1
+                        prv = orders[o, O_PREV]
+                        nxt = orders[o, O_NEXT]
+                        if prv >= 0:
+                            orders[prv, O_NEXT] = nxt
+                        else:
+                            levels[lvl, L_HEAD] = nxt
+                        if nxt >= 0:
+                            orders[nxt, O_PREV] = prv
+                        else:
+                            levels[lvl, L_TAIL] = prv
+                        levels[lvl, L_QTY] -= left
+                        if levels[lvl, L_HEAD] < 0:
+                            # an emptied level gives its slot and its hash entry back
+                            _ht_remove(lt, levels[lvl, L_KEY], lmask, lshift)
+                            levels[lvl, L_QTY] = 0
+                            lfree[nfree_l] = lvl
+                            nfree_l += 1
+                            n_levels -= 1
+                        ref = (int(orders[o, O_REF_HI]) << 32) | (
+                            int(orders[o, O_REF_LO]) & 0xFFFFFFFF
+                        )
+                        if rbase <= ref and ref - rbase < w:
+                            ring[ref & wmask] = -1
+                        else:
+                            _ht_remove(ot, ref, omask, oshift)
+                        orders[o, O_QTY] = 0
+                        ofree[nfree_o] = o
+                        nfree_o += 1
+                        n_orders -= 1
+                if adding:  # rest a new order at the back of its level
+                    found = -1
+                    if aref >= rbase:
+                        if aref - rbase < w:
+                            found = ring[aref & wmask]
+                    else:
+                        h = _slot(aref, omask, oshift)
+                        while True:
+                            kk = ot[2 * h]
+                            if kk == aref:
+                                found = ot[2 * h + 1]
+                                break
+                            if kk == HT_EMPTY:
+                                break
+                            h = (h + 1) & omask
+                    if aqty == 0:
+                        st[S_ZERO_ADD] += 1
+                    elif found >= 0:
+                        st[dup] += 1
+                    else:
+                        key = (astock << 33) | (aside << 32) | apx
+                        lvl = -1
+                        h = _slot(key, lmask, lshift)
+                        while True:
+                            kk = lt[2 * h]
+                            if kk == key:
+                                lvl = lt[2 * h + 1]
+                                break
+                            if kk == HT_EMPTY:
+                                break
+                            h = (h + 1) & lmask
+                        if lvl < 0:  # a new level: h is the empty bucket its key goes in
+                            nfree_l -= 1
+                            lvl = lfree[nfree_l]
+                            levels[lvl, L_KEY] = key
+                            levels[lvl, L_QTY] = 0
+                            levels[lvl, L_HEAD] = -1
+                            levels[lvl, L_TAIL] = -1
+                            lt[2 * h] = key
+                            lt[2 * h + 1] = lvl
+                        nfree_o -= 1
+                        o = ofree[nfree_o]
+                        orders[o, O_REF_LO] = aref & 0xFFFFFFFF
+                        orders[o, O_REF_HI] = aref >> 32
+                        orders[o, O_SS] = 2 * astock + aside
+                        orders[o, O_PX] = apx
+                        orders[o, O_QTY] = aqty
+                        orders[o, O_LEVEL] = lvl
+                        tail = levels[lvl, L_TAIL]
+                        orders[o, O_PREV] = tail
+                        orders[o, O_NEXT] = -1
+                        if tail >= 0:
+                            orders[tail, O_NEXT] = o
+                        else:
+                            levels[lvl, L_HEAD] = o
+                            n_levels += 1
+                        levels[lvl, L_TAIL] = o
+                        levels[lvl, L_QTY] += aqty
+                        n_orders += 1
+                        if aref - rbase >= w:
+                            # slide the window up to aref; refs it leaves go to the hash
+                            new = aref - w + 1
+                            q = rbase
+                            qend = min(new, rbase + w)
+                            while q < qend:
+                                c = ring[q & wmask]
+                                if c >= 0:
+                                    _ht_insert(ot, q, c, omask, oshift)
+                                    ring[q & wmask] = -1
+                                q += 1
+                            rbase = new
+                        if aref >= rbase:
+                            ring[aref & wmask] = o
+                        else:
+                            _ht_insert(ot, aref, o, omask, oshift)
             g += 1
             i += 1
             p += 2 + ln
+        if stop != STOP_DONE:
+            break
         pk += 1
         st[S_I] = 0
         st[S_POS] = -1
-    st[S_PK] = pk
+    if stop == STOP_DONE:
+        st[S_PK] = pk
     st[S_G] = g
-    st[S_STOP] = STOP_DONE
+    st[S_STOP] = stop
+    st[S_RBASE] = rbase
+    st[S_NFREE_O] = nfree_o
+    st[S_NFREE_L] = nfree_l
+    st[S_ORDERS] = n_orders
+    st[S_LEVELS] = n_levels
+    st[S_NTRADES] = n_trades
     st[S_TOUCHED] = touched  # kept, so the look-ahead loads are not optimised away
-    return STOP_DONE
+    return stop
 
 
 @kernel
