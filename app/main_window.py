@@ -37,6 +37,7 @@ from app.fix_describe import FieldDescriber
 from app.paths import resource, state_dir
 from app.process import versions
 from app.reconcile import ReconcileRunner
+from app.relays import RelayMonitor
 from app.settings import AppSettings
 from app.theme import THEMES, apply_theme, load_theme
 from engine.client import ClientState
@@ -146,6 +147,7 @@ class MainWindow(QMainWindow):
         from app.engines import EngineConnections
 
         self.engines = EngineConnections(self, controller.client)
+        self.relay_monitor = RelayMonitor.from_settings(settings, self.monitor.relays_view, self)
         self.engines.message.connect(self._show_message)
         self.reconcile_badge = ReconcileBadge()
         self.reconciler = ReconcileRunner(state_dir, self.reconcile_badge, self)
@@ -631,6 +633,7 @@ class MainWindow(QMainWindow):
         if self._shut_down:
             return
         self._shut_down = True
+        self.relay_monitor.close()
         self.save_settings()
         self.controller.shutdown()
 

@@ -67,6 +67,33 @@ class AppSettings:
     def sound(self, on: bool) -> None:
         self._set("ui/sound", "true" if on else "false")
 
+    @property
+    def relays(self) -> list[str]:
+        """Return the relays the Monitor watches (``relays/watch``): ``[name=]wss://host:port``.
+
+        An entry may end in ``#AB:CD:…``, the certificate's SHA-256 fingerprint (otherwise the
+        first one seen is pinned in ``known-relays.json``). The token is never stored here:
+        see :attr:`relay_token_env` and :attr:`relay_token_file`.
+        """
+        value = self._qs.value("relays/watch", [])
+        if isinstance(value, str):  # QSettings gives one value as a plain string
+            value = [value] if value.strip() else []
+        return [str(v).strip() for v in value if str(v).strip()] if isinstance(value, list) else []
+
+    @relays.setter
+    def relays(self, entries: list[str]) -> None:
+        self._set("relays/watch", list(entries))
+
+    @property
+    def relay_token_env(self) -> str:
+        """Return the environment variable holding the relays' token (``relays/token_env``)."""
+        return str(self._qs.value("relays/token_env", "QWCONSOLE_RELAY_TOKEN")).strip()
+
+    @property
+    def relay_token_file(self) -> str:
+        """Return the file holding the relays' token, or ``""`` (``relays/token_file``)."""
+        return str(self._qs.value("relays/token_file", "")).strip()
+
     def recent(self, kind: str) -> list[str]:
         """Return the files of ``kind`` (``stores``, ``journals``) opened before, oldest first."""
         value = self._qs.value(f"recent/{kind}", [])

@@ -43,6 +43,7 @@ from widgets.monitor.executions import ExecutionsView
 from widgets.monitor.formats import is_working
 from widgets.monitor.orders import OrderCounts, OrdersView
 from widgets.monitor.positions import PositionsView
+from widgets.monitor.relays import RelaysPanel
 from widgets.monitor.risk import RiskLimitsView
 from widgets.monitor.strategies import StrategiesView
 from widgets.order_ticket import OrderTicket
@@ -172,6 +173,7 @@ class MonitorWorkspace(QMainWindow):
         self.ladder = PriceLadder()
         self.sessions_view = SessionsPanel()
         self.risk_view = RiskLimitsView(self.ctx.strategy_name)
+        self.relays_view = RelaysPanel()  # fed by the app (app.relays), not by engine events
         self.orders_view.setMinimumSize(200, 120)
         self.setCentralWidget(self.orders_view)
         # What a trader acts on at once, then the lanes (see _on_flush_timer).
@@ -222,6 +224,8 @@ class MonitorWorkspace(QMainWindow):
         self.tabifyDockWidget(self.executions_dock, self.sessions_dock)
         self.risk_dock = self._dock("Risk limits", "monitorRiskDock", self.risk_view, bottom)
         self.tabifyDockWidget(self.executions_dock, self.risk_dock)
+        self.relays_dock = self._dock("Relays", "monitorRelaysDock", self.relays_view, bottom)
+        self.tabifyDockWidget(self.executions_dock, self.relays_dock)
         self.ladder_dock.raise_()
         self.executions_dock.raise_()
         self._sized = False
