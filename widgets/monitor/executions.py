@@ -21,7 +21,7 @@ from widgets.empty_state import EmptyState
 from widgets.monitor.context import MonitorContext
 from widgets.monitor.formats import SIDE_TEXT, SIDE_TONE, fmt_time
 from widgets.tables import Column, DataTableView
-from widgets.tables.columnar import ColumnarTableModel, StringPool
+from widgets.tables.columnar import ColumnarTableModel, IntSet, StringPool
 from widgets.tables.panel import TablePanel
 
 #: Fills kept on screen; older ones stay in the engine's journal.
@@ -154,7 +154,7 @@ class ExecutionsView(QWidget):
             parent=self,
         )
         #: (order, ExecID) of the fills kept, hashed: a fill delivered twice is shown once.
-        self._seen: set[int] = set()
+        self._seen = IntSet()
         self.model.leaving.append(self._rows_left)
         self.table = DataTableView("executionsTable")
         self.table.setModel(self.model)
@@ -185,15 +185,17 @@ class ExecutionsView(QWidget):
 
     def on_events(self, batch: Sequence[EventRecord]) -> None:
         """Append the ``OrderFilled`` events of a batch (each (order, ExecID) once)."""
-        seen = self._seen
-        fills = []
-        for r in batch:
-            f = r.event
-            if isinstance(f, OrderFilled):
-                h = _fill_id(f.order_id, f.exec_id)
-                if h not in seen:
-                    seen.add(h)
-                    fills.append(f)
+        got = [f for f in (r.event for r in batch) if isinstance(f, OrderFilled)]
+        if not got:
+            return
+        ids = [_fill_id(f.order_id, f.exec_id) for f in got]
+        known = self._seen.contains_many(np.array(ids, np.int64)).tolist()
+        fills, new = [], set()
+        for f, h, old in zip(got, ids, known, strict=True):
+            if not old and h not in new:
+                new.add(h)
+                fills.append(f)
+        self._seen.add_many(new)
         if fills:
             self.fills += len(fills)
             codec = self.codec
@@ -212,9 +214,15 @@ class ExecutionsView(QWidget):
 
     def _rows_left(self, rows: npt.NDArray[np.void]) -> None:
         # The oldest fills dropped past the capacity (or all of them, cleared): forget them.
-        seen = self._seen
-        for oid, xid in zip(rows["order_id"].tolist(), rows["exec_id"].tolist(), strict=True):
-            seen.discard(_fill_id(oid, xid.decode(errors="replace")))
+        ids = rows["order_id"].tolist()
+        xids = rows["exec_id"].tolist()
+        self._seen.discard_many(
+            np.fromiter(
+                (_fill_id(o, x.decode(errors="replace")) for o, x in zip(ids, xids, strict=True)),
+                np.int64,
+                len(ids),
+            )
+        )
 
     def _update_count(self) -> None:
         self.count_label.setText(f"{self.fills:,} fills")

@@ -223,6 +223,82 @@ class StringPool:
         return tuple(self._values)
 
 
+class IntSet:
+    """A set of int64 values (hashes of keys) at 8 bytes each: a sorted array plus the newest.
+
+    A Python ``set`` of ints costs ~75 bytes a member (the int object and the table's slot).
+    Here members live in a sorted int64 array; new ones wait in a small ``set`` until there
+    are ``merge_at`` of them, then are merged in with one sort of a nearly sorted array.
+    """
+
+    __slots__ = ("_merge_at", "_recent", "_sorted")
+
+    def __init__(self, merge_at: int = 4096) -> None:
+        self._sorted: Ints = np.empty(0, np.int64)
+        self._recent: set[int] = set()
+        self._merge_at = merge_at
+
+    def __len__(self) -> int:
+        return int(self._sorted.shape[0]) + len(self._recent)
+
+    def __contains__(self, value: object) -> bool:
+        if value in self._recent:
+            return True
+        if not isinstance(value, int):
+            return False
+        s = self._sorted
+        i = int(np.searchsorted(s, value))
+        return i < s.shape[0] and int(s[i]) == value
+
+    @property
+    def nbytes(self) -> int:
+        """Return the bytes of the sorted array."""
+        return int(self._sorted.nbytes)
+
+    def contains_many(self, values: Ints) -> npt.NDArray[np.bool_]:
+        """Return whether each of ``values`` is a member."""
+        s = self._sorted
+        at = np.minimum(np.searchsorted(s, values), max(0, s.shape[0] - 1))
+        found = s[at] == values if s.shape[0] else np.zeros(values.shape[0], bool)
+        if self._recent:
+            recent = self._recent
+            found |= np.fromiter((v in recent for v in values.tolist()), bool, values.shape[0])
+        return found
+
+    def add_many(self, values: Iterable[int]) -> None:
+        """Add ``values`` (members already in are left as they are)."""
+        vals = np.fromiter(values, np.int64)
+        s = self._sorted
+        if s.shape[0] and vals.shape[0]:
+            at = np.minimum(np.searchsorted(s, vals), s.shape[0] - 1)
+            vals = vals[s[at] != vals]
+        self._recent.update(vals.tolist())
+        if len(self._recent) >= self._merge_at:
+            new = np.fromiter(self._recent, np.int64, len(self._recent))
+            self._recent = set()
+            merged = np.concatenate((self._sorted, new))
+            merged.sort(kind="stable")  # timsort: two sorted runs, one pass
+            keep = np.ones(merged.shape[0], bool)
+            keep[1:] = merged[1:] != merged[:-1]
+            self._sorted = merged if keep.all() else merged[keep]
+
+    def discard_many(self, values: Ints) -> None:
+        """Remove ``values`` (those not members are ignored)."""
+        if not values.shape[0]:
+            return
+        recent = self._recent
+        if recent:
+            recent.difference_update(values.tolist())
+        s = self._sorted
+        if s.shape[0]:
+            self._sorted = s[~np.isin(s, values)]
+
+    def clear(self) -> None:
+        """Remove every member."""
+        self._sorted = np.empty(0, np.int64)
+        self._recent = set()
+
+
 class RowCodec(Protocol[R]):
     """Turns records into rows of a structured dtype and back.
 

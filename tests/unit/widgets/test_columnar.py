@@ -13,7 +13,7 @@ from tests.unit.widgets.builders import bump, changed, instrument, order, record
 from widgets.monitor.context import MonitorContext
 from widgets.monitor.orders import ORDER_ROW_DTYPE, OrderColumns, OrdersView
 from widgets.tables import DataTableView
-from widgets.tables.columnar import ColumnarTableModel, KeyIndex
+from widgets.tables.columnar import ColumnarTableModel, IntSet, KeyIndex
 
 pytestmark = pytest.mark.gui
 
@@ -40,6 +40,28 @@ def test_key_index_maps_dense_and_far_keys() -> None:
     assert ix.get(1000) == 1006
     ix.set(1001, 1)  # grows at the top
     assert ix.get(1001) == 1
+
+
+def test_int_set_answers_like_a_set_through_merges_and_removals() -> None:
+    rng = np.random.default_rng(5)
+    members = IntSet(merge_at=64)
+    reference: set[int] = set()
+    for _ in range(40):
+        new = rng.integers(-(2**62), 2**62, 50).tolist() + rng.integers(0, 40, 5).tolist()
+        members.add_many(new)
+        reference.update(new)
+        gone = np.array([*list(reference)[:7], 123_456_789], np.int64)
+        members.discard_many(gone)
+        reference.difference_update(gone.tolist())
+        probe = np.array(list(reference)[:30] + rng.integers(0, 60, 30).tolist(), np.int64)
+        assert members.contains_many(probe).tolist() == [int(v) in reference for v in probe]
+        assert len(members) == len(reference)
+    assert all(v in members for v in reference)
+    assert 10**18 not in members
+    assert members.nbytes <= 8 * len(reference)  # the merged members, 8 bytes each
+    members.clear()
+    assert len(members) == 0
+    assert members.contains_many(np.array([1, 2], np.int64)).tolist() == [False, False]
 
 
 def test_working_index_stays_the_size_of_the_working_orders(qtbot: object) -> None:
