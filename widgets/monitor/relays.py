@@ -27,18 +27,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+#: The columns, figures next to the names (a narrow dock still shows them).
 COLUMNS = (
     "Relay / source / link",
-    "Kind / user",
-    "Instruments",
     "Rows/s",
     "Lag rows",
     "Lag ms",
     "Conflated",
+    "Kind / user",
+    "Instruments",
     "State",
 )
 #: Columns of figures (right-aligned).
-NUMERIC = (3, 4, 5, 6)
+NUMERIC = (1, 2, 3, 4)
 #: Figures in the tables' fixed-width font; a little room either side of every cell.
 _TREE_QSS = (
     'QTreeView { font-family: "DejaVu Sans Mono", monospace; font-size: 12px; }'
@@ -46,7 +47,10 @@ _TREE_QSS = (
 )
 _GAP = 18  # px added to each fitted column
 _RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
-_NAME, _KIND, _INSTR, _RATE, _LAG_ROWS, _LAG_MS, _CONFL, _STATE = range(len(COLUMNS))
+_NAME, _RATE, _LAG_ROWS, _LAG_MS, _CONFL, _KIND, _INSTR, _STATE = range(len(COLUMNS))
+#: The cell builders below list a row's cells as name, kind / user, instruments, the four
+#: figures, state; column ``c`` shows cell ``_CELL[c]``.
+_CELL = (0, 3, 4, 5, 6, 1, 2, 7)
 
 OK, WARN, BAD, MUTED = QColor("#3fb950"), QColor("#d29922"), QColor("#e5534b"), QColor("#8b949e")
 
@@ -150,7 +154,7 @@ def fmt_symbols(symbols: Sequence[str], most: int = 4) -> str:
 
 
 def relay_cells(r: RelayLine) -> tuple[list[str], QColor]:
-    """Return the cells of a relay's row and the colour of its state."""
+    """Return the cells of a relay's row (builders' order, see ``_CELL``) and its colour."""
     title = f"{r.name} ({r.endpoint})"
     if r.state == UP:
         worst = max(r.links, key=lambda x: x.lag_ms, default=None)
@@ -260,13 +264,21 @@ class RelaysPanel(QWidget):
         self.relays = {r.name: r for r in relays}
         self.stack.setCurrentWidget(self.tree if relays else self.empty)
         seen: set[tuple[str, ...]] = set()
+        spanned: list[tuple[QTreeWidgetItem, str]] = []
         for r in relays:
             item = self._item((r.name,), None, seen)
             cells, colour = relay_cells(r)
             self._fill(item, cells, colour, bold=True)
-            item.setToolTip(_STATE, r.error or cells[_STATE])
+            item.setToolTip(_STATE, r.error or cells[-1])
+            # A relay that is not up is one line across the whole width, in its state's colour:
+            # what is wrong shows even in a narrow dock.
+            item.setFirstColumnSpanned(r.state != UP)
+            item.setForeground(_NAME, QBrush(colour) if r.state != UP else QBrush())
             if r.state != UP:
+                spanned.append((item, f"{cells[0]} — {cells[-1]}"))
+                item.setToolTip(_NAME, r.error or cells[-1])
                 continue
+            item.setToolTip(_NAME, "")
             if r.sources:
                 group = self._item((r.name, "sources"), item, seen)
                 self._fill(group, [f"Sources ({len(r.sources)})", *[""] * 7], None)
@@ -292,8 +304,10 @@ class RelaysPanel(QWidget):
         if self._shape != (shape := tuple(sorted(seen))):  # rows came or went: fit the columns
             self._shape = shape
             for c in range(len(COLUMNS) - 1):  # a gap between figures of adjacent columns
-                self.tree.resizeColumnToContents(c)
+                self.tree.resizeColumnToContents(c)  # (a spanned row has its name alone here)
                 self.tree.setColumnWidth(c, self.tree.columnWidth(c) + _GAP)
+        for item, text in spanned:
+            item.setText(_NAME, text)
 
     def _item(
         self, key: tuple[str, ...], parent: QTreeWidgetItem | None, seen: set[tuple[str, ...]]
@@ -314,7 +328,8 @@ class RelaysPanel(QWidget):
     def _fill(
         item: QTreeWidgetItem, cells: list[str], colour: QColor | None, *, bold: bool = False
     ) -> None:
-        for c, text in enumerate(cells):
+        for c, i in enumerate(_CELL):
+            text = cells[i]
             if item.text(c) != text:
                 item.setText(c, text)
         if colour is not None:

@@ -85,22 +85,22 @@ def test_rows_from_a_status_with_aligned_figures(qtbot: object, out_dir: Path) -
     qtbot.waitExposed(panel)  # type: ignore[attr-defined]
     panel.set_relays([up_line()])
     assert panel.row_texts("ny4") == [
-        "ny4 (10.0.4.30:7350)", "relay relay-ny4", "6 instruments", "98,765", "41,250",
-        "8,123", "3",
-        "up 3 h 07 m · cache 600,000 rows (18.3 MiB) · 1 stalled",
+        "ny4 (10.0.4.30:7350)", "98,765", "41,250", "8,123", "3", "relay relay-ny4",
+        "6 instruments", "up 3 h 07 m · cache 600,000 rows (18.3 MiB) · 1 stalled",
     ]  # fmt: skip
     assert panel.row_texts("ny4", "sources", "itch-a") == [
-        "itch-a", "itch", "AAPL, MSFT, NVDA, AMZN +2", "98,765", "", "", "",
+        "itch-a", "98,765", "", "", "", "itch", "AAPL, MSFT, NVDA, AMZN +2",
         "listening · last row 0.4 ms ago",
     ]  # fmt: skip
     assert panel.row_texts("ny4", "links", "10.0.4.52:41002") == [
-        "engine-7 10.0.4.52:41002", "strat7 (trader)", "AAPL, MSFT, NVDA, AMZN +2", "98,700",
-        "12", "1.2", "0", "catching up",
+        "engine-7 10.0.4.52:41002", "98,700", "12", "1.2", "0", "strat7 (trader)",
+        "AAPL, MSFT, NVDA, AMZN +2", "catching up",
     ]  # fmt: skip
     stalled = panel.row_texts("ny4", "links", "10.0.9.8:39990")
-    assert stalled[3:] == ["3", "41,250", "8,123", "3", "stalled: not reading · conflated 3×"]
+    assert stalled[1:5] == ["3", "41,250", "8,123", "3"]
+    assert stalled[-1] == "stalled: not reading · conflated 3×"
     watcher = panel.row_texts("ny4", "links", "10.0.4.9:51000")
-    assert watcher[2:4] == ["—", ""]
+    assert watcher[1:7] == ["", "", "", "", "ops (viewer)", "—"]
     assert watcher[-1] == "watching (no subscription)"
     assert panel.row_texts("ny4", "links")[0] == "Links (4)"
     # Figures right-aligned, every cell whole (no elided figure), states coloured.
@@ -136,6 +136,16 @@ def test_unreachable_and_refused_relays_are_red_rows_that_say_why(qtbot: object)
         "⚠ refused: token refused: token refused; asking again every 30 s"
     )
     assert panel._items[("ny4",)].foreground(7).color() == BAD
+    # One red line across the panel, so a narrow dock shows it too.
+    row = panel._items[("ny4",)]
+    assert row.isFirstColumnSpanned()
+    assert row.text(0) == (
+        "ny4 (10.0.4.30:7350) — ⚠ unreachable: connection refused (is the relay running on "
+        "that port?); retrying"
+    )
+    assert row.foreground(0).color() == BAD
     assert panel._items[("ld4",)].toolTip(7) == "token refused: token refused"
     panel.set_relays([up_line(), refused])  # back up: its rows return
     assert len(items(panel)) == n_up
+    assert not row.isFirstColumnSpanned()
+    assert row.text(0) == "ny4 (10.0.4.30:7350)"
