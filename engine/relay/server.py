@@ -24,6 +24,7 @@ the audit log are the remote server's (:mod:`engine.remote`).
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import dataclasses
 import secrets
@@ -132,10 +133,11 @@ class _Ring:
 
     def published_ns(self, seq: int) -> int:
         """Return when row ``seq`` was published (the oldest chunk's time if no longer held)."""
-        for first, _, ts in reversed(self.chunks):
-            if first <= seq:
-                return ts
-        return self.chunks[0][2] if self.chunks else 0
+        chunks = self.chunks
+        if not chunks:
+            return 0
+        i = bisect.bisect_right(chunks, seq, key=lambda c: c[0]) - 1  # O(log n) probes
+        return chunks[max(i, 0)][2]
 
 
 @dataclasses.dataclass(eq=False)

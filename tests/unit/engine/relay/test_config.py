@@ -59,6 +59,9 @@ def test_a_full_file_is_read(tmp_path: Path) -> None:
     assert cfg.max_lag_rows == 5000  # min(20,000, cache_rows)
     assert cfg.token_store == tmp_path / "tokens.toml"
     assert cfg.persist_path == tmp_path / "out.h5"
+    assert cfg.status_role == "viewer"  # the default: any subscriber may see the status
+    f.write_text(GOOD.replace("cache_rows = 5000", 'cache_rows = 5000\nstatus_role = "admin"'))
+    assert load(f).status_role == "admin"
     tick, relay, itch = cfg.sources
     assert (tick.kind, tick.speed, tick.symbols, tick.path) == (
         "tickstore", 0.0, ["AAA", "BBB"], tmp_path / "day.h5")  # fmt: skip
@@ -92,6 +95,8 @@ def test_a_full_file_is_read(tmp_path: Path) -> None:
         ('type = "itch"', 'type = "fix"', "sources[2].type: must be tickstore, relay or itch"),
         ('path = "out.h5"', 'path = "out.h5"\nspeed = 2', "persist.speed: unknown key"),
         ('token_store = "tokens.toml"', "", "relay.token_store: is required"),
+        ("cache_rows = 5000", 'cache_rows = 5000\nstatus_role = "root"',
+         "relay.status_role: must be viewer, trader or admin, got 'root'"),
     ],
 )  # fmt: skip
 def test_errors_name_the_file_the_key_and_why(
