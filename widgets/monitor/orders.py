@@ -80,6 +80,9 @@ ORDER_ROW_DTYPE: Final = np.dtype(
         # orders; most venues' OrderIDs): a longer one widens the column for every row, a copy
         # of the table on the GUI thread (90 ms at 127,000 orders) that should come early in a
         # day if at all, not when the counter gains a digit.
+        # OrigClOrdID <41>: the ClOrdID this one replaced (b"" if none). An order replaced
+        # more than once keeps its whole chain in ``OrderCodec.chains`` too.
+        ("orig_client_order_id", "S24"),
         ("client_order_id", "S24"),  # ClOrdID <11> in force
         ("venue_order_id", "S24"),  # OrderID <37>, b"" before the venue acknowledged
     ]
@@ -145,8 +148,10 @@ def _rows_of(encoded: Sequence[tuple[Any, ...]], dtype: np.dtype[np.void]) -> Ro
 class OrderCodec:
     """``OrderView`` to :data:`ORDER_ROW_DTYPE` rows and back, for one blotter model.
 
-    Symbols and texts are interned in pools (shared between the blotter's models); the
-    OrigClOrdID chains of replaced orders are kept aside by ``order_id``.
+    Symbols and texts are interned in pools (shared between the blotter's models). A replaced
+    order's row holds the ClOrdID it replaced (most chains are one step long: a dict entry,
+    a tuple and a string per replaced order cost ~180 bytes); chains of two or more steps are
+    kept aside whole, by ``order_id``.
     """
 
     dtype: np.dtype[np.void] = ORDER_ROW_DTYPE
@@ -155,7 +160,8 @@ class OrderCodec:
     def __init__(self, symbols: StringPool, texts: StringPool) -> None:
         self.symbols = symbols
         self.texts = texts
-        #: OrigClOrdID chains by order id, of the replaced orders only.
+        #: OrigClOrdID chains by order id, of orders replaced more than once (and of a bulk
+        #: load's orders, as it hands them over).
         self.chains: dict[int, tuple[str, ...]] = {}
         #: Models holding these orders: a chain goes when its order left all of them.
         self.models: tuple[Container[int], ...] = ()
@@ -166,8 +172,9 @@ class OrderCodec:
 
     def encode(self, o: OrderView) -> tuple[Any, ...]:
         """Return ``o`` as a row tuple (and keep its chain aside)."""
-        if o.orig_client_order_ids:
-            self.chains[o.order_id] = o.orig_client_order_ids
+        chain = o.orig_client_order_ids
+        if len(chain) > 1:
+            self.chains[o.order_id] = chain
         elif self.chains:
             self.chains.pop(o.order_id, None)
         # The pools' dicts directly: this runs for every order event.
@@ -185,18 +192,22 @@ class OrderCodec:
             o.order_id, o.strategy_id, o.qty_lots, o.px_ticks, o.cum_qty_lots, o.leaves_qty_lots,
             o.avg_px_ticks, o.ts_created, o.ts_sent, o.ts_acked, o.ts_last, sym, text, pending,
             o.side, o.ord_type, o.time_in_force, o.status,
-            o.client_order_id.encode(), o.venue_order_id.encode(),
+            chain[-1].encode() if chain else b"", o.client_order_id.encode(),
+            o.venue_order_id.encode(),
         )  # fmt: skip
 
     def decode(self, row: tuple[Any, ...]) -> OrderView:
         """Return the ``OrderView`` of a row tuple."""
         (oid, sid, qty, px, cum, leaves, avg, ts_c, ts_s, ts_a, ts_l, sym, text, pending,
-         side, typ, tif, status, clid, vid) = row  # fmt: skip
+         side, typ, tif, status, orig, clid, vid) = row  # fmt: skip
         texts = self.texts
+        chain = self.chains.get(oid)
+        if chain is None:
+            chain = (orig.decode(errors="replace"),) if orig else ()
         return OrderView(
             order_id=oid,
             client_order_id=clid.decode(errors="replace"),
-            orig_client_order_ids=self.chains.get(oid, ()),
+            orig_client_order_ids=chain,
             venue_order_id=vid.decode(errors="replace"),
             strategy_id=sid,
             symbol=self.symbols[sym],

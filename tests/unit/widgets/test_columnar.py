@@ -171,11 +171,12 @@ def test_capacity_drops_the_oldest_and_chains_leave_with_the_last_model(qtbot: o
     view = blotter(MonitorContext())
     qtbot.addWidget(view)  # type: ignore[attr-defined]
     view.all_model.capacity = 100
-    view.apply_orders([order(1, orig=("C1",))])  # working: stays in "Working"
-    done = [bump(order(i, orig=(f"C{i}",)), status=OrdStatus.CANCELED, leaves_qty_lots=0)
-            for i in range(2, 81)]  # fmt: skip
+    # Chains of two steps and more are kept aside; one step is in the row.
+    view.apply_orders([order(1, orig=("A1", "C1"))])  # working: stays in "Working"
+    done = [bump(order(i, orig=(f"A{i}", f"C{i}")), status=OrdStatus.CANCELED,
+                 leaves_qty_lots=0) for i in range(2, 81)]  # fmt: skip
     view.apply_orders(done)
-    view.apply_orders([order(i) for i in range(81, 130)])
+    view.apply_orders([order(i, orig=(f"C{i}",) if i % 2 else ()) for i in range(81, 130)])
     m = view.all_model
     assert len(m) == 129 - (129 - 100 + 100 // 20)  # a twentieth more than needed went
     assert 2 not in m
@@ -183,15 +184,17 @@ def test_capacity_drops_the_oldest_and_chains_leave_with_the_last_model(qtbot: o
     assert 34 not in m
     assert 35 in m
     assert 2 not in view.codec.chains  # gone from both models
-    assert view.codec.chains[35] == ("C35",)
+    assert view.codec.chains[35] == ("A35", "C35")
+    assert m.get(127) == order(127, orig=("C127",))
+    assert 127 not in view.codec.chains
     # Order 1 left "All" but still works: its row and its chain stay in "Working".
     assert 1 not in m
-    assert view.working_model.get(1) == order(1, orig=("C1",))
-    assert m.get(129) == order(129)
+    assert view.working_model.get(1) == order(1, orig=("A1", "C1"))
+    assert m.get(128) == order(128)
     assert m.row_of(129) == 0
     assert [m.record(r).order_id for r in range(3)] == [129, 128, 127]
     # Re-sent, it is new to "All" but not a new order; "Working" reads it from "All" again.
-    again = bump(order(1, orig=("C1",)), cum_qty_lots=1, leaves_qty_lots=9)
+    again = bump(order(1, orig=("A1", "C1")), cum_qty_lots=1, leaves_qty_lots=9)
     view.apply_orders([again])
     assert m.row_of(1) == 0
     assert view.counts[1].orders == 129
@@ -199,7 +202,7 @@ def test_capacity_drops_the_oldest_and_chains_leave_with_the_last_model(qtbot: o
     assert view.working_model.cell_text(view.working_model.row_of(1), "filled") == "1"
     view.apply_orders([bump(again, status=OrdStatus.CANCELED, leaves_qty_lots=0)])
     assert 1 not in view.working_model
-    assert view.codec.chains[1] == ("C1",)  # still in "All"
+    assert view.codec.chains[1] == ("A1", "C1")  # still in "All"
 
 
 def test_a_working_order_beyond_all_s_capacity_at_once_still_shows(qtbot: object) -> None:
