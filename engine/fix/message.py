@@ -12,6 +12,7 @@ Neither class validates against a data dictionary; that is ``engine.fix.validati
 from __future__ import annotations
 
 import operator
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from decimal import Decimal
 from typing import TypeAlias
@@ -30,7 +31,7 @@ HEADER_TAGS: frozenset[int] = frozenset(
 TRAILER_TAGS: frozenset[int] = frozenset({93, 89, 10})
 #: The first seven tags of a message in the standard header layout (see
 #: :meth:`FixMessage.session_header`).
-_STD_HEADER: list[int] = [8, 9, 35, 34, 49, 52, 56]
+_STD_HEADER: array[int] = array("q", [8, 9, 35, 34, 49, 52, 56])
 #: Lookups a :class:`FixMessage` answers by scanning its tags before it builds an index.
 _MAX_SCANS = 4
 #: Messages whose fields share one set of lists in a :class:`FixMessage` (see there).
@@ -66,14 +67,15 @@ class FixMessage:
     ----------
     buf : bytes
         The message's bytes (exactly one message).
-    tags, starts, ends : list of int
-        Per field: tag number and value offsets into ``buf``. The decoder hands over lists that
-        hold the fields of up to :data:`MESSAGES_PER_BLOCK` messages; this message's fields
-        are ``[first, first + count)`` of them.
+    tags, starts, ends : array of int
+        Per field: tag number and value offsets into ``buf`` (``array("q")``: the decoder
+        copies them from its kernel's output in one ``memcpy``, where a list would make a
+        Python int of each). The decoder hands over arrays that hold the fields of up to
+        :data:`MESSAGES_PER_BLOCK` messages.
+    first, last : int
+        This message's fields in the arrays: ``[first, last)``.
     ts_recv : int
         Local receive time, ns since the epoch (0 when unknown).
-    first, count : int
-        This message's fields in the lists (``count`` -1: all of them).
     checked : int
         What the decoder's layout table proved of it (:mod:`engine.fix.layouts`; 0: nothing).
 
@@ -81,9 +83,10 @@ class FixMessage:
     -----
     Values are ``bytes``; ``get`` returns the first occurrence of a tag. Repeating groups are
     seen as repeated tags in wire order (``pairs``); typed access and group structure come
-    from the data dictionary. One message is one object for the garbage collector (its lists
+    from the data dictionary. One message is one object for the garbage collector (its arrays
     are shared by the block it arrived with: decoding into messages went from 3.0 to 1.2 µs
-    each); a message kept long keeps its block's lists (about 10 KB) alive with it.
+    each, and to 0.x µs once they were arrays, not lists); a message kept long keeps its
+    block's arrays (about 10 KB) alive with it.
     """
 
     __slots__ = (
@@ -102,12 +105,12 @@ class FixMessage:
     def __init__(
         self,
         buf: bytes,
-        tags: list[int],
-        starts: list[int],
-        ends: list[int],
+        tags: array[int],
+        starts: array[int],
+        ends: array[int],
+        first: int,
+        last: int,
         ts_recv: int = 0,
-        first: int = 0,
-        count: int = -1,
         checked: int = 0,
     ) -> None:
         self._buf = buf
@@ -115,7 +118,7 @@ class FixMessage:
         self._starts = starts
         self._ends = ends
         self._first = first
-        self._last = first + count if count >= 0 else len(tags)
+        self._last = last
         self._index: dict[int, int] | None = None
         self._scans = 0
         self.ts_recv = ts_recv
@@ -125,9 +128,9 @@ class FixMessage:
     def from_pairs(cls, pairs: Iterable[tuple[int, Value]]) -> FixMessage:
         """Build a message from fields in wire order (no BodyLength/CheckSum added or checked)."""
         out = bytearray()
-        tags: list[int] = []
-        starts: list[int] = []
-        ends: list[int] = []
+        tags: array[int] = array("q")
+        starts: array[int] = array("q")
+        ends: array[int] = array("q")
         for tag, value in pairs:
             raw = to_bytes(value)
             out += b"%d=" % tag
@@ -136,7 +139,7 @@ class FixMessage:
             out += raw
             ends.append(len(out))
             out += SOH
-        return cls(bytes(out), tags, starts, ends)
+        return cls(bytes(out), tags, starts, ends, 0, len(tags))
 
     @property
     def raw(self) -> bytes:
@@ -146,7 +149,7 @@ class FixMessage:
     @property
     def tags(self) -> list[int]:
         """Return the tags in wire order."""
-        return self._tags[self._first : self._last]
+        return self._tags[self._first : self._last].tolist()
 
     @property
     def pairs(self) -> list[Field]:

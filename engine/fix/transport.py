@@ -120,7 +120,7 @@ class _Connection(asyncio.Protocol):
             checked = batch.checked
             messages: list[FixMessage | None] = [
                 FixMessage(
-                    batch.buf[start:end], tags, vstart, vend, now, a, count,
+                    batch.buf[start:end], tags, vstart, vend, a, a + count, now,
                     checked[0] if checked is not None else 0,
                 )
             ]  # fmt: skip
