@@ -62,9 +62,10 @@ def test_every_dock_has_a_stable_name_and_the_layout_restores(
     qtbot: object, ws: MonitorWorkspace
 ) -> None:
     names = [d.objectName() for d in ws.docks]
-    assert len(names) == 10
-    assert len(set(names)) == 10
-    assert {"monitorLadderDock", "monitorSessionsDock", "monitorRiskDock"} <= set(names)
+    assert len(names) == 11
+    assert len(set(names)) == 11
+    assert {"monitorLadderDock", "monitorSessionsDock", "monitorRiskDock",
+            "monitorRelaysDock"} <= set(names)  # fmt: skip
     assert all(n.startswith("monitor") and n.endswith("Dock") for n in names)
     assert not ws.kill_bar.isMovable()
     ws.show()
