@@ -611,7 +611,7 @@ S_RBASE: int = 27  # lowest order ref of the young-ref window (refs below it: in
 NST: int = 28
 
 #: Messages between the one applied and the one whose ref bucket is touched ahead.
-LOOKAHEAD: int = 6
+LOOKAHEAD: int = 10
 
 #: Why :func:`book_apply` returned.
 STOP_DONE: int = 0
@@ -832,6 +832,10 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                     ra = be64(buf, pa + 13)
                     if ra < rbase:  # an old order: its ref is in the hash
                         touched += ot[2 * _slot(ra, omask, oshift)]
+                    elif ra - rbase < w:  # a young one: its record (the cell is near)
+                        oa = ring[ra & wmask]
+                        if 0 <= oa < orders.shape[0]:
+                            touched += orders[oa, O_LEVEL]
                 elif (ta == 65 or ta == 70) and pa + 38 <= end:  # A F: the level it joins
                     sa = 0 if buf[pa + 21] == 66 else 1
                     ka = (be16(buf, pa + 3) << 33) | (sa << 32) | be32(buf, pa + 34)
