@@ -72,18 +72,25 @@ def describe(record: EventRecord) -> str:
     return "  ".join(parts)
 
 
+#: Rows whose texts stay formatted (a few screens' worth).
+_TEXT_CACHE_ROWS = 512
+
+
 class EngineEventsModel(QAbstractTableModel):
     """The newest ``capacity`` engine events, appended in batches (one insert per batch).
 
     Heartbeats are left out unless ``show_heartbeats`` is set: they are the status bar's job.
     A FIX session's status is shown when its state changes, not on every sequence number.
+    The events are kept as they came (their strings are shared with the other views, such
+    as an alert's text with the log) and formatted when shown.
     """
 
     def __init__(self, capacity: int = 10_000, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.capacity = capacity
         self.show_heartbeats = False
-        self._rows: deque[tuple[str, str, str, str]] = deque()
+        self._rows: deque[EventRecord] = deque()
+        self._texts: dict[int, tuple[str, str, str, str]] = {}  # id(record) -> its cells
         self._session_states: dict[str, object] = {}
 
     def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
@@ -99,10 +106,21 @@ class EngineEventsModel(QAbstractTableModel):
         if not index.isValid():
             return None
         if role == Qt.ItemDataRole.DisplayRole:
-            return self._rows[index.row()][index.column()]
+            return self.row_texts(index.row())[index.column()]
         if role == Qt.ItemDataRole.TextAlignmentRole and index.column() == 0:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
+
+    def row_texts(self, row: int) -> tuple[str, str, str, str]:
+        """Return the cells of ``row``: sequence number, time, event type, details."""
+        r = self._rows[row]
+        texts = self._texts.get(id(r))
+        if texts is None:
+            if len(self._texts) >= _TEXT_CACHE_ROWS:
+                self._texts.clear()
+            texts = (str(r.seq), fmt_time(r.event.ts_event), type(r.event).__name__, describe(r))
+            self._texts[id(r)] = texts
+        return texts
 
     def headerData(
         self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
@@ -123,12 +141,7 @@ class EngineEventsModel(QAbstractTableModel):
     def append(self, batch: Sequence[EventRecord]) -> int:
         """Append the events of ``batch`` that are shown; return how many rows were added."""
         rows = [
-            (
-                str(r.seq),
-                fmt_time(r.event.ts_event),
-                type(r.event).__name__,
-                describe(r),
-            )
+            r
             for r in batch
             if not isinstance(r.event, HIGH_RATE_EVENTS)
             and (self.show_heartbeats or not isinstance(r.event, EngineHeartbeat))
@@ -142,6 +155,7 @@ class EngineEventsModel(QAbstractTableModel):
             self.beginRemoveRows(QModelIndex(), 0, overflow - 1)
             for _ in range(overflow):
                 self._rows.popleft()
+            self._texts.clear()  # keyed by id(): a dropped record's id may come back
             self.endRemoveRows()
         first = len(self._rows)
         self.beginInsertRows(QModelIndex(), first, first + len(rows) - 1)

@@ -286,3 +286,27 @@ def test_strategy_ids_show_next_to_names_int64_included(
     assert "late (77)" in [m.cell_text(r, "strategy") for r in range(m.rowCount())]
     orders.resize(1100, 200)
     orders.grab().save(str(tmp_path) + "/orders.png")
+
+
+def test_engine_events_keep_the_newest_and_format_them_when_shown(qtbot: object) -> None:
+    from engine.enums import AlertLevel
+    from engine.events import Alert
+    from widgets.monitor.engine_events import EngineEventsModel
+
+    model = EngineEventsModel(capacity=50)
+    alerts = [
+        Alert(ts_event=T0 + n * 1_000_000, level=AlertLevel.WARNING, source="risk",
+              text=f"order near limit {n}")
+        for n in range(120)
+    ]  # fmt: skip
+    batch = records(alerts)
+    for i in range(0, 120, 40):
+        model.append(batch[i : i + 40])
+    assert model.rowCount() == 50
+    first = model.row_texts(0)
+    assert first[0] == str(batch[70].seq)
+    assert first[1:3] == ("14:30:00.070000", "Alert")
+    assert "text=order near limit 70" in first[3]
+    assert "level=warning" in first[3]
+    assert model.data(model.index(49, 3)) == model.row_texts(49)[3]
+    assert "order near limit 119" in model.row_texts(49)[3]
