@@ -27,7 +27,7 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication
 from websockets.asyncio.client import connect
 
-from app.relays import RelayMonitor, parse_watch
+from app.relays import RelayMonitor, parse_watch, read_token
 from app.settings import AppSettings
 from app.theme import apply_theme, load_theme
 from engine.bus import MessageBus
@@ -91,6 +91,34 @@ def test_no_relay_configured_starts_nothing_and_says_where(qtbot: object, tmp_pa
     assert panel.is_empty
     assert panel.empty.text() == (f"No relay attached — add one in {tmp_path / 'qwconsole.ini'}: "
                                   "[relays] watch=wss://host:port (docs/relay.md).")  # fmt: skip
+    monitor.close()
+
+
+def test_relays_without_a_token_or_with_a_name_twice_are_red_rows(
+    qtbot: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("QWCONSOLE_RELAY_TOKEN", raising=False)
+    panel = RelaysPanel()
+    qtbot.addWidget(panel)  # type: ignore[attr-defined]
+    settings = AppSettings(tmp_path / "qwconsole.ini")
+    settings.relays = ["ny4=wss://127.0.0.1:7350"]
+    monitor = RelayMonitor.from_settings(settings, panel)
+    assert monitor.poller is None  # nothing to ask with: nothing started
+    assert panel.row_texts("ny4")[-1] == (
+        "⚠ not watched: no token: set $QWCONSOLE_RELAY_TOKEN (relays/token_env) or "
+        "relays/token_file"
+    )
+    # A token from a file; the second relay named "a" is refused, the first is watched.
+    (tmp_path / "token").write_text("qw1.abc.def\n")
+    monitor = RelayMonitor(["a=ws://127.0.0.1:1", "a=ws://127.0.0.1:2"],
+                           read_token("QWCONSOLE_RELAY_TOKEN", str(tmp_path / "token")), panel,
+                           pins=tmp_path / "pins.json")  # fmt: skip
+    assert [r.state for r in panel.relays.values()] == ["connecting", "invalid"]
+    assert panel.relays["a (a=ws://127.0.0.1:2)"].error == (
+        "relays/watch: the name a is used twice"
+    )
+    monitor.start()
+    qtbot.waitUntil(lambda: panel.relays["a"].state == "unreachable", timeout=10_000)  # type: ignore[attr-defined]
     monitor.close()
 
 
