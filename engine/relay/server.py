@@ -17,8 +17,14 @@ rows it missed. The relay's memory is the books, the caches (``cache_rows`` per 
 and one frame in flight per subscriber, however many subscribers stall.
 
 Frames for subscribers at the same position are encoded once (the common case: every
-subscriber that keeps up is at the heads). Connections, TLS, tokens, the login throttle and
-the audit log are the remote server's (:mod:`engine.remote`).
+subscriber that keeps up is at the heads).
+
+A link whose role is ``status_role`` or higher may ask for :meth:`Relay.status` (sources with
+their rows in and last row's age, every link with its instruments, rows sent, lag in rows and
+ms, conflations, stalled); the console's Relays panel reads it (:mod:`engine.relay.poller`).
+
+Connections, TLS, tokens, the login throttle and the audit log are the remote server's
+(:mod:`engine.remote`).
 """
 
 from __future__ import annotations
@@ -326,13 +332,13 @@ class Relay:
                 stalled=lag_ms >= STALLED_MS, connected_s=(now - s.connected_ns) / 1e9,
             ))  # fmt: skip
         cached = sum(r.rows for r in self.rings)
+        capacity = self.rings[0].capacity if self.rings else 0
         return RelayStatus(
             rid=rid, relay_id=self.relay_id, run_id=self.run_id, ts=now,
             uptime_s=(now - self._started_ns) / 1e9 if self._started_ns else 0.0,
             instruments=len(symbols), rows_in=self.rows_in, conflations=self.conflations,
-            cached_rows=cached, cached_bytes=cached * ROW, cache_rows=self.rings[0].capacity
-            if self.rings else 0, max_lag_rows=self.max_lag_rows, sources=sources,
-            subscribers=subs,
+            cached_rows=cached, cached_bytes=cached * ROW, cache_rows=capacity,
+            max_lag_rows=self.max_lag_rows, sources=sources, subscribers=subs,
         )  # fmt: skip
 
     def _status_frame(self, s: _Subscriber, rid: int) -> bytes:
