@@ -33,7 +33,6 @@ from PySide6.QtWidgets import (
 )
 
 from app.controller import Controller
-from app.fix_describe import FieldDescriber
 from app.paths import resource, state_dir
 from app.process import versions
 from app.reconcile import ReconcileRunner
@@ -43,6 +42,7 @@ from app.theme import THEMES, apply_theme, load_theme
 from engine.client import ClientState
 from engine.enums import EngineState, OrdStatus
 from engine.events import EngineStateChanged, EventRecord, OrderChanged, OrderFilled
+from engine.fix.edit.describe import FieldDescriber
 from widgets.empty_state import EmptyState
 from widgets.monitor.workspace import MonitorWorkspace
 from widgets.reconcile import ReconcileBadge
@@ -78,7 +78,12 @@ OPENERS: dict[str, tuple[str, str]] = {
 #: window first showed (an engine that never runs), whichever comes first.
 BACKGROUND_LOAD_AFTER_MS = 5000
 #: The lazy workspaces' Qt-free modules (Qt modules are imported in the GUI thread only).
-PRELOAD_MODULES = ("engine.fix.editors", "analyzer.dataset", "analyzer.source", "analyzer.overlay")
+PRELOAD_MODULES = (
+    "engine.fix.edit.services",
+    "analyzer.dataset",
+    "analyzer.source",
+    "analyzer.overlay",
+)
 
 
 class WorkspacePlaceholder(EmptyState):
@@ -348,9 +353,9 @@ class MainWindow(QMainWindow):
         return ws
 
     def _build_manager(self) -> QMainWindow:
-        # The Manager's editors are engine models that widgets may not import: the app hands
-        # them over (engine.fix.editors), with the client to apply settings to a running engine.
-        from engine.fix.editors import EditorServices
+        # The Manager's editors are the engine's editing layer (engine.fix.edit): the app hands
+        # them over, with the client to apply settings to a running engine.
+        from engine.fix.edit.services import EditorServices
         from widgets.manager.workspace import ManagerWorkspace
 
         ws = ManagerWorkspace(EditorServices(), client=self.controller.client)

@@ -52,9 +52,10 @@ from engine.fastlog import get_log
 from engine.feeds.multicast import Group, MoldPublisher
 from engine.fix.application import SessionID
 from engine.fix.dictionary import DictionaryError
+from engine.fix.edit.document import CfgDocument
 from engine.fix.log import SessionLog
 from engine.fix.session import FixSession
-from engine.fix.settings import CfgDocument, SessionSettings, SettingsError, SettingsFile
+from engine.fix.settings import SessionSettings, SettingsError, SettingsFile
 from engine.fix.transport import SocketAcceptor, install_uvloop
 from engine.gcpace import GcPacing
 from engine.oms.venue import ExecutionReport

@@ -1,18 +1,21 @@
 # SPDX-License-Identifier: MIT
-"""Names and value meanings of FIX fields, and whole messages explained, for the FIX inspector.
+"""Names and value meanings of FIX fields, and whole messages explained (Qt-free).
 
-The inspector lives in ``widgets/`` and may not import the FIX engine; the app gives it a
-:class:`FieldDescriber`, which looks tags up in the shipped QuickFIX dictionaries (FIX 4.4 first,
-then the newer and older versions, so custom and session-level tags are found too), and whose
-:meth:`FieldDescriber.explain_checked` splits a message into header, body and trailer with
-its repeating groups as a tree, against the message's own dictionary (its session's file, or
-the shipped one of its BeginString <8>, and for FIXT.1.1 its ApplVerID <1128>), and marks
-every field that fails that dictionary's validation.
+The FIX inspector (``widgets/fix_inspector.py``) is given a :class:`FieldDescriber` by the app.
+It looks tags up in the shipped QuickFIX dictionaries (FIX 4.4 first, then the newer and older
+versions, so custom and session-level tags are found too), and its
+:meth:`FieldDescriber.explain_checked` splits a message into header, body and trailer with its
+repeating groups as a tree of :class:`FieldNode`, against the message's own dictionary (its
+session's file, or the shipped one of its BeginString <8>, and for FIXT.1.1 its ApplVerID
+<1128>), and marks every field that fails that dictionary's validation.
 """
+
+from __future__ import annotations
 
 import logging
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -24,7 +27,8 @@ from engine.fix.dictionary import (
 )
 from engine.fix.fields import FieldMap, parse_message
 from engine.fix.validation import ValidationIssue, find_issues
-from widgets.fix_inspector import FieldNode, parse_fields
+
+__all__ = ["LOADING", "VERSIONS", "FieldDescriber", "FieldNode", "humanize", "parse_fields"]
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +37,38 @@ LOADING: Final = "loading"
 
 #: Dictionaries consulted, in order, for a tag's name and enum descriptions.
 VERSIONS = ("FIX.4.4", "FIX.5.0SP2", "FIXT.1.1", "FIX.4.2")
+
+SOH = b"\x01"
+
+
+@dataclass(frozen=True, slots=True)
+class FieldNode:
+    """One line of an explained message: a field, or a section or group entry holding fields.
+
+    ``tag`` is -1 for sections (Header, Body, Trailer), group entries and malformed fields.
+    ``problem`` is why the field fails validation (QuickFIX's text), or ``""``.
+    """
+
+    tag: int
+    name: str
+    value: str
+    meaning: str = ""
+    problem: str = ""
+    children: tuple[FieldNode, ...] = ()
+
+
+def parse_fields(raw: bytes) -> list[tuple[int, bytes]]:
+    """Split a raw message at SOH into ``(tag, value)`` pairs; a malformed field gets tag -1."""
+    fields: list[tuple[int, bytes]] = []
+    for part in raw.split(SOH):
+        if not part:
+            continue
+        tag, sep, value = part.partition(b"=")
+        try:
+            fields.append((int(tag), value) if sep else (-1, part))
+        except ValueError:
+            fields.append((-1, part))
+    return fields
 
 
 class FieldDescriber:

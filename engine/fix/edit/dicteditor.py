@@ -48,6 +48,7 @@ __all__ = [
     "DictEditError",
     "DictionaryEditor",
     "FieldCheck",
+    "FieldDef",
     "Node",
     "Path_",
     "split_message",

@@ -14,19 +14,13 @@ from pathlib import Path
 from typing import cast
 
 from engine.clock import Clock, LiveClock
-from engine.fix.cfgdoc import (
-    KEY_GROUPS,
-    CfgEditor,
-    KeyInfo,
-    LogonOutcome,
-    key_info,
-    reset_explanation,
-    schedule_preview,
-    try_logon,
-)
-from engine.fix.dictedit import FIELD_TYPES, DictionaryEditor
 from engine.fix.dictionary import default_dictionary_path
-from engine.fix.logscan import LogScan, scan_log
+from engine.fix.edit.cfgeditor import CfgEditor
+from engine.fix.edit.dicteditor import FIELD_TYPES, DictionaryEditor
+from engine.fix.edit.keys import KEY_GROUPS, KeyInfo, key_info
+from engine.fix.edit.logon import LogonOutcome, try_logon
+from engine.fix.edit.logscan import LogScan, scan_log
+from engine.fix.edit.preview import reset_explanation, schedule_preview
 from engine.fix.settings import DIALECTS, SessionSettings
 
 __all__ = ["EditorServices"]

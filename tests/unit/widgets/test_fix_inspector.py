@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QApplication
 
-from app.fix_describe import FieldDescriber
 from engine.enums import SessionState
 from engine.events import SessionStatusChanged
 from engine.fix.dictionary import default_dictionary_path
+from engine.fix.edit.describe import FieldDescriber
 from tests.unit.widgets.builders import T0, fix_message, records
 from widgets.fix_inspector import FixInspector, field_value, parse_fields
 

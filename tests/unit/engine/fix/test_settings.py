@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.fix.edit.document import CfgDocument
 from engine.fix.settings import (
     KEYS,
-    CfgDocument,
     SessionID,
     SessionSettings,
     SettingsError,

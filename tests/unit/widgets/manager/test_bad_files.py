@@ -18,7 +18,7 @@ import pytest
 from PySide6.QtWidgets import QApplication, QListWidget, QMessageBox
 
 from engine.clock import TestClock
-from engine.fix.editors import EditorServices
+from engine.fix.edit.services import EditorServices
 from widgets.manager.workspace import ManagerWorkspace
 
 pytestmark = pytest.mark.gui

@@ -29,11 +29,11 @@ from engine.embedded import EmbeddedEngineClient
 from engine.fix.acceptance_app import AcceptanceApplication
 from engine.fix.cli import build_session
 from engine.fix.dictionary import DataDictionary
-from engine.fix.editors import EditorServices
+from engine.fix.edit.services import EditorServices
 from engine.fix.settings import load_settings
 from engine.fix.transport import SocketAcceptor
 from engine.headless import build_from_config
-from tests.unit.engine.fix.test_cfgdoc import GO_FILE
+from tests.unit.engine.fix.edit.test_cfgeditor import GO_FILE
 from widgets.manager.workspace import ManagerWorkspace
 
 pytestmark = pytest.mark.gui

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Tests for engine.fix.cfgdoc: the session editor's model of a .cfg file."""
+"""Tests for engine.fix.edit (cfgeditor, keys, preview, logon): the .cfg editor."""
 
 from __future__ import annotations
 
@@ -13,19 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.fix.acceptance_app import AcceptanceApplication
-from engine.fix.cfgdoc import (
-    KEY_GROUPS,
-    CfgEditor,
-    key_info,
-    reset_explanation,
-    schedule_preview,
-    try_logon,
-)
 from engine.fix.cli import build_session
+from engine.fix.edit.cfgeditor import CfgEditor
+from engine.fix.edit.keys import KEY_GROUPS, key_info
+from engine.fix.edit.logon import try_logon
+from engine.fix.edit.preview import reset_explanation, schedule_preview
 from engine.fix.settings import KEYS, load_settings
 from engine.fix.transport import SocketAcceptor
 
-ROOT = Path(__file__).resolve().parents[4]
+ROOT = Path(__file__).resolve().parents[5]
 SHIPPED_CFGS = sorted((ROOT / "resources" / "fix").glob("*.cfg"))
 
 ODD = (

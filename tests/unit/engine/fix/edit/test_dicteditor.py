@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Tests for engine.fix.dictedit: the dictionary editor's model."""
+"""Tests for engine.fix.edit.dicteditor: the dictionary editor's model."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.fix.dictedit import DictEditError, DictionaryEditor, split_message
 from engine.fix.dictionary import DataDictionary
+from engine.fix.edit.dicteditor import DictEditError, DictionaryEditor, split_message
 
-ROOT = Path(__file__).resolve().parents[4]
+ROOT = Path(__file__).resolve().parents[5]
 SHARED_SPEC = ROOT.parent / "shared" / "fix-spec"
 SPECS = sorted(SHARED_SPEC.glob("*.xml")) if SHARED_SPEC.is_dir() else []
 FIX44 = ROOT / "resources" / "fix" / "FIX44.xml"
@@ -252,8 +252,8 @@ def test_fix50_app_dictionary_checks_with_fixt_header() -> None:
 
 
 # ------------------------------------------------------------------ saving in the file's own style
-RES = Path(__file__).resolve().parents[4] / "resources" / "fix"
-SHARED_SPEC = Path(__file__).resolve().parents[5] / "shared" / "fix-spec"
+RES = Path(__file__).resolve().parents[5] / "resources" / "fix"
+SHARED_SPEC = Path(__file__).resolve().parents[6] / "shared" / "fix-spec"
 
 
 def _diff(a: str, b: str) -> list[str]:

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Tests for engine.fix.logscan: unknown tags in a FIX log, ready to add to a dictionary."""
+"""Tests for engine.fix.edit.logscan: unknown tags in a FIX log, ready to add to a dictionary."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.fix.dictedit import DictionaryEditor
 from engine.fix.dictionary import DataDictionary
-from engine.fix.logscan import guess_type, scan_lines, scan_log
+from engine.fix.edit.dicteditor import DictionaryEditor
+from engine.fix.edit.logscan import guess_type, scan_lines, scan_log
 
-ROOT = Path(__file__).resolve().parents[4]
+ROOT = Path(__file__).resolve().parents[5]
 
 
 @pytest.fixture(scope="module")

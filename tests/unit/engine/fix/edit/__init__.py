@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: MIT
+"""Unit tests of the FIX engine."""
