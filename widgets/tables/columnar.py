@@ -190,6 +190,113 @@ class KeyIndex:
         self._count = 0
 
 
+class SortedIndex:
+    """Map sparse integer keys to positions: sorted arrays, 16 bytes a key.
+
+    For keys a :class:`KeyIndex` would cover too thinly (engine sequence numbers of the few
+    events a table shows: a dict entry per key costs ~100 bytes). Keys arriving in increasing
+    order are appended; others are inserted (a copy of the arrays, as is a removal). Same
+    interface as :class:`KeyIndex`; ``-1`` means absent.
+    """
+
+    __slots__ = ("_keys", "_n", "_pos")
+
+    def __init__(self) -> None:
+        self._keys: Ints = np.empty(0, np.int64)
+        self._pos: Ints = np.empty(0, np.int64)
+        self._n = 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def nbytes(self) -> int:
+        """Return the bytes of the keys and positions in use."""
+        return 16 * self._n
+
+    @property
+    def span(self) -> int:
+        """Return how many keys are stored (the arrays hold no gaps)."""
+        return self._n
+
+    def _find(self, keys: Ints) -> tuple[Ints, npt.NDArray[np.bool_]]:
+        k = self._keys[: self._n]
+        at = np.searchsorted(k, keys)
+        found = np.zeros(keys.shape[0], bool)
+        if self._n:
+            inside = at < self._n
+            found[inside] = k[at[inside]] == keys[inside]
+        return at, found
+
+    def get(self, key: int) -> int:
+        """Return the position of ``key``, or -1."""
+        return int(self.get_many(np.array([key], np.int64))[0])
+
+    def get_many(self, keys: Ints) -> Ints:
+        """Return the position of each key (-1 where absent)."""
+        at, found = self._find(keys)
+        out = np.full(keys.shape[0], -1, np.int64)
+        out[found] = self._pos[at[found]]
+        return out
+
+    def set(self, key: int, pos: int) -> None:
+        """Map ``key`` (new or known) to ``pos``."""
+        self.set_many(np.array([key], np.int64), np.array([pos], np.int64))
+
+    def set_many(self, keys: Ints, pos: Ints) -> None:
+        """Map each key to the position beside it (keys distinct)."""
+        if not keys.shape[0]:
+            return
+        at, found = self._find(keys)
+        self._pos[at[found]] = pos[found]
+        new_keys, new_pos = keys[~found], pos[~found]
+        if not new_keys.shape[0]:
+            return
+        order = np.argsort(new_keys, kind="stable")
+        new_keys, new_pos = new_keys[order], new_pos[order]
+        n, m = self._n, new_keys.shape[0]
+        if n + m > self._keys.shape[0]:
+            size = max(2 * (n + m), 1024)
+            keys_, pos_ = np.empty(size, np.int64), np.empty(size, np.int64)
+            keys_[:n], pos_[:n] = self._keys[:n], self._pos[:n]
+            self._keys, self._pos = keys_, pos_
+        if not n or new_keys[0] > self._keys[n - 1]:  # the usual case: newer keys
+            self._keys[n : n + m] = new_keys
+            self._pos[n : n + m] = new_pos
+        else:
+            where = np.searchsorted(self._keys[:n], new_keys)
+            self._keys[: n + m] = np.insert(self._keys[:n], where, new_keys)
+            self._pos[: n + m] = np.insert(self._pos[:n], where, new_pos)
+        self._n = n + m
+
+    def pop(self, key: int) -> None:
+        """Forget ``key`` (if known)."""
+        self.pop_many(np.array([key], np.int64))
+
+    def pop_many(self, keys: Ints) -> None:
+        """Forget every key in ``keys``."""
+        if not keys.shape[0] or not self._n:
+            return
+        at, found = self._find(keys)
+        if not found.any():
+            return
+        keep = np.ones(self._n, bool)
+        keep[at[found]] = False
+        m = int(keep.sum())
+        self._keys[:m] = self._keys[: self._n][keep]
+        self._pos[:m] = self._pos[: self._n][keep]
+        self._n = m
+
+    def trim_below(self, lowest: int) -> None:
+        """Do nothing: only the keys stored take room."""
+
+    def clear(self) -> None:
+        """Forget every key."""
+        self._keys = np.empty(0, np.int64)
+        self._pos = np.empty(0, np.int64)
+        self._n = 0
+
+
 class StringPool:
     """Interned strings: each distinct one stored once, referred to by its index.
 
@@ -391,6 +498,9 @@ class ColumnarTableModel(RowTableModel[R], Generic[R]):
         Show the most recently inserted row at the top (storage stays append-only).
     capacity : int
         Keep at most this many rows, dropping the oldest (0: unbounded).
+    sparse_keys : bool
+        Keys are few and far apart (engine sequence numbers of the rare events shown): index
+        them with a :class:`SortedIndex`, not a :class:`KeyIndex`.
     parent : QObject | None
         Qt parent.
     """
@@ -402,6 +512,7 @@ class ColumnarTableModel(RowTableModel[R], Generic[R]):
         *,
         newest_first: bool = False,
         capacity: int = 0,
+        sparse_keys: bool = False,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(columns, parent)
@@ -413,7 +524,7 @@ class ColumnarTableModel(RowTableModel[R], Generic[R]):
         self._start = 0  # buffer index of the oldest row
         self._n = 0  # rows stored
         self._g0 = 0  # global position of buffer index 0
-        self._index = KeyIndex()
+        self._index: KeyIndex | SortedIndex = SortedIndex() if sparse_keys else KeyIndex()
         self._keys: Ints = self._buf[codec.key_field]
         # Key -> (texts, record) of recently painted rows (keys survive moves and drops).
         self._texts: dict[int, tuple[tuple[str, ...], R]] = {}

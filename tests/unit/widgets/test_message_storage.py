@@ -1,12 +1,16 @@
 # SPDX-License-Identifier: MIT
-"""The FIX message list's storage: packed bytes, rows rebuilt exactly, bounded retention."""
+"""Packed storage of the FIX message list and the log: rows rebuilt exactly, bounded retention."""
 
+import numpy as np
 import pytest
 
+from engine.enums import AlertLevel
 from engine.events import FixMessageSeen, VenueMessageSeen
 from tests.unit.widgets.builders import T0, fix_message, records
 from widgets.fix_inspector import FixInspector, MessageCodec
+from widgets.log_view import LogEntry, LogView
 from widgets.tables.arena import ByteArena
+from widgets.tables.columnar import SortedIndex
 
 pytestmark = pytest.mark.gui
 
@@ -106,3 +110,68 @@ def test_a_cleared_list_numbers_its_messages_from_one(qtbot: object) -> None:
     v.on_events(records(chain))
     # The Analyzer selects the n-th message of an order's chain by its number.
     assert [v.model.record(v.model.row_of(n)).ev for n in (1, 2, 3)] == chain
+
+
+def test_sorted_index_answers_like_a_dict() -> None:
+    rng = np.random.default_rng(9)
+    ix = SortedIndex()
+    reference: dict[int, int] = {}
+    for step in range(60):
+        # Mostly newer keys (appended), some older or known ones (inserted, updated).
+        keys = np.unique(np.concatenate([rng.integers(step * 1000, step * 1000 + 900, 20),
+                                         rng.integers(-50, step * 1000 + 1, 5)]))  # fmt: skip
+        pos = keys * 7 + step  # known keys move: their positions change
+        ix.set_many(keys, pos)
+        reference.update(zip(keys.tolist(), pos.tolist(), strict=True))
+        gone = np.array([*list(reference)[step : step + 4], 10**12], np.int64)
+        ix.pop_many(gone)
+        for k in gone.tolist():
+            reference.pop(k, None)
+        probe = np.array([*list(reference)[-40:], -99, 10**11], np.int64)
+        assert ix.get_many(probe).tolist() == [reference.get(k, -1) for k in probe.tolist()]
+        assert len(ix) == len(reference)
+    k = next(iter(reference))
+    ix.set(k, 5)
+    assert ix.get(k) == 5
+    ix.pop(k)
+    assert ix.get(k) == -1
+    assert ix.nbytes == 16 * len(ix)
+    ix.clear()
+    assert ix.get(3) == -1
+
+
+def _alert_entry(key: int, n: int, text: str, count: int = 1) -> LogEntry:
+    level = int(AlertLevel.WARNING if n % 3 else AlertLevel.INFO)
+    return LogEntry(key, T0 + n * 1_000, level, f"src{n % 4}", text, count, T0 if count > 1 else 0)
+
+
+def test_the_log_keeps_its_newest_lines_exactly_and_frees_the_texts_of_the_others(
+    qtbot: object,
+) -> None:
+    v = LogView()
+    qtbot.addWidget(v)  # type: ignore[attr-defined]
+    v.model.capacity = 200
+    v.codec.arena = ByteArena(chunk_bytes=1024)
+    expected: dict[int, LogEntry] = {}  # key -> the line shown, oldest first
+    for n in range(1, 2001, 20):
+        batch = [_alert_entry(10 * k, k, f"ordre près de la limite {k} " + "x" * (k % 30))
+                 for k in range(n, n + 20)]  # fmt: skip
+        # An aggregate's update replaces its line and moves it to the top.
+        batch.append(_alert_entry(10, n, f"limit hit ×{n}", count=n))
+        v.add_entries(batch)
+        for e in batch:
+            expected.pop(e.key, None)
+            expected[e.key] = e
+    kept = len(v.model)
+    assert 200 - 200 // 20 <= kept <= 200
+    assert v.visible_entries() == list(expected.values())[::-1][:kept]  # newest first
+    assert v.visible_entries()[0].key == 10
+    assert v.model.cell_text(0, "text") == "×1,981  limit hit ×1981"
+    assert v.codec.arena.nbytes <= sum(len(e.text.encode()) for e in v.visible_entries()) + 3 * 1024
+    # The filters read the stored rows.
+    v.set_level(int(AlertLevel.WARNING))
+    assert all(e.level >= AlertLevel.WARNING for e in v.visible_entries())
+    v.search_edit.setText("LIMITE 1999")
+    assert [e.key for e in v.visible_entries()] == [19_990]
+    v.search_edit.setText("src1")
+    assert {e.source for e in v.visible_entries()} == {"src1"}
