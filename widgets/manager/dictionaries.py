@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
@@ -49,8 +50,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.fix.edit import dicteditor
+from engine.fix.edit.dicteditor import Node
+from engine.fix.edit.logscan import LogScan
+from engine.fix.edit.services import EditorServices
 from widgets.empty_state import EmptyState
-from widgets.manager.backend import DictEditorLike, LogScanLike, ManagerServices, NodeLike
 from widgets.manager.undo import SnapshotCommand
 from widgets.relay import thread_relay
 
@@ -92,7 +96,7 @@ class DictionaryEditor(QWidget):
 
     Parameters
     ----------
-    services : ManagerServices
+    services : EditorServices
         Engine-side models.
 
     Signals
@@ -105,17 +109,17 @@ class DictionaryEditor(QWidget):
     #: A background open failed: ``(path, reason naming file, line and element)``.
     open_failed = Signal(str, str)
 
-    def __init__(self, services: ManagerServices, parent: QWidget | None = None) -> None:
+    def __init__(self, services: EditorServices, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("dictionaryEditor")
         self.services = services
-        self.ed: DictEditorLike | None = None
+        self.ed: dicteditor.DictionaryEditor | None = None
         self.saved_spec: object = None
         self.path: tuple[str, ...] = ()
         self.field_name = ""
         self.undo_stack = QUndoStack(self)
         self.undo_stack.indexChanged.connect(self._on_index_changed)
-        self.last_scan: LogScanLike | None = None
+        self.last_scan: LogScan | None = None
         self._scan_cancel = threading.Event()
         self.loading = False
         self._build()
@@ -146,7 +150,7 @@ class DictionaryEditor(QWidget):
         header.setStretchLastSection(True)
         self.tree.currentItemChanged.connect(self._on_tree_current)
         self.tree.itemExpanded.connect(self._on_item_expanded)
-        self._pending_fields: list[NodeLike] = []
+        self._pending_fields: list[Node] = []
         self._fields_top: QTreeWidgetItem | None = None
         left = QWidget()
         lv = QVBoxLayout(left)
@@ -389,13 +393,13 @@ class DictionaryEditor(QWidget):
 
     def _on_opened(self, path: str, result: object) -> None:
         self.loading = False
-        if isinstance(result, Exception):
+        if not isinstance(result, dicteditor.DictionaryEditor):
             self._say(f"Cannot open {path}: {result}", "bad")
             self.open_failed.emit(path, str(result))
             return
-        self._set_editor(result)  # type: ignore[arg-type]
+        self._set_editor(result)
 
-    def _set_editor(self, ed: DictEditorLike) -> None:
+    def _set_editor(self, ed: dicteditor.DictionaryEditor) -> None:
         self.ed = ed
         self.saved_spec = ed.spec
         self.undo_stack.clear()
@@ -433,12 +437,12 @@ class DictionaryEditor(QWidget):
         self.refresh()
         self.state_changed.emit()
 
-    def _edit(self, label: str, change: object) -> bool:
+    def _edit(self, label: str, change: Callable[[], object]) -> bool:
         """Run ``change()`` as one undo step; show its error instead when it fails."""
         assert self.ed is not None
         before = self.ed.spec
         try:
-            change()  # type: ignore[operator]
+            change()
         except ValueError as e:
             self._say(f"{label}: {e}", "bad")
             return False
@@ -701,7 +705,7 @@ class DictionaryEditor(QWidget):
         return top
 
     @staticmethod
-    def _key_text(n: NodeLike) -> str:
+    def _key_text(n: Node) -> str:
         if n.kind == "message":
             return f"35={n.key}"
         if n.kind == "field":
@@ -925,10 +929,10 @@ class DictionaryEditor(QWidget):
         self.scan_button.setEnabled(True)
         self.scan_cancel.setEnabled(False)
         self.scan_progress.setVisible(False)
-        if isinstance(result, Exception):
+        if not isinstance(result, LogScan):
             self.scan_summary.setText(f"Cannot scan: {result}")
             return
-        scan: LogScanLike = result  # type: ignore[assignment]
+        scan = result
         self.last_scan = scan
         stopped = " (cancelled)" if scan.cancelled else ""
         self.scan_summary.setText(

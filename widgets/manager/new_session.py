@@ -25,7 +25,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from widgets.manager.backend import CfgEditorLike, ManagerServices
+from engine.fix.edit.cfgeditor import CfgEditor
+from engine.fix.edit.services import EditorServices
 
 #: BeginString <8> values (QuickFIX's).
 BEGIN_STRINGS = ("FIX.4.0", "FIX.4.1", "FIX.4.2", "FIX.4.3", "FIX.4.4", "FIXT.1.1")
@@ -41,9 +42,9 @@ class NewSessionDialog(QDialog):
 
     Parameters
     ----------
-    cfg : CfgEditorLike
+    cfg : CfgEditor
         The open file (for identities already taken, ``[DEFAULT]`` and the clone source).
-    services : ManagerServices
+    services : EditorServices
         Where the shipped dictionaries are.
     source : int
         Section index of the selected ``[SESSION]`` to prefill from and clone, or -1.
@@ -51,8 +52,8 @@ class NewSessionDialog(QDialog):
 
     def __init__(
         self,
-        cfg: CfgEditorLike,
-        services: ManagerServices,
+        cfg: CfgEditor,
+        services: EditorServices,
         source: int = -1,
         parent: QWidget | None = None,
     ) -> None:

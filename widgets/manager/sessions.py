@@ -54,15 +54,11 @@ from PySide6.QtWidgets import (
 
 from engine.client import EngineClient
 from engine.commands import CommandAck, CommandResult, ReloadSession
+from engine.fix.edit.cfgeditor import CfgEditor, CfgProblem, Section
+from engine.fix.edit.keys import KeyInfo
+from engine.fix.edit.logon import LogonOutcome
+from engine.fix.edit.services import EditorServices
 from widgets.empty_state import EmptyState
-from widgets.manager.backend import (
-    CfgEditorLike,
-    KeyInfoLike,
-    LogonOutcomeLike,
-    ManagerServices,
-    ProblemLike,
-    SectionLike,
-)
 from widgets.manager.new_session import NewSessionDialog
 from widgets.manager.undo import RAW_TEXT_ID, SnapshotCommand
 from widgets.relay import thread_relay
@@ -130,7 +126,7 @@ class RowEdited(Protocol):
 class KeyRow:
     """The widgets of one key in the form."""
 
-    def __init__(self, info: KeyInfoLike, on_edit: RowEdited) -> None:
+    def __init__(self, info: KeyInfo, on_edit: RowEdited) -> None:
         self.info = info
         self.has_problem = False
         self.label = QLabel(info.name)
@@ -213,7 +209,7 @@ class KeyRow:
             self.line.setPlaceholderText(effective or "")
             self.line.blockSignals(False)
 
-    def set_problems(self, problems: list[ProblemLike]) -> None:
+    def set_problems(self, problems: list[CfgProblem]) -> None:
         """Show the key's problems under it (red for errors, amber for warnings)."""
         self.has_problem = bool(problems)
         if not problems:
@@ -232,7 +228,7 @@ class SessionEditor(QWidget):
 
     Parameters
     ----------
-    services : ManagerServices
+    services : EditorServices
         Engine-side models and previews.
     client : EngineClient, optional
         The running engine, whose sessions *Apply to engine* reloads.
@@ -247,7 +243,7 @@ class SessionEditor(QWidget):
 
     def __init__(
         self,
-        services: ManagerServices,
+        services: EditorServices,
         parent: QWidget | None = None,
         *,
         client: EngineClient | None = None,
@@ -259,13 +255,13 @@ class SessionEditor(QWidget):
         #: The engine's last answer to a reload (a CommandResult or the exception), if any.
         self.last_reload: object | None = None
         self.new_dialog: NewSessionDialog | None = None
-        self.cfg: CfgEditorLike | None = None
+        self.cfg: CfgEditor | None = None
         self.undo_stack = QUndoStack(self)
         self.undo_stack.cleanChanged.connect(self._on_clean_changed)
         self.section = -1
         self.rows: dict[str, KeyRow] = {}
         self.extra_rows: dict[str, QLineEdit] = {}
-        self.last_outcome: LogonOutcomeLike | None = None
+        self.last_outcome: LogonOutcome | None = None
         self._raw_timer = QTimer(self)
         self._raw_timer.setSingleShot(True)
         self._raw_timer.setInterval(500)
@@ -511,7 +507,7 @@ class SessionEditor(QWidget):
         """Start a new file that will be saved to ``path``."""
         self._set_cfg(self.services.new_cfg(NEW_FILE, str(path)))
 
-    def _set_cfg(self, cfg: CfgEditorLike) -> None:
+    def _set_cfg(self, cfg: CfgEditor) -> None:
         self.cfg = cfg
         self.undo_stack.clear()
         self.last_outcome = None
@@ -681,7 +677,7 @@ class SessionEditor(QWidget):
         if cfg is None:
             return
         problems = cfg.problems()
-        by_section: dict[int, list[ProblemLike]] = {}
+        by_section: dict[int, list[CfgProblem]] = {}
         for p in problems:
             by_section.setdefault(p.section, []).append(p)
         self.sections_list.blockSignals(True)
@@ -722,7 +718,7 @@ class SessionEditor(QWidget):
         self.delete_button.setEnabled(self.section >= 0)
 
     @staticmethod
-    def _section_item(cfg: CfgEditorLike, s: SectionLike, ps: list[ProblemLike]) -> QListWidgetItem:
+    def _section_item(cfg: CfgEditor, s: Section, ps: list[CfgProblem]) -> QListWidgetItem:
         errors = sum(1 for p in ps if p.severity == "error")
         warnings = len(ps) - errors
         label = cfg.title(s.index)
@@ -759,7 +755,7 @@ class SessionEditor(QWidget):
         self.raw.setTextCursor(cursor)
         self.raw.verticalScrollBar().setValue(bar)
 
-    def _mark_raw_lines(self, problems: Sequence[ProblemLike]) -> None:
+    def _mark_raw_lines(self, problems: Sequence[CfgProblem]) -> None:
         marks = []
         doc = self.raw.document()
         for p in problems:
@@ -790,7 +786,7 @@ class SessionEditor(QWidget):
             f"{cfg.title(sec.index)}   ·   line {sec.line}"
             + ("   ·   inherited by every session" if in_default else "")
         )
-        problems: dict[str, list[ProblemLike]] = {}
+        problems: dict[str, list[CfgProblem]] = {}
         for p in cfg.problems():
             if p.section == sec.index and p.key:
                 problems.setdefault(p.key.upper(), []).append(p)
@@ -916,8 +912,8 @@ class SessionEditor(QWidget):
         if isinstance(outcome, Exception):
             self.test_label.setProperty("state", "bad")
             self.test_label.setText(f"Test failed: {outcome}")
-        else:
-            result: LogonOutcomeLike = outcome  # type: ignore[assignment]
+        elif isinstance(outcome, LogonOutcome):
+            result = outcome
             self.last_outcome = result
             self.test_label.setProperty("state", "ok" if result.ok else "bad")
             detail = ""

@@ -28,8 +28,8 @@ from PySide6.QtWidgets import (
 
 from engine.client import EngineClient
 from engine.events import EventRecord, SessionStatusChanged
+from engine.fix.edit.services import EditorServices
 from widgets.empty_state import EmptyState
-from widgets.manager.backend import ManagerServices
 from widgets.manager.dictionaries import DictionaryEditor
 from widgets.manager.engine_settings import EngineSettingsEditor
 from widgets.manager.sessions import SessionEditor
@@ -43,7 +43,7 @@ class ManagerWorkspace(QMainWindow):
 
     Parameters
     ----------
-    services : ManagerServices, optional
+    services : EditorServices, optional
         Engine-side models (``engine.fix.editors.EditorServices``); without them the workspace
         shows an empty state.
     client : EngineClient, optional
@@ -56,7 +56,7 @@ class ManagerWorkspace(QMainWindow):
 
     def __init__(
         self,
-        services: ManagerServices | None = None,
+        services: EditorServices | None = None,
         parent: QWidget | None = None,
         *,
         client: EngineClient | None = None,

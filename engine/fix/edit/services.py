@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 """The services the Manager workspace is given: editors, previews, test logons, log scans.
 
-``widgets/manager`` may not import ``engine.fix``; the app passes it an :class:`EditorServices`,
-which satisfies ``widgets.manager.backend.ManagerServices`` structurally.
+``widgets/manager`` imports this package (``engine.fix.edit``) and nothing else of
+``engine.fix``; the app hands the workspace an :class:`EditorServices`, whose clock and zone
+tests replace.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import asyncio
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import cast
 
 from engine.clock import Clock, LiveClock
 from engine.fix.dictionary import default_dictionary_path
@@ -65,17 +65,19 @@ class EditorServices:
         """Return an editor over ``text`` that saves to ``source``."""
         return CfgEditor(text, source)
 
-    def schedule_preview(self, settings: object, now_ns: int) -> list[str]:
-        """Describe a session's schedule in plain words."""
-        return schedule_preview(cast(SessionSettings, settings), now_ns, self.local_zone)
+    def schedule_preview(self, settings: SessionSettings, now_ns: int) -> list[str]:
+        """Describe a session's schedule in plain words (``CfgEditor.session_settings``)."""
+        return schedule_preview(settings, now_ns, self.local_zone)
 
-    def reset_explanation(self, settings: object) -> list[str]:
+    def reset_explanation(self, settings: SessionSettings) -> list[str]:
         """Say what the sequence-number settings will do."""
-        return reset_explanation(cast(SessionSettings, settings))
+        return reset_explanation(settings)
 
-    def test_logon(self, settings: object, base_dir: Path, timeout_s: float) -> LogonOutcome:
+    def test_logon(
+        self, settings: SessionSettings, base_dir: Path, timeout_s: float
+    ) -> LogonOutcome:
         """Connect, log on and log out on a private event loop (call it off the GUI thread)."""
-        return asyncio.run(try_logon(cast(SessionSettings, settings), base_dir, timeout_s))
+        return asyncio.run(try_logon(settings, base_dir, timeout_s))
 
     def default_dictionary(self, version: str) -> str:
         """Return the path of the dictionary shipped for ``version`` (``"FIXT.1.1"`` …)."""
@@ -88,13 +90,11 @@ class EditorServices:
     def scan_log(
         self,
         path: str | Path,
-        editor: object,
+        editor: DictionaryEditor,
         progress: Callable[[int], None],
         cancelled: Callable[[], bool],
     ) -> LogScan:
-        """Scan a FIX log for tags the edited dictionary (a ``DictionaryEditor``) lacks."""
-        if not isinstance(editor, DictionaryEditor):
-            raise TypeError(f"expected a DictionaryEditor, got {type(editor).__name__}")
+        """Scan a FIX log for tags the edited dictionary lacks (blocking: off the GUI thread)."""
         return scan_log(path, editor.dictionary(), progress=progress, cancelled=cancelled)
 
     def now_ns(self) -> int:
