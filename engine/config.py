@@ -71,6 +71,10 @@ name the file, the line, the key path (``strategies[1].parameters.qty_lots``) an
 configuration always gives the same text, and loading that text gives the same configuration.
 :func:`update_config_text` writes it into an existing file's text instead, keeping the file's
 comments, blank lines, order and the spelling of every value that did not change.
+
+The value types of the tables are exported here with the configuration (``RiskLimits`` of
+``[risk]``, ``OuchAccountConfig`` of ``[[ouch]]``), so that an editor of the file (the Manager)
+needs no other engine module.
 """
 
 from __future__ import annotations
@@ -101,6 +105,7 @@ __all__ = [
     "InstrumentConfig",
     "OuchAccountConfig",
     "RemoteConfig",
+    "RiskLimits",
     "SimulatorConfig",
     "StrategyConfig",
     "check_config",

@@ -67,12 +67,12 @@ from engine.commands import (
 from engine.config import (
     ConfigError,
     EngineConfig,
+    RiskLimits,
     StrategyConfig,
     parse_config,
     update_config_text,
 )
 from engine.events import EventRecord
-from engine.oms.risk import RiskLimits
 from widgets.empty_state import EmptyState
 from widgets.manager.undo import RAW_TEXT_ID, SnapshotCommand
 from widgets.monitor.risk import RiskLimitsView
