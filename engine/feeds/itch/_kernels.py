@@ -533,31 +533,36 @@ def mold_track(  # noqa: C901 (each packet case in one loop)
 
 
 # ------------------------------------------------------------------------------- books
-# The books of every stock of a feed share one order table (32-byte records) and one level
+# The books of every stock of a feed share one order table (16-byte records) and one level
 # table (32-byte records). Levels are found by an open-addressing hash keyed by (stock
 # locate, side, price) (Fibonacci hashing, linear probing, backward-shift deletion: no
 # tombstones), so no price window is needed: ITCH prices run from $0.0001 to $200,000 in
 # 0.0001 steps (2e9 ticks), which no per-book window of engine.book.L3Arrays can span for
 # 8,000 books, and the messages of all stocks interleave, so one pass over the feed must
-# reach every book. Orders are found by ref: the youngest refs in a direct window (refs
-# are handed out in sequence and most orders die young), older ones in a hash like the
-# levels'. The memory of a message a few places ahead is touched early, so its cache
-# misses overlap the work on the current one.
+# reach every book. Orders are found by ref. Refs are handed out in sequence and most
+# orders die young, so the order table starts with a window of W records indexed by ref
+# itself (ref & (W - 1), for the W refs from st[S_RBASE] on): a young order is one load
+# away from its ref, and the records of orders added together sit together. When a new
+# ref pushes the window up, the orders still resting at the refs it leaves move to the
+# overflow records after the window (their refs in a hash like the levels', and in
+# ``orefs``). An order's stock, side and price are its level's key. The records of a
+# message a few places ahead are touched early, so its cache misses overlap the work on
+# the current one.
+#
+# book_apply does each message's work in one body and calls no helper that takes an
+# array: numba passes arrays to a call (even an inlined one) with reference counting,
+# atomic increments that cost more than the book work and fence the cache misses.
 
 #: Empty bucket of a hash table (no ITCH key is -1: refs and level keys are < 2**63).
 HT_EMPTY: int = -1
 _GOLDEN = -7046029254386353131  # 0x9E3779B97F4A7C15 as int64
 
-#: Fields of an order record (``int32[cap, OW]``: 32 bytes, two orders per cache line).
-O_REF_LO: int = 0  # order reference number, low 32 bits
-O_REF_HI: int = 1  # high 32 bits
-O_SS: int = 2  # stock locate * 2 + side (0 buy (bid), 1 sell (ask))
-O_PX: int = 3  # price, ticks of 0.0001 (ITCH's largest, 2e9, fits)
-O_QTY: int = 4  # shares left; 0: slot free
-O_LEVEL: int = 5  # level slot
-O_PREV: int = 6  # previous order slot in the level's FIFO, -1 at the head
-O_NEXT: int = 7  # next order slot, -1 at the tail
-OW: int = 8
+#: Fields of an order record (``int32[W + cap, OW]``: 16 bytes, four orders a cache line).
+O_QTY: int = 0  # shares left; 0: no order here
+O_LEVEL: int = 1  # level slot (its key gives the order's stock, side and price)
+O_PREV: int = 2  # previous order slot in the level's FIFO, -1 at the head
+O_NEXT: int = 3  # next order slot, -1 at the tail
+OW: int = 4
 
 
 #: Fields of a level record (``int64[cap, LW]``: 32 bytes). A level emptied of orders
@@ -585,7 +590,7 @@ S_I: int = 1  # resume: message index in the packet
 S_POS: int = 2  # resume: byte offset (of the next length prefix; -1: start of packet S_PK)
 S_G: int = 3  # messages walked (kept or not)
 S_STOP: int = 4  # why the last call stopped: STOP_*
-S_NFREE_O: int = 5  # free order slots
+S_NFREE_O: int = 5  # free overflow order slots
 S_NFREE_L: int = 6  # free level slots
 S_NTRADES: int = 7
 S_NACTIONS: int = 8
@@ -604,18 +609,19 @@ S_OVER_CANCEL: int = 20  # cancels of more shares than left (the order leaves th
 S_BROKEN: int = 21  # Broken Trade messages
 S_ZERO_ADD: int = 22  # adds (or replaces) of 0 shares (not booked)
 S_LAST_EVENT: int = 23  # last System Event code byte
-S_OSHIFT: int = 24  # hash shift of the order table: 64 - log2(buckets)
+S_OSHIFT: int = 24  # hash shift of the overflow refs' table: 64 - log2(buckets)
 S_LSHIFT: int = 25  # hash shift of the level table
 S_TOUCHED: int = 26  # sum of the look-ahead loads (meaningless; keeps them alive)
-S_RBASE: int = 27  # lowest order ref of the young-ref window (refs below it: in the hash)
-NST: int = 28
+S_RBASE: int = 27  # lowest order ref of the window (orders of refs below it: overflow)
+S_WINDOW: int = 28  # W, the window's records (a power of two)
+NST: int = 29
 
-#: Messages between the one applied and the one whose ref bucket is touched ahead.
+#: Messages between the one applied and the one whose records are touched ahead.
 LOOKAHEAD: int = 10
 
 #: Why :func:`book_apply` returned.
 STOP_DONE: int = 0
-STOP_ORDERS: int = 1  # no free order slot: grow the order table
+STOP_ORDERS: int = 1  # no free overflow order slot: grow the order table
 STOP_LEVELS: int = 2  # no free level slot
 STOP_TRADES: int = 3  # trades output full
 STOP_ACTIONS: int = 4  # trading-actions output full
@@ -700,26 +706,31 @@ def ht_rebuild(tab: I64, old: I64, shift: int) -> None:
 
 
 @kernel_inline
-def ofind(ring: I32, ot: I64, st: I64, ref: int) -> int:
+def ofind(orders: I32, ot: I64, st: I64, ref: int) -> int:
     """Return the order slot of ``ref``, or -1.
 
-    Order refs are handed out in sequence and most orders live briefly, so the refs of
-    the last ``len(ring)`` (a power of two) adds are looked up in ``ring`` directly (one
-    cell per ref: neighbours share cache lines); older refs still resting were moved to
-    the hash ``ot`` when the window passed them.
+    A ref of the window (``st[S_RBASE]`` up to ``st[S_WINDOW]`` refs on) is its own slot
+    (``ref & (W - 1)``), holding an order if its shares are not 0; an older ref still
+    resting is in the hash ``ot`` of the overflow records.
     """
     base = st[S_RBASE]
+    w = st[S_WINDOW]
     if ref >= base:
-        if ref - base < ring.shape[0]:
-            return int(ring[ref & (ring.shape[0] - 1)])
+        if ref - base < w:
+            s = ref & (w - 1)
+            return s if orders[s, O_QTY] > 0 else -1
         return -1
     return ht_find(ot, ref, st[S_OSHIFT])
 
 
 @kernel_inline
-def order_ref(orders: I32, o: int) -> int:
-    """Return the order reference number of order slot ``o``."""
-    return (int(orders[o, O_REF_HI]) << 32) | (int(orders[o, O_REF_LO]) & 0xFFFFFFFF)
+def slot_ref(orefs: I64, st: I64, o: int) -> int:
+    """Return the order reference number of the order in slot ``o``."""
+    w = st[S_WINDOW]
+    if o < w:
+        base = st[S_RBASE]
+        return int(base + ((o - base) & (w - 1)))
+    return int(orefs[o - w])
 
 
 #: ``take`` of a message that removes its order whatever its shares (D, U).
@@ -736,7 +747,7 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
     limit: int,
     first_seq: int,
     orders: I32,
-    ring: I32,
+    orefs: I64,
     ot: I64,
     ofree: I64,
     levels: I64,
@@ -763,12 +774,14 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
     ----------
     buf, pk_start, pk_end, mode, keep, limit, first_seq
         As :func:`decode_messages` (``limit``: messages framed by :func:`frame_messages`).
-    orders, ring, ot, ofree : arrays
-        Order records (``int32[cap, OW]``), the young-ref window (``int32[2**k]``, see
-        :func:`ofind`), the hash of older refs (keys and values interleaved, ``2**k >= 2 *
-        cap`` buckets) and the free slot stack (``st[S_NFREE_O]`` deep). Mutated in place.
+    orders, orefs, ot, ofree : arrays
+        Order records (``int32[W + cap, OW]``: the window of ``W = st[S_WINDOW]`` records
+        indexed by ref, then ``cap`` overflow records), the refs of the overflow records
+        (``int64[cap]``), the hash of their refs (keys and values interleaved, ``2**k >= 2
+        * cap`` buckets) and the free overflow slot stack (``st[S_NFREE_O]`` deep). Mutated.
     levels, lt, lfree : int64 arrays
-        The same for price levels (``int64[lcap, LW]``). Mutated in place.
+        Level records (``int64[lcap, LW]``), the hash of their keys and their free slot
+        stack (``st[S_NFREE_L]`` deep). Mutated in place.
     st : int64[NST]
         State and counters (``S_*``); resumes at ``S_PK``/``S_I``/``S_POS``. Mutated.
     stocks : int64[65536, SW]
@@ -785,12 +798,14 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
     -------
     int
         A ``STOP_*`` code: ``STOP_DONE`` when all ``limit`` messages are applied, otherwise
-        which table must grow before calling again.
+        which table must grow before calling again (the message it stopped at is applied
+        from its start on the next call: nothing of it was applied, but the window may
+        have moved, which changes no book).
     """
     nk = keep.shape[0]
     g = st[S_G]
     pk = st[S_PK]
-    w = ring.shape[0]
+    w = st[S_WINDOW]
     wmask = w - 1
     omask = (ot.shape[0] >> 1) - 1
     oshift = st[S_OSHIFT]
@@ -819,6 +834,9 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
         elif p < 0:
             p = pk_start[pk]
         i = st[S_I]
+        # Look ahead: touch the records a message LOOKAHEAD places on will need (a young
+        # order's record, an old one's hash bucket, the level bucket of an add), so their
+        # cache misses overlap the work on this one (the loads are independent).
         pa = p
         for _ in range(LOOKAHEAD):
             if pa + 2 < end:
@@ -832,10 +850,8 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                     ra = be64(buf, pa + 13)
                     if ra < rbase:  # an old order: its ref is in the hash
                         touched += ot[2 * _slot(ra, omask, oshift)]
-                    elif ra - rbase < w:  # a young one: its record (the cell is near)
-                        oa = ring[ra & wmask]
-                        if 0 <= oa < orders.shape[0]:
-                            touched += orders[oa, O_LEVEL]
+                    elif ra - rbase < w:  # a young one: its record
+                        touched += orders[ra & wmask, O_LEVEL]
                 elif (ta == 65 or ta == 70) and pa + 38 <= end:  # A F: the level it joins
                     sa = 0 if buf[pa + 21] == 66 else 1
                     ka = (be16(buf, pa + 3) << 33) | (sa << 32) | be32(buf, pa + 34)
@@ -843,11 +859,46 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                 pa += 2 + be16(buf, pa)
             if nk == 0 or keep[g] != 0:
                 t = int(np.int64(buf[m]))
-                if t == 65 or t == 70 or t == 85:  # A F U need an order slot and a level
-                    if nfree_o == 0:
-                        stop = STOP_ORDERS
-                    elif nfree_l == 0:
-                        stop = STOP_LEVELS
+                nref = 0
+                if t == 65 or t == 70 or t == 85:  # A F U rest a new ref
+                    nref = be64(buf, m + (19 if t == 85 else 11))
+                    if nref >= rbase and nref - rbase >= w:
+                        # Push the window up to the new ref: the orders resting at the
+                        # refs it leaves move to overflow records (one by one, so a stop
+                        # for more of them resumes here).
+                        qend = min(nref - w + 1, rbase + w)
+                        while rbase < qend:
+                            s = rbase & wmask
+                            if orders[s, O_QTY] > 0:
+                                if nfree_o == 0:
+                                    stop = STOP_ORDERS
+                                    break
+                                nfree_o -= 1
+                                o = ofree[nfree_o]
+                                for c in range(OW):
+                                    orders[o, c] = orders[s, c]
+                                orders[s, O_QTY] = 0
+                                orefs[o - w] = rbase
+                                prv = orders[o, O_PREV]
+                                nxt = orders[o, O_NEXT]
+                                lvl = orders[o, O_LEVEL]
+                                if prv >= 0:
+                                    orders[prv, O_NEXT] = o
+                                else:
+                                    levels[lvl, L_HEAD] = o
+                                if nxt >= 0:
+                                    orders[nxt, O_PREV] = o
+                                else:
+                                    levels[lvl, L_TAIL] = o
+                                _ht_insert(ot, rbase, o, omask, oshift)
+                            rbase += 1
+                        if stop == STOP_DONE:
+                            rbase = nref - w + 1
+                    if stop == STOP_DONE:
+                        if nfree_l == 0:
+                            stop = STOP_LEVELS
+                        elif nref < rbase and nfree_o == 0:  # it rests in an overflow slot
+                            stop = STOP_ORDERS
                 elif t == 69 or t == 67 or t == 80 or t == 81:  # E C P Q keep a trade
                     if n_trades >= trades.shape[0]:
                         stop = STOP_TRADES
@@ -863,8 +914,9 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                 counts[t] += 1
                 stock = be16(buf, m + 1)
                 # What the message does to the books: take ``take`` shares from order slot
-                # ``o`` (all of them: _TAKE_ALL), then rest a new order ``aref`` (adding).
+                # ``o`` of ref ``ref`` (all of them: _TAKE_ALL), then rest a new order.
                 o = -1
+                ref = 0
                 take = 0
                 over = 0
                 adding = False
@@ -887,8 +939,8 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                 elif t == 68 or t == 85 or t == 69 or t == 67 or t == 88:  # D U E C X
                     ref = be64(buf, m + 11)
                     if ref >= rbase:
-                        if ref - rbase < w:
-                            o = ring[ref & wmask]
+                        if ref - rbase < w and orders[ref & wmask, O_QTY] > 0:
+                            o = ref & wmask
                     else:
                         h = _slot(ref, omask, oshift)
                         while True:
@@ -916,10 +968,10 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                         take = _TAKE_ALL
                         adding = True
                         dup = S_DUP_REPLACE
-                        ss = orders[o, O_SS]
+                        ss = levels[orders[o, O_LEVEL], L_KEY] >> 32
                         astock = ss >> 1
                         aside = ss & 1
-                        aref = be64(buf, m + 19)
+                        aref = nref
                         aqty = be32(buf, m + 27)
                         apx = be32(buf, m + 31)
                     elif t == 88:  # Order Cancel
@@ -985,19 +1037,19 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                         r.match_number = be64(buf, m + 31)
                         r.order_reference_number = 0
                     else:  # E, C: the resting order's stock, side and (E) price
-                        ss = orders[o, O_SS]
-                        stock = ss >> 1
+                        key = levels[orders[o, O_LEVEL], L_KEY]
+                        stock = key >> 33
                         r.stock_locate = stock
-                        r.side = BUY if ss & 1 == 0 else SELL
+                        r.side = BUY if (key >> 32) & 1 == 0 else SELL
                         r.cross_type = 0
                         if tkind == 67:
                             printable = int(np.int64(buf[m + 31]))
                             r.price = be32(buf, m + 32)
                         else:
-                            r.price = orders[o, O_PX]
+                            r.price = key & 0xFFFFFFFF
                         qty = take
                         r.match_number = be64(buf, m + 23)
-                        r.order_reference_number = be64(buf, m + 11)
+                        r.order_reference_number = ref
                     r.kind = tkind
                     r.printable = printable
                     r.shares = qty
@@ -1032,35 +1084,29 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                             lfree[nfree_l] = lvl
                             nfree_l += 1
                             n_levels -= 1
-                        ref = (int(orders[o, O_REF_HI]) << 32) | (
-                            int(orders[o, O_REF_LO]) & 0xFFFFFFFF
-                        )
-                        if rbase <= ref and ref - rbase < w:
-                            ring[ref & wmask] = -1
-                        else:
-                            _ht_remove(ot, ref, omask, oshift)
                         orders[o, O_QTY] = 0
-                        ofree[nfree_o] = o
-                        nfree_o += 1
+                        if o >= w:  # an overflow record: its ref leaves the hash
+                            _ht_remove(ot, ref, omask, oshift)
+                            ofree[nfree_o] = o
+                            nfree_o += 1
                         n_orders -= 1
                 if adding:  # rest a new order at the back of its level
-                    found = -1
+                    found = False
                     if aref >= rbase:
-                        if aref - rbase < w:
-                            found = ring[aref & wmask]
+                        found = aref - rbase < w and orders[aref & wmask, O_QTY] > 0
                     else:
                         h = _slot(aref, omask, oshift)
                         while True:
                             kk = ot[2 * h]
                             if kk == aref:
-                                found = ot[2 * h + 1]
+                                found = True
                                 break
                             if kk == HT_EMPTY:
                                 break
                             h = (h + 1) & omask
                     if aqty == 0:
                         st[S_ZERO_ADD] += 1
-                    elif found >= 0:
+                    elif found:
                         st[dup] += 1
                     else:
                         key = (astock << 33) | (aside << 32) | apx
@@ -1083,12 +1129,13 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                             levels[lvl, L_TAIL] = -1
                             lt[2 * h] = key
                             lt[2 * h + 1] = lvl
-                        nfree_o -= 1
-                        o = ofree[nfree_o]
-                        orders[o, O_REF_LO] = aref & 0xFFFFFFFF
-                        orders[o, O_REF_HI] = aref >> 32
-                        orders[o, O_SS] = 2 * astock + aside
-                        orders[o, O_PX] = apx
+                        if aref >= rbase:  # in the window (stop checks made room)
+                            o = aref & wmask
+                        else:  # a ref below the window: an overflow record
+                            nfree_o -= 1
+                            o = ofree[nfree_o]
+                            orefs[o - w] = aref
+                            _ht_insert(ot, aref, o, omask, oshift)
                         orders[o, O_QTY] = aqty
                         orders[o, O_LEVEL] = lvl
                         tail = levels[lvl, L_TAIL]
@@ -1102,22 +1149,6 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                         levels[lvl, L_TAIL] = o
                         levels[lvl, L_QTY] += aqty
                         n_orders += 1
-                        if aref - rbase >= w:
-                            # slide the window up to aref; refs it leaves go to the hash
-                            new = aref - w + 1
-                            q = rbase
-                            qend = min(new, rbase + w)
-                            while q < qend:
-                                c = ring[q & wmask]
-                                if c >= 0:
-                                    _ht_insert(ot, q, c, omask, oshift)
-                                    ring[q & wmask] = -1
-                                q += 1
-                            rbase = new
-                        if aref >= rbase:
-                            ring[aref & wmask] = o
-                        else:
-                            _ht_insert(ot, aref, o, omask, oshift)
             g += 1
             i += 1
             p += 2 + ln
@@ -1141,12 +1172,12 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
 
 
 @kernel
-def level_orders(orders: I32, levels: I64, lvl: int, out: I64) -> int:
+def level_orders(orders: I32, orefs: I64, st: I64, levels: I64, lvl: int, out: I64) -> int:
     """Write the refs and shares of level ``lvl``'s orders, FIFO order, into ``out[:, 2]``."""
     o = levels[lvl, L_HEAD]
     n = 0
     while o >= 0 and n < out.shape[0]:
-        out[n, 0] = order_ref(orders, o)
+        out[n, 0] = slot_ref(orefs, st, o)
         out[n, 1] = orders[o, O_QTY]
         n += 1
         o = orders[o, O_NEXT]
@@ -1180,9 +1211,29 @@ def fifo_lengths(orders: I32, levels: I64, out: I64) -> int:
 
 
 @kernel
-def order_slot(ring: I32, ot: I64, st: I64, ref: int) -> int:
+def lost_orders(orders: I32, orefs: I64, ot: I64, st: I64) -> int:
+    """Return the first resting order not found by its ref (an overflow hash fault), or -1.
+
+    Also -1 only if the overflow hash holds no entry beyond its resting orders.
+    """
+    w = st[S_WINDOW]
+    live = 0
+    for o in range(w, orders.shape[0]):
+        if orders[o, O_QTY] > 0:
+            live += 1
+            if ht_find(ot, orefs[o - w], st[S_OSHIFT]) != o:
+                return o
+    entries = 0
+    for i in range(ot.shape[0] >> 1):
+        if ot[2 * i] != HT_EMPTY:
+            entries += 1
+    return -1 if entries == live else orders.shape[0]
+
+
+@kernel
+def order_slot(orders: I32, ot: I64, st: I64, ref: int) -> int:
     """Return the order slot of ``ref``, or -1 (a lookup from Python)."""
-    return ofind(ring, ot, st, ref)
+    return ofind(orders, ot, st, ref)
 
 
 @kernel

@@ -14,8 +14,11 @@ book, one book per set of arrays, applied one book per kernel call. ITCH prices 
 $0.0001 to $200,000 in 0.0001 steps (2e9 ticks), a day has about 8,000 stocks whose messages
 interleave one by one, so a window per book cannot span a stock's prices and a call per
 message per book would cost more than the decoding. Here every book shares one order table
-and one level table, both hashed (orders by ref, levels by stock, side and price): any price,
-any number of stocks, one kernel pass over the feed.
+and one level table (levels hashed by stock, side and price): any price, any number of
+stocks, one kernel pass over the feed. Order refs are handed out in sequence and most orders
+die young, so a young order's record is indexed by its ref itself (a window of the last
+``2**window_bits`` refs); older orders still resting move to overflow records found through
+a hash of their refs (see :mod:`engine.feeds.itch._kernels`).
 
 Messages that refer to an order not in the book (a feed joined late, a gap) and adds of a ref
 already resting are counted (:meth:`ItchBooks.counters`), never raised.
@@ -77,7 +80,8 @@ SYSTEM_EVENT_LOG_DTYPE: Final = np.dtype(
 )
 
 _N_STOCKS = 1 << 16
-#: log2 of the young-ref window: the last 2**20 refs are found without hashing.
+#: log2 of the window of order records indexed by ref: the last 2**20 refs (16 MB of
+#: address space, touched as refs come) are found without hashing.
 RING_BITS = 20
 
 
@@ -128,6 +132,38 @@ class _Table:
         return nfree + int(fresh.shape[0])
 
 
+class _Orders:
+    """Order records: a window indexed by ref, then overflow records for older orders.
+
+    ``rec`` holds the ``window`` records of the window, then ``cap`` overflow records, with
+    their free-slot stack, their refs and the hash of their refs (ref -> slot).
+    """
+
+    __slots__ = ("free", "rec", "refs", "tab", "window")
+
+    def __init__(self, window: int, capacity: int) -> None:
+        self.window = window
+        self.rec: npt.NDArray[np.int32] = np.zeros((window + capacity, k.OW), np.int32)
+        self.refs: I64 = np.zeros(capacity, np.int64)
+        self.free: I64 = np.arange(window + capacity - 1, window - 1, -1, dtype=np.int64)
+        self.tab: I64 = np.full(2 * _table_size(capacity), k.HT_EMPTY, np.int64)
+
+    def grow(self, nfree: int) -> int:
+        """Double the overflow records; return the new free-slot count."""
+        w, cap = self.window, int(self.refs.shape[0])
+        rec = np.zeros((w + 2 * cap, k.OW), np.int32)
+        rec[: w + cap] = self.rec
+        refs = np.zeros(2 * cap, np.int64)
+        refs[:cap] = self.refs
+        free = np.zeros(2 * cap, np.int64)
+        free[:cap] = np.arange(w + 2 * cap - 1, w + cap - 1, -1, dtype=np.int64)
+        free[cap : cap + nfree] = self.free[:nfree]
+        tab = np.full(2 * _table_size(2 * cap), k.HT_EMPTY, np.int64)
+        k.ht_rebuild(tab, self.tab, _shift(tab))
+        self.rec, self.refs, self.free, self.tab = rec, refs, free, tab
+        return nfree + cap
+
+
 def _shift(tab: I64) -> int:
     # 64 - log2(buckets) of an interleaved table of 2 * buckets int64
     return 64 - int(tab.shape[0] // 2).bit_length() + 1
@@ -145,12 +181,14 @@ class ItchBooks:
     Parameters
     ----------
     capacity : int
-        Initial resting orders (all stocks); the tables double when full.
+        Initial overflow order records (orders older than the window, all stocks); the
+        tables double when full.
     level_capacity : int
         Initial price levels in use (all stocks, both sides).
     window_bits : int
-        log2 of the window of youngest order refs found without hashing (refs are handed
-        out in sequence; most orders die young).
+        log2 of the window of order records indexed by ref: the youngest ``2**window_bits``
+        refs are found without hashing (refs are handed out in sequence; most orders die
+        young). 16 bytes of address space per ref.
     """
 
     def __init__(
@@ -160,11 +198,14 @@ class ItchBooks:
             raise ValueError(
                 f"capacity, level_capacity: must be >= 1, got {capacity}, {level_capacity}"
             )
-        self._o = _Table(capacity, k.OW, np.int32)
+        if not 0 <= window_bits <= 30:
+            raise ValueError(f"window_bits: must be in [0, 30], got {window_bits}")
+        self._o = _Orders(1 << window_bits, capacity)
         self._l = _Table(level_capacity, k.LW, np.int64)
         self._st = np.zeros(k.NST, np.int64)
         self._st[k.S_NFREE_O] = capacity
         self._st[k.S_NFREE_L] = level_capacity
+        self._st[k.S_WINDOW] = 1 << window_bits
         self._stocks = np.zeros((_N_STOCKS, k.SW), np.int64)
         self._symbols = np.zeros((_N_STOCKS, 8), np.uint8)
         self._counts = np.zeros(256, np.int64)
@@ -172,10 +213,6 @@ class ItchBooks:
         self._actions = np.zeros(64, TRADING_ACTION_DTYPE)
         self._events = np.zeros(16, SYSTEM_EVENT_LOG_DTYPE)
         self._next_seq = 1
-        # young order refs, looked up directly (see engine.feeds.itch._kernels.ofind)
-        if not 0 <= window_bits <= 30:
-            raise ValueError(f"window_bits: must be in [0, 30], got {window_bits}")
-        self._ring = np.full(1 << window_bits, -1, np.int32)
 
     # ------------------------------------------------------------------------- input
     def apply_raw(
@@ -247,7 +284,7 @@ class ItchBooks:
             o, lv = self._o, self._l
             st[k.S_OSHIFT], st[k.S_LSHIFT] = _shift(o.tab), _shift(lv.tab)
             stop = int(k.book_apply(buf, pk_start, pk_end, mode, kp, framed, first_seq,
-                                    o.rec, self._ring, o.tab, o.free, lv.rec, lv.tab, lv.free, st,
+                                    o.rec, o.refs, o.tab, o.free, lv.rec, lv.tab, lv.free, st,
                                     self._stocks, self._symbols, self._counts,
                                     self._trades, self._actions, self._events))  # fmt: skip
             if stop == k.STOP_DONE:
@@ -357,7 +394,8 @@ class ItchBooks:
     def orders_of(self, stock_locate: int) -> int:
         """Return the orders resting in the stock's book (a scan: not for hot paths)."""
         o = self._o.rec
-        return int(((o[:, k.O_QTY] > 0) & (o[:, k.O_SS] >> 1 == _locate(stock_locate))).sum())
+        keys = self._l.rec[o[o[:, k.O_QTY] > 0, k.O_LEVEL], k.L_KEY]
+        return int((keys >> 33 == _locate(stock_locate)).sum())
 
     def symbol(self, stock_locate: int) -> str:
         """Return the stock's symbol (from its Stock Directory or first add), stripped."""
@@ -400,18 +438,18 @@ class ItchBooks:
         if lvl < 0:
             return np.zeros((0, 2), np.int64)
         out = np.zeros((int(self._orders_per_level()[lvl]), 2), np.int64)
-        k.level_orders(self._o.rec, self._l.rec, lvl, out)
+        k.level_orders(self._o.rec, self._o.refs, self._st, self._l.rec, lvl, out)
         return out
 
     def order(self, order_reference_number: int) -> tuple[int, int, int, int] | None:
         """Return ``(stock_locate, side, price, shares)`` of a resting order, or None."""
         self._st[k.S_OSHIFT] = _shift(self._o.tab)
-        o = int(k.order_slot(self._ring, self._o.tab, self._st, int(order_reference_number)))
+        o = int(k.order_slot(self._o.rec, self._o.tab, self._st, int(order_reference_number)))
         if o < 0:
             return None
-        r = self._o.rec[o]
-        side = BUY if r[k.O_SS] & 1 == 0 else SELL
-        return int(r[k.O_SS]) >> 1, side, int(r[k.O_PX]), int(r[k.O_QTY])
+        key = int(self._l.rec[self._o.rec[o, k.O_LEVEL], k.L_KEY])
+        side = BUY if (key >> 32) & 1 == 0 else SELL
+        return key >> 33, side, key & 0xFFFFFFFF, int(self._o.rec[o, k.O_QTY])
 
     def best_bid(self, stock_locate: int) -> tuple[int, int] | None:
         """Return ``(price, shares)`` of the stock's best bid, or None."""
@@ -436,8 +474,9 @@ class ItchBooks:
         """Return every inconsistency between the order and level tables (empty: none).
 
         Each level's FIFO must link its orders both ways and end at its tail; its shares
-        must equal the sum over its orders, its order count the orders that name it, and
-        its stock and side theirs; the order and level counts must match.
+        must equal the sum over its orders, its order count the orders that name it; every
+        order moved out of the window must be found by its ref (and the hash of their refs
+        hold nothing else); the order and level counts must match.
         """
         o, lv = self._o.rec, self._l.rec
         live = o[:, k.O_QTY] > 0
@@ -454,8 +493,12 @@ class ItchBooks:
         problems += [f"level slot {int(i)}: shares/orders do not add up" for i in bad[:10]]
         if int(live.sum()) != self.n_orders:
             problems.append(f"{int(live.sum())} order slots in use, {self.n_orders} counted")
-        if not np.array_equal(lv[lvl, k.L_KEY] >> 32, o[live, k.O_SS]):
-            problems.append("an order rests in a level of another stock or side")
+        self._st[k.S_OSHIFT] = _shift(self._o.tab)
+        lost = int(k.lost_orders(o, self._o.refs, self._o.tab, self._st))
+        if 0 <= lost < o.shape[0]:
+            problems.append(f"order slot {lost}: not found by its ref")
+        elif lost >= 0:
+            problems.append("the hash of old order refs holds refs of no resting order")
         if int((lv[:, k.L_QTY] > 0).sum()) != self.n_levels:
             problems.append("level count does not add up")
         return problems
