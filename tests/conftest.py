@@ -12,6 +12,7 @@ import asyncio
 import gc
 import inspect
 import os
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -114,3 +115,22 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     else:
         asyncio.run(coro)
     return True
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Give the skipped FIX acceptance tests a section of their own, one line per reason.
+
+    ``-ra`` lists every skip among the others; a conformance suite that did not run (no
+    ``../shared``, no copy of QuickFIX's repository) is said in its own yellow section, just
+    before the short summary (issue 23).
+    """
+    skipped = [r for r in terminalreporter.stats.get("skipped", []) if "acceptance" in r.keywords]
+    if not skipped:
+        return
+    reasons: Counter[str] = Counter()
+    for r in skipped:
+        text = r.longrepr[2] if isinstance(r.longrepr, tuple) else str(r.longrepr)
+        reasons[text.removeprefix("Skipped: ")] += 1
+    terminalreporter.write_sep("=", f"FIX acceptance: {len(skipped)} test(s) NOT RUN", yellow=True)
+    for text, n in reasons.items():
+        terminalreporter.write_line(f"NOT RUN ({n}): {text}", yellow=True)

@@ -44,7 +44,10 @@ MIRROR = ROOT.parent / ".mirror" / "quickfix+quickfix" / "repo"
 pytestmark = [
     pytest.mark.acceptance,
     pytest.mark.integration,
-    pytest.mark.skipif(not RUNNER.is_file(), reason="shared acceptance suite not available"),
+    pytest.mark.skipif(
+        not RUNNER.is_file(),
+        reason=f"the shared FIX acceptance suite is absent: no {RUNNER} (../shared not present)",
+    ),
 ]
 
 
@@ -121,7 +124,10 @@ def _extract_quickfix_suite(tmp_path_factory: pytest.TempPathFactory) -> Path | 
     """Return the folder holding QuickFIX's ``fix40`` … ``validate`` folders, or why not."""
     src = _quickfix_source()
     if src is None:
-        return "no copy of QuickFIX's repository (set QUICKFIX_SRC or fetch the mirror)"
+        return (
+            f"QuickFIX's {', '.join(QUICKFIX_VERSIONS)} scripts: no copy of QuickFIX's "
+            f"repository ($QUICKFIX_SRC unset, no mirror at {MIRROR})"
+        )
     if (src / DEFINITIONS).is_dir():  # a checkout
         return src / DEFINITIONS
     git = shutil.which("git")
