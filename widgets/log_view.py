@@ -116,9 +116,9 @@ _KEY, _TS, _TS_FIRST, _COUNT, _TEXT_AT, _TEXT_LEN, _LEVEL, _SOURCE = range(8)
 class LogCodec:
     """``LogEntry`` to :data:`LOG_ROW_DTYPE` rows and back; texts packed in one arena.
 
-    A row's text is appended when it is encoded; rows are stored in the order they were
-    (re)inserted, so the oldest row holds the lowest offset and :meth:`release` frees the
-    arena's chunks below it.
+    A row's text is appended when it is encoded; :meth:`release` frees the arena's chunks
+    below the lowest offset the rows kept still use (rows leave oldest first, so those are
+    the texts of rows that left).
     """
 
     dtype: np.dtype[np.void] = LOG_ROW_DTYPE
@@ -160,9 +160,12 @@ class LogCodec:
         """Keep nothing aside per row (texts go with :meth:`release`)."""
 
     def release(self, rows: npt.NDArray[np.void]) -> None:
-        """Free the texts of rows that left: those below the oldest of ``rows`` (all kept)."""
+        """Free the texts of rows that left: those below the lowest text of ``rows`` (all kept).
+
+        (The lowest, not the oldest row's: a row updated in place got a new text.)
+        """
         if rows.shape[0]:
-            self.arena.release_below(int(rows["text_at"][0]))
+            self.arena.release_below(int(rows["text_at"].min()))
         else:
             self.arena.clear()
 

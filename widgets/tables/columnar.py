@@ -40,8 +40,10 @@ R = TypeVar("R")
 Rows = npt.NDArray[np.void]
 Ints = npt.NDArray[np.int64]
 
-#: Rows whose texts (and rebuilt record) stay cached: a few screens' worth; each costs ~2 KB.
-_TEXT_CACHE_ROWS = 1024
+#: Rows whose texts (and rebuilt record) stay cached: a few screens' worth; each costs 1-2 KB.
+#: A live table's top rows are new every batch, so a cache fills and is dropped every second
+#: or two: its size is memory's high-water mark, not a saving.
+_TEXT_CACHE_ROWS = 256
 #: Smallest buffer a model allocates, rows.
 _MIN_ROWS = 1024
 #: Keys the direct-mapped index may cover beyond 8 per stored key before it falls back to a dict.
