@@ -44,8 +44,8 @@ class ManagerWorkspace(QMainWindow):
     Parameters
     ----------
     services : EditorServices, optional
-        Engine-side models (``engine.fix.editors.EditorServices``); without them the workspace
-        shows an empty state.
+        The FIX editing layer (``engine.fix.edit``) as the app configures it; without it the
+        workspace shows an empty state.
     client : EngineClient, optional
         The running engine, to apply settings to (session operations, risk limits, strategy
         parameters).
