@@ -383,13 +383,10 @@ class IntSet:
             vals = vals[s[at] != vals]
         self._recent.update(vals.tolist())
         if len(self._recent) >= self._merge_at:
-            new = np.fromiter(self._recent, np.int64, len(self._recent))
+            # The newest are not in the array (checked above): one insert, no sort of it all.
+            new = np.sort(np.fromiter(self._recent, np.int64, len(self._recent)))
             self._recent = set()
-            merged = np.concatenate((self._sorted, new))
-            merged.sort(kind="stable")  # timsort: two sorted runs, one pass
-            keep = np.ones(merged.shape[0], bool)
-            keep[1:] = merged[1:] != merged[:-1]
-            self._sorted = merged if keep.all() else merged[keep]
+            self._sorted = np.insert(self._sorted, np.searchsorted(self._sorted, new), new)
 
     def discard_many(self, values: Ints) -> None:
         """Remove ``values`` (those not members are ignored)."""
@@ -400,7 +397,14 @@ class IntSet:
             recent.difference_update(values.tolist())
         s = self._sorted
         if s.shape[0]:
-            self._sorted = s[~np.isin(s, values)]
+            # Binary searches in the sorted array (np.isin would sort both).
+            at = np.searchsorted(s, values)
+            inside = at < s.shape[0]
+            hit = at[inside][s[at[inside]] == values[inside]]
+            if hit.shape[0]:
+                keep = np.ones(s.shape[0], bool)
+                keep[hit] = False
+                self._sorted = s[keep]
 
     def clear(self) -> None:
         """Remove every member."""
