@@ -597,7 +597,7 @@ def bt_l2_quote(  # noqa: C901 (one flat hot loop on purpose, see the module doc
                 if not hit and prev >= 0:
                     for a in range(rs[RS_NACT]):
                         r = own[act[a]]
-                        if r["px"] == px and r["side"] == sd:
+                        if r["px"] == px and r["side"] == sd:  # (all own orders are book 0)
                             hit = True
                             break
                 if hit:

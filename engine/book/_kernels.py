@@ -828,10 +828,10 @@ def l3_apply(o: I64, lv: I64, st: I64, keys: I64, vals: I64, free: I64, ev: Rec)
         e = ev[k]
         action = e["action"]
         oid = e["order_id"]
+        if action == L3_ADD and st[L3S_FREE] == 0:
+            return k  # full: the wrapper grows the arrays and resumes here (time unchanged)
         st[L3S_TS] = e["ts"]
         if action == L3_ADD:
-            if st[L3S_FREE] == 0:
-                return k  # full: the wrapper grows the arrays and resumes here
             h = (oid ^ (oid >> 17) ^ (oid >> 31) ^ (oid >> 47)) & mask
             while keys[h] != ID_EMPTY and keys[h] != oid:
                 h = (h + 1) & mask
