@@ -9,6 +9,9 @@ kill switch, strategies, refused or rejected orders); :func:`log_entries` turns 
 The engine folds repeated alerts of one cause into one aggregate (``Alert.aggregate``,
 ``count``): its updates replace the aggregate's line, which moves to the top and shows "×N",
 and it counts as one unread alert however often it repeats.
+
+The lines are kept column-wise (:class:`LogCodec`): a 52-byte row per line, its text packed in
+a :class:`~widgets.tables.arena.ByteArena`; a :class:`LogEntry` is rebuilt for the rows shown.
 """
 
 import itertools
