@@ -534,12 +534,14 @@ def mold_track(  # noqa: C901 (each packet case in one loop)
 
 # ------------------------------------------------------------------------------- books
 # The books of every stock of a feed share one order table (16-byte records) and one level
-# table (32-byte records). Levels are found by an open-addressing hash keyed by (stock
-# locate, side, price) (Fibonacci hashing, linear probing, backward-shift deletion: no
-# tombstones), so no price window is needed: ITCH prices run from $0.0001 to $200,000 in
-# 0.0001 steps (2e9 ticks), which no per-book window of engine.book.L3Arrays can span for
-# 8,000 books, and the messages of all stocks interleave, so one pass over the feed must
-# reach every book. Orders are found by ref. Refs are handed out in sequence and most
+# table (32-byte records). The level table is an open-addressing hash keyed by (stock
+# locate, side, price) (Fibonacci hashing, linear probing) whose buckets are the level
+# records themselves, so finding a level is finding its record; a level emptied of orders
+# keeps its bucket (its price tends to come back) until the table fills and is rebuilt
+# without the empty ones. No price window is needed: ITCH prices run from $0.0001 to
+# $200,000 in 0.0001 steps (2e9 ticks), which no per-book window of engine.book.L3Arrays
+# can span for 8,000 books, and the messages of all stocks interleave, so one pass over
+# the feed must reach every book. Orders are found by ref. Refs are handed out in sequence and most
 # orders die young, so the order table starts with a window of W records indexed by ref
 # itself (ref & (W - 1), for the W refs from st[S_RBASE] on): a young order is one load
 # away from its ref, and the records of orders added together sit together. When a new
@@ -565,8 +567,8 @@ O_NEXT: int = 3  # next order slot, -1 at the tail
 OW: int = 4
 
 
-#: Fields of a level record (``int64[cap, LW]``: 32 bytes). A level emptied of orders
-#: gives its slot and hash entry back (HEAD -1, QTY 0); a slot never used is all zeros.
+#: Fields of a level record, a bucket of the level table (``int64[buckets, LW]``: 32 bytes).
+#: An empty bucket has key HT_EMPTY; a level emptied of orders has HEAD -1 and QTY 0.
 L_KEY: int = 0  # stock << 33 | side << 32 | price
 L_QTY: int = 1  # shares resting
 L_HEAD: int = 2  # first order slot of the FIFO, -1 when empty
@@ -591,7 +593,7 @@ S_POS: int = 2  # resume: byte offset (of the next length prefix; -1: start of p
 S_G: int = 3  # messages walked (kept or not)
 S_STOP: int = 4  # why the last call stopped: STOP_*
 S_NFREE_O: int = 5  # free overflow order slots
-S_NFREE_L: int = 6  # free level slots
+S_NFREE_L: int = 6  # level buckets that may still be taken before a rebuild
 S_NTRADES: int = 7
 S_NACTIONS: int = 8
 S_NEVENTS: int = 9
@@ -622,7 +624,7 @@ LOOKAHEAD: int = 10
 #: Why :func:`book_apply` returned.
 STOP_DONE: int = 0
 STOP_ORDERS: int = 1  # no free overflow order slot: grow the order table
-STOP_LEVELS: int = 2  # no free level slot
+STOP_LEVELS: int = 2  # the level table is full: rebuild it
 STOP_TRADES: int = 3  # trades output full
 STOP_ACTIONS: int = 4  # trading-actions output full
 STOP_EVENTS: int = 5  # system-events output full
@@ -751,8 +753,6 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
     ot: I64,
     ofree: I64,
     levels: I64,
-    lt: I64,
-    lfree: I64,
     st: I64,
     stocks: I64,
     symbols: U8,
@@ -779,9 +779,10 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
         indexed by ref, then ``cap`` overflow records), the refs of the overflow records
         (``int64[cap]``), the hash of their refs (keys and values interleaved, ``2**k >= 2
         * cap`` buckets) and the free overflow slot stack (``st[S_NFREE_O]`` deep). Mutated.
-    levels, lt, lfree : int64 arrays
-        Level records (``int64[lcap, LW]``), the hash of their keys and their free slot
-        stack (``st[S_NFREE_L]`` deep). Mutated in place.
+    levels : int64[buckets, LW]
+        The level table: a bucket is empty (``L_KEY`` is ``HT_EMPTY``) or holds a level,
+        with or without orders; ``st[S_NFREE_L]`` more buckets may be taken before the table
+        must be rebuilt (:func:`levels_rebuild`). Mutated in place.
     st : int64[NST]
         State and counters (``S_*``); resumes at ``S_PK``/``S_I``/``S_POS``. Mutated.
     stocks : int64[65536, SW]
@@ -809,7 +810,7 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
     wmask = w - 1
     omask = (ot.shape[0] >> 1) - 1
     oshift = st[S_OSHIFT]
-    lmask = (lt.shape[0] >> 1) - 1
+    lmask = levels.shape[0] - 1
     lshift = st[S_LSHIFT]
     rbase = st[S_RBASE]
     nfree_o = st[S_NFREE_O]
@@ -855,7 +856,7 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                 elif (ta == 65 or ta == 70) and pa + 38 <= end:  # A F: the level it joins
                     sa = 0 if buf[pa + 21] == 66 else 1
                     ka = (be16(buf, pa + 3) << 33) | (sa << 32) | be32(buf, pa + 34)
-                    touched += lt[2 * _slot(ka, lmask, lshift)]
+                    touched += levels[_slot(ka, lmask, lshift), L_KEY]
                 pa += 2 + be16(buf, pa)
             if nk == 0 or keep[g] != 0:
                 t = int(np.int64(buf[m]))
@@ -1078,11 +1079,9 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                             levels[lvl, L_TAIL] = prv
                         levels[lvl, L_QTY] -= left
                         if levels[lvl, L_HEAD] < 0:
-                            # an emptied level gives its slot and its hash entry back
-                            _ht_remove(lt, levels[lvl, L_KEY], lmask, lshift)
+                            # an emptied level keeps its bucket (its key comes back, often)
+                            # until the table is rebuilt
                             levels[lvl, L_QTY] = 0
-                            lfree[nfree_l] = lvl
-                            nfree_l += 1
                             n_levels -= 1
                         orders[o, O_QTY] = 0
                         if o >= w:  # an overflow record: its ref leaves the hash
@@ -1110,25 +1109,17 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                         st[dup] += 1
                     else:
                         key = (astock << 33) | (aside << 32) | apx
-                        lvl = -1
-                        h = _slot(key, lmask, lshift)
-                        while True:
-                            kk = lt[2 * h]
-                            if kk == key:
-                                lvl = lt[2 * h + 1]
-                                break
-                            if kk == HT_EMPTY:
-                                break
-                            h = (h + 1) & lmask
-                        if lvl < 0:  # a new level: h is the empty bucket its key goes in
+                        lvl = _slot(key, lmask, lshift)
+                        kk = levels[lvl, L_KEY]
+                        while kk != key and kk != HT_EMPTY:
+                            lvl = (lvl + 1) & lmask
+                            kk = levels[lvl, L_KEY]
+                        if kk == HT_EMPTY:  # a new level in the empty bucket
                             nfree_l -= 1
-                            lvl = lfree[nfree_l]
                             levels[lvl, L_KEY] = key
                             levels[lvl, L_QTY] = 0
                             levels[lvl, L_HEAD] = -1
                             levels[lvl, L_TAIL] = -1
-                            lt[2 * h] = key
-                            lt[2 * h + 1] = lvl
                         if aref >= rbase:  # in the window (stop checks made room)
                             o = aref & wmask
                         else:  # a ref below the window: an overflow record
@@ -1194,8 +1185,8 @@ def fifo_lengths(orders: I32, levels: I64, out: I64) -> int:
     cap = orders.shape[0]
     for lvl in range(levels.shape[0]):
         o = levels[lvl, L_HEAD]
-        if levels[lvl, L_KEY] == 0 and o == 0:
-            continue  # never used
+        if levels[lvl, L_KEY] == HT_EMPTY:
+            continue  # an empty bucket
         n = 0
         prv = -1
         while o >= 0:
@@ -1228,6 +1219,43 @@ def lost_orders(orders: I32, orefs: I64, ot: I64, st: I64) -> int:
         if ot[2 * i] != HT_EMPTY:
             entries += 1
     return -1 if entries == live else orders.shape[0]
+
+
+@kernel
+def levels_rebuild(old: I64, new: I64, orders: I32, shift: int) -> int:
+    """Move the levels holding orders from ``old`` into the empty table ``new``.
+
+    Their orders' ``O_LEVEL`` follow them; levels without orders are dropped. Returns the
+    levels moved.
+    """
+    mask = new.shape[0] - 1
+    n = 0
+    for b in range(old.shape[0]):
+        if old[b, L_KEY] == HT_EMPTY or old[b, L_HEAD] < 0:
+            continue
+        h = _slot(old[b, L_KEY], mask, shift)
+        while new[h, L_KEY] != HT_EMPTY:
+            h = (h + 1) & mask
+        for c in range(LW):
+            new[h, c] = old[b, c]
+        o = old[b, L_HEAD]
+        while o >= 0:
+            orders[o, O_LEVEL] = h
+            o = orders[o, O_NEXT]
+        n += 1
+    return n
+
+
+@kernel
+def level_slot(levels: I64, key: int, shift: int) -> int:
+    """Return the bucket of level ``key``, or -1 (a lookup from Python)."""
+    mask = levels.shape[0] - 1
+    h = _slot(key, mask, shift)
+    while levels[h, L_KEY] != HT_EMPTY:
+        if levels[h, L_KEY] == key:
+            return h
+        h = (h + 1) & mask
+    return -1
 
 
 @kernel

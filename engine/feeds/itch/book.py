@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -106,30 +106,49 @@ class BookCounters:
     broken_trades: int
 
 
-class _Table:
-    """Packed records, their free-slot stack and their hash (key -> slot)."""
+class _Levels:
+    """Level records kept in the buckets of their own hash table (key -> bucket).
 
-    __slots__ = ("free", "rec", "tab")
+    Open addressing by (stock, side, price), linear probing; an emptied level keeps its
+    bucket (its price often comes back) until the table is rebuilt, which drops the levels
+    without orders: ``budget`` buckets may be taken before that.
+    """
 
-    def __init__(self, capacity: int, width: int, dtype: type[np.signedinteger[Any]]) -> None:
-        self.rec: npt.NDArray[np.signedinteger[Any]] = np.zeros((capacity, width), dtype)
-        self.free: I64 = np.arange(capacity - 1, -1, -1, dtype=np.int64)
-        # keys and values interleaved: one cache line per probe
-        self.tab: I64 = np.full(2 * _table_size(capacity), k.HT_EMPTY, np.int64)
+    __slots__ = ("rec",)
 
-    def grow(self, nfree: int) -> int:
-        """Double the capacity; return the new free-slot count."""
-        cap = self.rec.shape[0]
-        rec = np.zeros((2 * cap, self.rec.shape[1]), self.rec.dtype)
-        rec[:cap] = self.rec
-        free = np.zeros(2 * cap, np.int64)
-        fresh = np.arange(2 * cap - 1, cap - 1, -1, dtype=np.int64)
-        free[: fresh.shape[0]] = fresh
-        free[fresh.shape[0] : fresh.shape[0] + nfree] = self.free[:nfree]
-        tab = np.full(2 * _table_size(2 * cap), k.HT_EMPTY, np.int64)
-        k.ht_rebuild(tab, self.tab, _shift(tab))
-        self.rec, self.free, self.tab = rec, free, tab
-        return nfree + int(fresh.shape[0])
+    def __init__(self, capacity: int) -> None:
+        self.rec: I64 = _empty_levels(_table_size(capacity))
+
+    def budget(self, n_levels: int) -> int:
+        """Return the buckets new levels may take before the table must be rebuilt."""
+        return int(self.rec.shape[0] * _LEVEL_LOAD) - n_levels
+
+    def rebuild(self, orders: npt.NDArray[np.int32], n_levels: int) -> int:
+        """Rebuild (doubled while over a quarter full of levels); return the budget."""
+        nb = int(self.rec.shape[0])
+        while 4 * n_levels > nb:
+            nb *= 2
+        new = _empty_levels(nb)
+        k.levels_rebuild(self.rec, new, orders, _level_shift(new))
+        self.rec = new
+        return self.budget(n_levels)
+
+
+#: Most buckets of the level table in use (levels, with or without orders) before a rebuild.
+_LEVEL_LOAD = 0.625
+
+
+def _empty_levels(buckets: int) -> I64:
+    rec = np.zeros((buckets, k.LW), np.int64)
+    rec[:, k.L_KEY] = k.HT_EMPTY
+    rec[:, k.L_HEAD] = -1
+    rec[:, k.L_TAIL] = -1
+    return rec
+
+
+def _level_shift(levels: I64) -> int:
+    # 64 - log2(buckets)
+    return 64 - int(levels.shape[0]).bit_length() + 1
 
 
 class _Orders:
@@ -184,7 +203,8 @@ class ItchBooks:
         Initial overflow order records (orders older than the window, all stocks); the
         tables double when full.
     level_capacity : int
-        Initial price levels in use (all stocks, both sides).
+        Initial price levels (all stocks, both sides): the level table starts with twice
+        as many buckets (or more) and is rebuilt, doubled as needed, when it fills.
     window_bits : int
         log2 of the window of order records indexed by ref: the youngest ``2**window_bits``
         refs are found without hashing (refs are handed out in sequence; most orders die
@@ -201,10 +221,10 @@ class ItchBooks:
         if not 0 <= window_bits <= 30:
             raise ValueError(f"window_bits: must be in [0, 30], got {window_bits}")
         self._o = _Orders(1 << window_bits, capacity)
-        self._l = _Table(level_capacity, k.LW, np.int64)
+        self._l = _Levels(level_capacity)
         self._st = np.zeros(k.NST, np.int64)
         self._st[k.S_NFREE_O] = capacity
-        self._st[k.S_NFREE_L] = level_capacity
+        self._st[k.S_NFREE_L] = self._l.budget(0)
         self._st[k.S_WINDOW] = 1 << window_bits
         self._stocks = np.zeros((_N_STOCKS, k.SW), np.int64)
         self._symbols = np.zeros((_N_STOCKS, 8), np.uint8)
@@ -282,9 +302,9 @@ class ItchBooks:
         before = int(self._counts.sum())
         while True:
             o, lv = self._o, self._l
-            st[k.S_OSHIFT], st[k.S_LSHIFT] = _shift(o.tab), _shift(lv.tab)
+            st[k.S_OSHIFT], st[k.S_LSHIFT] = _shift(o.tab), _level_shift(lv.rec)
             stop = int(k.book_apply(buf, pk_start, pk_end, mode, kp, framed, first_seq,
-                                    o.rec, o.refs, o.tab, o.free, lv.rec, lv.tab, lv.free, st,
+                                    o.rec, o.refs, o.tab, o.free, lv.rec, st,
                                     self._stocks, self._symbols, self._counts,
                                     self._trades, self._actions, self._events))  # fmt: skip
             if stop == k.STOP_DONE:
@@ -308,7 +328,7 @@ class ItchBooks:
         if stop == k.STOP_ORDERS:
             st[k.S_NFREE_O] = self._o.grow(int(st[k.S_NFREE_O]))
         elif stop == k.STOP_LEVELS:
-            st[k.S_NFREE_L] = self._l.grow(int(st[k.S_NFREE_L]))
+            st[k.S_NFREE_L] = self._l.rebuild(self._o.rec, self.n_levels)
         elif stop == k.STOP_TRADES:
             self._trades = _grown(self._trades, int(st[k.S_NTRADES]))
         elif stop == k.STOP_ACTIONS:
@@ -434,7 +454,7 @@ class ItchBooks:
         Rows are in time priority; empty if the level holds nothing.
         """
         key = (_locate(stock_locate) << 33) | (_side(side) << 32) | int(price)
-        lvl = int(k.find_key(self._l.tab, key, _shift(self._l.tab)))
+        lvl = int(k.level_slot(self._l.rec, key, _level_shift(self._l.rec)))
         if lvl < 0:
             return np.zeros((0, 2), np.int64)
         out = np.zeros((int(self._orders_per_level()[lvl]), 2), np.int64)
