@@ -53,8 +53,8 @@ from engine.events import (
 )
 from engine.journal.format import FixDirection, FixMessageRecord
 from engine.posttrade import TradeDay
+from engine.tickstore.days import day_of
 from engine.tickstore.schema import BBO_DTYPE, TRADE_DTYPE
-from engine.tickstore.store import day_of
 from engine.types import EXECUTION_DTYPE, JOURNAL_ORDER_DTYPE, ORDER_EVENT_DTYPE
 
 F64 = npt.NDArray[np.float64]

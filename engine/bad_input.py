@@ -23,7 +23,7 @@ def bad_file_errors() -> tuple[type[Exception], ...]:
     from engine.journal import JournalError
     from engine.remote.tls import TlsError
     from engine.remote.tokens import TokenError
-    from engine.tickstore.store import TickStoreError
+    from engine.tickstore.days import TickStoreError
 
     return (
         DictionaryError, SettingsError, StoreError, JournalError, TlsError, TokenError,

@@ -146,8 +146,9 @@ def load_events(job: BacktestJob) -> tuple[npt.NDArray[np.void], npt.NDArray[np.
 
 
 def _from_store(path: Path, job: BacktestJob) -> tuple[npt.NDArray[np.void], npt.NDArray[np.int64]]:
+    from engine.tickstore.days import TickStoreError
     from engine.tickstore.schema import to_l2_events, to_l3_events
-    from engine.tickstore.store import TickStore, TickStoreError
+    from engine.tickstore.store import TickStore
 
     try:
         with TickStore(path, "r") as store:
@@ -325,7 +326,8 @@ def job_instrument(job: BacktestJob) -> Instrument:
     tick, lot = job.tick_size, job.lot_size
     path = Path(job.events)
     if path.suffix in (".h5", ".hdf5"):
-        from engine.tickstore.store import TickStore, TickStoreError
+        from engine.tickstore.days import TickStoreError
+        from engine.tickstore.store import TickStore
 
         try:
             with TickStore(path, "r") as store:

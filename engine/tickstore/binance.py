@@ -52,6 +52,7 @@ from typing import IO, Any, cast
 
 import numpy as np
 
+from engine.tickstore.days import DAY_NS, day_of
 from engine.tickstore.importing import (
     GAPS_ATTR,
     Grid,
@@ -63,7 +64,6 @@ from engine.tickstore.importing import (
     refuse_other,
 )
 from engine.tickstore.schema import BBO_DTYPE, L2_DELTA_DTYPE, TRADE_DTYPE, l2_snapshot_dtype
-from engine.tickstore.store import DAY_NS, day_of
 from engine.types import BUY, L2_CLEAR, L2_SET, SELL
 
 #: Rows buffered per kind before they go to the store.

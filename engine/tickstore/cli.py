@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import TextIO
 
 from engine.cli_parser import OneLineErrorParser
+from engine.tickstore.days import TickStoreError
 from engine.tickstore.importing import ImportResult, ImportRowError, write_report
-from engine.tickstore.store import TickStore, TickStoreError
+from engine.tickstore.store import TickStore
 
 PROG = "qwconsole import"
 

@@ -24,16 +24,10 @@ import h5py
 import numpy as np
 import numpy.typing as npt
 
-from engine.tickstore.store import (
-    DAY_NS,
-    INDEX_SUFFIX,
-    DayWriter,
-    TickStore,
-    TickStoreError,
-    day_of,
-    symbol_key,
-)
+from engine.tickstore.days import DAY_NS, INDEX_SUFFIX, TickStoreError, day_of, symbol_key
+from engine.tickstore.store import TickStore
 from engine.tickstore.summaries import move_summaries, summaries_root
+from engine.tickstore.writer import DayWriter
 
 #: Decimal places kept when text is scaled to integers (nano-units).
 SCALE_DIGITS: Final[int] = 9

@@ -40,6 +40,7 @@ from engine.commands import Command, CommandResult
 from engine.events import BookUpdated, Event, TradeReported
 from engine.fastlog import get_log
 from engine.instruments import Instrument
+from engine.tickstore.days import DAY_NS, TickStoreError, day_of
 from engine.tickstore.schema import (
     BBO_DTYPE,
     KINDS,
@@ -47,7 +48,8 @@ from engine.tickstore.schema import (
     TRADE_DTYPE,
     l2_snapshot_dtype,
 )
-from engine.tickstore.store import DAY_NS, DayWriter, TickStore, TickStoreError, day_of
+from engine.tickstore.store import TickStore
+from engine.tickstore.writer import DayWriter
 from engine.types import L2_CLEAR, L2_SET, L2_TRADE
 
 if TYPE_CHECKING:

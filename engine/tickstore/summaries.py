@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Summaries kept up to date while a day is written to the tick store (a hook, no h5py here).
 
-A day writer (``engine.tickstore.store.DayWriter``) feeds every summary the factories
+A day writer (``engine.tickstore.writer.DayWriter``) feeds every summary the factories
 registered here give it: the console's entry point registers the Analyzer's pyramids
 (``analyzer.summary``), so that an import or a recording leaves them beside the store. This
 module is light on purpose: registering costs no import of the store or of HDF5.

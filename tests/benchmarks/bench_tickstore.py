@@ -37,16 +37,11 @@ import h5py
 import numpy as np
 import pytest
 
+from engine.tickstore.chunks import READ_THREADS, bisect_ts
 from engine.tickstore.csv_import import CsvMapping, import_csv
+from engine.tickstore.days import CHUNK_CACHE_BYTES, INDEX_SUFFIX, day_start_ns
 from engine.tickstore.schema import BBO_DTYPE
-from engine.tickstore.store import (
-    CHUNK_CACHE_BYTES,
-    INDEX_SUFFIX,
-    READ_THREADS,
-    TickStore,
-    _bisect,
-    day_start_ns,
-)
+from engine.tickstore.store import TickStore
 from tests.benchmarks import judge
 
 HOUR = 3_600_000_000_000
@@ -143,8 +138,8 @@ def _baselines(
             ds = f["X"][DAY]["bbo"]
             n = ds.shape[0]
             for t in starts:
-                i0 = _bisect(ds, t, 0, n)
-                i1 = _bisect(ds, t + HOUR, i0, n)
+                i0 = bisect_ts(ds, t, 0, n)
+                i1 = bisect_ts(ds, t + HOUR, i0, n)
                 ds.read_direct(np.empty(i1 - i0, ds.dtype), np.s_[i0:i1])
 
     def full_ts_column() -> None:

@@ -28,8 +28,9 @@ import pytest
 from engine.clock import TestClock
 from engine.journal import FixDirection, Journal
 from engine.journaling import journal_path
+from engine.tickstore.days import day_of
 from engine.tickstore.schema import KINDS
-from engine.tickstore.store import TickStore, day_of
+from engine.tickstore.store import TickStore
 
 pytestmark = pytest.mark.integration
 

@@ -28,9 +28,10 @@ from engine.core import Engine
 from engine.events import TradeReported
 from engine.instruments import Instrument
 from engine.marketdata import MarketData
+from engine.tickstore.days import day_start_ns
 from engine.tickstore.recorder import Recorder
 from engine.tickstore.schema import to_l2_events
-from engine.tickstore.store import TickStore, day_start_ns
+from engine.tickstore.store import TickStore
 from engine.types import BUY, L2_CLEAR, L2_EVENT_DTYPE, L2_SET, L2_TRADE, SELL
 
 pytestmark = pytest.mark.integration

@@ -18,7 +18,8 @@ import pytest
 from analyzer.synthetic import NS, SyntheticSpec, synthetic_day
 from engine.journal import JournalError
 from engine.posttrade import load_day
-from engine.tickstore.store import TickStore, day_of
+from engine.tickstore.days import day_of
+from engine.tickstore.store import TickStore
 
 SHARED_DATA = Path(__file__).resolve().parents[4] / "shared" / "data"
 

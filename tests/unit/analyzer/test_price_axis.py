@@ -17,7 +17,8 @@ from analyzer.dataset import open_day
 from analyzer.source import StoreDay
 from analyzer.synthetic import NS, SyntheticSpec
 from analyzer.views.chart import ChartStack
-from engine.tickstore.store import TickStore, day_of
+from engine.tickstore.days import day_of
+from engine.tickstore.store import TickStore
 from tests.unit.analyzer.conftest import write_synthetic
 
 pytestmark = pytest.mark.gui

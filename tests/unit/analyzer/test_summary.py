@@ -23,7 +23,8 @@ from analyzer.source import Rows, StoreDay, lod_dir
 from analyzer.summary import install
 from analyzer.synthetic import NS, SyntheticSpec, synthetic_day
 from engine.tickstore import summaries
-from engine.tickstore.store import TickStore, day_of
+from engine.tickstore.days import day_of
+from engine.tickstore.store import TickStore
 
 ROOT = Path(__file__).resolve().parents[3]
 SPEC = SyntheticSpec(quotes=120_000, start_ns=1_700_000_000 * NS, span_ns=600 * NS, seed=5)
@@ -164,7 +165,7 @@ def test_a_failing_summary_costs_no_row(
 
     monkeypatch.setattr(summaries, "_SUMMARIES", [lambda *_args: Broken()])
     path = tmp_path / "s.h5"
-    with caplog.at_level(logging.WARNING, logger="engine.tickstore.store"):
+    with caplog.at_level(logging.WARNING, logger="engine.tickstore.writer"):
         write(path)
     assert "ESZ6/20231114: summary dropped" in caplog.text
     with TickStore(path) as st:

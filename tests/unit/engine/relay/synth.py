@@ -7,8 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.tickstore.days import day_start_ns
 from engine.tickstore.schema import L2_DELTA_DTYPE, TRADE_DTYPE
-from engine.tickstore.store import TickStore, day_start_ns
+from engine.tickstore.store import TickStore
 from engine.types import BUY, L2_EVENT_DTYPE, L2_SET, L2_TRADE, SELL
 
 DAY = "20261204"

@@ -17,11 +17,12 @@ import pytest
 
 from engine.book.l3 import L3Book
 from engine.tickstore.csv_import import CsvMapping, import_csv
+from engine.tickstore.days import day_start_ns
 from engine.tickstore.dbn import import_dbn
 from engine.tickstore.importing import ImportConflictError, ImportRowError, scaled
 from engine.tickstore.lobster import import_lobster
 from engine.tickstore.schema import to_l3_events
-from engine.tickstore.store import TickStore, day_start_ns
+from engine.tickstore.store import TickStore
 from engine.types import BUY, L3_ADD, L3_CANCEL, L3_EXECUTE, SELL
 
 DATA = Path(__file__).resolve().parents[5] / "shared" / "data"

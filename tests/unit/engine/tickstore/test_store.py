@@ -11,7 +11,9 @@ import h5py
 import numpy as np
 import pytest
 
-import engine.tickstore.store as store_module
+import engine.tickstore.chunks as chunks_module
+from engine.tickstore.chunks import ChunkReader
+from engine.tickstore.days import DAY_NS, DayInfo, TickStoreError, day_of, day_start_ns, symbol_key
 from engine.tickstore.schema import (
     BBO_DTYPE,
     L2_DELTA_DTYPE,
@@ -19,16 +21,7 @@ from engine.tickstore.schema import (
     TRADE_DTYPE,
     l2_snapshot_dtype,
 )
-from engine.tickstore.store import (
-    DAY_NS,
-    DayInfo,
-    TickStore,
-    TickStoreError,
-    _ChunkReader,
-    day_of,
-    day_start_ns,
-    symbol_key,
-)
+from engine.tickstore.store import TickStore
 
 REPO = Path(__file__).resolve().parents[4]
 DAY = "20240808"
@@ -206,7 +199,8 @@ def test_open_errors_are_one_clear_line(tmp_path: Path) -> None:
 #: A SWMR writer in a child process: appends trades forever, printing the rows flushed.
 WRITER = r"""
 import sys, numpy as np
-from engine.tickstore.store import TickStore, day_start_ns
+from engine.tickstore.days import day_start_ns
+from engine.tickstore.store import TickStore
 from engine.tickstore.schema import TRADE_DTYPE
 t0 = day_start_ns("20240808")
 with TickStore(sys.argv[1], "a", swmr=True, chunk_rows=1000) as s:
@@ -370,7 +364,7 @@ def test_whole_chunks_decompress_in_place_in_threads_as_hdf5_reads_them(tmp_path
         s.writer("X", DAY, tick_size="0.01", lot_size="1").append("trades", a)
     with h5py.File(tmp_path / "t.h5", "r") as f:
         ds = f["X"][DAY]["trades"]
-        reader = _ChunkReader.of(ds)
+        reader = ChunkReader.of(ds)
         assert reader is not None
         for threads in (1, 2, 3):
             for i0, i1 in ((0, 64_000), (5, 63_999), (1024, 60 * 1024), (100, 900)):
@@ -415,7 +409,7 @@ def test_a_damaged_chunk_is_one_clear_error(tmp_path: Path) -> None:
         assert s.read("X", DAY, "trades", T0, T0 + 1_000_000_000).shape == (1000,)
         with pytest.raises(TickStoreError, match=r"/X/20240808/trades chunk 2 does not "):
             s.read("X", DAY, "trades")
-        reader = _ChunkReader.of(s.file["X"][DAY]["trades"])
+        reader = ChunkReader.of(s.file["X"][DAY]["trades"])
         assert reader is not None
         with pytest.raises(TickStoreError, match="chunk 2 does not decompress to 48000 bytes"):
             reader.read(0, 5_000, np.zeros(5_000, TRADE_DTYPE), threads=3)  # in a helper
@@ -430,13 +424,13 @@ def test_rows_by_position_read_the_stored_chunks_outside_hdf5(
         np.testing.assert_array_equal(s.read_rows("X", DAY, "trades", 10, 20), a[10:20])
         assert s._raw is None  # a writer's chunks may still be in HDF5's cache
     reads: list[tuple[int, int]] = []
-    real = store_module._RawFile.read
+    real = chunks_module.RawFile.read
 
-    def counted(self: store_module._RawFile, address: int, size: int) -> bytes:
+    def counted(self: chunks_module.RawFile, address: int, size: int) -> bytes:
         reads.append((address, size))
         return real(self, address, size)
 
-    monkeypatch.setattr(store_module._RawFile, "read", counted)
+    monkeypatch.setattr(chunks_module.RawFile, "read", counted)
     with TickStore(tmp_path / "t.h5") as s:
         for i0, i1 in ((0, 10_000), (999, 1001), (2500, 7300), (9990, 12_000), (-5, 3)):
             got = s.read_rows("X", DAY, "trades", i0, i1)
@@ -444,6 +438,6 @@ def test_rows_by_position_read_the_stored_chunks_outside_hdf5(
         assert len(reads) >= 10  # every chunk of the whole read came through os.pread
         # Bytes that no longer decompress (a SWMR writer moved the chunk since its address was
         # looked up) are read again through HDF5: the rows are still right.
-        monkeypatch.setattr(store_module._RawFile, "read", lambda *_: b"\x02\x01" + bytes(40))
+        monkeypatch.setattr(chunks_module.RawFile, "read", lambda *_: b"\x02\x01" + bytes(40))
         np.testing.assert_array_equal(s.read_rows("X", DAY, "trades", 1500, 4500), a[1500:4500])
         assert s.read_rows("X", DAY, "bbo", 0, 10).dtype == BBO_DTYPE  # a kind not there
