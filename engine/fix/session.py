@@ -12,6 +12,11 @@ SequenceReset (gap fill and reset) / Reject handling, PossDupFlag and OrigSendin
 CompID and SendingTime checks, the out-of-order queue, resend with gap fills for admin
 messages, reverse routing on rejects, ResetOnLogon / ResetOnLogout / ResetOnDisconnect /
 RefreshOnLogon, FIXT.1.1 with DefaultApplVerID, and QuickFIX's exact texts.
+
+Why one long module: like QuickFIX's ``Session.cpp`` it is one state machine, one class whose
+``_next_*`` handlers, ``_verify`` and ``_generate_*`` answers share the session's state on
+every message; split across files it would be the same class read in pieces, and the
+per-message path (``on_messages`` -> ``_next`` -> ``_verify``) is kept in one place on purpose.
 """
 
 from __future__ import annotations
