@@ -16,6 +16,12 @@ L3 layout
     ``st``: ``int64[L3_NSTATE]`` (``L3S_*``); ``free``: ``int64[cap]`` stack of free slots;
     ``keys``/``vals``: ``int64[2**k]`` open-addressing table order id -> slot (linear probing,
     backward-shift deletion, ``ID_EMPTY`` marks a free bucket).
+
+Why one long module: both books' hot loops (``_l2_loop``, ``l3_apply``) are written flat, their
+helper steps copied into the loop by hand because numba reference-counts every array passed to
+a helper that loops or calls (``docs/kernels.md``, "Rules learnt while making it fast"); the
+helpers stay here beside those copies, which ``tests/unit/engine/test_kernel_copies.py``
+checks against each other.
 """
 
 import numpy as np
