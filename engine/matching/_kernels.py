@@ -5,6 +5,12 @@ The matcher consumes ``ORDER_CMD_DTYPE`` rows and writes ``EXEC_EVENT_DTYPE`` ro
 preallocated array (the wrapper sizes it from a bound: at most ``8 * n_cmds + 3 * resting``
 events per batch). Book arrays are those of ``engine.book.l3.L3Arrays``; the order record's
 ``OR_OWNER`` field is the self-trade group.
+
+Why one long module: the matcher (``match_batch``) and the own-order replays
+(``l2_replay_own``, ``l3_replay_own``) are flat hot loops with the book steps copied in by hand
+(numba reference-counts arrays passed to helpers that loop or call, ``docs/kernels.md``); the
+queue-model and own-order helpers they share live beside them, and
+``tests/unit/engine/test_kernel_copies.py`` checks every copy against the others.
 """
 
 import numpy as np
