@@ -22,6 +22,11 @@ Own orders are ``OWN_ORDER_DTYPE`` rows in send order, their ``order_id`` is row
 holds the send time and ``tc`` the time a cancel was sent (0: never). Fills go to ``log``
 (``FILL_DTYPE``). The loops stop early (returning the next row) when ``own`` or ``log`` is
 nearly full; the wrapper grows them and calls again.
+
+Why one long module: ``bt_l2_quote`` and ``bt_l3_quote`` are single flat loops (book replay,
+queue model, latency and strategy step hand-inlined together for speed, ``docs/kernels.md``)
+and the out-of-line steps they call (``_drain_l2``, ``_decide_at``, ``quote_decide``) share
+their ``SS_*`` state layout; ``tests/unit/engine/test_kernel_copies.py`` checks the copies.
 """
 
 from collections.abc import Callable
