@@ -34,6 +34,10 @@ Speed notes (numba): a helper that takes arrays costs their reference counts on 
 or var data inside) is written out in :func:`decode_packets` itself, and byte copies index
 with unsigned integers (no negative-index check, so LLVM vectorises them: a 32-byte entry
 copies in ~2 ns instead of ~40).
+
+Why one long module: it is one table interpreter (the ``LV_*``/``DA_*``/``VF_*``/``FR_*`` layouts
+and the kernels that read them), and the flat-message path is written out inside
+:func:`decode_packets` on purpose (above), so its length is that inlining, not a second concept.
 """
 
 from collections.abc import Callable
