@@ -28,6 +28,10 @@ Statuses: ``ST_OK``; ``ST_STOP`` (stopped cleanly before a message for lack of o
 call again from ``state[S_POS]`` with more room); ``ST_NEED_*`` (ran out of room inside a
 message: the wrapper restores the dictionaries it saved and runs the call again with more
 room); ``ERR_*`` (bad data at ``state[S_ERR_POS]``, instruction ``state[S_ERR_INS]``).
+
+Why one long module: it is one interpreter, the program's ``I_*``/``T_*``/``S_*`` layouts and
+the single :func:`decode_columns` loop that executes them, with every operator and value class
+handled inline in that loop (splitting it into calls costs speed under numba).
 """
 
 import numpy as np
