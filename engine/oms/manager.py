@@ -15,6 +15,10 @@ exactly as before). Beyond the archive a done order is remembered compactly (a h
 ClOrdID, its order id, strategy and side: 32 bytes) for the last :data:`RETIRED_MEMORY` ClOrdIDs:
 a resent report of one is ignored quietly, a fill nobody flagged as resent is booked with an
 alert (a fill is never dropped). The journal holds every order of the day.
+
+Why one long module: :class:`OrderManager` is one state machine (like QuickFIX's ``Session``):
+creating orders and applying each kind of venue answer all read and change the same open,
+archived and retired order maps, so its handlers stay together in one class.
 """
 
 import itertools
