@@ -10,6 +10,10 @@ configurable rates — make prices move and fill resting client orders. Every bo
 trade is also queued as ``L2_EVENT_DTYPE`` rows for market data (FIX or in-process).
 
 Deterministic: with the same seed and the same sequence of calls and times, the same fills.
+
+Why one long module: :class:`SimExchange` is one venue; client orders, synthetic flow and
+playback all go through the same books, order maps and report builders (``_run``,
+``_report``), and keeping them in one class is what keeps the replay deterministic.
 """
 
 import itertools
