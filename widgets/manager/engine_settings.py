@@ -20,6 +20,10 @@ switched off by name (``SetRiskLimits.clear``), and limits the form does not sho
 engine has them. What the engine enforces now — engine-wide, per strategy, per instrument —
 is shown under the form (:class:`widgets.monitor.risk.RiskLimitsView`, fed the engine's
 ``RiskLimitsChanged`` events through :meth:`EngineSettingsEditor.on_events`).
+
+Why one long module: it is one editor, :class:`EngineSettingsEditor`, whose forms, raw TOML
+view, undo stack and live apply all work on the same :class:`engine.config.EngineConfig`
+and file text; :class:`RiskForm` is the form it shows twice (engine-wide and per strategy).
 """
 
 from __future__ import annotations
