@@ -12,6 +12,10 @@ dictionary does not know, with sample values, ready to add.
 
 Edits are undoable (one step each). The result is saved either as a complete QuickFIX XML
 dictionary or as an overlay over the base (``docs/fix-dictionary-overlay.md``).
+
+Why one long module: it is one editor, :class:`DictionaryEditor`; its tree, member tables and
+side panes all read and change the same edited dictionary through one undo stack
+(snapshot commands), so they are one class rather than panels passing the document around.
 """
 
 from __future__ import annotations
