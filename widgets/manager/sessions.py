@@ -17,6 +17,10 @@ the raw text view follows the form and the form follows the raw text.
 NewSessionDialog`). *Apply to engine: reload session* saves the file and sends
 ``ReloadSession``: the running engine re-reads the session from the file it was started from
 and restarts it, or refuses (naming file, line and key) and keeps it running.
+
+Why one long module: it is one editor, :class:`SessionEditor`; the section list, the form of
+:class:`KeyRow` s, the raw text and the explanations all follow the same :class:`CfgEditor` and undo
+stack, and most of the length is keeping those views in step with each other.
 """
 
 from __future__ import annotations
