@@ -116,6 +116,58 @@ def parallel_lines(
     return lines, misses
 
 
+def verdict_lines(
+    rows: list[bt.BatchRow], qf: dict[int, float] | None, run: bt.ParallelRun
+) -> list[str]:
+    """Return the judged figures of both tables in the benchmarks' common table format.
+
+    The columns every benchmark writes into docs/performance.md (one run here: median and
+    worst are the same), so that the document's summary of judged figures includes these.
+    """
+    lines = [
+        "| figure | median | worst run | target | verdict | same-run reference |",
+        "|---|---|---|---|---|---|",
+    ]
+
+    def row(name: str, value: str, target: str, ok: bool, note: str = "") -> None:
+        lines.append(
+            f"| {name} | {value} | {value} | {target} | {'met' if ok else 'MISSED'} | {note} |"
+        )
+
+    one = next((r for r in rows if r.batch == 1), None)
+    if one is not None:
+        row(
+            "FIX batch 1 (ping-pong), orders/s",
+            f"{one.orders_per_s:,.0f} orders/s",
+            f">= {TARGET_PING_PONG:,.0f} orders/s",
+            one.orders_per_s >= TARGET_PING_PONG,
+        )
+    for r in rows:
+        if qf is not None and r.batch in qf:
+            ratio = r.orders_per_s / qf[r.batch]
+            row(
+                f"FIX batch {r.batch} vs QuickFIX",
+                f"{ratio:.1f} x",
+                f">= {TARGET_RATIO:g} x",
+                ratio >= TARGET_RATIO,
+                f"{r.orders_per_s:,.0f} vs {qf[r.batch]:,.0f} orders/s",
+            )
+    s = run.summary()
+    row(
+        "FIX sessions in parallel, p50",
+        f"{s['p50_us']:,.0f} µs",
+        f"<= {TARGET_P50_US:g} µs",
+        s["p50_us"] <= TARGET_P50_US,
+    )
+    row(
+        "FIX sessions in parallel, p99",
+        f"{s['p99_us']:,.0f} µs",
+        f"<= {TARGET_P99_US:g} µs",
+        s["p99_us"] <= TARGET_P99_US,
+    )
+    return lines
+
+
 def floor_lines(
     floor: list[bt.FloorRow], rows: list[bt.BatchRow], sleeping: list[bt.BatchRow] | None = None
 ) -> list[str]:
@@ -292,6 +344,10 @@ def bench_fix(opts: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         f"p50 <= {TARGET_P50_US:g} µs, p99 <= {TARGET_P99_US:g} µs.",
         "",
         *p_lines,
+        "",
+        "Judged, as in every section here (busy polling):",
+        "",
+        *verdict_lines(rows, qf, run),
         "",
         f"Transport floor, same run: {bt.FLOOR_BYTES} bytes echoed between two processes on "
         "127.0.0.1, no FIX, one at a time; what any ping-pong here costs before a message is "

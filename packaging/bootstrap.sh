@@ -197,6 +197,8 @@ case "$MODE" in
     echo "== qwconsole bench fix"
     "$VENV/bin/python" -m app bench fix --png docs/screenshots/fix-round-trips.png \
       --doc docs/performance.md || status=$?
+    echo "== the summary of every judged figure (docs/performance.md)"
+    "$VENV/bin/python" -m tests.benchmarks.judge --doc docs/performance.md || status=1
     exit "$status" ;;
   bundle)
     exec "$VENV/bin/python" packaging/bundle.py "$@" ;;

@@ -187,14 +187,104 @@ def write_section(
     lines.append(f"<!-- /bench:{name} -->")
     section = "\n".join(lines)
     text = doc.read_text(encoding="utf-8") if doc.exists() else _HEAD
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text(with_summary(_put_section(text, name, section)), encoding="utf-8")
+
+
+def _put_section(text: str, name: str, section: str) -> str:
     pattern = re.compile(rf"<!-- bench:{re.escape(name)} -->.*?<!-- /bench:{re.escape(name)} -->",
                          re.S)  # fmt: skip
     if pattern.search(text):
-        text = pattern.sub(lambda _m: section, text)
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    doc.parent.mkdir(parents=True, exist_ok=True)
-    doc.write_text(text, encoding="utf-8")
+        return pattern.sub(lambda _m: section, text)
+    return text.rstrip("\n") + "\n\n" + section + "\n"
+
+
+_SECTION = re.compile(r"<!-- bench:([\w-]+) -->\n(.*?)<!-- /bench:\1 -->", re.S)
+_LOAD = re.compile(
+    r"machine load \(1-min average, \d+ CPUs\):? ([\d.]+) at the start, ([\d.]+) at the end"
+)
+_HEADER = "| " + " | ".join(_COLUMNS) + " |"
+_SUMMARY_COLUMNS = ("figure", "median", "worst run", "target", "verdict", "same-run reference",
+                    "command", "load")  # fmt: skip
+
+
+def summary_rows(text: str) -> list[tuple[str, ...]]:
+    """Return every judged figure of ``text``'s sections: the table rows with a target.
+
+    A section's judged figures are the rows of its tables in the judges' format (the columns of
+    :func:`write_section`; ``qwconsole bench fix`` writes its verdicts in it too), each with the
+    section's command (its first code span) and the machine's load while it ran.
+    """
+    out: list[tuple[str, ...]] = []
+    for name, body in _SECTION.findall(text):
+        if name == "summary":
+            continue
+        command = re.search(r"`([^`]+)`", body)
+        load = _LOAD.search(body)
+        load_cell = f"{load[1]}–{load[2]}" if load else ""
+        in_table = False
+        parent = ""
+        for line in body.splitlines():
+            if line.strip() == _HEADER:
+                in_table = True
+                continue
+            if not in_table or not line.startswith("|"):
+                in_table = False
+                continue
+            raw = re.split(r"(?<!\\)\|", line.strip())[1:-1]
+            cells = [c.strip() for c in raw]
+            if len(cells) != len(_COLUMNS) or set(cells[0]) <= {"-"}:
+                continue
+            if raw[0].startswith("   "):  # a sub-row ("  p99") of the row above it
+                cells[0] = f"{parent}: {cells[0]}"
+            else:
+                parent = cells[0]
+            if cells[3]:
+                out.append((*cells, f"`{command[1]}`" if command else "", load_cell))
+    return out
+
+
+def with_summary(text: str) -> str:
+    """Return ``text`` with its summary section (every judged figure in one table) rewritten.
+
+    The summary goes right after the document's opening paragraphs, before the first section.
+    """
+    rows = summary_rows(text)
+    missed = sum(1 for r in rows if r[4] == "MISSED")
+    lines = [
+        "<!-- bench:summary -->",
+        "## Every judged figure",
+        "",
+        f"{len(rows)} figures with a target, {len(rows) - missed} met and {missed} missed at the "
+        "last run of their benchmark (each section below has the details; a figure's load is "
+        "the 1-minute load average at the start and end of its run).",
+        "",
+        "| " + " | ".join(_SUMMARY_COLUMNS) + " |",
+        "|" + "|".join("---" for _ in _SUMMARY_COLUMNS) + "|",
+        *("| " + " | ".join(r) + " |" for r in rows),
+        "<!-- /bench:summary -->",
+    ]
+    section = "\n".join(lines)
+    pattern = re.compile(r"<!-- bench:summary -->.*?<!-- /bench:summary -->", re.S)
+    if pattern.search(text):
+        return pattern.sub(lambda _m: section, text)
+    first = text.find("<!-- bench:")
+    if first < 0:
+        return text.rstrip("\n") + "\n\n" + section + "\n"
+    return text[:first] + section + "\n\n" + text[first:]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m tests.benchmarks.judge [--doc FILE]``: rewrite the summary of FILE."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("--doc", type=Path, default=DOC)
+    opts = ap.parse_args(argv)
+    doc: Path = opts.doc
+    doc.write_text(with_summary(doc.read_text(encoding="utf-8")), encoding="utf-8")
+    print(f"{doc}: {len(summary_rows(doc.read_text(encoding='utf-8')))} judged figures")
+    return 0
 
 
 def conclude(figures: Sequence[Figure], load: tuple[float, float]) -> int:
@@ -204,3 +294,7 @@ def conclude(figures: Sequence[Figure], load: tuple[float, float]) -> int:
     for line in misses(figures):
         print(f"MISSED: {line}")
     return exit_code(figures)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
