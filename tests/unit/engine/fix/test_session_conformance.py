@@ -1,0 +1,615 @@
+# SPDX-License-Identifier: MIT
+"""Session-level conformance of :class:`FixSession`, written from the FIX specification.
+
+The scenarios are the session-level test cases of FIX 4.4 Volume 2 ("FIX Session-level Test
+Cases and Expected Behaviors"; the numbers below, 1a to 20, are that chapter's) plus its message
+recovery and standard-header rules. They need nothing outside the repository: the counterparty is
+written here as FIX text, framed by this file's own encoder (BodyLength <9>, CheckSum <10>),
+decoded by the engine's :class:`FixDecoder` as the transport does, and what the session sends
+back is compared **byte for byte** with the expected message, framed the same way: the clock is
+a :class:`TestClock`, so SendingTime <52> is known exactly. Where the transport decides (which
+session a connection belongs to, garbled bytes on the wire) the test runs a real
+:class:`SocketAcceptor` on 127.0.0.1.
+
+Our side is the acceptor ``ISLD``; the counterparty is ``TW``. Where the specification leaves a
+choice (reject texts, which problem of several is reported), the session follows QuickFIX 1.16,
+as ``engine/fix/session.py`` says; the expected bytes here are QuickFIX's.
+
+Scenarios covered elsewhere and not repeated here: plain Logon answer, heartbeat / TestRequest /
+timeout timers, gap with application messages, MsgSeqNum too low without PossDupFlag, PossDup
+duplicates ignored, ResendRequest to infinity, invalid tag number (``test_session.py``); sequence
+number past 64 bits, BusinessMessageReject (FIX.4.4 and FIXT.1.1), Logon with ResetSeqNumFlag
+(``test_conformance.py``); validation precedence by reason (``test_validation.py``); second
+Logon for a connected session, garbled Logon, silent connection
+(``tests/integration/test_fix_interop.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from engine.clock import TestClock
+from engine.fix.application import Application, SessionID
+from engine.fix.codec import FixDecoder
+from engine.fix.log import MemoryLog
+from engine.fix.message import FixMessage, OutMessage
+from engine.fix.session import FixSession
+from engine.fix.settings import SessionSettings
+from engine.fix.store import MemoryStore
+from engine.fix.transport import SocketAcceptor
+
+S = 1_000_000_000
+RESOURCES = Path(__file__).resolve().parents[4] / "resources" / "fix"
+DICTIONARIES = {
+    "FIX.4.0": "FIX40.xml",
+    "FIX.4.1": "FIX41.xml",
+    "FIX.4.2": "FIX42.xml",
+    "FIX.4.3": "FIX43.xml",
+    "FIX.4.4": "FIX44.xml",
+}
+#: A NewOrderSingle body valid in FIX.4.4 (TransactTime <60> is filled in as ``<TIME>``).
+NOS = "11=ID|21=3|40=1|54=1|55=INTC|60=<TIME>"
+#: An ExecutionReport body valid in FIX.4.4, for messages our side sends.
+ER = [(6, "0"), (14, "0"), (17, "E1"), (37, "O1"), (39, "0"), (54, "1"), (55, "INTC"),
+      (150, "0"), (151, "100")]  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- the wire
+
+
+def stamp(ns: int, digits: int = 3) -> str:
+    """Return the UTCTimestamp for ``ns`` with ``digits`` fractional digits (0 or 3)."""
+    sec, frac = divmod(ns, S)
+    text = dt.datetime.fromtimestamp(sec, dt.UTC).strftime("%Y%m%d-%H:%M:%S")
+    return text + (f".{frac // 10 ** (9 - digits):0{digits}d}" if digits else "")
+
+
+def frame(begin: str, text: str) -> bytes:
+    """Return ``text`` (``35=0|34=2|...``, ``|`` for SOH) as a complete FIX message.
+
+    BeginString <8> and BodyLength <9> are put first and CheckSum <10> last, computed as the
+    standard trailer defines them (byte count after ``9=...|`` up to ``10=``; byte sum mod 256).
+    """
+    body = text.replace("|", "\x01").encode("latin-1") + b"\x01"
+    head = f"8={begin}\x019={len(body)}\x01".encode()
+    msg = head + body
+    return msg + b"10=%03d\x01" % (sum(msg) % 256)
+
+
+def readable(raw: list[bytes]) -> list[str]:
+    """Messages with SOH shown as ``|`` (for readable assertion diffs)."""
+    return [m.decode("latin-1").replace("\x01", "|") for m in raw]
+
+
+_TIME = re.compile(r"<TIME([+-]\d+)?>")
+
+
+class Recorder(Application):
+    """Keeps the application messages delivered and counts logons and logouts."""
+
+    def __init__(self) -> None:
+        self.delivered: list[tuple[bytes, int]] = []
+        self.logons = 0
+        self.logouts = 0
+
+    def on_logon(self, session_id: SessionID) -> None:
+        self.logons += 1
+
+    def on_logout(self, session_id: SessionID) -> None:
+        self.logouts += 1
+
+    def from_app(self, message: FixMessage, session_id: SessionID) -> None:
+        self.delivered.append((message.msg_type, message.seq_num or 0))
+
+
+@dataclass
+class Rig:
+    """Our acceptor session and the counterparty's side of the wire, on one test clock."""
+
+    session: FixSession
+    clock: TestClock
+    app: Recorder
+    begin: str
+    digits: int
+    decoder: FixDecoder = field(default_factory=FixDecoder)
+
+    def text(self, text: str) -> str:
+        """``text`` with ``<TIME>`` / ``<TIME+n>`` / ``<TIME-n>`` replaced by the clock's time."""
+        now = self.clock.now_ns()
+        return _TIME.sub(lambda m: stamp(now + int(m.group(1) or 0) * S, self.digits), text)
+
+    def send(self, text: str) -> list[bytes]:
+        """Frame ``text`` as the counterparty and deliver it; return what the session sent."""
+        return self.deliver(frame(self.begin, self.text(text)))
+
+    def deliver(self, data: bytes) -> list[bytes]:
+        """Deliver raw bytes through the decoder, as the transport does."""
+        dropped: list[tuple[str, bytes]] = []
+        self.decoder.on_garbled = lambda d: dropped.append((d.reason, d.data))
+        self.decoder.layouts = self.session.layouts
+        now = self.clock.now_ns()
+        out: list[bytes] = []
+        for msg in self.decoder.feed(data, now):
+            out += self.session.on_message(msg, now)
+        for reason, raw in dropped:
+            out += self.session.on_garbled(reason, raw, now)
+        return out
+
+    def ours(self, *texts: str) -> list[str]:
+        """Our expected messages (``35=0|34=2|49=ISLD|52=<TIME>|56=TW|...``), readable."""
+        return readable([frame(self.begin, self.text(t)) for t in texts])
+
+    def tick(self, seconds: float = 0) -> list[bytes]:
+        """Advance the clock and run the session's timers; return what it sent."""
+        self.clock.advance(round(seconds * S))
+        return self.session.on_timer(self.clock.now_ns())
+
+    def ended(self) -> bool:
+        """Return True when the session wants its connection closed."""
+        return self.session.wants_disconnect
+
+    def logon(self, heart_bt_int: int = 30) -> None:
+        """Connect and log on with MsgSeqNum 1; check our Logon answer byte for byte."""
+        self.session.on_connected(self.clock.now_ns())
+        out = self.send(f"35=A|34=1|49=TW|52=<TIME>|56=ISLD|98=0|108={heart_bt_int}")
+        assert readable(out) == self.ours(
+            f"35=A|34=1|49=ISLD|52=<TIME>|56=TW|98=0|108={heart_bt_int}"
+        )
+        assert self.session.is_logged_on
+
+
+MakeRig = Callable[..., Rig]
+
+
+@pytest.fixture
+def make_rig() -> Iterator[MakeRig]:
+    """Return a factory of rigs (FIX.4.4 by default); their sessions are closed afterwards."""
+    made: list[FixSession] = []
+
+    def factory(begin: str = "FIX.4.4", **settings: object) -> Rig:
+        clock = TestClock()
+        app = Recorder()
+        cfg = SessionSettings(
+            begin_string=begin,
+            sender_comp_id="ISLD",
+            target_comp_id="TW",
+            data_dictionary=str(RESOURCES / DICTIONARIES[begin]),
+            **settings,  # type: ignore[arg-type]
+        )
+        s = FixSession(cfg, MemoryStore(clock.now_ns()), app, MemoryLog(), clock)
+        made.append(s)
+        return Rig(s, clock, app, begin, 0 if begin < "FIX.4.2" else 3)
+
+    yield factory
+    for s in made:
+        s.close()
+
+
+@pytest.fixture
+def rig(make_rig: MakeRig) -> Rig:
+    """A FIX.4.4 rig, not yet connected."""
+    return make_rig()
+
+
+def _send_app(rig: Rig) -> None:
+    """Send an ExecutionReport from our side (outside an entry point) and forget the bytes."""
+    assert rig.session.send(OutMessage("8", list(ER)))
+    rig.session.drain()
+
+
+# ----------------------------------------------------------------------------- logon
+
+
+def test_1a_logon_with_msg_seq_num_too_high_answers_logon_then_resend_request(rig: Rig) -> None:
+    """FIX 4.4 Vol. 2 test 1a: a Logon above the expected MsgSeqNum is accepted, then a gap."""
+    rig.session.on_connected(rig.clock.now_ns())
+    out = rig.send("35=A|34=5|49=TW|52=<TIME>|56=ISLD|98=0|108=30")
+    assert readable(out) == rig.ours(
+        "35=A|34=1|49=ISLD|52=<TIME>|56=TW|98=0|108=30",
+        "35=2|34=2|49=ISLD|52=<TIME>|56=TW|7=1|16=0",
+    )
+    assert rig.session.is_logged_on
+    assert rig.app.logons == 1
+    # The counterparty fills 1-4 with one gap fill; the Logon (5) waiting in the queue counts.
+    assert rig.send("35=4|34=1|43=Y|49=TW|52=<TIME>|56=ISLD|122=<TIME>|36=5|123=Y") == []
+    assert rig.session.next_target_seq_num == 6
+    out = rig.send("35=1|34=6|49=TW|52=<TIME>|56=ISLD|112=HELLO")
+    assert readable(out) == rig.ours("35=0|34=3|49=ISLD|52=<TIME>|56=TW|112=HELLO")
+
+
+@pytest.mark.parametrize(
+    "comp_ids", ["49=WT|52=<TIME>|56=ISLD", "49=TW|52=<TIME>|56=DLSI"], ids=["sender", "target"]
+)
+def test_1c_logon_with_wrong_comp_id_disconnects_without_a_word(rig: Rig, comp_ids: str) -> None:
+    """FIX 4.4 Vol. 2 test 1c: an invalid Logon ends the connection; nothing is sent."""
+    rig.session.on_connected(rig.clock.now_ns())
+    assert rig.send(f"35=A|34=1|{comp_ids}|98=0|108=30") == []
+    assert rig.ended()
+    assert not rig.session.is_logged_on
+    assert rig.app.logons == 0
+    assert (rig.session.next_sender_seq_num, rig.session.next_target_seq_num) == (1, 1)
+
+
+def test_1d_logon_with_sending_time_out_of_range_disconnects_without_a_word(rig: Rig) -> None:
+    """FIX 4.4 Vol. 2 test 1d: a Logon whose SendingTime is off by > 2 min is not answered."""
+    rig.session.on_connected(rig.clock.now_ns())
+    assert rig.send("35=A|34=1|49=TW|52=20010101-00:00:00|56=ISLD|98=0|108=30") == []
+    assert rig.ended()
+    assert rig.app.logons == 0
+    assert rig.session.next_sender_seq_num == 1  # no Reject or Logout consumed a number
+
+
+def test_1e_first_message_not_a_logon_disconnects_without_a_word(rig: Rig) -> None:
+    """FIX 4.4 Vol. 2 test 1e: the first message must be a Logon; otherwise disconnect."""
+    rig.session.on_connected(rig.clock.now_ns())
+    assert rig.send("35=0|34=1|49=TW|52=<TIME>|56=ISLD") == []
+    assert rig.ended()
+    assert not rig.session.is_logged_on
+    assert rig.session.next_target_seq_num == 1
+
+
+def test_logon_with_reset_seq_num_flag_while_logged_on_restarts_both_sides_at_1(rig: Rig) -> None:
+    """FIX 4.4 Vol. 2, Logon <A>: ResetSeqNumFlag=Y resets both sides to 1, and is echoed."""
+    rig.logon()
+    for seq in range(2, 10):
+        assert rig.send(f"35=0|34={seq}|49=TW|52=<TIME>|56=ISLD") == []
+    out = rig.send("35=1|34=10|49=TW|52=<TIME>|56=ISLD|112=1")
+    assert readable(out) == rig.ours("35=0|34=2|49=ISLD|52=<TIME>|56=TW|112=1")
+    out = rig.send("35=A|34=1|49=TW|52=<TIME>|56=ISLD|98=0|108=30|141=Y")
+    assert readable(out) == rig.ours("35=A|34=1|49=ISLD|52=<TIME>|56=TW|98=0|108=30|141=Y")
+    out = rig.send("35=1|34=2|49=TW|52=<TIME>|56=ISLD|112=1")
+    assert readable(out) == rig.ours("35=0|34=2|49=ISLD|52=<TIME>|56=TW|112=1")
+    assert (rig.session.next_sender_seq_num, rig.session.next_target_seq_num) == (3, 3)
+    assert rig.session.is_logged_on
+
+
+# ----------------------------------------------------------------------------- heartbeats
+
+
+def test_4b_test_request_is_answered_by_a_heartbeat_with_its_test_req_id(rig: Rig) -> None:
+    """FIX 4.4 Vol. 2 test 4b: a TestRequest is answered by a Heartbeat carrying its TestReqID."""
+    rig.logon()
+    out = rig.send("35=1|34=2|49=TW|52=<TIME>|56=ISLD|112=HELLO")
+    assert readable(out) == rig.ours("35=0|34=2|49=ISLD|52=<TIME>|56=TW|112=HELLO")
+    assert rig.session.next_target_seq_num == 3
+
+
+def test_6_answered_test_request_keeps_the_session_and_silence_ends_it(rig: Rig) -> None:
+    """FIX 4.4 Vol. 2 test 6: TestRequest after HeartBtInt + margin; its answer clears it."""
+    rig.logon(heart_bt_int=6)
+    hb = "35=0|34={}|49=ISLD|52=<TIME>|56=TW"
+    tr = "35=1|34={}|49=ISLD|52=<TIME>|56=TW|112=TEST"
+    assert rig.tick(5.999) == []
+    assert readable(rig.tick(0.001)) == rig.ours(hb.format(2))  # t=6: nothing sent for 6 s
+    assert rig.send("35=0|34=2|49=TW|52=<TIME>|56=ISLD") == []
+    assert rig.tick(5.999) == []
+    assert readable(rig.tick(0.001)) == rig.ours(hb.format(3))  # t=12
+    assert rig.tick(1.199) == []
+    assert readable(rig.tick(0.001)) == rig.ours(tr.format(4))  # t=13.2: 1.2 x 6 s silent
+    assert rig.send("35=0|34=3|49=TW|52=<TIME>|56=ISLD|112=TEST") == []  # the answer
+    assert rig.tick(5.999) == []
+    assert readable(rig.tick(0.001)) == rig.ours(hb.format(5))  # heartbeats again, no timeout
+    assert rig.send("35=0|34=4|49=TW|52=<TIME>|56=ISLD") == []  # t=19.2
+    assert readable(rig.tick(6)) == rig.ours(hb.format(6))  # t=25.2
+    assert readable(rig.tick(1.2)) == rig.ours(tr.format(7))  # t=26.4: silent for 7.2 s
+    assert rig.tick(7.199) == []
+    assert not rig.ended()
+    assert rig.tick(0.001) == []  # t=33.6: 2.4 x HeartBtInt without a word
+    assert rig.ended()
+    assert rig.app.logouts == 1
+
+
+# ----------------------------------------------------------------------------- MsgSeqNum
+
+
+def test_2b_gap_asks_one_resend_and_queued_messages_follow_the_fill(rig: Rig) -> None:
+    """FIX 4.4 Vol. 2 test 2b: MsgSeqNum too high -> ResendRequest; queued ones then in order."""
+    rig.logon()
+    for seq in (2, 3, 4):
+        assert rig.send(f"35=0|34={seq}|49=TW|52=<TIME>|56=ISLD") == []
+    out = rig.send("35=0|34=10|49=TW|52=<TIME>|56=ISLD")
+    assert readable(out) == rig.ours("35=2|34=2|49=ISLD|52=<TIME>|56=TW|7=5|16=0")
+    # Still in the gap: no second ResendRequest (SendRedundantResendRequests=N).
+    assert rig.send("35=1|34=11|49=TW|52=<TIME>|56=ISLD|112=LATE") == []
+    for seq in range(5, 9):
+        assert rig.send(f"35=0|34={seq}|49=TW|52=<TIME>|56=ISLD") == []
+    assert rig.session.next_target_seq_num == 9
+    # 9 closes the gap: 10 and the TestRequest 11 come out of the queue, in order.
+    out = rig.send("35=0|34=9|49=TW|52=<TIME>|56=ISLD")
+    assert readable(out) == rig.ours("35=0|34=3|49=ISLD|52=<TIME>|56=TW|112=LATE")
+    assert rig.session.next_target_seq_num == 12
+    out = rig.send("35=5|34=12|49=TW|52=<TIME>|56=ISLD")
+    assert readable(out) == rig.ours("35=5|34=4|49=ISLD|52=<TIME>|56=TW")
+    assert rig.ended()
+
+
+@pytest.mark.parametrize(
+    ("begin", "end_seq_no"),
+    [("FIX.4.0", 999999), ("FIX.4.1", 999999), ("FIX.4.2", 0), ("FIX.4.3", 0), ("FIX.4.4", 0)],
+)
+def test_2b_resend_request_asks_to_infinity_in_each_version(
+    make_rig: MakeRig, begin: str, end_seq_no: int
+) -> None:
+    """FIX 4.2 ResendRequest <2>: EndSeqNo 0 means infinity; 999999 before FIX 4.2."""
+    rig = make_rig(begin)
+    rig.logon()
+    out = rig.send("35=0|34=4|49=TW|52=<TIME>|56=ISLD")
+    # FIX.4.0 and 4.1 stamp whole seconds (``<TIME>`` follows the version here).
+    assert readable(out) == rig.ours(f"35=2|34=2|49=ISLD|52=<TIME>|56=TW|7=2|16={end_seq_no}")
+
+
+def test_2g_possdup_without_orig_sending_time_is_rejected_and_not_counted(rig: Rig) -> None:
+    """FIX 4.4 Vol. 2 test 2g: PossDupFlag=Y without OrigSendingTime -> Reject 373=1, 371=122."""
+    rig.logon()
+    assert rig.send(f"35=D|34=2|49=TW|52=<TIME>|56=ISLD|{NOS}") == []
+    assert rig.send(f"35=D|34=3|49=TW|52=<TIME>|56=ISLD|{NOS}") == []
+    out = rig.send(f"35=D|34=2|43=Y|49=TW|52=<TIME>|56=ISLD|{NOS}")
+    assert readable(out) == rig.ours(
+        "35=3|34=2|49=ISLD|52=<TIME>|56=TW|45=2|58=Required tag missing|371=122|372=D|373=1"
+    )
+    assert rig.session.next_target_seq_num == 4
+    out = rig.send("35=1|34=4|49=TW|52=<TIME>|56=ISLD|112=HELLO")
+    assert readable(out) == rig.ours("35=0|34=3|49=ISLD|52=<TIME>|56=TW|112=HELLO")
+    assert rig.app.delivered == [(b"D", 2), (b"D", 3)]
+
+
+def test_2f_possdup_with_orig_sending_time_after_sending_time_rejects_and_logs_out(
+    rig: Rig,
+) -> None:
+    """FIX 4.4 Vol. 2 test 2f: OrigSendingTime later than SendingTime -> Reject 10, Logout."""
+    rig.logon()
+    assert rig.send(f"35=D|34=2|49=TW|52=<TIME>|56=ISLD|{NOS}") == []
+    assert rig.send(f"35=D|34=3|49=TW|52=<TIME>|56=ISLD|{NOS}") == []
+    out = rig.send(f"35=D|34=2|43=Y|49=TW|52=<TIME>|56=ISLD|122=<TIME+10>|{NOS}")
+    assert readable(out) == rig.ours(
+        "35=3|34=2|49=ISLD|52=<TIME>|56=TW|45=2|58=SendingTime accuracy problem|372=D|373=10",
+        "35=5|34=3|49=ISLD|52=<TIME>|56=TW",
+    )
+    assert not rig.ended()  # waits for the Logout answer
+    assert rig.send("35=5|34=4|49=TW|52=<TIME>|56=ISLD") == []
+    assert rig.ended()
+    assert rig.app.delivered == [(b"D", 2), (b"D", 3)]
+
+
+def test_7_received_reject_is_counted_and_not_answered(rig: Rig) -> None:
+    """FIX 4.4 Vol. 2 test 7: a Reject increments the inbound MsgSeqNum; no answer."""
+    rig.logon()
+    assert rig.send("35=3|34=2|49=TW|52=<TIME>|56=ISLD|45=1") == []
+    assert rig.session.next_target_seq_num == 3
+    out = rig.send("35=5|34=3|49=TW|52=<TIME>|56=ISLD")
+    assert readable(out) == rig.ours("35=5|34=2|49=ISLD|52=<TIME>|56=TW")
+
+
+# ----------------------------------------------------------------------------- SequenceReset
+
+
+def test_10_gap_fill_in_sequence_moves_the_expected_number(rig: Rig) -> None:
+    """FIX 4.4 Vol. 2 test 10: SequenceReset-GapFill at the expected MsgSeqNum sets NewSeqNo."""
+    rig.logon()
+    assert rig.send("35=4|34=2|43=Y|49=TW|52=<TIME>|56=ISLD|122=<TIME>|36=5|123=Y") == []
+    assert rig.session.next_target_seq_num == 5
+    out = rig.send("35=1|34=5|49=TW|52=<TIME>|56=ISLD|112=HELLO")
+    assert readable(out) == rig.ours("35=0|34=2|49=ISLD|52=<TIME>|56=TW|112=HELLO")
+
+
+def test_10_gap_fill_too_high_asks_resend_and_is_applied_after_the_fill(rig: Rig) -> None:
+    """FIX 4.4 Vol. 2 test 10: a GapFill above the expected number is a gap like any message."""
+    rig.logon()
+    out = rig.send("35=4|34=10|49=TW|52=<TIME>|56=ISLD|36=20|123=Y")
+    assert readable(out) == rig.ours("35=2|34=2|49=ISLD|52=<TIME>|56=TW|7=2|16=0")
+    assert rig.send("35=1|34=20|49=TW|52=<TIME>|56=ISLD|112=HELLO") == []
+    assert rig.session.next_target_seq_num == 2
+    # The counterparty fills 2-9; then the queued GapFill (10 -> 20) and TestRequest (20) run.
+    out = rig.send("35=4|34=2|43=Y|49=TW|52=<TIME>|56=ISLD|122=<TIME>|36=10|123=Y")
+    assert readable(out) == rig.ours("35=0|34=3|49=ISLD|52=<TIME>|56=TW|112=HELLO")
+    assert rig.session.next_target_seq_num == 21
+
+
+def test_10_gap_fill_too_low_is_ignored_with_possdup_and_fatal_without(rig: Rig) -> None:
+    """FIX 4.4 Vol. 2 test 10: a GapFill below the expected number: PossDup ignored, else Logout."""
+    rig.logon()
+    out = rig.send("35=4|34=1|43=Y|49=TW|52=<TIME>|56=ISLD|122=<TIME-1>|36=20|123=Y")
+    assert out == []
+    assert rig.session.next_target_seq_num == 2
+    out = rig.send("35=1|34=2|49=TW|52=<TIME>|56=ISLD|112=HELLO")
+    assert readable(out) == rig.ours("35=0|34=2|49=ISLD|52=<TIME>|56=TW|112=HELLO")
+    out = rig.send("35=4|34=1|49=TW|52=<TIME>|56=ISLD|36=20|123=Y")
+    assert readable(out) == rig.ours(
+        "35=5|34=3|49=ISLD|52=<TIME>|56=TW|58=MsgSeqNum too low, expecting 3 but received 1"
+    )
+    assert rig.ended()
+
+
+def test_11_sequence_reset_ignores_msg_seq_num_and_refuses_to_go_back(rig: Rig) -> None:
+    """FIX 4.4 Vol. 2 test 11: SequenceReset-Reset: NewSeqNo > expected sets it, < is Reject 5."""
+    rig.logon()
+    assert rig.send("35=4|34=0|49=TW|52=<TIME>|56=ISLD|36=25") == []
+    assert rig.session.next_target_seq_num == 25
+    out = rig.send("35=1|34=25|49=TW|52=<TIME>|56=ISLD|112=HELLO")
+    assert readable(out) == rig.ours("35=0|34=2|49=ISLD|52=<TIME>|56=TW|112=HELLO")
+    # Equal to the expected number (GapFillFlag=N written out): nothing changes.
+    assert rig.send("35=4|34=0|49=TW|52=<TIME>|56=ISLD|36=26|123=N") == []
+    assert rig.session.next_target_seq_num == 26
+    # Lower: Reject "value is incorrect" naming the reset's own MsgSeqNum, no RefTagID.
+    out = rig.send("35=4|34=0|49=TW|52=<TIME>|56=ISLD|36=1")
+    assert readable(out) == rig.ours(
+        "35=3|34=3|49=ISLD|52=<TIME>|56=TW|45=0"
+        "|58=Value is incorrect (out of range) for this tag|372=4|373=5"
+    )
+    assert rig.session.next_target_seq_num == 26
+    out = rig.send("35=1|34=26|49=TW|52=<TIME>|56=ISLD|112=HELLO")
+    assert readable(out) == rig.ours("35=0|34=4|49=ISLD|52=<TIME>|56=TW|112=HELLO")
+
+
+# ----------------------------------------------------------------------------- resend
+
+
+def test_8_resend_request_gap_fills_admin_runs_and_resends_app_messages(rig: Rig) -> None:
+    """FIX 4.4 Vol. 2 test 8: admin runs -> one GapFill; app messages resent, PossDup + 122."""
+    rig.logon()
+    tr = "35=1|34={}|49=TW|52=<TIME>|56=ISLD|112=HELLO"
+    sent_at: dict[int, str] = {}
+    for peer_seq in (2, 3, 4):  # our 2-4: Heartbeats (admin)
+        rig.clock.advance(S)
+        assert len(rig.send(tr.format(peer_seq))) == 1
+    for ours in (5, 6):  # our 5-6: ExecutionReports (application)
+        rig.clock.advance(S)
+        sent_at[ours] = rig.text("<TIME>")
+        _send_app(rig)
+    for peer_seq in (5, 6):  # our 7-8: Heartbeats
+        rig.clock.advance(S)
+        assert len(rig.send(tr.format(peer_seq))) == 1
+    rig.clock.advance(S)
+    sent_at[9] = rig.text("<TIME>")
+    _send_app(rig)  # our 9
+    rig.clock.advance(S)
+    body = "|".join(f"{t}={v}" for t, v in ER)
+    gap = "35=4|34={}|43=Y|49=ISLD|52=<TIME>|56=TW|122=<TIME>|36={}|123=Y"
+    app = "35=8|34={0}|43=Y|49=ISLD|52=<TIME>|56=TW|122={1}|" + body
+
+    def resent(seq: int) -> str:
+        return app.format(seq, sent_at[seq])
+
+    rr = "35=2|34={}|49=TW|52=<TIME>|56=ISLD|7=2|16={}"
+    out = rig.send(rr.format(7, 4))
+    assert readable(out) == rig.ours(gap.format(2, 5))
+    out = rig.send(rr.format(8, 6))
+    assert readable(out) == rig.ours(gap.format(2, 5), resent(5), resent(6))
+    out = rig.send(rr.format(9, 8))
+    assert readable(out) == rig.ours(gap.format(2, 5), resent(5), resent(6), gap.format(7, 9))
+    out = rig.send(rr.format(10, 9))
+    assert readable(out) == rig.ours(
+        gap.format(2, 5), resent(5), resent(6), gap.format(7, 9), resent(9)
+    )
+    # Resending took no new numbers on either side.
+    out = rig.send(tr.format(11))
+    assert readable(out) == rig.ours("35=0|34=10|49=ISLD|52=<TIME>|56=TW|112=HELLO")
+
+
+def test_20_resend_request_during_our_own_gap_is_answered_at_once(rig: Rig) -> None:
+    """FIX 4.4 Vol. 2 test 20: simultaneous ResendRequests: each side answers the other's."""
+    rig.logon()
+    sent_at = []
+    for _ in range(2):  # our 2, 3: ExecutionReports
+        rig.clock.advance(S)
+        sent_at.append(rig.text("<TIME>"))
+        _send_app(rig)
+    rig.clock.advance(S)
+    out = rig.send("35=0|34=7|49=TW|52=<TIME>|56=ISLD")  # peer's 2-6 missing
+    assert readable(out) == rig.ours("35=2|34=4|49=ISLD|52=<TIME>|56=TW|7=2|16=0")
+    out = rig.send("35=2|34=8|49=TW|52=<TIME>|56=ISLD|7=2|16=3")
+    body = "|".join(f"{t}={v}" for t, v in ER)
+    assert readable(out) == rig.ours(
+        f"35=8|34=2|43=Y|49=ISLD|52=<TIME>|56=TW|122={sent_at[0]}|{body}",
+        f"35=8|34=3|43=Y|49=ISLD|52=<TIME>|56=TW|122={sent_at[1]}|{body}",
+    )
+    # The peer's gap is filled; the Heartbeat 7 waiting in the queue is then counted. (The
+    # ResendRequest 8 arrived out of order and was not queued, as in QuickFIX: the next
+    # message, 9, would reveal it as a gap of its own.)
+    for seq in range(2, 7):
+        assert rig.send(f"35=0|34={seq}|43=Y|49=TW|52=<TIME>|56=ISLD|122=<TIME>") == []
+    assert rig.session.next_target_seq_num == 8
+    assert rig.session.next_sender_seq_num == 5
+
+
+# ----------------------------------------------------------------------------- rejects
+
+#: (inbound after the standard header ``35=<type>|34=2|...``, expected Reject body after 45=2)
+MALFORMED = {
+    "14a_invalid_tag_number": (
+        "35=0|34=2|49=TW|52=<TIME>|56=ISLD|5000=HI",
+        "58=Invalid tag number|371=5000|372=0|373=0",
+    ),
+    "14b_required_header_tag_missing": (
+        "35=0|34=2|49=TW|52=<TIME>",
+        "58=Required tag missing|371=56|372=0|373=1",
+    ),
+    "14b_required_body_tag_missing": (
+        "35=D|49=TW|34=2|56=ISLD|52=<TIME>|40=1|60=<TIME>|54=1|21=3",
+        "58=Required tag missing|371=11|372=D|373=1",
+    ),
+    "14c_tag_not_defined_for_message_type": (
+        "35=0|34=2|49=TW|52=<TIME>|56=ISLD|55=MSFT",
+        "58=Tag not defined for this message type|371=55|372=0|373=2",
+    ),
+    "14d_header_tag_specified_without_a_value": (
+        "35=0|34=2|49=TW|52=<TIME>|56=",
+        "58=Tag specified without a value|371=56|372=0|373=4",
+    ),
+    "14d_body_tag_specified_without_a_value": (
+        "35=1|34=2|49=TW|52=<TIME>|56=ISLD|112=",
+        "58=Tag specified without a value|371=112|372=1|373=4",
+    ),
+    "14e_value_out_of_range": (
+        "35=D|34=2|49=TW|52=<TIME>|56=ISLD|11=ID|21=4|40=1|54=1|55=INTC|60=<TIME>",
+        "58=Value is incorrect (out of range) for this tag|371=21|372=D|373=5",
+    ),
+    "14f_incorrect_data_format": (
+        "35=D|34=2|49=TW|52=<TIME>|56=ISLD|11=ID|21=1|38=+200.00|40=1|54=1|55=INTC|60=<TIME>",
+        "58=Incorrect data format for value|371=38|372=D|373=6",
+    ),
+    "14g_header_field_after_body": (
+        "35=D|55=MSFT|34=2|49=TW|52=<TIME>|56=ISLD|11=id|21=3|40=1|54=1|60=<TIME>",
+        "58=Tag specified out of required order|371=34|372=D|373=14",
+    ),
+    "14h_tag_appears_more_than_once": (
+        "35=D|34=2|49=TW|52=<TIME>|56=ISLD|11=ID|21=1|40=1|40=2|54=1|55=INTC|60=<TIME>",
+        "58=Tag appears more than once|371=40|372=D|373=13",
+    ),
+    "14i_num_in_group_count_wrong": (
+        f"35=D|34=2|49=TW|52=<TIME>|56=ISLD|{NOS}|386=3|336=PRE-OPEN|336=AFTER-HOURS",
+        "58=Incorrect NumInGroup count for repeating group|371=386|372=D|373=16",
+    ),
+    "2q_invalid_msg_type": (
+        "35=*|34=2|49=TW|52=<TIME>|56=ISLD",
+        "58=Invalid MsgType|372=*|373=11",
+    ),
+    # QuickFIX's order, not the wire's: required fields first, then each field in tag order
+    # (a value out of range in 167 before the unknown tag 999 written ahead of it).
+    "precedence_required_before_invalid_tag": (
+        "35=D|34=2|49=TW|52=<TIME>|56=ISLD|999=X|21=3|40=1|54=1|55=INTC|60=<TIME>",
+        "58=Required tag missing|371=11|372=D|373=1",
+    ),
+    "precedence_lower_tag_first": (
+        f"35=D|34=2|49=TW|52=<TIME>|56=ISLD|999=X|{NOS}|167=BOO",
+        "58=Value is incorrect (out of range) for this tag|371=167|372=D|373=5",
+    ),
+}
+
+
+@pytest.mark.parametrize(("inbound", "reject"), MALFORMED.values(), ids=MALFORMED.keys())
+def test_14_malformed_message_gets_a_session_reject_and_is_counted(
+    rig: Rig, inbound: str, reject: str
+) -> None:
+    """FIX 4.4 Vol. 2 test 14a-i / 2q: Reject <3> naming the problem; inbound MsgSeqNum +1."""
+    rig.logon()
+    out = rig.send(inbound)
+    assert readable(out) == rig.ours(f"35=3|34=2|49=ISLD|52=<TIME>|56=TW|45=2|{reject}")
+    assert rig.session.next_target_seq_num == 3
+    assert rig.app.delivered == []
+    out = rig.send("35=1|34=3|49=TW|52=<TIME>|56=ISLD|112=NEXT")
+    assert readable(out) == rig.ours("35=0|34=3|49=ISLD|52=<TIME>|56=TW|112=NEXT")
+
+
+@pytest.mark.parametrize("offset", ["-121", "+121"])
+def test_2o_sending_time_off_by_more_than_two_minutes_rejects_and_logs_out(
+    rig: Rig, offset: str
+) -> None:
+    """FIX 4.4 Vol. 2 test 2o: SendingTime accuracy -> Reject 373=10, then Logout."""
+    rig.logon()
+    edge = offset[0] + "120"
+    assert rig.send(f"35=0|34=2|49=TW|52=<TIME{edge}>|56=ISLD") == []  # 120 s is still fine
+    out = rig.send(f"35=0|34=3|49=TW|52=<TIME{offset}>|56=ISLD")
+    assert readable(out) == rig.ours(
+        "35=3|34=2|49=ISLD|52=<TIME>|56=TW|45=3|58=SendingTime accuracy problem|372=0|373=10",
+        "35=5|34=3|49=ISLD|52=<TIME>|56=TW",
+    )
+    assert rig.send("35=5|34=4|49=TW|52=<TIME>|56=ISLD") == []
+    assert rig.ended()
