@@ -276,7 +276,7 @@ class StatusPoller:
             await ws.send(encode(Auth(token=t.token)))
             ok = await self._recv(ws, self.timeout_s + 30.0)  # a throttled login waits
             if isinstance(ok, Error):
-                raise _Refused(f"token refused: {ok.reason}")
+                raise _Refused(f"login refused: {ok.reason}")
             if not isinstance(ok, AuthOk):
                 raise ProtocolError(f"expected auth-ok, got {type(ok).__name__}")
             if "status" not in ok.commands:

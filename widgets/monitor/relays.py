@@ -52,7 +52,10 @@ _NAME, _RATE, _LAG_ROWS, _LAG_MS, _CONFL, _KIND, _INSTR, _STATE = range(len(COLU
 #: figures, state; column ``c`` shows cell ``_CELL[c]``.
 _CELL = (0, 3, 4, 5, 6, 1, 2, 7)
 
+#: State colours (the dark theme's); on a light background the light theme's instead.
 OK, WARN, BAD, MUTED = QColor("#3fb950"), QColor("#d29922"), QColor("#e5534b"), QColor("#8b949e")
+_ON_LIGHT = {c.rgb(): QColor(x) for c, x in ((OK, "#1a7f37"), (WARN, "#9a6700"),
+                                             (BAD, "#cf222e"), (MUTED, "#57606a"))}  # fmt: skip
 
 #: Relay states: the poller's words, and ``invalid`` for a setting that names no relay.
 CONNECTING, UP, UNREACHABLE, REFUSED = "connecting", "up", "unreachable", "refused"
@@ -170,11 +173,12 @@ def relay_cells(r: RelayLine) -> tuple[list[str], QColor]:
         return cells, (WARN if stalled else OK)
     if r.state == CONNECTING:
         return [title, "relay", "", "", "", "", "", "connecting…"], MUTED
+    # A refusal's reason names what refused (login, role, certificate, version).
     word, retry = {
-        UNREACHABLE: ("unreachable", "; retrying"),
-        REFUSED: ("refused", "; asking again every 30 s"),
-    }.get(r.state, ("not watched", ""))
-    return [title, "relay", "", "", "", "", "", f"⚠ {word}: {r.error}{retry}"], BAD
+        UNREACHABLE: ("unreachable: ", "; retrying"),
+        REFUSED: ("", "; asking again every 30 s"),
+    }.get(r.state, ("not watched: ", ""))
+    return [title, "relay", "", "", "", "", "", f"⚠ {word}{r.error}{retry}"], BAD
 
 
 def source_cells(s: SourceLine) -> tuple[list[str], QColor]:
@@ -273,7 +277,7 @@ class RelaysPanel(QWidget):
             # A relay that is not up is one line across the whole width, in its state's colour:
             # what is wrong shows even in a narrow dock.
             item.setFirstColumnSpanned(r.state != UP)
-            item.setForeground(_NAME, QBrush(colour) if r.state != UP else QBrush())
+            item.setForeground(_NAME, self._brush(colour) if r.state != UP else QBrush())
             if r.state != UP:
                 spanned.append((item, f"{cells[0]} — {cells[-1]}"))
                 item.setToolTip(_NAME, r.error or cells[-1])
@@ -324,16 +328,24 @@ class RelaysPanel(QWidget):
             self._items[key] = item
         return item
 
-    @staticmethod
+    def tone(self, colour: QColor) -> QColor:
+        """Return a state colour as drawn: the light theme's on a light background."""
+        if self.tree.palette().base().color().lightness() > 128:
+            return _ON_LIGHT.get(colour.rgb(), colour)
+        return colour
+
+    def _brush(self, colour: QColor) -> QBrush:
+        return QBrush(self.tone(colour))
+
     def _fill(
-        item: QTreeWidgetItem, cells: list[str], colour: QColor | None, *, bold: bool = False
+        self, item: QTreeWidgetItem, cells: list[str], colour: QColor | None, *, bold: bool = False
     ) -> None:
         for c, i in enumerate(_CELL):
             text = cells[i]
             if item.text(c) != text:
                 item.setText(c, text)
         if colour is not None:
-            item.setForeground(_STATE, QBrush(colour))
+            item.setForeground(_STATE, self._brush(colour))
         if bold:
             font = item.font(_NAME)
             font.setBold(True)

@@ -265,7 +265,7 @@ def test_monitor_shows_a_real_relay_its_links_and_the_failures(
             "⚠ not watched: relays/watch: 'oops=http://127.0.0.1:1' is not "
             "[name=]wss://host:port (or ws:// on loopback)"
         )
-        assert panel._items[("gone",)].foreground(7).color() == BAD
+        assert panel._items[("gone",)].foreground(7).color() == panel.tone(BAD)
         # The relay's certificate was pinned in the console's own pin file.
         pinned = PinStore(tmp_path / "config" / "known-relays.json").get(f"127.0.0.1:{port}")
         assert pinned is not None

@@ -114,7 +114,9 @@ def test_rows_from_a_status_with_aligned_figures(qtbot: object, out_dir: Path) -
                 c, item.text(c))  # fmt: skip
     bad = panel._items[("ny4", "links", "10.0.9.8:39990")].foreground(7).color()
     good = panel._items[("ny4", "links", "10.0.4.51:50122")].foreground(7).color()
-    assert (bad, good) == (BAD, OK)
+    assert (bad, good) == (panel.tone(BAD), panel.tone(OK))
+    assert bad.red() > 2 * bad.green()  # red, and green, whatever the background
+    assert good.green() > 2 * good.red()
     panel.grab().save(str(out_dir / "relays-panel.png"))
 
 
@@ -126,16 +128,14 @@ def test_unreachable_and_refused_relays_are_red_rows_that_say_why(qtbot: object)
     n_up = len(items(panel))
     gone = RelayLine("ny4", "10.0.4.30:7350", "unreachable",
                      "connection refused (is the relay running on that port?)")  # fmt: skip
-    refused = RelayLine("ld4", "10.1.0.5:7350", "refused", "token refused: token refused")
+    refused = RelayLine("ld4", "10.1.0.5:7350", "refused", "login refused: token refused")
     panel.set_relays([gone, refused])
     assert len(items(panel)) == 2 < n_up  # its sources and links are gone with it
     assert panel.row_texts("ny4")[-1] == (
         "⚠ unreachable: connection refused (is the relay running on that port?); retrying"
     )
-    assert panel.row_texts("ld4")[-1] == (
-        "⚠ refused: token refused: token refused; asking again every 30 s"
-    )
-    assert panel._items[("ny4",)].foreground(7).color() == BAD
+    assert panel.row_texts("ld4")[-1] == ("⚠ login refused: token refused; asking again every 30 s")
+    assert panel._items[("ny4",)].foreground(7).color() == panel.tone(BAD)
     # One red line across the panel, so a narrow dock shows it too.
     row = panel._items[("ny4",)]
     assert row.isFirstColumnSpanned()
@@ -143,8 +143,8 @@ def test_unreachable_and_refused_relays_are_red_rows_that_say_why(qtbot: object)
         "ny4 (10.0.4.30:7350) — ⚠ unreachable: connection refused (is the relay running on "
         "that port?); retrying"
     )
-    assert row.foreground(0).color() == BAD
-    assert panel._items[("ld4",)].toolTip(7) == "token refused: token refused"
+    assert row.foreground(0).color() == panel.tone(BAD)
+    assert panel._items[("ld4",)].toolTip(7) == "login refused: token refused"
     panel.set_relays([up_line(), refused])  # back up: its rows return
     assert len(items(panel)) == n_up
     assert not row.isFirstColumnSpanned()

@@ -221,7 +221,7 @@ def test_refusals_and_an_unreachable_relay_are_readings(tmp_path: Path) -> None:
         "logged in as vera (viewer), but that role may not see the relay's status "
         "(relay.toml status_role)"
     )
-    assert last["bad-token"].error == "token refused: token refused"
+    assert last["bad-token"].error == "login refused: token refused"
     assert last["wrong-pin"].error.startswith("certificate fingerprint ")
     assert "is not the one configured (AB:AB:" in last["wrong-pin"].error
     assert last["closed"].error == "connection refused (is the relay running on that port?)"
