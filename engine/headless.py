@@ -28,7 +28,8 @@ from engine import fastlog
 from engine.bad_input import bad_file_errors, one_line
 from engine.cli_parser import OneLineErrorParser
 from engine.clock import LiveClock
-from engine.config import ConfigError, EngineConfig, load_config
+from engine.config.model import ConfigError, EngineConfig
+from engine.config.reader import load_config
 from engine.core import Component, Engine
 from engine.demo import build_demo
 from engine.events import (

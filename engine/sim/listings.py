@@ -12,7 +12,7 @@ no instruments at all are the demo's three.
 from collections.abc import Sequence
 from decimal import Decimal
 
-from engine.config import InstrumentConfig
+from engine.config.model import InstrumentConfig
 from engine.demo import DEMO_LISTINGS
 from engine.sim.exchange import FlowConfig, SimInstrument
 

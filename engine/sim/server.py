@@ -704,7 +704,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     listings: Sequence[SimInstrument] = DEMO_LISTINGS
     seed = DEFAULT_SEED
     if opts.config is not None:
-        from engine.config import ConfigError, load_config
+        from engine.config.model import ConfigError
+        from engine.config.reader import load_config
         from engine.sim.listings import sim_listings
 
         try:

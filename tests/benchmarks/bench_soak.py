@@ -374,7 +374,7 @@ def _desk(engine: Engine, state: Path) -> TradingDesk:
     """
     toml = state / "engine.toml"
     if toml.is_file():
-        from engine.config import load_config
+        from engine.config.reader import load_config
         from engine.headless import build_from_config
 
         desk = build_from_config(engine, load_config(toml))

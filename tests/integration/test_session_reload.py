@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from engine.commands import CommandAck, CommandError, ReloadSession
-from engine.config import load_config
+from engine.config.reader import load_config
 from engine.core import Engine
 from engine.embedded import EmbeddedEngineClient
 from engine.enums import SessionState

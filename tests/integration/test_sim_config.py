@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from engine.clock import LiveClock
-from engine.config import load_config
+from engine.config.reader import load_config
 from engine.core import Engine, EngineState
 from engine.demo import DEMO_STRATEGY_ID
 from engine.events import BookUpdated

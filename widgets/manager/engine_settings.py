@@ -4,10 +4,11 @@
 The file is ``engine.config``'s (``qwconsole engine --config FILE``): engine id, file
 locations, the session file, engine-wide risk limits, the strategies to run with their
 parameters and own limits, and the remote server (bind address, port, TLS certificate and key,
-token store). The form edits a typed :class:`engine.config.EngineConfig`; the raw TOML view
-shows what will be saved and may be edited directly (its errors name the file, line and key
-path). A form edit changes only the lines of what changed
-(:func:`engine.config.update_config_text`): the file's comments, blank lines and order stay.
+token store). The form edits a typed :class:`engine.config.model.EngineConfig`; the raw TOML
+view shows what will be saved and may be edited directly (its errors name the file, line and
+key path). A form edit changes only the lines of what changed
+(:func:`engine.config.inplace.update_config_text`): the file's comments, blank lines and order
+stay.
 
 With an engine attached (embedded or remote, through ``EngineClient``), changes can also be
 applied to it while it runs: engine-wide or per-strategy risk limits (``SetRiskLimits``),
@@ -22,7 +23,7 @@ is shown under the form (:class:`widgets.monitor.risk.RiskLimitsView`, fed the e
 ``RiskLimitsChanged`` events through :meth:`EngineSettingsEditor.on_events`).
 
 Why one long module: it is one editor, :class:`EngineSettingsEditor`, whose forms, raw TOML
-view, undo stack and live apply all work on the same :class:`engine.config.EngineConfig`
+view, undo stack and live apply all work on the same :class:`engine.config.model.EngineConfig`
 and file text; :class:`RiskForm` is the form it shows twice (engine-wide and per strategy).
 """
 
@@ -68,14 +69,9 @@ from engine.commands import (
     SetRiskLimits,
     SetStrategyParameters,
 )
-from engine.config import (
-    ConfigError,
-    EngineConfig,
-    RiskLimits,
-    StrategyConfig,
-    parse_config,
-    update_config_text,
-)
+from engine.config.inplace import update_config_text
+from engine.config.model import ConfigError, EngineConfig, RiskLimits, StrategyConfig
+from engine.config.reader import parse_config
 from engine.events import EventRecord
 from widgets.empty_state import EmptyState
 from widgets.manager.undo import RAW_TEXT_ID, SnapshotCommand

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.config import (
+from engine.config.model import (
     ConfigError,
     EngineConfig,
     FilesConfig,
@@ -16,12 +16,9 @@ from engine.config import (
     RemoteConfig,
     SimulatorConfig,
     StrategyConfig,
-    check_config,
-    dump_config,
-    load_config,
-    parse_config,
-    save_config,
 )
+from engine.config.reader import load_config, parse_config
+from engine.config.writer import check_config, dump_config, save_config
 from engine.oms.risk import RiskLimits
 
 FULL = """\
@@ -332,7 +329,8 @@ firm = "QWCN"
 
 
 def test_an_ouch_account_and_an_instrument_on_it_read_write_and_edit_in_place() -> None:
-    from engine.config import OuchAccountConfig, update_config_text
+    from engine.config.inplace import update_config_text
+    from engine.config.model import OuchAccountConfig
 
     cfg = parse_config(OUCH, Path("e.toml"))
     assert cfg.ouch == (

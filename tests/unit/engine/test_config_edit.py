@@ -9,13 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.config import (
-    EngineConfig,
-    StrategyConfig,
-    dump_config,
-    parse_config,
-    update_config_text,
-)
+from engine.config.inplace import update_config_text
+from engine.config.model import EngineConfig, StrategyConfig
+from engine.config.reader import parse_config
+from engine.config.writer import dump_config
 
 TEXT = """\
 # Engine of the NY desk.

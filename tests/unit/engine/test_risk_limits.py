@@ -272,7 +272,7 @@ async def test_price_band_refuses_strategies_and_manual_orders_need_the_override
 
 
 async def test_the_configuration_gives_instruments_their_own_band(tmp_path: Path) -> None:
-    from engine.config import parse_config
+    from engine.config.reader import parse_config
     from engine.headless import BuildError, build_from_config
 
     text = (

@@ -16,7 +16,8 @@ from engine.backtest.generic import GenericBacktest
 from engine.backtest.journal import BacktestJournal
 from engine.backtest.synthetic import random_walk_l2
 from engine.clock import LiveClock
-from engine.config import ConfigError, load_config, parse_config
+from engine.config.model import ConfigError
+from engine.config.reader import load_config, parse_config
 from engine.core import Engine, EngineState
 from engine.demo import build_demo
 from engine.enums import ExecType, OrdStatus, OrdType, Side, TimeInForce

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 from app.theme import apply_theme, load_theme
 from engine.clock import TestClock
 from engine.commands import CommandAck, CommandError
-from engine.config import load_config
+from engine.config.reader import load_config
 from engine.demo import build_demo
 from engine.embedded import EmbeddedEngineClient
 from engine.fix.acceptance_app import AcceptanceApplication
