@@ -11,9 +11,8 @@ Map of ``engine/`` (how data flows through it, its threads and the checked impor
       headless       ``qwconsole engine``: an Engine without a window (--demo, --config FILE)
       config         the headless engine's TOML configuration, typed and checked
       demo           the default engine: simulator, FIX on loopback, a market maker
-      trading        TradingDesk, one component: routing, risk, positions, strategies
+      desk           TradingDesk, one component: routing, risk, positions, strategies
       marketdata     MarketData: the engine's L2 books; BookUpdated and TradeReported
-      journaling     JournalComponent: every numbered event and log record into the journal
       logfeed        engine log records as events
       alerts         alerts folded per cause; refusals counted
       warmup         compile (or load from the cache) every kernel before the first event
@@ -31,7 +30,8 @@ Map of ``engine/`` (how data flows through it, its threads and the checked impor
       strategy       the strategy API, compiled quoting rules, runner, examples
       sim            the exchange simulator, in process or as ``qwconsole sim``
       backtest       the backtester: generic path (the real OMS) and compiled fast path
-      journal        the journal's file format, writer thread, reader and recovery
+      journal        the journal's file format, writer thread, reader and recovery;
+                     journal.component: JournalComponent, the engine's day file
       tickstore      HDF5 tick store, importers and the live recorder
       reconcile      ``qwconsole reconcile``: journal, recovery and venue reports compared
       remote         remote engines: protocol, server, client, tokens, TLS

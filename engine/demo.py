@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from engine.clock import Clock
 from engine.core import Component, Engine
+from engine.desk import TradingDesk
 from engine.events import Event
 from engine.fastlog import get_log
 from engine.fix.log import NullLog
@@ -31,7 +32,7 @@ from engine.fix.settings import SessionSettings
 from engine.fix.store import FileStore, MemoryStore, MessageStore, WriteBarrier
 from engine.fix.transport import SocketAcceptor, SocketInitiator
 from engine.instruments import Instrument
-from engine.journaling import JournalComponent, recover_day
+from engine.journal.component import JournalComponent, recover_day
 from engine.logfeed import LogFeed
 from engine.marketdata import MarketData
 from engine.oms.risk import RiskLimits
@@ -40,7 +41,6 @@ from engine.sim.exchange import FlowConfig, SimExchange, SimInstrument, id_epoch
 from engine.sim.fix_app import SimFixApplication
 from engine.sim.ouch_app import SimOuchApplication, ouch_port, ouch_session_name
 from engine.strategy.examples import MarketMaker
-from engine.trading import TradingDesk
 from engine.venues.fix.adapter import FixVenue
 from engine.venues.fix.feed import FixMarketData
 from engine.venues.fix.link import BusLog, FixLink

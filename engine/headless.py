@@ -32,6 +32,7 @@ from engine.config.model import ConfigError, EngineConfig
 from engine.config.reader import load_config
 from engine.core import Component, Engine
 from engine.demo import build_demo
+from engine.desk import TradingDesk
 from engine.events import (
     Alert,
     EngineStartProgress,
@@ -51,7 +52,6 @@ from engine.sim.listings import sim_listings
 from engine.strategy.base import Strategy
 from engine.strategy.loader import StrategyLoadError, build_strategy
 from engine.strategy.loader import load_strategy_class as _load_class
-from engine.trading import TradingDesk
 from engine.warmup import warm_up
 
 log = get_log(__name__)
@@ -289,7 +289,7 @@ def build_from_config(engine: Engine, cfg: EngineConfig) -> TradingDesk:
     Otherwise the initiator sessions of ``[sessions] file`` are the venues of the listed
     instruments.
     """
-    from engine.journaling import JournalComponent, recover_day
+    from engine.journal.component import JournalComponent, recover_day
     from engine.logfeed import LogFeed
 
     journal = cfg.resolve(cfg.files.journal_dir)

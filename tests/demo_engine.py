@@ -15,9 +15,9 @@ from typing import Any, TypeVar
 from engine.clock import LiveClock
 from engine.core import Engine
 from engine.demo import build_demo
+from engine.desk import TradingDesk
 from engine.enums import EngineState
 from engine.events import EventRecord
-from engine.trading import TradingDesk
 
 
 class RunningDemo:

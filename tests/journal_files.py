@@ -8,7 +8,7 @@ from pathlib import Path
 from engine.clock import Clock
 from engine.events import BookUpdated, EventRecord, FixMessageSeen
 from engine.journal import Journal
-from engine.journaling import journal_path
+from engine.journal.component import journal_path
 
 #: An ExecutionReport as the simulator sends it (the journal's bulk on a trading day).
 _REPORT = (

@@ -4,6 +4,10 @@
 Append on the trading path with :class:`Journal` (a deque append per call; encoding and I/O
 on a writer thread), read back with :class:`JournalReader`, rebuild order state after a
 restart with :func:`recover`. The file format is documented in ``docs/journal.md``.
+
+An engine journals itself through the component of :mod:`engine.journal.component`
+(``JournalComponent``, ``recover_day``), which is not re-exported here: it needs the engine's
+core and order manager, which the format, reader and writer do not.
 """
 
 from engine.journal.format import (

@@ -55,11 +55,11 @@ import pytest
 from engine.clock import LiveClock
 from engine.commands import Command, CommandResult
 from engine.core import Engine
+from engine.desk import TradingDesk
 from engine.enums import OrdStatus, OrdType, Side, TimeInForce
 from engine.events import Event, OrderChanged, OrderFilled
 from engine.oms.order import Order
 from engine.oms.risk import RiskLimits
-from engine.trading import TradingDesk
 from engine.venues.fix.adapter import FixVenue
 from engine.venues.ouch.session import OuchSession
 from tests.benchmarks import judge

@@ -27,7 +27,7 @@ import pytest
 
 from engine.clock import TestClock
 from engine.journal import FixDirection, Journal
-from engine.journaling import journal_path
+from engine.journal.component import journal_path
 from engine.tickstore.days import day_of
 from engine.tickstore.schema import KINDS
 from engine.tickstore.store import TickStore

@@ -11,8 +11,8 @@ from app.gui import _configure_demo
 from engine.clock import LiveClock
 from engine.core import Engine
 from engine.demo import DEMO_STRATEGY_ID
+from engine.desk import TradingDesk
 from engine.enums import StrategyState
-from engine.trading import TradingDesk
 from tests.integration.test_strategies_doc import blocks
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from engine.commands import CommandAck, CommandError, ControlStrategy, SetKillSwitch, SubmitOrder
 from engine.demo import DEMO_STRATEGY_ID
+from engine.desk import TradingDesk
 from engine.enums import KillLevel, OrdStatus, Side, StrategyState
 from engine.events import (
     Alert,
@@ -23,10 +24,9 @@ from engine.events import (
     StrategyStatusChanged,
 )
 from engine.journal import recover
-from engine.journaling import journal_path
+from engine.journal.component import journal_path
 from engine.strategy.base import BookView, Strategy
 from engine.strategy.examples import MarketMaker
-from engine.trading import TradingDesk
 from tests.demo_engine import RunningDemo, running_demo
 
 pytestmark = pytest.mark.integration

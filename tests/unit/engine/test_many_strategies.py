@@ -14,12 +14,12 @@ import pytest
 from engine.clock import LiveClock
 from engine.core import Engine
 from engine.demo import DEMO_LISTINGS, SimPump
+from engine.desk import TradingDesk
 from engine.enums import EngineState, OrdStatus, TimeInForce
 from engine.events import EventRecord, OrderFilled, OrderView, PositionChanged
 from engine.marketdata import MarketData
 from engine.sim.exchange import SimExchange
 from engine.strategy.base import BookView, Strategy
-from engine.trading import TradingDesk
 from engine.venues.sim.adapter import SimVenue
 
 pytestmark = pytest.mark.integration

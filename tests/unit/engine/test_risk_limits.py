@@ -16,12 +16,12 @@ from engine.clock import LiveClock
 from engine.commands import CommandAck, CommandError, ReplaceOrder, SetRiskLimits, SubmitOrder
 from engine.core import Engine
 from engine.demo import DEMO_LIMITS, DEMO_STRATEGY_ID
+from engine.desk import TradingDesk
 from engine.enums import OrdStatus, Side
 from engine.events import OrderChanged, RiskLimitsChanged
 from engine.oms.risk import RiskLimits
 from engine.oms.stp import StpMode
 from engine.strategy.base import BookView, Strategy
-from engine.trading import TradingDesk
 from tests.demo_engine import RunningDemo, running_demo
 
 pytestmark = pytest.mark.integration

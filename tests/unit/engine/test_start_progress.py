@@ -21,7 +21,7 @@ from engine.embedded import EmbeddedEngineClient
 from engine.enums import EngineState
 from engine.events import EngineStartProgress, EngineStateChanged, Event, EventRecord
 from engine.journal import JournalHandler, recover
-from engine.journaling import JournalComponent
+from engine.journal.component import JournalComponent
 from engine.logfeed import LogFeed
 from tests.journal_files import write_day_journal
 

@@ -17,7 +17,7 @@ from engine.demo import DEMO_STRATEGY_ID
 from engine.enums import StrategyState
 from engine.events import Alert, StrategyAdded
 from engine.journal import recover
-from engine.journaling import journal_path
+from engine.journal.component import journal_path
 from tests.demo_engine import RunningDemo, running_demo
 
 pytestmark = pytest.mark.integration

@@ -5,12 +5,12 @@ its link comes back up."""
 
 from engine.bus import MessageBus
 from engine.clock import TestClock
+from engine.desk import TradingDesk
 from engine.enums import ExecType, OrdStatus, Side
 from engine.events import Event, VenueLinkChanged
 from engine.fix.codec import decode_one, encode
 from engine.marketdata import MarketData
 from engine.oms.venue import ExecutionReport
-from engine.trading import TradingDesk
 from engine.venues.fix.adapter import FixVenue
 from engine.venues.fix.feed import FixMarketData
 from tests.factories import RecordingVenue, fix_pair, make_instrument
