@@ -25,10 +25,11 @@ from engine.fix.dictionary import (
     DictionaryError,
     default_dictionary_path,
 )
+from engine.fix.edit.splitting import split_fields
 from engine.fix.fields import FieldMap, parse_message
 from engine.fix.validation import ValidationIssue, find_issues
 
-__all__ = ["LOADING", "VERSIONS", "FieldDescriber", "FieldNode", "humanize", "parse_fields"]
+__all__ = ["LOADING", "VERSIONS", "FieldDescriber", "FieldNode", "humanize"]
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +38,6 @@ LOADING: Final = "loading"
 
 #: Dictionaries consulted, in order, for a tag's name and enum descriptions.
 VERSIONS = ("FIX.4.4", "FIX.5.0SP2", "FIXT.1.1", "FIX.4.2")
-
-SOH = b"\x01"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,20 +54,6 @@ class FieldNode:
     meaning: str = ""
     problem: str = ""
     children: tuple[FieldNode, ...] = ()
-
-
-def parse_fields(raw: bytes) -> list[tuple[int, bytes]]:
-    """Split a raw message at SOH into ``(tag, value)`` pairs; a malformed field gets tag -1."""
-    fields: list[tuple[int, bytes]] = []
-    for part in raw.split(SOH):
-        if not part:
-            continue
-        tag, sep, value = part.partition(b"=")
-        try:
-            fields.append((int(tag), value) if sep else (-1, part))
-        except ValueError:
-            fields.append((-1, part))
-    return fields
 
 
 class FieldDescriber:
@@ -226,7 +211,7 @@ class FieldDescriber:
         With the ``session_id`` of a session whose own dictionary files were noted
         (:meth:`note_session`), those are used.
         """
-        fields = parse_fields(raw)
+        fields = split_fields(raw)
         pairs = [(t, v) for t, v in fields if t >= 0]
         malformed = [v for t, v in fields if t < 0]
         session, app, against = self._message_dictionaries(pairs, session_id)

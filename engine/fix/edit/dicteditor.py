@@ -40,6 +40,7 @@ from engine.fix.dictionary import (
     spec_to_xml,
 )
 from engine.fix.dictxml import rewrite
+from engine.fix.edit.splitting import split_fields
 from engine.fix.fields import check_format
 from engine.fix.validation import find_issues
 
@@ -51,7 +52,6 @@ __all__ = [
     "FieldDef",
     "Node",
     "Path_",
-    "split_message",
 ]
 
 #: Field types of QuickFIX XML dictionaries (FIX 4.0 … 5.0 SP2).
@@ -160,29 +160,6 @@ class FieldCheck:
     meaning: str
     status: str
     note: str
-
-
-def split_message(text: str) -> list[tuple[int, bytes]]:
-    """Split a pasted FIX message into ``(tag, value)`` pairs.
-
-    SOH, ``|``, ``^A`` and ``<SOH>`` separators are accepted, and anything before the first
-    ``8=`` (a log's timestamp) is skipped. A pair without ``=`` or with a non-numeric tag gets
-    tag -1.
-    """
-    text = text.strip()
-    start = text.find("8=")
-    if start > 0:
-        text = text[start:]
-    for sep in ("<SOH>", "^A", "|"):
-        text = text.replace(sep, "\x01")
-    out: list[tuple[int, bytes]] = []
-    for part in text.split("\x01"):
-        part = part.strip("\r\n")
-        if not part:
-            continue
-        tag, eq, value = part.partition("=")
-        out.append((int(tag) if eq and tag.isdigit() else -1, value.encode("latin-1", "replace")))
-    return out
 
 
 def _members_at(spec: DictionarySpec, path: Path_) -> tuple[Member, ...]:
@@ -638,7 +615,7 @@ class DictionaryEditor:
         it there. The problems :func:`engine.fix.validation.find_issues` reports are attached to
         the field they name (or to the MsgType row); BodyLength and CheckSum are checked too.
         """
-        pairs = split_message(text)
+        pairs = split_fields(text, from_begin=True)
         dd = self.dictionary()
         session = self.session_dictionary()
         app = dd if session is not dd else None

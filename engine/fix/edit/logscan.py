@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from engine.fix.edit.splitting import split_fields
+
 __all__ = ["LogScan", "UnknownTag", "guess_type", "scan_lines", "scan_log"]
 
 _MAX_SAMPLES = 5
@@ -125,18 +127,6 @@ def _message_of(line: str) -> str | None:
     return line[i:].rstrip("\r\n")
 
 
-def _split(msg: str) -> list[tuple[str, str]]:
-    for sep in ("^A", "<SOH>", "|"):
-        if sep in msg and "\x01" not in msg:
-            msg = msg.replace(sep, "\x01")
-    out = []
-    for part in msg.split("\x01"):
-        tag, eq, value = part.partition("=")
-        if eq and tag.isdigit():
-            out.append((tag, value))
-    return out
-
-
 def scan_lines(
     lines: Iterable[str],
     dictionary: _KnowsTags,
@@ -173,25 +163,27 @@ def scan_lines(
             skipped += 1
             continue
         n_msgs += 1
-        _collect(_split(msg), n_lines, dictionary, known, found)
+        _collect(split_fields(msg), n_lines, dictionary, known, found)
     return LogScan(sorted(found.values(), key=lambda u: u.tag), n_msgs, n_lines, skipped, stopped)
 
 
 def _collect(
-    pairs: list[tuple[str, str]],
+    pairs: list[tuple[int, bytes]],
     line_no: int,
     dictionary: _KnowsTags,
     known: dict[int, bool],
     found: dict[int, UnknownTag],
 ) -> None:
-    msg_type = next((v for t, v in pairs if t == "35"), "?")
-    for t, value in pairs:
-        tag = int(t)
+    msg_type = next((v.decode("latin-1") for t, v in pairs if t == 35), "?")
+    for tag, raw in pairs:
+        if tag < 0:
+            continue
         k = known.get(tag)
         if k is None:
             k = known[tag] = dictionary.field_name(tag) is not None
         if k:
             continue
+        value = raw.decode("latin-1")
         u = found.get(tag)
         if u is None:
             u = found[tag] = UnknownTag(tag, first_line=line_no)

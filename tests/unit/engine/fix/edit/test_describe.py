@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-from engine.fix.edit.describe import FieldDescriber, FieldNode, humanize, parse_fields
+from engine.fix.edit.describe import FieldDescriber, FieldNode, humanize
+from engine.fix.edit.splitting import split_fields
 
 
 def test_describer_names_fields_and_values_from_the_shipped_dictionaries() -> None:
@@ -24,8 +25,8 @@ def _frame(body: bytes) -> bytes:
 NOS = b"35=D\x0149=ME\x0156=THEM\x0134=2\x0152=20260101-00:00:00\x01"
 
 
-def test_parse_fields_marks_malformed_fields_with_tag_minus_one() -> None:
-    assert parse_fields(b"8=FIX.4.4\x01junk\x01x=1\x0135=D\x01") == [
+def test_split_fields_marks_malformed_fields_with_tag_minus_one() -> None:
+    assert split_fields(b"8=FIX.4.4\x01junk\x01x=1\x0135=D\x01") == [
         (8, b"FIX.4.4"),
         (-1, b"junk"),
         (-1, b"x=1"),

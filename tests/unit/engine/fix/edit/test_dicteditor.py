@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from engine.fix.dictionary import DataDictionary
-from engine.fix.edit.dicteditor import DictEditError, DictionaryEditor, split_message
+from engine.fix.edit.dicteditor import DictEditError, DictionaryEditor
+from engine.fix.edit.splitting import split_fields
 
 ROOT = Path(__file__).resolve().parents[5]
 SHARED_SPEC = ROOT.parent / "shared" / "fix-spec"
@@ -101,13 +102,13 @@ def test_engine_validates_with_the_saved_dictionary(fix44: DataDictionary, tmp_p
     ed.add_field(5001, "VenueTag", "CHAR", {"A": "AGGRESSIVE"})
     ed.add_member(("message", "D"), "VenueTag", required=True)
     saved = DataDictionary.load(ed.save_full(tmp_path / "FIX44-venue.xml"))
-    ok = split_message(fix(*NOS, (5001, "A")))
+    ok = split_fields(fix(*NOS, (5001, "A")))
     assert validate(ok, saved) is None
     assert validate(ok, fix44) is not None
-    bad = validate(split_message(fix(*NOS, (5001, "Z"))), saved)
+    bad = validate(split_fields(fix(*NOS, (5001, "Z"))), saved)
     assert bad is not None
     assert bad.ref_tag == 5001
-    missing = validate(split_message(fix(*NOS)), saved)
+    missing = validate(split_fields(fix(*NOS)), saved)
     assert missing is not None
     assert missing.ref_tag == 5001
 
@@ -120,10 +121,15 @@ def test_bad_checksum_and_body_length_are_flagged(fix44: DataDictionary) -> None
     assert "CheckSum says" in next(r for r in rows if r.tag == 10).note
 
 
-def test_split_message_accepts_log_prefix_and_separators() -> None:
-    pairs = split_message("20261202-12:00:00.000 : 8=FIX.4.4^A9=5^A35=0^A10=000^A")
+def test_split_fields_accepts_log_prefix_and_separators() -> None:
+    pairs = split_fields(
+        "20261202-12:00:00.000 : 8=FIX.4.4^A9=5^A35=0^A10=000^A\r\n", from_begin=True
+    )
     assert pairs == [(8, b"FIX.4.4"), (9, b"5"), (35, b"0"), (10, b"000")]
-    assert split_message("8=FIX.4.4|junk|35=0")[1] == (-1, b"")
+    assert split_fields("8=FIX.4.4|junk|35=0")[1] == (-1, b"junk")
+    assert split_fields("8=FIX.4.4<SOH>58=a|b<SOH>")[1] == (58, b"a|b")  # one stand-in only
+    assert split_fields(b"8=FIX.4.4\x0158=a|b\x01")[1] == (58, b"a|b")  # SOH: "|" is a value
+    assert split_fields("x 8=FIX.4.4|35=0")[0] == (-1, b"x 8=FIX.4.4")  # the prefix kept unless asked
 
 
 @pytest.mark.parametrize(
