@@ -29,7 +29,8 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -613,3 +614,219 @@ def test_2o_sending_time_off_by_more_than_two_minutes_rejects_and_logs_out(
     )
     assert rig.send("35=5|34=4|49=TW|52=<TIME>|56=ISLD") == []
     assert rig.ended()
+
+
+@pytest.mark.parametrize(
+    "comp_ids",
+    ["49=WT|52=<TIME>|56=ISLD", "49=TW|52=<TIME>|56=DLSI", "49=WT|52=<TIME>|56=DLSI"],
+    ids=["sender", "target", "both"],
+)
+def test_2k_comp_id_not_matching_the_session_rejects_and_logs_out(rig: Rig, comp_ids: str) -> None:
+    """FIX 4.4 Vol. 2 test 2k: wrong SenderCompID/TargetCompID -> Reject 373=9, then Logout."""
+    rig.logon()
+    out = rig.send(f"35=D|34=2|{comp_ids}|{NOS}")
+    assert readable(out) == rig.ours(
+        "35=3|34=2|49=ISLD|52=<TIME>|56=TW|45=2|58=CompID problem|372=D|373=9",
+        "35=5|34=3|49=ISLD|52=<TIME>|56=TW",
+    )
+    assert rig.app.delivered == []
+    assert rig.send("35=5|34=3|49=TW|52=<TIME>|56=ISLD") == []
+    assert rig.ended()
+
+
+@pytest.mark.parametrize("answered", [True, False], ids=["answered", "unanswered"])
+def test_2i_begin_string_not_the_sessions_logs_out(rig: Rig, answered: bool) -> None:
+    """FIX 4.4 Vol. 2 test 2i: unexpected BeginString -> Logout; disconnect on answer or timeout."""
+    rig.logon()
+    out = rig.deliver(frame("FIX.4.1", rig.text("35=1|34=2|49=TW|52=<TIME>|56=ISLD|112=id")))
+    assert readable(out) == rig.ours("35=5|34=2|49=ISLD|52=<TIME>|56=TW|58=Incorrect BeginString")
+    assert not rig.ended()
+    if answered:
+        assert rig.send("35=5|34=3|49=TW|52=<TIME>|56=ISLD") == []
+        assert rig.ended()
+    else:  # LogoutTimeout (2 s by default) without an answer
+        assert rig.tick(1.999) == []
+        assert not rig.ended()
+        assert rig.tick(0.001) == []
+        assert rig.ended()
+    assert rig.app.logouts == 1
+
+
+@pytest.mark.parametrize("answered", [True, False], ids=["answered", "unanswered"])
+def test_13_logout_we_start_ends_on_the_answer_or_after_logout_timeout(
+    rig: Rig, answered: bool
+) -> None:
+    """FIX 4.4 Vol. 2 test 13a: our Logout is answered by a Logout, then we disconnect."""
+    rig.logon()
+    out = rig.session.logout("bye")
+    assert readable(out) == rig.ours("35=5|34=2|49=ISLD|52=<TIME>|56=TW|58=bye")
+    assert rig.session.logout() == []  # only one Logout
+    if answered:
+        assert rig.send("35=5|34=2|49=TW|52=<TIME>|56=ISLD") == []  # no second Logout
+        assert rig.session.next_target_seq_num == 3
+    else:
+        assert rig.tick(1.999) == []
+        assert not rig.ended()
+        assert rig.tick(0.001) == []
+    assert rig.ended()
+    assert rig.app.logouts == 1
+
+
+# ----------------------------------------------------------------------------- over sockets
+
+
+class WirePeer:
+    """The counterparty on a real TCP connection to our acceptor."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.buf = b""
+
+    async def write(self, data: bytes) -> None:
+        """Write raw bytes."""
+        self.writer.write(data)
+        await self.writer.drain()
+
+    async def expect(self) -> bytes:
+        """Return the next complete message the acceptor sent (ends with ``10=nnn<SOH>``)."""
+        end = _CHECKSUM.search(self.buf)
+        while end is None:
+            chunk = await asyncio.wait_for(self.reader.read(4096), WAIT_S)
+            assert chunk, f"connection closed; pending {self.buf!r}"
+            self.buf += chunk
+            end = _CHECKSUM.search(self.buf)
+        msg, self.buf = self.buf[: end.end()], self.buf[end.end() :]
+        return msg
+
+    async def closed_silently(self) -> bool:
+        """Return True when the acceptor closes the connection without sending anything more."""
+        rest = await asyncio.wait_for(self.reader.read(), WAIT_S)
+        return self.buf + rest == b""
+
+    def close(self) -> None:
+        """Close our end."""
+        self.writer.close()
+
+
+_CHECKSUM = re.compile(rb"\x0110=\d{3}\x01")
+#: Seconds a socket read may wait before the test fails (answers come in milliseconds).
+WAIT_S = 5.0
+
+
+@dataclass
+class Venue:
+    """Our acceptor session ``ISLD`` behind a real :class:`SocketAcceptor` on 127.0.0.1."""
+
+    rig: Rig
+    acceptor: SocketAcceptor
+
+    async def connect(self) -> WirePeer:
+        """Open a connection as the counterparty."""
+        reader, writer = await asyncio.open_connection("127.0.0.1", self.acceptor.port)
+        return WirePeer(reader, writer)
+
+
+@asynccontextmanager
+async def listening(rig: Rig) -> AsyncIterator[Venue]:
+    """Our FIX.4.4 acceptor on a free loopback port, on the rig's test clock."""
+    acceptor = SocketAcceptor([rig.session], port=0, clock=rig.clock, logon_timeout=5)
+    await acceptor.start()
+    try:
+        yield Venue(rig, acceptor)
+    finally:
+        await acceptor.stop(logout=False)
+
+
+@pytest.mark.parametrize(
+    ("begin", "text"),
+    [
+        ("FIX.4.4", "35=A|34=1|49=WT|52=<TIME>|56=ISLD|98=0|108=30"),
+        ("FIX.4.4", "35=A|34=1|49=TW|52=<TIME>|56=DLSI|98=0|108=30"),
+        ("FIX.3.9", "35=A|34=1|49=TW|52=<TIME>|56=ISLD|98=0|108=30"),
+        ("FIX.4.4", "35=A|34=1|49=TW|52=20010101-00:00:00|56=ISLD|98=0|108=30"),
+        ("FIX.4.4", "35=0|34=1|49=TW|52=<TIME>|56=ISLD"),
+    ],
+    ids=["1c_sender", "1c_target", "1d_begin_string", "1d_sending_time", "1e_not_logon"],
+)
+async def test_1c_1d_1e_invalid_logon_over_tcp_is_dropped_without_a_byte(
+    rig: Rig, begin: str, text: str
+) -> None:
+    """FIX 4.4 Vol. 2 tests 1c-1e: an invalid first message: disconnect without a message."""
+    async with listening(rig) as venue:
+        await _invalid_logon(venue, begin, text)
+
+
+async def _invalid_logon(venue: Venue, begin: str, text: str) -> None:
+    peer = await venue.connect()
+    try:
+        await peer.write(frame(begin, venue.rig.text(text)))
+        assert await peer.closed_silently()
+    finally:
+        peer.close()
+    session = venue.rig.session
+    assert not session.is_logged_on
+    assert (session.next_sender_seq_num, session.next_target_seq_num) == (1, 1)
+    # The session is free again: a valid Logon on a new connection is answered.
+    peer = await venue.connect()
+    try:
+        await peer.write(
+            frame("FIX.4.4", venue.rig.text("35=A|34=1|49=TW|52=<TIME>|56=ISLD|98=0|108=30"))
+        )
+        assert readable([await peer.expect()]) == venue.rig.ours(
+            "35=A|34=1|49=ISLD|52=<TIME>|56=TW|98=0|108=30"
+        )
+    finally:
+        peer.close()
+
+
+async def test_2d_3b_2m_2t_garbled_frames_are_dropped_and_reveal_a_gap(rig: Rig) -> None:
+    """FIX 4.4 Vol. 2 tests 2d, 2m, 2t, 3b: garbled frames are ignored; MsgSeqNum not consumed."""
+    async with listening(rig) as venue:
+        await _garbled(venue)
+
+
+async def _garbled(venue: Venue) -> None:
+    rig = venue.rig
+    peer = await venue.connect()
+    try:
+        await peer.write(
+            frame("FIX.4.4", rig.text("35=A|34=1|49=TW|52=<TIME>|56=ISLD|98=0|108=30"))
+        )
+        assert readable([await peer.expect()]) == rig.ours(
+            "35=A|34=1|49=ISLD|52=<TIME>|56=TW|98=0|108=30"
+        )
+        hb2 = frame("FIX.4.4", rig.text("35=0|34=2|49=TW|52=<TIME>|56=ISLD"))
+        bad_sum = hb2[:-4] + b"%03d\x01" % ((int(hb2[-4:-1]) + 1) % 256)
+        nos3 = frame("FIX.4.4", rig.text(f"35=D|34=3|49=TW|52=<TIME>|56=ISLD|{NOS}"))
+        bad_field = frame("FIX.4.4", rig.text(f"35=D|34=3|49garbled=TW|52=<TIME>|56=ISLD|{NOS}"))
+        bad_length = re.sub(rb"\x019=\d+\x01", b"\x019=30\x01", nos3, count=1)
+        # 2t: MsgType <35> before BeginString <8>; and MsgType after MsgSeqNum <34>.
+        type_first = b"35=0\x01" + frame("FIX.4.4", rig.text("34=3|49=TW|52=<TIME>|56=ISLD"))
+        type_fourth = frame("FIX.4.4", rig.text("34=3|35=0|49=TW|52=<TIME>|56=ISLD"))
+        for garbled in (bad_sum, hb2, bad_field, bad_length, type_first, type_fourth):
+            await peer.write(garbled)
+        await peer.write(frame("FIX.4.4", rig.text("35=1|34=4|49=TW|52=<TIME>|56=ISLD|112=SYNC")))
+        # 2 counted; the four garbled frames after it took no number: 3 is missing.
+        assert readable([await peer.expect()]) == rig.ours(
+            "35=2|34=2|49=ISLD|52=<TIME>|56=TW|7=3|16=0"
+        )
+        await peer.write(nos3)
+        assert readable([await peer.expect()]) == rig.ours(
+            "35=0|34=3|49=ISLD|52=<TIME>|56=TW|112=SYNC"
+        )
+        assert rig.app.delivered == [(b"D", 3)]
+        assert rig.session.next_target_seq_num == 5
+        log = rig.session.log
+        assert isinstance(log, MemoryLog)
+        dropped = [e.split("(")[1].split(")")[0] for e in log.events if e.startswith("Garbled")]
+        assert dropped == [
+            "CheckSum does not match",
+            "malformed field",
+            "BodyLength does not match",
+            "bytes outside any message",
+            "first three fields are not 8, 9, 35",
+            "first three fields are not 8, 9, 35",
+        ]
+    finally:
+        peer.close()
