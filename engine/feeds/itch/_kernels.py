@@ -74,33 +74,53 @@ MOLD_HEADER: int = 20
 MOLD_END_OF_SESSION: int = 0xFFFF
 
 
+# The byte readers index with unsigned integers: a signed index makes numba wrap negative
+# ones around (a compare and a branch per byte), which keeps LLVM from seeing eight loads
+# of neighbouring bytes as one load and a byte swap.
+_U8: np.uint64 = np.uint64(8)
+_U16: np.uint64 = np.uint64(16)
+_U24: np.uint64 = np.uint64(24)
+_U32: np.uint64 = np.uint64(32)
+
+
+@kernel_inline
+def _b(buf: U8, q: np.uint64, j: int) -> np.uint64:
+    return np.uint64(buf[q + np.uint64(j)])
+
+
 @kernel_inline
 def be16(buf: U8, p: int) -> int:
     """Return the big-endian u16 at ``buf[p]``."""
-    return (int(np.int64(buf[p])) << 8) | int(np.int64(buf[p + 1]))
+    q = np.uint64(p)
+    return int(np.int64((_b(buf, q, 0) << _U8) | _b(buf, q, 1)))
+
+
+@kernel_inline
+def _be32u(buf: U8, q: np.uint64) -> np.uint64:
+    return (
+        (_b(buf, q, 0) << _U24) | (_b(buf, q, 1) << _U16) | (_b(buf, q, 2) << _U8) | _b(buf, q, 3)
+    )
 
 
 @kernel_inline
 def be32(buf: U8, p: int) -> int:
     """Return the big-endian u32 at ``buf[p]``."""
-    return (
-        (int(np.int64(buf[p])) << 24)
-        | (int(np.int64(buf[p + 1])) << 16)
-        | (int(np.int64(buf[p + 2])) << 8)
-        | int(np.int64(buf[p + 3]))
-    )
+    return int(np.int64(_be32u(buf, np.uint64(p))))
 
 
 @kernel_inline
 def be48(buf: U8, p: int) -> int:
     """Return the big-endian 6-byte integer at ``buf[p]``."""
-    return (be16(buf, p) << 32) | be32(buf, p + 2)
+    q = np.uint64(p)
+    hi = (_b(buf, q, 0) << _U8) | _b(buf, q, 1)
+    return int(np.int64((hi << _U32) | _be32u(buf, q + np.uint64(2))))
 
 
 @kernel_inline
 def be64(buf: U8, p: int) -> int:
     """Return the big-endian u64 at ``buf[p]`` as int64 (values above 2**63 wrap)."""
-    return (be32(buf, p) << 32) | be32(buf, p + 4)
+    q = np.uint64(p)
+    return int(np.int64((_be32u(buf, q) << _U32) | _be32u(buf, q + np.uint64(4))))
 
 
 @kernel_inline
