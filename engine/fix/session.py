@@ -70,13 +70,9 @@ from engine.fix.message import (
 from engine.fix.settings import SessionSettings
 from engine.fix.state import SessionState
 from engine.fix.store import MemoryStore, MessageStore
-from engine.fix.validation import (
-    REJECT_TEXTS,
-    IssueKind,
-    ValidationIssue,
-    layout_program,
-    validate_message,
-)
+from engine.fix.validation.issues import REJECT_TEXTS, IssueKind, ValidationIssue
+from engine.fix.validation.plans import layout_program
+from engine.fix.validation.validator import validate_message
 
 _log = get_log(__name__)
 

@@ -56,7 +56,7 @@ from engine.busypoll import MAX_BUSY_POLL_US
 from engine.fix.application import SessionID
 from engine.fix.dictionary import APPL_VER_IDS, default_dictionary_path
 from engine.fix.edit.document import CfgDocument
-from engine.fix.validation import ValidationOptions
+from engine.fix.validation.issues import ValidationOptions
 
 __all__ = [
     "BEGIN_STRINGS",

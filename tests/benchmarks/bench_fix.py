@@ -37,7 +37,9 @@ from engine.fix.session import AppTemplate, FixSession, lookup_session
 from engine.fix.settings import SessionSettings
 from engine.fix.store import MemoryStore
 from engine.fix.transport import SocketAcceptor, SocketInitiator, install_uvloop
-from engine.fix.validation import _validate_reference, layout_program, validate, validate_message
+from engine.fix.validation.plans import layout_program
+from engine.fix.validation.validator import validate, validate_message
+from engine.fix.validation.walk import _validate_reference
 from tests.benchmarks import judge
 
 ROOT = Path(__file__).resolve().parents[2]

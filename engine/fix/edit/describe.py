@@ -27,7 +27,8 @@ from engine.fix.dictionary import (
 )
 from engine.fix.edit.splitting import split_fields
 from engine.fix.fields import FieldMap, parse_message
-from engine.fix.validation import ValidationIssue, find_issues
+from engine.fix.validation.issues import ValidationIssue
+from engine.fix.validation.walk import find_issues
 
 __all__ = ["LOADING", "VERSIONS", "FieldDescriber", "FieldNode", "humanize"]
 

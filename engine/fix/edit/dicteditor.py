@@ -42,7 +42,7 @@ from engine.fix.dictionary import (
 from engine.fix.dictxml import rewrite
 from engine.fix.edit.splitting import split_fields
 from engine.fix.fields import check_format
-from engine.fix.validation import find_issues
+from engine.fix.validation.walk import find_issues
 
 __all__ = [
     "FIELD_TYPES",
@@ -612,8 +612,8 @@ class DictionaryEditor:
         """Validate a pasted message against the edited dictionary, field by field.
 
         Every field gets a row: its name and enum meaning, and whether the dictionary accepts
-        it there. The problems :func:`engine.fix.validation.find_issues` reports are attached to
-        the field they name (or to the MsgType row); BodyLength and CheckSum are checked too.
+        it there. The problems :func:`engine.fix.validation.walk.find_issues` reports are attached
+        to the field they name (or to the MsgType row); BodyLength and CheckSum are checked too.
         """
         pairs = split_fields(text, from_begin=True)
         dd = self.dictionary()

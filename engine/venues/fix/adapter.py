@@ -28,7 +28,7 @@ from engine.fix.application import Application, DoNotSend, IncorrectTagValue, Se
 from engine.fix.codec import decode_one, format_timestamp, parse_timestamp
 from engine.fix.message import FixMessage, OutMessage
 from engine.fix.session import BUSINESS_REJECT_TEXTS, AppTemplate, FixSession
-from engine.fix.validation import REJECT_TEXTS
+from engine.fix.validation.issues import REJECT_TEXTS
 from engine.instruments import Instrument
 from engine.oms.order import Order, PendingRequest
 from engine.oms.venue import (

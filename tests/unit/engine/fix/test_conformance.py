@@ -24,7 +24,8 @@ from engine.fix.message import FixMessage
 from engine.fix.session import SEQNUM_MAX, FixSession
 from engine.fix.settings import SessionSettings
 from engine.fix.store import MemoryStore
-from engine.fix.validation import SessionRejectReason, validate
+from engine.fix.validation.issues import SessionRejectReason
+from engine.fix.validation.validator import validate
 
 RESOURCES = Path(__file__).resolve().parents[4] / "resources" / "fix"
 TS0 = b"20040415-10:00:00"

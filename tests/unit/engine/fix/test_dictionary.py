@@ -447,7 +447,7 @@ def test_allow_other_values_keeps_enums_as_descriptions_only() -> None:
     assert side is not None
     assert side.allow_other_values
     assert DataDictionary.from_string(dd.to_xml()).spec == dd.spec
-    from engine.fix.validation import validate
+    from engine.fix.validation.validator import validate
 
     pairs = [
         (8, b"FIX.4.4"), (9, b"1"), (35, b"D"), (34, b"1"), (49, b"A"), (52, b"20240102-10:00:00"),

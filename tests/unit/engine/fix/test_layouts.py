@@ -28,7 +28,9 @@ from engine.fix.session import AppTemplate, FixSession, lookup_session
 from engine.fix.settings import SessionSettings
 from engine.fix.store import MemoryStore
 from engine.fix.transport import SocketAcceptor, SocketInitiator
-from engine.fix.validation import _validate_reference, layout_program, validate_message
+from engine.fix.validation.plans import layout_program
+from engine.fix.validation.validator import validate_message
+from engine.fix.validation.walk import _validate_reference
 from tests.factories import socket_pair
 from tests.unit.engine.fix.test_validation_fast import SETUPS, Pairs, dd, messages
 

@@ -479,7 +479,7 @@ def test_one_session_id_from_the_file_to_the_running_session() -> None:
 def test_one_settings_model_for_files_and_code() -> None:
     """A session read from a file and the same session written in code are equal objects, the
     file's unset keys take the class's defaults, and the Manager's defaults are those."""
-    from engine.fix.validation import ValidationOptions
+    from engine.fix.validation.issues import ValidationOptions
 
     read = parse_settings(BASE + "LogonTimeout=5\nValidateUserDefinedFields=N\n").sessions[0]
     written = SessionSettings(

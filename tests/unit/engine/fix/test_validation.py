@@ -10,16 +10,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.fix.dictionary import DataDictionary
-from engine.fix.validation import (
+from engine.fix.validation.issues import (
     REJECT_TEXTS,
     IssueKind,
     SessionRejectReason,
     ValidationIssue,
     ValidationOptions,
-    find_issues,
     unsupported_message_type,
-    validate,
 )
+from engine.fix.validation.validator import validate
+from engine.fix.validation.walk import find_issues
 
 ROOT = Path(__file__).resolve().parents[4]
 RESOURCES = ROOT / "resources" / "fix"

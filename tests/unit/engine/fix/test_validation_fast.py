@@ -23,18 +23,11 @@ from hypothesis import strategies as st
 from engine.fix.dictionary import DataDictionary, FieldDef, GroupDef, MessageDef
 from engine.fix.fields import check_format, parse_utc_timestamp
 from engine.fix.message import FixMessage
-from engine.fix.validation import (
-    DEFAULT_OPTIONS,
-    ValidationOptions,
-    _float_ok,
-    _int_ok,
-    _plan_accepts,
-    _plan_for,
-    _timestamp_ok,
-    _validate_reference,
-    validate,
-    validate_message,
-)
+from engine.fix.validation.formats import float_ok, int_ok, timestamp_ok
+from engine.fix.validation.issues import DEFAULT_OPTIONS, ValidationOptions
+from engine.fix.validation.plans import plan_accepts, plan_for
+from engine.fix.validation.validator import validate, validate_message
+from engine.fix.validation.walk import _validate_reference
 
 RESOURCES = Path(__file__).resolve().parents[4] / "resources" / "fix"
 Pairs = list[tuple[int, bytes]]
@@ -237,9 +230,9 @@ def test_fast_validate_equals_reference(setup: tuple[str, str | None]) -> None:
         assert validate_message(FixMessage.from_pairs(pairs), sdd, app, opts) == expected
         standard = [t for t, _ in pairs[:3]] == [8, 9, 35]  # the layout the fast path takes
         if expected is None and opts == DEFAULT_OPTIONS and standard:
-            plan = _plan_for(sdd, app, pairs[2][1])
+            plan = plan_for(sdd, app, pairs[2][1])
             assert plan is not None
-            assert _plan_accepts(plan, pairs, []), "the fast path gave up on a valid message"
+            assert plan_accepts(plan, pairs, []), "the fast path gave up on a valid message"
         if not damaged:
             assert _validate_reference(pairs, sdd, app) is None, "generator built a bad message"
 
@@ -254,8 +247,8 @@ def test_fast_validate_equals_reference(setup: tuple[str, str | None]) -> None:
 def test_number_checks_equal_check_format(value: bytes) -> None:
     if not value:
         return  # the fast path never checks an empty value (it is an issue of its own)
-    assert _int_ok(value) == check_format("INT", value)
-    assert _float_ok(value) == check_format("PRICE", value)
+    assert int_ok(value) == check_format("INT", value)
+    assert float_ok(value) == check_format("PRICE", value)
 
 
 @settings(max_examples=1000)
@@ -271,8 +264,8 @@ def test_timestamp_check_equals_parse(value: bytes) -> None:
     if not value:
         return
     expected = parse_utc_timestamp(value) is not None
-    assert _timestamp_ok(value) == expected
-    assert _timestamp_ok(value) == expected  # once more, from the memory of good values
+    assert timestamp_ok(value) == expected
+    assert timestamp_ok(value) == expected  # once more, from the memory of good values
 
 
 def test_common_messages_take_the_fast_path() -> None:
@@ -293,9 +286,9 @@ def test_common_messages_take_the_fast_path() -> None:
     ]  # fmt: skip
     for pairs in (er, md):
         assert _validate_reference(pairs, d) is None
-        plan = _plan_for(d, None, pairs[2][1])
+        plan = plan_for(d, None, pairs[2][1])
         assert plan is not None
-        assert _plan_accepts(plan, pairs, [])
+        assert plan_accepts(plan, pairs, [])
         assert validate(pairs, d) is None
 
 

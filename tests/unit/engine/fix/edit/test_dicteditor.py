@@ -96,7 +96,7 @@ def test_custom_field_in_new_order_single_validates(fix44: DataDictionary) -> No
 def test_engine_validates_with_the_saved_dictionary(fix44: DataDictionary, tmp_path: Path) -> None:
     # The engine's own validator, given the dictionary as saved, accepts the custom field and
     # still refuses a value outside its enums.
-    from engine.fix.validation import validate
+    from engine.fix.validation.validator import validate
 
     ed = DictionaryEditor(fix44)
     ed.add_field(5001, "VenueTag", "CHAR", {"A": "AGGRESSIVE"})
