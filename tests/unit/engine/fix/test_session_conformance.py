@@ -2,14 +2,14 @@
 """Session-level conformance of :class:`FixSession`, written from the FIX specification.
 
 The scenarios are the session-level test cases of FIX 4.4 Volume 2 ("FIX Session-level Test
-Cases and Expected Behaviors"; the numbers below, 1a to 20, are that chapter's) plus its message
-recovery and standard-header rules. They need nothing outside the repository: the counterparty is
-written here as FIX text, framed by this file's own encoder (BodyLength <9>, CheckSum <10>),
-decoded by the engine's :class:`FixDecoder` as the transport does, and what the session sends
-back is compared **byte for byte** with the expected message, framed the same way: the clock is
-a :class:`TestClock`, so SendingTime <52> is known exactly. Where the transport decides (which
-session a connection belongs to, garbled bytes on the wire) the test runs a real
-:class:`SocketAcceptor` on 127.0.0.1.
+Cases and Expected Behaviors"; the reference ids in the test names, 1S and 1B.a to 20, are that
+chapter's) plus its message recovery and standard-header rules. They need nothing outside the
+repository: the counterparty is written here as FIX text, framed by this file's own encoder
+(BodyLength <9>, CheckSum <10>), decoded by the engine's :class:`FixDecoder` as the transport
+does, and what the session sends back is compared **byte for byte** with the expected message,
+framed the same way: the clock is a :class:`TestClock`, so SendingTime <52> is known exactly.
+Where the transport decides (which session a connection belongs to, garbled bytes on the wire)
+the test runs a real :class:`SocketAcceptor` on 127.0.0.1.
 
 Our side is the acceptor ``ISLD``; the counterparty is ``TW``. Where the specification leaves a
 choice (reject texts, which problem of several is reported), the session follows QuickFIX 1.16,
@@ -216,8 +216,8 @@ def _send_app(rig: Rig) -> None:
 # ----------------------------------------------------------------------------- logon
 
 
-def test_1a_logon_with_msg_seq_num_too_high_answers_logon_then_resend_request(rig: Rig) -> None:
-    """FIX 4.4 Vol. 2 test 1a: a Logon above the expected MsgSeqNum is accepted, then a gap."""
+def test_1b_a_logon_with_msg_seq_num_too_high_answers_logon_then_resend_request(rig: Rig) -> None:
+    """FIX 4.4 Vol. 2 test 1B.a: a Logon above the expected MsgSeqNum is accepted, then a gap."""
     rig.session.on_connected(rig.clock.now_ns())
     out = rig.send("35=A|34=5|49=TW|52=<TIME>|56=ISLD|98=0|108=30")
     assert readable(out) == rig.ours(
@@ -236,8 +236,8 @@ def test_1a_logon_with_msg_seq_num_too_high_answers_logon_then_resend_request(ri
 @pytest.mark.parametrize(
     "comp_ids", ["49=WT|52=<TIME>|56=ISLD", "49=TW|52=<TIME>|56=DLSI"], ids=["sender", "target"]
 )
-def test_1c_logon_with_wrong_comp_id_disconnects_without_a_word(rig: Rig, comp_ids: str) -> None:
-    """FIX 4.4 Vol. 2 test 1c: an invalid Logon ends the connection; nothing is sent."""
+def test_1b_c_logon_with_wrong_comp_id_disconnects_without_a_word(rig: Rig, comp_ids: str) -> None:
+    """FIX 4.4 Vol. 2 test 1B.c: an invalid Logon ends the connection; nothing is sent."""
     rig.session.on_connected(rig.clock.now_ns())
     assert rig.send(f"35=A|34=1|{comp_ids}|98=0|108=30") == []
     assert rig.ended()
@@ -246,8 +246,8 @@ def test_1c_logon_with_wrong_comp_id_disconnects_without_a_word(rig: Rig, comp_i
     assert (rig.session.next_sender_seq_num, rig.session.next_target_seq_num) == (1, 1)
 
 
-def test_1d_logon_with_sending_time_out_of_range_disconnects_without_a_word(rig: Rig) -> None:
-    """FIX 4.4 Vol. 2 test 1d: a Logon whose SendingTime is off by > 2 min is not answered."""
+def test_1b_d_logon_with_sending_time_out_of_range_disconnects_without_a_word(rig: Rig) -> None:
+    """FIX 4.4 Vol. 2 test 1B.d: a Logon whose SendingTime is off by > 2 min is not answered."""
     rig.session.on_connected(rig.clock.now_ns())
     assert rig.send("35=A|34=1|49=TW|52=20010101-00:00:00|56=ISLD|98=0|108=30") == []
     assert rig.ended()
@@ -255,8 +255,8 @@ def test_1d_logon_with_sending_time_out_of_range_disconnects_without_a_word(rig:
     assert rig.session.next_sender_seq_num == 1  # no Reject or Logout consumed a number
 
 
-def test_1e_first_message_not_a_logon_disconnects_without_a_word(rig: Rig) -> None:
-    """FIX 4.4 Vol. 2 test 1e: the first message must be a Logon; otherwise disconnect."""
+def test_1b_e_first_message_not_a_logon_disconnects_without_a_word(rig: Rig) -> None:
+    """FIX 4.4 Vol. 2 test 1B.e: the first message must be a Logon; otherwise disconnect."""
     rig.session.on_connected(rig.clock.now_ns())
     assert rig.send("35=0|34=1|49=TW|52=<TIME>|56=ISLD") == []
     assert rig.ended()
@@ -661,10 +661,10 @@ def test_2i_begin_string_not_the_sessions_logs_out(rig: Rig, answered: bool) -> 
 
 
 @pytest.mark.parametrize("answered", [True, False], ids=["answered", "unanswered"])
-def test_13_logout_we_start_ends_on_the_answer_or_after_logout_timeout(
+def test_12_13a_logout_we_start_ends_on_the_answer_or_after_logout_timeout(
     rig: Rig, answered: bool
 ) -> None:
-    """FIX 4.4 Vol. 2 test 13a: our Logout is answered by a Logout, then we disconnect."""
+    """FIX 4.4 Vol. 2 tests 12, 13a: our Logout is answered by a Logout, then we disconnect."""
     rig.logon()
     out = rig.session.logout("bye")
     assert readable(out) == rig.ours("35=5|34=2|49=ISLD|52=<TIME>|56=TW|58=bye")
@@ -755,13 +755,13 @@ async def listening(rig: Rig) -> AsyncIterator[Venue]:
         ("FIX.4.4", "35=A|34=1|49=TW|52=20010101-00:00:00|56=ISLD|98=0|108=30"),
         ("FIX.4.4", "35=0|34=1|49=TW|52=<TIME>|56=ISLD"),
     ],
-    ids=["1c_sender", "1c_target", "1d_begin_string", "1d_sending_time", "1e_not_logon"],
+    ids=["1B.c-sender", "1B.c-target", "1B.d-begin-string", "1B.d-sending-time", "1B.e-not-logon"],
 )
 @pytest.mark.integration
-async def test_1c_1d_1e_invalid_logon_over_tcp_is_dropped_without_a_byte(
+async def test_1b_cde_invalid_logon_over_tcp_is_dropped_without_a_byte(
     rig: Rig, begin: str, text: str
 ) -> None:
-    """FIX 4.4 Vol. 2 tests 1c-1e: an invalid first message: disconnect without a message."""
+    """FIX 4.4 Vol. 2 tests 1B.c-e: an invalid first message: disconnect without a message."""
     async with listening(rig) as venue:
         await _invalid_logon(venue, begin, text)
 
@@ -845,8 +845,8 @@ async def _garbled(venue: Venue) -> None:
 # ----------------------------------------------------------------------------- more logon
 
 
-def test_1b_logon_without_heart_bt_int_disconnects_without_a_word(rig: Rig) -> None:
-    """FIX 4.4 Vol. 2 test 1b: a Logon missing a required field is invalid: disconnect only."""
+def test_1b_d_logon_without_heart_bt_int_disconnects_without_a_word(rig: Rig) -> None:
+    """FIX 4.4 Vol. 2 test 1B.d: a Logon missing a required field is invalid: disconnect only."""
     rig.session.on_connected(rig.clock.now_ns())
     assert rig.send("35=A|34=1|49=TW|52=<TIME>|56=ISLD|98=0") == []
     assert rig.ended()
