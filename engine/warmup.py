@@ -3,9 +3,9 @@
 
 The first call of a numba kernel compiles it (seconds) or loads it from the cache (a fraction of
 a second). :func:`warm_up` makes those first calls on tiny inputs through
-``engine.matching.warmup`` (which covers every book, matching, queue and P&L kernel),
+``engine.matching.precompile`` (which covers every book, matching, queue and P&L kernel),
 one FIX frame through the decoder, a small journal through restart recovery and the OUCH
-codec, framer and stores (``engine.venues.ouch.warmup``), so the
+codec, framer and stores (``engine.venues.ouch.precompile``), so the
 console can do it on the engine thread while the window appears.
 
 ``python -m engine.warmup`` does the same from a shell and prints its progress
@@ -25,8 +25,8 @@ from engine.fastlog import get_log
 from engine.fix.codec import decode_one, encode
 from engine.fix.layouts import warm_up as warm_layouts
 from engine.journal.recovery import warm_up as warm_journal
-from engine.matching.warmup import warm_up as _warm_all
-from engine.venues.ouch.warmup import warm_up as warm_ouch
+from engine.matching.precompile import warm_up as _warm_all
+from engine.venues.ouch.precompile import warm_up as warm_ouch
 
 log = get_log(__name__)
 

@@ -738,7 +738,7 @@ import time
 t0 = time.perf_counter()
 import engine.jit  # imports numba
 t1 = time.perf_counter()
-from engine.matching.warmup import warm_up
+from engine.matching.precompile import warm_up
 warm_up()
 t2 = time.perf_counter()
 print(t1 - t0, t2 - t1)

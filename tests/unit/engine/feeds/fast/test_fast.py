@@ -708,6 +708,6 @@ def test_cqg_templates_read_with_their_structure() -> None:
 
 
 def test_warm_up_decodes_its_messages_from_bytes_and_from_an_array() -> None:
-    from engine.feeds.fast.warmup import warm_up
+    from engine.feeds.fast.columnar import warm_up
 
     warm_up()  # raises RuntimeError if a decoded value differs

@@ -1,8 +1,13 @@
 # SPDX-License-Identifier: MIT
-"""Warm-up: one small call through every kernel wrapper, so compiled code is loaded.
+"""Precompile the core kernels: one call through every book, matching, queue and P&L wrapper.
 
-``app/`` calls :func:`warm_up` in a background thread at start-up; with ``cache=True`` this
-loads the kernels from the numba cache (or compiles them once on a fresh install).
+The engine's one warm-up, :func:`engine.warmup.warm_up`, calls :func:`warm_up` on its
+``kernel-warm-up`` thread before the components start; with ``cache=True`` this loads the
+kernels from the numba cache (or compiles them once on a fresh install). It lives here, above
+the book kernels the matcher runs on, because it crosses packages: ``engine.book`` (L2 and L3),
+``engine.matching`` (matcher, queue positions) and ``engine.portfolio`` (positions and P&L). A
+warm-up that stays inside one module is a ``warm_up()`` of that module instead
+(``engine.fix.layouts``, ``engine.journal.recovery``, ``engine.feeds.fast.columnar``).
 """
 
 from decimal import Decimal

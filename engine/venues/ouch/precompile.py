@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Run every OUCH kernel once (``engine.warmup`` calls this), so none compiles on a live order.
+"""Precompile OUCH: every OUCH kernel run once (``engine.warmup`` calls this), before any order.
 
 The codec's kernel path (a message encoded and decoded each way, with an appendage), the
 SoupBinTCP framer and the stores' record walk and CRC (on files in a temporary folder, removed
