@@ -948,3 +948,72 @@ def test_fixt_session_rules_hold_under_fixt_1_1(make_rig: MakeRig) -> None:
         "35=3|34=4|49=ISLD|52=<TIME>|56=TW|45=4"
         "|58=Value is incorrect (out of range) for this tag|371=21|372=D|373=5"
     )
+
+
+@pytest.mark.parametrize(
+    ("routing", "reversed_routing"),
+    [
+        ("115=JCD", "128=JCD"),
+        ("128=JCD", "115=JCD"),
+        ("115=JCD|116=CS|144=CHI", "128=JCD|129=CS|145=CHI"),
+        ("128=JCD|129=CS|145=CHI", "115=JCD|116=CS|144=CHI"),
+    ],
+)
+def test_18_reject_of_a_third_party_message_is_routed_back(
+    rig: Rig, routing: str, reversed_routing: str
+) -> None:
+    """FIX 4.4 Vol. 2 test 18: OnBehalfOf* <115/116/144> come back as DeliverTo* and vice versa."""
+    rig.logon()
+    out = rig.send(
+        f"35=D|34=2|49=TW|52=<TIME>|56=ISLD|{routing}|11=ID|21=3|38=100|40=w|54=1|55=INTC|60=<TIME>"
+    )
+    assert readable(out) == rig.ours(
+        f"35=3|34=2|49=ISLD|52=<TIME>|56=TW|{reversed_routing}|45=2"
+        "|58=Value is incorrect (out of range) for this tag|371=40|372=D|373=5"
+    )
+
+
+@pytest.mark.parametrize("routing", ["115", "128"])
+def test_18_empty_routing_field_is_not_routed_back(rig: Rig, routing: str) -> None:
+    """FIX 4.4 Vol. 2 tests 14d, 18: an empty routing field is rejected and not reversed."""
+    rig.logon()
+    out = rig.send(f"35=D|34=2|49=TW|52=<TIME>|56=ISLD|{routing}=|{NOS}")
+    assert readable(out) == rig.ours(
+        "35=3|34=2|49=ISLD|52=<TIME>|56=TW|45=2"
+        f"|58=Tag specified without a value|371={routing}|372=D|373=4"
+    )
+
+
+def test_15_21_fields_in_any_order_and_empty_groups_are_accepted(rig: Rig) -> None:
+    """FIX 4.4 Vol. 2 tests 15, 21: header and body fields in any order; NumInGroup 0 is valid."""
+    rig.logon()
+    assert rig.send(f"35=D|34=2|49=TW|52=<TIME>|56=ISLD|{NOS}") == []
+    reordered = "35=D|49=TW|34=3|56=ISLD|52=<TIME>|40=1|55=MSFT|60=<TIME>|54=1|21=3|11=id"
+    assert rig.send(reordered) == []
+    assert rig.send("35=d|34=4|49=TW|56=ISLD|52=<TIME>|320=R1|322=S1|323=6|55=TBS|454=0") == []
+    assert rig.app.delivered == [(b"D", 2), (b"D", 3), (b"d", 4)]
+    # What we send goes out in the standard order: header, then body in ascending tag order.
+    assert rig.session.send(OutMessage("8", list(reversed(ER))))
+    body = "|".join(f"{t}={v}" for t, v in ER)
+    assert readable(rig.session.drain()) == rig.ours(f"35=8|34=2|49=ISLD|52=<TIME>|56=TW|{body}")
+
+
+def test_16_messages_sent_while_disconnected_are_recovered_by_resend(rig: Rig) -> None:
+    """FIX 4.4 Vol. 2 test 16: messages queued while disconnected reach the peer on resend."""
+    rig.logon()
+    rig.session.on_disconnected(rig.clock.now_ns())
+    rig.clock.advance(S)
+    queued_at = rig.text("<TIME>")
+    assert not rig.session.send(OutMessage("8", list(ER)))  # not sent now: kept as 2
+    assert rig.session.drain() == []
+    rig.clock.advance(S)
+    rig.session.on_connected(rig.clock.now_ns())
+    out = rig.send("35=A|34=2|49=TW|52=<TIME>|56=ISLD|98=0|108=30")
+    assert readable(out) == rig.ours("35=A|34=3|49=ISLD|52=<TIME>|56=TW|98=0|108=30")
+    # The peer expected 2 and sees 3: it asks, and the queued ExecutionReport comes.
+    out = rig.send("35=2|34=3|49=TW|52=<TIME>|56=ISLD|7=2|16=0")
+    body = "|".join(f"{t}={v}" for t, v in ER)
+    assert readable(out) == rig.ours(
+        f"35=8|34=2|43=Y|49=ISLD|52=<TIME>|56=TW|122={queued_at}|{body}",
+        "35=4|34=3|43=Y|49=ISLD|52=<TIME>|56=TW|122=<TIME>|36=4|123=Y",
+    )
