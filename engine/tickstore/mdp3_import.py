@@ -31,7 +31,8 @@ import numpy.typing as npt
 
 from engine.feeds.sbe.book import build_mbp_books, first_arrivals
 from engine.feeds.sbe.mdp3 import DecodedCapture, decode_capture
-from engine.feeds.sbe.schema import Schema, load_schema
+from engine.feeds.sbe.schema import Schema
+from engine.feeds.sbe.schema_xml import load_schema
 from engine.tickstore.importing import (
     GAPS_ATTR,
     Grid,

@@ -38,7 +38,7 @@ import pytest
 from engine.feeds.pcap import udp_payloads
 from engine.feeds.sbe.decoder import MDP3_FRAMING, SbeDecoder, pack_packets
 from engine.feeds.sbe.mdp3 import decode_capture
-from engine.feeds.sbe.schema import load_schema
+from engine.feeds.sbe.schema_xml import load_schema
 from tests.benchmarks import judge
 
 SHARED = Path(__file__).resolve().parents[3] / "shared"

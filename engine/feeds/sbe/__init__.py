@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Schema-driven SBE decoding (CME MDP 3.0): schema XML, numba decoders, packet framing.
 
-* :mod:`~engine.feeds.sbe.schema`: :func:`load_schema` reads an SBE schema XML file.
+* :mod:`~engine.feeds.sbe.schema`: the schema as frozen dataclasses (:class:`Schema`);
+  :mod:`~engine.feeds.sbe.schema_xml`: :func:`load_schema` reads an SBE schema XML file.
 * :mod:`~engine.feeds.sbe.decoder`: :class:`SbeDecoder` decodes a buffer of packets into one
   structured array per message type and per repeating group (table-driven numba kernels in
   :mod:`~engine.feeds.sbe._kernels`).
@@ -13,7 +14,8 @@
 
 from engine.feeds.sbe.decoder import MDP3_FRAMING, Decoded, Framing, SbeDecoder
 from engine.feeds.sbe.mdp3 import DecodedCapture, decode_capture, decode_payloads
-from engine.feeds.sbe.schema import Schema, SchemaError, load_schema
+from engine.feeds.sbe.schema import Schema, SchemaError
+from engine.feeds.sbe.schema_xml import load_schema
 
 __all__ = [
     "MDP3_FRAMING",

@@ -39,7 +39,8 @@ from engine.feeds.sbe.decoder import (
     TemplateRows,
     pack_packets,
 )
-from engine.feeds.sbe.schema import Schema, load_schema
+from engine.feeds.sbe.schema import Schema
+from engine.feeds.sbe.schema_xml import load_schema
 
 #: ``seq_status`` of a packet.
 SEQ_IN_ORDER = 0

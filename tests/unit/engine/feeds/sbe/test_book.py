@@ -15,7 +15,8 @@ from engine.feeds.sbe.book import (
     ready_to_trade_ns,
 )
 from engine.feeds.sbe.mdp3 import DecodedCapture, decode_capture, decode_payloads
-from engine.feeds.sbe.schema import Schema, load_schema
+from engine.feeds.sbe.schema import Schema
+from engine.feeds.sbe.schema_xml import load_schema
 from tests.conftest import SHARED
 
 DATA = SHARED / "data/cme_mdp3_sbe"

@@ -9,14 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.feeds.sbe.schema import (
-    CompositeType,
-    EncodedType,
-    EnumType,
-    SchemaError,
-    SetType,
-    load_schema,
-)
+from engine.feeds.sbe.schema import CompositeType, EncodedType, EnumType, SchemaError, SetType
+from engine.feeds.sbe.schema_xml import load_schema
 from tests.conftest import SHARED
 
 DATA = SHARED / "data/cme_mdp3_sbe/schema"

@@ -16,7 +16,8 @@ from engine.feeds.sbe.mdp3 import (
     decode_capture,
     decode_payloads,
 )
-from engine.feeds.sbe.schema import Schema, load_schema
+from engine.feeds.sbe.schema import Schema
+from engine.feeds.sbe.schema_xml import load_schema
 from tests.conftest import SHARED
 
 DATA = SHARED / "data/cme_mdp3_sbe"
