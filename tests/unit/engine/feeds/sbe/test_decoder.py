@@ -18,7 +18,8 @@ from engine.feeds.pcap import udp_payloads
 from engine.feeds.sbe import _kernels as k
 from engine.feeds.sbe.decoder import MDP3_FRAMING, Framing, SbeDecoder, pack_packets
 from engine.feeds.sbe.mdp3 import decode_payloads
-from engine.feeds.sbe.schema import Schema, load_schema
+from engine.feeds.sbe.schema import Schema
+from engine.feeds.sbe.schema_xml import load_schema
 from tests.conftest import SHARED
 
 DATA = SHARED / "data/cme_mdp3_sbe"
