@@ -22,6 +22,11 @@ tables compiled here from the layouts.
 
 Not checked here: field values against the specification's code sets (a Side of ``'Z'``
 encodes and decodes), and whether an option is allowed on a given message type.
+
+Why one long module: the message types and their codec are one unit. The codec is generated
+from each type's ``LAYOUT`` (a struct encoder, decoder and constructor written out per message
+type, the kernels' layout tables checked against the dataclass fields), and
+:meth:`OuchMessage.encode` calls it; split apart, the two modules would import each other.
 """
 
 from __future__ import annotations
