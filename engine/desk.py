@@ -5,6 +5,11 @@
 position book, the strategy runner and the market data it marks positions with, answers the
 trading commands (orders, cancel-all, flatten, kill switch, strategy control) and describes its
 state as events for new clients.
+
+Why one long module: the parts themselves live in their packages (``engine.oms``,
+``engine.portfolio``, ``engine.strategy``); what is here is the one component that wires them,
+and its restart recovery, command handling and position events all work on the same router,
+position book and runner, so they stay one class.
 """
 
 import asyncio
