@@ -39,7 +39,7 @@ from engine.fix.dictionary import (
     default_dictionary_path,
     spec_to_xml,
 )
-from engine.fix.dictxml import rewrite
+from engine.fix.dictionary.rewrite import rewrite
 from engine.fix.edit.splitting import split_fields
 from engine.fix.fields import check_format
 from engine.fix.validation.walk import find_issues
@@ -565,8 +565,8 @@ class DictionaryEditor:
         """Return the edited dictionary as a complete QuickFIX XML document.
 
         A dictionary loaded from a file is that file's text with only the changed definitions
-        written again, in its own style (:func:`engine.fix.dictxml.rewrite`): unchanged, it is
-        the same bytes.
+        written again, in its own style (:func:`engine.fix.dictionary.rewrite.rewrite`):
+        unchanged, it is the same bytes.
         """
         if self.original is not None:
             return rewrite(self.original, self.base.spec, self.spec)

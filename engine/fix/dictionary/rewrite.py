@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Writing an edited dictionary back into its own file: the same bytes where nothing changed.
 
-:func:`engine.fix.dictionary.spec_to_xml` writes a whole dictionary in one style. A user who
+:func:`engine.fix.dictionary.writer.spec_to_xml` writes a whole dictionary in one style. A user who
 opened QuickFIX's ``FIX44.xml``, changed one field and saved expects a one-field diff, not a
 file rewritten in another quoting. :func:`rewrite` therefore edits the original text: every
 message, component and field definition (and the header and trailer) that did not change keeps
@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-from engine.fix.dictionary import (
+from engine.fix.dictionary.spec import (
     ComponentDef,
     ComponentMember,
     DictionarySpec,
@@ -23,8 +23,8 @@ from engine.fix.dictionary import (
     FieldMember,
     Member,
     MessageSpec,
-    spec_to_xml,
 )
+from engine.fix.dictionary.writer import spec_to_xml
 
 T = TypeVar("T")
 
