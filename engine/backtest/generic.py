@@ -6,7 +6,9 @@ The strategy, the :class:`engine.strategy.runner.StrategyRunner`, the
 production ones; only the clock (:class:`engine.clock.TestClock`, moved by the replay) and
 the venue (:class:`BacktestVenue`, an :class:`engine.oms.venue.Venue`) are simulated. The
 venue keeps the market book and the own orders' queue positions with the kernels of
-:mod:`engine.matching` (exact FIFO in L3, a queue model in L2).
+:mod:`engine.matching` (exact FIFO in L3, a queue model in L2:
+:class:`engine.backtest.own_queue.OwnQueue`); strategies read the book through
+:mod:`engine.backtest.views`.
 
 One timeline, in time order (ties in this order): the venue applies market event ``i`` at
 its exchange time ``ts``; the venue's answers reach the order manager ``response`` later;
@@ -36,7 +38,9 @@ import numpy.typing as npt
 
 from engine.backtest.journal import BacktestJournal
 from engine.backtest.models import ConstantLatency, LatencyModel, Level
+from engine.backtest.own_queue import OwnQueue
 from engine.backtest.rules import MarketRules, l2_window, l3_window, market_rules
+from engine.backtest.views import L2View, L3View
 from engine.book._kernels import l2_apply
 from engine.book.l2 import L2Books
 from engine.book.l3 import L3Book
@@ -45,7 +49,6 @@ from engine.clock import TestClock
 from engine.enums import ExecType, OrdStatus, OrdType, Side, TimeInForce
 from engine.events import BookUpdated, Event, OrderFilled, TradeReported
 from engine.instruments import Instrument
-from engine.matching import _kernels as mk
 from engine.matching.models import ConservativeQueue, QueueModel
 from engine.oms.order import Order, PendingRequest
 from engine.oms.router import OrderRouter
@@ -55,7 +58,6 @@ from engine.strategy.base import Strategy
 from engine.strategy.runner import LiveContext, StrategyRunner
 from engine.types import (
     BUY,
-    FILL_DTYPE,
     L2_EVENT_DTYPE,
     L2_TRADE,
     L3_EVENT_DTYPE,
@@ -63,7 +65,6 @@ from engine.types import (
     OWN_ACTIVE,
     OWN_CANCELED,
     OWN_FILLED,
-    OWN_ORDER_DTYPE,
     OWN_PENDING,
     PRIO_DEFAULT,
     SELL,
@@ -84,203 +85,6 @@ def _bisect_near(a: list[int], x: int, lo: int) -> int:
     hi = min(len(a), lo + 128)
     k = bisect_right(a, x, lo, hi)
     return k if k < hi else bisect_right(a, x, hi)
-
-
-# ------------------------------------------------------------------------- book views
-class L2View:
-    """A :class:`engine.strategy.base.BookView` over book 0 of an :class:`L2Books`.
-
-    With ``held`` the touch is read once per change of the book (:meth:`refresh`, called by
-    whoever applies rows to it) instead of on every question.
-    """
-
-    def __init__(self, books: L2Books, symbol: str, *, held: bool = False) -> None:
-        self._books = books
-        self._symbol = symbol
-        self._held = held
-        self._bid: tuple[int, int] | None = None
-        self._ask: tuple[int, int] | None = None
-        if held:
-            self.refresh()
-
-    def refresh(self) -> None:
-        """Read the touch again after rows were applied to the book."""
-        self._bid, self._ask = self._books.touch(0)
-
-    @property
-    def symbol(self) -> str:
-        """Return the instrument's symbol."""
-        return self._symbol
-
-    def best_bid(self) -> tuple[int, int] | None:
-        """Return the best bid ``(px_ticks, qty_lots)``."""
-        return self._bid if self._held else self._books.best_bid(0)
-
-    def best_ask(self) -> tuple[int, int] | None:
-        """Return the best ask ``(px_ticks, qty_lots)``."""
-        return self._ask if self._held else self._books.best_ask(0)
-
-    def top(self, depth: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        """Return the best ``depth`` levels per side, ``(m, 2)`` arrays of (px, qty)."""
-        return self._books.top(0, depth)
-
-
-class L3View:
-    """A :class:`engine.strategy.base.BookView` over an :class:`L3Book` (levels aggregated)."""
-
-    def __init__(self, book: L3Book, symbol: str) -> None:
-        self._book = book
-        self._symbol = symbol
-
-    @property
-    def symbol(self) -> str:
-        """Return the instrument's symbol."""
-        return self._symbol
-
-    def best_bid(self) -> tuple[int, int] | None:
-        """Return the best bid ``(px_ticks, qty_lots)``."""
-        return self._book.best_bid()
-
-    def best_ask(self) -> tuple[int, int] | None:
-        """Return the best ask ``(px_ticks, qty_lots)``."""
-        return self._book.best_ask()
-
-    def top(self, depth: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        """Return the best ``depth`` levels per side, ``(m, 2)`` arrays of (px, qty)."""
-        lq = self._book.level_qty
-        lo = self._book.px_min
-        bi = np.flatnonzero(lq[0] > 0)[::-1][:depth]
-        ai = np.flatnonzero(lq[1] > 0)[:depth]
-        bids = np.stack([bi + lo, lq[0][bi]], axis=1).astype(np.int64)
-        asks = np.stack([ai + lo, lq[1][ai]], axis=1).astype(np.int64)
-        return bids, asks
-
-
-# ------------------------------------------------------------------------- own orders
-class OwnQueue:
-    """Own orders at the simulated venue: queue positions and fills, through the kernels.
-
-    Rows are added when a request reaches the venue (so in time order); ``order_id`` of row
-    ``j`` is ``j + 1``. :meth:`replay` replays market events over the book and the own orders
-    and returns the fills (``FILL_DTYPE``).
-    """
-
-    def __init__(self, level: Level, book: L2Books | L3Book, model: QueueModel) -> None:
-        self.level = level
-        self.book = book
-        self._l2 = isinstance(book, L2Books)
-        self._code, self._param = model.code
-        self.own = np.zeros(256, OWN_ORDER_DTYPE)
-        self.n = 0
-        self.act = np.zeros(256, np.int64)
-        self.rs = np.zeros(mk.RS_N, np.int64)
-        self.rs[mk.RS_CANCEL_TS] = _NEVER
-        self.ox = np.empty((1, 2), np.int64)
-        self.ox[0, 0] = np.iinfo(np.int64).min
-        self.ox[0, 1] = _NEVER
-        self.fills = np.zeros(256, FILL_DTYPE)
-
-    def add(self, side: int, px: int, qty: int, ts: int) -> int:
-        """Add an own limit order reaching the venue at ``ts``; return its row."""
-        if self.n == self.own.shape[0]:
-            grown = np.zeros(2 * self.n, OWN_ORDER_DTYPE)
-            grown[: self.n] = self.own
-            act = np.zeros(2 * self.n, np.int64)
-            act[: self.n] = self.act
-            self.own, self.act = grown, act
-        j = self.n
-        r = self.own[j]
-        r["order_id"] = j + 1
-        r["ts"] = ts
-        r["px"] = px
-        r["qty"] = qty
-        r["leaves"] = qty
-        r["cancel_ts"] = _NEVER
-        r["side"] = side
-        r["status"] = OWN_PENDING
-        self.n += 1
-        return j
-
-    def cancel(self, j: int, ts: int) -> None:
-        """Cancel row ``j`` from venue time ``ts`` on."""
-        r = self.own[j]
-        r["cancel_ts"] = min(int(r["cancel_ts"]), ts)
-        if r["status"] == OWN_ACTIVE and ts < self.rs[mk.RS_CANCEL_TS]:
-            self.rs[mk.RS_CANCEL_TS] = ts
-
-    def settle(self, ts: int) -> npt.NDArray[np.void]:
-        """Carry out the arrivals and cancels due by ``ts`` without a market event.
-
-        Returns the fills of orders that took liquidity on arrival.
-        """
-        self._room(1)
-        nf = 0
-        own = self.own[: self.n]
-        nxt = int(self.rs[mk.RS_NEXT])
-        if nxt < self.n and int(own[nxt]["ts"]) <= ts:
-            if isinstance(self.book, L2Books):
-                nf = mk._l2_arrive(
-                    self.book._q, self.book._st, own, self.act, self.rs, self.ox, ts,
-                    self.fills, 0,
-                )  # fmt: skip
-            else:
-                a = self.book.arrays
-                nf = mk._l3_arrive(a.lv, a.st, own, self.act, self.rs, self.ox, ts, self.fills, 0)
-        if ts >= self.rs[mk.RS_CANCEL_TS]:
-            mk._cancel_due(own, self.act, self.rs, self.ox, ts)
-        return self.fills[: int(nf)]
-
-    def _room(self, n_events: int) -> None:
-        # each event (or settlement) fills each live row at most once
-        live = int(self.rs[mk.RS_NACT]) + self.n - int(self.rs[mk.RS_NEXT])
-        need = live * n_events + 1
-        if self.fills.shape[0] < need:
-            self.fills = np.zeros(max(need, 2 * self.fills.shape[0]), FILL_DTYPE)
-
-    def status(self, j: int) -> int:
-        """Return the ``OWN_*`` status of row ``j``."""
-        return int(self.own[j]["status"])
-
-    def leaves(self, j: int) -> int:
-        """Return the open lots of row ``j``."""
-        return int(self.own[j]["leaves"])
-
-    def replay(
-        self, ev: npt.NDArray[np.void], *, stop_at_fill: bool
-    ) -> tuple[npt.NDArray[np.void], int]:
-        """Replay ``ev``; return the fills and the rows replayed.
-
-        With ``stop_at_fill`` the replay returns after the first row that filled an own
-        order, so that the fills are answered before the market moves on.
-        """
-        rs = self.rs
-        if stop_at_fill:  # _room(1), inline: this runs once per venue step
-            if self.fills.shape[0] <= rs.item(mk.RS_NACT) + self.n - rs.item(mk.RS_NEXT):
-                self._room(1)
-        else:
-            self._room(int(ev.shape[0]))
-        rs[mk.RS_NFILLS] = 0
-        rs[mk.RS_STOP] = stop_at_fill
-        own = self.own[: self.n]
-        if self._l2:
-            pos = mk.l2_replay_own(
-                self.book._q, self.book._st, ev, 0, own, self.act, rs, self.ox,  # type: ignore[union-attr]
-                self.fills, self._code, self._param,
-            )  # fmt: skip
-        else:
-            pos = 0
-            while True:
-                a = self.book.arrays  # type: ignore[union-attr]
-                pos = int(
-                    mk.l3_replay_own(
-                        a.o, a.lv, a.st, a.keys, a.vals, a.free, ev, pos, own, self.act,
-                        rs, self.ox, self.fills,
-                    )
-                )  # fmt: skip
-                if pos >= ev.shape[0] or (stop_at_fill and rs[mk.RS_NFILLS]):
-                    break
-                a.grow()
-        return self.fills[: rs.item(mk.RS_NFILLS)], int(pos)
 
 
 # --------------------------------------------------------------------------- the venue
