@@ -396,6 +396,16 @@ def test_7_received_reject_is_counted_and_not_answered(rig: Rig) -> None:
     assert readable(out) == rig.ours("35=5|34=2|49=ISLD|52=<TIME>|56=TW")
 
 
+def test_7_2b_reject_with_msg_seq_num_too_high_is_a_gap(rig: Rig) -> None:
+    """FIX 4.4 Vol. 2 tests 2b, 7: a Reject is sequenced like any message (QuickFIX: not)."""
+    rig.logon()
+    out = rig.send("35=3|34=4|49=TW|52=<TIME>|56=ISLD|45=1")
+    assert readable(out) == rig.ours("35=2|34=2|49=ISLD|52=<TIME>|56=TW|7=2|16=0")
+    assert rig.session.next_target_seq_num == 2
+    assert rig.send("35=4|34=2|43=Y|49=TW|52=<TIME>|56=ISLD|122=<TIME>|36=4|123=Y") == []
+    assert rig.session.next_target_seq_num == 5  # the queued Reject counted after the fill
+
+
 # ----------------------------------------------------------------------------- SequenceReset
 
 
@@ -1017,3 +1027,13 @@ def test_16_messages_sent_while_disconnected_are_recovered_by_resend(rig: Rig) -
         f"35=8|34=2|43=Y|49=ISLD|52=<TIME>|56=TW|122={queued_at}|{body}",
         "35=4|34=3|43=Y|49=ISLD|52=<TIME>|56=TW|122=<TIME>|36=4|123=Y",
     )
+
+
+def test_13b_unsolicited_logout_is_answered_then_disconnected(rig: Rig) -> None:
+    """FIX 4.4 Vol. 2 test 13b: an unsolicited Logout is answered by a Logout; then disconnect."""
+    rig.logon()
+    out = rig.send("35=5|34=2|49=TW|52=<TIME>|56=ISLD|58=closing")
+    assert readable(out) == rig.ours("35=5|34=2|49=ISLD|52=<TIME>|56=TW")
+    assert rig.ended()
+    assert rig.app.logouts == 1
+    assert (rig.session.next_sender_seq_num, rig.session.next_target_seq_num) == (3, 3)
