@@ -34,7 +34,27 @@ MSG_END: int = 1
 MSG_FIRST_FIELD: int = 2
 MSG_FIELD_COUNT: int = 3
 MSG_STATUS: int = 4
-MSG_COLUMNS: int = 5
+#: The session header as the framing kernel read it, when given what to expect (see
+#: :func:`read_header`): ``HEAD_*`` flags, MsgSeqNum <34> and SendingTime <52> in ns.
+MSG_HEAD: int = 5
+MSG_SEQ: int = 6
+MSG_SENT: int = 7
+MSG_COLUMNS: int = 8
+
+#: ``MSG_HEAD`` flags. The header is in the standard layout 8, 9, 35, 34, 49, 52, 56.
+HEAD_STANDARD: int = 1
+#: BeginString <8> is the expected one.
+HEAD_BEGIN: int = 2
+#: SenderCompID <49> and TargetCompID <56> are the expected ones.
+HEAD_COMP_IDS: int = 4
+#: MsgSeqNum <34> is digits and fits ``MSG_SEQ``.
+HEAD_SEQ: int = 8
+#: SendingTime <52> is a valid UTCTimestamp, ``MSG_SENT`` its ns since the epoch.
+HEAD_SENT: int = 16
+#: MsgType <35> is a session-level (admin) type.
+HEAD_ADMIN: int = 32
+#: What a message needs to take the session's compiled fast path (CompIDs aside: optional).
+HEAD_FAST: int = HEAD_STANDARD | HEAD_BEGIN | HEAD_SEQ | HEAD_SENT
 
 _SOH = 1
 _EQ = 61
@@ -123,6 +143,159 @@ def _tokenize(
     return k
 
 
+def header_expectation(begin: bytes, sender: bytes, target: bytes) -> npt.NDArray[np.uint8]:
+    """Return what :func:`read_header` compares a header with (each value at most 255 bytes).
+
+    ``sender`` is the SenderCompID <49> expected of the counterparty (our TargetCompID),
+    ``target`` its TargetCompID <56> (our SenderCompID).
+    """
+    if max(len(begin), len(sender), len(target)) > 255:
+        raise ValueError("BeginString and CompIDs longer than 255 bytes are not compared here")
+    head = bytes((len(begin), len(sender), len(target)))
+    return np.frombuffer(head + begin + sender + target, dtype=np.uint8).copy()
+
+
+@kernel
+def _same(buf: bytes, s: int, e: int, expect: npt.NDArray[np.uint8], at: int, n: int) -> bool:
+    if e - s != n:
+        return False
+    for j in range(n):  # noqa: SIM110  (numba: a loop, not a generator)
+        if buf[_U(s + j)] != expect[_U(at + j)]:
+            return False
+    return True
+
+
+@kernel
+def _days_from_civil(y: int, m: int, d: int) -> int:
+    # Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
+    if m <= 2:
+        y -= 1
+    era = y // 400
+    yoe = y - era * 400
+    mp = m - 3 if m > 2 else m + 9
+    doy = (153 * mp + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+@kernel
+def _timestamp_ns(buf: bytes, s: int, e: int) -> int:  # noqa: C901  (one check per part)
+    # A UTCTimestamp YYYYMMDD-HH:MM:SS[.f{1,9}] as ns since the epoch; -1 when it is not one
+    # (the same grammar and ranges as engine.fix.fields.parse_utc_timestamp).
+    n = e - s
+    if n != 17 and not 19 <= n <= 27:
+        return -1
+    if buf[_U(s + 8)] != 45 or buf[_U(s + 11)] != 58 or buf[_U(s + 14)] != 58:
+        return -1
+    for j in (0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 12, 13, 15, 16):
+        if not _ZERO <= buf[_U(s + j)] <= _NINE:
+            return -1
+    y = _two(buf, s) * 100 + _two(buf, s + 2)
+    mo = _two(buf, s + 4)
+    d = _two(buf, s + 6)
+    hh = _two(buf, s + 9)
+    mm = _two(buf, s + 12)
+    ss = _two(buf, s + 15)
+    if mo < 1 or mo > 12 or d < 1 or hh > 23 or mm > 59 or ss > 60:
+        return -1
+    if y < 1678 or y > 2261:
+        return -1  # ns since the epoch in int64: 1677-09-21 to 2262-04-11 (the rest: Python)
+    leap = y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
+    dim = 31
+    if mo == 2:
+        dim = 29 if leap else 28
+    elif mo in (4, 6, 9, 11):
+        dim = 30
+    if d > dim:
+        return -1
+    frac = 0
+    if n > 17:
+        if buf[_U(s + 17)] != 46:
+            return -1
+        for j in range(s + 18, e):
+            c = int(buf[_U(j)]) - _ZERO
+            if c < 0 or c > 9:
+                return -1
+            frac = frac * 10 + c
+        for _ in range(27 - n):
+            frac *= 10
+    days = _days_from_civil(y, mo, d)
+    return ((days * 24 + hh) * 60 + mm) * 60 * 1_000_000_000 + ss * 1_000_000_000 + frac
+
+
+@kernel
+def read_header(
+    buf: bytes,
+    s: int,
+    fields: npt.NDArray[np.int64],
+    f: int,
+    count: int,
+    expect: npt.NDArray[np.uint8],
+    msgs: npt.NDArray[np.int64],
+    row: int,
+) -> None:
+    """Read the session header of the frame at ``s`` into ``msgs[row]``.
+
+    The frame's fields are ``f`` … ``f + count``; written: ``MSG_HEAD`` flags, ``MSG_SEQ``
+    and ``MSG_SENT``. The session's fast path (``FixSession``) takes a message on these flags
+    and numbers instead of slicing and parsing its header in Python; a flag not set sends the
+    message down the full path, which decides exactly as before.
+    """
+    flags = 0
+    seq = 0
+    sent = 0
+    if (
+        count >= 7
+        and fields[0, _U(f)] == 8
+        and fields[0, _U(f + 1)] == 9
+        and fields[0, _U(f + 2)] == 35
+        and fields[0, _U(f + 3)] == 34
+        and fields[0, _U(f + 4)] == 49
+        and fields[0, _U(f + 5)] == 52
+        and fields[0, _U(f + 6)] == 56
+    ):
+        flags = HEAD_STANDARD
+        nb = int(expect[0])
+        ns = int(expect[1])
+        nt = int(expect[2])
+        if _same(buf, s + fields[1, _U(f)], s + fields[2, _U(f)], expect, 3, nb):
+            flags |= HEAD_BEGIN
+        if _same(
+            buf, s + fields[1, _U(f + 4)], s + fields[2, _U(f + 4)], expect, 3 + nb, ns
+        ) and _same(
+            buf, s + fields[1, _U(f + 6)], s + fields[2, _U(f + 6)], expect, 3 + nb + ns, nt
+        ):
+            flags |= HEAD_COMP_IDS
+        a = s + fields[1, _U(f + 3)]
+        b = s + fields[2, _U(f + 3)]
+        if 0 < b - a <= 18:
+            ok = True
+            for j in range(a, b):
+                c = int(buf[_U(j)]) - _ZERO
+                if c < 0 or c > 9:
+                    ok = False
+                    break
+                seq = seq * 10 + c
+            if ok:
+                flags |= HEAD_SEQ
+            else:
+                seq = 0
+        a = s + fields[1, _U(f + 2)]
+        b = s + fields[2, _U(f + 2)]
+        if b - a == 1:
+            c = buf[_U(a)]
+            if _ZERO <= c <= 53 or c == 65:  # "0" ... "5", "A"
+                flags |= HEAD_ADMIN
+        sent = _timestamp_ns(buf, s + fields[1, _U(f + 5)], s + fields[2, _U(f + 5)])
+        if sent >= 0:
+            flags |= HEAD_SENT
+        else:
+            sent = 0
+    msgs[row, MSG_HEAD] = flags
+    msgs[row, MSG_SEQ] = seq
+    msgs[row, MSG_SENT] = sent
+
+
 @kernel
 def scan_frames(  # noqa: C901  (one pass, one kernel: splitting costs calls)
     buf: bytes,
@@ -130,6 +303,7 @@ def scan_frames(  # noqa: C901  (one pass, one kernel: splitting costs calls)
     msgs: npt.NDArray[np.int64],
     fields: npt.NDArray[np.int64],
     data_tags: npt.NDArray[np.int64],
+    expect: npt.NDArray[np.uint8],
 ) -> tuple[int, int, int]:
     """Frame, verify and tokenize the FIX messages in ``buf[:n]``.
 
@@ -154,6 +328,10 @@ def scan_frames(  # noqa: C901  (one pass, one kernel: splitting costs calls)
     data_tags : int64[:]
         ``data_tags[length_tag]`` is the DATA tag whose byte count ``length_tag`` gives
         (RawDataLength <95> -> RawData <96>), 0 elsewhere; such values may contain SOH.
+    expect : uint8[:]
+        The session header to expect (:func:`header_expectation`), or empty: then columns
+        ``MSG_HEAD`` … ``MSG_SENT`` of a good frame are 0. Otherwise they hold what
+        :func:`read_header` found.
 
     Returns
     -------
@@ -305,6 +483,10 @@ def scan_frames(  # noqa: C901  (one pass, one kernel: splitting costs calls)
                 status = FRAME_BAD_ORDER
             else:
                 msgs[nm, 3] = k - nf
+                if expect.shape[0] > 0:
+                    read_header(buf, s, fields, nf, k - nf, expect, msgs, nm)
+                else:
+                    msgs[nm, MSG_HEAD] = 0
                 nf = k
         msgs[nm, 4] = status
         nm += 1
@@ -551,12 +733,13 @@ def scan_and_check(
     msgs: npt.NDArray[np.int64],
     fields: npt.NDArray[np.int64],
     data_tags: npt.NDArray[np.int64],
+    expect: npt.NDArray[np.uint8],
     table: npt.NDArray[np.int64],
     out: npt.NDArray[np.int64],
     base: int,
 ) -> tuple[int, int, int]:
     """:func:`scan_frames`, then :func:`check_layouts` of the frames written, in one call."""
-    nm, nf, consumed = scan_frames(buf, n, msgs, fields, data_tags)
+    nm, nf, consumed = scan_frames(buf, n, msgs, fields, data_tags, expect)
     check_layouts(buf, msgs, nm, fields, table, out, base)
     return nm, nf, consumed
 

@@ -319,6 +319,10 @@ def data_tag_table(pairs: dict[int, int] | None = None) -> npt.NDArray[np.int64]
     return table
 
 
+#: No header to read (an empty expectation: the kernel writes no header flags).
+_NO_EXPECTATION: npt.NDArray[np.uint8] = np.zeros(0, dtype=np.uint8)
+
+
 def _ints(column: npt.NDArray[np.int64]) -> array[int]:
     # A contiguous int64 column as array("q"): one memcpy (``tolist`` made a Python int of
     # every value: three quarters of the cost of decoding into messages).
@@ -351,7 +355,8 @@ class DecodedBatch:
     buf : bytes
         The bytes the offsets refer to.
     msgs : int64[n, MSG_COLUMNS]
-        One row per frame (start, end, first field, field count, status).
+        One row per frame (start, end, first field, field count, status, and the header as
+        the kernel read it: flags, MsgSeqNum, SendingTime; see ``MSG_HEAD``).
     fields : int64[3, nf]
         Per field: tag, value start, value end (offsets relative to the start of the field's
         frame); ``tags``, ``vstart`` and ``vend`` are its rows.
@@ -397,7 +402,7 @@ class DecodedBatch:
 
     @property
     def rows(self) -> list[list[int]]:
-        """Return the message table as Python lists (start, end, first, count, status)."""
+        """Return the message table as Python lists (one per frame, ``MSG_COLUMNS`` values)."""
         if self._rows is None:
             self._rows = self.msgs.tolist()
         return self._rows
@@ -419,7 +424,7 @@ class DecodedBatch:
 
     def message(self, i: int, ts_recv: int = 0) -> FixMessage:
         """Return frame ``i`` as a :class:`FixMessage` (copies its bytes and offsets)."""
-        start, end, a, count, _ = self.rows[i]
+        start, end, a, count, *_ = self.rows[i]
         b = a + count
         tags, vstart, vend = self.field_lists()
         raw = self.buf[start:end]
@@ -453,7 +458,7 @@ class DecodedBatch:
                     else FixMessage(
                         buf[start:end], tags, vstart, vend, a - f0, a - f0 + count, ts_recv
                     )
-                    for start, end, a, count, status in block
+                    for start, end, a, count, status, *_ in block
                 ]
             else:
                 out += [
@@ -462,7 +467,7 @@ class DecodedBatch:
                     else FixMessage(
                         buf[start:end], tags, vstart, vend, a - f0, a - f0 + count, ts_recv, c
                     )
-                    for (start, end, a, count, status), c in zip(
+                    for (start, end, a, count, status, *_), c in zip(
                         block, checked[j : j + MESSAGES_PER_BLOCK], strict=True
                     )
                 ]
@@ -491,6 +496,7 @@ class FixDecoder:
     __slots__ = (
         "_checked",
         "_data_tags",
+        "_expect",
         "_fields",
         "_msgs",
         "_pending",
@@ -511,6 +517,7 @@ class FixDecoder:
         self._msgs = np.zeros((256, _kernels.MSG_COLUMNS), dtype=np.int64)
         self._fields = np.zeros((3, 8192), dtype=np.int64)
         self._checked = np.zeros(256, dtype=np.int64)
+        self._expect = _NO_EXPECTATION
         #: The session's layouts (:mod:`engine.fix.layouts`): each frame decoded is marked
         #: with what they prove of it (``DecodedBatch.checked``, ``FixMessage.checked``).
         self.layouts: LayoutTable | None = None
@@ -526,6 +533,21 @@ class FixDecoder:
     def reset(self) -> None:
         """Forget any partial message (on a new connection)."""
         self._pending = b""
+
+    def expect_header(self, begin: bytes, sender: bytes, target: bytes) -> None:
+        """Have every frame's session header read against these values (or none: ``b""``s).
+
+        ``sender``/``target``: the SenderCompID <49> and TargetCompID <56> expected of the
+        counterparty's messages. The kernel then writes the header's flags, MsgSeqNum and
+        SendingTime into each frame's row (``MSG_HEAD`` … ``MSG_SENT``) for the session's
+        fast path; values longer than 255 bytes are not compared (no flags).
+        """
+        try:
+            self._expect = (
+                _kernels.header_expectation(begin, sender, target) if begin else _NO_EXPECTATION
+            )
+        except ValueError:
+            self._expect = _NO_EXPECTATION
 
     def _ensure(self, nbytes: int) -> None:
         need = nbytes // 2 + 2
@@ -557,16 +579,26 @@ class FixDecoder:
             if out.shape[0] < msgs.shape[0]:
                 out = self._checked = np.zeros(msgs.shape[0], dtype=np.int64)
             nm, nf, consumed = _kernels.scan_and_check(
-                buf, n, msgs, fields, self._data_tags, layouts.table, out, layouts.base
+                buf,
+                n,
+                msgs,
+                fields,
+                self._data_tags,
+                self._expect,
+                layouts.table,
+                out,
+                layouts.base,
             )
         else:
-            nm, nf, consumed = _kernels.scan_frames(buf, n, msgs, fields, self._data_tags)
+            nm, nf, consumed = _kernels.scan_frames(
+                buf, n, msgs, fields, self._data_tags, self._expect
+            )
         if consumed >= n:
             self._pending = b""
             if nm <= 32:
                 # The common case: everything framed in one pass, few frames.
                 table = msgs[:nm].tolist()
-                for start, end, _, _, status_code in table:
+                for start, end, _, _, status_code, *_ in table:
                     if status_code:
                         self._report(status_code, buf[start : min(end, start + 4096)])
                 checked = self._check(buf, msgs, nm, fields, marked=bool(layouts))
@@ -588,7 +620,7 @@ class FixDecoder:
         else:
             status = all_rows[:, _kernels.MSG_STATUS]
             bad = all_rows[status != 0].tolist() if status.any() else []
-        for start, end, _, _, status_code in bad:
+        for start, end, _, _, status_code, *_ in bad:
             self._report(status_code, buf[start : min(end, start + 4096)])
         checked = self._check(
             buf, np.ascontiguousarray(all_rows), len(all_rows), fields, marked=marked
@@ -606,7 +638,7 @@ class FixDecoder:
         while nm == msgs.shape[0] and consumed < n:
             scratch = np.zeros((3, fields.shape[1] - nf), dtype=np.int64)
             nm, nf2, used = _kernels.scan_frames(
-                buf[consumed:], n - consumed, msgs, scratch, self._data_tags
+                buf[consumed:], n - consumed, msgs, scratch, self._data_tags, self._expect
             )
             fields[:, nf : nf + nf2] = scratch[:, :nf2]
             part = msgs[:nm].copy()

@@ -28,7 +28,15 @@ from typing import Any, Protocol
 
 from engine.clock import Clock, LiveClock
 from engine.fastlog import get_log
-from engine.fix._kernels import LAYOUT_UNKNOWN
+from engine.fix._kernels import (
+    HEAD_ADMIN,
+    HEAD_COMP_IDS,
+    HEAD_FAST,
+    LAYOUT_UNKNOWN,
+    MSG_HEAD,
+    MSG_SENT,
+    MSG_SEQ,
+)
 from engine.fix.application import (
     Application,
     DoNotSend,
@@ -81,6 +89,13 @@ _NS = 1_000_000_000
 SEQNUM_MAX = (1 << 64) - 1
 #: ``SessionState.resend_range`` when no ResendRequest is outstanding.
 _NO_RANGE = (0, 0)
+#: Columns of a decoder row and the header flags the fast path needs (engine.fix._kernels).
+_HEAD, _SEQ, _SENT = MSG_HEAD, MSG_SEQ, MSG_SENT
+_HEAD_FAST = HEAD_FAST
+_HEAD_FAST_MASK = HEAD_FAST | HEAD_ADMIN
+_HEAD_COMP_IDS = HEAD_COMP_IDS
+#: A MsgType that is not a session-level one (see _next).
+_NOT_ADMIN = b"?"
 _first = operator.itemgetter(0)
 
 #: Version name by ApplVerID <1128> code (``APPL_VER_IDS`` is the dictionary module's table).
@@ -462,31 +477,44 @@ class FixSession:
             self._crash(e)
         return self._leave()
 
-    def on_message(self, msg: FixMessage, now_ns: int) -> list[bytes]:
-        """Process one verified inbound message and return the bytes to send."""
+    def on_message(
+        self, msg: FixMessage, now_ns: int, head: Sequence[int] | None = None
+    ) -> list[bytes]:
+        """Process one verified inbound message and return the bytes to send.
+
+        ``head``: the message's row of the decoder's table when the decoder read its header
+        (:meth:`expected_header`; ``MSG_HEAD`` … ``MSG_SENT`` of :mod:`engine.fix._kernels`),
+        which lets an in-sequence application message skip reading it again here.
+        """
         if self.wants_disconnect:
             return []
-        return self.on_messages((msg,), now_ns)
+        return self.on_messages((msg,), now_ns, None if head is None else (head,))
 
-    def on_messages(self, msgs: Sequence[FixMessage], now_ns: int) -> list[bytes]:
+    def on_messages(
+        self,
+        msgs: Sequence[FixMessage],
+        now_ns: int,
+        heads: Sequence[Sequence[int]] | None = None,
+    ) -> list[bytes]:
         """Process verified inbound messages in order and return the bytes to send.
 
         What :meth:`on_message` does for each (the transport's call for a read that brought
         several), in one call; stops after a message that makes the session want its
-        connection closed.
+        connection closed. ``heads``, when given, holds each message's row as in
+        :meth:`on_message`.
         """
         # _enter and _leave inlined: this runs for every inbound message.
         self._depth += 1
         self._now = now_ns
         log = self.log
         logged = type(log) is not NullLog
-        for msg in msgs:
+        for i, msg in enumerate(msgs):
             if self.wants_disconnect:
                 break
             try:
                 if logged:
                     log.on_incoming(msg.raw, now_ns)
-                self._next(msg, queued=False)
+                self._next(msg, False, None if heads is None else heads[i])
             except Exception as e:
                 self._crash(e)
         self._depth -= 1
@@ -824,15 +852,25 @@ class FixSession:
                 _log.exception("%s: layout not kept for the decoder", self.session_id)
         return issue
 
-    def _next(self, msg: FixMessage, queued: bool) -> None:  # noqa: C901  (QuickFIX's dispatch)
+    def _next(  # noqa: C901  (QuickFIX's dispatch)
+        self, msg: FixMessage, queued: bool, row: Sequence[int] | None = None
+    ) -> None:
         st = self.state
-        head = msg.session_header()
-        mt = head[1] if head is not None else (msg.get(35) or b"")
+        # An application message whose header the decoder's kernel read (row): its MsgType
+        # is not needed unless the fast path declines (any non-admin value means the same to
+        # the handlers below).
+        fast = row is not None and row[_HEAD] & _HEAD_FAST_MASK == _HEAD_FAST
+        head = None if fast else msg.session_header()
+        mt = _NOT_ADMIN if fast else head[1] if head is not None else (msg.get(35) or b"")
         try:
             if self.schedule is not None and not self._check_session_time():
                 self._reset()
                 return
-            if head is None or not self._next_app_in_sequence(msg, head):
+            if fast:
+                assert row is not None
+                if not self._next_app_read(msg, row):
+                    self._dispatch(msg, msg.get(35) or b"")
+            elif head is None or not self._next_app_in_sequence(msg, head):
                 self._dispatch(msg, mt)
         except FieldNotFound as e:
             if self._fix42_plus and mt not in ADMIN_MSG_TYPES:
@@ -954,6 +992,39 @@ class FixSession:
         self.app.from_app(msg, self.session_id)
         self.store.incr_next_target_seq_num()
         return True
+
+    def _next_app_read(self, msg: FixMessage, row: Sequence[int]) -> bool:
+        # _next_app_in_sequence for a message whose header the decoder's kernel read: the
+        # standard layout, BeginString, MsgSeqNum and SendingTime parsed, not admin (HEAD_FAST,
+        # checked by the caller); the same checks on its numbers, the same effects.
+        st = self.state
+        if (
+            not st.received_logon
+            or st.resend_range != _NO_RANGE
+            or row[_SEQ] != self.store.next_target_seq_num
+        ):
+            return False
+        cfg = self.config
+        if cfg.check_comp_id and not row[_HEAD] & _HEAD_COMP_IDS:
+            return False
+        if cfg.check_latency and abs(self._now // _NS - row[_SENT] // _NS) > cfg.max_latency:
+            return False
+        if self._session_dd is not None and self._validate(msg) is not None:
+            return False
+        st.last_received_ns = self._now
+        st.test_request = 0
+        self.app.from_app(msg, self.session_id)
+        self.store.incr_next_target_seq_num()
+        return True
+
+    def expected_header(self) -> tuple[bytes, bytes, bytes]:
+        """Return the BeginString, SenderCompID and TargetCompID the counterparty must send.
+
+        The transport has its decoder read every header against them
+        (:meth:`engine.fix.codec.FixDecoder.expect_header`) and hands the rows to
+        :meth:`on_messages`.
+        """
+        return self._begin, self._target, self._sender
 
     def _logex(self, fn: Callable[..., None], *args: Any) -> None:
         try:

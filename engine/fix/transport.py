@@ -115,7 +115,7 @@ class _Connection(asyncio.Protocol):
         rows = batch.rows
         if len(rows) == 1 and not rows[0][4]:
             # One message per read, the latency path: made here (messages() in short).
-            start, end, a, count, _ = rows[0]
+            start, end, a, count, *_ = rows[0]
             tags, vstart, vend = batch.field_lists()
             checked = batch.checked
             messages: list[FixMessage | None] = [
@@ -126,13 +126,14 @@ class _Connection(asyncio.Protocol):
             ]  # fmt: skip
         else:
             messages = batch.messages(now)
-            if self._burst(messages, now):
+            if self._burst(messages, rows, now):
                 return
-        for (start, end, _, _, status), msg in zip(rows, messages, strict=True):
+        for row, msg in zip(rows, messages, strict=True):
             if self._closing:
                 return
             session = self.session
             if msg is None:
+                start, end, _, _, status, *_ = row
                 reason = FRAME_REASONS.get(status, "garbled")
                 if session is None:
                     _log.info("garbled data before logon (%s): disconnecting", reason)
@@ -148,13 +149,13 @@ class _Connection(asyncio.Protocol):
                     return
                 self._bind(session)
                 self._write(session.on_connected(now))
-            out = session.on_message(msg, now)
+            out = session.on_message(msg, now, row)
             if out and not self._closing:
                 self._pending.extend(out)
             if session.wants_disconnect and session is self.session:
                 self.close()
 
-    def _burst(self, messages: list[FixMessage | None], now: int) -> bool:
+    def _burst(self, messages: list[FixMessage | None], rows: list[list[int]], now: int) -> bool:
         # A burst for a bound session, nothing garbled: the session takes them all in one
         # call (what _process's loop does message by message). False: not such a burst.
         session = self.session
@@ -163,7 +164,10 @@ class _Connection(asyncio.Protocol):
         msgs = cast(list[FixMessage], messages)
         n = len(msgs)
         for i in range(0, n, WRITE_EVERY):
-            out = session.on_messages(msgs if n <= WRITE_EVERY else msgs[i : i + WRITE_EVERY], now)
+            if n <= WRITE_EVERY:
+                out = session.on_messages(msgs, now, rows)
+            else:
+                out = session.on_messages(msgs[i : i + WRITE_EVERY], now, rows[i : i + WRITE_EVERY])
             if self._closing:
                 break
             if out:
@@ -194,6 +198,7 @@ class _Connection(asyncio.Protocol):
         self._owner.active[session] = self
         session.set_responder(self._write_one)
         self._decoder.layouts = session.layouts
+        self._decoder.expect_header(*session.expected_header())
         self._spin_ns = session.config.busy_poll_microseconds * 1000
         self._spinner = None
         if self._spin_ns:
@@ -209,6 +214,7 @@ class _Connection(asyncio.Protocol):
             del self._owner.active[session]
             session.set_responder(None)
             self._decoder.layouts = None
+            self._decoder.expect_header(b"", b"", b"")
             session.on_disconnected(self._clock.now_ns())
             self._owner.on_session_disconnected(session)
         self.session = None

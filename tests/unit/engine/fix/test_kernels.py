@@ -29,7 +29,7 @@ SCAN = [k.scan_frames, k.scan_frames.py_func]  # type: ignore[attr-defined]
 def _scan(fn: Callable[..., Any], data: bytes) -> tuple[int, int, int, np.ndarray, np.ndarray]:
     msgs = np.zeros((64, k.MSG_COLUMNS), dtype=np.int64)
     fields = np.zeros((3, len(data) + 8), dtype=np.int64)
-    nm, nf, used = fn(data, len(data), msgs, fields, data_tag_table())
+    nm, nf, used = fn(data, len(data), msgs, fields, data_tag_table(), np.zeros(0, np.uint8))
     return nm, nf, used, msgs[:nm], fields[0, :nf]
 
 
