@@ -22,6 +22,12 @@ rows per kind, a charted one :data:`CHART_ROWS`. Min/max summaries of 64-row blo
 
 Nothing here touches Qt; everything runs on the thread that feeds it except the reads
 (:class:`RowBuffer.rows`), which may run on worker threads (the depth ladder's look-ups).
+
+Why one module: it is the Analyzer's one live path, :class:`LiveFeed` and what it feeds, held
+to one memory policy (:data:`IDLE_ROWS` / :data:`CHART_ROWS`, drops aligned to
+:data:`BLOCK_ROWS` so the :class:`BlockSummary` blocks stay whole). :class:`RowBuffer` and
+:class:`BlockSummary` have no other user; they would move out when one appears (a new
+analyzer module also goes on the Qt-free contract's list in ``pyproject.toml``).
 """
 
 import functools
