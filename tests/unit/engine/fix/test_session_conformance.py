@@ -58,8 +58,8 @@ DICTIONARIES = {
 #: A NewOrderSingle body valid in FIX.4.4 (TransactTime <60> is filled in as ``<TIME>``).
 NOS = "11=ID|21=3|40=1|54=1|55=INTC|60=<TIME>"
 #: An ExecutionReport body valid in FIX.4.4, for messages our side sends.
-ER = [(6, "0"), (14, "0"), (17, "E1"), (37, "O1"), (39, "0"), (54, "1"), (55, "INTC"),
-      (150, "0"), (151, "100")]  # fmt: skip
+ER = [(6, "0"), (14, "0"), (17, "E1"), (37, "O1"), (39, "0"), (54, "1"), (55, "INTC")]
+ER += [(150, "0"), (151, "100")]
 
 
 # ----------------------------------------------------------------------------- the wire
@@ -131,7 +131,11 @@ class Rig:
         return self.deliver(frame(self.begin, self.text(text)))
 
     def deliver(self, data: bytes) -> list[bytes]:
-        """Deliver raw bytes through the decoder, as the transport does."""
+        """Deliver raw bytes through the decoder, as the transport does.
+
+        Messages are handed over before dropped frames: give one frame per call where the
+        order of good and garbled frames matters.
+        """
         dropped: list[tuple[str, bytes]] = []
         self.decoder.on_garbled = lambda d: dropped.append((d.reason, d.data))
         self.decoder.layouts = self.session.layouts
