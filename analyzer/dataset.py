@@ -12,9 +12,11 @@ to show single ticks (:class:`InstrumentDay` caches the last such window).
 Prices and sizes here are floats in display units (``px * tick_size``, ``qty * lot_size``);
 a missing side of the book is NaN.
 
-Why one long module: it is one pipeline, a day read once into pyramids and windows; the row
-helpers (column builders, :class:`BucketCutter`, :func:`feed_rows`) are the steps of
-:func:`open_day` and :class:`InstrumentDay`, and most of the length is that one class's reads.
+Why one long module: it is one pipeline, a day read once into pyramids and windows, and most
+of the length is :class:`InstrumentDay`'s reads. The row-to-pyramid steps (column builders,
+:class:`BucketCutter`, :func:`feed_rows`, :func:`new_builder`) are :func:`open_day`'s, which
+:mod:`analyzer.summary` reuses; they are the seam to cut along if the module grows (a new
+analyzer module also goes on the Qt-free contract's list in ``pyproject.toml``).
 """
 
 import logging
