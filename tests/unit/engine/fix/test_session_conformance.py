@@ -1041,3 +1041,27 @@ def test_13b_unsolicited_logout_is_answered_then_disconnected(rig: Rig) -> None:
     assert rig.ended()
     assert rig.app.logouts == 1
     assert (rig.session.next_sender_seq_num, rig.session.next_target_seq_num) == (3, 3)
+
+
+@pytest.mark.parametrize(
+    ("begin", "inbound", "reject"),
+    [
+        ("FIX.4.0", "35=0|55=MSFT", "58=Tag not defined for this message type (55)"),
+        ("FIX.4.1", "35=0|55=MSFT", "58=Tag not defined for this message type (55)"),
+        ("FIX.4.2", "35=0|55=MSFT", "58=Tag not defined for this message type|371=55|372=0|373=2"),
+        ("FIX.4.3", "35=0|55=MSFT", "58=Tag not defined for this message type|371=55|372=0|373=2"),
+        # FIX.4.2 defines SessionRejectReason codes up to 11 only: 13 is left out.
+        ("FIX.4.2", "35=1|112=A|112=B", "58=Tag appears more than once|371=112|372=1"),
+        ("FIX.4.3", "35=1|112=A|112=B", "58=Tag appears more than once|371=112|372=1|373=13"),
+    ],
+)
+def test_14_reject_layout_follows_the_version(
+    make_rig: MakeRig, begin: str, inbound: str, reject: str
+) -> None:
+    """FIX 4.0-4.3 Reject <3>: RefTagID/RefMsgType/SessionRejectReason exist from FIX 4.2 on."""
+    rig = make_rig(begin)
+    rig.logon()
+    mt, _, body = inbound.partition("|")
+    out = rig.send(f"{mt}|34=2|49=TW|52=<TIME>|56=ISLD|{body}")
+    assert readable(out) == rig.ours(f"35=3|34=2|49=ISLD|52=<TIME>|56=TW|45=2|{reject}")
+    assert rig.session.next_target_seq_num == 3
