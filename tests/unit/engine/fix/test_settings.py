@@ -18,10 +18,10 @@ from engine.fix.settings import (
     SessionSettings,
     SettingsError,
     TimeOfDay,
-    _check_table,
     load_settings,
     parse_settings,
 )
+from engine.fix.settings.keys import _check_table
 
 ROOT = Path(__file__).resolve().parents[4]
 SAMPLE = ROOT / "resources" / "fix" / "sessions.cfg"
