@@ -1433,6 +1433,8 @@ class FixSession:
             msg.set(141, b"Y")
         if self._is_fixt and self._sender_appl_ver_id:
             msg.set(1137, self._sender_appl_ver_id)
+        if cfg.send_next_expected_msg_seq_num:  # QuickFIX's generateLogon
+            msg.set(789, b"%d" % self.store.next_target_seq_num)
         st.last_received_ns = self._now
         st.test_request = 0
         st.sent_logon = True
@@ -1460,6 +1462,9 @@ class FixSession:
             msg.set(141, b"Y")
         if self._is_fixt and self._sender_appl_ver_id:
             msg.set(1137, self._sender_appl_ver_id)
+        if self.config.send_next_expected_msg_seq_num:
+            # The Logon being answered is not counted yet (QuickFIX: expected target + 1).
+            msg.set(789, b"%d" % (self.store.next_target_seq_num + 1))
         self._send_raw(msg)
         self.state.sent_logon = True
 
