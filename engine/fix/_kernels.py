@@ -6,6 +6,10 @@ The inbound hot path: one call frames every complete message in a buffer, verifi
 tag and value offsets of every field into caller-owned arrays. No Python objects are created.
 The framing kernels take the received ``bytes`` themselves (numba reads them as a read-only
 ``uint8`` array).
+
+One module for framing, the header reader, the layout checks and the store walk: they share
+the byte-level helpers and the frame table's columns, and numba compiles a kernel with the
+helpers it calls, so keeping them together keeps every call a compiled one.
 """
 
 import numpy as np
