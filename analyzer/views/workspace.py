@@ -7,6 +7,11 @@ progress line with a Cancel button while a day opens; right, the depth ladder fo
 cursor and the statistics of the selected span; below, the FIX message chain of the clicked
 order or execution. Opening days and journals runs on worker threads (:mod:`.jobs`).
 
+The workspace composes and connects; each pane is a module of its own: the browser
+(:mod:`.browser`), the replay bar (:mod:`.replay`), the depth ladder (:mod:`.depth`), the span
+statistics (:mod:`.span_stats`), the order history and FIX chain (:mod:`.order_history`) and
+the progress line (:mod:`.progress`); the charts are :mod:`.chart`.
+
 Given the console bridge's ``events_received`` signal (``engine_events``), the browser also
 lists the engine's instruments as live rows; charting one shows its quotes, trades and own
 orders as they arrive (:mod:`.live`).
@@ -16,28 +21,19 @@ import logging
 import math
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from decimal import Decimal
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
-from PySide6.QtCore import QItemSelectionModel, Qt, QTimer, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QComboBox,
     QDockWidget,
     QFileDialog,
-    QHBoxLayout,
-    QHeaderView,
     QLabel,
     QMainWindow,
-    QProgressBar,
-    QPushButton,
     QStackedWidget,
-    QTableView,
-    QTableWidget,
-    QTableWidgetItem,
     QToolBar,
     QVBoxLayout,
     QWidget,
@@ -46,44 +42,25 @@ from PySide6.QtWidgets import (
 from analyzer.dataset import Depth, InstrumentDay, open_day
 from analyzer.live import LIVE_PREFIX, LiveFeed, LiveInstrument
 from analyzer.overlay import Overlay, load_overlay
-from analyzer.source import DayEntry, StoreDay, browse
+from analyzer.source import StoreDay, browse
 from analyzer.stats import RangeStats
+from analyzer.views.browser import DayBrowser
 from analyzer.views.chart import ChartStack, TickChart
+from analyzer.views.depth import DepthPane
 from analyzer.views.jobs import Job, Latest
 from analyzer.views.live import LIVE_WINDOW_NS, LiveChart, LiveLink, follow_span
-from analyzer.views.timeaxis import NS, ZONES, format_ns, zone
-from engine.enums import OrdStatus
-from engine.events import (
-    DepthChanged,
-    EngineSnapshot,
-    EventRecord,
-    FixMessageSeen,
-    InstrumentAdded,
-)
-from engine.journal.format import FixDirection, FixMessageRecord
+from analyzer.views.order_history import OrderHistory, show_fix_chain
+from analyzer.views.progress import JobProgress
+from analyzer.views.replay import REPLAY_TICK_MS, ReplayBar
+from analyzer.views.span_stats import StatsTable
+from analyzer.views.timeaxis import ZONES
+from engine.events import EngineSnapshot, EventRecord
+from engine.journal.format import FixMessageRecord
 from engine.tickstore.store import TickStore
-from engine.types import BUY, SELL
 from widgets.empty_state import EmptyState
-from widgets.fix_inspector import FixInspector, field_value
-from widgets.fmt import fmt_duration_ns, fmt_ts_utc
-from widgets.ladder import LadderModel
-from widgets.monitor.formats import InstrumentFormats
+from widgets.fix_inspector import FixInspector
 
 log = logging.getLogger(__name__)
-
-#: Replay speeds offered (multiples of real time).
-SPEEDS: Final[tuple[float, ...]] = (0.1, 0.5, 1.0, 2.0, 10.0, 100.0, 1000.0)
-#: Replay timer period, ms.
-REPLAY_TICK_MS: Final[int] = 40
-
-HISTORY_COLUMNS: Final[tuple[str, ...]] = (
-    "Time (UTC)", "Event", "Side", "Price", "Qty", "Filled", "Leaves", "Status",
-)  # fmt: skip
-
-BROWSER_COLUMNS: Final[tuple[str, ...]] = (
-    "Symbol", "Day", "Quotes", "Trades", "Depth", "From (UTC)", "To (UTC)", "Store",
-)  # fmt: skip
-
 
 _warm_lock = threading.Lock()
 _warmed = False
@@ -99,240 +76,6 @@ def _warm_kernels() -> None:
     from analyzer._kernels import warm_up
 
     threading.Thread(target=warm_up, name="analyzer-warm-up", daemon=True).start()
-
-
-def _decimal(x: float) -> str:
-    """Return a tick or lot size as the decimal text the formats read (1e-08 -> 0.00000001)."""
-    return format(Decimal(repr(x)).normalize(), "f")
-
-
-def _side(side: int) -> str:
-    return {BUY: "buy", SELL: "sell"}.get(side, "")
-
-
-def _count(n: int) -> str:
-    return f"{n:,}" if n else "—"
-
-
-def _store_name(store: str) -> str:
-    """Return the browser's Store cell: the file's name, or "● live · engine"."""
-    if store.startswith(LIVE_PREFIX):
-        return f"● live · {store.removeprefix(LIVE_PREFIX)}"
-    return Path(store).name
-
-
-class DayBrowser(QTableWidget):
-    """Instruments and days of a tick store with their row counts and time spans.
-
-    Signals
-    -------
-    open_requested(str, str, str)
-        Chart this symbol and day of this store (double click).
-    """
-
-    open_requested = Signal(str, str, str)
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(0, len(BROWSER_COLUMNS), parent)
-        self.setObjectName("analyzerBrowser")
-        self.setHorizontalHeaderLabels(list(BROWSER_COLUMNS))
-        self.verticalHeader().hide()
-        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.entries: list[DayEntry] = []
-        self.itemDoubleClicked.connect(lambda item: self._open_row(item.row()))
-
-    def add_entries(self, entries: Sequence[DayEntry]) -> None:
-        """List ``entries`` too (replacing those of the same store)."""
-        stores = {e.store for e in entries}
-        before = self.entries
-        self.entries = [e for e in self.entries if e.store not in stores] + list(entries)
-        self.setRowCount(len(self.entries))
-        right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
-        for r, e in enumerate(self.entries):
-            if r < len(before) and before[r] == e and self.item(r, 0) is not None:
-                continue  # unchanged (live rows are listed again every second)
-            depth = e.counts.get("l2", 0) + e.counts.get("mbo", 0)
-            cells = (
-                (e.symbol, None),
-                (f"{e.day[:4]}-{e.day[4:6]}-{e.day[6:]}", None),
-                (_count(e.counts.get("bbo", 0)), right),
-                (_count(e.counts.get("trades", 0)), right),
-                (_count(depth), right),
-                (fmt_ts_utc(e.t_first) if e.t_first else "—", right),
-                (fmt_ts_utc(e.t_last) if e.t_last else "—", right),
-                (_store_name(e.store), None),
-            )
-            for c, (text, align) in enumerate(cells):
-                item = QTableWidgetItem(text)
-                if align is not None:
-                    item.setTextAlignment(align)
-                self.setItem(r, c, item)
-        self.resizeColumnsToContents()
-
-    def selected(self) -> list[DayEntry]:
-        """Return the selected entries, top to bottom."""
-        rows = sorted({i.row() for i in self.selectedIndexes()})
-        return [self.entries[r] for r in rows]
-
-    def _open_row(self, row: int) -> None:
-        e = self.entries[row]
-        self.open_requested.emit(e.symbol, e.day, e.store)
-
-
-class StatsTable(QTableWidget):
-    """Range statistics of the selected span, one column per instrument."""
-
-    ROWS: Final[tuple[str, ...]] = (
-        "Span", "Events", "Trades", "Volume", "Buy / sell volume", "VWAP", "Low / high",
-        "Quotes", "Spread mean", "Spread min / max",
-    )  # fmt: skip
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(len(self.ROWS), 0, parent)
-        self.setObjectName("analyzerStats")
-        self.setVerticalHeaderLabels(list(self.ROWS))
-        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
-
-    def show_stats(
-        self,
-        stats: Sequence[RangeStats],
-        decimals: Sequence[int],
-        labels: Sequence[str] = (),
-    ) -> None:
-        """Fill one column per instrument."""
-        self.setColumnCount(len(stats))
-        self.setHorizontalHeaderLabels(list(labels) if labels else [s.symbol for s in stats])
-        right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
-        for c, (s, d) in enumerate(zip(stats, decimals, strict=True)):
-
-            def px(v: float, d: int = d) -> str:
-                return "—" if math.isnan(v) else f"{v:,.{d}f}"
-
-            t = s.trades
-            values = (
-                fmt_duration_ns(s.t1 - s.t0),
-                f"{s.events:,}",
-                f"{t.trades:,}",
-                f"{t.volume:,.8g}",
-                f"{t.buy_volume:,.8g} / {t.sell_volume:,.8g}",
-                px(s.vwap),
-                f"{px(t.px_lo)} / {px(t.px_hi)}",
-                f"{s.spread.quotes:,}",
-                px(s.spread_mean) if math.isnan(s.spread_mean) else f"{s.spread_mean:,.{d + 2}f}",
-                f"{px(s.spread.lo)} / {px(s.spread.hi)}",
-            )
-            for r, text in enumerate(values):
-                item = QTableWidgetItem(text)
-                item.setTextAlignment(right)
-                self.setItem(r, c, item)
-
-    def value(self, row: str, column: int = 0) -> str:
-        """Return the text of a cell (``row`` by its label)."""
-        item = self.item(self.ROWS.index(row), column)
-        return item.text() if item is not None else ""
-
-
-class ReplayBar(QWidget):
-    """Play, pause, speed and step through the charts; the crosshair marks the replay time.
-
-    Signals
-    -------
-    moved(int)
-        The replay time moved (ns).
-    """
-
-    moved = Signal(object)
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("replayBar")
-        self.days: list[InstrumentDay] = []
-        self.ts: int | None = None
-        self.end: int | None = None
-        self.tz_name = "UTC"
-        self.play = QPushButton("▶ Play")
-        self.play.setCheckable(True)
-        self.play.setToolTip("Play the day from the crosshair (Space)")
-        self.play.toggled.connect(self._on_play)
-        self.step = QPushButton("Step ▸|")
-        self.step.setToolTip("Jump to the next quote or trade of any charted instrument")
-        self.step.clicked.connect(self.step_event)
-        self.speed = QComboBox()
-        for s in SPEEDS:
-            self.speed.addItem(f"{s:g}×", s)
-        self.speed.setCurrentIndex(SPEEDS.index(1.0))
-        self.speed.setToolTip("Replay speed (multiple of real time)")
-        self.clock = QLabel("—")
-        self.clock.setObjectName("replayClock")
-        self.clock.setMinimumWidth(180)
-        lay = QHBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
-        for w in (self.play, self.step, self.speed, self.clock):
-            lay.addWidget(w)
-        self.timer = QTimer(self)
-        self.timer.setInterval(REPLAY_TICK_MS)
-        self.timer.timeout.connect(self._tick)
-
-    def set_zone(self, tz_name: str) -> None:
-        """Show the replay time in ``tz_name``."""
-        self.tz_name = tz_name
-        self._show_clock()
-
-    def _show_clock(self) -> None:
-        if self.ts is None:
-            self.clock.setText("—")
-            return
-        text = f"{format_ns(self.ts, zone(self.tz_name), 1.0)}.{self.ts % NS:09d}"
-        self.clock.setText(f"{text} {self.tz_name}")
-        self.clock.setToolTip(fmt_ts_utc(self.ts, date=True, precision=9) + " UTC")
-
-    def set_days(self, days: Sequence[InstrumentDay]) -> None:
-        """Replay these instrument-days."""
-        self.days = list(days)
-        spans = [d.span for d in self.days if d.span != (0, 0)]
-        self.end = max(s[1] for s in spans) if spans else None
-        if self.ts is None and spans:
-            self.ts = min(s[0] for s in spans)
-
-    def seek(self, ts: int) -> None:
-        """Put the replay time at ``ts`` (the crosshair)."""
-        self.ts = int(ts)
-        self._show_clock()
-
-    def _emit(self) -> None:
-        assert self.ts is not None
-        self._show_clock()
-        self.moved.emit(self.ts)
-
-    def _on_play(self, on: bool) -> None:
-        self.play.setText("❚❚ Pause" if on else "▶ Play")
-        if on and self.ts is not None:
-            self.timer.start()
-        else:
-            self.timer.stop()
-
-    def _tick(self) -> None:
-        if self.ts is None:
-            return
-        speed = float(self.speed.currentData())
-        self.ts += int(REPLAY_TICK_MS * 1_000_000 * speed)
-        if self.end is not None and self.ts >= self.end:
-            self.ts = self.end
-            self.play.setChecked(False)
-        self._emit()
-
-    def step_event(self) -> None:
-        """Move to the next quote or trade after the replay time."""
-        if self.ts is None:
-            return
-        nxt = [t for d in self.days if (t := d.next_event(self.ts)) is not None]
-        if nxt:
-            self.ts = min(nxt)
-            self._emit()
 
 
 class AnalyzerWorkspace(QMainWindow):
@@ -379,7 +122,6 @@ class AnalyzerWorkspace(QMainWindow):
         self.stores: dict[str, TickStore] = {}
         self.days: list[InstrumentDay] = []
         self.overlay: Overlay | None = None
-        self.jobs: list[Job] = []
         self.fix_chain: list[FixMessageRecord] = []
         self.clicked_execution: Any = None
         self.last_depth: Depth | None = None
@@ -396,27 +138,15 @@ class AnalyzerWorkspace(QMainWindow):
         self.central.addWidget(self.empty)
         self.central.addWidget(self.stack)
 
-        self.progress = QProgressBar()
-        self.progress.setRange(0, 1000)
-        self.progress.setTextVisible(True)
-        self.progress_label = QLabel()
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.clicked.connect(self.cancel_jobs)
-        progress_row = QWidget()
-        pl = QHBoxLayout(progress_row)
-        pl.setContentsMargins(6, 2, 6, 2)
-        pl.addWidget(self.progress_label)
-        pl.addWidget(self.progress, 1)
-        pl.addWidget(self.cancel_button)
-        self.progress_row = progress_row
-        progress_row.hide()
+        self.progress_row = JobProgress()
+        self.progress_row.failed.connect(self._fail)
 
         body = QWidget()
         bl = QVBoxLayout(body)
         bl.setContentsMargins(0, 0, 0, 0)
         bl.setSpacing(0)
         bl.addWidget(self.central, 1)
-        bl.addWidget(progress_row)
+        bl.addWidget(self.progress_row)
         self.setCentralWidget(body)
 
         self._build_toolbar(tz_name)
@@ -425,7 +155,7 @@ class AnalyzerWorkspace(QMainWindow):
         self.stack.cursor_moved.connect(self._on_cursor)
         self.stack.span_changed.connect(self._on_span)
         self.replay.moved.connect(self._on_replay)
-        self.depth_lookup = Latest(self._depth_for, self)
+        self.depth_lookup = Latest(DepthPane.depth_at, self)
         self.depth_lookup.result.connect(self._show_depth)
         #: The cursor the live edge last set (it keeps following the edge until moved).
         self._edge_cursor: int | None = None
@@ -523,29 +253,9 @@ class AnalyzerWorkspace(QMainWindow):
         self.browser_dock = self._dock("Tick store", "analyzerBrowserDock", self.browser)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.browser_dock)
 
-        self.formats = InstrumentFormats()
-        self.ladder_model = LadderModel(self.formats, rows=11, parent=self)
-        self.ladder = QTableView()
-        self.ladder.setObjectName("analyzerLadder")
-        self.ladder.setModel(self.ladder_model)
-        self.ladder.verticalHeader().hide()
-        self.ladder.verticalHeader().setDefaultSectionSize(19)
-        self.ladder.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
-        self.ladder.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        for column in (0, 4):  # own orders: history has none working at the cursor
-            self.ladder.setColumnHidden(column, True)
-        self.ladder_symbol = QComboBox()
-        self.ladder_symbol.setToolTip("Instrument whose book the ladder shows")
-        self.ladder_symbol.currentTextChanged.connect(self._on_ladder_symbol)
-        self.ladder_caption = QLabel("Book at the cursor")
-        self.ladder_caption.setProperty("state", "muted")
-        ladder_box = QWidget()
-        ll = QVBoxLayout(ladder_box)
-        ll.setContentsMargins(2, 2, 2, 2)
-        ll.addWidget(self.ladder_symbol)
-        ll.addWidget(self.ladder, 1)
-        ll.addWidget(self.ladder_caption)
-        self.ladder_dock = self._dock("Depth at cursor", "analyzerLadderDock", ladder_box)
+        self.depth_pane = DepthPane()
+        self.depth_pane.symbols.currentTextChanged.connect(self._on_ladder_symbol)
+        self.ladder_dock = self._dock("Depth at cursor", "analyzerLadderDock", self.depth_pane)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.ladder_dock)
 
         self.stats = StatsTable()
@@ -558,12 +268,7 @@ class AnalyzerWorkspace(QMainWindow):
         self.fix.setMinimumSize(160, 60)
         self.fix_dock = self._dock("FIX messages of the clicked order", "analyzerFixDock", self.fix)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.fix_dock)
-        self.history = QTableWidget(0, len(HISTORY_COLUMNS))
-        self.history.setObjectName("analyzerOrderHistory")
-        self.history.setHorizontalHeaderLabels(list(HISTORY_COLUMNS))
-        self.history.verticalHeader().hide()
-        self.history.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.history.horizontalHeader().setStretchLastSection(True)
+        self.history = OrderHistory()
         self.history_dock = self._dock("Order history", "analyzerHistoryDock", self.history)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.history_dock)
         self.tabifyDockWidget(self.browser_dock, self.fix_dock)
@@ -681,12 +386,6 @@ class AnalyzerWorkspace(QMainWindow):
             where = Path(store.path).stem if store is not None else day.day
             day.label = f"{day.symbol} ({'live' if isinstance(day, LiveInstrument) else where})"
         self.days.append(day)
-        self.formats.add(
-            InstrumentAdded(
-                ts_event=0, symbol=day.label, tick_size=_decimal(day.source.tick_size),
-                lot_size=_decimal(day.source.lot_size), multiplier="1", currency="", venue="",
-            )
-        )  # fmt: skip
         chart = self.stack.add(day, kind)
         chart.getPlotItem().getViewBox().sigRangeChangedManually.connect(
             lambda *_: self._on_user_view()
@@ -701,7 +400,7 @@ class AnalyzerWorkspace(QMainWindow):
         if self.overlay is not None:
             self.set_overlay(self.overlay)
         self.central.setCurrentWidget(self.stack)
-        self.ladder_symbol.addItem(day.label)
+        self.depth_pane.add(day)
         self.replay.set_days(self.days)
         if self.stack.cursor_ns is None:
             t0, t1 = day.span
@@ -828,8 +527,7 @@ class AnalyzerWorkspace(QMainWindow):
         self.span_action.setChecked(False)
         self.days.clear()
         self.overlay = None
-        self.ladder_symbol.clear()
-        self.ladder_model.set_symbol("")
+        self.depth_pane.clear()
         self.replay.ts = None
         self.replay.set_days([])
         self.central.setCurrentWidget(self.empty)
@@ -950,126 +648,48 @@ class AnalyzerWorkspace(QMainWindow):
 
     def _show_history(self, overlay: Overlay, symbol: str, order_id: int, at_ts: int) -> None:
         """List the order's changes and fills (every journal has them, backtests too)."""
-        events, fills = overlay.order_history(order_id)
         chart = next(
             (c for c in self.stack.charts if c.day.symbol == symbol and c.overlay is overlay),
             None,
         )
         tick = chart.day.source.tick_size if chart is not None else 1.0
         decimals = chart.decimals if chart is not None else 2
-        rows: list[tuple[int, tuple[str, ...]]] = []
-        for e in events:
-            status = OrdStatus(int(e["status"])).name.replace("_", " ").lower()
-            rows.append(
-                (
-                    int(e["ts"]),
-                    (
-                        "change", _side(int(e["side"])), f"{e['px'] * tick:,.{decimals}f}",
-                        f"{e['qty']:,}", f"{e['cum_qty']:,}", f"{e['leaves_qty']:,}", status,
-                    ),
-                )
-            )  # fmt: skip
-        rows.extend(
-            (
-                int(f["ts"]),
-                (
-                    "fill", _side(int(f["side"])), f"{f['px'] * tick:,.{decimals}f}",
-                    f"{f['qty']:,}", "", f"{f['leaves_qty']:,}", "",
-                ),
-            )
-            for f in fills
-        )  # fmt: skip
-        rows.sort(key=lambda r: r[0])
-        self.history.setRowCount(len(rows))
-        right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
-        for r, (ts, cells) in enumerate(rows):
-            for c, text in enumerate((fmt_ts_utc(ts, precision=6), *cells)):
-                item = QTableWidgetItem(text)
-                if 3 <= c <= 6:
-                    item.setTextAlignment(right)
-                if ts == at_ts and cells[0] == "fill":
-                    font = item.font()
-                    font.setBold(True)
-                    item.setFont(font)
-                self.history.setItem(r, c, item)
-        self.history.resizeColumnsToContents()
+        self.history.show_order(overlay, order_id, at_ts, tick, decimals)
         self.history_dock.setWindowTitle(
             f"Order history · {symbol} order {order_id} · {overlay.client_order_id(order_id)}"
         )
 
     def _show_chain(self, chain: list[FixMessageRecord], pos: int) -> None:
         self.fix_chain = chain
-        if not chain:
-            # A backtest journal has no FIX messages: the order's history tells its story.
-            self.fix.model.clear()
-            self.history_dock.raise_()
-            return
-        self.fix_dock.raise_()
-        self.fix.model.clear()
-        records = [
-            EventRecord(
-                seq=i + 1,
-                event=FixMessageSeen(
-                    ts_event=m.ts_handled, session_id=m.session_id,
-                    outbound=m.direction is FixDirection.OUTBOUND,
-                    msg_type=field_value(m.raw, 35), seq_num=int(field_value(m.raw, 34) or 0),
-                    raw=m.raw, ts_created=m.ts_created, ts_wire=m.ts_wire,
-                ),
-            )
-            for i, m in enumerate(chain)
-        ]  # fmt: skip
-        self.fix.on_events(records)
-        if 0 <= pos < len(records):
-            row = self.fix.model.row_of(pos + 1)
-            index = self.fix.proxy.mapFromSource(self.fix.model.index(row, 0))
-            self.fix.table.selectionModel().setCurrentIndex(
-                index,
-                QItemSelectionModel.SelectionFlag.ClearAndSelect
-                | QItemSelectionModel.SelectionFlag.Rows,
-            )
+        # A backtest journal has no FIX messages: the order's history tells its story.
+        (self.fix_dock if chain else self.history_dock).raise_()
+        show_fix_chain(self.fix, chain, pos)
 
     # ------------------------------------------------------------------ cursor, ladder, span
     def _follow_symbol(self, symbol: str) -> None:
         shown = [c.day.label for c in self.stack.charts if c.overlay is not None]
         label = next((d.label for d in self.days if d.symbol == symbol and d.label in shown), "")
         label = label or next((d.label for d in self.days if d.symbol == symbol), symbol)
-        if self.ladder_symbol.currentText() != label:
-            self.ladder_symbol.setCurrentText(label)
+        if self.depth_pane.symbols.currentText() != label:
+            self.depth_pane.symbols.setCurrentText(label)
 
     def _on_ladder_symbol(self, label: str) -> None:
-        self.ladder_model.set_symbol(label)
+        # The pane shows the symbol's book; read it at the cursor.
         if self.stack.cursor_ns is not None:
             self._on_cursor(self.stack.cursor_ns)
 
     def _on_cursor(self, ts: int) -> None:
-        label = self.ladder_symbol.currentText()
+        label = self.depth_pane.symbols.currentText()
         day = next((d for d in self.days if d.label == label), None)
         if day is not None:
             self.depth_lookup.request((day, int(ts)))
         if not self.replay.timer.isActive():
             self.replay.seek(int(ts))
 
-    @staticmethod
-    def _depth_for(arg: tuple[InstrumentDay, int]) -> tuple[str, Depth, int]:
-        day, ts = arg
-        last = day.quote_at(ts)
-        tick = day.source.tick_size
-        last_ticks = 0 if math.isnan(last.last_px) else round(last.last_px / tick)
-        return day.label, day.depth_at(ts, 10), last_ticks
-
     def _show_depth(self, result: tuple[str, Depth, int]) -> None:
         symbol, depth, last = result
         self.last_depth = depth
-        self.ladder_model.set_depth(
-            DepthChanged(
-                ts_event=depth.ts, symbol=symbol, bids=tuple(depth.bids), asks=tuple(depth.asks),
-                last_trade_px_ticks=last, own=(),
-            )
-        )  # fmt: skip
-        self.ladder_model.centre()
-        tz = self.replay.tz_name
-        at = f"{format_ns(depth.ts, zone(tz), 1.0)}.{depth.ts % NS:09d}"[:-3]
-        self.ladder_caption.setText(f"{symbol} at {at} {tz} · from {depth.source}")
+        self.depth_pane.show_depth(symbol, depth, last, self.replay.tz_name)
 
     def _on_replay(self, ts: int) -> None:
         self.stack.set_cursor(ts)
@@ -1101,35 +721,21 @@ class AnalyzerWorkspace(QMainWindow):
         return stats
 
     # ------------------------------------------------------------------ jobs
+    @property
+    def jobs(self) -> list[Job]:
+        """The jobs running (opening days, reading journals and the engine's state)."""
+        return self.progress_row.jobs
+
     def _start(self, job: Job) -> Job:
-        self.jobs.append(job)
-        job.progress.connect(self._on_progress)
-        job.failed.connect(self._fail)
-        for sig in (job.finished, job.failed, job.cancelled):
-            sig.connect(lambda *_a, j=job: self._job_done(j))
-        self.progress_label.setText(job.title)
-        self.progress.setValue(0)
-        self.progress_row.show()
-        return job.start()
-
-    def _on_progress(self, fraction: float, text: str) -> None:
-        self.progress.setValue(int(fraction * 1000))
-        self.progress.setFormat(text)
-
-    def _job_done(self, job: Job) -> None:
-        if job in self.jobs:
-            self.jobs.remove(job)
-        if not self.jobs:
-            self.progress_row.hide()
+        return self.progress_row.start(job)
 
     def cancel_jobs(self) -> None:
         """Cancel every running job."""
-        for job in self.jobs:
-            job.cancel()
+        self.progress_row.cancel()
 
     def _fail(self, message: str) -> None:
         log.warning("%s", message)
-        self.progress_label.setText(message)
+        self.progress_row.say(message)
         self.error.emit(message)
 
     def replay_step_ns(self) -> int:
@@ -1139,12 +745,11 @@ class AnalyzerWorkspace(QMainWindow):
     def closeEvent(self, event: Any) -> None:
         """Stop running jobs and close the stores."""
         self.cancel_jobs()
-        for job in list(self.jobs):
-            job.wait(2.0)
+        self.progress_row.wait(2.0)
         for store in self.stores.values():
             store.close()
         self.stores.clear()
         super().closeEvent(event)
 
 
-__all__ = ["NS", "AnalyzerWorkspace", "ChartStack", "DayBrowser", "ReplayBar", "StatsTable"]
+__all__ = ["AnalyzerWorkspace"]

@@ -143,7 +143,7 @@ def test_overlay_a_journal_and_click_an_execution(
     rows = quotes_of(synthetic_store, "ESZ6")
     i = int(np.searchsorted(rows["ts"], ts, side="right")) - 1
     assert ws.last_depth.bids[0] == (int(rows["bid_px"][i]), int(rows["bid_qty"][i]))  # type: ignore[union-attr]
-    assert ws.ladder_model.symbol == "ESZ6"
+    assert ws.depth_pane.model.symbol == "ESZ6"
     # Clicking an order line: its chain and its history, the cursor at the clicked time.
     seg = ws.overlay.segments("ESZ6")  # type: ignore[union-attr]
     done = seg.t1 > 0
@@ -226,7 +226,7 @@ def test_a_load_can_be_cancelled(qtbot: Any, tmp_path: Path) -> None:
     assert job is not None
     assert ws.progress_row.isVisible()
     with qtbot.waitSignal(job.cancelled, timeout=30_000):
-        qtbot.mouseClick(ws.cancel_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(ws.progress_row.cancel_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not ws.progress_row.isVisible(), timeout=3_000)
     assert ws.stack.charts == []
     assert ws.central.currentWidget() is ws.empty
@@ -358,7 +358,7 @@ def test_real_binance_perpetual_with_a_backtest_clicked_and_replayed(
     kinds = [ws.history.model().index(r, 1).data() for r in range(ws.history.rowCount())]
     assert kinds[0] == "change"
     assert "fill" in kinds
-    assert ws.ladder_symbol.currentText() == "BTCUSDT (usdm)"
+    assert ws.depth_pane.symbols.currentText() == "BTCUSDT (usdm)"
     at = int(clicked["ts"])
     qtbot.waitUntil(lambda: ws.last_depth is not None and ws.last_depth.ts == at, timeout=5_000)
     # Replay a second of the recording at 10x from the fill.
