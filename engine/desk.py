@@ -6,6 +6,10 @@ position book, the strategy runner and the market data it marks positions with, 
 trading commands (orders, cancel-all, flatten, kill switch, strategy control) and describes its
 state as events for new clients.
 
+One class of about 800 lines, kept whole: its parts (restart recovery, command handling, the
+periodic marks and depth) all read and write the same router, position book, strategy slots and
+instrument index; split into classes they would reach into each other's state.
+
 Why one long module: the parts themselves live in their packages (``engine.oms``,
 ``engine.portfolio``, ``engine.strategy``); what is here is the one component that wires them,
 and its restart recovery, command handling and position events all work on the same router,
