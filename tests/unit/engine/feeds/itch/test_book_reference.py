@@ -17,8 +17,10 @@ import struct
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+import numpy as np
 import pytest
 
+from engine.feeds.itch import _kernels as k
 from engine.feeds.itch.book import ItchBooks
 from engine.feeds.itch.generate import generate_bytes
 from engine.types import BUY, SELL
@@ -258,3 +260,19 @@ def test_a_generated_day_with_irregular_messages_equals_the_reference(
     # removed orders are gone from the books' lookup too
     removed = [r for r in range(1, 2_000) if r not in ref_book.orders]
     assert all(b.order(r) is None for r in removed)
+
+
+def test_check_finds_an_old_order_its_ref_no_longer_finds() -> None:
+    b = ItchBooks(window_bits=2)  # a window of 4 refs: refs 1-4 move to the overflow records
+    b.apply_raw(raw(*[A(r, "B", 10 * r, 10_000 + r) for r in range(1, 9)]))
+    o = b._o
+    moved = [int(s) for s in np.flatnonzero(o.rec[o.window :, k.O_QTY] > 0)]
+    assert sorted(int(o.refs[s]) for s in moved) == [1, 2, 3, 4]
+    assert b.order(2) == (1, BUY, 10_002, 20)
+    assert b.check() == []
+    o.refs[moved[0]] += 1_000  # the record no longer names the ref its hash entry holds
+    assert any("not found by its ref" in p for p in b.check())
+    o.refs[moved[0]] -= 1_000
+    assert b.check() == []
+    k.ht_put(o.tab, 999, o.window, int(b._st[k.S_OSHIFT]))  # a hash entry of no order
+    assert any("refs of no resting order" in p for p in b.check())
