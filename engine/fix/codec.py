@@ -424,7 +424,7 @@ class DecodedBatch:
 
     def message(self, i: int, ts_recv: int = 0) -> FixMessage:
         """Return frame ``i`` as a :class:`FixMessage` (copies its bytes and offsets)."""
-        start, end, a, count, *_ = self.rows[i]
+        start, end, a, count = self.rows[i][:4]
         b = a + count
         tags, vstart, vend = self.field_lists()
         raw = self.buf[start:end]
@@ -458,7 +458,7 @@ class DecodedBatch:
                     else FixMessage(
                         buf[start:end], tags, vstart, vend, a - f0, a - f0 + count, ts_recv
                     )
-                    for start, end, a, count, status, *_ in block
+                    for start, end, a, count, status, _, _, _ in block
                 ]
             else:
                 out += [
@@ -467,7 +467,7 @@ class DecodedBatch:
                     else FixMessage(
                         buf[start:end], tags, vstart, vend, a - f0, a - f0 + count, ts_recv, c
                     )
-                    for (start, end, a, count, status, *_), c in zip(
+                    for (start, end, a, count, status, _, _, _), c in zip(
                         block, checked[j : j + MESSAGES_PER_BLOCK], strict=True
                     )
                 ]
@@ -598,7 +598,7 @@ class FixDecoder:
             if nm <= 32:
                 # The common case: everything framed in one pass, few frames.
                 table = msgs[:nm].tolist()
-                for start, end, _, _, status_code, *_ in table:
+                for start, end, _, _, status_code, _, _, _ in table:
                     if status_code:
                         self._report(status_code, buf[start : min(end, start + 4096)])
                 checked = self._check(buf, msgs, nm, fields, marked=bool(layouts))
@@ -620,7 +620,7 @@ class FixDecoder:
         else:
             status = all_rows[:, _kernels.MSG_STATUS]
             bad = all_rows[status != 0].tolist() if status.any() else []
-        for start, end, _, _, status_code, *_ in bad:
+        for start, end, _, _, status_code, _, _, _ in bad:
             self._report(status_code, buf[start : min(end, start + 4096)])
         checked = self._check(
             buf, np.ascontiguousarray(all_rows), len(all_rows), fields, marked=marked

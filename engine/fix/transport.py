@@ -115,7 +115,7 @@ class _Connection(asyncio.Protocol):
         rows = batch.rows
         if len(rows) == 1 and not rows[0][4]:
             # One message per read, the latency path: made here (messages() in short).
-            start, end, a, count, *_ = rows[0]
+            start, end, a, count, _, _, _, _ = rows[0]
             tags, vstart, vend = batch.field_lists()
             checked = batch.checked
             messages: list[FixMessage | None] = [
@@ -133,7 +133,7 @@ class _Connection(asyncio.Protocol):
                 return
             session = self.session
             if msg is None:
-                start, end, _, _, status, *_ = row
+                start, end, _, _, status, _, _, _ = row
                 reason = FRAME_REASONS.get(status, "garbled")
                 if session is None:
                     _log.info("garbled data before logon (%s): disconnecting", reason)
