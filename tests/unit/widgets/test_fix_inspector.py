@@ -158,8 +158,8 @@ def test_a_session_is_checked_against_its_own_dictionary_file(
         'type="CHAR">\n   <value enum="R" description="REMOVED"/>\n  </field>',
         1,
     )
-    report = text.index("<message name='ExecutionReport'")
-    at = text.index(">", report) + 1
+    report_at = text.index("<message name='ExecutionReport'")
+    at = text.index(">", report_at) + 1
     text = text[:at] + '\n   <field name="VenueLiquidity" required="N"/>' + text[at:]
     venue = tmp_path / "FIX44-venue.xml"
     venue.write_text(text)
