@@ -188,8 +188,11 @@ class TradingDesk:
         for view in state.orders.values():
             manager = self.router.managers.get(view.symbol)
             if manager is None:
-                log.warning("journal order %d on %s: instrument no longer traded", view.order_id,
-                            view.symbol)  # fmt: skip
+                log.warning(
+                    "journal order %d on %s: instrument no longer traded",
+                    view.order_id,
+                    view.symbol,
+                )
                 continue
             manager.restore(view, fills_of.get(view.order_id, ()))
             restored += 1
@@ -199,8 +202,9 @@ class TradingDesk:
         if state.kill_switch is not None:
             self.router.risk.kill_level = state.kill_switch.level
         self._readd_strategies(state)
-        log.info("restored %d orders and %d fills from the journal", restored,
-                 len(state.fill_columns))  # fmt: skip
+        log.info(
+            "restored %d orders and %d fills from the journal", restored, len(state.fill_columns)
+        )
         return restored
 
     def _readd_strategies(self, state: RecoveredState) -> None:
@@ -211,18 +215,23 @@ class TradingDesk:
             try:
                 if any(s not in self.router.managers for s in ev.symbols):
                     raise ValueError(f"symbols {', '.join(ev.symbols)}: not all traded here")
-                strategy = build_strategy(ev.class_path, ev.strategy_id, ev.symbols,
-                                          ev.parameters)  # fmt: skip
+                strategy = build_strategy(ev.class_path, ev.strategy_id, ev.symbols, ev.parameters)
             except (StrategyLoadError, ValueError) as e:
-                text = (f"strategy {ev.name} ({ev.strategy_id}), added before the restart, "
-                        f"was not loaded again: {e}")  # fmt: skip
+                text = (
+                    f"strategy {ev.name} ({ev.strategy_id}), added before the restart, "
+                    f"was not loaded again: {e}"
+                )
                 log.error("%s", text)
                 self._start_alerts.append(text)  # raised once the engine runs
                 continue
             self.add_strategy(strategy, autostart=ev.autostart)
             self.bus.publish(ev)  # journaled again: the next restart finds it in this file too
-            log.info("strategy %s (%d) loaded again from %s (added before the restart)",
-                     strategy.name, strategy.strategy_id, ev.class_path)  # fmt: skip
+            log.info(
+                "strategy %s (%d) loaded again from %s (added before the restart)",
+                strategy.name,
+                strategy.strategy_id,
+                ev.class_path,
+            )
 
     def _restore_parameters(self, state: RecoveredState) -> None:
         """Set again the parameters changed before the restart, unless the config changed.
@@ -246,13 +255,20 @@ class TradingDesk:
             try:
                 changed = self.runner.set_parameters(sid, dict(last))
             except (ParameterError, ValueError) as e:
-                log.warning("strategy %s (%d): the journal's parameters do not apply (%s)",
-                            strategy.name, sid, e)  # fmt: skip
+                log.warning(
+                    "strategy %s (%d): the journal's parameters do not apply (%s)",
+                    strategy.name,
+                    sid,
+                    e,
+                )
                 continue
             if changed:
-                log.info("strategy %s (%d) parameters restored from the journal: %s",
-                         strategy.name, sid,
-                         ", ".join(f"{k}={v}" for k, v in changed.items()))  # fmt: skip
+                log.info(
+                    "strategy %s (%d) parameters restored from the journal: %s",
+                    strategy.name,
+                    sid,
+                    ", ".join(f"{k}={v}" for k, v in changed.items()),
+                )
 
     def adopt_unjournaled(self, state: RecoveredState) -> int:
         """Adopt the orders venues' stores hold beyond the journal ``state`` (see :meth:`adopt`).
@@ -290,10 +306,14 @@ class TradingDesk:
             taken += 1
             log.warning(
                 "order %d %s (%s %d %s, strategy %d) was sent but not journaled before the "
-                "engine stopped; recovered from the FIX store", view.order_id,
-                view.client_order_id, view.side.name, view.qty_lots, view.symbol,
+                "engine stopped; recovered from the FIX store",
+                view.order_id,
+                view.client_order_id,
+                view.side.name,
+                view.qty_lots,
+                view.symbol,
                 view.strategy_id,
-            )  # fmt: skip
+            )
         if taken:
             self.router.continue_order_ids_after(
                 max(o.order_id for m in self.router.managers.values() for o in m.orders.values())
@@ -346,8 +366,14 @@ class TradingDesk:
             self._replay(self._recovered)
             self._restore_parameters(self._recovered)
         for text in self._start_alerts:
-            self.bus.publish(Alert(ts_event=self.clock.now_ns(), level=AlertLevel.ERROR,
-                                   source="strategy", text=text))  # fmt: skip
+            self.bus.publish(
+                Alert(
+                    ts_event=self.clock.now_ns(),
+                    level=AlertLevel.ERROR,
+                    source="strategy",
+                    text=text,
+                )
+            )
         self._start_alerts.clear()
         self._start_limits()
         loop = asyncio.get_running_loop()
@@ -492,12 +518,20 @@ class TradingDesk:
                     continue
                 self._no_data_told.add((sid, sym))
                 seen = ", ".join(sorted(self._published)) or "none"
-                text = (f"strategy {s.name} ({sid}) trades {sym}, but nobody publishes market "
-                        f"data for it ({NO_DATA_ALERT_S:g} s since it started; data arrives for: "
-                        f"{seen})")  # fmt: skip
+                text = (
+                    f"strategy {s.name} ({sid}) trades {sym}, but nobody publishes market "
+                    f"data for it ({NO_DATA_ALERT_S:g} s since it started; data arrives for: "
+                    f"{seen})"
+                )
                 log.warning("%s", text, extra=ALERTED)
-                self.bus.publish(Alert(ts_event=self.clock.now_ns(), level=AlertLevel.WARNING,
-                                       source="market data", text=text))  # fmt: skip
+                self.bus.publish(
+                    Alert(
+                        ts_event=self.clock.now_ns(),
+                        level=AlertLevel.WARNING,
+                        source="market data",
+                        text=text,
+                    )
+                )
                 raised += 1
         return raised
 
@@ -507,18 +541,24 @@ class TradingDesk:
         if market is None or market.queue is None:
             return
         resting = (
-            view.status in (OrdStatus.NEW, OrdStatus.PARTIALLY_FILLED,
-                            OrdStatus.PENDING_CANCEL, OrdStatus.PENDING_REPLACE)
+            view.status
+            in (
+                OrdStatus.NEW,
+                OrdStatus.PARTIALLY_FILLED,
+                OrdStatus.PENDING_CANCEL,
+                OrdStatus.PENDING_REPLACE,
+            )
             and view.ord_type is OrdType.LIMIT
             and view.ts_acked > 0
-        )  # fmt: skip
+        )
         if not resting or view.leaves_qty_lots <= 0:
             if self._own_px.pop(view.order_id, None) is not None:
                 market.remove_own(view.order_id)
         elif self._own_px.get(view.order_id) != view.px_ticks:  # new at the venue, or moved
             self._own_px[view.order_id] = view.px_ticks
-            market.add_own(view.order_id, view.symbol, view.side, view.px_ticks,
-                           view.leaves_qty_lots)  # fmt: skip
+            market.add_own(
+                view.order_id, view.symbol, view.side, view.px_ticks, view.leaves_qty_lots
+            )
 
     def publish_depth(self) -> None:
         """Publish a DepthChanged for every instrument whose book or own orders changed."""
@@ -562,8 +602,9 @@ class TradingDesk:
             return
         slot = self._slot.get(fill.strategy_id, 0)
         ins = self._instrument_index[fill.symbol]
-        self.positions.on_fill(slot, ins, int(fill.side), fill.last_px_ticks, fill.last_qty_lots,
-                               ts=fill.ts_event)  # fmt: skip
+        self.positions.on_fill(
+            slot, ins, int(fill.side), fill.last_px_ticks, fill.last_qty_lots, ts=fill.ts_event
+        )
         self._publish_position(slot, ins, fill.strategy_id)
 
     def position_of(self, strategy_id: int, symbol: str) -> Position:
@@ -674,9 +715,11 @@ class TradingDesk:
                             "manual order may be moved outside the price band"
                         )
                     if not manager.replace(
-                        order, qty_lots=command.qty_lots, px_ticks=command.px_ticks,
+                        order,
+                        qty_lots=command.qty_lots,
+                        px_ticks=command.px_ticks,
                         band_override=command.band_override,
-                    ):  # fmt: skip
+                    ):
                         return err(manager.replace_refused or f"order {oid}: not replaced")
                     return ok(f"replace sent for {order.client_order_id}")
                 case CancelAll(strategy_id=sid, symbol=sym):
@@ -697,8 +740,11 @@ class TradingDesk:
                         return ok(f"kill switch OFF{kept if halted else ''}")
                     return ok(f"kill switch {level.name}: {n} orders touched, {halted} halted")
                 case ControlStrategy(strategy_id=sid, action=action):
-                    actions = {"start": self.runner.start, "pause": self.runner.pause,
-                               "stop": self.runner.stop}  # fmt: skip
+                    actions = {
+                        "start": self.runner.start,
+                        "pause": self.runner.pause,
+                        "stop": self.runner.stop,
+                    }
                     if action not in actions:
                         return err(f"unknown strategy action {action!r}; use start, pause, stop")
                     actions[action](sid)
@@ -724,16 +770,27 @@ class TradingDesk:
             )
         if command.strategy_id in self._slot:
             raise ValueError(f"strategy id {command.strategy_id} is already in use")
-        strategy = build_strategy(command.class_path, command.strategy_id, command.symbols,
-                                  command.parameters)  # fmt: skip
+        strategy = build_strategy(
+            command.class_path, command.strategy_id, command.symbols, command.parameters
+        )
         self.add_strategy(strategy)
-        log.info("strategy %s (%d) added from %s", strategy.name, strategy.strategy_id,
-                 command.class_path)  # fmt: skip
-        self.bus.publish(StrategyAdded(
-            ts_event=self.clock.now_ns(), strategy_id=strategy.strategy_id, name=strategy.name,
-            class_path=command.class_path, symbols=tuple(command.symbols),
-            parameters=tuple(command.parameters), autostart=command.autostart,
-        ))  # fmt: skip
+        log.info(
+            "strategy %s (%d) added from %s",
+            strategy.name,
+            strategy.strategy_id,
+            command.class_path,
+        )
+        self.bus.publish(
+            StrategyAdded(
+                ts_event=self.clock.now_ns(),
+                strategy_id=strategy.strategy_id,
+                name=strategy.name,
+                class_path=command.class_path,
+                symbols=tuple(command.symbols),
+                parameters=tuple(command.parameters),
+                autostart=command.autostart,
+            )
+        )
         if command.autostart and self.positions is not None:
             self.runner.start(strategy.strategy_id)
         elif command.autostart:
@@ -763,10 +820,14 @@ class TradingDesk:
         self, sid: int | None, sym: str | None, lim: RiskLimits, *, actor: str, change: str
     ) -> RiskLimitsChanged:
         return RiskLimitsChanged(
-            ts_event=self.clock.now_ns(), engine_id=self._engine_id, strategy_id=sid,
-            symbol=sym or "", actor=actor, change=change,
+            ts_event=self.clock.now_ns(),
+            engine_id=self._engine_id,
+            strategy_id=sid,
+            symbol=sym or "",
+            actor=actor,
+            change=change,
             **{n: getattr(lim, n) for n in LIMIT_NAMES},
-        )  # fmt: skip
+        )
 
     def _start_limits(self) -> None:
         """Publish (and so journal) every scope's limits; restore today's changes on top.
@@ -790,9 +851,12 @@ class TradingDesk:
         for (sid, sym), ev in last.items():
             now = configured.get((sid, sym), RiskLimits())
             if started.get((sid, sym), RiskLimits()) != now:
-                log.warning("risk limits of %s: the configuration changed since the journal's "
-                            "run; its limits apply (%s)", _scope_text(sid, sym),
-                            now.describe())  # fmt: skip
+                log.warning(
+                    "risk limits of %s: the configuration changed since the journal's "
+                    "run; its limits apply (%s)",
+                    _scope_text(sid, sym),
+                    now.describe(),
+                )
                 continue
             if sym is not None and sym not in self.router.managers:
                 continue

@@ -122,8 +122,9 @@ class MarketData:
         self.remove_own(own_id)
         key = next(self._queue_keys)
         self._queue_key[own_id] = key
-        self.queue.add(key, self.index[symbol], int(side), px_ticks, qty_lots,
-                       ts=self.clock.now_ns())  # fmt: skip
+        self.queue.add(
+            key, self.index[symbol], int(side), px_ticks, qty_lots, ts=self.clock.now_ns()
+        )
 
     def remove_own(self, own_id: int) -> None:
         """Stop estimating an own order's queue position (canceled, filled or moved)."""

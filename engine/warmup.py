@@ -97,8 +97,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if compiled:
         total = max(compiled, EXPECTED_COMPILES)
         sys.stdout.write(f"{opts.prefix}: compiling kernels {compiled}/{total}\n")
-        sys.stdout.write(f"{opts.prefix}: {compiled} kernels compiled into the cache "
-                         f"in {seconds:.1f} s\n")  # fmt: skip
+        sys.stdout.write(
+            f"{opts.prefix}: {compiled} kernels compiled into the cache in {seconds:.1f} s\n"
+        )
     else:
         sys.stdout.write(
             f"{opts.prefix}: kernels ready (loaded from the cache in {seconds:.1f} s)\n"

@@ -73,8 +73,19 @@ class StartFigures:
 def build(dist: Path, work: Path) -> float:
     """Run PyInstaller on the spec; return the seconds it took. The bundle is ``dist/qwconsole``."""
     t0 = time.perf_counter()
-    cmd = [sys.executable, "-m", "PyInstaller", "--noconfirm", "--log-level", "WARN",
-           "--distpath", str(dist), "--workpath", str(work), str(SPEC)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "PyInstaller",
+        "--noconfirm",
+        "--log-level",
+        "WARN",
+        "--distpath",
+        str(dist),
+        "--workpath",
+        str(work),
+        str(SPEC),
+    ]
     subprocess.run(cmd, cwd=ROOT, check=True)
     return time.perf_counter() - t0
 
@@ -160,8 +171,13 @@ def ship_kernel_cache(bundle: Path) -> tuple[float, str]:
     shutil.rmtree(cache, ignore_errors=True)
     env = bundle_env() | {"NUMBA_CACHE_DIR": str(cache)}
     t0 = time.perf_counter()
-    done = subprocess.run([str(bundle / NAME), "warmup", "--prefix", "bundle"], env=env,
-                          capture_output=True, text=True, check=False)  # fmt: skip
+    done = subprocess.run(
+        [str(bundle / NAME), "warmup", "--prefix", "bundle"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"the kernel warm-up failed: {done.stdout}{done.stderr}")
     return time.perf_counter() - t0, done.stdout.strip().splitlines()[-1]

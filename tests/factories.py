@@ -171,16 +171,31 @@ def fix_pair(
     """Return our initiator session (application ``app``) logged on to a counterparty, in
     memory, the counterparty, and the list our session's later output goes to."""
     ours = FixSession(
-        SessionSettings(begin_string=begin, sender_comp_id=sender, target_comp_id="S",
-                        connection_type="initiator", heart_bt_int=30,
-                        use_data_dictionary=validate),
-        MemoryStore(), app, NullLog(), clock,
-    )  # fmt: skip
+        SessionSettings(
+            begin_string=begin,
+            sender_comp_id=sender,
+            target_comp_id="S",
+            connection_type="initiator",
+            heart_bt_int=30,
+            use_data_dictionary=validate,
+        ),
+        MemoryStore(),
+        app,
+        NullLog(),
+        clock,
+    )
     theirs = FixSession(
-        SessionSettings(begin_string=begin, sender_comp_id="S", target_comp_id=sender,
-                        use_data_dictionary=validate),
-        MemoryStore(), None, NullLog(), clock,
-    )  # fmt: skip
+        SessionSettings(
+            begin_string=begin,
+            sender_comp_id="S",
+            target_comp_id=sender,
+            use_data_dictionary=validate,
+        ),
+        MemoryStore(),
+        None,
+        NullLog(),
+        clock,
+    )
     d_ours, d_theirs = FixDecoder(), FixDecoder()
     now = clock.now_ns()
     for raw in ours.on_connected(now):
@@ -218,15 +233,19 @@ async def socket_pair(
     on; ``settings`` are further :class:`SessionSettings` fields of both; stopped on exit."""
     common = {"begin_string": begin, "heart_bt_int": 30, **settings}
     venue = FixSession(
-        SessionSettings(sender_comp_id=venue_id, target_comp_id=client_id,
-                        connection_type="acceptor", **common),
-        MemoryStore(), venue_app,
-    )  # fmt: skip
+        SessionSettings(
+            sender_comp_id=venue_id, target_comp_id=client_id, connection_type="acceptor", **common
+        ),
+        MemoryStore(),
+        venue_app,
+    )
     client = FixSession(
-        SessionSettings(sender_comp_id=client_id, target_comp_id=venue_id,
-                        connection_type="initiator", **common),
-        MemoryStore(), client_app,
-    )  # fmt: skip
+        SessionSettings(
+            sender_comp_id=client_id, target_comp_id=venue_id, connection_type="initiator", **common
+        ),
+        MemoryStore(),
+        client_app,
+    )
     acceptor = SocketAcceptor([venue], port=0, timer_interval=0.5)
     await acceptor.start()
     initiator = SocketInitiator(client, [("127.0.0.1", acceptor.port)], reconnect_interval=0.2)

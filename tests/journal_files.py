@@ -34,14 +34,35 @@ def write_day_journal(directory: Path, engine_id: str, clock: Clock, size_bytes:
                 n += 1
                 ts = clock.now_ns()
                 seq += 1
-                journal.on_event_record(EventRecord(seq, BookUpdated(
-                    ts_event=ts, symbol="ESZ6", bid_px_ticks=24_000, bid_qty_lots=n % 9 + 1,
-                    ask_px_ticks=24_001, ask_qty_lots=n % 7 + 1)))  # fmt: skip
+                journal.on_event_record(
+                    EventRecord(
+                        seq,
+                        BookUpdated(
+                            ts_event=ts,
+                            symbol="ESZ6",
+                            bid_px_ticks=24_000,
+                            bid_qty_lots=n % 9 + 1,
+                            ask_px_ticks=24_001,
+                            ask_qty_lots=n % 7 + 1,
+                        ),
+                    )
+                )
                 seq += 1
-                journal.on_event_record(EventRecord(seq, FixMessageSeen(
-                    ts_event=ts, session_id="FIX.4.4:QWCONSOLE->QWSIM", outbound=False,
-                    msg_type="8", seq_num=n, raw=_REPORT % (n, n, n, n), ts_created=ts,
-                    ts_wire=ts)))  # fmt: skip
+                journal.on_event_record(
+                    EventRecord(
+                        seq,
+                        FixMessageSeen(
+                            ts_event=ts,
+                            session_id="FIX.4.4:QWCONSOLE->QWSIM",
+                            outbound=False,
+                            msg_type="8",
+                            seq_num=n,
+                            raw=_REPORT % (n, n, n, n),
+                            ts_created=ts,
+                            ts_wire=ts,
+                        ),
+                    )
+                )
             journal.flush()
             if path.stat().st_size >= size_bytes:
                 return path

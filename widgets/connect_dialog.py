@@ -181,8 +181,10 @@ class ConnectDialog(QDialog):
         self.problem.setVisible(bool(problems))
         host, port = self.host.text().strip(), self.port.value()
         if not self.tls.isChecked():
-            self.trust.setText("Without TLS the token and all traffic are readable on the "
-                               "network; use it on this computer only.")  # fmt: skip
+            self.trust.setText(
+                "Without TLS the token and all traffic are readable on the "
+                "network; use it on this computer only."
+            )
             state = "warn"
         else:
             fp = self._pinned(host, port) if host else None
@@ -193,9 +195,11 @@ class ConnectDialog(QDialog):
                 )
                 state = "ok"
             else:
-                self.trust.setText("First connection to this engine: its certificate "
-                                   "fingerprint will be pinned. Compare it with the one "
-                                   "'qwconsole engine cert' printed on the server.")  # fmt: skip
+                self.trust.setText(
+                    "First connection to this engine: its certificate "
+                    "fingerprint will be pinned. Compare it with the one "
+                    "'qwconsole engine cert' printed on the server."
+                )
                 state = "muted"
         self.trust.setProperty("state", state)
         self.trust.style().unpolish(self.trust)
@@ -204,10 +208,13 @@ class ConnectDialog(QDialog):
     def request(self) -> ConnectRequest:
         """Return the request for the current input."""
         return ConnectRequest(
-            name=self.display_name(), host=self.host.text().strip(), port=self.port.value(),
-            token=self.token.text().strip(), tls=self.tls.isChecked(),
+            name=self.display_name(),
+            host=self.host.text().strip(),
+            port=self.port.value(),
+            token=self.token.text().strip(),
+            tls=self.tls.isChecked(),
             remember=self.remember.isChecked(),
-        )  # fmt: skip
+        )
 
     def _accept(self) -> None:
         if self.problems():

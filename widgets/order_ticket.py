@@ -331,8 +331,11 @@ class OrderTicket(QWidget):
         assert f is not None  # checked by build_submit
         px = "market" if command.ord_type is OrdType.MARKET else f"@ {f.price(command.px_ticks)}"
         outside = " (outside the price band, confirmed)" if command.band_override else ""
-        self._send(command, f"Sending {SIDE_TEXT[command.side].lower()} "
-                   f"{f.qty(command.qty_lots)} {command.symbol} {px}{outside}…")  # fmt: skip
+        self._send(
+            command,
+            f"Sending {SIDE_TEXT[command.side].lower()} "
+            f"{f.qty(command.qty_lots)} {command.symbol} {px}{outside}…",
+        )
 
     # ------------------------------------------------------------------ price band
     def reference(self, symbol: str) -> tuple[int, str] | None:
@@ -451,8 +454,12 @@ class OrderTicket(QWidget):
         o = self.order
         assert o is not None  # checked by build_replace
         if command.px_ticks is not None and o.strategy_id == MANUAL:
-            probe = SubmitOrder(symbol=o.symbol, side=o.side, px_ticks=command.px_ticks,
-                                qty_lots=command.qty_lots or o.qty_lots)  # fmt: skip
+            probe = SubmitOrder(
+                symbol=o.symbol,
+                side=o.side,
+                px_ticks=command.px_ticks,
+                qty_lots=command.qty_lots or o.qty_lots,
+            )
             question = self.band_question(probe)
             if question is not None:
                 self._ask_band(command, f"Replace: {question}")
@@ -542,11 +549,19 @@ class OrderTicket(QWidget):
         book = self.books.get(symbol)
         f = self.formats
         for button, side, px, qty in (
-            (self.bid_button, "Bid", book.bid_px_ticks if book else 0,
-             book.bid_qty_lots if book else 0),
-            (self.ask_button, "Ask", book.ask_px_ticks if book else 0,
-             book.ask_qty_lots if book else 0),
-        ):  # fmt: skip
+            (
+                self.bid_button,
+                "Bid",
+                book.bid_px_ticks if book else 0,
+                book.bid_qty_lots if book else 0,
+            ),
+            (
+                self.ask_button,
+                "Ask",
+                book.ask_px_ticks if book else 0,
+                book.ask_qty_lots if book else 0,
+            ),
+        ):
             if qty:
                 button.setText(f"{side} {f.price(symbol, px)} × {f.qty(symbol, qty)}")
                 button.setEnabled(True)

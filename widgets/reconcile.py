@@ -120,8 +120,17 @@ ROW_COLUMNS = (
     "Difference",
 )
 #: Columns of the differing fills table.
-FILL_COLUMNS = ("Session", "ExecID", "ClOrdID", "Symbol", "Side", "Qty", "Px", "Strategy",
-                "Difference")  # fmt: skip
+FILL_COLUMNS = (
+    "Session",
+    "ExecID",
+    "ClOrdID",
+    "Symbol",
+    "Side",
+    "Qty",
+    "Px",
+    "Strategy",
+    "Difference",
+)
 
 _OK, _BAD = QColor("#3fb950"), QColor("#e5534b")
 #: Rows a table shows before it scrolls.

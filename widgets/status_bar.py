@@ -284,9 +284,11 @@ class StatusIndicators:
         if self._sessions:
             up = sum(s.state is SessionState.LOGGED_ON for s in self._sessions.values())
             parts.append(f"FIX: {up}/{len(self._sessions)} logged on")
-            tips += [f"{sid}: {s.state.name.lower().replace('_', ' ')}  "
-                     f"out {s.next_sender_seq_num} / in {s.next_target_seq_num}"
-                     for sid, s in sorted(self._sessions.items())]  # fmt: skip
+            tips += [
+                f"{sid}: {s.state.name.lower().replace('_', ' ')}  "
+                f"out {s.next_sender_seq_num} / in {s.next_target_seq_num}"
+                for sid, s in sorted(self._sessions.items())
+            ]
             up_all, n_all = up, len(self._sessions)
         for protocol in sorted({ev.protocol for ev in self._links.values()}):
             links = [ev for ev in self._links.values() if ev.protocol == protocol]

@@ -149,9 +149,7 @@ def _pick(a: I64, k: int) -> int:
 
 
 @kernel
-def _send(
-    own: Rec, t0: I64, ss: I64, side: int, px: int, qty: int, tl: int, arrive: int
-) -> int:  # fmt: skip
+def _send(own: Rec, t0: I64, ss: I64, side: int, px: int, qty: int, tl: int, arrive: int) -> int:
     """Append an own order sent at ``tl`` reaching the venue at ``arrive``; return its row."""
     j = ss[SS_NOWN]
     ss[SS_NOWN] = j + 1
@@ -188,9 +186,25 @@ def _cancel(own: Rec, tc: I64, rs: I64, j: int, tl: int, arrive: int) -> None:
 
 @kernel
 def quote_decide(  # noqa: C901 (both sides' rules in one place, as in QuotingStrategy)
-    rule: Rule, own: Rec, t0: I64, tc: I64, rs: I64, ss: I64, pp: F64, ust: F64, qo: I64,
-    ring: I64, tl: int, bb: int, ba: int, lo: int, hi: int, olat: int, resp: int, rep: I64,
-) -> None:  # fmt: skip
+    rule: Rule,
+    own: Rec,
+    t0: I64,
+    tc: I64,
+    rs: I64,
+    ss: I64,
+    pp: F64,
+    ust: F64,
+    qo: I64,
+    ring: I64,
+    tl: int,
+    bb: int,
+    ba: int,
+    lo: int,
+    hi: int,
+    olat: int,
+    resp: int,
+    rep: I64,
+) -> None:
     """One decision of a quoting strategy at local time ``tl``, touch ``bb``/``ba``.
 
     Runs the strategy's compiled ``rule`` (:mod:`engine.strategy.quoting`; its parameters are
@@ -273,9 +287,7 @@ def quote_decide(  # noqa: C901 (both sides' rules in one place, as in QuotingSt
 
 
 @kernel
-def _book_fills(
-    own: Rec, scratch: Rec, nf: int, log: Rec, ss: I64, ring: I64, resp: int
-) -> None:  # fmt: skip
+def _book_fills(own: Rec, scratch: Rec, nf: int, log: Rec, ss: I64, ring: I64, resp: int) -> None:
     """Move this event's fills from ``scratch`` to the log, the position and the ring."""
     for i in range(nf):
         f = scratch[i]
@@ -349,9 +361,21 @@ def _replacement(own: Rec, rep: I64, ss: I64, ring: I64, j: int, resp: int) -> N
 
 @kernel
 def _arrive_l2(
-    q: I64, st: I64, own: Rec, nown: int, act: I64, rs: I64, ox: I64, rep: I64, ss: I64,
-    ring: I64, until: int, scratch: Rec, nf: int, resp: int,
-) -> int:  # fmt: skip
+    q: I64,
+    st: I64,
+    own: Rec,
+    nown: int,
+    act: I64,
+    rs: I64,
+    ox: I64,
+    rep: I64,
+    ss: I64,
+    ring: I64,
+    until: int,
+    scratch: Rec,
+    nf: int,
+    resp: int,
+) -> int:
     """Bring own rows reaching the venue by ``until`` in, one at a time; return fill rows.
 
     One at a time, so that a replacement sees the row it replaces already in the book.
@@ -365,9 +389,21 @@ def _arrive_l2(
 
 @kernel
 def _arrive_l3(
-    lv: I64, st: I64, own: Rec, nown: int, act: I64, rs: I64, ox: I64, rep: I64, ss: I64,
-    ring: I64, until: int, scratch: Rec, nf: int, resp: int,
-) -> int:  # fmt: skip
+    lv: I64,
+    st: I64,
+    own: Rec,
+    nown: int,
+    act: I64,
+    rs: I64,
+    ox: I64,
+    rep: I64,
+    ss: I64,
+    ring: I64,
+    until: int,
+    scratch: Rec,
+    nf: int,
+    resp: int,
+) -> int:
     """:func:`_arrive_l2` for the L3 book."""
     while rs[RS_NEXT] < nown and own[rs[RS_NEXT]]["ts"] <= until:
         j = rs[RS_NEXT]
@@ -397,9 +433,19 @@ def _call_due(pend: I64, ss: I64, until: int) -> bool:
 
 @kernel_inline
 def _idle(
-    now: int, arr_bid: int, arr_ask: int, cancel_ts: int, arrival: int, next_call: int,
-    interval: float, bb: int, ba: int, last_bb: int, last_ba: int, wake: int,
-) -> bool:  # fmt: skip
+    now: int,
+    arr_bid: int,
+    arr_ask: int,
+    cancel_ts: int,
+    arrival: int,
+    next_call: int,
+    interval: float,
+    bb: int,
+    ba: int,
+    last_bb: int,
+    last_ba: int,
+    wake: int,
+) -> bool:
     """Whether a waiting strategy call at ``now`` would change nothing (most do not).
 
     Nothing is due (an answer, an arrival, a cancel) and :func:`_decide_at` would return at
@@ -415,9 +461,23 @@ def _idle(
 
 @kernel
 def _decide_at(
-    rule: Rule, own: Rec, t0: I64, tc: I64, rs: I64, ss: I64, pp: F64, ust: F64, qo: I64,
-    ring: I64, rep: I64, pend: I64, i: int, now: int, lo: int, hi: int,
-) -> None:  # fmt: skip
+    rule: Rule,
+    own: Rec,
+    t0: I64,
+    tc: I64,
+    rs: I64,
+    ss: I64,
+    pp: F64,
+    ust: F64,
+    qo: I64,
+    ring: I64,
+    rep: I64,
+    pend: I64,
+    i: int,
+    now: int,
+    lo: int,
+    hi: int,
+) -> None:
     """Run waiting strategy call ``pend[i]`` at local time ``now`` (gates as on the direct path)."""
     if now < ss[SS_NEXT_CALL]:
         return
@@ -428,17 +488,50 @@ def _decide_at(
     if bb == ss[SS_LAST_BB] and ba == ss[SS_LAST_BA] and now < ss[SS_WAKE]:
         return
     quote_decide(
-        rule, own, t0, tc, rs, ss, pp, ust, qo, ring, now, bb, ba, lo, hi, pend[i, PD_OLAT],
-        pend[i, PD_RLAT], rep,
-    )  # fmt: skip
+        rule,
+        own,
+        t0,
+        tc,
+        rs,
+        ss,
+        pp,
+        ust,
+        qo,
+        ring,
+        now,
+        bb,
+        ba,
+        lo,
+        hi,
+        pend[i, PD_OLAT],
+        pend[i, PD_RLAT],
+        rep,
+    )
 
 
 @kernel_inline
 def _drain_l2(
-    rule: Rule, q: I64, st: I64, own: Rec, t0: I64, tc: I64, act: I64, rs: I64, ox: I64,
-    scratch: Rec, log: Rec, ss: I64, pp: F64, ust: F64, qo: I64, ring: I64, rep: I64,
-    pend: I64, until: int, resp: int,
-) -> bool:  # fmt: skip
+    rule: Rule,
+    q: I64,
+    st: I64,
+    own: Rec,
+    t0: I64,
+    tc: I64,
+    act: I64,
+    rs: I64,
+    ox: I64,
+    scratch: Rec,
+    log: Rec,
+    ss: I64,
+    pp: F64,
+    ust: F64,
+    qo: I64,
+    ring: I64,
+    rep: I64,
+    pend: I64,
+    until: int,
+    resp: int,
+) -> bool:
     """Run the strategy calls due before venue time ``until``; False when out of room.
 
     With feed latency the strategy sees an update at ``ts + feed``; the generic path carries
@@ -469,10 +562,27 @@ def _drain_l2(
 
 @kernel
 def _drain_l3(
-    rule: Rule, lv: I64, st: I64, own: Rec, t0: I64, tc: I64, act: I64, rs: I64, ox: I64,
-    scratch: Rec, log: Rec, ss: I64, pp: F64, ust: F64, qo: I64, ring: I64, rep: I64,
-    pend: I64, until: int, resp: int,
-) -> bool:  # fmt: skip
+    rule: Rule,
+    lv: I64,
+    st: I64,
+    own: Rec,
+    t0: I64,
+    tc: I64,
+    act: I64,
+    rs: I64,
+    ox: I64,
+    scratch: Rec,
+    log: Rec,
+    ss: I64,
+    pp: F64,
+    ust: F64,
+    qo: I64,
+    ring: I64,
+    rep: I64,
+    pend: I64,
+    until: int,
+    resp: int,
+) -> bool:
     """:func:`_drain_l2` for the L3 book."""
     base = st[L3S_BASE]
     n = lv.shape[1]
@@ -487,9 +597,7 @@ def _drain_l3(
             _answers(ss, now, resp)
         nown = ss[SS_NOWN]
         if rs[RS_NEXT] < nown and own[rs[RS_NEXT]]["ts"] <= now:
-            nf = _arrive_l3(
-                lv, st, own, nown, act, rs, ox, rep, ss, ring, now, scratch, 0, resp
-            )  # fmt: skip
+            nf = _arrive_l3(lv, st, own, nown, act, rs, ox, rep, ss, ring, now, scratch, 0, resp)
             if nf > 0:
                 _book_fills(own, scratch, nf, log, ss, ring, resp)
         if now >= rs[RS_CANCEL_TS]:
@@ -500,11 +608,34 @@ def _drain_l3(
 
 @kernel
 def bt_l2_quote(  # noqa: C901 (one flat hot loop on purpose, see the module docstring)
-    rule: Rule, q: I64, st: I64, ev: Rec, start: int, own: Rec, t0: I64, tc: I64, act: I64,
-    rs: I64, ox: I64, scratch: Rec, log: Rec, ss: I64, pp: F64, ust: F64, qo: I64, ring: I64,
-    feed: I64, olat: I64, rlat: I64, model: int, param: float, gend: U8, rep: I64, pend: I64,
+    rule: Rule,
+    q: I64,
+    st: I64,
+    ev: Rec,
+    start: int,
+    own: Rec,
+    t0: I64,
+    tc: I64,
+    act: I64,
+    rs: I64,
+    ox: I64,
+    scratch: Rec,
+    log: Rec,
+    ss: I64,
+    pp: F64,
+    ust: F64,
+    qo: I64,
+    ring: I64,
+    feed: I64,
+    olat: I64,
+    rlat: I64,
+    model: int,
+    param: float,
+    gend: U8,
+    rep: I64,
+    pend: I64,
     final: bool,
-) -> int:  # fmt: skip
+) -> int:
     """Replay L2 events of book 0 from row ``start`` with a compiled quoting strategy.
 
     Book, queue model and own-order steps are those of
@@ -539,19 +670,45 @@ def bt_l2_quote(  # noqa: C901 (one flat hot loop on purpose, see the module doc
             now = max(pend[pi, PD_TL], ss[SS_NOW])
             nx = rs[RS_NEXT]
             if _idle(
-                now, ss[SS_ARR_BID], ss[SS_ARR_ASK], rs[RS_CANCEL_TS],
-                own[nx]["ts"] if nx < ss[SS_NOWN] else _NEVER, ss[SS_NEXT_CALL],
-                pp[P_INTERVAL], pend[pi, PD_BB], pend[pi, PD_BA], ss[SS_LAST_BB],
-                ss[SS_LAST_BA], ss[SS_WAKE],
-            ):  # fmt: skip
+                now,
+                ss[SS_ARR_BID],
+                ss[SS_ARR_ASK],
+                rs[RS_CANCEL_TS],
+                own[nx]["ts"] if nx < ss[SS_NOWN] else _NEVER,
+                ss[SS_NEXT_CALL],
+                pp[P_INTERVAL],
+                pend[pi, PD_BB],
+                pend[pi, PD_BA],
+                ss[SS_LAST_BB],
+                ss[SS_LAST_BA],
+                ss[SS_WAKE],
+            ):
                 h += 1
                 ss[SS_PHEAD] = h
                 ss[SS_NOW] = now
                 continue
             full = not _drain_l2(
-                rule, q, st, own, t0, tc, act, rs, ox, scratch, log, ss, pp, ust, qo, ring,
-                rep, pend, ts, _pick(rlat, max(k - 1, 0)),
-            ) or not _room(own, rs, ss, log, pend)  # fmt: skip
+                rule,
+                q,
+                st,
+                own,
+                t0,
+                tc,
+                act,
+                rs,
+                ox,
+                scratch,
+                log,
+                ss,
+                pp,
+                ust,
+                qo,
+                ring,
+                rep,
+                pend,
+                ts,
+                _pick(rlat, max(k - 1, 0)),
+            ) or not _room(own, rs, ss, log, pend)
             break
         if full:
             break  # (k not advanced: the wrapper makes room and resumes here)
@@ -562,9 +719,21 @@ def bt_l2_quote(  # noqa: C901 (one flat hot loop on purpose, see the module doc
         nown = ss[SS_NOWN]
         if rs[RS_NEXT] < nown and own[rs[RS_NEXT]]["ts"] <= ts:
             nf = _arrive_l2(
-                q, st, own, nown, act, rs, ox, rep, ss, ring, ts, scratch, nf,
+                q,
+                st,
+                own,
+                nown,
+                act,
+                rs,
+                ox,
+                rep,
+                ss,
+                ring,
+                ts,
+                scratch,
+                nf,
                 _pick(rlat, max(k - 1, 0)),
-            )  # fmt: skip
+            )
             if nf > 0:  # taken on arrival: answered at the latency before this event
                 _book_fills(own, scratch, nf, log, ss, ring, _pick(rlat, max(k - 1, 0)))
                 nf = 0
@@ -653,21 +822,53 @@ def bt_l2_quote(  # noqa: C901 (one flat hot loop on purpose, see the module doc
         if bb == ss[SS_LAST_BB] and ba == ss[SS_LAST_BA] and tl < ss[SS_WAKE]:
             continue
         quote_decide(
-            rule, own, t0, tc, rs, ss, pp, ust, qo, ring, tl, bb, ba, base, base + n,
-            _pick(olat, k - 1), _pick(rlat, k - 1), rep,
-        )  # fmt: skip
+            rule,
+            own,
+            t0,
+            tc,
+            rs,
+            ss,
+            pp,
+            ust,
+            qo,
+            ring,
+            tl,
+            bb,
+            ba,
+            base,
+            base + n,
+            _pick(olat, k - 1),
+            _pick(rlat, k - 1),
+            rep,
+        )
         check = True
     if final and k >= ev.shape[0]:  # the end: calls still waiting, then the last arrivals
         resp = _pick(rlat, max(k - 1, 0))
         done = _drain_l2(
-            rule, q, st, own, t0, tc, act, rs, ox, scratch, log, ss, pp, ust, qo, ring, rep,
-            pend, _NEVER, resp,
-        )  # fmt: skip
+            rule,
+            q,
+            st,
+            own,
+            t0,
+            tc,
+            act,
+            rs,
+            ox,
+            scratch,
+            log,
+            ss,
+            pp,
+            ust,
+            qo,
+            ring,
+            rep,
+            pend,
+            _NEVER,
+            resp,
+        )
         nown = ss[SS_NOWN]
         if done and rs[RS_NEXT] < nown and _room(own, rs, ss, log, pend):
-            nf = _arrive_l2(
-                q, st, own, nown, act, rs, ox, rep, ss, ring, _NEVER, scratch, 0, resp
-            )  # fmt: skip
+            nf = _arrive_l2(q, st, own, nown, act, rs, ox, rep, ss, ring, _NEVER, scratch, 0, resp)
             if nf > 0:
                 _book_fills(own, scratch, nf, log, ss, ring, resp)
     return k
@@ -675,11 +876,36 @@ def bt_l2_quote(  # noqa: C901 (one flat hot loop on purpose, see the module doc
 
 @kernel
 def bt_l3_quote(  # noqa: C901 (one flat hot loop on purpose, see engine.book._kernels.l3_apply)
-    rule: Rule, o: I64, lv: I64, st: I64, keys: I64, vals: I64, free: I64, ev: Rec,
-    start: int, own: Rec, t0: I64, tc: I64, act: I64, rs: I64, ox: I64, scratch: Rec,
-    log: Rec, ss: I64, pp: F64, ust: F64, qo: I64, ring: I64, feed: I64, olat: I64,
-    rlat: I64, gend: U8, rep: I64, pend: I64, final: bool,
-) -> int:  # fmt: skip
+    rule: Rule,
+    o: I64,
+    lv: I64,
+    st: I64,
+    keys: I64,
+    vals: I64,
+    free: I64,
+    ev: Rec,
+    start: int,
+    own: Rec,
+    t0: I64,
+    tc: I64,
+    act: I64,
+    rs: I64,
+    ox: I64,
+    scratch: Rec,
+    log: Rec,
+    ss: I64,
+    pp: F64,
+    ust: F64,
+    qo: I64,
+    ring: I64,
+    feed: I64,
+    olat: I64,
+    rlat: I64,
+    gend: U8,
+    rep: I64,
+    pend: I64,
+    final: bool,
+) -> int:
     """Replay L3 events from row ``start`` with exact queue positions and a quoting strategy.
 
     Book and own-order steps are those of :func:`engine.matching._kernels.l3_replay_own`;
@@ -710,19 +936,45 @@ def bt_l3_quote(  # noqa: C901 (one flat hot loop on purpose, see engine.book._k
             now = max(pend[pi, PD_TL], ss[SS_NOW])
             nx = rs[RS_NEXT]
             if _idle(
-                now, ss[SS_ARR_BID], ss[SS_ARR_ASK], rs[RS_CANCEL_TS],
-                own[nx]["ts"] if nx < ss[SS_NOWN] else _NEVER, ss[SS_NEXT_CALL],
-                pp[P_INTERVAL], pend[pi, PD_BB], pend[pi, PD_BA], ss[SS_LAST_BB],
-                ss[SS_LAST_BA], ss[SS_WAKE],
-            ):  # fmt: skip
+                now,
+                ss[SS_ARR_BID],
+                ss[SS_ARR_ASK],
+                rs[RS_CANCEL_TS],
+                own[nx]["ts"] if nx < ss[SS_NOWN] else _NEVER,
+                ss[SS_NEXT_CALL],
+                pp[P_INTERVAL],
+                pend[pi, PD_BB],
+                pend[pi, PD_BA],
+                ss[SS_LAST_BB],
+                ss[SS_LAST_BA],
+                ss[SS_WAKE],
+            ):
                 h += 1
                 ss[SS_PHEAD] = h
                 ss[SS_NOW] = now
                 continue
             full = not _drain_l3(
-                rule, lv, st, own, t0, tc, act, rs, ox, scratch, log, ss, pp, ust, qo, ring,
-                rep, pend, ts, _pick(rlat, max(k - 1, 0)),
-            ) or not _room(own, rs, ss, log, pend)  # fmt: skip
+                rule,
+                lv,
+                st,
+                own,
+                t0,
+                tc,
+                act,
+                rs,
+                ox,
+                scratch,
+                log,
+                ss,
+                pp,
+                ust,
+                qo,
+                ring,
+                rep,
+                pend,
+                ts,
+                _pick(rlat, max(k - 1, 0)),
+            ) or not _room(own, rs, ss, log, pend)
             break
         if full:
             break  # (k not advanced: the wrapper makes room and resumes here)
@@ -736,9 +988,21 @@ def bt_l3_quote(  # noqa: C901 (one flat hot loop on purpose, see engine.book._k
         nown = ss[SS_NOWN]
         if rs[RS_NEXT] < nown and own[rs[RS_NEXT]]["ts"] <= ts:
             nf = _arrive_l3(
-                lv, st, own, nown, act, rs, ox, rep, ss, ring, ts, scratch, nf,
+                lv,
+                st,
+                own,
+                nown,
+                act,
+                rs,
+                ox,
+                rep,
+                ss,
+                ring,
+                ts,
+                scratch,
+                nf,
                 _pick(rlat, max(k - 1, 0)),
-            )  # fmt: skip
+            )
             if nf > 0:  # taken on arrival: answered at the latency before this event
                 _book_fills(own, scratch, nf, log, ss, ring, _pick(rlat, max(k - 1, 0)))
                 nf = 0
@@ -884,21 +1148,53 @@ def bt_l3_quote(  # noqa: C901 (one flat hot loop on purpose, see engine.book._k
         if bb == ss[SS_LAST_BB] and ba == ss[SS_LAST_BA] and tl < ss[SS_WAKE]:
             continue
         quote_decide(
-            rule, own, t0, tc, rs, ss, pp, ust, qo, ring, tl, bb, ba, base, base + n,
-            _pick(olat, k - 1), _pick(rlat, k - 1), rep,
-        )  # fmt: skip
+            rule,
+            own,
+            t0,
+            tc,
+            rs,
+            ss,
+            pp,
+            ust,
+            qo,
+            ring,
+            tl,
+            bb,
+            ba,
+            base,
+            base + n,
+            _pick(olat, k - 1),
+            _pick(rlat, k - 1),
+            rep,
+        )
         check = True
     if final and k >= ev.shape[0]:  # the end: calls still waiting, then the last arrivals
         resp = _pick(rlat, max(k - 1, 0))
         done = _drain_l3(
-            rule, lv, st, own, t0, tc, act, rs, ox, scratch, log, ss, pp, ust, qo, ring, rep,
-            pend, _NEVER, resp,
-        )  # fmt: skip
+            rule,
+            lv,
+            st,
+            own,
+            t0,
+            tc,
+            act,
+            rs,
+            ox,
+            scratch,
+            log,
+            ss,
+            pp,
+            ust,
+            qo,
+            ring,
+            rep,
+            pend,
+            _NEVER,
+            resp,
+        )
         nown = ss[SS_NOWN]
         if done and rs[RS_NEXT] < nown and _room(own, rs, ss, log, pend):
-            nf = _arrive_l3(
-                lv, st, own, nown, act, rs, ox, rep, ss, ring, _NEVER, scratch, 0, resp
-            )  # fmt: skip
+            nf = _arrive_l3(lv, st, own, nown, act, rs, ox, rep, ss, ring, _NEVER, scratch, 0, resp)
             if nf > 0:
                 _book_fills(own, scratch, nf, log, ss, ring, resp)
     return k
@@ -907,9 +1203,16 @@ def bt_l3_quote(  # noqa: C901 (one flat hot loop on purpose, see engine.book._k
 # ------------------------------------------------------------------------ synthetic data
 @kernel
 def random_walk_l2(
-    out: Rec, n_steps: int, seed: int, levels: int, p_move: float, p_trade: float,
-    start_px: int, t0: int, gap_ns: float,
-) -> int:  # fmt: skip
+    out: Rec,
+    n_steps: int,
+    seed: int,
+    levels: int,
+    p_move: float,
+    p_trade: float,
+    start_px: int,
+    t0: int,
+    gap_ns: float,
+) -> int:
     """Write a random-walk L2 stream of ``n_steps`` steps into ``out``; return the row count.
 
     A one-tick market ``levels`` deep on each side: each step either moves the touch one tick

@@ -105,10 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--level", choices=("l2", "l3"), default="l2")
     p.add_argument("--symbol", default="SIM", help="instrument (tick store: which to read)")
     p.add_argument("--day", action="append", default=[], help="tick store day YYYYMMDD")
-    p.add_argument("--tick-size", default="", help="price increment (default: the store's, "
-                   "else 0.01)")  # fmt: skip
-    p.add_argument("--lot-size", default="", help="quantity increment (default: the store's, "
-                   "else 1)")  # fmt: skip
+    p.add_argument(
+        "--tick-size", default="", help="price increment (default: the store's, else 0.01)"
+    )
+    p.add_argument(
+        "--lot-size", default="", help="quantity increment (default: the store's, else 1)"
+    )
     p.add_argument("--multiplier", default="1", help="contract multiplier (P&L in currency)")
     p.add_argument("--currency", default="", help="quote currency P&L is in, e.g. USD")
     p.add_argument(
@@ -224,10 +226,12 @@ def sweep_table(results: Sequence[JobSummary], swept: Sequence[str]) -> str:
         ])  # fmt: skip
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     text = [
-        "  ".join(c.ljust(w) if i < 2 + len(swept) else c.rjust(w)
-                  for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip()
+        "  ".join(
+            c.ljust(w) if i < 2 + len(swept) else c.rjust(w)
+            for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        ).rstrip()
         for r in [head, *rows]
-    ]  # fmt: skip
+    ]
     return "\n".join(text)
 
 
@@ -259,8 +263,10 @@ def _run_sweep(
 ) -> int:
     """Run the sweep here (``ProcessPoolExecutor``) or on ``cluster``; print and return 0."""
     names = [n for n, _v in a.sweep]
-    grid = [dict(zip(names, combo, strict=True)) for combo in
-            itertools.product(*(v for _n, v in a.sweep))]  # fmt: skip
+    grid = [
+        dict(zip(names, combo, strict=True))
+        for combo in itertools.product(*(v for _n, v in a.sweep))
+    ]
     out_dir = a.out_dir
     if cluster is not None and not cluster.local:
         # Workers elsewhere resolve a relative path in their own working directory: name the
@@ -273,9 +279,13 @@ def _run_sweep(
     t0 = time.perf_counter()
     if cluster is not None:
         results = run_sweep_on_cluster(
-            jobs, cluster, on_done=lambda s: print(_summary(s), flush=True),
-            ship_data=a.ship_data, timeout=a.cluster_timeout, quiet=True,
-        )  # fmt: skip
+            jobs,
+            cluster,
+            on_done=lambda s: print(_summary(s), flush=True),
+            ship_data=a.ship_data,
+            timeout=a.cluster_timeout,
+            quiet=True,
+        )
     else:
         results = run_sweep(
             jobs, a.workers or None, on_done=lambda s: print(_summary(s), flush=True)

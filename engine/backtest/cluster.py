@@ -245,10 +245,14 @@ def submit_jobs(
                 )
         futures.append(
             client.submit(
-                _run_on_worker, job, data, key=f"job-{i}-{job.label}-{run}", retries=retries,
+                _run_on_worker,
+                job,
+                data,
+                key=f"job-{i}-{job.label}-{run}",
+                retries=retries,
                 pure=False,
             )
-        )  # fmt: skip
+        )
     return futures
 
 

@@ -307,19 +307,69 @@ class FastBacktest:
                 if isinstance(books, L2Books):
                     k = int(
                         bk.bt_l2_quote(
-                            rule, books._q, books._st, ev_c, k, own, t0, tc, act, rs, ox,
-                            scratch, log, ss, pp, ust, qo, ring, f_c, o_c, r_c, code, param,
-                            gend, rep, pend, final,
+                            rule,
+                            books._q,
+                            books._st,
+                            ev_c,
+                            k,
+                            own,
+                            t0,
+                            tc,
+                            act,
+                            rs,
+                            ox,
+                            scratch,
+                            log,
+                            ss,
+                            pp,
+                            ust,
+                            qo,
+                            ring,
+                            f_c,
+                            o_c,
+                            r_c,
+                            code,
+                            param,
+                            gend,
+                            rep,
+                            pend,
+                            final,
                         )
-                    )  # fmt: skip
+                    )
                 else:
                     k = int(
                         bk.bt_l3_quote(
-                            rule, books.o, books.lv, books.st, books.keys, books.vals,
-                            books.free, ev_c, k, own, t0, tc, act, rs, ox, scratch, log, ss,
-                            pp, ust, qo, ring, f_c, o_c, r_c, gend, rep, pend, final,
+                            rule,
+                            books.o,
+                            books.lv,
+                            books.st,
+                            books.keys,
+                            books.vals,
+                            books.free,
+                            ev_c,
+                            k,
+                            own,
+                            t0,
+                            tc,
+                            act,
+                            rs,
+                            ox,
+                            scratch,
+                            log,
+                            ss,
+                            pp,
+                            ust,
+                            qo,
+                            ring,
+                            f_c,
+                            o_c,
+                            r_c,
+                            gend,
+                            rep,
+                            pend,
+                            final,
                         )
-                    )  # fmt: skip
+                    )
                 if k >= stop and not (final and _waiting(ss)):
                     break
                 # out of room somewhere: drain the log, grow what is full, resume

@@ -224,8 +224,13 @@ class GenericBacktest:
         own_journal = not isinstance(journal, BacktestJournal) and journal is not None
         jr = BacktestJournal(journal, ts0) if own_journal else journal  # type: ignore[arg-type]
         try:
-            return self._run(ev, jr if isinstance(jr, BacktestJournal) else None, progress, cancel,
-                             progress_every)  # fmt: skip
+            return self._run(
+                ev,
+                jr if isinstance(jr, BacktestJournal) else None,
+                progress,
+                cancel,
+                progress_every,
+            )
         finally:
             if own_journal and isinstance(jr, BacktestJournal):
                 jr.close()
@@ -310,8 +315,9 @@ class GenericBacktest:
         starts = np.concatenate(([0], loud_at[:-1] + 1)).astype(np.int64)
         run_seen = (
             np.maximum.reduceat(see[: loud_l[-2] + 1], starts[:-1]).tolist()
-            if len(loud_l) > 1 else []
-        )  # fmt: skip
+            if len(loud_l) > 1
+            else []
+        )
         starts_l = starts.tolist()
         see_l = see.tolist()
         k_loud = 0
@@ -521,8 +527,9 @@ class GenericBacktest:
             self.own.cancel(row, t)
             self._settle(t)
             cum = self._cum(row, o)
-            self._report(t, self._exec(o, ExecType.CANCELED, OrdStatus.CANCELED, t, cum=cum,
-                                       leaves=0))  # fmt: skip
+            self._report(
+                t, self._exec(o, ExecType.CANCELED, OrdStatus.CANCELED, t, cum=cum, leaves=0)
+            )
         elif r.kind == "replace":
             self._arrive_replace(r, o, t)
         else:
@@ -533,8 +540,16 @@ class GenericBacktest:
         if o.ord_type is OrdType.MARKET:
             px = self._market_px(o.side)
         elif not self._in_window(px):
-            self._report(t, self._exec(o, ExecType.REJECTED, OrdStatus.REJECTED, t, text=(
-                f"price {px} ticks is outside the simulated book window")))  # fmt: skip
+            self._report(
+                t,
+                self._exec(
+                    o,
+                    ExecType.REJECTED,
+                    OrdStatus.REJECTED,
+                    t,
+                    text=(f"price {px} ticks is outside the simulated book window"),
+                ),
+            )
             return
         row = self.own.add(int(o.side), px, o.qty_lots, t)
         self._rows[row] = o
@@ -545,9 +560,18 @@ class GenericBacktest:
         if (ioc or o.ord_type is OrdType.MARKET) and self.own.status(row) == OWN_ACTIVE:
             self.own.cancel(row, t)
             self._settle(t)
-            self._report(t, self._exec(
-                o, ExecType.EXPIRED, OrdStatus.EXPIRED, t, cum=self._cum(row, o), leaves=0,
-                text="IOC remainder canceled"))  # fmt: skip
+            self._report(
+                t,
+                self._exec(
+                    o,
+                    ExecType.EXPIRED,
+                    OrdStatus.EXPIRED,
+                    t,
+                    cum=self._cum(row, o),
+                    leaves=0,
+                    text="IOC remainder canceled",
+                ),
+            )
 
     def _arrive_replace(self, r: _Request, o: Order, t: int) -> None:
         row = self._row_of.get(o.order_id, -1)
@@ -567,9 +591,20 @@ class GenericBacktest:
         self._rows[new] = o
         self._row_of[o.order_id] = new
         status = OrdStatus.PARTIALLY_FILLED if cum else OrdStatus.NEW
-        self._report(t, self._exec(
-            o, ExecType.REPLACED, status, t, cum=cum, leaves=leaves, qty=req.qty_lots,
-            px=req.px_ticks, clordid=req.client_order_id))  # fmt: skip
+        self._report(
+            t,
+            self._exec(
+                o,
+                ExecType.REPLACED,
+                status,
+                t,
+                cum=cum,
+                leaves=leaves,
+                qty=req.qty_lots,
+                px=req.px_ticks,
+                clordid=req.client_order_id,
+            ),
+        )
         self._settle(t)
 
     def _settle(self, t: int) -> None:
@@ -592,10 +627,20 @@ class GenericBacktest:
             self._fills += 1
             ts = int(f["ts"])
             status = OrdStatus.FILLED if done else OrdStatus.PARTIALLY_FILLED
-            self._report(ts, self._exec(
-                o, ExecType.TRADE, status, ts, cum=cum, leaves=leaves,
-                last_qty=int(f["qty"]), last_px=int(f["px"]),
-                exec_id=f"E{next(self._exec_ids)}"))  # fmt: skip
+            self._report(
+                ts,
+                self._exec(
+                    o,
+                    ExecType.TRADE,
+                    status,
+                    ts,
+                    cum=cum,
+                    leaves=leaves,
+                    last_qty=int(f["qty"]),
+                    last_px=int(f["px"]),
+                    exec_id=f"E{next(self._exec_ids)}",
+                ),
+            )
 
     def _cancel_reject(self, r: _Request, t: int) -> None:
         req = r.request

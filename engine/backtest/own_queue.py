@@ -83,9 +83,16 @@ class OwnQueue:
         if nxt < self.n and int(own[nxt]["ts"]) <= ts:
             if isinstance(self.book, L2Books):
                 nf = mk._l2_arrive(
-                    self.book._q, self.book._st, own, self.act, self.rs, self.ox, ts,
-                    self.fills, 0,
-                )  # fmt: skip
+                    self.book._q,
+                    self.book._st,
+                    own,
+                    self.act,
+                    self.rs,
+                    self.ox,
+                    ts,
+                    self.fills,
+                    0,
+                )
             else:
                 a = self.book.arrays
                 nf = mk._l3_arrive(a.lv, a.st, own, self.act, self.rs, self.ox, ts, self.fills, 0)
@@ -127,19 +134,39 @@ class OwnQueue:
         own = self.own[: self.n]
         if self._l2:
             pos = mk.l2_replay_own(
-                self.book._q, self.book._st, ev, 0, own, self.act, rs, self.ox,  # type: ignore[union-attr]
-                self.fills, self._code, self._param,
-            )  # fmt: skip
+                self.book._q,  # type: ignore[union-attr]
+                self.book._st,  # type: ignore[union-attr]
+                ev,
+                0,
+                own,
+                self.act,
+                rs,
+                self.ox,
+                self.fills,
+                self._code,
+                self._param,
+            )
         else:
             pos = 0
             while True:
                 a = self.book.arrays  # type: ignore[union-attr]
                 pos = int(
                     mk.l3_replay_own(
-                        a.o, a.lv, a.st, a.keys, a.vals, a.free, ev, pos, own, self.act,
-                        rs, self.ox, self.fills,
+                        a.o,
+                        a.lv,
+                        a.st,
+                        a.keys,
+                        a.vals,
+                        a.free,
+                        ev,
+                        pos,
+                        own,
+                        self.act,
+                        rs,
+                        self.ox,
+                        self.fills,
                     )
-                )  # fmt: skip
+                )
                 if pos >= ev.shape[0] or (stop_at_fill and rs[mk.RS_NFILLS]):
                     break
                 a.grow()

@@ -346,10 +346,12 @@ def job_instrument(job: BacktestJob) -> Instrument:
         tick, lot = tick or stored_tick, lot or stored_lot
     try:
         return Instrument(
-            symbol=job.symbol, tick_size=_decimal("--tick-size", tick or "0.01"),
+            symbol=job.symbol,
+            tick_size=_decimal("--tick-size", tick or "0.01"),
             lot_size=_decimal("--lot-size", lot or "1"),
-            multiplier=_decimal("--multiplier", job.multiplier), currency=job.currency,
-        )  # fmt: skip
+            multiplier=_decimal("--multiplier", job.multiplier),
+            currency=job.currency,
+        )
     except (ValueError, ArithmeticError) as e:
         raise BacktestInputError(f"{job.symbol}: {e}") from None
 

@@ -792,9 +792,18 @@ def l3_apply_event(
 
 @kernel
 def l3_apply_slow(
-    o: I64, lv: I64, st: I64, keys: I64, vals: I64, free: I64, action: int, oid: int,
-    side: int, px: int, qty: int,
-) -> int:  # fmt: skip
+    o: I64,
+    lv: I64,
+    st: I64,
+    keys: I64,
+    vals: I64,
+    free: I64,
+    action: int,
+    oid: int,
+    side: int,
+    px: int,
+    qty: int,
+) -> int:
     """Out-of-line :func:`l3_apply_event`, for the rarer actions of the flat loops."""
     return l3_apply_event(o, lv, st, keys, vals, free, action, oid, side, px, qty)
 
@@ -946,9 +955,18 @@ def l3_apply_bbo(
         if e["action"] == L3_ADD and st[L3S_FREE] == 0:
             return k  # full: the wrapper grows the arrays and resumes here
         l3_apply_event(
-            o, lv, st, keys, vals, free, int(e["action"]), e["order_id"], int(e["side"]),
-            e["px"], e["qty"],
-        )  # fmt: skip
+            o,
+            lv,
+            st,
+            keys,
+            vals,
+            free,
+            int(e["action"]),
+            e["order_id"],
+            int(e["side"]),
+            e["px"],
+            e["qty"],
+        )
         st[L3S_TS] = e["ts"]
         base = st[L3S_BASE]
         i = st[L3S_BID]

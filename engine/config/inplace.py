@@ -221,8 +221,10 @@ def _merge(
         added = [line for k, line in new[bid].items() if line != was.get(k)]
         if bid in present or (bid in old and not added):
             continue  # a table the text leaves to its defaults, still at its defaults
-        at = max((i for i, (name, _) in enumerate(chunks) if _family(name) == _family(bid[0])),
-                 default=len(chunks) - 1)  # fmt: skip
+        at = max(
+            (i for i, (name, _) in enumerate(chunks) if _family(name) == _family(bid[0])),
+            default=len(chunks) - 1,
+        )
         prev = chunks[at][1]
         while prev and not prev[-1].strip():
             prev.pop()

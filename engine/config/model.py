@@ -132,9 +132,13 @@ class InstrumentConfig:
 
     def instrument(self) -> Instrument:
         """Return the instrument's static data (exact decimals)."""
-        return Instrument(symbol=self.symbol, tick_size=Decimal(self.tick_size),
-                          lot_size=Decimal(self.lot_size), multiplier=Decimal(self.multiplier),
-                          currency=self.currency)  # fmt: skip
+        return Instrument(
+            symbol=self.symbol,
+            tick_size=Decimal(self.tick_size),
+            lot_size=Decimal(self.lot_size),
+            multiplier=Decimal(self.multiplier),
+            currency=self.currency,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

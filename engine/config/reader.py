@@ -53,8 +53,10 @@ def _line_index(text: str) -> dict[str, int]:
     counts: dict[str, int] = {}
     prefix = ""
     header = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
-    key_line = re.compile(r"^\s*((?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*')"
-                          r"(?:\s*\.\s*(?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*'))*)\s*=")  # fmt: skip
+    key_line = re.compile(
+        r"^\s*((?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*')"
+        r"(?:\s*\.\s*(?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*'))*)\s*="
+    )
     for no, line in enumerate(text.splitlines(), 1):
         m = header.match(line)
         if m:
@@ -372,14 +374,25 @@ def _read_instrument(r: _Reader, data: Any, path: str) -> InstrumentConfig | Non
     if initial and Decimal(initial) % Decimal(tick):
         r.problem(f"{path}.initial_price", f"{initial!r}: not a multiple of tick_size {tick}")
     if session and venue:
-        r.problem(f"{path}.venue", f"{venue!r}: an instrument trades over a FIX session or an "
-                  f"OUCH account, not both (session = {session!r})")  # fmt: skip
-    return InstrumentConfig(symbol=symbol, tick_size=tick, lot_size=lot, multiplier=mult,
-                            currency=ccy, session=session, venue=venue,
-                            price_band_ticks=band_ticks,
-                            price_band_pct=band_pct, initial_price=initial,
-                            participant_events_per_second=rate,
-                            participant_volatility_ticks=vol)  # fmt: skip
+        r.problem(
+            f"{path}.venue",
+            f"{venue!r}: an instrument trades over a FIX session or an "
+            f"OUCH account, not both (session = {session!r})",
+        )
+    return InstrumentConfig(
+        symbol=symbol,
+        tick_size=tick,
+        lot_size=lot,
+        multiplier=mult,
+        currency=ccy,
+        session=session,
+        venue=venue,
+        price_band_ticks=band_ticks,
+        price_band_pct=band_pct,
+        initial_price=initial,
+        participant_events_per_second=rate,
+        participant_volatility_ticks=vol,
+    )
 
 
 def _read_ouch(r: _Reader, data: Any, path: str) -> OuchAccountConfig | None:
@@ -401,9 +414,17 @@ def _read_ouch(r: _Reader, data: Any, path: str) -> OuchAccountConfig | None:
         r.problem(f"{path}.password", "give password or password_env, not both")
     if None in (name, host, port, username):
         return None
-    return OuchAccountConfig(name=name, host=host, port=port, username=username,
-                             password=password, password_env=password_env, session=session,
-                             firm=firm, busy_poll_us=busy_poll_us)  # fmt: skip
+    return OuchAccountConfig(
+        name=name,
+        host=host,
+        port=port,
+        username=username,
+        password=password,
+        password_env=password_env,
+        session=session,
+        firm=firm,
+        busy_poll_us=busy_poll_us,
+    )
 
 
 def _username(v: Any) -> str:
@@ -481,8 +502,10 @@ def _check_venues(r: _Reader, cfg: EngineConfig) -> None:
 
 def _check_remote(r: _Reader, rem: RemoteConfig) -> None:
     if (rem.tls_cert is None) != (rem.tls_key is None):
-        r.problem("remote.tls_key" if rem.tls_key is None else "remote.tls_cert",
-                  "tls_cert and tls_key go together (both or neither)")  # fmt: skip
+        r.problem(
+            "remote.tls_key" if rem.tls_key is None else "remote.tls_cert",
+            "tls_cert and tls_key go together (both or neither)",
+        )
     if rem.enabled and rem.token_store is None:
         r.problem("remote.token_store", "is required when remote.enabled = true")
     if rem.tls_cert is None and rem.bind not in LOOPBACK:
@@ -505,8 +528,18 @@ def parse_config(text: str, source: Path | None = None) -> EngineConfig:
         line = int(m.group(1)) if m else 0
         raise ConfigError([ConfigProblem(name, line, "", f"not valid TOML: {e}")]) from None
     r = _Reader(name, _line_index(text))
-    top = ("engine", "files", "sessions", "simulator", "instruments", "risk", "strategies",
-           "remote", "stp", "ouch")  # fmt: skip
+    top = (
+        "engine",
+        "files",
+        "sessions",
+        "simulator",
+        "instruments",
+        "risk",
+        "strategies",
+        "remote",
+        "stp",
+        "ouch",
+    )
     r.unknown(data, top, "")
     eng = r.table(data, "engine", "")
     r.unknown(eng, ("id", "heartbeat_interval_ms", "answer_timeout_ms"), "engine")

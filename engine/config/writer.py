@@ -110,8 +110,12 @@ def dump_config(cfg: EngineConfig) -> str:
                               ("heartbeat_interval_ms", cfg.heartbeat_interval_ms),
                               ("answer_timeout_ms", cfg.answer_timeout_ms)]))  # fmt: skip
     f = cfg.files
-    table("[files]", _pairs([("journal_dir", f.journal_dir), ("store_dir", f.store_dir),
-                             ("logs_dir", f.logs_dir)]))  # fmt: skip
+    table(
+        "[files]",
+        _pairs(
+            [("journal_dir", f.journal_dir), ("store_dir", f.store_dir), ("logs_dir", f.logs_dir)]
+        ),
+    )
     table("[sessions]", _pairs([("file", cfg.sessions_file)]))
     table("[simulator]", _pairs([("enabled", cfg.simulator.enabled),
                                  ("seed", cfg.simulator.seed),
@@ -135,8 +139,16 @@ def dump_config(cfg: EngineConfig) -> str:
         if s.risk is not None:
             table("[strategies.risk]", _risk_pairs(s.risk))
     for acc in cfg.ouch:
-        table("[[ouch]]", _pairs([(k, getattr(acc, k)) for k in acc.keys
-                                  if getattr(acc, k) != "" or k in ("session",)]))  # fmt: skip
+        table(
+            "[[ouch]]",
+            _pairs(
+                [
+                    (k, getattr(acc, k))
+                    for k in acc.keys
+                    if getattr(acc, k) != "" or k in ("session",)
+                ]
+            ),
+        )
     rem = cfg.remote
     table("[remote]", _pairs([(f.name, getattr(rem, f.name)) for f in fields(RemoteConfig)]))
     return "\n\n".join("\n".join(b) for b in blocks) + "\n"

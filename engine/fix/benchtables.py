@@ -318,10 +318,14 @@ async def _batch_rows(
             elapsed = (time.perf_counter_ns() - t_start) / 1e9
             rows.append(
                 BatchRow(
-                    n, rounds * n, float(lat.min()) / 1e3, float(lat.mean()) / 1e3,
-                    float(lat.max()) / 1e3, rounds * n / elapsed,
+                    n,
+                    rounds * n,
+                    float(lat.min()) / 1e3,
+                    float(lat.mean()) / 1e3,
+                    float(lat.max()) / 1e3,
+                    rounds * n / elapsed,
                 )
-            )  # fmt: skip
+            )
     finally:
         await _close(link)
     return rows

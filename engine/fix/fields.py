@@ -341,9 +341,38 @@ class ParsedMessage:
 #: in its header whatever the dictionary says, so FIX.4.0's undefined OnBehalfOfLocationID <144>
 #: is an unknown header field (checked before any body field), not a body field.
 QUICKFIX_HEADER_TAGS: frozenset[int] = frozenset(
-    {8, 9, 35, 49, 56, 115, 128, 90, 34, 50, 142, 57, 143, 116, 144, 129, 145, 43, 97, 52, 122,
-     212, 213, 347, 369, 370, 1128, 1129, 627}
-)  # fmt: skip
+    {
+        8,
+        9,
+        35,
+        49,
+        56,
+        115,
+        128,
+        90,
+        34,
+        50,
+        142,
+        57,
+        143,
+        116,
+        144,
+        129,
+        145,
+        43,
+        97,
+        52,
+        122,
+        212,
+        213,
+        347,
+        369,
+        370,
+        1128,
+        1129,
+        627,
+    }
+)
 #: Trailer fields by QuickFIX's fixed list (``Message::isTrailerField(int)``).
 QUICKFIX_TRAILER_TAGS: frozenset[int] = frozenset({93, 89, 10})
 

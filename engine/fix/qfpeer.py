@@ -38,8 +38,13 @@ def _cfg(path: Path, role: str, port: int) -> None:
     if role == "acceptor":
         lines += ["SenderCompID=EXCH", "TargetCompID=CLIENT", f"SocketAcceptPort={port}"]
     else:
-        lines += ["SenderCompID=CLIENT", "TargetCompID=EXCH", "SocketConnectHost=127.0.0.1",
-                  f"SocketConnectPort={port}", "ReconnectInterval=1"]  # fmt: skip
+        lines += [
+            "SenderCompID=CLIENT",
+            "TargetCompID=EXCH",
+            "SocketConnectHost=127.0.0.1",
+            f"SocketConnectPort={port}",
+            "ReconnectInterval=1",
+        ]
     path.write_text("\n".join(lines) + "\n", encoding="ascii")
 
 
@@ -72,11 +77,19 @@ class _Exchange(_Base):
         self.n += 1
         report = fix.Message()
         report.getHeader().setField(fix.MsgType(fix.MsgType_ExecutionReport))
-        for field in (fix.OrderID(f"O{self.n}"), fix.ExecID(f"E{self.n}"),
-                      fix.ExecType(fix.ExecType_NEW), fix.OrdStatus(fix.OrdStatus_NEW),
-                      fix.Side(message.getField(54)), fix.Symbol(message.getField(55)),  # type: ignore[attr-defined]
-                      fix.ClOrdID(message.getField(11)), fix.LeavesQty(100),  # type: ignore[attr-defined]
-                      fix.CumQty(0), fix.AvgPx(0), fix.OrderQty(100)):  # fmt: skip
+        for field in (
+            fix.OrderID(f"O{self.n}"),
+            fix.ExecID(f"E{self.n}"),
+            fix.ExecType(fix.ExecType_NEW),
+            fix.OrdStatus(fix.OrdStatus_NEW),
+            fix.Side(message.getField(54)),  # type: ignore[attr-defined]
+            fix.Symbol(message.getField(55)),  # type: ignore[attr-defined]
+            fix.ClOrdID(message.getField(11)),  # type: ignore[attr-defined]
+            fix.LeavesQty(100),
+            fix.CumQty(0),
+            fix.AvgPx(0),
+            fix.OrderQty(100),
+        ):
             report.setField(field)
         fix.Session.sendToTarget(report, session_id)
 
@@ -100,10 +113,17 @@ class _Client(_Base):
     def send(self, i: int) -> None:
         msg = fix.Message()
         msg.getHeader().setField(fix.MsgType(fix.MsgType_NewOrderSingle))
-        for field in (fix.ClOrdID(f"c{i}"), fix.HandlInst("1"), fix.OrderQty(100),
-                      fix.OrdType(fix.OrdType_LIMIT), fix.Price(101.25), fix.Side(fix.Side_BUY),
-                      fix.Symbol("AAPL"), fix.TimeInForce(fix.TimeInForce_DAY),
-                      fix.TransactTime()):  # fmt: skip
+        for field in (
+            fix.ClOrdID(f"c{i}"),
+            fix.HandlInst("1"),
+            fix.OrderQty(100),
+            fix.OrdType(fix.OrdType_LIMIT),
+            fix.Price(101.25),
+            fix.Side(fix.Side_BUY),
+            fix.Symbol("AAPL"),
+            fix.TimeInForce(fix.TimeInForce_DAY),
+            fix.TransactTime(),
+        ):
             msg.setField(field)
         fix.Session.sendToTarget(msg, self.session_id)
 
@@ -168,17 +188,28 @@ def batch_table(orders_per_row: int, batches: tuple[int, ...]) -> dict[int, floa
     """Return QuickFIX's orders/s per batch size (two child processes)."""
     port = _free_port()
     me = [sys.executable, "-m", "engine.fix.qfpeer", "--port", str(port)]
-    acc = subprocess.Popen([*me, "--role", "acceptor"], stdin=subprocess.PIPE,
-                           stdout=subprocess.PIPE, text=True)  # fmt: skip
+    acc = subprocess.Popen(
+        [*me, "--role", "acceptor"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert acc.stdout is not None
         if acc.stdout.readline().strip() != "READY":
             raise RuntimeError("the QuickFIX acceptor did not start")
         done = subprocess.run(
-            [*me, "--role", "initiator", "--orders-per-row", str(orders_per_row),
-             "--batches", *map(str, batches)],
-            capture_output=True, text=True, timeout=3600, check=False,
-        )  # fmt: skip
+            [
+                *me,
+                "--role",
+                "initiator",
+                "--orders-per-row",
+                str(orders_per_row),
+                "--batches",
+                *map(str, batches),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=3600,
+            check=False,
+        )
         line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), "")
         if not line or line == "RESULT {}":
             raise RuntimeError(f"the QuickFIX initiator failed: {done.stderr.strip()[-300:]}")

@@ -120,10 +120,16 @@ class _Connection(asyncio.Protocol):
             checked = batch.checked
             messages: list[FixMessage | None] = [
                 FixMessage(
-                    batch.buf[start:end], tags, vstart, vend, a, a + count, now,
+                    batch.buf[start:end],
+                    tags,
+                    vstart,
+                    vend,
+                    a,
+                    a + count,
+                    now,
                     checked[0] if checked is not None else 0,
                 )
-            ]  # fmt: skip
+            ]
         else:
             messages = batch.messages(now)
             if self._burst(messages, rows, now):

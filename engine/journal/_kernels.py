@@ -64,10 +64,15 @@ def crc32(buf: npt.NDArray[np.uint8], lo: int, hi: int, table: npt.NDArray[np.in
             | (np.int64(buf[i + 3]) << 24)
         )
         c = (
-            table[7, a & 0xFF] ^ table[6, (a >> 8) & 0xFF] ^ table[5, (a >> 16) & 0xFF]
-            ^ table[4, (a >> 24) & 0xFF] ^ table[3, buf[i + 4]] ^ table[2, buf[i + 5]]
-            ^ table[1, buf[i + 6]] ^ table[0, buf[i + 7]]
-        )  # fmt: skip
+            table[7, a & 0xFF]
+            ^ table[6, (a >> 8) & 0xFF]
+            ^ table[5, (a >> 16) & 0xFF]
+            ^ table[4, (a >> 24) & 0xFF]
+            ^ table[3, buf[i + 4]]
+            ^ table[2, buf[i + 5]]
+            ^ table[1, buf[i + 6]]
+            ^ table[0, buf[i + 7]]
+        )
         i += 8
     while i < hi:
         c = table[0, (c ^ np.int64(buf[i])) & 0xFF] ^ (c >> 8)

@@ -84,11 +84,15 @@ class FillColumns:
             return np.array([get(f) for f in rows], np.int64)
 
         return cls(
-            tuple(symbols), np.array(sym, np.int64), col(lambda f: f.order_id),
-            col(lambda f: f.strategy_id), col(lambda f: int(f.side)),
-            col(lambda f: f.last_px_ticks), col(lambda f: f.last_qty_lots),
+            tuple(symbols),
+            np.array(sym, np.int64),
+            col(lambda f: f.order_id),
+            col(lambda f: f.strategy_id),
+            col(lambda f: int(f.side)),
+            col(lambda f: f.last_px_ticks),
+            col(lambda f: f.last_qty_lots),
             col(lambda f: f.ts_event),
-        )  # fmt: skip
+        )
 
     def __len__(self) -> int:
         return int(self.qty.shape[0])
@@ -131,9 +135,11 @@ def _layout(schema: ReadSchema) -> _Layout | None:
         if i is None:
             return None
         code = schema.fields[i][1]
-        ok = code == CODE_STR if kind == jk.FIELD_STR else (
-            code == CODE_INT or code.startswith(CODE_ENUM)
-        )  # fmt: skip
+        ok = (
+            code == CODE_STR
+            if kind == jk.FIELD_STR
+            else (code == CODE_INT or code.startswith(CODE_ENUM))
+        )
         if not ok:
             return None
         found.append((i, kind, k))
@@ -161,8 +167,14 @@ class FillCollector:
         self._names: list[str] = []
         self._layouts: dict[tuple[int, int], _Layout | None] = {}
 
-    def add(self, file: int, reader: JournalReader, chunk: StreamChunk, rows: npt.NDArray[np.int64],
-            type_id: int) -> None:  # fmt: skip
+    def add(
+        self,
+        file: int,
+        reader: JournalReader,
+        chunk: StreamChunk,
+        rows: npt.NDArray[np.int64],
+        type_id: int,
+    ) -> None:
         """Take the fill records at frame-table ``rows`` of ``chunk`` (all of type ``type_id``).
 
         Raises
@@ -215,8 +227,9 @@ class FillCollector:
         if len(fills):
             self._parts.append(part)
 
-    def _symbol_codes(self, buf: npt.NDArray[np.uint8], at: npt.NDArray[np.int64]) -> (
-            npt.NDArray[np.int64]):  # fmt: skip
+    def _symbol_codes(
+        self, buf: npt.NDArray[np.uint8], at: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.int64]:
         """Map (offset, length, hash) rows of symbol strings to symbol indexes."""
         hashes, first, inverse = np.unique(at[:, 2], return_index=True, return_inverse=True)
         codes = np.empty(hashes.shape[0], np.int64)
@@ -250,14 +263,20 @@ class FillCollector:
         keep, duplicates, reused = self._dedup(table, readers)
         table = table[keep]
         cols = FillColumns(
-            tuple(self._names), table[:, C_SYMBOL].copy(), table[:, C_ORDER].copy(),
-            table[:, C_STRATEGY].copy(), table[:, C_SIDE].copy(), table[:, C_PX].copy(),
-            table[:, C_QTY].copy(), table[:, C_TS].copy(),
-        )  # fmt: skip
+            tuple(self._names),
+            table[:, C_SYMBOL].copy(),
+            table[:, C_ORDER].copy(),
+            table[:, C_STRATEGY].copy(),
+            table[:, C_SIDE].copy(),
+            table[:, C_PX].copy(),
+            table[:, C_QTY].copy(),
+            table[:, C_TS].copy(),
+        )
         return CollectedFills(cols, table, duplicates, reused)
 
-    def _dedup(self, table: npt.NDArray[np.int64], readers: list[JournalReader]) -> (
-            tuple[npt.NDArray[np.bool_], int, int]):  # fmt: skip
+    def _dedup(
+        self, table: npt.NDArray[np.int64], readers: list[JournalReader]
+    ) -> tuple[npt.NDArray[np.bool_], int, int]:
         keep = np.ones(table.shape[0], bool)
         named = np.flatnonzero(table[:, C_EXEC_LEN] > 0)
         if not named.size:
@@ -298,8 +317,9 @@ class CollectedFills:
     duplicates: int  # fills journaled twice, kept once
     reused: int  # ExecIDs that named two different fills (both kept)
 
-    def events(self, readers: list[JournalReader], orders: Mapping[int, object] | None = None
-               ) -> tuple[OrderFilled, ...]:  # fmt: skip
+    def events(
+        self, readers: list[JournalReader], orders: Mapping[int, object] | None = None
+    ) -> tuple[OrderFilled, ...]:
         """Decode the fills (of the orders in ``orders`` only, if given), in journal order."""
         rows = self.table
         if orders is not None:

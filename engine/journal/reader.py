@@ -122,9 +122,12 @@ class StreamChunk:
         p, n, kind, type_id = (int(v) for v in self.frames[row, :4])
         start = p + RECORD_HEADER_SIZE
         return RawRecord(
-            self.first_index + row, self.base + p, kind, type_id,
+            self.first_index + row,
+            self.base + p,
+            kind,
+            type_id,
             memoryview(self.data)[start : start + n],
-        )  # fmt: skip
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,8 +292,13 @@ class JournalReader:
                     )
                 self.skipped += int((~np.isin(frames[:, jk.F_KIND], _KNOWN)).sum())
                 if k:
-                    yield StreamChunk(data=data, base=pos, frames=frames, first_index=index,
-                                      schemas=dict(self._schemas))  # fmt: skip
+                    yield StreamChunk(
+                        data=data,
+                        base=pos,
+                        frames=frames,
+                        first_index=index,
+                        schemas=dict(self._schemas),
+                    )
                 index += k
                 pos += stop
                 tell(pos, size)
@@ -511,8 +519,10 @@ class JournalReader:
         frames = chunk.frames[np.asarray(rows, np.int64)]
         data = memoryview(chunk.data)
         parts: list[bytes | memoryview] = [b"\xdd", struct.pack(">I", len(rows))]
-        parts += [data[p + RECORD_HEADER_SIZE : p + RECORD_HEADER_SIZE + n]
-                  for p, n in frames[:, :2].tolist()]  # fmt: skip
+        parts += [
+            data[p + RECORD_HEADER_SIZE : p + RECORD_HEADER_SIZE + n]
+            for p, n in frames[:, :2].tolist()
+        ]
         schemas = chunk.schemas
         out: list[Event] = []
         try:
@@ -531,8 +541,9 @@ class JournalReader:
                 raw = chunk.raw(row)
                 rec = self.decode(raw)
                 if not isinstance(rec, JournalEvent):
-                    raise JournalCorruptError(self.path, raw.offset, raw.index,
-                                              "not an event record") from None  # fmt: skip
+                    raise JournalCorruptError(
+                        self.path, raw.offset, raw.index, "not an event record"
+                    ) from None
                 out.append(rec.event)
         return out
 

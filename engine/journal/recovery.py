@@ -438,17 +438,42 @@ def warm_up() -> None:
 
     ts = 1
     view = OrderView(
-        order_id=1, client_order_id="W1", orig_client_order_ids=(), venue_order_id="V1",
-        strategy_id=1, symbol="WARM", side=Side.BUY, ord_type=OrdType.LIMIT,
-        time_in_force=TimeInForce.DAY, qty_lots=1, px_ticks=1, status=OrdStatus.FILLED,
-        cum_qty_lots=1, leaves_qty_lots=0, avg_px_ticks=1.0, pending="", text="",
-        ts_created=ts, ts_sent=ts, ts_acked=ts, ts_last=ts,
-    )  # fmt: skip
+        order_id=1,
+        client_order_id="W1",
+        orig_client_order_ids=(),
+        venue_order_id="V1",
+        strategy_id=1,
+        symbol="WARM",
+        side=Side.BUY,
+        ord_type=OrdType.LIMIT,
+        time_in_force=TimeInForce.DAY,
+        qty_lots=1,
+        px_ticks=1,
+        status=OrdStatus.FILLED,
+        cum_qty_lots=1,
+        leaves_qty_lots=0,
+        avg_px_ticks=1.0,
+        pending="",
+        text="",
+        ts_created=ts,
+        ts_sent=ts,
+        ts_acked=ts,
+        ts_last=ts,
+    )
     fill = OrderFilled(
-        ts_event=ts, order_id=1, client_order_id="W1", venue_order_id="V1", exec_id="E1",
-        strategy_id=1, symbol="WARM", side=Side.BUY, last_px_ticks=1, last_qty_lots=1,
-        leaves_qty_lots=0, ts_recv=ts,
-    )  # fmt: skip
+        ts_event=ts,
+        order_id=1,
+        client_order_id="W1",
+        venue_order_id="V1",
+        exec_id="E1",
+        strategy_id=1,
+        symbol="WARM",
+        side=Side.BUY,
+        last_px_ticks=1,
+        last_qty_lots=1,
+        leaves_qty_lots=0,
+        ts_recv=ts,
+    )
     with tempfile.TemporaryDirectory(prefix="qw-warm-") as d:
         path = Path(d) / "warm.qwj"
         with Journal(path, TestClock(ts), sync="none") as j:

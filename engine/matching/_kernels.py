@@ -234,9 +234,20 @@ def _take(
                 break
             l3_remove(o, lv, st, keys, vals, free, ht_find(keys, mid), h)
             k = _emit(
-                out, k, ts, c, EXEC_CANCELED, mid, oid, base + lvl, mq, 0, -sd, LIQ_NONE,
+                out,
+                k,
+                ts,
+                c,
+                EXEC_CANCELED,
+                mid,
+                oid,
+                base + lvl,
+                mq,
+                0,
+                -sd,
+                LIQ_NONE,
                 REASON_SELF_TRADE,
-            )  # fmt: skip
+            )
             if stp == STP_CANCEL_BOTH:
                 stopped = True
                 break
@@ -296,9 +307,19 @@ def _finish(
 
 @kernel_inline
 def _cancel(
-    o: I64, lv: I64, st: I64, keys: I64, vals: I64, free: I64, out: Rec, k: int, ts: int, c: int,
-    oid: int, sd: int,
-) -> int:  # fmt: skip
+    o: I64,
+    lv: I64,
+    st: I64,
+    keys: I64,
+    vals: I64,
+    free: I64,
+    out: Rec,
+    k: int,
+    ts: int,
+    c: int,
+    oid: int,
+    sd: int,
+) -> int:
     """Cancel a resting order on request (or reject an unknown id)."""
     b = ht_find(keys, oid)
     if b < 0:
@@ -315,9 +336,22 @@ def _cancel(
 
 @kernel_inline
 def _replace(
-    o: I64, lv: I64, st: I64, keys: I64, vals: I64, free: I64, out: Rec, k: int, ts: int, c: int,
-    oid: int, sd: int, px: int, qty: int, stp: int,
-) -> int:  # fmt: skip
+    o: I64,
+    lv: I64,
+    st: I64,
+    keys: I64,
+    vals: I64,
+    free: I64,
+    out: Rec,
+    k: int,
+    ts: int,
+    c: int,
+    oid: int,
+    sd: int,
+    px: int,
+    qty: int,
+    stp: int,
+) -> int:
     """Give a resting order a new price and leaves quantity.
 
     Priority is kept only when the price is unchanged and the size does not grow; otherwise
@@ -336,9 +370,20 @@ def _replace(
     old_q = o[slot, OR_QTY]
     if idx < 0 or idx >= n:
         return _emit(
-            out, k, ts, c, EXEC_REJECTED, oid, -1, px, qty, old_q, rsd, LIQ_NONE,
+            out,
+            k,
+            ts,
+            c,
+            EXEC_REJECTED,
+            oid,
+            -1,
+            px,
+            qty,
+            old_q,
+            rsd,
+            LIQ_NONE,
             REASON_PRICE_RANGE,
-        )  # fmt: skip
+        )
     if idx == o[slot, OR_PX] and qty <= old_q:
         lv[si, idx, LV_QTY] -= old_q - qty
         o[slot, OR_QTY] = qty
@@ -358,9 +403,25 @@ def _replace(
 
 @kernel_inline
 def _new(
-    o: I64, lv: I64, st: I64, keys: I64, vals: I64, free: I64, out: Rec, k: int, ts: int, c: int,
-    oid: int, sd: int, px: int, qty: int, owner: int, ord_type: int, tif: int, stp: int,
-) -> int:  # fmt: skip
+    o: I64,
+    lv: I64,
+    st: I64,
+    keys: I64,
+    vals: I64,
+    free: I64,
+    out: Rec,
+    k: int,
+    ts: int,
+    c: int,
+    oid: int,
+    sd: int,
+    px: int,
+    qty: int,
+    owner: int,
+    ord_type: int,
+    tif: int,
+    stp: int,
+) -> int:
     """Accept (or reject) a new order, match it and rest, expire or cancel the remainder."""
     n = lv.shape[1]
     if ht_find(keys, oid) >= 0:
@@ -393,20 +454,58 @@ def _new(
 
 @kernel
 def _slow_cmd(
-    o: I64, lv: I64, st: I64, keys: I64, vals: I64, free: I64, out: Rec, k: int, c: int,
-    m: np.void, stp: int,
-) -> int:  # fmt: skip
+    o: I64,
+    lv: I64,
+    st: I64,
+    keys: I64,
+    vals: I64,
+    free: I64,
+    out: Rec,
+    k: int,
+    c: int,
+    m: np.void,
+    stp: int,
+) -> int:
     """Run one command the general way (replaces, market, FOK, self-trade groups)."""
     sd = int(m["side"])
     if m["action"] == CMD_REPLACE:
         return _replace(
-            o, lv, st, keys, vals, free, out, k, m["ts"], c, m["order_id"], sd, m["px"], m["qty"],
+            o,
+            lv,
+            st,
+            keys,
+            vals,
+            free,
+            out,
+            k,
+            m["ts"],
+            c,
+            m["order_id"],
+            sd,
+            m["px"],
+            m["qty"],
             stp,
-        )  # fmt: skip
+        )
     return _new(
-        o, lv, st, keys, vals, free, out, k, m["ts"], c, m["order_id"], sd, m["px"], m["qty"],
-        m["owner"], int(m["ord_type"]), int(m["tif"]), stp,
-    )  # fmt: skip
+        o,
+        lv,
+        st,
+        keys,
+        vals,
+        free,
+        out,
+        k,
+        m["ts"],
+        c,
+        m["order_id"],
+        sd,
+        m["px"],
+        m["qty"],
+        m["owner"],
+        int(m["ord_type"]),
+        int(m["tif"]),
+        stp,
+    )
 
 
 @kernel
@@ -462,9 +561,20 @@ def match_batch(  # noqa: C901 (one flat hot loop on purpose, see the docstring)
             i = o[slot, OR_PX]
             rsd = BUY if si == BID_SIDE else SELL
             k = _emit(
-                out, k, ts, c, EXEC_CANCELED, oid, -1, base + i, q, 0, rsd, LIQ_NONE,
+                out,
+                k,
+                ts,
+                c,
+                EXEC_CANCELED,
+                oid,
+                -1,
+                base + i,
+                q,
+                0,
+                rsd,
+                LIQ_NONE,
                 REASON_REQUESTED,
-            )  # fmt: skip
+            )
             # (remove the order: as below for a filled maker)
         elif act == CMD_NEW and (
             m["ord_type"] == ORD_LIMIT
@@ -869,9 +979,23 @@ def _l2_arrive(
 
 @kernel
 def _l2_own_on_set(
-    q: I64, st: I64, own: Rec, act: I64, rs: I64, ox: I64, b: int, sd: int, px: int, prev: int,
-    new: int, ts: int, fills: Rec, nf: int, model: int, param: float,
-) -> int:  # fmt: skip
+    q: I64,
+    st: I64,
+    own: Rec,
+    act: I64,
+    rs: I64,
+    ox: I64,
+    b: int,
+    sd: int,
+    px: int,
+    prev: int,
+    new: int,
+    ts: int,
+    fills: Rec,
+    nf: int,
+    model: int,
+    param: float,
+) -> int:
     """Update own orders after level ``px`` of side ``sd`` of book ``b`` went ``prev -> new``.
 
     Own orders at that level move in the queue; own orders that the opposite best now
@@ -905,9 +1029,18 @@ def _l2_own_on_set(
 
 @kernel
 def _l2_own_on_trade(
-    own: Rec, act: I64, rs: I64, ox: I64, b: int, sd: int, px: int, qty: int, ts: int, fills: Rec,
+    own: Rec,
+    act: I64,
+    rs: I64,
+    ox: I64,
+    b: int,
+    sd: int,
+    px: int,
+    qty: int,
+    ts: int,
+    fills: Rec,
     nf: int,
-) -> int:  # fmt: skip
+) -> int:
     """Update own orders after a trade (aggressor side ``sd``) of ``qty`` at ``px``."""
     filled = False
     for a in range(rs[RS_NACT]):
@@ -1082,10 +1215,20 @@ def _l3_ahead_drop(pol: int, action: int, lpx: int, oq: int, px: int, qty: int) 
 
 @kernel
 def _l3_own_before(
-    o: I64, st: I64, own: Rec, act: I64, rs: I64, ox: I64, slot: int, action: int, px: int,
+    o: I64,
+    st: I64,
+    own: Rec,
+    act: I64,
+    rs: I64,
+    ox: I64,
+    slot: int,
+    action: int,
+    px: int,
     qty: int,
-    ts: int, fills: Rec, nf: int,
-) -> int:  # fmt: skip
+    ts: int,
+    fills: Rec,
+    nf: int,
+) -> int:
     """Adjust own orders for an event on resting order ``slot`` before the book applies it.
 
     Keeps ``ahead`` exact (lots of earlier-sequence orders at the own order's level) and

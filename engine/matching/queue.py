@@ -220,9 +220,18 @@ class L2QueuePositions(_OwnOrders):
         self._room_for_fills()
         code, param = self._model.code
         k.l2_replay_own(
-            self._books._q, self._books._st, np.ascontiguousarray(events), 0, self._own[: self._n],
-            self._act, self._rs, self._ox, self._fills, code, param,
-        )  # fmt: skip
+            self._books._q,
+            self._books._st,
+            np.ascontiguousarray(events),
+            0,
+            self._own[: self._n],
+            self._act,
+            self._rs,
+            self._ox,
+            self._fills,
+            code,
+            param,
+        )
         return self._take_fills()
 
 

@@ -273,9 +273,17 @@ class OrderManager:
         now = self.clock.now_ns()
         clordid = client_order_id or self.venue.new_client_order_id()
         order = Order.pending_new(
-            self._next_order_id(), clordid, strategy_id, self.symbol, side, ord_type,
-            time_in_force, qty_lots, px_ticks, now,
-        )  # fmt: skip
+            self._next_order_id(),
+            clordid,
+            strategy_id,
+            self.symbol,
+            side,
+            ord_type,
+            time_in_force,
+            qty_lots,
+            px_ticks,
+            now,
+        )
         self._hold(order)
         self.created += 1
         if clordid in self._by_clordid:
@@ -521,8 +529,12 @@ class OrderManager:
             log.log(
                 logging.INFO if rep.resent else logging.WARNING,
                 "%s: duplicate ExecID %s on %s ignored (PossDupFlag=%s, PossResend=%s)",
-                self.symbol, rep.exec_id, order.client_order_id, rep.poss_dup, rep.poss_resend,
-            )  # fmt: skip
+                self.symbol,
+                rep.exec_id,
+                order.client_order_id,
+                rep.poss_dup,
+                rep.poss_resend,
+            )
             return True
         self._alert(
             AlertLevel.ERROR,
@@ -553,9 +565,15 @@ class OrderManager:
             log.info(
                 "%s: %s report for %s ignored: order is %s, CumQty %d (report: %s, CumQty %d, "
                 "PossDupFlag=%s)",
-                self.symbol, rep.exec_type.name, order.client_order_id, order.status.name,
-                order.cum_qty_lots, new.name, rep.cum_qty_lots, rep.poss_dup,
-            )  # fmt: skip
+                self.symbol,
+                rep.exec_type.name,
+                order.client_order_id,
+                order.status.name,
+                order.cum_qty_lots,
+                new.name,
+                rep.cum_qty_lots,
+                rep.poss_dup,
+            )
             return False
         self._refuse_transition(order, rep, new)
         return False
@@ -675,8 +693,13 @@ class OrderManager:
         if rep.cum_qty_lots < order.cum_qty_lots or not is_allowed(order.status, new):
             if rep.exec_type in _FILL_TYPES:  # the fill itself was booked by _apply_fill
                 if rep.resent:
-                    log.info("%s: resent fill %s on %s %s: order state kept", self.symbol,
-                             rep.exec_id, order.status.name, order.client_order_id)  # fmt: skip
+                    log.info(
+                        "%s: resent fill %s on %s %s: order state kept",
+                        self.symbol,
+                        rep.exec_id,
+                        order.status.name,
+                        order.client_order_id,
+                    )
                 else:
                     self._refuse_transition(order, rep, new)
                 order.cum_qty_lots = max(order.cum_qty_lots, rep.cum_qty_lots)
@@ -704,8 +727,13 @@ class OrderManager:
         what = "replace" if rej.response_to_replace else "cancel"
         if order is None:
             if self._retired_lookup(rej.client_order_id, rej.orig_client_order_id) is not None:
-                log.info("%s: %s reject of %s, an order done long ago: %s", self.symbol, what,
-                         rej.orig_client_order_id or rej.client_order_id, rej.text)  # fmt: skip
+                log.info(
+                    "%s: %s reject of %s, an order done long ago: %s",
+                    self.symbol,
+                    what,
+                    rej.orig_client_order_id or rej.client_order_id,
+                    rej.text,
+                )
                 return None
             self._alert(
                 AlertLevel.WARNING,
@@ -762,8 +790,14 @@ class OrderManager:
         why = text + (f" [{detail}]" if detail else "")
         if order is None:
             if self._retired_lookup(client_order_id) is not None:
-                log.info("%s: %s of the %s for %s, an order done long ago: %s",
-                         self.symbol, kind, what, client_order_id, text)  # fmt: skip
+                log.info(
+                    "%s: %s of the %s for %s, an order done long ago: %s",
+                    self.symbol,
+                    kind,
+                    what,
+                    client_order_id,
+                    text,
+                )
                 return None
             self._alert(
                 AlertLevel.WARNING,
@@ -805,8 +839,9 @@ class OrderManager:
                 f"{why}; {outcome}",
             )
         else:
-            log.info("%s: %s of %s %s: %s; %s", self.symbol, kind, what, client_order_id, why,
-                     outcome)  # fmt: skip
+            log.info(
+                "%s: %s of %s %s: %s; %s", self.symbol, kind, what, client_order_id, why, outcome
+            )
         return order
 
     # ------------------------------------------------------------------ unanswered requests
@@ -1037,23 +1072,33 @@ class OrderManager:
         if rep.exec_type not in _FILL_TYPES or rep.resent or rep.last_qty_lots <= 0:
             # Old news about a done order (a resend after a restart): quiet, counted.
             self.duplicates_ignored += 1
-            log.info("%s: %s report for %s, an order done long ago, ignored (PossDupFlag=%s)",
-                     self.symbol, rep.exec_type.name, rep.client_order_id,
-                     rep.poss_dup)  # fmt: skip
+            log.info(
+                "%s: %s report for %s, an order done long ago, ignored (PossDupFlag=%s)",
+                self.symbol,
+                rep.exec_type.name,
+                rep.client_order_id,
+                rep.poss_dup,
+            )
             return
         # A fill not flagged as resent, for an order done before the archive's horizon: its
         # ExecIDs are no longer held, so it may be new. A fill is never dropped: booked, said.
         self.risk.on_fill(strategy_id, self.symbol, Side(side), rep.last_qty_lots)
         self.bus.publish(
             _order_filled(
-                ts_event=rep.ts_event or self.clock.now_ns(), order_id=oid,
-                client_order_id=rep.client_order_id, venue_order_id=rep.venue_order_id,
-                exec_id=rep.exec_id, strategy_id=strategy_id, symbol=self.symbol,
-                side=Side(side), last_px_ticks=rep.last_px_ticks,
-                last_qty_lots=rep.last_qty_lots, leaves_qty_lots=rep.leaves_qty_lots,
+                ts_event=rep.ts_event or self.clock.now_ns(),
+                order_id=oid,
+                client_order_id=rep.client_order_id,
+                venue_order_id=rep.venue_order_id,
+                exec_id=rep.exec_id,
+                strategy_id=strategy_id,
+                symbol=self.symbol,
+                side=Side(side),
+                last_px_ticks=rep.last_px_ticks,
+                last_qty_lots=rep.last_qty_lots,
+                leaves_qty_lots=rep.leaves_qty_lots,
                 ts_recv=rep.ts_recv,
             )
-        )  # fmt: skip
+        )
         self._alert(
             AlertLevel.ERROR,
             f"fill ExecID {rep.exec_id!r} for {rep.client_order_id}, an order done more than "

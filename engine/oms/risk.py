@@ -304,10 +304,18 @@ class RiskChecker:
         limits = self.strategy_limits.get(strategy_id)
         if limits is not None and self._checks_anything(limits):
             refusal = self._check_scope(
-                strategy_id, limits, f"strategy {strategy_id}", symbol, side, qty_lots,
-                px_ticks, tick_value, is_replace, extra_qty_lots,
+                strategy_id,
+                limits,
+                f"strategy {strategy_id}",
+                symbol,
+                side,
+                qty_lots,
+                px_ticks,
+                tick_value,
+                is_replace,
+                extra_qty_lots,
                 None if band_override else limits,
-            )  # fmt: skip
+            )
             if refusal is not None:
                 return refusal
         glob = self.global_limits
@@ -322,9 +330,19 @@ class RiskChecker:
         elif not self._glob_active:
             return None
         return self._check_scope(
-            None, glob, "engine-wide", symbol, side, qty_lots, px_ticks, tick_value, is_replace,
-            extra_qty_lots, None if band_override else band, band_where,
-        )  # fmt: skip
+            None,
+            glob,
+            "engine-wide",
+            symbol,
+            side,
+            qty_lots,
+            px_ticks,
+            tick_value,
+            is_replace,
+            extra_qty_lots,
+            None if band_override else band,
+            band_where,
+        )
 
     def _checks_anything(self, lim: RiskLimits) -> bool:
         # Whether ``lim`` has a rule at all; remembered per limits object (they are frozen).

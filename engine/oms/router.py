@@ -125,10 +125,15 @@ class OrderRouter:
     ) -> Order:
         """Send one order: the fields of an :class:`OrderRequest`, as :meth:`OrderManager.send`."""
         return self.manager(symbol).send(
-            side=side, qty_lots=qty_lots, px_ticks=px_ticks, ord_type=ord_type,
-            time_in_force=time_in_force, strategy_id=strategy_id,
-            client_order_id=client_order_id, band_override=band_override,
-        )  # fmt: skip
+            side=side,
+            qty_lots=qty_lots,
+            px_ticks=px_ticks,
+            ord_type=ord_type,
+            time_in_force=time_in_force,
+            strategy_id=strategy_id,
+            client_order_id=client_order_id,
+            band_override=band_override,
+        )
 
     def submit(self, request: OrderRequest) -> Order:
         """Send ``request`` to the order manager of its symbol."""

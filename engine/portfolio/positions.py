@@ -166,9 +166,16 @@ class PositionBook:
         if not math.isfinite(fee):
             raise ValueError(f"fee: must be finite, got {fee!r}")
         k.apply_fill(
-            self._pos, strategy, instrument, side, int(px), int(qty), float(fee), int(ts),
+            self._pos,
+            strategy,
+            instrument,
+            side,
+            int(px),
+            int(qty),
+            float(fee),
+            int(ts),
             float(self._tv[instrument]),
-        )  # fmt: skip
+        )
 
     def unrealized(self, marks: npt.ArrayLike) -> npt.NDArray[np.float64]:
         """Return mark-to-market P&L, ``float64[n_strategies, n_instruments]``.

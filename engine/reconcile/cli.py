@@ -77,8 +77,13 @@ def format_report(report: ReconcileReport) -> str:
     lines += [f"  journal  {p}" for p in report.journals]
     lines += [f"  {'OUCH' if p.endswith('.soupseq') else 'FIX':<8} {p}" for p in report.fix_files]
     lines.append("")
-    headers = ["SESSION", "SYMBOL", "STRATEGY", *(f"{s.upper()} fills/pos" for s in SOURCES),
-               "DIFFERENCE"]  # fmt: skip
+    headers = [
+        "SESSION",
+        "SYMBOL",
+        "STRATEGY",
+        *(f"{s.upper()} fills/pos" for s in SOURCES),
+        "DIFFERENCE",
+    ]
     rows = [
         [
             r.session,

@@ -68,8 +68,14 @@ _WANTED_EVENTS = {
     qualified_name(c): c
     for c in (OrderChanged, OrderFilled, InstrumentAdded, FixMessageSeen, VenueMessageSeen)
 }
-_SIDES = {b"1": Side.BUY, b"3": Side.BUY, b"2": Side.SELL, b"4": Side.SELL, b"5": Side.SELL,
-          b"6": Side.SELL}  # fmt: skip
+_SIDES = {
+    b"1": Side.BUY,
+    b"3": Side.BUY,
+    b"2": Side.SELL,
+    b"4": Side.SELL,
+    b"5": Side.SELL,
+    b"6": Side.SELL,
+}
 #: ExecType <150> of a fill: Trade (FIX 4.3+), Partial fill and Fill (FIX 4.0 - 4.2).
 _FILL_EXEC_TYPES = (b"F", b"1", b"2")
 

@@ -219,8 +219,9 @@ class RemoteEngineClient:
         try:
             return fut.result(timeout_s)
         except TimeoutError:
-            raise EngineStartError(f"engine {self._name} sent no snapshot within "
-                                   f"{timeout_s:g} s") from None  # fmt: skip
+            raise EngineStartError(
+                f"engine {self._name} sent no snapshot within {timeout_s:g} s"
+            ) from None
 
     def drain(self, max_events: int | None = None) -> list[EventRecord]:
         """Return (and forget) the received events, oldest first."""
@@ -263,8 +264,9 @@ class RemoteEngineClient:
 
     def _not_connected(self, command: Command) -> CommandError:
         why = f": {self._error}" if self._error else ""
-        return CommandError(command=command, ts_handled=0,
-                            reason=f"not connected to engine {self._name}{why}")  # fmt: skip
+        return CommandError(
+            command=command, ts_handled=0, reason=f"not connected to engine {self._name}{why}"
+        )
 
     def close(self, timeout_s: float = 5.0) -> None:
         """Detach from the engine and stop the client thread; idempotent."""
@@ -309,15 +311,25 @@ class RemoteEngineClient:
                 log.error("engine %s: %s", self._name, e)
                 self._first.set()
                 return
-            except (OSError, ConnectionClosed, InvalidHandshake, InvalidURI, TimeoutError,
-                    ProtocolError, ssl.SSLError, EOFError) as e:  # fmt: skip
+            except (
+                OSError,
+                ConnectionClosed,
+                InvalidHandshake,
+                InvalidURI,
+                TimeoutError,
+                ProtocolError,
+                ssl.SSLError,
+                EOFError,
+            ) as e:
                 self._error = _describe(e)
             finally:
                 self._ws = None
                 if self._state is not ClientState.IDLE:
                     self._state = ClientState.DISCONNECTED
-                self._fail_pending("the link to the engine dropped before it answered; "
-                                   "the command may have been carried out")  # fmt: skip
+                self._fail_pending(
+                    "the link to the engine dropped before it answered; "
+                    "the command may have been carried out"
+                )
             if self._closing.is_set():
                 break
             delay = self.backoff.delay(attempt)
@@ -350,8 +362,13 @@ class RemoteEngineClient:
             self._state = ClientState.CONNECTED
             self.connects += 1
             self._first.set()
-            log.info("engine %s: attached as %s (%s)%s", self._name, self.user, self.role,
-                     " — resumed" if isinstance(start, Resumed) else "")  # fmt: skip
+            log.info(
+                "engine %s: attached as %s (%s)%s",
+                self._name,
+                self.user,
+                self.role,
+                " — resumed" if isinstance(start, Resumed) else "",
+            )
             watchdog = asyncio.get_running_loop().create_task(self._watch(ws))
             try:
                 async for frame in ws:
@@ -397,8 +414,9 @@ class RemoteEngineClient:
             raise _Fatal(f"engine refused: {welcome.reason}")
         if not isinstance(welcome, Welcome):
             raise ProtocolError(f"expected welcome, got {type(welcome).__name__}")
-        await ws.send(encode(Auth(token=self._token, resume_run=self._run_id,
-                                  resume_seq=self._engine_seq)))  # fmt: skip
+        await ws.send(
+            encode(Auth(token=self._token, resume_run=self._run_id, resume_seq=self._engine_seq))
+        )
         ok = await self._recv(ws, 30.0)  # failed logins are answered slowly on purpose
         if isinstance(ok, Error):
             raise _Fatal(f"login refused: {ok.reason}")
@@ -452,12 +470,14 @@ class RemoteEngineClient:
                 return
             command, fut = entry
             if isinstance(msg, Ack):
-                fut.set_result(CommandAck(command=command, ts_handled=msg.ts_handled,
-                                          detail=msg.detail))  # fmt: skip
+                fut.set_result(
+                    CommandAck(command=command, ts_handled=msg.ts_handled, detail=msg.detail)
+                )
             else:
                 reason = msg.reason if msg.code == "refused" else f"{msg.code}: {msg.reason}"
-                fut.set_result(CommandError(command=command, ts_handled=msg.ts_handled,
-                                            reason=reason))  # fmt: skip
+                fut.set_result(
+                    CommandError(command=command, ts_handled=msg.ts_handled, reason=reason)
+                )
         elif isinstance(msg, Snapshot):
             if msg.rid:
                 snap_fut = self._snaps.pop(msg.rid, None)
@@ -493,9 +513,14 @@ class RemoteEngineClient:
         self._synced = True
         snap = snapshot_of(msg)
         # The engine's own state first (views learn it from events, e.g. the status bar).
-        head: list[Event] = [EngineStateChanged(ts_event=snap.ts_snapshot,
-                                                engine_id=snap.engine_id, state=snap.state,
-                                                reason="snapshot")]  # fmt: skip
+        head: list[Event] = [
+            EngineStateChanged(
+                ts_event=snap.ts_snapshot,
+                engine_id=snap.engine_id,
+                state=snap.state,
+                reason="snapshot",
+            )
+        ]
         if snap.last_heartbeat is not None:
             head.append(snap.last_heartbeat)
         for event in [*head, *snap.state_events]:

@@ -200,8 +200,9 @@ class AuditLog:
                 else:
                     seen.reasons["(other reasons)"] = seen.reasons.get("(other reasons)", 0) + 1
                 return
-            same: dict[str, Any] = {k: fields[k] for k in ("user", "role", "kind", "result")
-                                    if k in fields}  # fmt: skip
+            same: dict[str, Any] = {
+                k: fields[k] for k in ("user", "role", "kind", "result") if k in fields
+            }
             same["peer"] = key[1]
             self._repeats[key] = _Repeats(str(fields.get("event")), same, now)
         self._line(fields)
@@ -214,8 +215,11 @@ class AuditLog:
     def flush_due(self, now_ns: int | None = None, *, every: bool = False) -> None:
         """Write the folded line of every window that has ended (``every``: of all windows)."""
         now = self.clock.monotonic_ns() if now_ns is None else now_ns
-        for key in [k for k, r in self._repeats.items()
-                    if every or now - r.opened_ns >= self.repeat_window_ns]:  # fmt: skip
+        for key in [
+            k
+            for k, r in self._repeats.items()
+            if every or now - r.opened_ns >= self.repeat_window_ns
+        ]:
             r = self._repeats.pop(key)
             if r.count and self._file is not None:
                 self._line({"event": "repeated", "of": r.event, **r.fields, "count": r.count,
@@ -370,8 +374,12 @@ class RemoteServer:
         sock = next(iter(self._server.sockets))
         self._port = int(sock.getsockname()[1])
         self._audit_flusher = asyncio.get_running_loop().create_task(self._flush_audit())
-        log.info("remote server listening on %s:%d (%s)", self.host, self._port,
-                 "TLS" if self.ssl_context else "no TLS, loopback only")  # fmt: skip
+        log.info(
+            "remote server listening on %s:%d (%s)",
+            self.host,
+            self._port,
+            "TLS" if self.ssl_context else "no TLS, loopback only",
+        )
 
     async def _flush_audit(self) -> None:
         """Close the audit log's repeat windows on time, also when nothing else is written."""
@@ -417,8 +425,9 @@ class RemoteServer:
             self._consoles.discard(console)
             sender.cancel()
             await asyncio.gather(sender, return_exceptions=True)
-            self.audit.write(event="disconnect", user=console.who.name, peer=peer,
-                             resyncs=console.resyncs)  # fmt: skip
+            self.audit.write(
+                event="disconnect", user=console.who.name, peer=peer, resyncs=console.resyncs
+            )
             log.info("console %s (%s) left", console.who.name, peer)
 
     async def _recv(self, ws: ServerConnection) -> Any:
@@ -438,13 +447,27 @@ class RemoteServer:
             if not isinstance(hello, Hello):
                 raise ProtocolError(f"expected hello first, got {type(hello).__name__.lower()}")
             if hello.version != PROTOCOL_VERSION:
-                await self._refuse(ws, CLOSE_VERSION, Error(code="version", reason=(
-                    f"protocol version {hello.version} is not supported; this engine speaks "
-                    f"version {PROTOCOL_VERSION}")))  # fmt: skip
+                await self._refuse(
+                    ws,
+                    CLOSE_VERSION,
+                    Error(
+                        code="version",
+                        reason=(
+                            f"protocol version {hello.version} is not supported; this engine "
+                            f"speaks version {PROTOCOL_VERSION}"
+                        ),
+                    ),
+                )
                 return None
-            await ws.send(encode(Welcome(version=PROTOCOL_VERSION,
-                                         engine_id=self.engine.engine_id,
-                                         run_id=self.run_id)))  # fmt: skip
+            await ws.send(
+                encode(
+                    Welcome(
+                        version=PROTOCOL_VERSION,
+                        engine_id=self.engine.engine_id,
+                        run_id=self.run_id,
+                    )
+                )
+            )
             auth = await self._recv(ws)
             if not isinstance(auth, Auth):
                 raise ProtocolError(f"expected auth, got {type(auth).__name__.lower()}")
@@ -462,8 +485,9 @@ class RemoteServer:
             await asyncio.sleep(delay)
             await self._refuse(ws, CLOSE_AUTH, Error(code="auth", reason=who))
             return None
-        self.audit.write(event="login", user=who.name, role=who.role, peer=peer,
-                         client=hello.client)  # fmt: skip
+        self.audit.write(
+            event="login", user=who.name, role=who.role, peer=peer, client=hello.client
+        )
         allowed = (
             sorted(ROLE_COMMANDS.get(who.role, frozenset())) if who.role != ROLES[-1] else ["*"]
         )
@@ -482,8 +506,14 @@ class RemoteServer:
             if auth.resume_run and auth.resume_run != self.run_id:
                 reason = "the engine restarted"
             console.cursor = await self._send_snapshot(console, 0, reason)
-        log.info("console %s (%s, %s) attached at %d%s", who.name, who.role, peer,
-                 console.cursor, " (resumed)" if resume else "")  # fmt: skip
+        log.info(
+            "console %s (%s, %s) attached at %d%s",
+            who.name,
+            who.role,
+            peer,
+            console.cursor,
+            " (resumed)" if resume else "",
+        )
         return console
 
     async def _send_snapshot(self, console: _Console, rid: int, reason: str) -> int:
@@ -508,8 +538,9 @@ class RemoteServer:
                     if behind > self.client_queue or c.cursor < ring.first - 1:
                         c.resyncs += 1
                         self.resyncs += 1
-                        log.warning("console %s lags %d events: resynchronising",
-                                    c.who.name, behind)  # fmt: skip
+                        log.warning(
+                            "console %s lags %d events: resynchronising", c.who.name, behind
+                        )
                         c.cursor = await self._send_snapshot(c, 0, f"lagged {behind} events")
                     elif behind > 0:
                         n = min(behind, MAX_BATCH)
@@ -556,9 +587,16 @@ class RemoteServer:
         try:
             command = decode_command(msg)
         except ProtocolError as e:
-            self.audit.write(event="command", user=who.name, role=who.role, peer=c.peer,
-                             rid=msg.rid, kind=msg.kind, result="invalid",
-                             reason=str(e))  # fmt: skip
+            self.audit.write(
+                event="command",
+                user=who.name,
+                role=who.role,
+                peer=c.peer,
+                rid=msg.rid,
+                kind=msg.kind,
+                result="invalid",
+                reason=str(e),
+            )
             c.control.append(encode(Nak(rid=msg.rid, code="invalid", reason=str(e))))
             return
         reason = (
@@ -567,9 +605,16 @@ class RemoteServer:
             else refusal(who.role, command)
         )
         if reason is not None:
-            self.audit.write(event="command", user=who.name, role=who.role, peer=c.peer,
-                             rid=msg.rid, kind=msg.kind, args=_args(command),
-                             result="forbidden")  # fmt: skip
+            self.audit.write(
+                event="command",
+                user=who.name,
+                role=who.role,
+                peer=c.peer,
+                rid=msg.rid,
+                kind=msg.kind,
+                args=_args(command),
+                result="forbidden",
+            )
             c.control.append(encode(Nak(rid=msg.rid, code="forbidden", reason=reason)))
             return
         if isinstance(command, SetKillSwitch | SetRiskLimits):  # the journal records who did it
@@ -584,11 +629,20 @@ class RemoteServer:
             frame = encode(Ack(rid=msg.rid, ts_handled=result.ts_handled, detail=detail))
         else:
             outcome, detail = "refused", result.reason
-            frame = encode(Nak(rid=msg.rid, code="refused", reason=detail,
-                               ts_handled=result.ts_handled))  # fmt: skip
-        self.audit.write(event="command", user=who.name, role=who.role, peer=c.peer,
-                         rid=msg.rid, kind=msg.kind, args=_args(command), result=outcome,
-                         detail=detail)  # fmt: skip
+            frame = encode(
+                Nak(rid=msg.rid, code="refused", reason=detail, ts_handled=result.ts_handled)
+            )
+        self.audit.write(
+            event="command",
+            user=who.name,
+            role=who.role,
+            peer=c.peer,
+            rid=msg.rid,
+            kind=msg.kind,
+            args=_args(command),
+            result=outcome,
+            detail=detail,
+        )
         c.control.append(frame)
 
 

@@ -363,9 +363,17 @@ class SimExchange:
         self._by_client[(owner, client_order_id)] = order.id
         self._clordids[order.id].append(client_order_id)
         return self._run(
-            self.books[order.symbol], ts, order.id, 0, 0, owner, order.side, CMD_CANCEL,
-            order.type, order.tif,
-        )  # fmt: skip
+            self.books[order.symbol],
+            ts,
+            order.id,
+            0,
+            0,
+            owner,
+            order.side,
+            CMD_CANCEL,
+            order.type,
+            order.tif,
+        )
 
     def replace(
         self,
@@ -404,9 +412,18 @@ class SimExchange:
         self._clordids[order.id].append(client_order_id)
         old_px, order.qty, order.px = order.px, qty_lots, px_ticks
         return self._run(
-            book, ts, order.id, px_ticks, qty_lots - order.cum, owner, order.side, CMD_REPLACE,
-            order.type, order.tif, extra_px=old_px,
-        )  # fmt: skip
+            book,
+            ts,
+            order.id,
+            px_ticks,
+            qty_lots - order.cum,
+            owner,
+            order.side,
+            CMD_REPLACE,
+            order.type,
+            order.tif,
+            extra_px=old_px,
+        )
 
     def status(self, owner: int, client_order_id: str, ts: int) -> ExecutionReport | None:
         """Return the current state of a client's order (OrderStatusRequest <H>).
@@ -437,9 +454,17 @@ class SimExchange:
         for order in list(self._orders.values()):
             if order.owner == owner and order.status in (OrdStatus.NEW, OrdStatus.PARTIALLY_FILLED):
                 out += self._run(
-                    self.books[order.symbol], ts, order.id, 0, 0, owner, order.side, CMD_CANCEL,
-                    order.type, order.tif,
-                )  # fmt: skip
+                    self.books[order.symbol],
+                    ts,
+                    order.id,
+                    0,
+                    0,
+                    owner,
+                    order.side,
+                    CMD_CANCEL,
+                    order.type,
+                    order.tif,
+                )
         return [replace(r, text=text) if r.exec_type is ExecType.CANCELED else r for r in out]
 
     # ------------------------------------------------------------------ market data
@@ -770,13 +795,19 @@ class SimExchange:
         return self._reject(owner, client_order_id, symbol, side, ord_type, 0, 0, text, ts)
 
     def refuse_cancel(
-        self, owner: int, client_order_id: str, orig_client_order_id: str, text: str, *,
+        self,
+        owner: int,
+        client_order_id: str,
+        orig_client_order_id: str,
+        text: str,
+        *,
         replace: bool,
-    ) -> CancelReject:  # fmt: skip
+    ) -> CancelReject:
         """Return the refusal of a cancel or replace request with ``text`` (order left as is)."""
         order = self._client_order(owner, orig_client_order_id)
-        return self._cancel_reject(owner, client_order_id, orig_client_order_id, order,
-                                   replace=replace, text=text)  # fmt: skip
+        return self._cancel_reject(
+            owner, client_order_id, orig_client_order_id, order, replace=replace, text=text
+        )
 
     def _cancel_reject(
         self,

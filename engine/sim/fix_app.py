@@ -146,8 +146,11 @@ class SimFixApplication(Application):
         client that is away gets the reports when it logs on again).
         """
         now = self.clock.now_ns()
-        reports = [r for owner in list(self._by_owner)
-                   for r in self.exchange.cancel_owner(owner, now, text)]  # fmt: skip
+        reports = [
+            r
+            for owner in list(self._by_owner)
+            for r in self.exchange.cancel_owner(owner, now, text)
+        ]
         self.dispatch(reports)
         return sum(r.exec_type is ExecType.CANCELED for r in reports)
 
@@ -198,8 +201,9 @@ class SimFixApplication(Application):
         ins = self.instruments.get(symbol)
         now = self.clock.now_ns()
         if ins is None:
-            reports = self.exchange.submit(client.owner, clordid, symbol, side, 1, 0, ord_type,
-                                           tif, ts=now)  # fmt: skip
+            reports = self.exchange.submit(
+                client.owner, clordid, symbol, side, 1, 0, ord_type, tif, ts=now
+            )
         else:
             nums = self._numbers(symbol)
             assert nums is not None
@@ -210,11 +214,15 @@ class SimFixApplication(Application):
                 px = nums.px_ticks(44, px_raw) if px_raw is not None else 0
             except FixValueError as e:
                 why = _grid_text(ins, e, px_raw if e.tag == 44 else qty_raw)
-                reports = [self.exchange.refuse_new(client.owner, clordid, symbol, side,
-                                                    ord_type, why, now)]  # fmt: skip
+                reports = [
+                    self.exchange.refuse_new(
+                        client.owner, clordid, symbol, side, ord_type, why, now
+                    )
+                ]
             else:
-                reports = self.exchange.submit(client.owner, clordid, symbol, side, qty, px,
-                                               ord_type, tif, ts=now)  # fmt: skip
+                reports = self.exchange.submit(
+                    client.owner, clordid, symbol, side, qty, px, ord_type, tif, ts=now
+                )
         self.dispatch(reports)
 
     def _cancel(self, client: _Client, m: FixMessage) -> None:
@@ -234,9 +242,12 @@ class SimFixApplication(Application):
         if ins is None:
             symbol = self._req(m, 55).decode("latin-1")
             result = self.exchange.refuse_cancel(
-                client.owner, clordid, orig, f"invalid replace: unknown symbol {symbol!r}",
+                client.owner,
+                clordid,
+                orig,
+                f"invalid replace: unknown symbol {symbol!r}",
                 replace=True,
-            )  # fmt: skip
+            )
         else:
             qty_raw, px_raw = self._req(m, 38), m.get(44)
             try:
@@ -244,11 +255,11 @@ class SimFixApplication(Application):
                 px = px_ticks(ins, 44, px_raw) if px_raw else 0
             except FixValueError as e:
                 why = "invalid replace: " + _grid_text(ins, e, px_raw if e.tag == 44 else qty_raw)
-                result = self.exchange.refuse_cancel(client.owner, clordid, orig, why,
-                                                     replace=True)  # fmt: skip
+                result = self.exchange.refuse_cancel(client.owner, clordid, orig, why, replace=True)
             else:
-                result = self.exchange.replace(client.owner, clordid, orig, qty, px,
-                                               ts=self.clock.now_ns())  # fmt: skip
+                result = self.exchange.replace(
+                    client.owner, clordid, orig, qty, px, ts=self.clock.now_ns()
+                )
         self._answer(client, result)
 
     def _status(self, client: _Client, m: FixMessage) -> None:

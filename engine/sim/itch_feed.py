@@ -92,11 +92,24 @@ class SimItchFeed:
                 )
             locate = book.index + 1
             self._scale[locate] = int(units)
-            self._add("R", ts, locate, stock=book.symbol[:8], market_category="Q",
-                      financial_status_indicator="N", round_lot_size=1, round_lots_only="N",
-                      issue_classification="C", issue_sub_type="Z", authenticity="P",
-                      short_sale_threshold_indicator="N", ipo_flag="N", etp_flag="N",
-                      luld_reference_price_tier="1", inverse_indicator="N")  # fmt: skip
+            self._add(
+                "R",
+                ts,
+                locate,
+                stock=book.symbol[:8],
+                market_category="Q",
+                financial_status_indicator="N",
+                round_lot_size=1,
+                round_lots_only="N",
+                issue_classification="C",
+                issue_sub_type="Z",
+                authenticity="P",
+                short_sale_threshold_indicator="N",
+                ipo_flag="N",
+                etp_flag="N",
+                luld_reference_price_tier="1",
+                inverse_indicator="N",
+            )
             self._add("H", ts, locate, stock=book.symbol[:8], trading_state="T")
 
     def _add(self, t: str, ts: int, locate: int, **fields: Any) -> None:
@@ -132,8 +145,14 @@ class SimItchFeed:
                     continue
                 ref, side, px, leaves, loc = pub
                 qty = int(ev[EV_QTY])
-                self._add("E", ts, loc, order_reference_number=ref, executed_shares=qty,
-                          match_number=self._match)  # fmt: skip
+                self._add(
+                    "E",
+                    ts,
+                    loc,
+                    order_reference_number=ref,
+                    executed_shares=qty,
+                    match_number=self._match,
+                )
                 self._match += 1
                 if leaves - qty > 0:
                     published[order_id] = (ref, side, px, leaves - qty, loc)
@@ -157,22 +176,37 @@ class SimItchFeed:
         scale = self._scale[locate]
         if pub is None:
             ref = self._new_ref()
-            self._add("A", ts, locate, order_reference_number=ref,
-                      buy_sell_indicator="B" if side > 0 else "S", shares=leaves,
-                      stock=self.exchange.symbol_of(locate - 1)[:8], price=px * scale)  # fmt: skip
+            self._add(
+                "A",
+                ts,
+                locate,
+                order_reference_number=ref,
+                buy_sell_indicator="B" if side > 0 else "S",
+                shares=leaves,
+                stock=self.exchange.symbol_of(locate - 1)[:8],
+                price=px * scale,
+            )
             self._published[order_id] = (ref, side, px, leaves, locate)
             return
         ref, _side, old_px, old_leaves, _loc = pub
         if px == old_px and leaves == old_leaves:
             return
         if px == old_px and leaves < old_leaves:  # reduced in place: keeps its priority
-            self._add("X", ts, locate, order_reference_number=ref,
-                      cancelled_shares=old_leaves - leaves)  # fmt: skip
+            self._add(
+                "X", ts, locate, order_reference_number=ref, cancelled_shares=old_leaves - leaves
+            )
             self._published[order_id] = (ref, side, px, leaves, locate)
             return
         new = self._new_ref()
-        self._add("U", ts, locate, original_order_reference_number=ref,
-                  new_order_reference_number=new, shares=leaves, price=px * scale)  # fmt: skip
+        self._add(
+            "U",
+            ts,
+            locate,
+            original_order_reference_number=ref,
+            new_order_reference_number=new,
+            shares=leaves,
+            price=px * scale,
+        )
         self._published[order_id] = (new, side, px, leaves, locate)
 
     def _new_ref(self) -> int:

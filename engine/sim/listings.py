@@ -47,8 +47,11 @@ def sim_listings(instruments: Sequence[InstrumentConfig]) -> tuple[SimInstrument
                 f"{ins.tick_size}; the simulator needs at least {MIN_START_TICKS}"
             )
         n_levels = min(DEFAULT_RANGE_TICKS, 2 * (start - 1))
-        flow = FlowConfig(events_per_second=ins.participant_events_per_second,
-                          volatility_ticks=ins.participant_volatility_ticks)  # fmt: skip
-        out.append(SimInstrument(instrument=instrument, start_px_ticks=start,
-                                 n_levels=n_levels, flow=flow))  # fmt: skip
+        flow = FlowConfig(
+            events_per_second=ins.participant_events_per_second,
+            volatility_ticks=ins.participant_volatility_ticks,
+        )
+        out.append(
+            SimInstrument(instrument=instrument, start_px_ticks=start, n_levels=n_levels, flow=flow)
+        )
     return tuple(out)

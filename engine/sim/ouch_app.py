@@ -164,8 +164,11 @@ class SimOuchApplication:
     def cancel_all(self, text: str = CLOSE_TEXT) -> int:
         """Cancel every account's working orders (the simulator stops); return how many."""
         now = self.clock.now_ns()
-        reports = [r for acc in list(self._accounts.values())
-                   for r in self.exchange.cancel_owner(acc.owner, now, text)]  # fmt: skip
+        reports = [
+            r
+            for acc in list(self._accounts.values())
+            for r in self.exchange.cancel_owner(acc.owner, now, text)
+        ]
         self.dispatch(reports)
         return sum(r.exec_type is ExecType.CANCELED for r in reports)
 
@@ -211,8 +214,10 @@ class SimOuchApplication:
 
     def _reject(self, acc: _Account, ref: int, reason: int, cl_ord_id: str, why: str) -> None:
         log.info("OUCH %s: UserRefNum %d rejected: %s", acc.name, ref, why)
-        self._send(acc, Rejected(timestamp=self._ts(), user_ref_num=ref, reason=reason,
-                                 cl_ord_id=cl_ord_id))  # fmt: skip
+        self._send(
+            acc,
+            Rejected(timestamp=self._ts(), user_ref_num=ref, reason=reason, cl_ord_id=cl_ord_id),
+        )
 
     def _enter(self, acc: _Account, m: EnterOrder) -> None:
         ref = m.user_ref_num
@@ -228,8 +233,13 @@ class SimOuchApplication:
             self._reject(acc, ref, REJECT_INVALID_SYMBOL, m.cl_ord_id, f"symbol {m.symbol!r}")
             return
         if side is None or tif is None:
-            self._reject(acc, ref, REJECT_OTHER, m.cl_ord_id,
-                         f"side {m.side!r} / time in force {m.time_in_force!r}")  # fmt: skip
+            self._reject(
+                acc,
+                ref,
+                REJECT_OTHER,
+                m.cl_ord_id,
+                f"side {m.side!r} / time in force {m.time_in_force!r}",
+            )
             return
         try:
             qty = scale.lots_from_quantity(m.quantity)
@@ -239,12 +249,18 @@ class SimOuchApplication:
             code = REJECT_INVALID_QUANTITY if "quantity" in str(e) else REJECT_INVALID_PRICE
             self._reject(acc, ref, code, m.cl_ord_id, str(e))
             return
-        acc.refs[ref] = _Ref(m.symbol, m.side, m.time_in_force, m.display, m.capacity,
-                             m.cl_ord_id)  # fmt: skip
+        acc.refs[ref] = _Ref(m.symbol, m.side, m.time_in_force, m.display, m.capacity, m.cl_ord_id)
         reports = self.exchange.submit(
-            acc.owner, str(ref), m.symbol, side, qty, px,
-            OrdType.MARKET if market else OrdType.LIMIT, tif, ts=self.clock.now_ns(),
-        )  # fmt: skip
+            acc.owner,
+            str(ref),
+            m.symbol,
+            side,
+            qty,
+            px,
+            OrdType.MARKET if market else OrdType.LIMIT,
+            tif,
+            ts=self.clock.now_ns(),
+        )
         self.dispatch(reports)
 
     def _cancel(self, acc: _Account, m: CancelOrder) -> None:
@@ -261,13 +277,18 @@ class SimOuchApplication:
             if status is None or status.leaves_qty_lots == 0:
                 return
             total = status.cum_qty_lots + scale.lots_from_quantity(m.quantity)
-            result = self.exchange.replace(acc.owner, cancel_id, str(m.user_ref_num), total,
-                                           status.px_ticks, ts=now)  # fmt: skip
+            result = self.exchange.replace(
+                acc.owner, cancel_id, str(m.user_ref_num), total, status.px_ticks, ts=now
+            )
         else:
             result = self.exchange.cancel(acc.owner, cancel_id, str(m.user_ref_num), ts=now)
         if isinstance(result, OmsCancelReject):
-            log.info("OUCH %s: cancel of UserRefNum %d ignored: %s", acc.name, m.user_ref_num,
-                     result.text)  # fmt: skip
+            log.info(
+                "OUCH %s: cancel of UserRefNum %d ignored: %s",
+                acc.name,
+                m.user_ref_num,
+                result.text,
+            )
             return
         self.dispatch(result)
 
@@ -281,8 +302,13 @@ class SimOuchApplication:
         acc.next_ref = new + 1
         scale = self._scale(orig.symbol) if orig is not None else None
         if orig is None or scale is None:
-            self._reject(acc, new, REJECT_REPLACE_NOT_ALLOWED, m.cl_ord_id,
-                         f"unknown UserRefNum {m.orig_user_ref_num}")  # fmt: skip
+            self._reject(
+                acc,
+                new,
+                REJECT_REPLACE_NOT_ALLOWED,
+                m.cl_ord_id,
+                f"unknown UserRefNum {m.orig_user_ref_num}",
+            )
             return
         now = self.clock.now_ns()
         status = self.exchange.status(acc.owner, str(m.orig_user_ref_num), now)
@@ -294,11 +320,19 @@ class SimOuchApplication:
             self._reject(acc, new, code, m.cl_ord_id, str(e))
             return
         cum = status.cum_qty_lots if status is not None else 0
-        acc.refs[new] = _Ref(orig.symbol, orig.side, m.time_in_force, m.display, orig.capacity,
-                             m.cl_ord_id, orig.leaves)  # fmt: skip
+        acc.refs[new] = _Ref(
+            orig.symbol,
+            orig.side,
+            m.time_in_force,
+            m.display,
+            orig.capacity,
+            m.cl_ord_id,
+            orig.leaves,
+        )
         # OUCH's Quantity is the new open quantity; the exchange's, the order's total.
-        result = self.exchange.replace(acc.owner, str(new), str(m.orig_user_ref_num),
-                                       cum + open_lots, px, ts=now)  # fmt: skip
+        result = self.exchange.replace(
+            acc.owner, str(new), str(m.orig_user_ref_num), cum + open_lots, px, ts=now
+        )
         if isinstance(result, OmsCancelReject):
             del acc.refs[new]
             self._reject(acc, new, REJECT_REPLACE_NOT_ALLOWED, m.cl_ord_id, result.text)
@@ -316,8 +350,12 @@ class SimOuchApplication:
         assert scale is not None
         if scale.lots_from_quantity(m.quantity) < state.leaves:
             self._cancel(acc, CancelOrder(user_ref_num=m.user_ref_num, quantity=m.quantity))
-        self._send(acc, OrderModified(timestamp=self._ts(), user_ref_num=m.user_ref_num,
-                                      side=m.side, quantity=m.quantity))  # fmt: skip
+        self._send(
+            acc,
+            OrderModified(
+                timestamp=self._ts(), user_ref_num=m.user_ref_num, side=m.side, quantity=m.quantity
+            ),
+        )
 
     # ------------------------------------------------------------------ answers
     def dispatch(self, reports: Iterable[ExecutionReport]) -> None:
@@ -348,23 +386,32 @@ class SimOuchApplication:
             orig = _CANCEL_ID.match(r.orig_client_order_id)
             orig_ref = int(orig.group(1)) if orig else 0
             if orig_ref == ref:  # a Cancel Order that reduced the quantity
-                return OrderCanceled(timestamp=ts, user_ref_num=ref,
-                                     quantity=scale.quantity_from_lots(before - r.leaves_qty_lots),
-                                     reason=USER_REQUESTED)  # fmt: skip
+                return OrderCanceled(
+                    timestamp=ts,
+                    user_ref_num=ref,
+                    quantity=scale.quantity_from_lots(before - r.leaves_qty_lots),
+                    reason=USER_REQUESTED,
+                )
             old = acc.refs.get(orig_ref)
             if old is not None:
                 old.leaves = 0
             return self._accepted(OrderReplaced, ref, state, scale, r, ts, orig_ref)
         if et in (ExecType.TRADE, ExecType.PARTIAL_FILL, ExecType.FILL):
-            return OrderExecuted(timestamp=ts, user_ref_num=ref,
-                                 quantity=scale.quantity_from_lots(r.last_qty_lots),
-                                 price=scale.price_from_ticks(r.last_px_ticks),
-                                 liquidity_flag="A" if r.maker else "R",
-                                 match_number=next(self._match_n))  # fmt: skip
+            return OrderExecuted(
+                timestamp=ts,
+                user_ref_num=ref,
+                quantity=scale.quantity_from_lots(r.last_qty_lots),
+                price=scale.price_from_ticks(r.last_px_ticks),
+                liquidity_flag="A" if r.maker else "R",
+                match_number=next(self._match_n),
+            )
         if et in (ExecType.CANCELED, ExecType.EXPIRED):
-            return OrderCanceled(timestamp=ts, user_ref_num=ref,
-                                 quantity=scale.quantity_from_lots(max(before, 0)),
-                                 reason=_cancel_reason(et, r.text))  # fmt: skip
+            return OrderCanceled(
+                timestamp=ts,
+                user_ref_num=ref,
+                quantity=scale.quantity_from_lots(max(before, 0)),
+                reason=_cancel_reason(et, r.text),
+            )
         if et is ExecType.REJECTED:
             code = REJECT_INVALID_PRICE if "price" in r.text else REJECT_OTHER
             return Rejected(timestamp=ts, user_ref_num=ref, reason=code, cl_ord_id=state.cl_ord_id)
@@ -389,19 +436,38 @@ class SimOuchApplication:
         quantity = scale.quantity_from_lots(r.leaves_qty_lots)
         if kind is OrderReplaced:
             return OrderReplaced(
-                timestamp=ts, orig_user_ref_num=orig_ref, user_ref_num=ref, side=state.side,
-                quantity=quantity, symbol=r.symbol, price=price, time_in_force=state.tif,
-                display=state.display, order_reference_number=order_ref,
-                capacity=state.capacity, inter_market_sweep_eligibility="N", cross_type="N",
-                order_state="L" if live else "D", cl_ord_id=state.cl_ord_id,
-            )  # fmt: skip
+                timestamp=ts,
+                orig_user_ref_num=orig_ref,
+                user_ref_num=ref,
+                side=state.side,
+                quantity=quantity,
+                symbol=r.symbol,
+                price=price,
+                time_in_force=state.tif,
+                display=state.display,
+                order_reference_number=order_ref,
+                capacity=state.capacity,
+                inter_market_sweep_eligibility="N",
+                cross_type="N",
+                order_state="L" if live else "D",
+                cl_ord_id=state.cl_ord_id,
+            )
         return OrderAccepted(
-            timestamp=ts, user_ref_num=ref, side=state.side, quantity=quantity, symbol=r.symbol,
-            price=price, time_in_force=state.tif, display=state.display,
-            order_reference_number=order_ref, capacity=state.capacity,
-            inter_market_sweep_eligibility="N", cross_type="N",
-            order_state="L" if live else "D", cl_ord_id=state.cl_ord_id,
-        )  # fmt: skip
+            timestamp=ts,
+            user_ref_num=ref,
+            side=state.side,
+            quantity=quantity,
+            symbol=r.symbol,
+            price=price,
+            time_in_force=state.tif,
+            display=state.display,
+            order_reference_number=order_ref,
+            capacity=state.capacity,
+            inter_market_sweep_eligibility="N",
+            cross_type="N",
+            order_state="L" if live else "D",
+            cl_ord_id=state.cl_ord_id,
+        )
 
     def _send(self, acc: _Account, message: OuchMessage) -> None:
         if acc.stream is None:
@@ -443,12 +509,20 @@ class _AccountHandler(OuchServerHandler):
 class _AccountSession(OuchServerSession):
     """One account's server session; its end cancels its orders (cancel on disconnect)."""
 
-    def __init__(self, app: SimOuchApplication, account: str, password: str, *, session: str,
-                 store: SequencedStore) -> None:  # fmt: skip
+    def __init__(
+        self,
+        app: SimOuchApplication,
+        account: str,
+        password: str,
+        *,
+        session: str,
+        store: SequencedStore,
+    ) -> None:
         self.app = app
         self.account = account
-        super().__init__(account, password, session=session, store=store,
-                         handler=_AccountHandler(app, account))  # fmt: skip
+        super().__init__(
+            account, password, session=session, store=store, handler=_AccountHandler(app, account)
+        )
 
     def on_logout(self, now_ns: int) -> None:
         """Cancel the account's orders: it logged out."""
@@ -528,9 +602,10 @@ def ouch_port(
     listener = SoupServerListener([], host, port, clock=clock, busy_poll_us=busy_poll_us)
     for user, password in accounts:
         store: SequencedStore = (
-            MemorySequencedStore() if store_dir is None
+            MemorySequencedStore()
+            if store_dir is None
             else FileSequencedStore(store_dir, f"ouch-{user}-{session}")
-        )  # fmt: skip
+        )
         account = _AccountSession(app, user, password, session=session, store=store)
         listener.sessions[user.upper()] = account.soup
         app.attach(user, _ListenerStream(listener, account))

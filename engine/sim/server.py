@@ -129,8 +129,10 @@ def plan_listeners(
         if s.section_line in free and port is None:
             listen_port = 0
         if listen_port is None:  # pragma: no cover  (the loader requires it of acceptors)
-            raise SimConfigError(f"{cfg}:{s.section_line}: session {s.session_id} has no "
-                                 "SocketAcceptPort (set it, or give --port)")  # fmt: skip
+            raise SimConfigError(
+                f"{cfg}:{s.section_line}: session {s.session_id} has no "
+                "SocketAcceptPort (set it, or give --port)"
+            )
         listen_host = host or s.socket_accept_host or DEFAULT_HOST
         key = (listen_host, listen_port)
         listener = by_address.get(key)
@@ -168,8 +170,9 @@ def _ports_for_loader(doc: CfgDocument, *, override: bool) -> tuple[CfgDocument,
 class _SimApplication(SimFixApplication):
     """The simulator's application; with ``verbose``, logons and logouts go to stderr."""
 
-    def __init__(self, exchange: SimExchange, clock: LiveClock, *, verbose: bool,
-                 cancel_on_disconnect: bool) -> None:  # fmt: skip
+    def __init__(
+        self, exchange: SimExchange, clock: LiveClock, *, verbose: bool, cancel_on_disconnect: bool
+    ) -> None:
         super().__init__(exchange, clock, cancel_on_disconnect=cancel_on_disconnect)
         self.verbose = verbose
 
@@ -276,8 +279,9 @@ class ItchFeedOptions:
 class _ItchServing:
     """The feed while the simulator serves: the exchange's ITCH messages, the publisher."""
 
-    def __init__(self, exchange: SimExchange, clock: LiveClock, options: ItchFeedOptions,
-                 host: str) -> None:  # fmt: skip
+    def __init__(
+        self, exchange: SimExchange, clock: LiveClock, options: ItchFeedOptions, host: str
+    ) -> None:
         self.options = options
         self.host = host
         self.feed = SimItchFeed(exchange, clock.now_ns())
@@ -290,8 +294,11 @@ class _ItchServing:
     async def start(self, out: TextIO) -> None:
         port = await self.publisher.serve_requests(self.host, self.options.retransmit_port)
         feeds = " and ".join(str(g) for g in self.publisher.groups)
-        _say(f"ITCH 5.0 over MoldUDP64 on {feeds}; re-requests on {self.host}:{port} "
-             f"(session {self.publisher.session.decode()})", out)  # fmt: skip
+        _say(
+            f"ITCH 5.0 over MoldUDP64 on {feeds}; re-requests on {self.host}:{port} "
+            f"(session {self.publisher.session.decode()})",
+            out,
+        )
         self.flush()
         self._task = asyncio.get_running_loop().create_task(self._heartbeats(), name="itch-hb")
 
@@ -325,9 +332,14 @@ class _Extras:
     """The simulator's ports besides FIX: OUCH order entry and the ITCH feed, when asked for."""
 
     def __init__(
-        self, exchange: SimExchange, clock: LiveClock, host: str, ouch: OuchPortOptions | None,
-        itch: ItchFeedOptions | None, cancel_on_disconnect: bool,
-    ) -> None:  # fmt: skip
+        self,
+        exchange: SimExchange,
+        clock: LiveClock,
+        host: str,
+        ouch: OuchPortOptions | None,
+        itch: ItchFeedOptions | None,
+        cancel_on_disconnect: bool,
+    ) -> None:
         self.ouch = None
         if ouch is not None:
             self.ouch = _OuchServing(exchange, clock, ouch, host, cancel_on_disconnect)
@@ -362,15 +374,27 @@ class _Extras:
 class _OuchServing:
     """The simulator's OUCH port while it serves: the port's application and its listener."""
 
-    def __init__(self, exchange: SimExchange, clock: LiveClock, options: OuchPortOptions,
-                 host: str, cancel_on_disconnect: bool) -> None:  # fmt: skip
+    def __init__(
+        self,
+        exchange: SimExchange,
+        clock: LiveClock,
+        options: OuchPortOptions,
+        host: str,
+        cancel_on_disconnect: bool,
+    ) -> None:
         self.options = options
         self.app = SimOuchApplication(exchange, clock, cancel_on_disconnect=cancel_on_disconnect)
         session = ouch_session_name(options.store_dir, options.accounts, clock.now_ns())
-        self.listener = ouch_port(self.app, options.accounts, session=session, clock=clock,
-                                  store_dir=options.store_dir, host=host,
-                                  port=options.port,
-                                  busy_poll_us=options.busy_poll_us)  # fmt: skip
+        self.listener = ouch_port(
+            self.app,
+            options.accounts,
+            session=session,
+            clock=clock,
+            store_dir=options.store_dir,
+            host=host,
+            port=options.port,
+            busy_poll_us=options.busy_poll_us,
+        )
         self.started = False
 
     async def start(self, out: TextIO) -> bool:
@@ -379,8 +403,9 @@ class _OuchServing:
             bound = await self.listener.start()
         except OSError as e:
             why = "address already in use" if e.errno == errno.EADDRINUSE else e.strerror
-            _error(f"cannot listen on {self.listener.host}:{self.options.port} for OUCH: "
-                   f"{why or e}")  # fmt: skip
+            _error(
+                f"cannot listen on {self.listener.host}:{self.options.port} for OUCH: {why or e}"
+            )
             return False
         self.started = True
         users = ", ".join(user for user, _ in self.options.accounts)
@@ -417,8 +442,20 @@ async def serve(
     """
     out = out or sys.stdout
     with _stop_on_signals() as stop:  # before the port line: a caller may signal at once
-        return await _serve(cfg, stop, host, port, seed, seconds, verbose,
-                            cancel_on_disconnect, out, listings, ouch, itch)  # fmt: skip
+        return await _serve(
+            cfg,
+            stop,
+            host,
+            port,
+            seed,
+            seconds,
+            verbose,
+            cancel_on_disconnect,
+            out,
+            listings,
+            ouch,
+            itch,
+        )
 
 
 async def _serve(
@@ -445,8 +482,9 @@ async def _serve(
     # Each run its own id epoch: a client that saw this venue's ExecIDs before a restart
     # must not see one of them again (it de-duplicates executions by ExecID).
     exchange = SimExchange(listings, seed=seed, epoch=id_epoch(clock.now_ns()))
-    app = _SimApplication(exchange, clock, verbose=verbose,
-                          cancel_on_disconnect=cancel_on_disconnect)  # fmt: skip
+    app = _SimApplication(
+        exchange, clock, verbose=verbose, cancel_on_disconnect=cancel_on_disconnect
+    )
     try:
         groups = _build_sessions(cfg, listeners, app, verbose)
     except SimConfigError as e:
@@ -508,9 +546,12 @@ def _warn_unstored(cfg: Path, listeners: Sequence[Listener]) -> None:
     for listener in listeners:
         for s in listener.settings:
             if not s.file_store_path and not s.reset_on_logon:
-                _say(f"warning: {cfg}:{s.section_line}: session {s.session_id} has no "
-                     "FileStorePath: its sequence numbers start at 1 again on every run "
-                     "(set FileStorePath, or ResetOnLogon=Y)", sys.stderr)  # fmt: skip
+                _say(
+                    f"warning: {cfg}:{s.section_line}: session {s.session_id} has no "
+                    "FileStorePath: its sequence numbers start at 1 again on every run "
+                    "(set FileStorePath, or ResetOnLogon=Y)",
+                    sys.stderr,
+                )
 
 
 @contextlib.contextmanager
@@ -697,8 +738,9 @@ def _account(text: str) -> tuple[str, str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``qwconsole sim`` with ``argv``; return the exit status."""
     opts = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="sim: %(levelname)s %(name)s: %(message)s")  # fmt: skip
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format="sim: %(levelname)s %(name)s: %(message)s"
+    )
     if opts.uvloop:
         install_uvloop()
     listings: Sequence[SimInstrument] = DEMO_LISTINGS
@@ -721,8 +763,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed = engine_cfg.simulator.seed
     ouch = None
     if opts.ouch_port is not None:
-        ouch = OuchPortOptions(opts.ouch_port, tuple(opts.ouch_account or [DEMO_OUCH_ACCOUNT]),
-                               opts.ouch_store, opts.ouch_busy_poll)  # fmt: skip
+        ouch = OuchPortOptions(
+            opts.ouch_port,
+            tuple(opts.ouch_account or [DEMO_OUCH_ACCOUNT]),
+            opts.ouch_store,
+            opts.ouch_busy_poll,
+        )
     elif opts.ouch_account or opts.ouch_store or opts.ouch_busy_poll:
         _error("--ouch-account, --ouch-store and --ouch-busy-poll need --ouch-port")
         return 2
@@ -730,13 +776,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if opts.itch_feed is not None:
         iface = opts.host or DEFAULT_HOST
         groups = [Group(a, p, iface) for a, p in opts.itch_feed]
-        itch = ItchFeedOptions(groups[0], groups[1] if len(groups) > 1 else None,
-                               opts.itch_retransmit_port)  # fmt: skip
-    run = serve(opts.cfg, host=opts.host, port=opts.port,
-                seed=opts.seed if opts.seed is not None else seed,
-                seconds=opts.seconds, verbose=opts.verbose,
-                cancel_on_disconnect=not opts.keep_orders, listings=listings,
-                ouch=ouch, itch=itch)  # fmt: skip
+        itch = ItchFeedOptions(
+            groups[0], groups[1] if len(groups) > 1 else None, opts.itch_retransmit_port
+        )
+    run = serve(
+        opts.cfg,
+        host=opts.host,
+        port=opts.port,
+        seed=opts.seed if opts.seed is not None else seed,
+        seconds=opts.seconds,
+        verbose=opts.verbose,
+        cancel_on_disconnect=not opts.keep_orders,
+        listings=listings,
+        ouch=ouch,
+        itch=itch,
+    )
     try:
         return asyncio.run(run)
     except KeyboardInterrupt:  # a second Ctrl-C while stopping

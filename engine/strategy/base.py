@@ -193,9 +193,14 @@ class Strategy:
     ) -> OrderView:
         """Send a buy order."""
         return self.ctx.send(
-            symbol=symbol, side=Side.BUY, qty_lots=qty_lots, px_ticks=px_ticks,
-            ord_type=ord_type, time_in_force=time_in_force, strategy_id=self.strategy_id,
-        )  # fmt: skip
+            symbol=symbol,
+            side=Side.BUY,
+            qty_lots=qty_lots,
+            px_ticks=px_ticks,
+            ord_type=ord_type,
+            time_in_force=time_in_force,
+            strategy_id=self.strategy_id,
+        )
 
     def sell(
         self,
@@ -207,9 +212,14 @@ class Strategy:
     ) -> OrderView:
         """Send a sell order."""
         return self.ctx.send(
-            symbol=symbol, side=Side.SELL, qty_lots=qty_lots, px_ticks=px_ticks,
-            ord_type=ord_type, time_in_force=time_in_force, strategy_id=self.strategy_id,
-        )  # fmt: skip
+            symbol=symbol,
+            side=Side.SELL,
+            qty_lots=qty_lots,
+            px_ticks=px_ticks,
+            ord_type=ord_type,
+            time_in_force=time_in_force,
+            strategy_id=self.strategy_id,
+        )
 
     def cancel(self, order_id: int) -> bool:
         """Cancel one of the strategy's orders."""

@@ -200,10 +200,15 @@ class QuotingStrategy(Strategy):
         symbol = book.symbol
         wake = int(
             self.rule.jit(
-                now, touch[0], touch[1], self.position(symbol), q, self._params[1:],
+                now,
+                touch[0],
+                touch[1],
+                self.position(symbol),
+                q,
+                self._params[1:],
                 self.rule_state,
             )
-        )  # fmt: skip
+        )
         self._wake = wake if wake > now else _NEVER
         self._carry_out(symbol, Side.BUY, int(q[BID_PX]), int(q[BID_QTY]))
         self._carry_out(symbol, Side.SELL, int(q[ASK_PX]), int(q[ASK_QTY]))

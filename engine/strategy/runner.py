@@ -100,16 +100,37 @@ class LiveContext:
         if refusal is not None:
             now = self.clock.now_ns()
             return OrderView(
-                order_id=0, client_order_id="", orig_client_order_ids=(), venue_order_id="",
-                strategy_id=strategy_id, symbol=symbol, side=side, ord_type=ord_type,
-                time_in_force=time_in_force, qty_lots=qty_lots, px_ticks=px_ticks,
-                status=OrdStatus.REJECTED, cum_qty_lots=0, leaves_qty_lots=0, avg_px_ticks=0.0,
-                pending="", text=refusal, ts_created=now, ts_sent=0, ts_acked=0, ts_last=now,
-            )  # fmt: skip
+                order_id=0,
+                client_order_id="",
+                orig_client_order_ids=(),
+                venue_order_id="",
+                strategy_id=strategy_id,
+                symbol=symbol,
+                side=side,
+                ord_type=ord_type,
+                time_in_force=time_in_force,
+                qty_lots=qty_lots,
+                px_ticks=px_ticks,
+                status=OrdStatus.REJECTED,
+                cum_qty_lots=0,
+                leaves_qty_lots=0,
+                avg_px_ticks=0.0,
+                pending="",
+                text=refusal,
+                ts_created=now,
+                ts_sent=0,
+                ts_acked=0,
+                ts_last=now,
+            )
         order = self.router.send(
-            symbol=symbol, side=side, qty_lots=qty_lots, px_ticks=px_ticks, ord_type=ord_type,
-            time_in_force=time_in_force, strategy_id=strategy_id,
-        )  # fmt: skip
+            symbol=symbol,
+            side=side,
+            qty_lots=qty_lots,
+            px_ticks=px_ticks,
+            ord_type=ord_type,
+            time_in_force=time_in_force,
+            strategy_id=strategy_id,
+        )
         # The order manager published every change it made: its last view is the current one.
         return order.published or order.view()
 

@@ -209,9 +209,14 @@ class BinanceImporter:
         self.qty = Grid("lot size", lot_size)
         self.rejects = Rejects(skip_bad_rows, self.result)
         self.sink = Sink(
-            staging, self.result, symbol, tick_size=tick_size, lot_size=lot_size, venue=venue,
+            staging,
+            self.result,
+            symbol,
+            tick_size=tick_size,
+            lot_size=lot_size,
+            venue=venue,
             n_levels=snapshot_levels,
-        )  # fmt: skip
+        )
         self.snapshot_levels = snapshot_levels
         self.snapshot_interval_ns = snapshot_interval_ms * 1_000_000
         self._next_snap = 0
@@ -250,8 +255,9 @@ class BinanceImporter:
                     if progress is not None and line_no % 4096 == 0:
                         progress(raw.tell(), total, line_no)
             except EOFError:
-                raise ValueError(f"{path}:{line_no + 1}: the gzip data ends early (truncated "
-                                 "file)") from None  # fmt: skip
+                raise ValueError(
+                    f"{path}:{line_no + 1}: the gzip data ends early (truncated file)"
+                ) from None
             except (gzip.BadGzipFile, zlib.error) as e:
                 raise ValueError(f"{path}:{line_no + 1}: not gzip data ({e})") from None
         if progress is not None:
@@ -263,10 +269,12 @@ class BinanceImporter:
             _recv, data, _sym, (file, line) = self._pending[0]
             if not self.stats.snapshots:
                 self._gap(
-                    data, file, line, -1,
-                    f"no depth snapshot in the input: {len(self._pending)} diffs cannot be "
-                    "applied",
-                )  # fmt: skip
+                    data,
+                    file,
+                    line,
+                    -1,
+                    f"no depth snapshot in the input: {len(self._pending)} diffs cannot be applied",
+                )
             self.stats.diffs_dropped += len(self._pending)  # after a gap, never resynced
             self._pending = []
         for b in (self.l2, self.bbo, self.trades, self.snaps):
@@ -277,9 +285,15 @@ class BinanceImporter:
     def _gap(self, data: dict[str, Any], file: str, line: int, after: int, reason: str) -> None:
         """Record a gap; raise :class:`SequenceGapError` unless gaps are allowed."""
         gap = SequenceGap(
-            file, line, int(data.get("E", 0)) * 1_000_000, after, int(data["U"]), int(data["u"]),
-            int(data.get("pu", -1)), reason,
-        )  # fmt: skip
+            file,
+            line,
+            int(data.get("E", 0)) * 1_000_000,
+            after,
+            int(data["U"]),
+            int(data["u"]),
+            int(data.get("pu", -1)),
+            reason,
+        )
         if not self.allow_gaps:
             raise SequenceGapError(gap)
         self.stats.gaps += 1
@@ -341,17 +355,30 @@ class BinanceImporter:
             self._check_symbol(sym)
             ts = self.bbo.ts(int(data["E"]) * 1_000_000 if "E" in data else recv)
             self.bbo.add(
-                (ts, recv, self._px(data["b"], "b"), self._qty(data["B"], "B"),
-                 self._px(data["a"], "a"), self._qty(data["A"], "A"), int(data["u"]))
-            )  # fmt: skip
+                (
+                    ts,
+                    recv,
+                    self._px(data["b"], "b"),
+                    self._qty(data["B"], "B"),
+                    self._px(data["a"], "a"),
+                    self._qty(data["A"], "A"),
+                    int(data["u"]),
+                )
+            )
         elif stream.endswith("@trade"):
             self._check_symbol(sym)
             ts = self.trades.ts(int(data["T"]) * 1_000_000)
             side = SELL if data["m"] else BUY
             self.trades.add(
-                (ts, recv, self._px(data["p"], "p"), self._qty(data["q"], "q"), int(data["t"]),
-                 side)
-            )  # fmt: skip
+                (
+                    ts,
+                    recv,
+                    self._px(data["p"], "p"),
+                    self._qty(data["q"], "q"),
+                    int(data["t"]),
+                    side,
+                )
+            )
         else:
             raise _BadValue("stream", stream, "is not a depth, bookTicker or trade stream")
 
@@ -417,8 +444,9 @@ class BinanceImporter:
         """Refuse spot diffs under futures rules and the other way round."""
         if ("pu" in data) != self.futures:
             if self.futures:
-                raise _BadValue("pu", "", "is missing: a spot recording? (import it without "
-                                "--futures)")  # fmt: skip
+                raise _BadValue(
+                    "pu", "", "is missing: a spot recording? (import it without --futures)"
+                )
             raise _BadValue("pu", data["pu"], "is a USD-M futures field: use --futures")
 
     def _diff(self, recv: int, data: dict[str, Any], sym: str) -> None:
@@ -442,9 +470,15 @@ class BinanceImporter:
             # the one ending at L (the documented bridge) was not recorded.
             if first > need and not (self.futures and int(data["pu"]) == L):
                 rule = "U <= L <= u" if self.futures else "U <= L+1 <= u"
-                self._lost(data, file, line, L, f"starts after the snapshot lastUpdateId L={L} "
-                           f"(the first diff must have {rule}): updates {need}..{first - 1} "
-                           "are missing")  # fmt: skip
+                self._lost(
+                    data,
+                    file,
+                    line,
+                    L,
+                    f"starts after the snapshot lastUpdateId L={L} "
+                    f"(the first diff must have {rule}): updates {need}..{first - 1} "
+                    "are missing",
+                )
                 return
             self._bridged = True
             if self._after_gap and self._gap_until:  # the book is whole again from here
@@ -460,13 +494,15 @@ class BinanceImporter:
             pu = int(data["pu"])
             if pu != prev:
                 why = "goes back" if last <= prev else "skips updates"
-                self._lost(data, file, line, prev, f"pu {pu} is not the previous diff's u "
-                           f"{prev} ({why})")  # fmt: skip
+                self._lost(
+                    data, file, line, prev, f"pu {pu} is not the previous diff's u {prev} ({why})"
+                )
                 return
         elif first != prev + 1:
             why = "goes back" if first <= prev else f"updates {prev + 1}..{first - 1} are missing"
-            self._lost(data, file, line, prev, f"U is not the previous diff's u + 1 = {prev + 1} "
-                       f"({why})")  # fmt: skip
+            self._lost(
+                data, file, line, prev, f"U is not the previous diff's u + 1 = {prev + 1} ({why})"
+            )
             return
         self._apply(recv, data)
 
@@ -539,9 +575,15 @@ def import_binance(
     """Import Binance recordings into ``store``, all or nothing (see :class:`Staging`)."""
     with Staging(store, replace=replace) as staging:
         imp = BinanceImporter(
-            staging, symbol, tick_size=tick_size, lot_size=lot_size, futures=futures,
-            venue=venue, skip_bad_rows=skip_bad_rows, allow_gaps=allow_gaps,
-        )  # fmt: skip
+            staging,
+            symbol,
+            tick_size=tick_size,
+            lot_size=lot_size,
+            futures=futures,
+            venue=venue,
+            skip_bad_rows=skip_bad_rows,
+            allow_gaps=allow_gaps,
+        )
         for f in files:
             imp.import_file(f, progress)
         result = imp.finish()

@@ -173,15 +173,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("pcap", help="exchange feed captures (pcap/pcapng): itch, mdp3")
     _common(p)
     p.add_argument(
-        "--protocol", required=True, choices=("itch", "mdp3"),
+        "--protocol",
+        required=True,
+        choices=("itch", "mdp3"),
         help="the feed in the capture's UDP payloads (itch: Nasdaq ITCH 5.0 over MoldUDP64; "
         "mdp3: CME MDP 3.0, SBE)",
-    )  # fmt: skip
+    )
     p.add_argument("--schema", type=Path, help="mdp3: the SBE schema (templates_FixBinary.xml)")
     p.add_argument(
-        "--symbol", action="append", default=[], metavar="ID=NAME",
+        "--symbol",
+        action="append",
+        default=[],
+        metavar="ID=NAME",
         help="mdp3: store SecurityID ID as NAME (repeatable; default SECID<id>)",
-    )  # fmt: skip
+    )
     p.add_argument("--day", help="itch: trading day YYYYMMDD (default: the capture's, New York)")
     p.add_argument(
         "--allow-gaps",
@@ -207,10 +212,18 @@ def _run_csv(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
     else:
         mapping = CsvMapping.parse(a.kind, a.mapping, delimiter=a.delimiter, header=not a.no_header)
     return import_csv(
-        a.files, a.store, a.symbol, mapping, tick_size=a.tick_size, lot_size=a.lot_size,
-        venue=a.venue, replace=a.replace, skip_bad_rows=a.skip_bad_rows, progress=progress,
+        a.files,
+        a.store,
+        a.symbol,
+        mapping,
+        tick_size=a.tick_size,
+        lot_size=a.lot_size,
+        venue=a.venue,
+        replace=a.replace,
+        skip_bad_rows=a.skip_bad_rows,
+        progress=progress,
         round_to_tick=a.round_to_tick,
-    )  # fmt: skip
+    )
 
 
 def _run_parquet(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
@@ -223,20 +236,36 @@ def _run_parquet(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
     else:
         mapping = CsvMapping.parse(a.kind, a.mapping)
     return import_parquet(
-        a.files, a.store, a.symbol, mapping, tick_size=a.tick_size, lot_size=a.lot_size,
-        venue=a.venue, replace=a.replace, skip_bad_rows=a.skip_bad_rows, progress=progress,
+        a.files,
+        a.store,
+        a.symbol,
+        mapping,
+        tick_size=a.tick_size,
+        lot_size=a.lot_size,
+        venue=a.venue,
+        replace=a.replace,
+        skip_bad_rows=a.skip_bad_rows,
+        progress=progress,
         round_to_tick=a.round_to_tick,
-    )  # fmt: skip
+    )
 
 
 def _run_binance(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
     from engine.tickstore.binance import import_binance
 
     result, stats = import_binance(
-        a.files, a.store, a.symbol, tick_size=a.tick_size, lot_size=a.lot_size,
-        futures=a.futures, venue=a.venue or "BINANCE", replace=a.replace,
-        skip_bad_rows=a.skip_bad_rows, allow_gaps=a.allow_gaps, progress=progress,
-    )  # fmt: skip
+        a.files,
+        a.store,
+        a.symbol,
+        tick_size=a.tick_size,
+        lot_size=a.lot_size,
+        futures=a.futures,
+        venue=a.venue or "BINANCE",
+        replace=a.replace,
+        skip_bad_rows=a.skip_bad_rows,
+        allow_gaps=a.allow_gaps,
+        progress=progress,
+    )
     progress.close()
     print(
         f"book sequencing: {stats.snapshots} snapshots, {stats.diffs_applied} diffs applied, "
@@ -253,9 +282,16 @@ def _run_dbn(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
     from engine.tickstore.dbn import import_dbn
 
     return import_dbn(
-        a.files, a.store, symbol=a.symbol, tick_size=a.tick_size, lot_size=a.lot_size,
-        venue=a.venue, replace=a.replace, skip_bad_rows=a.skip_bad_rows, progress=progress,
-    )  # fmt: skip
+        a.files,
+        a.store,
+        symbol=a.symbol,
+        tick_size=a.tick_size,
+        lot_size=a.lot_size,
+        venue=a.venue,
+        replace=a.replace,
+        skip_bad_rows=a.skip_bad_rows,
+        progress=progress,
+    )
 
 
 def _run_lobster(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
@@ -265,10 +301,19 @@ def _run_lobster(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
         raise ValueError("lobster: give message and orderbook files in pairs")
     pairs = [(a.files[i], a.files[i + 1]) for i in range(0, len(a.files), 2)]
     return import_lobster(
-        pairs, a.store, a.symbol, day=a.day, tick_size=a.tick_size, lot_size=a.lot_size,
-        price_scale=a.price_scale, venue=a.venue, replace=a.replace,
-        skip_bad_rows=a.skip_bad_rows, progress=progress, tz=a.tz,
-    )  # fmt: skip
+        pairs,
+        a.store,
+        a.symbol,
+        day=a.day,
+        tick_size=a.tick_size,
+        lot_size=a.lot_size,
+        price_scale=a.price_scale,
+        venue=a.venue,
+        replace=a.replace,
+        skip_bad_rows=a.skip_bad_rows,
+        progress=progress,
+        tz=a.tz,
+    )
 
 
 def _run_pcap(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
@@ -279,27 +324,42 @@ def _run_pcap(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
     from engine.tickstore.itch_import import import_itch, parse_day
 
     result, stats = import_itch(
-        a.files, a.store, tick_size=a.tick_size or "0.0001", lot_size=a.lot_size,
+        a.files,
+        a.store,
+        tick_size=a.tick_size or "0.0001",
+        lot_size=a.lot_size,
         venue=a.venue or "XNAS",
-        day=parse_day(a.day) if a.day else None, allow_gaps=a.allow_gaps, replace=a.replace,
-        skip_bad_rows=a.skip_bad_rows, progress=progress,
-    )  # fmt: skip
+        day=parse_day(a.day) if a.day else None,
+        allow_gaps=a.allow_gaps,
+        replace=a.replace,
+        skip_bad_rows=a.skip_bad_rows,
+        progress=progress,
+    )
     msgs = ", ".join(f"{t} {n:,}" for t, n in sorted(stats.messages.items()))
-    print(f"{stats.packets:,} packets, messages by type: {msgs or 'none'}; trading day "
-          f"{stats.day} (New York)", file=sys.stderr)  # fmt: skip
+    print(
+        f"{stats.packets:,} packets, messages by type: {msgs or 'none'}; trading day "
+        f"{stats.day} (New York)",
+        file=sys.stderr,
+    )
     rep = stats.report
     if rep is None:
-        print("the capture's sequence numbers are all 0: decoded as is, no gap check",
-              file=sys.stderr)  # fmt: skip
+        print(
+            "the capture's sequence numbers are all 0: decoded as is, no gap check", file=sys.stderr
+        )
     else:
-        print(f"sequence: {rep.gap_packets} gaps ({rep.missing:,} messages missing), "
-              f"{rep.duplicate_packets} duplicate and {rep.late_packets} late packets",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"sequence: {rep.gap_packets} gaps ({rep.missing:,} messages missing), "
+            f"{rep.duplicate_packets} duplicate and {rep.late_packets} late packets",
+            file=sys.stderr,
+        )
         for first, last in rep.gaps[:20]:
             print(f"  gap: messages {first} to {last}", file=sys.stderr)
     if stats.unknown_orders:
-        print(f"{stats.unknown_orders:,} order events name orders the capture never added "
-              "(it starts inside the session): not stored", file=sys.stderr)  # fmt: skip
+        print(
+            f"{stats.unknown_orders:,} order events name orders the capture never added "
+            "(it starts inside the session): not stored",
+            file=sys.stderr,
+        )
     return result
 
 
@@ -313,15 +373,25 @@ def _run_mdp3(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
     if a.day is not None:
         raise ValueError("--day is for --protocol itch (MDP 3.0 times are UTC already)")
     result, stats = import_mdp3(
-        a.files, a.store, schema=a.schema, tick_size=a.tick_size, lot_size=a.lot_size,
-        venue=a.venue or "XCME", symbols=parse_symbols(a.symbol), allow_gaps=a.allow_gaps,
-        replace=a.replace, skip_bad_rows=a.skip_bad_rows, progress=progress,
-    )  # fmt: skip
+        a.files,
+        a.store,
+        schema=a.schema,
+        tick_size=a.tick_size,
+        lot_size=a.lot_size,
+        venue=a.venue or "XCME",
+        symbols=parse_symbols(a.symbol),
+        allow_gaps=a.allow_gaps,
+        replace=a.replace,
+        skip_bad_rows=a.skip_bad_rows,
+        progress=progress,
+    )
     msgs = ", ".join(f"{t} {n:,}" for t, n in sorted(stats.messages.items()))
     print(f"{stats.packets:,} packets; messages: {msgs or 'none'}", file=sys.stderr)
     missing = sum(b - x + 1 for x, b in stats.gaps)
-    print(f"sequence: {len(stats.gaps)} gaps ({missing:,} packets missing from every channel)",
-          file=sys.stderr)  # fmt: skip
+    print(
+        f"sequence: {len(stats.gaps)} gaps ({missing:,} packets missing from every channel)",
+        file=sys.stderr,
+    )
     for first, last in stats.gaps[:20]:
         print(f"  gap: packets {first} to {last}", file=sys.stderr)
     if stats.implied_entries:

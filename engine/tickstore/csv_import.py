@@ -167,8 +167,17 @@ def warm_parser() -> None:
     buf = np.frombuffer(b"1\n", np.uint8)
     one = np.zeros(1, np.int64)
     out = np.empty((1, 2), np.int64)
-    k.csv_parse(buf, 44, one, one.copy(), one.copy(), out, np.empty(2, np.int64), 1,
-                np.zeros((1, 5), np.int64))  # fmt: skip
+    k.csv_parse(
+        buf,
+        44,
+        one,
+        one.copy(),
+        one.copy(),
+        out,
+        np.empty(2, np.int64),
+        1,
+        np.zeros((1, 5), np.int64),
+    )
 
 
 def _is_float(text: str) -> bool:
@@ -205,8 +214,14 @@ class CsvImporter:
         self.dtype = KINDS[mapping.kind]
         self.cols = [f for f in mapping.fields if f.column is not None]
         dec = k.CONV_DECIMAL_ROUND if round_to_tick else k.CONV_DECIMAL
-        conv_code = {"iso": k.CONV_TIME_ISO, "px": dec, "qty": dec,
-                     "int": k.CONV_INT, "side": k.CONV_SIDE, "maker": k.CONV_MAKER}  # fmt: skip
+        conv_code = {
+            "iso": k.CONV_TIME_ISO,
+            "px": dec,
+            "qty": dec,
+            "int": k.CONV_INT,
+            "side": k.CONV_SIDE,
+            "maker": k.CONV_MAKER,
+        }
         self.conv = np.array([conv_code.get(f.conv, k.CONV_TIME_NUM) for f in self.cols], np.int64)
         self.param = np.array(
             [
@@ -275,9 +290,16 @@ class CsvImporter:
         while pos < buf.shape[0]:
             part = buf[pos:]
             n, n_lines, n_err, used = k.csv_parse(
-                part, ord(self.mapping.delimiter), need, self.conv, self.param, out, lines,
-                line, errs,
-            )  # fmt: skip
+                part,
+                ord(self.mapping.delimiter),
+                need,
+                self.conv,
+                self.param,
+                out,
+                lines,
+                line,
+                errs,
+            )
             for e in errs[: min(n_err, errs.shape[0])]:
                 self._report(path, part, e)
             self._emit(path, out[:, :n], lines[:n])
@@ -337,9 +359,12 @@ class CsvImporter:
             t = int(ts[i])
             when = datetime.fromtimestamp(t // 1_000_000_000, tz=UTC).isoformat()
             self.rejects.bad(
-                str(path), int(lines[i]), column, f"{t} ({when})",
+                str(path),
+                int(lines[i]),
+                column,
+                f"{t} ({when})",
                 "is before the previous row's time (rows must be in time order)",
-            )  # fmt: skip
+            )
         keep = np.ones(rows.shape[0], bool)
         keep[back] = False
         return rows[keep]
@@ -370,9 +395,15 @@ def import_csv(
     """
     with Staging(store, replace=replace) as staging:
         imp = CsvImporter(
-            staging, symbol, mapping, tick_size=tick_size, lot_size=lot_size, venue=venue,
-            skip_bad_rows=skip_bad_rows, round_to_tick=round_to_tick,
-        )  # fmt: skip
+            staging,
+            symbol,
+            mapping,
+            tick_size=tick_size,
+            lot_size=lot_size,
+            venue=venue,
+            skip_bad_rows=skip_bad_rows,
+            round_to_tick=round_to_tick,
+        )
         for f in files:
             imp.import_file(f, progress)
         return imp.finish()

@@ -188,9 +188,13 @@ class DbnImporter:
                     self._bad("instrument_id", iid, "is a second instrument: drop --symbol")
                 name = self.symbol
             sink = Sink(
-                self.staging, self.result, name, tick_size=self.tick_size,
-                lot_size=self.lot_size, venue=self.venue,
-            )  # fmt: skip
+                self.staging,
+                self.result,
+                name,
+                tick_size=self.tick_size,
+                lot_size=self.lot_size,
+                venue=self.venue,
+            )
             ins = self.instruments[iid] = _Instrument(sink)
         return ins
 
@@ -237,9 +241,16 @@ class DbnImporter:
                 self._bad("side", _code(rec.side), "must be B or A for an order")
             ins.add(
                 "mbo",
-                (self._ts(ins, "mbo", rec), int(rec.ts_recv), int(rec.order_id),
-                 self._price(rec.price, "price"), self._size(rec.size, "size"), side, code),
-            )  # fmt: skip
+                (
+                    self._ts(ins, "mbo", rec),
+                    int(rec.ts_recv),
+                    int(rec.order_id),
+                    self._price(rec.price, "price"),
+                    self._size(rec.size, "size"),
+                    side,
+                    code,
+                ),
+            )
         except _Bad:
             return
 
@@ -264,9 +275,15 @@ class DbnImporter:
         try:
             ins.add(
                 "trades",
-                (self._ts(ins, "trades", rec), int(rec.ts_recv), self._price(rec.price, "price"),
-                 self._size(rec.size, "size"), int(rec.sequence), _SIDE.get(_code(rec.side), 0)),
-            )  # fmt: skip
+                (
+                    self._ts(ins, "trades", rec),
+                    int(rec.ts_recv),
+                    self._price(rec.price, "price"),
+                    self._size(rec.size, "size"),
+                    int(rec.sequence),
+                    _SIDE.get(_code(rec.side), 0),
+                ),
+            )
         except _Bad:
             return
 
@@ -297,9 +314,13 @@ def import_dbn(
     """Import DBN files into ``store``, all or nothing (see :class:`Staging`)."""
     with Staging(store, replace=replace) as staging:
         imp = DbnImporter(
-            staging, symbol=symbol, tick_size=tick_size, lot_size=lot_size, venue=venue,
+            staging,
+            symbol=symbol,
+            tick_size=tick_size,
+            lot_size=lot_size,
+            venue=venue,
             skip_bad_rows=skip_bad_rows,
-        )  # fmt: skip
+        )
         for f in files:
             imp.import_file(f, progress)
         return imp.finish()

@@ -163,8 +163,12 @@ class LobsterImporter:
             raise ValueError(f"{message}: give the day (the file name has no YYYY-MM-DD)")
         midnight = local_midnight_ns(day, self.tz)
         n_levels = levels_from_name(orderbook)
-        book_cols = [f"{s} {f} {i}" for i in range(1, 1000) for s in ("ask", "bid")
-                     for f in ("price", "size")]  # fmt: skip
+        book_cols = [
+            f"{s} {f} {i}"
+            for i in range(1, 1000)
+            for s in ("ask", "bid")
+            for f in ("price", "size")
+        ]
         total = message.stat().st_size
         sink: Sink | None = None
         line = 1
@@ -177,9 +181,14 @@ class LobsterImporter:
                     n_levels = b_data[: b_data.index(b"\n")].count(b",") // 4 + 1
                 if sink is None:
                     sink = Sink(
-                        self.staging, self.result, self.symbol, tick_size=self.tick_size,
-                        lot_size=self.lot_size, venue=self.venue, n_levels=n_levels,
-                    )  # fmt: skip
+                        self.staging,
+                        self.result,
+                        self.symbol,
+                        tick_size=self.tick_size,
+                        lot_size=self.lot_size,
+                        venue=self.venue,
+                        n_levels=n_levels,
+                    )
                 msg, m_lines = self._parse(message, m_data, line, 6, _MSG_COLUMNS)
                 book, b_lines = self._parse(
                     orderbook, b_data, line, 4 * n_levels, tuple(book_cols[: 4 * n_levels])
@@ -209,8 +218,13 @@ class LobsterImporter:
         t, typ, oid, size, px, direction = msg
         bad_px = np.flatnonzero((px % self.px_per_tick != 0) & (typ != 7))  # a halt has -1
         for i in bad_px:
-            self.rejects.bad(str(path), int(lines[i]), "price", str(px[i]),
-                             f"is not a multiple of the tick size {self.tick_size}")  # fmt: skip
+            self.rejects.bad(
+                str(path),
+                int(lines[i]),
+                "price",
+                str(px[i]),
+                f"is not a multiple of the tick size {self.tick_size}",
+            )
         bad_type = np.flatnonzero((typ < 1) | (typ > 7))
         for i in bad_type:
             self.rejects.bad(str(path), int(lines[i]), "type", str(typ[i]), "is not 1..7")
@@ -247,9 +261,14 @@ class LobsterImporter:
         snap["bid_qty"] = np.where(empty_bid, 0, bid_sz // self.shares_per_lot)
         sink.append("l2_snap", snap)
         top = np.stack(
-            [snap["bid_px"][:, 0], snap["bid_qty"][:, 0], snap["ask_px"][:, 0],
-             snap["ask_qty"][:, 0]], axis=1,
-        )  # fmt: skip
+            [
+                snap["bid_px"][:, 0],
+                snap["bid_qty"][:, 0],
+                snap["ask_px"][:, 0],
+                snap["ask_qty"][:, 0],
+            ],
+            axis=1,
+        )
         changed = np.r_[True, (top[1:] != top[:-1]).any(axis=1)]
         bbo = np.zeros(int(changed.sum()), BBO_DTYPE)
         bbo["ts"] = bbo["ts_recv"] = ts[changed]
@@ -281,9 +300,15 @@ def import_lobster(
     """Import LOBSTER (message, orderbook) pairs into ``store``, all or nothing."""
     with Staging(store, replace=replace) as staging:
         imp = LobsterImporter(
-            staging, symbol, tick_size=tick_size, lot_size=lot_size, price_scale=price_scale,
-            venue=venue, skip_bad_rows=skip_bad_rows, tz=tz,
-        )  # fmt: skip
+            staging,
+            symbol,
+            tick_size=tick_size,
+            lot_size=lot_size,
+            price_scale=price_scale,
+            venue=venue,
+            skip_bad_rows=skip_bad_rows,
+            tz=tz,
+        )
         for message, orderbook in pairs:
             imp.import_pair(message, orderbook, day, progress)
         return imp.finish()

@@ -117,9 +117,15 @@ def import_parquet(
                 csv_mapping = _to_csv(f, mapping, text)
                 if imp is None:
                     imp = CsvImporter(
-                        staging, symbol, csv_mapping, tick_size=tick_size, lot_size=lot_size,
-                        venue=venue, skip_bad_rows=skip_bad_rows, round_to_tick=round_to_tick,
-                    )  # fmt: skip
+                        staging,
+                        symbol,
+                        csv_mapping,
+                        tick_size=tick_size,
+                        lot_size=lot_size,
+                        venue=venue,
+                        skip_bad_rows=skip_bad_rows,
+                        round_to_tick=round_to_tick,
+                    )
                 imp.import_file(text, progress, name=f)
                 text.unlink()
         assert imp is not None

@@ -166,8 +166,9 @@ class Recorder:
             if "already open for write" not in str(e):
                 raise
             n = TickStore.recover(self.path)
-            log.warning("tick store %s was left open by a killed writer; recovered %d days",
-                        self.path, n)  # fmt: skip
+            log.warning(
+                "tick store %s was left open by a killed writer; recovered %d days", self.path, n
+            )
             self.store = TickStore(self.path, "a", swmr=True, chunk_rows=CHUNK_ROWS)
 
     def start(self, engine: Engine) -> None:
@@ -349,9 +350,16 @@ class Recorder:
         """Take the touch of a :class:`BookUpdated` (converted at the next flush)."""
         if ev.symbol in self.instruments:
             self._quotes.append(
-                (ev.symbol, ev.ts_event, self.clock.now_ns(), ev.bid_px_ticks, ev.bid_qty_lots,
-                 ev.ask_px_ticks, ev.ask_qty_lots)
-            )  # fmt: skip
+                (
+                    ev.symbol,
+                    ev.ts_event,
+                    self.clock.now_ns(),
+                    ev.bid_px_ticks,
+                    ev.bid_qty_lots,
+                    ev.ask_px_ticks,
+                    ev.ask_qty_lots,
+                )
+            )
 
     def on_trade(self, ev: TradeReported) -> None:
         """Take a :class:`TradeReported` (only when no market is attached: no duplicates)."""
@@ -438,9 +446,14 @@ class Recorder:
             assert self.store is not None
             ins = self.instruments[symbol]
             w = self.store.writer(
-                symbol, day, tick_size=str(ins.tick_size), lot_size=str(ins.lot_size),
-                venue=self.venue, n_levels=self.snapshot_levels, batch_rows=1 << 30,
-            )  # fmt: skip
+                symbol,
+                day,
+                tick_size=str(ins.tick_size),
+                lot_size=str(ins.lot_size),
+                venue=self.venue,
+                n_levels=self.snapshot_levels,
+                batch_rows=1 << 30,
+            )
             self._writers[(symbol, day)] = w
         return w
 

@@ -66,8 +66,14 @@ class DayWriter:
                     self._last_ts[kind] = int(ds.fields("ts")[ds.shape[0] - 1])
         self._summaries: list[DaySummary] = []
         for factory in day_summaries():
-            summary = factory(store.path, self.symbol, self.day, str(group.attrs["tick_size"]),
-                              str(group.attrs["lot_size"]), stored)  # fmt: skip
+            summary = factory(
+                store.path,
+                self.symbol,
+                self.day,
+                str(group.attrs["tick_size"]),
+                str(group.attrs["lot_size"]),
+                stored,
+            )
             if summary is not None:
                 self._summaries.append(summary)
 

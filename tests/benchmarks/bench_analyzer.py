@@ -299,17 +299,18 @@ def run(
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - rss0
         size = path.stat().st_size
         lod = sum(p.stat().st_size for p in path.with_name(path.name + ".lod").rglob("*.npy"))
-        print(f"  {rows:,} rows written in {gen_s:.1f} s with their pyramids, peak memory "
-              f"+{peak / 1e6:.0f} MB ({size / 1e9:.2f} GB on disk, pyramids "
-              f"{lod / 1e6:.0f} MB)")  # fmt: skip
+        print(
+            f"  {rows:,} rows written in {gen_s:.1f} s with their pyramids, peak memory "
+            f"+{peak / 1e6:.0f} MB ({size / 1e9:.2f} GB on disk, pyramids "
+            f"{lod / 1e6:.0f} MB)"
+        )
     m = f"{rows / 1e6:.0f}M ticks"
     cold_s = judge.Figure(f"first open of {m} after its import", "s", target=TARGET_FIRST_OPEN_S)
     cold_mb = judge.Figure("  memory added at its peak", "MB", target=TARGET_FIRST_OPEN_MB)
     warm_s = judge.Figure("open again to the first drawn frame", "ms", target=TARGET_OPEN_S * 1e3)
     one = judge.Figure("pan/zoom one chart, p95 of the frames", "ms", target=TARGET_FRAME_MS)
     three = judge.Figure("pan/zoom three linked charts, p95", "ms", target=TARGET_STACK_MS)
-    mem = judge.Figure("memory after open and pan/zoom / shown columns", "x",
-                       target=TARGET_MEMORY)  # fmt: skip
+    mem = judge.Figure("memory after open and pan/zoom / shown columns", "x", target=TARGET_MEMORY)
     ref = judge.Figure("  pyqtgraph alone, 10M points: one pan frame", "ms")
     lod = path.with_name(path.name + ".lod")
     rebuild_s = judge.Figure("  reference: first open of a day written without pyramids", "s")
@@ -368,11 +369,14 @@ def _publish(
     figures: list[judge.Figure], load: tuple[float, float], ticks: int, frames: int, runs: int
 ) -> None:
     judge.write_section(
-        "analyzer", "Trade Analyzer: open, pan and zoom",
+        "analyzer",
+        "Trade Analyzer: open, pan and zoom",
         f"python -m tests.benchmarks.bench_analyzer --ticks {ticks} --frames {frames} "
         f"--runs {runs} --doc",
-        figures, load=load, runs=f"{runs} run(s), {frames} zoom steps with 3 pans each",
-    )  # fmt: skip
+        figures,
+        load=load,
+        runs=f"{runs} run(s), {frames} zoom steps with 3 pans each",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -401,8 +405,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-analyzer-") as tmp:
         folder = Path(tmp) if args.dir is None else args.dir
         folder.mkdir(parents=True, exist_ok=True)
-        figures, load, _rows = run(args.ticks, args.frames, folder, reuse=args.reuse,
-                                   runs=args.runs)  # fmt: skip
+        figures, load, _rows = run(
+            args.ticks, args.frames, folder, reuse=args.reuse, runs=args.runs
+        )
     if args.doc:
         _publish(figures, load, args.ticks, args.frames, args.runs)
     return judge.conclude(figures, load)

@@ -179,9 +179,15 @@ def bench_l2(name: str, ev: np.ndarray, reps: int) -> list[Row]:
     mine = _rate(ev.shape[0], ts)
     note = f"{res.orders.shape[0]:,} orders, {res.fills.shape[0]:,} fills, {res.calls:,} calls"
     rows = [
-        Row(f"L2 fast path, power3 queue, MM every event [{name}]", *mine, "ev/s", ">= 10M",
-            mine[1] >= 10e6, note),
-    ]  # fmt: skip
+        Row(
+            f"L2 fast path, power3 queue, MM every event [{name}]",
+            *mine,
+            "ev/s",
+            ">= 10M",
+            mine[1] >= 10e6,
+            note,
+        ),
+    ]
     if _hbt() is None:
         rows.append(Row("hftbacktest (not installed)", 0, 0, 0, "ev/s", "", None, "skipped"))
         return rows
@@ -202,9 +208,15 @@ def bench_l3(ev: np.ndarray, reps: int, n_hbt: int) -> list[Row]:
     ts, res = _times(lambda: _fast(ev, "l3"), reps)
     mine = _rate(ev.shape[0], ts)
     rows = [
-        Row("L3 fast path, exact FIFO queue, MM every event", *mine, "ev/s", ">= 5M",
-            mine[1] >= 5e6, f"{res.orders.shape[0]:,} orders, {res.fills.shape[0]:,} fills"),
-    ]  # fmt: skip
+        Row(
+            "L3 fast path, exact FIFO queue, MM every event",
+            *mine,
+            "ev/s",
+            ">= 5M",
+            mine[1] >= 5e6,
+            f"{res.orders.shape[0]:,} orders, {res.fills.shape[0]:,} fills",
+        ),
+    ]
     rows.append(_l3_reference(ev, reps, mine[0], res))
     if _hbt() is None or n_hbt <= 0:
         return rows
@@ -242,8 +254,14 @@ def _l3_reference(ev: np.ndarray, reps: int, mine: float, res: FastResult) -> Ro
 
     ts, _ = _times(run, reps)
     r = _rate(ev.shape[0], ts)
-    return Row("  reference: l3_replay_own, same orders, no strategy", *r, "ev/s", "", None,
-               f"fast path = {mine / r[0]:.2f}x of it")  # fmt: skip
+    return Row(
+        "  reference: l3_replay_own, same orders, no strategy",
+        *r,
+        "ev/s",
+        "",
+        None,
+        f"fast path = {mine / r[0]:.2f}x of it",
+    )
 
 
 def bench_generic(ev: np.ndarray, reps: int) -> list[Row]:
@@ -256,9 +274,15 @@ def bench_generic(ev: np.ndarray, reps: int) -> list[Row]:
     ts, res = _times(run, reps)
     r = _rate(ev.shape[0], ts)
     return [
-        Row("L2 generic path: Python MarketMaker + OMS, every event", *r, "ev/s", "", None,
-            f"{res.orders:,} orders, {res.fills:,} fills"),
-    ]  # fmt: skip
+        Row(
+            "L2 generic path: Python MarketMaker + OMS, every event",
+            *r,
+            "ev/s",
+            "",
+            None,
+            f"{res.orders:,} orders, {res.fills:,} fills",
+        ),
+    ]
 
 
 USDM = Path(__file__).resolve().parents[3] / "shared" / "data" / "binance_usdm_btcusdt_2024-08-08"
@@ -291,9 +315,16 @@ def bench_generic_real(tmp: Path, reps: int, lines: int = 30_000) -> list[Row]:
         ("Python Taker", "taker", True),
         ("fast path, CompiledMarketMaker (reference)", "mm", False),
     ):
-        job = BacktestJob(events=str(store), journal=str(tmp / "usdm.qwj"), symbol="BTCUSDT",
-                          day="20240808", tick_size="0.1", strategy=strategy, generic=generic,
-                          recorded_latency=True)  # fmt: skip
+        job = BacktestJob(
+            events=str(store),
+            journal=str(tmp / "usdm.qwj"),
+            symbol="BTCUSDT",
+            day="20240808",
+            tick_size="0.1",
+            strategy=strategy,
+            generic=generic,
+            recorded_latency=True,
+        )
 
         def one(job: BacktestJob = job) -> JobSummary:
             return run_job(job)
@@ -421,11 +452,14 @@ def main(argv: list[str] | None = None) -> int:
     load = (load0, os.getloadavg()[0])
     if a.doc:
         judge.write_section(
-            "backtest", "Backtests: fast path, generic path, a whole day",
+            "backtest",
+            "Backtests: fast path, generic path, a whole day",
             f"python -m tests.benchmarks.bench_backtest --n {a.n} --reps {a.reps} --day-events "
             f"{a.day_events} --doc",
-            figures, load=load, runs=f"{a.reps} runs each (worst run = the slowest)",
-        )  # fmt: skip
+            figures,
+            load=load,
+            runs=f"{a.reps} runs each (worst run = the slowest)",
+        )
     return judge.conclude(figures, load)
 
 

@@ -173,10 +173,13 @@ def main(argv: list[str] | None = None) -> int:
     load = (load0, os.getloadavg()[0])
     if args.doc:
         judge.write_section(
-            "fast", "FAST 1.1 (CQG templates): decoding into columns",
+            "fast",
+            "FAST 1.1 (CQG templates): decoding into columns",
             f"python -m tests.benchmarks.bench_fast{' --quick' if args.quick else ''} --doc",
-            figures, load=load, runs="see the bench's docstring",
-        )  # fmt: skip
+            figures,
+            load=load,
+            runs="see the bench's docstring",
+        )
     return judge.conclude(figures, load)
 
 

@@ -118,9 +118,22 @@ def bench_encode(n: int, reps: int) -> dict[str, float]:
     tmpl = MessageTemplate(
         b"FIX.4.4",
         b"D",
-        [(34, None), (49, b"CLIENT"), (52, None), (56, b"EXCH"), (11, None), (21, b"1"),
-         (38, None), (40, b"2"), (44, None), (54, b"1"), (55, b"AAPL"), (59, b"0"), (60, None)],
-    )  # fmt: skip
+        [
+            (34, None),
+            (49, b"CLIENT"),
+            (52, None),
+            (56, b"EXCH"),
+            (11, None),
+            (21, b"1"),
+            (38, None),
+            (40, b"2"),
+            (44, None),
+            (54, b"1"),
+            (55, b"AAPL"),
+            (59, b"0"),
+            (60, None),
+        ],
+    )
     base_ns = 1_700_000_000_000_000_000
 
     def template() -> int:
@@ -137,9 +150,18 @@ def bench_encode(n: int, reps: int) -> dict[str, float]:
                 b"FIX.4.4",
                 b"D",
                 [(34, b"%d" % i), (49, b"CLIENT"), (52, ts), (56, b"EXCH")],
-                [(11, b"ord%d" % i), (21, b"1"), (38, b"100"), (40, b"2"), (44, b"101.25"),
-                 (54, b"1"), (55, b"AAPL"), (59, b"0"), (60, ts)],
-            )  # fmt: skip
+                [
+                    (11, b"ord%d" % i),
+                    (21, b"1"),
+                    (38, b"100"),
+                    (40, b"2"),
+                    (44, b"101.25"),
+                    (54, b"1"),
+                    (55, b"AAPL"),
+                    (59, b"0"),
+                    (60, ts),
+                ],
+            )
         return n
 
     m_small = min(n, 20000)
@@ -178,9 +200,18 @@ def bench_encode(n: int, reps: int) -> dict[str, float]:
 def _nos(clordid: bytes) -> OutMessage:
     return OutMessage(
         b"D",
-        [(11, clordid), (21, b"1"), (38, b"100"), (40, b"2"), (44, b"101.25"), (54, b"1"),
-         (55, b"AAPL"), (59, b"0"), (60, TS)],
-    )  # fmt: skip
+        [
+            (11, clordid),
+            (21, b"1"),
+            (38, b"100"),
+            (40, b"2"),
+            (44, b"101.25"),
+            (54, b"1"),
+            (55, b"AAPL"),
+            (59, b"0"),
+            (60, TS),
+        ],
+    )
 
 
 #: The NewOrderSingle of :func:`_nos` as a template; slot ClOrdID.
@@ -459,9 +490,13 @@ def bench_validate(n: int, reps: int) -> dict[str, float]:
         batches = max(1, n // 1000)
 
         def kernel(
-            table: LayoutTable = table, buf: bytes = batch.buf, rows: np.ndarray = rows,
-            fields: np.ndarray = fields, out: np.ndarray = out, batches: int = batches,
-        ) -> int:  # fmt: skip
+            table: LayoutTable = table,
+            buf: bytes = batch.buf,
+            rows: np.ndarray = rows,
+            fields: np.ndarray = fields,
+            out: np.ndarray = out,
+            batches: int = batches,
+        ) -> int:
             for _ in range(batches):
                 table.check(buf, rows, len(rows), fields, out)
             return batches * 1000
@@ -499,17 +534,34 @@ def figures_of(res: dict[str, float], runs: dict[str, list[float]]) -> list[judg
     out = []
     for key, (target, unit) in TARGETS.items():
         lower = unit.endswith("(at most)")
-        out.append(judge.Figure(key, unit.replace(" (at most)", ""), runs.get(key, [res[key]]),
-                                target=float(target), lower_is_better=lower,
-                                note=ratios.get(key, "")))  # fmt: skip
+        out.append(
+            judge.Figure(
+                key,
+                unit.replace(" (at most)", ""),
+                runs.get(key, [res[key]]),
+                target=float(target),
+                lower_is_better=lower,
+                note=ratios.get(key, ""),
+            )
+        )
     # The same round trips with loops that sleep when idle (the default), not judged.
-    for key, unit in (("rt_per_s", "round trips/s"), ("rt_p50_us", "µs"), ("rt_p99_us", "µs"),
-                      ("pipelined_per_s", "orders/s")):  # fmt: skip
+    for key, unit in (
+        ("rt_per_s", "round trips/s"),
+        ("rt_p50_us", "µs"),
+        ("rt_p99_us", "µs"),
+        ("pipelined_per_s", "orders/s"),
+    ):
         name = key + "_sleeping"
         if name in res:
-            out.append(judge.Figure(name, unit, runs.get(name, [res[name]]),
-                                    lower_is_better=unit == "µs",
-                                    note="busy polling off: loops sleep when idle"))  # fmt: skip
+            out.append(
+                judge.Figure(
+                    name,
+                    unit,
+                    runs.get(name, [res[name]]),
+                    lower_is_better=unit == "µs",
+                    note="busy polling off: loops sleep when idle",
+                )
+            )
     return out
 
 
@@ -533,9 +585,15 @@ def run(quick: bool, uvloop: bool) -> tuple[dict[str, float], dict[str, list[flo
         # Interleaved, so that every configuration sees the same machine load.
         for suffix, (templates, spin) in configs.items():
             runs[suffix].append(
-                bench_round_trip(rt_n, pipe_n, dictionary=False, uvloop=uvloop,
-                                 templates=templates, busy_poll_us=spin)
-            )  # fmt: skip
+                bench_round_trip(
+                    rt_n,
+                    pipe_n,
+                    dictionary=False,
+                    uvloop=uvloop,
+                    templates=templates,
+                    busy_poll_us=spin,
+                )
+            )
     spread: dict[str, str] = {}
     per_run: dict[str, list[float]] = {}
     for suffix in configs:
@@ -616,11 +674,13 @@ def main(argv: list[str] | None = None) -> int:
     load = (load0, os.getloadavg()[0])
     if args.doc:
         judge.write_section(
-            "fix-codec", "FIX engine: codec, round trips, pipelined",
+            "fix-codec",
+            "FIX engine: codec, round trips, pipelined",
             f"python -m tests.benchmarks.bench_fix{' --quick' if args.quick else ''} --doc",
-            figures, load=load,
+            figures,
+            load=load,
             runs="round trips: 3 runs each judged (1 with --quick); codec: median of 5",
-        )  # fmt: skip
+        )
     return judge.conclude(figures, load)
 
 

@@ -436,12 +436,16 @@ def run(ticks: int = 20_000, reports: int = 20_000, doc: bool = False) -> str:
     load = (load0, os.getloadavg()[0])
     if doc:
         judge.write_section(
-            "hotpath", "Where the trading path's time goes (stage p50s, own time)",
+            "hotpath",
+            "Where the trading path's time goes (stage p50s, own time)",
             f"python -m tests.benchmarks.bench_hotpath --ticks {ticks} --reports {reports} --doc",
-            [*figures("tick -> order on the wire", t),
-             *figures("execution report -> OMS, positions, strategy", r)],
-            load=load, runs=f"{ticks:,} ticks and {reports:,} fills, wrapped and unwrapped",
-        )  # fmt: skip
+            [
+                *figures("tick -> order on the wire", t),
+                *figures("execution report -> OMS, positions, strategy", r),
+            ],
+            load=load,
+            runs=f"{ticks:,} ticks and {reports:,} fills, wrapped and unwrapped",
+        )
     return "\n\n".join([
         report("tick -> order on the wire", t),
         report("execution report -> order manager, positions, strategy", r),

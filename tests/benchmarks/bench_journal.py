@@ -122,10 +122,13 @@ def run(records: int = 200_000, days: int = 3) -> list[judge.Figure]:
 
 def _publish(figures: list[judge.Figure], load: tuple[float, float], records: int) -> None:
     judge.write_section(
-        "journal", "Journal: trading-path calls, writing, reading",
-        f"python -m tests.benchmarks.bench_journal --records {records} --doc", figures,
-        load=load, runs=f"{REPEATS} runs of {CALLS:,} calls; the day file 3 times",
-    )  # fmt: skip
+        "journal",
+        "Journal: trading-path calls, writing, reading",
+        f"python -m tests.benchmarks.bench_journal --records {records} --doc",
+        figures,
+        load=load,
+        runs=f"{REPEATS} runs of {CALLS:,} calls; the day file 3 times",
+    )
 
 
 @pytest.mark.bench

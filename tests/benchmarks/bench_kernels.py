@@ -496,8 +496,19 @@ def bench_matching_per_order(n: int) -> list[Figure]:
     empty = np.zeros(n, np.int64)
     warm = make_match_cmds(1_000, seed=3)
     w = L3Arrays(0, NT, 2_000, PRIO_DEFAULT)
-    gen.match_each(w.o, w.lv, w.st, w.keys, w.vals, w.free, warm, out, 0,
-                   np.zeros(1_000, np.int64), np.zeros(1_000, np.int64))  # fmt: skip
+    gen.match_each(
+        w.o,
+        w.lv,
+        w.st,
+        w.keys,
+        w.vals,
+        w.free,
+        warm,
+        out,
+        0,
+        np.zeros(1_000, np.int64),
+        np.zeros(1_000, np.int64),
+    )
     done = gen.match_each(a.o, a.lv, a.st, a.keys, a.vals, a.free, cmds, out, 0, cycles, empty)
     assert done == n, f"matching stopped at command {done} of {n}"
     per_ns = tsc_per_ns()
@@ -833,21 +844,34 @@ def main(argv: list[str] | None = None) -> int:
     figs = run(args.n, args.reps, args.n_l3)
     print(table(figs))
     took = time.perf_counter() - t0
-    print(f"({took:.0f} s; medians of {args.reps} runs, targets judged on the worst run; "
-          "hftbacktest runs without own orders)")  # fmt: skip
+    print(
+        f"({took:.0f} s; medians of {args.reps} runs, targets judged on the worst run; "
+        "hftbacktest runs without own orders)"
+    )
     figures = [
-        judge.from_spread(f.name, f.median, f.lo, f.hi, f.unit, f.target, f.ok,
-                          " ".join(x for x in (f.reference, f.ratio) if x))
+        judge.from_spread(
+            f.name,
+            f.median,
+            f.lo,
+            f.hi,
+            f.unit,
+            f.target,
+            f.ok,
+            " ".join(x for x in (f.reference, f.ratio) if x),
+        )
         for f in figs
         if f.ratio != "skipped"
-    ]  # fmt: skip
+    ]
     load = (load0, os.getloadavg()[0])
     if args.doc:
         judge.write_section(
-            "kernels", "Kernels: order books, matching, queue positions",
+            "kernels",
+            "Kernels: order books, matching, queue positions",
             f"python -m tests.benchmarks.bench_kernels --n {args.n} --reps {args.reps} --doc",
-            figures, load=load, runs=f"{args.reps} runs each (targets judged on the worst run)",
-        )  # fmt: skip
+            figures,
+            load=load,
+            runs=f"{args.reps} runs each (targets judged on the worst run)",
+        )
     for f in figs:
         if f.ok is False:
             print(f"MISSED: {f.name.strip()}: target {f.target}")

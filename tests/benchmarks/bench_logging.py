@@ -131,10 +131,13 @@ def run(calls: int = 20_000) -> tuple[list[judge.Figure], tuple[float, float]]:
 
 def _publish(figures: list[judge.Figure], load: tuple[float, float], calls: int) -> None:
     judge.write_section(
-        "logging", "Logging on the trading thread",
-        f"python -m tests.benchmarks.bench_logging --calls {calls} --doc", figures, load=load,
+        "logging",
+        "Logging on the trading thread",
+        f"python -m tests.benchmarks.bench_logging --calls {calls} --doc",
+        figures,
+        load=load,
         runs=f"{BURSTS} bursts of {calls:,} calls, the console's handlers",
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.bench

@@ -122,19 +122,33 @@ class _AcceptEverything(OuchServerHandler):
     def __init__(self) -> None:
         self.server: OuchServerSession | None = None
         probe = m.OrderAccepted(
-            timestamp=0x0102030405060708, user_ref_num=0x0A0B0C0D, side="B", quantity=100,
-            symbol="AAPL", price=1_012_500, time_in_force="0", display="Y",
-            order_reference_number=1, capacity="A", inter_market_sweep_eligibility="N",
-            cross_type="N", order_state="L", cl_ord_id="Z" * 14,
-        )  # fmt: skip
+            timestamp=0x0102030405060708,
+            user_ref_num=0x0A0B0C0D,
+            side="B",
+            quantity=100,
+            symbol="AAPL",
+            price=1_012_500,
+            time_in_force="0",
+            display="Y",
+            order_reference_number=1,
+            capacity="A",
+            inter_market_sweep_eligibility="N",
+            cross_type="N",
+            order_state="L",
+            cl_ord_id="Z" * 14,
+        )
         t = m.Encoder().encode(probe)
         at_ts = t.index(bytes.fromhex("0102030405060708"))
         at_ref = t.index(bytes.fromhex("0a0b0c0d"))
         at_clordid = t.index(b"Z" * 14)
         assert at_ts < at_ref < at_clordid
         # The constant pieces between the three patched fields, joined with them per answer.
-        self.pieces = (t[:at_ts], t[at_ts + 8 : at_ref], t[at_ref + 4 : at_clordid],
-                       t[at_clordid + 14 :])  # fmt: skip
+        self.pieces = (
+            t[:at_ts],
+            t[at_ts + 8 : at_ref],
+            t[at_ref + 4 : at_clordid],
+            t[at_clordid + 14 :],
+        )
 
     def on_message(self, msg: m.OuchMessage, now_ns: int) -> bytes:
         """Answer a decoded message (not used: raw payloads come to :meth:`answer`)."""
@@ -154,8 +168,7 @@ class _TemplateServer(OuchServerSession):
     """A server session whose Unsequenced Data go to :meth:`_AcceptEverything.answer` raw."""
 
     def __init__(self, handler: _AcceptEverything) -> None:
-        super().__init__("BENCH", "PW", session="S1", store=MemorySequencedStore(),
-                         handler=handler)  # fmt: skip
+        super().__init__("BENCH", "PW", session="S1", store=MemorySequencedStore(), handler=handler)
         self.answerer = handler
 
     def on_unsequenced(self, payload: bytes, now_ns: int) -> bytes:
@@ -211,8 +224,14 @@ async def _ping_pong(port: int, n: int, busy_poll_us: int) -> dict[str, float]:
     clordids = [f"c{i}" for i in range(n + 200)]
 
     def send(i: int) -> None:
-        _, data = client.enter_order(side="B", quantity=100, symbol="AAPL", price=1_012_500,
-                                     now_ns=answers.t0, cl_ord_id=clordids[i])  # fmt: skip
+        _, data = client.enter_order(
+            side="B",
+            quantity=100,
+            symbol="AAPL",
+            price=1_012_500,
+            now_ns=answers.t0,
+            cl_ord_id=clordids[i],
+        )
         link.send(data)
 
     answers = _Answers(n, send, loop.create_future())
@@ -250,8 +269,13 @@ def bench_ping_pong(n: int, *, uvloop: bool = True, busy_poll_us: int = -1) -> d
         busy_poll_us = BUSY_POLL_US
     cmd = [sys.executable, "-m", "tests.benchmarks.bench_ouch", "--serve"]
     cmd += ["--busy-poll", str(busy_poll_us)]
-    proc = subprocess.Popen([*cmd, "--uvloop"] if uvloop else cmd, cwd=ROOT,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [*cmd, "--uvloop"] if uvloop else cmd,
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         port = int(proc.stdout.readline())
@@ -303,15 +327,22 @@ async def _ouch_vs_sim(port: int, n: int, busy_poll_us: int) -> list[int]:
     loop = asyncio.get_running_loop()
 
     def send(i: int) -> None:
-        _, data = client.enter_order(side="B", quantity=1, symbol="ESZ6", price=_SIM_PRICE,
-                                     time_in_force="3", now_ns=h.inner.t0,
-                                     cl_ord_id=f"s{i}")  # fmt: skip
+        _, data = client.enter_order(
+            side="B",
+            quantity=1,
+            symbol="ESZ6",
+            price=_SIM_PRICE,
+            time_in_force="3",
+            now_ns=h.inner.t0,
+            cl_ord_id=f"s{i}",
+        )
         link.send(data)
 
     h = _FirstAnswers(n, send, loop.create_future())
     client = OuchClient("BENCH", "PW", state=MemoryClientState(), handler=h)
-    link = SoupClientLink(client, "127.0.0.1", port, timer_interval_s=1.0,
-                          busy_poll_us=busy_poll_us)  # fmt: skip
+    link = SoupClientLink(
+        client, "127.0.0.1", port, timer_interval_s=1.0, busy_poll_us=busy_poll_us
+    )
     await link.start()
     await link.wait_logged_in(10)
     try:
@@ -338,9 +369,14 @@ async def _fix_vs_sim(port: int, n: int, busy_poll_us: int) -> list[int]:
             if message.get(150) == b"0":  # the acceptance, not the IOC's cancel after it
                 answers.arrived()
 
-    cfg = SessionSettings(begin_string="FIX.4.4", sender_comp_id="CLIENT",
-                          target_comp_id="EXCH", connection_type="initiator", heart_bt_int=30,
-                          busy_poll_microseconds=busy_poll_us)  # fmt: skip
+    cfg = SessionSettings(
+        begin_string="FIX.4.4",
+        sender_comp_id="CLIENT",
+        target_comp_id="EXCH",
+        connection_type="initiator",
+        heart_bt_int=30,
+        busy_poll_microseconds=busy_poll_us,
+    )
     session = FixSession(cfg, MemoryStore(), _New())
     nos = session.template(b"D", _SIM_FIX_NOS)
     clordids = [b"f%d" % i for i in range(n + 200)]
@@ -381,11 +417,26 @@ def bench_ping_pong_sim(n: int, busy_poll_us: int = -1) -> dict[str, float]:
         cfg = Path(tmp) / "sim.cfg"
         cfg.write_text(_SIM_CFG.format(bp=bp))
         proc = subprocess.Popen(
-            [sys.executable, "-m", "app", "sim", "--cfg", str(cfg), "--ouch-port", "0",
-             "--ouch-account", "BENCH:PW", "--ouch-busy-poll", str(bp), "--uvloop"],
-            cwd=ROOT, stdout=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "app",
+                "sim",
+                "--cfg",
+                str(cfg),
+                "--ouch-port",
+                "0",
+                "--ouch-account",
+                "BENCH:PW",
+                "--ouch-busy-poll",
+                str(bp),
+                "--uvloop",
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )  # fmt: skip
+        )
         try:
             assert proc.stdout is not None
             fix_line, ouch_line = proc.stdout.readline(), proc.stdout.readline()

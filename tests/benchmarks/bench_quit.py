@@ -39,11 +39,16 @@ VARIANTS = {
 def quit_once(command: list[str], timeout_s: float = 120.0) -> float:
     """Start ``command``, wait for its engine to run, SIGTERM it; return seconds to exit."""
     with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, QT_QPA_PLATFORM="offscreen", QWCONSOLE_CONFIG_DIR=f"{tmp}/c",
-                   QWCONSOLE_STATE_DIR=f"{tmp}/s")  # fmt: skip
+        env = dict(
+            os.environ,
+            QT_QPA_PLATFORM="offscreen",
+            QWCONSOLE_CONFIG_DIR=f"{tmp}/c",
+            QWCONSOLE_STATE_DIR=f"{tmp}/s",
+        )
         log = Path(tmp) / "s" / "qwconsole.log"
-        proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)  # fmt: skip
+        proc = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         try:
             end = time.monotonic() + timeout_s
             while not (log.exists() and "engine embedded running" in log.read_text()):
@@ -73,8 +78,9 @@ def run(runs: int) -> dict[str, list[float]]:
 def figures(times: dict[str, list[float]]) -> list[judge.Figure]:
     """Return the console's quit times (every run judged) and the baseline's."""
     base = times["baseline: interpreter teardown"]
-    console = judge.Figure("SIGTERM to exit, the running console", "s", times["console"],
-                           target=TARGET_S)  # fmt: skip
+    console = judge.Figure(
+        "SIGTERM to exit, the running console", "s", times["console"], target=TARGET_S
+    )
     console.note = f"{console.median / statistics.median(base):.2f}x the baseline"
     return [console, judge.Figure("  baseline: interpreter teardown", "s", base)]
 
@@ -90,10 +96,13 @@ def main(argv: list[str] | None = None) -> int:
     load = (load0, os.getloadavg()[0])
     if a.doc:
         judge.write_section(
-            "quit", "Quit: SIGTERM to exit of the running console",
-            f"python -m tests.benchmarks.bench_quit --runs {a.runs} --doc", figs, load=load,
+            "quit",
+            "Quit: SIGTERM to exit of the running console",
+            f"python -m tests.benchmarks.bench_quit --runs {a.runs} --doc",
+            figs,
+            load=load,
             runs=f"{a.runs} runs per variant, alternating",
-        )  # fmt: skip
+        )
     return judge.conclude(figs, load)
 
 

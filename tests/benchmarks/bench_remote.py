@@ -87,13 +87,29 @@ class BurstSource:
 
 
 def _order_event(i: int, now: int) -> OrderChanged:
-    view = OrderView(order_id=i, client_order_id=f"C{i}", orig_client_order_ids=(),
-                     venue_order_id=f"V{i}", strategy_id=20170101, symbol="ESZ6",
-                     side=Side.BUY if i % 2 else Side.SELL, ord_type=OrdType.LIMIT,
-                     time_in_force=TimeInForce.DAY, qty_lots=1, px_ticks=24_000 + i % 7,
-                     status=OrdStatus.NEW, cum_qty_lots=0, leaves_qty_lots=1, avg_px_ticks=0.0,
-                     pending="", text="", ts_created=now, ts_sent=now, ts_acked=now,
-                     ts_last=now)  # fmt: skip
+    view = OrderView(
+        order_id=i,
+        client_order_id=f"C{i}",
+        orig_client_order_ids=(),
+        venue_order_id=f"V{i}",
+        strategy_id=20170101,
+        symbol="ESZ6",
+        side=Side.BUY if i % 2 else Side.SELL,
+        ord_type=OrdType.LIMIT,
+        time_in_force=TimeInForce.DAY,
+        qty_lots=1,
+        px_ticks=24_000 + i % 7,
+        status=OrdStatus.NEW,
+        cum_qty_lots=0,
+        leaves_qty_lots=1,
+        avg_px_ticks=0.0,
+        pending="",
+        text="",
+        ts_created=now,
+        ts_sent=now,
+        ts_acked=now,
+        ts_last=now,
+    )
     return OrderChanged(ts_event=now, order=view, change="ack")
 
 
@@ -165,14 +181,18 @@ def run_remote(rate: int, seconds: float) -> dict[str, float]:
         folder = Path(tmp)
         make_self_signed(folder / "e.crt", folder / "e.key")
         token = TokenStore(folder / "tokens.toml").add("bench", "admin", LiveClock().now_ns())
-        child = subprocess.Popen([sys.executable, "-m", "tests.benchmarks.bench_remote",
-                                  "--serve", str(folder)], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, text=True)  # fmt: skip
+        child = subprocess.Popen(
+            [sys.executable, "-m", "tests.benchmarks.bench_remote", "--serve", str(folder)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert child.stdout is not None
         assert child.stdin is not None
         port = int(child.stdout.readline())
-        client = RemoteEngineClient("127.0.0.1", port, token, tls=True,
-                                    pins=PinStore(folder / "pins.json"))  # fmt: skip
+        client = RemoteEngineClient(
+            "127.0.0.1", port, token, tls=True, pins=PinStore(folder / "pins.json")
+        )
         try:
             client.start()
             return measure(client, rate, seconds)
@@ -227,11 +247,14 @@ def main(argv: list[str] | None = None) -> int:
     load = (load0, os.getloadavg()[0])
     if opts.doc:
         judge.write_section(
-            "remote", "Remote console: events over the WebSocket protocol",
+            "remote",
+            "Remote console: events over the WebSocket protocol",
             f"python -m tests.benchmarks.bench_remote --rate {opts.rate} --seconds "
             f"{opts.seconds:g} --doc",
-            figures, load=load, runs=f"one run of {opts.seconds:g} s",
-        )  # fmt: skip
+            figures,
+            load=load,
+            runs=f"one run of {opts.seconds:g} s",
+        )
     return judge.conclude(figures, load)
 
 

@@ -119,12 +119,14 @@ store_dir = "fix"
 file = "sessions.cfg"
 """
     + "".join(
-        INSTRUMENT.format(symbol=s, tick=LISTINGS[s][0], multiplier=LISTINGS[s][1],
-                          session="FIX.4.4:SOAK->SIM")
+        INSTRUMENT.format(
+            symbol=s, tick=LISTINGS[s][0], multiplier=LISTINGS[s][1], session="FIX.4.4:SOAK->SIM"
+        )
         for s in ("ESZ6", "NQZ6")
     )
-    + INSTRUMENT.format(symbol="CLF7", tick=LISTINGS["CLF7"][0], multiplier=LISTINGS["CLF7"][1],
-                        session="").replace('session = ""', 'venue = "SIMOUCH"')
+    + INSTRUMENT.format(
+        symbol="CLF7", tick=LISTINGS["CLF7"][0], multiplier=LISTINGS["CLF7"][1], session=""
+    ).replace('session = ""', 'venue = "SIMOUCH"')
     + """
 [[ouch]]
 name = "SIMOUCH"
@@ -144,7 +146,7 @@ half_spread_ticks = 1
 skew_ticks_per_lot = 0.5
 max_position_lots = 10
 """
-)  # fmt: skip
+)
 #: Targets of issue 16 (this 2-core machine).
 TARGET_RUN_S = 600.0
 TARGET_P99_RATIO = 1.5
@@ -493,8 +495,11 @@ def restart_child(state: Path) -> dict[str, float]:
     """Measure, in a fresh process, the engine's set-up on the journal in ``state``."""
     out = subprocess.run(
         [sys.executable, "-m", "tests.benchmarks.bench_soak", "--restart-only", str(state)],
-        capture_output=True, text=True, timeout=900, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=True,
+    )
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
@@ -531,8 +536,11 @@ def soak_report(run: Run, restart: dict[str, float] | None, load: tuple[str, str
     """Format the soak's figures against the targets."""
     rows = deciles(run)
     total_s = (run.t_end - run.t_start) / 1e9
-    where = ("the simulator on the engine's loop" if run.venue == "inprocess"
-             else "qwconsole sim in its own process")  # fmt: skip
+    where = (
+        "the simulator on the engine's loop"
+        if run.venue == "inprocess"
+        else "qwconsole sim in its own process"
+    )
     lines = [f"soak: {run.n:,} orders (half resting then canceled, half IOC), the demo's "
              f"instruments over loopback FIX and OUCH to {where}, market maker running; "
              f"{total_s:.1f} s, {run.filled:,} fills of its "
@@ -548,16 +556,20 @@ def soak_report(run: Run, restart: dict[str, float] | None, load: tuple[str, str
     rss_end = run.rss[-1][2] if run.rss else 0.0
     growth = rss_end - rss0
     ratio = rows[-1]["p99_ms"] / rows[1]["p99_ms"] if len(rows) > 2 else float("nan")
-    lines.append(f"run {total_s:.0f} s (target <= {TARGET_RUN_S:.0f} s for 1M); last/second "
-                 f"decile p99 {ratio:.2f}x (target <= {TARGET_P99_RATIO}x); RSS {rss0:.0f} -> "
-                 f"{rss_end:.0f} MB, growth {growth:+.0f} MB (target <= "
-                 f"{TARGET_RSS_GROWTH_MB:.0f} MB)")  # fmt: skip
+    lines.append(
+        f"run {total_s:.0f} s (target <= {TARGET_RUN_S:.0f} s for 1M); last/second "
+        f"decile p99 {ratio:.2f}x (target <= {TARGET_P99_RATIO}x); RSS {rss0:.0f} -> "
+        f"{rss_end:.0f} MB, growth {growth:+.0f} MB (target <= "
+        f"{TARGET_RSS_GROWTH_MB:.0f} MB)"
+    )
     if restart is not None:
-        lines.append(f"restart on its journal ({restart['journal_mb']:.0f} MB): "
-                     f"{restart['restart_s']:.1f} s (target <= {TARGET_RESTART_S:.0f} s), peak "
-                     f"RSS {restart['restart_peak_mb']:.0f} MB (target <= "
-                     f"{TARGET_RESTART_PEAK_MB:.0f} MB), {int(restart['restored'])} orders "
-                     "restored to the order managers")  # fmt: skip
+        lines.append(
+            f"restart on its journal ({restart['journal_mb']:.0f} MB): "
+            f"{restart['restart_s']:.1f} s (target <= {TARGET_RESTART_S:.0f} s), peak "
+            f"RSS {restart['restart_peak_mb']:.0f} MB (target <= "
+            f"{TARGET_RESTART_PEAK_MB:.0f} MB), {int(restart['restored'])} orders "
+            "restored to the order managers"
+        )
     lines.append(f"load average at the start: {load[0]}; at the end: {load[1]}")
     return "\n".join(lines)
 
@@ -609,15 +621,18 @@ def rate_figures(run: Run, rate_msgs: float) -> dict[str, float]:
 
 def rates_report(rows: list[dict[str, float]], load: tuple[str, str]) -> str:
     """Format the fixed-rate figures; name the highest rate held with p95 <= 1 ms."""
-    lines = [f"{'offered msg/s':>13} {'achieved':>9} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "
-             f"{'max ms':>8} {'rejected':>8}"]  # fmt: skip
+    lines = [
+        f"{'offered msg/s':>13} {'achieved':>9} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "
+        f"{'max ms':>8} {'rejected':>8}"
+    ]
     lines += [
         f"{r['offered']:>13,.0f} {r['achieved']:>9,.0f} {r['p50_ms']:>8.3f} {r['p95_ms']:>8.3f} "
         f"{r['p99_ms']:>8.3f} {r['max_ms']:>8.1f} {r['rejected']:>8,.0f}"
         for r in rows
     ]
-    held = [r["offered"] for r in rows
-            if r["p95_ms"] <= 1.0 and r["achieved"] >= 0.95 * r["offered"]]  # fmt: skip
+    held = [
+        r["offered"] for r in rows if r["p95_ms"] <= 1.0 and r["achieved"] >= 0.95 * r["offered"]
+    ]
     lines.append(
         "highest offered rate held (achieved >= 95% of it) with p95 <= 1 ms: "
         + (f"{max(held):,.0f} msg/s" if held else "none of those tried")
@@ -654,9 +669,11 @@ def plot(run: Run, path: Path) -> None:  # noqa: C901  (one drawing, step by ste
         )
     panels = [QRectF(left, 50, w - left - right, 380), QRectF(left, 490, w - left - right, 220)]
     p.setPen(QColor("black"))
-    p.drawText(QRectF(0, 8, w, 30), Qt.AlignmentFlag.AlignCenter,
-               f"soak: {n:,} orders — acknowledgement latency per 0.5% of the run (ms, log) "
-               "and RSS (MB)")  # fmt: skip
+    p.drawText(
+        QRectF(0, 8, w, 30),
+        Qt.AlignmentFlag.AlignCenter,
+        f"soak: {n:,} orders — acknowledgement latency per 0.5% of the run (ms, log) and RSS (MB)",
+    )
     valid = [s for s in stats if s is not None]
     lo = max(0.01, min(s[0] for s in valid)) if valid else 0.01
     hi = max(s[2] for s in valid) if valid else 1.0
@@ -681,8 +698,7 @@ def plot(run: Run, path: Path) -> None:  # noqa: C901  (one drawing, step by ste
                 p.setPen(QPen(QColor("#ddd"), 1))
                 p.drawLine(QPointF(r.left(), y), QPointF(r.right(), y))
                 p.setPen(QColor("#444"))
-                p.drawText(QRectF(0, y - 8, left - 6, 16), Qt.AlignmentFlag.AlignRight,
-                           f"{v:g}")  # fmt: skip
+                p.drawText(QRectF(0, y - 8, left - 6, 16), Qt.AlignmentFlag.AlignRight, f"{v:g}")
     for k, name, color in ((2, "max", "#999999"), (1, "p99", "#d62728"), (0, "p50", "#1f77b4")):
         poly = QPolygonF()
         for j, s in enumerate(stats):
@@ -713,8 +729,11 @@ def plot(run: Run, path: Path) -> None:  # noqa: C901  (one drawing, step by ste
     p.setPen(QColor("#444"))
     for d in range(11):
         x = r2.left() + d / 10 * r2.width()
-        p.drawText(QRectF(x - 40, r2.bottom() + 4, 80, 16), Qt.AlignmentFlag.AlignCenter,
-                   f"{d * n // 10:,}")  # fmt: skip
+        p.drawText(
+            QRectF(x - 40, r2.bottom() + 4, 80, 16),
+            Qt.AlignmentFlag.AlignCenter,
+            f"{d * n // 10:,}",
+        )
     p.drawText(QRectF(0, h - 24, w, 20), Qt.AlignmentFlag.AlignCenter, "orders sent")
     p.end()
     img.save(str(path))
@@ -771,14 +790,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench_soak", description=__doc__.split("\n")[0])
     parser.add_argument("--orders", type=int, default=1_000_000, help="orders of the soak")
     parser.add_argument("--window", type=int, default=64, help="requests unanswered at most")
-    parser.add_argument("--rates", default="", help="fixed offered rates, msg/s, comma-separated "
-                        "(instead of the soak), e.g. 1000,10000,50000,100000")  # fmt: skip
+    parser.add_argument(
+        "--rates",
+        default="",
+        help="fixed offered rates, msg/s, comma-separated "
+        "(instead of the soak), e.g. 1000,10000,50000,100000",
+    )
     parser.add_argument("--seconds", type=float, default=5.0, help="seconds per fixed rate")
     parser.add_argument("--dir", type=Path, default=None, help="state folder (default: temp)")
     parser.add_argument("--plot", type=Path, default=Path("soak.png"), help="PNG written")
-    parser.add_argument("--venue", choices=("process", "inprocess"), default="process",
-                        help="the simulator in its own process (qwconsole sim, the default) or "
-                        "on the engine's loop (the demo's)")  # fmt: skip
+    parser.add_argument(
+        "--venue",
+        choices=("process", "inprocess"),
+        default="process",
+        help="the simulator in its own process (qwconsole sim, the default) or "
+        "on the engine's loop (the demo's)",
+    )
     parser.add_argument("--doc", action="store_true", help="write docs/performance.md")
     parser.add_argument("--restart-only", type=Path, default=None, help=argparse.SUPPRESS)
     opts = parser.parse_args(argv)
@@ -789,24 +816,27 @@ def main(argv: list[str] | None = None) -> int:
         base = opts.dir or Path(tmp)
         load0 = _load()
         if opts.rates:
-            rows = rates([float(r) for r in opts.rates.split(",")], opts.seconds, base,
-                         opts.venue)  # fmt: skip
+            rows = rates([float(r) for r in opts.rates.split(",")], opts.seconds, base, opts.venue)
             print(rates_report(rows, (load0, _load())))
             return 0
         start = os.getloadavg()[0]
-        run, restart = soak(opts.orders, base / "soak", window=opts.window, png=opts.plot,
-                            venue=opts.venue)  # fmt: skip
+        run, restart = soak(
+            opts.orders, base / "soak", window=opts.window, png=opts.plot, venue=opts.venue
+        )
         print(soak_report(run, restart, (load0, _load())))
         print(f"plot: {opts.plot}")
     figures = soak_figures(run, restart)
     load = (start, os.getloadavg()[0])
     if opts.doc:
         judge.write_section(
-            "soak", "A trading day: the soak",
+            "soak",
+            "A trading day: the soak",
             f"python -m tests.benchmarks.bench_soak --orders {opts.orders} --plot {opts.plot} "
             "--doc",
-            figures, load=load, runs="one run (deciles and plot in docs/soak.md)",
-        )  # fmt: skip
+            figures,
+            load=load,
+            runs="one run (deciles and plot in docs/soak.md)",
+        )
     return judge.conclude(figures, load)
 
 

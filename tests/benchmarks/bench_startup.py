@@ -130,14 +130,31 @@ def first_fill(cache: Path, state: Path, timeout_s: float = 600.0) -> tuple[floa
     has to compile (an empty cache) are part of the figure.
     """
     base = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
-    env = base | {"NUMBA_CACHE_DIR": str(cache), "XDG_STATE_HOME": str(state),
-                  "PYTHONUNBUFFERED": "1"}  # fmt: skip
+    env = base | {
+        "NUMBA_CACHE_DIR": str(cache),
+        "XDG_STATE_HOME": str(state),
+        "PYTHONUNBUFFERED": "1",
+    }
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app", "engine", "--demo", "--no-journal", "--interval", "0.1",
-         "--seconds", str(timeout_s)],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "engine",
+            "--demo",
+            "--no-journal",
+            "--interval",
+            "0.1",
+            "--seconds",
+            str(timeout_s),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     assert proc.stdout is not None
     seconds, lines = None, []
     try:
@@ -157,8 +174,13 @@ def warm_step(cache: Path) -> float:
     """Run the bootstrap's warm step (``python -m engine.warmup``) into ``cache``; its seconds."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "engine.warmup"], cwd=ROOT, check=True,
-                   env=base | {"NUMBA_CACHE_DIR": str(cache)}, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "engine.warmup"],
+        cwd=ROOT,
+        check=True,
+        env=base | {"NUMBA_CACHE_DIR": str(cache)},
+        capture_output=True,
+    )
     return time.perf_counter() - t0
 
 
@@ -187,8 +209,7 @@ def figures(results: dict[str, list[Start]]) -> list[judge.Figure]:
     """Return start to window per variant, every run judged (a failed start is a miss)."""
     out = []
     for name, starts in results.items():
-        runs = [s.to_window_s if s.returncode == 0 and s.to_window_s else math.inf
-                for s in starts]  # fmt: skip
+        runs = [s.to_window_s if s.returncode == 0 and s.to_window_s else math.inf for s in starts]
         target = None if name == "baseline" else TARGET_S
         out.append(judge.Figure(f"start to window, {name}", "s", runs, target=target))
     return out
@@ -273,8 +294,10 @@ def main(argv: list[str] | None = None) -> int:
         for n, path in enumerate(opts.bundle, start=1):
             exe = path.resolve()
             variants.append(Variant(f"bundle{n}", (str(exe),), exe.parent, own_cache=True))
-        print(f"startup: {opts.runs} starts each of {', '.join(v.name for v in variants)}, "
-              f"load average {os.getloadavg()[0]:.1f}")  # fmt: skip
+        print(
+            f"startup: {opts.runs} starts each of {', '.join(v.name for v in variants)}, "
+            f"load average {os.getloadavg()[0]:.1f}"
+        )
         results = run(variants, opts.runs)
         report(results)
         figs = figures(results)
@@ -283,12 +306,16 @@ def main(argv: list[str] | None = None) -> int:
     if opts.doc:
         what = "first" if opts.first_start else "startup"
         judge.write_section(
-            what, "First start to first fill" if opts.first_start else "Start to window",
+            what,
+            "First start to first fill" if opts.first_start else "Start to window",
             "python -m tests.benchmarks.bench_startup "
             + ("--first-start --doc" if opts.first_start else f"--runs {opts.runs} --doc"),
-            figs, load=load, runs="one first start each way" if opts.first_start
+            figs,
+            load=load,
+            runs="one first start each way"
+            if opts.first_start
             else f"{opts.runs} starts per variant, alternating",
-        )  # fmt: skip
+        )
     for line in judge.misses(figs):
         print(f"MISSED: {line}")
     return judge.exit_code(figs)

@@ -245,8 +245,9 @@ def write_csv(path: Path, rows: int) -> None:
     rng = np.random.default_rng(1)
     ts = (day_start_ns(DAY) + np.cumsum(rng.integers(1, 20_000_000, rows))).astype(str)
     px = 6_183_763 + np.cumsum(rng.integers(-1, 2, rows))
-    price = np.char.add(np.char.add((px // 100).astype(str), "."),
-                        np.char.zfill((px % 100).astype(str), 2))  # fmt: skip
+    price = np.char.add(
+        np.char.add((px // 100).astype(str), "."), np.char.zfill((px % 100).astype(str), 2)
+    )
     size = np.char.add("0.", np.char.zfill(rng.integers(1, 10**6, rows).astype(str), 8))
     side = np.where(rng.random(rows) < 0.5, "buy", "sell")
     ids = np.arange(rows).astype(str)
@@ -389,11 +390,14 @@ def main(argv: list[str] | None = None) -> int:
     figures = judged(f)
     if args.doc:
         judge.write_section(
-            "tickstore", "Tick store: read, range, import",
+            "tickstore",
+            "Tick store: read, range, import",
             f"python -m tests.benchmarks.bench_tickstore --rows {args.rows} --csv-rows "
             f"{args.csv_rows} --doc",
-            figures, load=f.load, runs=f"median of {REPEATS} runs each",
-        )  # fmt: skip
+            figures,
+            load=f.load,
+            runs=f"median of {REPEATS} runs each",
+        )
     return judge.conclude(figures, f.load)
 
 

@@ -194,19 +194,36 @@ async def _through_simulator(n: int, validate: bool) -> tuple[float, float]:
     )
     app = SimFixApplication(exchange, clock)
     sim = FixSession(
-        SessionSettings(begin_string="FIX.4.4", sender_comp_id="S", target_comp_id="C",
-                        reset_on_logon=True, use_data_dictionary=validate),
-        MemoryStore(), app, NullLog(), clock,
-    )  # fmt: skip
+        SessionSettings(
+            begin_string="FIX.4.4",
+            sender_comp_id="S",
+            target_comp_id="C",
+            reset_on_logon=True,
+            use_data_dictionary=validate,
+        ),
+        MemoryStore(),
+        app,
+        NullLog(),
+        clock,
+    )
     acceptor = SocketAcceptor([sim], port=0, clock=clock)
     await acceptor.start()
     venue = FixVenue(clock, defer=loop.call_soon)
     ours = FixSession(
-        SessionSettings(begin_string="FIX.4.4", sender_comp_id="C", target_comp_id="S",
-                        connection_type="initiator", heart_bt_int=30, reset_on_logon=True,
-                        use_data_dictionary=validate),
-        MemoryStore(), venue, NullLog(), clock,
-    )  # fmt: skip
+        SessionSettings(
+            begin_string="FIX.4.4",
+            sender_comp_id="C",
+            target_comp_id="S",
+            connection_type="initiator",
+            heart_bt_int=30,
+            reset_on_logon=True,
+            use_data_dictionary=validate,
+        ),
+        MemoryStore(),
+        venue,
+        NullLog(),
+        clock,
+    )
     venue.bind(ours)
     router = OrderRouter(MessageBus(), clock)
     manager = router.add_instrument(ES, venue)
@@ -258,16 +275,22 @@ def run(orders: int = 5_000, reps: int = 3) -> tuple[list[judge.Figure], tuple[f
     warm_up()
     load0 = os.getloadavg()[0]
     nos = judge.Figure("create + risk + OMS + encode NOS", "µs", target=3.0)
-    novalid = judge.Figure("  same, dictionary validation off", "µs",
-                           note="outbound is not validated: same path")  # fmt: skip
+    novalid = judge.Figure(
+        "  same, dictionary validation off", "µs", note="outbound is not validated: same path"
+    )
     ref = judge.Figure("  simplefix: build + encode that NOS only", "µs")
     t50 = judge.Figure("book update -> strategy -> NOS bytes, p50", "µs", target=10.0)
     t99 = judge.Figure("  p99", "µs", target=40.0)
-    md1 = judge.Figure("one L2 row into the book (MarketData.apply, nobody listening)", "µs",
-                       target=1.0)  # fmt: skip
+    md1 = judge.Figure(
+        "one L2 row into the book (MarketData.apply, nobody listening)", "µs", target=1.0
+    )
     md_k = judge.Figure("  the book kernel's call alone, same rows", "µs")
-    sim = judge.Figure("orders through the simulator, loopback FIX", "orders/s",
-                       target=30_000, lower_is_better=False)  # fmt: skip
+    sim = judge.Figure(
+        "orders through the simulator, loopback FIX",
+        "orders/s",
+        target=30_000,
+        lower_is_better=False,
+    )
     cpu = judge.Figure("  CPU per order, both ends (process time)", "µs")
     sim_nv = judge.Figure("  same, dictionary validation off", "orders/s", lower_is_better=False)
     for _ in range(reps):
@@ -298,11 +321,13 @@ def _publish(
     figures: list[judge.Figure], load: tuple[float, float], orders: int, reps: int
 ) -> None:
     judge.write_section(
-        "trading", "Trading path: order to wire, tick to order, orders through the simulator",
+        "trading",
+        "Trading path: order to wire, tick to order, orders through the simulator",
         f"python -m tests.benchmarks.bench_trading --orders {orders} --reps {reps} --doc",
-        figures, load=load,
+        figures,
+        load=load,
         runs=f"{reps} runs of 20,000 orders/ticks each, {orders:,} orders through the simulator",
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.bench

@@ -97,8 +97,9 @@ def from_spread(
     """
     runs = [lo, median, hi] if lo else [median]
     lower = target.lstrip().startswith("<") if target else unit in ("s", "ms", "µs", "ns")
-    return Figure(name, unit, runs, lower_is_better=lower, note=note, verdict=ok,
-                  target_label=target)  # fmt: skip
+    return Figure(
+        name, unit, runs, lower_is_better=lower, note=note, verdict=ok, target_label=target
+    )
 
 
 def _num(x: float) -> str:
@@ -192,8 +193,9 @@ def write_section(
 
 
 def _put_section(text: str, name: str, section: str) -> str:
-    pattern = re.compile(rf"<!-- bench:{re.escape(name)} -->.*?<!-- /bench:{re.escape(name)} -->",
-                         re.S)  # fmt: skip
+    pattern = re.compile(
+        rf"<!-- bench:{re.escape(name)} -->.*?<!-- /bench:{re.escape(name)} -->", re.S
+    )
     if pattern.search(text):
         return pattern.sub(lambda _m: section, text)
     return text.rstrip("\n") + "\n\n" + section + "\n"
@@ -204,8 +206,16 @@ _LOAD = re.compile(
     r"machine load \(1-min average, \d+ CPUs\):? ([\d.]+) at the start, ([\d.]+) at the end"
 )
 _HEADER = "| " + " | ".join(_COLUMNS) + " |"
-_SUMMARY_COLUMNS = ("figure", "median", "worst run", "target", "verdict", "same-run reference",
-                    "command", "load")  # fmt: skip
+_SUMMARY_COLUMNS = (
+    "figure",
+    "median",
+    "worst run",
+    "target",
+    "verdict",
+    "same-run reference",
+    "command",
+    "load",
+)
 
 
 def summary_rows(text: str) -> list[tuple[str, ...]]:

@@ -49,9 +49,20 @@ KEY_XOR = 0x5DEECE66D
 
 @kernel
 def generate(
-    n: int, seed: int, target_live: int, p_exec: float, mean_gap_ns: float, o: I64, lv: I64,
-    st: I64, keys: I64, vals: I64, free: I64, l3: Rec, l2: Rec,
-) -> int:  # fmt: skip
+    n: int,
+    seed: int,
+    target_live: int,
+    p_exec: float,
+    mean_gap_ns: float,
+    o: I64,
+    lv: I64,
+    st: I64,
+    keys: I64,
+    vals: I64,
+    free: I64,
+    l3: Rec,
+    l2: Rec,
+) -> int:
     """Fill ``l3`` (n rows) and ``l2`` (n + executions rows); return the L2 row count.
 
     The book arrays must be empty, with capacity for every live order and levels around the

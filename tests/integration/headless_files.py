@@ -74,8 +74,7 @@ def write_engine(
     toml = ENGINE_TOML.format(engine_id=engine_id)
     for symbol in symbols:
         tick, multiplier = LISTINGS[symbol]
-        toml += INSTRUMENT.format(symbol=symbol, tick=tick, multiplier=multiplier,
-                                  session=session)  # fmt: skip
+        toml += INSTRUMENT.format(symbol=symbol, tick=tick, multiplier=multiplier, session=session)
     path = state / "engine.toml"
     path.write_text(toml + strategies)
     return path

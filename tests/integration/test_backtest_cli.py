@@ -33,10 +33,25 @@ def day_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_backtest_writes_a_journal_post_trade_reads(day_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "run.qwj"
     proc = subprocess.run(
-        _qw(str(day_file), "--out", str(out), "--param", "half_spread_ticks=1",
-            "--order-ns", "200000", "--response-ns", "200000", "--symbol", "RW"),
-        capture_output=True, text=True, check=False, cwd=ROOT, timeout=240,
-    )  # fmt: skip
+        _qw(
+            str(day_file),
+            "--out",
+            str(out),
+            "--param",
+            "half_spread_ticks=1",
+            "--order-ns",
+            "200000",
+            "--response-ns",
+            "200000",
+            "--symbol",
+            "RW",
+        ),
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        timeout=240,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "events/s" in proc.stderr  # the progress line
     day = load_day(out)
@@ -47,21 +62,43 @@ def test_backtest_writes_a_journal_post_trade_reads(day_file: Path, tmp_path: Pa
 
 def test_backtest_sweep_prints_one_line_per_run(day_file: Path, tmp_path: Path) -> None:
     proc = subprocess.run(
-        _qw(str(day_file), "--sweep", "half_spread_ticks=1,2", "--out-dir", str(tmp_path),
-            "--workers", "2", "--quiet"),
-        capture_output=True, text=True, check=False, cwd=ROOT, timeout=240,
-    )  # fmt: skip
+        _qw(
+            str(day_file),
+            "--sweep",
+            "half_spread_ticks=1,2",
+            "--out-dir",
+            str(tmp_path),
+            "--workers",
+            "2",
+            "--quiet",
+        ),
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        timeout=240,
+    )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     # Each run as it ends (in any order), naming its day and parameter values.
     runs = sorted(ln.split(":")[0] for ln in lines[:2])
-    assert runs == [f"d000-p000 (day {day_file}, half_spread_ticks=1)",
-                    f"d000-p001 (day {day_file}, half_spread_ticks=2)"]  # fmt: skip
+    assert runs == [
+        f"d000-p000 (day {day_file}, half_spread_ticks=1)",
+        f"d000-p001 (day {day_file}, half_spread_ticks=2)",
+    ]
     assert sorted(p.name for p in tmp_path.glob("*.qwj")) == ["d000-p000.qwj", "d000-p001.qwj"]
     # Then the table, in sweep order, the best P&L of the day marked.
     head, *rows = lines[2:5]
-    assert head.split() == ["run", "day", "half_spread_ticks", "fills", "position", "P&L",
-                            "tick-lots", "P&L"]  # fmt: skip
+    assert head.split() == [
+        "run",
+        "day",
+        "half_spread_ticks",
+        "fills",
+        "position",
+        "P&L",
+        "tick-lots",
+        "P&L",
+    ]
     assert [r.split()[:3] for r in rows] == [
         ["d000-p000", day_file.name, "1"],
         ["d000-p001", day_file.name, "2"],
@@ -86,8 +123,12 @@ def test_backtest_bad_input_is_one_line_and_exit_2(
     argv = [a.replace("{day}", str(day_file)) for a in args]
     proc = subprocess.run(
         _qw(*argv, "--quiet", "--out", "/dev/null"),
-        capture_output=True, text=True, check=False, cwd=ROOT, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert expected in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
@@ -100,8 +141,11 @@ def test_ctrl_c_leaves_a_valid_partial_journal(tmp_path: Path) -> None:
     out = tmp_path / "partial.qwj"
     proc = subprocess.Popen(
         _qw(str(src), "--generic", "--strategy", "market-maker", "--out", str(out)),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
     assert proc.stderr is not None
     seen = ""
     deadline = time.monotonic() + 120

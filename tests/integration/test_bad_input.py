@@ -120,8 +120,10 @@ def _write_store(path: Path) -> None:
     rows["qty"] = 1 + np.arange(ROWS) % 7
     rows["trade_id"] = np.arange(ROWS)
     rows["side"] = np.arange(ROWS) % 2
-    with TickStore(path, "a") as s, s.writer("ES", day_of(DAY_TS), tick_size="0.25",
-                                             lot_size="1") as w:  # fmt: skip
+    with (
+        TickStore(path, "a") as s,
+        s.writer("ES", day_of(DAY_TS), tick_size="0.25", lot_size="1") as w,
+    ):
         w.append("trades", rows)
 
 
@@ -132,8 +134,14 @@ def _write_journal(path: Path) -> None:
             clock.advance(1_000_000)
             j.log(20, "badin", "quote %d at %d", i, 18_000 + i)
             raw = f"8=FIX.4.4\x019=5\x0135=0\x0134={i + 1}\x0110=000\x01".encode()
-            j.record_fix("FIX.4.4:QW->EXCH", FixDirection.OUTBOUND, raw, clock.now_ns(),
-                         clock.now_ns(), clock.now_ns())  # fmt: skip
+            j.record_fix(
+                "FIX.4.4:QW->EXCH",
+                FixDirection.OUTBOUND,
+                raw,
+                clock.now_ns(),
+                clock.now_ns(),
+                clock.now_ns(),
+            )
 
 
 @pytest.fixture(scope="module")
@@ -372,14 +380,18 @@ def _wrong_root(p: Path) -> None:
 
 def _undefined_field(p: Path) -> None:
     text = p.read_text()
-    p.write_text(text.replace("<field name='ClOrdID' required='Y' />",
-                              "<field name='NoSuchField' required='Y' />", 1))  # fmt: skip
+    p.write_text(
+        text.replace(
+            "<field name='ClOrdID' required='Y' />", "<field name='NoSuchField' required='Y' />", 1
+        )
+    )
 
 
 def _bad_number(p: Path) -> None:
     text = p.read_text()
-    p.write_text(text.replace("<field number='54' name='Side'",
-                              "<field number='abc' name='Side'", 1))  # fmt: skip
+    p.write_text(
+        text.replace("<field number='54' name='Side'", "<field number='abc' name='Side'", 1)
+    )
 
 
 def _console(damage: Callable[[Path], None]) -> Callable[[Path, Good], list[str]]:
@@ -687,8 +699,15 @@ def test_bad_input_is_one_line_and_exit_2(case: Case, good: Good, tmp_path: Path
     if argv[:1] == ["--smoke"]:
         env |= _console_env(tmp_path)
     t0 = time.monotonic()
-    proc = subprocess.run([str(QWCONSOLE), *argv], capture_output=True, text=True, env=env,
-                          cwd=tmp_path, timeout=LIMIT_S, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [str(QWCONSOLE), *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=LIMIT_S,
+        check=False,
+    )
     took = time.monotonic() - t0
     assert "Traceback" not in proc.stderr
     assert proc.stderr.splitlines() == [_message(case, tmp_path, good)]

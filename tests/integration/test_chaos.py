@@ -125,8 +125,10 @@ def _reconcile(state: Path) -> str:
     """Run ``qwconsole reconcile`` on ``state``; it must find no difference (exit 0)."""
     done = subprocess.run(
         [sys.executable, "-m", "app", "reconcile", str(state)],
-        capture_output=True, timeout=120, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
     out = done.stdout.decode(errors="replace")
     assert done.returncode == 0, out + done.stderr.decode(errors="replace")
     assert "Reconciled" in out
@@ -250,8 +252,15 @@ def test_kill_9_against_a_separate_venue_process(tmp_path: Path) -> None:
     rng = random.Random(3)
     sim, port = _start_sim(tmp_path)
     state = tmp_path / "engine"
-    write_engine(state, port=port, sender="QWENGINE", target="EXECUTOR", engine_id="chaos",
-                 symbols=("ESZ6", "CLF7"), strategies=MARKET_MAKER)  # fmt: skip
+    write_engine(
+        state,
+        port=port,
+        sender="QWENGINE",
+        target="EXECUTOR",
+        engine_id="chaos",
+        symbols=("ESZ6", "CLF7"),
+        strategies=MARKET_MAKER,
+    )
     try:
         for _ in range(5):
             proc = _config_engine(state)

@@ -103,13 +103,22 @@ def test_sweep_on_local_2_equals_the_serial_run(days: list[Path], tmp_path: Path
 def test_cli_sweep_on_local_2_prints_what_the_pool_prints(days: list[Path], tmp_path: Path) -> None:
     """The command's summaries and table equal the ProcessPoolExecutor run's (same out dir)."""
     out = tmp_path / "sweep"
-    common = [*map(str, days), "--sweep", "half_spread_ticks=1,2", "--out-dir", str(out),
-              "--quiet", "--order-ns", "200000"]  # fmt: skip
+    common = [
+        *map(str, days),
+        "--sweep",
+        "half_spread_ticks=1,2",
+        "--out-dir",
+        str(out),
+        "--quiet",
+        "--order-ns",
+        "200000",
+    ]
     outputs = {}
     journals = {}
     for mode in (["--workers", "2"], ["--cluster", "local:2"]):
-        proc = subprocess.run(_qw(*common, *mode), capture_output=True, text=True,
-                              check=False, cwd=ROOT, timeout=180)  # fmt: skip
+        proc = subprocess.run(
+            _qw(*common, *mode), capture_output=True, text=True, check=False, cwd=ROOT, timeout=180
+        )
         assert proc.returncode == 0, proc.stderr
         lines = proc.stdout.splitlines()
         # summaries as the jobs end (any order), the table in sweep order; not the timing
@@ -127,16 +136,31 @@ def test_worker_killed_mid_sweep_loses_no_job(days: list[Path], tmp_path: Path) 
     grid: list[dict[str, object]] = [{"half_spread_ticks": h} for h in range(1, 7)]
     jobs = _jobs(days, tmp_path, grid)  # 12 jobs
     serial, journals = _serial(jobs)
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, silence_logs=50)  # fmt: skip
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=50
+    )
     client = distributed.Client(cluster)
     try:
         proc = subprocess.Popen(
-            _qw(*map(str, days), "--sweep", "half_spread_ticks=1,2,3,4,5,6", "--out-dir",
-                str(tmp_path), "--quiet", "--order-ns", "200000", "--response-ns", "200000",
-                "--cluster", cluster.scheduler_address),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-        )  # fmt: skip
+            _qw(
+                *map(str, days),
+                "--sweep",
+                "half_spread_ticks=1,2,3,4,5,6",
+                "--out-dir",
+                str(tmp_path),
+                "--quiet",
+                "--order-ns",
+                "200000",
+                "--response-ns",
+                "200000",
+                "--cluster",
+                cluster.scheduler_address,
+            ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
         assert proc.stdout is not None
         first = proc.stdout.readline()  # one job done: the workers are warm and busy
         assert first.startswith("d0"), proc.stderr.read() if proc.stderr else ""
@@ -198,12 +222,25 @@ def test_ctrl_c_cancels_the_sweep_and_leaves_no_half_journal(tmp_path: Path) -> 
     np.save(src, random_walk_l2(150_000, seed=5))
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        _qw(str(src), "--generic", "--strategy", "market-maker", "--sweep",
-            "half_spread_ticks=1,2,3,4,5,6,7,8", "--out-dir", str(out), "--quiet",
-            "--cluster", "local:2"),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        _qw(
+            str(src),
+            "--generic",
+            "--strategy",
+            "market-maker",
+            "--sweep",
+            "half_spread_ticks=1,2,3,4,5,6,7,8",
+            "--out-dir",
+            str(out),
+            "--quiet",
+            "--cluster",
+            "local:2",
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
         start_new_session=True,  # its own process group, as a terminal's foreground job
-    )  # fmt: skip
+    )
     deadline = time.monotonic() + 120
     while not list(out.glob(f"*{PART}")) and time.monotonic() < deadline:
         time.sleep(0.05)  # a job is being written on a worker
@@ -233,10 +270,24 @@ def test_ctrl_c_cancels_the_sweep_and_leaves_no_half_journal(tmp_path: Path) -> 
 def test_unreachable_scheduler_is_one_line_and_non_zero(days: list[Path], tmp_path: Path) -> None:
     t0 = time.monotonic()
     proc = subprocess.run(
-        _qw(str(days[0]), "--sweep", "half_spread_ticks=1,2", "--out-dir", str(tmp_path),
-            "--cluster", "tcp://127.0.0.1:9", "--cluster-timeout", "2", "--quiet"),
-        capture_output=True, text=True, check=False, cwd=ROOT, timeout=60,
-    )  # fmt: skip
+        _qw(
+            str(days[0]),
+            "--sweep",
+            "half_spread_ticks=1,2",
+            "--out-dir",
+            str(tmp_path),
+            "--cluster",
+            "tcp://127.0.0.1:9",
+            "--cluster-timeout",
+            "2",
+            "--quiet",
+        ),
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert proc.returncode == 2
     err = proc.stderr.strip().splitlines()
     assert len(err) == 1, proc.stderr
@@ -255,8 +306,14 @@ def test_missing_distributed_names_the_extra(days: list[Path], tmp_path: Path) -
         f"sys.exit(main([{str(days[0])!r}, '--sweep', 'half_spread_ticks=1,2', '--out-dir', "
         f"{str(tmp_path)!r}, '--cluster', 'local:2']))"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=False, cwd=ROOT, timeout=60)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1
     assert "install the 'cluster' extra" in proc.stderr
@@ -287,10 +344,21 @@ def test_tick_store_days_by_path_and_shipped_equal_serial(tmp_path: Path) -> Non
 def test_bad_input_on_the_cluster_is_one_line_and_exit_2(days: list[Path], tmp_path: Path) -> None:
     """A job's own error comes back from the worker (after its retries) as on the local path."""
     proc = subprocess.run(
-        _qw(str(tmp_path / "missing.npy"), str(days[0]), "--out-dir", str(tmp_path / "out"),
-            "--quiet", "--cluster", "local:2"),
-        capture_output=True, text=True, check=False, cwd=ROOT, timeout=120,
-    )  # fmt: skip
+        _qw(
+            str(tmp_path / "missing.npy"),
+            str(days[0]),
+            "--out-dir",
+            str(tmp_path / "out"),
+            "--quiet",
+            "--cluster",
+            "local:2",
+        ),
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         f"qwconsole backtest: error: {tmp_path / 'missing.npy'}: no such file"
@@ -309,8 +377,9 @@ def test_bad_input_on_the_cluster_is_one_line_and_exit_2(days: list[Path], tmp_p
 )
 def test_cluster_usage_errors(days: list[Path], args: list[str], expected: str) -> None:
     argv = [str(days[0]), *(a.replace("{day}", str(days[1])) for a in args)]
-    proc = subprocess.run(_qw(*argv, "--quiet"), capture_output=True, text=True, check=False,
-                          cwd=ROOT, timeout=60)  # fmt: skip
+    proc = subprocess.run(
+        _qw(*argv, "--quiet"), capture_output=True, text=True, check=False, cwd=ROOT, timeout=60
+    )
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1
     assert expected in proc.stderr

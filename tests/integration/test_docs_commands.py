@@ -132,19 +132,38 @@ def test_the_docs_have_commands_and_they_are_made_concrete() -> None:
           "--kind", "trades", "--mapping", "ts=0:ns,px=1,qty=2", "--tick-size", "0.01",
           "--lot-size", "1"]  # fmt: skip
     assert concrete(".venv/bin/qwconsole --workspace monitor\\|manager") == [
-        "qwconsole", "--workspace", "monitor"]  # fmt: skip
+        "qwconsole",
+        "--workspace",
+        "monitor",
+    ]
     assert concrete("qwconsole sim --cfg sim.cfg --seconds 30 > sim.out &") == [
-        "qwconsole", "sim", "--cfg", "sim.cfg", "--seconds", "30"]  # fmt: skip
+        "qwconsole",
+        "sim",
+        "--cfg",
+        "sim.cfg",
+        "--seconds",
+        "30",
+    ]
 
 
 def _run(argv: list[str], folder: Path) -> tuple[str, int | None, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    env |= {"QT_QPA_PLATFORM": "offscreen", "XDG_STATE_HOME": str(folder / "xdg-state"),
-            "XDG_CONFIG_HOME": str(folder / "xdg-config"), "PYTHONPATH": str(ROOT)}  # fmt: skip
+    env |= {
+        "QT_QPA_PLATFORM": "offscreen",
+        "XDG_STATE_HOME": str(folder / "xdg-state"),
+        "XDG_CONFIG_HOME": str(folder / "xdg-config"),
+        "PYTHONPATH": str(ROOT),
+    }
     env.pop("QWCONSOLE_TOKEN", None)
-    proc = subprocess.Popen([sys.executable, "-m", "app", *argv[1:]], cwd=folder, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", *argv[1:]],
+        cwd=folder,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=RUN_S)
         return " ".join(argv), proc.returncode, out + err
@@ -203,16 +222,29 @@ def test_bootstrap_bench_collects_every_benchmark() -> None:
     (option,) = re.findall(r'-o "(python_files=[^"]+)"', script)
     files = sorted(p.name for p in (ROOT / "tests/benchmarks").glob("bench_*.py"))
     base = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:randomly"]
-    bench = subprocess.run([*base, "-m", "bench", "-o", option, "tests/benchmarks"], cwd=ROOT,
-                           capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    bench = subprocess.run(
+        [*base, "-m", "bench", "-o", option, "tests/benchmarks"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert bench.returncode == 0, bench.stdout + bench.stderr
-    collected = {line.split("::")[0].rsplit("/", 1)[-1] for line in bench.stdout.splitlines()
-                 if "::" in line}  # fmt: skip
+    collected = {
+        line.split("::")[0].rsplit("/", 1)[-1] for line in bench.stdout.splitlines() if "::" in line
+    }
     assert collected == set(files) - {"kernels_gen.py"} - {
         f for f in files if "@pytest.mark.bench" not in (ROOT / "tests/benchmarks" / f).read_text()
     }
-    normal = subprocess.run([*base, "-m", "not bench", "tests/benchmarks"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    normal = subprocess.run(
+        [*base, "-m", "not bench", "tests/benchmarks"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert "::" not in normal.stdout  # exit 5: nothing collected
 
 
@@ -256,9 +288,10 @@ def test_remote_protocol_doc_names_the_frame_tag_the_server_uses() -> None:
     tags = {
         cls.__struct_config__.tag
         for cls in vars(protocol).values()
-        if isinstance(cls, type) and issubclass(cls, msgspec.Struct)
+        if isinstance(cls, type)
+        and issubclass(cls, msgspec.Struct)
         and isinstance(cls.__struct_config__.tag, str)
-    }  # fmt: skip
+    }
     assert set(table) == tags
 
 

@@ -88,18 +88,35 @@ def test_first_fill_after_the_bootstrap_warm_step(tmp_path: Path) -> None:
     # The tree's cache, as bootstrap's warm step leaves it (no NUMBA_CACHE_DIR of our own).
     env = {k: v for k, v in _env(tmp_path, tmp_path).items() if k != "NUMBA_CACHE_DIR"}
     t0 = time.monotonic()
-    warm = subprocess.run([sys.executable, "-m", "engine.warmup"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=900, check=False)  # fmt: skip
+    warm = subprocess.run(
+        [sys.executable, "-m", "engine.warmup"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     warm_s = time.monotonic() - t0
     assert warm.returncode == 0, warm.stdout + warm.stderr
     lines = warm.stdout.splitlines()
     # Either everything was there, or what was missing was compiled (and said so).
-    done = re.fullmatch(r"bootstrap: (?:kernels ready \(loaded from the cache|(\d+) kernels "
-                        r"compiled into the cache) in [\d.]+ s\)?", lines[-1])  # fmt: skip
+    done = re.fullmatch(
+        r"bootstrap: (?:kernels ready \(loaded from the cache|(\d+) kernels "
+        r"compiled into the cache) in [\d.]+ s\)?",
+        lines[-1],
+    )
     assert done is not None, lines
     compiled = int(done[1] or 0)
-    again = subprocess.run([sys.executable, "-m", "engine.warmup"], cwd=ROOT, env=env,
-                           capture_output=True, text=True, timeout=300, check=True)  # fmt: skip
+    again = subprocess.run(
+        [sys.executable, "-m", "engine.warmup"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
     assert again.stdout.startswith("bootstrap: kernels ready (loaded from the cache in ")
 
     t0 = time.monotonic()
@@ -133,11 +150,15 @@ def test_console_closed_while_kernels_compile_exits_at_once(tmp_path: Path) -> N
     env = _env(tmp_path / "numba-cache", tmp_path)
     env = {k: v for k, v in env.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
     state = tmp_path / "console-state"
-    env |= {"QT_QPA_PLATFORM": "offscreen", "QWCONSOLE_STATE_DIR": str(state),
-            "QWCONSOLE_CONFIG_DIR": str(tmp_path / "config")}  # fmt: skip
+    env |= {
+        "QT_QPA_PLATFORM": "offscreen",
+        "QWCONSOLE_STATE_DIR": str(state),
+        "QWCONSOLE_CONFIG_DIR": str(tmp_path / "config"),
+    }
     argv = [sys.executable, "-m", "app", "--smoke", "60"]
-    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     log = state / "qwconsole.log"
     try:
         deadline = time.monotonic() + 120

@@ -63,8 +63,17 @@ async def _run_demo(seed: int, steps: int) -> list[Fill]:
     fills: list[Fill] = []
 
     def on_fill(f: OrderFilled) -> None:
-        fills.append((f.symbol, int(f.side), f.last_px_ticks, f.last_qty_lots, f.exec_id,
-                      f.client_order_id, f.leaves_qty_lots))  # fmt: skip
+        fills.append(
+            (
+                f.symbol,
+                int(f.side),
+                f.last_px_ticks,
+                f.last_qty_lots,
+                f.exec_id,
+                f.client_order_id,
+                f.leaves_qty_lots,
+            )
+        )
 
     engine.bus.subscribe(OrderFilled, on_fill)
     ours = _session(DEMO_CLIENT_COMP_ID, DEMO_SIM_COMP_ID)
@@ -132,10 +141,17 @@ def per_instrument(fills: list[Fill]) -> dict[str, list[Fill]]:
         exec_rank: dict[str, int] = {}
         order_rank: dict[str, int] = {}
         out[symbol] = [
-            (sym, side, px, qty, str(exec_rank.setdefault(exec_id, len(exec_rank))),
-             str(order_rank.setdefault(clordid, len(order_rank))), leaves)
+            (
+                sym,
+                side,
+                px,
+                qty,
+                str(exec_rank.setdefault(exec_id, len(exec_rank))),
+                str(order_rank.setdefault(clordid, len(order_rank))),
+                leaves,
+            )
             for sym, side, px, qty, exec_id, clordid, leaves in own
-        ]  # fmt: skip
+        ]
     return out
 
 

@@ -54,9 +54,17 @@ class SloppyVenue(FixVenue):
         if order.client_order_id.endswith("-1"):
             msg = OutMessage(
                 b"D",
-                [(11, order.client_order_id), (21, b"1"), (38, b"1"), (40, b"2"), (44, b"6000"),
-                 (55, b"ESZ6"), (59, b"0"), (60, self._now_text())],
-            )  # fmt: skip
+                [
+                    (11, order.client_order_id),
+                    (21, b"1"),
+                    (38, b"1"),
+                    (40, b"2"),
+                    (44, b"6000"),
+                    (55, b"ESZ6"),
+                    (59, b"0"),
+                    (60, self._now_text()),
+                ],
+            )
             self.send_order_message(msg, order.client_order_id, order.symbol)
         else:
             super().submit(order)
@@ -71,26 +79,41 @@ async def fix_rig(
     clock = LiveClock()
     loop = asyncio.get_running_loop()
     exchange = SimExchange(
-        [SimInstrument(instrument=ES, start_px_ticks=24_000,
-                       flow=FlowConfig(events_per_second=0))],
+        [SimInstrument(instrument=ES, start_px_ticks=24_000, flow=FlowConfig(events_per_second=0))],
         seed=1,
-    )  # fmt: skip
+    )
     exchange.seed_books(clock.now_ns())
     exchange.drain_market_events()
     app = app_cls(exchange, clock)
     sim = FixSession(
-        SessionSettings(begin_string="FIX.4.4", sender_comp_id="SIM", target_comp_id="CLIENT",
-                        reset_on_logon=True),
-        MemoryStore(), app, NullLog("sim"), clock,
-    )  # fmt: skip
+        SessionSettings(
+            begin_string="FIX.4.4",
+            sender_comp_id="SIM",
+            target_comp_id="CLIENT",
+            reset_on_logon=True,
+        ),
+        MemoryStore(),
+        app,
+        NullLog("sim"),
+        clock,
+    )
     acceptor = SocketAcceptor([sim], port=0, clock=clock)
     await acceptor.start()
     venue = venue_cls(clock, defer=loop.call_soon)
     session = FixSession(
-        SessionSettings(begin_string="FIX.4.4", sender_comp_id="CLIENT", target_comp_id="SIM",
-                        connection_type="initiator", heart_bt_int=5, reset_on_logon=True),
-        client_store or MemoryStore(), venue, NullLog("client"), clock,
-    )  # fmt: skip
+        SessionSettings(
+            begin_string="FIX.4.4",
+            sender_comp_id="CLIENT",
+            target_comp_id="SIM",
+            connection_type="initiator",
+            heart_bt_int=5,
+            reset_on_logon=True,
+        ),
+        client_store or MemoryStore(),
+        venue,
+        NullLog("client"),
+        clock,
+    )
     venue.bind(session)
     bus = MessageBus()
     events: list[Event] = []
@@ -98,8 +121,9 @@ async def fix_rig(
     router = OrderRouter(bus, clock)
     manager = router.add_instrument(ES, venue)
     venue.route(ES, manager)
-    initiator = SocketInitiator(session, [("127.0.0.1", acceptor.port)], reconnect_interval=0.2,
-                                clock=clock)  # fmt: skip
+    initiator = SocketInitiator(
+        session, [("127.0.0.1", acceptor.port)], reconnect_interval=0.2, clock=clock
+    )
     await initiator.start()
     await initiator.wait_logged_on(5.0)
     try:
@@ -152,14 +176,20 @@ async def test_fill_against_the_book_and_cancel_reject_when_too_late() -> None:
         )
         await rig.until(lambda: resting.status is OrdStatus.NEW)
         # Another client lifts it before our cancel arrives.
-        rig.app.dispatch(rig.exchange.submit(999, "X", "ESZ6", Side.BUY, 50, 24_010,
-                                             OrdType.LIMIT, TimeInForce.IOC, ts=1))  # fmt: skip
+        rig.app.dispatch(
+            rig.exchange.submit(
+                999, "X", "ESZ6", Side.BUY, 50, 24_010, OrdType.LIMIT, TimeInForce.IOC, ts=1
+            )
+        )
         m = rig.router.manager("ESZ6")
         assert m.cancel(resting)
         await rig.until(lambda: resting.pending is None and resting.is_terminal)
         assert resting.status is OrdStatus.FILLED
-        assert any("cancel of" in a.text and "rejected" in a.text
-                   for a in rig.events if isinstance(a, Alert))  # fmt: skip
+        assert any(
+            "cancel of" in a.text and "rejected" in a.text
+            for a in rig.events
+            if isinstance(a, Alert)
+        )
 
 
 async def test_session_reject_sets_the_order_rejected_with_its_own_event() -> None:
@@ -240,8 +270,10 @@ async def test_a_sent_order_the_journal_never_got_comes_back_from_the_fix_store(
             Side.BUY, 2, 23_990, OrdStatus.PENDING_NEW,
         )  # fmt: skip
         # The journal had the first order (known, or an id at or below its last): only the other.
-        assert [v.order_id for v in rig.venue.unjournaled_orders(
-            lambda c: c == order.client_order_id, 0, 0)] == [other.order_id]  # fmt: skip
+        assert [
+            v.order_id
+            for v in rig.venue.unjournaled_orders(lambda c: c == order.client_order_id, 0, 0)
+        ] == [other.order_id]
         assert rig.venue.unjournaled_orders(lambda _c: False, other.order_id, 0) == []
         assert rig.venue.unjournaled_orders(lambda _c: False, 0, 2**62) == []
     # The notes survive the process: a store opened again (after a kill -9) has them.

@@ -106,8 +106,9 @@ def test_sequence_numbers_resume_against_quickfix_after_a_clean_stop_and_a_kill(
     cfg.write_text(ACCEPTOR_CFG.format(port=port, tmp=tmp_path))
     settings = fix.SessionSettings(str(cfg))
     venue = Venue()
-    acceptor = fix.SocketAcceptor(venue.application(), fix.FileStoreFactory(settings), settings,
-                                  fix.FileLogFactory(settings))  # fmt: skip
+    acceptor = fix.SocketAcceptor(
+        venue.application(), fix.FileStoreFactory(settings), settings, fix.FileLogFactory(settings)
+    )
     state = tmp_path / "engine"
     write_engine(state, port=port, sender="QWENGINE", target="VENUE", engine_id="qfpeer")
     acceptor.start()

@@ -56,10 +56,12 @@ def batch(rows: list[tuple[int, int, int, int, int, int]]) -> np.ndarray:
 async def test_batches_are_stored_exactly_and_cached(tmp_path: Path) -> None:
     clock = TestClock(T0 + 5)
     engine = Engine(clock)
-    market = MarketData(["AAA", "BBB", "ZZZ"], engine.bus, clock, n_levels=200,
-                        centres=[400, 10_000, 50])  # fmt: skip
-    rec = Recorder(tmp_path / "rec.h5", clock, INSTRUMENTS, venue="TEST", flush_interval_ms=5,
-                   cache_rows=3)  # fmt: skip
+    market = MarketData(
+        ["AAA", "BBB", "ZZZ"], engine.bus, clock, n_levels=200, centres=[400, 10_000, 50]
+    )
+    rec = Recorder(
+        tmp_path / "rec.h5", clock, INSTRUMENTS, venue="TEST", flush_interval_ms=5, cache_rows=3
+    )
     rec.attach(market)
     engine.add_component(rec)
     market.apply(batch([(T0, 0, BUY, 399, 5, L2_SET)]))  # before start: the book's start
@@ -142,8 +144,9 @@ asyncio.run(main())
 @pytest.mark.slow
 def test_killed_engine_leaves_a_readable_recording(tmp_path: Path) -> None:
     path = tmp_path / "live.h5"
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(path)], cwd=REPO,
-                             stdout=subprocess.PIPE, text=True)  # fmt: skip
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(path)], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
     written = 0
     try:
         assert child.stdout is not None
@@ -176,16 +179,18 @@ def test_killed_engine_leaves_a_readable_recording(tmp_path: Path) -> None:
             touch = np.zeros((l2.shape[0], 4), np.int64)
             books.apply(to_l2_events(l2), touch)
             last = bbo[-1]
-            assert touch[-1].tolist() == [int(last[f]) for f in ("bid_px", "bid_qty", "ask_px",
-                                                                 "ask_qty")]  # fmt: skip
+            assert touch[-1].tolist() == [
+                int(last[f]) for f in ("bid_px", "bid_qty", "ask_px", "ask_qty")
+            ]
         assert stored >= written
     # the next recorder repairs the file and goes on appending
     later = "20300101"
     clock = TestClock(s_ns := day_start_ns(later) + 10**9)
     rec = Recorder(path, clock, [Instrument(symbol="ESZ6", tick_size=Decimal("0.25"))])
     rec.open()
-    rec.on_trade(TradeReported(ts_event=s_ns, symbol="ESZ6", px_ticks=24_000, qty_lots=2,
-                               aggressor=None))  # fmt: skip
+    rec.on_trade(
+        TradeReported(ts_event=s_ns, symbol="ESZ6", px_ticks=24_000, qty_lots=2, aggressor=None)
+    )
     assert rec.flush() == 1
     rec.close()
     with TickStore(path) as s:

@@ -51,9 +51,17 @@ class SloppyVenue(FixVenue):
             return
         msg = OutMessage(
             b"D",
-            [(11, order.client_order_id.encode()), (21, b"1"), (38, b"1"), (40, b"2"),
-             (44, b"6000"), (55, b"ESZ6"), (59, b"0"), (60, self._now_text())],
-        )  # fmt: skip
+            [
+                (11, order.client_order_id.encode()),
+                (21, b"1"),
+                (38, b"1"),
+                (40, b"2"),
+                (44, b"6000"),
+                (55, b"ESZ6"),
+                (59, b"0"),
+                (60, self._now_text()),
+            ],
+        )
         self.send_order_message(msg, order.client_order_id, order.symbol)
 
     def cancel(self, order: Order, request: PendingRequest) -> None:
@@ -103,11 +111,14 @@ async def test_session_reject_of_a_new_order_rejects_it_with_an_alert() -> None:
 @pytest.mark.parametrize(
     ("msg_type", "reason", "tag"),
     [
-        ("F", "SessionRejectReason 5 (Value is incorrect (out of range) for this tag)",
-         "RefTagID 54 (Side)"),
+        (
+            "F",
+            "SessionRejectReason 5 (Value is incorrect (out of range) for this tag)",
+            "RefTagID 54 (Side)",
+        ),
         ("G", "SessionRejectReason 1 (Required tag missing)", "RefTagID 40 (OrdType)"),
     ],
-)  # fmt: skip
+)
 async def test_session_reject_of_a_cancel_or_replace_ends_it_with_an_alert(
     msg_type: str, reason: str, tag: str
 ) -> None:
@@ -148,9 +159,17 @@ class NoPriceVenue(FixVenue):
     def submit(self, order: Order) -> None:
         msg = OutMessage(
             b"D",
-            [(11, order.client_order_id.encode()), (21, b"1"), (38, b"1"), (40, b"2"),
-             (54, b"1"), (55, b"ESZ6"), (59, b"0"), (60, self._now_text())],
-        )  # fmt: skip
+            [
+                (11, order.client_order_id.encode()),
+                (21, b"1"),
+                (38, b"1"),
+                (40, b"2"),
+                (54, b"1"),
+                (55, b"ESZ6"),
+                (59, b"0"),
+                (60, self._now_text()),
+            ],
+        )
         self.send_order_message(msg, order.client_order_id, order.symbol)
 
 

@@ -73,15 +73,22 @@ class EngineProcess:
         self.proc: subprocess.Popen[str] | None = None
 
     def _cli(self, *args: str) -> str:
-        done = subprocess.run([sys.executable, "-m", "app", "engine", *args], cwd=ROOT,
-                              capture_output=True, text=True, check=True, timeout=60)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "app", "engine", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
         return done.stdout
 
     def token(self, name: str, role: str, expires_ns: int = 0) -> str:
         if expires_ns:
             return self.tokens.add(name, role, 1, expires_ns)
-        out = self._cli("token", "--config", str(self.folder / "engine.toml"), "add", name,
-                        "--role", role)  # fmt: skip
+        out = self._cli(
+            "token", "--config", str(self.folder / "engine.toml"), "add", name, "--role", role
+        )
         return out.strip()
 
     def start(self) -> None:
@@ -89,11 +96,22 @@ class EngineProcess:
         out = self.folder / f"stdout-{n}.txt"
         with out.open("w") as o, (self.folder / f"stderr-{n}.txt").open("w") as e:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "app", "engine", "--config",
-                 str(self.folder / "engine.toml"), "--interval", "0.5"],
-                cwd=ROOT, stdout=o, stderr=e, text=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "app",
+                    "engine",
+                    "--config",
+                    str(self.folder / "engine.toml"),
+                    "--interval",
+                    "0.5",
+                ],
+                cwd=ROOT,
+                stdout=o,
+                stderr=e,
+                text=True,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )  # fmt: skip
+            )
         self.stderr = self.folder / f"stderr-{n}.txt"
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -117,8 +135,9 @@ class EngineProcess:
 
     def client(self, token: str, **kw: object) -> RemoteEngineClient:
         pins = PinStore(self.folder / "console" / "known-engines.json")
-        return RemoteEngineClient("127.0.0.1", self.port, token, tls=True, pins=pins,
-                                  backoff=Backoff(0.1, 1.0), **kw)  # type: ignore[arg-type]  # fmt: skip
+        return RemoteEngineClient(
+            "127.0.0.1", self.port, token, tls=True, pins=pins, backoff=Backoff(0.1, 1.0), **kw
+        )  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")
@@ -149,8 +168,11 @@ def _wait(pred: object, timeout: float = 20.0) -> None:
 def test_no_token_wrong_token_and_expired_token_are_refused(engine_proc: EngineProcess) -> None:
     expired = engine_proc.token("gone", "admin", expires_ns=2)
     good = engine_proc.token("v1", "viewer")
-    cases = [("", "token refused"), (good[:-4] + "AAAA", "token refused"),
-             (expired, "token 'gone' expired")]  # fmt: skip
+    cases = [
+        ("", "token refused"),
+        (good[:-4] + "AAAA", "token refused"),
+        (expired, "token 'gone' expired"),
+    ]
     for token, why in cases:
         client = engine_proc.client(token)
         with pytest.raises(EngineStartError, match=why):
@@ -174,8 +196,12 @@ def test_viewer_cannot_order_trader_can(engine_proc: EngineProcess) -> None:
 
         def order_seen() -> bool:
             seen.extend(viewer.drain())
-            return any(isinstance(r.event, OrderChanged) and r.event.order.strategy_id == 0
-                       and r.event.order.px_ticks == 23_000 for r in seen)  # fmt: skip
+            return any(
+                isinstance(r.event, OrderChanged)
+                and r.event.order.strategy_id == 0
+                and r.event.order.px_ticks == 23_000
+                for r in seen
+            )
 
         _wait(order_seen)  # the viewer watches the trader's order
     finally:

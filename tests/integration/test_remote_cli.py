@@ -26,8 +26,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "app", "engine", *args], cwd=ROOT,
-                          capture_output=True, text=True, check=False, timeout=120)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "app", "engine", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
 
 
 def test_bad_config_is_a_one_line_error_with_file_line_and_key(tmp_path: Path) -> None:
@@ -54,8 +60,15 @@ def test_config_that_cannot_be_built_is_a_one_line_error(tmp_path: Path) -> None
 
 
 def test_cert_writes_a_pair_and_prints_its_fingerprint(tmp_path: Path) -> None:
-    done = _run("cert", "--cert", str(tmp_path / "e.crt"), "--key", str(tmp_path / "e.key"),
-                "--host", "ny4-1.example")  # fmt: skip
+    done = _run(
+        "cert",
+        "--cert",
+        str(tmp_path / "e.crt"),
+        "--key",
+        str(tmp_path / "e.key"),
+        "--host",
+        "ny4-1.example",
+    )
     assert done.returncode == 0, done.stderr
     fp = file_fingerprint(tmp_path / "e.crt")
     assert f"SHA-256 fingerprint: {fp}" in done.stdout
@@ -160,9 +173,13 @@ def test_config_with_a_sessions_file_logs_on_to_the_venue(tmp_path: Path) -> Non
         sock.bind(("127.0.0.1", 0))
         free = sock.getsockname()[1]
     (tmp_path / "acc.cfg").write_text(ACCEPTOR_CFG.format(port=free))
-    acc = subprocess.Popen([sys.executable, "-m", "app", "fix", "acceptor", "--cfg",
-                            str(tmp_path / "acc.cfg")], cwd=ROOT, stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+    acc = subprocess.Popen(
+        [sys.executable, "-m", "app", "fix", "acceptor", "--cfg", str(tmp_path / "acc.cfg")],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     eng = None
     try:
         assert acc.stdout is not None
@@ -173,9 +190,13 @@ def test_config_with_a_sessions_file_logs_on_to_the_venue(tmp_path: Path) -> Non
         token = TokenStore(tmp_path / "tokens.toml").add("v", "viewer", now_ns=1)
         out = tmp_path / "out.txt"
         with out.open("w") as o:
-            eng = subprocess.Popen([sys.executable, "-m", "app", "engine", "--config",
-                                    str(tmp_path / "engine.toml")], cwd=ROOT, stdout=o,
-                                   stderr=subprocess.STDOUT, text=True)  # fmt: skip
+            eng = subprocess.Popen(
+                [sys.executable, "-m", "app", "engine", "--config", str(tmp_path / "engine.toml")],
+                cwd=ROOT,
+                stdout=o,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
         deadline = time.monotonic() + 60
         port = 0
         while time.monotonic() < deadline and not port:
@@ -190,8 +211,10 @@ def test_config_with_a_sessions_file_logs_on_to_the_venue(tmp_path: Path) -> Non
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:
                 seen += [r.event for r in client.drain()]
-                if any(isinstance(e, SessionStatusChanged) and e.state is SessionState.LOGGED_ON
-                       for e in seen):  # fmt: skip
+                if any(
+                    isinstance(e, SessionStatusChanged) and e.state is SessionState.LOGGED_ON
+                    for e in seen
+                ):
                     break
                 time.sleep(0.05)
             sessions = [e for e in seen if isinstance(e, SessionStatusChanged)]

@@ -48,9 +48,12 @@ def two_engines(tmp_path: Path) -> Iterator[list[ServedEngine]]:
     engines = []
     for name, seed in (("ny4-1", 7), ("ld4-2", 11)):
         (tmp_path / name).mkdir()
-        s = ServedEngine(tmp_path / name, tls=True, engine_id=name,
-                         configure=functools.partial(build_demo, seed=seed,
-                                                     transport="inprocess"))  # fmt: skip
+        s = ServedEngine(
+            tmp_path / name,
+            tls=True,
+            engine_id=name,
+            configure=functools.partial(build_demo, seed=seed, transport="inprocess"),
+        )
         s.start()
         engines.append(s)
     yield engines
@@ -63,16 +66,26 @@ def _pump(qtbot: object, seconds: float) -> None:
 
 
 def test_two_engines_combined_with_selector(
-    qtbot: object, qapp: QApplication, tmp_path: Path, two_engines: list[ServedEngine],
+    qtbot: object,
+    qapp: QApplication,
+    tmp_path: Path,
+    two_engines: list[ServedEngine],
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     monkeypatch.setenv("QWCONSOLE_CONFIG_DIR", str(tmp_path / "console"))
     pins = PinStore(tmp_path / "console" / "known-engines.json")
     clients = []
     for s in two_engines:
         assert s.server is not None
-        c = RemoteEngineClient("127.0.0.1", s.server.port, s.token("alice", "trader"), tls=True,
-                               pins=pins, name=s.engine_id, backoff=Backoff(0.1, 0.5))  # fmt: skip
+        c = RemoteEngineClient(
+            "127.0.0.1",
+            s.server.port,
+            s.token("alice", "trader"),
+            tls=True,
+            pins=pins,
+            name=s.engine_id,
+            backoff=Backoff(0.1, 0.5),
+        )
         c.start()
         clients.append(c)
     multi = MultiEngineClient(clients)
@@ -133,8 +146,10 @@ def test_two_engines_combined_with_selector(
 def test_connect_dialog_validates_and_shows_pin(
     qtbot: object, qapp: QApplication, tmp_path: Path
 ) -> None:
-    pinned = {"10.0.4.21:7341": "3F:FE:6D:AF:15:6A:65:91:9B:EF:CD:AA:9D:0E:2C:27:A5:8F:3F:08:"
-                                "3D:51:91:33:C2:03:EE:27:2A:93:AE:06"}  # fmt: skip
+    pinned = {
+        "10.0.4.21:7341": "3F:FE:6D:AF:15:6A:65:91:9B:EF:CD:AA:9D:0E:2C:27:A5:8F:3F:08:"
+        "3D:51:91:33:C2:03:EE:27:2A:93:AE:06"
+    }
     palette, sheet = QPalette(qapp.palette()), qapp.styleSheet()
     apply_theme(qapp, load_theme("dark"))
     dialog = ConnectDialog(
@@ -189,8 +204,9 @@ def test_engine_menu_connects_a_remote_engine_without_blocking(
     try:
         assert near.server is not None
         assert far.server is not None
-        first = RemoteEngineClient("127.0.0.1", near.server.port, near.token("a", "admin"),
-                                   tls=False, name="near")  # fmt: skip
+        first = RemoteEngineClient(
+            "127.0.0.1", near.server.port, near.token("a", "admin"), tls=False, name="near"
+        )
         first.start()
         controller = Controller(MultiEngineClient([first]))
         window = MainWindow(controller, AppSettings(tmp_path / "qwconsole.ini", read_only=True))
@@ -223,7 +239,9 @@ def test_engine_menu_connects_a_remote_engine_without_blocking(
         assert multi.state is ClientState.CONNECTED
         window.engines.refresh()
         assert [lbl.text() for lbl in window.engines.selector._labels] == [
-            "● near  connected", "● far  connected"]  # fmt: skip
+            "● near  connected",
+            "● far  connected",
+        ]
         # Pinned on first use, remembered without the token.
         pins = (tmp_path / "console" / "known-engines.json").read_text()
         assert far.fingerprint in pins

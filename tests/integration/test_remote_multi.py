@@ -27,8 +27,9 @@ def pair(tmp_path: Path) -> Iterator[tuple[list[ServedEngine], list[RemoteEngine
         s = ServedEngine(tmp_path / name, engine_id=name)
         s.start()
         assert s.server is not None
-        c = RemoteEngineClient("127.0.0.1", s.server.port, s.token("u", "admin"), tls=False,
-                               name=name, max_queue=200)  # fmt: skip
+        c = RemoteEngineClient(
+            "127.0.0.1", s.server.port, s.token("u", "admin"), tls=False, name=name, max_queue=200
+        )
         c.start()
         served.append(s)
         clients.append(c)

@@ -97,8 +97,11 @@ def test_restart_rebuilds_orders_and_positions_and_resumes_sequence_numbers(
     assert ouch_second[0].next_in >= ouch_first[-1].next_in > 1  # not replayed from 1
     assert ouch_second[0].next_out >= ouch_first[-1].next_out
     refs_before = [int(o.client_order_id[1:]) for o in last_view.values() if o.symbol == "CLF7"]
-    refs_after = [int(e.order.client_order_id[1:]) for e in of(second, OrderChanged)
-                  if e.order.symbol == "CLF7" and e.change == "new"]  # fmt: skip
+    refs_after = [
+        int(e.order.client_order_id[1:])
+        for e in of(second, OrderChanged)
+        if e.order.symbol == "CLF7" and e.change == "new"
+    ]
     assert refs_before
     assert refs_after
     assert min(refs_after) > max(refs_before)

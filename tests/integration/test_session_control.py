@@ -55,8 +55,9 @@ def test_logout_logon_and_set_sequence_numbers() -> None:
         ).result(2)
         assert isinstance(seq, CommandAck)
         assert seq.detail.endswith("next in 1")
-        assert isinstance(client.send(ControlSession(session_id=SID, action="logon")).result(2),
-                          CommandAck)  # fmt: skip
+        assert isinstance(
+            client.send(ControlSession(session_id=SID, action="logon")).result(2), CommandAck
+        )
         wait_state(client, SessionState.LOGGED_ON)
     finally:
         client.close()

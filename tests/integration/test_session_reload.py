@@ -184,8 +184,12 @@ def test_reload_applies_the_new_heartbeat_and_refuses_a_broken_file(
         logons = sent(tmp_path, "A")
         assert "|108=7|" in logons[1]
         assert len(sent(tmp_path, "5")) == 1  # it logged out before logging on again
-        wait_for(lambda: states.poll() is SessionState.LOGGED_ON and states.seen.count(
-            SessionState.LOGGED_ON) >= 2)  # fmt: skip
+        wait_for(
+            lambda: (
+                states.poll() is SessionState.LOGGED_ON
+                and states.seen.count(SessionState.LOGGED_ON) >= 2
+            )
+        )
         # The sequence numbers carried on: the second Logon follows the Logout.
         seq = [int(re.search(r"\|34=(\d+)\|", m).group(1)) for m in logons]  # type: ignore[union-attr]
         assert seq[1] > seq[0] + 1
@@ -271,9 +275,13 @@ def test_only_an_admin_may_reload_over_the_remote_server(tmp_path: Path) -> None
         admin = tokens.add("ada", "admin", now_ns=1)
         out = tmp_path / "out.txt"
         with out.open("w") as o:
-            eng = subprocess.Popen([sys.executable, "-m", "app", "engine", "--config",
-                                    str(tmp_path / "engine.toml")], cwd=ROOT, stdout=o,
-                                   stderr=subprocess.STDOUT, text=True)  # fmt: skip
+            eng = subprocess.Popen(
+                [sys.executable, "-m", "app", "engine", "--config", str(tmp_path / "engine.toml")],
+                cwd=ROOT,
+                stdout=o,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
         port = 0
 
         def listening() -> bool:

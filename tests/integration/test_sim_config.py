@@ -81,15 +81,24 @@ async def test_simulator_lists_the_configured_instruments(
 
 async def test_bad_simulator_configurations_are_one_line(tmp_path: Path) -> None:
     toml = tmp_path / "engine.toml"
-    toml.write_text('[simulator]\nenabled = true\n[[instruments]]\nsymbol = "ESH5"\n'
-                    'tick_size = "0.25"\n')  # fmt: skip
-    with pytest.raises(BuildError, match=r"instruments\[0\]: ESH5 is not traded by this engine: "
-                                         "give it initial_price"):  # fmt: skip
+    toml.write_text(
+        '[simulator]\nenabled = true\n[[instruments]]\nsymbol = "ESH5"\ntick_size = "0.25"\n'
+    )
+    with pytest.raises(
+        BuildError,
+        match=r"instruments\[0\]: ESH5 is not traded by this engine: "
+        "give it initial_price",
+    ):
         build_from_config(Engine(LiveClock(), engine_id="x"), load_config(toml))
-    toml.write_text('[simulator]\nenabled = true\n[[strategies]]\nid = 42\nclass = "Taker"\n'
-                    'symbols = ["ESH5"]\n')  # fmt: skip
-    with pytest.raises(BuildError, match=r"strategies\[0\]\.symbols: ESH5 not traded by this "
-                                         r"engine \(traded: ESZ6, NQZ6, CLF7\)"):  # fmt: skip
+    toml.write_text(
+        '[simulator]\nenabled = true\n[[strategies]]\nid = 42\nclass = "Taker"\n'
+        'symbols = ["ESH5"]\n'
+    )
+    with pytest.raises(
+        BuildError,
+        match=r"strategies\[0\]\.symbols: ESH5 not traded by this "
+        r"engine \(traded: ESZ6, NQZ6, CLF7\)",
+    ):
         build_from_config(Engine(LiveClock(), engine_id="x"), load_config(toml))
 
 
@@ -134,8 +143,11 @@ def test_sim_process_lists_the_engine_configuration_and_unpublished_data_is_an_a
     sim_toml.write_text(INSTRUMENTS)
     sim = subprocess.Popen(
         [str(QWCONSOLE), "sim", "--cfg", "sim.cfg", "--config", "sim.toml"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     engine = None
     try:
         assert sim.stdout is not None
@@ -151,8 +163,11 @@ def test_sim_process_lists_the_engine_configuration_and_unpublished_data_is_an_a
         )
         engine = subprocess.Popen(
             [str(QWCONSOLE), "engine", "--config", "engine.toml", "--interval", "0.5"],
-            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         assert engine.stdout is not None
         log = tmp_path / "logs" / "engine.log"
         fills, told = 0, False
@@ -188,8 +203,12 @@ def test_sim_config_errors_are_one_line(tmp_path: Path) -> None:
     (tmp_path / "bad.toml").write_text(INSTRUMENTS.replace('"5900.00"', '"5900.10"'))
     proc = subprocess.run(
         [str(QWCONSOLE), "sim", "--cfg", "sim.cfg", "--config", "bad.toml"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "qwconsole sim: error: bad.toml:6: instruments[0].initial_price: '5900.10': not a "

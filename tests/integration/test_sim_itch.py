@@ -32,8 +32,10 @@ CFG = (
     "[DEFAULT]\nConnectionType=acceptor\nNonStopSession=Y\nSocketAcceptPort=0\n"
     "ResetOnLogon=Y\n\n[SESSION]\nBeginString=FIX.4.4\nSenderCompID=S\nTargetCompID=A\n"
 )
-ITCH_LINE = re.compile(r"^sim: ITCH 5\.0 over MoldUDP64 on .*; re-requests on 127\.0\.0\.1:(\d+) "
-                       r"\(session (\w+)\s*\)$")  # fmt: skip
+ITCH_LINE = re.compile(
+    r"^sim: ITCH 5\.0 over MoldUDP64 on .*; re-requests on 127\.0\.0\.1:(\d+) "
+    r"\(session (\w+)\s*\)$"
+)
 
 
 def _free_port() -> int:
@@ -57,11 +59,19 @@ def test_a_late_receiver_rebuilds_every_book_from_the_simulators_feed(tmp_path: 
     cfg = tmp_path / "sim.cfg"
     cfg.write_text(CFG)
     proc = subprocess.Popen(
-        [str(QWCONSOLE), "sim", "--cfg", str(cfg),
-         "--itch-feed", f"{a.address}:{a.port},{b.address}:{b.port}"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            str(QWCONSOLE),
+            "sim",
+            "--cfg",
+            str(cfg),
+            "--itch-feed",
+            f"{a.address}:{a.port},{b.address}:{b.port}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
+    )
     try:
         assert proc.stdout is not None
         lines = [proc.stdout.readline().rstrip("\n") for _ in range(2)]
@@ -78,8 +88,9 @@ def test_a_late_receiver_rebuilds_every_book_from_the_simulators_feed(tmp_path: 
 
         async def listen() -> FeedReceiver:
             arb = Arbiter(MoldUdp64(), next_seq=1, gap_timeout_ns=1_000_000)
-            rx = FeedReceiver(a, b, on_packets, session=session, recovery=("127.0.0.1", port),
-                              arbiter=arb)  # fmt: skip
+            rx = FeedReceiver(
+                a, b, on_packets, session=session, recovery=("127.0.0.1", port), arbiter=arb
+            )
             await rx.start()
             await asyncio.sleep(2.0)
             rx.close()

@@ -96,11 +96,27 @@ async def their_client_trades(port: int) -> None:
     async def on_msg(msg: Any) -> None:
         got.append(msg)
 
-    client = await soup.connect_async(("127.0.0.1", port), "QWC1", "qwdemo", "", sequence=1,
-                                      on_msg_coro=on_msg)  # fmt: skip
+    client = await soup.connect_async(
+        ("127.0.0.1", port), "QWC1", "qwdemo", "", sequence=1, on_msg_coro=on_msg
+    )
     # Buy 2 ES at 6100.00 (the book starts at 6000.00): it crosses and trades.
-    client.send_unseq_data(ENTER.pack(b"O", 7, b"B", 2, b"ESZ6".ljust(8), 61_000_000, b"3",
-                                      b"Y", b"A", b"N", b"N", b"THEIRS".ljust(14), 0))  # fmt: skip
+    client.send_unseq_data(
+        ENTER.pack(
+            b"O",
+            7,
+            b"B",
+            2,
+            b"ESZ6".ljust(8),
+            61_000_000,
+            b"3",
+            b"Y",
+            b"A",
+            b"N",
+            b"N",
+            b"THEIRS".ljust(14),
+            0,
+        )
+    )
     await until(lambda: [x for x in got if isinstance(x, soup.SequencedData)][1:])
     data = [x.data for x in got if isinstance(x, soup.SequencedData)]
     assert data[0][:1] == b"A"  # Order Accepted
@@ -122,12 +138,20 @@ async def engine_trades(port: int, store: Path) -> tuple[list[Event], OuchSessio
     manager = router.add_instrument(ES, venue)
     venue.route(ES, manager)
     state = FileClientState(store, "client")
-    session = OuchSession(venue, username="QWC1", password="qwdemo", host="127.0.0.1",
-                          port=port, state=state, clock=clock)  # fmt: skip
+    session = OuchSession(
+        venue,
+        username="QWC1",
+        password="qwdemo",
+        host="127.0.0.1",
+        port=port,
+        state=state,
+        clock=clock,
+    )
     await session.link.start()
     await session.wait_ready(10)
-    order = manager.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=24_400,
-                         time_in_force=TimeInForce.IOC)  # fmt: skip
+    order = manager.send(
+        strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=24_400, time_in_force=TimeInForce.IOC
+    )
     await until(lambda: order.is_terminal)
     assert order.status is OrdStatus.FILLED
     return events, session
@@ -190,15 +214,23 @@ def test_a_headless_engine_trades_over_an_ouch_account_of_its_configuration(
     proc, ouch_port = start_sim(sim_dir)
     engine = None
     try:
-        toml = write_engine(tmp_path, port=SIM_FIX_PORTS[proc.pid], sender="A", target="S",
-                            engine_id="over-ouch", strategies=MARKET_MAKER)  # fmt: skip
+        toml = write_engine(
+            tmp_path,
+            port=SIM_FIX_PORTS[proc.pid],
+            sender="A",
+            target="S",
+            engine_id="over-ouch",
+            strategies=MARKET_MAKER,
+        )
         text = toml.read_text().replace('session = "FIX.4.4:A->S"', 'venue = "SIMOUCH"')
         toml.write_text(text + OUCH_ACCOUNT.format(port=ouch_port))
         engine = subprocess.Popen(
             [str(QWCONSOLE), "engine", "--config", str(toml), "--interval", "0.5"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
             env={**os.environ, "SIM_OUCH_PASSWORD": "qwdemo"},
-        )  # fmt: skip
+        )
         fills = wait_for_fills(engine)
         assert fills > 0, "no fills" if engine.poll() is None else engine.communicate()[1]
         engine.send_signal(signal.SIGTERM)

@@ -103,9 +103,14 @@ class SimProcess:
 async def start_sim(cfg: Path, *args: str) -> SimProcess:
     assert QWCONSOLE.exists(), f"{QWCONSOLE}: the package is not installed in this environment"
     proc = await asyncio.create_subprocess_exec(
-        str(QWCONSOLE), "sim", "--cfg", str(cfg), *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        str(QWCONSOLE),
+        "sim",
+        "--cfg",
+        str(cfg),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     assert proc.stdout is not None
     line = (await asyncio.wait_for(proc.stdout.readline(), STARTUP_S)).decode().rstrip("\n")
     m = LISTENING.match(line)
@@ -143,9 +148,13 @@ class Client(Application):
 
 
 def client_session(tmp: Path, app: Client, begin: str = "FIX.4.4") -> FixSession:
-    config = SessionSettings(begin_string=begin, sender_comp_id="CLIENT1",
-                             target_comp_id="EXECUTOR", connection_type="initiator",
-                             heart_bt_int=5)  # fmt: skip
+    config = SessionSettings(
+        begin_string=begin,
+        sender_comp_id="CLIENT1",
+        target_comp_id="EXECUTOR",
+        connection_type="initiator",
+        heart_bt_int=5,
+    )
     store = FileStore(tmp / "client-store", config.session_id.file_prefix)
     return FixSession(config, store, app)
 
@@ -365,28 +374,42 @@ async def test_cancel_on_disconnect_reaches_the_client_after_its_next_logon(
     ("cfg_text", "extra", "message"),
     [
         (None, (), "missing.cfg: no such file"),
-        ("[SESSION]\nBeginString=FIX.4.4\nSenderCompID=A\nTargetCompID=B\n"
-         "ConnectionType=acceptor\nSocketAcceptPort=5001\nHeartBtInt=abc\nNonStopSession=Y\n",
-         (), "bad.cfg:7: HeartBtInt: 'abc' is not an integer"),
-        ("[SESSION]\nBeginString=FIX.4.4\nSenderCompID=A\nTargetCompID=B\n"
-         "ConnectionType=initiator\nSocketConnectHost=127.0.0.1\nSocketConnectPort=5001\n"
-         "HeartBtInt=30\nNonStopSession=Y\n",
-         (), "bad.cfg: no acceptor session (1 initiator sessions; the simulator needs "
-             "ConnectionType=acceptor)"),
-        ("[SESSION]\nBeginString=FIX.4.4\nSenderCompID=A\nTargetCompID=B\n"
-         "ConnectionType=acceptor\nSocketAcceptPort=0\nNonStopSession=Y\n"
-         "DataDictionary=nowhere.xml\n",
-         (), "bad.cfg:1: session FIX.4.4:A->B: "),
+        (
+            "[SESSION]\nBeginString=FIX.4.4\nSenderCompID=A\nTargetCompID=B\n"
+            "ConnectionType=acceptor\nSocketAcceptPort=5001\nHeartBtInt=abc\nNonStopSession=Y\n",
+            (),
+            "bad.cfg:7: HeartBtInt: 'abc' is not an integer",
+        ),
+        (
+            "[SESSION]\nBeginString=FIX.4.4\nSenderCompID=A\nTargetCompID=B\n"
+            "ConnectionType=initiator\nSocketConnectHost=127.0.0.1\nSocketConnectPort=5001\n"
+            "HeartBtInt=30\nNonStopSession=Y\n",
+            (),
+            "bad.cfg: no acceptor session (1 initiator sessions; the simulator needs "
+            "ConnectionType=acceptor)",
+        ),
+        (
+            "[SESSION]\nBeginString=FIX.4.4\nSenderCompID=A\nTargetCompID=B\n"
+            "ConnectionType=acceptor\nSocketAcceptPort=0\nNonStopSession=Y\n"
+            "DataDictionary=nowhere.xml\n",
+            (),
+            "bad.cfg:1: session FIX.4.4:A->B: ",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_input_is_one_line_and_exit_2(
     tmp_path: Path, cfg_text: str | None, extra: tuple[str, ...], message: str
 ) -> None:
     cfg = tmp_path / ("missing.cfg" if cfg_text is None else "bad.cfg")
     if cfg_text is not None:
         cfg.write_text(cfg_text)
-    proc = subprocess.run([str(QWCONSOLE), "sim", "--cfg", str(cfg), *extra],
-                          capture_output=True, text=True, check=False, timeout=60)  # fmt: skip
+    proc = subprocess.run(
+        [str(QWCONSOLE), "sim", "--cfg", str(cfg), *extra],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
@@ -401,8 +424,11 @@ def test_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
         port = taken.getsockname()[1]
         proc = subprocess.run(
             [str(QWCONSOLE), "sim", "--cfg", str(write_cfg(tmp_path)), "--port", str(port)],
-            capture_output=True, text=True, check=False, timeout=60,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.splitlines() == [
         f"qwconsole sim: error: cannot listen on 127.0.0.1:{port}: address already in use"
@@ -418,8 +444,13 @@ def test_socket_accept_port_0_picks_free_ports_and_seconds_stops(tmp_path: Path)
         "[SESSION]\nBeginString=FIX.4.4\nSenderCompID=S\nTargetCompID=A\n\n"
         "[SESSION]\nBeginString=FIX.4.2\nSenderCompID=S\nTargetCompID=B\n"
     )
-    proc = subprocess.run([str(QWCONSOLE), "sim", "--cfg", str(cfg), "--seconds", "0.5"],
-                          capture_output=True, text=True, check=False, timeout=60)  # fmt: skip
+    proc = subprocess.run(
+        [str(QWCONSOLE), "sim", "--cfg", str(cfg), "--seconds", "0.5"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     first, last = proc.stdout.splitlines()
     m = LISTENING.match(first)
@@ -434,9 +465,12 @@ def test_shipped_example_cfg_serves_quickfix_example_clients(tmp_path: Path) -> 
     """The shipped resources/sim/sim.cfg listens for tradeclient and Banzai; SIGINT stops it."""
     proc = subprocess.Popen(
         [str(QWCONSOLE), "sim", "--cfg", str(SHIPPED_CFG), "--port", "0"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
+    )
     assert proc.stdout is not None
     line = proc.stdout.readline().rstrip("\n")
     proc.send_signal(signal.SIGINT)
@@ -472,20 +506,36 @@ def test_headless_engine_trades_against_a_separate_sim_process(tmp_path: Path) -
     sim_dir.mkdir()
     sim = subprocess.Popen(
         [str(QWCONSOLE), "sim", "--cfg", str(write_cfg(sim_dir)), "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     engine = None
     try:
         assert sim.stdout is not None
         m = LISTENING.match(sim.stdout.readline().rstrip("\n"))
         assert m is not None, "the simulator did not start"
-        write_engine(tmp_path, port=int(m.group(1)), sender="CLIENT1", target="EXECUTOR",
-                     engine_id="against-sim", strategies=MARKET_MAKER)  # fmt: skip
+        write_engine(
+            tmp_path,
+            port=int(m.group(1)),
+            sender="CLIENT1",
+            target="EXECUTOR",
+            engine_id="against-sim",
+            strategies=MARKET_MAKER,
+        )
         engine = subprocess.Popen(
-            [str(QWCONSOLE), "engine", "--config", str(tmp_path / "engine.toml"),
-             "--interval", "0.5"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            [
+                str(QWCONSOLE),
+                "engine",
+                "--config",
+                str(tmp_path / "engine.toml"),
+                "--interval",
+                "0.5",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         fills = wait_for_fills(engine)
         assert fills > 0, "no fills" if engine.poll() is None else engine.communicate()[1]
         engine.send_signal(signal.SIGTERM)
@@ -597,8 +647,16 @@ def quickfix_order(fix: Any, begin: str, clordid: str, ord_type: str, price: str
     header = msg.getHeader()
     for tag, value in ((8, begin), (35, "D"), (49, "CLIENT1"), (56, "EXECUTOR")):
         header.setField(tag, value)
-    for tag, value in ((11, clordid), (21, "1"), (38, "1"), (40, ord_type), (54, "1"),
-                       (55, "ESZ6"), (59, "0"), (60, now_text())):  # fmt: skip
+    for tag, value in (
+        (11, clordid),
+        (21, "1"),
+        (38, "1"),
+        (40, ord_type),
+        (54, "1"),
+        (55, "ESZ6"),
+        (59, "0"),
+        (60, now_text()),
+    ):
         msg.setField(tag, value)
     if price is not None:
         msg.setField(44, price)
@@ -610,8 +668,11 @@ def test_quickfix_initiator_trades_against_the_shipped_cfg(tmp_path: Path) -> No
     fix = pytest.importorskip("quickfix")
     sim = subprocess.Popen(
         [str(QWCONSOLE), "sim", "--cfg", str(SHIPPED_CFG), "--port", "0"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     initiator = None
     seen = QuickFixRecorder()
     try:
@@ -619,12 +680,16 @@ def test_quickfix_initiator_trades_against_the_shipped_cfg(tmp_path: Path) -> No
         m = LISTENING.match(sim.stdout.readline().rstrip("\n"))
         assert m is not None, "the simulator did not start"
         cfg = tmp_path / "tradeclient.cfg"
-        cfg.write_text(QUICKFIX_CLIENT_CFG.format(tmp=tmp_path, port=m.group(1),
-                                                  spec=ROOT / "resources/fix"))  # fmt: skip
+        cfg.write_text(
+            QUICKFIX_CLIENT_CFG.format(tmp=tmp_path, port=m.group(1), spec=ROOT / "resources/fix")
+        )
         settings = fix.SessionSettings(str(cfg))
-        initiator = fix.SocketInitiator(quickfix_application(fix, seen),
-                                        fix.FileStoreFactory(settings), settings,
-                                        fix.FileLogFactory(settings))  # fmt: skip
+        initiator = fix.SocketInitiator(
+            quickfix_application(fix, seen),
+            fix.FileStoreFactory(settings),
+            settings,
+            fix.FileLogFactory(settings),
+        )
         initiator.start()
         assert seen.wait_for(lambda: len(seen.logged_on) == len(VERSIONS)), seen.logged_on
         for begin in VERSIONS:

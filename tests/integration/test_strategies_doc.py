@@ -52,8 +52,13 @@ def test_the_doc_has_the_examples_it_promises() -> None:
         "engine.toml",
     } <= files
     commands = "\n".join(c for f, lang, c in found if lang == "sh" and not f)
-    for what in ("qwconsole backtest", "--fast", "qwconsole sim --cfg", "qwconsole engine --config",
-                 "qwconsole --strategy"):  # fmt: skip
+    for what in (
+        "qwconsole backtest",
+        "--fast",
+        "qwconsole sim --cfg",
+        "qwconsole engine --config",
+        "qwconsole --strategy",
+    ):
         assert what in commands
     assert sum(1 for f, lang, _c in found if lang == "python" and not f) >= 3
 
@@ -82,8 +87,9 @@ def test_every_example_runs(tmp_path: Path) -> None:
             cmd = ["bash", "-e", "-c", code]
         else:
             continue
-        proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
-                              timeout=240, check=False)  # fmt: skip
+        proc = subprocess.run(
+            cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240, check=False
+        )
         assert proc.returncode == 0, f"example {i} ({lang}) failed:\n{code}\n{proc.stderr}"
         assert "Traceback" not in proc.stderr, proc.stderr
         ran += 1

@@ -52,10 +52,24 @@ def test_strategy_id_3e9_through_a_backtest_and_post_trade(
 
 def test_strategy_id_beyond_int64_is_one_line(day_file: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "app", "backtest", str(day_file), "--strategy-id", str(2**63),
-         "--out", "/dev/null", "--quiet"],
-        capture_output=True, text=True, check=False, cwd=ROOT, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "backtest",
+            str(day_file),
+            "--strategy-id",
+            str(2**63),
+            "--out",
+            "/dev/null",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert f"--strategy-id {2**63}: must be 1..{2**63 - 1}" in proc.stderr
     assert "Traceback" not in proc.stderr

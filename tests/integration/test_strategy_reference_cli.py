@@ -24,8 +24,9 @@ class Quiet(Strategy):
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(QWCONSOLE), *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120, check=False)  # fmt: skip
+    return subprocess.run(
+        [str(QWCONSOLE), *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+    )
 
 
 @pytest.fixture
@@ -45,8 +46,9 @@ def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
 
 
 def test_backtest_fast_path_refuses_a_python_strategy(folder: Path) -> None:
-    line = one_error_line(run("backtest", "day.npy", "--strategy", "quiet.py:Quiet", "--fast",
-                              cwd=folder))  # fmt: skip
+    line = one_error_line(
+        run("backtest", "day.npy", "--strategy", "quiet.py:Quiet", "--fast", cwd=folder)
+    )
     assert (
         "--fast: Quiet is a Python strategy; the fast path runs compiled quoting strategies only"
         " (a QuotingStrategy subclass with a @quote_rule, such as mm" in line
@@ -54,8 +56,16 @@ def test_backtest_fast_path_refuses_a_python_strategy(folder: Path) -> None:
 
 
 def test_backtest_generic_path_runs_a_file_strategy(folder: Path) -> None:
-    proc = run("backtest", "day.npy", "--strategy", "quiet.py:Quiet", "--out", "q.qwj",
-               "--quiet", cwd=folder)  # fmt: skip
+    proc = run(
+        "backtest",
+        "day.npy",
+        "--strategy",
+        "quiet.py:Quiet",
+        "--out",
+        "q.qwj",
+        "--quiet",
+        cwd=folder,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "0 orders" in proc.stdout
     assert (folder / "q.qwj").exists()

@@ -124,8 +124,13 @@ def shipped_start(
     try:
         home = tmp / "home"  # a user who never started it
         # Long enough for the demo to fill an order: the figure is start to first fill.
-        fresh = built.module.start(built.folder / "qwconsole", built.module.bundle_env(home),
-                                   tmp / "state", args=("--smoke", "10"), cwd=tmp)  # fmt: skip
+        fresh = built.module.start(
+            built.folder / "qwconsole",
+            built.module.bundle_env(home),
+            tmp / "state",
+            args=("--smoke", "10"),
+            cwd=tmp,
+        )
     finally:  # the next test starts the bundle as it was built
         shutil.rmtree(built.folder / "_internal" / "numba-cache")
     caches = list((home / ".cache" / "qwconsole").glob("numba-*"))
@@ -170,10 +175,12 @@ def test_kernels_shipped_in_the_bundle_make_a_first_start_compile_nothing(
     assert fresh.to_kernels_s is not None
     assert fresh.to_fill_s is not None, "no fill reached the window:\n" + fresh.log[-3000:]
     with capsys.disabled():
-        print(f"\nbundle: kernels shipped ({warm_s:.0f} s at build time): a fresh user's first "
-              f"start to window {fmt(fresh.to_window_s)}, kernels ready "
-              f"{fmt(fresh.to_kernels_s)} (0 compiled), first fill {fmt(fresh.to_fill_s)} "
-              f"(target <= {built.module.FIRST_FILL_TARGET_S:.0f} s)")  # fmt: skip
+        print(
+            f"\nbundle: kernels shipped ({warm_s:.0f} s at build time): a fresh user's first "
+            f"start to window {fmt(fresh.to_window_s)}, kernels ready "
+            f"{fmt(fresh.to_kernels_s)} (0 compiled), first fill {fmt(fresh.to_fill_s)} "
+            f"(target <= {built.module.FIRST_FILL_TARGET_S:.0f} s)"
+        )
 
 
 def test_second_start_elsewhere_compiles_nothing(

@@ -177,8 +177,15 @@ def _call_in(folder: Path, cache_dir: Path | None = None) -> tuple[int, str]:
     env = {**base, "PYTHONPATH": os.pathsep.join([str(ROOT), str(folder)])}
     if cache_dir is not None:
         env["NUMBA_CACHE_DIR"] = str(cache_dir)
-    out = subprocess.run([sys.executable, "-c", _CALL], env=env, cwd=folder,
-                         capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", _CALL],
+        env=env,
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr  # never a crash, whatever the cache holds
     return int(json.loads(out.stdout.splitlines()[-1])["compiled"]), out.stderr
 
@@ -239,12 +246,23 @@ def test_a_bundles_shipped_kernels_seed_the_users_cache_once(tmp_path: Path) -> 
     (shipped / "_kernels.l2_set-10.py311.nbi").write_bytes(b"index")
     (shipped / "_kernels.l2_set-10.py311.1.nbc").write_bytes(b"data")
     base = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
-    env = {**base, "PYTHONPATH": str(ROOT), "PROBE_MEIPASS": str(internal),
-           "XDG_CACHE_HOME": str(tmp_path / "xdg")}  # fmt: skip
+    env = {
+        **base,
+        "PYTHONPATH": str(ROOT),
+        "PROBE_MEIPASS": str(internal),
+        "XDG_CACHE_HOME": str(tmp_path / "xdg"),
+    }
 
     def probe() -> Path:
-        out = subprocess.run([sys.executable, "-c", _SEED_PROBE], env=env, cwd=tmp_path,
-                             capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+        out = subprocess.run(
+            [sys.executable, "-c", _SEED_PROBE],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
         return Path(json.loads(out.stdout.splitlines()[-1])["env"])
 
     folder = probe()
@@ -271,8 +289,12 @@ def test_kernels_run_as_plain_python_with_numba_disabled() -> None:
         "print(k.whole_messages_end(data, 0, data.shape[0]), hasattr(b, '__name__'))\n"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, "NUMBA_DISABLE_JIT": "1"},
-    )  # fmt: skip
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["7", "True"]

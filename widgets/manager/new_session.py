@@ -148,8 +148,14 @@ class NewSessionDialog(QDialog):
         for combo in (self.role, self.begin, self.appl_ver):
             combo.currentIndexChanged.connect(lambda _i: self._check())
         self.appl_ver.currentTextChanged.connect(self._on_appl_ver)
-        for edit in (self.sender_id, self.target_id, self.host, self.port, self.transport_dd,
-                     self.app_dd):  # fmt: skip
+        for edit in (
+            self.sender_id,
+            self.target_id,
+            self.host,
+            self.port,
+            self.transport_dd,
+            self.app_dd,
+        ):
             edit.textChanged.connect(lambda _t: self._check())
         self.clone.toggled.connect(lambda _c: self._check())
         self.setMinimumWidth(620)
@@ -162,8 +168,11 @@ class NewSessionDialog(QDialog):
     def _prefill(self) -> None:
         cfg = self.cfg
         d = cfg.default_section()
-        role = (self._eff("ConnectionType") or (cfg.get(d, "ConnectionType") if d is not None
-                else None) or "initiator")  # fmt: skip
+        role = (
+            self._eff("ConnectionType")
+            or (cfg.get(d, "ConnectionType") if d is not None else None)
+            or "initiator"
+        )
         self.role.setCurrentText(role)
         self.begin.setCurrentText(self._eff("BeginString") or "FIX.4.4")
         self.appl_ver.setCurrentText(self._eff("DefaultApplVerID") or "FIX.5.0SP2")

@@ -62,8 +62,11 @@ def _yn(flag: bool) -> str:
 def _members(members: Iterable[Member], st: Style, depth: int) -> Iterator[str]:
     pad = st.unit * depth
     for m in members:
-        kind = "field" if isinstance(m, FieldMember) else (
-            "component" if isinstance(m, ComponentMember) else "group")  # fmt: skip
+        kind = (
+            "field"
+            if isinstance(m, FieldMember)
+            else ("component" if isinstance(m, ComponentMember) else "group")
+        )
         attrs = st.attr("name", m.name) + st.attr("required", _yn(m.required))
         if isinstance(m, FieldMember | ComponentMember):
             yield f"{pad}<{kind}{attrs}{st.close}"
@@ -74,8 +77,9 @@ def _members(members: Iterable[Member], st: Style, depth: int) -> Iterator[str]:
 
 
 def _message(ms: MessageSpec, st: Style, depth: int) -> list[str]:
-    attrs = st.attr("name", ms.name) + st.attr("msgtype", ms.msg_type) + st.attr(
-        "msgcat", ms.category)  # fmt: skip
+    attrs = (
+        st.attr("name", ms.name) + st.attr("msgtype", ms.msg_type) + st.attr("msgcat", ms.category)
+    )
     pad = st.unit * depth
     return [f"{pad}<message{attrs}>", *_members(ms.members, st, depth + 1), f"{pad}</message>"]
 
@@ -174,9 +178,16 @@ def _lines(items: Iterable[str], st: Style) -> str:
 
 
 def _section_edits(
-    original: str, st: Style, name: str, element: str, key_attr: str, old: Iterable[T],
-    now: Iterable[T], key: Callable[[T], str], write: Callable[[T, Style, int], list[str]],
-) -> list[Edit] | None:  # fmt: skip
+    original: str,
+    st: Style,
+    name: str,
+    element: str,
+    key_attr: str,
+    old: Iterable[T],
+    now: Iterable[T],
+    key: Callable[[T], str],
+    write: Callable[[T, Style, int], list[str]],
+) -> list[Edit] | None:
     """Return the edits that make one section say ``now``; None if the text does not fit."""
     spans, inner_start, close = _items(original, name, element, key_attr)
     old_by: Mapping[str, T] = {key(x): x for x in old}
@@ -221,13 +232,40 @@ def rewrite(original: str, base: DictionarySpec, new: DictionarySpec) -> str:
                 return spec_to_xml(new)
             edits.append((*span, _lines(_section(tag, getattr(new, tag), st), st)))
     for found in (
-        _section_edits(original, st, "messages", "message", "msgtype", base.messages,
-                       new.messages, lambda m: m.msg_type, _message),
-        _section_edits(original, st, "components", "component", "name", base.components,
-                       new.components, lambda c: c.name, _component),
-        _section_edits(original, st, "fields", "field", "number", base.fields, new.fields,
-                       lambda f: str(f.tag), _field),
-    ):  # fmt: skip
+        _section_edits(
+            original,
+            st,
+            "messages",
+            "message",
+            "msgtype",
+            base.messages,
+            new.messages,
+            lambda m: m.msg_type,
+            _message,
+        ),
+        _section_edits(
+            original,
+            st,
+            "components",
+            "component",
+            "name",
+            base.components,
+            new.components,
+            lambda c: c.name,
+            _component,
+        ),
+        _section_edits(
+            original,
+            st,
+            "fields",
+            "field",
+            "number",
+            base.fields,
+            new.fields,
+            lambda f: str(f.tag),
+            _field,
+        ),
+    ):
         if found is None:
             return spec_to_xml(new)
         edits.extend(found)

@@ -416,10 +416,11 @@ class CfgEditor:
         default = self.default_section()
         own = {name.upper() for name, _, _ in self.keys(section)}
         return [
-            p for p in self.problems()
+            p
+            for p in self.problems()
             if p.section == section
             or (default is not None and p.section == default and p.key and p.key.upper() not in own)
-        ]  # fmt: skip
+        ]
 
     # ------------------------------------------------------------------ typed sessions
 
@@ -481,8 +482,12 @@ class _SessionRules:
 
     def risky_switches(self) -> None:
         if self.eff("SocketNodelay").upper() == "N":  # unset: QuickFIX's default, Y
-            self.add("warning", "SocketNodelay", "N: QuickFIX would delay small messages "
-                     "(Nagle); this engine sets TCP_NODELAY regardless")  # fmt: skip
+            self.add(
+                "warning",
+                "SocketNodelay",
+                "N: QuickFIX would delay small messages "
+                "(Nagle); this engine sets TCP_NODELAY regardless",
+            )
         for key, why in (
             ("ValidateLengthAndChecksum", "corrupted messages will be accepted"),
             ("CheckLatency", "stale messages (old SendingTime) will be accepted"),

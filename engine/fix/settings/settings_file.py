@@ -286,9 +286,14 @@ def _make_session(  # noqa: C901 - a flat list of cross-key rules reads best in 
         spec = KEYS.get(up)
         if go and up in GO_UNREAD:
             if warnings is not None:
-                problem = SettingsProblem(source, v.line, v.key, "QuickFIX/Go does not read "
-                                          "this key (it validates exactly when a dictionary "
-                                          "is named); ignored")  # fmt: skip
+                problem = SettingsProblem(
+                    source,
+                    v.line,
+                    v.key,
+                    "QuickFIX/Go does not read "
+                    "this key (it validates exactly when a dictionary "
+                    "is named); ignored",
+                )
                 if problem not in warnings:
                     warnings.append(problem)
             continue
@@ -330,9 +335,14 @@ def _make_session(  # noqa: C901 - a flat list of cross-key rules reads best in 
             err(None, "DefaultApplVerID", "required for FIXT.1.1 sessions")
         dd = val("DataDictionary")
         if dd is not None and warnings is not None:  # QuickFIX ignores it under FIXT too
-            problem = SettingsProblem(source, dd.line, dd.key, "ignored for FIXT.1.1 (as "
-                                      "QuickFIX does): TransportDataDictionary and "
-                                      "AppDataDictionary apply")  # fmt: skip
+            problem = SettingsProblem(
+                source,
+                dd.line,
+                dd.key,
+                "ignored for FIXT.1.1 (as "
+                "QuickFIX does): TransportDataDictionary and "
+                "AppDataDictionary apply",
+            )
             if problem not in warnings:  # a [DEFAULT] key: once, not once per session
                 warnings.append(problem)
         if use_dd:
@@ -377,8 +387,12 @@ def _make_session(  # noqa: C901 - a flat list of cross-key rules reads best in 
     if not kwargs.get("non_stop_session", False):
         for key in ("StartTime", "EndTime"):
             if key.upper() not in values:
-                err(None, key, "required unless NonStopSession=Y" + (
-                    " (QuickFIX/Go: or neither)" if go else ""))  # fmt: skip
+                err(
+                    None,
+                    key,
+                    "required unless NonStopSession=Y"
+                    + (" (QuickFIX/Go: or neither)" if go else ""),
+                )
     if has("StartDay") != has("EndDay"):
         key = "EndDay" if has("StartDay") else "StartDay"
         err(None, key, "StartDay and EndDay go together")

@@ -345,8 +345,9 @@ class FixVenue(Application):
         sink = self._sinks[symbol]
 
         def refuse() -> None:
-            sink.on_request_rejected(_REQUEST_OF.get(msg_type), clordid, why,
-                                     reason=RejectReason.NOT_SENT)  # fmt: skip
+            sink.on_request_rejected(
+                _REQUEST_OF.get(msg_type), clordid, why, reason=RejectReason.NOT_SENT
+            )
 
         self.defer(refuse)
 
@@ -424,15 +425,28 @@ class FixVenue(Application):
         ts = parse_timestamp(get(60) or b"") or 0
         qty = nums.qty_lots(38, get(38))
         return OrderView(
-            order_id=order_id, client_order_id=clordid, orig_client_order_ids=(),
-            venue_order_id="", strategy_id=strategy_id, symbol=symbol,
-            side=FIX_TO_SIDE[get(54) or b""], ord_type=FIX_TO_ORD_TYPE[get(40) or b""],
+            order_id=order_id,
+            client_order_id=clordid,
+            orig_client_order_ids=(),
+            venue_order_id="",
+            strategy_id=strategy_id,
+            symbol=symbol,
+            side=FIX_TO_SIDE[get(54) or b""],
+            ord_type=FIX_TO_ORD_TYPE[get(40) or b""],
             time_in_force=FIX_TO_TIF.get(get(59) or b"0", TimeInForce.DAY),
-            qty_lots=qty, px_ticks=nums.px_ticks(44, px) if px else 0,
-            status=OrdStatus.PENDING_NEW, cum_qty_lots=0, leaves_qty_lots=qty,
-            avg_px_ticks=0.0, pending="", text="recovered from the FIX store",
-            ts_created=ts, ts_sent=ts, ts_acked=0, ts_last=ts,
-        )  # fmt: skip
+            qty_lots=qty,
+            px_ticks=nums.px_ticks(44, px) if px else 0,
+            status=OrdStatus.PENDING_NEW,
+            cum_qty_lots=0,
+            leaves_qty_lots=qty,
+            avg_px_ticks=0.0,
+            pending="",
+            text="recovered from the FIX store",
+            ts_created=ts,
+            ts_sent=ts,
+            ts_acked=0,
+            ts_last=ts,
+        )
 
     # ------------------------------------------------------------------ Application
     def resend_app(self, message: OutMessage, session_id: SessionID) -> None:
@@ -456,8 +470,9 @@ class FixVenue(Application):
                 )
 
                 def undelivered() -> None:
-                    sink.on_request_rejected(_REQUEST_OF[mt.decode()], clordid, why,
-                                             reason=RejectReason.SESSION)  # fmt: skip
+                    sink.on_request_rejected(
+                        _REQUEST_OF[mt.decode()], clordid, why, reason=RejectReason.SESSION
+                    )
 
                 self.defer(undelivered)
         raise DoNotSend
@@ -475,9 +490,12 @@ class FixVenue(Application):
     def _link_changed(self, session_id: SessionID, up: bool) -> None:
         if self.publish is not None:
             ev = VenueLinkChanged(
-                ts_event=self.clock.now_ns(), venue=self._name, protocol="FIX", up=up,
+                ts_event=self.clock.now_ns(),
+                venue=self._name,
+                protocol="FIX",
+                up=up,
                 detail=str(session_id),
-            )  # fmt: skip
+            )
             self.publish(ev)
 
     def from_admin(self, message: FixMessage, session_id: SessionID) -> None:
@@ -487,8 +505,9 @@ class FixVenue(Application):
         ref = message.get_int(45)
         sent = self._sent.get(ref) if ref is not None else None
         if sent is None:
-            log.warning("%s: Reject of MsgSeqNum %s we cannot map: %s", session_id, ref,
-                        message.get(58))  # fmt: skip
+            log.warning(
+                "%s: Reject of MsgSeqNum %s we cannot map: %s", session_id, ref, message.get(58)
+            )
             return
         msg_type, clordid = sent
         text = (message.get(58) or b"").decode("latin-1")
@@ -503,9 +522,12 @@ class FixVenue(Application):
         sink = self._sinks.get(self._symbol(clordid))
         if sink is not None:
             sink.on_request_rejected(
-                _REQUEST_OF.get(msg_type), clordid, text or words or "rejected by the session",
-                reason=RejectReason.SESSION, detail=", ".join(parts),
-            )  # fmt: skip
+                _REQUEST_OF.get(msg_type),
+                clordid,
+                text or words or "rejected by the session",
+                reason=RejectReason.SESSION,
+                detail=", ".join(parts),
+            )
 
     def from_app(self, message: FixMessage, session_id: SessionID) -> None:
         """Turn ExecutionReport, OrderCancelReject and BusinessMessageReject into OMS calls."""

@@ -66,9 +66,12 @@ class FixMarketData:
             A field cannot be read (the session rejects the message, naming the tag).
         """
         if message.msg_type == b"Y":
-            log.warning("%s: market data request %s rejected: %s", session_id,
-                        (message.get(262) or b"").decode("latin-1"),
-                        (message.get(58) or b"no reason given").decode("latin-1"))  # fmt: skip
+            log.warning(
+                "%s: market data request %s rejected: %s",
+                session_id,
+                (message.get(262) or b"").decode("latin-1"),
+                (message.get(58) or b"no reason given").decode("latin-1"),
+            )
             return
         self._apply(message)
 

@@ -322,9 +322,10 @@ class FixLink:
         if tracked is None:
             known = ", ".join(str(t.session.session_id) for t in self._tracked) or "none"
             return CommandError(
-                command=command, ts_handled=now,
+                command=command,
+                ts_handled=now,
                 reason=f"no FIX session {command.session_id!r}; sessions: {known}",
-            )  # fmt: skip
+            )
         session = tracked.session
         try:
             if isinstance(command, ReloadSession):

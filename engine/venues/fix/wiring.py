@@ -70,9 +70,12 @@ def build_fix_venues(
         venue.bind(session)
         if market is not None:
             venue.set_feed(FixMarketData(market, engine.clock))
-        initiator = SocketInitiator(session, s.connect_addresses(),
-                                    reconnect_interval=float(s.reconnect_interval),
-                                    clock=engine.clock)  # fmt: skip
+        initiator = SocketInitiator(
+            session,
+            s.connect_addresses(),
+            reconnect_interval=float(s.reconnect_interval),
+            clock=engine.clock,
+        )
         link.initiators.append(initiator)
         link.track(session, settings=s, settings_file=sessions_file)
         link.add_startup(initiator.start)
@@ -81,9 +84,11 @@ def build_fix_venues(
     for where, instrument, sid in instruments:
         found = venues.get(sid) if sid else next(iter(venues.values()))
         if found is None:
-            raise FixWiringError(f"{where}.session: {sid!r} is not an "
-                                 f"initiator session of {sessions_file} "
-                                 f"(there: {', '.join(initiators)})")  # fmt: skip
+            raise FixWiringError(
+                f"{where}.session: {sid!r} is not an "
+                f"initiator session of {sessions_file} "
+                f"(there: {', '.join(initiators)})"
+            )
         routes.append((instrument, found))
     first = next(iter(venues.values()))
     if market is not None and first.feed is not None:

@@ -155,8 +155,9 @@ class ItchMarketData:
             if shares == 0 or px % self._scale[loc]:
                 return
             side = 0 if t == "Q" else (SELL if m["buy_sell_indicator"] == b"B" else BUY)
-            out.append((ts, px // self._scale[loc], shares, self._book_of[loc], side or BUY,
-                        L2_TRADE))  # fmt: skip
+            out.append(
+                (ts, px // self._scale[loc], shares, self._book_of[loc], side or BUY, L2_TRADE)
+            )
             return
         ref = int(m["original_order_reference_number"] if t == "U" else m["order_reference_number"])
         o = orders.get(ref)
@@ -169,8 +170,7 @@ class ItchMarketData:
             qty = min(int(m["executed_shares"]), shares)
             tpx = px if t == "E" else int(m["execution_price"])
             if t == "E" or (m["printable"] == b"Y" and tpx % self._scale[loc] == 0):
-                out.append((ts, tpx // self._scale[loc], qty, self._book_of[loc], -side,
-                            L2_TRADE))  # fmt: skip
+                out.append((ts, tpx // self._scale[loc], qty, self._book_of[loc], -side, L2_TRADE))
         elif t == "X":
             qty = min(int(m["cancelled_shares"]), shares)
         else:  # D, and the old half of U

@@ -206,8 +206,15 @@ class OuchVenue:
         scale = self._scales[order.symbol]
         if ref is None or not self._can_send(Request.NEW, order.symbol, order.client_order_id):
             return
-        self._live[ref] = _Live(order.symbol, order.side, order.ord_type, order.qty_lots, 0,
-                                order.qty_lots, order.px_ticks)  # fmt: skip
+        self._live[ref] = _Live(
+            order.symbol,
+            order.side,
+            order.ord_type,
+            order.qty_lots,
+            0,
+            order.qty_lots,
+            order.px_ticks,
+        )
         market = order.ord_type is OrdType.MARKET
         assert self._entry is not None
         self._entry.enter_order(
@@ -264,8 +271,13 @@ class OuchVenue:
         if ref is None or sink is None:
             return
         live = self._known(ref, order.client_order_id, order.symbol)
-        rep = self._report(ref, live, ExecType.ORDER_STATUS, order.client_order_id,
-                           text="status as the OUCH adapter knows it")  # fmt: skip
+        rep = self._report(
+            ref,
+            live,
+            ExecType.ORDER_STATUS,
+            order.client_order_id,
+            text="status as the OUCH adapter knows it",
+        )
         self.defer(lambda: sink.on_execution_report(rep))
 
     def _can_send(self, request: Request, symbol: str, client_order_id: str) -> bool:
@@ -273,8 +285,11 @@ class OuchVenue:
             return True
         sink = self._sinks[symbol]
         text = f"the OUCH session of {self._name} is not logged in"
-        self.defer(lambda: sink.on_request_rejected(request, client_order_id, text,
-                                                    reason=RejectReason.NOT_SENT))  # fmt: skip
+        self.defer(
+            lambda: sink.on_request_rejected(
+                request, client_order_id, text, reason=RejectReason.NOT_SENT
+            )
+        )
         return False
 
     def _known(self, ref: int, client_order_id: str, symbol: str) -> _Live:
@@ -285,21 +300,34 @@ class OuchVenue:
             if order is None:
                 live = _Live(symbol, Side.BUY, OrdType.LIMIT, 0, 0, 0, 0)
             else:
-                live = _Live(order.symbol, order.side, order.ord_type,
-                             order.cum_qty_lots + order.leaves_qty_lots, order.cum_qty_lots,
-                             order.leaves_qty_lots, order.px_ticks,
-                             order.notional_ticks_lots)  # fmt: skip
+                live = _Live(
+                    order.symbol,
+                    order.side,
+                    order.ord_type,
+                    order.cum_qty_lots + order.leaves_qty_lots,
+                    order.cum_qty_lots,
+                    order.leaves_qty_lots,
+                    order.px_ticks,
+                    order.notional_ticks_lots,
+                )
             self._live[ref] = live
         return live
 
     # ------------------------------------------------------------------ link
-    def link_changed(self, up: bool, *, detail: str = "", state: str = "",
-                     next_out: int = 0, next_in: int = 0) -> VenueLinkChanged:  # fmt: skip
+    def link_changed(
+        self, up: bool, *, detail: str = "", state: str = "", next_out: int = 0, next_in: int = 0
+    ) -> VenueLinkChanged:
         """Tell the engine the session went up or down (the desk reconciles on up)."""
         event = VenueLinkChanged(
-            ts_event=self.clock.now_ns(), venue=self._name, protocol="OUCH", up=up,
-            detail=detail, state=state, next_out=next_out, next_in=next_in,
-        )  # fmt: skip
+            ts_event=self.clock.now_ns(),
+            venue=self._name,
+            protocol="OUCH",
+            up=up,
+            detail=detail,
+            state=state,
+            next_out=next_out,
+            next_in=next_in,
+        )
         if self.publish is not None:
             self.publish(event)
         return event
@@ -328,8 +356,12 @@ class OuchVenue:
             live = self._find(ref, clordid)
             if live is None:
                 self.reports_unmatched += 1
-                log.warning("OUCH %s: %s for unknown UserRefNum %d ignored",
-                            self._name, type(message).__name__, ref)  # fmt: skip
+                log.warning(
+                    "OUCH %s: %s for unknown UserRefNum %d ignored",
+                    self._name,
+                    type(message).__name__,
+                    ref,
+                )
                 return
         rep = self._apply(ref, live, message, resent)
         if live.leaves == 0:  # done (filled, canceled, rejected): out of the working set; a
@@ -351,14 +383,26 @@ class OuchVenue:
             rep = self._canceled(ref, live, message, resent)
         elif isinstance(message, Rejected):
             live.leaves = 0
-            rep = self._report(ref, live, ExecType.REJECTED, clordid,
-                               text=f"rejected by the venue: {reject_reason_text(message.reason)}",
-                               resent=resent)  # fmt: skip
+            rep = self._report(
+                ref,
+                live,
+                ExecType.REJECTED,
+                clordid,
+                text=f"rejected by the venue: {reject_reason_text(message.reason)}",
+                resent=resent,
+            )
         elif isinstance(message, AiqCanceled):  # self-match prevention took shares off
-            rep = self._canceled(ref, live, OrderCanceled(
-                timestamp=message.timestamp, user_ref_num=ref,
-                quantity=message.decrement_shares, reason=SELF_MATCH,
-            ), resent)  # fmt: skip
+            rep = self._canceled(
+                ref,
+                live,
+                OrderCanceled(
+                    timestamp=message.timestamp,
+                    user_ref_num=ref,
+                    quantity=message.decrement_shares,
+                    reason=SELF_MATCH,
+                ),
+                resent,
+            )
         elif isinstance(message, BrokenTrade | TradeCorrection):
             rep = self._busted(ref, live, message, resent)
         elif isinstance(message, OuchCancelReject) and live.cancel_id:
@@ -381,17 +425,28 @@ class OuchVenue:
         else:
             et, text = ExecType.TRADE_CANCEL, f"execution M{m.match_number} broken ({m.reason})"
             last_qty = last_px = 0
-        return self._report(ref, live, et, f"{PREFIX}{ref}", exec_id=f"M{m.match_number}",
-                            last_qty=last_qty, last_px=last_px, text=text,
-                            resent=resent)  # fmt: skip
+        return self._report(
+            ref,
+            live,
+            et,
+            f"{PREFIX}{ref}",
+            exec_id=f"M{m.match_number}",
+            last_qty=last_qty,
+            last_px=last_px,
+            text=text,
+            resent=resent,
+        )
 
     def _cancel_refused(self, ref: int, live: _Live) -> None:
         # A Cancel Order the venue cannot carry out now (the order is in a cross).
         sink = self._sinks[live.symbol]
-        rej = CancelReject(client_order_id=live.cancel_id,
-                           orig_client_order_id=f"{PREFIX}{ref}", ord_status=_open_status(live),
-                           text="cancel refused by the venue: the order is in a cross",
-                           ts_recv=self.clock.now_ns())  # fmt: skip
+        rej = CancelReject(
+            client_order_id=live.cancel_id,
+            orig_client_order_id=f"{PREFIX}{ref}",
+            ord_status=_open_status(live),
+            text="cancel refused by the venue: the order is in a cross",
+            ts_recv=self.clock.now_ns(),
+        )
         live.cancel_id = ""
         self.defer(lambda: sink.on_cancel_reject(rej))
 
@@ -410,8 +465,15 @@ class OuchVenue:
         live.side = OUCH_TO_SIDE.get(m.side, live.side)
         et = ExecType.NEW if m.order_state == "L" else ExecType.CANCELED
         text = "" if m.order_state == "L" else "accepted dead (OrderState D)"
-        return self._report(ref, live, et, f"{PREFIX}{ref}", text=text, resent=resent,
-                            venue_order_id=str(m.order_reference_number))  # fmt: skip
+        return self._report(
+            ref,
+            live,
+            et,
+            f"{PREFIX}{ref}",
+            text=text,
+            resent=resent,
+            venue_order_id=str(m.order_reference_number),
+        )
 
     def _executed(self, ref: int, live: _Live, m: OrderExecuted, resent: bool) -> ExecutionReport:
         scale = self._scales[live.symbol]
@@ -420,9 +482,17 @@ class OuchVenue:
         live.cum += qty
         live.leaves = max(live.leaves - qty, 0)
         live.notional += qty * px
-        return self._report(ref, live, ExecType.TRADE, f"{PREFIX}{ref}", last_qty=qty,
-                            last_px=px, exec_id=f"M{m.match_number}",
-                            maker=m.liquidity_flag == "A", resent=resent)  # fmt: skip
+        return self._report(
+            ref,
+            live,
+            ExecType.TRADE,
+            f"{PREFIX}{ref}",
+            last_qty=qty,
+            last_px=px,
+            exec_id=f"M{m.match_number}",
+            maker=m.liquidity_flag == "A",
+            resent=resent,
+        )
 
     def _canceled(self, ref: int, live: _Live, m: OrderCanceled, resent: bool) -> ExecutionReport:
         qty = self._scales[live.symbol].lots_from_quantity(m.quantity)
@@ -430,8 +500,14 @@ class OuchVenue:
         text = cancel_reason_text(m.reason)
         if live.leaves:  # part of the order canceled: the rest still works
             live.qty = live.cum + live.leaves
-            return self._report(ref, live, ExecType.RESTATED, f"{PREFIX}{ref}", resent=resent,
-                                text=f"{qty} lots canceled by the venue: {text}")  # fmt: skip
+            return self._report(
+                ref,
+                live,
+                ExecType.RESTATED,
+                f"{PREFIX}{ref}",
+                resent=resent,
+                text=f"{qty} lots canceled by the venue: {text}",
+            )
         clordid, orig = f"{PREFIX}{ref}", ""
         if live.cancel_id:
             clordid, orig, live.cancel_id = live.cancel_id, f"{PREFIX}{ref}", ""
@@ -445,8 +521,11 @@ class OuchVenue:
         old = self._live.pop(m.orig_user_ref_num, None) or self._find(m.orig_user_ref_num, orig_id)
         if old is None:
             self.reports_unmatched += 1
-            log.warning("OUCH %s: OrderReplaced of unknown UserRefNum %d ignored",
-                        self._name, m.orig_user_ref_num)  # fmt: skip
+            log.warning(
+                "OUCH %s: OrderReplaced of unknown UserRefNum %d ignored",
+                self._name,
+                m.orig_user_ref_num,
+            )
             return
         self._live.pop(m.orig_user_ref_num, None)
         scale = self._scales[old.symbol]
@@ -454,8 +533,15 @@ class OuchVenue:
         old.qty = old.cum + old.leaves
         old.px = scale.ticks_from_price(m.price)
         self._live[m.user_ref_num] = old
-        rep = self._report(m.user_ref_num, old, ExecType.REPLACED, new_id, orig=orig_id,
-                           venue_order_id=str(m.order_reference_number), resent=resent)  # fmt: skip
+        rep = self._report(
+            m.user_ref_num,
+            old,
+            ExecType.REPLACED,
+            new_id,
+            orig=orig_id,
+            venue_order_id=str(m.order_reference_number),
+            resent=resent,
+        )
         self._deliver(old.symbol, rep)
 
     def _deliver_reject(self, orig_id: str, new_id: str, m: Rejected) -> None:
@@ -465,11 +551,14 @@ class OuchVenue:
             log.warning("OUCH %s: Rejected replace %s of an unknown order", self._name, new_id)
             return
         sink = self._sinks[live.symbol]
-        rej = CancelReject(client_order_id=new_id, orig_client_order_id=orig_id,
-                           ord_status=_open_status(live) if live.leaves else OrdStatus.CANCELED,
-                           response_to_replace=True,
-                           text=f"replace rejected by the venue: {reject_reason_text(m.reason)}",
-                           ts_recv=self.clock.now_ns())  # fmt: skip
+        rej = CancelReject(
+            client_order_id=new_id,
+            orig_client_order_id=orig_id,
+            ord_status=_open_status(live) if live.leaves else OrdStatus.CANCELED,
+            response_to_replace=True,
+            text=f"replace rejected by the venue: {reject_reason_text(m.reason)}",
+            ts_recv=self.clock.now_ns(),
+        )
         if not live.leaves:  # a done order found again: not back in the working set
             self._live.pop(ref, None)
         self.defer(lambda: sink.on_cancel_reject(rej))
@@ -491,8 +580,11 @@ class OuchVenue:
         resent: bool = False,
     ) -> ExecutionReport:
         if et in (ExecType.CANCELED, ExecType.EXPIRED, ExecType.REJECTED):
-            status = {ExecType.CANCELED: OrdStatus.CANCELED, ExecType.EXPIRED: OrdStatus.EXPIRED,
-                      ExecType.REJECTED: OrdStatus.REJECTED}[et]  # fmt: skip
+            status = {
+                ExecType.CANCELED: OrdStatus.CANCELED,
+                ExecType.EXPIRED: OrdStatus.EXPIRED,
+                ExecType.REJECTED: OrdStatus.REJECTED,
+            }[et]
         elif live.leaves == 0 and live.cum:
             status = OrdStatus.FILLED
         else:

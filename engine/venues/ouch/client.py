@@ -112,10 +112,15 @@ class OuchClient:
         self.handler = handler
         self.state = state
         self.soup = SoupClientSession(
-            username, password, state=state, handler=_ClientEvents(self), session=session,
-            heartbeat_interval_ns=heartbeat_interval_ns, timeout_ns=timeout_ns,
+            username,
+            password,
+            state=state,
+            handler=_ClientEvents(self),
+            session=session,
+            heartbeat_interval_ns=heartbeat_interval_ns,
+            timeout_ns=timeout_ns,
             login_timeout_ns=login_timeout_ns,
-        )  # fmt: skip
+        )
         self._decoder = Decoder(OUTBOUND)
         self._encoder = Encoder()
         self._symbols: dict[str, bytes] = {}
@@ -236,11 +241,16 @@ class OuchClient:
         self._check()
         ref = self.state.take_user_ref_num()
         msg = ReplaceOrder(
-            orig_user_ref_num=orig_user_ref_num, user_ref_num=ref, quantity=quantity,
-            price=price, time_in_force=time_in_force, display=display,
-            inter_market_sweep_eligibility=inter_market_sweep_eligibility, cl_ord_id=cl_ord_id,
+            orig_user_ref_num=orig_user_ref_num,
+            user_ref_num=ref,
+            quantity=quantity,
+            price=price,
+            time_in_force=time_in_force,
+            display=display,
+            inter_market_sweep_eligibility=inter_market_sweep_eligibility,
+            cl_ord_id=cl_ord_id,
             appendage=tuple(appendage),
-        )  # fmt: skip
+        )
         return ref, self.send(msg, now_ns)
 
     def cancel_order(self, user_ref_num: int, *, now_ns: int, quantity: int = 0) -> bytes:
@@ -340,9 +350,14 @@ class OuchServerSession(SoupServerHandler):
     ) -> None:
         self.handler = handler
         self.soup = SoupServerSession(
-            username, password, session=session, store=store, handler=self,
-            heartbeat_interval_ns=heartbeat_interval_ns, timeout_ns=timeout_ns,
-        )  # fmt: skip
+            username,
+            password,
+            session=session,
+            store=store,
+            handler=self,
+            heartbeat_interval_ns=heartbeat_interval_ns,
+            timeout_ns=timeout_ns,
+        )
         self._decoder = Decoder(INBOUND)
         self._encoder = Encoder()
         #: Inbound payloads that did not decode (logged and dropped).

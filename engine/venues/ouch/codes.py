@@ -15,8 +15,12 @@ from engine.venues.ouch.messages import OuchDecodeError, decode_inbound, decode_
 
 SIDE_TO_OUCH: Final[dict[Side, str]] = {Side.BUY: "B", Side.SELL: "S"}
 #: Sell short ('T') and sell short exempt ('E') are sells to the order manager.
-OUCH_TO_SIDE: Final[dict[str, Side]] = {"B": Side.BUY, "S": Side.SELL, "T": Side.SELL,
-                                        "E": Side.SELL}  # fmt: skip
+OUCH_TO_SIDE: Final[dict[str, Side]] = {
+    "B": Side.BUY,
+    "S": Side.SELL,
+    "T": Side.SELL,
+    "E": Side.SELL,
+}
 
 #: TimeInForce: '0' market hours (a day order), '3' immediate or cancel, '5' system hours,
 #: '6' good till triggered (not used here), 'E' after hours.

@@ -46,5 +46,14 @@ class OuchAccountConfig:
     @property
     def keys(self) -> tuple[str, ...]:
         """Return the table's keys in the order they are written."""
-        return ("name", "host", "port", "username", "password", "password_env", "session", "firm",
-                "busy_poll_us")  # fmt: skip
+        return (
+            "name",
+            "host",
+            "port",
+            "username",
+            "password",
+            "password_env",
+            "session",
+            "firm",
+            "busy_poll_us",
+        )

@@ -237,9 +237,11 @@ class SoupClientLink:
                 await conn.closed
                 if self.session.status in (ClientStatus.REJECTED, ClientStatus.ENDED):
                     log.info(
-                        "SoupBinTCP link to %s:%d stops: %s", self.host, self.port,
+                        "SoupBinTCP link to %s:%d stops: %s",
+                        self.host,
+                        self.port,
                         self.session.status.value,
-                    )  # fmt: skip
+                    )
                     return
             if self._should_stop():
                 return

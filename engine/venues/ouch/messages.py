@@ -898,9 +898,16 @@ class Encoder:
                 raise ValueError(f"{msg.NAME}: appendage of {app_len} bytes is too long")
         st = soup_type[0] if soup_type else -1
         end = k.encode_fields(
-            self._out, 0, st, msg.TYPE[0], TABLES[msg.DIRECTION].layout, vals, self._alpha_np,
-            self._alpha_np, 0,
-        )  # fmt: skip
+            self._out,
+            0,
+            st,
+            msg.TYPE[0],
+            TABLES[msg.DIRECTION].layout,
+            vals,
+            self._alpha_np,
+            self._alpha_np,
+            0,
+        )
         if app_len:
             # The kernel wrote AppendageLength 0 last: the options are copied after it.
             self._buf[end - 2 : end] = app_len.to_bytes(2, "big")

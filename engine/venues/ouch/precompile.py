@@ -25,14 +25,32 @@ from engine.venues.ouch.store import FileClientState, FileSequencedStore
 def warm_up() -> None:
     """Call each kernel on a small input; raise ``RuntimeError`` if a round trip differs."""
     firm = (TagValue.of("Firm", "WARM"),)
-    enter = EnterOrder(user_ref_num=1, side="B", quantity=100, symbol="WARM", price=10_000,
-                       cl_ord_id="W1", appendage=firm)  # fmt: skip
-    accepted = OrderAccepted(
-        timestamp=1, user_ref_num=1, side="B", quantity=100, symbol="WARM", price=10_000,
-        time_in_force="0", display="Y", order_reference_number=1, capacity="A",
-        inter_market_sweep_eligibility="N", cross_type="N", order_state="L", cl_ord_id="W1",
+    enter = EnterOrder(
+        user_ref_num=1,
+        side="B",
+        quantity=100,
+        symbol="WARM",
+        price=10_000,
+        cl_ord_id="W1",
         appendage=firm,
-    )  # fmt: skip
+    )
+    accepted = OrderAccepted(
+        timestamp=1,
+        user_ref_num=1,
+        side="B",
+        quantity=100,
+        symbol="WARM",
+        price=10_000,
+        time_in_force="0",
+        display="Y",
+        order_reference_number=1,
+        capacity="A",
+        inter_market_sweep_eligibility="N",
+        cross_type="N",
+        order_state="L",
+        cl_ord_id="W1",
+        appendage=firm,
+    )
     encoder = Encoder()
     pairs: tuple[tuple[OuchMessage, int], ...] = ((enter, INBOUND), (accepted, OUTBOUND))
     for message, direction in pairs:

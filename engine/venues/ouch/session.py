@@ -52,23 +52,44 @@ def message_seen(
     through :func:`engine.venues.seen.message_fields`): naming and explaining every field of every
     message cost the trading loop ~60 µs a message, for a console that may not be attached.
     """
-    return _seen(type(message), raw, getattr(message, "user_ref_num", None),
-                 getattr(message, "orig_user_ref_num", None), link=link, outbound=outbound,
-                 seq=seq, now_ns=now_ns)  # fmt: skip
+    return _seen(
+        type(message),
+        raw,
+        getattr(message, "user_ref_num", None),
+        getattr(message, "orig_user_ref_num", None),
+        link=link,
+        outbound=outbound,
+        seq=seq,
+        now_ns=now_ns,
+    )
 
 
 def _seen(
-    kind: type[OuchMessage], raw: bytes, ref: int | None, orig: int | None, *, link: str,
-    outbound: bool, seq: int, now_ns: int,
-) -> VenueMessageSeen:  # fmt: skip
+    kind: type[OuchMessage],
+    raw: bytes,
+    ref: int | None,
+    orig: int | None,
+    *,
+    link: str,
+    outbound: bool,
+    seq: int,
+    now_ns: int,
+) -> VenueMessageSeen:
     # The event of a message of type ``kind`` about UserRefNum ``ref`` (replacing ``orig``).
     return VenueMessageSeen(
-        ts_event=now_ns, session_id=f"OUCH {link}", protocol="OUCH", outbound=outbound,
-        msg_type=f"{kind.TYPE.decode()} {kind.NAME}", seq_num=seq, raw=raw, fields=(),
+        ts_event=now_ns,
+        session_id=f"OUCH {link}",
+        protocol="OUCH",
+        outbound=outbound,
+        msg_type=f"{kind.TYPE.decode()} {kind.NAME}",
+        seq_num=seq,
+        raw=raw,
+        fields=(),
         client_order_id=f"{PREFIX}{ref}" if ref is not None else "",
         orig_client_order_id=f"{PREFIX}{orig}" if orig is not None else "",
-        ts_created=now_ns, ts_wire=now_ns,
-    )  # fmt: skip
+        ts_created=now_ns,
+        ts_wire=now_ns,
+    )
 
 
 class WriteAheadState:
@@ -139,8 +160,7 @@ class WriteAheadState:
         try:
             self.barrier(durable)
         except Exception:  # the journal is closed: nothing after it is written; keep it
-            log.warning("OUCH state: the journal is closed; next expected %d kept in memory",
-                        value)  # fmt: skip
+            log.warning("OUCH state: the journal is closed; next expected %d kept in memory", value)
 
     def take_user_ref_num(self) -> int:
         """Return the next UserRefNum (on disk before it returns)."""
@@ -277,8 +297,9 @@ class OuchSession(OuchHandler):
         self.link.send(data)
         self.requests_sent += 1
         if self.publish is not None:
-            self.publish(message_seen(message, data[3:], link=self.detail, outbound=True, seq=0,
-                                      now_ns=now))  # fmt: skip
+            self.publish(
+                message_seen(message, data[3:], link=self.detail, outbound=True, seq=0, now_ns=now)
+            )
 
     def enter_order(
         self,
@@ -295,22 +316,46 @@ class OuchSession(OuchHandler):
         """Write an Enter Order through the client's compiled fast path."""
         now = self.clock.now_ns()
         _, data = self.client.enter_order(
-            side=side, quantity=quantity, symbol=symbol, price=price, now_ns=now,
-            time_in_force=time_in_force, cl_ord_id=cl_ord_id, appendage=appendage,
+            side=side,
+            quantity=quantity,
+            symbol=symbol,
+            price=price,
+            now_ns=now,
+            time_in_force=time_in_force,
+            cl_ord_id=cl_ord_id,
+            appendage=appendage,
             user_ref_num=user_ref_num,
-        )  # fmt: skip
+        )
         self.link.send(data)
         self.requests_sent += 1
         if self.publish is not None:  # what went on the wire (the inspector decodes it)
-            self.publish(_seen(EnterOrder, data[3:], user_ref_num, None, link=self.detail,
-                               outbound=True, seq=0, now_ns=now))  # fmt: skip
+            self.publish(
+                _seen(
+                    EnterOrder,
+                    data[3:],
+                    user_ref_num,
+                    None,
+                    link=self.detail,
+                    outbound=True,
+                    seq=0,
+                    now_ns=now,
+                )
+            )
 
     # ------------------------------------------------------------------ OuchHandler
     def on_message(self, msg: OuchMessage, seq: int, now_ns: int, payload: bytes = b"") -> None:
         """Hand a sequenced message to the venue adapter."""
         if self.publish is not None:
-            self.publish(message_seen(msg, payload or msg.encode(), link=self.detail,
-                                      outbound=False, seq=seq, now_ns=now_ns))  # fmt: skip
+            self.publish(
+                message_seen(
+                    msg,
+                    payload or msg.encode(),
+                    link=self.detail,
+                    outbound=False,
+                    seq=seq,
+                    now_ns=now_ns,
+                )
+            )
         if isinstance(msg, AccountQueryResponse):
             self._agree(msg.next_user_ref_num)
             return
@@ -323,8 +368,13 @@ class OuchSession(OuchHandler):
         # file lost) may have used numbers this one never took; go past them.
         ours = self.state.next_user_ref_num
         if venue_next > ours:
-            log.warning("OUCH %s: the venue expects UserRefNum %d, this session had %d; "
-                        "going on from the venue's", self.detail, venue_next, ours)  # fmt: skip
+            log.warning(
+                "OUCH %s: the venue expects UserRefNum %d, this session had %d; "
+                "going on from the venue's",
+                self.detail,
+                venue_next,
+                ours,
+            )
             self.state.set_next_user_ref_num(venue_next)
         if not self._ready:
             self._ready = True
@@ -333,13 +383,22 @@ class OuchSession(OuchHandler):
 
     def on_bad_message(self, seq: int, payload: bytes, error: str, now_ns: int) -> None:
         """Log a message that did not decode (the session goes on)."""
-        log.error("OUCH %s: message %d does not decode (%s): %s", self.detail, seq, error,
-                  payload[:64].hex())  # fmt: skip
+        log.error(
+            "OUCH %s: message %d does not decode (%s): %s",
+            self.detail,
+            seq,
+            error,
+            payload[:64].hex(),
+        )
 
     def on_login_accepted(self, session: str, sequence_number: int, now_ns: int) -> None:
         """Tell the engine the link is up (the desk reconciles)."""
-        log.info("OUCH %s: logged in to session %r at sequence number %d", self.detail,
-                 session, sequence_number)  # fmt: skip
+        log.info(
+            "OUCH %s: logged in to session %r at sequence number %d",
+            self.detail,
+            session,
+            sequence_number,
+        )
         # Orders wait for the venue's next expected UserRefNum (Account Query).
         self._ready = False
         self.ready.clear()
@@ -365,9 +424,13 @@ class OuchSession(OuchHandler):
 
     def _changed(self, up: bool, state: str) -> None:
         self._up = up
-        self._last = self.venue.link_changed(up, detail=self.detail, state=state,
-                                             next_out=self.state.next_user_ref_num,
-                                             next_in=self.state.next_expected_seq)  # fmt: skip
+        self._last = self.venue.link_changed(
+            up,
+            detail=self.detail,
+            state=state,
+            next_out=self.state.next_user_ref_num,
+            next_in=self.state.next_expected_seq,
+        )
 
     async def wait_ready(self, within_s: float = 10.0) -> None:
         """Wait until orders can go out (raises ``TimeoutError`` after ``within_s``)."""
@@ -382,8 +445,7 @@ class OuchSession(OuchHandler):
     def start(self, engine: Engine) -> None:
         """Start connecting (the link logs in and reconnects by itself)."""
         if self.connect_on_start:
-            self._task = asyncio.get_running_loop().create_task(self.link.start(),
-                                                                name=self.name)  # fmt: skip
+            self._task = asyncio.get_running_loop().create_task(self.link.start(), name=self.name)
 
     async def stop(self) -> None:
         """Log out and close the link, then the state file."""

@@ -193,8 +193,11 @@ class LoginAccepted:
 
     def fields(self) -> list[tuple[str, Any]]:
         """Return ``(spec name, value)`` pairs."""
-        return [("PacketType", "A"), ("Session", self.session),
-                ("SequenceNumber", self.sequence_number)]  # fmt: skip
+        return [
+            ("PacketType", "A"),
+            ("Session", self.session),
+            ("SequenceNumber", self.sequence_number),
+        ]
 
 
 def login_rejected(reason: str) -> bytes:
@@ -447,17 +450,21 @@ class SoupClientSession:
         expected = self.state.next_expected_seq
         if msg.session != self.state.session and self.state.session:
             log.warning(
-                "SoupBinTCP: logged into session %r, the state was of %r", msg.session,
+                "SoupBinTCP: logged into session %r, the state was of %r",
+                msg.session,
                 self.state.session,
-            )  # fmt: skip
+            )
         self.state.set_session(msg.session)
         if msg.sequence_number > expected:
             # The server cannot replay what we miss: say so, loudly, and carry on from there.
             self.gaps += msg.sequence_number - expected
             log.error(
                 "SoupBinTCP session %s: messages %d to %d are lost (the server resumes at %d)",
-                msg.session, expected, msg.sequence_number - 1, msg.sequence_number,
-            )  # fmt: skip
+                msg.session,
+                expected,
+                msg.sequence_number - 1,
+                msg.sequence_number,
+            )
             self.state.set_next_expected_seq(msg.sequence_number)
         self.session = msg.session
         self._recv_seq = msg.sequence_number
@@ -476,8 +483,9 @@ class SoupClientSession:
         if now_ns - self._last_recv >= self.timeout_ns:
             log.error(
                 "SoupBinTCP session %s: nothing from the server for %.1f s: disconnecting",
-                self.session, (now_ns - self._last_recv) / _NS,
-            )  # fmt: skip
+                self.session,
+                (now_ns - self._last_recv) / _NS,
+            )
             self.wants_disconnect = True
             return b""
         if self.status is ClientStatus.LOGGED_IN and (
@@ -650,8 +658,10 @@ class SoupServerSession:
             else:
                 log.warning(
                     "SoupBinTCP %s: unexpected packet type %r (%s): disconnecting",
-                    self.username, ptype, self.status.value,
-                )  # fmt: skip
+                    self.username,
+                    ptype,
+                    self.status.value,
+                )
                 self.wants_disconnect = True
         data_out = b"".join(out)
         if data_out:
@@ -682,8 +692,11 @@ class SoupServerSession:
         self.status = ServerStatus.LOGGED_IN
         log.info(
             "SoupBinTCP %s logged into %s at %d (replaying %d)",
-            req.username, self.session, start, nxt - start,
-        )  # fmt: skip
+            req.username,
+            self.session,
+            start,
+            nxt - start,
+        )
         self.handler.on_login(req.username, start, now_ns)
         return b"".join(parts)
 
@@ -711,8 +724,9 @@ class SoupServerSession:
         if now_ns - self._last_recv >= self.timeout_ns:
             log.warning(
                 "SoupBinTCP %s: nothing from the client for %.1f s: disconnecting",
-                self.username, (now_ns - self._last_recv) / _NS,
-            )  # fmt: skip
+                self.username,
+                (now_ns - self._last_recv) / _NS,
+            )
             self.wants_disconnect = True
             return b""
         if now_ns - self._last_sent >= self.heartbeat_interval_ns:

@@ -171,8 +171,10 @@ class FileSequencedStore:
         if used < size:
             log.warning(
                 "%s: cut off %d bytes of a torn or damaged tail after message %d",
-                self._path, size - used, n,
-            )  # fmt: skip
+                self._path,
+                size - used,
+                n,
+            )
             os.ftruncate(self._fd, used)
         self._offsets, self._count, self._size = offsets, int(n), int(used)
 

@@ -30,8 +30,10 @@ def password_of(acc: OuchAccountConfig, index: int) -> str:
         return acc.password
     value = os.environ.get(acc.password_env)
     if value is None:
-        raise OuchWiringError(f"ouch[{index}].password_env: the environment variable "
-                              f"{acc.password_env!r} is not set (account {acc.name})")  # fmt: skip
+        raise OuchWiringError(
+            f"ouch[{index}].password_env: the environment variable "
+            f"{acc.password_env!r} is not set (account {acc.name})"
+        )
     return value
 
 
@@ -60,14 +62,28 @@ def build_ouch_venues(
         venue = venues.get(name)
         if venue is None:
             index, acc = by_name[name]  # the configuration checked the name
-            venue = venues[name] = OuchVenue(engine.clock, name=name, defer=loop.call_soon,
-                                             firm=acc.firm, publish=engine.bus.publish)  # fmt: skip
+            venue = venues[name] = OuchVenue(
+                engine.clock,
+                name=name,
+                defer=loop.call_soon,
+                firm=acc.firm,
+                publish=engine.bus.publish,
+            )
             state = engine_state(store_dir, f"ouch-{name}", barrier)
-            parts.append(OuchSession(venue, username=acc.username,
-                                     password=password_of(acc, index), host=acc.host,
-                                     port=acc.port, state=state, clock=engine.clock,
-                                     session=acc.session, publish=engine.bus.publish,
-                                     busy_poll_us=acc.busy_poll_us))  # fmt: skip
+            parts.append(
+                OuchSession(
+                    venue,
+                    username=acc.username,
+                    password=password_of(acc, index),
+                    host=acc.host,
+                    port=acc.port,
+                    state=state,
+                    clock=engine.clock,
+                    session=acc.session,
+                    publish=engine.bus.publish,
+                    busy_poll_us=acc.busy_poll_us,
+                )
+            )
         try:
             PriceScale(instrument)  # the venue can price it (the desk routes it afterwards)
         except ValueError as e:

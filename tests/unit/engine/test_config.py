@@ -334,9 +334,15 @@ def test_an_ouch_account_and_an_instrument_on_it_read_write_and_edit_in_place() 
 
     cfg = parse_config(OUCH, Path("e.toml"))
     assert cfg.ouch == (
-        OuchAccountConfig(name="NASDAQ", host="10.1.2.3", port=15000, username="QWC1",
-                          password_env="OUCH_PASSWORD", firm="QWCN"),
-    )  # fmt: skip
+        OuchAccountConfig(
+            name="NASDAQ",
+            host="10.1.2.3",
+            port=15000,
+            username="QWC1",
+            password_env="OUCH_PASSWORD",
+            firm="QWCN",
+        ),
+    )
     assert cfg.instruments[0].venue == "NASDAQ"
     assert parse_config(dump_config(cfg), Path("e.toml")) == cfg
     polled = parse_config(OUCH.replace('firm = "QWCN"', "busy_poll_us = 200"), Path("e.toml"))
@@ -351,21 +357,36 @@ def test_an_ouch_account_and_an_instrument_on_it_read_write_and_edit_in_place() 
 @pytest.mark.parametrize(
     ("text", "key", "fragment"),
     [
-        (OUCH.replace('venue = "NASDAQ"', 'venue = "ARCA"'), "instruments[0].venue",
-         "'ARCA' is not an [[ouch]] account's name (there: NASDAQ)"),
-        (OUCH.replace('venue = "NASDAQ"', 'venue = "NASDAQ"\nsession = "FIX.4.4:A->B"'),
-         "instruments[0].venue", "a FIX session or an OUCH account, not both"),
-        (OUCH + OUCH.split("\n\n", 1)[1].replace("QWC1", "QWC2"), "ouch[1].name",
-         "'NASDAQ' is already ouch[0]"),
+        (
+            OUCH.replace('venue = "NASDAQ"', 'venue = "ARCA"'),
+            "instruments[0].venue",
+            "'ARCA' is not an [[ouch]] account's name (there: NASDAQ)",
+        ),
+        (
+            OUCH.replace('venue = "NASDAQ"', 'venue = "NASDAQ"\nsession = "FIX.4.4:A->B"'),
+            "instruments[0].venue",
+            "a FIX session or an OUCH account, not both",
+        ),
+        (
+            OUCH + OUCH.split("\n\n", 1)[1].replace("QWC1", "QWC2"),
+            "ouch[1].name",
+            "'NASDAQ' is already ouch[0]",
+        ),
         (OUCH.replace('"QWC1"', '"TOOLONG7"'), "ouch[0].username", "1 to 6 letters or digits"),
-        (OUCH.replace('firm = "QWCN"', 'password = "x"'), "ouch[0].password",
-         "password or password_env, not both"),
+        (
+            OUCH.replace('firm = "QWCN"', 'password = "x"'),
+            "ouch[0].password",
+            "password or password_env, not both",
+        ),
         (OUCH.replace("port = 15000", "port = 0"), "ouch[0].port", "must be >= 1"),
-        (OUCH.replace('firm = "QWCN"', "busy_poll_us = -5"), "ouch[0].busy_poll_us",
-         "must be >= 0"),
+        (
+            OUCH.replace('firm = "QWCN"', "busy_poll_us = -5"),
+            "ouch[0].busy_poll_us",
+            "must be >= 0",
+        ),
         (OUCH.replace('host = "10.1.2.3"\n', ""), "ouch[0].host", "is required"),
     ],
-)  # fmt: skip
+)
 def test_ouch_mistakes_name_the_key_and_why(text: str, key: str, fragment: str) -> None:
     with pytest.raises(ConfigError) as info:
         parse_config(text, Path("e.toml"))

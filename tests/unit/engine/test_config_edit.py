@@ -76,8 +76,9 @@ def test_changed_values_keep_their_comments_and_nothing_else_moves(cfg: EngineCo
 def test_strategies_are_matched_by_id(cfg: EngineConfig) -> None:
     # Removing the first strategy takes its lines and comments; the second keeps its own.
     taker = dataclasses.replace(cfg.strategies[1], parameters=(("qty_lots", 3),))
-    added = StrategyConfig(strategy_id=3, class_path="engine.strategy.examples:Taker",
-                           symbols=("NQZ6",))  # fmt: skip
+    added = StrategyConfig(
+        strategy_id=3, class_path="engine.strategy.examples:Taker", symbols=("NQZ6",)
+    )
     edited = dataclasses.replace(cfg, strategies=(taker, added))
     out = update_config_text(TEXT, edited)
     assert "front month" not in out

@@ -31,15 +31,37 @@ VIEW = {
     [
         (OrderView, VIEW),
         (OrderChanged, {"ts_event": 5, "order": OrderView(**VIEW), "change": "fill"}),
-        (BookUpdated, {"ts_event": 5, "symbol": "ESZ6", "bid_px_ticks": 1, "bid_qty_lots": 2,
-                       "ask_px_ticks": 3, "ask_qty_lots": 4}),
-        (OrderFilled, {"ts_event": 5, "order_id": 7, "client_order_id": "C7",
-                       "venue_order_id": "V7", "exec_id": "E1", "strategy_id": 3,
-                       "symbol": "ESZ6", "side": Side.BUY, "last_px_ticks": 9,
-                       "last_qty_lots": 1, "leaves_qty_lots": 0, "ts_recv": 6}),
+        (
+            BookUpdated,
+            {
+                "ts_event": 5,
+                "symbol": "ESZ6",
+                "bid_px_ticks": 1,
+                "bid_qty_lots": 2,
+                "ask_px_ticks": 3,
+                "ask_qty_lots": 4,
+            },
+        ),
+        (
+            OrderFilled,
+            {
+                "ts_event": 5,
+                "order_id": 7,
+                "client_order_id": "C7",
+                "venue_order_id": "V7",
+                "exec_id": "E1",
+                "strategy_id": 3,
+                "symbol": "ESZ6",
+                "side": Side.BUY,
+                "last_px_ticks": 9,
+                "last_qty_lots": 1,
+                "leaves_qty_lots": 0,
+                "ts_recv": 6,
+            },
+        ),
         (EngineStateChanged, {"ts_event": 1, "engine_id": "e", "state": EngineState.RUNNING}),
     ],
-)  # fmt: skip
+)
 def test_same_event_as_the_dataclass(cls: type, kw: dict[str, object]) -> None:
     fast = fast_constructor(cls)(**kw)
     slow = cls(**kw)

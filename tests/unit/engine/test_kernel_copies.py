@@ -405,9 +405,18 @@ def l3_reference(a: Arr3, ev: Rows, start: int, touch: I64 | None = None) -> int
         if e["action"] == L3_ADD and a.st[L3S_FREE] == 0:
             return k
         bk.l3_apply_slow(
-            a.o, a.lv, a.st, a.keys, a.vals, a.free, int(e["action"]), int(e["order_id"]),
-            int(e["side"]), int(e["px"]), int(e["qty"]),
-        )  # fmt: skip
+            a.o,
+            a.lv,
+            a.st,
+            a.keys,
+            a.vals,
+            a.free,
+            int(e["action"]),
+            int(e["order_id"]),
+            int(e["side"]),
+            int(e["px"]),
+            int(e["qty"]),
+        )
         a.st[L3S_TS] = e["ts"]
         if touch is not None:
             touch[k] = _l3_touch(a)
@@ -663,9 +672,19 @@ def match_general(a: Arr3, cmds: Rows, start: int, out: Rows, k: int, stp: int) 
             if a.st[L3S_FREE] == 0:
                 return c, k
             k = mk._new(
-                *arrays, k, ts, c, oid, sd, int(m["px"]), int(m["qty"]), int(m["owner"]),
-                int(m["ord_type"]), int(m["tif"]), stp,
-            )  # fmt: skip
+                *arrays,
+                k,
+                ts,
+                c,
+                oid,
+                sd,
+                int(m["px"]),
+                int(m["qty"]),
+                int(m["owner"]),
+                int(m["ord_type"]),
+                int(m["tif"]),
+                stp,
+            )
     return int(cmds.shape[0]), int(k)
 
 

@@ -162,8 +162,11 @@ async def test_refusals_are_counted_in_one_aggregated_alert(tmp_path: Path) -> N
         first = alerts[0]
         assert first.count == 1
         assert first.text.startswith("kill switch BLOCK_NEW: 1 order refused since ")
-        await d.until(lambda: len([a for a in d.of(Alert, mark) if a.cause == cause]) == 2,
-                      "the aggregate's update", timeout_s=3.0)  # fmt: skip
+        await d.until(
+            lambda: len([a for a in d.of(Alert, mark) if a.cause == cause]) == 2,
+            "the aggregate's update",
+            timeout_s=3.0,
+        )
         update = [a for a in d.of(Alert, mark) if a.cause == cause][1]
         assert (update.count, update.aggregate, update.ts_first) == (
             500,

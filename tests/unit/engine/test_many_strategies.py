@@ -47,8 +47,12 @@ class Accumulate(Strategy):
         self.working = view.status is not OrdStatus.REJECTED
 
     def on_order(self, order: OrderView) -> None:
-        if order.status in (OrdStatus.FILLED, OrdStatus.CANCELED, OrdStatus.EXPIRED,
-                            OrdStatus.REJECTED):  # fmt: skip
+        if order.status in (
+            OrdStatus.FILLED,
+            OrdStatus.CANCELED,
+            OrdStatus.EXPIRED,
+            OrdStatus.REJECTED,
+        ):
             self.working = False
 
     def on_fill(self, fill: OrderFilled) -> None:
@@ -65,9 +69,11 @@ def _engine() -> tuple[Engine, TradingDesk]:
     loop = asyncio.get_running_loop()
     exchange = SimExchange(DEMO_LISTINGS, seed=5)
     market = MarketData(
-        [x.instrument.symbol for x in DEMO_LISTINGS], engine.bus, engine.clock,
+        [x.instrument.symbol for x in DEMO_LISTINGS],
+        engine.bus,
+        engine.clock,
         centres=[x.start_px_ticks for x in DEMO_LISTINGS],
-    )  # fmt: skip
+    )
     desk = TradingDesk(engine.bus, engine.clock)
     desk.set_market_data(market)
     venue = SimVenue(exchange, engine.clock, loop.call_soon, name="SIM")

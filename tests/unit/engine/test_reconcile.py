@@ -421,11 +421,21 @@ def test_fix42_fills_count_and_trade_busts_do_not(tmp_path: Path) -> None:
     assert s.store is not None
     ts = T0 + 10**9
     for seq, (et, ett) in enumerate([(b"2", b"0"), (b"1", b"1"), (b"0", b"0")], start=1):
-        raw = execution_report(seq, f"E{seq}", "A1", "ESZ6", Side.BUY, 1, 24000, ts,
-                               begin="FIX.4.2", exec_type=et, exec_trans_type=ett)  # fmt: skip
+        raw = execution_report(
+            seq,
+            f"E{seq}",
+            "A1",
+            "ESZ6",
+            Side.BUY,
+            1,
+            24000,
+            ts,
+            begin="FIX.4.2",
+            exec_type=et,
+            exec_trans_type=ett,
+        )
         s.store.set(seq, raw)
-    s.store.set(4, execution_report(4, "E4", "A1", "ESZ6", Side.BUY, 1, 24000, ts,
-                                    begin="FIX.4.1"))  # fmt: skip
+    s.store.set(4, execution_report(4, "E4", "A1", "ESZ6", Side.BUY, 1, 24000, ts, begin="FIX.4.1"))
     root = s.close()
 
     report = reconcile(root)
@@ -435,8 +445,9 @@ def test_fix42_fills_count_and_trade_busts_do_not(tmp_path: Path) -> None:
     assert report.totals == (0, 0, 1)
     (diff,) = report.differences
     assert (diff.session, diff.exec_id) == ("FIX.4.2:QWCONSOLE->QWSIM", "E1")
-    assert any("1 execution report(s) of sessions the journal does not name" in n
-               for n in report.notes)  # fmt: skip
+    assert any(
+        "1 execution report(s) of sessions the journal does not name" in n for n in report.notes
+    )
 
 
 def test_live_engine_leaves_the_newest_fills_out(state: StateDir) -> None:
@@ -523,23 +534,44 @@ def test_an_ouch_account_is_reconciled_against_its_ports_store(state: StateDir) 
 
     link = "QWC1@127.0.0.1:5002"
     order = state.order(5, "O5")
-    enter = EnterOrder(user_ref_num=5, side="B", quantity=3, symbol="ESZ6", price=60_000_000,
-                       cl_ord_id="O5")  # fmt: skip
+    enter = EnterOrder(
+        user_ref_num=5, side="B", quantity=3, symbol="ESZ6", price=60_000_000, cl_ord_id="O5"
+    )
     state.event(message_seen(enter, enter.encode(), link=link, outbound=True, seq=0, now_ns=T0))
     port = FileSequencedStore(state.root / "fix", "ouch-QWC1-20261203")
     for match, qty, journaled in ((77, 2, True), (78, 1, False)):
-        executed = OrderExecuted(timestamp=9 * 3600 * 10**9 + match, user_ref_num=5,
-                                 quantity=qty, price=60_000_000, liquidity_flag="R",
-                                 match_number=match)  # fmt: skip
+        executed = OrderExecuted(
+            timestamp=9 * 3600 * 10**9 + match,
+            user_ref_num=5,
+            quantity=qty,
+            price=60_000_000,
+            liquidity_flag="R",
+            match_number=match,
+        )
         port.append(executed.encode())
         if not journaled:
             continue  # the port sent it; the engine never got it
-        state.event(message_seen(executed, executed.encode(), link=link, outbound=False,
-                                 seq=match, now_ns=T0))  # fmt: skip
-        state.event(OrderFilled(ts_event=T0, order_id=order.order_id, client_order_id="O5",
-                                venue_order_id="", exec_id=f"M{match}", strategy_id=7,
-                                symbol="ESZ6", side=Side.BUY, last_px_ticks=24_000,
-                                last_qty_lots=qty, leaves_qty_lots=1, ts_recv=T0))  # fmt: skip
+        state.event(
+            message_seen(
+                executed, executed.encode(), link=link, outbound=False, seq=match, now_ns=T0
+            )
+        )
+        state.event(
+            OrderFilled(
+                ts_event=T0,
+                order_id=order.order_id,
+                client_order_id="O5",
+                venue_order_id="",
+                exec_id=f"M{match}",
+                strategy_id=7,
+                symbol="ESZ6",
+                side=Side.BUY,
+                last_px_ticks=24_000,
+                last_qty_lots=qty,
+                leaves_qty_lots=1,
+                ts_recv=T0,
+            )
+        )
     port.close()
     root = state.close()
 

@@ -80,9 +80,12 @@ async def test_a_patch_changes_the_named_limits_only_and_clear_switches_one_off(
         detail = d.ack(SetRiskLimits(max_open_orders=7, actor="alice"))
         assert detail == "engine-wide limits: max_open_orders 100 -> 7"
         assert risk.global_limits == RiskLimits(
-            max_order_qty_lots=50, max_position_lots=25, max_open_orders=7,
-            max_orders_per_second=500, price_band_pct=5.0,
-        )  # fmt: skip
+            max_order_qty_lots=50,
+            max_position_lots=25,
+            max_open_orders=7,
+            max_orders_per_second=500,
+            price_band_pct=5.0,
+        )
         ev = d.limits_events()[-1]
         assert (ev.strategy_id, ev.symbol, ev.max_open_orders, ev.max_order_qty_lots) == (
             None, "", 7, 50,
@@ -169,8 +172,9 @@ async def test_impossible_prices_and_quantities_never_reach_the_venue(tmp_path: 
         orders = sum(len(m.orders) for m in d.desk.router.managers.values())
 
         def submit(qty: int, px_ticks: int) -> str:
-            return d.refused(SubmitOrder(symbol="CLF7", side=Side.BUY, qty_lots=qty,
-                                         px_ticks=px_ticks))  # fmt: skip
+            return d.refused(
+                SubmitOrder(symbol="CLF7", side=Side.BUY, qty_lots=qty, px_ticks=px_ticks)
+            )
 
         assert submit(1, -(2**63)) == "CLF7: limit price -9223372036854775808 ticks: must be > 0"
         assert submit(1, 2**63 - 1) == (
@@ -244,12 +248,19 @@ async def test_price_band_refuses_strategies_and_manual_orders_need_the_override
         # Confirmed in the ticket: the override lets this one manual order through. (It
         # crosses the demo market maker's ask: let it go, the price band is what is tested.)
         d.desk.router.stp.mode = StpMode.ALLOW
-        d.ack(SubmitOrder(symbol="CLF7", side=Side.BUY, qty_lots=1, px_ticks=far,
-                          band_override=True))  # fmt: skip
+        d.ack(
+            SubmitOrder(symbol="CLF7", side=Side.BUY, qty_lots=1, px_ticks=far, band_override=True)
+        )
         # A strategy's order can't carry the override, nor can a manual order use an id that
         # is no strategy here.
-        theirs = SubmitOrder(symbol="CLF7", side=Side.BUY, qty_lots=1, px_ticks=far,
-                             strategy_id=CHASER_ID, band_override=True)  # fmt: skip
+        theirs = SubmitOrder(
+            symbol="CLF7",
+            side=Side.BUY,
+            qty_lots=1,
+            px_ticks=far,
+            strategy_id=CHASER_ID,
+            band_override=True,
+        )
         assert d.refused(theirs) == (
             "band_override: only a manual order (strategy_id 0) may be sent outside the price band"
         )

@@ -117,9 +117,10 @@ def test_engine_reports_each_stage_before_it_runs(tmp_path: Path) -> None:
     assert stages == ["compiling kernels", "starting log feed", "starting journal"]
     events = _events(records)
     running = next(
-        i for i, e in enumerate(events)
+        i
+        for i, e in enumerate(events)
         if isinstance(e, EngineStateChanged) and e.state is EngineState.RUNNING
-    )  # fmt: skip
+    )
     assert all(events.index(s) < running for s in _stages(records))
 
 

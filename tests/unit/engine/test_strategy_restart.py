@@ -54,14 +54,24 @@ async def test_an_added_strategy_and_changed_parameters_come_back_after_a_restar
     source.write_text(QUOTER, encoding="utf-8")
     journal = tmp_path / "journal"
     async with engine_on(journal) as r:
-        ack = r.engine.handle(AddStrategy(class_path=f"{source}:FarBid", strategy_id=ADDED_ID,
-                                          symbols=("ESZ6",), parameters=(("offset_ticks", 30),),
-                                          autostart=True))  # fmt: skip
+        ack = r.engine.handle(
+            AddStrategy(
+                class_path=f"{source}:FarBid",
+                strategy_id=ADDED_ID,
+                symbols=("ESZ6",),
+                parameters=(("offset_ticks", 30),),
+                autostart=True,
+            )
+        )
         assert isinstance(ack, CommandAck), ack
-        await r.until(lambda: any(o.strategy_id == ADDED_ID for o in r.desk.router.working()),
-                      "the added strategy's bid")  # fmt: skip
-        for sid, values in ((ADDED_ID, (("offset_ticks", 40),)),
-                            (DEMO_STRATEGY_ID, (("half_spread_ticks", 4),))):  # fmt: skip
+        await r.until(
+            lambda: any(o.strategy_id == ADDED_ID for o in r.desk.router.working()),
+            "the added strategy's bid",
+        )
+        for sid, values in (
+            (ADDED_ID, (("offset_ticks", 40),)),
+            (DEMO_STRATEGY_ID, (("half_spread_ticks", 4),)),
+        ):
             done = r.engine.handle(SetStrategyParameters(strategy_id=sid, values=values))
             assert isinstance(done, CommandAck), done
         assert [e.strategy_id for e in r.of(StrategyAdded)] == [ADDED_ID]
@@ -76,17 +86,23 @@ async def test_an_added_strategy_and_changed_parameters_come_back_after_a_restar
         assert strategies[DEMO_STRATEGY_ID].p["half_spread_ticks"] == 4
         await r.until(lambda: strategies[ADDED_ID].state is StrategyState.RUNNING, "it runs")
         # Its orders of the first run are its own again (not manual orders').
-        restored = [o for m in r.desk.router.managers.values()
-                    for o in (*m.orders.values(), *m.archive.values())
-                    if o.strategy_id == ADDED_ID]  # fmt: skip
+        restored = [
+            o
+            for m in r.desk.router.managers.values()
+            for o in (*m.orders.values(), *m.archive.values())
+            if o.strategy_id == ADDED_ID
+        ]
         assert restored
     # The file gone: the engine starts without it and says why.
     source.unlink()
     async with engine_on(journal) as r:
         assert ADDED_ID not in r.desk.runner.strategies
         texts = [a.text for a in r.of(Alert)]
-        assert any(f"far-bid ({ADDED_ID}), added before the restart, was not loaded again" in t
-                   and "far_bid.py" in t for t in texts), texts  # fmt: skip
+        assert any(
+            f"far-bid ({ADDED_ID}), added before the restart, was not loaded again" in t
+            and "far_bid.py" in t
+            for t in texts
+        ), texts
         assert r.desk.runner.strategies[DEMO_STRATEGY_ID].p["half_spread_ticks"] == 4
         await asyncio.sleep(0.3)  # the market maker quotes again
         # Started within a second of the last run: its ClOrdIDs are still new (they were

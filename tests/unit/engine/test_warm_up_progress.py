@@ -33,8 +33,9 @@ def test_each_compiled_kernel_is_reported_before_the_engine_runs() -> None:
     finally:
         client.close()
     events = [r.event for r in records]
-    compiling = [e for e in events if isinstance(e, EngineStartProgress)
-                 and e.stage == COMPILING_STAGE]  # fmt: skip
+    compiling = [
+        e for e in events if isinstance(e, EngineStartProgress) and e.stage == COMPILING_STAGE
+    ]
     assert [(e.done, e.total) for e in compiling] == [(1, 3), (2, 3), (3, 3)]
     running = next(
         i
@@ -66,8 +67,12 @@ def test_closing_while_kernels_compile_does_not_wait_for_the_compiler() -> None:
     starter.start()
     try:
         assert started.wait(10)
-        _wait_for(lambda: any(isinstance(e, EngineStartProgress) and e.stage == COMPILING_STAGE
-                              for e in client.snapshot().state_events))  # fmt: skip
+        _wait_for(
+            lambda: any(
+                isinstance(e, EngineStartProgress) and e.stage == COMPILING_STAGE
+                for e in client.snapshot().state_events
+            )
+        )
         t0 = time.monotonic()
         client.close()
         assert time.monotonic() - t0 < 2.0

@@ -126,9 +126,13 @@ def test_run_job_generic_and_summary(events: np.ndarray, tmp_path: Path) -> None
     src = tmp_path / "day.npy"
     np.save(src, events[:3000])
     job = BacktestJob(
-        events=str(src), journal=str(tmp_path / "g.qwj"), symbol="RW", strategy="taker",
-        generic=True, params=(("cooldown_ms", 10),),
-    )  # fmt: skip
+        events=str(src),
+        journal=str(tmp_path / "g.qwj"),
+        symbol="RW",
+        strategy="taker",
+        generic=True,
+        params=(("cooldown_ms", 10),),
+    )
     s = run_job(job)
     assert s.events == 3000
     assert s.orders == len(load_day(tmp_path / "g.qwj").orders)

@@ -15,16 +15,19 @@ from engine.tickstore.store import TickStore
 
 
 def _store(path: Path) -> Path:
-    with TickStore(path, "a") as store, store.writer("ESH4", "20240102", tick_size="0.25",
-                                                     lot_size="1") as w:  # fmt: skip
+    with (
+        TickStore(path, "a") as store,
+        store.writer("ESH4", "20240102", tick_size="0.25", lot_size="1") as w,
+    ):
         w.append("trades", np.zeros(0, w.dtype("trades")))
     return path
 
 
 def test_a_store_day_gives_its_increments_and_a_contradiction_is_refused(tmp_path: Path) -> None:
     store = _store(tmp_path / "t.h5")
-    job = BacktestJob(events=str(store), journal="x.qwj", symbol="ESH4", multiplier="50",
-                      currency="USD")  # fmt: skip
+    job = BacktestJob(
+        events=str(store), journal="x.qwj", symbol="ESH4", multiplier="50", currency="USD"
+    )
     ins = job_instrument(job)
     assert (ins.tick_size, ins.lot_size, ins.multiplier, ins.currency) == (
         Decimal("0.25"),
@@ -36,8 +39,11 @@ def test_a_store_day_gives_its_increments_and_a_contradiction_is_refused(tmp_pat
     same = BacktestJob(events=str(store), journal="x.qwj", symbol="ESH4", tick_size="0.250")
     assert job_instrument(same).tick_size == Decimal("0.25")
     wrong = BacktestJob(events=str(store), journal="x.qwj", symbol="ESH4", tick_size="0.01")
-    with pytest.raises(BacktestInputError, match=r"--tick-size 0.01: .*t.h5 recorded "
-                       r"ESH4/20240102 with tick size 0.25"):  # fmt: skip
+    with pytest.raises(
+        BacktestInputError,
+        match=r"--tick-size 0.01: .*t.h5 recorded "
+        r"ESH4/20240102 with tick size 0.25",
+    ):
         job_instrument(wrong)
     bad = BacktestJob(events=str(store), journal="x.qwj", symbol="ESH4", multiplier="fifty")
     with pytest.raises(BacktestInputError, match="--multiplier 'fifty': not a decimal number"):

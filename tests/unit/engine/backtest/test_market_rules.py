@@ -121,12 +121,12 @@ def _esh4(tmp: Path) -> Path:
 def real_day(tmp: Path, name: str) -> tuple[Path, str, str, Level, str]:
     """Return (store, symbol, day, level, tick size) of a shared real day sliced for tests."""
     if name == "usdm":
-        store = _binance_slice(tmp, "binance_usdm_btcusdt_2024-08-08", 30_000, "0.1", "0.001",
-                               True)  # fmt: skip
+        store = _binance_slice(tmp, "binance_usdm_btcusdt_2024-08-08", 30_000, "0.1", "0.001", True)
         return store, "BTCUSDT", "20240808", "l2", "0.1"
     if name == "spot":
-        store = _binance_slice(tmp, "binance_spot_btcusdt_2024-08-08", 20_000, "0.01",
-                               "0.00000001", False)  # fmt: skip
+        store = _binance_slice(
+            tmp, "binance_spot_btcusdt_2024-08-08", 20_000, "0.01", "0.00000001", False
+        )
         return store, "BTCUSDT", "20240808", "l2", "0.01"
     return _esh4(tmp), "ESH4", "20231225", "l3", "0.25"
 
@@ -156,10 +156,16 @@ def test_real_day_both_paths_fill_alike_and_never_before_the_open_or_crossed(
     summaries = {}
     for generic in (False, True):
         job = BacktestJob(
-            events=str(store), journal=str(tmp_path / f"{generic}.qwj"), symbol=sym, day=day,
-            level=level, tick_size=tick, generic=generic, params=(("half_spread_ticks", 1),),
+            events=str(store),
+            journal=str(tmp_path / f"{generic}.qwj"),
+            symbol=sym,
+            day=day,
+            level=level,
+            tick_size=tick,
+            generic=generic,
+            params=(("half_spread_ticks", 1),),
             **latency,
-        )  # fmt: skip
+        )
         summaries[generic] = run_job(job)
         ex = load_day(job.journal).executions[["ts", "px", "qty", "side"]]
         fills[generic] = np.sort(ex, order=["ts", "side", "px"])
@@ -186,16 +192,24 @@ def test_real_day_both_paths_fill_alike_and_never_before_the_open_or_crossed(
 
 def test_real_usdm_re_quotes_refused_when_the_quote_filled_first(tmp_path: Path) -> None:
     """The fast path's re-quote is the OMS's replace: refused when the order filled first."""
-    store = _binance_slice(tmp_path, "binance_usdm_btcusdt_2024-08-08", 30_000, "0.1", "0.001",
-                           True)  # fmt: skip
-    job = BacktestJob(events=str(store), journal=str(tmp_path / "x.qwj"), symbol="BTCUSDT",
-                      day="20240808", tick_size="0.1", recorded_latency=True)  # fmt: skip
+    store = _binance_slice(
+        tmp_path, "binance_usdm_btcusdt_2024-08-08", 30_000, "0.1", "0.001", True
+    )
+    job = BacktestJob(
+        events=str(store),
+        journal=str(tmp_path / "x.qwj"),
+        symbol="BTCUSDT",
+        day="20240808",
+        tick_size="0.1",
+        recorded_latency=True,
+    )
     ev, recv = load_events(job)
     assert recv is not None
     res = FastBacktest(
-        CompiledMarketMaker(1, ["BTCUSDT"]), Instrument(symbol="BTCUSDT", tick_size=Decimal("0.1")),
+        CompiledMarketMaker(1, ["BTCUSDT"]),
+        Instrument(symbol="BTCUSDT", tick_size=Decimal("0.1")),
         latency=RecordedLatency.from_times(ev["ts"], recv),
-    ).run(ev)  # fmt: skip
+    ).run(ev)
     o = res.orders
     refused = (
         (o["status"] == OWN_CANCELED) & (o["cancel_ts"] <= o["ts"]) & (res.cancel_sent_ns == 0)
@@ -219,10 +233,18 @@ def test_simulated_lobster_day_with_executions_fills_alike_on_both_paths(tmp_pat
     fills = {}
     for generic in (False, True):
         job = BacktestJob(
-            events=str(store), journal=str(tmp_path / f"{generic}.qwj"), symbol="XYZ",
-            day="20120621", level="l3", tick_size="0.01", generic=generic, feed_ns=500_000,
-            order_ns=1_000_000, response_ns=1_000_000, params=(("half_spread_ticks", 1),),
-        )  # fmt: skip
+            events=str(store),
+            journal=str(tmp_path / f"{generic}.qwj"),
+            symbol="XYZ",
+            day="20120621",
+            level="l3",
+            tick_size="0.01",
+            generic=generic,
+            feed_ns=500_000,
+            order_ns=1_000_000,
+            response_ns=1_000_000,
+            params=(("half_spread_ticks", 1),),
+        )
         run_job(job)
         ex = load_day(job.journal).executions[["ts", "px", "qty", "side"]]
         fills[generic] = np.sort(ex, order=["ts", "side", "px"]).tolist()
@@ -236,8 +258,7 @@ def test_an_mbo_only_day_at_l2_and_several_stores_are_one_line_errors(
     from engine.backtest.cli import main
 
     store = _esh4(tmp_path)
-    base = ["--symbol", "ESH4", "--tick-size", "0.25", "--out", str(tmp_path / "x.qwj"),
-            "--quiet"]  # fmt: skip
+    base = ["--symbol", "ESH4", "--tick-size", "0.25", "--out", str(tmp_path / "x.qwj"), "--quiet"]
     assert main([str(store), *base]) == 2
     assert capsys.readouterr().err == (
         f"qwconsole backtest: error: {store}: ESH4/20231225 holds market-by-order rows and no "

@@ -93,9 +93,14 @@ def test_a_user_rule_fills_alike_on_both_paths_on_a_synthetic_day(
     path = tmp_path / "day.npy"
     np.save(path, random_walk_l2(80_000, seed=3))
     fills = _both(
-        tmp_path, events=str(path), strategy=tiny, feed_ns=200_000, order_ns=500_000,
-        response_ns=500_000, params=(("max_age_ms", 200), ("max_position_lots", 1000)),
-    )  # fmt: skip
+        tmp_path,
+        events=str(path),
+        strategy=tiny,
+        feed_ns=200_000,
+        order_ns=500_000,
+        response_ns=500_000,
+        params=(("max_age_ms", 200), ("max_position_lots", 1000)),
+    )
     assert len(fills[False]) > 20
     assert fills[False] == fills[True]
     # the rule's wake works: bids are canceled after max_age_ms, so not every bid fills
@@ -109,10 +114,16 @@ def test_a_user_rule_fills_alike_on_both_paths_on_real_days(
 ) -> None:
     store, sym, day, level, tick = real_day(tmp_path, name)
     fills = _both(
-        tmp_path, events=str(store), symbol=sym, day=day, level=level, tick_size=tick,
-        strategy=tiny, recorded_latency=True,
+        tmp_path,
+        events=str(store),
+        symbol=sym,
+        day=day,
+        level=level,
+        tick_size=tick,
+        strategy=tiny,
+        recorded_latency=True,
         params=(("max_age_ms", 300), ("max_position_lots", 1000)),
-    )  # fmt: skip
+    )
     assert len(fills[False]) > 0
     assert fills[False] == fills[True]
 
@@ -127,10 +138,15 @@ async def test_the_same_rule_trades_live_in_the_running_engine(tmp_path: Path, t
 
     sid = 777
     async with running_demo(tmp_path / "journal", "quoting") as r:
-        ack = r.engine.handle(AddStrategy(
-            class_path=tiny, strategy_id=sid, symbols=("ESZ6",), autostart=True,
-            parameters=(("spread_ticks", 1), ("max_age_ms", 300), ("max_position_lots", 1000)),
-        ))  # fmt: skip
+        ack = r.engine.handle(
+            AddStrategy(
+                class_path=tiny,
+                strategy_id=sid,
+                symbols=("ESZ6",),
+                autostart=True,
+                parameters=(("spread_ticks", 1), ("max_age_ms", 300), ("max_position_lots", 1000)),
+            )
+        )
         assert isinstance(ack, CommandAck), ack
 
         def mine() -> list[OrderView]:
@@ -140,6 +156,9 @@ async def test_the_same_rule_trades_live_in_the_running_engine(tmp_path: Path, t
             lambda: any(f.strategy_id == sid for f in r.of(OrderFilled)), "a fill", timeout_s=30
         )
         # bids older than max_age_ms are let go (a cancel through the OMS)
-        await r.until(lambda: any(o.status is OrdStatus.CANCELED for o in mine()),
-                      "a bid canceled after max_age_ms", timeout_s=30)  # fmt: skip
+        await r.until(
+            lambda: any(o.status is OrdStatus.CANCELED for o in mine()),
+            "a bid canceled after max_age_ms",
+            timeout_s=30,
+        )
         assert {o.side for o in mine()} == {Side.BUY}  # the rule only bids

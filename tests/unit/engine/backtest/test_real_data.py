@@ -39,11 +39,18 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _job(store: Path, out: Path, **kw: object) -> BacktestJob:
     base = BacktestJob(
-        events=str(store), journal=str(out), symbol="BTCUSDT", day="20240808",
+        events=str(store),
+        journal=str(out),
+        symbol="BTCUSDT",
+        day="20240808",
         tick_size="0.01",
-        params=(("qty_lots", 1000), ("half_spread_ticks", 1), ("skew_ticks_per_lot", 0.001),
-                ("max_position_lots", 10_000)),
-    )  # fmt: skip
+        params=(
+            ("qty_lots", 1000),
+            ("half_spread_ticks", 1),
+            ("skew_ticks_per_lot", 0.001),
+            ("max_position_lots", 10_000),
+        ),
+    )
     return dataclasses.replace(base, **kw)  # type: ignore[arg-type]
 
 
@@ -75,8 +82,12 @@ def test_cli_backtests_a_stored_day(store: Path, tmp_path: Path) -> None:
     assert out.exists()
     missing = subprocess.run(
         [sys.executable, "-m", "app", "backtest", str(store), "--symbol", "ETHUSDT", "--quiet"],
-        capture_output=True, text=True, check=False, cwd=ROOT, timeout=240,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        timeout=240,
+    )
     assert missing.returncode == 2
     assert "no days stored for 'ETHUSDT'" in missing.stderr
 
@@ -117,10 +128,15 @@ def test_cme_mbo_day_backtests_at_exact_queue_positions(tmp_path: Path) -> None:
     out: dict[bool, int] = {}
     for generic in (False, True):
         job = BacktestJob(
-            events=str(store), journal=str(tmp_path / f"{generic}.qwj"), symbol="ESH4",
-            level="l3", tick_size="0.25", recorded_latency=True, generic=generic,
+            events=str(store),
+            journal=str(tmp_path / f"{generic}.qwj"),
+            symbol="ESH4",
+            level="l3",
+            tick_size="0.25",
+            recorded_latency=True,
+            generic=generic,
             params=(("half_spread_ticks", 1),),
-        )  # fmt: skip
+        )
         a, b = run_job(job), run_job(dataclasses.replace(job, journal=str(tmp_path / "again")))
         assert a.journal_sha256 == b.journal_sha256
         assert a.events == 59_448

@@ -322,9 +322,13 @@ def test_l2_kernels_apply_a_whole_stream_in_one_call_like_the_reference(
         bb, ba = ref.best(b)
         dense = ref.dense(b)
         touches.append(
-            (ref.base[b] + bb if bb >= 0 else 0, dense[0, bb] if bb >= 0 else 0,
-             ref.base[b] + ba if ba < n else 0, dense[1, ba] if ba < n else 0)
-        )  # fmt: skip
+            (
+                ref.base[b] + bb if bb >= 0 else 0,
+                dense[0, bb] if bb >= 0 else 0,
+                ref.base[b] + ba if ba < n else 0,
+                dense[1, ba] if ba < n else 0,
+            )
+        )
     last_ts = {b: 1000 + r for r, (b, *_rest) in enumerate(events)}
     py = mode == "py"
     q, stt = _fresh(3, n, centre)

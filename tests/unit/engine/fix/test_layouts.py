@@ -287,10 +287,15 @@ async def _fixt_marks() -> list[list[int]]:
 
     def settings(me: str, them: str, initiator: bool, appl: str) -> SessionSettings:
         return SessionSettings(
-            begin_string="FIXT.1.1", sender_comp_id=me, target_comp_id=them,
-            connection_type="initiator" if initiator else "acceptor", heart_bt_int=30,
-            use_data_dictionary=True, default_appl_ver_id=appl, reset_on_logon=True,
-        )  # fmt: skip
+            begin_string="FIXT.1.1",
+            sender_comp_id=me,
+            target_comp_id=them,
+            connection_type="initiator" if initiator else "acceptor",
+            heart_bt_int=30,
+            use_data_dictionary=True,
+            default_appl_ver_id=appl,
+            reset_on_logon=True,
+        )
 
     venue = FixSession(settings("EXCH", "ME", False, "FIX.5.0SP2"), MemoryStore(), app)
     acceptor = SocketAcceptor([venue], port=0, timer_interval=0.5)
@@ -353,8 +358,16 @@ def test_every_frame_of_a_big_read_is_marked() -> None:
 
 def test_tiny_frames_past_the_rows_of_one_pass_are_marked() -> None:
     d = dd("FIX44")
-    hb = [(8, b"FIX.4.4"), (9, b"0"), (35, b"0"), (34, b"1"), (49, b"A"),
-          (52, b"20240102-10:00:00"), (56, b"B"), (10, b"0")]  # fmt: skip
+    hb = [
+        (8, b"FIX.4.4"),
+        (9, b"0"),
+        (35, b"0"),
+        (34, b"1"),
+        (49, b"A"),
+        (52, b"20240102-10:00:00"),
+        (56, b"B"),
+        (10, b"0"),
+    ]
     raw = frame(hb) or b""
     assert len(raw) < 64  # more frames than rows (one per 64 bytes read): a second pass
     msg = FixDecoder().feed(raw)[0]
@@ -391,8 +404,14 @@ def test_a_layout_with_appl_ver_id_proves_only_its_own_version() -> None:
     body = [(t, v) for t, v in _er(b"A1")[7:-1] if t not in (20,)]
 
     def er(appl: bytes) -> Pairs:
-        head = [(35, b"8"), (1128, appl), (34, b"2"), (49, b"S"),
-                (52, b"20261205-10:00:00.000"), (56, b"C")]  # fmt: skip
+        head = [
+            (35, b"8"),
+            (1128, appl),
+            (34, b"2"),
+            (49, b"S"),
+            (52, b"20261205-10:00:00.000"),
+            (56, b"C"),
+        ]
         return [(8, b"FIXT.1.1"), (9, b"0"), *head, *body, (10, b"000")]
 
     msg = FixDecoder().feed(frame(er(b"9")) or b"")[0]

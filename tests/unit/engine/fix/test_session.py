@@ -375,8 +375,15 @@ def test_a_burst_in_one_call_is_the_same_as_message_by_message(test_clock: TestC
     """``on_messages`` (the transport's call for a read that brought several messages) gives
     the bytes, deliveries and sequence numbers of ``on_message`` called for each, and stops
     at a message after which the session wants its connection closed."""
-    nos = [(11, b"a"), (21, b"1"), (38, b"1"), (40, b"1"), (54, b"1"), (55, b"X"),
-           (60, format_timestamp(test_clock.now_ns(), 0))]  # fmt: skip
+    nos = [
+        (11, b"a"),
+        (21, b"1"),
+        (38, b"1"),
+        (40, b"1"),
+        (54, b"1"),
+        (55, b"X"),
+        (60, format_timestamp(test_clock.now_ns(), 0)),
+    ]
     peer = Peer(test_clock)
     burst = [
         peer.msg("D", 2, nos),

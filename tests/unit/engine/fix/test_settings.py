@@ -333,9 +333,12 @@ def test_a_line_without_equals_is_an_error_on_its_own_line() -> None:
 
 @pytest.mark.parametrize(
     ("typo", "known"),
-    [("ResetOnLogut", "ResetOnLogout"), ("HeartBeatInt", "HeartBtInt"),
-     ("socketconecthost", "SocketConnectHost")],
-)  # fmt: skip
+    [
+        ("ResetOnLogut", "ResetOnLogout"),
+        ("HeartBeatInt", "HeartBtInt"),
+        ("socketconecthost", "SocketConnectHost"),
+    ],
+)
 def test_a_misspelt_key_is_an_error_naming_the_key_meant(typo: str, known: str) -> None:
     with pytest.raises(SettingsError) as e:
         parse_settings(BASE + f"{typo}=Y\n", "my.cfg")
@@ -483,12 +486,18 @@ def test_one_settings_model_for_files_and_code() -> None:
 
     read = parse_settings(BASE + "LogonTimeout=5\nValidateUserDefinedFields=N\n").sessions[0]
     written = SessionSettings(
-        begin_string="FIX.4.4", sender_comp_id="ME", target_comp_id="THEM",
-        connection_type="initiator", heart_bt_int=30, logon_timeout=5,
-        start_time=TimeOfDay(dt.time(0, 0)), end_time=TimeOfDay(dt.time(0, 0)),
-        socket_connect_host="127.0.0.1", socket_connect_port=5001,
+        begin_string="FIX.4.4",
+        sender_comp_id="ME",
+        target_comp_id="THEM",
+        connection_type="initiator",
+        heart_bt_int=30,
+        logon_timeout=5,
+        start_time=TimeOfDay(dt.time(0, 0)),
+        end_time=TimeOfDay(dt.time(0, 0)),
+        socket_connect_host="127.0.0.1",
+        socket_connect_port=5001,
         validate_user_defined_fields=False,
-    )  # fmt: skip
+    )
     assert dataclasses.replace(read, section_line=0) == written
     assert (read.is_initiator, read.heart_bt_int, read.logon_timeout) == (True, 30, 5)
     assert read.logout_timeout == 2
@@ -501,16 +510,27 @@ def test_one_settings_model_for_files_and_code() -> None:
         if spec.name not in ("BeginString", "SenderCompID", "TargetCompID", "ConnectionType"):
             assert spec.default == defaults[spec.attr], spec.name
     assert KEYS["CONNECTIONTYPE"].default is None  # required in a file: no default shown
-    assert SessionSettings(begin_string="FIX.4.4", sender_comp_id="A",
-                           target_comp_id="B").connection_type == "acceptor"  # fmt: skip
+    assert (
+        SessionSettings(
+            begin_string="FIX.4.4", sender_comp_id="A", target_comp_id="B"
+        ).connection_type
+        == "acceptor"
+    )
 
 
 def test_an_initiator_without_a_heartbeat_interval_is_refused() -> None:
     from engine.fix.session import FixSession
 
     with pytest.raises(ValueError, match="HeartBtInt is required for initiators"):
-        FixSession(SessionSettings(begin_string="FIX.4.4", sender_comp_id="A",
-                                   target_comp_id="B", connection_type="initiator"))  # fmt: skip
-    acceptor = FixSession(SessionSettings(begin_string="FIX.4.4", sender_comp_id="A",
-                                          target_comp_id="C"))  # fmt: skip
+        FixSession(
+            SessionSettings(
+                begin_string="FIX.4.4",
+                sender_comp_id="A",
+                target_comp_id="B",
+                connection_type="initiator",
+            )
+        )
+    acceptor = FixSession(
+        SessionSettings(begin_string="FIX.4.4", sender_comp_id="A", target_comp_id="C")
+    )
     assert acceptor.state.heart_bt_int == 0  # learnt from the counterparty's Logon

@@ -304,8 +304,17 @@ def test_known_layout_with_bad_values_gives_the_full_walks_issue() -> None:
     assert validate(good, d) is None
     plan = d._derived[None][b"X"]  # the plan validate() built and keeps
     assert tuple(t for t, _ in good) in plan.shapes
-    for i, bad in [(7, b"3"), (7, b"1"), (7, b"x"), (9, b"@"), (11, b"1.2.3"), (12, b""),
-                   (5, b"20241302-10:00:00"), (0, b"FIX.4.2"), (2, b"X")]:  # fmt: skip
+    for i, bad in [
+        (7, b"3"),
+        (7, b"1"),
+        (7, b"x"),
+        (9, b"@"),
+        (11, b"1.2.3"),
+        (12, b""),
+        (5, b"20241302-10:00:00"),
+        (0, b"FIX.4.2"),
+        (2, b"X"),
+    ]:
         pairs = list(good)
         pairs[i] = (pairs[i][0], bad)
         assert validate(pairs, d) == _validate_reference(pairs, d)
@@ -317,14 +326,26 @@ def test_remembered_layouts_stay_within_their_tag_budget() -> None:
     # Kept: at most ~70,000 tags' checks (a few megabytes) per message type, not 256 layouts
     # of any length (399 entries here: 2,000 tags each).
     sdd = dd("FIX44")
-    head = [(8, b"FIX.4.4"), (9, b"0"), (35, b"X"), (34, b"2"), (49, b"S"), (52,
-            b"20261203-10:00:00.000"), (56, b"T")]  # fmt: skip
+    head = [
+        (8, b"FIX.4.4"),
+        (9, b"0"),
+        (35, b"X"),
+        (34, b"2"),
+        (49, b"S"),
+        (52, b"20261203-10:00:00.000"),
+        (56, b"T"),
+    ]
     plan = None
     for n in range(1, 400):
         entries: Pairs = []
         for i in range(n):
-            entries += [(279, b"0"), (269, b"0"), (55, b"ES"), (270, b"%d" % (100 + i)),
-                        (271, b"1")]  # fmt: skip
+            entries += [
+                (279, b"0"),
+                (269, b"0"),
+                (55, b"ES"),
+                (270, b"%d" % (100 + i)),
+                (271, b"1"),
+            ]
         pairs = [*head, (268, b"%d" % n), *entries, (10, b"000")]
         assert validate(pairs, sdd) is None
         plan = sdd._derived[None][b"X"]  # the plan validate() made and keeps

@@ -26,12 +26,23 @@ def _day(path: Path, n: int, seed: int = 3) -> list[OrderFilled]:
     with Journal(path, TestClock(T0), sync="none") as j:
         for i in range(n):
             view = make_view(
-                i + 1, status=OrdStatus.FILLED, strategy_id=int(rng.integers(1, 5)),
+                i + 1,
+                status=OrdStatus.FILLED,
+                strategy_id=int(rng.integers(1, 5)),
                 symbol=("ESZ6", "NQZ6", "CLF7")[int(rng.integers(0, 3))],
-                side=Side.BUY if rng.random() < 0.5 else Side.SELL, qty=5, cum=5, ts=T0 + i,
-            )  # fmt: skip
-            fill = order_filled(view, int(rng.integers(1, 6)), int(rng.integers(17_000, 19_000)),
-                                exec_id=f"X{i}" if i % 7 else "", ts=T0 + i, leaves=0)  # fmt: skip
+                side=Side.BUY if rng.random() < 0.5 else Side.SELL,
+                qty=5,
+                cum=5,
+                ts=T0 + i,
+            )
+            fill = order_filled(
+                view,
+                int(rng.integers(1, 6)),
+                int(rng.integers(17_000, 19_000)),
+                exec_id=f"X{i}" if i % 7 else "",
+                ts=T0 + i,
+                leaves=0,
+            )
             j.on_event_record(EventRecord(next(seq), order_changed(view)))
             j.on_event_record(EventRecord(next(seq), fill))
             fills.append(fill)
@@ -41,8 +52,11 @@ def _day(path: Path, n: int, seed: int = 3) -> list[OrderFilled]:
 def test_kernel_columns_equal_the_fully_decoded_fills(tmp_path: Path) -> None:
     path = tmp_path / "day.qwj"
     fills = _day(path, 5_000)
-    decoded = [r.event for r in read_journal(path)
-               if isinstance(r, JournalEvent) and isinstance(r.event, OrderFilled)]  # fmt: skip
+    decoded = [
+        r.event
+        for r in read_journal(path)
+        if isinstance(r, JournalEvent) and isinstance(r.event, OrderFilled)
+    ]
     assert decoded == fills
     state = recover(path, done_orders=10)
     want = FillColumns.of(fills)

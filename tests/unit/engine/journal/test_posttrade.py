@@ -28,10 +28,25 @@ def _write_day(path: Path) -> None:
     """Two strategies, two symbols, three orders; ts in ns offsets from T0."""
     a0 = make_view(1, status=OrdStatus.NEW, strategy_id=1, ts=T0 + 100)
     a1 = make_view(1, status=OrdStatus.PARTIALLY_FILLED, strategy_id=1, cum=4, ts=T0 + 300)
-    b0 = make_view(2, status=OrdStatus.NEW, strategy_id=2, symbol="NQZ6", side=Side.SELL,
-                   px=21_000, ts=T0 + 200)  # fmt: skip
-    b1 = make_view(2, status=OrdStatus.FILLED, strategy_id=2, symbol="NQZ6", side=Side.SELL,
-                   px=21_000, cum=10, ts=T0 + 500)  # fmt: skip
+    b0 = make_view(
+        2,
+        status=OrdStatus.NEW,
+        strategy_id=2,
+        symbol="NQZ6",
+        side=Side.SELL,
+        px=21_000,
+        ts=T0 + 200,
+    )
+    b1 = make_view(
+        2,
+        status=OrdStatus.FILLED,
+        strategy_id=2,
+        symbol="NQZ6",
+        side=Side.SELL,
+        px=21_000,
+        cum=10,
+        ts=T0 + 500,
+    )
     c0 = make_view(3, status=OrdStatus.NEW, strategy_id=1, qty=2, px=17_990, ts=T0 + 50)
     with Journal(path, TestClock(T0), sync="none") as j:
         events = (

@@ -28,17 +28,29 @@ def test_recover_rebuilds_last_order_states_and_fills_of_an_oms_day(tmp_path: Pa
         for o in (a, b, c):
             rig.oms.on_execution_report(report(o, ExecType.NEW, OrdStatus.NEW))
         rig.oms.on_execution_report(
-            report(a, ExecType.TRADE, OrdStatus.PARTIALLY_FILLED, last_qty=6, last_px=18_000,
-                   exec_id="E1")
-        )  # fmt: skip
+            report(
+                a,
+                ExecType.TRADE,
+                OrdStatus.PARTIALLY_FILLED,
+                last_qty=6,
+                last_px=18_000,
+                exec_id="E1",
+            )
+        )
         rig.oms.on_execution_report(
             report(b, ExecType.TRADE, OrdStatus.FILLED, last_qty=4, last_px=18_010, exec_id="E2")
         )
         rig.oms.cancel(c)
         rig.oms.on_execution_report(
-            report(c, ExecType.CANCELED, OrdStatus.CANCELED, leaves=0,
-                   clordid=c.pending.client_order_id if c.pending else "", orig=c.client_order_id)
-        )  # fmt: skip
+            report(
+                c,
+                ExecType.CANCELED,
+                OrdStatus.CANCELED,
+                leaves=0,
+                clordid=c.pending.client_order_id if c.pending else "",
+                orig=c.client_order_id,
+            )
+        )
         j.on_event(KillSwitchChanged(ts_event=T0, level=KillLevel.BLOCK_NEW, actor="t", reason="r"))
     state = recover(path)
     last: dict[int, object] = {}

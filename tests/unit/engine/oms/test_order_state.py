@@ -305,12 +305,23 @@ def test_malformed_requests_raise_value_error(kwargs: dict[str, int], message: s
 
 
 def test_pending_new_is_the_dataclass_order_with_every_field_set() -> None:
-    fast = Order.pending_new(7, "T7", 20170101, "ESZ6", Side.SELL, OrdType.LIMIT,
-                             TimeInForce.IOC, 3, 24_001, 1_000)  # fmt: skip
-    slow = Order(order_id=7, client_order_id="T7", strategy_id=20170101, symbol="ESZ6",
-                 side=Side.SELL, ord_type=OrdType.LIMIT, time_in_force=TimeInForce.IOC,
-                 qty_lots=3, px_ticks=24_001, ts_created=1_000, ts_last=1_000,
-                 leaves_qty_lots=3)  # fmt: skip
+    fast = Order.pending_new(
+        7, "T7", 20170101, "ESZ6", Side.SELL, OrdType.LIMIT, TimeInForce.IOC, 3, 24_001, 1_000
+    )
+    slow = Order(
+        order_id=7,
+        client_order_id="T7",
+        strategy_id=20170101,
+        symbol="ESZ6",
+        side=Side.SELL,
+        ord_type=OrdType.LIMIT,
+        time_in_force=TimeInForce.IOC,
+        qty_lots=3,
+        px_ticks=24_001,
+        ts_created=1_000,
+        ts_last=1_000,
+        leaves_qty_lots=3,
+    )
     for f in dataclasses.fields(Order):  # a field added to Order but not to pending_new fails
         assert getattr(fast, f.name) == getattr(slow, f.name), f.name
     assert fast == slow

@@ -19,8 +19,17 @@ def test_resent_fill_already_applied_is_ignored_and_counted() -> None:
     order = _acked(rig)
     fill = report(order, E.TRADE, S.PARTIALLY_FILLED, last_qty=1, last_px=100, exec_id="F1")
     rig.oms.on_execution_report(fill)
-    resent = report(order, E.TRADE, S.PARTIALLY_FILLED, cum=1, leaves=2, last_qty=1,
-                    last_px=100, exec_id="F1", poss_dup=True)  # fmt: skip
+    resent = report(
+        order,
+        E.TRADE,
+        S.PARTIALLY_FILLED,
+        cum=1,
+        leaves=2,
+        last_qty=1,
+        last_px=100,
+        exec_id="F1",
+        poss_dup=True,
+    )
     rig.oms.on_execution_report(resent)
     assert [f.exec_id for f in rig.fills] == ["F1"]
     assert order.cum_qty_lots == 1
@@ -33,11 +42,21 @@ def test_resent_fill_new_to_us_is_applied_once() -> None:
     rig = make_oms()
     order = _acked(rig)
     # F1 was lost (the engine died before journaling it); the venue resends it after F2.
-    f2 = report(order, E.TRADE, S.PARTIALLY_FILLED, cum=2, leaves=1, last_qty=1, last_px=101,
-                exec_id="F2")  # fmt: skip
+    f2 = report(
+        order, E.TRADE, S.PARTIALLY_FILLED, cum=2, leaves=1, last_qty=1, last_px=101, exec_id="F2"
+    )
     rig.oms.on_execution_report(f2)
-    f1 = report(order, E.TRADE, S.PARTIALLY_FILLED, cum=1, leaves=2, last_qty=1, last_px=100,
-                exec_id="F1", poss_dup=True)  # fmt: skip
+    f1 = report(
+        order,
+        E.TRADE,
+        S.PARTIALLY_FILLED,
+        cum=1,
+        leaves=2,
+        last_qty=1,
+        last_px=100,
+        exec_id="F1",
+        poss_dup=True,
+    )
     rig.oms.on_execution_report(f1)
     rig.oms.on_execution_report(f1)  # and once more: a duplicate now
     assert sorted(f.exec_id for f in rig.fills) == ["F1", "F2"]
@@ -117,17 +136,42 @@ def test_exec_id_reused_for_another_fill_is_booked_with_an_alert() -> None:
 def test_restored_fills_are_recognised_when_the_venue_resends_them() -> None:
     rig = make_oms()
     view = OrderView(
-        order_id=41, client_order_id="R1", orig_client_order_ids=(), strategy_id=7,
-        symbol="ESZ6", side=Side.BUY, ord_type=OrdType.LIMIT, time_in_force=TimeInForce.DAY,
-        qty_lots=2, px_ticks=100, status=S.PARTIALLY_FILLED, venue_order_id="V41",
-        cum_qty_lots=1, leaves_qty_lots=1, avg_px_ticks=100.0, pending="", text="",
-        ts_created=1, ts_sent=1, ts_acked=1, ts_last=1,
-    )  # fmt: skip
+        order_id=41,
+        client_order_id="R1",
+        orig_client_order_ids=(),
+        strategy_id=7,
+        symbol="ESZ6",
+        side=Side.BUY,
+        ord_type=OrdType.LIMIT,
+        time_in_force=TimeInForce.DAY,
+        qty_lots=2,
+        px_ticks=100,
+        status=S.PARTIALLY_FILLED,
+        venue_order_id="V41",
+        cum_qty_lots=1,
+        leaves_qty_lots=1,
+        avg_px_ticks=100.0,
+        pending="",
+        text="",
+        ts_created=1,
+        ts_sent=1,
+        ts_acked=1,
+        ts_last=1,
+    )
     journaled = OrderFilled(
-        ts_event=1, order_id=41, client_order_id="R1", venue_order_id="V41", exec_id="F9",
-        strategy_id=7, symbol="ESZ6", side=Side.BUY, last_px_ticks=100, last_qty_lots=1,
-        leaves_qty_lots=1, ts_recv=1,
-    )  # fmt: skip
+        ts_event=1,
+        order_id=41,
+        client_order_id="R1",
+        venue_order_id="V41",
+        exec_id="F9",
+        strategy_id=7,
+        symbol="ESZ6",
+        side=Side.BUY,
+        last_px_ticks=100,
+        last_qty_lots=1,
+        leaves_qty_lots=1,
+        ts_recv=1,
+    )
     order = rig.oms.restore(view, [journaled])
     before = len(rig.fills)
     rig.oms.on_execution_report(

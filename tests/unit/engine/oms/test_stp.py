@@ -46,8 +46,9 @@ def test_crossing_is_price_side_and_resting_only() -> None:
     assert not crosses(order(2, 2, Side.SELL, 101), bid)
     assert not crosses(order(2, 2, Side.BUY, 90), bid)
     assert not crosses(order(2, 2, Side.BUY, 100), order(1, 1, Side.SELL, 100, TimeInForce.IOC))
-    bid.pending = PendingRequest(kind="replace", client_order_id="R", prev_status=OrdStatus.NEW,
-                                 qty_lots=1, px_ticks=90)  # fmt: skip
+    bid.pending = PendingRequest(
+        kind="replace", client_order_id="R", prev_status=OrdStatus.NEW, qty_lots=1, px_ticks=90
+    )
     assert not crosses(order(2, 2, Side.SELL, 95), bid)  # the venue moves it first
 
 
@@ -166,9 +167,12 @@ async def test_live_demo_engine_two_strategies_crossing(
         while loop.time() < deadline:
             done = cross.sent is not None and (
                 cross.sent.status is OrdStatus.REJECTED
-                or (cross.sent.order_id and desk.router.find(cross.sent.order_id) is not None
-                    and desk.router.find(cross.sent.order_id)[0].is_terminal)  # type: ignore[index]
-            )  # fmt: skip
+                or (
+                    cross.sent.order_id
+                    and desk.router.find(cross.sent.order_id) is not None
+                    and desk.router.find(cross.sent.order_id)[0].is_terminal
+                )  # type: ignore[index]
+            )
             settled = rest.now is not None and (
                 not canceled or rest.now.status is OrdStatus.CANCELED
             )
@@ -207,9 +211,10 @@ def test_generic_backtest_two_strategies_crossing(
     rest, cross = RestingBid(11, ["RW"]), CrossingSell(12, ["RW"])
     cross.other = rest
     gen = GenericBacktest(
-        [rest, cross], Instrument(symbol="RW", tick_size=Decimal("0.01")),
+        [rest, cross],
+        Instrument(symbol="RW", tick_size=Decimal("0.01")),
         stp=SelfTradePrevention(mode=mode),
-    )  # fmt: skip
+    )
     ev = random_walk_l2(20_000, seed=4)
     with BacktestJournal(f"{tmp_path}/stp.qwj", int(ev["ts"][0])) as jr:
         gen.run(ev, jr)
@@ -254,9 +259,15 @@ def test_a_replace_across_another_strategys_order_is_decided_alike(
     for o in (bid, ask):
         rig.oms.on_execution_report(report(o, ExecType.NEW, OrdStatus.NEW))
     assert rig.oms.replace(ask, px_ticks=102)  # not crossing: as before
-    rig.oms.on_execution_report(report(ask, ExecType.REPLACED, OrdStatus.NEW,
-                                       clordid=ask.pending.client_order_id,  # type: ignore[union-attr]
-                                       orig=ask.client_order_id))  # fmt: skip
+    rig.oms.on_execution_report(
+        report(
+            ask,
+            ExecType.REPLACED,
+            OrdStatus.NEW,
+            clordid=ask.pending.client_order_id,  # type: ignore[union-attr]
+            orig=ask.client_order_id,
+        )
+    )
     assert rig.oms.replace(ask, px_ticks=100) is moved
     assert (bid.pending is not None and bid.pending.kind == "cancel") is canceled
     if not moved:

@@ -97,9 +97,12 @@ def test_a_venue_rejecting_status_requests_is_not_asked_again() -> None:
     rig.clock.advance(TIMEOUT)
     rig.oms.check_unanswered(TIMEOUT)
     rig.oms.on_request_rejected(
-        Request.STATUS, "T1", "Unsupported Message Type", reason=RejectReason.BUSINESS,
+        Request.STATUS,
+        "T1",
+        "Unsupported Message Type",
+        reason=RejectReason.BUSINESS,
         detail="BusinessRejectReason 3",
-    )  # fmt: skip
+    )
     assert order.status is S.PENDING_NEW
     assert "business message reject of status request T1" in rig.alerts[-1].text
     assert rig.alerts[-1].text.endswith("the order stays PENDING_NEW")

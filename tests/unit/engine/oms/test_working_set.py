@@ -27,8 +27,15 @@ S, E = OrdStatus, ExecType
 
 
 def _small(rig: OmsRig, archive: int = 200, retired: int = 5_000) -> OrderManager:
-    oms = OrderManager(make_instrument(), rig.venue, rig.bus, rig.clock, rig.risk,
-                       archive_orders=archive, retired_memory=retired)  # fmt: skip
+    oms = OrderManager(
+        make_instrument(),
+        rig.venue,
+        rig.bus,
+        rig.clock,
+        rig.risk,
+        archive_orders=archive,
+        retired_memory=retired,
+    )
     rig.oms = oms
     return oms
 
@@ -52,9 +59,16 @@ def _cycle(rig: OmsRig, i: int) -> Order:
         oms.cancel(order)
         assert order.pending is not None
         oms.on_execution_report(
-            report(order, E.CANCELED, S.CANCELED, leaves=0, exec_id=f"C{i}",
-                   clordid=order.pending.client_order_id, orig=order.client_order_id)
-        )  # fmt: skip
+            report(
+                order,
+                E.CANCELED,
+                S.CANCELED,
+                leaves=0,
+                exec_id=f"C{i}",
+                clordid=order.pending.client_order_id,
+                orig=order.client_order_id,
+            )
+        )
     return order
 
 
@@ -103,9 +117,18 @@ def test_reports_of_retired_orders_are_recognised_without_unknown_order_alerts()
     # A resent fill and a resent cancel of orders retired long ago: quiet, counted.
     before = oms.duplicates_ignored
     oms.on_execution_report(
-        report(filled, E.TRADE, S.FILLED, cum=1, leaves=0, last_qty=1, last_px=100,
-               exec_id="F1", poss_dup=True)
-    )  # fmt: skip
+        report(
+            filled,
+            E.TRADE,
+            S.FILLED,
+            cum=1,
+            leaves=0,
+            last_qty=1,
+            last_px=100,
+            exec_id="F1",
+            poss_dup=True,
+        )
+    )
     oms.on_execution_report(
         report(canceled, E.CANCELED, S.CANCELED, cum=0, leaves=0, exec_id="C0", poss_dup=True)
     )
@@ -116,16 +139,26 @@ def test_reports_of_retired_orders_are_recognised_without_unknown_order_alerts()
     recent = old[-1]
     assert recent.order_id in oms.archive
     oms.on_execution_report(
-        report(recent, E.TRADE, S.FILLED, cum=1, leaves=0, last_qty=1, last_px=100,
-               exec_id="F39", poss_dup=True)
-    )  # fmt: skip
+        report(
+            recent,
+            E.TRADE,
+            S.FILLED,
+            cum=1,
+            leaves=0,
+            last_qty=1,
+            last_px=100,
+            exec_id="F39",
+            poss_dup=True,
+        )
+    )
     assert not rig.fills
     assert not rig.alerts
     # A fill nobody flagged as resent, for an order beyond the horizon: booked, with an alert.
     oms.on_execution_report(
-        report(filled, E.TRADE, S.FILLED, cum=1, leaves=0, last_qty=1, last_px=100,
-               exec_id="F1-again")
-    )  # fmt: skip
+        report(
+            filled, E.TRADE, S.FILLED, cum=1, leaves=0, last_qty=1, last_px=100, exec_id="F1-again"
+        )
+    )
     assert [(f.order_id, f.strategy_id, f.side) for f in rig.fills] == [
         (filled.order_id, 7, filled.side)
     ]

@@ -79,8 +79,17 @@ def test_pnl_kernel_matches_reference(
     # first part as a batch, the rest fill by fill: both paths must agree with the ledger
     fn(pos, arr[:split], tv)
     for f in arr[split:]:
-        one(pos, int(f["strategy"]), int(f["instrument"]), int(f["side"]), int(f["px"]),
-            int(f["qty"]), float(f["fee"]), int(f["ts"]), float(tv[f["instrument"]]))  # fmt: skip
+        one(
+            pos,
+            int(f["strategy"]),
+            int(f["instrument"]),
+            int(f["side"]),
+            int(f["px"]),
+            int(f["qty"]),
+            float(f["fee"]),
+            int(f["ts"]),
+            float(tv[f["instrument"]]),
+        )
     ref = {(s, i): RefLedger() for s in range(2) for i in range(2)}
     for s, i, sd, px, q, fee in fills:
         ref[(s, i)].fill(sd, px, q, fee, float(tv[i]))
@@ -134,8 +143,15 @@ def test_position_book_batch_equals_incremental() -> None:
     b = PositionBook(3, INSTRUMENTS)
     a.apply(fills)
     for f in fills:
-        b.on_fill(int(f["strategy"]), int(f["instrument"]), int(f["side"]), int(f["px"]),
-                  int(f["qty"]), float(f["fee"]), int(f["ts"]))  # fmt: skip
+        b.on_fill(
+            int(f["strategy"]),
+            int(f["instrument"]),
+            int(f["side"]),
+            int(f["px"]),
+            int(f["qty"]),
+            float(f["fee"]),
+            int(f["ts"]),
+        )
     np.testing.assert_array_equal(a.state, b.state)
     assert a.state["n_fills"].sum() == n
 

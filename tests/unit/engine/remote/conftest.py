@@ -75,8 +75,14 @@ class ServedEngine:
             self.configure(engine)
         ctx = server_context(self.cert, self.key) if self.cert and self.key else None
         kw = {"throttle": LoginThrottle(self.clock, base_s=0.05)} | self._server_kw
-        server = RemoteServer(engine, self.tokens, port=port, ssl_context=ctx,
-                              audit=AuditLog(self.audit_path, self.clock), **kw)  # fmt: skip
+        server = RemoteServer(
+            engine,
+            self.tokens,
+            port=port,
+            ssl_context=ctx,
+            audit=AuditLog(self.audit_path, self.clock),
+            **kw,
+        )
         await server.open()
         self.engine, self.server = engine, server
         runner = asyncio.get_running_loop().create_task(engine.run())
@@ -109,9 +115,15 @@ class ServedEngine:
             for i in range(n):
                 # One cause each: the engine folds repeats of a cause (engine.alerts).
                 text = f"{prefix}{i}"
-                self.engine.bus.publish(Alert(ts_event=self.clock.now_ns(),
-                                              level=AlertLevel.INFO, source="test",
-                                              text=text, cause=text))  # fmt: skip
+                self.engine.bus.publish(
+                    Alert(
+                        ts_event=self.clock.now_ns(),
+                        level=AlertLevel.INFO,
+                        source="test",
+                        text=text,
+                        cause=text,
+                    )
+                )
             return self.engine.snapshot().seq
 
         return self.call(go)

@@ -43,8 +43,18 @@ def _key(text: str) -> bytes:
 
 def _deep_cmd() -> bytes:
     # {"type": "cmd", "rid": 1, "kind": "Ping", "body": [[[[...nil...]]]]}
-    return (b"\x84" + _key("type") + _key("cmd") + _key("rid") + b"\x01" + _key("kind")
-            + _key("Ping") + _key("body") + b"\x91" * DEEP + b"\xc0")  # fmt: skip
+    return (
+        b"\x84"
+        + _key("type")
+        + _key("cmd")
+        + _key("rid")
+        + b"\x01"
+        + _key("kind")
+        + _key("Ping")
+        + _key("body")
+        + b"\x91" * DEEP
+        + b"\xc0"
+    )
 
 
 def _deep_hello() -> bytes:
@@ -125,8 +135,9 @@ async def _login(ws: ClientConnection, token: str) -> None:
 
 
 async def _answer(port: int, token: str, case: Frame) -> tuple[str, int | None]:
-    async with connect(f"ws://127.0.0.1:{port}/", compression=None, proxy=None,
-                       max_size=None) as ws:  # fmt: skip
+    async with connect(
+        f"ws://127.0.0.1:{port}/", compression=None, proxy=None, max_size=None
+    ) as ws:
         if case.authed:
             await _login(ws, token)
         await ws.send(case.frame)

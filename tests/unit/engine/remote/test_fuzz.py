@@ -35,13 +35,30 @@ from tests.unit.engine.remote.conftest import ServedEngine
 
 _TAGS = ["hello", "auth", "cmd", "snap?", "hb", "bogus", ""]
 _scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**70), 2**70).filter(lambda i: -(2**63) <= i < 2**64),
-    st.floats(), st.text(max_size=30), st.binary(max_size=30),
-)  # fmt: skip
-_values = st.recursive(_scalars, lambda c: st.lists(c, max_size=4) | st.dictionaries(
-    st.text(max_size=10), c, max_size=4), max_leaves=12)  # fmt: skip
-_kinds = st.sampled_from(["Ping", "SubmitOrder", "CancelOrder", "SetKillSwitch", "SetRiskLimits",
-                          "ControlSession", "Nope", ""])  # fmt: skip
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70).filter(lambda i: -(2**63) <= i < 2**64),
+    st.floats(),
+    st.text(max_size=30),
+    st.binary(max_size=30),
+)
+_values = st.recursive(
+    _scalars,
+    lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=10), c, max_size=4),
+    max_leaves=12,
+)
+_kinds = st.sampled_from(
+    [
+        "Ping",
+        "SubmitOrder",
+        "CancelOrder",
+        "SetKillSwitch",
+        "SetRiskLimits",
+        "ControlSession",
+        "Nope",
+        "",
+    ]
+)
 
 
 @st.composite
@@ -55,12 +72,31 @@ def _frames(draw: st.DrawFn) -> bytes | str:
         body = draw(st.dictionaries(st.text(max_size=12), _values, max_size=5))
         body["t"] = draw(st.sampled_from(_TAGS))
         return msgspec.msgpack.encode(body)
-    body_fields = draw(st.dictionaries(
-        st.sampled_from(["symbol", "side", "qty_lots", "px_ticks", "order_id", "level", "reason",
-                         "session_id", "action", "payload", "strategy_id", "values"]),
-        _values, max_size=5))  # fmt: skip
-    return msgspec.msgpack.encode({"t": "cmd", "rid": draw(st.integers(0, 2**40)),
-                                   "kind": draw(_kinds), "body": body_fields})  # fmt: skip
+    body_fields = draw(
+        st.dictionaries(
+            st.sampled_from(
+                [
+                    "symbol",
+                    "side",
+                    "qty_lots",
+                    "px_ticks",
+                    "order_id",
+                    "level",
+                    "reason",
+                    "session_id",
+                    "action",
+                    "payload",
+                    "strategy_id",
+                    "values",
+                ]
+            ),
+            _values,
+            max_size=5,
+        )
+    )
+    return msgspec.msgpack.encode(
+        {"t": "cmd", "rid": draw(st.integers(0, 2**40)), "kind": draw(_kinds), "body": body_fields}
+    )
 
 
 class _Errors(logging.Handler):
@@ -92,8 +128,9 @@ def fuzz_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Serv
 
 
 async def _exchange(port: int, token: str, frames: list[bytes | str], *, authed: bool) -> None:
-    async with connect(f"ws://127.0.0.1:{port}/", compression=None, proxy=None,
-                       max_size=None) as ws:  # fmt: skip
+    async with connect(
+        f"ws://127.0.0.1:{port}/", compression=None, proxy=None, max_size=None
+    ) as ws:
         if authed:
             await ws.send(encode(Hello(version=PROTOCOL_VERSION)))
             await ws.recv()

@@ -20,8 +20,9 @@ from tests.unit.engine.remote.conftest import ServedEngine
 
 def _client(served: ServedEngine, token: str, **kw: object) -> RemoteEngineClient:
     assert served.server is not None
-    return RemoteEngineClient("127.0.0.1", served.server.port, token, tls=False,
-                              backoff=Backoff(0.05, 0.5), **kw)  # type: ignore[arg-type]  # fmt: skip
+    return RemoteEngineClient(
+        "127.0.0.1", served.server.port, token, tls=False, backoff=Backoff(0.05, 0.5), **kw
+    )  # type: ignore[arg-type]
 
 
 def _collect(client: RemoteEngineClient, until: int, timeout: float = 10.0) -> list[EventRecord]:

@@ -23,8 +23,16 @@ def test_token_verifies_and_only_its_hash_is_stored(tmp_path: Path) -> None:
     assert oct((tmp_path / "t.toml").stat().st_mode & 0o777) == "0o600"
 
 
-@pytest.mark.parametrize("mangle", [lambda t: t[:-1], lambda t: "qw2" + t[3:], lambda t: t + ".x",
-                                    lambda t: "", lambda t: t.replace(".", "", 1)])  # fmt: skip
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        lambda t: t[:-1],
+        lambda t: "qw2" + t[3:],
+        lambda t: t + ".x",
+        lambda t: "",
+        lambda t: t.replace(".", "", 1),
+    ],
+)
 def test_mangled_tokens_are_refused(tmp_path: Path, mangle: object) -> None:
     store = TokenStore(tmp_path / "t.toml")
     token = store.add("alice", "viewer", now_ns=1)
@@ -80,8 +88,9 @@ def test_roles(role: str, kind: str, allowed: bool) -> None:
 
 
 def test_throttle_doubles_delays_per_address_and_never_locks_out(test_clock: TestClock) -> None:
-    t = LoginThrottle(test_clock, base_s=0.25, max_delay_s=2.0, window_s=60, busy_after=6,
-                      busy_delay_s=0.5)  # fmt: skip
+    t = LoginThrottle(
+        test_clock, base_s=0.25, max_delay_s=2.0, window_s=60, busy_after=6, busy_delay_s=0.5
+    )
     assert [t.fail("10.0.0.1") for _ in range(5)] == [0.25, 0.5, 1.0, 2.0, 2.0]
     assert t.pause("10.0.0.1") == 0.0
     t.fail("10.0.0.1")

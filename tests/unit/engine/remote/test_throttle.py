@@ -48,8 +48,9 @@ def throttled(tmp_path: Path) -> Iterator[Throttled]:
     # The production policy with its delays scaled down (0.25 s -> 1 ms, a busy address's
     # short wait 0.5 -> 0.2 s), the busy threshold as in production.
     s = Throttled(tmp_path)
-    s.throttle = LoginThrottle(s.clock, base_s=0.001, max_delay_s=0.032, busy_after=20,
-                               busy_delay_s=0.2)  # fmt: skip
+    s.throttle = LoginThrottle(
+        s.clock, base_s=0.001, max_delay_s=0.032, busy_after=20, busy_delay_s=0.2
+    )
     s._server_kw["throttle"] = s.throttle
     s.start()
     yield s

@@ -71,9 +71,16 @@ def test_replayed_feed_books_equal_the_matchers_through_flow_and_client_orders()
 
 
 def test_encode_message_round_trips_through_the_decoder_and_refuses_what_does_not_fit() -> None:
-    raw = encode_message("A", stock_locate=3, timestamp=34_200_000_000_123,
-                         order_reference_number=77, buy_sell_indicator="S", shares=300,
-                         stock="AAPL", price=1_912_500)  # fmt: skip
+    raw = encode_message(
+        "A",
+        stock_locate=3,
+        timestamp=34_200_000_000_123,
+        order_reference_number=77,
+        buy_sell_indicator="S",
+        shares=300,
+        stock="AAPL",
+        price=1_912_500,
+    )
     dec = decode_raw(_raw([raw]))
     row = dec["A"][0]
     assert (row["stock_locate"], row["timestamp"], row["order_reference_number"]) == (

@@ -77,13 +77,19 @@ def test_an_edited_file_is_read_again(tmp_path: Path) -> None:
     [
         ("x = 1\ny = 1 / 0\n", "{f}:A", "{f}, line 2: ZeroDivisionError: division by zero"),
         ("def f(:\n", "{f}:A", "{f}, line 1: SyntaxError: "),
-        ("import no_such_module_qw\n", "{f}:A",
-         "{f}, line 1: ModuleNotFoundError: No module named 'no_such_module_qw'"),
-        ("from engine.strategy.base import Strategy\nclass B(Strategy):\n    pass\n", "{f}:A",
-         "{f} has no class A (strategies there: B)"),
+        (
+            "import no_such_module_qw\n",
+            "{f}:A",
+            "{f}, line 1: ModuleNotFoundError: No module named 'no_such_module_qw'",
+        ),
+        (
+            "from engine.strategy.base import Strategy\nclass B(Strategy):\n    pass\n",
+            "{f}:A",
+            "{f} has no class A (strategies there: B)",
+        ),
         ("class A:\n    pass\n", "{f}:A", "A in {f} is not a subclass of engine.strategy.base"),
     ],
-)  # fmt: skip
+)
 def test_a_bad_file_is_one_line_naming_file_line_and_exception(
     tmp_path: Path, source: str, ref: str, expected: str
 ) -> None:

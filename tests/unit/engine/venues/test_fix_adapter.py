@@ -54,8 +54,13 @@ class Sink:
         detail: str = "",
     ) -> object:
         # Recorded as the FIX message it was (the adapter maps MsgTypes to requests).
-        letter = {Request.NEW: "D", Request.CANCEL: "F", Request.REPLACE: "G",
-                  Request.STATUS: "H", None: ""}[request]  # fmt: skip
+        letter = {
+            Request.NEW: "D",
+            Request.CANCEL: "F",
+            Request.REPLACE: "G",
+            Request.STATUS: "H",
+            None: "",
+        }[request]
         self.rejected.append((letter, client_order_id, text, reason is RejectReason.BUSINESS))
         self.details.append((detail, reason is not RejectReason.NOT_SENT))
         return None
@@ -72,10 +77,19 @@ def order(
     ord_type: OrdType = OrdType.LIMIT, venue_order_id: str = "", side: Side = Side.SELL
 ) -> Order:
     return Order(
-        order_id=1, client_order_id="F1-7", strategy_id=1, symbol="ESZ6", side=side,
-        ord_type=ord_type, time_in_force=TimeInForce.IOC, qty_lots=3, px_ticks=24_001,
-        ts_created=0, status=OrdStatus.NEW, venue_order_id=venue_order_id,
-    )  # fmt: skip
+        order_id=1,
+        client_order_id="F1-7",
+        strategy_id=1,
+        symbol="ESZ6",
+        side=side,
+        ord_type=ord_type,
+        time_in_force=TimeInForce.IOC,
+        qty_lots=3,
+        px_ticks=24_001,
+        ts_created=0,
+        status=OrdStatus.NEW,
+        venue_order_id=venue_order_id,
+    )
 
 
 def legacy(msg_type: bytes, o: Order, req: PendingRequest | None, now: bytes) -> OutMessage:
@@ -102,8 +116,12 @@ def legacy(msg_type: bytes, o: Order, req: PendingRequest | None, now: bytes) ->
             body.append((44, px_text(ES, req.px_ticks)))
         body += vid
     else:
-        body = [(11, o.client_order_id.encode()), (54, SIDE_TO_FIX[o.side]),
-                (55, o.symbol.encode()), *vid]  # fmt: skip
+        body = [
+            (11, o.client_order_id.encode()),
+            (54, SIDE_TO_FIX[o.side]),
+            (55, o.symbol.encode()),
+            *vid,
+        ]
     return OutMessage(msg_type, body)
 
 
@@ -172,11 +190,16 @@ def test_reject_maps_back_to_the_order_by_msg_seq_num() -> None:
     venue.from_admin(reject, session.session_id)
     assert sink.rejected[-1] == ("D", "F1-7", "rejected by the session", False)
     assert sink.details[-1] == (f"RefSeqNum {int(first.get(34) or b'0')}", True)
-    reject = FixMessage.from_pairs([(8, b"FIX.4.4"), (35, b"3"), (45, first.get(34) or b""),
-                                    (371, b"44"), (373, b"5")])  # fmt: skip
+    reject = FixMessage.from_pairs(
+        [(8, b"FIX.4.4"), (35, b"3"), (45, first.get(34) or b""), (371, b"44"), (373, b"5")]
+    )
     venue.from_admin(reject, session.session_id)
-    assert sink.rejected[-1] == ("D", "F1-7", "Value is incorrect (out of range) for this tag",
-                                 False)  # fmt: skip
+    assert sink.rejected[-1] == (
+        "D",
+        "F1-7",
+        "Value is incorrect (out of range) for this tag",
+        False,
+    )
     assert sink.details[-1][0].endswith(
         "SessionRejectReason 5 (Value is incorrect (out of range) for this tag), "
         "RefTagID 44 (Price)"
@@ -188,10 +211,18 @@ def test_request_is_refused_at_once_when_not_logged_on() -> None:
     deferred: list[Callable[[], None]] = []
     venue = FixVenue(clock, defer=deferred.append)
     session = FixSession(
-        SessionSettings(begin_string="FIX.4.4", sender_comp_id="C", target_comp_id="S",
-                        connection_type="initiator", heart_bt_int=30),
-        MemoryStore(), venue, NullLog(), clock,
-    )  # fmt: skip
+        SessionSettings(
+            begin_string="FIX.4.4",
+            sender_comp_id="C",
+            target_comp_id="S",
+            connection_type="initiator",
+            heart_bt_int=30,
+        ),
+        MemoryStore(),
+        venue,
+        NullLog(),
+        clock,
+    )
     venue.bind(session)
     sink = Sink()
     venue.route(ES, sink)
@@ -200,8 +231,9 @@ def test_request_is_refused_at_once_when_not_logged_on() -> None:
     assert sink.rejected == []  # deferred, never inside the caller
     assert len(deferred) == 1
     deferred[0]()
-    assert sink.rejected == [("D", "F1-7", f"not sent: FIX session {session.session_id} "
-                              "is not logged on", False)]  # fmt: skip
+    assert sink.rejected == [
+        ("D", "F1-7", f"not sent: FIX session {session.session_id} is not logged on", False)
+    ]
     assert sink.details == [("", False)]  # the engine's own refusal: no alert
     assert session.next_sender_seq_num == seq  # nothing consumed a sequence number
     assert session.drain() == []

@@ -45,10 +45,15 @@ def test_the_desk_reconciles_only_the_venue_whose_link_came_up() -> None:
     for symbol, venue in (("ESZ6", a), ("NQZ6", b)):
         manager = desk.router.manager(symbol)
         order = manager.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100)
-        manager.on_execution_report(ExecutionReport(
-            client_order_id=order.client_order_id, exec_type=ExecType.NEW,
-            ord_status=OrdStatus.NEW, leaves_qty_lots=1, cum_qty_lots=0,
-        ))  # fmt: skip
+        manager.on_execution_report(
+            ExecutionReport(
+                client_order_id=order.client_order_id,
+                exec_type=ExecType.NEW,
+                ord_status=OrdStatus.NEW,
+                leaves_qty_lots=1,
+                cum_qty_lots=0,
+            )
+        )
         venue.sent.clear()
     bus.publish(VenueLinkChanged(ts_event=clock.now_ns(), venue="B", protocol="FIX", up=True))
     assert a.sent == []
@@ -83,10 +88,22 @@ def test_the_fix_market_data_feed_subscribes_at_logon_and_fills_the_books() -> N
     sent = [decode_one(raw) for raw in out]
     # Subscribed at logon: routed and in the books (NQZ6 is in the books, not routed here).
     assert [m.get(55) for m in sent if m is not None and m.msg_type == b"V"] == [b"ESZ6"]
-    raw = encode(b"FIX.4.4", b"W", [(34, b"2"), (49, b"S"), (52, b"20231114-00:00:00"),
-                                    (56, b"C")],
-                 [(55, b"ESZ6"), (268, b"2"), (269, b"0"), (270, b"6000.00"), (271, b"3"),
-                  (269, b"1"), (270, b"6000.25"), (271, b"4")], sort_body=False)  # fmt: skip
+    raw = encode(
+        b"FIX.4.4",
+        b"W",
+        [(34, b"2"), (49, b"S"), (52, b"20231114-00:00:00"), (56, b"C")],
+        [
+            (55, b"ESZ6"),
+            (268, b"2"),
+            (269, b"0"),
+            (270, b"6000.00"),
+            (271, b"3"),
+            (269, b"1"),
+            (270, b"6000.25"),
+            (271, b"4"),
+        ],
+        sort_body=False,
+    )
     snapshot = decode_one(raw)
     assert snapshot is not None
     venue.from_app(snapshot, ours.session_id)

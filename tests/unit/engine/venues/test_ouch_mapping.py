@@ -59,12 +59,30 @@ class Wire:
         assert self.sim is not None
         self.sim.on_message(self.account, decode_inbound(raw))
 
-    def enter_order(self, user_ref_num: int, *, side: str, quantity: int, symbol: str,
-                    price: int, time_in_force: str, cl_ord_id: str,
-                    appendage: bytes) -> None:  # fmt: skip
-        self.send(EnterOrder(user_ref_num=user_ref_num, side=side, quantity=quantity,
-                             symbol=symbol, price=price, time_in_force=time_in_force,
-                             cl_ord_id=cl_ord_id, appendage=decode_options(appendage)))  # fmt: skip
+    def enter_order(
+        self,
+        user_ref_num: int,
+        *,
+        side: str,
+        quantity: int,
+        symbol: str,
+        price: int,
+        time_in_force: str,
+        cl_ord_id: str,
+        appendage: bytes,
+    ) -> None:
+        self.send(
+            EnterOrder(
+                user_ref_num=user_ref_num,
+                side=side,
+                quantity=quantity,
+                symbol=symbol,
+                price=price,
+                time_in_force=time_in_force,
+                cl_ord_id=cl_ord_id,
+                appendage=decode_options(appendage),
+            )
+        )
 
     # the account's sequenced stream, as the simulator sees it
     class Stream:
@@ -82,10 +100,13 @@ class Rig:
     def __init__(self) -> None:
         self.clock = TestClock(1_700_000_000_000_000_000)
         self.exchange = SimExchange(
-            [SimInstrument(instrument=AAPL, start_px_ticks=START,
-                           flow=FlowConfig(events_per_second=0))],
+            [
+                SimInstrument(
+                    instrument=AAPL, start_px_ticks=START, flow=FlowConfig(events_per_second=0)
+                )
+            ],
             seed=1,
-        )  # fmt: skip
+        )
         self.exchange.seed_books(self.clock.now_ns())
         self.exchange.drain_market_events()
         self.wire = Wire(self.clock)
@@ -93,8 +114,7 @@ class Rig:
         self.wire.sim = self.sim
         self.sim.attach("QWC1", Wire.Stream(self.wire))
         self.deferred: deque[Callable[[], object]] = deque()
-        self.venue = OuchVenue(self.clock, name="SIM-OUCH", defer=self.deferred.append,
-                               firm="QWCN")  # fmt: skip
+        self.venue = OuchVenue(self.clock, name="SIM-OUCH", defer=self.deferred.append, firm="QWCN")
         self.venue.bind(self.wire)
         self.wire.venue = self.venue
         self.bus = MessageBus()
@@ -151,8 +171,9 @@ def test_a_resting_order_is_entered_accepted_replaced_and_canceled(rig: Rig) -> 
 
 def test_an_order_that_crosses_is_executed_in_lots_at_the_venues_price(rig: Rig) -> None:
     ask = best(rig, Side.SELL)
-    order = rig.manager.send(strategy_id=1, side=Side.BUY, qty_lots=2, px_ticks=ask + 3,
-                             time_in_force=TimeInForce.IOC)  # fmt: skip
+    order = rig.manager.send(
+        strategy_id=1, side=Side.BUY, qty_lots=2, px_ticks=ask + 3, time_in_force=TimeInForce.IOC
+    )
     fills = [e for e in rig.events if isinstance(e, OrderFilled)]
     names = [decode_outbound(b).NAME for b in rig.wire.outbound]
     assert names[0] == "OrderAccepted"
@@ -166,8 +187,13 @@ def test_an_order_that_crosses_is_executed_in_lots_at_the_venues_price(rig: Rig)
 
 
 def test_a_market_order_and_a_sell_round_trip_through_the_codes(rig: Rig) -> None:
-    order = rig.manager.send(strategy_id=1, side=Side.SELL, qty_lots=1, ord_type=OrdType.MARKET,
-                             time_in_force=TimeInForce.IOC)  # fmt: skip
+    order = rig.manager.send(
+        strategy_id=1,
+        side=Side.SELL,
+        qty_lots=1,
+        ord_type=OrdType.MARKET,
+        time_in_force=TimeInForce.IOC,
+    )
     enter = decode_inbound(rig.wire.inbound[0])
     assert (enter.side, enter.price, enter.time_in_force) == ("S", 0x7FFFFFFF, "3")  # type: ignore[attr-defined]
     assert order.status is OrdStatus.FILLED
@@ -204,8 +230,9 @@ def test_after_a_restart_the_adapter_knows_an_order_by_its_clordid(rig: Rig) -> 
     rig.wire.venue = fresh
     # The venue trades against it: a crossing sell of another account.
     rig.sim.attach("OTHER", Wire.Stream(Wire(rig.clock)))
-    sell = EnterOrder(user_ref_num=1, side="S", quantity=200, symbol="AAPL", price=px * 100,
-                      time_in_force="3")  # fmt: skip
+    sell = EnterOrder(
+        user_ref_num=1, side="S", quantity=200, symbol="AAPL", price=px * 100, time_in_force="3"
+    )
     rig.sim.on_message("OTHER", sell)
     assert (order.cum_qty_lots, order.leaves_qty_lots) == (2, 1)
     assert order.status is OrdStatus.PARTIALLY_FILLED
@@ -220,13 +247,20 @@ def test_a_broken_trade_and_a_self_match_cancel_reach_the_order_manager(rig: Rig
     order = rig.manager.send(strategy_id=1, side=Side.BUY, qty_lots=3, px_ticks=bid + 1)
     ref = user_ref_num(order.client_order_id)
     assert ref is not None
-    aiq = AiqCanceled(timestamp=1, user_ref_num=ref, decrement_shares=100, reason="Q",
-                      quantity_prevented_from_trading=100, execution_price=ask * 100,
-                      liquidity_flag="R")  # fmt: skip
+    aiq = AiqCanceled(
+        timestamp=1,
+        user_ref_num=ref,
+        decrement_shares=100,
+        reason="Q",
+        quantity_prevented_from_trading=100,
+        execution_price=ask * 100,
+        liquidity_flag="R",
+    )
     rig.venue.on_message(decode_outbound(aiq.encode()))
     assert (order.leaves_qty_lots, order.status) == (2, OrdStatus.NEW)
-    broken = BrokenTrade(timestamp=2, user_ref_num=ref, match_number=99, reason="E",
-                         cl_ord_id=order.client_order_id)  # fmt: skip
+    broken = BrokenTrade(
+        timestamp=2, user_ref_num=ref, match_number=99, reason="E", cl_ord_id=order.client_order_id
+    )
     rig.venue.on_message(decode_outbound(broken.encode()))
     alerts = [e.text for e in rig.events if isinstance(e, Alert)]
     assert any(f"trade_cancel on {order.client_order_id}" in t and "M99" in t for t in alerts)
@@ -240,20 +274,25 @@ def test_done_orders_leave_the_adapters_working_set_and_late_news_still_finds_th
 
     bid, ask = best(rig, Side.BUY), best(rig, Side.SELL)
     resting = rig.manager.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=bid - 5)
-    filled = rig.manager.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=ask + 3,
-                              time_in_force=TimeInForce.IOC)  # fmt: skip
+    filled = rig.manager.send(
+        strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=ask + 3, time_in_force=TimeInForce.IOC
+    )
     refused = rig.manager.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=10**9)
     canceled = rig.manager.send(strategy_id=1, side=Side.SELL, qty_lots=1, px_ticks=ask + 5)
     assert rig.manager.cancel(canceled)
     assert (filled.status, refused.status, canceled.status) == (
-        OrdStatus.FILLED, OrdStatus.REJECTED, OrdStatus.CANCELED)  # fmt: skip
+        OrdStatus.FILLED,
+        OrdStatus.REJECTED,
+        OrdStatus.CANCELED,
+    )
     # Only the working order is still the adapter's: a day of done orders does not pile up.
     assert set(rig.venue._live) == {user_ref_num(resting.client_order_id)}
     # A trade the venue breaks after the order is done is found through the order manager.
     ref = user_ref_num(filled.client_order_id)
     assert ref is not None
-    broken = BrokenTrade(timestamp=2, user_ref_num=ref, match_number=7, reason="E",
-                         cl_ord_id=filled.client_order_id)  # fmt: skip
+    broken = BrokenTrade(
+        timestamp=2, user_ref_num=ref, match_number=7, reason="E", cl_ord_id=filled.client_order_id
+    )
     rig.venue.on_message(decode_outbound(broken.encode()))
     alerts = [e.text for e in rig.events if isinstance(e, Alert)]
     assert any(f"trade_cancel on {filled.client_order_id}" in t for t in alerts), alerts

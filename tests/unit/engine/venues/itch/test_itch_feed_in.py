@@ -24,10 +24,12 @@ SYMBOLS = ("ESZ6", "NQZ6")
 def _exchange() -> SimExchange:
     flow = FlowConfig(events_per_second=3_000, volatility_ticks=2.0)
     return SimExchange(
-        [SimInstrument(instrument=make_instrument(s), start_px_ticks=px, flow=flow)
-         for s, px in zip(SYMBOLS, (20_000, 80_000), strict=True)],
+        [
+            SimInstrument(instrument=make_instrument(s), start_px_ticks=px, flow=flow)
+            for s, px in zip(SYMBOLS, (20_000, 80_000), strict=True)
+        ],
         seed=3,
-    )  # fmt: skip
+    )
 
 
 def _market() -> tuple[MarketData, ItchMarketData, list[TradeReported]]:
@@ -54,11 +56,21 @@ def _trade_a_while(ex: SimExchange, steps: int, t: int, publish: object) -> int:
         t += 1_000_000
         ex.step(t)
         if step % 25 == 3:
-            ex.submit(7, f"A{step}", "ESZ6", Side.BUY, 4, 19_995, OrdType.LIMIT, TimeInForce.DAY,
-                      ts=t)  # fmt: skip
+            ex.submit(
+                7, f"A{step}", "ESZ6", Side.BUY, 4, 19_995, OrdType.LIMIT, TimeInForce.DAY, ts=t
+            )
             ex.replace(7, f"B{step}", f"A{step}", 6, 19_996, ts=t + 1)
-            ex.submit(8, f"X{step}", "NQZ6", Side.SELL, 12, 79_000, OrdType.LIMIT,
-                      TimeInForce.IOC, ts=t + 2)  # fmt: skip
+            ex.submit(
+                8,
+                f"X{step}",
+                "NQZ6",
+                Side.SELL,
+                12,
+                79_000,
+                OrdType.LIMIT,
+                TimeInForce.IOC,
+                ts=t + 2,
+            )
         publish()  # type: ignore[operator]
     return t
 
@@ -112,8 +124,9 @@ def test_over_loopback_multicast_with_a_receiver_joining_late() -> None:
 
         ex.seed_books(ts=2)
         t = _trade_a_while(ex, 100, 10, publish)  # before anyone listens
-        rx = FeedReceiver(a, b, feed.on_packets, session=b"SESSIONBBB",
-                          recovery=("127.0.0.1", rport))  # fmt: skip
+        rx = FeedReceiver(
+            a, b, feed.on_packets, session=b"SESSIONBBB", recovery=("127.0.0.1", rport)
+        )
         rx.arbiter.next_seq = 1
         await rx.start()
         for _ in range(10):

@@ -298,18 +298,30 @@ def test_struct_and_kernel_encoding_agree_on_every_type(msg: m.OuchMessage) -> N
 def test_what_the_struct_path_cannot_pack_gets_the_kernel_paths_error(
     bad: dict[str, object], why: str
 ) -> None:
-    msg = m.EnterOrder(**({"user_ref_num": 1, "side": "B", "quantity": 1, "symbol": "A",
-                           "price": 1} | bad))  # type: ignore[arg-type]  # fmt: skip
+    msg = m.EnterOrder(
+        **({"user_ref_num": 1, "side": "B", "quantity": 1, "symbol": "A", "price": 1} | bad)
+    )  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=why):
         m.Encoder().encode(msg)
 
 
 def test_a_uint64_past_the_kernels_int64_is_refused_on_both_paths() -> None:
     msg = m.OrderAccepted(
-        timestamp=1 << 63, user_ref_num=1, side="B", quantity=1, symbol="A", price=1,
-        time_in_force="0", display="Y", order_reference_number=1, capacity="A",
-        inter_market_sweep_eligibility="N", cross_type="N", order_state="L", cl_ord_id="",
-    )  # fmt: skip
+        timestamp=1 << 63,
+        user_ref_num=1,
+        side="B",
+        quantity=1,
+        symbol="A",
+        price=1,
+        time_in_force="0",
+        display="Y",
+        order_reference_number=1,
+        capacity="A",
+        inter_market_sweep_eligibility="N",
+        cross_type="N",
+        order_state="L",
+        cl_ord_id="",
+    )
     with pytest.raises(ValueError, match="Timestamp"):
         m.Encoder().encode(msg)
 
@@ -468,13 +480,28 @@ def test_price_scale_refuses_ticks_finer_than_the_wire() -> None:
     "order",
     [
         {"side": "T", "quantity": 225, "symbol": "CVLT", "price": 630200, "cl_ord_id": "H8FUB8IV"},
-        {"side": "B", "quantity": (1 << 32) - 1, "symbol": "ABCDEFGH", "price": -(1 << 63),
-         "cl_ord_id": "X" * 14, "time_in_force": "5", "display": "N", "capacity": "P",
-         "inter_market_sweep_eligibility": "Y", "cross_type": "O"},
-        {"side": "S", "quantity": 0, "symbol": "A", "price": (1 << 63) - 1, "cl_ord_id": "",
-         "appendage": (m.TagValue.of("Firm", "ABCD"), m.TagValue.of("MinQty", 100))},
+        {
+            "side": "B",
+            "quantity": (1 << 32) - 1,
+            "symbol": "ABCDEFGH",
+            "price": -(1 << 63),
+            "cl_ord_id": "X" * 14,
+            "time_in_force": "5",
+            "display": "N",
+            "capacity": "P",
+            "inter_market_sweep_eligibility": "Y",
+            "cross_type": "O",
+        },
+        {
+            "side": "S",
+            "quantity": 0,
+            "symbol": "A",
+            "price": (1 << 63) - 1,
+            "cl_ord_id": "",
+            "appendage": (m.TagValue.of("Firm", "ABCD"), m.TagValue.of("MinQty", 100)),
+        },
     ],
-)  # fmt: skip
+)
 def test_the_clients_enter_order_is_the_generic_encoders_bytes(order: dict[str, object]) -> None:
     client = _logged_in_client()
     ref, raw = client.enter_order(now_ns=1, **order)  # type: ignore[arg-type]
@@ -485,10 +512,17 @@ def test_the_clients_enter_order_is_the_generic_encoders_bytes(order: dict[str, 
 
 @pytest.mark.parametrize(
     "bad",
-    [{"side": "é"}, {"side": "BB"}, {"quantity": -1}, {"quantity": 1 << 32},
-     {"price": 1 << 63}, {"symbol": "TOOLONGSYM"}, {"cl_ord_id": "Y" * 15},
-     {"display": "YY"}],
-)  # fmt: skip
+    [
+        {"side": "é"},
+        {"side": "BB"},
+        {"quantity": -1},
+        {"quantity": 1 << 32},
+        {"price": 1 << 63},
+        {"symbol": "TOOLONGSYM"},
+        {"cl_ord_id": "Y" * 15},
+        {"display": "YY"},
+    ],
+)
 def test_the_clients_enter_order_refuses_what_does_not_fit(bad: dict[str, object]) -> None:
     order: dict[str, object] = {"side": "B", "quantity": 1, "symbol": "A", "price": 1}
     with pytest.raises(ValueError):  # noqa: PT011  (each says its own field)
