@@ -561,12 +561,13 @@ def mold_track(  # noqa: C901 (each packet case in one loop)
 # without the empty ones. No price window is needed: ITCH prices run from $0.0001 to
 # $200,000 in 0.0001 steps (2e9 ticks), which no per-book window of engine.book.L3Arrays
 # can span for 8,000 books, and the messages of all stocks interleave, so one pass over
-# the feed must reach every book. Orders are found by ref. Refs are handed out in sequence and most
-# orders die young, so the order table starts with a window of W records indexed by ref
-# itself (ref & (W - 1), for the W refs from st[S_RBASE] on): a young order is one load
-# away from its ref, and the records of orders added together sit together. When a new
-# ref pushes the window up, the orders still resting at the refs it leaves move to the
-# overflow records after the window (their refs in a hash like the levels', and in
+# the feed must reach every book. Orders are found by ref. Refs are handed out in sequence
+# and most orders die young, so the order table starts with a window of W records indexed
+# by the ref itself (slot (ref - 1) & (W - 1) for the W refs from st[S_RBASE] on; ITCH
+# refs count from 1, so a day's first order has slot 0): a young order is one load away
+# from its ref, and the records of orders added together sit together. When a new ref
+# pushes the window up, the orders still resting at the refs it leaves move to the
+# overflow records after the window (their refs in a hash keyed like the levels', and in
 # ``orefs``). An order's stock, side and price are its level's key. The records of a
 # message a few places ahead are touched early, so its cache misses overlap the work on
 # the current one.
@@ -732,14 +733,14 @@ def ofind(orders: I32, ot: I64, st: I64, ref: int) -> int:
     """Return the order slot of ``ref``, or -1.
 
     A ref of the window (``st[S_RBASE]`` up to ``st[S_WINDOW]`` refs on) is its own slot
-    (``ref & (W - 1)``), holding an order if its shares are not 0; an older ref still
+    (``(ref - 1) & (W - 1)``), holding an order if its shares are not 0; an older ref still
     resting is in the hash ``ot`` of the overflow records.
     """
     base = st[S_RBASE]
     w = st[S_WINDOW]
     if ref >= base:
         if ref - base < w:
-            s = ref & (w - 1)
+            s = (ref - 1) & (w - 1)
             return s if orders[s, O_QTY] > 0 else -1
         return -1
     return ht_find(ot, ref, st[S_OSHIFT])
@@ -751,7 +752,7 @@ def slot_ref(orefs: I64, st: I64, o: int) -> int:
     w = st[S_WINDOW]
     if o < w:
         base = st[S_RBASE]
-        return int(base + ((o - base) & (w - 1)))
+        return int(base + ((o + 1 - base) & (w - 1)))
     return int(orefs[o - w])
 
 
@@ -872,7 +873,7 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                     if ra < rbase:  # an old order: its ref is in the hash
                         touched += ot[2 * _slot(ra, omask, oshift)]
                     elif ra - rbase < w:  # a young one: its record
-                        touched += orders[ra & wmask, O_LEVEL]
+                        touched += orders[(ra - 1) & wmask, O_LEVEL]
                 elif (ta == 65 or ta == 70) and pa + 38 <= end:  # A F: the level it joins
                     sa = 0 if buf[pa + 21] == 66 else 1
                     ka = (be16(buf, pa + 3) << 33) | (sa << 32) | be32(buf, pa + 34)
@@ -889,7 +890,7 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                         # for more of them resumes here).
                         qend = min(nref - w + 1, rbase + w)
                         while rbase < qend:
-                            s = rbase & wmask
+                            s = (rbase - 1) & wmask
                             if orders[s, O_QTY] > 0:
                                 if nfree_o == 0:
                                     stop = STOP_ORDERS
@@ -960,8 +961,8 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                 elif t == 68 or t == 85 or t == 69 or t == 67 or t == 88:  # D U E C X
                     ref = be64(buf, m + 11)
                     if ref >= rbase:
-                        if ref - rbase < w and orders[ref & wmask, O_QTY] > 0:
-                            o = ref & wmask
+                        if ref - rbase < w and orders[(ref - 1) & wmask, O_QTY] > 0:
+                            o = (ref - 1) & wmask
                     else:
                         h = _slot(ref, omask, oshift)
                         while True:
@@ -1112,7 +1113,7 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                 if adding:  # rest a new order at the back of its level
                     found = False
                     if aref >= rbase:
-                        found = aref - rbase < w and orders[aref & wmask, O_QTY] > 0
+                        found = aref - rbase < w and orders[(aref - 1) & wmask, O_QTY] > 0
                     else:
                         h = _slot(aref, omask, oshift)
                         while True:
@@ -1141,7 +1142,7 @@ def book_apply(  # noqa: C901 (the one dispatch over every message type)
                             levels[lvl, L_HEAD] = -1
                             levels[lvl, L_TAIL] = -1
                         if aref >= rbase:  # in the window (stop checks made room)
-                            o = aref & wmask
+                            o = (aref - 1) & wmask
                         else:  # a ref below the window: an overflow record
                             nfree_o -= 1
                             o = ofree[nfree_o]
