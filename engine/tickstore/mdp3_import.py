@@ -11,7 +11,12 @@ becomes an instrument-day named ``SECID<id>`` (or as ``--symbol ID=NAME`` says) 
   deltas, built by :func:`engine.feeds.sbe.book.build_mbp_books`;
 * ``bbo``: the top of that book after each message that changed it;
 * ``trades``: MDIncrementalRefreshTradeSummary entries, the aggressor side as CME gives it
-  (0 when it gives none) and MDTradeEntryID as the trade id.
+  (0 when it gives none) and MDTradeEntryID as the trade id;
+* ``mbo``, when the capture carries market by order (MDIncrementalRefreshOrderBook, or the
+  order entries of the combined MDIncrementalRefreshBook 46): one row per order event in
+  feed order, made by :func:`engine.feeds.sbe.mbo.mbo_events` (New an add, Delete a cancel
+  of the rest, Change a modify, or a cancel then an add when the order lost its queue
+  priority; a book reset a clear), ``qty`` the display quantity.
 
 Times are each message's TransactTime (UTC ns). Prices (mantissa × 10^exponent of the schema)
 must lie on ``--tick-size`` and sizes on ``--lot-size``: a row that does not is reported (file,
@@ -30,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.feeds.sbe.book import build_mbp_books, first_arrivals
+from engine.feeds.sbe.mbo import mbo_events
 from engine.feeds.sbe.mdp3 import DecodedCapture, decode_capture
 from engine.feeds.sbe.schema import Schema
 from engine.feeds.sbe.schema_xml import load_schema
@@ -43,7 +49,7 @@ from engine.tickstore.importing import (
     Staging,
     grid_steps,
 )
-from engine.tickstore.schema import BBO_DTYPE, L2_DELTA_DTYPE, TRADE_DTYPE
+from engine.tickstore.schema import BBO_DTYPE, L2_DELTA_DTYPE, MBO_DTYPE, TRADE_DTYPE
 from engine.types import BUY, L2_CLEAR, SELL
 
 I64 = npt.NDArray[np.int64]
@@ -64,6 +70,8 @@ class Mdp3Stats:
     bad_levels: int = 0
     gaps: list[tuple[int, int]] = field(default_factory=list)
     issues: list[str] = field(default_factory=list)
+    mbo_entries: int = 0  # market-by-order entries read
+    mbo_skipped: dict[str, int] = field(default_factory=dict)  # entries left out, by reason
 
 
 def merged_gaps(cap: DecodedCapture) -> list[tuple[int, int]]:
@@ -162,7 +170,7 @@ class Mdp3Importer:
             )
         if progress is not None:
             progress(total // 2, total, 0)
-        written = self._book(file, cap) + self._trades(file, cap)
+        written = self._book(file, cap) + self._trades(file, cap) + self._mbo(file, cap)
         if gaps:
             text = json.dumps([{"first_seq": a, "last_seq": b, "missing": b - a + 1}
                                for a, b in gaps])  # fmt: skip
@@ -261,6 +269,33 @@ class Mdp3Importer:
             )  # fmt: skip
             _monotonic(rows)
             self._sink(int(s)).append("trades", rows)
+            n += sel.size
+        return n
+
+    def _mbo(self, file: str, cap: DecodedCapture) -> int:
+        ev = mbo_events(cap)
+        st = self.stats
+        st.mbo_entries += ev.entries
+        for why, k in ev.skipped.items():
+            st.mbo_skipped[why] = st.mbo_skipped.get(why, 0) + k
+        rows = ev.events
+        if not rows.shape[0]:
+            return 0
+        where = ev.event_index
+        px, px_ok = self._ticks(file, ev.mantissa, ev.exponent, where, "MDEntryPx")
+        qty, qty_ok = self._lots(file, rows["qty"].astype(np.int64), where, "MDDisplayQty")
+        ok = px_ok & qty_ok
+        n = 0
+        for b, sec in enumerate(ev.security_ids.tolist()):
+            sel = np.flatnonzero((ev.book == b) & ok)
+            if not sel.size:
+                continue
+            out = np.zeros(sel.size, MBO_DTYPE)
+            out["ts"] = out["ts_recv"] = rows["ts"][sel]
+            out["order_id"], out["px"], out["qty"] = rows["order_id"][sel], px[sel], qty[sel]
+            out["side"], out["action"] = rows["side"][sel], rows["action"][sel]
+            _monotonic(out)
+            self._sink(sec).append("mbo", out)
             n += sel.size
         return n
 
