@@ -20,9 +20,10 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from engine import fastlog
 from engine.bad_input import bad_file_errors, one_line
@@ -45,6 +46,7 @@ from engine.fastlog import get_log
 from engine.fix.store import WriteBarrier
 from engine.fix.transport import install_uvloop
 from engine.instruments import Instrument
+from engine.marketdata import MarketData
 from engine.oms.risk import DEFAULT_LIMITS, RiskLimits
 from engine.oms.stp import StpMode
 from engine.oms.venue import Venue
@@ -54,7 +56,38 @@ from engine.strategy.loader import StrategyLoadError, build_strategy
 from engine.strategy.loader import load_strategy_class as _load_class
 from engine.warmup import warm_up
 
+if TYPE_CHECKING:
+    from engine.relay.feed import RelayFeed
+
 log = get_log(__name__)
+
+#: Makes the component that brings an engine's market data into its books.
+MarketFeed = Callable[[MarketData], Component]
+
+
+@dataclass(frozen=True)
+class RelayOptions:
+    """``--market-data relay --relay URL [--relay-pins FILE]``: the relay an engine reads.
+
+    The token is read from ``$QWCONSOLE_RELAY_TOKEN`` (never from the command line).
+    """
+
+    address: str
+    token: str
+    pins: Path
+
+    def feed(self, market: MarketData, engine_id: str) -> "RelayFeed":
+        """Return the component that follows every book of ``market`` on the relay."""
+        from engine.relay.feed import RelayFeed, parse_relay_address
+        from engine.remote.tls import PinStore
+
+        try:
+            address = parse_relay_address(self.address)
+            return RelayFeed(market, address, self.token, pins=PinStore(self.pins),
+                             client_name=f"engine {engine_id}")  # fmt: skip
+        except ValueError as e:
+            raise BuildError(f"--relay: {e}") from None
+
 
 #: Where sessions without FileStorePath keep their stores, relative to the configuration file.
 DEFAULT_STORE_DIR = "fix-store"
@@ -233,12 +266,14 @@ def _venues(
     desk: TradingDesk,
     store_dir: Path | None = None,
     barrier: WriteBarrier | None = None,
+    market_feed: MarketFeed | None = None,
 ) -> list[Component]:
     """Route each instrument to its venue: a session of ``[sessions] file`` or an ``[[ouch]]``.
 
     The FIX wing builds its sessions (``engine.venues.fix.wiring``), the OUCH wing its
     accounts' sessions (``engine.venues.ouch.wiring``); market data comes over the first FIX
-    session, for every instrument.
+    session, for every instrument, unless ``market_feed`` makes the component that brings it
+    (a relay: ``engine.relay.feed``); the sessions then carry orders only.
     """
     from engine.fix.settings import SettingsError
     from engine.marketdata import MarketData
@@ -257,7 +292,8 @@ def _venues(
             path = cfg.resolve(cfg.sessions_file)
             assert path is not None
             fix_routes, fix_parts = build_fix_venues(
-                engine, path, fix, market, store_dir=store_dir, barrier=barrier,
+                engine, path, fix, market if market_feed is None else None,
+                store_dir=store_dir, barrier=barrier,
                 market_data_for=[instrument for instrument, _name in ouch],
             )  # fmt: skip
             routes += fix_routes
@@ -275,13 +311,20 @@ def _venues(
         raise BuildError(str(e)) from None
     if market is not None:
         desk.set_market_data(market)
+        if market_feed is not None:
+            parts.insert(0, market_feed(market))
     for instrument, venue in routes:
         desk.add_instrument(instrument, venue)
     return parts
 
 
-def build_from_config(engine: Engine, cfg: EngineConfig) -> TradingDesk:
+def build_from_config(
+    engine: Engine, cfg: EngineConfig, market_feed: MarketFeed | None = None
+) -> TradingDesk:
     """Add what ``cfg`` describes to ``engine``; return the trading desk.
+
+    ``market_feed`` makes the component that brings the market data (a relay,
+    ``--market-data relay``) instead of the FIX sessions.
 
     With ``[simulator] enabled`` the venue is the built-in simulator listing the configuration's
     instruments (``engine.sim.listings``; the demo's three if none), with the demo's market
@@ -297,6 +340,9 @@ def build_from_config(engine: Engine, cfg: EngineConfig) -> TradingDesk:
     # (default "fix-store" next to the configuration) unless its .cfg sets FileStorePath.
     store = cfg.resolve(cfg.files.store_dir or Path(DEFAULT_STORE_DIR))
     if cfg.simulator.enabled:
+        if market_feed is not None:
+            raise BuildError("--market-data relay: the built-in simulator ([simulator] "
+                             "enabled) is the market; trade on a venue instead")  # fmt: skip
         if cfg.sessions_file is not None:
             raise BuildError(
                 "[sessions] file and [simulator] enabled exclude each other: the built-in "
@@ -332,7 +378,7 @@ def build_from_config(engine: Engine, cfg: EngineConfig) -> TradingDesk:
         parts.append(journaling)
     else:
         recovered = None
-    fix_parts = _venues(engine, cfg, desk, store, barrier)
+    fix_parts = _venues(engine, cfg, desk, store, barrier, market_feed)
     if recovered is not None:
         desk.restore(recovered)
         desk.adopt_unjournaled(recovered)
@@ -355,8 +401,12 @@ def _log_to_files(logs_dir: Path | None) -> None:
 
 
 async def run_config(cfg: EngineConfig, seconds: float | None, interval_s: float,
-                     out: TextIO) -> int:  # fmt: skip
-    """Run the engine ``cfg`` describes, with its remote server, until a signal."""
+                     out: TextIO, relay: RelayOptions | None = None) -> int:  # fmt: skip
+    """Run the engine ``cfg`` describes, with its remote server, until a signal.
+
+    With ``relay`` the market data comes from that relay (``engine.relay.feed``); a relay that
+    refuses or does not answer stops the engine with :class:`BuildError` saying why.
+    """
     from engine.remote.server import AuditLog, RemoteServer
     from engine.remote.tls import server_context
     from engine.remote.tokens import TokenStore
@@ -367,8 +417,16 @@ async def run_config(cfg: EngineConfig, seconds: float | None, interval_s: float
     print_start_stages(engine, out)
     server = None
     rem = cfg.remote
+    feeds: list[RelayFeed] = []
+
+    def relay_feed(market: MarketData) -> Component:
+        assert relay is not None
+        feed = relay.feed(market, cfg.engine_id)
+        feeds.append(feed)
+        return feed
+
     try:
-        build_from_config(engine, cfg)
+        build_from_config(engine, cfg, relay_feed if relay is not None else None)
         if rem.enabled:
             store = cfg.resolve(rem.token_store)
             assert store is not None  # checked by the configuration
@@ -392,6 +450,9 @@ async def run_config(cfg: EngineConfig, seconds: float | None, interval_s: float
     finally:
         if server is not None:
             await server.close()
+    failures = [f.failure for f in feeds if f.failure]
+    if failures:
+        raise BuildError(failures[0])
     out.write("\nengine stopped cleanly\n")
     log.info("engine stopped cleanly")
     return 0
@@ -507,6 +568,30 @@ def _load_or_exit(parser: OneLineErrorParser, path: Path) -> EngineConfig:
                                            if len(e.problems) > 1 else ""))  # fmt: skip
 
 
+def _relay_options(parser: OneLineErrorParser, opts: argparse.Namespace) -> RelayOptions | None:
+    """Check ``--market-data relay`` and its options; return them (``None`` without)."""
+    if opts.market_data != "relay":
+        if opts.relay is not None or opts.relay_pins is not None:
+            parser.error("--relay and --relay-pins go with --market-data relay")
+        return None
+    if opts.config is None:
+        parser.error("--market-data relay goes with --config (the demo's market is its own)")
+    if not opts.relay:
+        parser.error("--market-data relay needs --relay wss://host:port")
+    from engine.relay.feed import TOKEN_ENV, parse_relay_address
+
+    try:
+        parse_relay_address(opts.relay)
+    except ValueError as e:
+        parser.error(f"--relay: {e}")
+    token = os.environ.get(TOKEN_ENV, "")
+    if not token:
+        parser.error(f"--market-data relay: the relay's token is read from ${TOKEN_ENV}, "
+                     "which is not set")  # fmt: skip
+    pins = opts.relay_pins or opts.config.resolve().parent / "known-relays.json"
+    return RelayOptions(opts.relay, token, pins)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``qwconsole engine`` with ``argv``; return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -532,12 +617,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-journal", action="store_true", help="--demo: keep nothing on disk")
     parser.add_argument(
         "--market-data",
-        choices=("fix", "itch"),
+        choices=("fix", "itch", "relay"),
         default="fix",
         help="--demo: the market over the FIX session (fix) or the simulator's ITCH 5.0 feed "
-        "over loopback multicast (itch)",
+        "over loopback multicast (itch); --config: from a market-data relay (relay, with "
+        "--relay; the token in $QWCONSOLE_RELAY_TOKEN), the venues then carry orders only",
     )
+    parser.add_argument("--relay", metavar="URL", default=None,
+                        help="--market-data relay: wss://host:port[#fingerprint] "
+                             "(ws://host:port without TLS)")  # fmt: skip
+    parser.add_argument("--relay-pins", type=Path, default=None, metavar="FILE",
+                        help="pinned relay certificates (default: known-relays.json next to "
+                             "the configuration)")  # fmt: skip
     opts = parser.parse_args(args)
+    relay = _relay_options(parser, opts)
     if not opts.demo and opts.config is None:
         parser.error("nothing to run: use --demo or --config FILE")
     if opts.demo and opts.config is not None:
@@ -549,7 +642,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cfg = _load_or_exit(parser, opts.config)
         _log_to_files(cfg.resolve(cfg.files.logs_dir))
         try:
-            return asyncio.run(run_config(cfg, opts.seconds, opts.interval, sys.stdout))
+            return asyncio.run(run_config(cfg, opts.seconds, opts.interval, sys.stdout, relay))
         except (BuildError, OSError) as e:
             parser.error(f"{opts.config}: {one_line(e)}")
     state = None if opts.no_journal else (opts.state_dir or default_state_dir())

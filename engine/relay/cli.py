@@ -29,7 +29,7 @@ from engine.marketdata import MarketData
 from engine.relay.client import RelayError
 from engine.relay.config import RelayConfig, RelayConfigError, load
 from engine.relay.server import Relay
-from engine.relay.sources import ItchSource, RelaySource, Source, TickStoreSource
+from engine.relay.sources import FixSource, ItchSource, RelaySource, Source, TickStoreSource
 from engine.remote.server import AuditLog
 from engine.remote.tls import PinStore, TlsError, server_context
 from engine.remote.tokens import TokenError, TokenStore
@@ -118,6 +118,11 @@ def _sources(
             sources.append(RelaySource(market, s.host, s.port, token, s.symbols, tls=s.tls,
                                        pins=PinStore(s.pins) if s.pins else None,
                                        name=s.name))  # fmt: skip
+        elif s.kind == "fix":
+            assert s.sessions is not None
+            sources.append(FixSource(market, clock,
+                                     [i for i in instruments if i.symbol in s.symbols],
+                                     s.sessions, session_id=s.session_id, name=s.name))  # fmt: skip
         else:
             assert s.group_a is not None
             sources.append(ItchSource(market, clock,

@@ -32,7 +32,7 @@ class InstrumentSpec:
 
 @dataclass(frozen=True)
 class SourceSpec:
-    """One source: ``kind`` is ``tickstore``, ``relay`` or ``itch``; the rest by kind."""
+    """One source: ``kind`` is ``tickstore``, ``relay``, ``itch``, ``fix`` or ``engine``."""
 
     kind: str
     name: str
@@ -49,6 +49,8 @@ class SourceSpec:
     group_b: Group | None = None
     session: bytes = b""
     recovery: tuple[str, int] | None = None
+    sessions: Path | None = None  # fix
+    session_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -190,11 +192,31 @@ def _source(t: _Table, i: int, known: list[str]) -> SourceSpec:
         spec = SourceSpec(kind, name, symbols, group_a=Group(a[0], a[1], iface),
                           group_b=Group(b[0], b[1], iface) if b else None,
                           session=session.encode(), recovery=t.endpoint("recovery"))  # fmt: skip
+    elif kind == "fix":
+        sessions = t.path("sessions", required=True)
+        assert sessions is not None
+        session_id = t.str_("session", "")
+        _check_fix(t, sessions, session_id)
+        spec = SourceSpec(kind, name, symbols, sessions=sessions, session_id=session_id)
     else:
-        t.fail("type", f"must be tickstore, relay or itch, got {kind!r}")
+        t.fail("type", f"must be tickstore, relay, itch or fix, got {kind!r}")
         raise AssertionError
     t.done()
     return spec
+
+
+def _check_fix(t: _Table, sessions: Path, session_id: str) -> None:
+    """Fail unless ``sessions`` is a settings file with initiator ``session_id``."""
+    from engine.fix.settings import SettingsError
+    from engine.relay.sources import pick_fix_session
+
+    try:
+        pick_fix_session(sessions, session_id)
+    except FileNotFoundError:
+        t.fail("sessions", f"{sessions}: no such file")
+    except (SettingsError, ValueError, OSError) as e:
+        t.fail("session" if session_id and "no initiator session " in str(e) else "sessions",
+               str(e).splitlines()[0])  # fmt: skip
 
 
 def _instruments(top: _Table) -> list[InstrumentSpec]:

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""What a relay relays: a tick store replayed at a speed, another relay, an ITCH multicast feed.
+"""What a relay relays: a tick store, another relay, an ITCH feed, a FIX market-data session.
 
 Every source applies ``L2_EVENT_DTYPE`` rows to the relay's market (``relay.market.apply``,
 which publishes them), with ``book`` the relay's index of the instrument.
@@ -11,13 +11,16 @@ import asyncio
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from engine.clock import Clock
 from engine.fastlog import get_log
 from engine.feeds.multicast import FeedReceiver, Group
+from engine.fix.application import Application, DoNotSend, IncorrectTagValue, SessionID
+from engine.fix.message import FixMessage, OutMessage
+from engine.fix.session import FixSession
 from engine.instruments import Instrument
 from engine.marketdata import MarketData
 from engine.relay.client import RelayClient
@@ -25,6 +28,8 @@ from engine.remote.tls import PinStore
 from engine.tickstore.schema import to_l2_events
 from engine.tickstore.store import TickStore
 from engine.types import L2_EVENT_DTYPE
+from engine.venues.fix.codes import FixValueError
+from engine.venues.fix.feed import MARKET_DATA_TYPES, FixMarketData
 from engine.venues.itch.feed import ItchMarketData
 
 log = get_log(__name__)
@@ -224,3 +229,149 @@ class ItchSource:
         """Leave the groups."""
         self._joined = False
         self.receiver.close()
+
+
+class _FeedApplication(Application):
+    """The FIX callbacks of a market-data-only session: everything goes to the feed."""
+
+    def __init__(self, feed: FixMarketData) -> None:
+        self.feed = feed
+        self.session: FixSession | None = None
+        self.logons = 0
+        self.logged_out = ""
+        self.rejected = 0
+
+    def on_logon(self, session_id: SessionID) -> None:
+        """Subscribe every instrument (one MarketDataRequest <V> each)."""
+        self.logons += 1
+        self.logged_out = ""
+        if self.session is not None:
+            self.feed.on_logon(self.session)
+
+    def on_logout(self, session_id: SessionID) -> None:
+        """Remember the session is down."""
+        self.logged_out = "logged out"
+
+    def resend_app(self, message: OutMessage, session_id: SessionID) -> None:
+        """Gap-fill instead of resending a stale MarketDataRequest (the next logon asks again)."""
+        raise DoNotSend
+
+    def from_app(self, message: FixMessage, session_id: SessionID) -> None:
+        """Hand W, X and Y to the feed; a field it cannot read rejects the message (tag named)."""
+        if message.msg_type not in MARKET_DATA_TYPES:
+            return
+        if message.msg_type == b"Y":
+            self.rejected += 1
+        try:
+            self.feed.on_message(message, session_id)
+        except FixValueError as e:
+            log.warning("%s: %s", session_id, e)
+            raise IncorrectTagValue(e.tag) from e
+
+
+class FixSource:
+    """A FIX market-data session (an initiator of a QuickFIX-style ``.cfg``) as a source.
+
+    The session logs on, asks for each instrument with a MarketDataRequest <V> (snapshot plus
+    updates, full depth) and the venue's snapshots <W> and incremental refreshes <X> become L2
+    rows (:class:`engine.venues.fix.feed.FixMarketData`, the engine's own FIX market-data
+    decoder). It reconnects every ``ReconnectInterval`` and subscribes again at each logon; a
+    snapshot replaces the book, so nothing stale survives a reconnection.
+
+    Parameters
+    ----------
+    market : MarketData
+        The relay's books.
+    clock : Clock
+        Receive time of the rows.
+    instruments : Sequence[Instrument]
+        What to subscribe to (tick and lot sizes convert prices and sizes).
+    sessions_file : Path
+        QuickFIX-style settings; relative dictionary paths are taken from its folder.
+    session_id : str
+        The initiator session to use (``FIX.4.4:RELAY->VENUE``); ``""``: the file's first.
+    name : str
+        The source's name in the status.
+
+    Raises
+    ------
+    ValueError
+        The file has no such initiator session (``SettingsError`` for a malformed file).
+    """
+
+    def __init__(
+        self,
+        market: MarketData,
+        clock: Clock,
+        instruments: Sequence[Instrument],
+        sessions_file: Path,
+        *,
+        session_id: str = "",
+        name: str = "fix",
+    ) -> None:
+        from engine.fix.cli import build_session
+        from engine.fix.transport import SocketInitiator
+
+        self.name = name
+        self.kind = "fix"
+        self.symbols = [ins.symbol for ins in instruments]
+        settings = pick_fix_session(sessions_file, session_id)
+        self.session_id = str(settings.session_id)
+        self.feed = FixMarketData(market, clock)
+        for ins in instruments:
+            self.feed.add_instrument(ins)
+        self.app = _FeedApplication(self.feed)
+        self.session = build_session(settings, self.app, sessions_file.parent, None)
+        self.app.session = self.session
+        self.initiator = SocketInitiator(self.session, settings.connect_addresses(),
+                                         reconnect_interval=float(settings.reconnect_interval),
+                                         clock=clock)  # fmt: skip
+        self._started = False
+
+    async def start(self) -> None:
+        """Start connecting (it logs on and subscribes when the venue answers)."""
+        await self.initiator.start()
+        self._started = True
+
+    async def wait_logged_on(self, within: float = 10.0) -> None:
+        """Return once the session is logged on; ``TimeoutError`` after ``within`` s."""
+        await self.initiator.wait_logged_on(within)
+
+    def state(self) -> str:
+        """Return ``up``, ``down: connecting``, ``down: logged out``; rejected requests too."""
+        if not self._started:
+            return "not started"
+        up = self.session.is_logged_on
+        word = "up" if up else f"down: {self.app.logged_out or 'connecting'}"
+        if self.app.rejected:
+            word += f" ({self.app.rejected} requests rejected)"
+        return word
+
+    async def stop(self) -> None:
+        """Log out and close the connection."""
+        self._started = False
+        await self.initiator.stop()
+        self.session.close()
+
+
+def pick_fix_session(sessions_file: Path, session_id: str = "") -> Any:
+    """Return the settings of initiator ``session_id`` of ``sessions_file`` (``""``: the first).
+
+    Raises
+    ------
+    ValueError
+        No initiator session, or none with that id (the message names the file and the ids).
+    """
+    from engine.fix.settings import load_settings
+
+    initiators = [s for s in load_settings(sessions_file).sessions if s.is_initiator]
+    if not initiators:
+        raise ValueError(f"{sessions_file}: no initiator sessions (the relay connects out "
+                         "to the venue)")  # fmt: skip
+    if not session_id:
+        return initiators[0]
+    for s in initiators:
+        if str(s.session_id) == session_id:
+            return s
+    raise ValueError(f"{sessions_file}: no initiator session {session_id!r} "
+                     f"(there: {', '.join(str(s.session_id) for s in initiators)})")  # fmt: skip
