@@ -92,7 +92,8 @@ def test_a_full_file_is_read(tmp_path: Path) -> None:
          "sources[2].group_a: 10.0.0.1 is not a multicast address"),
         ('session = "SESSION001"', 'session = "S1"',
          "sources[2].session: must be 10 characters (MoldUDP64), got 'S1'"),
-        ('type = "itch"', 'type = "fix"', "sources[2].type: must be tickstore, relay or itch"),
+        ('type = "itch"', 'type = "sbe"',
+         "sources[2].type: must be tickstore, relay, itch or fix, got 'sbe'"),
         ('path = "out.h5"', 'path = "out.h5"\nspeed = 2', "persist.speed: unknown key"),
         ('token_store = "tokens.toml"', "", "relay.token_store: is required"),
         ("cache_rows = 5000", 'cache_rows = 5000\nstatus_role = "root"',
@@ -125,3 +126,66 @@ def test_the_command_says_it_in_one_line_and_exits_2(
     assert capsys.readouterr().err.strip() == (
         f"qwconsole relay: error: {tmp_path / 'nope.toml'}: no such file"
     )
+
+
+FIX_SOURCE = """
+[[sources]]
+type = "fix"
+name = "venue-md"
+sessions = "md.cfg"
+symbols = ["AAA"]
+"""
+
+MD_CFG = """\
+[DEFAULT]
+ConnectionType=initiator
+SocketConnectHost=127.0.0.1
+SocketConnectPort=5001
+HeartBtInt=5
+NonStopSession=Y
+
+[SESSION]
+BeginString=FIX.4.4
+SenderCompID=RELAY
+TargetCompID=VENUE
+
+[SESSION]
+BeginString=FIX.4.2
+SenderCompID=RELAY
+TargetCompID=OTHER
+"""
+
+
+def test_a_fix_source_names_a_settings_file_and_an_initiator_session(tmp_path: Path) -> None:
+    f = tmp_path / "relay.toml"
+    (tmp_path / "md.cfg").write_text(MD_CFG)
+    f.write_text(GOOD.replace("[persist]", FIX_SOURCE + "\n[persist]"))
+    fix = load(f).sources[3]
+    assert (fix.kind, fix.name, fix.symbols) == ("fix", "venue-md", ["AAA"])
+    assert (fix.sessions, fix.session_id) == (tmp_path / "md.cfg", "")
+    good = FIX_SOURCE + 'session = "FIX.4.2:RELAY->OTHER"\n'
+    f.write_text(GOOD.replace("[persist]", good + "\n[persist]"))
+    assert load(f).sources[3].session_id == "FIX.4.2:RELAY->OTHER"
+    for extra, message in [
+        ('session = "FIX.4.4:RELAY->NOBODY"\n',
+         f"sources[3].session: {tmp_path / 'md.cfg'}: no initiator session "
+         "'FIX.4.4:RELAY->NOBODY' (there: FIX.4.4:RELAY->VENUE, FIX.4.2:RELAY->OTHER)"),
+        ('depth = 5\n', "sources[3].depth: unknown key"),
+    ]:  # fmt: skip
+        f.write_text(GOOD.replace("[persist]", FIX_SOURCE + extra + "\n[persist]"))
+        with pytest.raises(RelayConfigError) as e:
+            load(f)
+        assert str(e.value) == f"{f}: {message}"
+    (tmp_path / "md.cfg").write_text(
+        MD_CFG.replace("initiator", "acceptor").replace("SocketConnect", "SocketAccept")
+    )
+    f.write_text(GOOD.replace("[persist]", FIX_SOURCE + "\n[persist]"))
+    with pytest.raises(RelayConfigError) as e:
+        load(f)
+    assert str(e.value) == (f"{f}: sources[3].sessions: {tmp_path / 'md.cfg'}: no initiator "
+                            "sessions (the relay connects out to the venue)")  # fmt: skip
+    (tmp_path / "md.cfg").unlink()
+    with pytest.raises(RelayConfigError) as e:
+        load(f)
+    assert str(e.value).startswith(f"{f}: sources[3].sessions: {tmp_path / 'md.cfg'}: ")
+    assert "\n" not in str(e.value)
