@@ -142,7 +142,8 @@ def test_random_values_of_every_template_decode_back(version: int) -> None:
         packets.append(mdp3_packet(seq, 10**18 + seq, [encode_message(schema, t, r, g)
                                                        for t, r, g in sent[-2:]]))  # fmt: skip
     cap = decode_payloads(packets, schema)
-    assert cap.decoded.n_decoded == len(sent) and not cap.issues
+    assert cap.decoded.n_decoded == len(sent)
+    assert not cap.issues
     assert cap.packets["seq"].tolist() == list(range(1, len(packets) + 1))
     rows_seen: dict[int, int] = {}
     checked = 0
