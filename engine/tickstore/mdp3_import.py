@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from engine.feeds.sbe.book import build_mbp_books, first_arrivals
+from engine.feeds.sbe.book import book_template, build_mbp_books, first_arrivals
 from engine.feeds.sbe.mbo import mbo_events
 from engine.feeds.sbe.mdp3 import DecodedCapture, decode_capture
 from engine.feeds.sbe.schema import Schema
@@ -195,7 +195,10 @@ class Mdp3Importer:
         ev = books.events
         if not ev.shape[0]:
             return 0
-        exponent = self._exponent(cap, "MDIncrementalRefreshBook")
+        px_col = book_template(cap).groups["NoMDEntries"].column("MDEntryPx.mantissa")
+        if px_col.exponent is None:
+            raise ValueError("MDIncrementalRefreshBook: MDEntryPx has no exponent in the schema")
+        exponent = int(px_col.exponent)
         book = ev["book"].astype(np.int64)
         mantissa = ev["px"].astype(np.int64) * books.ticks[book]
         where = books.event_index

@@ -2,14 +2,15 @@
 """MDP 3.0 market-by-price books from a decoded capture, into :class:`~engine.book.l2.L2Books`.
 
 :func:`build_mbp_books` takes the entries of every ``MDIncrementalRefreshBook`` message
-(template 32 in schema v8, 46 from v9) of one feed (A and B copies of a packet arbitrated by
-sequence number: the first to arrive is used), keeps the outright book (bids and offers;
-implied entries are excluded and counted), turns the level-indexed MBP updates into price
-level sets (:func:`engine.feeds.sbe._kernels.mbp_events`), one L2 book per SecurityID, and
-applies them to :class:`L2Books` with the touch after every event. It reports the books'
-crossings at the end of each message (:func:`crossed_while_open`: those after the groups
-opened, when there must be none), and :func:`check_trades` checks the trade and volume
-summaries against each other (and the per-instrument ``RptSeq`` sequence).
+(template 32 in schema v8, 46 from v9: :func:`book_template`) of one feed (A and B copies
+of a packet arbitrated by sequence number: the first to arrive is used), keeps the outright
+book (bids and offers; implied entries are excluded and counted), turns the level-indexed
+MBP updates into price level sets (:func:`engine.feeds.sbe._kernels.mbp_events`), one L2
+book per SecurityID, and applies them to :class:`L2Books` with the touch after every event.
+It reports the books' crossings at the end of each message (:func:`crossed_while_open`:
+those after the groups opened, when there must be none), and :func:`check_trades` checks
+the trade and volume summaries against each other (and the per-instrument ``RptSeq``
+sequence).
 
 Prices are integer ticks: each instrument's tick is the greatest common divisor of the
 prices it was quoted at in the capture (no instrument definitions are needed), its
@@ -25,6 +26,7 @@ import numpy.typing as npt
 
 from engine.book.l2 import L2Books
 from engine.feeds.sbe import _kernels as k
+from engine.feeds.sbe.decoder import TemplateRows
 from engine.feeds.sbe.mdp3 import DecodedCapture
 from engine.types import BUY, L2_CLEAR, L2_EVENT_DTYPE, L2_SET, SELL
 
@@ -45,6 +47,23 @@ def first_arrivals(cap: DecodedCapture) -> BOOL:
     keep[has] = False
     keep[has[first]] = True
     return keep
+
+
+def book_template(cap: DecodedCapture) -> TemplateRows:
+    """Return the rows of the capture's ``MDIncrementalRefreshBook`` messages.
+
+    Schema v9 defines two (32, and 46 which may carry order entries); the one the capture
+    holds (the one with more rows) is used, so a v9 capture of 46 messages is not read as
+    an empty 32.
+    """
+    found = [
+        t
+        for t in cap.decoded.templates.values()
+        if "MDIncrementalRefreshBook" in (t.message.name, t.message.description)
+    ]
+    if not found:
+        return cap.template("MDIncrementalRefreshBook")  # KeyError naming the schema
+    return max(found, key=lambda t: (len(t), t.message.id))
 
 
 def _kept_messages(cap: DecodedCapture, rows: npt.NDArray[np.void], keep: BOOL) -> BOOL:
@@ -91,7 +110,7 @@ def build_mbp_books(cap: DecodedCapture, depth: int = 10, n_levels: int = 4096) 
     MbpBooks
         The books after the last message, each event applied, and the touch after each.
     """
-    book_msg = cap.template("MDIncrementalRefreshBook")
+    book_msg = book_template(cap)
     msgs = book_msg.rows
     group = book_msg.groups["NoMDEntries"]
     e = group.rows
