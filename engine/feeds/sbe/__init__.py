@@ -10,6 +10,8 @@
   capture whole, with per-channel sequence gaps.
 * :mod:`~engine.feeds.sbe.book`: MDP 3.0 MBP books into :class:`engine.book.l2.L2Books`, and
   the trade/volume consistency checks.
+* :mod:`~engine.feeds.sbe.mbo`: MDP 3.0 market by order (templates 43/47 and the order
+  entries of 46) into ``L3_EVENT_DTYPE`` rows and :class:`engine.book.l3.L3Book` s.
 """
 
 from engine.feeds.sbe.decoder import MDP3_FRAMING, Decoded, Framing, SbeDecoder
