@@ -20,6 +20,7 @@ from engine.feeds.sbe.schema import Schema
 from engine.feeds.sbe.schema_xml import load_schema
 from engine.types import BUY, L3_ADD, L3_CANCEL, L3_MODIFY, SELL
 from tests.conftest import SHARED
+from tests.unit.engine.feeds.sbe.encode import encode_message, mdp3_packet
 from tests.unit.engine.feeds.sbe.mbo_flow import (
     SIDS,
     TICK,
@@ -199,3 +200,33 @@ def test_the_real_combined_book_order_entries_take_their_referenced_price() -> N
     # the capture starts mid-session: changes and deletes name orders it never added
     assert books.unknown == sum(a != L3_ADD for *_x, a in want)
     assert sum(b.n_orders for b in books.books.values()) == sum(a == L3_ADD for *_x, a in want)
+
+
+def test_entries_that_are_not_order_events_are_left_out_and_counted(schema: Schema) -> None:
+    sid = SIDS[1]
+    good = {"OrderID": 5, "MDOrderPriority": 1, "MDEntryPx.mantissa": 400 * TICK,
+            "MDDisplayQty": 3, "SecurityID": sid, "MDUpdateAction": 0,
+            "MDEntryType": b"0"}  # fmt: skip
+    bad = [
+        {**good, "OrderID": 6, "MDEntryType": b"F"},  # implied offer
+        {**good, "OrderID": 7, "MDUpdateAction": 5},  # Overlay: an MBP action
+        {k: v for k, v in good.items() if k != "OrderID"},  # OrderID null
+        {**good, "OrderID": 8, "MDDisplayQty": 0},  # a New of nothing
+        {k: v for k, v in good.items() if k != "MDEntryPx.mantissa"} | {"OrderID": 9},  # no px
+        {**good, "OrderID": 5, "MDUpdateAction": 2, "MDDisplayQty": 0},  # the Delete of 5: kept
+    ]
+    msg = encode_message(schema, 47, {"TransactTime": 1, "MatchEventIndicator": 0},
+                         {"NoMDEntries": [good, *bad]})  # fmt: skip
+    ev = mbo_events(decode_payloads([mdp3_packet(1, 1, [msg])], schema))
+    assert dict(ev.skipped) == {
+        "entry type other than Bid or Offer": 1,
+        "action other than New, Change, Delete": 1,
+        "no OrderID": 1,
+        "New without a quantity": 1,
+        "New or Change without a price": 1,
+    }
+    assert ev.entries == 2
+    assert ev.events[["order_id", "qty", "side", "action"]].tolist() == [
+        (5, 3, BUY, L3_ADD),
+        (5, 0, BUY, L3_CANCEL),
+    ]
