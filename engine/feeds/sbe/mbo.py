@@ -420,7 +420,11 @@ class MboBooks:
 
 
 def build_l3_books(
-    cap: DecodedCapture, *, tick_size: str | None = None, events: MboEvents | None = None
+    cap: DecodedCapture,
+    *,
+    tick_size: str | None = None,
+    events: MboEvents | None = None,
+    max_levels: int = 1 << 20,
 ) -> MboBooks:
     """Build one market-by-order book per SecurityID from a capture's order entries.
 
@@ -432,12 +436,21 @@ def build_l3_books(
         One tick, as a decimal (see :func:`mbo_events`).
     events
         The capture's events already made by :func:`mbo_events` (saves making them again).
+    max_levels
+        Widest price range (ticks) a book may span; each book holds every price its orders
+        used in the capture.
 
     Returns
     -------
     MboBooks
         The books after the last event (each over the price range its orders used, CME's
         priority policy), and the touch after every event.
+
+    Raises
+    ------
+    MboError
+        As :func:`mbo_events`, or if an instrument's prices span more than ``max_levels``
+        ticks (a wrong ``tick_size``, or a stray price).
     """
     ev = events if events is not None else mbo_events(cap, tick_size=tick_size)
     rows = ev.events
@@ -449,6 +462,11 @@ def build_l3_books(
         px = rows["px"][sel][sets[sel]]
         lo = int(px.min()) if px.size else 0
         hi = int(px.max()) if px.size else 0
+        if hi - lo + 1 > max_levels:
+            raise MboError(
+                f"SecurityID {sid}: prices span {hi - lo + 1:,} ticks ({lo} to {hi}), more than "
+                f"max_levels {max_levels:,}; check the tick size"
+            )
         adds = int(np.count_nonzero(rows["action"][sel] == L3_ADD))
         book = L3Book(lo, hi - lo + 1, capacity=max(16, min(adds, 1 << 16)))
         t = np.zeros((sel.size, 4), dtype=np.int64)

@@ -230,3 +230,12 @@ def test_entries_that_are_not_order_events_are_left_out_and_counted(schema: Sche
         (5, 3, BUY, L3_ADD),
         (5, 0, BUY, L3_CANCEL),
     ]
+
+
+def test_a_book_wider_than_max_levels_is_refused_by_name(schema: Schema) -> None:
+    flow = flow_packets(schema, order_flow(60, 5), 5)
+    cap = decode_payloads(flow.payloads, schema, channels=flow.channels)
+    with pytest.raises(MboError, match=r"SecurityID \d+: prices span \d+ ticks .* more than "
+                       r"max_levels 8; check the tick size"):  # fmt: skip
+        build_l3_books(cap, max_levels=8)
+    assert len(build_l3_books(cap, max_levels=30).books) == len(SIDS)
