@@ -29,7 +29,14 @@ from engine.marketdata import MarketData
 from engine.relay.client import RelayError
 from engine.relay.config import RelayConfig, RelayConfigError, load
 from engine.relay.server import Relay
-from engine.relay.sources import FixSource, ItchSource, RelaySource, Source, TickStoreSource
+from engine.relay.sources import (
+    EngineSource,
+    FixSource,
+    ItchSource,
+    RelaySource,
+    Source,
+    TickStoreSource,
+)
 from engine.remote.server import AuditLog
 from engine.remote.tls import PinStore, TlsError, server_context
 from engine.remote.tokens import TokenError, TokenStore
@@ -110,14 +117,20 @@ def _sources(
             assert s.path is not None
             sources.append(TickStoreSource(market, s.path, s.day, s.symbols, speed=s.speed,
                                            name=s.name))  # fmt: skip
-        elif s.kind == "relay":
+        elif s.kind in ("relay", "engine"):
             token = os.environ.get(s.token_env, "")
             if not token:
                 raise RelayConfigError(f"{cfg.path}: sources ({s.name}): the token is read from "
                                        f"${s.token_env}, which is not set")  # fmt: skip
-            sources.append(RelaySource(market, s.host, s.port, token, s.symbols, tls=s.tls,
-                                       pins=PinStore(s.pins) if s.pins else None,
-                                       name=s.name))  # fmt: skip
+            pins = PinStore(s.pins) if s.pins else None
+            if s.kind == "relay":
+                sources.append(RelaySource(market, s.host, s.port, token, s.symbols, tls=s.tls,
+                                           pins=pins, name=s.name))  # fmt: skip
+            else:
+                sources.append(EngineSource(market,
+                                            [i for i in instruments if i.symbol in s.symbols],
+                                            s.host, s.port, token, tls=s.tls, pins=pins,
+                                            name=s.name))  # fmt: skip
         elif s.kind == "fix":
             assert s.sessions is not None
             sources.append(FixSource(market, clock,

@@ -170,11 +170,12 @@ def _source(t: _Table, i: int, known: list[str]) -> SourceSpec:
             t.fail("day", f"must be YYYYMMDD, got {day!r}")
         spec = SourceSpec(kind, name, symbols, path=t.path("path", required=True), day=day,
                           speed=t.float_("speed", 1.0, 0.0))  # fmt: skip
-    elif kind == "relay":
+    elif kind in ("relay", "engine"):
         ep = t.endpoint("connect", required=True)
         assert ep is not None
+        env = "QWCONSOLE_RELAY_TOKEN" if kind == "relay" else "QWCONSOLE_ENGINE_TOKEN"
         spec = SourceSpec(kind, name, symbols, host=ep[0], port=ep[1],
-                          token_env=t.str_("token_env", "QWCONSOLE_RELAY_TOKEN"),
+                          token_env=t.str_("token_env", env),
                           tls=t.bool_("tls", True), pins=t.path("pins"))  # fmt: skip
         if spec.tls and spec.pins is None:
             t.fail("pins", "is required with tls = true (the pinned certificate fingerprints)")
@@ -199,7 +200,7 @@ def _source(t: _Table, i: int, known: list[str]) -> SourceSpec:
         _check_fix(t, sessions, session_id)
         spec = SourceSpec(kind, name, symbols, sessions=sessions, session_id=session_id)
     else:
-        t.fail("type", f"must be tickstore, relay, itch or fix, got {kind!r}")
+        t.fail("type", f"must be tickstore, relay, itch, fix or engine, got {kind!r}")
         raise AssertionError
     t.done()
     return spec

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""What a relay relays: a tick store, another relay, an ITCH feed, a FIX market-data session.
+"""What a relay relays: a tick store, another relay, an ITCH feed, FIX market data, an engine.
 
 Every source applies ``L2_EVENT_DTYPE`` rows to the relay's market (``relay.market.apply``,
 which publishes them), with ``book`` the relay's index of the instrument.
@@ -8,8 +8,10 @@ which publishes them), with ``book`` the relay's index of the instrument.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Sequence
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -27,7 +29,7 @@ from engine.relay.client import RelayClient
 from engine.remote.tls import PinStore
 from engine.tickstore.schema import to_l2_events
 from engine.tickstore.store import TickStore
-from engine.types import L2_EVENT_DTYPE
+from engine.types import BUY, L2_EVENT_DTYPE, L2_SET, L2_TRADE, SELL
 from engine.venues.fix.codes import FixValueError
 from engine.venues.fix.feed import MARKET_DATA_TYPES, FixMarketData
 from engine.venues.itch.feed import ItchMarketData
@@ -375,3 +377,193 @@ def pick_fix_session(sessions_file: Path, session_id: str = "") -> Any:
             return s
     raise ValueError(f"{sessions_file}: no initiator session {session_id!r} "
                      f"(there: {', '.join(str(s.session_id) for s in initiators)})")  # fmt: skip
+
+
+class EngineBooks:
+    """An engine's displayed market data as L2 rows: books that show what the engine shows.
+
+    An engine's remote server publishes the touch of a book on every change (``BookUpdated``),
+    its top levels at most ~10 times a second (``DepthChanged``, ``engine.desk.DEPTH_LEVELS``)
+    and every trade (``TradeReported``), not its full depth row by row. The rows made here keep
+    a book per instrument equal to the last thing the engine said: a ``DepthChanged`` replaces
+    both sides with its levels; a ``BookUpdated`` sets the touch and removes the levels better
+    than it (they are gone); a trade is a trade row (its aggressor, else by the quote rule).
+
+    Parameters
+    ----------
+    index : dict[str, int]
+        Book index of each followed symbol (others are ignored).
+    """
+
+    def __init__(self, index: dict[str, int]) -> None:
+        self.index = index
+        self._levels: dict[str, tuple[dict[int, int], dict[int, int]]] = {
+            s: ({}, {}) for s in index
+        }
+
+    def rows(self, events: Sequence[object]) -> np.ndarray:
+        """Return the ``L2_EVENT_DTYPE`` rows of ``events`` (others are skipped), in order."""
+        from engine.events import BookUpdated, DepthChanged, TradeReported
+
+        out: list[tuple[int, int, int, int, int, int]] = []
+        for e in events:
+            symbol = getattr(e, "symbol", None)
+            if symbol not in self.index:
+                continue
+            book = self.index[symbol]
+            bids, asks = self._levels[symbol]
+            if isinstance(e, BookUpdated):
+                ts = e.ts_event
+                self._touch(out, ts, book, BUY, bids, e.bid_px_ticks, e.bid_qty_lots)
+                self._touch(out, ts, book, SELL, asks, e.ask_px_ticks, e.ask_qty_lots)
+            elif isinstance(e, DepthChanged):
+                self._replace(out, e.ts_event, book, BUY, bids, e.bids)
+                self._replace(out, e.ts_event, book, SELL, asks, e.asks)
+            elif isinstance(e, TradeReported):
+                if e.aggressor is not None:
+                    side = int(e.aggressor)
+                else:
+                    side = BUY if asks and e.px_ticks >= min(asks) else SELL
+                out.append((e.ts_event, e.px_ticks, e.qty_lots, book, side, L2_TRADE))
+        rows = np.zeros(len(out), L2_EVENT_DTYPE)
+        for i, r in enumerate(out):
+            rows[i] = r
+        return rows
+
+    @staticmethod
+    def _touch(
+        out: list[tuple[int, int, int, int, int, int]],
+        ts: int,
+        book: int,
+        side: int,
+        levels: dict[int, int],
+        px: int,
+        qty: int,
+    ) -> None:
+        gone = [p for p in levels if qty <= 0 or (p > px if side == BUY else p < px)]
+        for p in gone:
+            del levels[p]
+            out.append((ts, p, 0, book, side, L2_SET))
+        if qty > 0 and levels.get(px) != qty:
+            levels[px] = qty
+            out.append((ts, px, qty, book, side, L2_SET))
+
+    @staticmethod
+    def _replace(
+        out: list[tuple[int, int, int, int, int, int]],
+        ts: int,
+        book: int,
+        side: int,
+        levels: dict[int, int],
+        shown: Sequence[tuple[int, int]],
+    ) -> None:
+        new = {int(p): int(q) for p, q in shown if q > 0}
+        for p in [p for p in levels if p not in new]:
+            del levels[p]
+            out.append((ts, p, 0, book, side, L2_SET))
+        for p, q in new.items():
+            if levels.get(p) != q:
+                levels[p] = q
+                out.append((ts, p, q, book, side, L2_SET))
+
+
+class EngineSource:
+    """A running engine's market data, over its remote server (``qwconsole engine --config``).
+
+    A :class:`engine.remote.client.RemoteEngineClient` (its own thread, TLS, pinned
+    certificate, token, reconnection) receives the engine's events; :class:`EngineBooks`
+    turns its ``BookUpdated``, ``DepthChanged`` and ``TradeReported`` into rows on the relay's
+    loop. The books are the engine's top levels (see :class:`EngineBooks`), not its full
+    depth. An instrument whose tick size the engine gives otherwise than the relay's
+    ``[[instruments]]`` is not relayed (the state says so).
+    """
+
+    def __init__(
+        self,
+        market: MarketData,
+        instruments: Sequence[Instrument],
+        host: str,
+        port: int,
+        token: str,
+        *,
+        tls: bool = True,
+        pins: PinStore | None = None,
+        name: str = "engine",
+    ) -> None:
+        from engine.remote.client import RemoteEngineClient
+
+        self.name = name
+        self.kind = "engine"
+        self.market = market
+        self.symbols = [i.symbol for i in instruments]
+        self._ticks = {i.symbol: i.tick_size for i in instruments}
+        self.books = EngineBooks({s: market.index[s] for s in self.symbols})
+        self.client = RemoteEngineClient(host, port, token, tls=tls, pins=pins,
+                                         name=f"relay {name}")  # fmt: skip
+        #: Instruments not relayed, with why.
+        self.refused: dict[str, str] = {}
+        self.rows_sent = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pending = False
+
+    async def start(self) -> None:
+        """Attach to the engine (waits for its snapshot).
+
+        Raises
+        ------
+        RelayError
+            The engine refused (token, certificate, version) or did not answer.
+        """
+        from engine.client import EngineStartError
+        from engine.relay.client import RelayError
+
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        self.client.set_wakeup(self._wake)
+        try:
+            await loop.run_in_executor(None, self.client.start)
+        except EngineStartError as e:
+            raise RelayError(str(e)) from None
+        self._pump()
+
+    def _wake(self) -> None:
+        """Have the relay's loop pump the events (called on the client's thread)."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._pump)
+
+    def _pump(self) -> None:
+        from engine.events import InstrumentAdded
+
+        events = [r.event for r in self.client.drain()]
+        for e in events:
+            if isinstance(e, InstrumentAdded) and e.symbol in self._ticks:
+                mine = self._ticks[e.symbol]
+                if Decimal(e.tick_size) != mine:
+                    why = f"the engine's tick size is {e.tick_size}, the relay's {mine}"
+                    if self.refused.get(e.symbol) != why:
+                        log.error("engine source %s: %s not relayed: %s", self.name,
+                                  e.symbol, why)  # fmt: skip
+                    self.refused[e.symbol] = why
+                    self.books.index.pop(e.symbol, None)
+        rows = self.books.rows(events)
+        if rows.shape[0]:
+            self.market.apply(rows)
+            self.rows_sent += rows.shape[0]
+
+    def state(self) -> str:
+        """Return ``up`` or ``down: <why>``, and instruments not relayed."""
+        from engine.client import ClientState
+
+        c = self.client
+        word = "up" if c.state is ClientState.CONNECTED else f"down: {c.last_error or 'connecting'}"
+        if self.refused:
+            word += "; not relayed: " + "; ".join(f"{s} ({w})" for s, w in self.refused.items())
+        return word
+
+    async def stop(self) -> None:
+        """Detach from the engine."""
+        self.client.set_wakeup(None)
+        if self._loop is not None:
+            await self._loop.run_in_executor(None, self.client.close)

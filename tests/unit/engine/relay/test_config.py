@@ -93,7 +93,7 @@ def test_a_full_file_is_read(tmp_path: Path) -> None:
         ('session = "SESSION001"', 'session = "S1"',
          "sources[2].session: must be 10 characters (MoldUDP64), got 'S1'"),
         ('type = "itch"', 'type = "sbe"',
-         "sources[2].type: must be tickstore, relay, itch or fix, got 'sbe'"),
+         "sources[2].type: must be tickstore, relay, itch, fix or engine, got 'sbe'"),
         ('path = "out.h5"', 'path = "out.h5"\nspeed = 2', "persist.speed: unknown key"),
         ('token_store = "tokens.toml"', "", "relay.token_store: is required"),
         ("cache_rows = 5000", 'cache_rows = 5000\nstatus_role = "root"',
@@ -189,3 +189,16 @@ def test_a_fix_source_names_a_settings_file_and_an_initiator_session(tmp_path: P
         load(f)
     assert str(e.value).startswith(f"{f}: sources[3].sessions: {tmp_path / 'md.cfg'}: ")
     assert "\n" not in str(e.value)
+
+
+def test_an_engine_source_connects_to_an_engines_remote_server(tmp_path: Path) -> None:
+    f = tmp_path / "relay.toml"
+    engine = '[[sources]]\ntype = "engine"\nconnect = "10.0.4.7:7340"\npins = "engines.json"\n'
+    f.write_text(GOOD.replace("[persist]", engine + "\n[persist]"))
+    src = load(f).sources[3]
+    assert (src.kind, src.host, src.port, src.tls) == ("engine", "10.0.4.7", 7340, True)
+    assert (src.token_env, src.pins) == ("QWCONSOLE_ENGINE_TOKEN", tmp_path / "engines.json")
+    f.write_text(GOOD.replace("[persist]", engine.replace('pins = "engines.json"\n', "")
+                              + "\n[persist]"))  # fmt: skip
+    with pytest.raises(RelayConfigError, match=r"sources\[3\]\.pins: is required with tls"):
+        load(f)
