@@ -63,6 +63,26 @@ def test_every_captured_message_encodes_back_to_its_own_bytes(capture: Path, ver
         assert again == payload, f"packet {p}"
 
 
+def test_the_hex_packets_encode_back_to_their_own_bytes() -> None:
+    path = DATA / "hex/packets.hex"
+    if not (path.is_file() and SCHEMAS[8].is_file()):
+        pytest.skip("the shared CME hex packets are absent")
+    payloads = [bytes.fromhex(line) for line in path.read_text().split() if line]
+    cap = decode_payloads(payloads, SCHEMAS[8])
+    dec = cap.decoded
+    assert dec.n_decoded == dec.n_messages > 0
+    for p, payload in enumerate(payloads):
+        msgs = dec.messages[dec.messages["packet"] == p]
+        again = []
+        for m in msgs:
+            tid = int(m["template_id"])
+            root, groups = values_of(dec, dec.templates[tid], int(m["row"]))
+            again.append(encode_message(dec.schema, tid, root, groups, version=int(m["version"]),
+                                        block_length=int(m["block_length"])))  # fmt: skip
+        pk = cap.packets[p]
+        assert mdp3_packet(int(pk["seq"]), int(pk["sending_time"]), again) == payload
+
+
 def test_the_order_messages_are_among_them() -> None:
     """The v9 captures hold real MBO: one order book entry (47), 16 order entries in a 46."""
     if not SCHEMAS[9].is_file():
