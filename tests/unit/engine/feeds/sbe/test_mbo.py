@@ -239,3 +239,32 @@ def test_a_book_wider_than_max_levels_is_refused_by_name(schema: Schema) -> None
                        r"max_levels 8; check the tick size"):  # fmt: skip
         build_l3_books(cap, max_levels=8)
     assert len(build_l3_books(cap, max_levels=30).books) == len(SIDS)
+
+
+def test_v8_order_book_43_prices_at_exponent_minus_7_join_those_of_47() -> None:
+    """Schema v9 has both 43 (PRICENULL, 1e-7) and 47 (PRICENULL9): one price scale, -9."""
+    if not SCHEMAS[9].is_file():
+        pytest.skip(f"{SCHEMAS[9]} is absent")
+    schema = load_schema(SCHEMAS[9])
+    sid = SIDS[2]
+
+    def entry(oid: int, px_units: int, action: int, qty: int) -> dict[str, object]:
+        return {"OrderID": oid, "MDOrderPriority": oid, "MDEntryPx.mantissa": px_units,
+                "MDDisplayQty": qty, "SecurityID": sid, "MDUpdateAction": action,
+                "MDEntryType": b"1"}  # fmt: skip
+
+    root = {"TransactTime": 5, "MatchEventIndicator": 0}
+    m43 = encode_message(schema, 43, root, {"NoMDEntries": [entry(1, 41_000_000, 0, 2)]})  # 4.1
+    later = [entry(2, 4_125_000_000, 0, 3), entry(1, 4_100_000_000, 1, 1)]  # 4.125, 4.1
+    m47 = encode_message(schema, 47, root, {"NoMDEntries": later})
+    cap = decode_payloads([mdp3_packet(1, 1, [m43, m47])], schema)
+    ev = mbo_events(cap, tick_size="0.025")
+    assert ev.exponent == -9
+    assert ev.mantissa.tolist() == [4_100_000_000, 4_125_000_000, 4_100_000_000]
+    assert ev.events[["order_id", "px", "qty", "action"]].tolist() == [
+        (1, 164, 2, L3_ADD), (2, 165, 3, L3_ADD), (1, 164, 1, L3_MODIFY)
+    ]  # fmt: skip
+    assert ev.template_id.tolist() == [43, 47, 47]
+    book = build_l3_books(cap, events=ev).books[sid]
+    assert book.best_ask() == (164, 1)
+    assert book.fifo_ids(SELL, 165) == [2]
