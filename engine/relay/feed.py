@@ -128,7 +128,7 @@ class RelayFeed:
         try:
             await self.client.start(self.timeout_s)
         except RelayError as e:
-            self.failure = f"market-data relay {self.address.endpoint}: {e}"
+            self.failure = f"market-data relay {e}"  # the message starts with host:port
             log.error("%s; stopping the engine", self.failure)
             engine.bus.publish(Alert(ts_event=engine.clock.now_ns(), level=AlertLevel.ERROR,
                                      source="relay", text=self.failure))  # fmt: skip
