@@ -87,6 +87,9 @@ class RelayFeed:
         How the engine shows in the relay's status.
     timeout_s : float
         How long the first synchronisation may take before the engine stops, saying why.
+    watch_interval_s : float
+        How often the link is checked; a change raises an ``Alert`` (WARNING when lost: the
+        books are stale until it resumes; INFO when back).
     """
 
     name = "relay market data"
@@ -100,6 +103,7 @@ class RelayFeed:
         pins: PinStore | None = None,
         client_name: str = "engine",
         timeout_s: float = 15.0,
+        watch_interval_s: float = 0.25,
     ) -> None:
         if address.tls and pins is None:
             raise ValueError("a wss:// relay needs a pin store to check its certificate")
@@ -111,6 +115,7 @@ class RelayFeed:
                              f"than {address.fingerprint}")  # fmt: skip
         self.address = address
         self.timeout_s = timeout_s
+        self.watch_interval_s = watch_interval_s
         self.client = RelayClient(address.host, address.port, token, market.symbols,
                                   market=market, tls=address.tls, pins=pins,
                                   name=client_name)  # fmt: skip
@@ -137,6 +142,31 @@ class RelayFeed:
         log.info("market data from relay %s (run %s): %d books", self.address.endpoint,
                  self.client.run_id, len(self.client.symbols))  # fmt: skip
         self.ready.set()
+        await self._watch(engine)
+
+    async def _watch(self, engine: Engine) -> None:
+        """Alert when the link drops (books go stale until it resumes) and when it is back."""
+        up = True
+        while True:
+            await asyncio.sleep(self.watch_interval_s)
+            now = self.client.connected
+            if now == up:
+                continue
+            up = now
+            c = self.client
+            if now:
+                text = (f"market-data relay {self.address.endpoint}: link back (resumed "
+                        f"{c.resumed}, books resent {c.snapshots})")  # fmt: skip
+                level = AlertLevel.INFO
+            else:
+                why = c.last_error or "no reason"
+                text = (f"market-data relay {self.address.endpoint}: link lost ({why}); "
+                        "books are stale until it is back")  # fmt: skip
+                level = AlertLevel.WARNING
+            log.warning("%s", text)
+            engine.bus.publish(Alert(ts_event=engine.clock.now_ns(), level=level,
+                                     source="relay", text=text,
+                                     cause=f"relay-link {self.address.endpoint}"))  # fmt: skip
 
     async def stop(self) -> None:
         """Close the link."""

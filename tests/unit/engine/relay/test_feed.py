@@ -1,14 +1,25 @@
 # SPDX-License-Identifier: MIT
-"""``--market-data relay``: the relay address, and bad input said in one line (exit 2)."""
+"""``--market-data relay``: the address, bad input in one line (exit 2), link alerts."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
+from engine.bus import MessageBus
+from engine.clock import LiveClock
+from engine.core import Engine
+from engine.enums import AlertLevel
+from engine.events import Alert, BookUpdated
 from engine.headless import main
-from engine.relay.feed import RelayAddress, parse_relay_address
+from engine.marketdata import MarketData
+from engine.relay.feed import RelayAddress, RelayFeed, parse_relay_address
+from engine.relay.server import Relay
+from engine.remote.server import AuditLog
+from engine.remote.tokens import TokenStore
+from tests.unit.engine.relay.synth import l2_rows
 
 
 def test_relay_addresses() -> None:
@@ -75,3 +86,48 @@ def test_the_built_in_simulator_is_its_own_market(
         "([simulator] enabled) is the market; trade on a venue instead (see 'qwconsole engine "
         "--help')"
     )
+
+
+def test_an_engine_is_told_when_its_relay_link_drops_and_comes_back(tmp_path: Path) -> None:
+    tokens = TokenStore(tmp_path / "tokens.toml")
+    token = tokens.add("engine", "viewer", LiveClock().now_ns())
+    rows = l2_rows(3000, 2, seed=5)
+
+    async def main() -> None:
+        clock = LiveClock()
+        relay_market = MarketData(["AAA", "BBB"], MessageBus(), clock, n_levels=200)
+        relay = Relay("r1", relay_market, clock, tokens, audit=AuditLog(tmp_path / "a.log",
+                                                                       clock))  # fmt: skip
+        await relay.open()
+        relay_market.apply(rows[:1000])
+        engine = Engine(clock, engine_id="e1")
+        alerts: list[Alert] = []
+        books: list[BookUpdated] = []
+        engine.bus.subscribe(Alert, alerts.append)
+        engine.bus.subscribe(BookUpdated, books.append)
+        market = MarketData(["AAA", "BBB"], engine.bus, clock, n_levels=200)
+        feed = RelayFeed(market, parse_relay_address(f"ws://127.0.0.1:{relay.port}"), token,
+                         watch_interval_s=0.02)  # fmt: skip
+        feed.start(engine)
+        await asyncio.wait_for(feed.ready.wait(), 10)
+        assert books  # the snapshot reached the engine's bus as BookUpdated
+        feed.client.drop()
+        relay_market.apply(rows[1000:2000])  # while it is away
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 10
+        while len(alerts) < 2 or market.books.top(0, 200)[0].tolist() != (
+                relay_market.books.top(0, 200)[0].tolist()):  # fmt: skip
+            assert loop.time() < end, alerts
+            await asyncio.sleep(0.02)
+        lost, back = alerts[:2]
+        assert lost.level is AlertLevel.WARNING
+        assert lost.text.startswith(f"market-data relay 127.0.0.1:{relay.port}: link lost (")
+        assert back.level is AlertLevel.INFO
+        assert back.text.startswith(f"market-data relay 127.0.0.1:{relay.port}: link back")
+        assert feed.client.resumed == 2  # both books resumed where they stopped: no gap
+        assert feed.client.gaps == 0
+        assert feed.failure == ""
+        await feed.stop()
+        await relay.close()
+
+    asyncio.run(main())
