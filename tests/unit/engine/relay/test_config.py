@@ -3,12 +3,18 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
-from engine.relay.cli import main
+from engine.bus import MessageBus
+from engine.clock import LiveClock
+from engine.instruments import Instrument
+from engine.marketdata import MarketData
+from engine.relay.cli import _sources, main
 from engine.relay.config import RelayConfigError, load
+from engine.relay.sources import EngineSource, FixSource
 
 GOOD = """
 [relay]
@@ -202,3 +208,36 @@ def test_an_engine_source_connects_to_an_engines_remote_server(tmp_path: Path) -
                               + "\n[persist]"))  # fmt: skip
     with pytest.raises(RelayConfigError, match=r"sources\[3\]\.pins: is required with tls"):
         load(f)
+
+
+def test_the_command_builds_engine_and_fix_sources_from_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "md.cfg").write_text(MD_CFG)
+    f = tmp_path / "relay.toml"
+    extra = ('[[sources]]\ntype = "engine"\nname = "ny4"\nconnect = "127.0.0.1:7340"\n'
+             'tls = false\nsymbols = ["BBB"]\n' + FIX_SOURCE)  # fmt: skip
+    f.write_text(GOOD.replace("[persist]", extra + "\n[persist]"))
+    cfg = load(f)
+    clock = LiveClock()
+    market = MarketData(["AAA", "BBB"], MessageBus(), clock)
+    instruments = [Instrument(symbol="AAA", tick_size=Decimal("0.01")),
+                   Instrument(symbol="BBB", tick_size=Decimal("0.25"))]  # fmt: skip
+    monkeypatch.delenv("QWCONSOLE_ENGINE_TOKEN", raising=False)
+    monkeypatch.setenv("QWCONSOLE_RELAY_TOKEN", "qw1.a.b")
+    with pytest.raises(RelayConfigError) as e:
+        _sources(cfg, market, clock, instruments)
+    assert str(e.value) == (f"{f}: sources (ny4): the token is read from "
+                            "$QWCONSOLE_ENGINE_TOKEN, which is not set")  # fmt: skip
+    monkeypatch.setenv("QWCONSOLE_ENGINE_TOKEN", "qw1.c.d")
+    sources = _sources(cfg, market, clock, instruments)
+    engine, fix = sources[3], sources[4]
+    assert isinstance(engine, EngineSource)
+    assert (engine.kind, engine.symbols, engine.client.endpoint) == (
+        "engine", ["BBB"], "127.0.0.1:7340")  # fmt: skip
+    assert engine.state() == "down: connecting"
+    assert isinstance(fix, FixSource)
+    assert (fix.kind, fix.name, fix.symbols, fix.session_id) == (
+        "fix", "venue-md", ["AAA"], "FIX.4.4:RELAY->VENUE")  # fmt: skip
+    assert fix.state() == "not started"
+    fix.session.close()
