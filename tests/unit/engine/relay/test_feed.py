@@ -18,6 +18,7 @@ from engine.marketdata import MarketData
 from engine.relay.feed import RelayAddress, RelayFeed, parse_relay_address
 from engine.relay.server import Relay
 from engine.remote.server import AuditLog
+from engine.remote.tls import PinStore, make_self_signed, server_context
 from engine.remote.tokens import TokenStore
 from tests.unit.engine.relay.synth import l2_rows
 
@@ -128,6 +129,46 @@ def test_an_engine_is_told_when_its_relay_link_drops_and_comes_back(tmp_path: Pa
         assert feed.client.gaps == 0
         assert feed.failure == ""
         await feed.stop()
+        await relay.close()
+
+    asyncio.run(main())
+
+
+def test_a_fingerprint_in_the_address_is_the_only_certificate_accepted(tmp_path: Path) -> None:
+    good = make_self_signed(tmp_path / "r.crt", tmp_path / "r.key")
+    other = make_self_signed(tmp_path / "o.crt", tmp_path / "o.key")
+    assert good != other
+    tokens = TokenStore(tmp_path / "tokens.toml")
+    token = tokens.add("engine", "viewer", LiveClock().now_ns())
+
+    async def main() -> None:
+        clock = LiveClock()
+        relay_market = MarketData(["AAA"], MessageBus(), clock, n_levels=200)
+        tls = server_context(tmp_path / "r.crt", tmp_path / "r.key")
+        relay = Relay("r1", relay_market, clock, tokens, audit=AuditLog(tmp_path / "a.log", clock),
+                      ssl_context=tls)  # fmt: skip
+        await relay.open()
+        engine = Engine(clock, engine_id="e1")
+        url = f"wss://127.0.0.1:{relay.port}"
+        wrong = RelayFeed(MarketData(["AAA"], engine.bus, clock), parse_relay_address(
+            f"{url}#{other}"), token, pins=PinStore(tmp_path / "p1.json"))  # fmt: skip
+        wrong.start(engine)
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 10
+        while not wrong.failure:
+            assert loop.time() < end
+            await asyncio.sleep(0.02)
+        assert wrong.failure.startswith(f"market-data relay 127.0.0.1:{relay.port}: the "
+                                        "certificate of")  # fmt: skip
+        right = RelayFeed(MarketData(["AAA"], engine.bus, clock), parse_relay_address(
+            f"{url}#{good.lower()}"), token, pins=PinStore(tmp_path / "p2.json"))  # fmt: skip
+        right.start(engine)
+        await asyncio.wait_for(right.ready.wait(), 10)
+        await right.stop()
+        with pytest.raises(ValueError, match="pins another certificate"):
+            RelayFeed(MarketData(["AAA"], engine.bus, clock),
+                      parse_relay_address(f"{url}#{other}"), token,
+                      pins=PinStore(tmp_path / "p2.json"))  # fmt: skip
         await relay.close()
 
     asyncio.run(main())
