@@ -116,13 +116,18 @@ def test_bulk_load_matches_the_live_path(qtbot: object) -> None:
     assert bulk.all_model.get(5) == orders[4]
     # A second bulk load updates known orders in place: one filled, one replaced.
     later = [bump(orders[3], status=OrdStatus.FILLED, cum_qty_lots=10, leaves_qty_lots=0),
-             bump(orders[4], client_order_id="C5.1", orig_client_order_ids=("C5",))]  # fmt: skip
+             bump(orders[4], client_order_id="C5.1", orig_client_order_ids=("C5",)),
+             bump(orders[5], client_order_id="C6.2",
+                  orig_client_order_ids=("C6", "C6.1"))]  # fmt: skip
     live.apply_orders(later)
     bulk.load_orders(OrderColumns.from_views(later))
     assert cells(bulk) == cells(live)
     assert cells(bulk, working=True) == cells(live, working=True)
     assert bulk.counts == live.counts
     assert bulk.all_model.cell_text(bulk.all_model.row_of(5), "chain") == "C5 → C5.1"
+    # One step in the row, longer chains aside: both come back whole.
+    assert bulk.all_model.cell_text(bulk.all_model.row_of(6), "chain") == "C6 → C6.1 → C6.2"
+    assert bulk.all_model.records() == live.all_model.records()
 
 
 def test_bulk_load_keeps_the_last_row_of_an_order_listed_twice(qtbot: object) -> None:
