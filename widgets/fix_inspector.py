@@ -59,6 +59,8 @@ from engine.events import (
     SessionStatusChanged,
     VenueMessageSeen,
 )
+from engine.fix.edit.nodes import FieldNode
+from engine.fix.edit.splitting import split_fields
 from engine.venues.seen import message_fields
 from widgets.empty_state import EmptyState
 from widgets.fmt import fmt_duration_ns, fmt_ts_utc
@@ -81,20 +83,6 @@ SOH = b"\x01"
 def no_dictionary(tag: int, value: bytes) -> tuple[str, str]:
     """Describe nothing (no dictionary injected): empty name and meaning."""
     return "", ""
-
-
-def parse_fields(raw: bytes) -> list[tuple[int, bytes]]:
-    """Split a raw message into ``(tag, value)`` pairs; a malformed field gets tag -1."""
-    fields: list[tuple[int, bytes]] = []
-    for part in raw.split(SOH):
-        if not part:
-            continue
-        tag, sep, value = part.partition(b"=")
-        try:
-            fields.append((int(tag), value) if sep else (-1, part))
-        except ValueError:
-            fields.append((-1, part))
-    return fields
 
 
 def field_value(raw: bytes, tag: int) -> str:
@@ -374,22 +362,6 @@ class MessageTableModel(ColumnarTableModel[FixRow]):
         self.codec.restart()
 
 
-@dataclass(frozen=True, slots=True)
-class FieldNode:
-    """One line of the detail tree: a field, or a section or group entry holding fields.
-
-    ``tag`` is -1 for sections (Header, Body, Trailer), group entries and malformed fields.
-    ``problem`` is why the field fails validation (QuickFIX's text), or ``""``.
-    """
-
-    tag: int
-    name: str
-    value: str
-    meaning: str = ""
-    problem: str = ""
-    children: tuple["FieldNode", ...] = ()
-
-
 @runtime_checkable
 class ExplainsMessages(Protocol):
     """A field describer that also explains whole messages (``engine.fix.edit.describe``)."""
@@ -416,7 +388,7 @@ class ExplainsMessages(Protocol):
 def flat_fields(raw: bytes, describe: DescribeField) -> tuple[FieldNode, ...]:
     """Return the fields of ``raw`` as a flat, unchecked list (no dictionary structure)."""
     out = []
-    for tag, value in parse_fields(raw):
+    for tag, value in split_fields(raw):
         text = value.decode("latin-1")
         if tag < 0:
             out.append(FieldNode(-1, "", text, problem="not tag=value"))

@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -25,6 +24,7 @@ from engine.fix.dictionary import (
     DictionaryError,
     default_dictionary_path,
 )
+from engine.fix.edit.nodes import FieldNode
 from engine.fix.edit.splitting import split_fields
 from engine.fix.fields import FieldMap, parse_message
 from engine.fix.validation.issues import ValidationIssue
@@ -39,22 +39,6 @@ LOADING: Final = "loading"
 
 #: Dictionaries consulted, in order, for a tag's name and enum descriptions.
 VERSIONS = ("FIX.4.4", "FIX.5.0SP2", "FIXT.1.1", "FIX.4.2")
-
-
-@dataclass(frozen=True, slots=True)
-class FieldNode:
-    """One line of an explained message: a field, or a section or group entry holding fields.
-
-    ``tag`` is -1 for sections (Header, Body, Trailer), group entries and malformed fields.
-    ``problem`` is why the field fails validation (QuickFIX's text), or ``""``.
-    """
-
-    tag: int
-    name: str
-    value: str
-    meaning: str = ""
-    problem: str = ""
-    children: tuple[FieldNode, ...] = ()
 
 
 class FieldDescriber:

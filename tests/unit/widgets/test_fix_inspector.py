@@ -10,8 +10,9 @@ from engine.enums import SessionState
 from engine.events import SessionStatusChanged
 from engine.fix.dictionary import default_dictionary_path
 from engine.fix.edit.describe import FieldDescriber
+from engine.fix.edit.splitting import split_fields
 from tests.unit.widgets.builders import T0, fix_message, records
-from widgets.fix_inspector import FixInspector, field_value, parse_fields
+from widgets.fix_inspector import FixInspector, field_value
 
 pytestmark = pytest.mark.gui
 
@@ -227,8 +228,8 @@ def test_an_order_chain_lists_its_messages_oldest_first(view: FixInspector) -> N
     assert not view.session_combo.isHidden()
 
 
-def test_parse_fields_marks_malformed_fields() -> None:
-    assert parse_fields(b"8=FIX.4.4\x01junk\x0135=0\x01") == [(8, b"FIX.4.4"), (-1, b"junk"),
+def test_split_fields_marks_malformed_fields() -> None:
+    assert split_fields(b"8=FIX.4.4\x01junk\x0135=0\x01") == [(8, b"FIX.4.4"), (-1, b"junk"),
                                                             (35, b"0")]  # fmt: skip
     assert field_value(b"8=FIX.4.4\x0111=X\x01", 11) == "X"
     assert field_value(b"8=FIX.4.4\x01", 11) == ""
