@@ -223,15 +223,35 @@ def feed_rows(builder: PyramidBuilder, kind: str, rows: Rows, tick: float, lot: 
     if kind == "bbo":
         names = QUOTE_COLUMNS
         bucket_quotes(
-            ts, rows["bid_px"], rows["bid_qty"], rows["ask_px"], rows["ask_qty"], tick,
-            builder.base, t_first, t_last, lo, hi, sums,
-        )  # fmt: skip
+            ts,
+            rows["bid_px"],
+            rows["bid_qty"],
+            rows["ask_px"],
+            rows["ask_qty"],
+            tick,
+            builder.base,
+            t_first,
+            t_last,
+            lo,
+            hi,
+            sums,
+        )
     else:
         names = TRADE_COLUMNS
         bucket_trades(
-            ts, rows["px"], rows["qty"], rows["side"], tick, lot, builder.base,
-            t_first, t_last, lo, hi, sums,
-        )  # fmt: skip
+            ts,
+            rows["px"],
+            rows["qty"],
+            rows["side"],
+            tick,
+            lot,
+            builder.base,
+            t_first,
+            t_last,
+            lo,
+            hi,
+            sums,
+        )
     builder.feed_buckets(
         ts,
         t_first,
@@ -890,9 +910,17 @@ def open_day(
         n = counts.get(kind, 0)
         if kind == "bbo" and from_mbo:
             series[kind] = _build_series(
-                source, kind, 0, in_memory_rows=in_memory_rows, gap_ns=MIN_GAP_NS,
-                progress=progress, cancel=cancel, done=0, total=total, from_mbo=True,
-            )  # fmt: skip
+                source,
+                kind,
+                0,
+                in_memory_rows=in_memory_rows,
+                gap_ns=MIN_GAP_NS,
+                progress=progress,
+                cancel=cancel,
+                done=0,
+                total=total,
+                from_mbo=True,
+            )
             done += counts["mbo"]
             continue
         if n == 0:

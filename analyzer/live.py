@@ -643,9 +643,12 @@ class LiveOrders:
                 FixMessageRecord(
                     session_id=m.session_id,
                     direction=FixDirection.OUTBOUND if m.outbound else FixDirection.INBOUND,
-                    raw=m.raw, ts_created=m.ts_created, ts_wire=m.ts_wire, ts_handled=m.ts_event,
+                    raw=m.raw,
+                    ts_created=m.ts_created,
+                    ts_wire=m.ts_wire,
+                    ts_handled=m.ts_event,
                 )
-            )  # fmt: skip
+            )
         if changes or fills or fix:
             self.version += 1
 
@@ -700,9 +703,16 @@ class _Batch:
             self.now = max(self.now, ev.ts_event)
             if isinstance(ev, BookUpdated):
                 self.quotes.setdefault(ev.symbol, []).append(
-                    (ev.ts_event, ev.ts_event, ev.bid_px_ticks, ev.bid_qty_lots, ev.ask_px_ticks,
-                     ev.ask_qty_lots, rec.seq)
-                )  # fmt: skip
+                    (
+                        ev.ts_event,
+                        ev.ts_event,
+                        ev.bid_px_ticks,
+                        ev.bid_qty_lots,
+                        ev.ask_px_ticks,
+                        ev.ask_qty_lots,
+                        rec.seq,
+                    )
+                )
             elif isinstance(ev, TradeReported):
                 side = int(ev.aggressor) if ev.aggressor is not None else 0
                 self.trades.setdefault(ev.symbol, []).append(

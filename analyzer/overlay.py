@@ -25,9 +25,15 @@ I64 = npt.NDArray[np.int64]
 
 #: Order states after which an order no longer rests.
 TERMINAL: Final[frozenset[int]] = frozenset(
-    {OrdStatus.FILLED, OrdStatus.CANCELED, OrdStatus.REJECTED, OrdStatus.EXPIRED,
-     OrdStatus.DONE_FOR_DAY, OrdStatus.REPLACED}
-)  # fmt: skip
+    {
+        OrdStatus.FILLED,
+        OrdStatus.CANCELED,
+        OrdStatus.REJECTED,
+        OrdStatus.EXPIRED,
+        OrdStatus.DONE_FOR_DAY,
+        OrdStatus.REPLACED,
+    }
+)
 
 
 def _fix_tag(raw: bytes, tag: int) -> str:

@@ -263,9 +263,15 @@ class Pyramid:
         i0 = max(0, int(np.searchsorted(lv.t_last, t0, side="left")) - 1)
         i1 = min(lv.n, int(np.searchsorted(lv.t_first, t1, side="right")) + 1)
         x, y = bin_columns(
-            lv.t_first[i0:i1], lv.t_last[i0:i1], lv.lo[column][i0:i1], lv.hi[column][i0:i1],
-            t0, t1, width, 0,
-        )  # fmt: skip
+            lv.t_first[i0:i1],
+            lv.t_last[i0:i1],
+            lv.lo[column][i0:i1],
+            lv.hi[column][i0:i1],
+            t0,
+            t1,
+            width,
+            0,
+        )
         if gap_ns > 0 and self.gaps.shape[0]:
             g = self.gaps[(self.gaps[:, 1] - self.gaps[:, 0] > gap_ns)]
             g = g[(g[:, 1] >= x[0]) & (g[:, 0] <= x[-1])]
@@ -495,8 +501,11 @@ class PyramidBuilder:
         lo: dict[str, F64] = {}
         hi: dict[str, F64] = {}
         sums: dict[str, F64] = {}
-        for out, name, keys in ((lo, "lo", self.columns), (hi, "hi", self.columns),
-                                (sums, "sums", self.sums)):  # fmt: skip
+        for out, name, keys in (
+            (lo, "lo", self.columns),
+            (hi, "hi", self.columns),
+            (sums, "sums", self.sums),
+        ):
             for c in keys:
                 out[c] = np.concatenate([getattr(p, name)[c] for p in parts])
                 for p in parts:

@@ -161,8 +161,9 @@ class RelayStream:
         """
         if self._thread is not None:
             raise RelayError(f"{self.name}: already started")
-        self._thread = threading.Thread(target=self._main, args=(timeout_s,),
-                                        name=f"qw-relay-{self.endpoint}", daemon=True)  # fmt: skip
+        self._thread = threading.Thread(
+            target=self._main, args=(timeout_s,), name=f"qw-relay-{self.endpoint}", daemon=True
+        )
         self._thread.start()
         if not self._ready.wait(timeout_s + 5.0):
             self.close()
@@ -214,13 +215,29 @@ class RelayStream:
         market = MarketData(symbols, bus, clock, n_levels=self.n_levels)
         now = clock.now_ns()
         for i in self.instruments:
-            self._push(InstrumentAdded(ts_event=now, symbol=i.symbol, tick_size=str(i.tick_size),
-                                       lot_size=str(i.lot_size), multiplier=str(i.multiplier),
-                                       currency=i.currency, venue=self.name))  # fmt: skip
+            self._push(
+                InstrumentAdded(
+                    ts_event=now,
+                    symbol=i.symbol,
+                    tick_size=str(i.tick_size),
+                    lot_size=str(i.lot_size),
+                    multiplier=str(i.multiplier),
+                    currency=i.currency,
+                    venue=self.name,
+                )
+            )
         bus.subscribe(BookUpdated, self._on_book)
         bus.subscribe(TradeReported, self._push)
-        client = RelayClient(self.host, self.port, self._token, symbols, market=market,
-                             tls=self.tls, pins=self.pins, name=self.name)  # fmt: skip
+        client = RelayClient(
+            self.host,
+            self.port,
+            self._token,
+            symbols,
+            market=market,
+            tls=self.tls,
+            pins=self.pins,
+            name=self.name,
+        )
         self._client = client
         try:
             await client.start(timeout_s)
@@ -248,9 +265,13 @@ class RelayStream:
             now = clock.now_ns()
             for symbol in sorted(changed):
                 bids, asks = market.books.top(market.index[symbol], DEPTH_LEVELS)
-                self._push(DepthChanged(
-                    ts_event=now, symbol=symbol,
-                    bids=tuple((int(p), int(q)) for p, q in bids),
-                    asks=tuple((int(p), int(q)) for p, q in asks),
-                    last_trade_px_ticks=market.last_trade_px.get(symbol, 0), own=(),
-                ))  # fmt: skip
+                self._push(
+                    DepthChanged(
+                        ts_event=now,
+                        symbol=symbol,
+                        bids=tuple((int(p), int(q)) for p, q in bids),
+                        asks=tuple((int(p), int(q)) for p, q in asks),
+                        last_trade_px_ticks=market.last_trade_px.get(symbol, 0),
+                        own=(),
+                    )
+                )

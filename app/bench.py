@@ -223,11 +223,14 @@ def draw_histogram(run: bt.ParallelRun, path: Path, how: str = "") -> None:
         return r.bottom() - (float(np.log10(c)) / cmax * r.height() if c >= 1 else 0.0)
 
     p.setPen(QColor("black"))
-    p.drawText(QRectF(0, 10, w, 30), Qt.AlignmentFlag.AlignCenter,
-               f"FIX NOS -> ER round trips, {len(run.per_version)} sessions in parallel"
-               f"{', ' + how if how else ''}: "
-               f"{lat.size:,} round trips ({run.warmup:,} per session of warm-up left "
-               "out)")  # fmt: skip
+    p.drawText(
+        QRectF(0, 10, w, 30),
+        Qt.AlignmentFlag.AlignCenter,
+        f"FIX NOS -> ER round trips, {len(run.per_version)} sessions in parallel"
+        f"{', ' + how if how else ''}: "
+        f"{lat.size:,} round trips ({run.warmup:,} per session of warm-up left "
+        "out)",
+    )
     p.setPen(QColor("#888"))
     p.drawRect(r)
     for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1):
@@ -238,8 +241,9 @@ def draw_histogram(run: bt.ParallelRun, path: Path, how: str = "") -> None:
                 p.setPen(QPen(QColor("#e0e0e0"), 1))
                 p.drawLine(QPointF(x, r.top()), QPointF(x, r.bottom()))
                 p.setPen(QColor("#444"))
-                p.drawText(QRectF(x - 40, r.bottom() + 4, 80, 16), Qt.AlignmentFlag.AlignCenter,
-                           f"{v:g}")  # fmt: skip
+                p.drawText(
+                    QRectF(x - 40, r.bottom() + 4, 80, 16), Qt.AlignmentFlag.AlignCenter, f"{v:g}"
+                )
     for e in range(int(cmax) + 1):
         y = y_of(10.0**e)
         p.setPen(QColor("#444"))
@@ -261,8 +265,11 @@ def draw_histogram(run: bt.ParallelRun, path: Path, how: str = "") -> None:
             QPointF(min(x + 4, r.right() - 110), r.top() + 16 + 16 * i), f"{name} {v:,.0f} µs"
         )
     p.setPen(QColor("#444"))
-    p.drawText(QRectF(0, h - 40, w, 20), Qt.AlignmentFlag.AlignCenter,
-               "round-trip latency, µs (log)  —  bars: round trips per bin (log)")  # fmt: skip
+    p.drawText(
+        QRectF(0, h - 40, w, 20),
+        Qt.AlignmentFlag.AlignCenter,
+        "round-trip latency, µs (log)  —  bars: round trips per bin (log)",
+    )
     p.end()
     img.save(str(path))
 
@@ -372,19 +379,45 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(prog="qwconsole bench", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="what", required=True)
     fix = sub.add_parser("fix", help="the FIX benchmark tables (batches, sessions in parallel)")
-    fix.add_argument("--orders-per-row", type=int, default=20_000, metavar="N",
-                     help="orders per row of the batch table (default 20,000)")  # fmt: skip
-    fix.add_argument("--batches", type=int, nargs="+", default=list(bt.BATCHES), metavar="N",
-                     help="batch sizes (default 1 2 5 10 100 1000)")  # fmt: skip
-    fix.add_argument("--round-trips", type=int, default=1_000_000, metavar="N",
-                     help="round trips over the parallel sessions (default 1,000,000)")  # fmt: skip
-    fix.add_argument("--warmup", type=int, default=1_000, metavar="N",
-                     help="round trips per session left out first (default 1,000)")  # fmt: skip
+    fix.add_argument(
+        "--orders-per-row",
+        type=int,
+        default=20_000,
+        metavar="N",
+        help="orders per row of the batch table (default 20,000)",
+    )
+    fix.add_argument(
+        "--batches",
+        type=int,
+        nargs="+",
+        default=list(bt.BATCHES),
+        metavar="N",
+        help="batch sizes (default 1 2 5 10 100 1000)",
+    )
+    fix.add_argument(
+        "--round-trips",
+        type=int,
+        default=1_000_000,
+        metavar="N",
+        help="round trips over the parallel sessions (default 1,000,000)",
+    )
+    fix.add_argument(
+        "--warmup",
+        type=int,
+        default=1_000,
+        metavar="N",
+        help="round trips per session left out first (default 1,000)",
+    )
     fix.add_argument("--png", metavar="PATH", help="draw the latency histogram to PATH")
     fix.add_argument("--doc", metavar="FILE", help="write the tables into FILE (Markdown)")
     fix.add_argument("--no-quickfix", action="store_true", help="leave QuickFIX out")
-    fix.add_argument("--busy-poll", type=int, default=1000, metavar="US",
-                     help="BusyPollMicroseconds of the judged runs (default 1000)")  # fmt: skip
+    fix.add_argument(
+        "--busy-poll",
+        type=int,
+        default=1000,
+        metavar="US",
+        help="BusyPollMicroseconds of the judged runs (default 1000)",
+    )
     return parser
 
 

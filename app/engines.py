@@ -78,8 +78,9 @@ class EngineConnections(QObject):
     def show_connect_dialog(self) -> ConnectDialog | None:
         """Open the connect dialog (non-blocking) and return it."""
         if self.multi is None:
-            self.message.emit("This console runs a single engine; start it normally to attach "
-                              "remote engines")  # fmt: skip
+            self.message.emit(
+                "This console runs a single engine; start it normally to attach remote engines"
+            )
             return None
         multi = self.multi
         from app.remote_client import load_profiles, pin_store

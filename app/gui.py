@@ -154,8 +154,10 @@ class SmokeCheck:
             elif isinstance(record.event, OrderFilled):
                 self.fills += 1
                 if self.fills == 1:  # the start figure users feel (bundle test, issue 21)
-                    log.info("first fill %.0f ms after process start",
-                             seconds_since_process_start() * 1e3)  # fmt: skip
+                    log.info(
+                        "first fill %.0f ms after process start",
+                        seconds_since_process_start() * 1e3,
+                    )
 
 
 class ConsoleRun:
@@ -208,9 +210,16 @@ class ConsoleRun:
         if opts.screenshot is not None:
             window.resize(*(opts.size or DEFAULT_SIZE))
         for name, host, port in getattr(opts, "connect", []):
-            window.engines.connect_engine(ConnectRequest(
-                name=name, host=host, port=port, token=os.environ.get("QWCONSOLE_TOKEN", ""),
-                tls=not opts.no_tls, remember=False))  # fmt: skip
+            window.engines.connect_engine(
+                ConnectRequest(
+                    name=name,
+                    host=host,
+                    port=port,
+                    token=os.environ.get("QWCONSOLE_TOKEN", ""),
+                    tls=not opts.no_tls,
+                    remember=False,
+                )
+            )
         controller.bridge.events_received.connect(self.smoke.on_events)
         waker = SignalWaker(window)
 
@@ -228,8 +237,9 @@ class ConsoleRun:
         app.processEvents()  # paint the first frame before the engine's start competes for it
         log.info("first frame %.0f ms after process start", seconds_since_process_start() * 1e3)
         # The status bar follows the start's progress; only a real failure opens a dialog.
-        StartupView(window, controller, log_path=state_dir() / "qwconsole.log",
-                    dialogs=not headless_run)  # fmt: skip
+        StartupView(
+            window, controller, log_path=state_dir() / "qwconsole.log", dialogs=not headless_run
+        )
         controller.start_failed.connect(self._engine_failed)
         controller.started.connect(self._engine_started)
         controller.start_in_background()

@@ -138,8 +138,9 @@ class MultiEngineClient:
     @property
     def last_error(self) -> str:
         """Return the members' errors, each prefixed with its engine's name."""
-        return "; ".join(f"{m.client.name}: {m.client.last_error}" for m in self.members()
-                         if m.client.last_error)  # fmt: skip
+        return "; ".join(
+            f"{m.client.name}: {m.client.last_error}" for m in self.members() if m.client.last_error
+        )
 
     def start(self) -> None:
         """Start the first member (the others are started by whoever attaches them)."""
@@ -202,12 +203,16 @@ class MultiEngineClient:
         member, plain = self._route(command)
         if member is not None:
             return self._relay(member, plain, command)
-        targets = self.members() if self.selected == ALL else [
-            m for m in self.members() if m.index == self.selected]  # fmt: skip
+        targets = (
+            self.members()
+            if self.selected == ALL
+            else [m for m in self.members() if m.index == self.selected]
+        )
         if not targets:
             fut: Future[CommandResult] = Future()
-            fut.set_result(CommandError(command=command, ts_handled=0,
-                                        reason="no engine is selected"))  # fmt: skip
+            fut.set_result(
+                CommandError(command=command, ts_handled=0, reason="no engine is selected")
+            )
             return fut
         if len(targets) == 1:
             return self._relay(targets[0], command, command)
@@ -298,8 +303,9 @@ class MultiEngineClient:
                     reason = "; ".join(f"{n}: {r.reason}" for n, r in errors.items())
                     out.set_result(CommandError(command=command, ts_handled=ts, reason=reason))
                 else:
-                    detail = "; ".join(f"{n}: {r.detail}" for n, r in ordered
-                                       if isinstance(r, CommandAck))  # fmt: skip
+                    detail = "; ".join(
+                        f"{n}: {r.detail}" for n, r in ordered if isinstance(r, CommandAck)
+                    )
                     out.set_result(CommandAck(command=command, ts_handled=ts, detail=detail))
 
             return done

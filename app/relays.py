@@ -87,12 +87,15 @@ def parse_watch(entry: str) -> RelayWatch:
     except ValueError as e:
         raise ValueError(f"relays/watch: {entry!r}: {e}") from None
     if parts.scheme not in ("ws", "wss") or not parts.hostname or port is None:
-        raise ValueError(f"relays/watch: {entry!r} is not [name=]wss://host:port (or ws:// on "
-                         "loopback)")  # fmt: skip
+        raise ValueError(
+            f"relays/watch: {entry!r} is not [name=]wss://host:port (or ws:// on loopback)"
+        )
     fp = fp.strip().upper()
     if fp and (len(fp) != 95 or any(c not in "0123456789ABCDEF:" for c in fp)):
-        raise ValueError(f"relays/watch: {entry!r}: the fingerprint after # must be the SHA-256 "
-                         "one, AB:CD:… (32 pairs)")  # fmt: skip
+        raise ValueError(
+            f"relays/watch: {entry!r}: the fingerprint after # must be the SHA-256 "
+            "one, AB:CD:… (32 pairs)"
+        )
     host = parts.hostname
     return RelayWatch(name.strip() or f"{host}:{port}", host, port, parts.scheme == "wss", fp)
 
@@ -115,19 +118,46 @@ def to_line(r: Reading) -> RelayLine:
     if st is None:
         return RelayLine(r.name, r.endpoint, r.state, r.error)
     sources = tuple(
-        SourceLine(s.name, s.kind, tuple(s.symbols), r.source_rates.get(s.name, 0.0),
-                   s.last_row_age_ms, s.state)
+        SourceLine(
+            s.name,
+            s.kind,
+            tuple(s.symbols),
+            r.source_rates.get(s.name, 0.0),
+            s.last_row_age_ms,
+            s.state,
+        )
         for s in st.sources
-    )  # fmt: skip
+    )
     links = tuple(
-        LinkLine(x.peer, x.user, x.role, x.client, tuple(x.symbols),
-                 r.subscriber_rates.get(x.peer, 0.0), x.lag_rows, x.lag_ms, x.conflations,
-                 x.stalled)
+        LinkLine(
+            x.peer,
+            x.user,
+            x.role,
+            x.client,
+            tuple(x.symbols),
+            r.subscriber_rates.get(x.peer, 0.0),
+            x.lag_rows,
+            x.lag_ms,
+            x.conflations,
+            x.stalled,
+        )
         for x in st.subscribers
-    )  # fmt: skip
-    return RelayLine(r.name, r.endpoint, r.state, r.error, st.relay_id, st.uptime_s,
-                     st.instruments, r.rows_in_per_s, st.cached_rows, st.cached_bytes,
-                     st.conflations, sources, links)  # fmt: skip
+    )
+    return RelayLine(
+        r.name,
+        r.endpoint,
+        r.state,
+        r.error,
+        st.relay_id,
+        st.uptime_s,
+        st.instruments,
+        r.rows_in_per_s,
+        st.cached_rows,
+        st.cached_bytes,
+        st.conflations,
+        sources,
+        links,
+    )
 
 
 class RelayMonitor(QObject):
@@ -171,12 +201,25 @@ class RelayMonitor(QObject):
                 self._add(RelayLine(entry.strip(), "?", INVALID, str(e)))
                 continue
             if w.name in self._lines:
-                self._add(RelayLine(f"{w.name} ({entry.strip()})", w.endpoint, INVALID,
-                                    f"relays/watch: the name {w.name} is used twice"))  # fmt: skip
+                self._add(
+                    RelayLine(
+                        f"{w.name} ({entry.strip()})",
+                        w.endpoint,
+                        INVALID,
+                        f"relays/watch: the name {w.name} is used twice",
+                    )
+                )
             elif not token:
-                self._add(RelayLine(w.name, w.endpoint, INVALID, "no token: set "
-                                    "$QWCONSOLE_RELAY_TOKEN (relays/token_env) or "
-                                    "relays/token_file"))  # fmt: skip
+                self._add(
+                    RelayLine(
+                        w.name,
+                        w.endpoint,
+                        INVALID,
+                        "no token: set "
+                        "$QWCONSOLE_RELAY_TOKEN (relays/token_env) or "
+                        "relays/token_file",
+                    )
+                )
             else:
                 self._add(RelayLine(w.name, w.endpoint, CONNECTING))
                 self._targets.append((w, token))
@@ -219,10 +262,11 @@ class RelayMonitor(QObject):
 
         pins = PinStore(self.pins_path)
         targets: list[WatchTarget] = [
-            WatchTarget(w.name, w.host, w.port, token, tls=w.tls, fingerprint=w.fingerprint,
-                        pins=pins)
+            WatchTarget(
+                w.name, w.host, w.port, token, tls=w.tls, fingerprint=w.fingerprint, pins=pins
+            )
             for w, token in self._targets
-        ]  # fmt: skip
+        ]
         relay, me = thread_relay(), weakref.ref(self)
 
         def on_reading(r: Reading) -> None:  # on the poller's thread
@@ -230,8 +274,9 @@ class RelayMonitor(QObject):
 
         self.poller = StatusPoller(targets, on_reading, interval_s=self.interval_s)
         started = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(self.poller, started),
-                                        name="qw-relay-watch", daemon=True)  # fmt: skip
+        self._thread = threading.Thread(
+            target=self._run, args=(self.poller, started), name="qw-relay-watch", daemon=True
+        )
         self._thread.start()
         started.wait(5.0)
 

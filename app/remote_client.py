@@ -51,8 +51,10 @@ def load_profiles(path: Path | None = None) -> list[EngineProfile]:
     p = path or profiles_path()
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
-        return [EngineProfile(str(d["name"]), str(d["host"]), int(d["port"]), bool(d["tls"]))
-                for d in data]  # fmt: skip
+        return [
+            EngineProfile(str(d["name"]), str(d["host"]), int(d["port"]), bool(d["tls"]))
+            for d in data
+        ]
     except FileNotFoundError:
         return []
     except (OSError, ValueError, KeyError, TypeError) as e:
@@ -65,8 +67,9 @@ def remember(profile: EngineProfile, path: Path | None = None) -> None:
     p = path or profiles_path()
     others = [x for x in load_profiles(p) if x.name != profile.name]
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps([asdict(x) for x in [*others, profile]], indent=2) + "\n",
-                 encoding="utf-8")  # fmt: skip
+    p.write_text(
+        json.dumps([asdict(x) for x in [*others, profile]], indent=2) + "\n", encoding="utf-8"
+    )
 
 
 def open_remote(
@@ -74,6 +77,10 @@ def open_remote(
 ) -> RemoteEngineClient:
     """Return a client for ``profile`` (not started: call ``start(wait=False)`` from a GUI)."""
     return RemoteEngineClient(
-        profile.host, profile.port, token, tls=profile.tls,
-        pins=(pins or pin_store()) if profile.tls else None, name=profile.name,
-    )  # fmt: skip
+        profile.host,
+        profile.port,
+        token,
+        tls=profile.tls,
+        pins=(pins or pin_store()) if profile.tls else None,
+        name=profile.name,
+    )

@@ -184,8 +184,13 @@ class DemoItchFeed:
 
     name = "ITCH market data"
 
-    def __init__(self, exchange: SimExchange, market: MarketData, clock: Clock,
-                 listings: Sequence[SimInstrument]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        exchange: SimExchange,
+        market: MarketData,
+        clock: Clock,
+        listings: Sequence[SimInstrument],
+    ) -> None:
         from engine.feeds.multicast import FeedReceiver, Group, MoldPublisher
         from engine.sim.itch_feed import SimItchFeed
         from engine.venues.itch.feed import ItchMarketData
@@ -198,8 +203,9 @@ class DemoItchFeed:
         a, b = Group("239.255.77.1", _free_udp_port()), Group("239.255.77.2", _free_udp_port())
         session = ("QWDEMO" + id_epoch(clock.now_ns())).encode("ascii")[:10].ljust(10)
         self.publisher = MoldPublisher(session, a, b)
-        self.receiver = FeedReceiver(a, b, self.market_data.on_packets, session=session,
-                                     on_lost=self.market_data.on_lost)  # fmt: skip
+        self.receiver = FeedReceiver(
+            a, b, self.market_data.on_packets, session=session, on_lost=self.market_data.on_lost
+        )
         self.receiver.arbiter.next_seq = 1
         self._started = False
 
@@ -263,14 +269,29 @@ def _ouch_demo(
     # The session the port kept (a restart after midnight goes on with it), else today's.
     day = ouch_session_name(store_dir, [DEMO_OUCH_ACCOUNT], engine.clock.now_ns())
     user, password = DEMO_OUCH_ACCOUNT
-    listener = ouch_port(app, [DEMO_OUCH_ACCOUNT], session=day, clock=engine.clock,
-                         store_dir=store_dir)  # fmt: skip
+    listener = ouch_port(
+        app, [DEMO_OUCH_ACCOUNT], session=day, clock=engine.clock, store_dir=store_dir
+    )
     state = engine_state(store_dir, _OUCH_CLIENT_STATE, barrier, day=day)
-    venue = OuchVenue(engine.clock, name="SIM-OUCH", defer=loop.call_soon,
-                      publish=engine.bus.publish, firm=DEMO_OUCH_FIRM)  # fmt: skip
-    session = OuchSession(venue, username=user, password=password, host="127.0.0.1", port=0,
-                          state=state, clock=engine.clock, session=day,
-                          publish=engine.bus.publish, connect_on_start=False)  # fmt: skip
+    venue = OuchVenue(
+        engine.clock,
+        name="SIM-OUCH",
+        defer=loop.call_soon,
+        publish=engine.bus.publish,
+        firm=DEMO_OUCH_FIRM,
+    )
+    session = OuchSession(
+        venue,
+        username=user,
+        password=password,
+        host="127.0.0.1",
+        port=0,
+        state=state,
+        clock=engine.clock,
+        session=day,
+        publish=engine.bus.publish,
+        connect_on_start=False,
+    )
 
     async def connect() -> None:
         session.link.port = await listener.start()
@@ -349,19 +370,29 @@ def _fix_demo(
         return FileStore(store_dir, name, engine.clock.now_ns())
 
     sim_session = FixSession(
-        SessionSettings(begin_string="FIX.4.4", sender_comp_id=DEMO_SIM_COMP_ID,
-                        target_comp_id=DEMO_CLIENT_COMP_ID, reset_on_logon=reset),
-        store(_SIM_STORE), app,
-        NullLog("simulator"), engine.clock,
-    )  # fmt: skip
+        SessionSettings(
+            begin_string="FIX.4.4",
+            sender_comp_id=DEMO_SIM_COMP_ID,
+            target_comp_id=DEMO_CLIENT_COMP_ID,
+            reset_on_logon=reset,
+        ),
+        store(_SIM_STORE),
+        app,
+        NullLog("simulator"),
+        engine.clock,
+    )
     acceptor = SocketAcceptor([sim_session], host="127.0.0.1", port=0, clock=engine.clock)
 
     # The desk reconciles the venue's working orders when its link comes up (VenueLinkChanged).
-    venue = FixVenue(engine.clock, name="SIM-FIX", defer=loop.call_soon,
-                     publish=engine.bus.publish)  # fmt: skip
-    config = SessionSettings(begin_string="FIX.4.4", sender_comp_id=DEMO_CLIENT_COMP_ID,
-                             target_comp_id=DEMO_SIM_COMP_ID, connection_type="initiator",
-                             heart_bt_int=10, reset_on_logon=reset)  # fmt: skip
+    venue = FixVenue(engine.clock, name="SIM-FIX", defer=loop.call_soon, publish=engine.bus.publish)
+    config = SessionSettings(
+        begin_string="FIX.4.4",
+        sender_comp_id=DEMO_CLIENT_COMP_ID,
+        target_comp_id=DEMO_SIM_COMP_ID,
+        connection_type="initiator",
+        heart_bt_int=10,
+        reset_on_logon=reset,
+    )
     session = FixSession(
         config,
         store(_CLIENT_STORE),
@@ -377,16 +408,18 @@ def _fix_demo(
         log.warning(
             "demo FIX stores disagree (engine %d/%d, simulator %d/%d); resetting both "
             "sessions' sequence numbers",
-            session.next_sender_seq_num, session.next_target_seq_num,
-            sim_session.next_sender_seq_num, sim_session.next_target_seq_num,
-        )  # fmt: skip
+            session.next_sender_seq_num,
+            session.next_target_seq_num,
+            sim_session.next_sender_seq_num,
+            sim_session.next_target_seq_num,
+        )
         session.store.reset(engine.clock.now_ns())
         sim_session.store.reset(engine.clock.now_ns())
     venue.bind(session)
-    publish, extra = _market_feed(engine, exchange, market, venue, link, app, listings,
-                                  market_data)  # fmt: skip
-    initiator = SocketInitiator(session, [("127.0.0.1", 0)], reconnect_interval=1.0,
-                                clock=engine.clock)  # fmt: skip
+    publish, extra = _market_feed(engine, exchange, market, venue, link, app, listings, market_data)
+    initiator = SocketInitiator(
+        session, [("127.0.0.1", 0)], reconnect_interval=1.0, clock=engine.clock
+    )
     link.add_acceptor(acceptor, track=False)
 
     async def connect() -> None:
@@ -472,8 +505,9 @@ def build_demo(
     if transport not in ("fix", "inprocess"):
         raise ValueError(f"transport must be 'fix' or 'inprocess', got {transport!r}")
     if market_data not in ("fix", "itch") or (market_data == "itch" and transport != "fix"):
-        raise ValueError(f"market_data must be 'fix' or 'itch' (with transport 'fix'), "
-                         f"got {market_data!r}")  # fmt: skip
+        raise ValueError(
+            f"market_data must be 'fix' or 'itch' (with transport 'fix'), got {market_data!r}"
+        )
     loop = asyncio.get_event_loop()
     # The epoch keeps ExecIDs and OrderIDs unique across restarts of the (in-process) venue.
     exchange = SimExchange(listings, seed=seed, epoch=id_epoch(engine.clock.now_ns()))
@@ -502,8 +536,9 @@ def build_demo(
     if record_path is not None:
         from engine.tickstore.recorder import Recorder
 
-        recorder = Recorder(record_path, engine.clock, [x.instrument for x in listings],
-                            venue="SIM")  # fmt: skip
+        recorder = Recorder(
+            record_path, engine.clock, [x.instrument for x in listings], venue="SIM"
+        )
         recorder.attach(market)  # before anyone holds market.apply
         pre.append(recorder)
     if transport == "inprocess":
@@ -512,8 +547,9 @@ def build_demo(
         pump = SimPump(exchange, sim_venue.deliver, market.apply)
         components: list[Component] = [*pre, desk, pump]
     else:
-        venues, fix_parts = _fix_demo(engine, exchange, market, desk, store_dir, barrier,
-                                      opening, listings, market_data)  # fmt: skip
+        venues, fix_parts = _fix_demo(
+            engine, exchange, market, desk, store_dir, barrier, opening, listings, market_data
+        )
         components = [*pre, desk, *fix_parts]
     for listing in listings:
         desk.add_instrument(listing.instrument, venues[listing.instrument.symbol])
@@ -523,10 +559,16 @@ def build_demo(
         desk.adopt_unjournaled(recovered)
     if demo_strategy:
         desk.add_strategy(
-            MarketMaker(DEMO_STRATEGY_ID, symbols, qty_lots=1, half_spread_ticks=1,
-                        skew_ticks_per_lot=0.5, max_position_lots=10),
+            MarketMaker(
+                DEMO_STRATEGY_ID,
+                symbols,
+                qty_lots=1,
+                half_spread_ticks=1,
+                skew_ticks_per_lot=0.5,
+                max_position_lots=10,
+            ),
             autostart=True,
-        )  # fmt: skip
+        )
     # The desk first: its position book must exist before the first fill.
     for component in components:
         engine.add_component(component)

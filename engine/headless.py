@@ -83,8 +83,13 @@ class RelayOptions:
 
         try:
             address = parse_relay_address(self.address)
-            return RelayFeed(market, address, self.token, pins=PinStore(self.pins),
-                             client_name=f"engine {engine_id}")  # fmt: skip
+            return RelayFeed(
+                market,
+                address,
+                self.token,
+                pins=PinStore(self.pins),
+                client_name=f"engine {engine_id}",
+            )
         except ValueError as e:
             raise BuildError(f"--relay: {e}") from None
 
@@ -199,8 +204,12 @@ async def run_demo(
         if state_dir is None:
             build_demo(engine, market_data=market_data)
         else:
-            build_demo(engine, journal_dir=state_dir / "journal", store_dir=state_dir / "fix",
-                       market_data=market_data)  # fmt: skip
+            build_demo(
+                engine,
+                journal_dir=state_dir / "journal",
+                store_dir=state_dir / "fix",
+                market_data=market_data,
+            )
     except bad_file_errors() as e:  # a bad file the engine reads at start: one line, exit 2
         raise BuildError(one_line(e)) from e
     await _run_until_stopped(engine, seconds, interval_s, out)
@@ -232,8 +241,10 @@ def _add_strategies(desk: TradingDesk, cfg: EngineConfig, default_symbols: list[
         symbols = list(s.symbols) or default_symbols
         unknown = [sym for sym in symbols if sym not in desk.router.managers]
         if unknown:
-            raise BuildError(f"strategies[{i}].symbols: {', '.join(unknown)} not traded by this "
-                             f"engine (traded: {', '.join(desk.router.managers)})")  # fmt: skip
+            raise BuildError(
+                f"strategies[{i}].symbols: {', '.join(unknown)} not traded by this "
+                f"engine (traded: {', '.join(desk.router.managers)})"
+            )
         try:
             strategy = build_strategy(
                 s.class_path, s.strategy_id, symbols, s.parameters, cfg.base_dir
@@ -254,8 +265,10 @@ def _instrument_bands(desk: TradingDesk, cfg: EngineConfig) -> None:
         if ins.price_band_ticks is None and ins.price_band_pct is None:
             continue
         if ins.symbol not in desk.router.managers:
-            raise BuildError(f"instruments[{i}]: {ins.symbol} is not traded by this engine "
-                             f"(traded: {', '.join(desk.router.managers)})")  # fmt: skip
+            raise BuildError(
+                f"instruments[{i}]: {ins.symbol} is not traded by this engine "
+                f"(traded: {', '.join(desk.router.managers)})"
+            )
         band = RiskLimits(price_band_ticks=ins.price_band_ticks, price_band_pct=ins.price_band_pct)
         desk.router.risk.set_limits(band, symbol=ins.symbol)
 
@@ -282,8 +295,11 @@ def _venues(
 
     symbols = [i.symbol for i in cfg.instruments]
     market = MarketData(symbols, engine.bus, engine.clock) if symbols else None
-    fix = [(f"instruments[{i}]", ins.instrument(), ins.session)
-           for i, ins in enumerate(cfg.instruments) if not ins.venue]  # fmt: skip
+    fix = [
+        (f"instruments[{i}]", ins.instrument(), ins.session)
+        for i, ins in enumerate(cfg.instruments)
+        if not ins.venue
+    ]
     ouch = [(ins.instrument(), ins.venue) for ins in cfg.instruments if ins.venue]
     routes: list[tuple[Instrument, Venue]] = []
     parts: list[Component] = []
@@ -292,16 +308,22 @@ def _venues(
             path = cfg.resolve(cfg.sessions_file)
             assert path is not None
             fix_routes, fix_parts = build_fix_venues(
-                engine, path, fix, market if market_feed is None else None,
-                store_dir=store_dir, barrier=barrier,
+                engine,
+                path,
+                fix,
+                market if market_feed is None else None,
+                store_dir=store_dir,
+                barrier=barrier,
                 market_data_for=[instrument for instrument, _name in ouch],
-            )  # fmt: skip
+            )
             routes += fix_routes
             parts += fix_parts
         elif fix:
             where = fix[0][0]
-            raise BuildError(f"{where}: no venue: set [sessions] file (a FIX session) or its "
-                             "venue (an [[ouch]] account)")  # fmt: skip
+            raise BuildError(
+                f"{where}: no venue: set [sessions] file (a FIX session) or its "
+                "venue (an [[ouch]] account)"
+            )
         ouch_routes, ouch_parts = build_ouch_venues(
             engine, cfg.ouch, ouch, store_dir=store_dir, barrier=barrier
         )
@@ -341,8 +363,10 @@ def build_from_config(
     store = cfg.resolve(cfg.files.store_dir or Path(DEFAULT_STORE_DIR))
     if cfg.simulator.enabled:
         if market_feed is not None:
-            raise BuildError("--market-data relay: the built-in simulator ([simulator] "
-                             "enabled) is the market; trade on a venue instead")  # fmt: skip
+            raise BuildError(
+                "--market-data relay: the built-in simulator ([simulator] "
+                "enabled) is the market; trade on a venue instead"
+            )
         if cfg.sessions_file is not None:
             raise BuildError(
                 "[sessions] file and [simulator] enabled exclude each other: the built-in "
@@ -352,8 +376,14 @@ def build_from_config(
             listings = sim_listings(cfg.instruments)
         except ValueError as e:
             raise BuildError(str(e)) from None
-        desk = build_demo(engine, seed=cfg.simulator.seed, journal_dir=journal, store_dir=store,
-                          listings=listings, demo_strategy=cfg.simulator.demo_strategy)  # fmt: skip
+        desk = build_demo(
+            engine,
+            seed=cfg.simulator.seed,
+            journal_dir=journal,
+            store_dir=store,
+            listings=listings,
+            demo_strategy=cfg.simulator.demo_strategy,
+        )
         desk.answer_timeout_s = cfg.answer_timeout_ms / 1000
         if cfg.risk not in (RiskLimits(), DEFAULT_LIMITS):  # the file sets limits: they apply
             desk.router.risk.global_limits = cfg.risk
@@ -400,8 +430,13 @@ def _log_to_files(logs_dir: Path | None) -> None:
     root.setLevel(logging.INFO)
 
 
-async def run_config(cfg: EngineConfig, seconds: float | None, interval_s: float,
-                     out: TextIO, relay: RelayOptions | None = None) -> int:  # fmt: skip
+async def run_config(
+    cfg: EngineConfig,
+    seconds: float | None,
+    interval_s: float,
+    out: TextIO,
+    relay: RelayOptions | None = None,
+) -> int:
     """Run the engine ``cfg`` describes, with its remote server, until a signal.
 
     With ``relay`` the market data comes from that relay (``engine.relay.feed``); a relay that
@@ -412,8 +447,9 @@ async def run_config(cfg: EngineConfig, seconds: float | None, interval_s: float
     from engine.remote.tokens import TokenStore
 
     fastlog.start()  # log calls return at once: the handlers run on the log writer thread
-    engine = Engine(LiveClock(), engine_id=cfg.engine_id,
-                    heartbeat_interval_ms=cfg.heartbeat_interval_ms)  # fmt: skip
+    engine = Engine(
+        LiveClock(), engine_id=cfg.engine_id, heartbeat_interval_ms=cfg.heartbeat_interval_ms
+    )
     print_start_stages(engine, out)
     server = None
     rem = cfg.remote
@@ -438,9 +474,16 @@ async def run_config(cfg: EngineConfig, seconds: float | None, interval_s: float
     if rem.enabled:
         logs = cfg.resolve(cfg.files.logs_dir)
         audit_path = cfg.resolve(rem.audit_log) or (logs / "audit.log" if logs else None)
-        server = RemoteServer(engine, tokens, host=rem.bind, port=rem.port,
-                              ssl_context=ssl_ctx, audit=AuditLog(audit_path, engine.clock),
-                              client_queue=rem.client_queue, history=rem.history)  # fmt: skip
+        server = RemoteServer(
+            engine,
+            tokens,
+            host=rem.bind,
+            port=rem.port,
+            ssl_context=ssl_ctx,
+            audit=AuditLog(audit_path, engine.clock),
+            client_queue=rem.client_queue,
+            history=rem.history,
+        )
         await server.open()
         scheme = "wss" if ssl_ctx else "ws"
         out.write(f"remote server on {scheme}://{rem.bind}:{server.port}\n")
@@ -488,8 +531,10 @@ def _cert_main(argv: Sequence[str]) -> int:
             _say(f"SHA-256 fingerprint: {file_fingerprint(cert)}")
             return 0
         if cert.exists() or key.exists():
-            parser.error(f"{cert if cert.exists() else key} exists; remove it first (consoles "
-                         "that pinned the old certificate will refuse the new one)")  # fmt: skip
+            parser.error(
+                f"{cert if cert.exists() else key} exists; remove it first (consoles "
+                "that pinned the old certificate will refuse the new one)"
+            )
         fp = make_self_signed(cert, key, opts.host, opts.days)
     except TlsError as e:
         parser.error(str(e))
@@ -501,16 +546,18 @@ def _cert_main(argv: Sequence[str]) -> int:
 def _token_main(argv: Sequence[str]) -> int:
     from engine.remote.tokens import ROLES, TokenError, TokenStore
 
-    parser = OneLineErrorParser(prog="qwconsole engine token",
-                                description="Manage the remote server's access tokens "
-                                            "(stored hashed).")  # fmt: skip
+    parser = OneLineErrorParser(
+        prog="qwconsole engine token",
+        description="Manage the remote server's access tokens (stored hashed).",
+    )
     # --config/--store go before or after the action (``token add --config X`` too): each
     # sub-command repeats them, without defaults of its own that would hide the earlier value.
     where = OneLineErrorParser(add_help=False)
     for suppress, target in ((False, parser), (True, where)):
         default = argparse.SUPPRESS if suppress else None
-        target.add_argument("--config", type=Path, default=default,
-                            help="take [remote] token_store from this file")  # fmt: skip
+        target.add_argument(
+            "--config", type=Path, default=default, help="take [remote] token_store from this file"
+        )
         target.add_argument("--store", type=Path, default=default, help="token store file")
     sub = parser.add_subparsers(dest="action", required=True)
     add = sub.add_parser("add", parents=[where], help="create a token and print it once")
@@ -537,8 +584,11 @@ def _token_main(argv: Sequence[str]) -> int:
             expires = now + int(opts.expires_days * 86_400e9) if opts.expires_days else 0
             token = store.add(opts.name, opts.role, now, expires)
             _say(token)
-            _say(f"(token for {opts.name}, role {opts.role}; it is not stored and will not be "
-                  "shown again)", file=sys.stderr)  # fmt: skip
+            _say(
+                f"(token for {opts.name}, role {opts.role}; it is not stored and will not be "
+                "shown again)",
+                file=sys.stderr,
+            )
         elif opts.action == "list":
             for e in store.entries():
                 exp = (
@@ -564,8 +614,10 @@ def _load_or_exit(parser: OneLineErrorParser, path: Path) -> EngineConfig:
     except ConfigError as e:
         for p in e.problems[1:]:
             _say(f"  {p}", file=sys.stderr)
-        parser.error(str(e.problems[0]) + (f" (and {len(e.problems) - 1} more above)"
-                                           if len(e.problems) > 1 else ""))  # fmt: skip
+        parser.error(
+            str(e.problems[0])
+            + (f" (and {len(e.problems) - 1} more above)" if len(e.problems) > 1 else "")
+        )
 
 
 def _relay_options(parser: OneLineErrorParser, opts: argparse.Namespace) -> RelayOptions | None:
@@ -586,8 +638,9 @@ def _relay_options(parser: OneLineErrorParser, opts: argparse.Namespace) -> Rela
         parser.error(f"--relay: {e}")
     token = os.environ.get(TOKEN_ENV, "")
     if not token:
-        parser.error(f"--market-data relay: the relay's token is read from ${TOKEN_ENV}, "
-                     "which is not set")  # fmt: skip
+        parser.error(
+            f"--market-data relay: the relay's token is read from ${TOKEN_ENV}, which is not set"
+        )
     pins = opts.relay_pins or opts.config.resolve().parent / "known-relays.json"
     return RelayOptions(opts.relay, token, pins)
 
@@ -623,12 +676,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "over loopback multicast (itch); --config: from a market-data relay (relay, with "
         "--relay; the token in $QWCONSOLE_RELAY_TOKEN), the venues then carry orders only",
     )
-    parser.add_argument("--relay", metavar="URL", default=None,
-                        help="--market-data relay: wss://host:port[#fingerprint] "
-                             "(ws://host:port without TLS)")  # fmt: skip
-    parser.add_argument("--relay-pins", type=Path, default=None, metavar="FILE",
-                        help="pinned relay certificates (default: known-relays.json next to "
-                             "the configuration)")  # fmt: skip
+    parser.add_argument(
+        "--relay",
+        metavar="URL",
+        default=None,
+        help="--market-data relay: wss://host:port[#fingerprint] (ws://host:port without TLS)",
+    )
+    parser.add_argument(
+        "--relay-pins",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="pinned relay certificates (default: known-relays.json next to the configuration)",
+    )
     opts = parser.parse_args(args)
     relay = _relay_options(parser, opts)
     if not opts.demo and opts.config is None:

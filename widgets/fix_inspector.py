@@ -757,8 +757,9 @@ class FixInspector(QWidget):
         self._fill_tree(
             [FieldNode(-1, name, value, meaning) for name, value, meaning in message_fields(ev)]
         )
-        self._set_check(f"{ev.protocol}: fields as its specification names them "
-                        f"({len(ev.raw)} bytes)", "muted")  # fmt: skip
+        self._set_check(
+            f"{ev.protocol}: fields as its specification names them ({len(ev.raw)} bytes)", "muted"
+        )
         wire = "sent" if ev.outbound else "received"
         seq = f"sequence number {ev.seq_num:,}  " if ev.seq_num else ""
         self.times_label.setText(

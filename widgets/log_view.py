@@ -138,13 +138,28 @@ class LogCodec:
     def encode(self, e: LogEntry) -> tuple[Any, ...]:
         """Return ``e`` as a row tuple (its text stored now)."""
         text = e.text.encode()
-        return (e.key, e.ts_ns, e.ts_first, e.count, self.arena.append(text), len(text), e.level,
-                self.sources.intern(e.source))  # fmt: skip
+        return (
+            e.key,
+            e.ts_ns,
+            e.ts_first,
+            e.count,
+            self.arena.append(text),
+            len(text),
+            e.level,
+            self.sources.intern(e.source),
+        )
 
     def decode(self, t: tuple[Any, ...]) -> LogEntry:
         """Return the ``LogEntry`` of a row tuple."""
-        return LogEntry(t[_KEY], t[_TS], t[_LEVEL], self.sources[t[_SOURCE]], self.text(t),
-                        t[_COUNT], t[_TS_FIRST])  # fmt: skip
+        return LogEntry(
+            t[_KEY],
+            t[_TS],
+            t[_LEVEL],
+            self.sources[t[_SOURCE]],
+            self.text(t),
+            t[_COUNT],
+            t[_TS_FIRST],
+        )
 
     def text(self, t: tuple[Any, ...]) -> str:
         """Return the text of a row tuple."""
@@ -184,8 +199,15 @@ def _entry_of(record: EventRecord) -> LogEntry | None:
     ):
         return None  # the common case first: an order changed, nothing to log
     if isinstance(ev, Alert):
-        return LogEntry(ev.aggregate or seq, ev.ts_event, int(ev.level), ev.source, ev.text,
-                        ev.count, ev.ts_first)  # fmt: skip
+        return LogEntry(
+            ev.aggregate or seq,
+            ev.ts_event,
+            int(ev.level),
+            ev.source,
+            ev.text,
+            ev.count,
+            ev.ts_first,
+        )
     if isinstance(ev, LogRecorded):
         return LogEntry(seq, ev.ts_event, ev.level, ev.source, ev.text)
     if isinstance(ev, KillSwitchChanged):
@@ -306,9 +328,13 @@ class LogView(QWidget):
         self.codec = LogCodec()
         # Keys are engine sequence numbers of the few events logged: sparse.
         self.model: ColumnarTableModel[LogEntry] = ColumnarTableModel(
-            LOG_COLUMNS, self.codec, newest_first=True, capacity=LOG_CAPACITY, sparse_keys=True,
+            LOG_COLUMNS,
+            self.codec,
+            newest_first=True,
+            capacity=LOG_CAPACITY,
+            sparse_keys=True,
             parent=self,
-        )  # fmt: skip
+        )
         self.proxy = LogFilterModel(self.model, self.codec, self)
         self.table = DataTableView("logTable")
         self.table.setModel(self.proxy)
@@ -376,8 +402,9 @@ class LogView(QWidget):
                         f"{ev.session_id} disconnected (next out {ev.next_sender_seq_num}, "
                         f"in {ev.next_target_seq_num})"
                     )
-                    self.add_entries([LogEntry(record.seq, ev.ts_event, int(AlertLevel.INFO),
-                                               "fix", text)])  # fmt: skip
+                    self.add_entries(
+                        [LogEntry(record.seq, ev.ts_event, int(AlertLevel.INFO), "fix", text)]
+                    )
                     continue
             kept.append(record)
         self.add_entries(log_entries(kept))

@@ -67,15 +67,33 @@ class Palette:
 
 
 DARK: Final = Palette(
-    bid="#3fb950", ask="#f85149", buy="#58a6ff", sell="#f0883e", envelope="#8b949e",
-    own_buy="#a5d6ff", own_sell="#ffa7c4", fill_edge="#f2cc60", cursor="#c9d1d9",
-    text="#e6edf3", background="#0d1117", grid=40,
-)  # fmt: skip
+    bid="#3fb950",
+    ask="#f85149",
+    buy="#58a6ff",
+    sell="#f0883e",
+    envelope="#8b949e",
+    own_buy="#a5d6ff",
+    own_sell="#ffa7c4",
+    fill_edge="#f2cc60",
+    cursor="#c9d1d9",
+    text="#e6edf3",
+    background="#0d1117",
+    grid=40,
+)
 LIGHT: Final = Palette(
-    bid="#1a7f37", ask="#cf222e", buy="#0969da", sell="#bc4c00", envelope="#6e7781",
-    own_buy="#0550ae", own_sell="#a0115e", fill_edge="#7d4e00", cursor="#24292f",
-    text="#1f2328", background="#ffffff", grid=50,
-)  # fmt: skip
+    bid="#1a7f37",
+    ask="#cf222e",
+    buy="#0969da",
+    sell="#bc4c00",
+    envelope="#6e7781",
+    own_buy="#0550ae",
+    own_sell="#a0115e",
+    fill_edge="#7d4e00",
+    cursor="#24292f",
+    text="#1f2328",
+    background="#ffffff",
+    grid=50,
+)
 
 
 def palette_for(widget: QWidget) -> Palette:
@@ -514,9 +532,11 @@ class TickChart(pg.PlotWidget):
                 t0 = int(str(g["ts"]))
                 t1 = int(str(g.get("until") or 0)) or t_end
                 region = pg.LinearRegionItem(
-                    values=(self.to_x(t0), self.to_x(max(t1, t0 + 1))), movable=False,
-                    brush=pg.mkBrush(220, 60, 60, 60), pen=pg.mkPen(220, 60, 60, 160),
-                )  # fmt: skip
+                    values=(self.to_x(t0), self.to_x(max(t1, t0 + 1))),
+                    movable=False,
+                    brush=pg.mkBrush(220, 60, 60, 60),
+                    pen=pg.mkPen(220, 60, 60, 160),
+                )
                 region.setZValue(1)
                 region.setToolTip(f"depth gap after update {g['after']}: {g['reason']}")
                 self.getPlotItem().addItem(region, ignoreBounds=True)

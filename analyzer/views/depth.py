@@ -71,10 +71,15 @@ class DepthPane(QWidget):
         """Offer ``day`` (by its label), priced with its own tick and lot sizes."""
         self.formats.add(
             InstrumentAdded(
-                ts_event=0, symbol=day.label, tick_size=_decimal(day.source.tick_size),
-                lot_size=_decimal(day.source.lot_size), multiplier="1", currency="", venue="",
+                ts_event=0,
+                symbol=day.label,
+                tick_size=_decimal(day.source.tick_size),
+                lot_size=_decimal(day.source.lot_size),
+                multiplier="1",
+                currency="",
+                venue="",
             )
-        )  # fmt: skip
+        )
         self.symbols.addItem(day.label)
 
     def clear(self) -> None:
@@ -98,10 +103,14 @@ class DepthPane(QWidget):
         """Show ``depth`` of ``symbol`` in the ladder, the time in the caption in zone ``tz``."""
         self.model.set_depth(
             DepthChanged(
-                ts_event=depth.ts, symbol=symbol, bids=tuple(depth.bids), asks=tuple(depth.asks),
-                last_trade_px_ticks=last, own=(),
+                ts_event=depth.ts,
+                symbol=symbol,
+                bids=tuple(depth.bids),
+                asks=tuple(depth.asks),
+                last_trade_px_ticks=last,
+                own=(),
             )
-        )  # fmt: skip
+        )
         self.model.centre()
         at = f"{format_ns(depth.ts, zone(tz), 1.0)}.{depth.ts % NS:09d}"[:-3]
         self.caption.setText(f"{symbol} at {at} {tz} · from {depth.source}")

@@ -97,14 +97,18 @@ def show_fix_chain(inspector: FixInspector, chain: list[FixMessageRecord], pos: 
         EventRecord(
             seq=i + 1,
             event=FixMessageSeen(
-                ts_event=m.ts_handled, session_id=m.session_id,
+                ts_event=m.ts_handled,
+                session_id=m.session_id,
                 outbound=m.direction is FixDirection.OUTBOUND,
-                msg_type=field_value(m.raw, 35), seq_num=int(field_value(m.raw, 34) or 0),
-                raw=m.raw, ts_created=m.ts_created, ts_wire=m.ts_wire,
+                msg_type=field_value(m.raw, 35),
+                seq_num=int(field_value(m.raw, 34) or 0),
+                raw=m.raw,
+                ts_created=m.ts_created,
+                ts_wire=m.ts_wire,
             ),
         )
         for i, m in enumerate(chain)
-    ]  # fmt: skip
+    ]
     inspector.on_events(records)
     if 0 <= pos < len(records):
         row = inspector.model.row_of(pos + 1)

@@ -324,8 +324,12 @@ class Arbiter:
             self.stats.lost_messages += resume - nxt
             log.error(
                 "%s: messages %d to %d are lost (%s); going on from %d",
-                self.name, nxt, resume - 1, why, resume,
-            )  # fmt: skip
+                self.name,
+                nxt,
+                resume - 1,
+                why,
+                resume,
+            )
         self._gap = None
         self.next_seq = resume
         out: list[bytes] = []

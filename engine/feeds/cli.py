@@ -36,8 +36,10 @@ def _progress(label: str, done: int, total: int, t0: float, enabled: bool) -> No
     pct = 100.0 * done / total if total else 100.0
     print(
         f"\r{label} {pct:5.1f}%  {done / 1e9:7.2f} GB  {done / dt / 1e6:8.1f} MB/s  {dt:6.1f} s",
-        end="", file=sys.stderr, flush=True,
-    )  # fmt: skip
+        end="",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def gen_main(argv: list[str] | None = None) -> int:

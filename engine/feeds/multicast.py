@@ -158,9 +158,8 @@ class MoldPublisher:
     def end_session(self) -> None:
         """Send End of Session on both groups."""
         self._send(
-            self.session + self.next_seq.to_bytes(8, "big")
-            + MOLD_END_OF_SESSION.to_bytes(2, "big")
-        )  # fmt: skip
+            self.session + self.next_seq.to_bytes(8, "big") + MOLD_END_OF_SESSION.to_bytes(2, "big")
+        )
 
     def _send(self, packet: bytes) -> None:
         seq = int.from_bytes(packet[10:18], "big")

@@ -60,14 +60,17 @@ async def serve(cfg: RelayConfig, stop: asyncio.Event) -> int:
     bus = MessageBus()
     symbols = [i.symbol for i in cfg.instruments]
     market = MarketData(symbols, bus, clock, n_levels=cfg.n_levels)
-    instruments = [Instrument(symbol=i.symbol, tick_size=Decimal(i.tick_size),
-                              lot_size=Decimal(i.lot_size)) for i in cfg.instruments]  # fmt: skip
+    instruments = [
+        Instrument(symbol=i.symbol, tick_size=Decimal(i.tick_size), lot_size=Decimal(i.lot_size))
+        for i in cfg.instruments
+    ]
     recorder = None
     if cfg.persist_path is not None:
         from engine.tickstore.recorder import Recorder
 
-        recorder = Recorder(cfg.persist_path, clock, instruments,
-                            flush_interval_ms=cfg.persist_flush_ms)  # fmt: skip
+        recorder = Recorder(
+            cfg.persist_path, clock, instruments, flush_interval_ms=cfg.persist_flush_ms
+        )
         recorder.open()
         recorder.attach(market)  # before the relay takes market.apply: recorded, then served
         bus.subscribe(BookUpdated, recorder.on_book)
@@ -75,16 +78,26 @@ async def serve(cfg: RelayConfig, stop: asyncio.Event) -> int:
     if cfg.tls_cert is not None and cfg.tls_key is not None:
         ssl_ctx = server_context(cfg.tls_cert, cfg.tls_key)
     audit_path = cfg.audit_log or cfg.path.parent / "relay-audit.log"
-    relay = Relay(cfg.relay_id, market, clock, TokenStore(cfg.token_store), host=cfg.bind,
-                  port=cfg.port, ssl_context=ssl_ctx, audit=AuditLog(audit_path, clock),
-                  cache_rows=cfg.cache_rows, max_lag_rows=cfg.max_lag_rows,
-                  status_role=cfg.status_role)  # fmt: skip
+    relay = Relay(
+        cfg.relay_id,
+        market,
+        clock,
+        TokenStore(cfg.token_store),
+        host=cfg.bind,
+        port=cfg.port,
+        ssl_context=ssl_ctx,
+        audit=AuditLog(audit_path, clock),
+        cache_rows=cfg.cache_rows,
+        max_lag_rows=cfg.max_lag_rows,
+        status_role=cfg.status_role,
+    )
     sources = _sources(cfg, market, clock, instruments)
     for src in sources:
         relay.add_source(src)
     await relay.open()
-    print(f"relay {cfg.relay_id} listening on {cfg.bind}:{relay.port} run {relay.run_id}",
-          flush=True)  # fmt: skip
+    print(
+        f"relay {cfg.relay_id} listening on {cfg.bind}:{relay.port} run {relay.run_id}", flush=True
+    )
     tasks: list[asyncio.Task[None]] = []
     try:
         for src in sources:
@@ -92,8 +105,9 @@ async def serve(cfg: RelayConfig, stop: asyncio.Event) -> int:
         if recorder is not None:
             tasks.append(asyncio.get_running_loop().create_task(_flush(recorder)))
         if cfg.stats_interval_s > 0:
-            tasks.append(asyncio.get_running_loop().create_task(
-                _stats(relay, cfg.stats_interval_s)))  # fmt: skip
+            tasks.append(
+                asyncio.get_running_loop().create_task(_stats(relay, cfg.stats_interval_s))
+            )
         await stop.wait()
     finally:
         for t in tasks:
@@ -115,33 +129,62 @@ def _sources(
     for s in cfg.sources:
         if s.kind == "tickstore":
             assert s.path is not None
-            sources.append(TickStoreSource(market, s.path, s.day, s.symbols, speed=s.speed,
-                                           name=s.name))  # fmt: skip
+            sources.append(
+                TickStoreSource(market, s.path, s.day, s.symbols, speed=s.speed, name=s.name)
+            )
         elif s.kind in ("relay", "engine"):
             token = os.environ.get(s.token_env, "")
             if not token:
-                raise RelayConfigError(f"{cfg.path}: sources ({s.name}): the token is read from "
-                                       f"${s.token_env}, which is not set")  # fmt: skip
+                raise RelayConfigError(
+                    f"{cfg.path}: sources ({s.name}): the token is read from "
+                    f"${s.token_env}, which is not set"
+                )
             pins = PinStore(s.pins) if s.pins else None
             if s.kind == "relay":
-                sources.append(RelaySource(market, s.host, s.port, token, s.symbols, tls=s.tls,
-                                           pins=pins, name=s.name))  # fmt: skip
+                sources.append(
+                    RelaySource(
+                        market, s.host, s.port, token, s.symbols, tls=s.tls, pins=pins, name=s.name
+                    )
+                )
             else:
-                sources.append(EngineSource(market,
-                                            [i for i in instruments if i.symbol in s.symbols],
-                                            s.host, s.port, token, tls=s.tls, pins=pins,
-                                            name=s.name))  # fmt: skip
+                sources.append(
+                    EngineSource(
+                        market,
+                        [i for i in instruments if i.symbol in s.symbols],
+                        s.host,
+                        s.port,
+                        token,
+                        tls=s.tls,
+                        pins=pins,
+                        name=s.name,
+                    )
+                )
         elif s.kind == "fix":
             assert s.sessions is not None
-            sources.append(FixSource(market, clock,
-                                     [i for i in instruments if i.symbol in s.symbols],
-                                     s.sessions, session_id=s.session_id, name=s.name))  # fmt: skip
+            sources.append(
+                FixSource(
+                    market,
+                    clock,
+                    [i for i in instruments if i.symbol in s.symbols],
+                    s.sessions,
+                    session_id=s.session_id,
+                    name=s.name,
+                )
+            )
         else:
             assert s.group_a is not None
-            sources.append(ItchSource(market, clock,
-                                      [i for i in instruments if i.symbol in s.symbols],
-                                      s.group_a, s.group_b, session=s.session,
-                                      recovery=s.recovery, name=s.name))  # fmt: skip
+            sources.append(
+                ItchSource(
+                    market,
+                    clock,
+                    [i for i in instruments if i.symbol in s.symbols],
+                    s.group_a,
+                    s.group_b,
+                    session=s.session,
+                    recovery=s.recovery,
+                    name=s.name,
+                )
+            )
     return sources
 
 
@@ -160,15 +203,20 @@ async def _flush(recorder: object) -> None:
 async def _stats(relay: Relay, every_s: float) -> None:
     while True:
         await asyncio.sleep(every_s)
-        print(json.dumps({**relay.stats(), "rss_bytes": _rss_bytes(),
-                          "cached_bytes": relay.cached_bytes()}), flush=True)  # fmt: skip
+        print(
+            json.dumps(
+                {**relay.stats(), "rss_bytes": _rss_bytes(), "cached_bytes": relay.cached_bytes()}
+            ),
+            flush=True,
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``qwconsole relay``; return the exit status."""
-    parser = OneLineErrorParser(prog="qwconsole relay",
-                                description="Serve market data to remote consoles and "
-                                            "engines (docs/relay.md).")  # fmt: skip
+    parser = OneLineErrorParser(
+        prog="qwconsole relay",
+        description="Serve market data to remote consoles and engines (docs/relay.md).",
+    )
     parser.add_argument("--config", type=Path, required=True, help="relay.toml")
     parser.add_argument("--port", type=int, default=None, help="override [relay] port")
     opts = parser.parse_args(list(sys.argv[1:] if argv is None else argv))

@@ -114,8 +114,9 @@ class RelayClient:
         self.port = port
         self._token = token
         self.symbols = list(symbols)
-        self.index: dict[str, int] = dict(index if index is not None else
-                                          market.index if market is not None else {})  # fmt: skip
+        self.index: dict[str, int] = dict(
+            index if index is not None else market.index if market is not None else {}
+        )
         missing = [s for s in self.symbols if s not in self.index]
         if missing:
             raise ValueError(f"symbols {missing} have no book index here")
@@ -166,8 +167,10 @@ class RelayClient:
             await asyncio.wait_for(self._ready.wait(), timeout_s)
         except TimeoutError:
             await self.close()
-            raise RelayError(f"{self.endpoint}: not synchronised within {timeout_s:g} s "
-                             f"({self.last_error or 'no answer'})") from None  # fmt: skip
+            raise RelayError(
+                f"{self.endpoint}: not synchronised within {timeout_s:g} s "
+                f"({self.last_error or 'no answer'})"
+            ) from None
         if self._task.done():
             raise RelayError(f"{self.endpoint}: {self.last_error}")
 
@@ -203,8 +206,15 @@ class RelayClient:
                     self._ready.set()
                 return
             except Exception as e:
-                if not isinstance(e, OSError | ConnectionClosed | InvalidHandshake | InvalidURI
-                                  | TimeoutError | ProtocolError):  # fmt: skip
+                if not isinstance(
+                    e,
+                    OSError
+                    | ConnectionClosed
+                    | InvalidHandshake
+                    | InvalidURI
+                    | TimeoutError
+                    | ProtocolError,
+                ):
                     self.last_error = f"{type(e).__name__}: {e}"
                     log.exception("relay %s: applying what arrived failed", self.endpoint)
                     if self._ready is not None:
@@ -219,8 +229,12 @@ class RelayClient:
                 return
             delay = self.backoff.delay(attempt)
             attempt += 1
-            log.warning("relay %s: link lost (%s); reconnecting in %.2f s", self.endpoint,
-                        self.last_error, delay)  # fmt: skip
+            log.warning(
+                "relay %s: link lost (%s); reconnecting in %.2f s",
+                self.endpoint,
+                self.last_error,
+                delay,
+            )
             await asyncio.sleep(delay)
 
     async def _recv(self, ws: ClientConnection, timeout_s: float) -> RelayServerMessage:
@@ -231,9 +245,16 @@ class RelayClient:
 
     async def _session(self) -> None:
         uri = f"{'wss' if self.tls else 'ws'}://{self.host}:{self.port}/"
-        async with connect(uri, ssl=client_context() if self.tls else None, compression=None,
-                           max_size=MAX_SERVER_FRAME, open_timeout=10.0, ping_interval=5.0,
-                           ping_timeout=15.0, max_queue=256) as ws:  # fmt: skip
+        async with connect(
+            uri,
+            ssl=client_context() if self.tls else None,
+            compression=None,
+            max_size=MAX_SERVER_FRAME,
+            open_timeout=10.0,
+            ping_interval=5.0,
+            ping_timeout=15.0,
+            max_queue=256,
+        ) as ws:
             if self.tls:
                 self._check_pin(ws)
             await ws.send(encode(Hello(version=RELAY_VERSION, client=self.name)))
@@ -310,8 +331,13 @@ class RelayClient:
         if first != last + 1:
             # Never expected: the relay numbers rows without gaps. Resynchronise.
             self.gaps += 1
-            log.error("relay %s: %s jumped from row %d to %d; asking for its book",
-                      self.endpoint, symbol, last, first)  # fmt: skip
+            log.error(
+                "relay %s: %s jumped from row %d to %d; asking for its book",
+                self.endpoint,
+                symbol,
+                last,
+                first,
+            )
             raise ProtocolError(f"{symbol}: row {first} after {last}")
         rows = self._rows(symbol, data)
         self.seq[symbol] = last + rows.shape[0]

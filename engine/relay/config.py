@@ -168,15 +168,28 @@ def _source(t: _Table, i: int, known: list[str]) -> SourceSpec:
         day = t.str_("day", required=True)
         if len(day) != 8 or not day.isdigit():
             t.fail("day", f"must be YYYYMMDD, got {day!r}")
-        spec = SourceSpec(kind, name, symbols, path=t.path("path", required=True), day=day,
-                          speed=t.float_("speed", 1.0, 0.0))  # fmt: skip
+        spec = SourceSpec(
+            kind,
+            name,
+            symbols,
+            path=t.path("path", required=True),
+            day=day,
+            speed=t.float_("speed", 1.0, 0.0),
+        )
     elif kind in ("relay", "engine"):
         ep = t.endpoint("connect", required=True)
         assert ep is not None
         env = "QWCONSOLE_RELAY_TOKEN" if kind == "relay" else "QWCONSOLE_ENGINE_TOKEN"
-        spec = SourceSpec(kind, name, symbols, host=ep[0], port=ep[1],
-                          token_env=t.str_("token_env", env),
-                          tls=t.bool_("tls", True), pins=t.path("pins"))  # fmt: skip
+        spec = SourceSpec(
+            kind,
+            name,
+            symbols,
+            host=ep[0],
+            port=ep[1],
+            token_env=t.str_("token_env", env),
+            tls=t.bool_("tls", True),
+            pins=t.path("pins"),
+        )
         if spec.tls and spec.pins is None:
             t.fail("pins", "is required with tls = true (the pinned certificate fingerprints)")
     elif kind == "itch":
@@ -190,9 +203,15 @@ def _source(t: _Table, i: int, known: list[str]) -> SourceSpec:
         for k, g in (("group_a", a), ("group_b", b)):
             if g is not None and not ipaddress.ip_address(g[0]).is_multicast:
                 t.fail(k, f"{g[0]} is not a multicast address")
-        spec = SourceSpec(kind, name, symbols, group_a=Group(a[0], a[1], iface),
-                          group_b=Group(b[0], b[1], iface) if b else None,
-                          session=session.encode(), recovery=t.endpoint("recovery"))  # fmt: skip
+        spec = SourceSpec(
+            kind,
+            name,
+            symbols,
+            group_a=Group(a[0], a[1], iface),
+            group_b=Group(b[0], b[1], iface) if b else None,
+            session=session.encode(),
+            recovery=t.endpoint("recovery"),
+        )
     elif kind == "fix":
         sessions = t.path("sessions", required=True)
         assert sessions is not None
@@ -216,8 +235,10 @@ def _check_fix(t: _Table, sessions: Path, session_id: str) -> None:
     except FileNotFoundError:
         t.fail("sessions", f"{sessions}: no such file")
     except (SettingsError, ValueError, OSError) as e:
-        t.fail("session" if session_id and "no initiator session " in str(e) else "sessions",
-               str(e).splitlines()[0])  # fmt: skip
+        t.fail(
+            "session" if session_id and "no initiator session " in str(e) else "sessions",
+            str(e).splitlines()[0],
+        )
 
 
 def _instruments(top: _Table) -> list[InstrumentSpec]:
@@ -298,13 +319,27 @@ def load(path: Path) -> RelayConfig:
     raw_src = top.get("sources", None, required=True)
     if not isinstance(raw_src, list) or not raw_src:
         top.fail("sources", "must be one or more [[sources]] tables")
-    sources = [_source(_Table(path, f"sources[{i}]", raw), i, known)
-               for i, raw in enumerate(raw_src)]  # fmt: skip
+    sources = [
+        _source(_Table(path, f"sources[{i}]", raw), i, known) for i, raw in enumerate(raw_src)
+    ]
     persist_path, flush_ms = _persist(top)
     top.done()
-    return RelayConfig(path=path, relay_id=relay_id, bind=bind, port=cfg_port, tls_cert=cert,
-                       tls_key=key, token_store=token_store, audit_log=audit,
-                       cache_rows=cache_rows, max_lag_rows=max_lag, n_levels=n_levels,
-                       instruments=instruments, sources=sources, persist_path=persist_path,
-                       persist_flush_ms=flush_ms, stats_interval_s=stats_s,
-                       status_role=status_role)  # fmt: skip
+    return RelayConfig(
+        path=path,
+        relay_id=relay_id,
+        bind=bind,
+        port=cfg_port,
+        tls_cert=cert,
+        tls_key=key,
+        token_store=token_store,
+        audit_log=audit,
+        cache_rows=cache_rows,
+        max_lag_rows=max_lag,
+        n_levels=n_levels,
+        instruments=instruments,
+        sources=sources,
+        persist_path=persist_path,
+        persist_flush_ms=flush_ms,
+        stats_interval_s=stats_s,
+        status_role=status_role,
+    )

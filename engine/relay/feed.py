@@ -107,18 +107,30 @@ class RelayFeed:
     ) -> None:
         if address.tls and pins is None:
             raise ValueError("a wss:// relay needs a pin store to check its certificate")
-        pinned = (not address.fingerprint or pins is None
-                  or pins.check(address.endpoint, address.fingerprint))  # fmt: skip
+        pinned = (
+            not address.fingerprint
+            or pins is None
+            or pins.check(address.endpoint, address.fingerprint)
+        )
         if address.fingerprint and not pinned:
             assert pins is not None
-            raise ValueError(f"{pins.path} pins another certificate for {address.endpoint} "
-                             f"than {address.fingerprint}")  # fmt: skip
+            raise ValueError(
+                f"{pins.path} pins another certificate for {address.endpoint} "
+                f"than {address.fingerprint}"
+            )
         self.address = address
         self.timeout_s = timeout_s
         self.watch_interval_s = watch_interval_s
-        self.client = RelayClient(address.host, address.port, token, market.symbols,
-                                  market=market, tls=address.tls, pins=pins,
-                                  name=client_name)  # fmt: skip
+        self.client = RelayClient(
+            address.host,
+            address.port,
+            token,
+            market.symbols,
+            market=market,
+            tls=address.tls,
+            pins=pins,
+            name=client_name,
+        )
         #: Why the relay could not be used (the engine was stopped), or ``""``.
         self.failure = ""
         #: Set once every book came from the relay.
@@ -135,12 +147,22 @@ class RelayFeed:
         except RelayError as e:
             self.failure = f"market-data relay {e}"  # the message starts with host:port
             log.error("%s; stopping the engine", self.failure)
-            engine.bus.publish(Alert(ts_event=engine.clock.now_ns(), level=AlertLevel.ERROR,
-                                     source="relay", text=self.failure))  # fmt: skip
+            engine.bus.publish(
+                Alert(
+                    ts_event=engine.clock.now_ns(),
+                    level=AlertLevel.ERROR,
+                    source="relay",
+                    text=self.failure,
+                )
+            )
             engine.request_stop()
             return
-        log.info("market data from relay %s (run %s): %d books", self.address.endpoint,
-                 self.client.run_id, len(self.client.symbols))  # fmt: skip
+        log.info(
+            "market data from relay %s (run %s): %d books",
+            self.address.endpoint,
+            self.client.run_id,
+            len(self.client.symbols),
+        )
         self.ready.set()
         await self._watch(engine)
 
@@ -155,18 +177,28 @@ class RelayFeed:
             up = now
             c = self.client
             if now:
-                text = (f"market-data relay {self.address.endpoint}: link back (resumed "
-                        f"{c.resumed}, books resent {c.snapshots})")  # fmt: skip
+                text = (
+                    f"market-data relay {self.address.endpoint}: link back (resumed "
+                    f"{c.resumed}, books resent {c.snapshots})"
+                )
                 level = AlertLevel.INFO
             else:
                 why = c.last_error or "no reason"
-                text = (f"market-data relay {self.address.endpoint}: link lost ({why}); "
-                        "books are stale until it is back")  # fmt: skip
+                text = (
+                    f"market-data relay {self.address.endpoint}: link lost ({why}); "
+                    "books are stale until it is back"
+                )
                 level = AlertLevel.WARNING
             log.warning("%s", text)
-            engine.bus.publish(Alert(ts_event=engine.clock.now_ns(), level=level,
-                                     source="relay", text=text,
-                                     cause=f"relay-link {self.address.endpoint}"))  # fmt: skip
+            engine.bus.publish(
+                Alert(
+                    ts_event=engine.clock.now_ns(),
+                    level=level,
+                    source="relay",
+                    text=text,
+                    cause=f"relay-link {self.address.endpoint}",
+                )
+            )
 
     async def stop(self) -> None:
         """Close the link."""

@@ -134,8 +134,9 @@ def rates(
         dt = cur.uptime_s
         before_src, before_sub = {}, {}
         total = cur.rows_in / dt if dt > 0 else 0.0
-    src = {s.name: (s.rows_in - before_src.get(s.name, 0)) / dt if dt > 0 else 0.0
-           for s in cur.sources}  # fmt: skip
+    src = {
+        s.name: (s.rows_in - before_src.get(s.name, 0)) / dt if dt > 0 else 0.0 for s in cur.sources
+    }
     sub: dict[str, float] = {}
     for s in cur.subscribers:
         if s.peer in before_sub:
@@ -245,8 +246,14 @@ class StatusPoller:
                 log.warning("relay watch %s (%s): %s", t.name, t.endpoint, e)
                 await asyncio.sleep(self.refused_retry_s)
                 continue
-            except (OSError, ConnectionClosed, InvalidHandshake, InvalidURI, TimeoutError,
-                    ProtocolError) as e:  # fmt: skip
+            except (
+                OSError,
+                ConnectionClosed,
+                InvalidHandshake,
+                InvalidURI,
+                TimeoutError,
+                ProtocolError,
+            ) as e:
                 why = describe_failure(e, self.timeout_s)
                 if self.readings[t.name].state == UP:
                     attempt = 0  # it was up: the first retry comes soon again
@@ -262,9 +269,16 @@ class StatusPoller:
 
     async def _session(self, t: WatchTarget) -> None:
         uri = f"{'wss' if t.tls else 'ws'}://{t.host}:{t.port}/"
-        async with connect(uri, ssl=client_context() if t.tls else None, compression=None,
-                           max_size=MAX_SERVER_FRAME, open_timeout=self.timeout_s,
-                           ping_interval=5.0, ping_timeout=15.0, max_queue=16) as ws:  # fmt: skip
+        async with connect(
+            uri,
+            ssl=client_context() if t.tls else None,
+            compression=None,
+            max_size=MAX_SERVER_FRAME,
+            open_timeout=self.timeout_s,
+            ping_interval=5.0,
+            ping_timeout=15.0,
+            max_queue=16,
+        ) as ws:
             if t.tls:
                 _check_certificate(t, ws)
             await ws.send(encode(Hello(version=RELAY_VERSION, client=CLIENT_NAME)))
@@ -280,8 +294,10 @@ class StatusPoller:
             if not isinstance(ok, AuthOk):
                 raise ProtocolError(f"expected auth-ok, got {type(ok).__name__}")
             if "status" not in ok.commands:
-                raise _Refused(f"logged in as {ok.user} ({ok.role}), but that role may not see "
-                               f"the relay's status (relay.toml status_role)")  # fmt: skip
+                raise _Refused(
+                    f"logged in as {ok.user} ({ok.role}), but that role may not see "
+                    f"the relay's status (relay.toml status_role)"
+                )
             prev: RelayStatus | None = None
             rid = 0
             while True:
@@ -318,10 +334,13 @@ def _check_certificate(t: WatchTarget, ws: ClientConnection) -> None:
     presented = fingerprint(der)
     if t.fingerprint:
         if presented.upper() != t.fingerprint.upper():
-            raise _Refused(f"certificate fingerprint {presented} is not the one configured "
-                           f"({t.fingerprint})")  # fmt: skip
+            raise _Refused(
+                f"certificate fingerprint {presented} is not the one configured ({t.fingerprint})"
+            )
         return
     assert t.pins is not None
     if not t.pins.check(t.endpoint, presented):
-        raise _Refused(f"the certificate of {t.endpoint} changed (now {presented}); if it was "
-                       f"renewed on purpose, forget the old pin in {t.pins.path}")  # fmt: skip
+        raise _Refused(
+            f"the certificate of {t.endpoint} changed (now {presented}); if it was "
+            f"renewed on purpose, forget the old pin in {t.pins.path}"
+        )

@@ -233,8 +233,9 @@ class Relay:
         if cache_rows < 1:
             raise ValueError(f"cache_rows: must be >= 1, got {cache_rows}")
         if not 1 <= max_lag_rows <= cache_rows:
-            raise ValueError(f"max_lag_rows: must be in 1..cache_rows ({cache_rows}), "
-                             f"got {max_lag_rows}")  # fmt: skip
+            raise ValueError(
+                f"max_lag_rows: must be in 1..cache_rows ({cache_rows}), got {max_lag_rows}"
+            )
         if status_role not in ROLES:
             raise ValueError(f"status_role: must be one of {', '.join(ROLES)}, got {status_role!r}")
         self.relay_id = relay_id
@@ -312,11 +313,16 @@ class Relay:
         for src in self._sources:
             books = [index[s] for s in src.symbols]
             last = max((self._book_last_ns[b] for b in books), default=0)
-            sources.append(SourceStatus(
-                name=src.name, kind=src.kind, symbols=list(src.symbols),
-                rows_in=sum(self._book_rows[b] for b in books),
-                last_row_age_ms=(now - last) / 1e6 if last else -1.0, state=src.state(),
-            ))  # fmt: skip
+            sources.append(
+                SourceStatus(
+                    name=src.name,
+                    kind=src.kind,
+                    symbols=list(src.symbols),
+                    rows_in=sum(self._book_rows[b] for b in books),
+                    last_row_age_ms=(now - last) / 1e6 if last else -1.0,
+                    state=src.state(),
+                )
+            )
         subs = []
         for s in sorted(self._subscribers, key=lambda x: x.connected_ns):
             lag_rows, lag_ms = 0, 0.0
@@ -325,27 +331,47 @@ class Relay:
                 if ring.head > c:
                     lag_rows = max(lag_rows, ring.head - c)
                     lag_ms = max(lag_ms, (now - ring.published_ns(c + 1)) / 1e6)
-            subs.append(SubscriberStatus(
-                peer=s.peer, user=s.who.name, role=s.who.role, client=s.client,
-                symbols=[symbols[b] for b in sorted(s.cursors)], rows_sent=s.rows_sent,
-                lag_rows=lag_rows, lag_ms=lag_ms, conflations=s.conflations,
-                stalled=lag_ms >= STALLED_MS, connected_s=(now - s.connected_ns) / 1e9,
-            ))  # fmt: skip
+            subs.append(
+                SubscriberStatus(
+                    peer=s.peer,
+                    user=s.who.name,
+                    role=s.who.role,
+                    client=s.client,
+                    symbols=[symbols[b] for b in sorted(s.cursors)],
+                    rows_sent=s.rows_sent,
+                    lag_rows=lag_rows,
+                    lag_ms=lag_ms,
+                    conflations=s.conflations,
+                    stalled=lag_ms >= STALLED_MS,
+                    connected_s=(now - s.connected_ns) / 1e9,
+                )
+            )
         cached = sum(r.rows for r in self.rings)
         capacity = self.rings[0].capacity if self.rings else 0
         return RelayStatus(
-            rid=rid, relay_id=self.relay_id, run_id=self.run_id, ts=now,
+            rid=rid,
+            relay_id=self.relay_id,
+            run_id=self.run_id,
+            ts=now,
             uptime_s=(now - self._started_ns) / 1e9 if self._started_ns else 0.0,
-            instruments=len(symbols), rows_in=self.rows_in, conflations=self.conflations,
-            cached_rows=cached, cached_bytes=cached * ROW, cache_rows=capacity,
-            max_lag_rows=self.max_lag_rows, sources=sources, subscribers=subs,
-        )  # fmt: skip
+            instruments=len(symbols),
+            rows_in=self.rows_in,
+            conflations=self.conflations,
+            cached_rows=cached,
+            cached_bytes=cached * ROW,
+            cache_rows=capacity,
+            max_lag_rows=self.max_lag_rows,
+            sources=sources,
+            subscribers=subs,
+        )
 
     def _status_frame(self, s: _Subscriber, rid: int) -> bytes:
         if self.may_see_status(s.who.role):
             return encode(self.status(rid))
-        why = (f"role {s.who.role} may not see the relay's status; it needs "
-               f"{self.status_role} or higher (relay.toml status_role)")  # fmt: skip
+        why = (
+            f"role {s.who.role} may not see the relay's status; it needs "
+            f"{self.status_role} or higher (relay.toml status_role)"
+        )
         return encode(Error(code="forbidden", reason=why))
 
     def may_see_status(self, role: str) -> bool:
@@ -398,9 +424,15 @@ class Relay:
     def _snapshot(self, book: int, reason: str) -> tuple[int, bytes]:
         # Taken and encoded without an await in between: exact at its row number.
         head = self.rings[book].head
-        frame = encode(BookSnap(symbol=self.market.symbols[book], seq=head,
-                                ts=self.clock.now_ns(), reason=reason,
-                                rows=self.book_rows(book)))  # fmt: skip
+        frame = encode(
+            BookSnap(
+                symbol=self.market.symbols[book],
+                seq=head,
+                ts=self.clock.now_ns(),
+                reason=reason,
+                rows=self.book_rows(book),
+            )
+        )
         return head, frame
 
     # ------------------------------------------------------------------ lifecycle
@@ -423,8 +455,13 @@ class Relay:
         self._port = int(sock.getsockname()[1])
         self._started_ns = self.clock.now_ns()
         self._tasks.append(asyncio.get_running_loop().create_task(self._flush_audit()))
-        log.info("relay %s listening on %s:%d (%s)", self.relay_id, self.host, self._port,
-                 "TLS" if self.ssl_context else "no TLS, loopback only")  # fmt: skip
+        log.info(
+            "relay %s listening on %s:%d (%s)",
+            self.relay_id,
+            self.host,
+            self._port,
+            "TLS" if self.ssl_context else "no TLS, loopback only",
+        )
 
     async def _flush_audit(self) -> None:
         while True:
@@ -477,8 +514,13 @@ class Relay:
                 w.discard(sub)
             sender.cancel()
             await asyncio.gather(sender, return_exceptions=True)
-            self.audit.write(event="disconnect", user=sub.who.name, peer=peer,
-                             conflations=sub.conflations, rows=sub.rows_sent)  # fmt: skip
+            self.audit.write(
+                event="disconnect",
+                user=sub.who.name,
+                peer=peer,
+                conflations=sub.conflations,
+                rows=sub.rows_sent,
+            )
             log.info("subscriber %s (%s) left", sub.who.name, peer)
 
     async def _recv(self, ws: ServerConnection) -> Any:
@@ -498,12 +540,21 @@ class Relay:
             if not isinstance(hello, Hello):
                 raise ProtocolError(f"expected hello first, got {type(hello).__name__.lower()}")
             if hello.version != RELAY_VERSION:
-                await self._refuse(ws, CLOSE_VERSION, Error(code="version", reason=(
-                    f"relay protocol version {hello.version} is not supported; this relay "
-                    f"speaks version {RELAY_VERSION}")))  # fmt: skip
+                await self._refuse(
+                    ws,
+                    CLOSE_VERSION,
+                    Error(
+                        code="version",
+                        reason=(
+                            f"relay protocol version {hello.version} is not supported; this relay "
+                            f"speaks version {RELAY_VERSION}"
+                        ),
+                    ),
+                )
                 return None
-            await ws.send(encode(Welcome(version=RELAY_VERSION, engine_id=self.relay_id,
-                                         run_id=self.run_id)))  # fmt: skip
+            await ws.send(
+                encode(Welcome(version=RELAY_VERSION, engine_id=self.relay_id, run_id=self.run_id))
+            )
             auth = await self._recv(ws)
             if not isinstance(auth, Auth):
                 raise ProtocolError(f"expected auth, got {type(auth).__name__.lower()}")
@@ -521,12 +572,19 @@ class Relay:
             await asyncio.sleep(delay)
             await self._refuse(ws, CLOSE_AUTH, Error(code="auth", reason=who))
             return None
-        self.audit.write(event="login", user=who.name, role=who.role, peer=peer,
-                         client=hello.client)  # fmt: skip
+        self.audit.write(
+            event="login", user=who.name, role=who.role, peer=peer, client=hello.client
+        )
         commands = ["subscribe", "status"] if self.may_see_status(who.role) else ["subscribe"]
         await ws.send(encode(AuthOk(user=who.name, role=who.role, commands=commands)))
-        return _Subscriber(ws=ws, who=who, peer=peer, resume_run=auth.resume_run,
-                           client=hello.client, connected_ns=self.clock.now_ns())  # fmt: skip
+        return _Subscriber(
+            ws=ws,
+            who=who,
+            peer=peer,
+            resume_run=auth.resume_run,
+            client=hello.client,
+            connected_ns=self.clock.now_ns(),
+        )
 
     def _subscribe(self, s: _Subscriber, msg: Subscribe) -> None:
         resumed: list[str] = []
@@ -554,10 +612,18 @@ class Relay:
                 s.snapshots_due[b] = "resume-not-possible" if want else "subscribed"
                 snaps.append(symbol)
             self._watchers[b].add(s)
-        s.control.append(encode(SubAck(rid=msg.rid, resumed=resumed, snapshots=snaps,
-                                       unknown=unknown)))  # fmt: skip
-        self.audit.write(event="subscribe", user=s.who.name, role=s.who.role, peer=s.peer,
-                         symbols=msg.symbols, resumed=resumed, unknown=unknown)  # fmt: skip
+        s.control.append(
+            encode(SubAck(rid=msg.rid, resumed=resumed, snapshots=snaps, unknown=unknown))
+        )
+        self.audit.write(
+            event="subscribe",
+            user=s.who.name,
+            role=s.who.role,
+            peer=s.peer,
+            symbols=msg.symbols,
+            resumed=resumed,
+            unknown=unknown,
+        )
 
     def _unsubscribe(self, s: _Subscriber, msg: Unsubscribe) -> None:
         for symbol in msg.symbols:

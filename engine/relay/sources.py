@@ -73,10 +73,13 @@ def load_day(path: Path, day: str, symbols: Sequence[str], index: dict[str, int]
     with TickStore(path) as store:
         for s in symbols:
             if day not in store.days(s):
-                raise ValueError(f"{path}: holds no day {day} of {s} "
-                                 f"(days: {', '.join(store.days(s)) or 'none'})")  # fmt: skip
-            parts.append(to_l2_events(store.read(s, day, "l2"), store.read(s, day, "trades"),
-                                      book=index[s]))  # fmt: skip
+                raise ValueError(
+                    f"{path}: holds no day {day} of {s} "
+                    f"(days: {', '.join(store.days(s)) or 'none'})"
+                )
+            parts.append(
+                to_l2_events(store.read(s, day, "l2"), store.read(s, day, "trades"), book=index[s])
+            )
     rows = np.concatenate(parts) if parts else np.zeros(0, L2_EVENT_DTYPE)
     order = np.argsort(rows["ts"], kind="stable")
     out: np.ndarray = rows[order]
@@ -175,8 +178,16 @@ class RelaySource:
         self.name = name
         self.kind = "relay"
         self.symbols = list(symbols)
-        self.client = RelayClient(host, port, token, symbols, market=market, tls=tls,
-                                  pins=pins, name=f"relay-source {name}")  # fmt: skip
+        self.client = RelayClient(
+            host,
+            port,
+            token,
+            symbols,
+            market=market,
+            tls=tls,
+            pins=pins,
+            name=f"relay-source {name}",
+        )
 
     async def start(self) -> None:
         """Connect and subscribe (waits for the first books)."""
@@ -214,9 +225,15 @@ class ItchSource:
         self.itch = ItchMarketData(market, clock)
         for ins in instruments:
             self.itch.add_instrument(ins)
-        self.receiver = FeedReceiver(a, b, self.itch.on_packets, session=session,
-                                     recovery=recovery, name=name,
-                                     on_lost=self.itch.on_lost)  # fmt: skip
+        self.receiver = FeedReceiver(
+            a,
+            b,
+            self.itch.on_packets,
+            session=session,
+            recovery=recovery,
+            name=name,
+            on_lost=self.itch.on_lost,
+        )
 
     async def start(self) -> None:
         """Join the groups."""
@@ -325,9 +342,12 @@ class FixSource:
         self.app = _FeedApplication(self.feed)
         self.session = build_session(settings, self.app, sessions_file.parent, None)
         self.app.session = self.session
-        self.initiator = SocketInitiator(self.session, settings.connect_addresses(),
-                                         reconnect_interval=float(settings.reconnect_interval),
-                                         clock=clock)  # fmt: skip
+        self.initiator = SocketInitiator(
+            self.session,
+            settings.connect_addresses(),
+            reconnect_interval=float(settings.reconnect_interval),
+            clock=clock,
+        )
         self._started = False
 
     async def start(self) -> None:
@@ -368,15 +388,18 @@ def pick_fix_session(sessions_file: Path, session_id: str = "") -> Any:
 
     initiators = [s for s in load_settings(sessions_file).sessions if s.is_initiator]
     if not initiators:
-        raise ValueError(f"{sessions_file}: no initiator sessions (the relay connects out "
-                         "to the venue)")  # fmt: skip
+        raise ValueError(
+            f"{sessions_file}: no initiator sessions (the relay connects out to the venue)"
+        )
     if not session_id:
         return initiators[0]
     for s in initiators:
         if str(s.session_id) == session_id:
             return s
-    raise ValueError(f"{sessions_file}: no initiator session {session_id!r} "
-                     f"(there: {', '.join(str(s.session_id) for s in initiators)})")  # fmt: skip
+    raise ValueError(
+        f"{sessions_file}: no initiator session {session_id!r} "
+        f"(there: {', '.join(str(s.session_id) for s in initiators)})"
+    )
 
 
 class EngineBooks:
@@ -498,8 +521,9 @@ class EngineSource:
         self.symbols = [i.symbol for i in instruments]
         self._ticks = {i.symbol: i.tick_size for i in instruments}
         self.books = EngineBooks({s: market.index[s] for s in self.symbols})
-        self.client = RemoteEngineClient(host, port, token, tls=tls, pins=pins,
-                                         name=f"relay {name}")  # fmt: skip
+        self.client = RemoteEngineClient(
+            host, port, token, tls=tls, pins=pins, name=f"relay {name}"
+        )
         #: Instruments not relayed, with why.
         self.refused: dict[str, str] = {}
         self.rows_sent = 0
@@ -543,8 +567,7 @@ class EngineSource:
                 if Decimal(e.tick_size) != mine:
                     why = f"the engine's tick size is {e.tick_size}, the relay's {mine}"
                     if self.refused.get(e.symbol) != why:
-                        log.error("engine source %s: %s not relayed: %s", self.name,
-                                  e.symbol, why)  # fmt: skip
+                        log.error("engine source %s: %s not relayed: %s", self.name, e.symbol, why)
                     self.refused[e.symbol] = why
                     self.books.index.pop(e.symbol, None)
         rows = self.books.rows(events)

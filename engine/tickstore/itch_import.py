@@ -139,9 +139,12 @@ class ItchImporter:
 
         def bad(i: int) -> None:
             self.rejects.bad(
-                file, int(rows["seq"][i]), column, f"{int(rows[column][i]) / 10_000:.4f}",
+                file,
+                int(rows["seq"][i]),
+                column,
+                f"{int(rows[column][i]) / 10_000:.4f}",
                 f"is not a multiple of the tick size {self.tick_size}",
-            )  # fmt: skip
+            )
 
         return grid_steps(rows[column].astype(np.int64) * _ITCH_PRICE_UNITS, self.px, bad)
 
@@ -150,9 +153,12 @@ class ItchImporter:
 
         def bad(i: int) -> None:
             self.rejects.bad(
-                file, int(rows["seq"][i]), column, str(int(rows[column][i])),
+                file,
+                int(rows["seq"][i]),
+                column,
+                str(int(rows[column][i])),
                 f"is not a multiple of the lot size {self.lot_size}",
-            )  # fmt: skip
+            )
 
         return grid_steps(rows[column].astype(np.int64) * 1_000_000_000, self.qty, bad)
 
@@ -200,16 +206,24 @@ class ItchImporter:
         mbo_t = np.dtype([*MBO_DTYPE.descr, ("locate", "i8"), ("seq", "i8")])
         trade_t = np.dtype([*TRADE_DTYPE.descr, ("locate", "i8"), ("seq", "i8")])
 
-        def mbo(rows: npt.NDArray[np.void], ref: I64, px: I64, qty: I64, side: I64,
-                action: int, locate: I64) -> None:  # fmt: skip
+        def mbo(
+            rows: npt.NDArray[np.void],
+            ref: I64,
+            px: I64,
+            qty: I64,
+            side: I64,
+            action: int,
+            locate: I64,
+        ) -> None:
             out = np.zeros(rows.shape[0], mbo_t)
             out["ts"] = out["ts_recv"] = rows["timestamp"] + midnight
             out["order_id"], out["px"], out["qty"], out["side"] = ref, px, qty, side
             out["action"], out["locate"], out["seq"] = action, locate, rows["seq"]
             mbo_parts.append(out)
 
-        def trade(rows: npt.NDArray[np.void], px: I64, qty: I64, match: I64, side: I64,
-                  locate: I64) -> None:  # fmt: skip
+        def trade(
+            rows: npt.NDArray[np.void], px: I64, qty: I64, match: I64, side: I64, locate: I64
+        ) -> None:
             out = np.zeros(rows.shape[0], trade_t)
             out["ts"] = out["ts_recv"] = rows["timestamp"] + midnight
             out["px"], out["qty"], out["trade_id"], out["side"] = px, qty, match, side
@@ -241,8 +255,15 @@ class ItchImporter:
             o_px, o_side, o_loc, known = book.chain(old, new, u_px)
             self.stats.unknown_orders += int((~known).sum())
             uk = u[known]
-            mbo(uk, old[known], o_px[known], np.zeros(int(known.sum()), np.int64),
-                o_side[known], L3_CANCEL, o_loc[known])  # fmt: skip
+            mbo(
+                uk,
+                old[known],
+                o_px[known],
+                np.zeros(int(known.sum()), np.int64),
+                o_side[known],
+                L3_CANCEL,
+                o_loc[known],
+            )
             mbo(uk, new[known], u_px[known], u_qty[known], o_side[known], L3_ADD, o_loc[known])
 
         for t, qty_field, action in (
@@ -271,8 +292,14 @@ class ItchImporter:
                 pr = rows[printable]
                 t_px, ok = self._ticks(file, pr, "execution_price")
                 sel = np.flatnonzero(printable)[ok]
-                trade(rows[sel], t_px[ok], qty[sel], rows["match_number"][sel].astype(np.int64),
-                      -side[sel], loc[sel])  # fmt: skip
+                trade(
+                    rows[sel],
+                    t_px[ok],
+                    qty[sel],
+                    rows["match_number"][sel].astype(np.int64),
+                    -side[sel],
+                    loc[sel],
+                )
 
         p = dec["P"]
         if p.shape[0]:
@@ -280,8 +307,14 @@ class ItchImporter:
             p_qty, s_ok = self._lots(file, p, "shares")
             ok = p_ok & s_ok
             p_side = np.where(p["buy_sell_indicator"] == b"B", SELL, BUY).astype(np.int64)
-            trade(p[ok], p_px[ok], p_qty[ok], p["match_number"][ok].astype(np.int64),
-                  p_side[ok], p["stock_locate"][ok].astype(np.int64))  # fmt: skip
+            trade(
+                p[ok],
+                p_px[ok],
+                p_qty[ok],
+                p["match_number"][ok].astype(np.int64),
+                p_side[ok],
+                p["stock_locate"][ok].astype(np.int64),
+            )
         q = dec["Q"]
         q = q[q["shares"] > 0]
         if q.shape[0]:
@@ -289,8 +322,14 @@ class ItchImporter:
             q_qty, s_ok = self._lots(file, q, "shares")
             ok = p_ok & s_ok
             no_side = np.zeros(int(ok.sum()), np.int64)
-            trade(q[ok], q_px[ok], q_qty[ok], q["match_number"][ok].astype(np.int64), no_side,
-                  q["stock_locate"][ok].astype(np.int64))  # fmt: skip
+            trade(
+                q[ok],
+                q_px[ok],
+                q_qty[ok],
+                q["match_number"][ok].astype(np.int64),
+                no_side,
+                q["stock_locate"][ok].astype(np.int64),
+            )
 
         mbo_all = np.concatenate(mbo_parts) if mbo_parts else np.zeros(0, mbo_t)
         trades_all = np.concatenate(trade_parts) if trade_parts else np.zeros(0, trade_t)
@@ -303,13 +342,21 @@ class ItchImporter:
         self, names: dict[int, str], mbo: npt.NDArray[np.void], trades: npt.NDArray[np.void]
     ) -> None:
         report = self.stats.report
-        gaps = [] if report is None else [
-            {"first_seq": a, "last_seq": b, "missing": b - a + 1} for a, b in report.gaps
-        ]  # fmt: skip
+        gaps = (
+            []
+            if report is None
+            else [{"first_seq": a, "last_seq": b, "missing": b - a + 1} for a, b in report.gaps]
+        )
         for loc in np.union1d(np.unique(mbo["locate"]), np.unique(trades["locate"])).tolist():
             name = names.get(loc, f"LOCATE{loc}")
-            sink = Sink(self.staging, self.result, name, tick_size=self.tick_size,
-                        lot_size=self.lot_size, venue=self.venue)  # fmt: skip
+            sink = Sink(
+                self.staging,
+                self.result,
+                name,
+                tick_size=self.tick_size,
+                lot_size=self.lot_size,
+                venue=self.venue,
+            )
             for kind, rows, dtype in (("mbo", mbo, MBO_DTYPE), ("trades", trades, TRADE_DTYPE)):
                 part = rows[rows["locate"] == loc]
                 if part.shape[0]:
@@ -327,8 +374,15 @@ class ItchImporter:
         return self.result
 
 
-_ADD_FIELDS = ("seq", "timestamp", "stock_locate", "order_reference_number",
-               "buy_sell_indicator", "shares", "price")  # fmt: skip
+_ADD_FIELDS = (
+    "seq",
+    "timestamp",
+    "stock_locate",
+    "order_reference_number",
+    "buy_sell_indicator",
+    "shares",
+    "price",
+)
 
 
 def _monotonic(rows: npt.NDArray[np.void]) -> None:
@@ -368,8 +422,9 @@ class _Orders:
         known = np.zeros(n, bool)
         extra: dict[int, tuple[int, int, int]] = {}
         px_l, side_l, loc_l, known_l = self.lookup(old)
-        for j, (o, nw, npx) in enumerate(zip(old.tolist(), new.tolist(), new_px.tolist(),
-                                             strict=True)):  # fmt: skip
+        for j, (o, nw, npx) in enumerate(
+            zip(old.tolist(), new.tolist(), new_px.tolist(), strict=True)
+        ):
             hit = extra.get(o)
             if hit is None and known_l[j]:
                 hit = (int(px_l[j]), int(side_l[j]), int(loc_l[j]))
@@ -382,9 +437,11 @@ class _Orders:
             keys = np.fromiter(extra, np.int64, len(extra))
             vals = np.array(list(extra.values()), np.int64).reshape(-1, 3)
             self._set(
-                np.concatenate([self.ref, keys]), np.concatenate([self.px, vals[:, 0]]),
-                np.concatenate([self.side, vals[:, 1]]), np.concatenate([self.loc, vals[:, 2]]),
-            )  # fmt: skip
+                np.concatenate([self.ref, keys]),
+                np.concatenate([self.px, vals[:, 0]]),
+                np.concatenate([self.side, vals[:, 1]]),
+                np.concatenate([self.loc, vals[:, 2]]),
+            )
         return o_px, o_side, o_loc, known
 
 
@@ -404,9 +461,12 @@ def import_itch(
     """Import ITCH captures into ``store``, all or nothing (see :class:`Staging`)."""
     with Staging(store, replace=replace) as staging:
         imp = ItchImporter(
-            staging, tick_size=tick_size, lot_size=lot_size, venue=venue,
+            staging,
+            tick_size=tick_size,
+            lot_size=lot_size,
+            venue=venue,
             skip_bad_rows=skip_bad_rows,
-        )  # fmt: skip
+        )
         for f in files:
             imp.import_file(f, day=day, allow_gaps=allow_gaps, progress=progress)
         return imp.finish(), imp.stats

@@ -123,9 +123,12 @@ class Mdp3Importer:
 
         def bad(i: int) -> None:
             self.rejects.bad(
-                file, int(where[i]), column, f"{int(mantissa[i]) * 10.0**exponent:g}",
+                file,
+                int(where[i]),
+                column,
+                f"{int(mantissa[i]) * 10.0**exponent:g}",
                 f"is not a multiple of the tick size {self.tick_size}",
-            )  # fmt: skip
+            )
 
         q, ok = grid_steps(units, self.px, bad)
         if finer is not None:  # digits finer than 1e-9: off any grid the store holds
@@ -139,8 +142,13 @@ class Mdp3Importer:
         """Return sizes in lots and where they are whole lots (the others reported)."""
 
         def bad(i: int) -> None:
-            self.rejects.bad(file, int(where[i]), column, str(int(size[i])),
-                             f"is not a multiple of the lot size {self.lot_size}")  # fmt: skip
+            self.rejects.bad(
+                file,
+                int(where[i]),
+                column,
+                str(int(size[i])),
+                f"is not a multiple of the lot size {self.lot_size}",
+            )
 
         return grid_steps(size * 1_000_000_000, self.qty, bad)
 
@@ -172,19 +180,32 @@ class Mdp3Importer:
             progress(total // 2, total, 0)
         written = self._book(file, cap) + self._trades(file, cap) + self._mbo(file, cap)
         if gaps:
-            text = json.dumps([{"first_seq": a, "last_seq": b, "missing": b - a + 1}
-                               for a, b in gaps])  # fmt: skip
+            text = json.dumps(
+                [{"first_seq": a, "last_seq": b, "missing": b - a + 1} for a, b in gaps]
+            )
             for sym, day in self.result.days:
-                sink = Sink(self.staging, self.result, sym, tick_size=self.tick_size,
-                            lot_size=self.lot_size, venue=self.venue)  # fmt: skip
+                sink = Sink(
+                    self.staging,
+                    self.result,
+                    sym,
+                    tick_size=self.tick_size,
+                    lot_size=self.lot_size,
+                    venue=self.venue,
+                )
                 sink.set_attr(day, GAPS_ATTR, text)
         if progress is not None:
             progress(total, total, written)
 
     def _sink(self, security_id: int) -> Sink:
         name = self.symbols.get(security_id, f"SECID{security_id}")
-        return Sink(self.staging, self.result, name, tick_size=self.tick_size,
-                    lot_size=self.lot_size, venue=self.venue)  # fmt: skip
+        return Sink(
+            self.staging,
+            self.result,
+            name,
+            tick_size=self.tick_size,
+            lot_size=self.lot_size,
+            venue=self.venue,
+        )
 
     def _book(self, file: str, cap: DecodedCapture) -> int:
         if "MDIncrementalRefreshBook" not in cap.counts():
@@ -251,8 +272,9 @@ class Mdp3Importer:
             return 0
         exponent = self._exponent(cap, name)
         where = t.rows["_index"][e["_msg"]].astype(np.int64)
-        px, px_ok = self._ticks(file, e["MDEntryPx.mantissa"].astype(np.int64), exponent, where,
-                                "MDEntryPx")  # fmt: skip
+        px, px_ok = self._ticks(
+            file, e["MDEntryPx.mantissa"].astype(np.int64), exponent, where, "MDEntryPx"
+        )
         qty, qty_ok = self._lots(file, e["MDEntrySize"].astype(np.int64), where, "MDEntrySize")
         ts = t.rows["TransactTime"][e["_msg"]].astype(np.int64)
         null_id = g.column("MDTradeEntryID").null
@@ -346,8 +368,15 @@ def import_mdp3(
     """Import MDP 3.0 captures into ``store``, all or nothing (see :class:`Staging`)."""
     sch = load_schema(schema)
     with Staging(store, replace=replace) as staging:
-        imp = Mdp3Importer(staging, schema=sch, tick_size=tick_size, lot_size=lot_size,
-                           venue=venue, symbols=symbols, skip_bad_rows=skip_bad_rows)  # fmt: skip
+        imp = Mdp3Importer(
+            staging,
+            schema=sch,
+            tick_size=tick_size,
+            lot_size=lot_size,
+            venue=venue,
+            symbols=symbols,
+            skip_bad_rows=skip_bad_rows,
+        )
         for f in files:
             imp.import_file(f, allow_gaps=allow_gaps, progress=progress)
         return imp.finish(), imp.stats

@@ -234,10 +234,13 @@ def main(argv: list[str] | None = None) -> int:
     load = (load0, os.getloadavg()[0])
     if args.doc:
         judge.write_section(
-            "itch", "Nasdaq ITCH 5.0: decoding, and a day through every book",
+            "itch",
+            "Nasdaq ITCH 5.0: decoding, and a day through every book",
             f"python -m tests.benchmarks.bench_itch{' --quick' if args.quick else ''} --doc",
-            figures, load=load, runs="see the bench's docstring",
-        )  # fmt: skip
+            figures,
+            load=load,
+            runs="see the bench's docstring",
+        )
     return judge.conclude(figures, load)
 
 

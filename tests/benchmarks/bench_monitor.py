@@ -620,10 +620,12 @@ def run_scroll(n_orders: int, steps: int = 300) -> ScrollResult:
     live = [
         replace(
             _order(oid, *_pick(rng), T0 + oid * 1000),
-            status=OrdStatus.PARTIALLY_FILLED, cum_qty_lots=1, leaves_qty_lots=1,
+            status=OrdStatus.PARTIALLY_FILLED,
+            cum_qty_lots=1,
+            leaves_qty_lots=1,
         )
         for oid in (rng.randrange(1, n_orders + 1) for _ in range(LIVE_UPDATES))
-    ]  # fmt: skip
+    ]
     t = time.perf_counter()
     for i in range(0, len(live), 500):
         view.apply_orders(live[i : i + 500])
@@ -751,12 +753,14 @@ def report(
 
 def judged(storms: list[StormResult], scroll: ScrollResult | None, rate: int) -> list[judge.Figure]:
     """Return the figures of the paced storms (each storm a run) and the blotter, with targets."""
-    delivered = judge.Figure("events delivered per s", "ev/s", target=rate * 0.95,
-                             lower_is_better=False)  # fmt: skip
+    delivered = judge.Figure(
+        "events delivered per s", "ev/s", target=rate * 0.95, lower_is_better=False
+    )
     gap = judge.Figure("GUI loop longest gap in a storm", "ms", target=STALL_TARGET_MS)
     p99 = judge.Figure("  p99 gap", "ms", target=STALL_TARGET_MS)
-    updates = judge.Figure("model updates per s, busiest view", "/s",
-                           target=UPDATES_PER_S_TARGET + 0.5)  # fmt: skip
+    updates = judge.Figure(
+        "model updates per s, busiest view", "/s", target=UPDATES_PER_S_TARGET + 0.5
+    )
     per_order = judge.Figure("memory per kept order", "B", target=BYTES_PER_ORDER_TARGET)
     for r in storms:
         delivered.runs.append(r.events / r.seconds)
@@ -863,10 +867,12 @@ def main(argv: list[str] | None = None) -> int:
         report(ordered[len(ordered) // 2], None, args.rate, judge=False)
     scroll = run_scroll(args.orders) if args.orders else None
     if scroll is not None:
-        print(f"Blotter with {scroll.orders:,} orders: loaded in bulk in {scroll.load_s:.2f} s, "
-              f"RSS {scroll.rss_mb:.0f} MB (arrays {scroll.blotter_mb:.0f} MB), live update "
-              f"{scroll.live_us_per_order:.1f} µs/order, "
-              f"scroll max {scroll.max_ms:.1f} ms")  # fmt: skip
+        print(
+            f"Blotter with {scroll.orders:,} orders: loaded in bulk in {scroll.load_s:.2f} s, "
+            f"RSS {scroll.rss_mb:.0f} MB (arrays {scroll.blotter_mb:.0f} MB), live update "
+            f"{scroll.live_us_per_order:.1f} µs/order, "
+            f"scroll max {scroll.max_ms:.1f} ms"
+        )
     figures = judged(runs[True], scroll, args.rate)
     if runs[False]:
         base = statistics.median(r.max_gap_ms for r in runs[False])
@@ -874,13 +880,15 @@ def main(argv: list[str] | None = None) -> int:
     load = (load0, os.getloadavg()[0])
     if args.doc:
         judge.write_section(
-            "monitor", "Trade Monitor: event storms and a big blotter",
+            "monitor",
+            "Trade Monitor: event storms and a big blotter",
             f"QT_QPA_PLATFORM=offscreen python -m tests.benchmarks.bench_monitor --seconds "
             f"{args.seconds:g} --runs {args.runs} --orders {args.orders} --doc",
-            figures, load=load,
+            figures,
+            load=load,
             runs=f"{len(runs[True])} storms of {args.seconds:g} s at {args.rate:,} events/s, "
             f"each judged",
-        )  # fmt: skip
+        )
     del app
     return judge.conclude(figures, load)
 

@@ -79,8 +79,15 @@ async def _serve(tmp: Path, rate: int, seconds: float, subs: int) -> None:
     clock = LiveClock()
     market = MarketData(SYMBOLS, MessageBus(), clock, n_levels=200)
     ctx = server_context(tmp / "r.crt", tmp / "r.key")
-    relay = Relay("bench", market, clock, TokenStore(tmp / "tokens.toml"), ssl_context=ctx,
-                  cache_rows=200_000, max_lag_rows=100_000)  # fmt: skip
+    relay = Relay(
+        "bench",
+        market,
+        clock,
+        TokenStore(tmp / "tokens.toml"),
+        ssl_context=ctx,
+        cache_rows=200_000,
+        max_lag_rows=100_000,
+    )
     await relay.open()
     print(relay.port, flush=True)
     deadline = time.monotonic() + 60
@@ -108,9 +115,19 @@ async def _serve(tmp: Path, rate: int, seconds: float, subs: int) -> None:
     wall = time.perf_counter() - t0
     cpu = time.process_time() - cpu0
     await asyncio.sleep(1.0)  # let the last rows go out
-    print(json.dumps({"sent": sent, "wall": wall, "rate_in": sent / wall,
-                      "publish_cpu_s": busy, "relay_cpu_s": cpu, "conflations": relay.conflations}),
-          flush=True)  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "sent": sent,
+                "wall": wall,
+                "rate_in": sent / wall,
+                "publish_cpu_s": busy,
+                "relay_cpu_s": cpu,
+                "conflations": relay.conflations,
+            }
+        ),
+        flush=True,
+    )
     await asyncio.sleep(0.5)
     await relay.close()
 
@@ -140,9 +157,20 @@ async def _subscribe(port: int, tmp: Path, n: int, first: int) -> None:
         return on_rows
 
     index = {s: i for i, s in enumerate(SYMBOLS)}
-    clients = [RelayClient("127.0.0.1", port, tok, SYMBOLS, on_rows=collector(k), index=index,
-                           tls=True, pins=pins, name=f"sub{first + k}")
-               for k in range(n)]  # fmt: skip
+    clients = [
+        RelayClient(
+            "127.0.0.1",
+            port,
+            tok,
+            SYMBOLS,
+            on_rows=collector(k),
+            index=index,
+            tls=True,
+            pins=pins,
+            name=f"sub{first + k}",
+        )
+        for k in range(n)
+    ]
     for c in clients:
         await c.start(30)
     print("ready", flush=True)
@@ -154,8 +182,18 @@ async def _subscribe(port: int, tmp: Path, n: int, first: int) -> None:
     keep = [k for k, c in enumerate(clients) if c.conflated == 0]
     hist = np.sum([hists[k] for k in keep], axis=0) if keep else np.zeros(BINS, np.int64)
     nz = np.flatnonzero(hist)
-    print(json.dumps({"bins": nz.tolist(), "counts": hist[nz].tolist(), "keep_up": len(keep),
-                      "rows": sum(counts[k] for k in keep), "cpu_s": cpu}), flush=True)  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "bins": nz.tolist(),
+                "counts": hist[nz].tolist(),
+                "keep_up": len(keep),
+                "rows": sum(counts[k] for k in keep),
+                "cpu_s": cpu,
+            }
+        ),
+        flush=True,
+    )
 
 
 def _start(
@@ -163,20 +201,45 @@ def _start(
 ) -> tuple[subprocess.Popen[str], int, list[subprocess.Popen[str]]]:
     """Start the relay process, then the subscriber processes."""
     relay = subprocess.Popen(
-        [*me, "--serve", str(tmp), "--rate", str(rate), "--seconds", str(seconds),
-         "--subs", str(subs + stalled)],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            *me,
+            "--serve",
+            str(tmp),
+            "--rate",
+            str(rate),
+            "--seconds",
+            str(seconds),
+            "--subs",
+            str(subs + stalled),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert relay.stdout is not None
     port = int(relay.stdout.readline())
     children = []
     per = [subs // procs + (1 if i < subs % procs else 0) for i in range(procs)]
     for i, n in enumerate(p for p in per if p):
-        children.append(subprocess.Popen(
-            [*me, "--subscribe", str(port), "--tmp", str(tmp), "--subs", str(n),
-             "--first", str(i * 100)],
-            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        ))  # fmt: skip
+        children.append(
+            subprocess.Popen(
+                [
+                    *me,
+                    "--subscribe",
+                    str(port),
+                    "--tmp",
+                    str(tmp),
+                    "--subs",
+                    str(n),
+                    "--first",
+                    str(i * 100),
+                ],
+                cwd=ROOT,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+        )
     return relay, port, children
 
 
@@ -204,8 +267,9 @@ async def _phase(
         sock.connect(("127.0.0.1", port))
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
-        stall = await connect(f"wss://127.0.0.1:{port}/", sock=sock, ssl=ctx,
-                              server_hostname="localhost", max_queue=1)  # fmt: skip
+        stall = await connect(
+            f"wss://127.0.0.1:{port}/", sock=sock, ssl=ctx, server_hostname="localhost", max_queue=1
+        )
         await stall.send(encode(Hello(version=RELAY_VERSION, client="stalled")))
         await stall.recv()
         await stall.send(encode(Auth(token=tok)))
@@ -261,12 +325,14 @@ def run(quick: bool, rate: int, subs: int, procs: int = 4) -> list[judge.Figure]
         finally:
             loop.close()
     for name, r in (("no stalled subscriber", ref), ("one stalled subscriber", res)):
-        print(f"{name}: in {r['rate_in']:,.0f} rows/s, {r['keep_up']}/{subs} kept up, "
-              f"delivered {r['delivered']:.3f}, p50 {r['p50_ms']:.2f} ms, p99 {r['p99_ms']:.2f} "
-              f"ms, max {r['max_ms']:.1f} ms, relay conflations {r['conflations']}, publish "
-              f"CPU {r['publish_cpu_s'] / r['wall'] * 100:.0f} % of a core, relay process "
-              f"{r['relay_cpu_s'] / r['wall'] * 100:.0f} %, subscribers' process "
-              f"{r['subs_cpu_s'] / r['wall'] * 100:.0f} %")  # fmt: skip
+        print(
+            f"{name}: in {r['rate_in']:,.0f} rows/s, {r['keep_up']}/{subs} kept up, "
+            f"delivered {r['delivered']:.3f}, p50 {r['p50_ms']:.2f} ms, p99 {r['p99_ms']:.2f} "
+            f"ms, max {r['max_ms']:.1f} ms, relay conflations {r['conflations']}, publish "
+            f"CPU {r['publish_cpu_s'] / r['wall'] * 100:.0f} % of a core, relay process "
+            f"{r['relay_cpu_s'] / r['wall'] * 100:.0f} %, subscribers' process "
+            f"{r['subs_cpu_s'] / r['wall'] * 100:.0f} %"
+        )
     return [
         judge.Figure(
             "p99_added_latency_ms",
@@ -342,10 +408,13 @@ def main(argv: list[str] | None = None) -> int:
     load = (load0, os.getloadavg()[0])
     if args.doc:
         judge.write_section(
-            "relay", "Market-data relay: 20 subscribers over TLS on loopback",
+            "relay",
+            "Market-data relay: 20 subscribers over TLS on loopback",
             f"python -m tests.benchmarks.bench_relay{' --quick' if args.quick else ''} --doc",
-            figures, load=load, runs="two phases in one run: all keeping up, then one stalled",
-        )  # fmt: skip
+            figures,
+            load=load,
+            runs="two phases in one run: all keeping up, then one stalled",
+        )
     return judge.conclude(figures, load)
 
 

@@ -213,10 +213,13 @@ def main(argv: list[str] | None = None) -> int:
     load = (load0, os.getloadavg()[0])
     if args.doc:
         judge.write_section(
-            "sbe", "CME MDP 3.0 (SBE): decoding a capture into structured arrays",
+            "sbe",
+            "CME MDP 3.0 (SBE): decoding a capture into structured arrays",
             f"python -m tests.benchmarks.bench_sbe{' --quick' if args.quick else ''} --doc",
-            figures, load=load, runs="best of 5 decodes a run",
-        )  # fmt: skip
+            figures,
+            load=load,
+            runs="best of 5 decodes a run",
+        )
     return judge.conclude(figures, load)
 
 

@@ -82,10 +82,11 @@ def test_demo_trades_within_five_seconds_and_obeys_commands(transport: str) -> N
             # CLF7's orders go over OUCH 5.0: acknowledged by the simulator's OUCH port.
             def ouch_acked(ev: list[EventRecord]) -> bool:
                 return any(
-                    o.order.symbol == "CLF7" and o.order.venue_order_id
+                    o.order.symbol == "CLF7"
+                    and o.order.venue_order_id
                     and o.order.status is not OrdStatus.REJECTED
                     for o in kinds(events + ev, OrderChanged)
-                )  # fmt: skip
+                )
 
             events += collect_until(client, ouch_acked, timeout_s=5.0)
             links = [e for e in kinds(events, VenueLinkChanged) if e.protocol == "OUCH"]

@@ -45,8 +45,9 @@ def test_the_demo_quotes_and_trades_on_market_data_from_the_itch_feed() -> None:
                 for symbol in market.symbols:
                     bids, asks = pump.exchange.depth(symbol, 20)
                     got_b, got_a = market.book(symbol).top(20)  # type: ignore[union-attr]
-                    ours.append(([tuple(r) for r in got_b.tolist()],
-                                 [tuple(r) for r in got_a.tolist()]))  # fmt: skip
+                    ours.append(
+                        ([tuple(r) for r in got_b.tolist()], [tuple(r) for r in got_a.tolist()])
+                    )
                     theirs.append(([(p, q) for p, q in bids if q], [(p, q) for p, q in asks if q]))
                 return ours, theirs
 

@@ -54,9 +54,12 @@ class RelayProcess:
     def __init__(self, config: Path, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "app", "relay", "--config", str(config)],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
             env={**os.environ, **(env or {})},
-        )  # fmt: skip
+        )
         assert self.proc.stdout is not None
         first = self.proc.stdout.readline()
         if not first.startswith("relay "):
@@ -135,20 +138,33 @@ def test_relay_chain_subscribers_and_persistence(tmp_path: Path) -> None:
 
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
-        stalled = await connect(f"wss://127.0.0.1:{r1.port}/", sock=sock, ssl=ctx,
-                                server_hostname="localhost", max_queue=1)  # fmt: skip
+        stalled = await connect(
+            f"wss://127.0.0.1:{r1.port}/",
+            sock=sock,
+            ssl=ctx,
+            server_hostname="localhost",
+            max_queue=1,
+        )
         await stalled.send(encode(Hello(version=RELAY_VERSION, client="stalled")))
         await stalled.recv()
         await stalled.send(encode(Auth(token=token)))
         await stalled.recv()
         await stalled.send(encode(Subscribe(rid=1, symbols=SYMBOLS)))
         steady, again, engine = market(), market(), market()
-        c_steady = RelayClient("127.0.0.1", r1.port, token, SYMBOLS, market=steady, tls=True,
-                               pins=pins, name="steady")  # fmt: skip
-        c_again = RelayClient("127.0.0.1", r1.port, token, SYMBOLS, market=again, tls=True,
-                              pins=pins, name="reconnecting")  # fmt: skip
-        c_engine = RelayClient("127.0.0.1", r2.port, token, SYMBOLS, market=engine,
-                               name="engine")  # fmt: skip
+        c_steady = RelayClient(
+            "127.0.0.1", r1.port, token, SYMBOLS, market=steady, tls=True, pins=pins, name="steady"
+        )
+        c_again = RelayClient(
+            "127.0.0.1",
+            r1.port,
+            token,
+            SYMBOLS,
+            market=again,
+            tls=True,
+            pins=pins,
+            name="reconnecting",
+        )
+        c_engine = RelayClient("127.0.0.1", r2.port, token, SYMBOLS, market=engine, name="engine")
         for c in (c_steady, c_again, c_engine):
             await c.start()
         drops = 0
@@ -191,8 +207,9 @@ def test_relay_chain_subscribers_and_persistence(tmp_path: Path) -> None:
     stored = market()
     with TickStore(tmp_path / "relayed.h5") as store:
         for s in SYMBOLS:
-            rows = to_l2_events(store.read(s, DAY, "l2"), store.read(s, DAY, "trades"),
-                                book=stored.index[s])  # fmt: skip
+            rows = to_l2_events(
+                store.read(s, DAY, "l2"), store.read(s, DAY, "trades"), book=stored.index[s]
+            )
             stored.apply(rows)
     assert books_of(stored) == books_of(source)
     audit = [json.loads(x) for x in (tmp_path / "relay-audit.log").read_text().splitlines()]
@@ -201,9 +218,11 @@ def test_relay_chain_subscribers_and_persistence(tmp_path: Path) -> None:
 
 def test_bad_config_is_one_line_naming_file_and_key(tmp_path: Path) -> None:
     cfg = tmp_path / "relay.toml"
-    cfg.write_text('[relay]\ntoken_store = "t.toml"\nbind = "0.0.0.0"\n[[instruments]]\n'
-                   'symbol = "A"\ntick_size = "0.01"\n[[sources]]\ntype = "tickstore"\n'
-                   'path = "x.h5"\nday = "20261204"\n')  # fmt: skip
+    cfg.write_text(
+        '[relay]\ntoken_store = "t.toml"\nbind = "0.0.0.0"\n[[instruments]]\n'
+        'symbol = "A"\ntick_size = "0.01"\n[[sources]]\ntype = "tickstore"\n'
+        'path = "x.h5"\nday = "20261204"\n'
+    )
     args = [sys.executable, "-m", "app", "relay", "--config", str(cfg)]
     done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2

@@ -100,16 +100,22 @@ participant_events_per_second = 0
 
 
 def sim_cfg(tmp: Path, *clients: str) -> Path:
-    sessions = "".join(f"\n[SESSION]\nBeginString=FIX.4.4\nSenderCompID=EXECUTOR\n"
-                       f"TargetCompID={c}\n" for c in clients)  # fmt: skip
+    sessions = "".join(
+        f"\n[SESSION]\nBeginString=FIX.4.4\nSenderCompID=EXECUTOR\nTargetCompID={c}\n"
+        for c in clients
+    )
     path = tmp / "sim.cfg"
     path.write_text(SIM_CFG.format(tmp=tmp, sessions=sessions))
     return path
 
 
 def start_sim(cfg: Path, *args: str) -> tuple[subprocess.Popen[str], int]:
-    sim = subprocess.Popen([str(QWCONSOLE), "sim", "--cfg", str(cfg), "--port", "0", *args],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    sim = subprocess.Popen(
+        [str(QWCONSOLE), "sim", "--cfg", str(cfg), "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert sim.stdout is not None
     line = sim.stdout.readline().rstrip("\n")
     m = LISTENING.match(line)
@@ -129,8 +135,9 @@ def stop(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
 def relay_toml(tmp: Path, instruments: dict[str, str], session: str = "") -> Path:
     """Write a TLS relay with one FIX source (``md.cfg``); return its file."""
     make_self_signed(tmp / "relay.crt", tmp / "relay.key")
-    ins = "".join(f'[[instruments]]\nsymbol = "{s}"\ntick_size = "{t}"\n\n'
-                  for s, t in instruments.items())  # fmt: skip
+    ins = "".join(
+        f'[[instruments]]\nsymbol = "{s}"\ntick_size = "{t}"\n\n' for s, t in instruments.items()
+    )
     path = tmp / "relay.toml"
     path.write_text(
         f'[relay]\nid = "fix-relay"\nport = 0\ntls_cert = "relay.crt"\ntls_key = "relay.key"\n'
@@ -165,8 +172,9 @@ def book_of(m: MarketData, symbol: str) -> list[list[list[int]]]:
 def test_fix_source_books_match_a_direct_fix_session(tmp_path: Path) -> None:
     symbols = {"ESH5": "0.25", "NQH5": "0.25"}
     (tmp_path / "listings.toml").write_text(QUIET_LISTINGS)
-    sim, port = start_sim(sim_cfg(tmp_path, "RELAY", "REF", "CLIENT1"),
-                          "--config", str(tmp_path / "listings.toml"))  # fmt: skip
+    sim, port = start_sim(
+        sim_cfg(tmp_path, "RELAY", "REF", "CLIENT1"), "--config", str(tmp_path / "listings.toml")
+    )
     (tmp_path / "md.cfg").write_text(MD_CFG.format(port=port, sender="RELAY"))
     (tmp_path / "ref.cfg").write_text(MD_CFG.format(port=port, sender="REF"))
     token = TokenStore(tmp_path / "tokens.toml").add("alice", "viewer", LiveClock().now_ns())
@@ -183,8 +191,15 @@ def test_fix_source_books_match_a_direct_fix_session(tmp_path: Path) -> None:
         trades: list[TradeReported] = []
         sub_bus.subscribe(TradeReported, trades.append)
         sub = MarketData(list(symbols), sub_bus, clock)
-        client = RelayClient("127.0.0.1", relay.port, token, list(symbols), market=sub,
-                             tls=True, pins=PinStore(tmp_path / "pins.json"))  # fmt: skip
+        client = RelayClient(
+            "127.0.0.1",
+            relay.port,
+            token,
+            list(symbols),
+            market=sub,
+            tls=True,
+            pins=PinStore(tmp_path / "pins.json"),
+        )
         await client.start()
 
         def same() -> bool:
@@ -208,8 +223,14 @@ def test_fix_source_books_match_a_direct_fix_session(tmp_path: Path) -> None:
             assert session.send(new_order("deep", "ESH5", "1", "3", str(deep)))
             await until(lambda: es.depth_at(Side.BUY, bid[0] - 8) == 3, 20)
             await until(same, 20)
-            cancel = [(41, "deep"), (11, "deep-x"), (54, "1"), (55, "ESH5"), (38, "3"),
-                      (60, now_text())]  # fmt: skip
+            cancel = [
+                (41, "deep"),
+                (11, "deep-x"),
+                (54, "1"),
+                (55, "ESH5"),
+                (38, "3"),
+                (60, now_text()),
+            ]
             assert session.send(OutMessage("F", cancel))
             await until(lambda: es.depth_at(Side.BUY, bid[0] - 8) == 0, 20)
             # A buy that takes the best ask (5 lots) and rests 2 lots there: a trade and a
@@ -225,8 +246,12 @@ def test_fix_source_books_match_a_direct_fix_session(tmp_path: Path) -> None:
             assert [[q for _p, q in side] for side in nq] == [[5] * 5, [5] * 5]
         status = await relay_status(relay.port, token)
         (src,) = status.sources
-        assert (src.name, src.kind, src.symbols, src.state) == ("sim-md", "fix",
-                                                                list(symbols), "up")  # fmt: skip
+        assert (src.name, src.kind, src.symbols, src.state) == (
+            "sim-md",
+            "fix",
+            list(symbols),
+            "up",
+        )
         assert src.rows_in >= 20 + 4  # two snapshots of 10 levels, then the changes
         assert client.gaps == 0
         await client.close()
@@ -273,24 +298,45 @@ def test_engine_trades_from_relayed_market_data(tmp_path: Path) -> None:
     token = tokens.add("engine-7", "viewer", LiveClock().now_ns())
     relay = RelayProcess(relay_toml(tmp_path, {"ESZ6": "0.25"}))
     engine_dir = tmp_path / "engine"
-    config = write_engine(engine_dir, port=port, sender="CLIENT1", target="EXECUTOR",
-                          engine_id="relayed", strategies=MARKET_MAKER)  # fmt: skip
-    args = [str(QWCONSOLE), "engine", "--config", str(config), "--interval", "0.5",
-            "--market-data", "relay", "--relay", f"wss://127.0.0.1:{relay.port}"]  # fmt: skip
+    config = write_engine(
+        engine_dir,
+        port=port,
+        sender="CLIENT1",
+        target="EXECUTOR",
+        engine_id="relayed",
+        strategies=MARKET_MAKER,
+    )
+    args = [
+        str(QWCONSOLE),
+        "engine",
+        "--config",
+        str(config),
+        "--interval",
+        "0.5",
+        "--market-data",
+        "relay",
+        "--relay",
+        f"wss://127.0.0.1:{relay.port}",
+    ]
     engine = None
     try:
         # A token the relay does not know: one line, exit 2, before any trading.
         wrong = {**os.environ, "QWCONSOLE_RELAY_TOKEN": "qw1.nope.nope"}
-        bad = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False,
-                             env=wrong)  # fmt: skip
+        bad = subprocess.run(
+            args, capture_output=True, text=True, timeout=60, check=False, env=wrong
+        )
         assert bad.returncode == 2, bad.stderr
         assert bad.stderr.strip().splitlines()[-1] == (
             f"qwconsole engine: error: {config}: market-data relay 127.0.0.1:{relay.port}: "
             "login refused: token refused (see 'qwconsole engine --help')"
         ), bad.stderr
-        engine = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True, env={**os.environ,
-                                                  "QWCONSOLE_RELAY_TOKEN": token})  # fmt: skip
+        engine = subprocess.Popen(
+            args,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "QWCONSOLE_RELAY_TOKEN": token},
+        )
         fills = wait_for_fills(engine)
         assert fills > 0, "no fills" if engine.poll() is None else engine.communicate()[1]
         status = asyncio.run(relay_status(relay.port, token))

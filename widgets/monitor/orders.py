@@ -198,8 +198,29 @@ class OrderCodec:
 
     def decode(self, row: tuple[Any, ...]) -> OrderView:
         """Return the ``OrderView`` of a row tuple."""
-        (oid, sid, qty, px, cum, leaves, avg, ts_c, ts_s, ts_a, ts_l, sym, text, pending,
-         side, typ, tif, status, orig, clid, vid) = row  # fmt: skip
+        (
+            oid,
+            sid,
+            qty,
+            px,
+            cum,
+            leaves,
+            avg,
+            ts_c,
+            ts_s,
+            ts_a,
+            ts_l,
+            sym,
+            text,
+            pending,
+            side,
+            typ,
+            tif,
+            status,
+            orig,
+            clid,
+            vid,
+        ) = row
         texts = self.texts
         chain = self.chains.get(oid)
         if chain is None:
@@ -444,9 +465,12 @@ class OrdersView(QWidget):
         encoded: list[tuple[Any, ...]] = []
         working: list[bool] = []
         for o, a, w, filled_before in zip(
-            latest.values(), known.tolist(), was_working.tolist(), was_filled.tolist(),
+            latest.values(),
+            known.tolist(),
+            was_working.tolist(),
+            was_filled.tolist(),
             strict=True,
-        ):  # fmt: skip
+        ):
             c = counts.get(o.strategy_id)
             if c is None:
                 c = counts[o.strategy_id] = OrderCounts()

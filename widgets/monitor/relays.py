@@ -54,8 +54,10 @@ _CELL = (0, 3, 4, 5, 6, 1, 2, 7)
 
 #: State colours (the dark theme's); on a light background the light theme's instead.
 OK, WARN, BAD, MUTED = QColor("#3fb950"), QColor("#d29922"), QColor("#e5534b"), QColor("#8b949e")
-_ON_LIGHT = {c.rgb(): QColor(x) for c, x in ((OK, "#1a7f37"), (WARN, "#9a6700"),
-                                             (BAD, "#cf222e"), (MUTED, "#57606a"))}  # fmt: skip
+_ON_LIGHT = {
+    c.rgb(): QColor(x)
+    for c, x in ((OK, "#1a7f37"), (WARN, "#9a6700"), (BAD, "#cf222e"), (MUTED, "#57606a"))
+}
 
 #: Relay states: the poller's words, and ``invalid`` for a setting that names no relay.
 CONNECTING, UP, UNREACHABLE, REFUSED = "connecting", "up", "unreachable", "refused"
@@ -162,8 +164,10 @@ def relay_cells(r: RelayLine) -> tuple[list[str], QColor]:
     if r.state == UP:
         worst = max(r.links, key=lambda x: x.lag_ms, default=None)
         stalled = sum(x.stalled for x in r.links)
-        state = (f"up {fmt_uptime(r.uptime_s)} · cache {r.cached_rows:,} rows "
-                 f"({fmt_bytes(r.cached_bytes)})")  # fmt: skip
+        state = (
+            f"up {fmt_uptime(r.uptime_s)} · cache {r.cached_rows:,} rows "
+            f"({fmt_bytes(r.cached_bytes)})"
+        )
         if stalled:
             state += f" · {stalled} stalled"
         cells = [title, f"relay {r.relay_id}", f"{r.instruments:,} instruments",
@@ -186,8 +190,16 @@ def source_cells(s: SourceLine) -> tuple[list[str], QColor]:
     age = "no row yet" if s.last_row_age_ms < 0 else f"last row {fmt_ms(s.last_row_age_ms)} ms ago"
     live = ("up", "replaying", "listening")
     colour = BAD if s.state.startswith("down") else OK if s.state in live else MUTED
-    return [s.name, s.kind, fmt_symbols(s.symbols), fmt_rate(s.rows_per_s), "", "", "",
-            f"{s.state} · {age}"], colour  # fmt: skip
+    return [
+        s.name,
+        s.kind,
+        fmt_symbols(s.symbols),
+        fmt_rate(s.rows_per_s),
+        "",
+        "",
+        "",
+        f"{s.state} · {age}",
+    ], colour
 
 
 def link_cells(x: LinkLine) -> tuple[list[str], QColor]:
@@ -204,8 +216,16 @@ def link_cells(x: LinkLine) -> tuple[list[str], QColor]:
         state, colour = "keeping up", OK
     if x.conflations:
         state += f" · conflated {x.conflations:,}×"
-    return [name, who, fmt_symbols(x.symbols), fmt_rate(x.rows_per_s), f"{x.lag_rows:,}",
-            fmt_ms(x.lag_ms), f"{x.conflations:,}", state], colour  # fmt: skip
+    return [
+        name,
+        who,
+        fmt_symbols(x.symbols),
+        fmt_rate(x.rows_per_s),
+        f"{x.lag_rows:,}",
+        fmt_ms(x.lag_ms),
+        f"{x.conflations:,}",
+        state,
+    ], colour
 
 
 class RelaysPanel(QWidget):

@@ -237,8 +237,11 @@ class RiskLimitsView(QWidget):
                 changed = True
         if last is not None:
             who = f" by {last.actor}" if last.actor else ""
-            scope = scope_text((last.engine_id, last.strategy_id, last.symbol), self._name,
-                               engine=self._several_engines())  # fmt: skip
+            scope = scope_text(
+                (last.engine_id, last.strategy_id, last.symbol),
+                self._name,
+                engine=self._several_engines(),
+            )
             self.last_change.setText(
                 f"Last change {fmt_ts_utc(last.ts_event)}{who} — {scope}: {last.change}"
             )

@@ -444,8 +444,9 @@ class StrategiesView(QWidget):
     def open_load_dialog(self) -> LoadStrategyDialog:
         """Show the "Load strategy…" dialog; accepting it sends ``AddStrategy``."""
         ids = [s.strategy_id for s in self.model.records()]
-        dialog = LoadStrategyDialog(self.ctx.formats.symbols(), max(ids, default=0) + 1,
-                                    parent=self)  # fmt: skip
+        dialog = LoadStrategyDialog(
+            self.ctx.formats.symbols(), max(ids, default=0) + 1, parent=self
+        )
         dialog.accepted.connect(lambda: self._load_accepted(dialog))
         self.load_dialog = dialog
         dialog.open()
@@ -504,9 +505,10 @@ class StrategiesView(QWidget):
                 kill = ev.level
             elif isinstance(ev, StrategyStatusChanged):
                 rows.append(
-                    StrategyRow(ev.strategy_id, ev.name, ev.state, ev.parameters, ev.change,
-                                ev.ts_event)
-                )  # fmt: skip
+                    StrategyRow(
+                        ev.strategy_id, ev.name, ev.state, ev.parameters, ev.change, ev.ts_event
+                    )
+                )
             elif isinstance(ev, OrderFilled):
                 self.fills[ev.strategy_id] = self.fills.get(ev.strategy_id, 0) + 1
                 touched = True

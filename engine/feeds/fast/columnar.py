@@ -215,8 +215,9 @@ class _Compiler:
             if isinstance(ins, Field) and _is_fixed(ins):
                 # a mandatory constant: no instruction, no column (KindLayout.constants)
                 assert ins.operator.initial is not None
-                items.append(_Item("const", prefix + ins.name, ftype=ins.type,
-                                   value=ins.operator.initial))  # fmt: skip
+                items.append(
+                    _Item("const", prefix + ins.name, ftype=ins.type, value=ins.operator.initial)
+                )
                 self.kinds[kind].constants[prefix + ins.name] = ins.operator.initial
             elif isinstance(ins, Field):
                 col = len(cols)
@@ -242,9 +243,14 @@ class _Compiler:
                 items.append(item)
             elif isinstance(ins, Group):
                 pbit = self.new_pbit(ins.optional)
-                gip = self.row(f"{path}.{ins.name}", I_OP=k.OP_GROUP, I_OPT=int(ins.optional),
-                               I_USEBIT=int(ins.optional),
-                               I_PBIT=pbit, I_PMAP=int(ins.needs_pmap))  # fmt: skip
+                gip = self.row(
+                    f"{path}.{ins.name}",
+                    I_OP=k.OP_GROUP,
+                    I_OPT=int(ins.optional),
+                    I_USEBIT=int(ins.optional),
+                    I_PBIT=pbit,
+                    I_PMAP=int(ins.needs_pmap),
+                )
                 sub = self.emit(ins.instructions, kind, f"{path}.{ins.name}", f"{ins.name}.")
                 self.prog[gip][k.I_END] = len(self.prog)
                 items.append(_Item("group", ins.name, 0, pbit, items=sub))
@@ -573,10 +579,27 @@ class ColumnDecoder:
             saved = (self._dstate.copy(), self._dval.copy(), self._dexp.copy(), self._dstr.copy())
             rows0, heap0 = rows.copy(), int(state[k.S_HEAP])
             status = self._kernel(
-                data, pos, self._prog, self._consts, self._tmpl, kinds, rows, out, heap,
-                self._dstate, self._dval, self._dexp, self._dstr, self._stack, state, nmsg,
-                TemplateSet.TEMPLATE_ID_SLOT, self._reset_tid, bounds, reset_each,
-            )  # fmt: skip
+                data,
+                pos,
+                self._prog,
+                self._consts,
+                self._tmpl,
+                kinds,
+                rows,
+                out,
+                heap,
+                self._dstate,
+                self._dval,
+                self._dexp,
+                self._dstr,
+                self._stack,
+                state,
+                nmsg,
+                TemplateSet.TEMPLATE_ID_SLOT,
+                self._reset_tid,
+                bounds,
+                reset_each,
+            )
             if status in (k.ST_NEED_ROWS, k.ST_NEED_HEAP, k.ST_NEED_SLOT):
                 self._dstate[:], self._dval[:], self._dexp[:] = saved[0], saved[1], saved[2]
                 self._dstr = saved[3]

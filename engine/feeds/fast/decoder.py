@@ -373,8 +373,9 @@ class Decoder:
             if pos - start >= MAX_PMAP_BYTES:
                 raise self._fail(f"presence map longer than {MAX_PMAP_BYTES} bytes", start)
         if pos - start > 1 and buf[pos - 1] == 0x80:
-            raise self._fail("overlong presence map: its last byte holds no set bit (ERR R7)",
-                             start)  # fmt: skip
+            raise self._fail(
+                "overlong presence map: its last byte holds no set bit (ERR R7)", start
+            )
         self._pos = pos
         return _Pmap(bits, 7 * (pos - start), start)
 
@@ -442,8 +443,9 @@ class Decoder:
             return
         assert isinstance(n, int)
         if n > len(self._buf) - self._pos and n > MAX_EMPTY_SEQ:
-            raise self._fail(f"sequence of {n} elements: more than the bytes left and "
-                             f"{MAX_EMPTY_SEQ}")  # fmt: skip
+            raise self._fail(
+                f"sequence of {n} elements: more than the bytes left and {MAX_EMPTY_SEQ}"
+            )
         needs_pmap = pmap_bits(seq.instructions) > 0
         items: list[dict[str, Value]] = []
         for _ in range(n):
@@ -624,8 +626,9 @@ class Decoder:
             sub = self._nullable_int(nullable)
             if sub is None:
                 return None
-            diff = self._read(f, FieldType.ASCII if ftype == FieldType.ASCII else FieldType.BYTES,
-                              False)  # fmt: skip
+            diff = self._read(
+                f, FieldType.ASCII if ftype == FieldType.ASCII else FieldType.BYTES, False
+            )
             base = self._base(op, ftype, False)
             if ftype == FieldType.UNICODE:
                 assert isinstance(diff, bytes)
@@ -652,8 +655,9 @@ class Decoder:
         front = sub < 0
         n = -sub - 1 if front else sub  # a negative length is excess-1 coded (FAST 1.1 6.3.7.3)
         if n > len(base):
-            raise self._fail(f"delta removes {n} from a value of length {len(base)} (ERR D7)",
-                             start)  # fmt: skip
+            raise self._fail(
+                f"delta removes {n} from a value of length {len(base)} (ERR D7)", start
+            )
         if isinstance(base, str):
             d = diff if isinstance(diff, str) else diff.decode("latin-1")
             return d + base[n:] if front else base[: len(base) - n] + d
@@ -671,8 +675,9 @@ class Decoder:
     ) -> Scalar | None:
         d = self.dictionary
         if present:
-            raw = self._read(f, FieldType.ASCII if ftype == FieldType.ASCII else FieldType.BYTES,
-                             nullable)  # fmt: skip
+            raw = self._read(
+                f, FieldType.ASCII if ftype == FieldType.ASCII else FieldType.BYTES, nullable
+            )
             if raw is None:
                 d[op.slot] = None
                 return None

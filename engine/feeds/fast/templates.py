@@ -467,8 +467,9 @@ class _Builder:
             len_el.attrib["presence"] = "optional" if optional else "mandatory"
             length = self.field(len_el, inner, ftype=FieldType.UINT32)
         else:
-            length = Field(f"{name}.length", "", FieldType.UINT32, optional, Operator(Op.NONE),
-                           el.line)  # fmt: skip
+            length = Field(
+                f"{name}.length", "", FieldType.UINT32, optional, Operator(Op.NONE), el.line
+            )
         return Sequence(name, optional, length, self.instructions(body, inner), el.line)
 
     def group(self, el: _El, scope: _Scope) -> Group:
@@ -506,10 +507,12 @@ class _Builder:
             raise self.err(el, "exponent/mantissa only in a decimal without a field operator")
         fid = el.attrib.get("id", "")
         if parts:
-            exp = self.operator(parts.get("exponent"), name + ".exponent", FieldType.INT32,
-                                optional, scope)  # fmt: skip
-            man = self.operator(parts.get("mantissa"), name + ".mantissa", FieldType.INT64,
-                                False, scope)  # fmt: skip
+            exp = self.operator(
+                parts.get("exponent"), name + ".exponent", FieldType.INT32, optional, scope
+            )
+            man = self.operator(
+                parts.get("mantissa"), name + ".mantissa", FieldType.INT64, False, scope
+            )
             return Field(name, fid, ftype, optional, Operator(Op.NONE), el.line, exp, man)
         op = self.operator(ops[0] if ops else None, name, ftype, optional, scope)
         return Field(name, fid, ftype, optional, op, el.line)

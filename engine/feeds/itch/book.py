@@ -236,9 +236,12 @@ class ItchBooks:
 
     # ------------------------------------------------------------------------- input
     def apply_raw(
-        self, data: bytes | bytearray | memoryview | U8, *, first_seq: int | None = None,
+        self,
+        data: bytes | bytearray | memoryview | U8,
+        *,
+        first_seq: int | None = None,
         source: str = "<buffer>",
-    ) -> int:  # fmt: skip
+    ) -> int:
         """Apply a raw ITCH stream (``u16`` length + message, repeated); return messages.
 
         ``first_seq`` numbers the first message (``seq`` of the trades and logs); by default
@@ -265,9 +268,14 @@ class ItchBooks:
         return self.apply_raw(np.asarray(np.memmap(p, np.uint8, mode="r")), source=str(p))
 
     def apply_packets(
-        self, buf: U8, pk_start: I64, pk_end: I64, keep: U8 | None = None, *,
+        self,
+        buf: U8,
+        pk_start: I64,
+        pk_end: I64,
+        keep: U8 | None = None,
+        *,
         source: str = "<packets>",
-    ) -> int:  # fmt: skip
+    ) -> int:
         """Apply MoldUDP64 packets (``keep``: per-message flags from the sequence tracker).
 
         Raises
@@ -287,14 +295,21 @@ class ItchBooks:
         return self.apply_packets(buf, starts, ends, batch.keep)
 
     def _apply(
-        self, buf: U8, pk_start: I64, pk_end: I64, mode: int, keep: U8 | None, first_seq: int,
+        self,
+        buf: U8,
+        pk_start: I64,
+        pk_end: I64,
+        mode: int,
+        keep: U8 | None,
+        first_seq: int,
         source: str,
-    ) -> int:  # fmt: skip
+    ) -> int:
         err = np.zeros(k.E_WIDTH, np.int64)
         kp = np.zeros(0, np.uint8) if keep is None else np.ascontiguousarray(keep, np.uint8)
         scratch = np.zeros(len(MESSAGE_TYPES), np.int64)
-        framed = int(k.frame_messages(buf, pk_start, pk_end, mode, kp, _TAB.index, _TAB.length,
-                                      scratch, err))  # fmt: skip
+        framed = int(
+            k.frame_messages(buf, pk_start, pk_end, mode, kp, _TAB.index, _TAB.length, scratch, err)
+        )
         if keep is not None and kp.shape[0] < framed:
             raise ValueError(f"keep: {kp.shape[0]} flags for {framed} messages")
         st = self._st
@@ -303,10 +318,29 @@ class ItchBooks:
         while True:
             o, lv = self._o, self._l
             st[k.S_OSHIFT], st[k.S_LSHIFT] = _shift(o.tab), _level_shift(lv.rec)
-            stop = int(k.book_apply(buf, pk_start, pk_end, mode, kp, framed, first_seq,
-                                    o.rec, o.refs, o.tab, o.free, lv.rec, st,
-                                    self._stocks, self._symbols, self._counts,
-                                    self._trades, self._actions, self._events))  # fmt: skip
+            stop = int(
+                k.book_apply(
+                    buf,
+                    pk_start,
+                    pk_end,
+                    mode,
+                    kp,
+                    framed,
+                    first_seq,
+                    o.rec,
+                    o.refs,
+                    o.tab,
+                    o.free,
+                    lv.rec,
+                    st,
+                    self._stocks,
+                    self._symbols,
+                    self._counts,
+                    self._trades,
+                    self._actions,
+                    self._events,
+                )
+            )
             if stop == k.STOP_DONE:
                 break
             self._grow(stop)

@@ -165,8 +165,9 @@ def decode_buffer(
     err = np.zeros(k.E_WIDTH, np.int64)
     keep_arr = np.zeros(0, np.uint8) if keep is None else np.ascontiguousarray(keep, np.uint8)
     mode = k.MODE_MOLD if mold else k.MODE_RAW
-    framed = int(k.frame_messages(buf, pk_start, pk_end, mode, keep_arr, t.index, t.length,
-                                  counts, err))  # fmt: skip
+    framed = int(
+        k.frame_messages(buf, pk_start, pk_end, mode, keep_arr, t.index, t.length, counts, err)
+    )
     if keep is not None and keep_arr.shape[0] < framed:
         raise ValueError(f"keep: {keep_arr.shape[0]} flags for {framed} messages")
     sizes = counts * t.itemsize
@@ -175,9 +176,25 @@ def decode_buffer(
     total = int(sizes.sum())
     out = arena.take(total) if arena is not None else _aligned(total)
     rows = np.zeros(ntypes, np.int64)
-    k.decode_messages(buf, pk_start, pk_end, mode, keep_arr, framed, first_seq, t.index, t.ops,
-                      t.n_ops, t.itemsize, base, rows, out, out.view(np.uint16),
-                      out.view(np.uint32), out.view(np.int64))  # fmt: skip
+    k.decode_messages(
+        buf,
+        pk_start,
+        pk_end,
+        mode,
+        keep_arr,
+        framed,
+        first_seq,
+        t.index,
+        t.ops,
+        t.n_ops,
+        t.itemsize,
+        base,
+        rows,
+        out,
+        out.view(np.uint16),
+        out.view(np.uint32),
+        out.view(np.int64),
+    )
     messages = {
         mt: out[base[i] : base[i] + sizes[i]].view(MESSAGE_DTYPES[mt])
         for i, mt in enumerate(MESSAGE_TYPES)

@@ -31,8 +31,17 @@ from engine.feeds.itch import _kernels as k
 
 I64 = npt.NDArray[np.int64]
 
-_UNITS = {"": 1, "B": 1, "KB": 1000, "MB": 1000**2, "GB": 1000**3, "TB": 1000**4,
-          "KIB": 1024, "MIB": 1024**2, "GIB": 1024**3}  # fmt: skip
+_UNITS = {
+    "": 1,
+    "B": 1,
+    "KB": 1000,
+    "MB": 1000**2,
+    "GB": 1000**3,
+    "TB": 1000**4,
+    "KIB": 1024,
+    "MIB": 1024**2,
+    "GIB": 1024**3,
+}
 _DAY_BODY_NS = 23_400_000_000_000  # 09:30 to 16:00
 #: Bytes of the close: 'M', a 42-byte cross per stock, 'E' and 'C'.
 _CLOSE_PER_STOCK = 42
@@ -90,8 +99,9 @@ class _Day:
         self.gs = np.zeros((n_stocks, k.GS_WIDTH), np.int64)
         penny = rng.random(n_stocks) < 0.05  # sub-dollar stocks quote in 0.0001
         tick = np.where(penny, 1, 100)
-        mid_px = np.where(penny, rng.integers(1_000, 9_000, n_stocks),
-                          rng.integers(10, 500, n_stocks) * 10_000)  # fmt: skip
+        mid_px = np.where(
+            penny, rng.integers(1_000, 9_000, n_stocks), rng.integers(10, 500, n_stocks) * 10_000
+        )
         self.gs[:, k.GS_TICK] = tick
         self.gs[:, k.GS_BASE] = mid_px - (k.GEN_WINDOW // 2) * tick
         self.gs[:, k.GS_MID] = k.GEN_WINDOW // 2

@@ -206,8 +206,9 @@ class MoldUDP64Stream:
                 self._run(buf, starts[:0], ends[:0], source),
                 done,
             )
-        decoded = decode_buffer(buf, starts, ends, mold=True, keep=keep, source=source,
-                                arena=self._arena)  # fmt: skip
+        decoded = decode_buffer(
+            buf, starts, ends, mold=True, keep=keep, source=source, arena=self._arena
+        )
         self._n["packets"] += n
         self._n["messages"] += int(keep.shape[0])
         self._n["skipped"] += int(keep.shape[0]) - decoded.n_messages

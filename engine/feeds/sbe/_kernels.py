@@ -606,15 +606,47 @@ def decode_packets(  # noqa: C901 (the framing loop with each way a packet can b
                                 w += item >> 3
                 else:
                     r = walk_message(
-                        buf, body, mend, root, ver, hbl, big, lv, children, datas, vfields,
-                        nulls, MODE_CHECK, out, out64, base, rows, stack,
-                    )  # fmt: skip
+                        buf,
+                        body,
+                        mend,
+                        root,
+                        ver,
+                        hbl,
+                        big,
+                        lv,
+                        children,
+                        datas,
+                        vfields,
+                        nulls,
+                        MODE_CHECK,
+                        out,
+                        out64,
+                        base,
+                        rows,
+                        stack,
+                    )
                     if r >= 0 and write:
                         tmp[:] = rows
                         walk_message(
-                            buf, body, mend, root, ver, hbl, big, lv, children, datas,
-                            vfields, nulls, MODE_COUNT, out, out64, base, tmp, stack,
-                        )  # fmt: skip
+                            buf,
+                            body,
+                            mend,
+                            root,
+                            ver,
+                            hbl,
+                            big,
+                            lv,
+                            children,
+                            datas,
+                            vfields,
+                            nulls,
+                            MODE_COUNT,
+                            out,
+                            out64,
+                            base,
+                            tmp,
+                            stack,
+                        )
                         for level in range(tmp.shape[0]):
                             if tmp[level] > cap[level]:
                                 r = -E_FULL - level
@@ -622,9 +654,25 @@ def decode_packets(  # noqa: C901 (the framing loop with each way a packet can b
                     if r >= 0:
                         row = rows[root]
                         walk_message(
-                            buf, body, mend, root, ver, hbl, big, lv, children, datas,
-                            vfields, nulls, mode, out, out64, base, rows, stack,
-                        )  # fmt: skip
+                            buf,
+                            body,
+                            mend,
+                            root,
+                            ver,
+                            hbl,
+                            big,
+                            lv,
+                            children,
+                            datas,
+                            vfields,
+                            nulls,
+                            mode,
+                            out,
+                            out64,
+                            base,
+                            rows,
+                            stack,
+                        )
                 if r <= -E_FULL:
                     state[ST_FULL] = -r - E_FULL
                     break

@@ -354,12 +354,28 @@ class SbeDecoder:
         state[k.ST_POS] = -1
         one = np.zeros(1, dtype=np.int64)
         k.decode_packets(
-            data, s_start, s_len, self.frame, self.tmpl_level, self.lv, self.children,
-            self.datas, self.vfields, self.nulls, k.MODE_COUNT, np.zeros(8, dtype=np.uint8),
-            one, one, one, rows, np.zeros((1, k.PK_COLUMNS), dtype=np.int64),
-            np.zeros((1, k.MS_COLUMNS), dtype=np.int64), np.zeros((1, k.IS_COLUMNS), np.int64),
-            np.zeros(k.E_COUNT, dtype=np.int64), state,
-        )  # fmt: skip
+            data,
+            s_start,
+            s_len,
+            self.frame,
+            self.tmpl_level,
+            self.lv,
+            self.children,
+            self.datas,
+            self.vfields,
+            self.nulls,
+            k.MODE_COUNT,
+            np.zeros(8, dtype=np.uint8),
+            one,
+            one,
+            one,
+            rows,
+            np.zeros((1, k.PK_COLUMNS), dtype=np.int64),
+            np.zeros((1, k.MS_COLUMNS), dtype=np.int64),
+            np.zeros((1, k.IS_COLUMNS), np.int64),
+            np.zeros(k.E_COUNT, dtype=np.int64),
+            state,
+        )
         if step == 1:
             return rows, int(state[k.ST_MESSAGES])
         scale = max(int(lengths.sum()), 1) / max(int(s_len.sum()), 1) * 1.25
@@ -418,9 +434,23 @@ class SbeDecoder:
         while True:
             state[k.ST_FULL] = -2
             full = k.decode_packets(
-                data, pk_start, pk_len, *args, self.nulls, k.MODE_WRITE,
-                out, out.view(np.int64), base, cap, rows, packets, messages, issues, counts, state,
-            )  # fmt: skip
+                data,
+                pk_start,
+                pk_len,
+                *args,
+                self.nulls,
+                k.MODE_WRITE,
+                out,
+                out.view(np.int64),
+                base,
+                cap,
+                rows,
+                packets,
+                messages,
+                issues,
+                counts,
+                state,
+            )
             if not full:
                 break
             # a level (or the message table) is full: grow from the rate so far, go on

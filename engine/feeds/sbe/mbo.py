@@ -62,11 +62,23 @@ _RESET = -1  # a book reset entry ('J'), internal
 _BAD_REF = -2  # an order entry whose ReferenceID names no price entry, internal
 
 #: Columns an order-book group must have (``NoMDEntries`` of templates 43 and 47).
-ORDER_COLUMNS = ("OrderID", "MDOrderPriority", "MDEntryPx.mantissa", "MDDisplayQty",
-                 "SecurityID", "MDUpdateAction", "MDEntryType")  # fmt: skip
+ORDER_COLUMNS = (
+    "OrderID",
+    "MDOrderPriority",
+    "MDEntryPx.mantissa",
+    "MDDisplayQty",
+    "SecurityID",
+    "MDUpdateAction",
+    "MDEntryType",
+)
 #: Columns of the order entries of the combined book message (``NoOrderIDEntries`` of 46).
-ORDER_ID_COLUMNS = ("OrderID", "MDOrderPriority", "MDDisplayQty", "ReferenceID",
-                    "OrderUpdateAction")  # fmt: skip
+ORDER_ID_COLUMNS = (
+    "OrderID",
+    "MDOrderPriority",
+    "MDDisplayQty",
+    "ReferenceID",
+    "OrderUpdateAction",
+)
 #: Columns of the price entries they refer to (``NoMDEntries`` of 46).
 LEVEL_COLUMNS = ("MDEntryPx.mantissa", "SecurityID", "MDEntryType")
 
@@ -219,11 +231,22 @@ def _combined_parts(t: TemplateRows, keep: BOOL, tid: int) -> list[_Part]:
     r, m = le[is_reset], lmsg[is_reset]
     z = np.zeros(r.shape[0], np.int64)
     resets = _Part(
-        index=t.rows["_index"][m].astype(np.int64), rank=0, pos=lpos[is_reset],
-        sec=r["SecurityID"].astype(np.int64), oid=z, oid_null=z == 1, prio=z - 1, mant=z,
-        px_null=z == 0, exponent=_exponent(lv), qty=z, side=z, action=z + _RESET,
-        ts=t.rows["TransactTime"][m].astype(np.int64), tid=tid,
-    )  # fmt: skip
+        index=t.rows["_index"][m].astype(np.int64),
+        rank=0,
+        pos=lpos[is_reset],
+        sec=r["SecurityID"].astype(np.int64),
+        oid=z,
+        oid_null=z == 1,
+        prio=z - 1,
+        mant=z,
+        px_null=z == 0,
+        exponent=_exponent(lv),
+        qty=z,
+        side=z,
+        action=z + _RESET,
+        ts=t.rows["TransactTime"][m].astype(np.int64),
+        tid=tid,
+    )
     return [orders, resets]
 
 

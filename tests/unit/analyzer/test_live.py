@@ -130,12 +130,28 @@ def _order(
     oid: int, status: OrdStatus, px: int, ts: int, *, side: Side = Side.BUY, cum: int = 0
 ) -> OrderChanged:
     view = OrderView(
-        order_id=oid, client_order_id=f"C{oid}", orig_client_order_ids=(), venue_order_id="",
-        strategy_id=7, symbol="ESZ6", side=side, ord_type=OrdType.LIMIT,
-        time_in_force=TimeInForce.DAY, qty_lots=5, px_ticks=px, status=status,
-        cum_qty_lots=cum, leaves_qty_lots=5 - cum, avg_px_ticks=float(px), pending="", text="",
-        ts_created=T0, ts_sent=T0, ts_acked=T0, ts_last=ts,
-    )  # fmt: skip
+        order_id=oid,
+        client_order_id=f"C{oid}",
+        orig_client_order_ids=(),
+        venue_order_id="",
+        strategy_id=7,
+        symbol="ESZ6",
+        side=side,
+        ord_type=OrdType.LIMIT,
+        time_in_force=TimeInForce.DAY,
+        qty_lots=5,
+        px_ticks=px,
+        status=status,
+        cum_qty_lots=cum,
+        leaves_qty_lots=5 - cum,
+        avg_px_ticks=float(px),
+        pending="",
+        text="",
+        ts_created=T0,
+        ts_sent=T0,
+        ts_acked=T0,
+        ts_last=ts,
+    )
     return OrderChanged(ts_event=ts, order=view, change="test")
 
 
@@ -312,9 +328,14 @@ def test_feed_keeps_few_rows_until_charted_then_more() -> None:
 
 def test_feed_refuses_a_listing_with_a_bad_tick_size() -> None:
     bad = InstrumentAdded(
-        ts_event=T0, symbol="ESZ6", tick_size="zero", lot_size="1", multiplier="1",
-        currency="", venue="",
-    )  # fmt: skip
+        ts_event=T0,
+        symbol="ESZ6",
+        tick_size="zero",
+        lot_size="1",
+        multiplier="1",
+        currency="",
+        venue="",
+    )
     with pytest.raises(ValueError, match="ESZ6: tick size 'zero' is not a positive decimal"):
         LiveFeed("e").on_events([EventRecord(1, bad)])
 
@@ -373,9 +394,13 @@ def test_a_wide_live_span_is_drawn_from_block_summaries_that_match_the_rows() ->
             )
             if i % 997 == 0:
                 ev = BookUpdated(
-                    ts_event=ev.ts_event, symbol="ESZ6", bid_px_ticks=0, bid_qty_lots=0,
-                    ask_px_ticks=ev.ask_px_ticks, ask_qty_lots=4,
-                )  # fmt: skip
+                    ts_event=ev.ts_event,
+                    symbol="ESZ6",
+                    bid_px_ticks=0,
+                    bid_qty_lots=0,
+                    ask_px_ticks=ev.ask_px_ticks,
+                    ask_qty_lots=4,
+                )
             records.append(EventRecord(seq, ev))
             seq += 1
         feed.on_events(records)

@@ -75,9 +75,13 @@ def _drag(qtbot: Any, chart: LiveChart, dx: int) -> None:
     steps.append((QEvent.Type.MouseButtonRelease, centre + QPointF(dx, 0), left, none))
     for kind, pos, button, buttons in steps:
         event = QMouseEvent(
-            kind, pos, viewport.mapToGlobal(pos), button, buttons,
+            kind,
+            pos,
+            viewport.mapToGlobal(pos),
+            button,
+            buttons,
             Qt.KeyboardModifier.NoModifier,
-        )  # fmt: skip
+        )
         QApplication.sendEvent(viewport, event)
         qtbot.wait(10)
 
@@ -226,9 +230,12 @@ def test_a_remote_engine_is_followed_live_through_its_client(qtbot: Any, tmp_pat
     try:
         assert served.server is not None
         client = RemoteEngineClient(
-            "127.0.0.1", served.server.port, served.token("v", "viewer"), tls=False,
+            "127.0.0.1",
+            served.server.port,
+            served.token("v", "viewer"),
+            tls=False,
             backoff=Backoff(0.05, 0.5),
-        )  # fmt: skip
+        )
         controller = Controller(client)
         controller.start()
         window = MainWindow(controller, AppSettings(tmp_path / "qwconsole.ini"))

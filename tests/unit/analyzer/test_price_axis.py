@@ -29,10 +29,15 @@ T0 = 1_764_000_000 * NS  # a weekday, 16:00 UTC
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
     path = tmp_path / "ticks.h5"
-    write_synthetic(path, "ESZ6", SyntheticSpec(quotes=4_000, start_ns=T0, span_ns=600 * NS,
-                                                px0=24_000))  # fmt: skip
-    write_synthetic(path, "BTCUSDT", SyntheticSpec(quotes=4_000, start_ns=T0, span_ns=600 * NS,
-                                                   px0=5_812_340, seed=3), tick="0.01")  # fmt: skip
+    write_synthetic(
+        path, "ESZ6", SyntheticSpec(quotes=4_000, start_ns=T0, span_ns=600 * NS, px0=24_000)
+    )
+    write_synthetic(
+        path,
+        "BTCUSDT",
+        SyntheticSpec(quotes=4_000, start_ns=T0, span_ns=600 * NS, px0=5_812_340, seed=3),
+        tick="0.01",
+    )
     return path
 
 

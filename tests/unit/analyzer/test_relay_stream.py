@@ -70,8 +70,15 @@ def test_the_live_view_gets_the_relays_books_and_trades(tmp_path: Path) -> None:
 
     async def scenario(relay: Relay, market: MarketData, token: str) -> None:
         market.apply(rows[:1000])  # before the stream: it comes as the snapshot
-        stream = RelayStream("127.0.0.1", relay.port, token, INSTRUMENTS, pins=pins,
-                             name="analyzer-test", depth_interval_s=0.05)  # fmt: skip
+        stream = RelayStream(
+            "127.0.0.1",
+            relay.port,
+            token,
+            INSTRUMENTS,
+            pins=pins,
+            name="analyzer-test",
+            depth_interval_s=0.05,
+        )
         loop = asyncio.get_running_loop()
         woken = threading.Event()
         stream.set_wakeup(woken.set)
@@ -112,8 +119,11 @@ def test_the_live_view_gets_the_relays_books_and_trades(tmp_path: Path) -> None:
         later = rows[1000:]
         for b, s in enumerate(SYMBOLS):
             mine = later[(later["book"] == b) & (later["kind"] == L2_TRADE)]
-            got = [(e.px_ticks, e.qty_lots) for e in seen
-                   if isinstance(e, TradeReported) and e.symbol == s]  # fmt: skip
+            got = [
+                (e.px_ticks, e.qty_lots)
+                for e in seen
+                if isinstance(e, TradeReported) and e.symbol == s
+            ]
             assert got == list(zip(mine["px"].tolist(), mine["qty"].tolist(), strict=True))
         # The live view charts them: its last quote of each instrument is the relay's touch.
         for s in SYMBOLS:
@@ -133,9 +143,15 @@ def test_a_stream_nobody_drains_stays_bounded_and_current(tmp_path: Path) -> Non
     rows = l2_rows(20_000, len(SYMBOLS), seed=4)
 
     async def scenario(relay: Relay, market: MarketData, token: str) -> None:
-        stream = RelayStream("127.0.0.1", relay.port, token, INSTRUMENTS,
-                             pins=PinStore(tmp_path / "pins.json"), max_records=64,
-                             depth_interval_s=0)  # fmt: skip
+        stream = RelayStream(
+            "127.0.0.1",
+            relay.port,
+            token,
+            INSTRUMENTS,
+            pins=PinStore(tmp_path / "pins.json"),
+            max_records=64,
+            depth_interval_s=0,
+        )
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, stream.start)
         for i in range(0, rows.shape[0], 1000):
@@ -161,16 +177,25 @@ def test_a_stream_nobody_drains_stays_bounded_and_current(tmp_path: Path) -> Non
 
 def test_a_refused_token_is_an_error_and_bad_arguments_say_why(tmp_path: Path) -> None:
     async def scenario(relay: Relay, market: MarketData, token: str) -> None:
-        stream = RelayStream("127.0.0.1", relay.port, "qw1.nope.nope", INSTRUMENTS,
-                             pins=PinStore(tmp_path / "pins.json"))  # fmt: skip
+        stream = RelayStream(
+            "127.0.0.1",
+            relay.port,
+            "qw1.nope.nope",
+            INSTRUMENTS,
+            pins=PinStore(tmp_path / "pins.json"),
+        )
         loop = asyncio.get_running_loop()
         with pytest.raises(RelayError, match="login refused"):
             await loop.run_in_executor(None, stream.start)
         assert stream.state.startswith("failed: ")
         assert "login refused" in stream.state
-        unknown = RelayStream("127.0.0.1", relay.port, token,
-                              [Instrument(symbol="ZZZ", tick_size=Decimal("1"))],
-                              pins=PinStore(tmp_path / "pins.json"))  # fmt: skip
+        unknown = RelayStream(
+            "127.0.0.1",
+            relay.port,
+            token,
+            [Instrument(symbol="ZZZ", tick_size=Decimal("1"))],
+            pins=PinStore(tmp_path / "pins.json"),
+        )
         with pytest.raises(RelayError, match="does not carry ZZZ"):
             await loop.run_in_executor(None, unknown.start)
 

@@ -68,17 +68,26 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     import_binance([USDM], usdm, "BTCUSDT", tick_size="0.1", lot_size="0.001", futures=True)
     run_job(
         BacktestJob(
-            events=str(cme), journal=str(d / "esh4.qwj"), level="l3", symbol="ESH4",
-            day="20231225", tick_size="0.25", recorded_latency=True,
+            events=str(cme),
+            journal=str(d / "esh4.qwj"),
+            level="l3",
+            symbol="ESH4",
+            day="20231225",
+            tick_size="0.25",
+            recorded_latency=True,
             params=(("half_spread_ticks", 1),),  # fills after the 23:00 open (issue 17)
         )
-    )  # fmt: skip
+    )
     run_job(
         BacktestJob(
-            events=str(usdm), journal=str(d / "usdm.qwj"), symbol="BTCUSDT", day="20240808",
-            tick_size="0.1", params=(("half_spread_ticks", 4),),
+            events=str(usdm),
+            journal=str(d / "usdm.qwj"),
+            symbol="BTCUSDT",
+            day="20240808",
+            tick_size="0.1",
+            params=(("half_spread_ticks", 4),),
         )
-    )  # fmt: skip
+    )
     return {"cme": cme, "spot": spot, "usdm": usdm, "esh4": d / "esh4.qwj", "btc": d / "usdm.qwj"}
 
 

@@ -49,7 +49,7 @@ def write(path: Path, spec: SyntheticSpec = SPEC, *, batch_rows: int = 1_000) ->
         TickStore(path, "a") as st,
         st.writer(
             "ESZ6", day_of(spec.start_ns), tick_size="0.25", lot_size="1", batch_rows=batch_rows
-        ) as w,  # fmt: skip
+        ) as w,
     ):
         for bbo, trades in synthetic_day(spec, chunk=7_777):
             w.append("bbo", bbo)
@@ -96,8 +96,11 @@ def test_a_day_written_with_the_summary_opens_without_reading_its_rows(
         day = CountingDay(st)
         opened = open_day(day, in_memory_rows=0)
         assert day.scanned == []  # both pyramids loaded, no row read
-        written = {k: s.pyramid for k, s in (("bbo", opened.quotes), ("trades", opened.trades))
-                   if s is not None}  # fmt: skip
+        written = {
+            k: s.pyramid
+            for k, s in (("bbo", opened.quotes), ("trades", opened.trades))
+            if s is not None
+        }
     # The same pyramids a first open builds from the rows of a store without them.
     for kind in ("bbo", "trades"):
         (folder / kind / "meta.json").unlink()
@@ -132,8 +135,7 @@ def test_a_day_appended_to_is_summarized_again_on_its_first_open(
     path = tmp_path / "s.h5"
     first = SyntheticSpec(quotes=20_000, start_ns=SPEC.start_ns, span_ns=300 * NS, seed=1)
     write(path, first)
-    more = SyntheticSpec(quotes=20_000, start_ns=SPEC.start_ns + 400 * NS, span_ns=100 * NS,
-                         seed=2)  # fmt: skip
+    more = SyntheticSpec(quotes=20_000, start_ns=SPEC.start_ns + 400 * NS, span_ns=100 * NS, seed=2)
     write(path, more)  # the day had rows: this writer keeps no summary of it
     with TickStore(path) as st:
         day = CountingDay(st)
@@ -178,8 +180,9 @@ def _import_csv(tmp_path: Path, store: Path, day_offset: int, n: int) -> None:
     ts = start + np.cumsum(rng.integers(1, 50_000_000, n))
     px = 4000 + np.cumsum(rng.integers(-2, 3, n))
     src = tmp_path / f"trades{day_offset}.csv"
-    lines = ["time,price,size"] + [f"{t},{p * 0.25:.2f},{q}" for t, p, q in
-                                   zip(ts, px, rng.integers(1, 9, n), strict=True)]  # fmt: skip
+    lines = ["time,price,size"] + [
+        f"{t},{p * 0.25:.2f},{q}" for t, p, q in zip(ts, px, rng.integers(1, 9, n), strict=True)
+    ]
     src.write_text("\n".join(lines) + "\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_STATE_HOME": str(tmp_path / "state")}
     done = subprocess.run(

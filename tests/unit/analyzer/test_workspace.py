@@ -47,9 +47,13 @@ def _move_mouse_to(qtbot: Any, chart: Any, ts: int) -> None:
     pos = QPointF(chart.mapFromScene(scene))
     viewport = chart.viewport()
     event = QMouseEvent(
-        QEvent.Type.MouseMove, pos, viewport.mapToGlobal(pos), Qt.MouseButton.NoButton,
-        Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier,
-    )  # fmt: skip
+        QEvent.Type.MouseMove,
+        pos,
+        viewport.mapToGlobal(pos),
+        Qt.MouseButton.NoButton,
+        Qt.MouseButton.NoButton,
+        Qt.KeyboardModifier.NoModifier,
+    )
     QApplication.sendEvent(viewport, event)
     qtbot.wait(20)
 
@@ -320,10 +324,14 @@ def test_real_binance_perpetual_with_a_backtest_clicked_and_replayed(
     journal = tmp_path / "bt.qwj"
     run_job(
         BacktestJob(
-            events=str(usdm), journal=str(journal), symbol="BTCUSDT", day="20240808",
-            tick_size="0.1", params=(("half_spread_ticks", 4),),
+            events=str(usdm),
+            journal=str(journal),
+            symbol="BTCUSDT",
+            day="20240808",
+            tick_size="0.1",
+            params=(("half_spread_ticks", 4),),
         )
-    )  # fmt: skip
+    )
     ws = _workspace(qtbot)
     for store in (spot, usdm):
         assert ws.open_store(store)

@@ -24,8 +24,18 @@ async def test_the_embedded_demo_runs_the_strategy_the_command_line_names(
     (tmp_path / "tinybuy.py").write_text(code, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     parser = build_parser()
-    opts = parser.parse_args(["--strategy", "tinybuy.py:TinyBuy", "--strategy-id", "7",
-                              "--symbols", "ESZ6", "--param", "max_age_ms=500"])  # fmt: skip
+    opts = parser.parse_args(
+        [
+            "--strategy",
+            "tinybuy.py:TinyBuy",
+            "--strategy-id",
+            "7",
+            "--symbols",
+            "ESZ6",
+            "--param",
+            "max_age_ms=500",
+        ]
+    )
     _check_strategy(parser, opts)
     assert opts.strategy == f"{tmp_path / 'tinybuy.py'}:TinyBuy"  # absolute: cwd may change
     engine = Engine(LiveClock(), engine_id="console")

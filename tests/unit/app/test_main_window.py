@@ -254,8 +254,9 @@ def test_file_export_writes_the_table_last_clicked_in(
     with target.open(newline="") as f:
         rows = list(csv.reader(f))
     model = view.model()
-    assert rows[0] == [model.headerData(c, Qt.Orientation.Horizontal)
-                       for c in range(model.columnCount())]  # fmt: skip
+    assert rows[0] == [
+        model.headerData(c, Qt.Orientation.Horizontal) for c in range(model.columnCount())
+    ]
     assert len(rows) == 1 + model.rowCount()
     assert ("Export table to CSV", "Ctrl+E") in {(n, k) for _w, n, k in window.shortcuts()}
 
@@ -281,8 +282,14 @@ def test_sound_on_fills_is_off_until_chosen_and_remembered(
     window.beep = lambda: beeps.append(1)
     o = order(7)
     filled = [EventRecord(1, fill(o, 1, 2))]
-    rejected = [EventRecord(2, OrderChanged(ts_event=1, order=order(8, status=OrdStatus.REJECTED),
-                                            change="rejected: limit"))]  # fmt: skip
+    rejected = [
+        EventRecord(
+            2,
+            OrderChanged(
+                ts_event=1, order=order(8, status=OrdStatus.REJECTED), change="rejected: limit"
+            ),
+        )
+    ]
     quiet = [EventRecord(3, OrderChanged(ts_event=1, order=o, change="ack"))]
     assert not window.sound_action.isChecked()
     window._sound_for(filled)

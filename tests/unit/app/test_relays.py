@@ -69,8 +69,12 @@ def test_watch_entries_are_read_or_refused_with_the_reason() -> None:
     assert (w.name, w.host, w.port, w.tls, w.fingerprint) == ("ny4", "10.0.4.30", 7350, True, "")
     fp = ":".join(["ab"] * 32)
     w = parse_watch(f" ws://127.0.0.1:9 #{fp}")
-    assert (w.name, w.endpoint, w.tls, w.fingerprint) == ("127.0.0.1:9", "127.0.0.1:9", False,
-                                                          fp.upper())  # fmt: skip
+    assert (w.name, w.endpoint, w.tls, w.fingerprint) == (
+        "127.0.0.1:9",
+        "127.0.0.1:9",
+        False,
+        fp.upper(),
+    )
     with pytest.raises(ValueError, match=r"^relays/watch: 'http://x:1' is not \[name=\]wss://"):
         parse_watch("http://x:1")
     with pytest.raises(ValueError, match=r"^relays/watch: 'a=wss://h' is not \[name="):
@@ -89,8 +93,10 @@ def test_no_relay_configured_starts_nothing_and_says_where(qtbot: object, tmp_pa
     assert not monitor.watching
     assert monitor.poller is None
     assert panel.is_empty
-    assert panel.empty.text() == (f"No relay attached — add one in {tmp_path / 'qwconsole.ini'}: "
-                                  "[relays] watch=wss://host:port (docs/relay.md).")  # fmt: skip
+    assert panel.empty.text() == (
+        f"No relay attached — add one in {tmp_path / 'qwconsole.ini'}: "
+        "[relays] watch=wss://host:port (docs/relay.md)."
+    )
     monitor.close()
 
 
@@ -110,9 +116,12 @@ def test_relays_without_a_token_or_with_a_name_twice_are_red_rows(
     )
     # A token from a file; the second relay named "a" is refused, the first is watched.
     (tmp_path / "token").write_text("qw1.abc.def\n")
-    monitor = RelayMonitor(["a=ws://127.0.0.1:1", "a=ws://127.0.0.1:2"],
-                           read_token("QWCONSOLE_RELAY_TOKEN", str(tmp_path / "token")), panel,
-                           pins=tmp_path / "pins.json")  # fmt: skip
+    monitor = RelayMonitor(
+        ["a=ws://127.0.0.1:1", "a=ws://127.0.0.1:2"],
+        read_token("QWCONSOLE_RELAY_TOKEN", str(tmp_path / "token")),
+        panel,
+        pins=tmp_path / "pins.json",
+    )
     assert [r.state for r in panel.relays.values()] == ["connecting", "invalid"]
     assert panel.relays["a (a=ws://127.0.0.1:2)"].error == (
         "relays/watch: the name a is used twice"
@@ -131,8 +140,9 @@ class Subscribers:
         self.error: BaseException | None = None
         self._loop = asyncio.new_event_loop()
         self._stop: asyncio.Event | None = None
-        self._thread = threading.Thread(target=self._loop.run_until_complete, args=(self._main(),),
-                                        daemon=True)  # fmt: skip
+        self._thread = threading.Thread(
+            target=self._loop.run_until_complete, args=(self._main(),), daemon=True
+        )
         self._thread.start()
 
     async def _main(self) -> None:
@@ -143,8 +153,13 @@ class Subscribers:
             sock.connect(("127.0.0.1", self.port))
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
             ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
-            stalled = await connect(f"wss://127.0.0.1:{self.port}/", sock=sock, ssl=ctx,
-                                    server_hostname="localhost", max_queue=1)  # fmt: skip
+            stalled = await connect(
+                f"wss://127.0.0.1:{self.port}/",
+                sock=sock,
+                ssl=ctx,
+                server_hostname="localhost",
+                max_queue=1,
+            )
             await stalled.send(encode(Hello(version=RELAY_VERSION, client="stalled")))
             await stalled.recv()
             await stalled.send(encode(Auth(token=self.token)))
@@ -197,9 +212,13 @@ def test_monitor_shows_a_real_relay_its_links_and_the_failures(
         f'[[sources]]\ntype = "tickstore"\nname = "day"\npath = "day.h5"\nday = "{DAY}"\n'
         f"speed = 0.05\n"
     )
-    proc = subprocess.Popen([sys.executable, "-m", "app", "relay", "--config",
-                             str(tmp_path / "r1.toml")], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", "relay", "--config", str(tmp_path / "r1.toml")],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     subs: Subscribers | None = None
     monitor: RelayMonitor | None = None
     try:
@@ -214,8 +233,11 @@ def test_monitor_shows_a_real_relay_its_links_and_the_failures(
             s.bind(("127.0.0.1", 0))
             closed = int(s.getsockname()[1])
         settings = AppSettings(tmp_path / "qwconsole.ini")
-        settings.relays = [f"ny4=wss://127.0.0.1:{port}", f"gone=wss://127.0.0.1:{closed}",
-                           "oops=http://127.0.0.1:1"]  # fmt: skip
+        settings.relays = [
+            f"ny4=wss://127.0.0.1:{port}",
+            f"gone=wss://127.0.0.1:{closed}",
+            "oops=http://127.0.0.1:1",
+        ]
         settings.sync()
 
         apply_theme(themed_app, load_theme("dark"))

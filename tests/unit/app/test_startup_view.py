@@ -120,9 +120,13 @@ def test_the_status_bar_follows_a_start_from_its_events(qtbot: object) -> None:
     assert bar.maximum() == 0
 
     beat = EngineHeartbeat(
-        ts_event=1, engine_id="embedded", counter=1, uptime_ns=1, interval_ns=10**9,
+        ts_event=1,
+        engine_id="embedded",
+        counter=1,
+        uptime_ns=1,
+        interval_ns=10**9,
         loop_lag_ns=0,
-    )  # fmt: skip
+    )
     status.on_events([_state(EngineState.RUNNING), EventRecord(2, beat)])
     assert label.text() == "● Engine embedded: running"
     assert label.property("state") == "ok"
@@ -135,9 +139,16 @@ def test_the_status_bar_follows_a_start_from_its_events(qtbot: object) -> None:
     assert sessions.text() == "FIX: 1/1 logged on"
     assert sessions.property("state") == "ok"
     # An OUCH link joins the count; while it is down the indicator warns.
-    ouch = VenueLinkChanged(ts_event=2, venue="SIM-OUCH", protocol="OUCH", up=False,
-                            detail="QWC1@127.0.0.1:5002", state="Disconnected",
-                            next_out=7, next_in=12)  # fmt: skip
+    ouch = VenueLinkChanged(
+        ts_event=2,
+        venue="SIM-OUCH",
+        protocol="OUCH",
+        up=False,
+        detail="QWC1@127.0.0.1:5002",
+        state="Disconnected",
+        next_out=7,
+        next_in=12,
+    )
     status.on_events([EventRecord(3, ouch)])
     assert sessions.text() == "FIX: 1/1 logged on · OUCH: 0/1 up"
     assert sessions.property("state") == "warn"

@@ -42,10 +42,22 @@ def records(events: Iterable[Event]) -> list[EventRecord]:
     return [EventRecord(next(_seq), ev) for ev in events]
 
 
-def instrument(symbol: str = "ESZ6", tick: str = "0.25", lot: str = "1", ccy: str = "USD",
-               multiplier: str = "50") -> InstrumentAdded:  # fmt: skip
-    return InstrumentAdded(ts_event=T0, symbol=symbol, tick_size=tick, lot_size=lot,
-                           multiplier=multiplier, currency=ccy, venue="SIM")  # fmt: skip
+def instrument(
+    symbol: str = "ESZ6",
+    tick: str = "0.25",
+    lot: str = "1",
+    ccy: str = "USD",
+    multiplier: str = "50",
+) -> InstrumentAdded:
+    return InstrumentAdded(
+        ts_event=T0,
+        symbol=symbol,
+        tick_size=tick,
+        lot_size=lot,
+        multiplier=multiplier,
+        currency=ccy,
+        venue="SIM",
+    )
 
 
 def order(
@@ -97,40 +109,95 @@ def changed(o: OrderView, change: str = "ack", ts: int | None = None) -> OrderCh
 
 
 def fill(o: OrderView, exec_n: int, qty: int, px: int | None = None, ts: int = T0) -> OrderFilled:
-    return OrderFilled(ts_event=ts, order_id=o.order_id, client_order_id=o.client_order_id,
-                       venue_order_id=o.venue_order_id, exec_id=f"E{o.order_id}-{exec_n}",
-                       strategy_id=o.strategy_id, symbol=o.symbol, side=o.side,
-                       last_px_ticks=o.px_ticks if px is None else px, last_qty_lots=qty,
-                       leaves_qty_lots=max(0, o.qty_lots - qty), ts_recv=ts + 3_000)  # fmt: skip
+    return OrderFilled(
+        ts_event=ts,
+        order_id=o.order_id,
+        client_order_id=o.client_order_id,
+        venue_order_id=o.venue_order_id,
+        exec_id=f"E{o.order_id}-{exec_n}",
+        strategy_id=o.strategy_id,
+        symbol=o.symbol,
+        side=o.side,
+        last_px_ticks=o.px_ticks if px is None else px,
+        last_qty_lots=qty,
+        leaves_qty_lots=max(0, o.qty_lots - qty),
+        ts_recv=ts + 3_000,
+    )
 
 
-def position(strategy_id: int, symbol: str, qty: int, avg: float, mark: int, realized: float,
-             unrealized: float, fees: float = 0.0, ts: int = T0) -> PositionChanged:  # fmt: skip
-    return PositionChanged(ts_event=ts, strategy_id=strategy_id, symbol=symbol, qty_lots=qty,
-                           avg_px_ticks=avg, mark_px_ticks=mark, realized_pnl=realized,
-                           unrealized_pnl=unrealized, fees=fees)  # fmt: skip
+def position(
+    strategy_id: int,
+    symbol: str,
+    qty: int,
+    avg: float,
+    mark: int,
+    realized: float,
+    unrealized: float,
+    fees: float = 0.0,
+    ts: int = T0,
+) -> PositionChanged:
+    return PositionChanged(
+        ts_event=ts,
+        strategy_id=strategy_id,
+        symbol=symbol,
+        qty_lots=qty,
+        avg_px_ticks=avg,
+        mark_px_ticks=mark,
+        realized_pnl=realized,
+        unrealized_pnl=unrealized,
+        fees=fees,
+    )
 
 
-def strategy(strategy_id: int, name: str, state: StrategyState = StrategyState.RUNNING,
-             params: tuple[tuple[str, object], ...] = (("spread_ticks", 2), ("size_lots", 5),
-                                                        ("skew", 0.25), ("enabled", True)),
-             change: str = "started", ts: int = T0) -> StrategyStatusChanged:  # fmt: skip
-    return StrategyStatusChanged(ts_event=ts, strategy_id=strategy_id, name=name, state=state,
-                                 parameters=params, change=change)  # fmt: skip
+def strategy(
+    strategy_id: int,
+    name: str,
+    state: StrategyState = StrategyState.RUNNING,
+    params: tuple[tuple[str, object], ...] = (
+        ("spread_ticks", 2),
+        ("size_lots", 5),
+        ("skew", 0.25),
+        ("enabled", True),
+    ),
+    change: str = "started",
+    ts: int = T0,
+) -> StrategyStatusChanged:
+    return StrategyStatusChanged(
+        ts_event=ts,
+        strategy_id=strategy_id,
+        name=name,
+        state=state,
+        parameters=params,
+        change=change,
+    )
 
 
-def alert(text: str, level: AlertLevel = AlertLevel.WARNING, source: str = "risk",
-          ts: int = T0) -> Alert:  # fmt: skip
+def alert(
+    text: str, level: AlertLevel = AlertLevel.WARNING, source: str = "risk", ts: int = T0
+) -> Alert:
     return Alert(ts_event=ts, level=level, source=source, text=text)
 
 
-def fix_message(fields: str, *, outbound: bool = True, seq: int = 1, ts: int = T0,
-                session: str = "FIX.4.4:CLIENT->EXCHANGE") -> FixMessageSeen:  # fmt: skip
+def fix_message(
+    fields: str,
+    *,
+    outbound: bool = True,
+    seq: int = 1,
+    ts: int = T0,
+    session: str = "FIX.4.4:CLIENT->EXCHANGE",
+) -> FixMessageSeen:
     raw = fields.replace("|", "\x01").encode()
     msg_type = next(f[3:] for f in fields.split("|") if f.startswith("35="))
-    return FixMessageSeen(ts_event=ts + 9_000, session_id=session, outbound=outbound,
-                          msg_type=msg_type, seq_num=seq, raw=raw, ts_created=ts,
-                          ts_wire=ts + 4_500)  # fmt: skip
+    return FixMessageSeen(
+        ts_event=ts + 9_000,
+        session_id=session,
+        outbound=outbound,
+        msg_type=msg_type,
+        seq_num=seq,
+        raw=raw,
+        ts_created=ts,
+        ts_wire=ts + 4_500,
+    )
 
 
 REJECT_TEXT = "risk: order exceeds max position 20 lots"
@@ -166,20 +233,34 @@ def demo_events() -> list[Event]:
                 else 0
             )
             ts = T0 + n * 137_000_000
-            o = order(n, symbol=sym, side=side, qty=qty, px=px, status=st, cum=cum,
-                      avg=(float(px) + (0.25 if k % 3 == 0 else 0.0)) if cum else 0.0,
-                      strategy_id=sid if n % 9 else 0,
-                      orig=(f"C{n}",) if k == 4 else (),
-                      text=REJECT_TEXT if st is OrdStatus.REJECTED else "",
-                      ts=ts)  # fmt: skip
+            o = order(
+                n,
+                symbol=sym,
+                side=side,
+                qty=qty,
+                px=px,
+                status=st,
+                cum=cum,
+                avg=(float(px) + (0.25 if k % 3 == 0 else 0.0)) if cum else 0.0,
+                strategy_id=sid if n % 9 else 0,
+                orig=(f"C{n}",) if k == 4 else (),
+                text=REJECT_TEXT if st is OrdStatus.REJECTED else "",
+                ts=ts,
+            )
             evs.append(changed(o, "fill" if cum else "ack", ts=o.ts_last))
             if cum:
                 evs.append(fill(o, 1, cum, ts=o.ts_last))
     evs += [
-        BookUpdated(ts_event=T0, symbol=sym, bid_px_ticks=mid, bid_qty_lots=12,
-                    ask_px_ticks=mid + 1, ask_qty_lots=7)
+        BookUpdated(
+            ts_event=T0,
+            symbol=sym,
+            bid_px_ticks=mid,
+            bid_qty_lots=12,
+            ask_px_ticks=mid + 1,
+            ask_qty_lots=7,
+        )
         for sym, (mid, _sid) in spec.items()
-    ]  # fmt: skip
+    ]
     evs += [
         position(1, "ESZ6", 7, 18_049.5, 18_051, 1_250.0, 262.5, 12.4),
         position(1, "BTC-USD", -1_500, 190_402.0, 190_399, -84.25, 2.25, 3.1),

@@ -94,8 +94,9 @@ def history() -> list[OrderView]:
     o2 = order(2, side=Side.SELL, px=18_052, status=OrdStatus.FILLED, cum=10, avg=18_052.0)
     o3 = order(3, status=OrdStatus.REJECTED, text="risk: max position")
     o4 = order(4, strategy_id=20170101, orig=("C4",), px=18_001)
-    o5 = dataclasses.replace(order(5, qty=8, cum=3, status=OrdStatus.PARTIALLY_FILLED),
-                             pending="cancel")  # fmt: skip
+    o5 = dataclasses.replace(
+        order(5, qty=8, cum=3, status=OrdStatus.PARTIALLY_FILLED), pending="cancel"
+    )
     o6 = order(6, status=OrdStatus.PENDING_NEW)
     return [o1, o2, o3, o4, o5, o6, bump(o1, status=OrdStatus.CANCELED, leaves_qty_lots=0)]
 
@@ -178,8 +179,10 @@ def test_capacity_drops_the_oldest_and_chains_leave_with_the_last_model(qtbot: o
     view.all_model.capacity = 100
     # Chains of two steps and more are kept aside; one step is in the row.
     view.apply_orders([order(1, orig=("A1", "C1"))])  # working: stays in "Working"
-    done = [bump(order(i, orig=(f"A{i}", f"C{i}")), status=OrdStatus.CANCELED,
-                 leaves_qty_lots=0) for i in range(2, 81)]  # fmt: skip
+    done = [
+        bump(order(i, orig=(f"A{i}", f"C{i}")), status=OrdStatus.CANCELED, leaves_qty_lots=0)
+        for i in range(2, 81)
+    ]
     view.apply_orders(done)
     view.apply_orders([order(i, orig=(f"C{i}",) if i % 2 else ()) for i in range(81, 130)])
     m = view.all_model

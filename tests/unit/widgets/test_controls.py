@@ -81,8 +81,14 @@ def test_kill_switch_needs_a_second_click_to_send(qtbot: object) -> None:
         SetKillSwitch(level=KillLevel.BLOCK_NEW, reason="venue unstable", actor="console")
     ]
     assert armed(ks) is None
-    ks.on_command_result(sent[0], CommandError(command=sent[0], ts_handled=T0,  # type: ignore[arg-type]
-                                               reason="not allowed"))  # fmt: skip
+    ks.on_command_result(
+        sent[0],
+        CommandError(
+            command=sent[0],
+            ts_handled=T0,  # type: ignore[arg-type]
+            reason="not allowed",
+        ),
+    )
     assert ks.message_label.text() == "Refused: not allowed"
 
 
@@ -90,8 +96,15 @@ def test_kill_switch_follows_the_engine_and_arming_times_out(qtbot: object) -> N
     ks = KillSwitch()
     qtbot.addWidget(ks)  # type: ignore[attr-defined]
     assert not ks.buttons[KillLevel.OFF].isEnabled()
-    ks.on_events(records([KillSwitchChanged(ts_event=T0, level=KillLevel.CANCEL_ALL,
-                                            actor="risk", reason="loss limit")]))  # fmt: skip
+    ks.on_events(
+        records(
+            [
+                KillSwitchChanged(
+                    ts_event=T0, level=KillLevel.CANCEL_ALL, actor="risk", reason="loss limit"
+                )
+            ]
+        )
+    )
     assert ks.state_label.text() == "● CANCEL ALL"
     assert ks.state_label.property("state") == "bad"
     assert ks.buttons[KillLevel.OFF].isEnabled()
@@ -142,17 +155,32 @@ def test_ticket_sends_a_checked_order_and_shows_the_refusal(
     qtbot.keyClicks(ticket.price_edit, "95,200.5")  # type: ignore[attr-defined]
     ticket.tif_combo.setCurrentIndex(ticket.tif_combo.findData(TimeInForce.IOC))
     qtbot.keyClick(ticket.price_edit, Qt.Key.Key_Return)  # type: ignore[attr-defined]
-    assert sent == [SubmitOrder(symbol="BTC", side=Side.SELL, qty_lots=1_500, px_ticks=190_401,
-                                ord_type=OrdType.LIMIT, time_in_force=TimeInForce.IOC,
-                                strategy_id=0)]  # fmt: skip
+    assert sent == [
+        SubmitOrder(
+            symbol="BTC",
+            side=Side.SELL,
+            qty_lots=1_500,
+            px_ticks=190_401,
+            ord_type=OrdType.LIMIT,
+            time_in_force=TimeInForce.IOC,
+            strategy_id=0,
+        )
+    ]
     assert ticket.message == "Sending sell 1.500 BTC @ 95,200.5…"
     cmd = sent[0]
-    ticket.on_command_result(cmd, CommandError(command=cmd, ts_handled=T0,  # type: ignore[arg-type]
-                                               reason="kill switch BLOCK_NEW is on"))  # fmt: skip
+    ticket.on_command_result(
+        cmd,
+        CommandError(
+            command=cmd,
+            ts_handled=T0,  # type: ignore[arg-type]
+            reason="kill switch BLOCK_NEW is on",
+        ),
+    )
     assert ticket.message == "Refused: kill switch BLOCK_NEW is on"
     # The venue rejects a hand-sent order later: its text is shown.
-    rejected = order(9, symbol="BTC", strategy_id=0, status=OrdStatus.REJECTED,
-                     text="price outside the collar")  # fmt: skip
+    rejected = order(
+        9, symbol="BTC", strategy_id=0, status=OrdStatus.REJECTED, text="price outside the collar"
+    )
     ticket.on_events(records([changed(rejected, "reject")]))
     assert ticket.message == "Rejected C9 BTC: price outside the collar"
 
@@ -186,9 +214,20 @@ def test_ticket_shows_the_top_of_book_and_copies_its_price(ticket: OrderTicket) 
     ticket.symbol_combo.setCurrentText("ESZ6")
     assert ticket.bid_button.text() == "Bid —"
     assert not ticket.bid_button.isEnabled()
-    ticket.on_events(records([BookUpdated(ts_event=T0, symbol="ESZ6", bid_px_ticks=18_049,
-                                          bid_qty_lots=12, ask_px_ticks=18_050,
-                                          ask_qty_lots=3)]))  # fmt: skip
+    ticket.on_events(
+        records(
+            [
+                BookUpdated(
+                    ts_event=T0,
+                    symbol="ESZ6",
+                    bid_px_ticks=18_049,
+                    bid_qty_lots=12,
+                    ask_px_ticks=18_050,
+                    ask_qty_lots=3,
+                )
+            ]
+        )
+    )
     assert ticket.bid_button.text() == "Bid 4,512.25 × 12"
     assert ticket.ask_button.text() == "Ask 4,512.50 × 3"
     ticket.ask_button.click()

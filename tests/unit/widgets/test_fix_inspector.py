@@ -17,8 +17,12 @@ from widgets.fix_inspector import FixInspector, field_value
 pytestmark = pytest.mark.gui
 
 NAMES = {8: "BeginString", 35: "MsgType", 11: "ClOrdID", 54: "Side", 55: "Symbol", 39: "OrdStatus"}
-MEANINGS = {(35, b"D"): "NewOrderSingle", (35, b"8"): "ExecutionReport", (54, b"1"): "Buy",
-            (39, b"0"): "New"}  # fmt: skip
+MEANINGS = {
+    (35, b"D"): "NewOrderSingle",
+    (35, b"8"): "ExecutionReport",
+    (54, b"1"): "Buy",
+    (39, b"0"): "New",
+}
 
 
 def describe(tag: int, value: bytes) -> tuple[str, str]:
@@ -129,11 +133,17 @@ def test_a_valid_execution_report_passes_and_names_last_px_and_last_qty(
 ) -> None:
     v = FixInspector(describer)
     qtbot.addWidget(v)  # type: ignore[attr-defined]
-    v.on_events(records([fix_message(
-        "8=FIX.4.4|9=120|35=8|34=3|49=EX|52=20261202-14:30:00.000|56=CL|37=O1|11=A1|17=X1|"
-        "150=F|39=2|55=ESZ6|54=1|151=0|14=5|6=4510.25|31=4510.25|32=5|10=000|",
-        outbound=False,
-    )]))  # fmt: skip
+    v.on_events(
+        records(
+            [
+                fix_message(
+                    "8=FIX.4.4|9=120|35=8|34=3|49=EX|52=20261202-14:30:00.000|56=CL|37=O1|11=A1|17=X1|"
+                    "150=F|39=2|55=ESZ6|54=1|151=0|14=5|6=4510.25|31=4510.25|32=5|10=000|",
+                    outbound=False,
+                )
+            ]
+        )
+    )
     v.table.selectRow(0)
     by_tag = {r[1]: r for r in v.detail_rows()}
     assert by_tag["31"][2:4] == ("LastPx", "4510.25")
@@ -217,8 +227,9 @@ def test_an_order_chain_lists_its_messages_oldest_first(view: FixInspector) -> N
     assert view.current is shown[3].ev
     # A report asked for before it arrived is selected when it does.
     assert not view.show_execution(("A1", "A1.1"), "E10")
-    late = fix_message("8=FIX.4.4|35=8|34=7|11=A1.1|41=A1|17=E10|39=2|10=000|", outbound=False,
-                       seq=7)  # fmt: skip
+    late = fix_message(
+        "8=FIX.4.4|35=8|34=7|11=A1.1|41=A1|17=E10|39=2|10=000|", outbound=False, seq=7
+    )
     view.on_events(records([late]))
     assert view.current == late  # rebuilt from the list's stored bytes
     view.show_all_button.click()
@@ -229,8 +240,11 @@ def test_an_order_chain_lists_its_messages_oldest_first(view: FixInspector) -> N
 
 
 def test_split_fields_marks_malformed_fields() -> None:
-    assert split_fields(b"8=FIX.4.4\x01junk\x0135=0\x01") == [(8, b"FIX.4.4"), (-1, b"junk"),
-                                                            (35, b"0")]  # fmt: skip
+    assert split_fields(b"8=FIX.4.4\x01junk\x0135=0\x01") == [
+        (8, b"FIX.4.4"),
+        (-1, b"junk"),
+        (35, b"0"),
+    ]
     assert field_value(b"8=FIX.4.4\x0111=X\x01", 11) == "X"
     assert field_value(b"8=FIX.4.4\x01", 11) == ""
 
@@ -241,10 +255,23 @@ def test_ouch_messages_share_the_list_with_every_field_named_and_their_bytes_in_
     from engine.venues.ouch.messages import EnterOrder, OrderExecuted, TagValue
     from engine.venues.ouch.session import message_seen
 
-    enter = EnterOrder(user_ref_num=12, side="B", quantity=300, symbol="CLF7", price=685_000,
-                       cl_ord_id="O12", appendage=(TagValue.of("Firm", "QWCN"),))  # fmt: skip
-    executed = OrderExecuted(timestamp=5, user_ref_num=12, quantity=100, price=685_000,
-                             liquidity_flag="R", match_number=77)  # fmt: skip
+    enter = EnterOrder(
+        user_ref_num=12,
+        side="B",
+        quantity=300,
+        symbol="CLF7",
+        price=685_000,
+        cl_ord_id="O12",
+        appendage=(TagValue.of("Firm", "QWCN"),),
+    )
+    executed = OrderExecuted(
+        timestamp=5,
+        user_ref_num=12,
+        quantity=100,
+        price=685_000,
+        liquidity_flag="R",
+        match_number=77,
+    )
     link = "QWC1@127.0.0.1:5002"
     view.on_events(records([
         message_seen(enter, enter.encode(), link=link, outbound=True, seq=0,
@@ -263,8 +290,13 @@ def test_ouch_messages_share_the_list_with_every_field_named_and_their_bytes_in_
     detail = {(name, value) for _d, _tag, name, value, _m, _c in view.detail_rows()}
     meanings = {name: m for _d, _tag, name, _v, m, _c in view.detail_rows()}
     assert (meanings["Side"], meanings["TimeInForce"]) == ("buy", "day (market hours)")
-    assert {("UserRefNum", "12"), ("Symbol", "CLF7"), ("Price", "68.5000"), ("Firm", "QWCN"),
-            ("AppendageLength", "6")} <= detail  # fmt: skip
+    assert {
+        ("UserRefNum", "12"),
+        ("Symbol", "CLF7"),
+        ("Price", "68.5000"),
+        ("Firm", "QWCN"),
+        ("AppendageLength", "6"),
+    } <= detail
     assert "OUCH: fields as its specification names them" in view.check_label.text()
     hex_dump = view.raw_edit.toPlainText()
     # 'O', UserRefNum 12, 'B', Quantity 300, "CL"...
@@ -281,9 +313,18 @@ def test_ouch_bytes_that_are_no_message_show_why_instead_of_failing(view: FixIns
     from engine.events import VenueMessageSeen
 
     link = "QWC1@127.0.0.1:5002"
-    bad = VenueMessageSeen(ts_event=T0, session_id=f"OUCH {link}", protocol="OUCH",
-                           outbound=False, msg_type="? unknown", seq_num=4, raw=b"Zjunk",
-                           fields=(), ts_created=T0, ts_wire=T0)  # fmt: skip
+    bad = VenueMessageSeen(
+        ts_event=T0,
+        session_id=f"OUCH {link}",
+        protocol="OUCH",
+        outbound=False,
+        msg_type="? unknown",
+        seq_num=4,
+        raw=b"Zjunk",
+        fields=(),
+        ts_created=T0,
+        ts_wire=T0,
+    )
     view.on_events(records([bad]))
     view.set_filter(session=f"OUCH {link}")
     assert [r.ev.seq_num for r in view.visible_rows()] == [4]

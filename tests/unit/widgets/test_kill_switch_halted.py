@@ -41,9 +41,13 @@ def test_log_shows_a_storm_as_one_line_with_its_count(qtbot: object) -> None:
     def storm(first: int, n: int) -> None:
         for i in range(first, first + n):
             engine.bus.publish(
-                Alert(ts_event=clock.now_ns(), level=AlertLevel.WARNING, source="oms",
-                      text=f"order refused (QW-{i}): risk: max_open_orders: 100 open")
-            )  # fmt: skip
+                Alert(
+                    ts_event=clock.now_ns(),
+                    level=AlertLevel.WARNING,
+                    source="oms",
+                    text=f"order refused (QW-{i}): risk: max_open_orders: 100 open",
+                )
+            )
             clock.advance(1_000_000)
 
     view = LogView()
@@ -65,8 +69,9 @@ def test_log_shows_a_storm_as_one_line_with_its_count(qtbot: object) -> None:
     tip = view.model.data(view.model.index(0, 3), 3)  # ToolTipRole
     assert tip.startswith("500 times, ")
     # More of the same: the line is replaced and moves back to the top; unread does not grow.
-    engine.bus.publish(Alert(ts_event=clock.now_ns(), level=AlertLevel.ERROR, source="fix",
-                             text="logon"))  # fmt: skip
+    engine.bus.publish(
+        Alert(ts_event=clock.now_ns(), level=AlertLevel.ERROR, source="fix", text="logon")
+    )
     view.on_events(stream[-1:])
     assert view.visible_entries()[0].text == "logon"
     mark = len(stream)
@@ -127,8 +132,11 @@ def test_monitor_shows_strategies_halted_by_the_kill_switch(
             assert isinstance(refused, CommandError)
 
         def refusals() -> list:
-            return [e for e in ws.log_view.visible_entries() if e.source == "kill switch"
-                    and e.text.startswith("kill switch CANCEL_ALL: ")]  # fmt: skip
+            return [
+                e
+                for e in ws.log_view.visible_entries()
+                if e.source == "kill switch" and e.text.startswith("kill switch CANCEL_ALL: ")
+            ]
 
         # The refusal alert's aggregate is updated within a second.
         until(lambda: [e.count for e in refusals()] == [40], "one line counting 40 refusals")

@@ -12,8 +12,15 @@ from widgets.ladder import ASK, BID, MY_ASKS, MY_BIDS, PRICE, PriceLadder
 
 pytestmark = pytest.mark.gui
 
-ES = InstrumentAdded(ts_event=1, symbol="ESZ6", tick_size="0.25", lot_size="1",
-                     multiplier="50", currency="USD", venue="SIM")  # fmt: skip
+ES = InstrumentAdded(
+    ts_event=1,
+    symbol="ESZ6",
+    tick_size="0.25",
+    lot_size="1",
+    multiplier="50",
+    currency="USD",
+    venue="SIM",
+)
 
 
 def depth(bid: int, ask: int, own: tuple[OwnQuote, ...] = (), last: int = 0) -> DepthChanged:
@@ -39,8 +46,15 @@ def cell(ladder: PriceLadder, px: int, col: int) -> str:
 def test_levels_own_orders_and_queue_position(qtbot: object) -> None:
     ladder = PriceLadder(rows=21)
     qtbot.addWidget(ladder)  # type: ignore[attr-defined]
-    mine = OwnQuote(order_id=7, side=Side.BUY, px_ticks=23_999, leaves_qty_lots=2,
-                    status=OrdStatus.NEW, pending="", ahead_lots=35.0)  # fmt: skip
+    mine = OwnQuote(
+        order_id=7,
+        side=Side.BUY,
+        px_ticks=23_999,
+        leaves_qty_lots=2,
+        status=OrdStatus.NEW,
+        pending="",
+        ahead_lots=35.0,
+    )
     leaving = OwnQuote(
         order_id=8,
         side=Side.SELL,
@@ -79,8 +93,15 @@ def test_clicks_and_keys_emit_order_intents(qtbot: object) -> None:
     qtbot.addWidget(ladder)  # type: ignore[attr-defined]
     ladder.resize(420, 520)
     ladder.show()
-    mine = OwnQuote(order_id=7, side=Side.SELL, px_ticks=24_001, leaves_qty_lots=1,
-                    status=OrdStatus.NEW, pending="", ahead_lots=3.0)  # fmt: skip
+    mine = OwnQuote(
+        order_id=7,
+        side=Side.SELL,
+        px_ticks=24_001,
+        leaves_qty_lots=1,
+        status=OrdStatus.NEW,
+        pending="",
+        ahead_lots=3.0,
+    )
     feed(ladder, ES, depth(23_999, 24_001, (mine,)))
     ladder.qty.setValue(3)
     orders: list[tuple[object, ...]] = []
@@ -109,8 +130,15 @@ def test_ladder_renders_legibly(qtbot: object, tmp_path: Path) -> None:
     ladder = PriceLadder(rows=21)
     qtbot.addWidget(ladder)  # type: ignore[attr-defined]
     ladder.resize(420, 520)
-    mine = OwnQuote(order_id=7, side=Side.BUY, px_ticks=23_998, leaves_qty_lots=2,
-                    status=OrdStatus.NEW, pending="", ahead_lots=12.0)  # fmt: skip
+    mine = OwnQuote(
+        order_id=7,
+        side=Side.BUY,
+        px_ticks=23_998,
+        leaves_qty_lots=2,
+        status=OrdStatus.NEW,
+        pending="",
+        ahead_lots=12.0,
+    )
     feed(ladder, ES, depth(23_999, 24_001, (mine,), last=23_999))
     image = ladder.grab()
     assert image.save(str(tmp_path / "ladder.png"))
@@ -123,15 +151,29 @@ def test_volume_at_price_last_trade_and_grouped_rows(qtbot: object) -> None:
 
     ladder = PriceLadder(rows=21)
     qtbot.addWidget(ladder)  # type: ignore[attr-defined]
-    mine = OwnQuote(order_id=9, side=Side.BUY, px_ticks=23_997, leaves_qty_lots=1,
-                    status=OrdStatus.NEW, pending="", ahead_lots=4.0)  # fmt: skip
+    mine = OwnQuote(
+        order_id=9,
+        side=Side.BUY,
+        px_ticks=23_997,
+        leaves_qty_lots=1,
+        status=OrdStatus.NEW,
+        pending="",
+        ahead_lots=4.0,
+    )
 
     def trade(px: int, qty: int) -> TradeReported:
-        return TradeReported(ts_event=3, symbol="ESZ6", px_ticks=px, qty_lots=qty,
-                             aggressor=Side.BUY)  # fmt: skip
+        return TradeReported(
+            ts_event=3, symbol="ESZ6", px_ticks=px, qty_lots=qty, aggressor=Side.BUY
+        )
 
-    feed(ladder, ES, trade(24_001, 3), trade(24_001, 2), trade(24_000, 7),
-         depth(23_999, 24_001, (mine,), last=24_000))  # fmt: skip
+    feed(
+        ladder,
+        ES,
+        trade(24_001, 3),
+        trade(24_001, 2),
+        trade(24_000, 7),
+        depth(23_999, 24_001, (mine,), last=24_000),
+    )
     assert cell(ladder, 24_001, VOLUME) == "5"
     assert cell(ladder, 24_000, VOLUME) == "7 ◂7"  # the last trade: 7 lots at 6,000.00
     # Five ticks a row: bids go down to their row, asks up to theirs, volume adds up.

@@ -98,10 +98,12 @@ def test_the_dialog_reads_classes_and_parameters_without_running_the_file(
     dialog.set_parameter("qty_lots", "2")
     dialog.accept()
     assert dialog.command == AddStrategy(
-        class_path=f"{path.resolve()}:TinyBuy", strategy_id=3_000_000_000, symbols=("NQZ6",),
+        class_path=f"{path.resolve()}:TinyBuy",
+        strategy_id=3_000_000_000,
+        symbols=("NQZ6",),
         parameters=(("qty_lots", "2"), ("spread_ticks", "1"), ("max_age_ms", "1000")),
         autostart=True,
-    )  # fmt: skip
+    )
     (tmp_path / "syntax.py").write_text("class A(:\n")
     dialog.set_file(str(tmp_path / "syntax.py"))
     assert dialog.error_label.text().startswith(f"{tmp_path / 'syntax.py'}, line 1: SyntaxError")
@@ -114,8 +116,7 @@ def test_a_strategy_file_loaded_from_the_console_runs(
     sv = ws.strategies_view
     ws.strategies_dock.show()
     ws.strategies_dock.raise_()
-    wait(qtbot, lambda: "ESZ6" in ws.ctx.formats.symbols() and sv.model.rowCount() > 0,
-         "the demo")  # fmt: skip
+    wait(qtbot, lambda: "ESZ6" in ws.ctx.formats.symbols() and sv.model.rowCount() > 0, "the demo")
     path = tinybuy_file(tmp_path)
 
     sv.buttons["load"].click()
@@ -140,14 +141,19 @@ def test_a_strategy_file_loaded_from_the_console_runs(
     assert sv.message.startswith("Done: strategy tiny buy (7) added")
     sv.select(7)
     assert sv.params_model.rowCount() == 3
-    values = {sv.params_model.index(r, 0).data(): sv.params_model.index(r, 1).data()
-              for r in range(sv.params_model.rowCount())}  # fmt: skip
+    values = {
+        sv.params_model.index(r, 0).data(): sv.params_model.index(r, 1).data()
+        for r in range(sv.params_model.rowCount())
+    }
     assert values == {"qty_lots": "1", "spread_ticks": "1", "max_age_ms": "500"}
     # An editable field like the market maker's: the engine takes the new value.
     assert sv.params_model.setData(sv.params_model.index(0, 1), "2") is False
     wait(qtbot, lambda: dict(tiny().parameters)["qty_lots"] == 2, "qty_lots = 2")  # type: ignore[attr-defined]
-    wait(qtbot, lambda: any(o.strategy_id == 7 for o in ws.orders_view.all_model.records()),
-         "TinyBuy's bids in the blotter")  # fmt: skip
+    wait(
+        qtbot,
+        lambda: any(o.strategy_id == 7 for o in ws.orders_view.all_model.records()),
+        "TinyBuy's bids in the blotter",
+    )
     ws.resizeDocks([ws.strategies_dock], [760], Qt.Orientation.Horizontal)
     ws.resizeDocks([ws.strategies_dock], [560], Qt.Orientation.Vertical)
     qtbot.wait(100)  # type: ignore[attr-defined]

@@ -37,11 +37,20 @@ def test_arena_round_trips_blobs_across_chunks_and_frees_the_oldest() -> None:
 
 
 def _venue(seq: int, fields: tuple[tuple[str, str, str], ...] = ()) -> VenueMessageSeen:
-    return VenueMessageSeen(ts_event=T0 + seq, session_id="OUCH QWC1@127.0.0.1:5002",
-                            protocol="OUCH", outbound=seq % 2 == 0, msg_type="U OrderReplaced",
-                            seq_num=seq, raw=bytes([85, 0, seq % 256, 1, 2]), fields=fields,
-                            client_order_id=f"Ö{seq}", orig_client_order_id=f"O{seq - 1}",
-                            ts_created=T0 - 7, ts_wire=T0 - 3)  # fmt: skip
+    return VenueMessageSeen(
+        ts_event=T0 + seq,
+        session_id="OUCH QWC1@127.0.0.1:5002",
+        protocol="OUCH",
+        outbound=seq % 2 == 0,
+        msg_type="U OrderReplaced",
+        seq_num=seq,
+        raw=bytes([85, 0, seq % 256, 1, 2]),
+        fields=fields,
+        client_order_id=f"Ö{seq}",
+        orig_client_order_id=f"O{seq - 1}",
+        ts_created=T0 - 7,
+        ts_wire=T0 - 3,
+    )
 
 
 def test_codec_rebuilds_every_message_exactly() -> None:
@@ -71,8 +80,11 @@ def test_codec_rebuilds_every_message_exactly() -> None:
 
 
 def _report(n: int) -> FixMessageSeen:
-    return fix_message(f"8=FIX.4.4|35=8|34={n}|11=C{n}|17=X{n}|39=0|58={'p' * (n % 50)}|10=000|",
-                       seq=n, ts=T0 + n * 1_000)  # fmt: skip
+    return fix_message(
+        f"8=FIX.4.4|35=8|34={n}|11=C{n}|17=X{n}|39=0|58={'p' * (n % 50)}|10=000|",
+        seq=n,
+        ts=T0 + n * 1_000,
+    )
 
 
 def test_the_list_keeps_its_newest_messages_and_frees_the_bytes_of_the_others(
@@ -118,8 +130,14 @@ def test_sorted_index_answers_like_a_dict() -> None:
     reference: dict[int, int] = {}
     for step in range(60):
         # Mostly newer keys (appended), some older or known ones (inserted, updated).
-        keys = np.unique(np.concatenate([rng.integers(step * 1000, step * 1000 + 900, 20),
-                                         rng.integers(-50, step * 1000 + 1, 5)]))  # fmt: skip
+        keys = np.unique(
+            np.concatenate(
+                [
+                    rng.integers(step * 1000, step * 1000 + 900, 20),
+                    rng.integers(-50, step * 1000 + 1, 5),
+                ]
+            )
+        )
         pos = keys * 7 + step  # known keys move: their positions change
         ix.set_many(keys, pos)
         reference.update(zip(keys.tolist(), pos.tolist(), strict=True))
@@ -154,8 +172,10 @@ def test_the_log_keeps_its_newest_lines_exactly_and_frees_the_texts_of_the_other
     v.codec.arena = ByteArena(chunk_bytes=1024)
     expected: dict[int, LogEntry] = {}  # key -> the line shown, oldest first
     for n in range(1, 2001, 20):
-        batch = [_alert_entry(10 * k, k, f"ordre près de la limite {k} " + "x" * (k % 30))
-                 for k in range(n, n + 20)]  # fmt: skip
+        batch = [
+            _alert_entry(10 * k, k, f"ordre près de la limite {k} " + "x" * (k % 30))
+            for k in range(n, n + 20)
+        ]
         # An aggregate's update replaces its line and moves it to the top.
         batch.append(_alert_entry(10, n, f"limit hit ×{n}", count=n))
         v.add_entries(batch)

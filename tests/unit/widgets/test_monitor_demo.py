@@ -150,9 +150,10 @@ def test_a_trader_session_on_the_demo(qtbot: object, monitor: MonitorWorkspace) 
     assert position.avg_px_ticks == pytest.approx(filled.avg_px_ticks)
     pm = ws.positions_view.model
     prow = next(
-        r for r in range(pm.rowCount())
+        r
+        for r in range(pm.rowCount())
         if (pm.record(r).strategy, pm.record(r).symbol) == ("manual", "ESZ6")
-    )  # fmt: skip
+    )
     assert pm.cell_text(prow, "position") == "2"
     assert pm.cell_text(prow, "total") != ""
 

@@ -83,8 +83,13 @@ def test_order_update_is_keyed_and_leaves_working_when_done(
     qtbot.addWidget(view)  # type: ignore[attr-defined]
     o = order(7, qty=10)
     feed(ctx, view, instrument(), changed(o))
-    partial = bump(o, status=OrdStatus.PARTIALLY_FILLED, cum_qty_lots=4, leaves_qty_lots=6,
-                   avg_px_ticks=18_000.0)  # fmt: skip
+    partial = bump(
+        o,
+        status=OrdStatus.PARTIALLY_FILLED,
+        cum_qty_lots=4,
+        leaves_qty_lots=6,
+        avg_px_ticks=18_000.0,
+    )
     replaced = bump(partial, client_order_id="C7.1", orig_client_order_ids=("C7",), px_ticks=18_001)
     feed(ctx, view, changed(partial), changed(replaced))
     assert view.all_model.rowCount() == 1
@@ -112,8 +117,13 @@ def test_executions_list_fills_newest_first(qtbot: object, ctx: MonitorContext) 
     view = ExecutionsView(ctx)
     qtbot.addWidget(view)  # type: ignore[attr-defined]
     o = order(3, symbol="BTC", qty=2_500)
-    feed(ctx, view, instrument("BTC", tick="0.5", lot="0.001"), fill(o, 1, 1_000, 190_401),
-         fill(o, 2, 1_500, 190_402, ts=T0 + 1_000_000))  # fmt: skip
+    feed(
+        ctx,
+        view,
+        instrument("BTC", tick="0.5", lot="0.001"),
+        fill(o, 1, 1_000, 190_401),
+        fill(o, 2, 1_500, 190_402, ts=T0 + 1_000_000),
+    )
     m = view.model
     assert m.rowCount() == 2
     assert m.cell_text(0, "exec_id") == "E3-2"
@@ -166,9 +176,15 @@ def test_executions_past_the_capacity_drop_the_oldest_and_forget_them(
 def test_positions_show_totals_and_group_by_instrument(qtbot: object, ctx: MonitorContext) -> None:
     view = PositionsView(ctx)
     qtbot.addWidget(view)  # type: ignore[attr-defined]
-    feed(ctx, view, instrument(), strategy(1, "a"), strategy(2, "b"),
-         position(1, "ESZ6", 5, 18_000.0, 18_004, 100.0, 250.0, 2.5),
-         position(2, "ESZ6", 3, 18_002.0, 18_004, -40.0, 75.0, 1.0))  # fmt: skip
+    feed(
+        ctx,
+        view,
+        instrument(),
+        strategy(1, "a"),
+        strategy(2, "b"),
+        position(1, "ESZ6", 5, 18_000.0, 18_004, 100.0, 250.0, 2.5),
+        position(2, "ESZ6", 3, 18_002.0, 18_004, -40.0, 75.0, 1.0),
+    )
     m = view.model
     assert m.rowCount() == 3
     assert m.cell_text(2, "strategy") == "Total"
@@ -196,9 +212,15 @@ def test_positions_show_totals_and_group_by_instrument(qtbot: object, ctx: Monit
 def test_a_flat_leg_shows_the_instruments_newest_mark(qtbot: object, ctx: MonitorContext) -> None:
     view = PositionsView(ctx)
     qtbot.addWidget(view)  # type: ignore[attr-defined]
-    feed(ctx, view, instrument(), strategy(1, "a"), strategy(2, "b"),
-         position(1, "ESZ6", 0, 0.0, 18_004, 10.0, 0.0, ts=T0),  # flat since T0
-         position(2, "ESZ6", 3, 18_002.0, 18_010, 0.0, 90.0, ts=T0 + 5_000_000_000))  # fmt: skip
+    feed(
+        ctx,
+        view,
+        instrument(),
+        strategy(1, "a"),
+        strategy(2, "b"),
+        position(1, "ESZ6", 0, 0.0, 18_004, 10.0, 0.0, ts=T0),  # flat since T0
+        position(2, "ESZ6", 3, 18_002.0, 18_010, 0.0, 90.0, ts=T0 + 5_000_000_000),
+    )
     m = view.model
     assert m.cell_text(0, "mark") == m.cell_text(1, "mark") == "4,502.50"  # 18,010 ticks
     assert m.cell_text(0, "unrealized") == "0.00"
@@ -229,9 +251,10 @@ def test_strategies_send_controls_and_parameter_edits(qtbot: object, ctx: Monito
     assert pm.data(pm.index(0, 1)) == "2"  # the engine's value until it reports the new one
     view.on_command_result(
         sent[-1],
-        CommandError(command=sent[-1], ts_handled=T0,
-                     reason="spread_ticks=4 is above its maximum 3"),
-    )  # fmt: skip
+        CommandError(
+            command=sent[-1], ts_handled=T0, reason="spread_ticks=4 is above its maximum 3"
+        ),
+    )
     assert view.message == "Refused: spread_ticks=4 is above its maximum 3"
     pm.setData(pm.index(0, 1), "four")
     assert view.message == "spread_ticks not sent: 'four' is not a whole number"
@@ -270,8 +293,9 @@ def test_strategy_ids_show_next_to_names_int64_included(
     for v in (orders, fills, positions):
         feed(ctx, v, *events)
     m = orders.all_model
-    texts = {m.cell_text(r, "client_order_id"): m.cell_text(r, "strategy")
-             for r in range(m.rowCount())}  # fmt: skip
+    texts = {
+        m.cell_text(r, "client_order_id"): m.cell_text(r, "strategy") for r in range(m.rowCount())
+    }
     assert texts == dict(
         zip(
             ["C1", "C2", "C3", "C4"],
@@ -295,10 +319,14 @@ def test_engine_events_keep_the_newest_and_format_them_when_shown(qtbot: object)
 
     model = EngineEventsModel(capacity=50)
     alerts = [
-        Alert(ts_event=T0 + n * 1_000_000, level=AlertLevel.WARNING, source="risk",
-              text=f"order near limit {n}")
+        Alert(
+            ts_event=T0 + n * 1_000_000,
+            level=AlertLevel.WARNING,
+            source="risk",
+            text=f"order near limit {n}",
+        )
         for n in range(120)
-    ]  # fmt: skip
+    ]
     batch = records(alerts)
     for i in range(0, 120, 40):
         model.append(batch[i : i + 40])

@@ -42,8 +42,11 @@ def report_with_differences(root: Path) -> ReconcileReport:
     s.fill("X2", "F81772-1", px_ticks=23999, journal=False, seen=False)  # never received
     s.fill("X3", "F81772-2", qty=3, px_ticks=86004, strategy_id=7)  # fill names strategy 7
     # The venue resent X1 after the reconnect (PossDupFlag=Y): counted once.
-    s.fix_seen(execution_report(20, "X1", "F81772-1", "ESZ6", Side.BUY, 1, 23998, T0 + 10**9,
-                                poss_dup=True))  # fmt: skip
+    s.fix_seen(
+        execution_report(
+            20, "X1", "F81772-1", "ESZ6", Side.BUY, 1, 23998, T0 + 10**9, poss_dup=True
+        )
+    )
     return reconcile(s.close())
 
 

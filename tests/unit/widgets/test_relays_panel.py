@@ -111,7 +111,9 @@ def test_rows_from_a_status_with_aligned_figures(qtbot: object, out_dir: Path) -
         for c in range(len(COLUMNS) - 1):
             indent = panel.tree.indentation() * 3 if c == 0 else 0
             assert panel.tree.columnWidth(c) >= fm.horizontalAdvance(item.text(c)) + indent, (
-                c, item.text(c))  # fmt: skip
+                c,
+                item.text(c),
+            )
     bad = panel._items[("ny4", "links", "10.0.9.8:39990")].foreground(7).color()
     good = panel._items[("ny4", "links", "10.0.4.51:50122")].foreground(7).color()
     assert (bad, good) == (panel.tone(BAD), panel.tone(OK))
@@ -126,8 +128,12 @@ def test_unreachable_and_refused_relays_are_red_rows_that_say_why(qtbot: object)
     panel.set_relays([up_line(), RelayLine("ld4", "10.1.0.5:7350", "connecting")])
     assert panel.row_texts("ld4")[-1] == "connecting…"
     n_up = len(items(panel))
-    gone = RelayLine("ny4", "10.0.4.30:7350", "unreachable",
-                     "connection refused (is the relay running on that port?)")  # fmt: skip
+    gone = RelayLine(
+        "ny4",
+        "10.0.4.30:7350",
+        "unreachable",
+        "connection refused (is the relay running on that port?)",
+    )
     refused = RelayLine("ld4", "10.1.0.5:7350", "refused", "login refused: token refused")
     panel.set_relays([gone, refused])
     assert len(items(panel)) == 2 < n_up  # its sources and links are gone with it

@@ -20,21 +20,46 @@ from widgets.order_ticket import OrderTicket
 pytestmark = pytest.mark.gui
 
 
-def limits(sid: int | None = None, symbol: str = "", change: str = "snapshot", actor: str = "",
-           engine: str = "desk-1", **values: object) -> RiskLimitsChanged:  # fmt: skip
+def limits(
+    sid: int | None = None,
+    symbol: str = "",
+    change: str = "snapshot",
+    actor: str = "",
+    engine: str = "desk-1",
+    **values: object,
+) -> RiskLimitsChanged:
     fields = dict.fromkeys(
-        ("max_order_qty_lots", "max_order_notional", "max_position_lots", "price_band_ticks",
-         "price_band_pct", "max_open_orders", "max_orders_per_second")
-    )  # fmt: skip
+        (
+            "max_order_qty_lots",
+            "max_order_notional",
+            "max_position_lots",
+            "price_band_ticks",
+            "price_band_pct",
+            "max_open_orders",
+            "max_orders_per_second",
+        )
+    )
     fields.update(values)
-    return RiskLimitsChanged(ts_event=T0, engine_id=engine, strategy_id=sid, symbol=symbol,
-                             actor=actor, change=change,
-                             **fields)  # type: ignore[arg-type]  # fmt: skip
+    return RiskLimitsChanged(
+        ts_event=T0,
+        engine_id=engine,
+        strategy_id=sid,
+        symbol=symbol,
+        actor=actor,
+        change=change,
+        **fields,
+    )  # type: ignore[arg-type]
 
 
 def depth(symbol: str, last: int) -> DepthChanged:
-    return DepthChanged(ts_event=T0, symbol=symbol, bids=((last - 1, 5),), asks=((last + 1, 5),),
-                        last_trade_px_ticks=last, own=())  # fmt: skip
+    return DepthChanged(
+        ts_event=T0,
+        symbol=symbol,
+        bids=((last - 1, 5),),
+        asks=((last + 1, 5),),
+        last_trade_px_ticks=last,
+        own=(),
+    )
 
 
 def make_ticket(qtbot: object) -> tuple[OrderTicket, list[object]]:
@@ -73,9 +98,17 @@ def test_ticket_asks_before_sending_outside_the_band_and_marks_the_override(
     send = box.findChild(type(box.defaultButton()), "ticketBandSend")
     qtbot.mouseClick(send, Qt.MouseButton.LeftButton)  # type: ignore[attr-defined]
     qtbot.waitUntil(lambda: len(sent) == 1, timeout=2000)  # type: ignore[attr-defined]
-    assert sent == [SubmitOrder(symbol="CLF7", side=Side.BUY, qty_lots=1, px_ticks=8000,
-                                ord_type=OrdType.LIMIT, strategy_id=0,
-                                band_override=True)]  # fmt: skip
+    assert sent == [
+        SubmitOrder(
+            symbol="CLF7",
+            side=Side.BUY,
+            qty_lots=1,
+            px_ticks=8000,
+            ord_type=OrdType.LIMIT,
+            strategy_id=0,
+            band_override=True,
+        )
+    ]
     assert t.message == "Sending buy 1 CLF7 @ 80.00 (outside the price band, confirmed)…"
     assert t.band_dialog is None
 
@@ -108,10 +141,17 @@ def test_ticket_uses_the_instruments_own_band_the_mid_and_the_engines_refusal(
     qtbot.addWidget(t)  # type: ignore[attr-defined]
     sent: list[SubmitOrder] = []
     t.command_requested.connect(sent.append)
-    book = BookUpdated(ts_event=T0, symbol="CLF7", bid_px_ticks=6848, bid_qty_lots=3,
-                       ask_px_ticks=6852, ask_qty_lots=4)  # fmt: skip
-    t.on_events(records([limits(price_band_pct=5.0), limits(symbol="CLF7", price_band_ticks=10),
-                         book]))  # fmt: skip
+    book = BookUpdated(
+        ts_event=T0,
+        symbol="CLF7",
+        bid_px_ticks=6848,
+        bid_qty_lots=3,
+        ask_px_ticks=6852,
+        ask_qty_lots=4,
+    )
+    t.on_events(
+        records([limits(price_band_pct=5.0), limits(symbol="CLF7", price_band_ticks=10), book])
+    )
     type_order(qtbot, t, "1", "68.70")  # 20 ticks above the mid 68.50: inside 5%, not 10 ticks
     assert t.band_dialog is not None
     assert t.band_dialog.text() == ("Buy 1 CLF7 @ 68.70 is 0.3% above the mid 68.50 — send anyway?")
@@ -122,16 +162,19 @@ def test_ticket_uses_the_instruments_own_band_the_mid_and_the_engines_refusal(
     t.limits.clear()
     type_order(qtbot, t, "1", "68.70")
     (cmd,) = sent
-    reason = ("risk: price_band: buy at 6870 ticks is 20 ticks (0.3%) above the reference 6850, "
-              "beyond ±10 ticks (CLF7's own band)")  # fmt: skip
+    reason = (
+        "risk: price_band: buy at 6870 ticks is 20 ticks (0.3%) above the reference 6850, "
+        "beyond ±10 ticks (CLF7's own band)"
+    )
     t.on_command_result(cmd, CommandError(command=cmd, ts_handled=T0, reason=reason))
     assert t.band_dialog is not None
     assert "buy at 6870 ticks is 20 ticks (0.3%) above" in t.band_dialog.informativeText()
     send = t.band_dialog.findChild(type(t.band_dialog.defaultButton()), "ticketBandSend")
     qtbot.mouseClick(send, Qt.MouseButton.LeftButton)  # type: ignore[attr-defined]
     qtbot.waitUntil(lambda: len(sent) == 2, timeout=2000)  # type: ignore[attr-defined]
-    assert sent[1] == SubmitOrder(symbol="CLF7", side=Side.BUY, qty_lots=1, px_ticks=6870,
-                                  band_override=True)  # fmt: skip
+    assert sent[1] == SubmitOrder(
+        symbol="CLF7", side=Side.BUY, qty_lots=1, px_ticks=6870, band_override=True
+    )
 
 
 def test_ticket_asks_before_moving_a_manual_order_outside_the_band(qtbot: object) -> None:
@@ -194,11 +237,21 @@ def test_limits_view_lists_every_scope_with_usage_and_the_last_change(qtbot: obj
     assert view.model.record(view.model.row_of(("desk-1", *mm))).position == (21, "CLF7")
     assert view.cell((None, "CLF7"), "price_band") == "±40 ticks"
     assert view.last_change.text() == ""  # start and snapshot are no news
-    view.on_events(records([
-        limits(max_order_qty_lots=50, max_position_lots=25, max_open_orders=8,
-               max_orders_per_second=500, price_band_pct=5.0, actor="alice@10.0.0.7",
-               change="max_open_orders 5 -> 8"),
-    ]))  # fmt: skip
+    view.on_events(
+        records(
+            [
+                limits(
+                    max_order_qty_lots=50,
+                    max_position_lots=25,
+                    max_open_orders=8,
+                    max_orders_per_second=500,
+                    price_band_pct=5.0,
+                    actor="alice@10.0.0.7",
+                    change="max_open_orders 5 -> 8",
+                ),
+            ]
+        )
+    )
     assert view.cell(eng, "open_orders") == "5 / 8"
     assert view.last_change.text().endswith(
         " by alice@10.0.0.7 — Engine-wide: max_open_orders 5 -> 8"

@@ -64,8 +64,12 @@ def test_every_dock_has_a_stable_name_and_the_layout_restores(
     names = [d.objectName() for d in ws.docks]
     assert len(names) == 11
     assert len(set(names)) == 11
-    assert {"monitorLadderDock", "monitorSessionsDock", "monitorRiskDock",
-            "monitorRelaysDock"} <= set(names)  # fmt: skip
+    assert {
+        "monitorLadderDock",
+        "monitorSessionsDock",
+        "monitorRiskDock",
+        "monitorRelaysDock",
+    } <= set(names)
     assert all(n.startswith("monitor") and n.endswith("Dock") for n in names)
     assert not ws.kill_bar.isMovable()
     ws.show()
@@ -99,8 +103,16 @@ def test_delete_cancels_the_selected_working_orders_and_refusals_are_logged(
 
     sink = RecordingSink(refuse=refuse)
     ws.set_command_sink(sink)
-    ws.on_events(records([instrument(), changed(order(1)), changed(order(2)),
-                          changed(order(3, status=OrdStatus.FILLED, cum=10))]))  # fmt: skip
+    ws.on_events(
+        records(
+            [
+                instrument(),
+                changed(order(1)),
+                changed(order(2)),
+                changed(order(3, status=OrdStatus.FILLED, cum=10)),
+            ]
+        )
+    )
     ws.flush()
     ws.show()
     qtbot.waitExposed(ws)  # type: ignore[attr-defined]

@@ -23,14 +23,34 @@ def test_gen_then_replay_a_day_in_pieces_checks_every_book(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     day = tmp_path / "day.itch"
-    assert qwconsole(["gen", "itch", "--size", "2MB", "--stocks", "50", "--seed", "3",
-                      "--out", str(day), "--quiet"]) == 0  # fmt: skip
+    assert (
+        qwconsole(
+            [
+                "gen",
+                "itch",
+                "--size",
+                "2MB",
+                "--stocks",
+                "50",
+                "--seed",
+                "3",
+                "--out",
+                str(day),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert f"wrote {day}: " in out
     assert 1_990_000 <= day.stat().st_size <= 2_000_100
     # Pieces of 64 KB cut between messages: the same books as the whole file at once.
-    assert qwconsole(["replay", str(day), "--protocol", "itch", "--chunk", "64KB", "--check",
-                      "--quiet"]) == 0  # fmt: skip
+    assert (
+        qwconsole(
+            ["replay", str(day), "--protocol", "itch", "--chunk", "64KB", "--check", "--quiet"]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     whole = ItchBooks()
     n = whole.apply_file(day)
@@ -45,8 +65,10 @@ def test_bad_input_is_one_line_and_a_nonzero_status(
     assert qwconsole(["gen", "itch", "--size", "ten", "--out", str(tmp_path / "x")]) == 2
     assert "size: 'ten' is not a size" in capsys.readouterr().err
     day = tmp_path / "day.itch"
-    assert qwconsole(["gen", "itch", "--size", "1MB", "--stocks", "20", "--out", str(day),
-                      "--quiet"]) == 0  # fmt: skip
+    assert (
+        qwconsole(["gen", "itch", "--size", "1MB", "--stocks", "20", "--out", str(day), "--quiet"])
+        == 0
+    )
     cut = tmp_path / "cut.itch"
     cut.write_bytes(day.read_bytes()[:-7])  # the last message cut off
     assert qwconsole(["replay", str(cut), "--protocol", "itch", "--quiet"]) == 2
@@ -61,14 +83,32 @@ def test_bad_input_is_one_line_and_a_nonzero_status(
 def test_the_console_dispatches_gen_and_replay(tmp_path: Path) -> None:
     day = tmp_path / "day.itch"
     gen = subprocess.run(
-        [sys.executable, "-m", "app", "gen", "itch", "--size", "1MB", "--stocks", "20",
-         "--out", str(day), "--quiet"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "gen",
+            "itch",
+            "--size",
+            "1MB",
+            "--stocks",
+            "20",
+            "--out",
+            str(day),
+            "--quiet",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert gen.returncode == 0, gen.stderr
     rep = subprocess.run(
         [sys.executable, "-m", "app", "replay", str(day), "--protocol", "itch", "--quiet"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert rep.returncode == 0, rep.stderr
     assert rep.stdout.startswith(f"replayed {day}: ")

@@ -48,11 +48,14 @@ async def _run(
             done.set()
 
     rx = FeedReceiver(
-        a, b, on_packets, session=SESSION,
+        a,
+        b,
+        on_packets,
+        session=SESSION,
         recovery=("127.0.0.1", port) if recovery else None,
         arbiter=arbiter or Arbiter(MoldUdp64(), next_seq=1),
         on_lost=lambda n: told.append((n, len(got))),
-    )  # fmt: skip
+    )
     told: list[tuple[int, int]] = []
     rx.lost_told = told  # type: ignore[attr-defined]
     await rx.start()
@@ -102,8 +105,9 @@ def test_without_a_retransmission_server_the_gap_is_declared_lost_and_the_rest_d
     def drop(feed: int, seq: int) -> bool:
         return 101 <= seq <= 110
 
-    arb = Arbiter(MoldUdp64(), next_seq=1, gap_timeout_ns=1_000_000, retry_ns=5_000_000,
-                  max_retries=2)  # fmt: skip
+    arb = Arbiter(
+        MoldUdp64(), next_seq=1, gap_timeout_ns=1_000_000, retry_ns=5_000_000, max_retries=2
+    )
     got, rx, _ = asyncio.run(_run(500, drop, recovery=False, arbiter=arb, batch=10))
     expected = _messages(500)
     assert got == expected[:100] + expected[110:]

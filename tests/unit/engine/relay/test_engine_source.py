@@ -44,13 +44,20 @@ def levels(m: MarketData, symbol: str) -> tuple[list[list[int]], list[list[int]]
 
 
 def depth(symbol: str, bids: list[tuple[int, int]], asks: list[tuple[int, int]]) -> DepthChanged:
-    return DepthChanged(ts_event=1, symbol=symbol, bids=tuple(bids), asks=tuple(asks),
-                        last_trade_px_ticks=0, own=())  # fmt: skip
+    return DepthChanged(
+        ts_event=1, symbol=symbol, bids=tuple(bids), asks=tuple(asks), last_trade_px_ticks=0, own=()
+    )
 
 
 def touch(symbol: str, bid: tuple[int, int], ask: tuple[int, int]) -> BookUpdated:
-    return BookUpdated(ts_event=2, symbol=symbol, bid_px_ticks=bid[0], bid_qty_lots=bid[1],
-                       ask_px_ticks=ask[0], ask_qty_lots=ask[1])  # fmt: skip
+    return BookUpdated(
+        ts_event=2,
+        symbol=symbol,
+        bid_px_ticks=bid[0],
+        bid_qty_lots=bid[1],
+        ask_px_ticks=ask[0],
+        ask_qty_lots=ask[1],
+    )
 
 
 def test_engine_books_follow_depth_touch_and_trades() -> None:
@@ -70,7 +77,9 @@ def test_engine_books_follow_depth_touch_and_trades() -> None:
         TradeReported(ts_event=4, symbol="ESZ6", px_ticks=102, qty_lots=1, aggressor=None),
     ]))  # fmt: skip
     assert [(t.px_ticks, t.qty_lots, t.aggressor) for t in trades] == [
-        (100, 2, Side.SELL), (102, 1, Side.BUY)]  # fmt: skip
+        (100, 2, Side.SELL),
+        (102, 1, Side.BUY),
+    ]
     # A depth update replaces both sides: levels the engine no longer shows go.
     m.apply(books.rows([depth("ESZ6", [(99, 1)], [(102, 7), (103, 2)])]))
     assert levels(m, "ESZ6") == ([[99, 1]], [[102, 7], [103, 2]])
@@ -92,8 +101,10 @@ def test_a_relay_serves_an_engines_market_data(tmp_path: Path) -> None:
     make_self_signed(tmp_path / "r.crt", tmp_path / "r.key")
     tokens = TokenStore(tmp_path / "relay-tokens.toml")
     sub_token = tokens.add("alice", "viewer", LiveClock().now_ns())
-    instruments = [Instrument(symbol="ESZ6", tick_size=Decimal("0.25")),
-                   Instrument(symbol="NQZ6", tick_size=Decimal("0.5"))]  # fmt: skip
+    instruments = [
+        Instrument(symbol="ESZ6", tick_size=Decimal("0.25")),
+        Instrument(symbol="NQZ6", tick_size=Decimal("0.5")),
+    ]
 
     def publish(*events: Event) -> None:
         def go() -> None:
@@ -107,31 +118,55 @@ def test_a_relay_serves_an_engines_market_data(tmp_path: Path) -> None:
         clock = LiveClock()
         market = MarketData(SYMBOLS, MessageBus(), clock, n_levels=400)
         tls = server_context(tmp_path / "r.crt", tmp_path / "r.key")
-        relay = Relay("r1", market, clock, tokens, audit=AuditLog(tmp_path / "a.log", clock),
-                      ssl_context=tls)  # fmt: skip
+        relay = Relay(
+            "r1", market, clock, tokens, audit=AuditLog(tmp_path / "a.log", clock), ssl_context=tls
+        )
         assert served.server is not None
         port = served.server.port
         engine_pins = PinStore(tmp_path / "engine-pins.json")
-        source = EngineSource(market, instruments, "127.0.0.1", port, token, pins=engine_pins,
-                              name="ny4")  # fmt: skip
+        source = EngineSource(
+            market, instruments, "127.0.0.1", port, token, pins=engine_pins, name="ny4"
+        )
         relay.add_source(source)
         await relay.open()
         await source.start()
         sub = MarketData(SYMBOLS, MessageBus(), clock, n_levels=400)
-        client = RelayClient("127.0.0.1", relay.port, sub_token, SYMBOLS, market=sub, tls=True,
-                             pins=PinStore(tmp_path / "pins.json"))  # fmt: skip
+        client = RelayClient(
+            "127.0.0.1",
+            relay.port,
+            sub_token,
+            SYMBOLS,
+            market=sub,
+            tls=True,
+            pins=PinStore(tmp_path / "pins.json"),
+        )
         await client.start()
         publish(
-            InstrumentAdded(ts_event=1, symbol="ESZ6", tick_size="0.25", lot_size="1",
-                            multiplier="50", currency="USD", venue="SIM"),
-            InstrumentAdded(ts_event=1, symbol="NQZ6", tick_size="0.25", lot_size="1",
-                            multiplier="20", currency="USD", venue="SIM"),
+            InstrumentAdded(
+                ts_event=1,
+                symbol="ESZ6",
+                tick_size="0.25",
+                lot_size="1",
+                multiplier="50",
+                currency="USD",
+                venue="SIM",
+            ),
+            InstrumentAdded(
+                ts_event=1,
+                symbol="NQZ6",
+                tick_size="0.25",
+                lot_size="1",
+                multiplier="20",
+                currency="USD",
+                venue="SIM",
+            ),
             depth("ESZ6", [(24000, 5), (23999, 4)], [(24001, 6), (24002, 7)]),
             depth("NQZ6", [(86000, 5)], [(86001, 5)]),
             touch("ESZ6", (24000, 8), (24002, 7)),
-            TradeReported(ts_event=3, symbol="ESZ6", px_ticks=24002, qty_lots=1,
-                          aggressor=Side.BUY),
-        )  # fmt: skip
+            TradeReported(
+                ts_event=3, symbol="ESZ6", px_ticks=24002, qty_lots=1, aggressor=Side.BUY
+            ),
+        )
         want = ([[24000, 8], [23999, 4]], [[24002, 7]])
         loop = asyncio.get_running_loop()
         end = loop.time() + 20
@@ -146,8 +181,9 @@ def test_a_relay_serves_an_engines_market_data(tmp_path: Path) -> None:
         assert status.state.startswith("up; not relayed: NQZ6 (the engine's tick size is 0.25")
         assert status.rows_in >= 6
         # A refused token: one error, not a hang.
-        bad = EngineSource(market, instruments, "127.0.0.1", port, "qw1.nope.nope",
-                           pins=engine_pins)  # fmt: skip
+        bad = EngineSource(
+            market, instruments, "127.0.0.1", port, "qw1.nope.nope", pins=engine_pins
+        )
         with pytest.raises(RelayError, match="cannot attach"):
             await bad.start()
         await client.close()

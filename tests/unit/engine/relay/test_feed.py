@@ -30,8 +30,7 @@ def test_relay_addresses() -> None:
         "relay.ny4", 7350, True, "AB:CD"
     )
     assert parse_relay_address("wss://[::1]:7350").host == "::1"
-    for bad in ("10.0.4.30:7350", "https://h:1", "wss://h", "wss://h:0", "wss://:1",
-                "ws://h:1#AB"):  # fmt: skip
+    for bad in ("10.0.4.30:7350", "https://h:1", "wss://h", "wss://h:0", "wss://:1", "ws://h:1#AB"):
         with pytest.raises(ValueError, match="relay address"):
             parse_relay_address(bad)
 
@@ -39,16 +38,21 @@ def test_relay_addresses() -> None:
 @pytest.mark.parametrize(
     ("args", "env", "message"),
     [
-        (["--market-data", "relay"], {},
-         "--market-data relay needs --relay wss://host:port"),
+        (["--market-data", "relay"], {}, "--market-data relay needs --relay wss://host:port"),
         (["--relay", "wss://h:1"], {}, "--relay and --relay-pins go with --market-data relay"),
-        (["--market-data", "relay", "--relay", "h:1"], {},
-         "--relay: relay address 'h:1': must be wss://host:port[#fingerprint]"),
-        (["--market-data", "relay", "--relay", "wss://h:1"], {},
-         "--market-data relay: the relay's token is read from $QWCONSOLE_RELAY_TOKEN, "
-         "which is not set"),
+        (
+            ["--market-data", "relay", "--relay", "h:1"],
+            {},
+            "--relay: relay address 'h:1': must be wss://host:port[#fingerprint]",
+        ),
+        (
+            ["--market-data", "relay", "--relay", "wss://h:1"],
+            {},
+            "--market-data relay: the relay's token is read from $QWCONSOLE_RELAY_TOKEN, "
+            "which is not set",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_relay_options_are_one_line_and_exit_2(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -97,8 +101,7 @@ def test_an_engine_is_told_when_its_relay_link_drops_and_comes_back(tmp_path: Pa
     async def main() -> None:
         clock = LiveClock()
         relay_market = MarketData(["AAA", "BBB"], MessageBus(), clock, n_levels=200)
-        relay = Relay("r1", relay_market, clock, tokens, audit=AuditLog(tmp_path / "a.log",
-                                                                       clock))  # fmt: skip
+        relay = Relay("r1", relay_market, clock, tokens, audit=AuditLog(tmp_path / "a.log", clock))
         await relay.open()
         relay_market.apply(rows[:1000])
         engine = Engine(clock, engine_id="e1")
@@ -107,8 +110,12 @@ def test_an_engine_is_told_when_its_relay_link_drops_and_comes_back(tmp_path: Pa
         engine.bus.subscribe(Alert, alerts.append)
         engine.bus.subscribe(BookUpdated, books.append)
         market = MarketData(["AAA", "BBB"], engine.bus, clock, n_levels=200)
-        feed = RelayFeed(market, parse_relay_address(f"ws://127.0.0.1:{relay.port}"), token,
-                         watch_interval_s=0.02)  # fmt: skip
+        feed = RelayFeed(
+            market,
+            parse_relay_address(f"ws://127.0.0.1:{relay.port}"),
+            token,
+            watch_interval_s=0.02,
+        )
         feed.start(engine)
         await asyncio.wait_for(feed.ready.wait(), 10)
         assert books  # the snapshot reached the engine's bus as BookUpdated
@@ -117,7 +124,8 @@ def test_an_engine_is_told_when_its_relay_link_drops_and_comes_back(tmp_path: Pa
         loop = asyncio.get_running_loop()
         end = loop.time() + 10
         while len(alerts) < 2 or market.books.top(0, 200)[0].tolist() != (
-                relay_market.books.top(0, 200)[0].tolist()):  # fmt: skip
+            relay_market.books.top(0, 200)[0].tolist()
+        ):
             assert loop.time() < end, alerts
             await asyncio.sleep(0.02)
         lost, back = alerts[:2]
@@ -145,30 +153,48 @@ def test_a_fingerprint_in_the_address_is_the_only_certificate_accepted(tmp_path:
         clock = LiveClock()
         relay_market = MarketData(["AAA"], MessageBus(), clock, n_levels=200)
         tls = server_context(tmp_path / "r.crt", tmp_path / "r.key")
-        relay = Relay("r1", relay_market, clock, tokens, audit=AuditLog(tmp_path / "a.log", clock),
-                      ssl_context=tls)  # fmt: skip
+        relay = Relay(
+            "r1",
+            relay_market,
+            clock,
+            tokens,
+            audit=AuditLog(tmp_path / "a.log", clock),
+            ssl_context=tls,
+        )
         await relay.open()
         engine = Engine(clock, engine_id="e1")
         url = f"wss://127.0.0.1:{relay.port}"
-        wrong = RelayFeed(MarketData(["AAA"], engine.bus, clock), parse_relay_address(
-            f"{url}#{other}"), token, pins=PinStore(tmp_path / "p1.json"))  # fmt: skip
+        wrong = RelayFeed(
+            MarketData(["AAA"], engine.bus, clock),
+            parse_relay_address(f"{url}#{other}"),
+            token,
+            pins=PinStore(tmp_path / "p1.json"),
+        )
         wrong.start(engine)
         loop = asyncio.get_running_loop()
         end = loop.time() + 10
         while not wrong.failure:
             assert loop.time() < end
             await asyncio.sleep(0.02)
-        assert wrong.failure.startswith(f"market-data relay 127.0.0.1:{relay.port}: the "
-                                        "certificate of")  # fmt: skip
-        right = RelayFeed(MarketData(["AAA"], engine.bus, clock), parse_relay_address(
-            f"{url}#{good.lower()}"), token, pins=PinStore(tmp_path / "p2.json"))  # fmt: skip
+        assert wrong.failure.startswith(
+            f"market-data relay 127.0.0.1:{relay.port}: the certificate of"
+        )
+        right = RelayFeed(
+            MarketData(["AAA"], engine.bus, clock),
+            parse_relay_address(f"{url}#{good.lower()}"),
+            token,
+            pins=PinStore(tmp_path / "p2.json"),
+        )
         right.start(engine)
         await asyncio.wait_for(right.ready.wait(), 10)
         await right.stop()
         with pytest.raises(ValueError, match="pins another certificate"):
-            RelayFeed(MarketData(["AAA"], engine.bus, clock),
-                      parse_relay_address(f"{url}#{other}"), token,
-                      pins=PinStore(tmp_path / "p2.json"))  # fmt: skip
+            RelayFeed(
+                MarketData(["AAA"], engine.bus, clock),
+                parse_relay_address(f"{url}#{other}"),
+                token,
+                pins=PinStore(tmp_path / "p2.json"),
+            )
         await relay.close()
 
     asyncio.run(main())

@@ -27,13 +27,21 @@ def test_itch_feed_through_the_relay(tmp_path: Path) -> None:
     tokens = TokenStore(tmp_path / "tokens.toml")
     token = tokens.add("alice", "viewer", LiveClock().now_ns())
     a, b = Group("239.255.21.1", free_udp_port()), Group("239.255.21.2", free_udp_port())
-    ins = [Instrument(symbol="AAA", tick_size=Decimal("0.01")),
-           Instrument(symbol="BBB", tick_size=Decimal("0.01"))]  # fmt: skip
+    ins = [
+        Instrument(symbol="AAA", tick_size=Decimal("0.01")),
+        Instrument(symbol="BBB", tick_size=Decimal("0.01")),
+    ]
 
     def add(ref: int, side: str, shares: int, px: int, locate: int = 1) -> bytes:
-        return encode_message("A", stock_locate=locate, order_reference_number=ref,
-                              buy_sell_indicator=side, shares=shares, stock="AAA",
-                              price=px * 100)  # fmt: skip
+        return encode_message(
+            "A",
+            stock_locate=locate,
+            order_reference_number=ref,
+            buy_sell_indicator=side,
+            shares=shares,
+            stock="AAA",
+            price=px * 100,
+        )
 
     async def main() -> None:
         clock = LiveClock()
@@ -54,8 +62,9 @@ def test_itch_feed_through_the_relay(tmp_path: Path) -> None:
                 add(3, "S", 70, 1002),
             ]
         )
-        pub.publish([encode_message("D", stock_locate=1, order_reference_number=2),
-                     add(4, "S", 30, 1001)])  # fmt: skip
+        pub.publish(
+            [encode_message("D", stock_locate=1, order_reference_number=2), add(4, "S", 30, 1001)]
+        )
         deadline = time.monotonic() + 5
         # both packets applied by the relay, and everything it relayed applied by the client
         while market.books.depth_at(0, SELL, 1001) != 30 or client.seq["AAA"] < relay.rings[0].head:

@@ -62,8 +62,7 @@ def run(
 
     async def main() -> None:
         clock = LiveClock()
-        relay = Relay("r1", new_market(), clock, tokens, audit=AuditLog(audit, clock),
-                      **relay_kw)  # fmt: skip
+        relay = Relay("r1", new_market(), clock, tokens, audit=AuditLog(audit, clock), **relay_kw)
         await relay.open()
         try:
             await asyncio.wait_for(scenario(relay, token), 60)
@@ -188,8 +187,13 @@ def test_stalled_subscriber_is_conflated_and_costs_the_others_nothing(tmp_path: 
         sock = socket.socket()
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 10)
         sock.connect(("127.0.0.1", relay.port))
-        stalled = await connect(f"ws://127.0.0.1:{relay.port}/", sock=sock, max_queue=1,
-                                compression=None, max_size=1 << 28)  # fmt: skip
+        stalled = await connect(
+            f"ws://127.0.0.1:{relay.port}/",
+            sock=sock,
+            max_queue=1,
+            compression=None,
+            max_size=1 << 28,
+        )
         await stalled.send(encode(Hello(version=RELAY_VERSION, client="stalled")))
         await stalled.recv()
         await stalled.send(encode(Auth(token=token)))
@@ -250,8 +254,9 @@ def test_a_bad_token_is_refused_and_audited(tmp_path: Path) -> None:
         with pytest.raises(RelayError, match="login refused: token refused"):
             await c.start()
         await c.close()
-        c2 = RelayClient("127.0.0.1", relay.port, token, ["ZZZ"], index={"ZZZ": 0},
-                         on_rows=lambda r: None)  # fmt: skip
+        c2 = RelayClient(
+            "127.0.0.1", relay.port, token, ["ZZZ"], index={"ZZZ": 0}, on_rows=lambda r: None
+        )
         with pytest.raises(RelayError, match="does not carry ZZZ"):
             await c2.start()
         await c2.close()

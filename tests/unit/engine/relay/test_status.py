@@ -54,9 +54,15 @@ def tls_relay(tmp_path: Path, tokens: TokenStore, **kw: object) -> tuple[Relay, 
     make_self_signed(tmp_path / "r.crt", tmp_path / "r.key")
     clock = LiveClock()
     market = MarketData(SYMBOLS, MessageBus(), clock, n_levels=200)
-    relay = Relay("r1", market, clock, tokens, ssl_context=server_context(
-        tmp_path / "r.crt", tmp_path / "r.key"), audit=AuditLog(tmp_path / "audit.log", clock),
-        **kw)  # type: ignore[arg-type]  # fmt: skip
+    relay = Relay(
+        "r1",
+        market,
+        clock,
+        tokens,
+        ssl_context=server_context(tmp_path / "r.crt", tmp_path / "r.key"),
+        audit=AuditLog(tmp_path / "audit.log", clock),
+        **kw,
+    )  # type: ignore[arg-type]
     return relay, market
 
 
@@ -67,8 +73,9 @@ async def stalled_subscriber(port: int, token: str) -> ClientConnection:
     sock.connect(("127.0.0.1", port))
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
-    ws = await connect(f"wss://127.0.0.1:{port}/", sock=sock, ssl=ctx,
-                       server_hostname="localhost", max_queue=1)  # fmt: skip
+    ws = await connect(
+        f"wss://127.0.0.1:{port}/", sock=sock, ssl=ctx, server_hostname="localhost", max_queue=1
+    )
     await ws.send(encode(Hello(version=RELAY_VERSION, client="stalled")))
     await ws.recv()
     await ws.send(encode(Auth(token=token)))
@@ -98,21 +105,36 @@ def test_poller_sees_sources_subscribers_rates_and_a_stalled_link(tmp_path: Path
         await relay.open()
         stalled = await stalled_subscriber(relay.port, token)
         m = MarketData(SYMBOLS, MessageBus(), LiveClock(), n_levels=200)
-        a = RelayClient("127.0.0.1", relay.port, token, ["AAA", "BBB"], market=m, tls=True,
-                        pins=pins, name="steady-a")  # fmt: skip
-        b = RelayClient("127.0.0.1", relay.port, token, ["CCC"], market=m, tls=True, pins=pins,
-                        name="steady-b")  # fmt: skip
+        a = RelayClient(
+            "127.0.0.1",
+            relay.port,
+            token,
+            ["AAA", "BBB"],
+            market=m,
+            tls=True,
+            pins=pins,
+            name="steady-a",
+        )
+        b = RelayClient(
+            "127.0.0.1", relay.port, token, ["CCC"], market=m, tls=True, pins=pins, name="steady-b"
+        )
         await a.start()
         await b.start()
         await source.start()
-        poller = StatusPoller([WatchTarget("ny4", "127.0.0.1", relay.port, watcher, pins=pins)],
-                              readings.append, interval_s=0.2)  # fmt: skip
+        poller = StatusPoller(
+            [WatchTarget("ny4", "127.0.0.1", relay.port, watcher, pins=pins)],
+            readings.append,
+            interval_s=0.2,
+        )
         await poller.start()
 
         def stalled_seen() -> bool:
             r = poller.readings["ny4"]
-            return r.state == UP and links(r).get("stalled", None) is not None and links(r)[
-                "stalled"].stalled  # fmt: skip
+            return (
+                r.state == UP
+                and links(r).get("stalled", None) is not None
+                and links(r)["stalled"].stalled
+            )
 
         await until(stalled_seen)
         r = poller.readings["ny4"]
@@ -141,8 +163,12 @@ def test_poller_sees_sources_subscribers_rates_and_a_stalled_link(tmp_path: Path
         assert r.subscriber_rates[st.peer] < a_rate / 10
         assert r.rows_in_per_s > 1000
         (src,) = r.status.sources
-        assert (src.name, src.kind, src.symbols, src.state) == ("day", "tickstore", SYMBOLS,
-                                                                "replaying")  # fmt: skip
+        assert (src.name, src.kind, src.symbols, src.state) == (
+            "day",
+            "tickstore",
+            SYMBOLS,
+            "replaying",
+        )
         assert src.rows_in > 0
         assert 0 <= src.last_row_age_ms < 1000
         assert r.source_rates["day"] > 1000
@@ -200,12 +226,23 @@ def test_refusals_and_an_unreachable_relay_are_readings(tmp_path: Path) -> None:
             WatchTarget("plain", "127.0.0.1", port, admin, tls=False),
             WatchTarget("closed", "127.0.0.1", closed, admin, pins=pins),
         ]
-        poller = StatusPoller(targets, lambda r: got.setdefault(r.name, []).append(r),
-                              interval_s=0.2, timeout_s=3.0, backoff=Backoff(0.05, 0.2),
-                              refused_retry_s=60)  # fmt: skip
+        poller = StatusPoller(
+            targets,
+            lambda r: got.setdefault(r.name, []).append(r),
+            interval_s=0.2,
+            timeout_s=3.0,
+            backoff=Backoff(0.05, 0.2),
+            refused_retry_s=60,
+        )
 
-        want = {"admin": UP, "viewer": REFUSED, "bad-token": REFUSED, "wrong-pin": REFUSED,
-                "plain": UNREACHABLE, "closed": UNREACHABLE}  # fmt: skip
+        want = {
+            "admin": UP,
+            "viewer": REFUSED,
+            "bad-token": REFUSED,
+            "wrong-pin": REFUSED,
+            "plain": UNREACHABLE,
+            "closed": UNREACHABLE,
+        }
 
         def settled() -> bool:
             return {n: poller.readings[n].state for n in poller.readings} == want

@@ -120,14 +120,26 @@ E0 = 1_723_161_255_000  # ms
 def _fdiff(
     first: int, last: int, prev: int, e_ms: int, bids: list[list[str]], asks: list[list[str]]
 ) -> object:
-    data = {"e": "depthUpdate", "E": e_ms, "T": e_ms, "s": "XYZ", "U": first, "u": last,
-            "pu": prev, "b": bids, "a": asks}  # fmt: skip
+    data = {
+        "e": "depthUpdate",
+        "E": e_ms,
+        "T": e_ms,
+        "s": "XYZ",
+        "U": first,
+        "u": last,
+        "pu": prev,
+        "b": bids,
+        "a": asks,
+    }
     return {"stream": "xyz@depth@0ms", "data": data}
 
 
 def _snap(last_id: int, e_ms: int | None = None) -> object:
-    snap: dict[str, object] = {"lastUpdateId": last_id, "bids": [["10.00", "5"]],
-                               "asks": [["10.05", "3"]]}  # fmt: skip
+    snap: dict[str, object] = {
+        "lastUpdateId": last_id,
+        "bids": [["10.00", "5"]],
+        "asks": [["10.05", "3"]],
+    }
     if e_ms is not None:
         snap["E"] = snap["T"] = e_ms
     return snap
@@ -139,9 +151,14 @@ def _run(
     src = _write(tmp_path / "x.gz", lines)
     store = tmp_path / "s.h5"
     _result, stats = import_binance(
-        [src], store, "XYZ", tick_size="0.01", lot_size="1", futures=futures,
+        [src],
+        store,
+        "XYZ",
+        tick_size="0.01",
+        lot_size="1",
+        futures=futures,
         allow_gaps=allow_gaps,
-    )  # fmt: skip
+    )
     return store, stats
 
 
@@ -287,8 +304,12 @@ def test_allowed_gap_is_reported_stored_and_resynced_at_the_next_snapshot(
 
 def test_repeated_diff_is_skipped_and_counted_not_a_gap(tmp_path: Path) -> None:
     d = _fdiff(101, 105, 100, E0 + 1, [["10.01", "1"]], [])
-    lines = [_line(1, _snap(100, E0)), _line(2, d), _line(3, d),
-             _line(4, _fdiff(106, 107, 105, E0 + 2, [], [["10.06", "1"]]))]  # fmt: skip
+    lines = [
+        _line(1, _snap(100, E0)),
+        _line(2, d),
+        _line(3, d),
+        _line(4, _fdiff(106, 107, 105, E0 + 2, [], [["10.06", "1"]])),
+    ]
     store, stats = _run(tmp_path, lines, futures=True)
     assert (stats.diffs_applied, stats.duplicates, stats.gaps) == (2, 1, 0)
     assert _seqs(store) == [100, 100, 105, 107]
@@ -311,9 +332,11 @@ def test_diffs_without_any_snapshot_fail_unless_gaps_are_allowed(tmp_path: Path)
 
 @pytest.mark.parametrize(
     ("futures", "msg"),
-    [(False, "column pu: '9' is a USD-M futures field: use --futures"),
-     (True, "column pu: '' is missing: a spot recording? (import it without --futures)")],
-)  # fmt: skip
+    [
+        (False, "column pu: '9' is a USD-M futures field: use --futures"),
+        (True, "column pu: '' is missing: a spot recording? (import it without --futures)"),
+    ],
+)
 def test_spot_and_futures_recordings_are_told_apart(
     tmp_path: Path, futures: bool, msg: str
 ) -> None:
@@ -413,12 +436,27 @@ def test_bad_line_stops_with_file_line_column_and_value_and_leaves_nothing(
 def test_cli_gap_is_one_line_exit_2_and_allow_gaps_reports_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    lines = [_line(1, _snap(100, E0)), _line(2, _fdiff(101, 105, 100, E0 + 1, [], [])),
-             _line(3, _fdiff(108, 110, 106, E0 + 2, [], [["10.06", "1"]]))]  # fmt: skip
+    lines = [
+        _line(1, _snap(100, E0)),
+        _line(2, _fdiff(101, 105, 100, E0 + 1, [], [])),
+        _line(3, _fdiff(108, 110, 106, E0 + 2, [], [["10.06", "1"]])),
+    ]
     src = _write(tmp_path / "x.gz", lines)
     store = tmp_path / "s.h5"
-    argv = ["binance", str(src), "--store", str(store), "--symbol", "XYZ", "--futures",
-            "--tick-size", "0.01", "--lot-size", "1", "--quiet"]  # fmt: skip
+    argv = [
+        "binance",
+        str(src),
+        "--store",
+        str(store),
+        "--symbol",
+        "XYZ",
+        "--futures",
+        "--tick-size",
+        "0.01",
+        "--lot-size",
+        "1",
+        "--quiet",
+    ]
     assert cli_main(argv) == 2
     out, err = capsys.readouterr()
     assert out == ""

@@ -128,15 +128,16 @@ def test_ctrl_c_of_the_real_command(tmp_path: Path) -> None:
     # Interrupted once it shows progress. On a quick machine (or a slow reader of its output)
     # the import can finish first, which proves nothing: then again with twice the data.
     for attempt in range(3):
-        files += [big_csv(tmp_path / f"{i}.csv", 400_000, start_s=i * 86_400)
-                  for i in range(len(files), 6 << attempt)]  # fmt: skip
+        files += [
+            big_csv(tmp_path / f"{i}.csv", 400_000, start_s=i * 86_400)
+            for i in range(len(files), 6 << attempt)
+        ]
         argv = [sys.executable, "-m", "engine.tickstore.cli", "csv", *map(str, files),
                 "--store", str(store), "--symbol", "X", "--kind", "trades", "--mapping",
                 "ts=time,px=price,qty=size", "--tick-size", "0.25", "--lot-size", "1"]  # fmt: skip
         # A shell that starts a job in the background (CI runners, `cmd &`) hands it SIGINT
         # ignored, and Python then installs no KeyboardInterrupt: give the child the default.
-        child = subprocess.Popen(argv, cwd=REPO, stderr=subprocess.PIPE,
-                                 preexec_fn=_default_sigint)  # fmt: skip
+        child = subprocess.Popen(argv, cwd=REPO, stderr=subprocess.PIPE, preexec_fn=_default_sigint)
         assert child.stderr is not None
         seen = b""
         deadline = time.monotonic() + 60
@@ -160,12 +161,20 @@ def test_qwconsole_import_subcommand_and_recover(tmp_path: Path) -> None:
     m = CsvMapping.parse("trades", "ts=time,px=price,qty=size")
     import_csv([big_csv(tmp_path / "a.csv", 10)], store, "X", m, tick_size="0.25", lot_size="1")
     code = "import sys; from app.cli import main; raise SystemExit(main(sys.argv[1:]))"
-    done = subprocess.run([sys.executable, "-c", code, "import", "ls", str(store)], cwd=REPO,
-                          capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code, "import", "ls", str(store)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "X 19700101 tick=0.25 lot=1 trades=10"
-    done = subprocess.run([sys.executable, "-c", code, "import", "recover", str(store)],
-                          cwd=REPO, capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code, "import", "recover", str(store)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert (done.returncode, done.stdout.strip()) == (0, f"{store}: recovered (1 instrument-days)")
     with TickStore(store) as s:
         assert s.read("X", "19700101", "trades").shape == (10,)

@@ -54,8 +54,9 @@ def test_truefx_quotes_through_a_mapping(tmp_path: Path) -> None:
     need(TRUEFX)
     store = tmp_path / "fx.h5"
     mapping = CsvMapping.parse("bbo", "ts=timestamp:iso,bid_px=bid,ask_px=ask")
-    result = import_csv([TRUEFX], store, "USD/JPY", mapping, tick_size="0.001", lot_size="1",
-                        venue="TRUEFX")  # fmt: skip
+    result = import_csv(
+        [TRUEFX], store, "USD/JPY", mapping, tick_size="0.001", lot_size="1", venue="TRUEFX"
+    )
     assert result.rows == {("USD/JPY", "20130101", "bbo"): 1000}
     text = TRUEFX.read_text().splitlines()[1:]
     with TickStore(store) as s:
@@ -77,9 +78,9 @@ def test_binance_trades_csv_and_gzip_quotes(tmp_path: Path) -> None:
     need(SPOT_TRADES, USDM_QUOTES)
     store = tmp_path / "b.h5"
     m = CsvMapping.parse(
-        "trades", "ts=trade_ts_ms:ms,ts_recv=timestamp,px=price,qty=size,trade_id,"
-        "side=buyer_is_maker:maker",
-    )  # fmt: skip
+        "trades",
+        "ts=trade_ts_ms:ms,ts_recv=timestamp,px=price,qty=size,trade_id,side=buyer_is_maker:maker",
+    )
     r = import_csv([SPOT_TRADES], store, "BTCUSDT", m, tick_size="0.01", lot_size="0.00000001")
     assert r.total_rows == 9757
     with TickStore(store) as s:
@@ -149,31 +150,51 @@ def test_a_kind_is_added_to_a_stored_day_and_replacing_one_keeps_the_others(
     store = tmp_path / "s.h5"
     trades = CsvMapping.parse("trades", "ts=time:s,px=price,qty=size")
     bbo = CsvMapping.parse("bbo", "ts=time:s,bid_px=bid,ask_px=ask")
-    import_csv([write(tmp_path / "t.csv", GOOD)], store, "X", trades, tick_size="0.05",
-               lot_size="1")  # fmt: skip
+    import_csv(
+        [write(tmp_path / "t.csv", GOOD)], store, "X", trades, tick_size="0.05", lot_size="1"
+    )
     quotes = "time,bid,ask\n1000,1.00,1.05\n3000,1.05,1.10\n"
-    import_csv([write(tmp_path / "q.csv", quotes)], store, "X", bbo, tick_size="0.05",
-               lot_size="1")  # fmt: skip
+    import_csv([write(tmp_path / "q.csv", quotes)], store, "X", bbo, tick_size="0.05", lot_size="1")
     with TickStore(store) as s:
         assert s.kinds("X", "19700101") == ["trades", "bbo"]
         before = s.read("X", "19700101", "trades")
         assert s.read("X", "19700101", "bbo")["bid_px"].tolist() == [20, 21]
-    with pytest.raises(ImportConflictError, match=re.escape(
-            "already holds bbo (use --replace to overwrite it; other kinds are added to the "
-            "day)")):  # fmt: skip
-        import_csv([write(tmp_path / "q.csv", quotes)], store, "X", bbo, tick_size="0.05",
-                   lot_size="1")  # fmt: skip
+    with pytest.raises(
+        ImportConflictError,
+        match=re.escape(
+            "already holds bbo (use --replace to overwrite it; other kinds are added to the day)"
+        ),
+    ):
+        import_csv(
+            [write(tmp_path / "q.csv", quotes)], store, "X", bbo, tick_size="0.05", lot_size="1"
+        )
     again = "time,bid,ask\n2000,0.95,1.00\n"
-    import_csv([write(tmp_path / "r.csv", again)], store, "X", bbo, tick_size="0.05",
-               lot_size="1", replace=True)  # fmt: skip
+    import_csv(
+        [write(tmp_path / "r.csv", again)],
+        store,
+        "X",
+        bbo,
+        tick_size="0.05",
+        lot_size="1",
+        replace=True,
+    )
     with TickStore(store) as s:
         np.testing.assert_array_equal(s.read("X", "19700101", "trades"), before)
         assert s.read("X", "19700101", "bbo")["bid_px"].tolist() == [19]
         assert s.read("X", "19700101", "bbo", 2000 * 10**9, 2001 * 10**9).shape == (1,)
-    with pytest.raises(ImportConflictError, match=re.escape(
-            "stored with tick size 0.05 and lot size 1, not 0.01 and 1")):  # fmt: skip
-        import_csv([write(tmp_path / "q.csv", quotes)], store, "X", bbo, tick_size="0.01",
-                   lot_size="1", replace=True)  # fmt: skip
+    with pytest.raises(
+        ImportConflictError,
+        match=re.escape("stored with tick size 0.05 and lot size 1, not 0.01 and 1"),
+    ):
+        import_csv(
+            [write(tmp_path / "q.csv", quotes)],
+            store,
+            "X",
+            bbo,
+            tick_size="0.01",
+            lot_size="1",
+            replace=True,
+        )
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
 
 
@@ -184,13 +205,19 @@ def test_existing_days_are_a_conflict_unless_replaced_and_other_days_merge(
     m = CsvMapping.parse("trades", "ts=time:s,px=price,qty=size")
     import_csv([write(tmp_path / "a.csv", GOOD)], store, "X", m, tick_size="0.05", lot_size="1")
     with pytest.raises(ImportConflictError, match="X/19700101 already holds trades"):
-        import_csv([write(tmp_path / "b.csv", GOOD)], store, "X", m, tick_size="0.05",
-                   lot_size="1")  # fmt: skip
+        import_csv([write(tmp_path / "b.csv", GOOD)], store, "X", m, tick_size="0.05", lot_size="1")
     day2 = "time,price,size\n90000,2.00,1\n"
     import_csv([write(tmp_path / "c.csv", day2)], store, "X", m, tick_size="0.05", lot_size="1")
     import_csv([write(tmp_path / "d.csv", GOOD)], store, "Y", m, tick_size="0.05", lot_size="1")
-    import_csv([write(tmp_path / "e.csv", "time,price,size\n10,9.00,2\n")], store, "X", m,
-               tick_size="0.05", lot_size="1", replace=True)  # fmt: skip
+    import_csv(
+        [write(tmp_path / "e.csv", "time,price,size\n10,9.00,2\n")],
+        store,
+        "X",
+        m,
+        tick_size="0.05",
+        lot_size="1",
+        replace=True,
+    )
     with TickStore(store) as s:
         assert s.instruments() == ["X", "Y"]
         assert s.days("X") == ["19700101", "19700102"]
@@ -211,8 +238,14 @@ def test_mapping_errors_are_specific(tmp_path: Path) -> None:
     with pytest.raises(ImportRowError, match=r"when.*has no such column"):
         import_csv([src], tmp_path / "s.h5", "X", m, tick_size="0.05", lot_size="1")
     m = CsvMapping.parse("trades", "ts=#0:s,px=#1,qty=@7", header=False)
-    r = import_csv([write(tmp_path / "n.csv", "5,1.00\n6,1.05\n")], tmp_path / "s.h5", "X", m,
-                   tick_size="0.05", lot_size="1")  # fmt: skip
+    r = import_csv(
+        [write(tmp_path / "n.csv", "5,1.00\n6,1.05\n")],
+        tmp_path / "s.h5",
+        "X",
+        m,
+        tick_size="0.05",
+        lot_size="1",
+    )
     assert r.total_rows == 2
     with TickStore(tmp_path / "s.h5") as s:
         t = s.read("X", "19700101", "trades")
@@ -226,9 +259,12 @@ def test_dbn_mbo_rebuilds_the_cme_book(tmp_path: Path) -> None:
     store = tmp_path / "es.h5"
     calls: list[tuple[int, int, int]] = []
     r = import_dbn(
-        [ES_MBO], store, tick_size="0.25", venue="GLBX",
+        [ES_MBO],
+        store,
+        tick_size="0.25",
+        venue="GLBX",
         progress=lambda done, total, rows: calls.append((done, total, rows)),
-    )  # fmt: skip
+    )
     size = ES_MBO.stat().st_size
     assert calls[-1] == (size, size, 68_793)  # records read (+ its symbol mapping), not 0
     assert r.rows == {("ESH4", "20231225", "mbo"): 59_448, ("ESH4", "20231225", "trades"): 2_973}
@@ -264,10 +300,12 @@ def test_dbn_mbp1_gives_quotes_and_trades_equal_to_the_vendor_csv(tmp_path: Path
     assert trades["px"].tolist() == [round(float(x[col["price"]]) * 4) for x in t_rows]
     assert trades["qty"].tolist() == [int(x[col["size"]]) for x in t_rows]
     tops = [
-        tuple(round(float(x[col[c]]) * 4) if "px" in c else int(x[col[c]])
-              for c in ("bid_px_00", "bid_sz_00", "ask_px_00", "ask_sz_00"))
+        tuple(
+            round(float(x[col[c]]) * 4) if "px" in c else int(x[col[c]])
+            for c in ("bid_px_00", "bid_sz_00", "ask_px_00", "ask_sz_00")
+        )
         for x in rows
-    ]  # fmt: skip
+    ]
     changes = [t for i, t in enumerate(tops) if i == 0 or t != tops[i - 1]]
     got = [tuple(int(v) for v in q) for q in bbo[["bid_px", "bid_qty", "ask_px", "ask_qty"]]]
     assert got == changes
@@ -362,8 +400,10 @@ def test_lobster_pair_rebuilds_to_its_own_order_book_file(tmp_path: Path) -> Non
     book.apply(to_l3_events(mbo), bbo)
     assert book.unknown == 0
     lv1 = snap[kinds <= 4]
-    want = np.stack([lv1["bid_px"][:, 0], lv1["bid_qty"][:, 0], lv1["ask_px"][:, 0],
-                     lv1["ask_qty"][:, 0]], axis=1)  # fmt: skip
+    want = np.stack(
+        [lv1["bid_px"][:, 0], lv1["bid_qty"][:, 0], lv1["ask_px"][:, 0], lv1["ask_qty"][:, 0]],
+        axis=1,
+    )
     np.testing.assert_array_equal(bbo, want)
 
 
@@ -400,23 +440,37 @@ def write_dbn_trades(path: Path, n: int) -> Path:
     dbn: Any = databento_dbn  # its stubs type enum members as str
 
     meta = dbn.Metadata(
-        dataset="GLBX.MDP3", schema=dbn.Schema.TRADES, start=0, stype_in=dbn.SType.RAW_SYMBOL,
-        stype_out=dbn.SType.INSTRUMENT_ID, symbols=["ESZ6"], partial=[], not_found=[],
+        dataset="GLBX.MDP3",
+        schema=dbn.Schema.TRADES,
+        start=0,
+        stype_in=dbn.SType.RAW_SYMBOL,
+        stype_out=dbn.SType.INSTRUMENT_ID,
+        symbols=["ESZ6"],
+        partial=[],
+        not_found=[],
         mappings=[],
-    )  # fmt: skip
+    )
     sides = [dbn.Side.BID, dbn.Side.ASK, dbn.Side.NONE]
     t0 = day_start_ns("20261201") + 3600 * 10**9
     data = meta.encode() + b"".join(
         bytes(
             dbn.TradeMsg(
-                publisher_id=1, instrument_id=5, ts_event=t0 + i * 1000, ts_recv=t0 + i * 1000 + 7,
-                price=6_000_250_000_000 + 250_000_000 * (i % 4), size=1 + i % 3,
-                action=dbn.Action.TRADE, side=sides[i % 3], depth=0, flags=0, ts_in_delta=0,
+                publisher_id=1,
+                instrument_id=5,
+                ts_event=t0 + i * 1000,
+                ts_recv=t0 + i * 1000 + 7,
+                price=6_000_250_000_000 + 250_000_000 * (i % 4),
+                size=1 + i % 3,
+                action=dbn.Action.TRADE,
+                side=sides[i % 3],
+                depth=0,
+                flags=0,
+                ts_in_delta=0,
                 sequence=100 + i,
             )
         )
         for i in range(n)
-    )  # fmt: skip
+    )
     path.write_bytes(zstandard.ZstdCompressor().compress(data))
     return path
 
@@ -474,9 +528,13 @@ def test_a_conflict_found_at_commit_leaves_no_staging_file(tmp_path: Path) -> No
 
 @pytest.mark.parametrize(
     ("day", "tz", "midnight_utc_h"),
-    [("20120621", None, 4), ("20120103", None, 5), ("20120621", "UTC", 0),
-     ("20120621", "Europe/London", -1)],
-)  # fmt: skip
+    [
+        ("20120621", None, 4),
+        ("20120103", None, 5),
+        ("20120621", "UTC", 0),
+        ("20120621", "Europe/London", -1),
+    ],
+)
 def test_lobster_times_are_local_to_the_exchange_and_stored_as_utc(
     tmp_path: Path, day: str, tz: str | None, midnight_utc_h: int
 ) -> None:
@@ -498,8 +556,20 @@ def test_lobster_bad_time_zone_is_one_line(
     from engine.tickstore.cli import main
 
     m, b, _ = make_lobster(tmp_path, 5)
-    argv = ["lobster", str(m), str(b), "--store", str(tmp_path / "l.h5"), "--symbol", "XYZ",
-            "--tick-size", "0.01", "--tz", "New York", "--quiet"]  # fmt: skip
+    argv = [
+        "lobster",
+        str(m),
+        str(b),
+        "--store",
+        str(tmp_path / "l.h5"),
+        "--symbol",
+        "XYZ",
+        "--tick-size",
+        "0.01",
+        "--tz",
+        "New York",
+        "--quiet",
+    ]
     assert main(argv) == 2
     assert capsys.readouterr().err == (
         "qwconsole import: error: tz: 'New York' is not a time zone name (e.g. "
@@ -555,8 +625,9 @@ def test_round_to_tick_still_refuses_a_price_off_the_grid(tmp_path: Path) -> Non
     src = write(tmp_path / "t.csv", "time,price,size\n1,100.02,3e0\n2,100.005,1\n")
     m = CsvMapping.parse("trades", "ts=time:s,px=price,qty=size")
     with pytest.raises(ImportRowError) as err:
-        import_csv([src], tmp_path / "s.h5", "X", m, tick_size="0.01", lot_size="1",
-                   round_to_tick=True)  # fmt: skip
+        import_csv(
+            [src], tmp_path / "s.h5", "X", m, tick_size="0.01", lot_size="1", round_to_tick=True
+        )
     assert str(err.value) == (
         f"{src}:3: column price: '100.005' is more than 1% of the tick size 0.01 off its grid "
         "(not a float artifact)"
@@ -586,8 +657,18 @@ def _zip(tmp: Path) -> Path:
 
 SPOT_RAW = DATA / "binance_spot_btcusdt_2024-08-08" / "btcusdt_20240808.gz"
 ES_ZST = DATA / "cme_globex_esh4_mbo_2023-12-25" / "esh4-glbx-mdp3-20231225.mbo.dbn.zst"
-CSV_ARGS = ["--symbol", "X", "--kind", "trades", "--mapping", "ts=a,px=b,qty=c",
-            "--tick-size", "1", "--lot-size", "1"]  # fmt: skip
+CSV_ARGS = [
+    "--symbol",
+    "X",
+    "--kind",
+    "trades",
+    "--mapping",
+    "ts=a,px=b,qty=c",
+    "--tick-size",
+    "1",
+    "--lot-size",
+    "1",
+]
 BIN_ARGS = ["--symbol", "BTCUSDT", "--tick-size", "0.01", "--lot-size", "0.00000001"]
 
 
@@ -595,18 +676,30 @@ BIN_ARGS = ["--symbol", "BTCUSDT", "--tick-size", "0.01", "--lot-size", "0.00000
     ("fmt", "args", "make", "said"),
     [
         ("csv", CSV_ARGS, _parquet, "a Parquet file; use `qwconsole import parquet`"),
-        ("csv", CSV_ARGS, lambda t: ES_ZST, "zstd-compressed data (a .dbn.zst?); use "
-         "`qwconsole import dbn`"),
-        ("csv", CSV_ARGS, lambda t: SPOT_RAW, "a recording of JSON messages (<receive ns> "
-         "<JSON> lines); use `qwconsole import binance`"),
-        ("binance", BIN_ARGS, lambda t: SPOT_TRADES, "delimited text; use `qwconsole import "
-         "csv`"),
-        ("binance", BIN_ARGS, _bybit, "Bybit JSON lines (topic/type/data), which are not "
-         "supported yet"),
+        (
+            "csv",
+            CSV_ARGS,
+            lambda t: ES_ZST,
+            "zstd-compressed data (a .dbn.zst?); use `qwconsole import dbn`",
+        ),
+        (
+            "csv",
+            CSV_ARGS,
+            lambda t: SPOT_RAW,
+            "a recording of JSON messages (<receive ns> "
+            "<JSON> lines); use `qwconsole import binance`",
+        ),
+        ("binance", BIN_ARGS, lambda t: SPOT_TRADES, "delimited text; use `qwconsole import csv`"),
+        (
+            "binance",
+            BIN_ARGS,
+            _bybit,
+            "Bybit JSON lines (topic/type/data), which are not supported yet",
+        ),
         ("binance", BIN_ARGS, _zip, "a zip archive (Bybit's zipped depth is not supported"),
         ("dbn", ["--tick-size", "0.25"], lambda t: SPOT_RAW, "a recording of JSON messages"),
     ],
-)  # fmt: skip
+)
 def test_an_importer_says_what_it_was_given_and_which_to_use(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -644,11 +737,32 @@ def test_parquet_written_from_the_real_trades_imports_as_the_csv(
     table = pacsv.read_csv(cut)
     table = table.append_column("time", pc.cast(table["timestamp"], pa.timestamp("ns", "UTC")))
     pq.write_table(table, tmp_path / "trades.parquet", row_group_size=1000)
-    common = ["--symbol", "BTCUSDT", "--kind", "trades", "--tick-size", "0.01", "--lot-size",
-              "0.00000001", "--quiet"]  # fmt: skip
+    common = [
+        "--symbol",
+        "BTCUSDT",
+        "--kind",
+        "trades",
+        "--tick-size",
+        "0.01",
+        "--lot-size",
+        "0.00000001",
+        "--quiet",
+    ]
     rest = "px=price,qty=size,trade_id,side=buyer_is_maker:maker"
-    assert main(["csv", str(cut), "--store", str(tmp_path / "c.h5"), *common, "--mapping",
-                 f"ts=trade_ts_ms:ms,ts_recv=timestamp,{rest}"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "csv",
+                str(cut),
+                "--store",
+                str(tmp_path / "c.h5"),
+                *common,
+                "--mapping",
+                f"ts=trade_ts_ms:ms,ts_recv=timestamp,{rest}",
+            ]
+        )
+        == 0
+    )
     pq_argv = ["parquet", str(tmp_path / "trades.parquet"), "--store", str(tmp_path / "p.h5")]
     assert main([*pq_argv, *common, "--mapping", f"ts=trade_ts_ms:ms,ts_recv=time:iso,{rest}"]) == 0
     with TickStore(tmp_path / "c.h5") as c, TickStore(tmp_path / "p.h5") as p:
@@ -656,8 +770,20 @@ def test_parquet_written_from_the_real_trades_imports_as_the_csv(
         np.testing.assert_array_equal(p.read("BTCUSDT", "20240808", "trades"), want)
     assert want.shape[0] == 3000
     capsys.readouterr()
-    assert main(["parquet", str(cut), "--store", str(tmp_path / "x.h5"), *common, "--mapping",
-                 f"ts=trade_ts_ms:ms,{rest}"]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "parquet",
+                str(cut),
+                "--store",
+                str(tmp_path / "x.h5"),
+                *common,
+                "--mapping",
+                f"ts=trade_ts_ms:ms,{rest}",
+            ]
+        )
+        == 2
+    )
     assert capsys.readouterr().err == (
         f"qwconsole import: error: {cut}: this is delimited text; use `qwconsole import csv` "
         "(or `import lobster` for LOBSTER pairs); nothing imported\n"

@@ -56,9 +56,13 @@ def _replay(rows: np.ndarray) -> dict[tuple[int, int], int]:
     """Replay ``mbo`` rows with a plain dict book: shares per (side, price)."""
     orders: dict[int, list[int]] = {}
     for oid, px, qty, side, action in zip(
-        rows["order_id"].tolist(), rows["px"].tolist(), rows["qty"].tolist(),
-        rows["side"].tolist(), rows["action"].tolist(), strict=True,
-    ):  # fmt: skip
+        rows["order_id"].tolist(),
+        rows["px"].tolist(),
+        rows["qty"].tolist(),
+        rows["side"].tolist(),
+        rows["action"].tolist(),
+        strict=True,
+    ):
         if action == L3_ADD:
             assert oid not in orders
             orders[oid] = [side, px, qty]
@@ -120,8 +124,9 @@ def test_a_gap_stops_the_import_unless_allowed_and_then_it_is_recorded(
     with pytest.raises(ItchGapError, match=r"20 messages missing .*601-620"):
         import_itch([cap], store, tick_size="0.0001", day=DAY)
     assert not store.exists() or not TickStore(store).instruments()
-    _result, stats = import_itch([cap], store, tick_size="0.0001", day=DAY, allow_gaps=True,
-                                 skip_bad_rows=True)  # fmt: skip
+    _result, stats = import_itch(
+        [cap], store, tick_size="0.0001", day=DAY, allow_gaps=True, skip_bad_rows=True
+    )
     assert stats.report is not None
     assert stats.report.missing == 20
     with TickStore(store) as s:
@@ -135,8 +140,7 @@ def test_prices_off_the_tick_grid_are_named_or_skipped(tmp_path: Path, day_bytes
     _write_pcap(cap, _messages(day_bytes))
     with pytest.raises(ImportRowError, match=r"price.*is not a multiple of the tick size 1000"):
         import_itch([cap], tmp_path / "a.h5", tick_size="1000", day=DAY)
-    result, _ = import_itch([cap], tmp_path / "b.h5", tick_size="1000", day=DAY,
-                            skip_bad_rows=True)  # fmt: skip
+    result, _ = import_itch([cap], tmp_path / "b.h5", tick_size="1000", day=DAY, skip_bad_rows=True)
     assert result.skipped
     assert all(b.reason.startswith("is not a multiple") for b in result.skipped)
 
@@ -161,8 +165,17 @@ def test_qwconsole_import_pcap_reports_what_it_read_and_refuses_junk(
     cap = tmp_path / "day.pcap"
     _write_pcap(cap, _messages(day_bytes), drop=5)
     store = tmp_path / "s.h5"
-    args = ["pcap", str(cap), "--protocol", "itch", "--store", str(store), "--day", "20240301",
-            "--quiet"]  # fmt: skip
+    args = [
+        "pcap",
+        str(cap),
+        "--protocol",
+        "itch",
+        "--store",
+        str(store),
+        "--day",
+        "20240301",
+        "--quiet",
+    ]
     assert main(args) == 2
     err = capsys.readouterr().err
     assert "20 messages missing" in err

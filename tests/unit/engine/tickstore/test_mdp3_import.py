@@ -29,8 +29,7 @@ def shared() -> None:
 
 def _levels(rows: np.ndarray) -> dict[tuple[int, int], int]:
     book: dict[tuple[int, int], int] = {}
-    cols = (rows["px"].tolist(), rows["qty"].tolist(), rows["side"].tolist(),
-            rows["kind"].tolist())  # fmt: skip
+    cols = (rows["px"].tolist(), rows["qty"].tolist(), rows["side"].tolist(), rows["kind"].tolist())
     for px, qty, side, kind in zip(*cols, strict=True):
         if kind == L2_CLEAR:
             book.clear()
@@ -44,8 +43,9 @@ def _levels(rows: np.ndarray) -> dict[tuple[int, int], int]:
 
 def test_the_stored_books_and_trades_are_the_captures(tmp_path: Path, shared: None) -> None:
     store = tmp_path / "s.h5"
-    result, stats = import_mdp3([CAPTURE], store, schema=SCHEMA, tick_size=TICK,
-                                symbols={174969: "ESZ6"})  # fmt: skip
+    result, stats = import_mdp3(
+        [CAPTURE], store, schema=SCHEMA, tick_size=TICK, symbols={174969: "ESZ6"}
+    )
     assert not result.skipped
     assert not stats.gaps  # A and B together hold every packet
     cap = decode_capture(CAPTURE, SCHEMA)
@@ -81,17 +81,21 @@ def test_off_grid_prices_are_named_and_a_lost_packet_is_a_gap(tmp_path: Path, sh
     assert not (tmp_path / "a.h5").exists() or not TickStore(tmp_path / "a.h5").instruments()
 
 
-def test_qwconsole_import_pcap_mdp3(tmp_path: Path, shared: None,
-                                    capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_qwconsole_import_pcap_mdp3(
+    tmp_path: Path, shared: None, capsys: pytest.CaptureFixture[str]
+) -> None:
     store = tmp_path / "s.h5"
     args = ["pcap", str(CAPTURE), "--protocol", "mdp3", "--store", str(store), "--quiet"]
     assert main(args) == 2
     assert "needs --schema" in capsys.readouterr().err
-    assert main([*args, "--schema", str(SCHEMA), "--tick-size", TICK, "--symbol",
-                 "174969=ESZ6"]) == 0  # fmt: skip
+    assert (
+        main([*args, "--schema", str(SCHEMA), "--tick-size", TICK, "--symbol", "174969=ESZ6"]) == 0
+    )
     err = capsys.readouterr().err
     assert "10,000 packets" in err
     assert "0 gaps" in err
-    assert main([*args, "--schema", str(SCHEMA), "--tick-size", TICK, "--symbol", "x=y",
-                 "--replace"]) == 2  # fmt: skip
+    assert (
+        main([*args, "--schema", str(SCHEMA), "--tick-size", TICK, "--symbol", "x=y", "--replace"])
+        == 2
+    )
     assert "--symbol 'x=y': give SECURITYID=NAME" in capsys.readouterr().err

@@ -63,8 +63,9 @@ def test_the_stored_mbo_rows_are_the_captures_orders(
 ) -> None:
     path, ref = capture
     store = tmp_path / "s.h5"
-    result, stats = import_mdp3([path], store, schema=V9, tick_size=TICK_SIZE,
-                                symbols={SIDS[0]: "ESZ3"})  # fmt: skip
+    result, stats = import_mdp3(
+        [path], store, schema=V9, tick_size=TICK_SIZE, symbols={SIDS[0]: "ESZ3"}
+    )
     assert not result.skipped
     assert not stats.gaps  # the B copies are duplicates, not gaps
     ev = mbo_events(decode_capture(path, V9), tick_size=TICK_SIZE)
@@ -97,8 +98,9 @@ def test_prices_off_the_tick_size_are_named_or_skipped(
     path, _ref = capture
     with pytest.raises(ImportRowError, match=r"MDEntryPx.*is not a multiple of the tick size 0.5"):
         import_mdp3([path], tmp_path / "a.h5", schema=V9, tick_size="0.5")
-    result, _stats = import_mdp3([path], tmp_path / "b.h5", schema=V9, tick_size="0.5",
-                                 skip_bad_rows=True)  # fmt: skip
+    result, _stats = import_mdp3(
+        [path], tmp_path / "b.h5", schema=V9, tick_size="0.5", skip_bad_rows=True
+    )
     assert result.skipped
     ev = mbo_events(decode_capture(path, V9))
     on_grid = ev.mantissa % 500_000_000 == 0  # 0.5 at exponent -9
@@ -120,8 +122,24 @@ def test_qwconsole_import_pcap_mdp3_stores_mbo(
 ) -> None:
     path, ref = capture
     store = tmp_path / "s.h5"
-    assert main(["pcap", str(path), "--protocol", "mdp3", "--store", str(store), "--quiet",
-                 "--schema", str(V9), "--tick-size", TICK_SIZE]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "pcap",
+                str(path),
+                "--protocol",
+                "mdp3",
+                "--store",
+                str(store),
+                "--quiet",
+                "--schema",
+                str(V9),
+                "--tick-size",
+                TICK_SIZE,
+            ]
+        )
+        == 0
+    )
     assert "0 gaps" in capsys.readouterr().err
     with TickStore(store) as s:
         for sid in SIDS:

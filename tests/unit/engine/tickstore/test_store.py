@@ -70,10 +70,16 @@ def test_write_read_roundtrip_and_layout(tmp_path: Path) -> None:
         np.testing.assert_array_equal(got, a)
         info = s.info("USD/JPY", DAY)
         assert info == DayInfo(
-            symbol="USD/JPY", day=DAY, tick_size="0.001", lot_size="1", venue="TRUEFX",
-            rows={"trades": 100_000}, first_ts=int(a["ts"][0]), last_ts=int(a["ts"][-1]),
+            symbol="USD/JPY",
+            day=DAY,
+            tick_size="0.001",
+            lot_size="1",
+            venue="TRUEFX",
+            rows={"trades": 100_000},
+            first_ts=int(a["ts"][0]),
+            last_ts=int(a["ts"][-1]),
             n_levels=0,
-        )  # fmt: skip
+        )
         assert s.read("USD/JPY", DAY, "bbo").dtype == BBO_DTYPE
         assert s.read("USD/JPY", DAY, "bbo").shape == (0,)
         with pytest.raises(KeyError, match="20240809"):
@@ -295,8 +301,13 @@ def test_a_store_held_by_a_plain_writer_says_so(tmp_path: Path) -> None:
         "print('ready', flush=True)\n"
         "sys.stdin.read()\n"
     )
-    child = subprocess.Popen([sys.executable, "-c", code, str(path)], cwd=REPO, text=True,
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
+    child = subprocess.Popen(
+        [sys.executable, "-c", code, str(path)],
+        cwd=REPO,
+        text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
     try:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "ready"
@@ -389,13 +400,15 @@ def test_incompressible_unfiltered_and_non_blosc_chunks_read_back(tmp_path: Path
         ds.id.write_direct_chunk((3000,), a[3000:4000].tobytes(), filter_mask=1)
         # Another tool wrote this day's trades with gzip: HDF5 reads them.
         t = trades(5_000)
-        f["X"][DAY].create_dataset("trades", data=t, chunks=(700,), maxshape=(None,),
-                                   compression="gzip")  # fmt: skip
+        f["X"][DAY].create_dataset(
+            "trades", data=t, chunks=(700,), maxshape=(None,), compression="gzip"
+        )
     with TickStore(path) as s:
         assert s.file["X"][DAY]["bbo"].id.read_direct_chunk((3000,))[0] == 1
         np.testing.assert_array_equal(s.read("X", DAY, "bbo"), a)
-        np.testing.assert_array_equal(s.read("X", DAY, "bbo", T0 + 1_500_000, T0 + 7_000_000),
-                                      a[1500:7000])  # fmt: skip
+        np.testing.assert_array_equal(
+            s.read("X", DAY, "bbo", T0 + 1_500_000, T0 + 7_000_000), a[1500:7000]
+        )
         _expect_ranges(s, t)
 
 

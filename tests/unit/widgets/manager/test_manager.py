@@ -212,8 +212,11 @@ def test_new_session_dialog_fixt_acceptor_and_clone(  # type: ignore[no-untyped-
     # Prefilled from the file's FIXT session; a shipped one follows the version chosen.
     assert dialog.transport_dd.text() == "resources/fix/FIXT11.xml"
     assert dialog.app_dd.text() == "resources/fix/FIX50SP2.xml"
-    for edit, text in ((dialog.sender_id, "EXCH"), (dialog.target_id, "MEMBER1"),
-                       (dialog.port, "6001")):  # fmt: skip
+    for edit, text in (
+        (dialog.sender_id, "EXCH"),
+        (dialog.target_id, "MEMBER1"),
+        (dialog.port, "6001"),
+    ):
         qtbot.keyClicks(edit, text)
     dialog.host.clear()
     assert dialog.problem_text() == ""
@@ -876,9 +879,19 @@ def test_the_running_engines_session_file_opens_by_default(  # type: ignore[no-u
     from engine.events import EventRecord, SessionStatusChanged
 
     def status(path: Path) -> list[EventRecord]:
-        return [EventRecord(1, SessionStatusChanged(
-            ts_event=1, session_id="FIX.4.4:QW->EXCH", state=SessionState.LOGGED_ON,
-            next_sender_seq_num=2, next_target_seq_num=2, settings_file=str(path)))]  # fmt: skip
+        return [
+            EventRecord(
+                1,
+                SessionStatusChanged(
+                    ts_event=1,
+                    session_id="FIX.4.4:QW->EXCH",
+                    state=SessionState.LOGGED_ON,
+                    next_sender_seq_num=2,
+                    next_target_seq_num=2,
+                    settings_file=str(path),
+                ),
+            )
+        ]
 
     cfg = files / "sessions.cfg"
     ws.follow_engine(status(cfg))

@@ -334,11 +334,21 @@ def test_decimal_with_its_own_exponent_and_mantissa_operators() -> None:
     </template></templates>"""
     ts = TemplateSet.from_xml(xml)
     data = (
-        pm(1, 1) + u(1) + ni(-2) + i(150) + u(5)  # 1.50
-        + pm(0, 1) + ni(None) + u(6)  # NULL exponent: no mantissa in the stream
-        + pm(0, 0) + u(7)  # exponent copied: the entry is empty, so absent again
-        + pm(0, 1) + ni(-1) + i(5) + u(8)  # the mantissa's delta still starts from 150
-    )  # fmt: skip
+        pm(1, 1)
+        + u(1)
+        + ni(-2)
+        + i(150)
+        + u(5)  # 1.50
+        + pm(0, 1)
+        + ni(None)
+        + u(6)  # NULL exponent: no mantissa in the stream
+        + pm(0, 0)
+        + u(7)  # exponent copied: the entry is empty, so absent again
+        + pm(0, 1)
+        + ni(-1)
+        + i(5)
+        + u(8)  # the mantissa's delta still starts from 150
+    )
     out = _both(ts, data)
     assert [m.fields for m in out] == [
         {"P": Decimal(-2, 150), "After": 5},
@@ -373,13 +383,26 @@ def test_sequences_groups_and_dynamic_references_nest() -> None:
     ts = TemplateSet.from_xml(NEST_XML)
     word = "né".encode()
     data = (
-        pm(1, 1) + u(3) + nu(2)
-        + pm(1) + u(7) + s("a")  # element 1: Q in the stream
-        + pm(0) + s("bc")  # element 2: Q copied
-        + pm(0) + u(2) + b"\x01\x02"  # group: GI default, Raw 2 bytes
-        + pm(1) + u(4) + nu(len(word)) + word + b"\x00\x80"  # Leaf: U, A = "" (nullable)
-        + pm(0) + b"\x80" + b"\x80"  # template id copied (Leaf, set by the reference)
-    )  # fmt: skip
+        pm(1, 1)
+        + u(3)
+        + nu(2)
+        + pm(1)
+        + u(7)
+        + s("a")  # element 1: Q in the stream
+        + pm(0)
+        + s("bc")  # element 2: Q copied
+        + pm(0)
+        + u(2)
+        + b"\x01\x02"  # group: GI default, Raw 2 bytes
+        + pm(1)
+        + u(4)
+        + nu(len(word))
+        + word
+        + b"\x00\x80"  # Leaf: U, A = "" (nullable)
+        + pm(0)
+        + b"\x80"
+        + b"\x80"  # template id copied (Leaf, set by the reference)
+    )
     out = _both(ts, data)
     assert out[0].to_text() == (
         "Nest=<Items=<Q=7|Name=a><Q=7|Name=bc>|G=<GI=1|Raw=0102>|"
@@ -409,10 +432,17 @@ def test_scopes_keep_entries_apart_and_explicit_keys_share_them() -> None:
     ts = TemplateSet.from_xml(xml)
     assert len(ts.slots) == 1 + 2 + 1 + 1  # template id, X per template, G, "shared"
     data = (
-        pm(1, 1, 1, 1) + u(10) + u(1) + u(2) + u(3)
-        + pm(1, 1, 0, 0) + u(11) + u(10)  # B: own X; G and K2 from A's entries
-        + pm(1, 0, 0, 0) + u(10)  # A again: X is A's, not B's
-    )  # fmt: skip
+        pm(1, 1, 1, 1)
+        + u(10)
+        + u(1)
+        + u(2)
+        + u(3)
+        + pm(1, 1, 0, 0)
+        + u(11)
+        + u(10)  # B: own X; G and K2 from A's entries
+        + pm(1, 0, 0, 0)
+        + u(10)  # A again: X is A's, not B's
+    )
     out = _both(ts, data)
     assert out[1].fields == {"X": 10, "G": 2, "K2": 3}
     assert out[2].fields == {"X": 1, "G": 2, "K1": 3}
@@ -677,21 +707,33 @@ def test_decoding_into_reused_arrays_clears_presence_and_matches() -> None:
 @pytest.mark.parametrize(
     ("xml", "match"),
     [
-        ('<templates>\n<template name="T" id="1">\n<foo/>\n</template></templates>',
-         r"<string>:3: <foo>: unknown element"),
-        ('<templates>\n<template name="T" id="1">\n<uInt32 name="A"><constant/></uInt32>'
-         "</template></templates>", r":3: <constant>: constant of 'A' needs a value"),
-        ('<templates><template name="T" id="1">\n<templateRef name="H"/></template></templates>',
-         r":2: <templateRef name='H'>: references template 'H', which is not defined"),
-        ('<templates><template name="A"><templateRef name="B"/></template>\n'
-         '<template name="B" id="2"><templateRef name="A"/></template></templates>',
-         r"cycle: .*A -> B -> A|cycle: .*B -> A -> B"),
+        (
+            '<templates>\n<template name="T" id="1">\n<foo/>\n</template></templates>',
+            r"<string>:3: <foo>: unknown element",
+        ),
+        (
+            '<templates>\n<template name="T" id="1">\n<uInt32 name="A"><constant/></uInt32>'
+            "</template></templates>",
+            r":3: <constant>: constant of 'A' needs a value",
+        ),
+        (
+            '<templates><template name="T" id="1">\n<templateRef name="H"/></template></templates>',
+            r":2: <templateRef name='H'>: references template 'H', which is not defined",
+        ),
+        (
+            '<templates><template name="A"><templateRef name="B"/></template>\n'
+            '<template name="B" id="2"><templateRef name="A"/></template></templates>',
+            r"cycle: .*A -> B -> A|cycle: .*B -> A -> B",
+        ),
         ('<templates><template name="T" id="x"/></templates>', r"id 'x' is not an integer"),
-        ('<templates><template name="T" id="1">\n<uInt32 name="A"><increment value="q"/>'
-         "</uInt32></template></templates>", r":2: <increment>: value 'q' is not an integer"),
+        (
+            '<templates><template name="T" id="1">\n<uInt32 name="A"><increment value="q"/>'
+            "</uInt32></template></templates>",
+            r":2: <increment>: value 'q' is not an integer",
+        ),
         ("<templates><template", r"not well-formed XML"),
     ],
-)  # fmt: skip
+)
 def test_template_errors_name_line_element_and_reason(xml: str, match: str) -> None:
     with pytest.raises(TemplateError, match=match):
         TemplateSet.from_xml(xml)

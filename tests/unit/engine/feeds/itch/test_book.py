@@ -29,8 +29,7 @@ def _hdr(t: bytes, loc: int, ts: int = TS) -> bytes:
 
 
 def A(ref: int, side: str, shares: int, px: int, loc: int = 1, stock: bytes = b"ZVZZT") -> bytes:
-    return _hdr(b"A", loc) + struct.pack(">QcI8sI", ref, side.encode(), shares,
-                                         stock.ljust(8), px)  # fmt: skip
+    return _hdr(b"A", loc) + struct.pack(">QcI8sI", ref, side.encode(), shares, stock.ljust(8), px)
 
 
 def F(ref: int, side: str, shares: int, px: int, loc: int = 1) -> bytes:
@@ -59,13 +58,13 @@ def U(old: int, new: int, shares: int, px: int, loc: int = 1) -> bytes:
 
 
 def P(ref: int, side: str, shares: int, px: int, match: int, loc: int = 1) -> bytes:
-    return _hdr(b"P", loc) + struct.pack(">QcI8sIQ", ref, side.encode(), shares, b"ZVZZT   ",
-                                         px, match)  # fmt: skip
+    return _hdr(b"P", loc) + struct.pack(
+        ">QcI8sIQ", ref, side.encode(), shares, b"ZVZZT   ", px, match
+    )
 
 
 def Q(shares: int, px: int, match: int, cross: str = "O", loc: int = 1) -> bytes:
-    return _hdr(b"Q", loc) + struct.pack(">Q8sIQc", shares, b"ZVZZT   ", px, match,
-                                         cross.encode())  # fmt: skip
+    return _hdr(b"Q", loc) + struct.pack(">Q8sIQc", shares, b"ZVZZT   ", px, match, cross.encode())
 
 
 def H(state: str, reason: bytes, loc: int = 1) -> bytes:
@@ -156,8 +155,19 @@ def test_trades_actions_and_system_events_are_kept() -> None:
     assert b.trading_state(2) == ""
     assert [chr(x) for x in b.system_events["event_code"]] == ["O", "C"]
     assert b.last_system_event == "C"
-    assert b.counts() == {"A": 8, "C": 2, "D": 2, "E": 2, "F": 1, "H": 2, "P": 1, "Q": 1,
-                          "S": 2, "U": 2, "X": 3}  # fmt: skip
+    assert b.counts() == {
+        "A": 8,
+        "C": 2,
+        "D": 2,
+        "E": 2,
+        "F": 1,
+        "H": 2,
+        "P": 1,
+        "Q": 1,
+        "S": 2,
+        "U": 2,
+        "X": 3,
+    }
 
 
 def test_the_same_stream_split_anywhere_gives_the_same_books() -> None:

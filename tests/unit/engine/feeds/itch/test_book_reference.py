@@ -222,18 +222,40 @@ def _assert_equal(b: ItchBooks, ref_book: Reference, n_stocks: int) -> None:
     }  # fmt: skip
     assert got == ref_book.counters
     tr = b.trades
-    cols = ("seq", "timestamp", "price", "shares", "match_number", "order_reference_number",
-            "stock_locate", "kind", "side", "printable", "cross_type")  # fmt: skip
+    cols = (
+        "seq",
+        "timestamp",
+        "price",
+        "shares",
+        "match_number",
+        "order_reference_number",
+        "stock_locate",
+        "kind",
+        "side",
+        "printable",
+        "cross_type",
+    )
     assert list(zip(*(tr[col].tolist() for col in cols), strict=True)) == ref_book.trades
     acts = b.trading_actions
     assert [
-        (int(r["seq"]), int(r["timestamp"]), int(r["stock_locate"]),
-         int(r["reason"]).to_bytes(4, "little"), int(r["trading_state"]))
+        (
+            int(r["seq"]),
+            int(r["timestamp"]),
+            int(r["stock_locate"]),
+            int(r["reason"]).to_bytes(4, "little"),
+            int(r["trading_state"]),
+        )
         for r in acts
-    ] == ref_book.actions  # fmt: skip
+    ] == ref_book.actions
     ev = b.system_events
-    assert list(zip(ev["seq"].tolist(), ev["timestamp"].tolist(), ev["event_code"].tolist(),
-                    strict=True)) == ref_book.events  # fmt: skip
+    assert (
+        list(
+            zip(
+                ev["seq"].tolist(), ev["timestamp"].tolist(), ev["event_code"].tolist(), strict=True
+            )
+        )
+        == ref_book.events
+    )
     for stock, sym in ref_book.symbols.items():
         assert b.symbol(stock) == sym.decode().strip()
 

@@ -148,9 +148,25 @@ def test_kernel_and_its_python_function_decode_the_same() -> None:
         out = np.zeros(MESSAGE_DTYPES["C"].itemsize, np.uint8)
         base = np.zeros(len(MESSAGE_TYPES), np.int64)
         rows = np.zeros(len(MESSAGE_TYPES), np.int64)
-        fn(buf, st, en, k.MODE_RAW, np.zeros(0, np.uint8), 1, 1, tab.index, tab.ops, tab.n_ops,
-           tab.itemsize, base, rows, out, out.view(np.uint16), out.view(np.uint32),
-           out.view(np.int64))  # fmt: skip
+        fn(
+            buf,
+            st,
+            en,
+            k.MODE_RAW,
+            np.zeros(0, np.uint8),
+            1,
+            1,
+            tab.index,
+            tab.ops,
+            tab.n_ops,
+            tab.itemsize,
+            base,
+            rows,
+            out,
+            out.view(np.uint16),
+            out.view(np.uint32),
+            out.view(np.int64),
+        )
         outs.append(out)
     assert outs[0].tobytes() == outs[1].tobytes()
     assert (

@@ -24,8 +24,9 @@ def _delete(ref: int) -> bytes:
     return struct.pack(">cHHHIQ", b"D", 1, 0, 0, ref, ref)
 
 
-def packet(seq: int, refs: list[int] | None = None, *, count: int | None = None,
-           session: bytes = SESSION) -> bytes:  # fmt: skip
+def packet(
+    seq: int, refs: list[int] | None = None, *, count: int | None = None, session: bytes = SESSION
+) -> bytes:
     """A packet whose messages are Order Deletes of ref == their sequence number."""
     refs = list(range(seq, seq + len(refs))) if refs else []
     body = b"".join(struct.pack(">H", 19) + _delete(r) for r in refs)

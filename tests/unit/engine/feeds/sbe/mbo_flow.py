@@ -99,8 +99,9 @@ def order_flow(n: int, seed: int) -> list[Op]:
             if r < 0.55 and o.qty > 1:  # smaller: keeps its place
                 op = Op("change", o.sid, o.oid, o.side, o.px, rng.randint(1, o.qty - 1), o.prio)
             elif r < 0.65:  # bigger: to the back
-                op = Op("change", o.sid, o.oid, o.side, o.px, o.qty + rng.randint(1, 9), prio,
-                        lose=True)  # fmt: skip
+                op = Op(
+                    "change", o.sid, o.oid, o.side, o.px, o.qty + rng.randint(1, 9), prio, lose=True
+                )
                 prio += 1
             elif r < 0.78:  # another price: to the back there
                 px = o.px + rng.choice((-2, -1, 1, 2))
@@ -167,8 +168,10 @@ def flow_packets(schema: Schema, ops: list[Op], seed: int) -> Flow:
             j += 1
         msgs.append(ops[i:j])
         i = j
-    noise = {"entry type other than Bid or Offer": 0, "ReferenceID names no entry of its "
-             "message": 0}  # fmt: skip
+    noise = {
+        "entry type other than Bid or Offer": 0,
+        "ReferenceID names no entry of its message": 0,
+    }
     encoded: list[bytes] = []
     times: list[int] = []
     for m, group in enumerate(msgs):
@@ -195,8 +198,15 @@ def flow_packets(schema: Schema, ops: list[Op], seed: int) -> Flow:
                                "MDDisplayQty": op.qty, "ReferenceID": refs[key],
                                "OrderUpdateAction": _ACTION[op.kind]})  # fmt: skip
             if rng.random() < 0.2:  # an order entry naming no price entry
-                orders.append({"OrderID": 1, "MDOrderPriority": 1, "MDDisplayQty": 1,
-                               "ReferenceID": len(levels) + 1, "OrderUpdateAction": 0})  # fmt: skip
+                orders.append(
+                    {
+                        "OrderID": 1,
+                        "MDOrderPriority": 1,
+                        "MDDisplayQty": 1,
+                        "ReferenceID": len(levels) + 1,
+                        "OrderUpdateAction": 0,
+                    }
+                )
                 noise["ReferenceID names no entry of its message"] += 1
             body = {"NoMDEntries": levels, "NoOrderIDEntries": orders}
             encoded.append(encode_message(schema, 46, root, body))

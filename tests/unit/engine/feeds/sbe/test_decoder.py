@@ -323,10 +323,26 @@ def test_bad_messages_are_skipped_and_named_and_everything_else_kept(v8: Schema)
     book = cap.template(32)
     # packets 0 and 7 whole; 1, 2, 3: the other message; 4 and 6: the first message
     assert list(book.rows["_packet"]) == [0, 0, 1, 2, 3, 4, 6, 7, 7]
-    assert list(cap.packets["status"]) == [0, 0, 0, 0, k.E_MESSAGE_CUT, k.E_SHORT_PACKET,
-                                            k.E_BAD_SIZE, 0]  # fmt: skip
-    assert list(cap.messages["status"][:8]) == [0, 0, k.E_UNKNOWN_TEMPLATE, 0, 0,
-                                                 k.E_SCHEMA_ID, k.E_GROUP_CUT, 0]  # fmt: skip
+    assert list(cap.packets["status"]) == [
+        0,
+        0,
+        0,
+        0,
+        k.E_MESSAGE_CUT,
+        k.E_SHORT_PACKET,
+        k.E_BAD_SIZE,
+        0,
+    ]
+    assert list(cap.messages["status"][:8]) == [
+        0,
+        0,
+        k.E_UNKNOWN_TEMPLATE,
+        0,
+        0,
+        k.E_SCHEMA_ID,
+        k.E_GROUP_CUT,
+        0,
+    ]
     assert cap.messages["row"][2] == -1
     whole = decode_payloads([good], v8).template(32)
     for name in ("TransactTime",):

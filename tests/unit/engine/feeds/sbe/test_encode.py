@@ -49,8 +49,14 @@ def test_every_captured_message_encodes_back_to_its_own_bytes(capture: Path, ver
     for m in dec.messages:
         tid, row = int(m["template_id"]), int(m["row"])
         root, groups = values_of(dec, dec.templates[tid], row)
-        enc = encode_message(dec.schema, tid, root, groups, version=int(m["version"]),
-                             block_length=int(m["block_length"]))  # fmt: skip
+        enc = encode_message(
+            dec.schema,
+            tid,
+            root,
+            groups,
+            version=int(m["version"]),
+            block_length=int(m["block_length"]),
+        )
         start = int(m["offset"]) + 2  # after MsgSize
         assert enc == dec.buffer[start : int(m["offset"]) + int(m["size"])].tobytes(), (
             f"message {int(m['packet'])}/{row} template {tid}"
@@ -77,8 +83,16 @@ def test_the_hex_packets_encode_back_to_their_own_bytes() -> None:
         for m in msgs:
             tid = int(m["template_id"])
             root, groups = values_of(dec, dec.templates[tid], int(m["row"]))
-            again.append(encode_message(dec.schema, tid, root, groups, version=int(m["version"]),
-                                        block_length=int(m["block_length"])))  # fmt: skip
+            again.append(
+                encode_message(
+                    dec.schema,
+                    tid,
+                    root,
+                    groups,
+                    version=int(m["version"]),
+                    block_length=int(m["block_length"]),
+                )
+            )
         pk = cap.packets[p]
         assert mdp3_packet(int(pk["seq"]), int(pk["sending_time"]), again) == payload
 
@@ -87,13 +101,13 @@ def test_the_order_messages_are_among_them() -> None:
     """The v9 captures hold real MBO: one order book entry (47), 16 order entries in a 46."""
     if not SCHEMAS[9].is_file():
         pytest.skip("the shared CME captures are absent")
-    cap = decode_capture(DATA / "pcap/Mdp3.Sbe.v1.9__MdIncrementalRefreshOrderBook.47.pcap",
-                         SCHEMAS[9])  # fmt: skip
+    cap = decode_capture(
+        DATA / "pcap/Mdp3.Sbe.v1.9__MdIncrementalRefreshOrderBook.47.pcap", SCHEMAS[9]
+    )
     e = cap.template(47).groups["NoMDEntries"].rows
     assert e["OrderID"].tolist() == [76662054355]
     assert e["MDOrderPriority"].tolist() == [641463012]
-    cap = decode_capture(DATA / "pcap/Mdp3.Sbe.v1.9__MdIncrementalRefreshBook.46.pcap",
-                         SCHEMAS[9])  # fmt: skip
+    cap = decode_capture(DATA / "pcap/Mdp3.Sbe.v1.9__MdIncrementalRefreshBook.46.pcap", SCHEMAS[9])
     assert len(cap.template(46).groups["NoOrderIDEntries"]) == 16
 
 
@@ -156,11 +170,16 @@ def test_random_values_of_every_template_decode_back(version: int) -> None:
         msg = schema.messages[tid]
         for _ in range(2):
             root = _values(msg, rng)
-            groups = {g.name: [_values(g, rng) for _ in range(int(rng.integers(0, 4)))]
-                      for g in msg.groups}  # fmt: skip
+            groups = {
+                g.name: [_values(g, rng) for _ in range(int(rng.integers(0, 4)))]
+                for g in msg.groups
+            }
             sent.append((tid, root, groups))
-        packets.append(mdp3_packet(seq, 10**18 + seq, [encode_message(schema, t, r, g)
-                                                       for t, r, g in sent[-2:]]))  # fmt: skip
+        packets.append(
+            mdp3_packet(
+                seq, 10**18 + seq, [encode_message(schema, t, r, g) for t, r, g in sent[-2:]]
+            )
+        )
     cap = decode_payloads(packets, schema)
     assert cap.decoded.n_decoded == len(sent)
     assert not cap.issues

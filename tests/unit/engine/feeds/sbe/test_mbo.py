@@ -56,13 +56,25 @@ def test_the_events_are_the_known_orders_in_feed_order(schema: Schema, seed: int
     assert ev.entries == sum(op.kind != "reset" for op in ops)
     assert dict(ev.skipped) == flow.noise  # implied entries and bad references, nothing else
     rows = ev.events
-    got = list(zip(ev.security_ids[ev.book].tolist(), rows["order_id"].tolist(),
-                   rows["px"].tolist(), rows["qty"].tolist(), rows["side"].tolist(),
-                   rows["action"].tolist(), strict=True))  # fmt: skip
+    got = list(
+        zip(
+            ev.security_ids[ev.book].tolist(),
+            rows["order_id"].tolist(),
+            rows["px"].tolist(),
+            rows["qty"].tolist(),
+            rows["side"].tolist(),
+            rows["action"].tolist(),
+            strict=True,
+        )
+    )
     assert got == expected_events(ops)
     # each event's time is its message's TransactTime, and the message order is kept
-    want_ts = [t for t, m in zip(flow.times, flow.messages, strict=True)
-               for op in m for _ in range(1 + op.lose)]  # fmt: skip
+    want_ts = [
+        t
+        for t, m in zip(flow.times, flow.messages, strict=True)
+        for op in m
+        for _ in range(1 + op.lose)
+    ]
     assert rows["ts"].tolist() == want_ts
     assert (np.diff(ev.event_index) >= 0).all()
     assert set(ev.template_id.tolist()) == {46, 47}
@@ -81,8 +93,9 @@ def test_the_books_equal_a_dict_of_orders_after_every_event(schema: Schema, seed
     assert kinds == {"new", "change", "delete", "reset"}
     assert any(op.lose and op.px != 0 for op in ops)
     flow = flow_packets(schema, ops, seed)
-    books = build_l3_books(decode_payloads(flow.payloads, schema, channels=flow.channels),
-                           tick_size=TICK_SIZE)  # fmt: skip
+    books = build_l3_books(
+        decode_payloads(flow.payloads, schema, channels=flow.channels), tick_size=TICK_SIZE
+    )
     assert books.unknown == 0
     assert books.duplicates == 0
     ref = DictBook()
@@ -124,19 +137,33 @@ def test_a_change_keeps_or_loses_its_place_as_its_priority_says(schema: Schema) 
     assert book.depth_at(BUY, 400) == (34, 2)
     assert book.best_ask() == (410, 5)
     acts = books.events.events["action"].tolist()
-    assert acts == [L3_ADD] * 3 + [L3_MODIFY, L3_CANCEL, L3_ADD, L3_ADD, L3_CANCEL, L3_ADD,
-                                   L3_CANCEL, L3_ADD]  # fmt: skip
+    assert acts == [L3_ADD] * 3 + [
+        L3_MODIFY,
+        L3_CANCEL,
+        L3_ADD,
+        L3_ADD,
+        L3_CANCEL,
+        L3_ADD,
+        L3_CANCEL,
+        L3_ADD,
+    ]
 
 
 def test_off_tick_prices_and_bad_tick_sizes_are_named(schema: Schema) -> None:
     ops = order_flow(40, 9)
     flow = flow_packets(schema, ops, 9)
     cap = decode_payloads(flow.payloads, schema, channels=flow.channels)
-    with pytest.raises(MboError, match=r"SecurityID \d+ OrderID \d+: price \d+e-9 is not a "
-                       r"multiple of the tick size 0.3"):  # fmt: skip
+    with pytest.raises(
+        MboError,
+        match=r"SecurityID \d+ OrderID \d+: price \d+e-9 is not a "
+        r"multiple of the tick size 0.3",
+    ):
         mbo_events(cap, tick_size="0.3")
-    with pytest.raises(MboError, match=r"tick size 1e-10: must be a positive multiple of the "
-                       r"price unit 1e-9"):  # fmt: skip
+    with pytest.raises(
+        MboError,
+        match=r"tick size 1e-10: must be a positive multiple of the "
+        r"price unit 1e-9",
+    ):
         mbo_events(cap, tick_size="1e-10")
     with pytest.raises(MboError, match="tick size 'quarter': not a decimal number"):
         mbo_events(cap, tick_size="quarter")
@@ -145,8 +172,7 @@ def test_off_tick_prices_and_bad_tick_sizes_are_named(schema: Schema) -> None:
 def test_a_capture_without_orders_gives_no_events() -> None:
     if not SCHEMAS[8].is_file():
         pytest.skip("the shared CME captures are absent")
-    cap = decode_capture(DATA / "pcap/Mdp3.Sbe.v1.8__Cme.Mdp3.Sbe.v8.1.Example.pcap",
-                         SCHEMAS[8])  # fmt: skip
+    cap = decode_capture(DATA / "pcap/Mdp3.Sbe.v1.8__Cme.Mdp3.Sbe.v8.1.Example.pcap", SCHEMAS[8])
     ev = mbo_events(cap)
     assert ev.events.shape[0] == 0
     assert ev.security_ids.size == 0
@@ -156,8 +182,9 @@ def test_a_capture_without_orders_gives_no_events() -> None:
 def test_the_real_order_book_entry_is_an_add() -> None:
     if not SCHEMAS[9].is_file():
         pytest.skip("the shared CME captures are absent")
-    cap = decode_capture(DATA / "pcap/Mdp3.Sbe.v1.9__MdIncrementalRefreshOrderBook.47.pcap",
-                         SCHEMAS[9])  # fmt: skip
+    cap = decode_capture(
+        DATA / "pcap/Mdp3.Sbe.v1.9__MdIncrementalRefreshOrderBook.47.pcap", SCHEMAS[9]
+    )
     books = build_l3_books(cap, tick_size="0.25")
     ev = books.events
     t = cap.template(47).rows["TransactTime"][0]
@@ -173,8 +200,7 @@ def test_the_real_order_book_entry_is_an_add() -> None:
 def test_the_real_combined_book_order_entries_take_their_referenced_price() -> None:
     if not SCHEMAS[9].is_file():
         pytest.skip("the shared CME captures are absent")
-    cap = decode_capture(DATA / "pcap/Mdp3.Sbe.v1.9__MdIncrementalRefreshBook.46.pcap",
-                         SCHEMAS[9])  # fmt: skip
+    cap = decode_capture(DATA / "pcap/Mdp3.Sbe.v1.9__MdIncrementalRefreshBook.46.pcap", SCHEMAS[9])
     t = cap.template(46)
     levels = t.groups["NoMDEntries"].rows
     orders = t.groups["NoOrderIDEntries"].rows
@@ -191,9 +217,17 @@ def test_the_real_combined_book_order_entries_take_their_referenced_price() -> N
     assert len(want) == 16
     ev = mbo_events(cap, tick_size="0.01")
     rows = ev.events
-    got = list(zip(ev.security_ids[ev.book].tolist(), rows["order_id"].tolist(),
-                   rows["px"].tolist(), rows["qty"].tolist(), rows["side"].tolist(),
-                   rows["action"].tolist(), strict=True))  # fmt: skip
+    got = list(
+        zip(
+            ev.security_ids[ev.book].tolist(),
+            rows["order_id"].tolist(),
+            rows["px"].tolist(),
+            rows["qty"].tolist(),
+            rows["side"].tolist(),
+            rows["action"].tolist(),
+            strict=True,
+        )
+    )
     assert got == want
     assert ev.priority.tolist() == want_prio
     books = build_l3_books(cap, events=ev)
@@ -215,8 +249,9 @@ def test_entries_that_are_not_order_events_are_left_out_and_counted(schema: Sche
         {k: v for k, v in good.items() if k != "MDEntryPx.mantissa"} | {"OrderID": 9},  # no px
         {**good, "OrderID": 5, "MDUpdateAction": 2, "MDDisplayQty": 0},  # the Delete of 5: kept
     ]
-    msg = encode_message(schema, 47, {"TransactTime": 1, "MatchEventIndicator": 0},
-                         {"NoMDEntries": [good, *bad]})  # fmt: skip
+    msg = encode_message(
+        schema, 47, {"TransactTime": 1, "MatchEventIndicator": 0}, {"NoMDEntries": [good, *bad]}
+    )
     ev = mbo_events(decode_payloads([mdp3_packet(1, 1, [msg])], schema))
     assert dict(ev.skipped) == {
         "entry type other than Bid or Offer": 1,
@@ -235,8 +270,11 @@ def test_entries_that_are_not_order_events_are_left_out_and_counted(schema: Sche
 def test_a_book_wider_than_max_levels_is_refused_by_name(schema: Schema) -> None:
     flow = flow_packets(schema, order_flow(60, 5), 5)
     cap = decode_payloads(flow.payloads, schema, channels=flow.channels)
-    with pytest.raises(MboError, match=r"SecurityID \d+: prices span \d+ ticks .* more than "
-                       r"max_levels 8; check the tick size"):  # fmt: skip
+    with pytest.raises(
+        MboError,
+        match=r"SecurityID \d+: prices span \d+ ticks .* more than "
+        r"max_levels 8; check the tick size",
+    ):
         build_l3_books(cap, max_levels=8)
     assert len(build_l3_books(cap, max_levels=30).books) == len(SIDS)
 
