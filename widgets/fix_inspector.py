@@ -21,6 +21,10 @@ a 69-byte row of numbers per message and its bytes packed in a
 :class:`~widgets.tables.arena.ByteArena`, about 190 bytes a message instead of ~600 for the
 event object, a row object and their strings and ints. The message is rebuilt from its bytes
 for the rows on screen and the one selected, so every field stays inspectable.
+
+One module: the list's storage, its filters and chains, and the detail pane are one widget's
+parts that share the stored rows; the storage itself (arena, codecs' base) is in
+``widgets.tables``.
 """
 
 from collections.abc import Callable, Sequence
@@ -67,7 +71,8 @@ from widgets.fmt import fmt_duration_ns, fmt_ts_utc
 from widgets.monitor.formats import fmt_time
 from widgets.tables import Column, DataTableView
 from widgets.tables.arena import ByteArena
-from widgets.tables.columnar import ColumnarTableModel, StringPool
+from widgets.tables.columnar import ColumnarTableModel
+from widgets.tables.keys import StringPool
 from widgets.tables.model import KeyRole
 from widgets.tables.panel import TablePanel
 

@@ -47,7 +47,8 @@ from widgets.empty_state import EmptyState
 from widgets.monitor.formats import fmt_time
 from widgets.tables import Column, DataTableView
 from widgets.tables.arena import ByteArena
-from widgets.tables.columnar import ColumnarTableModel, StringPool
+from widgets.tables.columnar import ColumnarTableModel
+from widgets.tables.keys import StringPool
 from widgets.tables.panel import TablePanel
 
 #: Levels below INFO, for the console's own chatter.

@@ -23,6 +23,10 @@ and nothing else until it stops (``sim: stopped``), so a caller can read the por
 leave stdout unread. SIGINT and SIGTERM stop it cleanly: client orders are canceled (and told),
 connected clients get a Logout, the stores and logs are closed. Bad input (a missing or
 malformed file, no acceptor session, a port in use) is one line on stderr and exit status 2.
+
+One module for the command: its options, the sessions it builds and the process's life
+(start, signals, shutdown) read best in one place; the exchange with its participants and the
+FIX application it serves are modules of :mod:`engine.sim`.
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ from widgets.empty_state import EmptyState
 from widgets.monitor.context import MonitorContext
 from widgets.monitor.formats import SIDE_TEXT, SIDE_TONE, fmt_time
 from widgets.tables import Column, DataTableView
-from widgets.tables.columnar import ColumnarTableModel, IntSet, StringPool
+from widgets.tables.columnar import ColumnarTableModel
+from widgets.tables.keys import IntSet, StringPool
 from widgets.tables.panel import TablePanel
 
 #: Fills kept on screen; older ones stay in the engine's journal.

@@ -41,7 +41,8 @@ from widgets.monitor.formats import (
     is_working,
 )
 from widgets.tables import Column, DataTableView
-from widgets.tables.columnar import ColumnarTableModel, StringPool, SubsetTableModel
+from widgets.tables.columnar import ColumnarTableModel, SubsetTableModel
+from widgets.tables.keys import StringPool
 from widgets.tables.panel import TablePanel
 
 OrdersModel = ColumnarTableModel[OrderView]

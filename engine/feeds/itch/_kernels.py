@@ -10,6 +10,10 @@ Decoding walks the layout tables of :mod:`engine.feeds.itch.messages`: every mes
 one row of its type's structured dtype by a table of byte moves, so one compiled kernel
 serves all 23 types. Nothing here raises: kernels return counts and write a status row
 (``ERR_*`` codes with where they stopped); the Python wrappers turn that into errors.
+
+One module, and the book kernel one flat body, on purpose: numba reference-counts every array
+passed to a helper call (atomics, even inlined), which cost a third of the book time, so the
+per-message work is written out where it runs (docs/kernels.md on hand-inlined copies).
 """
 
 import numpy as np

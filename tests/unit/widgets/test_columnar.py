@@ -13,7 +13,8 @@ from tests.unit.widgets.builders import bump, changed, instrument, order, record
 from widgets.monitor.context import MonitorContext
 from widgets.monitor.orders import ORDER_ROW_DTYPE, OrderColumns, OrdersView
 from widgets.tables import DataTableView
-from widgets.tables.columnar import ColumnarTableModel, IntSet, KeyIndex
+from widgets.tables.columnar import ColumnarTableModel
+from widgets.tables.keys import IntSet, KeyIndex
 
 pytestmark = pytest.mark.gui
 
@@ -279,7 +280,7 @@ def test_data_table_view_paints_any_row_table_model(qtbot: object) -> None:
 
 def test_key_ranges_far_apart_stay_an_array_and_a_dict() -> None:
     """Two engines' order ids (the second offset by 10^12) in one batch: no terabyte index."""
-    from widgets.tables.columnar import KeyIndex
+    from widgets.tables.keys import KeyIndex
 
     index = KeyIndex()
     keys = np.array([*range(1, 1001), *range(10**12 + 1, 10**12 + 11)], np.int64)

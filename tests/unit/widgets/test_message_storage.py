@@ -10,7 +10,7 @@ from tests.unit.widgets.builders import T0, fix_message, records
 from widgets.fix_inspector import FixInspector, MessageCodec
 from widgets.log_view import LogEntry, LogView
 from widgets.tables.arena import ByteArena
-from widgets.tables.columnar import SortedIndex
+from widgets.tables.keys import SortedIndex
 
 pytestmark = pytest.mark.gui
 
