@@ -150,6 +150,7 @@ case "$MODE" in
     step "ruff format"    "$VENV/bin/ruff" format --check .
     step "mypy"           "$VENV/bin/mypy"
     step "import-linter"  "$VENV/bin/lint-imports"
+    step "commit subjects" "$VENV/bin/python" packaging/check_commits.py
     if [ $# -gt 0 ]; then
       step "pytest"         "$VENV/bin/python" -m pytest -m "not bench" "$@"
     else
