@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from engine import jit
 from engine.fastlog import get_log
 from engine.fix.codec import decode_one, encode
-from engine.fix.layouts import warm_up as warm_layouts
+from engine.fix.precompile import warm_up as warm_layouts
 from engine.journal.recovery import warm_up as warm_journal
 from engine.matching.precompile import warm_up as _warm_all
 from engine.venues.ouch.precompile import warm_up as warm_ouch

@@ -189,18 +189,3 @@ def _steps(
         else:
             out.append((kind, arg))
     return out
-
-
-def warm_up() -> None:
-    """Compile (or load) the layout kernel: one Heartbeat layout kept, then proven valid."""
-    from engine.fix.codec import FixDecoder, encode  # the codec imports this module
-
-    frame = encode(b"FIX.4.4", b"0", [(34, b"1"), (49, b"A"), (56, b"B")], [])
-    dec = FixDecoder()
-    (msg,) = dec.feed(frame)
-    table = LayoutTable()
-    table.add(msg.tags, b"0", [(k.CHECK_ANY, 0)] * len(msg.tags))
-    dec.layouts = table
-    batch = dec.decode_batch(frame)
-    if batch.checked != [table.valid]:
-        raise RuntimeError("FIX layout warm-up: a kept Heartbeat layout was not proven valid")

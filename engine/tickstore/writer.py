@@ -7,8 +7,9 @@ type, ``ts`` order, day) before anything reaches the file.
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import h5py
 import numpy as np
@@ -28,8 +29,26 @@ from engine.tickstore.hdf5 import compression
 from engine.tickstore.schema import L2_SNAPSHOT_KIND
 from engine.tickstore.summaries import DaySummary, day_summaries
 
-if TYPE_CHECKING:
-    from engine.tickstore.store import TickStore
+
+class DayStore(Protocol):
+    """What a day writer needs of its store (:class:`~engine.tickstore.store.TickStore`).
+
+    A protocol, not the class: the store imports this module to make its writers.
+    """
+
+    @property
+    def path(self) -> Path:
+        """The store's file."""
+        ...
+
+    @property
+    def chunk_rows(self) -> int:
+        """Rows per chunk of the datasets it creates."""
+        ...
+
+    def flush(self) -> None:
+        """Write what is buffered to the file."""
+        ...
 
 
 log = get_log(__name__)
@@ -45,7 +64,7 @@ class DayWriter:
     bad batch raises ``ValueError`` and nothing of it is kept.
     """
 
-    def __init__(self, store: TickStore, group: h5py.Group, n_levels: int, batch_rows: int):
+    def __init__(self, store: DayStore, group: h5py.Group, n_levels: int, batch_rows: int):
         self._store = store
         self._group = group
         self.symbol: str = str(group.attrs["symbol"])

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from typing import Union
 
 from engine.feeds.fast.templates import (
     INT_RANGE,
@@ -45,9 +45,6 @@ from engine.feeds.fast.templates import (
     TemplateSet,
     pmap_bits,
 )
-
-if TYPE_CHECKING:
-    from engine.feeds.fast.columnar import Columns
 
 #: Template id of the FAST session-control Reset message (SCP 1.1).
 SCP_RESET_ID = 120
@@ -84,8 +81,10 @@ class FastDecodeError(ValueError):
         #: Index of the packet holding the bad message (``decode_packets``; else -1), whose
         #: start ``offset`` counts from.
         self.packet_index = -1
-        #: The column decoder's output up to the bad message (None from the Python decoder).
-        self.columns: Columns | None = None
+        #: The column decoder's output up to the bad message, an
+        #: :class:`engine.feeds.fast.columnar.Columns` (None from the Python decoder; typed
+        #: ``object`` here because the column decoder imports this module).
+        self.columns: object | None = None
         super().__init__(self._text())
 
     def _text(self) -> str:
