@@ -705,6 +705,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(run_config(cfg, opts.seconds, opts.interval, sys.stdout, relay))
         except (BuildError, OSError) as e:
             parser.error(f"{opts.config}: {one_line(e)}")
+        finally:
+            fastlog.stop()  # run_config started the log writer: what it queued is written
     state = None if opts.no_journal else (opts.state_dir or default_state_dir())
     try:
         return asyncio.run(
