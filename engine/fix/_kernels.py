@@ -183,48 +183,22 @@ def _days_from_civil(y: int, m: int, d: int) -> int:
 
 
 @kernel
-def _timestamp_ns(buf: bytes, s: int, e: int) -> int:  # noqa: C901  (one check per part)
-    # A UTCTimestamp YYYYMMDD-HH:MM:SS[.f{1,9}] as ns since the epoch; -1 when it is not one
-    # (the same grammar and ranges as engine.fix.fields.parse_utc_timestamp).
-    n = e - s
-    if n != 17 and not 19 <= n <= 27:
+def _timestamp_ns(buf: bytes, s: int, e: int) -> int:
+    # A UTCTimestamp as ns since the epoch: -1 when _timestamp_ok refuses it, or when its year
+    # is outside what int64 ns hold (1677-09-21 to 2262-04-11: the rest is left to Python).
+    if not _timestamp_ok(buf, s, e):
         return -1
-    if buf[_U(s + 8)] != 45 or buf[_U(s + 11)] != 58 or buf[_U(s + 14)] != 58:
-        return -1
-    for j in (0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 12, 13, 15, 16):
-        if not _ZERO <= buf[_U(s + j)] <= _NINE:
-            return -1
     y = _two(buf, s) * 100 + _two(buf, s + 2)
-    mo = _two(buf, s + 4)
-    d = _two(buf, s + 6)
-    hh = _two(buf, s + 9)
-    mm = _two(buf, s + 12)
-    ss = _two(buf, s + 15)
-    if mo < 1 or mo > 12 or d < 1 or hh > 23 or mm > 59 or ss > 60:
-        return -1
     if y < 1678 or y > 2261:
-        return -1  # ns since the epoch in int64: 1677-09-21 to 2262-04-11 (the rest: Python)
-    leap = y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
-    dim = 31
-    if mo == 2:
-        dim = 29 if leap else 28
-    elif mo in (4, 6, 9, 11):
-        dim = 30
-    if d > dim:
         return -1
     frac = 0
-    if n > 17:
-        if buf[_U(s + 17)] != 46:
-            return -1
-        for j in range(s + 18, e):
-            c = int(buf[_U(j)]) - _ZERO
-            if c < 0 or c > 9:
-                return -1
-            frac = frac * 10 + c
-        for _ in range(27 - n):
-            frac *= 10
-    days = _days_from_civil(y, mo, d)
-    return ((days * 24 + hh) * 60 + mm) * 60 * 1_000_000_000 + ss * 1_000_000_000 + frac
+    for j in range(s + 18, e):
+        frac = frac * 10 + int(buf[_U(j)]) - _ZERO
+    for _ in range(27 - e + s if e - s > 17 else 9):
+        frac *= 10
+    days = _days_from_civil(y, _two(buf, s + 4), _two(buf, s + 6))
+    secs = ((days * 24 + _two(buf, s + 9)) * 60 + _two(buf, s + 12)) * 60 + _two(buf, s + 15)
+    return secs * 1_000_000_000 + frac
 
 
 @kernel
