@@ -8,16 +8,21 @@ late joiner gets first), optionally recorded to the tick store
 (:class:`~engine.tickstore.recorder.Recorder`), and appended, as bytes, to a bounded cache of
 recent rows per instrument (:class:`_Ring`), each row numbered from 1 per instrument.
 
-Every subscriber has a cursor per subscribed instrument and one sender task that writes what
-lies between its cursors and the heads. Nothing is queued per subscriber: a subscriber whose
-socket is slow simply has its ``send`` wait, its cursors fall behind, and when it can take
-data again an instrument more than ``max_lag_rows`` behind (or out of the cache) gets its
-current book (:class:`~engine.relay.protocol.BookSnap`, reason ``conflated``) instead of the
-rows it missed. The relay's memory is the books, the caches (``cache_rows`` per instrument)
-and one frame in flight per subscriber, however many subscribers stall.
+Every subscriber has a cursor per subscribed instrument. Nothing is queued per subscriber:
+what it is owed is what lies between its cursors and the heads.
 
-Frames for subscribers at the same position are encoded once (the common case: every
-subscriber that keeps up is at the heads).
+Fan-out has two paths. After a publish (one flush per loop iteration, however many batches
+the sources published in it), every subscriber that keeps up gets the new rows at once: the
+``md`` message, and its WebSocket frame, are encoded once for every subscriber at the same
+position (the common case: all of them at the heads) and the same bytes are written straight
+to each link's transport, with no task switch. A subscriber whose transport does not drain
+(over the WebSocket's write limit), or that has a control message, a snapshot or more than one
+frame's worth due, is handed to its own sender task, which writes and waits for the link to
+drain; its cursors fall behind meanwhile, and when it can take data again an instrument more
+than ``max_lag_rows`` behind (or out of the cache) gets its current book
+(:class:`~engine.relay.protocol.BookSnap`, reason ``conflated``) instead of the rows it
+missed. The relay's memory is the books, the caches (``cache_rows`` per instrument) and, per
+subscriber, the transport's write limit plus one frame, however many subscribers stall.
 
 A link whose role is ``status_role`` or higher may ask for :meth:`Relay.status` (sources with
 their rows in and last row's age, every link with its instruments, rows sent, lag in rows and
@@ -36,6 +41,7 @@ import dataclasses
 import secrets
 import socket
 import ssl
+import struct
 from collections import deque
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -44,6 +50,7 @@ import numpy as np
 import numpy.typing as npt
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
+from websockets.protocol import State
 
 from engine.clock import Clock
 from engine.fastlog import get_log
@@ -95,6 +102,24 @@ MAX_SUBSCRIBER_FRAME = 1 << 20
 STALLED_MS = 1000.0
 
 Rows = npt.NDArray[np.void]
+
+_OPEN = State.OPEN
+
+
+def ws_binary_frame(payload: bytes) -> bytes:
+    """Return ``payload`` as one unmasked, unfragmented WebSocket binary frame (server side).
+
+    The relay encodes a frame once and writes the same bytes to every subscriber at the same
+    position (RFC 6455 section 5.2: a server never masks).
+    """
+    n = len(payload)
+    if n < 126:
+        head = bytes((0x82, n))
+    elif n < 65536:
+        head = struct.pack("!BBH", 0x82, 126, n)
+    else:
+        head = struct.pack("!BBQ", 0x82, 127, n)
+    return head + payload
 
 
 class _Ring:
@@ -155,7 +180,11 @@ class _Subscriber:
     peer: str
     cursors: dict[int, int] = dataclasses.field(default_factory=dict)  # book -> last row sent
     wake: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
-    control: deque[bytes] = dataclasses.field(default_factory=deque)
+    control: deque[bytes] = dataclasses.field(default_factory=deque)  # framed messages
+    #: Its sender task owns the link (control, snapshots, catch-up): the flush skips it.
+    busy: bool = False
+    #: Something was written since the last heartbeat tick.
+    wrote: bool = False
     snapshots_due: dict[int, str] = dataclasses.field(default_factory=dict)  # book -> reason
     resume_run: str = ""  # the relay run the subscriber's row numbers belong to
     client: str = ""  # the name it gave in hello
@@ -255,7 +284,10 @@ class Relay:
         self.rings = [_Ring(cache_rows) for _ in market.symbols]
         self._watchers: list[set[_Subscriber]] = [set() for _ in market.symbols]
         self._subscribers: set[_Subscriber] = set()
-        self._frames: dict[tuple[tuple[int, int], ...], bytes] = {}  # shared encodings
+        # Shared encodings: cursors -> (WebSocket frame, rows in it).
+        self._frames: dict[tuple[tuple[int, int], ...], tuple[bytes, int]] = {}
+        self._flush_due = False
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._server: Server | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._apply_books = market.apply
@@ -399,14 +431,54 @@ class Relay:
             for b in np.unique(books).tolist():
                 self._append(int(b), rows[books == b].tobytes(), now)
         self._frames.clear()
+        if not self._flush_due and self._subscribers:
+            self._flush_due = True
+            loop = self._loop
+            if loop is None:
+                loop = self._loop = asyncio.get_running_loop()
+            loop.call_soon(self._flush)
         return int(applied)
 
     def _append(self, book: int, data: bytes, now: int) -> None:
         self.rings[book].append(data, now)
         self._book_rows[book] += len(data) // ROW
         self._book_last_ns[book] = now
-        for s in self._watchers[book]:
-            s.wake.set()
+
+    def _flush(self) -> None:
+        """Write the new rows to every subscriber that keeps up (module docstring)."""
+        self._flush_due = False
+        for s in self._subscribers:
+            if s.busy:
+                continue
+            if s.control or s.snapshots_due or s.ws.paused:
+                self._kick(s)
+                continue
+            out = self._frame(s)
+            if out is None:
+                continue
+            frame, n, complete = out
+            if not self._write(s, frame):
+                continue
+            s.rows_sent += n
+            s.frames_sent += 1
+            if not complete:
+                self._kick(s)
+
+    @staticmethod
+    def _kick(s: _Subscriber) -> None:
+        """Hand ``s`` to its sender task."""
+        s.busy = True
+        s.wake.set()
+
+    @staticmethod
+    def _write(s: _Subscriber, frame: bytes) -> bool:
+        """Write one framed message on ``s``'s link now; False if the link is closing."""
+        ws = s.ws
+        if ws.protocol.state is not _OPEN or ws.transport.is_closing():
+            return False
+        ws.transport.write(frame)
+        s.wrote = True
+        return True
 
     def book_rows(self, book: int) -> bytes:
         """Return the book ``book`` holds now as ``L2_SET`` rows (bids best first, then asks)."""
@@ -433,7 +505,7 @@ class Relay:
                 rows=self.book_rows(book),
             )
         )
-        return head, frame
+        return head, ws_binary_frame(frame)
 
     # ------------------------------------------------------------------ lifecycle
     async def open(self) -> None:
@@ -454,7 +526,9 @@ class Relay:
         sock = next(iter(self._server.sockets))
         self._port = int(sock.getsockname()[1])
         self._started_ns = self.clock.now_ns()
-        self._tasks.append(asyncio.get_running_loop().create_task(self._flush_audit()))
+        self._loop = asyncio.get_running_loop()
+        self._tasks.append(self._loop.create_task(self._flush_audit()))
+        self._tasks.append(self._loop.create_task(self._beats()))
         log.info(
             "relay %s listening on %s:%d (%s)",
             self.relay_id,
@@ -468,11 +542,26 @@ class Relay:
             await asyncio.sleep(1.0)
             self.audit.flush_due()
 
+    async def _beats(self) -> None:
+        """Send a heartbeat to every link that got nothing in the last interval."""
+        while True:
+            await asyncio.sleep(BEAT_INTERVAL_S)
+            head = sum(r.head for r in self.rings)
+            for s in list(self._subscribers):
+                if not s.wrote:
+                    s.control.append(
+                        ws_binary_frame(encode(Beat(ts=self.clock.now_ns(), head=head)))
+                    )
+                    self._kick(s)
+                s.wrote = False
+
     async def close(self) -> None:
         """Tell subscribers, close every link, stop listening."""
         for s in list(self._subscribers):
-            s.control.append(encode(Error(code="shutdown", reason="the relay is stopping")))
-            s.wake.set()
+            s.control.append(
+                ws_binary_frame(encode(Error(code="shutdown", reason="the relay is stopping")))
+            )
+            self._kick(s)
         await asyncio.sleep(0)
         if self._server is not None:
             self._server.close(close_connections=False)
@@ -613,7 +702,9 @@ class Relay:
                 snaps.append(symbol)
             self._watchers[b].add(s)
         s.control.append(
-            encode(SubAck(rid=msg.rid, resumed=resumed, snapshots=snaps, unknown=unknown))
+            ws_binary_frame(
+                encode(SubAck(rid=msg.rid, resumed=resumed, snapshots=snaps, unknown=unknown))
+            )
         )
         self.audit.write(
             event="subscribe",
@@ -632,20 +723,24 @@ class Relay:
                 s.cursors.pop(b, None)
                 s.snapshots_due.pop(b, None)
                 self._watchers[b].discard(s)
-        s.control.append(encode(SubAck(rid=msg.rid, resumed=[], snapshots=[], unknown=[])))
+        s.control.append(
+            ws_binary_frame(encode(SubAck(rid=msg.rid, resumed=[], snapshots=[], unknown=[])))
+        )
 
-    def _frame(self, s: _Subscriber) -> tuple[bytes, int] | None:
-        """Return the next ``md`` frame for ``s`` and its rows, moving its cursors (or None)."""
+    def _frame(self, s: _Subscriber) -> tuple[bytes, int, bool] | None:
+        """Return the next ``md`` frame for ``s``, its rows and whether it reaches the heads.
+
+        Moves ``s``'s cursors past the rows in it; ``None`` when ``s`` is at the heads.
+        """
         rings = self.rings
-        key = tuple((b, c) for b, c in s.cursors.items() if rings[b].head > c)
+        key = tuple([(b, c) for b, c in s.cursors.items() if rings[b].head > c])
         if not key:
             return None
         cached = self._frames.get(key)
         if cached is not None:
-            frame, n = cached[:-8], int.from_bytes(cached[-8:], "little")
             for b, _ in key:
                 s.cursors[b] = rings[b].head
-            return frame, n
+            return cached[0], cached[1], True
         items: list[tuple[str, int, bytes]] = []
         budget = MAX_FRAME_BYTES
         complete = True
@@ -660,48 +755,55 @@ class Relay:
             if s.cursors[b] != rings[b].head:
                 complete = False
         n = (MAX_FRAME_BYTES - budget) // ROW
-        frame = encode(Updates(items=items, ts_sent=self.clock.now_ns()))
+        frame = ws_binary_frame(encode(Updates(items=items, ts_sent=self.clock.now_ns())))
         if complete:
-            self._frames[key] = frame + n.to_bytes(8, "little")
-        return frame, n
+            self._frames[key] = (frame, n)
+        return frame, n, complete
 
     async def _send_loop(self, s: _Subscriber) -> None:
+        """Serve ``s`` while the flush cannot: control, snapshots, catch-up, a slow link."""
+        with contextlib.suppress(ConnectionClosed, OSError):  # the link was lost
+            await self._serve_slow(s)
+
+    async def _serve_slow(self, s: _Subscriber) -> None:
         ws, rings = s.ws, self.rings
-        with contextlib.suppress(ConnectionClosed):
+        while True:
+            await s.wake.wait()
+            s.wake.clear()
             while True:
-                try:
-                    await asyncio.wait_for(s.wake.wait(), BEAT_INTERVAL_S)
-                except TimeoutError:
-                    head = sum(r.head for r in rings)
-                    await ws.send(encode(Beat(ts=self.clock.now_ns(), head=head)))
+                if ws.paused:
+                    await ws.drain()  # returns when the link drains, or is lost
                     continue
-                s.wake.clear()
-                while True:
-                    if s.control:
-                        await ws.send(s.control.popleft())
-                        continue
-                    # Conflation: an instrument too far behind (or out of the cache) gets its
-                    # current book instead of the rows it missed.
-                    for b, c in s.cursors.items():
-                        ring = rings[b]
-                        if b not in s.snapshots_due and (
-                            ring.head - c > self.max_lag_rows or c < ring.first - 1
-                        ):
-                            s.snapshots_due[b] = "conflated"
-                            s.conflations += 1
-                            self.conflations += 1
-                    if s.snapshots_due:
-                        b, reason = s.snapshots_due.popitem()
-                        s.cursors[b], frame = self._snapshot(b, reason)
-                        await ws.send(frame)
-                        continue
-                    out = self._frame(s)
-                    if out is None:
-                        break
-                    frame, n = out
-                    s.rows_sent += n
-                    s.frames_sent += 1
-                    await ws.send(frame)
+                if s.control:
+                    if not self._write(s, s.control.popleft()):
+                        return
+                    continue
+                # Conflation: an instrument too far behind (or out of the cache) gets its
+                # current book instead of the rows it missed.
+                for b, c in s.cursors.items():
+                    ring = rings[b]
+                    if b not in s.snapshots_due and (
+                        ring.head - c > self.max_lag_rows or c < ring.first - 1
+                    ):
+                        s.snapshots_due[b] = "conflated"
+                        s.conflations += 1
+                        self.conflations += 1
+                if s.snapshots_due:
+                    b, reason = s.snapshots_due.popitem()
+                    s.cursors[b], frame = self._snapshot(b, reason)
+                    if not self._write(s, frame):
+                        return
+                    continue
+                out = self._frame(s)
+                if out is None:
+                    break
+                frame, n, _ = out
+                if not self._write(s, frame):
+                    return
+                s.rows_sent += n
+                s.frames_sent += 1
+                await asyncio.sleep(0)  # a long catch-up shares the loop
+            s.busy = False
 
     async def _read_loop(self, s: _Subscriber) -> None:
         malformed = 0
@@ -715,17 +817,17 @@ class Relay:
                 elif isinstance(msg, Unsubscribe):
                     self._unsubscribe(s, msg)
                 elif isinstance(msg, StatusRequest):
-                    s.control.append(self._status_frame(s, msg.rid))
+                    s.control.append(ws_binary_frame(self._status_frame(s, msg.rid)))
                 elif isinstance(msg, Beat):
                     continue
                 else:
                     raise ProtocolError(f"{type(msg).__name__.lower()} is only valid at the start")
             except ProtocolError as e:
                 malformed += 1
-                s.control.append(encode(Error(code="malformed", reason=str(e))))
+                s.control.append(ws_binary_frame(encode(Error(code="malformed", reason=str(e)))))
                 if malformed >= MAX_MALFORMED:
-                    s.wake.set()
+                    self._kick(s)
                     await asyncio.sleep(0.05)
                     await s.ws.close(CLOSE_PROTOCOL, "too many malformed frames")
                     return
-            s.wake.set()
+            self._kick(s)
