@@ -17,6 +17,9 @@ a thread of its own (the GUI never waits for a relay), turns each reading into t
 plain :class:`widgets.monitor.relays.RelayLine`, and hands it to the panel in the GUI thread
 through the process's thread relay. With no relay configured nothing is started and the
 relay protocol is not even imported.
+
+:func:`analyzer_relays` hands the same relays, token and pins to the Analyzer, whose *Relays*
+tab charts an instrument of one of them live (:mod:`analyzer.views.relay_source`).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from widgets.monitor.relays import (
 from widgets.relay import thread_relay
 
 if TYPE_CHECKING:
+    from analyzer.views.relay_source import RelaySettings
     from app.settings import AppSettings
     from engine.relay.poller import Reading, StatusPoller, WatchTarget
 
@@ -110,6 +114,35 @@ def read_token(env: str, file: str) -> str:
     except OSError as e:
         log.warning("relays/token_file: cannot read %s (%s)", file, e)
         return ""
+
+
+def analyzer_relays(settings: AppSettings) -> RelaySettings:
+    """Return the watched relays (``[relays] watch``) as the Analyzer's relay sources.
+
+    Entries that cannot be read, or a name used twice, are listed in ``problems`` (the
+    Analyzer shows them) instead of being charted from.
+    """
+    from analyzer.views.relay_source import RelayChoice, RelaySettings
+
+    choices: list[RelayChoice] = []
+    problems: list[str] = []
+    for entry in settings.relays:
+        try:
+            w = parse_watch(entry)
+        except ValueError as e:
+            problems.append(str(e))
+            continue
+        if any(c.name == w.name for c in choices):
+            problems.append(f"relays/watch: the name {w.name} is used twice")
+            continue
+        choices.append(RelayChoice(w.name, w.host, w.port, w.tls, w.fingerprint))
+    return RelaySettings(
+        choices=tuple(choices),
+        token=read_token(settings.relay_token_env, settings.relay_token_file),
+        pins=config_dir() / "known-relays.json",
+        hint=f"{settings.path}, [relays] watch=wss://host:port",
+        problems=tuple(problems),
+    )
 
 
 def to_line(r: Reading) -> RelayLine:

@@ -14,7 +14,9 @@ the progress line (:mod:`.progress`); the charts are :mod:`.chart`.
 
 Given the console bridge's ``events_received`` signal (``engine_events``), the browser also
 lists the engine's instruments as live rows; charting one shows its quotes, trades and own
-orders as they arrive (:mod:`.live`).
+orders as they arrive (:mod:`.live`). Given the relays the console watches
+(:class:`~analyzer.views.relay_source.RelaySettings`), the *Relays* tab charts an instrument
+of a market-data relay live the same way (:mod:`.relay_source`).
 """
 
 import logging
@@ -51,6 +53,7 @@ from analyzer.views.jobs import Job, Latest
 from analyzer.views.live import LIVE_WINDOW_NS, LiveChart, LiveLink, follow_span
 from analyzer.views.order_history import OrderHistory, show_fix_chain
 from analyzer.views.progress import JobProgress
+from analyzer.views.relay_source import RelayLive, RelaySettings, RelaySourcePanel
 from analyzer.views.replay import REPLAY_TICK_MS, ReplayBar
 from analyzer.views.span_stats import StatsTable
 from analyzer.views.timeaxis import ZONES
@@ -113,8 +116,11 @@ class AnalyzerWorkspace(QMainWindow):
         engine_events: Any = None,
         engine_name: str = "engine",
         engine_snapshot: Callable[[], EngineSnapshot] | None = None,
+        relays: RelaySettings | None = None,
     ) -> None:
         super().__init__(parent)
+        self.relay_settings = relays or RelaySettings()
+        self._relay_links: list[LiveLink] = []
         #: Where the console's engine journals (``Overlay engine journal`` reads the newest).
         self.journal_dir = journal_dir
         self.setObjectName("analyzerWorkspace")
@@ -174,7 +180,7 @@ class AnalyzerWorkspace(QMainWindow):
             engine_events.connect(self.live.on_events)
             if engine_snapshot is not None:
                 self._read_engine_state(engine_snapshot)
-        self.follow_action.setEnabled(self.live is not None)
+        self.follow_action.setEnabled(self.live is not None or bool(self.relay_settings.choices))
         _warm_kernels()
 
     # ------------------------------------------------------------------ building
@@ -213,11 +219,17 @@ class AnalyzerWorkspace(QMainWindow):
         self.follow_action.setShortcut(QKeySequence("End"))
         self.follow_action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
         self.follow_action.triggered.connect(self.follow_live)
+        self.relay_action = QAction("Live from relay…", self)
+        self.relay_action.setToolTip(
+            "Chart an instrument of a market-data relay the console watches ([relays] watch)"
+        )
+        self.relay_action.triggered.connect(self.show_relays)
         bar.addAction(self.open_action)
         bar.addAction(self.chart_action)
         bar.addAction(self.journal_action)
         bar.addAction(self.engine_journal_action)
         bar.addAction(self.clear_action)
+        bar.addAction(self.relay_action)
         bar.addSeparator()
         bar.addAction(self.fit_action)
         bar.addAction(self.follow_action)
@@ -271,8 +283,14 @@ class AnalyzerWorkspace(QMainWindow):
         self.history = OrderHistory()
         self.history_dock = self._dock("Order history", "analyzerHistoryDock", self.history)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.history_dock)
+        self.relay_panel = RelaySourcePanel(self.relay_settings, self._live_charts)
+        self.relay_panel.ready.connect(self.chart_relay)
+        self.relay_panel.error.connect(self._fail)
+        self.relay_dock = self._dock("Relays", "analyzerRelayDock", self.relay_panel)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.relay_dock)
         self.tabifyDockWidget(self.browser_dock, self.fix_dock)
         self.tabifyDockWidget(self.fix_dock, self.history_dock)
+        self.tabifyDockWidget(self.history_dock, self.relay_dock)
         self.browser_dock.raise_()
         self.resizeDocks([self.ladder_dock], [380], Qt.Orientation.Horizontal)
         self.resizeDocks([self.ladder_dock, self.stats_dock], [340, 300], Qt.Orientation.Vertical)
@@ -349,7 +367,11 @@ class AnalyzerWorkspace(QMainWindow):
         ``store`` is the path of an open store (default: the first that holds the day).
         """
         if store.startswith(LIVE_PREFIX):
-            self.chart_live(symbol)
+            relayed = self._relay_live(store)
+            if relayed is not None:
+                self.chart_relay(relayed)
+            else:
+                self.chart_live(symbol)
             return None
         days = [day] if isinstance(day, str) else list(day)
         st = self.stores.get(store) if store else None
@@ -431,6 +453,50 @@ class AnalyzerWorkspace(QMainWindow):
     def _live_charts(self) -> list[LiveChart]:
         return [c for c in self.stack.charts if isinstance(c, LiveChart)]
 
+    def _links(self) -> list[LiveLink]:
+        """Return every live link: the engine's and each relay stream's."""
+        links = [live.link for live in self.relay_panel.lives.values()]
+        return links if self.live is None else [self.live, *links]
+
+    def _live_now(self) -> int:
+        return max((link.feed.now_ns for link in self._links()), default=0)
+
+    def _relay_live(self, store: str) -> RelayLive | None:
+        return next(
+            (r for r in self.relay_panel.lives.values() if r.link.feed.store == store), None
+        )
+
+    def show_relays(self) -> None:
+        """Bring the Relays tab forward (pick a relay and an instrument to chart live)."""
+        self.relay_dock.show()
+        self.relay_dock.raise_()
+        self.relay_panel.relay_box.setFocus()
+
+    def chart_relay(self, relayed: RelayLive) -> LiveChart | None:
+        """Chart a relay stream's instrument (:class:`RelaySourcePanel` made it ready)."""
+        link = relayed.link
+        if link not in self._relay_links:  # the first time: connect and list it
+            self._relay_links.append(link)
+            link.drawn.connect(self._on_live_drawn)
+            link.instruments_changed.connect(lambda: self.browser.add_entries(link.feed.entries()))
+            self.browser.add_entries(link.feed.entries())
+        mine = link.feed.instruments.get(relayed.symbol)
+        for c in self._live_charts():
+            if c.day is mine:
+                return c
+        try:
+            day = link.feed.chart(relayed.symbol)
+        except KeyError as e:
+            self._fail(str(e).strip("'\""))
+            return None
+        chart = self._day_ready(day, LiveChart)
+        assert isinstance(chart, LiveChart)
+        if len(self.stack.charts) == 1:
+            self.window_ns = LIVE_WINDOW_NS
+        self.follow_action.setEnabled(True)
+        self.follow_live()
+        return chart
+
     def _list_live(self) -> None:
         assert self.live is not None
         entries = self.live.feed.entries()
@@ -451,8 +517,9 @@ class AnalyzerWorkspace(QMainWindow):
         if self.live is None:
             self._fail(f"{symbol}: no live engine to follow")
             return None
+        mine = self.live.feed.instruments.get(symbol)
         for c in self._live_charts():
-            if c.day.symbol == symbol:
+            if c.day is mine:
                 return c
         try:
             day = self.live.feed.chart(symbol)
@@ -469,7 +536,7 @@ class AnalyzerWorkspace(QMainWindow):
 
     def follow_live(self) -> None:
         """Make the charts, and the cursor, follow the newest events again."""
-        if self.live is None or not self._live_charts():
+        if not self._links() or not self._live_charts():
             return
         self.following = True
         self._edge_cursor = self.stack.cursor_ns
@@ -482,7 +549,7 @@ class AnalyzerWorkspace(QMainWindow):
 
     def _on_user_view(self) -> None:
         # The user moved the view (mouse, Whole day): follow while it shows the newest row.
-        if self.live is None or not self._live_charts():
+        if not self._links() or not self._live_charts():
             return
         t0, t1 = self.stack.view_ns()
         first, newest = self._live_edge()
@@ -494,9 +561,9 @@ class AnalyzerWorkspace(QMainWindow):
 
     def _on_live_drawn(self, changed: bool) -> None:
         charts = self._live_charts()
-        if not charts or self.live is None:
+        if not charts or not self._links():
             return
-        now = self.live.feed.now_ns
+        now = self._live_now()
         if self.following and not self.replay.timer.isActive():
             start, end = follow_span(now, self._live_edge()[0], self.window_ns)
             self.stack.set_view(start, end)  # every chart redraws (their x axes are linked)
@@ -743,8 +810,9 @@ class AnalyzerWorkspace(QMainWindow):
         return int(REPLAY_TICK_MS * 1_000_000 * float(self.replay.speed.currentData()))
 
     def closeEvent(self, event: Any) -> None:
-        """Stop running jobs and close the stores."""
+        """Stop running jobs and relay streams; close the stores."""
         self.cancel_jobs()
+        self.relay_panel.close_streams()
         self.progress_row.wait(2.0)
         for store in self.stores.values():
             store.close()

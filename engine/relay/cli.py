@@ -90,6 +90,7 @@ async def serve(cfg: RelayConfig, stop: asyncio.Event) -> int:
         cache_rows=cfg.cache_rows,
         max_lag_rows=cfg.max_lag_rows,
         status_role=cfg.status_role,
+        sizes={i.symbol: (i.tick_size, i.lot_size) for i in cfg.instruments},
     )
     sources = _sources(cfg, market, clock, instruments)
     for src in sources:

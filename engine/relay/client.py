@@ -36,6 +36,8 @@ from engine.relay.protocol import (
     AuthOk,
     Beat,
     BookSnap,
+    Catalog,
+    CatalogRequest,
     Error,
     Hello,
     ProtocolError,
@@ -386,6 +388,77 @@ class RelayClient:
         if msg.reason == "conflated":
             self.conflated += 1
         self._synchronised(msg.symbol)
+
+
+async def _ask_catalog(probe: RelayClient, name: str, token: str, timeout_s: float) -> Catalog:
+    host, port, tls = probe.host, probe.port, probe.tls
+    uri = f"{'wss' if tls else 'ws'}://{host}:{port}/"
+    async with connect(
+        uri,
+        ssl=client_context() if tls else None,
+        compression=None,
+        max_size=MAX_SERVER_FRAME,
+        open_timeout=timeout_s,
+        max_queue=16,
+    ) as ws:
+        if tls:
+            probe._check_pin(ws)
+        await ws.send(encode(Hello(version=RELAY_VERSION, client=name)))
+        welcome = await probe._recv(ws, timeout_s)
+        if isinstance(welcome, Error):
+            raise _Fatal(f"relay refused: {welcome.reason}")
+        await ws.send(encode(Auth(token=token)))
+        ok = await probe._recv(ws, timeout_s + 30.0)  # a throttled login waits
+        if isinstance(ok, Error):
+            raise _Fatal(f"login refused: {ok.reason}")
+        if not isinstance(ok, AuthOk):
+            raise ProtocolError(f"expected auth-ok, got {type(ok).__name__}")
+        if "catalog" not in ok.commands:
+            raise _Fatal("this relay does not list its instruments (an older version)")
+        await ws.send(encode(CatalogRequest(rid=1)))
+        while True:
+            msg = await probe._recv(ws, timeout_s)
+            if isinstance(msg, Catalog):
+                return msg
+            if isinstance(msg, Error):
+                raise _Fatal(f"{msg.code}: {msg.reason}")
+
+
+async def fetch_catalog(
+    host: str,
+    port: int,
+    token: str,
+    *,
+    tls: bool = False,
+    pins: PinStore | None = None,
+    name: str = "relay-catalog",
+    timeout_s: float = 10.0,
+) -> Catalog:
+    """Return the instruments the relay at ``host:port`` carries (one short-lived link).
+
+    The certificate is checked against ``pins`` before the token is sent, as a subscriber's.
+
+    Raises
+    ------
+    RelayError
+        One line saying why: unreachable, not a relay, refused (token, certificate,
+        version), no answer within ``timeout_s``, or a relay too old to list its instruments.
+    """
+    from engine.relay.poller import describe_failure
+
+    if tls and pins is None:
+        raise ValueError("a TLS connection needs a PinStore to check the certificate")
+    endpoint = f"{host}:{port}"
+    probe = RelayClient(host, port, token, [], index={}, on_rows=lambda _: None, tls=tls, pins=pins)
+
+    try:
+        return await _ask_catalog(probe, name, token, timeout_s)
+    except _Fatal as e:
+        raise RelayError(f"{endpoint}: {e}") from None
+    except (OSError, ConnectionClosed, InvalidHandshake, InvalidURI, TimeoutError) as e:
+        raise RelayError(f"{endpoint}: {describe_failure(e, timeout_s)}") from None
+    except ProtocolError as e:
+        raise RelayError(f"{endpoint}: not a relay ({e})") from None
 
 
 class ConnectionClosedByRelay(OSError):

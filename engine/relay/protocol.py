@@ -12,6 +12,9 @@ it, a subscriber sends :class:`Subscribe` and the relay answers per instrument w
 :class:`BookSnap` (the whole book at its sequence number) or a resumption
 (:class:`SubAck`), then :class:`Updates`: runs of consecutive L2 rows of each instrument.
 A watcher (the console's Monitor) sends :class:`StatusRequest` and gets :class:`RelayStatus`.
+Any subscriber may send :class:`CatalogRequest` and gets :class:`Catalog`: the instruments the
+relay carries with their tick and lot sizes (rows carry ticks and lots only), what a chart
+needs before it subscribes.
 
 Rows travel as the raw bytes of ``engine.types.L2_EVENT_DTYPE`` rows (32 bytes each, little
 endian); their ``book`` field means nothing on the wire (the receiver sets its own).
@@ -99,6 +102,31 @@ class StatusRequest(msgspec.Struct, tag="status", frozen=True):
     rid: int
 
 
+class CatalogRequest(msgspec.Struct, tag="catalog", frozen=True):
+    """Ask which instruments the relay carries (any role may)."""
+
+    rid: int
+
+
+class InstrumentInfo(msgspec.Struct, frozen=True):
+    """One instrument a relay carries: prices are ``ticks * tick_size``, sizes ``lots * lot_size``.
+
+    Sizes are decimal strings (exact); ``""`` when the relay was not told them.
+    """
+
+    symbol: str
+    tick_size: str = ""
+    lot_size: str = ""
+
+
+class Catalog(msgspec.Struct, tag="catalog-ok", frozen=True):
+    """Answer to :class:`CatalogRequest`: every instrument carried, in the relay's book order."""
+
+    rid: int
+    relay_id: str
+    instruments: list[InstrumentInfo]
+
+
 class SourceStatus(msgspec.Struct, frozen=True):
     """One source of a relay, as :class:`RelayStatus` reports it.
 
@@ -161,8 +189,10 @@ class RelayStatus(msgspec.Struct, tag="status-ok", frozen=True):
     subscribers: list[SubscriberStatus]
 
 
-RelayClientMessage = Hello | Auth | Beat | Subscribe | Unsubscribe | StatusRequest
-RelayServerMessage = Welcome | AuthOk | Error | Beat | SubAck | BookSnap | Updates | RelayStatus
+RelayClientMessage = Hello | Auth | Beat | Subscribe | Unsubscribe | StatusRequest | CatalogRequest
+RelayServerMessage = (
+    Welcome | AuthOk | Error | Beat | SubAck | BookSnap | Updates | RelayStatus | Catalog
+)
 
 _encoder = msgspec.msgpack.Encoder()
 _client_decoder = msgspec.msgpack.Decoder(RelayClientMessage)
@@ -200,8 +230,11 @@ __all__ = [
     "AuthOk",
     "Beat",
     "BookSnap",
+    "Catalog",
+    "CatalogRequest",
     "Error",
     "Hello",
+    "InstrumentInfo",
     "ProtocolError",
     "RelayClientMessage",
     "RelayServerMessage",

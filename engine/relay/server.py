@@ -43,7 +43,7 @@ import socket
 import ssl
 import struct
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -61,8 +61,11 @@ from engine.relay.protocol import (
     AuthOk,
     Beat,
     BookSnap,
+    Catalog,
+    CatalogRequest,
     Error,
     Hello,
+    InstrumentInfo,
     ProtocolError,
     RelayStatus,
     SourceStatus,
@@ -240,6 +243,9 @@ class Relay:
     status_role : str
         Least role whose token may ask for :class:`~engine.relay.protocol.RelayStatus`
         (``viewer``: any subscriber may; ``admin``: only admins).
+    sizes : Mapping[str, tuple[str, str]] | None
+        Tick and lot size (decimal strings) of each instrument, for the
+        :class:`~engine.relay.protocol.Catalog` (charts need them: rows carry ticks and lots).
     """
 
     def __init__(
@@ -258,6 +264,7 @@ class Relay:
         max_lag_rows: int = 20_000,
         snapshot_depth: int = 0,
         status_role: str = "viewer",
+        sizes: Mapping[str, tuple[str, str]] | None = None,
     ) -> None:
         if cache_rows < 1:
             raise ValueError(f"cache_rows: must be >= 1, got {cache_rows}")
@@ -279,6 +286,8 @@ class Relay:
         self.max_lag_rows = max_lag_rows
         self.snapshot_depth = snapshot_depth or market.books.n_levels
         self.status_role = status_role
+        sizes = sizes or {}
+        self.catalog = [InstrumentInfo(s, *sizes.get(s, ("", ""))) for s in market.symbols]
         #: Names this relay run: row numbers restart with every run.
         self.run_id = secrets.token_hex(8)
         self.rings = [_Ring(cache_rows) for _ in market.symbols]
@@ -664,7 +673,9 @@ class Relay:
         self.audit.write(
             event="login", user=who.name, role=who.role, peer=peer, client=hello.client
         )
-        commands = ["subscribe", "status"] if self.may_see_status(who.role) else ["subscribe"]
+        commands = ["subscribe", "catalog"]
+        if self.may_see_status(who.role):
+            commands.append("status")
         await ws.send(encode(AuthOk(user=who.name, role=who.role, commands=commands)))
         return _Subscriber(
             ws=ws,
@@ -816,6 +827,9 @@ class Relay:
                     self._subscribe(s, msg)
                 elif isinstance(msg, Unsubscribe):
                     self._unsubscribe(s, msg)
+                elif isinstance(msg, CatalogRequest):
+                    catalog = Catalog(rid=msg.rid, relay_id=self.relay_id, instruments=self.catalog)
+                    s.control.append(ws_binary_frame(encode(catalog)))
                 elif isinstance(msg, StatusRequest):
                     s.control.append(ws_binary_frame(self._status_frame(s, msg.rid)))
                 elif isinstance(msg, Beat):
