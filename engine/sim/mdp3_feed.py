@@ -33,15 +33,24 @@ are the instrument's ticks times its tick size, as the schema's price mantissa (
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 
+from engine.clock import Clock
+from engine.feeds.multicast import Group
 from engine.feeds.sbe.encoder import SbeEncoder
+from engine.feeds.sbe.live import Mdp3Publisher
 from engine.feeds.sbe.schema import Schema
+from engine.feeds.sbe.schema_xml import load_schema
 
 if TYPE_CHECKING:
-    from engine.sim.exchange import SimExchange
+    from engine.sim.exchange import OrderFeed, SimExchange
 
 #: SecurityID of book 0 (book ``i`` has ``SECURITY_ID_BASE + i``).
 SECURITY_ID_BASE = 100_001
@@ -514,6 +523,109 @@ class SimMdp3Feed:
         return {k: (o[1], o[2], o[3]) for k, o in self._orders.items() if o[0] == b}
 
 
+# ----------------------------------------------------------------------------- serving
+
+
+@dataclass(frozen=True, slots=True)
+class Mdp3FeedOptions:
+    """The simulator's market published as MDP 3.0: incremental A (and B), snapshot loop."""
+
+    a: Group  # incremental feed A
+    b: Group | None  # incremental feed B (the same packets)
+    snapshot: Group  # the snapshot loop (recovery)
+    schema: Path  # CME's templates_FixBinary.xml, version 9 or later
+    heartbeat_s: float = 1.0  # an AdminHeartbeat after this long without a packet
+    snapshot_interval_s: float = 0.25  # a pass of the snapshot loop this often
+
+
+class _Fanout:
+    """Several order feeds on the exchange's one hook (ITCH and MDP 3.0 both)."""
+
+    def __init__(self, feeds: list[OrderFeed]) -> None:
+        self.feeds = feeds
+
+    def on_command(self, locate: int, ts: int, oid: int, events: Sequence[Sequence[int]]) -> None:
+        """Tell every feed."""
+        for f in self.feeds:
+            f.on_command(locate, ts, oid, events)
+
+
+class Mdp3Serving:
+    """The MDP 3.0 feed while the simulator serves: the exchange's messages, the publisher.
+
+    Raises
+    ------
+    engine.feeds.sbe.schema.SchemaError
+        If the schema file cannot be read (a ``ValueError``).
+    ValueError
+        If it lacks a template the feed needs, or a tick does not fit its prices.
+    OSError
+        If the sending socket cannot be opened.
+    """
+
+    def __init__(self, exchange: SimExchange, clock: Clock, options: Mdp3FeedOptions) -> None:
+        self.options = options
+        self.clock = clock
+        self.feed = SimMdp3Feed(exchange, load_schema(options.schema), clock.now_ns())
+        hook = exchange.order_feed
+        exchange.order_feed = self.feed if hook is None else _Fanout([hook, self.feed])
+        self.publisher = Mdp3Publisher(options.a, options.b, options.snapshot)
+        self._last_sent = 0.0
+        self._task: asyncio.Task[None] | None = None
+
+    def describe(self) -> str:
+        """Return the line that says where the feed goes."""
+        feeds = " and ".join(str(g) for g in self.publisher.groups)
+        sch = self.feed.encoder.schema
+        return (
+            f"MDP 3.0 incremental on {feeds}; snapshot loop on {self.options.snapshot} "
+            f"(schema {sch.id} v{sch.version}, SecurityIDs from {SECURITY_ID_BASE})"
+        )
+
+    async def start(self, out: TextIO) -> None:
+        """Say where the feed goes, send what is due, and keep the loop and heartbeats going."""
+        print(f"sim: {self.describe()}", file=out, flush=True)
+        self.flush()
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="mdp3-feed")
+
+    def flush(self) -> None:
+        """Send the messages the exchange made since the last call."""
+        msgs = self.feed.take()
+        if msgs:
+            self.publisher.publish(msgs, self.clock.now_ns())
+            self._last_sent = time.monotonic()
+
+    def send_snapshot_loop(self) -> None:
+        """Send one pass of the snapshot loop (after every incremental message made so far)."""
+        self.flush()
+        now = self.clock.now_ns()
+        self.publisher.send_snapshot_loop(self.feed.snapshot(now, self.publisher.last_seq), now)
+
+    async def _run(self) -> None:
+        opts = self.options
+        tick = min(opts.heartbeat_s / 4, opts.snapshot_interval_s)
+        next_loop = time.monotonic()
+        while True:
+            await asyncio.sleep(tick)
+            self.flush()
+            now = time.monotonic()
+            if now >= next_loop:
+                self.send_snapshot_loop()
+                next_loop = now + opts.snapshot_interval_s
+            if now - self._last_sent >= opts.heartbeat_s:
+                self.publisher.publish([self.feed.heartbeat()], self.clock.now_ns())
+                self._last_sent = now
+
+    async def stop(self) -> None:
+        """Send what is left and close."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        self.flush()
+        self.publisher.close()
+
+
 __all__ = [
     "CLOSE",
     "NOT_AVAILABLE",
@@ -521,5 +633,7 @@ __all__ = [
     "READY_TO_TRADE",
     "SECURITY_ID_BASE",
     "TRADING_HALT",
+    "Mdp3FeedOptions",
+    "Mdp3Serving",
     "SimMdp3Feed",
 ]

@@ -66,6 +66,7 @@ from engine.oms.venue import ExecutionReport
 from engine.sim.exchange import SimExchange, SimInstrument, id_epoch
 from engine.sim.fix_app import SimFixApplication
 from engine.sim.itch_feed import SimItchFeed
+from engine.sim.mdp3_feed import Mdp3FeedOptions, Mdp3Serving
 from engine.sim.ouch_app import SimOuchApplication, ouch_port, ouch_session_name
 
 log = get_log(__name__)
@@ -343,11 +344,19 @@ class _Extras:
         ouch: OuchPortOptions | None,
         itch: ItchFeedOptions | None,
         cancel_on_disconnect: bool,
+        mdp3: Mdp3FeedOptions | None = None,
     ) -> None:
         self.ouch = None
         if ouch is not None:
             self.ouch = _OuchServing(exchange, clock, ouch, host, cancel_on_disconnect)
-        self.itch = None if itch is None else _ItchServing(exchange, clock, itch, host)
+        try:
+            self.itch = None if itch is None else _ItchServing(exchange, clock, itch, host)
+        except (ValueError, OSError) as e:
+            raise _FeedSetupError(f"ITCH feed: {e}") from e
+        try:
+            self.mdp3 = None if mdp3 is None else Mdp3Serving(exchange, clock, mdp3)
+        except (ValueError, OSError) as e:
+            raise _FeedSetupError(f"MDP 3.0 feed: {e}") from e
 
     def dispatch(self, reports: list[ExecutionReport]) -> None:
         """Send the OUCH clients their reports."""
@@ -358,6 +367,8 @@ class _Extras:
         """Publish the feed's new messages."""
         if self.itch is not None:
             self.itch.flush()
+        if self.mdp3 is not None:
+            self.mdp3.flush()
 
     async def start(self, out: TextIO) -> bool:
         """Open the ports; False (said on stderr) if one cannot be opened."""
@@ -365,6 +376,8 @@ class _Extras:
             return False
         if self.itch is not None:
             await self.itch.start(out)
+        if self.mdp3 is not None:
+            await self.mdp3.start(out)
         return True
 
     async def stop(self) -> None:
@@ -373,6 +386,12 @@ class _Extras:
             await self.ouch.stop()
         if self.itch is not None:
             await self.itch.stop()
+        if self.mdp3 is not None:
+            await self.mdp3.stop()
+
+
+class _FeedSetupError(ValueError):
+    """A market data feed that cannot be set up (says which, and why)."""
 
 
 class _OuchServing:
@@ -436,12 +455,14 @@ async def serve(
     listings: Sequence[SimInstrument] = DEMO_LISTINGS,
     ouch: OuchPortOptions | None = None,
     itch: ItchFeedOptions | None = None,
+    mdp3: Mdp3FeedOptions | None = None,
 ) -> int:
     """Run the simulator ``cfg`` describes until SIGINT/SIGTERM (or ``seconds``).
 
     ``listings`` are the instruments it lists (``engine.sim.listings`` reads them from an
     engine TOML); ``ouch`` adds an OUCH 5.0 port next to the FIX ones; ``itch`` publishes the
-    market as ITCH 5.0 over MoldUDP64 multicast. Returns the exit
+    market as ITCH 5.0 over MoldUDP64 multicast, ``mdp3`` as CME MDP 3.0 (incremental A/B
+    and a snapshot loop, :mod:`engine.sim.mdp3_feed`). Returns the exit
     status: 0 after a clean stop, 2 for bad input (on stderr).
     """
     out = out or sys.stdout
@@ -459,6 +480,7 @@ async def serve(
             listings,
             ouch,
             itch,
+            mdp3,
         )
 
 
@@ -475,6 +497,7 @@ async def _serve(
     listings: Sequence[SimInstrument] = DEMO_LISTINGS,
     ouch: OuchPortOptions | None = None,
     itch: ItchFeedOptions | None = None,
+    mdp3: Mdp3FeedOptions | None = None,
 ) -> int:
     try:
         listeners = plan_listeners(cfg, host=host, port=port)
@@ -497,9 +520,11 @@ async def _serve(
     sessions = [s for group in groups for s in group]
     _warn_unstored(cfg, listeners)
     try:
-        extras = _Extras(exchange, clock, host or DEFAULT_HOST, ouch, itch, cancel_on_disconnect)
-    except (ValueError, OSError) as e:
-        _error(f"ITCH feed: {e}")
+        extras = _Extras(
+            exchange, clock, host or DEFAULT_HOST, ouch, itch, cancel_on_disconnect, mdp3
+        )
+    except _FeedSetupError as e:
+        _error(str(e))
         return 2
 
     def dispatch(reports: list[ExecutionReport]) -> None:
@@ -702,6 +727,28 @@ def build_parser() -> OneLineErrorParser:
         metavar="PORT",
         help="UDP port of the feed's re-request server (default: a free one, printed)",
     )
+    parser.add_argument(
+        "--mdp3-feed",
+        type=_groups,
+        default=None,
+        metavar="GROUP:PORT[,GROUP:PORT]",
+        help="publish the market as CME MDP 3.0 (SBE) multicast: the incremental channel on "
+        "feed A (and B); needs --mdp3-snapshot and --mdp3-schema",
+    )
+    parser.add_argument(
+        "--mdp3-snapshot",
+        type=_groups,
+        default=None,
+        metavar="GROUP:PORT",
+        help="the MDP 3.0 snapshot loop (recovery channel), e.g. 239.255.2.3:32003",
+    )
+    parser.add_argument(
+        "--mdp3-schema",
+        type=Path,
+        default=None,
+        metavar="XML",
+        help="CME's MDP 3.0 schema, templates_FixBinary.xml (version 9 or later)",
+    )
     parser.add_argument("--uvloop", action="store_true", help="use uvloop when installed")
     return parser
 
@@ -737,6 +784,33 @@ def _account(text: str) -> tuple[str, str]:
             f"{text!r}: give USER:PASSWORD (user 1-6 letters or digits, password at most 10)"
         )
     return user, password
+
+
+def _mdp3_options(opts: argparse.Namespace) -> Mdp3FeedOptions | None:
+    """Return the MDP 3.0 feed the options ask for (None: none).
+
+    Raises
+    ------
+    _FeedSetupError
+        For ``--mdp3-*`` options that do not go together.
+    """
+    if opts.mdp3_feed is None:
+        if opts.mdp3_snapshot is not None or opts.mdp3_schema is not None:
+            raise _FeedSetupError("--mdp3-snapshot and --mdp3-schema need --mdp3-feed")
+        return None
+    if opts.mdp3_snapshot is None or opts.mdp3_schema is None:
+        raise _FeedSetupError("--mdp3-feed needs --mdp3-snapshot GROUP:PORT and --mdp3-schema XML")
+    if len(opts.mdp3_snapshot) != 1:
+        raise _FeedSetupError("--mdp3-snapshot: give one GROUP:PORT")
+    iface = opts.host or DEFAULT_HOST
+    groups = [Group(a, p, iface) for a, p in opts.mdp3_feed]
+    (snap,) = opts.mdp3_snapshot
+    return Mdp3FeedOptions(
+        groups[0],
+        groups[1] if len(groups) > 1 else None,
+        Group(snap[0], snap[1], iface),
+        opts.mdp3_schema,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -783,6 +857,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         itch = ItchFeedOptions(
             groups[0], groups[1] if len(groups) > 1 else None, opts.itch_retransmit_port
         )
+    try:
+        mdp3 = _mdp3_options(opts)
+    except _FeedSetupError as e:
+        _error(str(e))
+        return 2
     run = serve(
         opts.cfg,
         host=opts.host,
@@ -794,6 +873,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         listings=listings,
         ouch=ouch,
         itch=itch,
+        mdp3=mdp3,
     )
     try:
         return asyncio.run(run)

@@ -13,6 +13,12 @@ simulator's own, in their own books and in the ``MarketData`` they feed.
 from __future__ import annotations
 
 import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -20,6 +26,7 @@ import pytest
 
 from engine.bus import MessageBus
 from engine.clock import TestClock
+from engine.demo import DEMO_LISTINGS
 from engine.feeds.multicast import Group
 from engine.feeds.sbe import load_schema
 from engine.feeds.sbe.live import Mdp3Books, Mdp3Publisher, Mdp3Receiver
@@ -197,3 +204,121 @@ def test_a_receiver_that_loses_packets_on_both_feeds_recovers_each_time() -> Non
     assert rx.snapshot_joins >= 2  # the loop is joined to recover, left in between
     assert st.duplicates[0] + st.duplicates[1] > 0
     m.assert_books_equal(books, market)
+
+
+# ----------------------------------------------------------------------------- as a process
+
+QWCONSOLE = Path(sys.executable).with_name("qwconsole")
+CFG = (
+    "[DEFAULT]\nConnectionType=acceptor\nNonStopSession=Y\nSocketAcceptPort=0\n"
+    "ResetOnLogon=Y\n\n[SESSION]\nBeginString=FIX.4.4\nSenderCompID=S\nTargetCompID=A\n"
+)
+MDP3_LINE = re.compile(
+    r"^sim: MDP 3\.0 incremental on .* and .*; snapshot loop on 239\.255\.63\.3:\d+ on "
+    r"127\.0\.0\.1 \(schema 1 v9, SecurityIDs from 100001\)$"
+)
+
+
+@pytest.mark.slow
+def test_qwconsole_sim_publishes_mdp3_that_a_late_receiver_syncs_to(tmp_path: Path) -> None:
+    a, b = Group("239.255.63.1", free_udp_port()), Group("239.255.63.2", free_udp_port())
+    snap = Group("239.255.63.3", free_udp_port())
+    cfg = tmp_path / "sim.cfg"
+    cfg.write_text(CFG)
+    proc = subprocess.Popen(
+        [
+            str(QWCONSOLE),
+            "sim",
+            "--cfg",
+            str(cfg),
+            "--mdp3-feed",
+            f"{a.address}:{a.port},{b.address}:{b.port}",
+            "--mdp3-snapshot",
+            f"{snap.address}:{snap.port}",
+            "--mdp3-schema",
+            str(SCHEMA),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline().rstrip("\n") for _ in range(2)]
+        assert any(MDP3_LINE.match(x) for x in lines), lines
+        time.sleep(1.0)  # the market moves before we join
+        schema = load_schema(SCHEMA)
+        symbols = [x.instrument.symbol for x in DEMO_LISTINGS]  # what the simulator lists
+        centres = [x.start_px_ticks for x in DEMO_LISTINGS]
+        clock = TestClock(1)
+        market = MarketData(symbols, MessageBus(), clock, n_levels=20_000, centres=centres)
+        books = Mdp3Books(schema, market, clock)
+        for x in DEMO_LISTINGS:
+            books.add_instrument(x.instrument)
+
+        async def listen() -> Mdp3Receiver:
+            rx = Mdp3Receiver(books, a, b, snap)
+            await rx.start()
+            await asyncio.sleep(2.0)
+            rx.close()
+            return rx
+
+        rx = asyncio.run(listen())
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    assert books.synced
+    assert books.stats.recoveries == 1
+    assert rx.arbiter.stats.lost_messages == 0
+    assert books.stats.messages > 100
+    assert books.stats.off_grid == books.stats.bad_levels == books.stats.decode_issues == 0
+    for s in symbols:
+        sid = books.security_id(s)
+        bids, asks = books.levels(sid, BUY), books.levels(sid, SELL)
+        assert min(len(bids), len(asks)) >= 5, s  # the books are deep (up to ten levels)
+        assert max(len(bids), len(asks)) <= 10, s
+        assert bids[0][0] < asks[0][0], s  # never crossed
+        assert [p for p, _q, _n in bids] == sorted((p for p, _q, _n in bids), reverse=True)
+        assert [p for p, _q, _n in asks] == sorted(p for p, _q, _n in asks)
+        # the market-by-order book adds up to the market-by-price one
+        by_px: defaultdict[tuple[int, int], int] = defaultdict(int)
+        for side, px, qty in books.orders(sid).values():
+            by_px[(side, px)] += qty
+        assert [(p, q) for p, q, _n in bids] == [(p, by_px[(BUY, p)]) for p, _q, _n in bids]
+        assert books.status(sid) == 17
+        mb, _ma = market.books.top(market.index[s], 10)
+        assert [tuple(r) for r in mb.tolist()] == [(p, q) for p, q, _n in bids]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--mdp3-feed", "239.255.63.1:31001"], "--mdp3-feed needs --mdp3-snapshot"),
+        (["--mdp3-schema", "x.xml"], "--mdp3-snapshot and --mdp3-schema need --mdp3-feed"),
+        (
+            [
+                *("--mdp3-feed", "239.255.63.1:31001", "--mdp3-snapshot", "239.255.63.3:31003"),
+                *("--mdp3-schema", "/nonexistent/templates.xml"),
+            ],
+            "MDP 3.0 feed: ",
+        ),
+    ],
+)
+def test_qwconsole_sim_refuses_mdp3_options_that_do_not_go_together(
+    tmp_path: Path, args: list[str], says: str
+) -> None:
+    cfg = tmp_path / "sim.cfg"
+    cfg.write_text(CFG)
+    done = subprocess.run(
+        [str(QWCONSOLE), "sim", "--cfg", str(cfg), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert says in done.stderr
+    assert "Traceback" not in done.stderr
