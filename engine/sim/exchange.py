@@ -20,7 +20,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Protocol, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -55,6 +55,7 @@ from engine.types import (
     L2_SET,
     L2_TRADE,
     LIQ_TAKER,
+    LV_QTY,
     ORD_LIMIT,
     ORD_MARKET,
     REASON_BOOK_FULL,
@@ -74,6 +75,17 @@ _DONE = TERMINAL  # an order in one of these states leaves the exchange
 
 #: The exchange answers in the order manager's own report types (built fast: one per event).
 _report = fast_constructor(ExecutionReport)
+
+
+#: A client report as the matching step leaves it, before it is an ``ExecutionReport``:
+#: ``(order, exec_type, event, exec_n, status, cum, notional)`` -- the order, what happened,
+#: the matcher's event (``EV_*`` positions; None for a status), the number of its ExecID
+#: and the order's status, filled lots and notional right after the event (a command may
+#: report one order several times). :meth:`SimExchange.report_of` makes the report;
+#: ``engine.sim.fix_app`` writes FIX straight from it (no report object per event).
+RawReport: TypeAlias = tuple["SimOrder", ExecType, tuple[int, ...] | None, int, OrdStatus, int, int]
+#: Positions in a :data:`RawReport`.
+RR_ORDER, RR_EXEC_TYPE, RR_EVENT, RR_EXEC_N, RR_STATUS, RR_CUM, RR_NOTIONAL = range(7)
 
 
 def id_epoch(now_ns: int) -> str:
@@ -108,6 +120,10 @@ class Playback(Protocol):
 
 
 _EXEC_TYPES = {EXEC_REPLACED: ExecType.REPLACED, EXEC_NEW: ExecType.NEW}
+#: Report statuses with no quantity left open.
+_NO_LEAVES = frozenset(
+    {OrdStatus.FILLED, OrdStatus.CANCELED, OrdStatus.EXPIRED, OrdStatus.REJECTED}
+)
 _SIDES = {int(s): s for s in Side}
 _ORD_TYPES = {int(t): t for t in OrdType}
 
@@ -188,7 +204,25 @@ class SimInstrument:
     flow: FlowConfig = FlowConfig()
 
 
-class _Order:
+class SimOrder:
+    """A client's or participant's order as the exchange keeps it (mutable, one per order).
+
+    Attributes
+    ----------
+    id, owner : int
+        Exchange order id and owner (``FLOW_OWNER`` for the simulated participants).
+    clordid, orig : str
+        The ClOrdID <11> it answers to now and the one before (a cancel or replace).
+    symbol : str
+        Its instrument.
+    side, type, tif : int
+        ``BUY``/``SELL``, ``ORD_LIMIT``/``ORD_MARKET`` and the TimeInForce code.
+    qty, px, cum, notional : int
+        Order quantity (lots), limit price (ticks), lots filled and their notional (ticks).
+    status : OrdStatus
+        Its state.
+    """
+
     __slots__ = (
         "clordid",
         "cum",
@@ -265,10 +299,10 @@ class SimExchange:
         if len(self.books) != len(listings):
             raise ValueError("SimExchange: instrument symbols must be unique")
         self.rng = np.random.default_rng(seed)
-        self._orders: dict[int, _Order] = {}
+        self._orders: dict[int, SimOrder] = {}
         # Client orders that are done, in their last state (the last DONE_MEMORY of them), and
         # (owner, ClOrdID) -> order id of every client order working or remembered there.
-        self._final: dict[int, _Order] = {}
+        self._final: dict[int, SimOrder] = {}
         self._by_client: dict[tuple[int, str], int] = {}
         self._clordids: dict[int, list[str]] = {}  # order id -> its ClOrdIDs (keys above)
         self._next_id = 1
@@ -312,26 +346,53 @@ class SimExchange:
         ts: int,
     ) -> list[ExecutionReport]:
         """Enter a client's new order; return the reports for every client it touched."""
+        raws = self.submit_raw(
+            owner, client_order_id, symbol, side, qty_lots, px_ticks, ord_type, time_in_force, ts
+        )
+        if isinstance(raws, ExecutionReport):
+            return [raws]
+        report_of = self.report_of
+        return [report_of(r, ts) for r in raws]
+
+    def submit_raw(
+        self,
+        owner: int,
+        client_order_id: str,
+        symbol: str,
+        side: Side,
+        qty_lots: int,
+        px_ticks: int,
+        ord_type: OrdType,
+        time_in_force: TimeInForce,
+        ts: int,
+    ) -> list[RawReport] | ExecutionReport:
+        """:meth:`submit`, its reports left raw (:data:`RawReport`); a reject comes made.
+
+        The same checks, matching and state as :meth:`submit`; ``[report_of(r, ts) for r in
+        result]`` (or ``[result]`` for a reject) is what :meth:`submit` returns.
+        """
         book = self.books.get(symbol)
         key = (owner, client_order_id)
-        reject = ""
-        if book is None:
-            reject = f"unknown symbol {symbol!r} (listed here: {', '.join(self.books)})"
-        elif key in self._by_client:
-            reject = f"duplicate ClOrdID {client_order_id!r}"
-        elif qty_lots <= 0:
-            reject = f"order quantity must be > 0, got {qty_lots}"
-        elif ord_type is OrdType.LIMIT and not book.px_min <= px_ticks <= book.px_max:
-            reject = f"price {px_ticks} outside {book.px_min}..{book.px_max} ticks"
-        if reject:
-            return [
-                self._reject(
-                    owner, client_order_id, symbol, side, ord_type, qty_lots, px_ticks, reject, ts
-                )
-            ]
-        assert book is not None
+        if (
+            book is None
+            or key in self._by_client
+            or qty_lots <= 0
+            or (ord_type is OrdType.LIMIT and not book.px_min <= px_ticks <= book.px_max)
+        ):
+            reject = ""
+            if book is None:
+                reject = f"unknown symbol {symbol!r} (listed here: {', '.join(self.books)})"
+            elif key in self._by_client:
+                reject = f"duplicate ClOrdID {client_order_id!r}"
+            elif qty_lots <= 0:
+                reject = f"order quantity must be > 0, got {qty_lots}"
+            else:
+                reject = f"price {px_ticks} outside {book.px_min}..{book.px_max} ticks"
+            return self._reject(
+                owner, client_order_id, symbol, side, ord_type, qty_lots, px_ticks, reject, ts
+            )
         oid = self._new_id()
-        order = _Order(
+        order = SimOrder(
             oid,
             owner,
             client_order_id,
@@ -346,7 +407,7 @@ class SimExchange:
         self._by_client[key] = oid
         self._clordids[oid] = [client_order_id]
         typ = ORD_MARKET if ord_type is OrdType.MARKET else ORD_LIMIT
-        return self._run(
+        return self._run_raw(
             book, ts, oid, px_ticks, qty_lots, owner, int(side), CMD_NEW, typ, int(time_in_force)
         )
 
@@ -541,7 +602,7 @@ class SimExchange:
         px = min(max(px, book.px_min), book.px_max)
         oid = self._new_id()
         tif = 3 if ioc else 1
-        self._orders[oid] = _Order(oid, FLOW_OWNER, "", symbol, side, qty, px, ORD_LIMIT, tif)
+        self._orders[oid] = SimOrder(oid, FLOW_OWNER, "", symbol, side, qty, px, ORD_LIMIT, tif)
         out = self._run(book, ts, oid, px, qty, FLOW_OWNER, side, CMD_NEW, ORD_LIMIT, tif)
         return oid, out
 
@@ -614,7 +675,7 @@ class SimExchange:
     ) -> list[ExecutionReport]:
         px = min(max(px, book.px_min), book.px_max)
         oid = self._new_id()
-        order = _Order(oid, FLOW_OWNER, "", book.symbol, side, qty, px, ord_type, 3 if ioc else 1)
+        order = SimOrder(oid, FLOW_OWNER, "", book.symbol, side, qty, px, ord_type, 3 if ioc else 1)
         self._orders[oid] = order
         out = self._run(
             book, ts, oid, px, qty, FLOW_OWNER, side, CMD_NEW, ord_type, 3 if ioc else 1
@@ -638,79 +699,104 @@ class SimExchange:
         tif: int,
         extra_px: int | None = None,
     ) -> list[ExecutionReport]:
+        # _run_raw with its client reports made.
+        raws = self._run_raw(book, ts, oid, px, qty, owner, side, action, ord_type, tif, extra_px)
+        if not raws:
+            return []
+        report_of = self.report_of
+        return [report_of(r, ts) for r in raws]
+
+    def _run_raw(  # noqa: C901  (one hot loop: the events applied inline)
+        self,
+        book: _Book,
+        ts: int,
+        oid: int,
+        px: int,
+        qty: int,
+        owner: int,
+        side: int,
+        action: int,
+        ord_type: int,
+        tif: int,
+        extra_px: int | None = None,
+    ) -> list[RawReport]:
         # One command through the book's matcher; its events applied to the orders, the
-        # client reports returned and the levels it touched queued as market data.
+        # client reports returned raw and the levels it touched queued as market data.
         events = book.matcher.submit_one(ts, oid, px, qty, owner, side, action, ord_type, tif)
-        touched: set[tuple[int, int]] = set()
+        touched: list[tuple[int, int]] = []
         if ord_type == ORD_LIMIT and action != CMD_CANCEL:
-            touched.add((side, px))
+            touched.append((side, px))
         if extra_px is not None:
-            touched.add((side, extra_px))
-        out: list[ExecutionReport] = []
+            touched.append((side, extra_px))
+        out: list[RawReport] = []
         orders = self._orders
+        md = self._md
         for ev in events:
             order = orders.get(ev[EV_ORDER_ID])
             if order is None:
                 continue
-            et = self._apply_event(book, order, ev, ts, touched)
-            if et is None:
+            kind = ev[EV_KIND]
+            if kind == EXEC_NEW:
+                et = ExecType.NEW
+            elif kind == EXEC_TRADE:
+                fill_qty, fill_px = ev[EV_QTY], ev[EV_PX]
+                order.cum += fill_qty
+                order.notional += fill_qty * fill_px
+                touched.append((order.side, fill_px))
+                if ev[EV_LIQUIDITY] == LIQ_TAKER:
+                    self.trades += 1
+                    md.append((ts, fill_px, fill_qty, book.index, order.side, L2_TRADE))
+                order.status = (
+                    OrdStatus.FILLED if ev[EV_LEAVES] == 0 else OrdStatus.PARTIALLY_FILLED
+                )
+                et = ExecType.TRADE
+            elif kind in (EXEC_CANCELED, EXEC_EXPIRED):
+                touched.append((order.side, order.px))
+                if kind == EXEC_CANCELED:
+                    order.status, et = OrdStatus.CANCELED, ExecType.CANCELED
+                else:
+                    order.status, et = OrdStatus.EXPIRED, ExecType.EXPIRED
+            elif kind == EXEC_REJECTED:
+                order.status, et = OrdStatus.REJECTED, ExecType.REJECTED
+            elif kind == EXEC_REPLACED:
+                et = ExecType.REPLACED
+            else:
                 continue
-            if order.status in _DONE:
+            status = order.status
+            client = order.owner != FLOW_OWNER
+            if status in _DONE:
                 orders.pop(order.id, None)
-                if order.owner != FLOW_OWNER:
+                if client:
                     self._done(order)
-            if order.owner != FLOW_OWNER:
-                out.append(self._report(order, et, ts, ev=ev))
+            if client:
+                self._exec_n += 1
+                out.append((order, et, ev, self._exec_n, status, order.cum, order.notional))
         if self.order_feed is not None:
             self.order_feed.on_command(book.index + 1, ts, oid, events)
-        lv = book.matcher.book
-        for side_, px_ in sorted(touched):
-            if book.px_min <= px_ <= book.px_max:
-                level_qty, _n = lv.depth_at(side_, px_)
-                self._md.append((ts, px_, level_qty, book.index, side_, L2_SET))
+        if touched:
+            if len(touched) > 1:
+                touched = sorted(set(touched))
+            lv = book.matcher.arrays.lv
+            px_min, px_max, index = book.px_min, book.px_max, book.index
+            for side_, px_ in touched:
+                if px_min <= px_ <= px_max:
+                    # L3Book.depth_at's quantity, read in place (side_index: BUY 0, SELL 1).
+                    level_qty = int(lv[(1 - side_) >> 1, px_ - px_min, LV_QTY])
+                    md.append((ts, px_, level_qty, index, side_, L2_SET))
         return out
 
-    def _apply_event(
-        self,
-        book: _Book,
-        order: _Order,
-        ev: tuple[int, ...],
-        ts: int,
-        touched: set[tuple[int, int]],
-    ) -> ExecType | None:
-        kind, px = ev[EV_KIND], ev[EV_PX]
-        if kind == EXEC_TRADE:
-            qty = ev[EV_QTY]
-            order.cum += qty
-            order.notional += qty * px
-            touched.add((order.side, px))
-            if ev[EV_LIQUIDITY] == LIQ_TAKER:
-                self.trades += 1
-                self._md.append((ts, px, qty, book.index, order.side, L2_TRADE))
-            done = ev[EV_LEAVES] == 0
-            order.status = OrdStatus.FILLED if done else OrdStatus.PARTIALLY_FILLED
-            return ExecType.TRADE
-        if kind in (EXEC_CANCELED, EXEC_EXPIRED):
-            touched.add((order.side, order.px))
-            canceled = kind == EXEC_CANCELED
-            order.status = OrdStatus.CANCELED if canceled else OrdStatus.EXPIRED
-            return ExecType.CANCELED if canceled else ExecType.EXPIRED
-        if kind == EXEC_REJECTED:
-            order.status = OrdStatus.REJECTED
-            return ExecType.REJECTED
-        return _EXEC_TYPES.get(kind)
-
-    def _report(
-        self, order: _Order, et: ExecType, ts: int, ev: tuple[int, ...] | None = None
-    ) -> ExecutionReport:
+    def _report(self, order: SimOrder, et: ExecType, ts: int) -> ExecutionReport:
+        # A report of the order's current state (a status request: no event).
         self._exec_n += 1
-        fill = ev is not None and et is ExecType.TRADE
-        leaves = (
-            0
-            if order.status
-            in (OrdStatus.FILLED, OrdStatus.CANCELED, OrdStatus.EXPIRED, OrdStatus.REJECTED)
-            else order.qty - order.cum
+        return self.report_of(
+            (order, et, None, self._exec_n, order.status, order.cum, order.notional), ts
         )
+
+    def report_of(self, raw: RawReport, ts: int) -> ExecutionReport:
+        """Return the ``ExecutionReport`` of a raw report made at ``ts``."""
+        order, et, ev, exec_n, status, cum, notional = raw
+        fill = ev is not None and et is ExecType.TRADE
+        leaves = 0 if status in _NO_LEAVES else order.qty - cum
         reason = ev[EV_REASON] if ev is not None else REASON_NONE
         if reason == REASON_IOC_REMAINDER and order.type == ORD_MARKET:
             text = _MARKET_REMAINDER_TEXT
@@ -721,9 +807,9 @@ class SimExchange:
             client_order_id=order.clordid,
             orig_client_order_id=order.orig if et in (ExecType.CANCELED, ExecType.REPLACED) else "",
             venue_order_id=f"{self._epoch}{order.id}",
-            exec_id=f"{self._epoch}X{self._exec_n}",
+            exec_id=f"{self._epoch}X{exec_n}",
             exec_type=et,
-            ord_status=order.status,
+            ord_status=status,
             symbol=order.symbol,
             side=_SIDES[order.side],
             ord_type=_ORD_TYPES[order.type],
@@ -732,13 +818,29 @@ class SimExchange:
             last_qty_lots=ev[EV_QTY] if fill and ev is not None else 0,
             last_px_ticks=ev[EV_PX] if fill and ev is not None else 0,
             leaves_qty_lots=leaves,
-            cum_qty_lots=order.cum,
-            avg_px_ticks=order.notional / order.cum if order.cum else 0.0,
+            cum_qty_lots=cum,
+            avg_px_ticks=notional / cum if cum else 0.0,
             text=text,
             maker=fill and ev is not None and ev[EV_LIQUIDITY] != LIQ_TAKER,
             ts_event=ts,
             ts_recv=ts,
         )
+
+    @property
+    def epoch(self) -> str:
+        """The prefix of ExecIDs and OrderIDs (``""`` or the epoch given, with its ``-``)."""
+        return self._epoch
+
+    @staticmethod
+    def report_text(raw: RawReport) -> str:
+        """Return Text <58> of a raw report (``""`` when there is nothing to explain)."""
+        order, _et, ev = raw[0], raw[1], raw[2]
+        reason = ev[EV_REASON] if ev is not None else REASON_NONE
+        if reason == REASON_NONE:
+            return ""
+        if reason == REASON_IOC_REMAINDER and order.type == ORD_MARKET:
+            return _MARKET_REMAINDER_TEXT
+        return _REASON_TEXT.get(reason, f"matcher reason code {reason}")
 
     def _reject(
         self,
@@ -814,7 +916,7 @@ class SimExchange:
         owner: int,
         clordid: str,
         orig: str,
-        order: _Order | None,
+        order: SimOrder | None,
         *,
         replace: bool,
         text: str = "",
@@ -847,7 +949,7 @@ class SimExchange:
             text=text or f"too late to {what}: order is {order.status.name.lower()}",
         )
 
-    def _done(self, order: _Order) -> None:
+    def _done(self, order: SimOrder) -> None:
         # Remember a finished client order (status requests, late cancels); forget the oldest
         # beyond DONE_MEMORY, ClOrdIDs and all.
         final = self._final
@@ -860,7 +962,7 @@ class SimExchange:
                     if self._by_client.get(key) == oid:
                         del self._by_client[key]
 
-    def _client_order(self, owner: int, clordid: str) -> _Order | None:
+    def _client_order(self, owner: int, clordid: str) -> SimOrder | None:
         oid = self._by_client.get((owner, clordid))
         return self._orders.get(oid) if oid is not None else None
 
