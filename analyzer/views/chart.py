@@ -96,6 +96,38 @@ LIGHT: Final = Palette(
 )
 
 
+_EMPTY: Final = np.empty(0)
+
+
+def _set_curve(item: pg.PlotCurveItem, x: npt.NDArray[Any], y: npt.NDArray[Any]) -> None:
+    """Give ``item`` these points; hide it while it has none.
+
+    A hidden item costs a frame nothing: the scene neither asks its bounds nor paints it.
+    """
+    if x.shape[0] == 0:
+        if item.isVisible():
+            item.setData(_EMPTY, _EMPTY)
+            item.setVisible(False)
+        return
+    item.setData(x, y)
+    if not item.isVisible():
+        item.setVisible(True)
+
+
+def _set_scatter(
+    item: pg.ScatterPlotItem, x: npt.NDArray[Any], y: npt.NDArray[Any], **style: Any
+) -> None:
+    """Give ``item`` these markers; hide it while it has none (see :func:`_set_curve`)."""
+    if x.shape[0] == 0:
+        if item.isVisible():
+            item.clear()
+            item.setVisible(False)
+        return
+    item.setData(x, y, **style)
+    if not item.isVisible():
+        item.setVisible(True)
+
+
 def palette_for(widget: QWidget) -> Palette:
     """Return the chart colours that suit the widget's (dark or light) palette."""
     window = widget.palette().color(QPalette.ColorRole.Window)
@@ -180,9 +212,11 @@ class TickChart(pg.PlotWidget):
         # auto-range ran while painting and changed the range there, which painted every
         # frame twice.
         vb.disableAutoRange()
-        self.bid = pg.PlotDataItem(name="bid", connect="finite")
-        self.ask = pg.PlotDataItem(name="ask", connect="finite")
-        self.envelope = pg.PlotDataItem(name="trades (range)", connect="finite")
+        # Plain curves: a PlotDataItem wraps each in a second item (a scatter plot, empty here)
+        # and redoes its bookkeeping on every range change and every setData.
+        self.bid = pg.PlotCurveItem(name="bid", connect="finite")
+        self.ask = pg.PlotCurveItem(name="ask", connect="finite")
+        self.envelope = pg.PlotCurveItem(name="trades (range)", connect="finite")
         self.buys = pg.ScatterPlotItem(name="buy trades", symbol="t1", pxMode=True)
         self.sells = pg.ScatterPlotItem(name="sell trades", symbol="t", pxMode=True)
         self.own = pg.PlotCurveItem(connect="pairs")
@@ -214,6 +248,7 @@ class TickChart(pg.PlotWidget):
         self.readout = ""
         pi.setTitle(day.label, justify="left", size="9pt")
         self.note = pg.TextItem(anchor=(0, 1))
+        self._note_text = ""
         self.note.setParentItem(vb)
         #: Whether the title line ends with the colour key (the top chart of a stack).
         self.show_key = True
@@ -345,26 +380,26 @@ class TickChart(pg.PlotWidget):
         pen_width = QUOTE_PEN_BOLD if xs.shape[0] <= BOLD_MAX_POINTS else 1.0
         if pen_width != self._quote_pen_width:
             self._set_quote_pens(pen_width)
-        self.bid.setData(xs, bid)
-        self.ask.setData(xs, ask)
+        _set_curve(self.bid, xs, bid)
+        _set_curve(self.ask, xs, ask)
         prices = [bid, ask]
         marks = day.trade_marks(t0, t1, read=read)
         if marks is None:
             ex, ey = day.trade_envelope(t0, t1, width, read=read)
-            self.envelope.setData(self.to_x(ex), ey)
-            self.buys.clear()
-            self.sells.clear()
+            _set_curve(self.envelope, self.to_x(ex), ey)
+            _set_scatter(self.buys, _EMPTY, _EMPTY)
+            _set_scatter(self.sells, _EMPTY, _EMPTY)
             self.markers_shown = 0
             prices.append(ey)
         else:
-            self.envelope.setData([], [])
+            _set_curve(self.envelope, _EMPTY, _EMPTY)
             side = marks.values["side"]
             px = marks.values["px"]
             qty = np.asarray(marks.values["qty"], dtype=np.float64)
             mx = self.to_x(marks.ts)
             for item, s in ((self.buys, BUY), (self.sells, SELL)):
                 m = side == s
-                item.setData(mx[m], px[m], size=marker_sizes(qty[m], self._typical_qty))
+                _set_scatter(item, mx[m], px[m], size=marker_sizes(qty[m], self._typical_qty))
             self.markers_shown = marks.n
             prices.append(np.asarray(px, np.float64))
         prices.append(self._draw_orders(t0, t1))
@@ -374,7 +409,9 @@ class TickChart(pg.PlotWidget):
         # pyqtgraph maps the new ranges to the scene when it paints; changing the scene
         # while painting painted every frame twice. Done here, before the paint.
         self.getPlotItem().getViewBox().updateMatrix()
-        self.note.setPos(6, self.getPlotItem().getViewBox().height() - 4)
+        note_y = self.getPlotItem().getViewBox().height() - 4
+        if note_y != self.note.pos().y():
+            self.note.setPos(6, note_y)
 
     # ------------------------------------------------------------------ overlay
     def set_overlay(self, overlay: Overlay | None) -> None:
@@ -438,8 +475,8 @@ class TickChart(pg.PlotWidget):
         """Draw the own orders alive in ``[t0, t1]``; return their prices."""
         seg = self._segments
         if seg is None or seg.n == 0:
-            self.own.setData([], [])
-            self.own_sell.setData([], [])
+            _set_curve(self.own, _EMPTY, _EMPTY)
+            _set_curve(self.own_sell, _EMPTY, _EMPTY)
             return np.empty(0)
         end = np.where(seg.t1 < 0, max(t1, int(seg.t0.max())), seg.t1)
         vis = (end >= t0) & (seg.t0 <= t1)
@@ -452,7 +489,7 @@ class TickChart(pg.PlotWidget):
             x[1::2] = self.to_x(end[m])
             y[0::2] = seg.px[m] * tick
             y[1::2] = y[0::2]
-            item.setData(x, y)
+            _set_curve(item, x, y)
         return np.asarray(seg.px[vis], np.float64) * tick
 
     def _draw_fills(self, t0: int, t1: int) -> npt.NDArray[np.float64]:
@@ -463,11 +500,11 @@ class TickChart(pg.PlotWidget):
         that leaves more than :data:`MAX_FILLS` stars does a note ask to zoom in.
         """
         rows = self._fill_rows
-        self.note.setText("")
+        self._set_note("")
         self.fills_shown = 0
         if rows is None or rows.shape[0] == 0:
-            self.fills.clear()
-            self.fills_sell.clear()
+            _set_scatter(self.fills, _EMPTY, _EMPTY)
+            _set_scatter(self.fills_sell, _EMPTY, _EMPTY)
             return np.empty(0)
         ts = rows["ts"].astype(np.int64)
         i0 = int(np.searchsorted(ts, t0, side="left"))
@@ -484,16 +521,22 @@ class TickChart(pg.PlotWidget):
         _, first = np.unique(key, return_index=True)
         idx = i0 + np.sort(first)
         if idx.shape[0] > MAX_FILLS:
-            self.fills.clear()
-            self.fills_sell.clear()
-            self.note.setText(f"{i1 - i0:,} own fills in view: zoom in to see them")
+            _set_scatter(self.fills, _EMPTY, _EMPTY)
+            _set_scatter(self.fills_sell, _EMPTY, _EMPTY)
+            self._set_note(f"{i1 - i0:,} own fills in view: zoom in to see them")
             return np.asarray(rows["px"][i0:i1], np.float64) * self.day.source.tick_size
         tick = self.day.source.tick_size
         for item, s in ((self.fills, BUY), (self.fills_sell, SELL)):
             m = idx[rows["side"][idx] == s]
-            item.setData(self.to_x(ts[m]), rows["px"][m] * tick, data=m)
+            _set_scatter(item, self.to_x(ts[m]), rows["px"][m] * tick, data=m)
         self.fills_shown = i1 - i0
         return np.asarray(rows["px"][idx], np.float64) * tick
+
+    def _set_note(self, text: str) -> None:
+        # (setText lays the text out again even when it is the same)
+        if text != self._note_text:
+            self._note_text = text
+            self.note.setText(text)
 
     def _on_fill_clicked(self, _item: Any, points: Any, *_: Any) -> None:
         if len(points):

@@ -12,11 +12,11 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, tzinfo
-from typing import Any, Final
+from typing import Any, Final, cast
 from zoneinfo import ZoneInfo
 
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen
 
 NS: Final[int] = 1_000_000_000
@@ -64,6 +64,15 @@ def format_ns(ts_ns: int, tz: tzinfo | None, step_s: float) -> str:
     return text
 
 
+#: What an axis draws: its line (pen, line), its tick and grid lines grouped by pen, and its
+#: labels (rect, alignment flags, text).
+_Drawn = tuple[
+    tuple[QPen, QLineF] | None,
+    list[tuple[QPen, list[QLineF]]],
+    list[tuple[QRectF, int, str]],
+]
+
+
 class OpaqueGridAxis(pg.AxisItem):
     """An axis whose translucent tick and grid lines are drawn in opaque, pre-mixed colours.
 
@@ -81,6 +90,7 @@ class OpaqueGridAxis(pg.AxisItem):
         self._font_key = ""
         self._metrics: QFontMetricsF | None = None
         self._sizes: dict[str, tuple[float, float]] = {}
+        self._drawn: _Drawn | None = None
         # Labels on the major ticks only: the minor ones are grid lines. pyqtgraph would
         # measure every minor label each frame only to find them too dense to draw (a pan
         # frame spent ~1.5 ms per axis on that).
@@ -91,6 +101,54 @@ class OpaqueGridAxis(pg.AxisItem):
         self.background = QColor(color)
         self.picture = None
         self.update()
+
+    def paint(self, p: QPainter, opt: Any, widget: Any) -> None:
+        """Draw the axis line, the tick and grid lines (one call per pen) and the labels.
+
+        pyqtgraph records them into a ``QPicture`` line by line and replays it, one Python
+        call per line twice over for an axis whose range changed (the time axes, every pan
+        frame). Here the lines are grouped by pen once per range (:attr:`picture` still
+        marks when pyqtgraph wants them regenerated) and drawn straight onto the painter.
+        """
+        if self.orientation not in ("left", "bottom") or self._tickLevels is not None:
+            super().paint(p, opt, widget)
+            return
+        picture: Any = self.picture  # pyqtgraph sets it to None when the specs are due again
+        drawn = self._drawn
+        if picture is None or drawn is None:
+            drawn = self._drawn = self._batched(p)
+            self.picture = cast(Any, drawn)
+        axis, groups, texts = drawn
+        p.setRenderHint(QPainter.RenderHint.Antialiasing, False)
+        p.setRenderHint(QPainter.RenderHint.TextAntialiasing, True)
+        if axis is not None:
+            p.setPen(axis[0])
+            p.drawLine(axis[1])
+        for pen, lines in groups:
+            p.setPen(pen)
+            p.drawLines(lines)
+        if texts:
+            font = self.style["tickFont"]
+            if font is not None:
+                p.setFont(font)
+            p.setPen(self.textPen())
+            for rect, flags, text in texts:
+                p.drawText(rect, flags, text)
+
+    def _batched(self, p: QPainter) -> "_Drawn":
+        # The draw specs with the lines of each pen gathered into one list.
+        specs = self.generateDrawSpecs(p)
+        if specs is None:
+            return None, [], []
+        (axis_pen, a0, a1), ticks, texts = specs
+        groups: dict[int, tuple[QPen, list[QLineF]]] = {}
+        for pen, p1, p2 in ticks:
+            key = id(pen)
+            if key not in groups:
+                groups[key] = (pen, [])
+            groups[key][1].append(QLineF(p1, p2))
+        flagged = [(rect, int(flags), text) for rect, flags, text in texts]
+        return (axis_pen, QLineF(a0, a1)), list(groups.values()), flagged
 
     def generateDrawSpecs(self, p: QPainter) -> Any:
         """Return the axis line, tick/grid lines and labels to draw, as pyqtgraph's would.
