@@ -371,7 +371,10 @@ class RelayClient:
         seq.update(after)
         rows = np.frombuffer(b"".join(parts) if len(parts) > 1 else parts[0], L2_EVENT_DTYPE)
         rows = rows.copy()
-        rows["book"] = books[0] if len(books) == 1 else np.repeat(books, counts)
+        if len(books) == 1:
+            rows["book"] = books[0]
+        else:
+            rows["book"] = np.array(books, np.int32).repeat(counts)
         self.rows += rows.shape[0]
         self._apply(rows)
 

@@ -436,9 +436,16 @@ class Relay:
         b0 = int(books[0])
         if n == 1 or not (books != b0).any():
             self._append(b0, rows.tobytes(), now)
-        else:
-            for b in np.unique(books).tolist():
-                self._append(int(b), rows[books == b].tobytes(), now)
+        else:  # one run per instrument, rows in their order within it
+            order = np.argsort(books, kind="stable")
+            ordered = rows[order]
+            keys = books[order]
+            cuts = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+            data = ordered.tobytes()
+            starts = [0, *cuts.tolist()]
+            ends = [*cuts.tolist(), n]
+            for i, j in zip(starts, ends, strict=True):
+                self._append(int(keys[i]), data[i * ROW : j * ROW], now)
         self._frames.clear()
         if not self._flush_due and self._subscribers:
             self._flush_due = True
