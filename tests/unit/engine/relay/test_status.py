@@ -13,6 +13,7 @@ import socket
 import ssl
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 
@@ -50,7 +51,7 @@ async def until(cond: Callable[[], bool], timeout_s: float = 20.0) -> None:
         await asyncio.sleep(0.02)
 
 
-def tls_relay(tmp_path: Path, tokens: TokenStore, **kw: object) -> tuple[Relay, MarketData]:
+def tls_relay(tmp_path: Path, tokens: TokenStore, **kw: Any) -> tuple[Relay, MarketData]:
     make_self_signed(tmp_path / "r.crt", tmp_path / "r.key")
     clock = LiveClock()
     market = MarketData(SYMBOLS, MessageBus(), clock, n_levels=200)
@@ -62,7 +63,7 @@ def tls_relay(tmp_path: Path, tokens: TokenStore, **kw: object) -> tuple[Relay, 
         ssl_context=server_context(tmp_path / "r.crt", tmp_path / "r.key"),
         audit=AuditLog(tmp_path / "audit.log", clock),
         **kw,
-    )  # type: ignore[arg-type]
+    )
     return relay, market
 
 
