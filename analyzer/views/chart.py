@@ -20,7 +20,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QPointF, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QPalette
 from PySide6.QtWidgets import QApplication, QVBoxLayout, QWidget
 
@@ -97,6 +97,37 @@ LIGHT: Final = Palette(
 
 
 _EMPTY: Final = np.empty(0)
+
+
+class _ViewBounded(pg.GraphicsObject):
+    """Bounds of a chart's data item: the chart's view, set by :meth:`TickChart.refresh`.
+
+    The view box clips its items to the view, so the view rect holds all that an item can
+    show. pyqtgraph's own bounds scan the data for its extremes and ask the device
+    transform for the pen's padding, again after every range change and data change, as
+    the scene indexes the items while processing the frame's updates (about 1 ms a frame
+    for the three charts' curves).
+    """
+
+    _view_rect = QRectF()
+
+    def set_view_rect(self, rect: QRectF) -> None:
+        """Bound the item by ``rect`` (the view's range) from now on."""
+        if rect != self._view_rect:
+            self.prepareGeometryChange()
+            self._view_rect = rect
+
+    def boundingRect(self) -> QRectF:
+        """Return the view's range (data coordinates)."""
+        return self._view_rect
+
+
+class _Curve(_ViewBounded, pg.PlotCurveItem):
+    """A curve of the chart, bounded by its view (see :class:`_ViewBounded`)."""
+
+
+class _Markers(_ViewBounded, pg.ScatterPlotItem):
+    """Markers of the chart, bounded by its view (see :class:`_ViewBounded`)."""
 
 
 def _set_curve(item: pg.PlotCurveItem, x: npt.NDArray[Any], y: npt.NDArray[Any]) -> None:
@@ -214,15 +245,19 @@ class TickChart(pg.PlotWidget):
         vb.disableAutoRange()
         # Plain curves: a PlotDataItem wraps each in a second item (a scatter plot, empty here)
         # and redoes its bookkeeping on every range change and every setData.
-        self.bid = pg.PlotCurveItem(name="bid", connect="finite")
-        self.ask = pg.PlotCurveItem(name="ask", connect="finite")
-        self.envelope = pg.PlotCurveItem(name="trades (range)", connect="finite")
-        self.buys = pg.ScatterPlotItem(name="buy trades", symbol="t1", pxMode=True)
-        self.sells = pg.ScatterPlotItem(name="sell trades", symbol="t", pxMode=True)
-        self.own = pg.PlotCurveItem(connect="pairs")
-        self.own_sell = pg.PlotCurveItem(connect="pairs")
-        self.fills = pg.ScatterPlotItem(symbol="star", size=16, pxMode=True)
-        self.fills_sell = pg.ScatterPlotItem(symbol="star", size=16, pxMode=True)
+        self.bid = _Curve(name="bid", connect="finite")
+        self.ask = _Curve(name="ask", connect="finite")
+        self.envelope = _Curve(name="trades (range)", connect="finite")
+        self.buys = _Markers(name="buy trades", symbol="t1", pxMode=True)
+        self.sells = _Markers(name="sell trades", symbol="t", pxMode=True)
+        self.own = _Curve(connect="pairs")
+        self.own_sell = _Curve(connect="pairs")
+        self.fills = _Markers(symbol="star", size=16, pxMode=True)
+        self.fills_sell = _Markers(symbol="star", size=16, pxMode=True)
+        self._data_items: tuple[_ViewBounded, ...] = (
+            self.bid, self.ask, self.envelope, self.buys, self.sells, self.own,
+            self.own_sell, self.fills, self.fills_sell,
+        )  # fmt: skip
         for item in (self.bid, self.ask, self.envelope, self.buys, self.sells):
             pi.addItem(item)
         for item in (self.own, self.own_sell, self.fills, self.fills_sell):
@@ -230,8 +265,8 @@ class TickChart(pg.PlotWidget):
         # Quotes above trade markers, own orders and fills above everything.
         self.bid.setZValue(5)
         self.ask.setZValue(5)
-        for z, item in enumerate((self.own, self.own_sell, self.fills, self.fills_sell), 10):
-            item.setZValue(z)
+        for z, top in enumerate((self.own, self.own_sell, self.fills, self.fills_sell), 10):
+            top.setZValue(z)
         self.own.setClickable(True, width=8)
         self.own_sell.setClickable(True, width=8)
         self.own.sigClicked.connect(self._on_order_clicked)
@@ -405,11 +440,15 @@ class TickChart(pg.PlotWidget):
         prices.append(self._draw_orders(t0, t1))
         prices.append(self._draw_fills(t0, t1))
         self._fit_prices(prices)
+        vb = self.getPlotItem().getViewBox()
+        view = vb.viewRect()
+        for shown in self._data_items:
+            shown.set_view_rect(view)
         self._redraw.stop()  # (anything that asked for a redraw meanwhile is drawn)
         # pyqtgraph maps the new ranges to the scene when it paints; changing the scene
         # while painting painted every frame twice. Done here, before the paint.
-        self.getPlotItem().getViewBox().updateMatrix()
-        note_y = self.getPlotItem().getViewBox().height() - 4
+        vb.updateMatrix()
+        note_y = vb.height() - 4
         if note_y != self.note.pos().y():
             self.note.setPos(6, note_y)
 
