@@ -17,7 +17,7 @@ live (``OrderChanged`` with a full ``OrderView``, ``OrderFilled``).
 """
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -26,7 +26,13 @@ import numpy.typing as npt
 from engine.backtest import _kernels as bk
 from engine.backtest.journal import BacktestJournal
 from engine.backtest.models import ConstantLatency, LatencyModel, Level, at_times
-from engine.backtest.rules import MarketRules, l2_window, l3_window, market_rules
+from engine.backtest.rules import (
+    MarketRules,
+    TradingStatus,
+    l2_window,
+    l3_window,
+    market_rules,
+)
 from engine.book.l2 import L2Books
 from engine.book.l3 import L3Arrays, L3Book
 from engine.enums import OrdStatus, OrdType, Side, StrategyState, TimeInForce
@@ -202,6 +208,7 @@ class FastBacktest:
         progress: Progress | None = None,
         cancel: Cancel | None = None,
         open_ts: int | None = None,
+        status: TradingStatus | None = None,
     ) -> FastResult:
         """Replay ``events``; return the orders and fills.
 
@@ -210,11 +217,15 @@ class FastBacktest:
         when the events carry none) only rebuild the book, and the strategy sees whole venue
         updates. ``progress(done, total)`` is called after every chunk; ``cancel()`` returning true
         stops the run at the next chunk boundary (the result then covers the events replayed).
+        ``status`` is the instrument's recorded trading status: the live market starts no
+        earlier than it says the market trades (a recording that begins in a pre-open).
 
         Raises
         ------
         ValueError
-            For events of the wrong dtype, out of time order, or (L3) malformed.
+            For events of the wrong dtype, out of time order, or (L3) malformed; for a
+            ``status`` that halts the market after it started trading (the compiled strategy
+            cannot be held back: run those days on the generic path).
         """
         want = L2_EVENT_DTYPE if self.level == "l2" else L3_EVENT_DTYPE
         if events.dtype != want:
@@ -232,6 +243,8 @@ class FastBacktest:
             )
         feed, olat, rlat = self.latency.arrays(n)
         self.rules = market_rules(ev, self.level, open_ts, self.n_levels, count_crossed=False)
+        if status is not None:
+            self.rules = _after_preopen(self.rules, status, ev["ts"])
         return self._run(ev, feed, olat, rlat, progress, cancel)
 
     # ------------------------------------------------------------------ internals
@@ -445,6 +458,30 @@ class FastBacktest:
                     strat.on_fill(_fill_event(f, own[j], strat.strategy_id, self.instrument, i))
                 i += 1
         return i
+
+
+def _after_preopen(
+    rules: MarketRules, status: TradingStatus, ts: npt.NDArray[np.int64]
+) -> MarketRules:
+    """Return ``rules`` live from where ``status`` first says the market trades.
+
+    Raises ``ValueError`` if the market halts again after that.
+    """
+    halted = status.halted_rows(ts)
+    live = min(rules.live_from, ts.shape[0])
+    tail = halted[live:]
+    start = live + (int(np.argmin(tail)) if bool(tail.any()) and not bool(tail.all()) else 0)
+    if bool(tail.all()):
+        start = ts.shape[0]
+    if bool(halted[start:].any()):
+        at = start + int(np.argmax(halted[start:]))
+        _on, why = status.at(int(ts[at]))
+        raise ValueError(
+            f"status: the market halts at event {at:,} (ts {int(ts[at])}, status {why}) after "
+            "it traded; the fast path cannot hold its compiled strategy back: run the generic "
+            "path (GenericBacktest) for this day"
+        )
+    return replace(rules, live_from=max(live, start))
 
 
 def _waiting(ss: npt.NDArray[np.int64]) -> bool:

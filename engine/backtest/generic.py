@@ -39,7 +39,13 @@ import numpy.typing as npt
 from engine.backtest.journal import BacktestJournal
 from engine.backtest.models import ConstantLatency, LatencyModel, Level
 from engine.backtest.own_queue import OwnQueue
-from engine.backtest.rules import MarketRules, l2_window, l3_window, market_rules
+from engine.backtest.rules import (
+    MarketRules,
+    TradingStatus,
+    l2_window,
+    l3_window,
+    market_rules,
+)
 from engine.backtest.views import L2View, L3View
 from engine.book._kernels import l2_apply
 from engine.book.l2 import L2Books
@@ -58,6 +64,7 @@ from engine.strategy.base import Strategy
 from engine.strategy.runner import LiveContext, StrategyRunner
 from engine.types import (
     BUY,
+    FILL_DTYPE,
     L2_EVENT_DTYPE,
     L2_TRADE,
     L3_EVENT_DTYPE,
@@ -73,6 +80,7 @@ from engine.venues.backtest.adapter import BacktestVenue
 
 _NEVER = int(np.iinfo(np.int64).max)
 _INF = float("inf")
+_NO_FILLS = np.zeros(0, FILL_DTYPE)
 
 
 def _int(t: float) -> int:
@@ -165,6 +173,8 @@ class GenericBacktest:
         self.n_levels = n_levels
         self.stp = stp
         self.rules = MarketRules(0)  # of the last run
+        self.status = TradingStatus.always_trading()  # of the last run
+        self.halted_requests = 0  # new orders and replaces rejected while halted (last run)
         self._reset()
 
     def _reset(self) -> None:
@@ -193,13 +203,15 @@ class GenericBacktest:
         cancel: Cancel | None = None,
         progress_every: int = 65_536,
         open_ts: int | None = None,
+        status: TradingStatus | None = None,
     ) -> GenericResult:
         """Replay ``events``; journal every engine event to ``journal``.
 
         The market-state rules of :mod:`engine.backtest.rules` apply: events before the live
         market (snapshot, pre-open, crossed book; ``open_ts`` is the session's first trade
         when the events carry none) only rebuild the books, and strategies see whole venue
-        updates.
+        updates. ``status`` is the instrument's recorded trading status: while it says the
+        market did not trade, no own order fills and new orders and replaces are rejected.
 
         Raises
         ------
@@ -221,6 +233,7 @@ class GenericBacktest:
             raise ValueError(f"events: row {bad} is earlier than row {bad - 1}; sort by ts")
         ts0 = int(ev["ts"][0])
         self.rules = market_rules(ev, self.level, open_ts, self.n_levels, count_crossed=False)
+        self.status = status if status is not None else TradingStatus.always_trading()
         own_journal = not isinstance(journal, BacktestJournal) and journal is not None
         jr = BacktestJournal(journal, ts0) if own_journal else journal  # type: ignore[arg-type]
         try:
@@ -300,6 +313,10 @@ class GenericBacktest:
 
         self.bus.subscribe(OrderFilled, paid)
         self._olat, self._rlat = olat, rlat
+        halted = self.status.halted_rows(ev["ts"])
+        halted_l: list[bool] = halted.tolist() if bool(halted.any()) else []
+        flips: list[int] = (np.flatnonzero(halted[1:] != halted[:-1]) + 1).tolist()
+        self.halted_requests = 0
         self._ev_ts = ev["ts"]
         is_l2 = self.level == "l2"
         trade = (ev["kind"] == L2_TRADE) if is_l2 else (ev["action"] == L3_EXECUTE)
@@ -374,7 +391,16 @@ class GenericBacktest:
                     n if before == _INF else bisect_left(ts_l, before, i),
                     n if upto == _INF else _bisect_near(ts_l, int(upto), i),
                 )
-                fills, done = self.own.replay(ev[i:k], stop_at_fill=True)
+                if flips:  # a replay stops where the trading status changes
+                    nb = bisect_right(flips, i)
+                    if nb < len(flips):
+                        k = min(k, flips[nb])
+                if halted_l and halted_l[i]:
+                    # halted: the rows change the book only; no own order fills
+                    self.own.book.apply(ev[i:k])
+                    fills, done = _NO_FILLS, k - i
+                else:
+                    fills, done = self.own.replay(ev[i:k], stop_at_fill=True)
                 first = i
                 i += done
                 self._vi = i - 1
@@ -517,6 +543,18 @@ class GenericBacktest:
         o = r.order
         t = r.t_arrive
         self._settle(t)  # earlier arrivals and cancels are exact at t
+        if r.kind in ("new", "replace"):
+            trading, why = self.status.at(t)
+            if not trading:  # the venue's recorded status: no new orders, no replaces
+                self.halted_requests += 1
+                text = f"the market is not open for trading (status {why}): {r.kind} refused"
+                if r.kind == "new":
+                    self._report(
+                        t, self._exec(o, ExecType.REJECTED, OrdStatus.REJECTED, t, text=text)
+                    )
+                else:
+                    self._cancel_reject(r, t, text)
+                return
         if r.kind == "new":
             self._arrive_new(o, t)
         elif r.kind == "cancel":
@@ -642,13 +680,15 @@ class GenericBacktest:
                 ),
             )
 
-    def _cancel_reject(self, r: _Request, t: int) -> None:
+    def _cancel_reject(self, r: _Request, t: int, why: str = "") -> None:
         req = r.request
         o = r.order
         row = self._row_of.get(o.order_id, -1)
         st = self.own.status(row) if row >= 0 else -1
         what = "cancel" if r.kind == "cancel" else "replace"
-        if st == OWN_FILLED:
+        if why:
+            text = why
+        elif st == OWN_FILLED:
             text = f"too late to {what}: the order is filled"
         elif st == OWN_CANCELED:
             text = f"too late to {what}: the order is canceled"

@@ -21,9 +21,17 @@ Both paths (:mod:`engine.backtest.generic` and :mod:`engine.backtest.fast`) take
    :data:`MIN_LATENCY_NS` (:class:`engine.backtest.models.RecordedLatency`), so an order
    never fills in the nanosecond it was sent.
 
-Later halts (a mid-day snapshot after a gap, a book crossed after the open) are not detected
-here; :attr:`MarketRules.crossed_after` counts the updates that end crossed after the open,
-so a run can say so.
+4. **Trading status.** Where the venue recorded it (CME MDP 3.0 ``SecurityStatus``, per
+   instrument or per security group: :func:`engine.feeds.sbe.status.trading_status`), a
+   :class:`TradingStatus` says when the instrument matched orders. While it does not (a
+   halt, a pre-open, a pause), the generic path's venue applies the market's rows to its
+   book only: no own order fills, queue positions stand still, and a new order or a
+   replace that arrives is rejected with the status in its text (cancels go through). The
+   fast path, whose orders are made inside its kernel, refuses a status with halts.
+
+Without a recorded status, later halts (a mid-day snapshot after a gap, a book crossed after
+the open) are not detected here; :attr:`MarketRules.crossed_after` counts the updates that
+end crossed after the open, so a run can say so.
 """
 
 from collections.abc import Iterator
@@ -44,6 +52,72 @@ from engine.types import (
 )
 
 U8 = npt.NDArray[np.uint8]
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TradingStatus:
+    """When one instrument's market matched orders, from the venue's recorded status.
+
+    ``ts`` are the (sorted) times the status changed, ``trading`` whether the market matched
+    orders from each on, ``code`` the venue's status value (MDP 3.0: SecurityTradingStatus)
+    and ``names`` its words. Before the first change the market is ``initial``.
+    """
+
+    ts: I64
+    trading: npt.NDArray[np.bool_]
+    code: I64
+    names: tuple[str, ...] = ()
+    initial: bool = True
+
+    def __post_init__(self) -> None:
+        n = self.ts.shape[0]
+        if self.trading.shape[0] != n or self.code.shape[0] != n:
+            raise ValueError("TradingStatus: ts, trading and code must have the same length")
+        if n > 1 and bool((np.diff(self.ts) < 0).any()):
+            raise ValueError("TradingStatus: ts must be sorted")
+
+    @classmethod
+    def always_trading(cls) -> "TradingStatus":
+        """Return a status that never halts (what a run without a recorded status assumes)."""
+        z = np.zeros(0, np.int64)
+        return cls(z, np.zeros(0, np.bool_), z)
+
+    def halts(self) -> I64:
+        """Return the intervals ``[start, end)`` (``int64[k, 2]``) the market did not trade.
+
+        A halt still on at the end ends at the largest int64.
+        """
+        out: list[tuple[int, int]] = []
+        start = None if self.initial else int(np.iinfo(np.int64).min)
+        for t, on in zip(self.ts.tolist(), self.trading.tolist(), strict=True):
+            if not on and start is None:
+                start = t
+            elif on and start is not None:
+                if t > start:
+                    out.append((start, t))
+                start = None
+        if start is not None:
+            out.append((start, int(np.iinfo(np.int64).max)))
+        return np.array(out, np.int64).reshape(-1, 2)
+
+    def halted_rows(self, ts: I64) -> npt.NDArray[np.bool_]:
+        """Return which rows (their times ``ts``) fall while the market did not trade."""
+        h = self.halts()
+        if h.shape[0] == 0:
+            return np.zeros(ts.shape[0], np.bool_)
+        # a row is halted when the last halt starting at or before it has not ended
+        k = np.searchsorted(h[:, 0], ts, side="right") - 1
+        return np.asarray((k >= 0) & (ts < h[np.maximum(k, 0), 1]), np.bool_)
+
+    def at(self, t: int) -> tuple[bool, str]:
+        """Return whether the market traded at ``t``, and its status in words."""
+        i = int(np.searchsorted(self.ts, t, side="right")) - 1
+        if i < 0:
+            return self.initial, "before any recorded status"
+        name = self.names[i] if i < len(self.names) and self.names[i] else f"{self.code[i]}"
+        return bool(self.trading[i]), name
+
 
 #: Widest L2 price window a replay sizes from its data, ticks per side (16 MiB a book).
 MAX_L2_LEVELS = 1 << 20
