@@ -142,6 +142,7 @@ class Mdp3Stats:
     bad_levels: int = 0  # MBP entries whose level is outside 1..depth
     implied: int = 0  # implied entries left out
     decode_issues: int = 0
+    dropped_buffered: int = 0  # buffered packets dropped (the buffer was full)
 
 
 def _templates(schema: Schema) -> dict[int, str]:
@@ -213,6 +214,9 @@ class Mdp3Books:
     from_start : bool
         The first incremental packet given is the channel's first (the books start empty
         and in sync); by default they start recovering, as a late joiner does.
+    max_buffer : int
+        Incremental packets kept while recovering; beyond it the oldest are dropped (a
+        snapshot must then be newer than what is left).
     """
 
     def __init__(
@@ -225,7 +229,11 @@ class Mdp3Books:
         mbo: bool = True,
         on_status: Callable[[int, int, int], None] | None = None,
         from_start: bool = False,
+        max_buffer: int = 1 << 18,
     ) -> None:
+        if max_buffer < 1:
+            raise ValueError(f"max_buffer: must be >= 1, got {max_buffer}")
+        self.max_buffer = max_buffer
         self.schema = schema
         self.market = market
         self.clock = clock
@@ -308,6 +316,11 @@ class Mdp3Books:
             if self._first is None:
                 self._first = int.from_bytes(packets[0][:4], "little")
             self._buffer.extend(packets)
+            over = len(self._buffer) - self.max_buffer
+            if over > 0:  # no usable snapshot for this long: keep the newest packets only
+                del self._buffer[:over]
+                self._first = int.from_bytes(self._buffer[0][:4], "little")
+                self.stats.dropped_buffered += over
             return
         self._apply(packets)
         self._flush()

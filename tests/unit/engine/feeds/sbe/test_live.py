@@ -231,3 +231,23 @@ def test_security_status_reaches_instruments_by_id_and_by_group(schema: Schema) 
         ch.feed.security_status(1, TRADING_HALT, group="ZZ")
     with pytest.raises(KeyError, match="'XX' is not listed"):
         ch.feed.security_status(1, TRADING_HALT, symbol="XX")
+
+
+def test_a_full_buffer_keeps_the_newest_packets_and_needs_a_newer_snapshot(
+    schema: Schema,
+) -> None:
+    ch = _Channel(schema)
+    books = ch.books(schema, max_buffer=10)
+    books.on_packets(ch.run(5))
+    early_loop = ch.snapshot()  # covers what is buffered now ...
+    pk = ch.run(40)
+    assert len(pk) > 10
+    books.on_packets(pk)  # ... but the buffer keeps only the last ten packets
+    assert books.stats.dropped_buffered > 0
+    books.on_snapshot_packets(early_loop)
+    assert not books.synced
+    assert books.stats.stale_snapshots == len(SYMBOLS)
+    books.on_snapshot_packets(ch.snapshot())
+    ch.assert_equal(books)
+    with pytest.raises(ValueError, match="max_buffer: must be >= 1"):
+        Mdp3Books(schema, max_buffer=0)
