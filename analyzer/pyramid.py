@@ -329,7 +329,7 @@ class Pyramid:
 
     @classmethod
     def load(cls, folder: str | Path, *, stamp: Mapping[str, int | str]) -> "Pyramid":
-        """Load a pyramid written by :meth:`save`, memory-mapped.
+        """Load a pyramid written by :meth:`save`, memory-mapped (each array's ``base``).
 
         Raises
         ------
@@ -355,7 +355,10 @@ class Pyramid:
             for k, rows in enumerate(meta["rows"]):
 
                 def arr(name: str, k: int = k) -> npt.NDArray[np.generic]:
-                    out: npt.NDArray[np.generic] = np.load(src / f"L{k}_{name}.npy", mmap_mode="r")
+                    # A plain array over the mapping (its ``base``): a np.memmap costs a
+                    # subclass object per slice, and a frame slices the levels ~150 times.
+                    mapped = np.load(src / f"L{k}_{name}.npy", mmap_mode="r")
+                    out: npt.NDArray[np.generic] = np.asarray(mapped)
                     return out
 
                 levels.append(

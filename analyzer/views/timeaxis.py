@@ -15,8 +15,9 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any, Final, cast
 from zoneinfo import ZoneInfo
 
+import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
+from PySide6.QtCore import QLineF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen
 
 NS: Final[int] = 1_000_000_000
@@ -116,7 +117,7 @@ class OpaqueGridAxis(pg.AxisItem):
         picture: Any = self.picture  # pyqtgraph sets it to None when the specs are due again
         drawn = self._drawn
         if picture is None or drawn is None:
-            drawn = self._drawn = self._batched(p)
+            drawn = self._drawn = self._draw_specs(p) or (None, [], [])
             self.picture = cast(Any, drawn)
         axis, groups, texts = drawn
         p.setRenderHint(QPainter.RenderHint.Antialiasing, False)
@@ -135,21 +136,6 @@ class OpaqueGridAxis(pg.AxisItem):
             for rect, flags, text in texts:
                 p.drawText(rect, flags, text)
 
-    def _batched(self, p: QPainter) -> "_Drawn":
-        # The draw specs with the lines of each pen gathered into one list.
-        specs = self.generateDrawSpecs(p)
-        if specs is None:
-            return None, [], []
-        (axis_pen, a0, a1), ticks, texts = specs
-        groups: dict[int, tuple[QPen, list[QLineF]]] = {}
-        for pen, p1, p2 in ticks:
-            key = id(pen)
-            if key not in groups:
-                groups[key] = (pen, [])
-            groups[key][1].append(QLineF(p1, p2))
-        flagged = [(rect, int(flags), text) for rect, flags, text in texts]
-        return (axis_pen, QLineF(a0, a1)), list(groups.values()), flagged
-
     def generateDrawSpecs(self, p: QPainter) -> Any:
         """Return the axis line, tick/grid lines and labels to draw, as pyqtgraph's would.
 
@@ -158,10 +144,23 @@ class OpaqueGridAxis(pg.AxisItem):
         most of a frame's Python time. Here (left and bottom axes, the charts' own) the grid
         lines are drawn opaque (see the class), labels are measured once per text (cached
         per font), and only the major level is labelled. Other orientations and fixed tick
-        lists go to pyqtgraph.
+        lists go to pyqtgraph. (:meth:`paint` draws from the same specs, lines grouped.)
         """
         if self.orientation not in ("left", "bottom") or self._tickLevels is not None:
             return self._opaque(super().generateDrawSpecs(p))
+        drawn = self._draw_specs(p)
+        if drawn is None:
+            return None
+        axis, groups, texts = drawn
+        if axis is None:
+            return None
+        axis_pen, axis_line = axis
+        ticks = [(pen, line.p1(), line.p2()) for pen, lines in groups for line in lines]
+        flagged = [(rect, Qt.AlignmentFlag(flags), text) for rect, flags, text in texts]
+        return (axis_pen, axis_line.p1(), axis_line.p2()), ticks, flagged
+
+    def _draw_specs(self, p: QPainter) -> "_Drawn | None":
+        # The axis line, the tick and grid lines grouped by pen, and the labels.
         style = self.style
         font = style["tickFont"]
         if font is not None:
@@ -175,18 +174,14 @@ class OpaqueGridAxis(pg.AxisItem):
         )
         left = self.orientation == "left"
         if left:
-            span = (
-                QPointF(bounds.right() - 1, bounds.top() - 1),
-                QPointF(bounds.right() - 1, bounds.bottom() + 1),
+            span = QLineF(
+                bounds.right() - 1, bounds.top() - 1, bounds.right() - 1, bounds.bottom() + 1
             )
             start, stop, direction = ticks_in.right(), bounds.right(), -1.0
         else:
-            span = (
-                QPointF(bounds.left() - 1, bounds.top() + 1),
-                QPointF(bounds.right() + 1, bounds.top() + 1),
-            )
+            span = QLineF(bounds.left() - 1, bounds.top() + 1, bounds.right() + 1, bounds.top() + 1)
             start, stop, direction = ticks_in.top(), bounds.top(), 1.0
-        d0, d1 = self.mapToDevice(span[0]), self.mapToDevice(span[1])
+        d0, d1 = self.mapToDevice(span.p1()), self.mapToDevice(span.p2())
         if d0 is None or d1 is None:
             return None
         length = math.hypot(d1.x() - d0.x(), d1.y() - d0.y())
@@ -204,15 +199,15 @@ class OpaqueGridAxis(pg.AxisItem):
             scale = bounds.width() / dif
             offset = lo * scale
         ends = (lo * scale - offset, hi * scale - offset)
-        tick_specs, first = self._tick_specs(
+        groups, first = self._tick_lines(
             levels, scale, offset, (min(ends), max(ends)), (start, stop, direction), length
         )
-        axis_spec = (self.pen(), span[0], span[1])
+        axis = (self.pen(), span)
         if not self.style["showValues"] or not levels:
-            return axis_spec, tick_specs, []
-        return axis_spec, tick_specs, self._text_specs(levels[0], first, p.font(), stop)
+            return axis, groups, []
+        return axis, groups, self._text_specs(levels[0], first, p.font(), stop)
 
-    def _tick_specs(
+    def _tick_lines(
         self,
         levels: list[tuple[float, list[float]]],
         scale: float,
@@ -220,12 +215,13 @@ class OpaqueGridAxis(pg.AxisItem):
         limits: tuple[float, float],
         across: tuple[float, float, float],
         length: float,
-    ) -> tuple[list[tuple[QPen, QPointF, QPointF]], list[float | None]]:
-        # The lines of every level, and where the major level's ticks are (None: outside).
+    ) -> tuple[list[tuple[QPen, list[QLineF]]], list[float | None]]:
+        # The lines of every level grouped by pen (in the order pyqtgraph draws them), and
+        # where the major level's ticks are (None: outside).
         left = self.orientation == "left"
         start, stop, direction = across
         x_min, x_max = limits
-        specs: list[tuple[QPen, QPointF, QPointF]] = []
+        groups: dict[int, tuple[QPen, list[QLineF]]] = {}
         first: list[float | None] = []
         base_pen = self.tickPen()
         solid = base_pen.brush().style() == Qt.BrushStyle.SolidPattern
@@ -235,18 +231,20 @@ class OpaqueGridAxis(pg.AxisItem):
                 pen = self._level_pen(base_pen, self._level_alpha(i, len(values), length))
             tick_length = self.style["tickLength"] / (i * 0.5 + 1.0)
             end = stop if self.grid is not False else stop + tick_length * direction
-            for v in values:
-                x = v * scale - offset
-                inside = x_min <= x <= x_max
-                if i == 0:
-                    first.append(x if inside else None)
-                if not inside:
-                    continue
-                if left:
-                    specs.append((pen, QPointF(start, x), QPointF(end, x)))
-                else:
-                    specs.append((pen, QPointF(x, start), QPointF(x, end)))
-        return specs, first
+            pos = np.asarray(values, dtype=np.float64) * scale - offset
+            inside = (x_min <= pos) & (pos <= x_max)
+            if i == 0:
+                first = [
+                    x if ok else None for x, ok in zip(pos.tolist(), inside.tolist(), strict=True)
+                ]
+            xs: list[float] = pos[inside].tolist()
+            if left:
+                lines = [QLineF(start, x, end, x) for x in xs]
+            else:
+                lines = [QLineF(x, start, x, end) for x in xs]
+            group = groups.setdefault(id(pen), (pen, []))
+            group[1].extend(lines)
+        return [g for g in groups.values() if g[1]], first
 
     def _text_specs(
         self,
@@ -254,7 +252,7 @@ class OpaqueGridAxis(pg.AxisItem):
         positions: list[float | None],
         font: QFont,
         stop: float,
-    ) -> list[tuple[QRectF, Qt.AlignmentFlag, str]]:
+    ) -> list[tuple[QRectF, int, str]]:
         # The labels of the major level where they fit the axis (as pyqtgraph places them).
         left = self.orientation == "left"
         step, values = level
@@ -267,8 +265,8 @@ class OpaqueGridAxis(pg.AxisItem):
             flags = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
         else:
             flags = Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop
-        flags |= Qt.TextFlag.TextDontClip
-        out: list[tuple[QRectF, Qt.AlignmentFlag, str]] = []
+        flag = int(flags | Qt.TextFlag.TextDontClip)
+        out: list[tuple[QRectF, int, str]] = []
         size2 = 0.0
         for x, text in zip(positions, strings, strict=True):
             if x is None:
@@ -280,7 +278,7 @@ class OpaqueGridAxis(pg.AxisItem):
             else:
                 rect = QRectF(x - width / 2, stop + text_offset, width, height)
             if limit & rect == rect:
-                out.append((rect, flags, text))
+                out.append((rect, flag, text))
         self._updateMaxTextSize(size2)
         return out
 
