@@ -796,6 +796,69 @@ def match_batch(  # noqa: C901 (one flat hot loop on purpose, see the docstring)
     return int(cmds.shape[0]), k
 
 
+@kernel
+def match_one(
+    o: I64,
+    lv: I64,
+    st: I64,
+    keys: I64,
+    vals: I64,
+    free: I64,
+    cmd: Rec,
+    out: Rec,
+    stp: int,
+    ts: int,
+    order_id: int,
+    px: int,
+    qty: int,
+    owner: int,
+    side: int,
+    action: int,
+    ord_type: int,
+    tif: int,
+    ev: I64,
+) -> int:
+    """Run one command given field by field through :func:`match_batch`; events as int rows.
+
+    ``cmd`` is a one-row ``ORDER_CMD_DTYPE`` scratch array, ``out`` the batch's
+    ``EXEC_EVENT_DTYPE`` scratch rows; the events are copied into ``ev`` (``int64[n, 11]``,
+    columns in ``EXEC_EVENT_DTYPE`` field order) for a caller that reads them in Python
+    (plain int rows convert to lists far faster than records). Returns the number of events,
+    ``-1`` when no order slot was free (nothing done: grow the arrays and call again) or
+    ``-2`` when ``out`` or ``ev`` has fewer rows than ``8 + 3 * resting + 16`` (nothing done).
+    """
+    need = 8 + 3 * st[L3S_NORDERS] + 16
+    if out.shape[0] < need or ev.shape[0] < need:
+        return -2
+    c = cmd[0]
+    c["ts"] = ts
+    c["order_id"] = order_id
+    c["px"] = px
+    c["qty"] = qty
+    c["owner"] = owner
+    c["side"] = side
+    c["action"] = action
+    c["ord_type"] = ord_type
+    c["tif"] = tif
+    done, m = match_batch(o, lv, st, keys, vals, free, cmd, out, stp)
+    if done == 0:
+        return -1
+    for i in range(m):
+        r = out[i]
+        ev[i, 0] = r["ts"]
+        ev[i, 1] = r["order_id"]
+        ev[i, 2] = r["other_id"]
+        ev[i, 3] = r["px"]
+        ev[i, 4] = r["qty"]
+        ev[i, 5] = r["leaves"]
+        ev[i, 6] = r["cmd"]
+        ev[i, 7] = r["side"]
+        ev[i, 8] = r["kind"]
+        ev[i, 9] = r["liquidity"]
+        ev[i, 10] = r["reason"]
+    return m
+
+
 # ======================================================================== queue position
 #: Replay state columns (``int64[RS_N]``) shared by the L2 and L3 own-order replays.
 RS_NEXT = 0  # next own order (by arrival) not yet at the venue

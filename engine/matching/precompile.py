@@ -81,6 +81,7 @@ def warm_up() -> int:
     cmds["px"] = 99
     cmds["qty"] = 1
     acc += int(m.submit(cmds).shape[0])
+    acc += len(m.submit_one(0, 3, 98, 1, -1, BUY, 1, 2, 1))  # a new GTC limit order, field by field
 
     pos = PositionBook(1, [Instrument(symbol="X", tick_size=Decimal(1))])
     fills = np.zeros(1, FILL_DTYPE)

@@ -83,7 +83,7 @@ _report = fast_constructor(ExecutionReport)
 #: and the order's status, filled lots and notional right after the event (a command may
 #: report one order several times). :meth:`SimExchange.report_of` makes the report;
 #: ``engine.sim.fix_app`` writes FIX straight from it (no report object per event).
-RawReport: TypeAlias = tuple["SimOrder", ExecType, tuple[int, ...] | None, int, OrdStatus, int, int]
+RawReport: TypeAlias = tuple["SimOrder", ExecType, Sequence[int] | None, int, OrdStatus, int, int]
 #: Positions in a :data:`RawReport`.
 RR_ORDER, RR_EXEC_TYPE, RR_EVENT, RR_EXEC_N, RR_STATUS, RR_CUM, RR_NOTIONAL = range(7)
 

@@ -138,7 +138,8 @@ class SimFixApplication(Application):
         self._owners = itertools.count(100)
         self._md_ids = itertools.count(1)
         self._nums: dict[str, FixNumbers] = {}
-        self._ts_key = (-1, -1)
+        self._ts_key = -1
+        self._ts_precision = -1
         self._ts = b""
         self._epoch = exchange.epoch.encode()
 
@@ -526,10 +527,12 @@ class SimFixApplication(Application):
         return body
 
     def _timestamp(self, ts: int, precision: int) -> bytes:
-        # TransactTime <60>: reports of one step share their time; format it once.
-        key = (ts, precision)
-        if key != self._ts_key:
+        # TransactTime <60> (milliseconds, or seconds before FIX 4.2): the text changes once
+        # a millisecond (format_timestamp truncates); format it once for all in between.
+        key = ts // (1_000_000 if precision == 3 else 1_000_000_000)
+        if key != self._ts_key or precision != self._ts_precision:
             self._ts_key = key
+            self._ts_precision = precision
             self._ts = format_timestamp(ts, precision)
         return self._ts
 

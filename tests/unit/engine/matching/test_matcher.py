@@ -463,14 +463,14 @@ _any_cmd = st.tuples(
 @settings(max_examples=150, deadline=None)
 @given(cmds=st.lists(_any_cmd, max_size=40), stp=st.sampled_from([STP_NONE, STP_CANCEL_TAKER]))
 def test_submit_one_is_submit_of_one_row(cmds: list[tuple[int, ...]], stp: int) -> None:
-    # The simulator's scalar path: same events (as tuples), same refusals with the same text,
+    # The simulator's scalar path: same events (as int rows), same refusals with the same text,
     # the same book afterwards; a small capacity makes it grow on the way.
     batch, single = Matcher(PX_MIN, N, capacity=2, stp=stp), Matcher(PX_MIN, N, capacity=2, stp=stp)
     for i, (act, oid, sd, px, qty, typ, tif, owner) in enumerate(cmds):
         row = make_cmds(1)
         row[0] = (1000 + i, oid, px, qty, owner, sd, act, typ, tif)
         try:
-            want = [tuple(r) for r in batch.submit(row).tolist()]
+            want = [list(r) for r in batch.submit(row).tolist()]
         except ValueError as e:
             with pytest.raises(ValueError, match=re.escape(str(e))):
                 single.submit_one(1000 + i, oid, px, qty, owner, sd, act, typ, tif)
