@@ -34,15 +34,35 @@ I64 = npt.NDArray[np.int64]
 BOOL = npt.NDArray[np.bool_]
 
 
+#: Descriptions of the snapshot templates (the recovery loop: its own packet numbering).
+SNAPSHOT_TEMPLATES = frozenset({"SnapshotFullRefresh", "SnapshotFullRefreshOrderBook"})
+
+
+def snapshot_packets(cap: DecodedCapture) -> BOOL:
+    """Return the mask of packets that carry a snapshot message (52/53, 38/44)."""
+    ids = [
+        tid
+        for tid, m in cap.schema.messages.items()
+        if (m.description or m.name) in SNAPSHOT_TEMPLATES
+    ]
+    out = np.zeros(cap.packets.shape[0], dtype=np.bool_)
+    msgs = cap.messages
+    if ids and msgs.shape[0]:
+        hit = np.isin(msgs["template_id"], ids)
+        out[msgs["packet"][hit]] = True
+    return out
+
+
 def first_arrivals(cap: DecodedCapture) -> BOOL:
     """Return the mask of packets that are the first arrival of their sequence number.
 
     Every channel of the capture is taken as a copy (A or B feed) of one sequence of packets;
-    packets without a sequence number are kept.
+    packets without a sequence number are kept, and so are the snapshot loop's (they are
+    numbered apart, from 1 each loop: :func:`snapshot_packets`).
     """
     seq = cap.packets["seq"]
     keep = np.ones(seq.size, dtype=np.bool_)
-    has = np.flatnonzero(seq >= 0)
+    has = np.flatnonzero((seq >= 0) & ~snapshot_packets(cap))
     _, first = np.unique(seq[has], return_index=True)
     keep[has] = False
     keep[has[first]] = True

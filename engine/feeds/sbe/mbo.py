@@ -32,7 +32,16 @@ Book reset (``J``)        ``L3_CLEAR`` of that SecurityID's book (only for instr
 ========================  ===================================================================
 
 so a book applying them in order holds every order in ``MDOrderPriority`` order at its level
-(CME's priorities only grow). Prices are integer ticks: the mantissas are brought to the
+(CME's priorities only grow).
+
+A capture of the snapshot loop too (``SnapshotFullRefreshOrderBook``, 53 from v9, 44 before)
+seeds the books of a capture that starts mid-session, as CME's recovery does: once every
+chunk of an instrument's snapshot (``NoChunks``, ``CurrentChunk``; a given
+``LastMsgSeqNumProcessed`` once, however many loops or feeds repeat it) has arrived, its book
+is cleared (``L3_CLEAR``) and its orders added in ``MDOrderPriority`` order, at the place of
+its last chunk in feed order; the incremental entries of that instrument that arrive after
+it from packets it already includes (``MsgSeqNum`` <= its ``LastMsgSeqNumProcessed``) are
+left out and counted. Prices are integer ticks: the mantissas are brought to the
 finest exponent of the price composites involved (``PRICE9``/``PRICENULL9``: -9; v8's
 ``PRICENULL``: -7), then divided by one tick: ``tick_size`` if given (every price must lie on
 it), else each instrument's greatest common divisor of its prices.
@@ -250,6 +259,85 @@ def _combined_parts(t: TemplateRows, keep: BOOL, tid: int) -> list[_Part]:
     return [orders, resets]
 
 
+def _snapshot_parts(cap: DecodedCapture) -> tuple[list[_Part], dict[int, list[tuple[int, int]]]]:
+    """Return the complete order snapshots as parts, and per SecurityID (index, last seq).
+
+    Each snapshot is a reset of its instrument's book (rank 0) then its orders by priority
+    (rank 1), at the message index of its last chunk to arrive.
+    """
+    parts: list[_Part] = []
+    points: dict[int, list[tuple[int, int]]] = {}
+    for tid, t in sorted(cap.decoded.templates.items()):
+        desc = t.message.description or t.message.name
+        if desc != "SnapshotFullRefreshOrderBook" or not len(t):
+            continue
+        g = t.groups["NoMDEntries"]
+        r = t.rows
+        bounds = np.searchsorted(g.rows["_msg"], np.arange(len(t) + 1))
+        pending: dict[tuple[int, int], dict[int, int]] = {}  # (sid, last seq) -> chunk -> row
+        done: set[tuple[int, int]] = set()
+        for i in np.argsort(r["_index"], kind="stable").tolist():
+            key = (int(r["SecurityID"][i]), int(r["LastMsgSeqNumProcessed"][i]))
+            if key in done:
+                continue  # the same snapshot again (another loop, the other feed)
+            chunks = pending.setdefault(key, {})
+            chunks[int(r["CurrentChunk"][i])] = i
+            n_chunks = int(r["NoChunks"][i])
+            if set(chunks) != set(range(1, n_chunks + 1)):
+                continue
+            done.add(key)
+            del pending[key]
+            rows = np.concatenate([np.arange(bounds[j], bounds[j + 1]) for j in chunks.values()])
+            e = g.rows[rows]
+            e = e[np.argsort(e["MDOrderPriority"], kind="stable")]
+            at, ts = int(r["_index"][i]), int(r["TransactTime"][i])
+            n = e.shape[0]
+            z = np.zeros(n, np.int64)
+            parts.append(
+                _Part(
+                    index=z + at,
+                    rank=1,
+                    pos=np.arange(n, dtype=np.int64),
+                    sec=z + key[0],
+                    oid=e["OrderID"].astype(np.int64),
+                    oid_null=np.asarray(g.column("OrderID").is_null(e["OrderID"]), np.bool_),
+                    prio=_or_fill(g, e, "MDOrderPriority", -1),
+                    mant=_or_fill(g, e, "MDEntryPx.mantissa", 0),
+                    px_null=np.asarray(
+                        g.column("MDEntryPx.mantissa").is_null(e["MDEntryPx.mantissa"])
+                    ),
+                    exponent=_exponent(g),
+                    qty=_or_fill(g, e, "MDDisplayQty", 0),
+                    side=_side(e["MDEntryType"]),
+                    action=z + NEW,
+                    ts=z + ts,
+                    tid=tid,
+                )
+            )
+            one = np.zeros(1, np.int64)
+            parts.append(
+                _Part(
+                    index=one + at,
+                    rank=0,
+                    pos=one,
+                    sec=one + key[0],
+                    oid=one,
+                    oid_null=one == 1,
+                    prio=one - 1,
+                    mant=one,
+                    px_null=one == 0,
+                    exponent=_exponent(g),
+                    qty=one,
+                    side=one,
+                    action=one + _RESET,
+                    ts=one + ts,
+                    tid=tid,
+                )
+            )
+            points.setdefault(key[0], []).append((at, key[1]))
+    return parts, points
+
+
 def _sources(cap: DecodedCapture, keep: BOOL) -> list[_Part]:
     """Return the entries of every order-book group and combined book message."""
     parts: list[_Part] = []
@@ -308,6 +396,9 @@ def mbo_events(cap: DecodedCapture, *, tick_size: str | None = None) -> MboEvent
         If a price is off ``tick_size``, or a price composite has no constant exponent.
     """
     parts = _sources(cap, first_arrivals(cap))
+    n_incremental = sum(p.pos.size for p in parts)
+    snaps, points = _snapshot_parts(cap)
+    parts += snaps
     exponent = min((p.exponent for p in parts), default=-9)
 
     def cat(name: str) -> I64:
@@ -339,6 +430,18 @@ def mbo_events(cap: DecodedCapture, *, tick_size: str | None = None) -> MboEvent
         use[m] = False
 
     orderly = action != _RESET
+    if points:  # incremental entries a snapshot before them already holds
+        seq = cap.packets["seq"][cap.messages["packet"][index]].astype(np.int64)
+        held = np.zeros(index.size, np.bool_)
+        incremental = np.arange(index.size) < n_incremental
+        for sid, pts in points.items():
+            pts.sort()
+            at = np.array([p[0] for p in pts], np.int64)
+            last = np.array([p[1] for p in pts], np.int64)
+            mine = np.flatnonzero(incremental & (sec == sid))
+            j = np.searchsorted(at, index[mine], side="right") - 1
+            held[mine] = (j >= 0) & (seq[mine] <= last[np.maximum(j, 0)])
+        drop(held, "already in the snapshot before it")
     drop(action == _BAD_REF, "ReferenceID names no entry of its message")
     drop(orderly & (side == 0), "entry type other than Bid or Offer")
     drop(orderly & ~np.isin(action, (NEW, CHANGE, DELETE)), "action other than New, Change, Delete")
