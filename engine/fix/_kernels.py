@@ -110,11 +110,14 @@ def _tokenize(
             i += 1
         tag = 0
         digits = 0
-        while i < end and _ZERO <= buf[_U(i)] <= _NINE:
-            tag = tag * 10 + (int(buf[_U(i)]) - _ZERO)
+        # No bound checks in the two scans: the frame's last byte is an SOH, which stops both.
+        ch = buf[_U(i)]
+        while _ZERO <= ch <= _NINE:
+            tag = tag * 10 + (int(ch) - _ZERO)
             digits += 1
             i += 1
-        if digits == 0 or digits > 9 or i >= end or buf[_U(i)] != _EQ:
+            ch = buf[_U(i)]
+        if digits == 0 or digits > 9 or ch != _EQ:
             return -1
         i += 1
         vs = i
@@ -122,10 +125,8 @@ def _tokenize(
             # Raw data: exactly the announced number of bytes, SOH included.
             i = vs + want_len
         else:
-            while i < end and buf[_U(i)] != _SOH:
+            while buf[_U(i)] != _SOH:
                 i += 1
-            if i >= end:
-                return -1
         want_tag = -1
         if not neg and tag < ndt and data_tags[tag] > 0:
             length = 0

@@ -30,7 +30,17 @@ from engine.fastlog import get_log
 from engine.fix import _kernels
 from engine.fix.fields import parse_utc_timestamp
 from engine.fix.layouts import LayoutTable
-from engine.fix.message import MESSAGES_PER_BLOCK, SOH, BodyEntry, Field, FixMessage, Group
+from engine.fix.message import (
+    CODE_ESCAPE,
+    MESSAGES_PER_BLOCK,
+    SOH,
+    BodyEntry,
+    Field,
+    FixMessage,
+    Group,
+    make_block,
+    make_messages,
+)
 
 _log = get_log(__name__)
 
@@ -429,48 +439,138 @@ class DecodedBatch:
         tags, vstart, vend = self.field_lists()
         raw = self.buf[start:end]
         checked = self.checked[i] if self.checked is not None else 0
-        return FixMessage(raw, tags[a:b], vstart[a:b], vend[a:b], 0, count, ts_recv, checked)
+        return FixMessage.from_arrays(
+            raw, tags[a:b], vstart[a:b], vend[a:b], 0, count, ts_recv, checked
+        )
 
     def messages(self, ts_recv: int = 0) -> list[FixMessage | None]:
         """Return every frame as a :class:`FixMessage`, None for a dropped one (row order).
 
-        Each message gets its own bytes; the field arrays are made once per
-        :data:`~engine.fix.message.MESSAGES_PER_BLOCK` messages and shared by them (a message
-        is then one object to allocate and, for the garbage collector, to track).
+        The messages share their bytes and field arrays by blocks of
+        :data:`~engine.fix.message.MESSAGES_PER_BLOCK` (:class:`~engine.fix.message.Block`,
+        copies made once per block): a message is one small object to allocate and, for the
+        garbage collector, to track; it stays valid whatever the decoder does next.
         """
-        rows = self.rows
+        return self._messages(ts_recv, True)
+
+    def good_messages(self, ts_recv: int = 0) -> list[FixMessage]:
+        """Return the frames that passed every check as messages, in order (see ``messages``)."""
+        return self._messages(ts_recv, False)  # type: ignore[return-value]
+
+    def _messages(self, ts_recv: int, holes: bool) -> list[FixMessage | None]:
+        rows = self._rows
+        if rows is None:
+            if not self.msgs[:, _kernels.MSG_STATUS].any():
+                return self._good_messages(ts_recv)  # type: ignore[return-value]
+            rows = self.rows
+        elif all(not r[4] for r in rows):
+            return self._few_messages(rows, ts_recv)  # type: ignore[return-value]
+        # Some frame was dropped: one block per message, None in a dropped one's place with
+        # ``holes`` (not a fast path).
         buf = self.buf
-        out: list[FixMessage | None] = []
         checked = self.checked
-        # The batch's fields as three arrays (one memcpy each); every block gets its slices
-        # (another memcpy), so that a message kept long keeps its block's fields only.
-        all_tags, all_starts, all_ends = self.field_lists()
-        for j in range(0, len(rows), MESSAGES_PER_BLOCK):
-            block = rows[j : j + MESSAGES_PER_BLOCK]
-            f0 = block[0][2]
-            last = block[-1]
+        tags, starts, ends = self.field_lists()
+        out: list[FixMessage | None] = []
+        for i, (start, end, a, count, status, _, _, _) in enumerate(rows):
+            if status:
+                if holes:
+                    out.append(None)
+                continue
+            b = a + count
+            block = make_block(
+                buf[start:end],
+                tags[a:b],
+                starts[a:b],
+                ends[a:b],
+                [0, count],
+                [0, end - start],
+                None,
+                [checked[i]] if checked is not None else None,
+                ts_recv,
+            )
+            make_messages(out, block, 1)  # type: ignore[arg-type]
+        return out
+
+    def _few_messages(self, rows: list[list[int]], ts_recv: int) -> list[FixMessage]:
+        # messages() for a batch whose rows are lists already (a read of a few frames), all
+        # good (so back to back): blocks from the rows, no tag codes (numpy's calls would
+        # cost more than the lookups they save).
+        buf = self.buf
+        checked = self.checked
+        tags, starts, ends = self.field_lists()
+        out: list[FixMessage] = []
+        per = MESSAGES_PER_BLOCK
+        for j in range(0, len(rows), per):
+            block_rows = rows[j : j + per]
+            c0 = block_rows[0][0]
+            f0 = block_rows[0][2]
+            last = block_rows[-1]
+            c1 = last[1]
             f1 = last[2] + last[3]
-            tags, vstart, vend = all_tags[f0:f1], all_starts[f0:f1], all_ends[f0:f1]
-            if checked is None:
-                out += [
-                    None
-                    if status
-                    else FixMessage(
-                        buf[start:end], tags, vstart, vend, a - f0, a - f0 + count, ts_recv
-                    )
-                    for start, end, a, count, status, _, _, _ in block
-                ]
-            else:
-                out += [
-                    None
-                    if status
-                    else FixMessage(
-                        buf[start:end], tags, vstart, vend, a - f0, a - f0 + count, ts_recv, c
-                    )
-                    for (start, end, a, count, status, _, _, _), c in zip(
-                        block, checked[j : j + MESSAGES_PER_BLOCK], strict=True
-                    )
-                ]
+            first = [r[2] - f0 for r in block_rows]
+            first.append(f1 - f0)
+            cuts = [r[0] - c0 for r in block_rows]
+            cuts.append(c1 - c0)
+            block = make_block(
+                buf[c0:c1],
+                tags[f0:f1],
+                starts[f0:f1],
+                ends[f0:f1],
+                first,
+                cuts,
+                None,
+                checked[j : j + per] if checked is not None else None,
+                ts_recv,
+            )
+            make_messages(out, block, len(block_rows))
+        return out
+
+    def _good_messages(self, ts_recv: int) -> list[FixMessage]:
+        # messages() for a batch of many frames, all of them good (so back to back): the
+        # columns it needs come out of the message table as lists (no list per row), offsets
+        # within blocks made in numpy.
+        msgs = self.msgs
+        n = msgs.shape[0]
+        per = MESSAGES_PER_BLOCK
+        first = msgs[:, _kernels.MSG_FIRST_FIELD]
+        start = msgs[:, _kernels.MSG_START]
+        f_base = first[::per]
+        c_base = start[::per]
+        firsts = (first - np.repeat(f_base, per)[:n]).tolist()
+        cuts = (start - np.repeat(c_base, per)[:n]).tolist()
+        f_bounds = f_base.tolist()
+        f_bounds.append(int(first[-1] + msgs[-1, _kernels.MSG_FIELD_COUNT]))
+        c_bounds = c_base.tolist()
+        c_bounds.append(int(msgs[-1, _kernels.MSG_END]))
+        checked = self.checked
+        tags, starts, ends = self.field_lists()
+        # Every tag as one byte (CODE_ESCAPE from 255 on and for negative tags: as uint64 a
+        # negative tag is huge), for FixMessage.get's memchr.
+        codes = np.minimum(self._fields[0].view(np.uint64), CODE_ESCAPE).astype(np.uint8)
+        all_codes = codes.tobytes()
+        buf = self.buf
+        out: list[FixMessage] = []
+        for k, j in enumerate(range(0, n, per)):
+            f0 = f_bounds[k]
+            f1 = f_bounds[k + 1]
+            c0 = c_bounds[k]
+            c1 = c_bounds[k + 1]
+            first_k = firsts[j : j + per]
+            first_k.append(f1 - f0)
+            cuts_k = cuts[j : j + per]
+            cuts_k.append(c1 - c0)
+            block = make_block(
+                buf[c0:c1],
+                tags[f0:f1],
+                starts[f0:f1],
+                ends[f0:f1],
+                first_k,
+                cuts_k,
+                all_codes[f0:f1],
+                checked[j : j + per] if checked is not None else None,
+                ts_recv,
+            )
+            make_messages(out, block, len(first_k) - 1)
         return out
 
 
@@ -688,7 +788,7 @@ class FixDecoder:
         batch = self.decode_batch(data)
         if not len(batch):
             return []
-        return [m for m in batch.messages(ts_recv) if m is not None]
+        return batch.good_messages(ts_recv)
 
 
 def decode_one(raw: bytes) -> FixMessage | None:

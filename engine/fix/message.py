@@ -32,8 +32,12 @@ TRAILER_TAGS: frozenset[int] = frozenset({93, 89, 10})
 #: The first seven tags of a message in the standard header layout (see
 #: :meth:`FixMessage.session_header`).
 _STD_HEADER: array[int] = array("q", [8, 9, 35, 34, 49, 52, 56])
-#: Lookups a :class:`FixMessage` answers by scanning its tags before it builds an index.
-_MAX_SCANS = 4
+#: Tags from this one on (and negative ones) are this byte in a message's tag codes (see
+#: :func:`make_messages`).
+CODE_ESCAPE = 255
+#: Messages of at most this many fields answer :meth:`FixMessage.get` by scanning their tags;
+#: longer ones build a tag index on the first lookup.
+_SCAN_FIELDS = 40
 #: Messages whose fields share one set of lists in a :class:`FixMessage` (see there).
 MESSAGES_PER_BLOCK = 16
 #: Session-level (admin) message types.
@@ -60,50 +64,101 @@ def to_bytes(value: Value) -> bytes:
     return str(value).encode()
 
 
+class Block:
+    """What up to :data:`MESSAGES_PER_BLOCK` decoded messages share: bytes and field arrays.
+
+    The decoder makes one per block of messages that arrived together, and a
+    :class:`FixMessage` is a position in one: decoding into messages costs one small object
+    per message. Nothing here changes once made (``bytes``, and arrays no one writes to), so
+    a message stays valid whatever the decoder does next; a message kept long keeps its block
+    alive (about 14 KB for 16 ExecutionReports): keep the values you need rather than the
+    message when you keep many.
+
+    Attributes
+    ----------
+    buf : bytes
+        The messages' bytes, back to back.
+    tags, starts, ends : array of int
+        Per field: tag number and value offsets, counted from the start of the field's
+        message in ``buf`` (``array("q")``: the decoder copies them from its kernel's output
+        in one ``memcpy``, where a list would make a Python int of each).
+    first : list of int
+        Message ``k``'s fields are ``[first[k], first[k + 1])`` of the arrays.
+    cuts : list of int
+        Message ``k``'s bytes are ``buf[cuts[k]:cuts[k + 1]]``.
+    codes : bytes or None
+        One byte per field: its tag when in ``0 .. 254``, else :data:`CODE_ESCAPE`. With them
+        :meth:`FixMessage.get` finds a tag with a memchr (``bytes.find``) rather than a scan
+        of the tag array (a Python int compared per field).
+    checked : list of int or None
+        Per message, what the decoder's layout table proved of it (None: 0 for all).
+    ts_recv : int
+        Local receive time of the messages, ns since the epoch (0 when unknown).
+    """
+
+    __slots__ = ("buf", "checked", "codes", "cuts", "ends", "first", "starts", "tags", "ts_recv")
+
+    buf: bytes
+    tags: array[int]
+    starts: array[int]
+    ends: array[int]
+    first: list[int]
+    cuts: list[int]
+    codes: bytes | None
+    checked: list[int] | None
+    ts_recv: int
+
+
+def make_block(
+    buf: bytes,
+    tags: array[int],
+    starts: array[int],
+    ends: array[int],
+    first: list[int],
+    cuts: list[int],
+    codes: bytes | None,
+    checked: list[int] | None,
+    ts_recv: int,
+) -> Block:
+    """Return a :class:`Block` of these parts (see there)."""
+    b = Block()
+    b.buf = buf
+    b.tags = tags
+    b.starts = starts
+    b.ends = ends
+    b.first = first
+    b.cuts = cuts
+    b.codes = codes
+    b.checked = checked
+    b.ts_recv = ts_recv
+    return b
+
+
 class FixMessage:
     """A decoded message: its bytes plus the offsets of every field, in wire order.
 
-    Parameters
-    ----------
-    buf : bytes
-        The message's bytes (exactly one message).
-    tags, starts, ends : array of int
-        Per field: tag number and value offsets into ``buf`` (``array("q")``: the decoder
-        copies them from its kernel's output in one ``memcpy``, where a list would make a
-        Python int of each). The decoder hands over arrays that hold the fields of up to
-        :data:`MESSAGES_PER_BLOCK` messages.
-    first, last : int
-        This message's fields in the arrays: ``[first, last)``.
-    ts_recv : int
-        Local receive time, ns since the epoch (0 when unknown).
-    checked : int
-        What the decoder's layout table proved of it (:mod:`engine.fix.layouts`; 0: nothing).
+    Made by the decoder (:class:`engine.fix.codec.FixDecoder`), by :meth:`from_pairs` or by
+    :meth:`from_arrays`; immutable.
 
     Notes
     -----
     Values are ``bytes``; ``get`` returns the first occurrence of a tag. Repeating groups are
     seen as repeated tags in wire order (``pairs``); typed access and group structure come
-    from the data dictionary. One message is one object for the garbage collector (its arrays
-    are shared by the block it arrived with: decoding into messages went from 3.0 to 1.2 µs
-    each, and to 0.x µs once they were arrays, not lists); a message kept long keeps its
-    block's arrays (about 10 KB) alive with it.
+    from the data dictionary. A message is a position in a :class:`Block` that it shares
+    with the messages that arrived with it: two slots set without an ``__init__`` call
+    (:func:`make_messages`), one small object per message (decoding into messages went from
+    3.0 to 1.2 µs each with shared lists, and below 0.8 µs with arrays and blocks).
     """
 
-    __slots__ = (
-        "_buf",
-        "_ends",
-        "_first",
-        "_index",
-        "_last",
-        "_scans",
-        "_starts",
-        "_tags",
-        "checked",
-        "ts_recv",
-    )
+    _b: Block
+    _k: int
+    _index: dict[int, int]
 
-    def __init__(
-        self,
+    __slots__ = ("_b", "_index", "_k")
+
+    @classmethod
+    def from_arrays(
+        cls,
         buf: bytes,
         tags: array[int],
         starts: array[int],
@@ -112,17 +167,29 @@ class FixMessage:
         last: int,
         ts_recv: int = 0,
         checked: int = 0,
-    ) -> None:
-        self._buf = buf
-        self._tags = tags
-        self._starts = starts
-        self._ends = ends
-        self._first = first
-        self._last = last
-        self._index: dict[int, int] | None = None
-        self._scans = 0
-        self.ts_recv = ts_recv
-        self.checked = checked
+    ) -> FixMessage:
+        """Return the message of ``buf`` whose fields are ``[first, last)`` of the arrays.
+
+        Parameters
+        ----------
+        buf : bytes
+            The message's bytes (exactly one message).
+        tags, starts, ends : array of int
+            Per field: tag number and value offsets into ``buf`` (``array("q")``).
+        first, last : int
+            This message's fields in the arrays: ``[first, last)``.
+        ts_recv : int
+            Local receive time, ns since the epoch (0 when unknown).
+        checked : int
+            What the decoder's layout table proved of it (:mod:`engine.fix.layouts`; 0:
+            nothing).
+        """
+        m = cls()
+        m._b = make_block(
+            buf, tags, starts, ends, [first, last], [0, len(buf)], None, [checked], ts_recv
+        )
+        m._k = 0
+        return m
 
     @classmethod
     def from_pairs(cls, pairs: Iterable[tuple[int, Value]]) -> FixMessage:
@@ -139,30 +206,51 @@ class FixMessage:
             out += raw
             ends.append(len(out))
             out += SOH
-        return cls(bytes(out), tags, starts, ends, 0, len(tags))
+        return cls.from_arrays(bytes(out), tags, starts, ends, 0, len(tags))
 
     @property
     def raw(self) -> bytes:
         """Return the message bytes as received."""
-        return self._buf
+        b = self._b
+        k = self._k
+        cuts = b.cuts
+        return b.buf[cuts[k] : cuts[k + 1]]
+
+    @property
+    def ts_recv(self) -> int:
+        """Return the local receive time, ns since the epoch (0 when unknown)."""
+        return self._b.ts_recv
+
+    @property
+    def checked(self) -> int:
+        """Return what the decoder's layout table proved of this message (0: nothing)."""
+        checked = self._b.checked
+        return 0 if checked is None else checked[self._k]
+
+    def _span(self) -> tuple[int, int]:
+        first = self._b.first
+        k = self._k
+        return first[k], first[k + 1]
 
     @property
     def tags(self) -> list[int]:
         """Return the tags in wire order."""
-        return self._tags[self._first : self._last].tolist()
+        a, z = self._span()
+        return self._b.tags[a:z].tolist()
 
     @property
     def pairs(self) -> list[Field]:
         """Return ``(tag, value)`` for every field in wire order."""
-        buf = self._buf
-        a, b = self._first, self._last
+        b = self._b
+        a, z = self._span()
+        raw = self.raw
         return [
-            (t, buf[s:e])
-            for t, s, e in zip(self._tags[a:b], self._starts[a:b], self._ends[a:b], strict=True)
+            (t, raw[s:e]) for t, s, e in zip(b.tags[a:z], b.starts[a:z], b.ends[a:z], strict=True)
         ]
 
     def __len__(self) -> int:
-        return self._last - self._first
+        a, z = self._span()
+        return z - a
 
     def __iter__(self) -> Iterator[Field]:
         return iter(self.pairs)
@@ -171,37 +259,53 @@ class FixMessage:
         return f"FixMessage({self.raw.replace(SOH, b'|').decode('latin-1')!r})"
 
     def _idx(self) -> dict[int, int]:
-        index = self._index
-        if index is None:
-            # Built from the end so that the first occurrence of a tag wins; values are
-            # positions in the (shared) lists.
-            a, b = self._first, self._last
-            index = dict(zip(reversed(self._tags[a:b]), range(b - 1, a - 1, -1), strict=True))
-            self._index = index
+        try:
+            return self._index
+        except AttributeError:  # not built yet (the slot is left unset until then)
+            pass
+        # Built from the end so that the first occurrence of a tag wins; values are
+        # positions in the (shared) arrays.
+        a, z = self._span()
+        index = dict(zip(reversed(self._b.tags[a:z]), range(z - 1, a - 1, -1), strict=True))
+        self._index = index
         return index
 
     def __contains__(self, tag: object) -> bool:
+        a, z = self._span()
+        if z - a <= _SCAN_FIELDS:
+            return tag in self._b.tags[a:z]
         return tag in self._idx()
 
     def get(self, tag: int, default: bytes | None = None) -> bytes | None:
         """Return the value of the first ``tag`` field, or ``default``."""
-        index = self._index
-        if index is None:
-            if self._scans < _MAX_SCANS:
-                # The first few lookups scan the tag list (first occurrence, as the index
-                # gives): cheaper than building the index for an application callback that
-                # reads a field or two. Further lookups build it.
-                self._scans += 1
-                try:
-                    i = self._tags.index(tag, self._first, self._last)
-                except ValueError:
-                    return default
-                return self._buf[self._starts[i] : self._ends[i]]
-            index = self._idx()
-        j = index.get(tag)
-        if j is None:
-            return default
-        return self._buf[self._starts[j] : self._ends[j]]
+        b = self._b
+        k = self._k
+        codes = b.codes
+        first = b.first
+        if codes is not None and 0 <= tag < CODE_ESCAPE:
+            # A tag below 255 is one byte in ``codes``: a memchr finds its first occurrence.
+            i = codes.find(tag, first[k], first[k + 1])
+            if i < 0:
+                return default
+            at = b.cuts[k]
+            return b.buf[at + b.starts[i] : at + b.ends[i]]
+        a = first[k]
+        z = first[k + 1]
+        if z - a <= _SCAN_FIELDS:
+            # A short message: scan its tags (first occurrence, as an index gives). Cheaper
+            # than building an index for an application that reads a field or two, and no
+            # state to keep per message.
+            try:
+                i = b.tags.index(tag, a, z)
+            except ValueError:
+                return default
+        else:
+            j = self._idx().get(tag)
+            if j is None:
+                return default
+            i = j
+        at = b.cuts[k]
+        return b.buf[at + b.starts[i] : at + b.ends[i]]
 
     def get_int(self, tag: int) -> int | None:
         """Return the value of ``tag`` as an int, or None when absent or not an integer."""
@@ -214,11 +318,12 @@ class FixMessage:
 
     def get_all(self, tag: int) -> list[bytes]:
         """Return every value of ``tag`` in wire order."""
-        buf = self._buf
-        a, b = self._first, self._last
+        b = self._b
+        a, z = self._span()
+        raw = self.raw
         return [
-            buf[s:e]
-            for t, s, e in zip(self._tags[a:b], self._starts[a:b], self._ends[a:b], strict=True)
+            raw[s:e]
+            for t, s, e in zip(b.tags[a:z], b.starts[a:z], b.ends[a:z], strict=True)
             if t == tag
         ]
 
@@ -228,13 +333,15 @@ class FixMessage:
         ``checks`` holds ``(position, check)`` pairs, positions in wire order; values are
         sliced only for them.
         """
-        a, b = self._first, self._last
-        starts, ends = self._starts, self._ends
-        if not all(map(operator.lt, starts[a:b], ends[a:b])):
+        b = self._b
+        a, z = self._span()
+        starts, ends = b.starts, b.ends
+        if not all(map(operator.lt, starts[a:z], ends[a:z])):
             return False
-        buf = self._buf
+        buf = b.buf
+        at = b.cuts[self._k]
         for i, check in checks:  # noqa: SIM110  (a loop: no generator object per message)
-            if not check(buf[starts[a + i] : ends[a + i]]):
+            if not check(buf[at + starts[a + i] : at + ends[a + i]]):
                 return False
         return True
 
@@ -247,14 +354,15 @@ class FixMessage:
         as raw bytes, or None for any other layout (then use :meth:`get`). Each value is the
         first occurrence of its tag, as :meth:`get` would return it.
         """
-        a = self._first
-        b = a + 7
-        if b > self._last or self._tags[a:b] != _STD_HEADER:
+        b = self._b
+        a, z = self._span()
+        h = a + 7
+        if h > z or b.tags[a:h] != _STD_HEADER:
             return None
-        buf = self._buf
-        s0, _, s2, s3, s4, s5, s6 = self._starts[a:b]
-        e0, _, e2, e3, e4, e5, e6 = self._ends[a:b]
-        return buf[s0:e0], buf[s2:e2], buf[s3:e3], buf[s4:e4], buf[s5:e5], buf[s6:e6]
+        raw = self.raw
+        s0, _, s2, s3, s4, s5, s6 = b.starts[a:h]
+        e0, _, e2, e3, e4, e5, e6 = b.ends[a:h]
+        return raw[s0:e0], raw[s2:e2], raw[s3:e3], raw[s4:e4], raw[s5:e5], raw[s6:e6]
 
     @property
     def msg_type(self) -> bytes:
@@ -283,6 +391,21 @@ class FixMessage:
     def body_pairs(self) -> list[Field]:
         """Return the body fields in wire order (neither header nor trailer)."""
         return [(t, v) for t, v in self.pairs if t not in HEADER_TAGS and t not in TRAILER_TAGS]
+
+
+def make_messages(out: list[FixMessage], block: Block, count: int) -> None:
+    """Append to ``out`` the first ``count`` messages of ``block`` (the decoder's call).
+
+    The messages are made without an ``__init__`` call, their two slots set here: the call
+    and a copy of every message's bytes were half the cost of decoding into messages.
+    """
+    cls = FixMessage
+    append = out.append
+    for k in range(count):
+        m = cls()
+        m._b = block
+        m._k = k
+        append(m)
 
 
 class Group:

@@ -119,7 +119,7 @@ class _Connection(asyncio.Protocol):
             tags, vstart, vend = batch.field_lists()
             checked = batch.checked
             messages: list[FixMessage | None] = [
-                FixMessage(
+                FixMessage.from_arrays(
                     batch.buf[start:end],
                     tags,
                     vstart,
