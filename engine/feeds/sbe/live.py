@@ -106,7 +106,7 @@ class _Snapshot:
     total: int
     rpt_seq: int
     status: int | None
-    levels: tuple[list[Level], list[Level]]
+    levels: tuple[list[Level], list[Level]]  # [MDPriceLevel, px, qty, orders] by level
     orders: dict[int, tuple[int, int, int, int]] | None = None  # id -> side, px, qty, priority
     chunks: dict[int, list[Entry]] = field(default_factory=dict)
     n_chunks: int = 0
@@ -121,7 +121,7 @@ class _Security:
     tick9: int  # one tick in 10^-9 price units
     symbol: str = ""
     group: str = ""
-    levels: tuple[list[Level], list[Level]] = field(default_factory=lambda: ([], []))
+    levels: tuple[list[Level], list[Level]] = field(default_factory=lambda: ([], []))  # slots
     orders: dict[int, tuple[int, int, int, int]] = field(default_factory=dict)
     applied: int = -1  # its book includes every incremental packet up to this one
     status: int | None = None
@@ -276,7 +276,10 @@ class Mdp3Books:
         book = -1
         if self.market is not None:
             book = self.market.index.get(symbol, -1)
-        self.securities[security_id] = _Security(security_id, book, int(tick), symbol, group)
+        sec = _Security(security_id, book, int(tick), symbol, group)
+        for side in sec.levels:
+            side[:] = [[0, 0, 0] for _ in range(self.depth)]
+        self.securities[security_id] = sec
 
     @property
     def wants_snapshots(self) -> bool:
@@ -289,7 +292,7 @@ class Mdp3Books:
         Best first.
         """
         sec = self.securities[security_id]
-        return [(p, q, n) for p, q, n in sec.levels[0 if side == BUY else 1]]
+        return [(p, q, n) for p, q, n in sec.levels[0 if side == BUY else 1] if q > 0]
 
     def orders(self, security_id: int) -> dict[int, tuple[int, int, int]]:
         """Return the resting orders of an instrument: order id -> (side, px_ticks, qty)."""
@@ -414,27 +417,30 @@ class Mdp3Books:
             return
         self._level_entry(sec, 0 if etype == _BID else 1, m, e, ts)
 
-    def _level_entry(  # noqa: C901 (every MBP update action in one place)
-        self, sec: _Security, s: int, m: _Message, e: Entry, ts: int
-    ) -> None:
-        """Apply one MBP entry of side ``s`` (0 bid, 1 offer), CME's rules by level."""
+    def _level_entry(self, sec: _Security, s: int, m: _Message, e: Entry, ts: int) -> None:
+        """Apply one MBP entry of side ``s`` (0 bid, 1 offer) by CME's level rules.
+
+        The side is ``depth`` slots (an empty one has quantity 0), as
+        :func:`engine.feeds.sbe._kernels.mbp_events` keeps them for a capture: the entry's own
+        price is always what is set or removed, and a slot found holding another price where
+        the entry says it is is emptied too (a book joined mid-session knows only the levels
+        updated since).
+        """
         side = BUY if s == 0 else SELL
         lv = sec.levels[s]
+        depth = self.depth
         action = int(e["MDUpdateAction"])
-        at = int(e["MDPriceLevel"]) - 1
-        rows = self._rows
-        if action == DELETE_THRU:
-            for p, _q, _n in lv:
-                rows.append((ts, p, 0, sec.book, side, L2_SET))
-            lv.clear()
-            return
-        if not 0 <= at < self.depth:
+        at = depth - 1 if action == DELETE_THRU else int(e["MDPriceLevel"]) - 1
+        if not 0 <= at < depth:
             self.stats.bad_levels += 1
             return
-        if action == DELETE_FROM:
-            for p, _q, _n in lv[: at + 1]:
-                rows.append((ts, p, 0, sec.book, side, L2_SET))
-            del lv[: at + 1]
+        rows = self._rows
+        book = sec.book
+        if action in (DELETE_THRU, DELETE_FROM):
+            for p, q, _n in lv[: at + 1]:
+                if q > 0:
+                    rows.append((ts, p, 0, book, side, L2_SET))
+            lv[:] = lv[at + 1 :] + [[0, 0, 0] for _ in range(at + 1)]
             return
         px = self._px(sec, m, _PX, int(e["MDEntryPx.mantissa"]))
         if px is None:
@@ -442,26 +448,23 @@ class Mdp3Books:
         qty = int(e["MDEntrySize"])
         n = int(e["NumberOfOrders"]) if e.get("NumberOfOrders") not in (None, 2**31 - 1) else 0
         if action == NEW:
+            gone = lv.pop()
+            if gone[1] > 0:
+                rows.append((ts, gone[0], 0, book, side, L2_SET))
             lv.insert(at, [px, qty, n])
-            rows.append((ts, px, qty, sec.book, side, L2_SET))
-            while len(lv) > self.depth:
-                gone = lv.pop()
-                rows.append((ts, gone[0], 0, sec.book, side, L2_SET))
+            rows.append((ts, px, qty, book, side, L2_SET))
         elif action in (CHANGE, OVERLAY):
-            if at < len(lv):
-                if lv[at][0] != px:
-                    rows.append((ts, lv[at][0], 0, sec.book, side, L2_SET))
-                lv[at] = [px, qty, n]
-            else:
-                self.stats.bad_levels += 1
-                lv.append([px, qty, n])
-            rows.append((ts, px, qty, sec.book, side, L2_SET))
+            if lv[at][1] > 0 and lv[at][0] != px:
+                rows.append((ts, lv[at][0], 0, book, side, L2_SET))
+            lv[at] = [px, qty, n]
+            rows.append((ts, px, qty, book, side, L2_SET))
         elif action == DELETE:
-            where = next((i for i, x in enumerate(lv) if x[0] == px), at if at < len(lv) else -1)
-            if where >= 0:
-                gone = lv.pop(where)
-                rows.append((ts, gone[0], 0, sec.book, side, L2_SET))
-            rows.append((ts, px, 0, sec.book, side, L2_SET))
+            where = next((i for i, x in enumerate(lv) if x[1] > 0 and x[0] == px), at)
+            if lv[where][1] > 0 and lv[where][0] != px:
+                rows.append((ts, lv[where][0], 0, book, side, L2_SET))
+            rows.append((ts, px, 0, book, side, L2_SET))
+            del lv[where]
+            lv.append([0, 0, 0])
 
     def _order_entry(self, m: _Message, e: Entry) -> None:
         sec = self._sec(e["SecurityID"], m.seq)
@@ -522,8 +525,8 @@ class Mdp3Books:
                 self._set_status(sid, int(st), int(root.get("LastUpdateTime", 0)))
 
     def _clear(self, sec: _Security, ts: int) -> None:
-        sec.levels[0].clear()
-        sec.levels[1].clear()
+        for side in sec.levels:
+            side[:] = [[0, 0, 0] for _ in range(self.depth)]
         sec.orders.clear()
         self._rows.append((ts, 0, 0, sec.book, 0, L2_CLEAR))
 
@@ -571,7 +574,7 @@ class Mdp3Books:
         snap = self._snap_of(sec, r)
         if self._first is not None and snap.last_seq + 1 < self._first:
             self.stats.stale_snapshots += 1
-        snap.levels = tuple([x[1:] for x in sorted(side)] for side in found)  # type: ignore[assignment]
+        snap.levels = (sorted(found[0]), sorted(found[1]))
         snap.rpt_seq = int(r["RptSeq"])
         st = r.get("MDSecurityTradingStatus")
         null = self.schema.message(int(r["_tid"])).column("MDSecurityTradingStatus").null
@@ -614,19 +617,7 @@ class Mdp3Books:
             return
         ts = self.clock.now_ns() if self.clock is not None else 0
         for sid, snap in ready.items():
-            sec = self.securities[sid]
-            self._clear(sec, ts)
-            for s, side in ((0, BUY), (1, SELL)):
-                sec.levels[s][:] = [list(x) for x in snap.levels[s]]
-                for p, q, _n in snap.levels[s]:
-                    self._rows.append((ts, p, q, sec.book, side, L2_SET))
-            if snap.orders is not None:
-                sec.orders = dict(snap.orders)
-            sec.applied = snap.last_seq
-            sec.rpt_seq = snap.rpt_seq
-            if snap.status is not None:
-                self._set_status(sid, snap.status, ts)
-            self.stats.snapshots_used += 1
+            self._set_from(self.securities[sid], snap, ts)
         self.stats.recoveries += 1
         self.synced = True
         buffered, self._buffer = self._buffer, []
@@ -635,6 +626,24 @@ class Mdp3Books:
         if buffered:
             self._apply(buffered)
         self._flush()
+
+    def _set_from(self, sec: _Security, snap: _Snapshot, ts: int) -> None:
+        """Set an instrument's books from its snapshot (a clear, then its levels)."""
+        self._clear(sec, ts)
+        for s, side in ((0, BUY), (1, SELL)):
+            slots = [[0, 0, 0] for _ in range(self.depth)]
+            for lvl, p, q, n in snap.levels[s]:
+                slots[lvl - 1] = [p, q, n]
+            sec.levels[s][:] = slots
+            for _lvl, p, q, _n in snap.levels[s]:
+                self._rows.append((ts, p, q, sec.book, side, L2_SET))
+        if snap.orders is not None:
+            sec.orders = dict(snap.orders)
+        sec.applied = snap.last_seq
+        sec.rpt_seq = snap.rpt_seq
+        if snap.status is not None:
+            self._set_status(sec.security_id, snap.status, ts)
+        self.stats.snapshots_used += 1
 
     # ------------------------------------------------------------------ out
     def _flush(self) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import numpy as np
 import pytest
 
 from engine.bus import MessageBus
@@ -251,3 +252,46 @@ def test_a_full_buffer_keeps_the_newest_packets_and_needs_a_newer_snapshot(
     ch.assert_equal(books)
     with pytest.raises(ValueError, match="max_buffer: must be >= 1"):
         Mdp3Books(schema, max_buffer=0)
+
+
+def test_live_books_on_the_real_v8_capture_equal_the_compiled_capture_books() -> None:
+    """The v8 capture as a live channel: every book as :func:`build_mbp_books` builds it.
+
+    Two implementations of CME's level rules (a numba kernel over the whole capture, and the
+    live books entry by entry) on 10,000 real packets that start mid-session, A and B copies
+    arbitrated by the same rule (the first of each MsgSeqNum).
+    """
+    from decimal import Decimal
+
+    from engine.feeds.pcap import udp_payloads
+    from engine.feeds.sbe.book import build_mbp_books, first_arrivals
+    from engine.feeds.sbe.mdp3 import decode_capture
+    from engine.instruments import Instrument
+
+    data = SHARED / "data/cme_mdp3_sbe"
+    capture = data / "pcap/Mdp3.Sbe.v1.8__Cme.Mdp3.Sbe.v8.1.Example.pcap"
+    v8 = data / "schema/Cme.Futures.Mdp3.Sbe.v1.8.xml"
+    if not (capture.is_file() and v8.is_file()):
+        pytest.skip("the shared CME capture is absent")
+    cap = decode_capture(capture, v8)
+    want = build_mbp_books(cap)
+    books = Mdp3Books(cap.schema, from_start=True)
+    for b, sid in enumerate(want.security_ids.tolist()):
+        tick = Decimal(int(want.ticks[b])).scaleb(-7)  # v8 prices: PRICENULL, 10^-7
+        books.add_security(sid, Instrument(symbol=f"S{sid}", tick_size=tick))
+    payloads = udp_payloads(capture)
+    keep = first_arrivals(cap)
+    by_seq = [i for i in np.argsort(cap.packets["seq"], kind="stable").tolist() if keep[i]]
+    for i in range(0, len(by_seq), 100):
+        books.on_packets([payloads[j] for j in by_seq[i : i + 100]])
+    assert books.stats.messages == 5_057  # one copy of each
+    assert books.stats.bad_levels == books.stats.off_grid == books.stats.decode_issues == 0
+    assert len(want.security_ids) == 39
+    for b, sid in enumerate(want.security_ids.tolist()):
+        wb, wa = want.books.top(b, 10)
+        assert [(p, q) for p, q, _n in books.levels(sid, BUY)] == [
+            tuple(r) for r in wb.tolist() if r[1]
+        ], sid
+        assert [(p, q) for p, q, _n in books.levels(sid, SELL)] == [
+            tuple(r) for r in wa.tolist() if r[1]
+        ], sid
