@@ -57,7 +57,7 @@ from engine.fastlog import get_log
 from engine.feeds.arbiter import FEED_NAMES, Arbiter, Mdp3Packets
 from engine.feeds.multicast import MAX_PAYLOAD, Group, open_receiver, open_sender
 from engine.feeds.sbe import _kernels as k
-from engine.feeds.sbe.decoder import MDP3_FRAMING, Decoded, SbeDecoder, pack_packets
+from engine.feeds.sbe.decoder import MDP3_FRAMING, Decoded, DecodeIssue, SbeDecoder, pack_packets
 from engine.feeds.sbe.encoder import pack_mdp3
 from engine.feeds.sbe.schema import Schema
 from engine.instruments import Instrument
@@ -165,7 +165,7 @@ def _exponents(schema: Schema, wanted: dict[int, str]) -> dict[tuple[int, str], 
 
 def decode_messages(
     decoder: SbeDecoder, packets: Sequence[bytes], wanted: dict[int, str]
-) -> tuple[list[_Message], int]:
+) -> tuple[list[_Message], list[DecodeIssue]]:
     """Decode MDP 3.0 packets; return the wanted messages in wire order and the issues."""
     buf, starts, lengths = pack_packets(list(packets))
     dec: Decoded = decoder.decode(buf, starts, lengths)
@@ -190,7 +190,7 @@ def decode_messages(
             gs = {gname: ent[b[i] : b[i + 1]] for gname, ent, b in groups}
             out.append(_Message(root["_index"], seqs[root["_packet"]], kind, root, gs))
     out.sort(key=lambda m: m.index)
-    return out, len(dec.issues)
+    return out, dec.issues
 
 
 class Mdp3Books:
@@ -339,10 +339,20 @@ class Mdp3Books:
 
     def _apply(self, packets: Sequence[bytes]) -> None:
         msgs, issues = decode_messages(self.decoder, packets, self.wanted)
-        self.stats.decode_issues += issues
+        self._issues(issues, "incremental")
         self.stats.messages += len(msgs)
         for m in msgs:
             self._incremental(m)
+
+    def _issues(self, issues: list[DecodeIssue], feed: str) -> None:
+        if issues:
+            self.stats.decode_issues += len(issues)
+            log.warning(
+                "MDP 3.0 %s feed: %d packets or messages skipped; the first: %s",
+                feed,
+                len(issues),
+                issues[0],
+            )
 
     def _incremental(self, m: _Message) -> None:
         kind = m.kind
@@ -536,7 +546,7 @@ class Mdp3Books:
         if self.synced or not packets:
             return
         msgs, issues = decode_messages(self.decoder, packets, self.wanted)
-        self.stats.decode_issues += issues
+        self._issues(issues, "snapshot")
         for m in msgs:
             if m.kind == "definition":
                 self._definition(m.root)
@@ -764,6 +774,9 @@ class Mdp3Receiver:
         self._timer: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
+        self._joining = False
+        self._join_failed = False
+        self._tasks: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         """Join the incremental groups (and the snapshot group: the books start recovering).
@@ -778,26 +791,53 @@ class Mdp3Receiver:
             sock = open_receiver(g)
             t, _ = await loop.create_datagram_endpoint(partial(_Protocol, self, feed), sock=sock)
             self._transports.append(t)
-        await self._snapshot_membership()
+        await self._snapshot_membership(strict=True)
 
-    async def _snapshot_membership(self) -> None:
-        want = self.books.wants_snapshots and not self._closed
-        if want and self._snapshot is None:
-            assert self._loop is not None
-            sock = open_receiver(self.snapshot_group)
-            t, _ = await self._loop.create_datagram_endpoint(
-                partial(_Protocol, self, _SNAPSHOT), sock=sock
-            )
-            self._snapshot = t
-            self.snapshot_joins += 1
-        elif not want and self._snapshot is not None:
-            self._snapshot.close()  # leave the loop: the books are in sync
-            self._snapshot = None
+    async def _snapshot_membership(self, *, strict: bool = False) -> None:
+        """Join the snapshot group while the books recover, leave it once they are in sync.
+
+        A failed join raises with ``strict`` (at start), else is said once and tried again at
+        the next packet.
+        """
+        if self._joining:
+            return
+        self._joining = True
+        try:
+            want = self.books.wants_snapshots and not self._closed
+            if want and self._snapshot is None:
+                assert self._loop is not None
+                try:
+                    sock = open_receiver(self.snapshot_group)
+                except OSError as e:
+                    if strict:
+                        raise
+                    if not self._join_failed:
+                        log.error("MDP 3.0: cannot recover: %s (trying again)", e)
+                    self._join_failed = True
+                    return
+                t, _ = await self._loop.create_datagram_endpoint(
+                    partial(_Protocol, self, _SNAPSHOT), sock=sock
+                )
+                self._snapshot = t
+                self._join_failed = False
+                self.snapshot_joins += 1
+            elif not want and self._snapshot is not None:
+                self._snapshot.close()  # leave the loop: the books are in sync
+                self._snapshot = None
+        finally:
+            self._joining = False
 
     def _membership_later(self) -> None:
         want = self.books.wants_snapshots
-        if want != (self._snapshot is not None) and self._loop is not None and not self._closed:
-            self._loop.create_task(self._snapshot_membership())
+        if (
+            want != (self._snapshot is not None)
+            and not self._joining
+            and self._loop is not None
+            and not self._closed
+        ):
+            task = self._loop.create_task(self._snapshot_membership())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     def _received(self, feed: int, data: bytes) -> None:
         now = time.monotonic_ns()
@@ -808,6 +848,8 @@ class Mdp3Receiver:
         out = self.arbiter.on_packet(feed, data, now)
         if out:
             self.books.on_packets(out, now)
+            if self.books.wants_snapshots and self._snapshot is None:
+                self._membership_later()  # a join that failed: again
         if self.arbiter.gap is not None and self._timer is None and self._loop is not None:
             self._timer = self._loop.call_later(self.arbiter.gap_timeout_ns / 1e9, self._check_gaps)
 

@@ -295,3 +295,25 @@ def test_live_books_on_the_real_v8_capture_equal_the_compiled_capture_books() ->
         assert [(p, q) for p, q, _n in books.levels(sid, SELL)] == [
             tuple(r) for r in wa.tolist() if r[1]
         ], sid
+
+
+def test_packets_that_do_not_decode_are_counted_and_said_not_applied(
+    schema: Schema, caplog: pytest.LogCaptureFixture
+) -> None:
+    ch = _Channel(schema)
+    books = ch.books(schema, from_start=True)
+    books.on_packets(ch.run(10))
+    ch.assert_equal(books)
+    good = ch.run(5)
+    bad_template = good[0][:14] + b"\xff\x7f" + good[0][16:]  # MsgSize kept, templateId 0x7fff
+    cut = good[1][:30]  # a message cut off
+    with caplog.at_level("WARNING", logger="engine.feeds.sbe.live"):
+        books.on_packets([bad_template, cut, *good[2:]])
+    assert books.stats.decode_issues >= 2
+    assert "MDP 3.0 incremental feed:" in caplog.text
+    assert "templateId" in caplog.text or "cut off" in caplog.text
+    late = ch.books(schema)
+    late.on_packets(ch.run(3))
+    late.on_snapshot_packets([b"\x01\x00\x00\x00" + bytes(8) + b"\x05\x00\xff"])
+    assert not late.synced
+    assert late.stats.decode_issues == 1
