@@ -20,13 +20,14 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QPointF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QPalette
 from PySide6.QtWidgets import QApplication, QVBoxLayout, QWidget
 
 from analyzer.dataset import InstrumentDay
 from analyzer.overlay import OrderSegments, Overlay
 from analyzer.views.jobs import Latest
+from analyzer.views.markers import TradeMarkers, ViewBounded
 from analyzer.views.timeaxis import NS, NsTimeAxis, PriceAxis
 from engine.types import BUY, SELL
 
@@ -99,35 +100,12 @@ LIGHT: Final = Palette(
 _EMPTY: Final = np.empty(0)
 
 
-class _ViewBounded(pg.GraphicsObject):
-    """Bounds of a chart's data item: the chart's view, set by :meth:`TickChart.refresh`.
-
-    The view box clips its items to the view, so the view rect holds all that an item can
-    show. pyqtgraph's own bounds scan the data for its extremes and ask the device
-    transform for the pen's padding, again after every range change and data change, as
-    the scene indexes the items while processing the frame's updates (about 1 ms a frame
-    for the three charts' curves).
-    """
-
-    _view_rect = QRectF()
-
-    def set_view_rect(self, rect: QRectF) -> None:
-        """Bound the item by ``rect`` (the view's range) from now on."""
-        if rect != self._view_rect:
-            self.prepareGeometryChange()
-            self._view_rect = rect
-
-    def boundingRect(self) -> QRectF:
-        """Return the view's range (data coordinates)."""
-        return self._view_rect
+class _Curve(ViewBounded, pg.PlotCurveItem):
+    """A curve of the chart, bounded by its view (see :class:`ViewBounded`)."""
 
 
-class _Curve(_ViewBounded, pg.PlotCurveItem):
-    """A curve of the chart, bounded by its view (see :class:`_ViewBounded`)."""
-
-
-class _Markers(_ViewBounded, pg.ScatterPlotItem):
-    """Markers of the chart, bounded by its view (see :class:`_ViewBounded`)."""
+class _Markers(ViewBounded, pg.ScatterPlotItem):
+    """Clickable markers (own fills), bounded by the view (see :class:`ViewBounded`)."""
 
 
 def _set_curve(item: pg.PlotCurveItem, x: npt.NDArray[Any], y: npt.NDArray[Any]) -> None:
@@ -146,7 +124,7 @@ def _set_curve(item: pg.PlotCurveItem, x: npt.NDArray[Any], y: npt.NDArray[Any])
 
 
 def _set_scatter(
-    item: pg.ScatterPlotItem, x: npt.NDArray[Any], y: npt.NDArray[Any], **style: Any
+    item: _Markers | TradeMarkers, x: npt.NDArray[Any], y: npt.NDArray[Any], **style: Any
 ) -> None:
     """Give ``item`` these markers; hide it while it has none (see :func:`_set_curve`)."""
     if x.shape[0] == 0:
@@ -248,13 +226,13 @@ class TickChart(pg.PlotWidget):
         self.bid = _Curve(name="bid", connect="finite")
         self.ask = _Curve(name="ask", connect="finite")
         self.envelope = _Curve(name="trades (range)", connect="finite")
-        self.buys = _Markers(name="buy trades", symbol="t1", pxMode=True)
-        self.sells = _Markers(name="sell trades", symbol="t", pxMode=True)
+        self.buys = TradeMarkers("t1", int(MARKER_MAX), name="buy trades")
+        self.sells = TradeMarkers("t", int(MARKER_MAX), name="sell trades")
         self.own = _Curve(connect="pairs")
         self.own_sell = _Curve(connect="pairs")
         self.fills = _Markers(symbol="star", size=16, pxMode=True)
         self.fills_sell = _Markers(symbol="star", size=16, pxMode=True)
-        self._data_items: tuple[_ViewBounded, ...] = (
+        self._data_items: tuple[ViewBounded, ...] = (
             self.bid, self.ask, self.envelope, self.buys, self.sells, self.own,
             self.own_sell, self.fills, self.fills_sell,
         )  # fmt: skip
