@@ -15,7 +15,9 @@ temporary folder; then, each in a fresh interpreter (so that memory is the day's
 * **pan / zoom**: 80 frames from the whole day down to single ticks, each as the event loop
   makes it (new range, redraw from the pyramid or the rows, the loop's repaint; the paints
   are counted: one per chart and frame), median / p95 / max; then the same with three
-  linked charts of the day (several instruments on one time axis);
+  linked charts of the day (several instruments on one time axis); the GUI thread's CPU
+  time per frame is printed and noted beside them (on a loaded machine the wall time also
+  holds the waits for a core);
 * **memory**: resident memory added by the opened day against the size of the columns the
   chart shows (ts, bid, ask, bid size, ask size per quote; ts, price, size, side per trade);
 * **baseline, same run**: pyqtgraph alone with 10M points (``setData`` with peak
@@ -145,13 +147,18 @@ class _PaintCounter:
             c.viewport().installEventFilter(self._filter)
 
 
-def _frame(app: Any, chart: Any, x0: float, x1: float) -> float:
-    """One frame as the event loop makes it: the span changes, the loop repaints (ms)."""
+def _frame(app: Any, chart: Any, x0: float, x1: float) -> tuple[float, float]:
+    """One frame as the event loop makes it: the span changes, the loop repaints.
+
+    Return its wall time and the GUI thread's CPU time (ms): on a loaded machine the
+    wall time also holds the waits for a core, the CPU time only the frame's own work.
+    """
     vb = chart.getPlotItem().getViewBox()
     t = time.perf_counter()
+    c = time.thread_time()
     vb.setXRange(x0, x1, padding=0)  # the charts redraw their data at once
     app.processEvents()  # the paint (and any rows a reader thread delivered meanwhile)
-    return (time.perf_counter() - t) * 1000
+    return (time.perf_counter() - t) * 1000, (time.thread_time() - c) * 1000
 
 
 def child_warm(path: Path, frames: int, n_charts: int = 1) -> dict[str, Any]:
@@ -188,18 +195,21 @@ def child_warm(path: Path, frames: int, n_charts: int = 1) -> dict[str, Any]:
     t0, t1 = day.span
     x0, x1 = chart.to_x(t0), chart.to_x(t1)
     times: list[float] = []
+    cpu: list[float] = []
     by_span: dict[str, list[float]] = {}
     spans = np.geomspace(x1 - x0, 0.005, 8)
     for i in range(frames):
         span = float(spans[i % len(spans)])
         centre = x0 + span / 2 + rng.random() * max(x1 - x0 - span, 0.0)
-        ms = _frame(app, chart, centre - span / 2, centre + span / 2)
+        ms, cpu_ms = _frame(app, chart, centre - span / 2, centre + span / 2)
         times.append(ms)
+        cpu.append(cpu_ms)
         by_span.setdefault(f"{span:.3g} s", []).append(ms)
         for k in range(3):  # a small drag: three pans by a tenth of the span
             shift = span / 10 * (k + 1)
-            ms = _frame(app, chart, centre - span / 2 + shift, centre + span / 2 + shift)
+            ms, cpu_ms = _frame(app, chart, centre - span / 2 + shift, centre + span / 2 + shift)
             times.append(ms)
+            cpu.append(cpu_ms)
             by_span[f"{span:.3g} s"].append(ms)
     after_pan = rss_bytes() - base
     fetches = []
@@ -219,6 +229,7 @@ def child_warm(path: Path, frames: int, n_charts: int = 1) -> dict[str, Any]:
         "day_bytes": day.nbytes,
         "rows": {k: int(v) for k, v in day.counts.items()},
         "frames_ms": times,
+        "frames_cpu_ms": cpu,
         "paints_per_frame": counter.paints / len(times) / n_charts,
         "by_span": {k: statistics.median(v) for k, v in by_span.items()},
         "markers_last": chart.markers_shown,
@@ -298,11 +309,11 @@ def run(
         rows, gen_s = generate(path, ticks)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - rss0
         size = path.stat().st_size
-        lod = sum(p.stat().st_size for p in path.with_name(path.name + ".lod").rglob("*.npy"))
+        lod_bytes = sum(p.stat().st_size for p in path.with_name(path.name + ".lod").rglob("*.npy"))
         print(
             f"  {rows:,} rows written in {gen_s:.1f} s with their pyramids, peak memory "
             f"+{peak / 1e6:.0f} MB ({size / 1e9:.2f} GB on disk, pyramids "
-            f"{lod / 1e6:.0f} MB)"
+            f"{lod_bytes / 1e6:.0f} MB)"
         )
     m = f"{rows / 1e6:.0f}M ticks"
     cold_s = judge.Figure(f"first open of {m} after its import", "s", target=TARGET_FIRST_OPEN_S)
@@ -315,6 +326,8 @@ def run(
     lod = path.with_name(path.name + ".lod")
     rebuild_s = judge.Figure("  reference: first open of a day written without pyramids", "s")
     rebuild_mb = judge.Figure("    its memory added at the peak", "MB")
+    one_cpu: list[float] = []  # p95 of the GUI thread's CPU per frame, each run (a note)
+    three_cpu: list[float] = []
     for i in range(runs):
         if not lod.exists():
             print("  (the store has no pyramids: this first open builds them)")
@@ -351,6 +364,15 @@ def run(
         )
         spans = ", ".join(f"{k} {v:.1f} ms" for k, v in warm["by_span"].items())
         print(f"  median by visible span: {spans}")
+        wc, sc = warm["frames_cpu_ms"], stack["frames_cpu_ms"]
+        one_cpu.append(float(np.percentile(wc, 95)))
+        three_cpu.append(float(np.percentile(sc, 95)))
+        print(
+            f"  GUI thread CPU per frame (the frame's own work, without the waits for a core "
+            f"at load {os.getloadavg()[0]:.1f}): one chart median {statistics.median(wc):.1f} "
+            f"ms, p95 {one_cpu[-1]:.1f} ms; three linked median {statistics.median(sc):.1f} "
+            f"ms, p95 {three_cpu[-1]:.1f} ms"
+        )
         print(
             f"  rows read off the GUI thread for a zoomed-in span: median "
             f"{warm['fetch_ms']:.1f} ms; memory +{warm['rss_after_pan'] / 1e6:.0f} MB after "
@@ -360,7 +382,11 @@ def run(
             f"  pyqtgraph alone at 10M points: setData {base['set_s'] * 1e3:.0f} ms, first frame "
             f"{base['first_s'] * 1e3:.0f} ms, pan {base['pan_ms']:.1f} ms/frame"
         )
-    one.note = f"pyqtgraph alone at 10M points: {one.median / ref.median:.2f}x its pan frame"
+    one.note = (
+        f"pyqtgraph alone at 10M points: {one.median / ref.median:.2f}x its pan frame; "
+        f"GUI thread CPU p95 {statistics.median(one_cpu):.1f} ms"
+    )
+    three.note = f"GUI thread CPU p95 {statistics.median(three_cpu):.1f} ms"
     figures = [cold_s, cold_mb, rebuild_s, rebuild_mb, warm_s, one, three, mem, ref]
     return figures, (load0, os.getloadavg()[0]), rows
 
