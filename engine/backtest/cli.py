@@ -131,6 +131,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--generic", action="store_true", help="run the Python strategy through the OMS")
     p.add_argument("--fast", action="store_true", help="insist on the compiled fast path (mm only)")
     p.add_argument("--book-interval-ns", type=_ns, default=0)
+    p.add_argument(
+        "--status",
+        default="",
+        metavar="FILE.npy",
+        help="the instrument's recorded trading status (TradingStatus.save, e.g. from MDP 3.0 "
+        "SecurityStatus): no fills while halted; a mid-run halt needs --generic",
+    )
     p.add_argument("--out", default="backtest.qwj", help="journal of a single run")
     p.add_argument("--sweep", type=_sweep, action="append", default=[], metavar="NAME=V1,V2,...")
     p.add_argument("--out-dir", default="backtest-sweep", help="journals of a sweep")
@@ -347,6 +354,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         recorded_latency=a.recorded_latency,
         generic=a.generic,
         book_interval_ns=a.book_interval_ns,
+        status=a.status,
     )
     days = (a.day or [""]) if store else a.inputs
     sweep = bool(a.sweep) or len(days) > 1

@@ -36,6 +36,7 @@ end crossed after the open, so a run can say so.
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -53,6 +54,9 @@ from engine.types import (
 
 U8 = npt.NDArray[np.uint8]
 I64 = npt.NDArray[np.int64]
+
+#: A :class:`TradingStatus` as rows (``TradingStatus.save``: a ``.npy`` file of them).
+STATUS_DTYPE = np.dtype([("ts", "<i8"), ("code", "<i8"), ("trading", "u1")])
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -82,6 +86,54 @@ class TradingStatus:
         """Return a status that never halts (what a run without a recorded status assumes)."""
         z = np.zeros(0, np.int64)
         return cls(z, np.zeros(0, np.bool_), z)
+
+    def to_array(self) -> npt.NDArray[np.void]:
+        """Return the changes as ``STATUS_DTYPE`` rows (the names are not kept)."""
+        out = np.zeros(self.ts.shape[0], STATUS_DTYPE)
+        out["ts"], out["code"], out["trading"] = self.ts, self.code, self.trading
+        return out
+
+    @classmethod
+    def from_array(cls, rows: npt.NDArray[np.void], source: str = "status") -> "TradingStatus":
+        """Return the status of ``STATUS_DTYPE`` rows.
+
+        Raises
+        ------
+        ValueError
+            If the rows are of another dtype or out of time order (names ``source``).
+        """
+        if rows.dtype != STATUS_DTYPE:
+            raise ValueError(
+                f"{source}: expected trading status rows {STATUS_DTYPE.descr}, got {rows.dtype}"
+            )
+        ts = rows["ts"].astype(np.int64)
+        if ts.shape[0] > 1 and bool((np.diff(ts) < 0).any()):
+            bad = int(np.argmax(np.diff(ts) < 0)) + 1
+            raise ValueError(f"{source}: row {bad} is earlier than row {bad - 1}")
+        return cls(ts, rows["trading"].astype(np.bool_), rows["code"].astype(np.int64))
+
+    def save(self, path: str | Path) -> None:
+        """Write the changes to a ``.npy`` file of ``STATUS_DTYPE`` rows."""
+        np.save(Path(path), self.to_array(), allow_pickle=False)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "TradingStatus":
+        """Read a status :meth:`save` wrote.
+
+        Raises
+        ------
+        ValueError
+            If the file is not one (names the file and why).
+        OSError
+            If it cannot be read.
+        """
+        try:
+            rows = np.load(Path(path), allow_pickle=False)
+        except ValueError as e:
+            raise ValueError(f"{path}: not a trading status file: {e}") from None
+        if not isinstance(rows, np.ndarray):
+            raise ValueError(f"{path}: not a trading status file (an .npz archive)")
+        return cls.from_array(rows, str(path))
 
     def halts(self) -> I64:
         """Return the intervals ``[start, end)`` (``int64[k, 2]``) the market did not trade.

@@ -26,6 +26,7 @@ from engine.backtest.fast import FastBacktest, write_journal
 from engine.backtest.generic import GenericBacktest
 from engine.backtest.journal import BacktestJournal
 from engine.backtest.models import ConstantLatency, LatencyModel, Level, RecordedLatency
+from engine.backtest.rules import TradingStatus
 from engine.instruments import Instrument
 from engine.matching.models import ConservativeQueue, LogProbQueue, PowerProbQueue, QueueModel
 from engine.strategy.base import Strategy
@@ -78,6 +79,8 @@ class BacktestJob:
     recorded_latency: bool = False
     generic: bool = False
     book_interval_ns: int = 0
+    #: A recorded trading status (``TradingStatus.save``'s ``.npy``): no fills while halted.
+    status: str = ""
     label: str = field(default="")
 
 
@@ -230,6 +233,7 @@ class JobData:
     recv: npt.NDArray[np.int64] | None
     instrument: Instrument
     open_ts: int | None
+    status: TradingStatus | None = None  # the job's recorded trading status, if it has one
 
     @property
     def nbytes(self) -> int:
@@ -246,7 +250,25 @@ def read_job_data(job: BacktestJob) -> JobData:
         As :func:`load_events` and :func:`job_instrument`.
     """
     ev, recv = load_events(job)
-    return JobData(ev, recv, job_instrument(job), session_open(job))
+    return JobData(ev, recv, job_instrument(job), session_open(job), job_status(job))
+
+
+def job_status(job: BacktestJob) -> TradingStatus | None:
+    """Return the job's recorded trading status (None: it has none).
+
+    Raises
+    ------
+    BacktestInputError
+        If the status file cannot be read or is not one.
+    """
+    if not job.status:
+        return None
+    try:
+        return TradingStatus.load(job.status)
+    except OSError as e:
+        raise BacktestInputError(f"{job.status}: {e.strerror or e}") from None
+    except ValueError as e:
+        raise BacktestInputError(str(e)) from None
 
 
 def run_job(
@@ -267,9 +289,10 @@ def run_job(
     queue = queue_model(job.queue)
     strategy = make_strategy(job)
     t0 = int(ev["ts"][0]) if ev.shape[0] else 0
+    status = data.status
     if not job.generic and isinstance(strategy, QuotingStrategy):
         fast = FastBacktest(strategy, instrument, level=job.level, queue=queue, latency=latency)
-        res = fast.run(ev, progress=progress, cancel=cancel, open_ts=open_ts)
+        res = fast.run(ev, progress=progress, cancel=cancel, open_ts=open_ts, status=status)
         with BacktestJournal(job.journal, t0) as jr:
             write_journal(jr, res, strategy, instrument)
             jr.info(res.last_ts, _done_text(res.events, ev.shape[0], res.canceled))
@@ -290,7 +313,7 @@ def run_job(
             book_interval_ns=job.book_interval_ns,
         )
         with BacktestJournal(job.journal, t0) as jr:
-            g = gen.run(ev, jr, progress=progress, cancel=cancel, open_ts=open_ts)
+            g = gen.run(ev, jr, progress=progress, cancel=cancel, open_ts=open_ts, status=status)
         orders, fills = g.orders, g.fills
         pos = gen.router.risk.position(job.symbol, job.strategy_id)
         b, a = gen.view.best_bid(), gen.view.best_ask()

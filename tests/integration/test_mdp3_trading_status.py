@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,7 @@ from engine.feeds.sbe.mdp3 import decode_capture, decode_payloads
 from engine.feeds.sbe.schema_xml import load_schema
 from engine.feeds.sbe.status import status_from_log, trading_status
 from engine.instruments import Instrument
+from engine.posttrade import load_day
 from engine.sim.exchange import FlowConfig, SimExchange, SimInstrument
 from engine.sim.mdp3_feed import READY_TO_TRADE, TRADING_HALT, SimMdp3Feed
 from engine.strategy.examples import CompiledMarketMaker, MarketMaker
@@ -188,3 +190,52 @@ def test_the_fast_path_starts_after_a_pre_open_and_refuses_a_mid_run_halt() -> N
     mid = TradingStatus(np.array([open_at, b - 10]), np.array([False, True]), np.array([2, 17]))
     with pytest.raises(ValueError, match=r"status: the market halts at event .* run the generic"):
         run(mid)
+
+
+def test_qwconsole_backtest_takes_a_saved_status(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from engine.backtest.cli import main
+
+    ev = random_walk_l2(20_000, seed=3, levels=6, p_trade=0.15, gap_ns=250_000.0)
+    events = tmp_path / "ev.npy"
+    np.save(events, ev)
+    a, b = int(ev["ts"][0]), int(ev["ts"][-1])
+    halt = TradingStatus(
+        np.array([a + (b - a) // 3, a + 2 * (b - a) // 3]),
+        np.array([False, True]),
+        np.array([2, 17]),
+    )
+    status = tmp_path / "status.npy"
+    halt.save(status)
+    again = TradingStatus.load(status)
+    assert again.halts().tolist() == halt.halts().tolist()
+    common = [str(events), "--tick-size", "1", "--quiet", "--feed-ns", "100000"]
+    common += ["--order-ns", "200000", "--response-ns", "200000"]
+
+    h0, h1 = (int(x) for x in halt.halts()[0])
+    params = ["--param", "half_spread_ticks=1", "--param", "requote_ticks=1"]
+
+    def fill_times(*more: str) -> list[int]:
+        out = tmp_path / f"j{len(list(tmp_path.iterdir()))}.qwj"
+        assert main([*common, "--out", str(out), "--strategy", "market-maker", *params, *more]) == 0
+        assert " fills, " in capsys.readouterr().out
+        return [int(t) for t in load_day(out).executions["ts"].tolist()]
+
+    free = fill_times()
+    held = fill_times("--status", str(status))
+    assert [t for t in free if h0 <= t < h1]  # without the status it fills in the halt
+    assert [t for t in held if h0 <= t < h1] == []
+    assert [t for t in held if t < h0] == [t for t in free if t < h0]
+    # the fast path cannot hold its compiled strategy: one line, exit 2
+    out = tmp_path / "fast.qwj"
+    assert main([*common, "--out", str(out), "--strategy", "mm", "--status", str(status)]) == 2
+    assert "the market halts at event" in capsys.readouterr().err
+    bad = tmp_path / "bad.npy"
+    np.save(bad, np.zeros(3, np.int64))
+    assert main([*common, "--out", str(out), "--status", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.npy: expected trading status rows" in err
+    assert "Traceback" not in err
+    assert main([*common, "--out", str(out), "--status", str(tmp_path / "none.npy")]) == 2
+    assert "none.npy: No such file" in capsys.readouterr().err
