@@ -31,7 +31,13 @@ import numpy as np
 import numpy.typing as npt
 
 from analyzer._kernels import QUOTE_COLUMNS, TRADE_COLUMNS, bucket_quotes, bucket_trades
-from analyzer.pyramid import Pyramid, PyramidBuilder, PyramidFormatError, pixel_envelope
+from analyzer.pyramid import (
+    Pyramid,
+    PyramidBuilder,
+    PyramidFormatError,
+    bin_many,
+    pixel_envelope,
+)
 from analyzer.source import DaySource, Rows
 from analyzer.stats import RangeStats, SpreadSums, TradeSums, spread_sums, trade_sums
 from engine.tickstore.schema import BBO_DTYPE
@@ -441,18 +447,20 @@ class InstrumentDay:
         if s is None or s.n_rows == 0:
             e = np.empty(0)
             return np.empty(0, np.int64), e, e, True
-        bid_env = s.pyramid.envelope("bid", t0, t1, width, gap_ns=self.gap_ns)
-        if bid_env is not None:
-            ask_env = s.pyramid.envelope("ask", t0, t1, width, gap_ns=self.gap_ns)
-            assert ask_env is not None
-            return bid_env[0], bid_env[1], ask_env[1], False
+        sides = ("bid", "ask")
+        env = s.pyramid.envelopes(sides, t0, t1, width, gap_ns=self.gap_ns)
+        if env is not None:
+            return env[0], env[1][0], env[1][1], False
         if not read and not self.has_rows("bbo", t0, t1):
-            x, bid = self._finest(s, "bid", t0, t1, width)
-            return x, bid, self._finest(s, "ask", t0, t1, width)[1], False
+            env = s.pyramid.envelopes(sides, t0, t1, width, gap_ns=self.gap_ns, level=0)
+            if env is None:  # (a pyramid without levels)
+                e = np.empty(0)
+                return np.empty(0, np.int64), e, e, False
+            return env[0], env[1][0], env[1][1], False
         c = self.rows("bbo", t0, t1)
         if c.n > 2 * width:  # denser than the pixels: their min/max per pixel column
-            x, bid = pixel_envelope(c.ts, c.values["bid"], t0, t1, width, self.gap_ns)  # type: ignore[arg-type]
-            _, ask = pixel_envelope(c.ts, c.values["ask"], t0, t1, width, self.gap_ns)  # type: ignore[arg-type]
+            sides_v: list[F64] = [c.values["bid"], c.values["ask"]]  # type: ignore[list-item]
+            x, (bid, ask) = bin_many(c.ts, c.ts, sides_v, sides_v, t0, t1, width, self.gap_ns)
             return x, bid, ask, True
         x, bid = step(c.ts, c.values["bid"], self.gap_ns)  # type: ignore[arg-type]
         _, ask = step(c.ts, c.values["ask"], self.gap_ns)  # type: ignore[arg-type]

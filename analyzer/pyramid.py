@@ -52,23 +52,45 @@ def bin_columns(
     ``2 * width`` points whatever the rows. A pause longer than ``gap_ns`` between two
     columns breaks the line (NaN); ``0``: none.
     """
+    x, ys = bin_many(t_first, t_last, (lo,), (hi,), t0, t1, width, gap_ns)
+    return x, ys[0]
+
+
+def bin_many(
+    t_first: I64,
+    t_last: I64,
+    los: Sequence[F64],
+    his: Sequence[F64],
+    t0: int,
+    t1: int,
+    width: int,
+    gap_ns: int,
+) -> tuple[I64, list[F64]]:
+    """Return :func:`bin_columns` of several columns of the same spans: one x, a y each.
+
+    The columns and their gaps are those of the spans, so they are found once (the bid
+    and the ask of a chart's quotes).
+    """
     n = t_first.shape[0]
     if n == 0:
-        return np.empty(0, np.int64), np.empty(0)
+        return np.empty(0, np.int64), [np.empty(0) for _ in los]
     col = np.floor((t_first - t0).astype(np.float64) * (width / max(t1 - t0, 1))).astype(np.int64)
     starts = np.flatnonzero(np.concatenate([[True], col[1:] != col[:-1]]))
     ends = np.concatenate([starts[1:] - 1, [n - 1]])
     x = np.empty(2 * starts.shape[0], np.int64)
-    y = np.empty(2 * starts.shape[0])
     x[0::2], x[1::2] = t_first[starts], t_last[ends]
-    y[0::2], y[1::2] = np.fmin.reduceat(lo, starts), np.fmax.reduceat(hi, starts)
+    ys: list[F64] = []
+    for lo, hi in zip(los, his, strict=True):
+        y = np.empty(2 * starts.shape[0])
+        y[0::2], y[1::2] = np.fmin.reduceat(lo, starts), np.fmax.reduceat(hi, starts)
+        ys.append(y)
     if gap_ns > 0 and starts.shape[0] > 1:
         gaps = np.flatnonzero(t_first[starts[1:]] - t_last[ends[:-1]] > gap_ns)
         if gaps.shape[0]:
             at = 2 * (gaps + 1)
             x = np.insert(x, at, t_last[ends[gaps]])
-            y = np.insert(y, at, np.nan)
-    return x, y
+            ys = [np.insert(y, at, np.nan) for y in ys]
+    return x, ys
 
 
 def pixel_envelope(ts: I64, v: F64, t0: int, t1: int, width: int, gap_ns: int) -> tuple[I64, F64]:
@@ -256,23 +278,37 @@ class Pyramid:
         longer than ``gap_ns`` (``0``: none; see :attr:`gaps`) a NaN breaks the line.
         ``None`` means the span is fine enough to draw the rows themselves.
         """
+        env = self.envelopes((column,), t0, t1, width, gap_ns=gap_ns, level=level)
+        return None if env is None else (env[0], env[1][0])
+
+    def envelopes(
+        self,
+        columns: Sequence[str],
+        t0: int,
+        t1: int,
+        width: int,
+        *,
+        gap_ns: int = 0,
+        level: int | None = None,
+    ) -> tuple[I64, list[F64]] | None:
+        """Return :meth:`envelope` of several columns at once: one x, a y per column."""
         k = self.level_for(t0, t1, width) if level is None else level
         if k is None or not self.levels:
             return None
         lv = self.levels[k]
         i0 = max(0, int(np.searchsorted(lv.t_last, t0, side="left")) - 1)
         i1 = min(lv.n, int(np.searchsorted(lv.t_first, t1, side="right")) + 1)
-        x, y = bin_columns(
+        x, ys = bin_many(
             lv.t_first[i0:i1],
             lv.t_last[i0:i1],
-            lv.lo[column][i0:i1],
-            lv.hi[column][i0:i1],
+            [lv.lo[c][i0:i1] for c in columns],
+            [lv.hi[c][i0:i1] for c in columns],
             t0,
             t1,
             width,
             0,
         )
-        if gap_ns > 0 and self.gaps.shape[0]:
+        if gap_ns > 0 and self.gaps.shape[0] and x.shape[0]:
             g = self.gaps[(self.gaps[:, 1] - self.gaps[:, 0] > gap_ns)]
             g = g[(g[:, 1] >= x[0]) & (g[:, 0] <= x[-1])]
             if g.shape[0]:
@@ -280,8 +316,8 @@ class Pyramid:
                 # spans the gap, its minimum is drawn before and its maximum after).
                 at = np.searchsorted(x, g[:, 0], side="right")
                 x = np.insert(x, at, g[:, 0])
-                y = np.insert(y, at, np.nan)
-        return x, y
+                ys = [np.insert(y, at, np.nan) for y in ys]
+        return x, ys
 
     def sum_in(self, column: str, i0: int, i1: int) -> tuple[float, int, int]:
         """Sum ``column`` over the whole level-0 buckets inside source rows ``[i0, i1)``.

@@ -75,6 +75,34 @@ def test_gaps_break_the_envelope_and_the_step_line() -> None:
     assert sx.shape[0] == 39
 
 
+def test_envelopes_of_two_columns_are_each_columns_envelope() -> None:
+    # The bid and the ask of a chart are binned together: one x, the same y as alone.
+    ts, v = _series(200_000)
+    ts[120_000:] += 10 * NS  # a hole: the NaN break lands at the same place in both
+    w = v[::-1].copy()
+    w[5_000:6_000] = np.nan  # a missing side
+    p = Pyramid.build(ts, {"bid": v, "ask": w}, gap_ns=NS)
+    for t0, t1, width, level in (
+        (int(ts[0]), int(ts[-1]), 700, None),
+        (int(ts[4_000]), int(ts[150_000]), 900, None),
+        (int(ts[4_000]), int(ts[60_000]), 900, 0),
+    ):
+        both = p.envelopes(("bid", "ask"), t0, t1, width, gap_ns=5 * NS, level=level)
+        bid = p.envelope("bid", t0, t1, width, gap_ns=5 * NS, level=level)
+        ask = p.envelope("ask", t0, t1, width, gap_ns=5 * NS, level=level)
+        assert both is not None
+        assert bid is not None
+        assert ask is not None
+        assert np.array_equal(both[0], bid[0])
+        assert np.array_equal(both[0], ask[0])
+        assert np.array_equal(both[1][0], bid[1], equal_nan=True)
+        assert np.array_equal(both[1][1], ask[1], equal_nan=True)
+    whole = p.envelopes(("bid", "ask"), int(ts[0]), int(ts[-1]), 700, gap_ns=5 * NS)
+    assert whole is not None
+    assert np.isnan(whole[1][0]).sum() == np.isnan(whole[1][1]).sum() == 1  # the hole
+    assert p.envelopes(("bid", "ask"), int(ts[10]), int(ts[300]), 900) is None  # rows
+
+
 def test_pyramid_saved_and_loaded_memory_mapped_refuses_other_data(tmp_path: Path) -> None:
     ts, v = _series(50_000)
     p = Pyramid.build(ts, {"v": v}, sums=["v"], gap_ns=100)
