@@ -391,25 +391,16 @@ class SimExchange:
             return self._reject(
                 owner, client_order_id, symbol, side, ord_type, qty_lots, px_ticks, reject, ts
             )
-        oid = self._new_id()
-        order = SimOrder(
-            oid,
-            owner,
-            client_order_id,
-            symbol,
-            int(side),
-            qty_lots,
-            px_ticks,
-            int(ord_type),
-            int(time_in_force),
+        oid = self._next_id  # _new_id(), inlined
+        self._next_id = oid + 1
+        sd, tif = int(side), int(time_in_force)
+        self._orders[oid] = SimOrder(
+            oid, owner, client_order_id, symbol, sd, qty_lots, px_ticks, int(ord_type), tif
         )
-        self._orders[oid] = order
         self._by_client[key] = oid
         self._clordids[oid] = [client_order_id]
         typ = ORD_MARKET if ord_type is OrdType.MARKET else ORD_LIMIT
-        return self._run_raw(
-            book, ts, oid, px_ticks, qty_lots, owner, int(side), CMD_NEW, typ, int(time_in_force)
-        )
+        return self._run_raw(book, ts, oid, px_ticks, qty_lots, owner, sd, CMD_NEW, typ, tif)
 
     def cancel(
         self, owner: int, client_order_id: str, orig_client_order_id: str, ts: int

@@ -55,6 +55,9 @@ log = get_log(__name__)
 
 #: OrdStatus <39> codes (``ord_status_to_fix``, looked up once).
 _ORD_STATUS_FIX = {s: ord_status_to_fix(s) for s in OrdStatus}
+#: The fields an ack of a new limit order gives per send (ClOrdID, ExecID, OrderID,
+#: OrderQty, Price, TransactTime, LeavesQty); its other fields are the template's constants.
+_ACK_SLOTS = frozenset({11, 17, 37, 38, 44, 60, 151})
 #: Report statuses with no quantity left open.
 _NO_LEAVES = frozenset(
     {OrdStatus.FILLED, OrdStatus.CANCELED, OrdStatus.EXPIRED, OrdStatus.REJECTED}
@@ -79,6 +82,7 @@ class _Client:
     # and of raw reports by the key of their layout (SimFixApplication._raw_values).
     templates: dict[tuple[int, ...], AppTemplate] = field(default_factory=dict)
     raw_templates: dict[int, AppTemplate] = field(default_factory=dict)
+    ack_templates: dict[tuple[str, int], AppTemplate] = field(default_factory=dict)
     templates_of: FixSession | None = None
     # The session's FIX version, as the report writers ask it.
     begin_string: str = field(init=False)
@@ -384,13 +388,54 @@ class SimFixApplication(Application):
             if client.templates_of is not session:
                 client.templates = {}
                 client.raw_templates = {}
+                client.ack_templates = {}
                 client.templates_of = session
+            order, et, ev = raw[0], raw[1], raw[2]
+            if (
+                et is ExecType.NEW
+                and not raw[5]  # nothing filled yet
+                and order.type == ORD_LIMIT
+                and order.px
+                and raw[4] is OrdStatus.NEW
+                and ev is not None
+                and not ev[EV_REASON]
+            ):
+                # The ack of a new limit order, most of what a client hears: all but its
+                # own values are constants of the order's symbol and side in the template.
+                ack = client.ack_templates.get((order.symbol, order.side))
+                if ack is None:
+                    ack = self._ack_template(client, session, raw, ts)
+                    client.ack_templates[(order.symbol, order.side)] = ack
+                nums = self._nums[order.symbol]  # made by _ack_template at the latest
+                epoch = self._epoch
+                qty = nums.qty_text(order.qty)
+                session.send_template(
+                    ack,
+                    [
+                        order.clordid.encode(),
+                        b"%sX%d" % (epoch, raw[3]),
+                        b"%s%d" % (epoch, order.id),
+                        qty,
+                        nums.px_text(order.px),
+                        self._timestamp(ts, client.ts_precision),
+                        qty,  # leaves: all of it
+                    ],
+                )
+                continue
             key, values = self._raw_values(client, raw, ts)
             template = client.raw_templates.get(key)
             if template is None:
                 template = self._raw_template(client, session, raw, ts, len(values))
                 client.raw_templates[key] = template
             session.send_template(template, values)
+
+    def _ack_template(
+        self, client: _Client, session: FixSession, raw: RawReport, ts: int
+    ) -> AppTemplate:
+        # The ack's layout with the values of this first ack for every field that is the same
+        # in every ack of its symbol and side (_ACK_SLOTS are given per send, in tag order).
+        fields = self._report_fields(client, self.exchange.report_of(raw, ts))
+        return session.template(b"8", [(t, None if t in _ACK_SLOTS else v) for t, v in fields])
 
     def _raw_template(
         self, client: _Client, session: FixSession, raw: RawReport, ts: int, n: int
