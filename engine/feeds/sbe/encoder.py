@@ -22,8 +22,7 @@ written as its null value; constants take no bytes. Char columns take ``str`` or
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from engine.feeds.sbe.schema import PRIMITIVES, Block, EncodedType, Group, Schema
@@ -44,6 +43,8 @@ _STRUCT = {
     "f8": "d",
 }
 
+_UINT = {1: "B", 2: "H", 4: "I", 8: "Q"}
+
 #: MDP 3.0 packet header: MsgSeqNum (u32 LE), SendingTime (u64 LE).
 MDP3_HEADER = struct.Struct("<IQ")
 _MSG_SIZE = struct.Struct("<H")
@@ -53,13 +54,10 @@ class EncodeError(ValueError):
     """A value that the schema cannot carry (unknown column or group, out of range, too long)."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Col:
-    offset: int
-    packer: struct.Struct
-    text: bool  # a char array: bytes, NUL-padded
-    size: int
-    count: int  # values of an array column (1: a scalar)
+#: How a column is packed: ``(kind, offset, struct.pack_into, size)``; kind 0 a scalar, 1 an
+#: array (values unpacked), 2 a char array (bytes, NUL-padded, at most ``size``).
+_Col = tuple[int, int, Callable[..., None], int]
+_SCALAR, _ARRAY, _TEXT = 0, 1, 2
 
 
 class _BlockCodec:
@@ -74,38 +72,41 @@ class _BlockCodec:
             kind = PRIMITIVES[c.type.primitive][0]
             n = c.type.length
             if kind == "S":
-                self.cols[c.name] = _Col(c.offset, struct.Struct(f"{n}s"), True, c.size, 1)
+                self.cols[c.name] = (_TEXT, c.offset, struct.Struct(f"{n}s").pack_into, c.size)
             else:
-                fmt = f"{order}{n}{_STRUCT[kind]}"
-                self.cols[c.name] = _Col(c.offset, struct.Struct(fmt), False, c.size, n)
-        self.groups: list[tuple[str, _BlockCodec, bytes]] = []
+                st = struct.Struct(f"{order}{n}{_STRUCT[kind]}")
+                self.cols[c.name] = (_ARRAY if n > 1 else _SCALAR, c.offset, st.pack_into, c.size)
+        self.groups: list[tuple[str, _BlockCodec, bytes, struct.Struct, int]] = []
         self.group_names: set[str] = set()
         self.data = block.data
+        self.skip = {d.name for d in block.data}  # values that are not columns: var data, groups
         self.order = order
 
     def pack(self, values: Values, out: bytearray) -> None:
         buf = bytearray(self.null)
         cols = self.cols
-        for name, v in values.items():
-            c = cols.get(name)
-            if c is None:
-                if name in self.group_names or any(d.name == name for d in self.data):
-                    continue
-                raise EncodeError(f"{self.where} has no column {name!r}")
-            try:
-                if c.text:
+        name, v = "", None
+        try:
+            for name, v in values.items():
+                c = cols.get(name)
+                if c is None:
+                    if name in self.skip:
+                        continue
+                    raise EncodeError(f"{self.where} has no column {name!r}")
+                kind, at, pack_into, size = c
+                if kind == _SCALAR:
+                    pack_into(buf, at, v)
+                elif kind == _TEXT:
                     raw = v.encode("latin-1") if isinstance(v, str) else bytes(v)
-                    if len(raw) > c.size:
+                    if len(raw) > size:
                         raise EncodeError(
-                            f"{self.where}.{name}: {raw!r} is longer than {c.size} bytes"
+                            f"{self.where}.{name}: {raw!r} is longer than {size} bytes"
                         )
-                    c.packer.pack_into(buf, c.offset, raw)
-                elif c.count > 1:
-                    c.packer.pack_into(buf, c.offset, *v)
+                    pack_into(buf, at, raw)
                 else:
-                    c.packer.pack_into(buf, c.offset, v)
-            except (struct.error, TypeError, IndexError) as e:
-                raise EncodeError(f"{self.where}.{name}: {v!r} does not fit: {e}") from None
+                    pack_into(buf, at, *v)
+        except (struct.error, TypeError, IndexError) as e:
+            raise EncodeError(f"{self.where}.{name}: {v!r} does not fit: {e}") from None
         out += buf
 
     def pack_rest(
@@ -115,14 +116,20 @@ class _BlockCodec:
         for name in groups:
             if name not in self.group_names:
                 raise EncodeError(f"{self.where} has no group {name!r}")
-        for name, codec, dim in self.groups:
+        for name, codec, dim, count, n_off in self.groups:
             entries = groups.get(name, ())
+            at = len(out)
             out += dim
-            _set_count(out, len(out) - len(dim), codec, len(entries), self.order)
+            try:
+                count.pack_into(out, at + n_off, len(entries))
+            except struct.error:
+                raise EncodeError(f"{codec.where}: {len(entries)} entries do not fit") from None
+            nested = bool(codec.groups) or bool(codec.data)
             for e in entries:
                 codec.pack(e, out)
-                inner = {g: e[g] for g in codec.group_names if g in e}
-                codec.pack_rest(e, inner, out)
+                if nested:
+                    inner = {g: e[g] for g in codec.group_names if g in e}
+                    codec.pack_rest(e, inner, out)
         for d in self.data:
             raw = values.get(d.name, b"")
             raw = raw.encode("latin-1") if isinstance(raw, str) else bytes(raw)
@@ -144,16 +151,6 @@ def _uint_part(group: Group, member: str) -> tuple[int, int]:
     return p.offset, p.type.size
 
 
-def _set_count(out: bytearray, at: int, codec: _BlockCodec, n: int, order: str) -> None:
-    g = codec.block
-    assert isinstance(g, Group)
-    off, size = _uint_part(g, "numInGroup")
-    try:
-        out[at + off : at + off + size] = n.to_bytes(size, "little" if order == "<" else "big")
-    except OverflowError:
-        raise EncodeError(f"{codec.where}: {n} entries do not fit numInGroup") from None
-
-
 def _compile(block: Block, order: str, where: str) -> _BlockCodec:
     codec = _BlockCodec(block, order, where)
     bo: Literal["little", "big"] = "little" if order == "<" else "big"
@@ -163,8 +160,11 @@ def _compile(block: Block, order: str, where: str) -> _BlockCodec:
         dim = bytearray(g.dimension.size)
         off, size = _uint_part(g, "blockLength")
         dim[off : off + size] = g.block_length.to_bytes(size, bo)
-        codec.groups.append((g.name, inner, bytes(dim)))
+        n_off, n_size = _uint_part(g, "numInGroup")
+        count = struct.Struct(f"{order}{_UINT[n_size]}")  # numInGroup, at n_off
+        codec.groups.append((g.name, inner, bytes(dim), count, n_off))
         codec.group_names.add(g.name)
+        codec.skip.add(g.name)
     return codec
 
 

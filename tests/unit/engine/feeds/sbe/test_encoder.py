@@ -101,6 +101,8 @@ def test_what_the_schema_cannot_carry_is_refused_by_name() -> None:
         enc.encode(30, {"SecurityGroup": "TOOLONGGROUP"})
     with pytest.raises(EncodeError, match=r"MDIncrementalRefreshBook46.NoMDEntries.MDPriceLevel"):
         enc.encode(46, {}, {"NoMDEntries": [{"MDPriceLevel": 300}]})  # uint8
+    with pytest.raises(EncodeError, match=r"NoMDEntries: 256 entries do not fit"):
+        enc.encode(47, {}, {"NoMDEntries": [{}] * 256})  # numInGroup is a uint8
     with pytest.raises(EncodeError, match=r"has no group 'NoSuch'"):
         enc.encode(46, {}, {"NoSuch": []})
     with pytest.raises(KeyError, match=r"has no message 999"):
