@@ -163,6 +163,48 @@ def _exponents(schema: Schema, wanted: dict[int, str]) -> dict[tuple[int, str], 
     return out
 
 
+#: The columns read of each kind of message: (root, NoMDEntries), ``None``: all of them.
+_COLUMNS: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...] | None]] = {
+    "book": (
+        ("TransactTime",),
+        (
+            "MDEntryPx.mantissa",
+            "MDEntrySize",
+            "SecurityID",
+            "NumberOfOrders",
+            "MDPriceLevel",
+            "MDUpdateAction",
+            "MDEntryType",
+        ),
+    ),
+    "orders": (
+        ("TransactTime",),
+        (
+            "OrderID",
+            "MDOrderPriority",
+            "MDEntryPx.mantissa",
+            "MDDisplayQty",
+            "SecurityID",
+            "MDUpdateAction",
+            "MDEntryType",
+        ),
+    ),
+    "trades": (
+        ("TransactTime",),
+        ("MDEntryPx.mantissa", "MDEntrySize", "SecurityID", "AggressorSide", "MDUpdateAction"),
+    ),
+}
+
+
+def _pick(rows: np.ndarray, wanted: tuple[str, ...] | None, meta: tuple[str, ...]) -> list[Entry]:
+    """Return rows as dicts of the ``wanted`` columns (all: None) and the ``meta`` ones."""
+    names = rows.dtype.names or ()
+    if wanted is not None:
+        names = tuple(n for n in (*wanted, *meta) if n in names)
+    cols = [rows[n].tolist() for n in names]
+    return [dict(zip(names, r, strict=True)) for r in zip(*cols, strict=True)]
+
+
 def decode_messages(
     decoder: SbeDecoder, packets: Sequence[bytes], wanted: dict[int, str]
 ) -> tuple[list[_Message], list[DecodeIssue]]:
@@ -175,17 +217,15 @@ def decode_messages(
         t = dec.templates.get(tid)
         if t is None or not len(t):
             continue
-        names = t.rows.dtype.names or ()
+        root_cols, entry_cols = _COLUMNS.get(kind, (None, None))
         groups: list[tuple[str, list[Entry], list[int]]] = []
         for gname, g in t.groups.items():
-            if "." in gname:
-                continue  # nested groups: none of the templates read here has one
-            gn = g.rows.dtype.names or ()
-            entries = [dict(zip(gn, r, strict=True)) for r in g.rows.tolist()]
+            if "." in gname or (entry_cols is not None and gname != "NoMDEntries"):
+                continue  # nested groups, or groups not read: none is used here
+            entries = _pick(g.rows, entry_cols, ())
             bounds = np.searchsorted(g.rows["_msg"], np.arange(len(t) + 1)).tolist()
             groups.append((gname, entries, bounds))
-        for i, r in enumerate(t.rows.tolist()):
-            root = dict(zip(names, r, strict=True))
+        for i, root in enumerate(_pick(t.rows, root_cols, ("_index", "_packet"))):
             root["_tid"] = tid
             gs = {gname: ent[b[i] : b[i + 1]] for gname, ent, b in groups}
             out.append(_Message(root["_index"], seqs[root["_packet"]], kind, root, gs))
