@@ -5,7 +5,8 @@ The only FIX code that touches sockets. Each connection is an :class:`asyncio.Pr
 (cheaper per message than streams): received bytes go through one :class:`FixDecoder` call,
 every verified message is handed to the session with ``clock.now_ns()``, and what the session
 returns is written out every :data:`WRITE_EVERY` messages (a burst's first answers go while the
-rest are made; sends from outside a read are gathered the same way until the loop comes round).
+rest are made); sends from outside a read are gathered until the loop comes round (a batch of
+orders is one write).
 A timer task drives :meth:`FixSession.on_timer` (heartbeats, TestRequests, timeouts) and
 flushes the logs.
 
@@ -245,13 +246,15 @@ class _Connection(asyncio.Protocol):
             if len(pending) >= WRITE_EVERY:
                 self._write_pending()
             return
-        # The first send of a loop iteration goes out at once (latency); later ones in the
-        # same iteration are gathered and written together by the scheduled flush (bursts).
+        # Sends made outside the session's entry points (an application's coroutine sending
+        # a batch of orders) are gathered until the loop comes round and go out in one write:
+        # the peer then reads them in one wake-up, and answers them in one write, instead of
+        # reading the first alone (written at once, the first of a batch of two cost both
+        # processes a second read, decode and write: 30 % more CPU per order at batches of
+        # 2-10, the same at batches of 1). The flush costs one loop iteration.
         self._flush_scheduled = True
         asyncio.get_running_loop().call_soon(self._flush)
-        t = self._transport
-        if t is not None:
-            t.write(data)
+        self._pending.append(data)
         spinner = self._spinner
         if spinner is not None:  # an answer may come: poll for it rather than sleep
             spinner.touch(self._spin_ns)
