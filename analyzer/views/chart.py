@@ -253,6 +253,9 @@ class TickChart(pg.PlotWidget):
         self.fills_sell.sigClicked.connect(self._on_fill_clicked)
         self.cursor = pg.InfiniteLine(angle=90, movable=False)
         pi.addItem(self.cursor, ignoreBounds=True)
+        # Hidden until placed (set_cursor): at x = 0 it drew nothing, yet its bounds were
+        # worked out again after every range change.
+        self.cursor.setVisible(False)
         #: Shaded spans where the stored depth stream has a gap (imported with --allow-gaps).
         self.gaps: list[pg.LinearRegionItem] = []
         self._mark_gaps()
@@ -451,9 +454,16 @@ class TickChart(pg.PlotWidget):
         """
         lo, hi = math.inf, -math.inf
         for a in parts:
-            a = a[np.isfinite(a)]
-            if a.shape[0]:
-                lo, hi = min(lo, float(a.min())), max(hi, float(a.max()))
+            if not a.shape[0]:
+                continue
+            # fmin/fmax skip NaN (breaks, missing sides) without copying the rest out
+            a_lo, a_hi = float(np.fmin.reduce(a)), float(np.fmax.reduce(a))
+            if not (math.isfinite(a_lo) and math.isfinite(a_hi)):  # all NaN, or infinite
+                a = a[np.isfinite(a)]
+                if not a.shape[0]:
+                    continue
+                a_lo, a_hi = float(a.min()), float(a.max())
+            lo, hi = min(lo, a_lo), max(hi, a_hi)
         if lo > hi:  # nothing drawn: keep the range
             return
         vb = self.getPlotItem().getViewBox()
@@ -616,6 +626,7 @@ class TickChart(pg.PlotWidget):
     def set_cursor(self, ts: int) -> None:
         """Move the crosshair to ``ts`` and show the quote and last trade in force there."""
         self.cursor.setPos(self.to_x(ts))
+        self.cursor.setVisible(True)
         self.readout = self.readout_text(ts)
         self._show_title()
 

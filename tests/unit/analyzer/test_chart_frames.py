@@ -110,6 +110,11 @@ def test_a_frame_of_three_linked_charts_redraws_and_paints_each_once(
     # One sprite atlas per look, shared by the charts of the stack.
     atlases = {c.buys._sprites(1.0)[0].cacheKey() for c in charts}
     assert len(atlases) == 1
+    # No crosshair until the mouse (or a caller) places it, then on every chart.
+    assert not any(c.cursor.isVisible() for c in charts)
+    stack.set_cursor((t0 + t1) // 2)
+    assert all(c.cursor.isVisible() for c in charts)
+    assert {c.cursor.value() for c in charts} == {first.to_x((t0 + t1) // 2)}
     # Zoomed out again: the envelope, no markers.
     vb.setXRange(first.to_x(t0), first.to_x(t1), padding=0)
     app.processEvents()
