@@ -305,6 +305,20 @@ def test_qwconsole_sim_publishes_mdp3_that_a_late_receiver_syncs_to(tmp_path: Pa
             ],
             "MDP 3.0 feed: ",
         ),
+        (
+            [
+                *("--mdp3-feed", "239.255.63.1:31001", "--mdp3-schema", str(SCHEMA)),
+                *("--mdp3-snapshot", "239.255.63.3:31003,239.255.63.4:31004"),
+            ],
+            "--mdp3-snapshot: give one GROUP:PORT",
+        ),
+        (
+            [
+                *("--mdp3-feed", "239.255.63.1:31001", "--mdp3-snapshot", "239.255.63.3:31003"),
+                *("--mdp3-schema", str(SCHEMA.with_name("Cme.Futures.Mdp3.Sbe.v1.8.xml"))),
+            ],
+            "(v8) has no template 46: the simulator's MDP 3.0 feed needs schema version 9",
+        ),
     ],
 )
 def test_qwconsole_sim_refuses_mdp3_options_that_do_not_go_together(
