@@ -16,6 +16,7 @@ from typing import Any, Final, cast
 from zoneinfo import ZoneInfo
 
 import numpy as np
+import numpy.typing as npt
 import pyqtgraph as pg
 from PySide6.QtCore import QLineF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen
@@ -348,6 +349,14 @@ class OpaqueGridAxis(pg.AxisItem):
         return axis, out, texts
 
 
+def _near(values: npt.NDArray[np.float64], above: npt.NDArray[np.float64], tol: float) -> Any:
+    """Return which ``values`` lie within ``tol`` of one of ``above`` (sorted)."""
+    if above.shape[0] == 0 or values.shape[0] == 0:
+        return np.zeros(values.shape[0], bool)
+    i = np.clip(np.searchsorted(above, values), 1, above.shape[0] - 1)
+    return np.minimum(np.abs(values - above[i - 1]), np.abs(values - above[i])) <= tol
+
+
 def spacing(
     steps: Sequence[float],
     span: float,
@@ -405,6 +414,29 @@ class PriceAxis(OpaqueGridAxis):
         """Whole-tick steps, about one label per 40 pixels; minor lines at the next step down."""
         return spacing(self.steps, maxVal - minVal, size, 40.0, lambda r: abs(r - round(r)) < 1e-6)
 
+    def tickValues(
+        self, minVal: float, maxVal: float, size: float
+    ) -> list[tuple[float, list[float]]]:
+        """Return pyqtgraph's tick values: each level's, less those of the levels above.
+
+        As pyqtgraph's own (a value within a hundredth of the step of one above is the
+        same), found by bisecting the values above instead of comparing every pair
+        (``np.isclose`` over a matrix: ~0.3 ms each time the price range changes).
+        """
+        if self.logMode:
+            return list(super().tickValues(minVal, maxVal, size))
+        lo, hi = sorted((minVal * self.scale, maxVal * self.scale))
+        ticks: list[tuple[float, list[float]]] = []
+        above = np.empty(0)
+        for step, offset in self.tickSpacing(lo, hi, size):
+            start = math.ceil((lo - offset) / step) * step + offset
+            num = int((hi - start) / step) + 1
+            values = (np.arange(num) * step + start) / self.scale
+            values = values[~_near(values, above, step / self.scale * 0.01)]
+            above = np.sort(np.concatenate([above, values]))
+            ticks.append((step / self.scale, values.tolist()))
+        return ticks
+
     def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:
         """Prices with the instrument's decimals and thousands separators."""
         return [f"{v:,.{self.decimals}f}" for v in values]
@@ -447,8 +479,13 @@ class NsTimeAxis(OpaqueGridAxis):
     def tickValues(
         self, minVal: float, maxVal: float, size: float
     ) -> list[tuple[float, list[float]]]:
-        """Put ticks at round clock times in the label zone (whole minutes, hours...)."""
+        """Put ticks at round clock times in the label zone (whole minutes, hours...).
+
+        A minor level leaves out the times of the major one (drawn once, in the major
+        grid's colour, as pyqtgraph's own levels are).
+        """
         out: list[tuple[float, list[float]]] = []
+        above: set[int] = set()
         for step, _ in self.tickSpacing(minVal, maxVal, size):
             step_ns = round(step * NS)
             t0 = self.to_ns(minVal)
@@ -458,7 +495,9 @@ class NsTimeAxis(OpaqueGridAxis):
                 offset = int(off.total_seconds()) * NS if off else 0
             first = -(-(t0 + offset) // step_ns) * step_ns - offset
             n = int((maxVal - minVal) / step) + 2
-            values = [(first + k * step_ns - self.origin_ns) / NS for k in range(n)]
+            times = [first + k * step_ns for k in range(n) if first + k * step_ns not in above]
+            above.update(times)
+            values = [(t - self.origin_ns) / NS for t in times]
             out.append((step, [v for v in values if minVal <= v <= maxVal]))
         return out
 

@@ -164,3 +164,27 @@ def test_trade_markers_refuse_points_without_a_partner(qtbot: Any) -> None:
     assert m.size.tolist() == [1, 20, 7]  # whole pixels within [1, max_size]
     m.clear()
     assert len(m) == 0
+
+
+def test_axis_levels_draw_each_line_once_as_pyqtgraph_levels_do(qtbot: Any) -> None:
+    from analyzer.views.timeaxis import NsTimeAxis, PriceAxis
+
+    # The time axis: a minor level leaves out the major times (drawn in the major colour).
+    axis = NsTimeAxis(T0, "America/Chicago")
+    for lo, hi, px in ((0.0, 86_400.0, 1500), (3600.0, 3620.0, 1500), (10.0, 10.05, 900)):
+        (major, big), (minor, small) = axis.tickValues(lo, hi, px)
+        assert minor < major
+        assert big
+        assert small
+        assert not set(big) & set(small)
+        # every major time is a multiple of the minor step: the minor level has the rest
+        steps = round((hi - lo) / minor)
+        assert len(big) + len(small) in (steps, steps + 1)
+    # The price axis: the same values as pyqtgraph's own levels.
+    price = PriceAxis(0.25, 2)
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        c = float(rng.uniform(100, 1e5))
+        w = float(rng.uniform(1, 500))
+        size = float(rng.uniform(50, 900))
+        assert price.tickValues(c, c + w, size) == pg.AxisItem.tickValues(price, c, c + w, size)
