@@ -10,6 +10,14 @@ retransmission server); the kernel may drop more when the receiver's buffer over
 receiver (this process, on uvloop) arbitrates A/B, re-requests every gap and counts what it
 delivers. Judged: messages lost (target 0, every run), and the rate delivered against the rate
 offered.
+
+CME MDP 3.0 (``--mdp3-messages``, 0 to leave it out): the simulator's MDP 3.0 feed
+(:class:`~engine.sim.mdp3_feed.SimMdp3Feed`, three instruments, made beforehand) published
+on loopback at ``--mdp3-rate`` messages/s on an incremental A and B group, a snapshot loop
+every 200 packets, and one packet in ``--mdp3-drop-every`` lost on *both* feeds; the receiver
+(:class:`~engine.feeds.sbe.live.Mdp3Receiver` and its books, same process) recovers each loss
+from the snapshot loop. Judged: instruments whose books differ from the simulator's at the
+end (target 0); reported: the messages/s the books kept up with, the losses and recoveries.
 """
 
 import argparse
@@ -20,6 +28,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,6 +38,7 @@ from tests.benchmarks import judge
 
 ROOT = Path(__file__).resolve().parents[2]
 SESSION = b"BENCHMOLD1"
+MDP3_SCHEMA = ROOT.parent / "shared/data/cme_mdp3_sbe/schema/Cme.Futures.Mdp3.Sbe.v1.9.xml"
 MESSAGE = bytes(36)
 
 
@@ -146,6 +156,142 @@ def run_once(rate: int, seconds: float, drop: float) -> dict[str, float]:
     return res
 
 
+def _mdp3_stream(n_messages: int) -> tuple[Any, Any, list[bytes], dict[int, list[bytes]], int]:
+    """Return the simulator, its feed, its packets and snapshot loops (after packet i)."""
+    from engine.feeds.sbe.encoder import pack_mdp3
+    from engine.feeds.sbe.schema_xml import load_schema
+    from engine.sim.exchange import FlowConfig, SimExchange, SimInstrument
+    from engine.sim.mdp3_feed import SimMdp3Feed
+    from tests.factories import make_instrument
+
+    schema = load_schema(MDP3_SCHEMA)
+    flow = FlowConfig(events_per_second=20_000, volatility_ticks=3.0)
+    ex = SimExchange(
+        [
+            SimInstrument(instrument=make_instrument(s), start_px_ticks=px, flow=flow)
+            for s, px in (("ESZ6", 20_000), ("NQZ6", 80_000), ("CLF7", 30_000))
+        ],
+        seed=8,
+    )
+    feed = SimMdp3Feed(ex, schema, 1)
+    ex.order_feed = feed
+    ex.seed_books(2)
+    packets: list[bytes] = []
+    loops: dict[int, list[bytes]] = {}
+    t = 10
+    made = 0
+    while made < n_messages:
+        t += 1_000_000
+        ex.step(t)
+        msgs = feed.take()
+        made += len(msgs)
+        before = len(packets)
+        packets += pack_mdp3(msgs, 1_472, before + 1, t)
+        if len(packets) // 200 != before // 200:  # a pass of the loop as of this packet
+            loops[len(packets) - 1] = pack_mdp3(feed.snapshot(t, len(packets)), 1_472, 1, t)
+    return ex, feed, packets, loops, made
+
+
+async def _mdp3_session(rate: int, drop_every: int, stream: Any) -> dict[str, float]:
+    from engine.feeds.sbe.live import Mdp3Books, Mdp3Publisher, Mdp3Receiver
+    from engine.types import BUY, SELL
+
+    ex, feed, packets, loops, made = stream
+    a, b = Group("239.255.31.1", _free_port()), Group("239.255.31.2", _free_port())
+    snap = Group("239.255.31.3", _free_port())
+    pub = Mdp3Publisher(a, b, snap)
+    pub.drop = lambda feed_, seq: seq % drop_every == 0 and seq < len(packets) - 5
+    books = Mdp3Books(feed.encoder.schema, from_start=True)
+    for sym in ex.symbols:
+        books.add_instrument(ex.books[sym].listing.instrument)
+    rx = Mdp3Receiver(books, a, b, snap, gap_timeout_ns=1_000_000)
+    await rx.start()
+    per_packet = made / len(packets)
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    loop = asyncio.get_running_loop()
+    sock = pub._sock  # the packets are made already: send them as they are
+    try:
+        for i, p in enumerate(packets):
+            seq = i + 1
+            for feed_no, g in enumerate(pub.groups):
+                if not pub.drop(feed_no, seq):
+                    sock.sendto(p, (g.address, g.port))
+            pub.next_seq = seq + 1
+            if i in loops:
+                for q in loops[i]:
+                    sock.sendto(q, (snap.address, snap.port))
+            ahead = t0 + (i + 1) * per_packet / rate - time.perf_counter()
+            if ahead > 0 or i % 16 == 0:
+                await asyncio.sleep(max(0.0, ahead))
+        offered = made / (time.perf_counter() - t0)
+        last = loops[max(loops)] if loops else []
+        deadline = loop.time() + 20
+        while not (books.synced and rx.arbiter.next_seq == len(packets) + 1):
+            if loop.time() > deadline:
+                break
+            for q in last:  # the final state's loop, until the books have caught up
+                sock.sendto(q, (snap.address, snap.port))
+            await asyncio.sleep(0.02)
+        elapsed = time.perf_counter() - t0
+        cpu = time.process_time() - cpu0
+    finally:
+        rx.close()
+        pub.close()
+    wrong = 0
+    for i, sym in enumerate(ex.symbols):
+        sid = feed.security_ids[i]
+        bids, asks = ex.depth(sym, 10)
+        got = (
+            [(p, q) for p, q, _n in books.levels(sid, BUY)],
+            [(p, q) for p, q, _n in books.levels(sid, SELL)],
+        )
+        wrong += got != (bids, asks) or books.orders(sid) != feed.orders(i)
+    return {
+        "messages": made,
+        "offered_per_s": offered,
+        "applied_per_s": books.stats.messages / elapsed,
+        "cpu_us_per_msg": cpu * 1e6 / max(1, books.stats.messages),
+        "lost_packets": rx.arbiter.stats.lost_messages,
+        "recoveries": books.stats.recoveries,
+        "wrong_books": wrong,
+        "synced": books.synced,
+    }
+
+
+def run_mdp3(n_messages: int, rate: int, drop_every: int) -> dict[str, float]:
+    """Make the simulator's MDP 3.0 stream, publish it on loopback, recover; return figures."""
+    stream = _mdp3_stream(n_messages)
+    return asyncio.run(_mdp3_session(rate, drop_every, stream))
+
+
+def mdp3_figures(r: dict[str, float], rate: int, drop_every: int) -> list[judge.Figure]:
+    """Return the MDP 3.0 figures of :func:`run_mdp3`."""
+    return [
+        judge.Figure(
+            "MDP 3.0 books wrong at the end",
+            "instruments",
+            [r["wrong_books"]],
+            target=0,
+            note=(
+                f"{r['messages']:,.0f} messages of the simulator's MDP 3.0 feed offered at "
+                f"{r['offered_per_s']:,.0f}/s (paced at {rate:,}), 1 packet in {drop_every} lost "
+                f"on A and B: {r['lost_packets']:,.0f} lost, {r['recoveries']:,.0f} recoveries "
+                "from the snapshot loop"
+            ),
+        ),
+        judge.Figure(
+            "MDP 3.0 messages applied",
+            "msg/s",
+            [r["applied_per_s"]],
+            lower_is_better=False,
+            note=(
+                f"Mdp3Books (MBP + MBO) on the receiver's loop, {r['cpu_us_per_msg']:.1f} µs CPU "
+                "a message (receiving, decoding, recovering)"
+            ),
+        ),
+    ]
+
+
 def figures(runs: list[dict[str, float]], rate: int) -> list[judge.Figure]:
     """Return the judged figures of the runs."""
     last = runs[-1]
@@ -193,6 +339,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--drop", type=float, default=0.001, help="share of packets lost on A and B")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--doc", action="store_true")
+    ap.add_argument("--mdp3-messages", type=int, default=60_000, help="0: no MDP 3.0 part")
+    ap.add_argument("--mdp3-rate", type=int, default=50_000)
+    ap.add_argument("--mdp3-drop-every", type=int, default=400)
     ap.add_argument("--serve", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.serve:
@@ -210,6 +359,10 @@ def main(argv: list[str] | None = None) -> int:
         print({k: round(v, 1) for k, v in r.items()}, flush=True)
         runs.append(r)
     figs = figures(runs, args.rate)
+    if args.mdp3_messages and MDP3_SCHEMA.is_file():
+        r = run_mdp3(args.mdp3_messages, args.mdp3_rate, args.mdp3_drop_every)
+        print({k: round(float(v), 1) for k, v in r.items()}, flush=True)
+        figs += mdp3_figures(r, args.mdp3_rate, args.mdp3_drop_every)
     load = (load0, os.getloadavg()[0])
     if args.doc:
         judge.write_section(

@@ -337,6 +337,7 @@ class SbeDecoder:
         )
         self.frame = frame
         self._dtypes = [b.dtype() for b in self.levels]
+        self._empties = [np.zeros(0, dtype=d) for d in self._dtypes]
 
     def _estimate(self, data: U8, starts: I64, lengths: I64) -> tuple[I64, int]:
         """Return each level's row capacity and the message table's for decoding the packets.
@@ -425,7 +426,7 @@ class SbeDecoder:
         out = np.empty(int((cap * items).sum()) or 8, dtype=np.uint8)
         messages = np.empty((msg_cap, k.MS_COLUMNS), dtype=np.int64)
         packets = np.empty((pk_start.size, k.PK_COLUMNS), dtype=np.int64)  # all written
-        issues = np.zeros((self.max_issues, k.IS_COLUMNS), dtype=np.int64)
+        issues = np.empty((self.max_issues, k.IS_COLUMNS), dtype=np.int64)  # rows: written
         counts = np.zeros(k.E_COUNT, dtype=np.int64)
         state = np.zeros(k.ST_COLUMNS, dtype=np.int64)
         state[k.ST_POS] = -1
@@ -459,8 +460,12 @@ class SbeDecoder:
             out, base, cap, messages = _grow(out, base, cap, rows, items, messages, state, done)
         n_msg = int(state[k.ST_MESSAGES])
         sizes = rows * items
+        # a level without rows shares one empty array (a small decode has many of them)
+        empties = self._empties
         views = [
             out[int(base[i]) : int(base[i] + sizes[i])].view(self._dtypes[i])
+            if sizes[i]
+            else empties[i]
             for i in range(n_levels)
         ]
         templates: dict[int, TemplateRows] = {}

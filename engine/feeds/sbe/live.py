@@ -817,6 +817,8 @@ class Mdp3Receiver:
         self._joining = False
         self._join_failed = False
         self._tasks: set[asyncio.Task[None]] = set()
+        self._ready: list[bytes] = []  # delivered in order, to apply at the end of this turn
+        self._apply_soon = False
 
     async def start(self) -> None:
         """Join the incremental groups (and the snapshot group: the books start recovering).
@@ -882,19 +884,32 @@ class Mdp3Receiver:
     def _received(self, feed: int, data: bytes) -> None:
         now = time.monotonic_ns()
         if feed == _SNAPSHOT:
+            self._apply_ready()  # the incrementals before it first
             self.books.on_snapshot_packets([data])
             self._membership_later()
             return
         out = self.arbiter.on_packet(feed, data, now)
         if out:
-            self.books.on_packets(out, now)
-            if self.books.wants_snapshots and self._snapshot is None:
-                self._membership_later()  # a join that failed: again
+            # applied together with the packets that arrive in the same turn of the loop:
+            # one decode for a burst, not one a packet
+            self._ready += out
+            if not self._apply_soon and self._loop is not None:
+                self._apply_soon = True
+                self._loop.call_soon(self._apply_ready)
         if self.arbiter.gap is not None and self._timer is None and self._loop is not None:
             self._timer = self._loop.call_later(self.arbiter.gap_timeout_ns / 1e9, self._check_gaps)
 
+    def _apply_ready(self) -> None:
+        self._apply_soon = False
+        if self._ready:
+            ready, self._ready = self._ready, []
+            self.books.on_packets(ready, time.monotonic_ns())
+            if self.books.wants_snapshots and self._snapshot is None:
+                self._membership_later()  # a join that failed: again
+
     def _check_gaps(self) -> None:
         self._timer = None
+        self._apply_ready()  # what came before the gap, before it is declared lost
         now = time.monotonic_ns()
         arb = self.arbiter
         lost = arb.stats.lost_messages
@@ -909,7 +924,8 @@ class Mdp3Receiver:
             self._timer = self._loop.call_later(arb.gap_timeout_ns / 1e9, self._check_gaps)
 
     def close(self) -> None:
-        """Leave every group."""
+        """Leave every group (what was received is applied first)."""
+        self._apply_ready()
         self._closed = True
         if self._timer is not None:
             self._timer.cancel()
