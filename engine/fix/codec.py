@@ -333,6 +333,13 @@ def data_tag_table(pairs: dict[int, int] | None = None) -> npt.NDArray[np.int64]
 _NO_EXPECTATION: npt.NDArray[np.uint8] = np.zeros(0, dtype=np.uint8)
 
 
+def _row_views(fields: npt.NDArray[np.int64]) -> tuple[memoryview, memoryview, memoryview]:
+    # The rows of the decoder's field table as bytes: a batch copies its fields out of them
+    # with array.frombytes (DecodedBatch.field_lists), one memcpy and no numpy call.
+    v0, v1, v2 = (memoryview(fields[i]).cast("B") for i in range(3))
+    return v0, v1, v2
+
+
 def _ints(column: npt.NDArray[np.int64]) -> array[int]:
     # A contiguous int64 column as array("q"): one memcpy (``tolist`` made a Python int of
     # every value: three quarters of the cost of decoding into messages).
@@ -372,7 +379,19 @@ class DecodedBatch:
         frame); ``tags``, ``vstart`` and ``vend`` are its rows.
     """
 
-    __slots__ = ("_fields", "_lists", "_rows", "buf", "checked", "msgs")
+    __slots__ = (
+        "_all_fields",
+        "_all_msgs",
+        "_fields_v",
+        "_lists",
+        "_msgs_v",
+        "_nf",
+        "_nm",
+        "_rows",
+        "_views",
+        "buf",
+        "checked",
+    )
 
     def __init__(
         self,
@@ -381,14 +400,41 @@ class DecodedBatch:
         fields: npt.NDArray[np.int64],
         rows: list[list[int]] | None = None,
         checked: list[int] | None = None,
+        *,
+        frames: int = -1,
+        nfields: int = -1,
+        views: tuple[memoryview, memoryview, memoryview] | None = None,
     ) -> None:
+        # ``frames`` / ``nfields`` given: ``msgs`` and ``fields`` are the decoder's whole
+        # tables, sliced when asked for (a read of one message should not pay numpy's
+        # slicing); ``views``: the rows of ``fields`` as bytes, for field_lists' copies.
         self.buf = buf
-        self.msgs = msgs
-        self._fields = fields
+        self._all_msgs = msgs
+        self._all_fields = fields
+        self._nm = msgs.shape[0] if frames < 0 else frames
+        self._nf = fields.shape[1] if nfields < 0 else nfields
+        self._msgs_v: npt.NDArray[np.int64] | None = msgs if frames < 0 else None
+        self._fields_v: npt.NDArray[np.int64] | None = fields if nfields < 0 else None
+        self._views = views
         self._rows = rows
         self._lists: tuple[array[int], array[int], array[int]] | None = None
         #: Per frame, the decoder's layout table's mark (:mod:`engine.fix.layouts`), or None.
         self.checked = checked
+
+    @property
+    def msgs(self) -> npt.NDArray[np.int64]:
+        """Return the message table, int64[n, MSG_COLUMNS] (see the class)."""
+        m = self._msgs_v
+        if m is None:
+            m = self._msgs_v = self._all_msgs[: self._nm]
+        return m
+
+    @property
+    def _fields(self) -> npt.NDArray[np.int64]:
+        f = self._fields_v
+        if f is None:
+            f = self._fields_v = self._all_fields[:, : self._nf]
+        return f
 
     @property
     def fields(self) -> npt.NDArray[np.int64]:
@@ -418,7 +464,7 @@ class DecodedBatch:
         return self._rows
 
     def __len__(self) -> int:
-        return int(self.msgs.shape[0])
+        return self._nm
 
     def ok(self) -> npt.NDArray[np.bool_]:
         """Return a mask of the frames that passed every check."""
@@ -428,8 +474,22 @@ class DecodedBatch:
         """Return ``tags``, ``vstart`` and ``vend`` as ``array("q")`` (made once per batch)."""
         lists = self._lists
         if lists is None:
-            f = self._fields
-            lists = self._lists = (_ints(f[0]), _ints(f[1]), _ints(f[2]))
+            views = self._views
+            if views is None:
+                f = self._fields
+                lists = (_ints(f[0]), _ints(f[1]), _ints(f[2]))
+            else:
+                # One memcpy each, from the decoder's rows as bytes: no numpy call.
+                k = self._nf * 8
+                v0, v1, v2 = views
+                tags = array("q")
+                tags.frombytes(v0[:k])
+                starts = array("q")
+                starts.frombytes(v1[:k])
+                ends = array("q")
+                ends.frombytes(v2[:k])
+                lists = (tags, starts, ends)
+            self._lists = lists
         return lists
 
     def message(self, i: int, ts_recv: int = 0) -> FixMessage:
@@ -600,6 +660,7 @@ class FixDecoder:
         "_fields",
         "_msgs",
         "_pending",
+        "_views",
         "garbled",
         "layouts",
         "max_buffer",
@@ -616,6 +677,7 @@ class FixDecoder:
         self._data_tags = data_tag_table(data_length_tags)
         self._msgs = np.zeros((256, _kernels.MSG_COLUMNS), dtype=np.int64)
         self._fields = np.zeros((3, 8192), dtype=np.int64)
+        self._views = _row_views(self._fields)
         self._checked = np.zeros(256, dtype=np.int64)
         self._expect = _NO_EXPECTATION
         #: The session's layouts (:mod:`engine.fix.layouts`): each frame decoded is marked
@@ -653,6 +715,7 @@ class FixDecoder:
         need = nbytes // 2 + 2
         if self._fields.shape[1] < need:
             self._fields = np.zeros((3, max(need, self._fields.shape[1] * 2)), dtype=np.int64)
+            self._views = _row_views(self._fields)
         rows = min(nbytes // 64, 1 << 20)
         if self._msgs.shape[0] < rows:
             self._msgs = np.zeros((rows, _kernels.MSG_COLUMNS), dtype=np.int64)
@@ -673,7 +736,9 @@ class FixDecoder:
         msgs = self._msgs
         fields = self._fields
         layouts = self.layouts
-        if layouts:
+        marked = bool(layouts)  # the kernel marks every frame, unless more passes come
+        if marked:
+            assert layouts is not None
             # One kernel call frames and checks the layouts (a second call costs its dispatch).
             out = self._checked
             if out.shape[0] < msgs.shape[0]:
@@ -696,14 +761,16 @@ class FixDecoder:
         if consumed >= n:
             self._pending = b""
             if nm <= 32:
-                # The common case: everything framed in one pass, few frames.
+                # The common case: everything framed in one pass, few frames (a read of one
+                # message is the latency path: no numpy call here besides the table's rows).
                 table = msgs[:nm].tolist()
                 for start, end, _, _, status_code, _, _, _ in table:
                     if status_code:
                         self._report(status_code, buf[start : min(end, start + 4096)])
-                checked = self._check(buf, msgs, nm, fields, marked=bool(layouts))
-                return DecodedBatch(buf, msgs[:nm], fields[:, :nf], table, checked)
-        marked = bool(layouts)  # the kernel marked every frame, unless more passes come
+                checked = self._check(buf, msgs, nm, fields, marked=marked)
+                return DecodedBatch(
+                    buf, msgs, fields, table, checked, frames=nm, nfields=nf, views=self._views
+                )
         if nm < msgs.shape[0] or consumed >= n:
             all_rows = msgs[:nm]
         else:
@@ -725,7 +792,7 @@ class FixDecoder:
         checked = self._check(
             buf, np.ascontiguousarray(all_rows), len(all_rows), fields, marked=marked
         )
-        return DecodedBatch(buf, all_rows, fields[:, :nf], rows, checked)
+        return DecodedBatch(buf, all_rows, fields, rows, checked, nfields=nf, views=self._views)
 
     def _more_passes(
         self, buf: bytes, nm: int, nf: int, consumed: int
@@ -764,7 +831,8 @@ class FixDecoder:
         if layouts is None:
             return None
         if marked:
-            return cast(list[int], self._checked[:nm].tolist())
+            out = self._checked
+            return [out.item(0)] if nm == 1 else cast(list[int], out[:nm].tolist())
         if not layouts:
             return [layouts.base] * nm  # every layout unknown (LAYOUT_UNKNOWN)
         out = self._checked
