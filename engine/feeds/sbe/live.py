@@ -243,8 +243,7 @@ class Mdp3Books:
     market : MarketData, optional
         Where book changes and trades go (``L2_EVENT_DTYPE`` rows); None keeps them here only.
     clock : Clock, optional
-        Receive time of the rows (default: the packets' SendingTime is not used; rows get
-        ``clock.now_ns()``, or 0 without a clock).
+        Stamps the rows given to ``market`` with their receive time (0 without a clock).
     depth : int
         Price levels a side of the market by price.
     mbo : bool
@@ -273,6 +272,8 @@ class Mdp3Books:
     ) -> None:
         if max_buffer < 1:
             raise ValueError(f"max_buffer: must be >= 1, got {max_buffer}")
+        if depth < 1:
+            raise ValueError(f"depth: must be >= 1, got {depth}")
         self.max_buffer = max_buffer
         self.schema = schema
         self.market = market
@@ -297,12 +298,28 @@ class Mdp3Books:
 
     # ------------------------------------------------------------------ instruments
     def add_instrument(self, instrument: Instrument) -> None:
-        """Follow ``instrument``: its definition's ``Symbol`` names it on the feed."""
-        self._ticks[instrument.symbol] = Decimal(instrument.tick_size)
+        """Follow ``instrument``: its definition's ``Symbol`` names it on the feed.
+
+        Raises
+        ------
+        ValueError
+            If its tick is not a whole number of 10^-9 (the finest MDP 3.0 price).
+        """
+        tick = Decimal(instrument.tick_size)
+        units = tick.scaleb(9)
+        if units != units.to_integral_value() or units <= 0:
+            raise ValueError(f"{instrument.symbol}: tick {tick} is finer than MDP 3.0's 10^-9")
+        self._ticks[instrument.symbol] = tick
 
     def add_security(self, security_id: int, instrument: Instrument) -> None:
-        """Follow ``instrument`` as ``security_id`` (a feed whose definitions are not read)."""
-        self._ticks[instrument.symbol] = Decimal(instrument.tick_size)
+        """Follow ``instrument`` as ``security_id`` (a feed whose definitions are not read).
+
+        Raises
+        ------
+        ValueError
+            As :meth:`add_instrument`.
+        """
+        self.add_instrument(instrument)
         self._follow(security_id, instrument.symbol, "")
 
     def _follow(self, security_id: int, symbol: str, group: str) -> None:
@@ -310,9 +327,7 @@ class Mdp3Books:
         if sec is not None:
             sec.group = group or sec.group
             return
-        tick = self._ticks[symbol] * Decimal(10) ** 9
-        if tick != tick.to_integral_value() or tick <= 0:
-            raise ValueError(f"{symbol}: tick {self._ticks[symbol]} is finer than 10^-9")
+        tick = self._ticks[symbol].scaleb(9)  # whole: add_instrument checked it
         book = -1
         if self.market is not None:
             book = self.market.index.get(symbol, -1)

@@ -317,3 +317,18 @@ def test_packets_that_do_not_decode_are_counted_and_said_not_applied(
     late.on_snapshot_packets([b"\x01\x00\x00\x00" + bytes(8) + b"\x05\x00\xff"])
     assert not late.synced
     assert late.stats.decode_issues == 1
+
+
+def test_instruments_the_feed_cannot_price_are_refused_when_added(schema: Schema) -> None:
+    from decimal import Decimal
+
+    from engine.instruments import Instrument
+
+    books = Mdp3Books(schema)
+    fine = Instrument(symbol="X", tick_size=Decimal("0.0000000001"))
+    with pytest.raises(ValueError, match=r"X: tick 1E-10 is finer than MDP 3.0's 10\^-9"):
+        books.add_instrument(fine)
+    with pytest.raises(ValueError, match="X: tick"):
+        books.add_security(5, fine)
+    with pytest.raises(ValueError, match="depth: must be >= 1"):
+        Mdp3Books(schema, depth=0)
