@@ -22,7 +22,7 @@ import numpy.typing as npt
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPointF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QPalette
-from PySide6.QtWidgets import QApplication, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QApplication, QGraphicsItem, QVBoxLayout, QWidget
 
 from analyzer.dataset import InstrumentDay
 from analyzer.overlay import OrderSegments, Overlay
@@ -263,6 +263,11 @@ class TickChart(pg.PlotWidget):
         #: over it or over the legend).
         self.readout = ""
         pi.setTitle(day.label, justify="left", size="9pt")
+        # The title and the axis titles are HTML text items: kept as pixmaps in device
+        # coordinates, laid out and drawn again only when their text changes, not on every
+        # frame's repaint of the chart (~0.15 ms a chart).
+        for text in (pi.titleLabel.item, self.axis.label, self.price_axis.label):
+            text.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         self.note = pg.TextItem(anchor=(0, 1))
         self._note_text = ""
         self.note.setParentItem(vb)
