@@ -395,10 +395,20 @@ class GenericBacktest:
                     nb = bisect_right(flips, i)
                     if nb < len(flips):
                         k = min(k, flips[nb])
-                if halted_l and halted_l[i]:
+                if halted_l and halted_l[i] and is_l2:
                     # halted: the rows change the book only; no own order fills
                     self.own.book.apply(ev[i:k])
                     fills, done = _NO_FILLS, k - i
+                elif halted_l and halted_l[i]:
+                    # halted, L3: adds and cancels keep the own queue positions exact (they
+                    # cannot fill); an execution (none should come) changes the book only
+                    execs = np.flatnonzero(ev["action"][i:k] == L3_EXECUTE)
+                    j = i + int(execs[0]) if execs.size else k
+                    if j == i:
+                        self.own.book.apply(ev[i : i + 1])
+                        fills, done = _NO_FILLS, 1
+                    else:
+                        fills, done = self.own.replay(ev[i:j], stop_at_fill=True)
                 else:
                     fills, done = self.own.replay(ev[i:k], stop_at_fill=True)
                 first = i

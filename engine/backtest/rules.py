@@ -24,10 +24,12 @@ Both paths (:mod:`engine.backtest.generic` and :mod:`engine.backtest.fast`) take
 4. **Trading status.** Where the venue recorded it (CME MDP 3.0 ``SecurityStatus``, per
    instrument or per security group: :func:`engine.feeds.sbe.status.trading_status`), a
    :class:`TradingStatus` says when the instrument matched orders. While it does not (a
-   halt, a pre-open, a pause), the generic path's venue applies the market's rows to its
-   book only: no own order fills, queue positions stand still, and a new order or a
-   replace that arrives is rejected with the status in its text (cancels go through). The
-   fast path, whose orders are made inside its kernel, refuses a status with halts.
+   halt, a pre-open, a pause), no own order fills on the generic path and a new order or a
+   replace that arrives is rejected with the status in its text (cancels go through). In L2
+   the venue applies the market's rows to its book only (queue positions stand still); in
+   L3 adds and cancels go through the own orders as usual (exact queue positions; they
+   cannot fill) and an execution changes the book only. The fast path, whose orders are
+   made inside its kernel, starts after a leading pre-open and refuses a later halt.
 
 Without a recorded status, later halts (a mid-day snapshot after a gap, a book crossed after
 the open) are not detected here; :attr:`MarketRules.crossed_after` counts the updates that

@@ -239,3 +239,52 @@ def test_qwconsole_backtest_takes_a_saved_status(
     assert "Traceback" not in err
     assert main([*common, "--out", str(out), "--status", str(tmp_path / "none.npy")]) == 2
     assert "none.npy: No such file" in capsys.readouterr().err
+
+
+def _halt(a: int, b: int) -> TradingStatus:
+    return TradingStatus(np.array([a, b]), np.array([False, True]), np.array([2, 17]))
+
+
+def test_a_crossed_book_while_halted_fills_no_resting_order() -> None:
+    """L2: the offer comes down onto our resting bid in a pre-open; no fill until it opens."""
+    from engine.types import BUY, L2_SET, SELL
+    from tests.unit.engine.backtest.test_queue_fills import INST as Q_INST
+    from tests.unit.engine.backtest.test_queue_fills import OneBid, l2
+
+    rows = l2(
+        [
+            (1000, L2_SET, BUY, 100, 5),
+            (1000, L2_SET, SELL, 102, 5),
+            (2000, L2_SET, SELL, 100, 3),  # crossed onto our bid at 100
+            (3000, L2_SET, SELL, 100, 0),
+            (3000, L2_SET, SELL, 103, 4),
+            (4000, L2_SET, SELL, 102, 2),
+        ]
+    )
+    free = OneBid(1, ["T"])
+    GenericBacktest([free], Q_INST, level="l2").run(rows)
+    assert free.fills == [(2000, 100, 1)]
+    held = OneBid(1, ["T"])
+    GenericBacktest([held], Q_INST, level="l2").run(rows, status=_halt(1500, 3500))
+    assert held.fills == []
+
+
+def test_l3_queue_positions_move_through_a_halt_and_executions_then_fill_nothing() -> None:
+    from tests.unit.engine.backtest.test_queue_fills import INST as Q_INST
+    from tests.unit.engine.backtest.test_queue_fills import L3_STREAM, OneBid, l3
+
+    ev = l3(L3_STREAM)  # we fill at 6000, once the orders ahead have left
+    runs = {}
+    for name, status in (
+        ("free", None),
+        ("cancel ahead while halted", _halt(1500, 2500)),  # still counts: we move up
+        ("fill time halted", _halt(5500, 6500)),
+    ):
+        s = OneBid(1, ["T"])
+        GenericBacktest([s], Q_INST, level="l3").run(ev, status=status)
+        runs[name] = s.fills
+    assert runs == {
+        "free": [(6000, 100, 1)],
+        "cancel ahead while halted": [(6000, 100, 1)],
+        "fill time halted": [],
+    }
