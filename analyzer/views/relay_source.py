@@ -378,7 +378,7 @@ class RelaySourcePanel(QWidget):
 
         self._say(f"Subscribing to {symbol} on {c.name} ({c.endpoint})…")
         job = Job(f"{c.name}: chart {symbol}", work, self)
-        job.failed.connect(lambda _msg: live.close())
+        job.failed.connect(lambda _msg: (live.close(), live.deleteLater()))
         return self._run(job, done)
 
     def _pins_for(self, c: RelayChoice) -> PinStore | str | None:
