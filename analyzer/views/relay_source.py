@@ -38,6 +38,7 @@ from analyzer.live import LiveFeed
 from analyzer.relay import RelayStream
 from analyzer.views.jobs import Job
 from analyzer.views.live import LiveChart, LiveLink
+from engine.clock import LiveClock
 from engine.instruments import Instrument
 from engine.relay.client import fetch_catalog
 from engine.relay.protocol import Catalog, InstrumentInfo
@@ -131,6 +132,7 @@ class RelayLive(QObject):
             name=f"relay {choice.name}",
         )
         self.link = LiveLink(LiveFeed(f"{choice.name} {instrument.symbol}"), charts, self)
+        self._rate_mark = (0, 0)
         relay, me = thread_relay(), weakref.ref(self)
         self.stream.set_wakeup(lambda: relay.post(me, "drain"))
 
@@ -138,6 +140,13 @@ class RelayLive(QObject):
     def key(self) -> tuple[str, str]:
         """Return (relay name, symbol)."""
         return self.choice.name, self.symbol
+
+    def rate(self, now_ns: int) -> float:
+        """Return the events per second received since the previous call."""
+        events = self.link.feed.events
+        t0, e0 = self._rate_mark
+        self._rate_mark = (now_ns, events)
+        return (events - e0) / ((now_ns - t0) / 1e9) if t0 and now_ns > t0 else 0.0
 
     def drain(self) -> None:
         """Hand what the stream received to the live link (GUI thread)."""
@@ -180,6 +189,7 @@ class RelaySourcePanel(QWidget):
         self.lives: dict[tuple[str, str], RelayLive] = {}
         self.jobs: list[Job] = []
         self._shown = False
+        self._clock = LiveClock()
 
         self.relay_box = QComboBox()
         self.relay_box.setObjectName("analyzerRelayBox")
@@ -274,16 +284,24 @@ class RelaySourcePanel(QWidget):
             self.list_instruments()
 
     def show_states(self) -> None:
-        """Show each live stream's state (GUI timer)."""
+        """Show each live stream's state, event rate and freshness (GUI timer)."""
         lines = []
+        now = self._clock.now_ns()
         for live in self.lives.values():
             st = live.stream.state
             color = _GREEN if st == "up" else _AMBER if st == "connecting" else _RED
-            dropped = live.stream.dropped
-            extra = f", {dropped:,} records dropped (the GUI fell behind)" if dropped else ""
+            feed = live.link.feed
+            rate = live.rate(now)
+            parts = [html.escape(st)]
+            if st == "up":
+                parts.append(f"{rate:,.0f} events/s")
+                if feed.now_ns:
+                    parts.append(f"newest {max(0.0, (now - feed.now_ns) / 1e9):.1f} s ago")
+            if live.stream.dropped:
+                parts.append(f"{live.stream.dropped:,} records dropped (the window fell behind)")
             lines.append(
                 f"<span style='color:{color}'>●</span> {html.escape(live.symbol)} from "
-                f"{html.escape(live.choice.name)}: {html.escape(st)}{extra}"
+                f"{html.escape(live.choice.name)}: {' · '.join(parts)}"
             )
         self.streams.setText("<br>".join(lines))
 

@@ -228,7 +228,8 @@ def test_a_relay_instrument_is_charted_live(
     assert len(ws._live_charts()) == 1
     assert any(e.symbol == "ESZ6" and e.store.startswith("live:") for e in ws.browser.entries)
     panel.show_states()
-    assert "ESZ6 from ny4: up" in panel.streams.text()
+    assert "ESZ6 from ny4: up · " in panel.streams.text()
+    assert "events/s · newest " in panel.streams.text()
     relay.publishing.set()
     # A second instrument from the same relay charts beside it, on the same time axis.
     panel.instrument_box.setCurrentIndex(1)
