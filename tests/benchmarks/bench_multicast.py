@@ -226,7 +226,7 @@ async def _mdp3_session(rate: int, drop_every: int, stream: Any) -> dict[str, fl
         offered = made / (time.perf_counter() - t0)
         last = loops[max(loops)] if loops else []
         deadline = loop.time() + 20
-        while not (books.synced and rx.arbiter.next_seq == len(packets) + 1):
+        while not (books.synced and books.last_seq == len(packets)):
             if loop.time() > deadline:
                 break
             for q in last:  # the final state's loop, until the books have caught up

@@ -295,6 +295,8 @@ class Mdp3Books:
         self._rows: list[tuple[int, int, int, int, int, int]] = []
         #: Every status change: (transact time, SecurityID, SecurityTradingStatus).
         self.status_log: list[tuple[int, int, int]] = []
+        #: MsgSeqNum of the last incremental packet taken (applied, or buffered); 0: none.
+        self.last_seq = 0
 
     # ------------------------------------------------------------------ instruments
     def add_instrument(self, instrument: Instrument) -> None:
@@ -370,6 +372,7 @@ class Mdp3Books:
         if not packets:
             return
         self.stats.packets += len(packets)
+        self.last_seq = int.from_bytes(packets[-1][:4], "little")
         if not self.synced:
             if self._first is None:
                 self._first = int.from_bytes(packets[0][:4], "little")
