@@ -147,7 +147,8 @@ class FixMessage:
     from the data dictionary. A message is a position in a :class:`Block` that it shares
     with the messages that arrived with it: two slots set without an ``__init__`` call
     (:func:`make_messages`), one small object per message (decoding into messages went from
-    3.0 to 1.2 µs each with shared lists, and below 0.8 µs with arrays and blocks).
+    3.0 to 1.2 µs each with shared lists; with blocks, decoding plus one ``get`` takes 0.9 µs
+    of CPU per ExecutionReport on a 2-core VM).
     """
 
     _b: Block
