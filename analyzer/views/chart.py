@@ -27,7 +27,7 @@ from PySide6.QtWidgets import QApplication, QGraphicsItem, QVBoxLayout, QWidget
 from analyzer.dataset import InstrumentDay
 from analyzer.overlay import OrderSegments, Overlay
 from analyzer.views.jobs import Latest
-from analyzer.views.markers import TradeMarkers, ViewBounded
+from analyzer.views.markers import Polyline, TradeMarkers, ViewBounded
 from analyzer.views.timeaxis import NS, NsTimeAxis, PriceAxis
 from engine.types import BUY, SELL
 
@@ -101,14 +101,14 @@ _EMPTY: Final = np.empty(0)
 
 
 class _Curve(ViewBounded, pg.PlotCurveItem):
-    """A curve of the chart, bounded by its view (see :class:`ViewBounded`)."""
+    """A clickable curve (own orders), bounded by the view (see :class:`ViewBounded`)."""
 
 
 class _Markers(ViewBounded, pg.ScatterPlotItem):
     """Clickable markers (own fills), bounded by the view (see :class:`ViewBounded`)."""
 
 
-def _set_curve(item: pg.PlotCurveItem, x: npt.NDArray[Any], y: npt.NDArray[Any]) -> None:
+def _set_curve(item: _Curve | Polyline, x: npt.NDArray[Any], y: npt.NDArray[Any]) -> None:
     """Give ``item`` these points; hide it while it has none.
 
     A hidden item costs a frame nothing: the scene neither asks its bounds nor paints it.
@@ -221,11 +221,12 @@ class TickChart(pg.PlotWidget):
         # auto-range ran while painting and changed the range there, which painted every
         # frame twice.
         vb.disableAutoRange()
-        # Plain curves: a PlotDataItem wraps each in a second item (a scatter plot, empty here)
-        # and redoes its bookkeeping on every range change and every setData.
-        self.bid = _Curve(name="bid", connect="finite")
-        self.ask = _Curve(name="ask", connect="finite")
-        self.envelope = _Curve(name="trades (range)", connect="finite")
+        # Lean lines for the quotes and the trade envelope (set and drawn every frame): a
+        # PlotDataItem wrapped each in a second item and redid its bookkeeping on every
+        # range change; a PlotCurveItem still does around every setData and paint.
+        self.bid = Polyline(name="bid")
+        self.ask = Polyline(name="ask")
+        self.envelope = Polyline(name="trades (range)")
         self.buys = TradeMarkers("t1", int(MARKER_MAX), name="buy trades")
         self.sells = TradeMarkers("t", int(MARKER_MAX), name="sell trades")
         self.own = _Curve(connect="pairs")

@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: MIT
-"""Chart items that cost a frame little: bounded by the view, trade markers from one atlas.
+"""Chart items that cost a frame little: bounded by the view, lines and markers drawn lean.
 
 :class:`ViewBounded` items report the chart's view as their bounds (the view box clips them
 to it anyway) instead of pyqtgraph's scan of the data and of the pen's pixel padding, redone
-after every range and data change. :class:`TradeMarkers` draws a few thousand markers of a
-handful of whole-pixel sizes as pyqtgraph's scatter plot does in pixel mode (the same
-sprites, one ``drawPixmapFragments`` call), without its per-point Python work: a chart
-zoomed to single trades set ~300 markers a frame in 1-2 ms that way.
+after every range and data change. :class:`Polyline` draws a line through points as
+pyqtgraph's curve does (the same path, or the same segments for a wide pen) without its
+bookkeeping around every ``setData`` and paint. :class:`TradeMarkers` draws a few thousand
+markers of a handful of whole-pixel sizes as pyqtgraph's scatter plot does in pixel mode
+(the same sprites, one ``drawPixmapFragments`` call), without its per-point Python work: a
+chart zoomed to single trades set ~300 markers a frame in 1-2 ms that way.
 """
 
 from typing import Any
@@ -14,10 +16,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyqtgraph as pg
+from pyqtgraph.graphicsItems.PlotCurveItem import arrayToLineSegments
 from pyqtgraph.graphicsItems.ScatterPlotItem import renderSymbol
 from pyqtgraph.Qt import internals
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QBrush, QImage, QPainter, QPen, QPixmap
+from PySide6.QtGui import QBrush, QImage, QPainter, QPainterPath, QPen, QPixmap
 
 #: Sprite atlases by look (symbol, largest size, pixel ratio, pen, brush).
 _ATLASES: dict[tuple[object, ...], tuple[QPixmap, npt.NDArray[np.float64]]] = {}
@@ -37,6 +40,88 @@ class ViewBounded(pg.GraphicsObject):
     def boundingRect(self) -> QRectF:
         """Return the view's range (data coordinates)."""
         return self._view_rect
+
+
+class Polyline(ViewBounded):
+    """A line through ``x, y`` in data coordinates, broken at NaN (``connect="finite"``).
+
+    Drawn as pyqtgraph's ``PlotCurveItem`` draws it: one path, or, for an opaque solid pen
+    wider than a pixel, the same segments in one ``drawLines`` call (pyqtgraph's
+    "segmented line mode"); antialiased as pyqtgraph's configuration says.
+
+    Parameters
+    ----------
+    name : str
+        The item's name (pyqtgraph's ``name()``).
+    """
+
+    def __init__(self, name: str = "") -> None:
+        super().__init__()
+        self._name = name
+        self._pen: QPen = pg.mkPen()
+        self._antialias = bool(pg.getConfigOption("antialias"))
+        self._x: npt.NDArray[np.float64] | None = None
+        self._y: npt.NDArray[np.float64] | None = None
+        self._path: QPainterPath | None = None
+        self._segments: Any = None  # pyqtgraph's reusable QLineF array
+        self._segments_for: object = None  # the data they were made of
+
+    def name(self) -> str:
+        """Return the item's name."""
+        return self._name
+
+    def setPen(self, pen: QPen) -> None:
+        """Draw with ``pen`` (a QPen or anything ``pg.mkPen`` takes)."""
+        self._pen = pg.mkPen(pen)
+        self.update()
+
+    def pen(self) -> QPen:
+        """Return the pen the line is drawn with."""
+        return self._pen
+
+    def setData(self, x: npt.ArrayLike, y: npt.ArrayLike) -> None:
+        """Draw the line through these points (NaN breaks it)."""
+        xs = np.asarray(x, np.float64).ravel()
+        ys = np.asarray(y, np.float64).ravel()
+        if ys.shape != xs.shape:
+            raise ValueError(f"x and y differ in length: {xs.shape[0]} and {ys.shape[0]}")
+        self._x, self._y = xs, ys
+        self._path = None
+        self._segments_for = None
+        self.update()
+
+    def getData(self) -> tuple[npt.NDArray[np.float64] | None, npt.NDArray[np.float64] | None]:
+        """Return the points (``None, None`` before the first :meth:`setData`)."""
+        return self._x, self._y
+
+    def _segmented(self) -> bool:
+        pen = self._pen
+        return (
+            pen.widthF() > 1.0
+            and pen.style() == Qt.PenStyle.SolidLine
+            and pen.isSolid()
+            and pen.color().alphaF() == 1.0
+            and not self._antialias
+        )
+
+    def paint(self, p: QPainter, option: Any, widget: Any) -> None:
+        """Stroke the line."""
+        x, y = self._x, self._y
+        if x is None or y is None or x.shape[0] == 0:
+            return
+        p.setRenderHint(QPainter.RenderHint.Antialiasing, self._antialias)
+        p.setPen(self._pen)
+        if self._segmented():
+            if self._segments_for is not x:
+                self._segments = arrayToLineSegments(
+                    x, y, connect="finite", finiteCheck=True, out=self._segments
+                )
+                self._segments_for = x
+            p.drawLines(*self._segments.drawargs())
+            return
+        if self._path is None:
+            self._path = pg.arrayToQPath(x, y, connect="finite", finiteCheck=True)
+        p.drawPath(self._path)
 
 
 class TradeMarkers(ViewBounded):

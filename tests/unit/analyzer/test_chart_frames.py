@@ -20,7 +20,7 @@ from analyzer.dataset import InstrumentDay, open_day
 from analyzer.source import StoreDay
 from analyzer.synthetic import NS, SyntheticSpec
 from analyzer.views.chart import MARKER_MAX, ChartStack, TickChart
-from analyzer.views.markers import TradeMarkers
+from analyzer.views.markers import Polyline, TradeMarkers
 from engine.tickstore.days import day_of
 from engine.tickstore.store import TickStore
 from tests.unit.analyzer.conftest import write_synthetic
@@ -152,6 +152,37 @@ def test_trade_markers_draw_what_pyqtgraphs_scatter_plot_draws(qtbot: Any) -> No
         images.append(_image(plot))
     assert (images[0] != images[0][0, 0]).any()  # markers were drawn
     assert np.array_equal(images[0], images[1])
+
+
+@pytest.mark.parametrize("width", [1.0, 1.6])  # a path; pyqtgraph's segments (wide pen)
+def test_polylines_draw_what_pyqtgraphs_curve_draws(qtbot: Any, width: float) -> None:
+    rng = np.random.default_rng(4)
+    x = np.sort(rng.uniform(0, 100, 2_000))
+    y = np.cumsum(rng.normal(0, 1, 2_000))
+    y[[300, 301, 1200]] = np.nan  # breaks
+    pen = pg.mkPen("#1a7f37", width=width)
+    images = []
+    for kind in ("pyqtgraph", "ours"):
+        plot = pg.PlotWidget()
+        qtbot.addWidget(plot)
+        plot.resize(500, 400)
+        plot.show()
+        qtbot.waitExposed(plot)
+        vb = plot.getPlotItem().getViewBox()
+        vb.setRange(xRange=(0, 100), yRange=(float(np.nanmin(y)), float(np.nanmax(y))))
+        if kind == "pyqtgraph":
+            item: Any = pg.PlotCurveItem(x, y, pen=pen, connect="finite")
+        else:
+            item = Polyline("bid")
+            item.setPen(pen)
+            item.setData(x, y)
+            item.set_view_rect(vb.viewRect())
+        plot.addItem(item)
+        images.append(_image(plot))
+    assert (images[0] != images[0][0, 0]).any()  # a line was drawn
+    assert np.array_equal(images[0], images[1])
+    with pytest.raises(ValueError, match="x and y differ in length: 2 and 1"):
+        Polyline().setData([1.0, 2.0], [1.0])
 
 
 def test_trade_markers_refuse_points_without_a_partner(qtbot: Any) -> None:
