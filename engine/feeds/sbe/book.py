@@ -34,16 +34,17 @@ I64 = npt.NDArray[np.int64]
 BOOL = npt.NDArray[np.bool_]
 
 
-#: Descriptions of the snapshot templates (the recovery loop: its own packet numbering).
-SNAPSHOT_TEMPLATES = frozenset({"SnapshotFullRefresh", "SnapshotFullRefreshOrderBook"})
+#: How the snapshot templates' descriptions start (52/53, 38/44, v13's 59/61/68/69): the
+#: recovery loop, numbered apart from the incremental feed.
+SNAPSHOT_PREFIX = "Snapshot"
 
 
 def snapshot_packets(cap: DecodedCapture) -> BOOL:
-    """Return the mask of packets that carry a snapshot message (52/53, 38/44)."""
+    """Return the mask of packets that carry a snapshot message."""
     ids = [
         tid
         for tid, m in cap.schema.messages.items()
-        if (m.description or m.name) in SNAPSHOT_TEMPLATES
+        if (m.description or m.name).startswith(SNAPSHOT_PREFIX)
     ]
     out = np.zeros(cap.packets.shape[0], dtype=np.bool_)
     msgs = cap.messages
