@@ -402,9 +402,10 @@ class InstrumentDay:
             s = self._series(kind)
             if s is None or s.rows is not None or s.n_rows == 0:
                 continue
-            fine = s.pyramid.level_for(t0, t1, width) is None
             if kind == "trades":
                 fine = s.pyramid.count_in(t0, t1) <= 4 * MAX_MARKERS
+            else:
+                fine = s.pyramid.level_for(t0, t1, width) is None
             if fine and not self.has_rows(kind, t0, t1):
                 return True
         return False

@@ -204,6 +204,7 @@ class Pyramid:
         #: ``int64[k, 2]``: times of the rows before and after each gap longer than the
         #: builder's ``gap_ns`` (a feed outage, a closed session), in time order.
         self.gaps: I64 = gaps if gaps is not None else np.empty((0, 2), np.int64)
+        self._last_level: tuple[tuple[int, int, int], int | None] | None = None
 
     @classmethod
     def build(
@@ -248,6 +249,9 @@ class Pyramid:
         ``None`` means that the span holds fewer than ``width`` level-0 buckets' worth of rows:
         draw the rows themselves.
         """
+        last = self._last_level  # (a frame asks twice: may the rows be drawn, and which)
+        if last is not None and last[0] == (t0, t1, width):
+            return last[1]
         best: int | None = None
         for k, lv in enumerate(self.levels):
             i0 = int(np.searchsorted(lv.t_last, t0, side="left"))
@@ -256,6 +260,7 @@ class Pyramid:
                 best = k
             else:
                 break
+        self._last_level = ((t0, t1, width), best)
         return best
 
     def envelope(

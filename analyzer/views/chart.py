@@ -270,6 +270,7 @@ class TickChart(pg.PlotWidget):
         for text in (pi.titleLabel.item, self.axis.label, self.price_axis.label):
             text.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         self.note = pg.TextItem(anchor=(0, 1))
+        self.note.setVisible(False)
         self._note_text = ""
         self.note.setParentItem(vb)
         #: Whether the title line ends with the colour key (the top chart of a stack).
@@ -570,6 +571,7 @@ class TickChart(pg.PlotWidget):
         if text != self._note_text:
             self._note_text = text
             self.note.setText(text)
+            self.note.setVisible(bool(text))  # (an empty one still mapped itself each paint)
 
     def _on_fill_clicked(self, _item: Any, points: Any, *_: Any) -> None:
         if len(points):
