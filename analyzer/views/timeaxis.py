@@ -93,10 +93,24 @@ class OpaqueGridAxis(pg.AxisItem):
         self._metrics: QFontMetricsF | None = None
         self._sizes: dict[str, tuple[float, float]] = {}
         self._drawn: _Drawn | None = None
+        self._bounds: tuple[tuple[object, ...], QRectF] | None = None
         # Labels on the major ticks only: the minor ones are grid lines. pyqtgraph would
         # measure every minor label each frame only to find them too dense to draw (a pan
         # frame spent ~1.5 ms per axis on that).
         self.setStyle(maxTextLevel=0)
+
+    def boundingRect(self) -> QRectF:
+        """Return pyqtgraph's bounds (the axis and, with a grid, its view), kept per layout.
+
+        Qt asks them several times a paint; pyqtgraph maps both rects again each time.
+        """
+        view = self.linkedView()
+        if view is None or self.grid is False:
+            return super().boundingRect()  # type: ignore[no-any-return]
+        key = (self.geometry(), view.geometry(), view.parentItem())
+        if self._bounds is None or self._bounds[0] != key:
+            self._bounds = (key, super().boundingRect())
+        return self._bounds[1]
 
     def set_background(self, color: str | QColor) -> None:
         """Mix the lines with ``color`` (the chart's background) from now on."""

@@ -115,6 +115,12 @@ def test_a_frame_of_three_linked_charts_redraws_and_paints_each_once(
     stack.set_cursor((t0 + t1) // 2)
     assert all(c.cursor.isVisible() for c in charts)
     assert {c.cursor.value() for c in charts} == {first.to_x((t0 + t1) // 2)}
+    # The axes' bounds (kept per layout) follow a resize as pyqtgraph's own.
+    stack.resize(1000, 900)
+    qtbot.wait(50)
+    for c in charts:
+        for axis in (c.axis, c.price_axis):
+            assert axis.boundingRect() == pg.AxisItem.boundingRect(axis)
     # Zoomed out again: the envelope, no markers.
     vb.setXRange(first.to_x(t0), first.to_x(t1), padding=0)
     app.processEvents()
