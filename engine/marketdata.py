@@ -19,7 +19,17 @@ from engine.enums import Side
 from engine.events import BookUpdated, TradeReported, fast_constructor
 from engine.matching.models import ConservativeQueue, QueueModel
 from engine.matching.queue import L2QueuePositions
-from engine.types import BUY, L2_EVENT_DTYPE, L2_TRADE, SELL
+from engine.types import (
+    ASK_SIDE,
+    BID_SIDE,
+    BUY,
+    L2_EVENT_DTYPE,
+    L2_TRADE,
+    L2S_ASK,
+    L2S_BASE,
+    L2S_BID,
+    SELL,
+)
 
 I64 = npt.NDArray[np.int64]
 
@@ -31,14 +41,21 @@ _book_updated = fast_constructor(BookUpdated)
 
 
 class L2BookView:
-    """Read-only :class:`engine.strategy.base.BookView` of one book of an :class:`L2Books`."""
+    """Read-only :class:`engine.strategy.base.BookView` of one book of an :class:`L2Books`.
 
-    __slots__ = ("_books", "_index", "_symbol")
+    The touch is read straight from the books' arrays (their read-only views, which follow
+    every update): a strategy asks for it on every book update.
+    """
+
+    __slots__ = ("_books", "_index", "_levels", "_n", "_state", "_symbol")
 
     def __init__(self, books: L2Books, index: int, symbol: str) -> None:
         self._books = books
         self._index = index
         self._symbol = symbol
+        self._levels = books.levels  # int64[book, side, level], read-only
+        self._state = books.state  # int64[book, L2S_*], read-only
+        self._n = books.n_levels
 
     @property
     def symbol(self) -> str:
@@ -47,11 +64,19 @@ class L2BookView:
 
     def best_bid(self) -> tuple[int, int] | None:
         """Return ``(px_ticks, qty_lots)`` of the best bid, or ``None``."""
-        return self._books.best_bid(self._index)
+        st, b = self._state, self._index
+        i = st.item(b, L2S_BID)
+        if i < 0:
+            return None
+        return st.item(b, L2S_BASE) + i, self._levels.item(b, BID_SIDE, i)
 
     def best_ask(self) -> tuple[int, int] | None:
         """Return ``(px_ticks, qty_lots)`` of the best ask, or ``None``."""
-        return self._books.best_ask(self._index)
+        st, b = self._state, self._index
+        i = st.item(b, L2S_ASK)
+        if i >= self._n:
+            return None
+        return st.item(b, L2S_BASE) + i, self._levels.item(b, ASK_SIDE, i)
 
     def depth_at(self, side: Side, px_ticks: int) -> int:
         """Return the size in lots at a price on one side."""

@@ -43,7 +43,15 @@ from engine.fastlog import get_log
 from engine.instruments import Instrument
 from engine.oms.order import TERMINAL, WORKING, Order, PendingRequest, is_allowed
 from engine.oms.request import OrderRequest, client_order_id_problem
-from engine.oms.risk import RiskChecker, order_problem
+from engine.oms.risk import (
+    MAX_NOTIONAL_TICKS_LOTS as MAX_NOTIONAL,
+)
+from engine.oms.risk import (
+    MAX_ORDER_QTY_LOTS,
+    MAX_PX_TICKS,
+    RiskChecker,
+    order_problem,
+)
 from engine.oms.stp import SelfTradePrevention
 from engine.oms.venue import CancelReject, ExecutionReport, RejectReason, Request, Venue
 
@@ -57,6 +65,8 @@ _FILL_TYPES = frozenset({ExecType.TRADE, ExecType.PARTIAL_FILL, ExecType.FILL})
 
 _NOT_COUNTED = (False, 0)
 _REJ = OrdStatus.REJECTED
+_LIMIT = OrdType.LIMIT
+_MARKET = OrdType.MARKET
 
 #: Done (terminal) orders an order manager keeps whole, newest last (:attr:`OrderManager.archive`).
 ARCHIVE_ORDERS = 2_000
@@ -263,14 +273,18 @@ class OrderManager:
             price or with a price <= 0 or beyond the engine's integer range, a ClOrdID that no
             venue takes): a bug in the caller, not a trading decision. Nothing reaches the venue.
         """
-        problem = order_problem(qty_lots, px_ticks, limit=ord_type is OrdType.LIMIT)
-        if problem is None and client_order_id is not None:
-            problem = client_order_id_problem(client_order_id)
-        if problem is not None:
-            raise ValueError(f"{self.symbol}: {problem}")
-        if ord_type is OrdType.MARKET:
+        limit = ord_type is _LIMIT
+        if (
+            client_order_id is not None
+            or not 1 <= qty_lots <= MAX_ORDER_QTY_LOTS
+            or (
+                limit and not (0 < px_ticks <= MAX_PX_TICKS and px_ticks * qty_lots <= MAX_NOTIONAL)
+            )
+        ):  # order_problem() is None for anything else: asked only here
+            self._check_request(qty_lots, px_ticks, limit, client_order_id)
+        if ord_type is _MARKET:
             px_ticks = 0
-        now = self.clock.now_ns()
+        now = self.clock.now_ns()  # created and sent at once: one time for both
         clordid = client_order_id or self.venue.new_client_order_id()
         order = Order.pending_new(
             self._next_order_id(),
@@ -286,38 +300,48 @@ class OrderManager:
         )
         self._hold(order)
         self.created += 1
-        if clordid in self._by_clordid:
+        by_clordid = self._by_clordid
+        if clordid in by_clordid:
             return self._refuse(order, f"duplicate ClOrdID {clordid!r}: already used today")
-        self._by_clordid[clordid] = order
+        by_clordid[clordid] = order
         risk = self.risk
-        refusal = (
-            None
-            if risk_exempt
-            else risk.check_order(
-                strategy_id=strategy_id,
-                symbol=self.symbol,
-                side=side,
-                qty_lots=qty_lots,
-                px_ticks=px_ticks,
-                tick_value=self._tick_value,
-                band_override=band_override,
+        if not risk_exempt:
+            refusal = risk.check_new(
+                strategy_id, self.symbol, side, qty_lots, px_ticks, self._tick_value, band_override
             )
-        )
-        if refusal is not None:
-            return self._refuse(order, f"risk: {refusal}")
-        if self.stp is not None and self._others_hold(strategy_id):  # before the order leaves
+            if refusal is not None:
+                return self._refuse(order, f"risk: {refusal}")
+        if self.stp is not None and len(self._held) > 1:  # _others_hold(): this one is held
             stp = self.stp.check(order, self.orders.values(), closing=risk_exempt)
             stuck = "" if stp.refusal is not None else self._stp_stuck(stp.cancel)
             if not stuck:
                 self.cancel_many(stp.cancel)  # sent first: the venue takes them first
             if stp.refusal is not None or stuck:
                 return self._refuse(order, stp.refusal or stuck)
-        risk.record_sent(strategy_id)
-        order.ts_sent = self.clock.now_ns()
-        self._sync_risk(order)
-        self._publish(order, "new")
+        order.ts_sent = now
+        oid = order.order_id
+        counted = self._counted
+        if oid not in counted:  # _sync_risk() of a new working order, with record_sent()
+            risk.on_new_order_sent(strategy_id, self.symbol, side, qty_lots)
+            counted[oid] = (True, qty_lots)
+        else:
+            risk.record_sent(strategy_id)
+            self._sync_risk(order)
+        if self.bus.wants(OrderChanged):
+            self._publish(order, "new")
+        # else: _publish() would do nothing more (a PENDING_NEW order is held, not retired)
         self.venue.submit(order)
         return order
+
+    def _check_request(
+        self, qty_lots: int, px_ticks: int, limit: bool, client_order_id: str | None
+    ) -> None:
+        """Raise ``ValueError`` for a malformed request (see :meth:`send`)."""
+        problem = order_problem(qty_lots, px_ticks, limit=limit)
+        if problem is None and client_order_id is not None:
+            problem = client_order_id_problem(client_order_id)
+        if problem is not None:
+            raise ValueError(f"{self.symbol}: {problem}")
 
     def submit(self, request: OrderRequest) -> Order:
         """Send ``request`` (its symbol must be this manager's) as :meth:`send` does."""

@@ -148,6 +148,7 @@ class RiskRefusal:
 
 #: Limits that check nothing (the default): an order against them passes at once.
 _NO_LIMITS = RiskLimits()
+_OFF = KillLevel.OFF
 
 
 class RiskChecker:
@@ -187,6 +188,7 @@ class RiskChecker:
         self._position: defaultdict[tuple[int | None, str], int] = defaultdict(int)
         self._working: defaultdict[tuple[int | None, str, Side], int] = defaultdict(int)
         self._sent: defaultdict[int | None, deque[int]] = defaultdict(deque)
+        self._sent_all = self._sent[None]
         self._seen: dict[int, tuple[RiskLimits, bool]] = {}
         self._glob = self.global_limits
         self._glob_active = self._checks_anything(self._glob)
@@ -275,7 +277,63 @@ class RiskChecker:
             while window[0] <= horizon:
                 window.popleft()
 
+    def on_new_order_sent(self, strategy_id: int, symbol: str, side: Side, qty_lots: int) -> None:
+        """Book a new order sent: :meth:`record_sent`, and one more working order of ``qty_lots``.
+
+        The same as ``record_sent(strategy_id)`` then ``on_working_changed(strategy_id, symbol,
+        side, 1, qty_lots)``, in one call (the order manager's, once per order).
+        """
+        now = self.clock.monotonic_ns()
+        horizon = now - RATE_WINDOW_NS
+        window = self._sent_all
+        window.append(now)
+        while window[0] <= horizon:  # as record_sent
+            window.popleft()
+        window = self._sent[strategy_id]
+        window.append(now)
+        while window[0] <= horizon:
+            window.popleft()
+        opened, working = self._open, self._working
+        opened[None] += 1
+        opened[strategy_id] += 1
+        working[(None, symbol, side)] += qty_lots
+        working[(strategy_id, symbol, side)] += qty_lots
+
     # ---------------------------------------------------------------- the check
+    def check_new(
+        self,
+        strategy_id: int,
+        symbol: str,
+        side: Side,
+        qty_lots: int,
+        px_ticks: int,
+        tick_value: float,
+        band_override: bool = False,
+    ) -> RiskRefusal | None:
+        """Return :meth:`check_order` of a new order (not a replace); positional arguments.
+
+        The order manager's call, once per order: when no rule can apply (the kill switch
+        off, no limits of the strategy or of an instrument, no engine-wide rule) it answers
+        ``None`` without looking further.
+        """
+        if (
+            self.kill_level is _OFF
+            and self.global_limits is self._glob
+            and not self._glob_active
+            and not self.instrument_limits
+            and strategy_id not in self.strategy_limits
+        ):
+            return None
+        return self.check_order(
+            strategy_id=strategy_id,
+            symbol=symbol,
+            side=side,
+            qty_lots=qty_lots,
+            px_ticks=px_ticks,
+            tick_value=tick_value,
+            band_override=band_override,
+        )
+
     def check_order(
         self,
         *,

@@ -124,7 +124,10 @@ class OrderRouter:
         band_override: bool = False,
     ) -> Order:
         """Send one order: the fields of an :class:`OrderRequest`, as :meth:`OrderManager.send`."""
-        return self.manager(symbol).send(
+        manager = self.managers.get(symbol)
+        if manager is None:
+            manager = self.manager(symbol)  # raises, naming the symbol
+        return manager.send(
             side=side,
             qty_lots=qty_lots,
             px_ticks=px_ticks,

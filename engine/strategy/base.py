@@ -192,7 +192,7 @@ class Strategy:
         time_in_force: TimeInForce = TimeInForce.DAY,
     ) -> OrderView:
         """Send a buy order."""
-        return self.ctx.send(
+        return (self._ctx or self.ctx).send(  # (ctx raises if not attached)
             symbol=symbol,
             side=Side.BUY,
             qty_lots=qty_lots,
@@ -211,7 +211,7 @@ class Strategy:
         time_in_force: TimeInForce = TimeInForce.DAY,
     ) -> OrderView:
         """Send a sell order."""
-        return self.ctx.send(
+        return (self._ctx or self.ctx).send(  # (ctx raises if not attached)
             symbol=symbol,
             side=Side.SELL,
             qty_lots=qty_lots,
@@ -241,7 +241,7 @@ class Strategy:
 
     def position(self, symbol: str) -> int:
         """Return the strategy's net position in ``symbol``, in lots."""
-        return self.ctx.position(self.strategy_id, symbol)
+        return (self._ctx or self.ctx).position(self.strategy_id, symbol)
 
     def working_orders(self, symbol: str | None = None) -> list[OrderView]:
         """Return the strategy's working orders."""

@@ -174,7 +174,7 @@ class Taker(Strategy):
         bid, ask = book.best_bid(), book.best_ask()
         if bid is None or ask is None or bid[1] + ask[1] == 0:
             return
-        now = self.ctx.now_ns()
+        now = (self._ctx or self.ctx).now_ns()
         last = self._last_ns.get(book.symbol)
         if last is not None and now - last < self.p["cooldown_ms"] * 1_000_000:
             return

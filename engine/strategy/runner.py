@@ -39,6 +39,10 @@ log = get_log(__name__)
 #: Cause of the alert counting orders of halted strategies refused while the switch is off.
 HALTED_REFUSALS = "strategies halted by the kill switch"
 
+_OFF = KillLevel.OFF
+_RUNNING = StrategyState.RUNNING
+_STOPPED = StrategyState.STOPPED
+
 
 class LiveContext:
     """The :class:`engine.strategy.base.StrategyContext` of the live engine (and simulator).
@@ -91,7 +95,21 @@ class LiveContext:
         created: the refusal is counted (one alert for all of them) and the returned view says
         ``REJECTED`` and why, with ``order_id`` 0.
         """
-        refusal = self.router.blocked(strategy_id, symbol)
+        router = self.router
+        if router.risk.kill_level is _OFF and strategy_id not in self.halted:
+            # The usual case, router.send() inlined: nothing blocks the order.
+            manager = router.managers.get(symbol) or router.manager(symbol)
+            order = manager.send(
+                side=side,
+                qty_lots=qty_lots,
+                px_ticks=px_ticks,
+                ord_type=ord_type,
+                time_in_force=time_in_force,
+                strategy_id=strategy_id,
+            )
+            # The order manager published every change it made: its last view is the current.
+            return order.published or order.view()
+        refusal = router.blocked(strategy_id, symbol)
         if refusal is None and strategy_id in self.halted:
             self.router.refusals.refuse(
                 HALTED_REFUSALS, detail=f"last: {symbol}, strategy {strategy_id}"
@@ -192,6 +210,11 @@ class StrategyRunner:
         self.clock = clock
         self.ctx = ctx
         self.strategies: dict[int, Strategy] = {}
+        # symbol -> the strategies trading it, in the order they were added (a new tuple on
+        # each add: a dispatch under way keeps iterating over the one it started with).
+        self._of_symbol: dict[str, tuple[Strategy, ...]] = {}
+        # Strategies whose on_order is their own (not the base class's no-op), by id.
+        self._hears_orders: dict[int, bool] = {}
         self._next_timer: dict[int, int] = {}
         self._halted_from: dict[int, StrategyState] = {}  # state each halted strategy had
         bus.subscribe(KillSwitchChanged, self._on_kill_switch)
@@ -207,6 +230,11 @@ class StrategyRunner:
             raise ValueError(f"strategy id {strategy.strategy_id} is already in use")
         strategy.attach(self.ctx)
         self.strategies[strategy.strategy_id] = strategy
+        for symbol in dict.fromkeys(strategy.symbols):
+            self._of_symbol[symbol] = (*self._of_symbol.get(symbol, ()), strategy)
+        self._hears_orders[strategy.strategy_id] = getattr(
+            type(strategy), "on_order", None
+        ) is not Strategy.on_order or "on_order" in vars(strategy)
         self._publish(strategy, "added")
 
     def get(self, strategy_id: int) -> Strategy:
@@ -325,8 +353,11 @@ class StrategyRunner:
     # ------------------------------------------------------------------ dispatch
     def _on_order_changed(self, event: OrderChanged) -> None:
         order = event.order
-        s = self.strategies.get(order.strategy_id)
-        if s is not None and s.state is not StrategyState.STOPPED:
+        sid = order.strategy_id
+        if not self._hears_orders.get(sid):  # unknown, or on_order is the base's no-op
+            return
+        s = self.strategies[sid]
+        if s.state is not _STOPPED:
             self._call(s, s.on_order, order)
 
     def _on_order_filled(self, event: OrderFilled) -> None:
@@ -337,11 +368,14 @@ class StrategyRunner:
     def _on_book_updated(self, event: BookUpdated) -> None:
         book = None
         symbol = event.symbol
-        for s in list(self.strategies.values()):
-            if s.state is StrategyState.RUNNING and symbol in s.symbols:
+        for s in self._of_symbol.get(symbol, ()):
+            if s.state is _RUNNING:
                 book = book or self.ctx.book(symbol)
                 if book is not None:
-                    self._call(s, s.on_book, book)
+                    try:  # _call(s, s.on_book, book), inlined
+                        s.on_book(book)
+                    except Exception as e:
+                        self._failed(s, e)
 
     def _on_trade(self, event: TradeReported) -> None:
         for s in list(self.strategies.values()):
@@ -352,18 +386,19 @@ class StrategyRunner:
         try:
             handler(*args)
         except Exception as e:
-            log.exception("strategy %s (%d) failed", s.name, s.strategy_id, extra=ALERTED)
-            text = (
-                f"strategy {s.name} ({s.strategy_id}) failed and was stopped: "
-                f"{type(e).__name__}: {e}"
-            )
-            self.bus.publish(
-                Alert(
-                    ts_event=self.clock.now_ns(), level=AlertLevel.ERROR, source=s.name, text=text
-                )
-            )
-            if s.state is not StrategyState.STOPPED:
-                self.stop(s.strategy_id, f"failed: {type(e).__name__}: {e}")
+            self._failed(s, e)
+
+    def _failed(self, s: Strategy, e: Exception) -> None:
+        # A handler of ``s`` raised ``e``: say so, stop the strategy.
+        log.error("strategy %s (%d) failed", s.name, s.strategy_id, exc_info=e, extra=ALERTED)
+        text = (
+            f"strategy {s.name} ({s.strategy_id}) failed and was stopped: {type(e).__name__}: {e}"
+        )
+        self.bus.publish(
+            Alert(ts_event=self.clock.now_ns(), level=AlertLevel.ERROR, source=s.name, text=text)
+        )
+        if s.state is not StrategyState.STOPPED:
+            self.stop(s.strategy_id, f"failed: {type(e).__name__}: {e}")
 
     def status_event(self, s: Strategy, change: str) -> StrategyStatusChanged:
         """Return the status event of ``s`` (also used for snapshots)."""

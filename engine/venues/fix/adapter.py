@@ -154,6 +154,9 @@ class FixVenue(Application):
         self._ts_unit = 1_000_000
         self._ts_key = -1
         self._ts = b""
+        # The store of the session last sent through and its annotate(), if it has one.
+        self._store: object = None
+        self._annotate: Callable[[bytes], None] | None = None
         # Price and quantity conversions by symbol (made afresh when it is routed again).
         self._numbers: dict[str, FixNumbers] = {}
 
@@ -201,25 +204,29 @@ class FixVenue(Application):
         return f"{self._prefix}{next(self._ids)}"
 
     def submit(self, order: Order) -> None:
-        """Send a NewOrderSingle <D>."""
+        """Send a NewOrderSingle <D>; TransactTime <60> is when the order was sent."""
         nums = self._numbers[order.symbol]
         clordid = order.client_order_id
+        qty, px = order.qty_lots, order.px_ticks
+        # The order manager stamped ts_sent just now: no second clock read for <60>.
+        now = order.ts_sent or self.clock.now_ns()
+        if now // self._ts_unit != self._ts_key:  # _now_text(), inlined
+            self._stamp(now)
         # ClOrdID <11>, [HandlInst <21>], OrderQty <38>, OrdType <40>, Price <44> if limit,
-        # Side <54>, Symbol <55>, TimeInForce <59>, TransactTime <60>.
+        # Side <54>, Symbol <55>, TimeInForce <59>, TransactTime <60>; the texts remembered.
         if order.ord_type is OrdType.LIMIT:
             values = [
-                clordid.encode(), nums.qty_text(order.qty_lots), _LIMIT,
-                nums.px_text(order.px_ticks), SIDE_TO_FIX[order.side], nums.symbol,
-                TIF_TO_FIX[order.time_in_force], self._now_text(),
+                clordid.encode(), nums.qty_texts.get(qty) or nums.qty_text(qty), _LIMIT,
+                nums.px_texts.get(px) or nums.px_text(px), SIDE_TO_FIX[order.side],
+                nums.symbol, TIF_TO_FIX[order.time_in_force], self._ts,
             ]  # fmt: skip
-            self._send_order(_NEW_LIMIT, values, clordid, order.symbol, _note(order))
+            self._send_order(_NEW_LIMIT, values, clordid, order.symbol, order)
             return
         values = [
-            clordid.encode(), nums.qty_text(order.qty_lots), ORD_TYPE_TO_FIX[order.ord_type],
-            SIDE_TO_FIX[order.side], nums.symbol, TIF_TO_FIX[order.time_in_force],
-            self._now_text(),
+            clordid.encode(), nums.qty_text(qty), ORD_TYPE_TO_FIX[order.ord_type],
+            SIDE_TO_FIX[order.side], nums.symbol, TIF_TO_FIX[order.time_in_force], self._ts,
         ]  # fmt: skip
-        self._send_order(_NEW_OTHER, values, clordid, order.symbol, _note(order))
+        self._send_order(_NEW_OTHER, values, clordid, order.symbol, order)
 
     def cancel(self, order: Order, request: PendingRequest) -> None:
         """Send an OrderCancelRequest <F>."""
@@ -273,11 +280,14 @@ class FixVenue(Application):
     def _now_text(self) -> bytes:
         # TransactTime changes once per unit of the precision: format it once per unit.
         now = self.clock.now_ns()
-        key = now // self._ts_unit
-        if key != self._ts_key:
-            self._ts_key = key
-            self._ts = format_timestamp(now, self._precision)
+        if now // self._ts_unit != self._ts_key:
+            self._stamp(now)
         return self._ts
+
+    def _stamp(self, now: int) -> None:
+        # The TransactTime text of ``now`` (kept until the next unit of the precision).
+        self._ts_key = now // self._ts_unit
+        self._ts = format_timestamp(now, self._precision)
 
     def _send_order(
         self,
@@ -285,14 +295,16 @@ class FixVenue(Application):
         values: list[bytes],
         clordid: str,
         symbol: str,
-        note: bytes = b"",
+        new: Order | None = None,
     ) -> None:
-        # An order message through the session's template for its layout; see _send. A note
-        # is stored with the message in a file store (strategy and engine order of a new order:
-        # a restart finds the order there if the journal never got it).
+        # An order message through the session's template for its layout; see _send. A new
+        # order's note is stored with the message in a file store (its strategy and engine
+        # order id: a restart finds the order there if the journal never got it).
         self._symbol_of[clordid] = symbol
         session = self.session
-        if session is not None and session.is_logged_on:
+        st = session.state if session is not None else None
+        if session is not None and st is not None and st.received_logon and st.sent_logon:
+            # (session.is_logged_on, inlined)
             templates = self._templates
             if self._templates_of is not session:  # session set without bind()
                 templates = self._templates = {}
@@ -301,15 +313,19 @@ class FixVenue(Application):
             if template is None:
                 template = templates[key] = session.template(key[0], _LAYOUTS[key])
             # The MsgSeqNum <34> this message goes out under, for mapping a Reject back.
+            store = session.store
             sent = self._sent
-            sent[session.store.next_sender_seq_num] = (key[0], clordid)
+            sent[store.next_sender_seq_num] = (key[0], clordid)
             if len(sent) > SENT_MEMORY:
                 self._forget_oldest()
             if len(self._symbol_of) > SYMBOL_MEMORY:
                 self._forget_symbols()
-            annotate = getattr(session.store, "annotate", None) if note else None
+            if store is not self._store:  # the store's annotate(), looked up once per store
+                self._store = store
+                self._annotate = getattr(store, "annotate", None)
+            annotate = self._annotate if new is not None else None
             if annotate is not None:
-                annotate(note)
+                annotate(_note(new))  # type: ignore[arg-type]  # (new is not None here)
             done = session.send_template(template, values)
             if annotate is not None:
                 annotate(b"")  # not stored (messages not persisted): not for the next one

@@ -114,20 +114,22 @@ class FixNumbers:
         Tick and lot sizes.
     """
 
-    __slots__ = ("_lots", "_px_texts", "_qty_texts", "_ticks", "instrument", "symbol")
+    __slots__ = ("_lots", "_ticks", "instrument", "px_texts", "qty_texts", "symbol")
 
     def __init__(self, instrument: Instrument) -> None:
         self.instrument = instrument
         #: Symbol <55> as it goes on the wire.
         self.symbol = instrument.symbol.encode()
-        self._px_texts: dict[int, bytes] = {}
-        self._qty_texts: dict[int, bytes] = {}
+        #: Texts of the prices (ticks) and quantities (lots) converted so far, to read on the
+        #: hot path (``px_texts.get(ticks) or px_text(ticks)``); never written from outside.
+        self.px_texts: dict[int, bytes] = {}
+        self.qty_texts: dict[int, bytes] = {}
         self._ticks: dict[bytes, int] = {}
         self._lots: dict[bytes, int] = {}
 
     def px_text(self, ticks: int) -> bytes:
         """Return a price in ticks as FIX decimal text."""
-        texts = self._px_texts
+        texts = self.px_texts
         text = texts.get(ticks)
         if text is None:
             if len(texts) >= TEXT_MEMORY:
@@ -137,7 +139,7 @@ class FixNumbers:
 
     def qty_text(self, lots: int) -> bytes:
         """Return a quantity in lots as FIX decimal text."""
-        texts = self._qty_texts
+        texts = self.qty_texts
         text = texts.get(lots)
         if text is None:
             if len(texts) >= TEXT_MEMORY:
