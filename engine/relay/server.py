@@ -96,6 +96,8 @@ HANDSHAKE_TIMEOUT_S = 10.0
 BEAT_INTERVAL_S = 1.0
 #: Malformed frames tolerated (each answered with an error) before the link is closed.
 MAX_MALFORMED = 8
+#: Answers (status, catalog, sub-ok, errors) a link may leave unread before it is closed.
+MAX_UNANSWERED = 64
 #: Kernel send buffer of each subscriber's socket, bytes: what a stalled subscriber can hold
 #: of the relay's memory beyond the one frame in flight.
 SEND_BUFFER = 256 << 10
@@ -564,7 +566,7 @@ class Relay:
             await asyncio.sleep(BEAT_INTERVAL_S)
             head = sum(r.head for r in self.rings)
             for s in list(self._subscribers):
-                if not s.wrote:
+                if not s.wrote and not s.control:  # at most one beat waits
                     s.control.append(
                         ws_binary_frame(encode(Beat(ts=self.clock.now_ns(), head=head)))
                     )
@@ -826,6 +828,10 @@ class Relay:
     async def _read_loop(self, s: _Subscriber) -> None:
         malformed = 0
         async for frame in s.ws:
+            if len(s.control) >= MAX_UNANSWERED:
+                # It asks and does not read the answers: its link would hold ever more memory.
+                await s.ws.close(CLOSE_PROTOCOL, "too many answers unread")
+                return
             try:
                 if isinstance(frame, str):
                     raise ProtocolError("text frames are not part of the protocol")

@@ -167,3 +167,32 @@ def test_a_catalog_request_is_answered_on_a_subscribed_link(tmp_path: Path) -> N
         await ws.close()
 
     run(tmp_path, scenario)
+
+
+def test_a_link_that_asks_and_never_reads_is_closed(tmp_path: Path) -> None:
+    async def scenario(relay: Relay, token: str) -> None:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 10)
+        sock.connect(("127.0.0.1", relay.port))
+        ws = await connect(f"ws://127.0.0.1:{relay.port}/", sock=sock, max_queue=1)
+        await ws.send(encode(Hello(version=RELAY_VERSION, client="greedy")))
+        await ws.recv()
+        await ws.send(encode(Auth(token=token)))
+        await ws.recv()
+        await until(lambda: relay.subscribers == 1)
+        most = 0
+        for rid in range(20_000):
+            try:
+                await ws.send(encode(CatalogRequest(rid=rid)))
+            except Exception:
+                break  # the relay closed the link
+            if rid % 100 == 0:
+                await asyncio.sleep(0.001)
+                most = max([most, *(len(s.control) for s in relay._subscribers)])
+            if relay.subscribers == 0:
+                break
+        await until(lambda: relay.subscribers == 0)
+        assert most <= 64  # answers waiting for it never exceeded the bound
+        ws.transport.abort()
+
+    run(tmp_path, scenario)
