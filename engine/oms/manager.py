@@ -298,7 +298,12 @@ class OrderManager:
             px_ticks,
             now,
         )
-        self._hold(order)
+        oid = order.order_id
+        orders = self.orders
+        if oid not in orders:  # _hold(order), inlined
+            held = self._held
+            held[strategy_id] = held.get(strategy_id, 0) + 1
+        orders[oid] = order
         self.created += 1
         by_clordid = self._by_clordid
         if clordid in by_clordid:
@@ -319,7 +324,6 @@ class OrderManager:
             if stp.refusal is not None or stuck:
                 return self._refuse(order, stp.refusal or stuck)
         order.ts_sent = now
-        oid = order.order_id
         counted = self._counted
         if oid not in counted:  # _sync_risk() of a new working order, with record_sent()
             risk.on_new_order_sent(strategy_id, self.symbol, side, qty_lots)

@@ -95,6 +95,9 @@ class Stages:
             original = obj.__dict__[attr]
             setattr(obj, attr, staticmethod(timed))
             self._undo.append(lambda: setattr(obj, attr, original))
+        elif attr in getattr(obj, "__dict__", {}):  # an instance attribute: put it back
+            setattr(obj, attr, timed)
+            self._undo.append(lambda: setattr(obj, attr, fn))
         else:
             setattr(obj, attr, timed)
             self._undo.append(lambda: delattr(obj, attr))
@@ -171,16 +174,6 @@ def _drain(sock: socket.socket) -> None:
         pass
 
 
-class _Proxy:
-    """Stands for an object whose methods cannot be replaced (slots): calls pass through."""
-
-    def __init__(self, target: Any) -> None:
-        self._target = target
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._target, name)
-
-
 class TickPath:
     """Market data, the Taker, the order manager and a FIX session writing to a socket."""
 
@@ -226,23 +219,23 @@ class TickPath:
     def stages(self, st: Stages) -> list[tuple[str, str]]:
         """Wrap the stages; return (stage, what it is) in path order."""
         st.wrap(self.market, "apply", "market data")
-        books = self.market.books
-        self.market.books = _Proxy(books)  # type: ignore[assignment]  # L2Books has slots
-        st.wrap(self.market.books, "apply", "book kernel")
+        # A lone row goes to the kernel through MarketData's row applier (L2Books.row_applier).
+        st.wrap(self.market, "_apply_row", "book kernel")
         st.wrap(self.taker, "on_book", "strategy")
         st.wrap(self.manager, "send", "order manager")
         st.wrap(Order, "pending_new", "order object", on_class=True)
-        st.wrap(self.manager.risk, "check_order", "risk")
+        st.wrap(self.manager.risk, "check_new", "risk")
+        st.wrap(self.manager.risk, "on_new_order_sent", "risk")
         st.wrap(self.venue, "submit", "venue adapter")
         st.wrap(self.session, "send_template", "session")
         st.wrap(self, "write", "socket send")
         return [
             ("market data", "MarketData.apply: checks, the event, the bus, the runner"),
-            ("book kernel", "L2Books.apply: validation and the numba kernel"),
-            ("strategy", "Taker.on_book: decide, strategy API, router"),
-            ("order manager", "OrderManager.send: ids, STP, bookkeeping"),
+            ("book kernel", "the row applier: the numba kernel (it checks the row)"),
+            ("strategy", "Taker.on_book: decide, strategy API, context"),
+            ("order manager", "OrderManager.send: ids, STP, bookkeeping, view, event"),
             ("order object", "Order.pending_new"),
-            ("risk", "RiskChecker.check_order"),
+            ("risk", "RiskChecker.check_new and on_new_order_sent"),
             ("venue adapter", "FixVenue.submit: field values, seq map"),
             ("session", "FixSession.send_template: header, encode, store"),
             ("socket send", "socket.send of the bytes (TCP 127.0.0.1)"),
@@ -326,7 +319,7 @@ class ReportPath:
             ("session", "FixSession.on_message: seq, header, validation, dispatch"),
             ("venue adapter", "FixVenue.from_app: an ExecutionReport"),
             ("order manager", "on_execution_report: state, fill, risk, events, bus"),
-            ("strategy callbacks", "Taker.on_order / on_fill through the runner"),
+            ("strategy callbacks", "Taker.on_fill through the runner (on_order: none)"),
             ("positions", "PositionBook.on_fill"),
         ]
 
