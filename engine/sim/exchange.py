@@ -503,9 +503,10 @@ class SimExchange:
     ) -> list[ExecutionReport]:
         """Cancel every working order of a client, saying why (default: cancel on disconnect)."""
         out: list[ExecutionReport] = []
+        report_of = self.report_of
         for order in list(self._orders.values()):
             if order.owner == owner and order.status in (OrdStatus.NEW, OrdStatus.PARTIALLY_FILLED):
-                out += self._run(
+                raws = self._run_raw(
                     self.books[order.symbol],
                     ts,
                     order.id,
@@ -517,7 +518,8 @@ class SimExchange:
                     order.type,
                     order.tif,
                 )
-        return [replace(r, text=text) if r.exec_type is ExecType.CANCELED else r for r in out]
+                out += [report_of(r, ts, text if r[1] is ExecType.CANCELED else None) for r in raws]
+        return out
 
     # ------------------------------------------------------------------ market data
     def drain_market_events(self) -> npt.NDArray[np.void]:
@@ -772,7 +774,7 @@ class SimExchange:
             for side_, px_ in touched:
                 if px_min <= px_ <= px_max:
                     # L3Book.depth_at's quantity, read in place (side_index: BUY 0, SELL 1).
-                    level_qty = int(lv[(1 - side_) >> 1, px_ - px_min, LV_QTY])
+                    level_qty = lv.item((1 - side_) >> 1, px_ - px_min, LV_QTY)
                     md.append((ts, px_, level_qty, index, side_, L2_SET))
         return out
 
@@ -783,13 +785,18 @@ class SimExchange:
             (order, et, None, self._exec_n, order.status, order.cum, order.notional), ts
         )
 
-    def report_of(self, raw: RawReport, ts: int) -> ExecutionReport:
-        """Return the ``ExecutionReport`` of a raw report made at ``ts``."""
+    def report_of(self, raw: RawReport, ts: int, text: str | None = None) -> ExecutionReport:
+        """Return the ``ExecutionReport`` of a raw report made at ``ts``.
+
+        ``text``: its Text <58> instead of the matcher's reason (a cancel on disconnect).
+        """
         order, et, ev, exec_n, status, cum, notional = raw
         fill = ev is not None and et is ExecType.TRADE
         leaves = 0 if status in _NO_LEAVES else order.qty - cum
         reason = ev[EV_REASON] if ev is not None else REASON_NONE
-        if reason == REASON_IOC_REMAINDER and order.type == ORD_MARKET:
+        if text is not None:
+            pass
+        elif reason == REASON_IOC_REMAINDER and order.type == ORD_MARKET:
             text = _MARKET_REMAINDER_TEXT
         else:
             text = _REASON_TEXT.get(reason, f"matcher reason code {reason}")
