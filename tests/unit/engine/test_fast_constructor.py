@@ -100,3 +100,26 @@ def test_only_slotted_dataclasses() -> None:
 
     with pytest.raises(TypeError, match="not a slotted dataclass"):
         fast_constructor(Plain)
+
+
+def test_positional_constructor_takes_the_fields_in_order() -> None:
+    make = fast_constructor(OrderView, positional=True)
+    names = [f.name for f in dataclasses.fields(OrderView)]
+    built = make(*(VIEW[n] for n in names))
+    assert type(built) is OrderView
+    assert built == OrderView(**VIEW)  # type: ignore[arg-type]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.status = OrdStatus.FILLED  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        make(*(VIEW[n] for n in names[:-1]))  # one field short
+
+
+def test_no_positional_constructor_when_a_required_field_follows_a_default() -> None:
+    @dataclass(frozen=True, slots=True, kw_only=True)
+    class Mixed:
+        a: int = 0
+        b: int
+
+    assert fast_constructor(Mixed)(b=2) == Mixed(b=2)
+    with pytest.raises(TypeError, match="field 'b' without a default follows one"):
+        fast_constructor(Mixed, positional=True)

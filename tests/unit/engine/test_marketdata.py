@@ -155,3 +155,22 @@ def test_a_bad_row_alone_is_refused_naming_the_field_and_nothing_applied() -> No
         md.apply(bad)
     assert md.books.best_bid(0) is None
     assert events == []
+
+
+def test_the_book_view_reads_the_touch_the_books_hold() -> None:
+    md = MarketData(["ESZ6", "NQZ6"], MessageBus(), TestClock(), n_levels=64, centres=[100, 500])
+    view = md.book("NQZ6")
+    assert view is not None
+    assert view.best_bid() is None  # empty sides
+    assert view.best_ask() is None
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        row = np.zeros(1, L2_EVENT_DTYPE)
+        side = BUY if rng.random() < 0.5 else SELL
+        row["book"], row["side"], row["kind"] = 1, side, L2_SET
+        row["px"] = 500 + (-int(rng.integers(1, 20)) if side == BUY else int(rng.integers(1, 20)))
+        row["qty"] = int(rng.integers(0, 4))  # 0 deletes the level: sides empty now and then
+        md.apply(row)
+        assert view.best_bid() == md.books.best_bid(1)
+        assert view.best_ask() == md.books.best_ask(1)
+    assert md.book("ESZ6").best_bid() is None  # type: ignore[union-attr]  # the other book

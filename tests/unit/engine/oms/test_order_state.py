@@ -6,6 +6,7 @@ import dataclasses
 import pytest
 
 from engine.enums import AlertLevel, ExecType, OrdStatus, OrdType, Side, TimeInForce
+from engine.events import OrderView
 from engine.oms.order import ORDER_STATE_TABLE, TERMINAL, Order, is_allowed
 from engine.oms.venue import CancelReject, RejectReason, Request
 from tests.factories import make_oms, report
@@ -326,3 +327,40 @@ def test_pending_new_is_the_dataclass_order_with_every_field_set() -> None:
         assert getattr(fast, f.name) == getattr(slow, f.name), f.name
     assert fast == slow
     assert fast.view() == slow.view()
+
+
+def test_view_is_the_dataclass_view_of_every_field() -> None:
+    rig = make_oms()
+    order = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=4, px_ticks=24_000)
+    rig.oms.on_execution_report(
+        report(order, ExecType.PARTIAL_FILL, OrdStatus.PARTIALLY_FILLED, last_qty=1, last_px=24_000)
+    )
+    rig.oms.on_execution_report(
+        report(order, ExecType.PARTIAL_FILL, OrdStatus.PARTIALLY_FILLED, last_qty=2, last_px=24_003)
+    )
+    assert rig.oms.cancel(order)
+    expected = OrderView(
+        order_id=order.order_id,
+        client_order_id=order.client_order_id,
+        orig_client_order_ids=order.chain,
+        venue_order_id=order.venue_order_id,
+        strategy_id=1,
+        symbol=order.symbol,
+        side=Side.BUY,
+        ord_type=OrdType.LIMIT,
+        time_in_force=TimeInForce.DAY,
+        qty_lots=4,
+        px_ticks=24_000,
+        status=OrdStatus.PENDING_CANCEL,
+        cum_qty_lots=3,
+        leaves_qty_lots=1,
+        avg_px_ticks=(24_000 + 2 * 24_003) / 3,
+        pending="cancel",
+        text=order.text,
+        ts_created=order.ts_created,
+        ts_sent=order.ts_sent,
+        ts_acked=order.ts_acked,
+        ts_last=order.ts_last,
+    )
+    assert order.view() == expected
+    assert order.ts_sent == order.ts_created > 0  # stamped once: created and sent together

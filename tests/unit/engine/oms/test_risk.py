@@ -3,8 +3,9 @@
 
 import pytest
 
+from engine.clock import TestClock
 from engine.enums import ExecType, KillLevel, OrdStatus, Side
-from engine.oms.risk import RiskLimits
+from engine.oms.risk import RiskChecker, RiskLimits
 from tests.factories import make_oms, report
 
 
@@ -139,3 +140,75 @@ def test_limits_set_while_running_apply_to_the_next_order() -> None:
         rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=3, px_ticks=10).status
         is OrdStatus.PENDING_NEW
     )
+
+
+@pytest.mark.parametrize(
+    ("glob", "strategy", "instrument", "kill"),
+    [
+        (None, None, None, KillLevel.OFF),
+        (RiskLimits(max_order_qty_lots=2), None, None, KillLevel.OFF),
+        (None, RiskLimits(max_open_orders=0), None, KillLevel.OFF),
+        (None, None, RiskLimits(price_band_ticks=1), KillLevel.OFF),
+        (None, None, None, KillLevel.BLOCK_NEW),
+    ],
+)
+def test_check_new_answers_as_check_order(
+    glob: RiskLimits | None,
+    strategy: RiskLimits | None,
+    instrument: RiskLimits | None,
+    kill: KillLevel,
+) -> None:
+    risk = RiskChecker(TestClock(), glob, reference_px=lambda _s: 100)
+    if strategy is not None:
+        risk.set_limits(strategy, strategy_id=7)
+    if instrument is not None:
+        risk.set_limits(instrument, symbol="ESZ6")
+    risk.kill_level = kill
+    for sid in (7, 8):
+        for qty, px in ((1, 100), (3, 100), (1, 110)):
+            new = risk.check_new(sid, "ESZ6", Side.BUY, qty, px, 12.5)
+            old = risk.check_order(
+                strategy_id=sid,
+                symbol="ESZ6",
+                side=Side.BUY,
+                qty_lots=qty,
+                px_ticks=px,
+                tick_value=12.5,
+            )
+            assert new == old, (sid, qty, px)
+    any_refused = glob or strategy or instrument or kill
+    assert bool(any_refused) == any(
+        risk.check_new(7, "ESZ6", Side.BUY, q, p, 12.5) is not None
+        for q, p in ((1, 100), (3, 100), (1, 110))
+    )
+
+
+def test_on_new_order_sent_books_what_record_sent_and_on_working_changed_book() -> None:
+    clock = TestClock()
+    one, two = RiskChecker(clock), RiskChecker(clock)
+    for side, qty in ((Side.BUY, 2), (Side.SELL, 5), (Side.BUY, 1)):
+        one.on_new_order_sent(3, "ESZ6", side, qty)
+        two.record_sent(3)
+        two.on_working_changed(3, "ESZ6", side, 1, qty)
+        clock.advance(400_000_000)
+    limits = RiskLimits(max_orders_per_second=2, max_open_orders=3, max_position_lots=4)
+    for risk in (one, two):
+        risk.set_limits(limits, strategy_id=3)
+    assert one.open_orders(3) == two.open_orders(3) == 3
+    assert one.open_orders() == two.open_orders() == 3
+    for sid in (3, 4):
+        answers = [
+            r.check_order(
+                strategy_id=sid,
+                symbol="ESZ6",
+                side=Side.BUY,
+                qty_lots=2,
+                px_ticks=1,
+                tick_value=1.0,
+            )
+            for r in (one, two)
+        ]
+        assert answers[0] == answers[1]
+    refusal = one.check_new(3, "ESZ6", Side.BUY, 1, 1, 1.0)  # 3 lots working + 1: at the limit
+    assert refusal is not None
+    assert refusal.rule == "max_open_orders"

@@ -243,3 +243,35 @@ def test_taker_crosses_on_imbalance_with_ioc_and_cooldown() -> None:
     rig.clock.advance(1_000_000_000)
     rig.book([(100, 1)], [(101, 9)])
     assert [o.side for o in rig.oms.working()][-1] is Side.SELL
+
+
+def test_order_changes_reach_only_strategies_with_their_own_on_order() -> None:
+    rig = Rig()
+    recorder = Recorder(1, ["ESZ6"])
+    plain = Taker(2, ["ESZ6"], imbalance=0.6, cooldown_ms=0)
+    late: list[str] = []
+    per_instance = Taker(3, ["ESZ6"], imbalance=0.6, cooldown_ms=0)
+    per_instance.on_order = lambda o: late.append(o.status.name)  # type: ignore[method-assign]
+    for s in (recorder, plain, per_instance):
+        rig.runner.add(s)
+        rig.runner.start(s.strategy_id)
+    rig.book([(23_999, 9)], [(24_001, 1)])  # the takers buy
+    recorder.buy("ESZ6", 1, 23_990)
+    assert recorder.calls[-1] == "order PENDING_NEW"
+    assert late == ["PENDING_NEW"]  # its own order only; the other taker's went nowhere
+    assert {o.strategy_id for o in rig.oms.working()} == {1, 2, 3}
+
+
+def test_book_updates_reach_the_running_strategies_of_the_symbol_in_order() -> None:
+    rig = Rig()
+    first, other, second = Recorder(1, ["ESZ6"]), Recorder(2, ["NQZ6"]), Recorder(3, ["ESZ6"])
+    for s in (first, other, second):
+        rig.runner.add(s)
+        rig.runner.start(s.strategy_id)
+    rig.runner.pause(3)
+    rig.book([(23_999, 9)], [(24_001, 1)])
+    assert first.calls[-1] == "book 23999"
+    assert not any(c.startswith("book") for c in other.calls + second.calls)
+    rig.runner.start(3)
+    rig.book([(23_998, 9)], [(24_001, 1)])
+    assert first.calls[-1] == second.calls[-1] == "book 23998"

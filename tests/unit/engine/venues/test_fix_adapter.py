@@ -257,3 +257,20 @@ def test_rebinding_uses_the_new_sessions_templates() -> None:
     venue.submit(order())
     assert len(out1) == 2
     assert b"\x0149=C1\x01" in out1[1]
+
+
+def test_new_order_transact_time_is_when_the_order_manager_sent_it() -> None:
+    clock = TestClock()
+    venue = FixVenue(clock)
+    session, out = logged_on(venue, clock)
+    venue.bind(session)
+    venue.route(ES, Sink())
+    o = order()
+    o.ts_sent = clock.now_ns() - 2_000_000_000  # stamped earlier than the clock now says
+    venue.submit(o)
+    sent = FixDecoder().feed(out[-1])[0]
+    assert sent.get(60) == format_timestamp(o.ts_sent, 3)
+    o.ts_sent = 0  # never stamped (not from an order manager): the clock's time
+    venue.submit(o)
+    sent = FixDecoder().feed(out[-1])[0]
+    assert sent.get(60) == format_timestamp(clock.now_ns(), 3)
