@@ -133,6 +133,8 @@ class RelayLive(QObject):
         )
         self.link = LiveLink(LiveFeed(f"{choice.name} {instrument.symbol}"), charts, self)
         self._rate_mark = (0, 0)
+        #: Whether the panel last showed the stream up (it reports each change once).
+        self.was_up = True
         relay, me = thread_relay(), weakref.ref(self)
         self.stream.set_wakeup(lambda: relay.post(me, "drain"))
 
@@ -289,6 +291,13 @@ class RelaySourcePanel(QWidget):
         now = self._clock.now_ns()
         for live in self.lives.values():
             st = live.stream.state
+            if (st == "up") != live.was_up:  # say it once where the user looks: status line
+                live.was_up = st == "up"
+                what = f"{live.symbol} from {live.choice.name}"
+                if live.was_up:
+                    self._say(f"{what}: up again.", _GREEN)
+                else:
+                    self._fail(f"{what}: {st}; the chart stops at the last update received")
             color = _GREEN if st == "up" else _AMBER if st == "connecting" else _RED
             feed = live.link.feed
             rate = live.rate(now)
@@ -396,8 +405,13 @@ class RelaySourcePanel(QWidget):
 
         self._say(f"Subscribing to {symbol} on {c.name} ({c.endpoint})…")
         job = Job(f"{c.name}: chart {symbol}", work, self)
-        job.failed.connect(lambda _msg: (live.close(), live.deleteLater()))
+        job.failed.connect(lambda _msg: self._discard(live))
         return self._run(job, done)
+
+    @staticmethod
+    def _discard(live: RelayLive) -> None:
+        live.close()
+        live.deleteLater()
 
     def _pins_for(self, c: RelayChoice) -> PinStore | str | None:
         """Return the pin store for ``c`` (its configured fingerprint pinned), or an error."""

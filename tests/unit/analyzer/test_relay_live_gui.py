@@ -299,6 +299,12 @@ def test_relay_failures_are_red_lines_never_tracebacks(
     relay.stop()
     qtbot.waitUntil(lambda: "ESZ6 from ny4: down" in panel.streams.text(), timeout=20_000)
     assert "#d9534f" in panel.streams.text()
+    # Said once on the status line too: the chart is no longer live.
+    assert errors[-1].startswith("ESZ6 from ny4: down: ")
+    assert errors[-1].endswith("the chart stops at the last update received")
+    n = len(errors)
+    panel.show_states()
+    assert len(errors) == n
     ws.close()
 
 
