@@ -124,6 +124,7 @@ class MarketData:
         self.last_trade_px: dict[str, int] = {}
         self._bbo = np.zeros((0, 4), np.int64)
         self._touch = np.zeros((1, 4), np.int64)  # a lone row's book touch after it
+        self._touch_row = self._touch[0]
         self._apply_row = self.books.row_applier(self._touch)
         self._wants = bus.wants  # (the bus is this object's for its life)
         self.queue: L2QueuePositions | None = None
@@ -243,8 +244,8 @@ class MarketData:
 
     def _one_row_events(self, events: npt.NDArray[np.void]) -> None:
         # The events of a lone row apply() took: its trade, then its BookUpdated if wanted.
-        bid_px, bid_qty, ask_px, ask_qty = self._touch.tolist()[0]
-        ts, px, qty, book, side, kind = events.tolist()[0]
+        bid_px, bid_qty, ask_px, ask_qty = self._touch_row.tolist()
+        ts, px, qty, book, side, kind = events.item(0)
         ts = ts or self.clock.now_ns()
         if kind == L2_TRADE:
             self._publish_trade(ts, book, px, qty, side)
