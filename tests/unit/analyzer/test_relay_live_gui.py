@@ -181,13 +181,18 @@ def red(label: Any) -> bool:
 
 
 def test_a_relay_instrument_is_charted_live(
-    qtbot: Any, relay: RelayThread, tmp_path: Path, out_dir: Path
+    qtbot: Any, relay: RelayThread, tmp_path: Path, out_dir: Path, monkeypatch: Any
 ) -> None:
-    settings = RelaySettings(
-        (RelayChoice("ny4", "127.0.0.1", relay.port, tls=True),),
-        relay.token,
-        tmp_path / "known-relays.json",
+    # The relay as the console's settings name it (the Monitor's [relays] entries).
+    monkeypatch.setenv("QWCONSOLE_CONFIG_DIR", str(tmp_path / "config"))
+    ini = tmp_path / "qwconsole.ini"
+    (tmp_path / "token").write_text(relay.token + "\n", encoding="utf-8")
+    ini.write_text(
+        f"[relays]\nwatch=ny4=wss://127.0.0.1:{relay.port}\ntoken_file={tmp_path / 'token'}\n",
+        encoding="utf-8",
     )
+    settings = analyzer_relays(AppSettings(ini))
+    assert settings.pins == tmp_path / "config" / "known-relays.json"
     ws = workspace(qtbot, settings)
     panel = ws.relay_panel
     ws.show_relays()
@@ -241,6 +246,8 @@ def test_a_relay_instrument_is_charted_live(
     ws.browser_dock.raise_()
     ws.relay_dock.raise_()
     panel.show_states()
+    # The relay's certificate was pinned on first use, in the console's pin file.
+    assert f"127.0.0.1:{relay.port}" in (tmp_path / "config" / "known-relays.json").read_text()
     png = out_dir / "analyzer-relay-live.png"
     assert ws.grab().save(str(png))
     assert png.stat().st_size > 20_000
