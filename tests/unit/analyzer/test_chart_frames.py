@@ -82,6 +82,11 @@ def test_a_frame_of_three_linked_charts_redraws_and_paints_each_once(
     app = QApplication.instance()
     assert app is not None
     qtbot.wait(200)  # laid out and painted: the charts are at rest
+    import sys
+
+    from analyzer.views.jobs import GUI_SWITCH_INTERVAL_S
+
+    assert sys.getswitchinterval() <= GUI_SWITCH_INTERVAL_S  # their row reader is running
     assert all(isinstance(c, CountingChart) for c in charts)
     counter = PaintCounter()
     for c in charts:
@@ -225,3 +230,20 @@ def test_axis_levels_draw_each_line_once_as_pyqtgraph_levels_do(qtbot: Any) -> N
         w = float(rng.uniform(1, 500))
         size = float(rng.uniform(50, 900))
         assert price.tickValues(c, c + w, size) == pg.AxisItem.tickValues(price, c, c + w, size)
+
+
+def test_analyzer_workers_hand_the_gil_back_quickly() -> None:
+    import sys
+
+    from analyzer.views.jobs import GUI_SWITCH_INTERVAL_S, share_the_gil_finely
+
+    before = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.005)  # Python's default
+        share_the_gil_finely()
+        assert sys.getswitchinterval() == pytest.approx(GUI_SWITCH_INTERVAL_S)
+        sys.setswitchinterval(0.0001)  # finer already: left as it is
+        share_the_gil_finely()
+        assert sys.getswitchinterval() == pytest.approx(0.0001)
+    finally:
+        sys.setswitchinterval(before)
