@@ -19,10 +19,11 @@ class MessageBus:
     get the message, so one faulty view or strategy cannot silence the rest.
     """
 
-    __slots__ = ("_cache", "_handlers", "handler_errors")
+    __slots__ = ("_cache", "_handlers", "_muted", "handler_errors")
 
     def __init__(self) -> None:
         self._handlers: list[tuple[type[Any], Callable[[Any], None]]] = []
+        self._muted: set[tuple[type[Any], Callable[[Any], None]]] = set()
         self._cache: dict[type[Any], tuple[Callable[[Any], None], ...]] = {}
         #: How many times a handler raised.
         self.handler_errors = 0
@@ -38,12 +39,34 @@ class MessageBus:
             self._handlers.remove((msg_type, handler))
         except ValueError:
             raise KeyError(f"{handler!r} is not subscribed to {msg_type.__name__}") from None
+        if (msg_type, handler) not in self._handlers:
+            self._muted.discard((msg_type, handler))
+        self._cache.clear()
+
+    def set_muted(self, msg_type: type[M], handler: Callable[[M], None], muted: bool) -> None:
+        """Skip ``handler`` for ``msg_type`` while ``muted`` (it keeps its place in the order).
+
+        For a subscriber that has nothing to do for a while (the strategy runner while no
+        strategy has an ``on_order``): muted, it costs nothing, and :meth:`wants` says no
+        when nobody else listens, so the publisher builds no message. Raises ``KeyError``
+        if the handler is not subscribed to ``msg_type``.
+        """
+        key = (msg_type, handler)
+        if key not in self._handlers:
+            raise KeyError(f"{handler!r} is not subscribed to {msg_type.__name__}")
+        if muted:
+            self._muted.add(key)
+        else:
+            self._muted.discard(key)
         self._cache.clear()
 
     def _handlers_of(self, cls: type[Any]) -> tuple[Callable[[Any], None], ...]:
         handlers = self._cache.get(cls)
         if handlers is None:
-            handlers = tuple(h for t, h in self._handlers if issubclass(cls, t))
+            muted = self._muted
+            handlers = tuple(
+                h for t, h in self._handlers if issubclass(cls, t) and (t, h) not in muted
+            )
             self._cache[cls] = handlers
         return handlers
 

@@ -219,6 +219,9 @@ class StrategyRunner:
         self._halted_from: dict[int, StrategyState] = {}  # state each halted strategy had
         bus.subscribe(KillSwitchChanged, self._on_kill_switch)
         bus.subscribe(OrderChanged, self._on_order_changed)
+        # Muted until a strategy with its own on_order comes: until then an order manager
+        # builds no view or event for us (if nobody else listens either).
+        bus.set_muted(OrderChanged, self._on_order_changed, True)
         bus.subscribe(OrderFilled, self._on_order_filled)
         bus.subscribe(BookUpdated, self._on_book_updated)
         bus.subscribe(TradeReported, self._on_trade)
@@ -232,9 +235,11 @@ class StrategyRunner:
         self.strategies[strategy.strategy_id] = strategy
         for symbol in dict.fromkeys(strategy.symbols):
             self._of_symbol[symbol] = (*self._of_symbol.get(symbol, ()), strategy)
-        self._hears_orders[strategy.strategy_id] = getattr(
-            type(strategy), "on_order", None
-        ) is not Strategy.on_order or "on_order" in vars(strategy)
+        own = getattr(type(strategy), "on_order", None) is not Strategy.on_order
+        hears = own or "on_order" in getattr(strategy, "__dict__", {})  # (or set on it)
+        self._hears_orders[strategy.strategy_id] = hears
+        if hears:
+            self.bus.set_muted(OrderChanged, self._on_order_changed, False)
         self._publish(strategy, "added")
 
     def get(self, strategy_id: int) -> Strategy:

@@ -52,3 +52,28 @@ def test_unsubscribe_stops_delivery_and_unknown_handler_raises() -> None:
     assert seen == [1]
     with pytest.raises(KeyError, match="not subscribed to int"):
         bus.unsubscribe(int, handler)
+
+
+def test_a_muted_handler_is_skipped_and_keeps_its_place() -> None:
+    bus = MessageBus()
+    got: list[str] = []
+
+    def first(m: int) -> None:
+        got.append(f"first {m}")
+
+    def second(m: int) -> None:
+        got.append(f"second {m}")
+
+    bus.subscribe(int, first)
+    bus.subscribe(int, second)
+    bus.set_muted(int, first, True)
+    bus.publish(1)
+    assert got == ["second 1"]
+    bus.set_muted(int, second, True)
+    assert not bus.wants(int)  # nobody would get one: a publisher may skip building it
+    bus.set_muted(int, first, False)
+    bus.set_muted(int, second, False)
+    bus.publish(2)
+    assert got == ["second 1", "first 2", "second 2"]  # the subscription order, as before
+    with pytest.raises(KeyError, match="not subscribed to str"):
+        bus.set_muted(str, first, True)
