@@ -174,23 +174,23 @@ class Taker(Strategy):
         bid, ask = book.best_bid(), book.best_ask()
         if bid is None or ask is None or bid[1] + ask[1] == 0:
             return
-        now = (self._ctx or self.ctx).now_ns()
-        last = self._last_ns.get(book.symbol)
-        if last is not None and now - last < self.p["cooldown_ms"] * 1_000_000:
+        ctx = self._ctx or self.ctx  # (ctx raises if not attached)
+        p = self.p
+        now = ctx.now_ns()
+        symbol = book.symbol
+        last = self._last_ns.get(symbol)
+        if last is not None and now - last < p["cooldown_ms"] * 1_000_000:
             return
         share = bid[1] / (bid[1] + ask[1])
-        pos, qty, limit = (
-            self.position(book.symbol),
-            self.p["qty_lots"],
-            self.p["max_position_lots"],
-        )
-        if share >= self.p["imbalance"] and pos + qty <= limit:
-            self.buy(book.symbol, qty, ask[0], OrdType.LIMIT, TimeInForce.IOC)
-        elif share <= 1 - self.p["imbalance"] and pos - qty >= -limit:
-            self.sell(book.symbol, qty, bid[0], OrdType.LIMIT, TimeInForce.IOC)
+        pos = ctx.position(self.strategy_id, symbol)
+        qty, limit, imbalance = p["qty_lots"], p["max_position_lots"], p["imbalance"]
+        if share >= imbalance and pos + qty <= limit:
+            self.buy(symbol, qty, ask[0], OrdType.LIMIT, TimeInForce.IOC)
+        elif share <= 1 - imbalance and pos - qty >= -limit:
+            self.sell(symbol, qty, bid[0], OrdType.LIMIT, TimeInForce.IOC)
         else:
             return
-        self._last_ns[book.symbol] = now
+        self._last_ns[symbol] = now
 
 
 @quote_rule
