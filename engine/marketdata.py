@@ -127,6 +127,7 @@ class MarketData:
         self._touch_row = self._touch[0]
         self._apply_row = self.books.row_applier(self._touch)
         self._wants = bus.wants  # (the bus is this object's for its life)
+        self._publish_event = bus.publish
         self.queue: L2QueuePositions | None = None
         self._queue_keys = itertools.count(1)
         self._queue_key: dict[int, int] = {}  # caller's id -> tracker key (ids never reused)
@@ -192,8 +193,9 @@ class MarketData:
         if n == 1 and dtype is L2_EVENT_DTYPE and self.queue is None:
             # A row that comes alone (a tick): one kernel call, the touch and the row's kind
             # from one small array; the row itself is read only for a trade or an event.
-            if self._apply_row(events) == L2_TRADE or self._wants(BookUpdated):
-                self._one_row_events(events)
+            kind = self._apply_row(events)
+            if kind == L2_TRADE or self._wants(BookUpdated):
+                self._one_row_events(events, kind != L2_TRADE)  # (a trade asks again)
             return 1
         if dtype is not L2_EVENT_DTYPE and dtype != L2_EVENT_DTYPE:
             raise ValueError(f"events: dtype must be L2_EVENT_DTYPE, got {dtype}")
@@ -242,15 +244,17 @@ class MarketData:
             )
         return int(applied)
 
-    def _one_row_events(self, events: npt.NDArray[np.void]) -> None:
-        # The events of a lone row apply() took: its trade, then its BookUpdated if wanted.
+    def _one_row_events(self, events: npt.NDArray[np.void], wanted: bool) -> None:
+        # The events of a lone row apply() took: its trade, then its BookUpdated if wanted
+        # (``wanted``: someone listened to BookUpdated when apply() asked).
         bid_px, bid_qty, ask_px, ask_qty = self._touch_row.tolist()
         ts, px, qty, book, side, kind = events.item(0)
         ts = ts or self.clock.now_ns()
         if kind == L2_TRADE:
             self._publish_trade(ts, book, px, qty, side)
-        if self.bus.wants(BookUpdated):
-            self.bus.publish(
+            wanted = self._wants(BookUpdated)  # (a TradeReported handler may have subscribed)
+        if wanted:
+            self._publish_event(
                 _book_updated(
                     ts_event=ts,
                     symbol=self.symbols[book],
