@@ -170,7 +170,7 @@ def test_polylines_draw_what_pyqtgraphs_curve_draws(qtbot: Any, width: float) ->
     rng = np.random.default_rng(4)
     x = np.sort(rng.uniform(0, 100, 2_000))
     y = np.cumsum(rng.normal(0, 1, 2_000))
-    y[[300, 301, 1200]] = np.nan  # breaks
+    y[[300, 302, 1200, 1201]] = np.nan  # breaks, and a lone point (301)
     pen = pg.mkPen("#1a7f37", width=width)
     images = []
     for kind in ("pyqtgraph", "ours"):
