@@ -237,12 +237,21 @@ class LiveSource:
         When the engine listed it (ns): the span of a source without rows.
     max_rows : int
         Rows kept per kind (see :class:`RowBuffer`).
+    depth_label : str
+        Where the depth comes from, as the depth ladder names it.
     """
 
     def __init__(
-        self, symbol: str, tick_size: float, lot_size: float, t_created: int, max_rows: int
+        self,
+        symbol: str,
+        tick_size: float,
+        lot_size: float,
+        t_created: int,
+        max_rows: int,
+        depth_label: str = "engine depth",
     ) -> None:
         self._symbol = symbol
+        self.depth_label = depth_label
         self._tick = tick_size
         self._lot = lot_size
         self.t_created = t_created
@@ -558,7 +567,7 @@ class LiveInstrument(InstrumentDay):
         asks = [
             (int(p), int(v)) for p, v in zip(r["ask_px"][:n], r["ask_qty"][:n], strict=True) if v
         ]
-        return Depth(ts, bids, asks, "engine depth")
+        return Depth(ts, bids, asks, self.live.depth_label)
 
     # ------------------------------------------------------------------ statistics
     def range_stats(self, t0: int, t1: int) -> RangeStats:
@@ -740,12 +749,20 @@ class LiveFeed:
         The engine's name (``EngineClient.name``): the browser's ``store`` column.
     chart_rows, idle_rows : int
         Rows per kind kept of a charted instrument and of one nobody charts.
+    depth_label : str
+        Where its depth comes from, as the depth ladder names it (a relay's feed says so).
     """
 
     def __init__(
-        self, engine: str, *, chart_rows: int = CHART_ROWS, idle_rows: int = IDLE_ROWS
+        self,
+        engine: str,
+        *,
+        chart_rows: int = CHART_ROWS,
+        idle_rows: int = IDLE_ROWS,
+        depth_label: str = "engine depth",
     ) -> None:
         self.engine = engine
+        self.depth_label = depth_label
         self.chart_rows = chart_rows
         self.idle_rows = idle_rows
         self.instruments: dict[str, LiveInstrument] = {}
@@ -801,7 +818,7 @@ class LiveFeed:
         if inst is not None:  # listed again (a snapshot after a gap): keep the rows
             inst.live.set_sizes(tick, lot)
             return False
-        source = LiveSource(ev.symbol, tick, lot, ev.ts_event, self.idle_rows)
+        source = LiveSource(ev.symbol, tick, lot, ev.ts_event, self.idle_rows, self.depth_label)
         self.instruments[ev.symbol] = LiveInstrument(source)
         return True
 

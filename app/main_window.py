@@ -36,7 +36,7 @@ from app.controller import Controller
 from app.paths import resource, state_dir
 from app.process import versions
 from app.reconcile import ReconcileRunner
-from app.relays import RelayMonitor
+from app.relays import RelayMonitor, analyzer_relays
 from app.settings import AppSettings
 from app.theme import THEMES, apply_theme, load_theme
 from engine.client import ClientState
@@ -393,6 +393,7 @@ class MainWindow(QMainWindow):
             engine_events=self.controller.bridge.events_received,
             engine_name=client.name,
             engine_snapshot=client.snapshot if running else None,
+            relays=analyzer_relays(self.settings),
         )
         # Stores and journals opened before are opened again; new ones are remembered.
         settings = self.settings

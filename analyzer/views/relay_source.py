@@ -131,7 +131,9 @@ class RelayLive(QObject):
             pins=pins,
             name=f"relay {choice.name}",
         )
-        self.link = LiveLink(LiveFeed(f"{choice.name} {instrument.symbol}"), charts, self)
+        self.link = LiveLink(
+            LiveFeed(f"{choice.name} {instrument.symbol}", depth_label="relay depth"), charts, self
+        )
         self._rate_mark = (0, 0)
         #: Whether the panel last showed the stream up (it reports each change once).
         self.was_up = True

@@ -228,6 +228,7 @@ def test_a_relay_instrument_is_charted_live(
     assert len(x) > 10
     # The depth ladder follows the relay's book.
     qtbot.waitUntil(lambda: len(chart.live.live.depth) > 0, timeout=10_000)
+    assert chart.live.depth_at(chart.live.now_ns).source == "relay depth"  # not "engine"
     # Charting it again is the same chart; the browser lists it as a live row.
     panel.chart("ESZ6")
     assert len(ws._live_charts()) == 1

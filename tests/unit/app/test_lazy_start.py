@@ -198,3 +198,22 @@ def test_process_age_counts_from_the_process_start() -> None:
     age = seconds_since_process_start()
     # This pytest process imported Qt, numpy and the engine before any test ran.
     assert 0.2 < age < 24 * 3600
+
+
+def test_the_console_s_analyzer_charts_from_the_watched_relays(
+    qtbot: object, tmp_path: Path
+) -> None:
+    ini = tmp_path / "qwconsole.ini"
+    settings = AppSettings(ini)
+    settings.relays = ["ny4=wss://127.0.0.1:7350", "bad entry"]
+    settings.sync()
+    win = make_window(qtbot, ini)
+    try:
+        analyzer = win.analyzer
+        assert isinstance(analyzer, AnalyzerWorkspace)
+        relays = analyzer.relay_settings
+        assert [(c.name, c.port) for c in relays.choices] == [("ny4", 7350)]
+        assert len(relays.problems) == 1
+        assert str(ini) in relays.hint
+    finally:
+        win.shutdown()
