@@ -10,8 +10,11 @@ into ``docs/performance.md``.
 * **create + risk + order manager + encode** one NewOrderSingle: ``OrderManager.send`` through
   the FIX venue adapter into a logged-on ``FixSession`` whose bytes are captured (no socket).
   Nothing subscribes to the bus here, so the order manager builds no ``OrderView`` (it skips
-  events nobody gets); the tick-to-order figure has the strategy runner listening and pays
-  for it. simplefix building and encoding the same NewOrderSingle is measured beside it.
+  events nobody gets). In the tick-to-order figure the strategy runner's ``OrderChanged``
+  subscription is muted (the ``Taker`` has no ``on_order``): the strategy's context builds
+  the one view ``buy``/``sell`` return; with a journal or a console listening, as in the
+  engine, the order manager builds it and the ``OrderChanged`` event as well. simplefix
+  building and encoding the same NewOrderSingle is measured beside it.
 * **book update → strategy → risk → order manager → encoded NewOrderSingle**: one L2 row
   into ``MarketData.apply``; the ``Taker`` example decides and sends; time until the bytes.
 * **one L2 row into the book**: a lone row (an array of one) through ``MarketData.apply`` with
