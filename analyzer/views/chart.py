@@ -22,7 +22,7 @@ import numpy.typing as npt
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPointF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QPalette
-from PySide6.QtWidgets import QApplication, QGraphicsItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QApplication, QGraphicsItem, QGraphicsView, QVBoxLayout, QWidget
 
 from analyzer.dataset import InstrumentDay
 from analyzer.overlay import OrderSegments, Overlay
@@ -197,6 +197,9 @@ class TickChart(pg.PlotWidget):
         self.price_axis = PriceAxis(day.source.tick_size, self.decimals)
         super().__init__(parent=parent, axisItems={"bottom": self.axis, "left": self.price_axis})
         self.setObjectName(f"tickChart_{day.symbol}")
+        # The background is one colour: filling it costs less than copying pyqtgraph's
+        # cached background pixmap of the whole viewport on every frame.
+        self.setCacheMode(QGraphicsView.CacheModeFlag.CacheNone)
         self.day = day
         self.origin_ns = origin_ns
         self.colors = palette_for(self)
