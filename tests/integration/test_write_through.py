@@ -86,8 +86,8 @@ def test_a_burst_is_written_as_it_is_made_in_order() -> None:
     assert got == [b"c%d" % i for i in range(ORDERS)]
     assert venue_next_in == ORDERS + 2  # Logon + the orders
     assert client_next_in == ORDERS + 2
-    # The client's sends from one loop iteration: the first at once, then every WRITE_EVERY
-    # (gathered in a single write until the loop came round before).
+    # The client's sends from one loop iteration are gathered until the loop comes round
+    # (engine/fix/transport.py), and go out at least every WRITE_EVERY messages.
     assert WRITE_EVERY <= 64
     assert client_writes >= ORDERS // 64
     # The venue read many orders at a time (the client wrote them while it could not read);
