@@ -247,3 +247,37 @@ def test_analyzer_workers_hand_the_gil_back_quickly() -> None:
         assert sys.getswitchinterval() == pytest.approx(0.0001)
     finally:
         sys.setswitchinterval(before)
+
+
+def test_axes_paint_the_pixels_pyqtgraphs_axis_paints(qtbot: Any) -> None:
+    # Ours: lines grouped per pen, the price grid filled as one-pixel rows; pyqtgraph's:
+    # a QPicture of one drawLine per line. The same pixels, at whole and fractional shifts.
+    from PySide6.QtGui import QPainter
+
+    from analyzer.views.timeaxis import NsTimeAxis, PriceAxis
+
+    price, time_axis = PriceAxis(0.25, 2), NsTimeAxis(T0, "UTC")
+    plot = pg.PlotWidget(axisItems={"left": price, "bottom": time_axis})
+    qtbot.addWidget(plot)
+    plot.resize(700, 400)
+    plot.show()
+    qtbot.waitExposed(plot)
+    plot.getPlotItem().showGrid(x=True, y=True, alpha=0.6)
+    plot.getPlotItem().getViewBox().setRange(xRange=(100.0, 160.0), yRange=(5_528.0, 5_531.5))
+    QApplication.processEvents()
+    for axis in (price, time_axis):
+        axis.set_background("#0d1117")
+        for dx, dy in ((0.0, 0.0), (0.3, 0.6), (5.5, 2.25)):
+            images = []
+            for paint in (type(axis).paint, pg.AxisItem.paint):
+                img = QImage(800, 500, QImage.Format.Format_ARGB32_Premultiplied)
+                img.fill(0)
+                painter = QPainter(img)
+                painter.translate(dx, dy)
+                axis.picture = None  # specs made anew by each
+                paint(axis, painter, None, None)
+                painter.end()
+                images.append(np.frombuffer(bytes(img.constBits()), np.uint32).copy())
+            assert np.count_nonzero(images[0]) > 1_000  # grid lines and labels were drawn
+            assert np.array_equal(images[0], images[1]), (type(axis).__name__, dx, dy)
+    assert price._rects is not None  # the price grid went the filled way
