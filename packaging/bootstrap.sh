@@ -154,9 +154,12 @@ case "$MODE" in
     if [ $# -gt 0 ]; then
       step "pytest"         "$VENV/bin/python" -m pytest -m "not bench" "$@"
     else
-      # Two processes: the GUI tests share one QApplication; everything else never makes one,
-      # so a Qt object left behind by a GUI test cannot take the engine tests down with it.
-      step "pytest (engine, integration)" "$VENV/bin/python" -m pytest -m "not bench and not gui"
+      # Two runs: the GUI tests share one QApplication; everything else never makes one, so a
+      # Qt object left behind by a GUI test cannot take the engine tests down with it. The
+      # engine part runs on QW_TEST_WORKERS processes (pytest-xdist, 2 by default: most of its
+      # time waits on sockets, child processes and timers), a file's tests on one of them.
+      step "pytest (engine, integration)" "$VENV/bin/python" -m pytest -m "not bench and not gui" \
+        -n "${QW_TEST_WORKERS:-2}" --dist loadfile
       step "pytest (GUI, offscreen)"      "$VENV/bin/python" -m pytest -m "gui and not bench"
     fi
     if [ ${#failed[@]} -gt 0 ]; then
