@@ -235,7 +235,7 @@ class TickPath:
             ("strategy", "Taker.on_book: decide, strategy API, context"),
             ("order manager", "OrderManager.send: ids, STP, bookkeeping, view, event"),
             ("order object", "Order.pending_new"),
-            ("risk", "RiskChecker.check_new and on_new_order_sent"),
+            ("risk", "RiskChecker.check_new + on_new_order_sent (2 wrapped calls)"),
             ("venue adapter", "FixVenue.submit: field values, seq map"),
             ("session", "FixSession.send_template: header, encode, store"),
             ("socket send", "socket.send of the bytes (TCP 127.0.0.1)"),
