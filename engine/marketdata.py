@@ -38,6 +38,7 @@ SMALL_BATCH = 32
 
 #: Built per book update: the fast constructor (engine.events.fast_constructor).
 _book_updated = fast_constructor(BookUpdated)
+_book_updated_of = fast_constructor(BookUpdated, positional=True)  # a tick's, in field order
 
 
 class L2BookView:
@@ -254,15 +255,9 @@ class MarketData:
             self._publish_trade(ts, book, px, qty, side)
             wanted = self._wants(BookUpdated)  # (a TradeReported handler may have subscribed)
         if wanted:
+            # BookUpdated(ts_event, symbol, bid px, bid qty, ask px, ask qty), positionally.
             self._publish_event(
-                _book_updated(
-                    ts_event=ts,
-                    symbol=self.symbols[book],
-                    bid_px_ticks=bid_px,
-                    bid_qty_lots=bid_qty,
-                    ask_px_ticks=ask_px,
-                    ask_qty_lots=ask_qty,
-                )
+                _book_updated_of(ts, self.symbols[book], bid_px, bid_qty, ask_px, ask_qty)
             )
 
     def _apply_small(self, events: npt.NDArray[np.void], bbo: I64) -> int:
