@@ -47,6 +47,8 @@ _STOPPED = StrategyState.STOPPED
 class LiveContext:
     """The :class:`engine.strategy.base.StrategyContext` of the live engine (and simulator).
 
+    ``now_ns()`` is the clock's, ``book(symbol)`` the ``books`` callable given.
+
     Parameters
     ----------
     router : OrderRouter
@@ -62,21 +64,16 @@ class LiveContext:
     ) -> None:
         self.router = router
         self.clock = clock
-        self._books = books
         #: Strategies halted by the kill switch (the runner keeps it): orders refused at once.
         self.halted: set[int] = set()
-
-    def now_ns(self) -> int:
-        """Return the engine clock's time."""
-        return self.clock.now_ns()
+        # Asked on every book update: the clock's and the market data's own callables, one
+        # call fewer each than methods passing them on.
+        self.now_ns: Callable[[], int] = clock.now_ns
+        self.book: Callable[[str], BookView | None] = books
 
     def instrument(self, symbol: str) -> Instrument:
         """Return the routed instrument ``symbol``."""
         return self.router.manager(symbol).instrument
-
-    def book(self, symbol: str) -> BookView | None:
-        """Return the current book of ``symbol``."""
-        return self._books(symbol)
 
     def send(
         self,
