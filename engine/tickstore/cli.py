@@ -170,22 +170,40 @@ def build_parser() -> argparse.ArgumentParser:
         help="time zone of the files' times (America/New_York; stored as UTC)",
     )
     _steps(p, lot="1")
-    p = sub.add_parser("pcap", help="exchange feed captures (pcap/pcapng): itch, mdp3")
+    p = sub.add_parser("pcap", help="exchange feed captures (pcap/pcapng): itch, mdp3, fast")
     _common(p)
     p.add_argument(
         "--protocol",
         required=True,
-        choices=("itch", "mdp3"),
+        choices=("itch", "mdp3", "fast"),
         help="the feed in the capture's UDP payloads (itch: Nasdaq ITCH 5.0 over MoldUDP64; "
-        "mdp3: CME MDP 3.0, SBE)",
+        "mdp3: CME MDP 3.0, SBE; fast: FIX market data in FAST 1.1, e.g. CME's legacy feed)",
     )
     p.add_argument("--schema", type=Path, help="mdp3: the SBE schema (templates_FixBinary.xml)")
+    p.add_argument("--templates", type=Path, help="fast: the FAST 1.1 template XML")
+    p.add_argument(
+        "--framing",
+        default="none",
+        choices=("none", "cme"),
+        help="fast: none (datagrams are FAST messages) or cme (a 5-byte preamble: packet "
+        "sequence number, u32 big-endian, and a sub-channel byte)",
+    )
+    p.add_argument(
+        "--reset",
+        default="none",
+        choices=("none", "packet", "message"),
+        help="fast: also clear the FAST dictionaries before every packet or message (none: "
+        "only where a template or the Reset message says)",
+    )
+    p.add_argument(
+        "--depth", type=int, default=10, help="fast: book levels a side, for MDPriceLevel (10)"
+    )
     p.add_argument(
         "--symbol",
         action="append",
         default=[],
         metavar="ID=NAME",
-        help="mdp3: store SecurityID ID as NAME (repeatable; default SECID<id>)",
+        help="mdp3, fast: store SecurityID ID as NAME (repeatable; default SECID<id>)",
     )
     p.add_argument("--day", help="itch: trading day YYYYMMDD (default: the capture's, New York)")
     p.add_argument(
@@ -193,7 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="import a capture that misses messages (gaps kept in each day's l2_gaps)",
     )
-    p.add_argument("--tick-size", help="price step, decimal (itch: 0.0001; mdp3: required)")
+    p.add_argument(
+        "--tick-size", help="price step, decimal (itch: 0.0001; mdp3 and fast: required)"
+    )
     p.add_argument("--lot-size", default="1", help="quantity step (1)")
     p.add_argument("--venue", default="", help="venue attribute (XNAS for itch, XCME for mdp3)")
     p = sub.add_parser("recover", help="make a store left by a killed writer writable again")
@@ -319,6 +339,10 @@ def _run_lobster(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
 def _run_pcap(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
     if a.protocol == "mdp3":
         return _run_mdp3(a, progress)
+    if a.protocol == "fast":
+        return _run_fast(a, progress)
+    if a.templates is not None:
+        raise ValueError("--templates is for --protocol fast")
     if a.schema is not None or a.symbol:
         raise ValueError("--schema and --symbol are for --protocol mdp3")
     from engine.tickstore.itch_import import import_itch, parse_day
@@ -398,6 +422,56 @@ def _run_mdp3(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
         print(f"{stats.implied_entries:,} implied book entries left out", file=sys.stderr)
     for issue in stats.issues[:5]:
         print(f"  skipped: {issue}", file=sys.stderr)
+    return result
+
+
+def _run_fast(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
+    from engine.tickstore.fast_import import import_fast
+    from engine.tickstore.mdp3_import import parse_symbols
+
+    if a.templates is None:
+        raise ValueError("--protocol fast needs --templates (the feed's FAST template XML)")
+    if a.schema is not None:
+        raise ValueError("--schema is for --protocol mdp3 (fast takes --templates)")
+    if a.tick_size is None:
+        raise ValueError("--protocol fast needs --tick-size (e.g. 0.25 for ES)")
+    if a.day is not None:
+        raise ValueError("--day is for --protocol itch (FAST times are UTC already)")
+    result, stats = import_fast(
+        a.files,
+        a.store,
+        templates=a.templates,
+        tick_size=a.tick_size,
+        lot_size=a.lot_size,
+        venue=a.venue,
+        symbols=parse_symbols(a.symbol),
+        framing=a.framing,
+        reset=a.reset,
+        depth=a.depth,
+        allow_gaps=a.allow_gaps,
+        replace=a.replace,
+        skip_bad_rows=a.skip_bad_rows,
+        progress=progress,
+    )
+    progress.close()
+    msgs = ", ".join(f"{t} {n:,}" for t, n in sorted(stats.messages.items()))
+    print(f"{stats.datagrams:,} datagrams; messages: {msgs or 'none'}", file=sys.stderr)
+    for name, reports in (("message", stats.message_seq), ("packet", stats.packet_seq)):
+        for r in reports:
+            print(
+                f"{name} sequence {r.first} to {r.last}: {len(r.gaps)} gaps ({r.missing:,} "
+                f"{name}s missing), {r.copies:,} copies skipped, {r.late:,} late",
+                file=sys.stderr,
+            )
+    for what, first, last in stats.gaps[:20]:
+        print(f"  gap: {what}s {first} to {last}", file=sys.stderr)
+    if stats.skipped_types:
+        left = ", ".join(f"{t} {n:,}" for t, n in sorted(stats.skipped_types.items()))
+        print(f"entries left out by MDEntryType: {left}", file=sys.stderr)
+    if stats.no_security:
+        print(f"{stats.no_security:,} entries name no instrument: left out", file=sys.stderr)
+    if stats.bad_levels:
+        print(f"{stats.bad_levels:,} entries outside --depth {a.depth}: left out", file=sys.stderr)
     return result
 
 
