@@ -126,7 +126,7 @@ class OrderManager:
         self.bus = bus
         self.clock = clock
         self.risk = risk
-        self._next_order_id = next_order_id or (lambda: next(_order_ids))
+        self._next_order_id = next_order_id or _order_ids.__next__
         self._tick_value = float(instrument.tick_value)
         #: Orders that may still change (not terminal), by order id.
         self.orders: dict[int, Order] = {}
@@ -164,6 +164,10 @@ class OrderManager:
         self.unanswered_requests = 0
         #: Self-trade prevention asked about every new order (the router sets it).
         self.stp: SelfTradePrevention | None = None
+
+    def use_order_ids(self, next_order_id: Callable[[], int]) -> None:
+        """Take the ids of new orders from ``next_order_id`` from now on (the router's)."""
+        self._next_order_id = next_order_id
 
     # ------------------------------------------------------------------ queries
     def get(self, client_order_id: str) -> Order | None:

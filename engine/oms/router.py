@@ -49,8 +49,9 @@ class OrderRouter:
         self._reference: dict[str, int] = {}
         #: Reference price when no trade was reported yet (e.g. the mid of the market data).
         self.reference_fallback: Callable[[str], int | None] | None = None
-        self._ids = itertools.count(1)
-        self._next_order_id = lambda: next(self._ids)
+        # Order ids: the counter's own __next__ (no Python frame per order), handed to every
+        # order manager and replaced in all of them by continue_order_ids_after().
+        self._next_order_id: Callable[[], int] = itertools.count(1).__next__
         #: Orders the kill switch refused before they existed, per level since it was set.
         self.refusals = RefusalCounter(bus, clock, "kill switch")
         self._kill_since = 0
@@ -80,7 +81,9 @@ class OrderRouter:
 
     def continue_order_ids_after(self, last_order_id: int) -> None:
         """Give new orders ids above ``last_order_id`` (orders restored from a journal)."""
-        self._ids = itertools.count(last_order_id + 1)
+        self._next_order_id = itertools.count(last_order_id + 1).__next__
+        for manager in self.managers.values():
+            manager.use_order_ids(self._next_order_id)
 
     def manager(self, symbol: str) -> OrderManager:
         """Return the order manager of ``symbol``; ``KeyError`` naming it if not routed."""

@@ -109,3 +109,16 @@ def test_flatten_one_strategy_leaves_the_others_alone() -> None:
     fill(router, "ESZ6", 2, Side.BUY, 4)
     orders = router.flatten(strategy_id=2)
     assert [(o.strategy_id, o.side, o.qty_lots) for o in orders] == [(2, Side.SELL, 4)]
+
+
+def test_order_ids_continue_after_a_restored_one_in_every_order_manager() -> None:
+    router, _events, _venues = make_router()
+    symbols = list(router.managers)
+    first = router.send(symbol=symbols[0], side=Side.BUY, qty_lots=1, px_ticks=100)
+    router.continue_order_ids_after(41)  # the journal's last order (a restart)
+    ids = [
+        router.send(symbol=s, side=Side.SELL, qty_lots=1, px_ticks=100).order_id
+        for s in (symbols[1], symbols[0], symbols[1])
+    ]
+    assert first.order_id == 1
+    assert ids == [42, 43, 44]  # one sequence across instruments, above the restored ids
