@@ -196,3 +196,92 @@ def test_a_link_that_asks_and_never_reads_is_closed(tmp_path: Path) -> None:
         ws.transport.abort()
 
     run(tmp_path, scenario)
+
+
+def test_a_stalled_link_does_not_delay_the_others_by_one_loop_iteration(tmp_path: Path) -> None:
+    """Issue 22: a stalled subscriber costs the others nothing.
+
+    Measured in event-loop iterations, not wall time (the machine is shared): after a publish,
+    how many iterations until the relay has written the rows to every link that keeps up, and
+    until every client has applied them; first with no stalled link, then with one whose
+    transport is paused (its kernel buffers and write limit full).
+    """
+    rows = l2_rows(400_000, 3, seed=9)
+
+    async def scenario(relay: Relay, token: str) -> None:
+        markets = [new_market() for _ in range(3)]
+        clients = [
+            RelayClient("127.0.0.1", relay.port, token, SYMBOLS, market=m, name=f"c{i}")
+            for i, m in enumerate(markets)
+        ]
+        for c in clients:
+            await c.start()
+        fast = [s for s in relay._subscribers if s.client.startswith("c")]
+        at = 0
+
+        async def iterations(n: int) -> tuple[list[int], list[int]]:
+            """Publish ``n`` batches of 100 rows; iterations until written, until applied."""
+            nonlocal at
+            written, applied = [], []
+            for _ in range(n):
+                relay.publish(rows[at : at + 100])
+                at += 100
+                heads = [r.head for r in relay.rings]
+                w = a = 0
+                for i in range(1, 100):
+                    await asyncio.sleep(0)
+                    if not w and all(
+                        [s.cursors[b] for b in range(len(SYMBOLS))] == heads for s in fast
+                    ):
+                        w = i
+                    if not a and all([c.seq[s] for s in SYMBOLS] == heads for c in clients):
+                        a = i
+                    if w and a:
+                        break
+                written.append(w)
+                applied.append(a)
+                await asyncio.sleep(0.001)
+            return written, applied
+
+        await iterations(5)  # the first batches after the snapshots
+        alone_w, alone_a = await iterations(40)
+
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 10)
+        sock.connect(("127.0.0.1", relay.port))
+        stalled = await connect(
+            f"ws://127.0.0.1:{relay.port}/", sock=sock, max_queue=1, compression=None
+        )
+        await stalled.send(encode(Hello(version=RELAY_VERSION, client="stalled")))
+        await stalled.recv()
+        await stalled.send(encode(Auth(token=token)))
+        await stalled.recv()
+        await stalled.send(encode(Subscribe(rid=1, symbols=SYMBOLS)))
+        await until(lambda: relay.subscribers == 4)
+        (st,) = [s for s in relay._subscribers if s.client == "stalled"]
+        while not st.ws.paused:  # fill its kernel buffers and its write limit
+            relay.publish(rows[at : at + 3000])
+            at += 3000
+            await asyncio.sleep(0.001)
+        heads = [r.head for r in relay.rings]
+        await until(lambda: all([c.seq[s] for s in SYMBOLS] == heads for c in clients))
+        held, frames = st.ws.transport.get_write_buffer_size(), st.frames_sent
+        with_w, with_a = await iterations(40)
+
+        # The flush writes to every link that keeps up in the iteration after the publish,
+        # stalled link or not, and the clients have the rows no later than without it.
+        assert max(alone_w) == max(with_w) == 1
+        assert max(with_a) <= max(alone_a)
+        # The stalled link was not written to, nor its sender woken, by those batches.
+        assert st.busy
+        assert not st.wake.is_set()
+        assert st.frames_sent == frames
+        assert st.ws.transport.get_write_buffer_size() == held
+        for c, m in zip(clients, markets, strict=True):
+            assert c.gaps == 0
+            assert c.conflated == 0
+            assert books_of(m) == books_of(relay.market)
+            await c.close()
+        stalled.transport.abort()
+
+    run(tmp_path, scenario, cache_rows=400_000, max_lag_rows=400_000)
