@@ -47,6 +47,7 @@ def test_the_doc_covers_the_public_api() -> None:
         "DataDictionary",
         "validate(",
         "send_template",
+        "get_many(",
     ):
         assert name in code, f"no example uses {name}"
     assert len(python_blocks()) >= 6
