@@ -470,6 +470,11 @@ def _run_fast(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
         print(f"entries left out by MDEntryType: {left}", file=sys.stderr)
     if stats.no_security:
         print(f"{stats.no_security:,} entries name no instrument: left out", file=sys.stderr)
+    if stats.stale_snapshots:
+        print(
+            f"{stats.stale_snapshots:,} snapshots the books were already at or past: left out",
+            file=sys.stderr,
+        )
     if stats.bad_levels:
         print(f"{stats.bad_levels:,} entries outside --depth {a.depth}: left out", file=sys.stderr)
     return result

@@ -11,7 +11,8 @@ says; an instrument named only by Symbol (55) keeps that name) with:
   level-indexed like MDP 3.0's (New, Change, Delete, DeleteThru, DeleteFrom, Overlay, through
   :func:`engine.feeds.sbe._kernels.mbp_events` with ``--depth`` levels a side); without it,
   keyed by price (New/Change/Overlay set the price's size, Delete removes it, DeleteThru
-  empties the side). A snapshot (W) and an MDEntryType J clear the book first. ``seq`` is
+  empties the side). A snapshot (W) and an MDEntryType J clear the book first; a snapshot
+  whose RptSeq the book has already reached is left out. ``seq`` is
   the entry's RptSeq (-1 without);
 * ``bbo``: the top of that book after each message that changed it;
 * ``trades``: MDEntryType 2 entries of incremental messages, with the aggressor side where
@@ -75,6 +76,7 @@ class FastStats:
     messages: dict[str, int] = field(default_factory=dict)
     skipped_types: dict[str, int] = field(default_factory=dict)
     no_security: int = 0
+    stale_snapshots: int = 0
     bad_levels: int = 0
     message_seq: list[SequenceReport] = field(default_factory=list)
     packet_seq: list[SequenceReport] = field(default_factory=list)
@@ -134,6 +136,7 @@ class FastImporter:
         for name, n in cap.skipped_types.items():
             st.skipped_types[name] = st.skipped_types.get(name, 0) + n
         st.no_security += cap.no_security
+        st.stale_snapshots += cap.stale_snapshots
         st.message_seq.append(cap.message_seq)
         if cap.packet_seq is not None:
             st.packet_seq.append(cap.packet_seq)

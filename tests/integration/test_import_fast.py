@@ -4,11 +4,11 @@
 A day of FIX market data for two instruments is FAST-encoded by the test encoder
 (tests/unit/engine/feeds/fast/encoder.py) with a CME-shaped template set written for these
 tests, put into a pcap with dpkt, and imported by the real command in a subprocess. The stored
-``l2`` rows and trades must be what was encoded: level updates as price-level deltas, a
-snapshot (W) as a clear and the book it holds, trades with their aggressor and id; a dropped
-packet is a gap (refused, or imported and recorded with ``--allow-gaps``); A and B copies count
-once; a template id the set does not define, and CQG's templates (no market data), are clear
-one-line errors.
+``l2`` rows and trades must be what was encoded: level updates as price-level deltas, trades
+with their aggressor and id; a dropped packet is a gap (refused, or imported and recorded with
+``--allow-gaps``), and the snapshot (W) after it, ahead of the book, is a clear and the book it
+holds (left out when nothing was lost); A and B copies count once; a template id the set
+does not define, and CQG's templates (no market data), are clear one-line errors.
 """
 
 from __future__ import annotations
@@ -276,7 +276,9 @@ def test_a_fast_capture_becomes_the_l2_rows_and_trades_encoded(tmp_path: Path) -
         done.stderr
     )
     assert "message sequence 1 to 7: 0 gaps (0 messages missing), 0 copies skipped" in done.stderr
-    check_es(store, lambda m: True)
+    # the snapshot (RptSeq 8) holds nothing the book has not had from message 5: left out
+    assert "1 snapshots the books were already at or past: left out" in done.stderr
+    check_es(store, lambda m: m != 6)
     assert stored_l2(store, "NQZ6") == [(SELL, L2_SET, 402, 1, 1)]
     with TickStore(store) as s:
         assert sorted(s.instruments()) == ["NQZ6", "SECID1001"]
@@ -290,7 +292,7 @@ def test_dictionaries_kept_across_packets_and_a_and_b_copies_count_once(tmp_path
     assert done.returncode == 0, done.stderr
     assert "12 datagrams" in done.stderr
     assert "0 gaps (0 messages missing), 7 copies skipped" in done.stderr
-    check_es(store, lambda m: True)
+    check_es(store, lambda m: m != 6)
     assert stored_l2(store, "SECID1002") == [(SELL, L2_SET, 402, 1, 1)]
 
 
@@ -320,6 +322,8 @@ def test_a_dropped_packet_is_a_gap_refused_or_recorded(tmp_path: Path) -> None:
     assert "message sequence 1 to 7: 1 gaps (1 messages missing)" in done.stderr
     assert "packet sequence 1 to 6: 1 gaps (1 packets missing)" in done.stderr
     assert "  gap: messages 5 to 5" in done.stderr
+    # without message 5 the book is at RptSeq 7: the snapshot (8) clears it and sets its levels
+    assert "snapshots the books were already" not in done.stderr
     check_es(store, lambda m: m != 5)
     with TickStore(store) as s:
         gaps = day_gaps(s, "SECID1001", DAY)

@@ -32,8 +32,10 @@ dictionaries belong to a stream), optionally after a packet preamble (``framing=
 one structured array (:data:`ENTRY_DTYPE`) with a sequence report. The destinations that carry
 incremental messages are taken as copies of one channel (the A and B feeds): a MsgSeqNum (or
 packet sequence number) seen before is a copy and skipped, and the numbers missing from every
-copy are the gaps. Snapshot-only destinations (the recovery loop, numbered apart) are applied
-as they come, never counted as gaps or copies.
+copy are the gaps. Snapshot-only destinations (the recovery loop, numbered apart) are never
+counted as gaps or copies. A snapshot with a RptSeq (83) is used only when it is ahead of the
+instrument's book (the highest RptSeq applied from incremental entries or an earlier
+snapshot): it fills a gap, and the recovery loop's repeats are left out and counted.
 
 Resets follow the decoder: ``reset="packet"`` clears the dictionaries before each datagram,
 ``"message"`` before each message, ``"none"`` only where a template says ``reset="yes"`` or the
@@ -269,6 +271,7 @@ class MdCapture:
     message_seq: SequenceReport = field(default_factory=SequenceReport)
     packet_seq: SequenceReport | None = None  # with framing="cme"
     no_security: int = 0  # entries naming no instrument: left out
+    stale_snapshots: int = 0  # snapshots whose RptSeq the book had reached: left out
     skipped_frames: Counter[str] = field(default_factory=Counter)  # pcap frames without UDP
 
 
@@ -364,6 +367,8 @@ class _Reader:
         self.by_symbol: list[bool] = []
         self.skipped_types: Counter[str] = Counter()
         self.no_security = 0
+        self.last_rpt: dict[int, int] = {}  # instrument -> highest RptSeq applied
+        self.stale_snapshots = 0
 
     def instrument(self, fields: dict[str, Value], names: dict[str, str]) -> int:
         for tag, is_symbol in ((TAG_SECURITY_ID, False), (TAG_SYMBOL, True)):
@@ -390,6 +395,12 @@ class _Reader:
             msg_instrument = self.instrument(f, md.fields)
             if msg_instrument < 0 and entries:
                 msg_instrument = self.instrument(entries[0], md.entry_fields)
+            rpt = _int(f.get(md.fields.get(TAG_RPT_SEQ, "")), -1)
+            if msg_instrument >= 0 and rpt >= 0:
+                if self.last_rpt.get(msg_instrument, -1) >= rpt:
+                    self.stale_snapshots += 1  # the book is already there (or newer)
+                    return
+                self.last_rpt[msg_instrument] = rpt
             if msg_instrument >= 0:
                 self.rows.append(
                     (msg_no, frame, ts, ts_recv, msg_instrument, E_CLEAR, 0, 0, 0, 0, 0, 0, -1, -1)
@@ -424,6 +435,8 @@ class _Reader:
             self.no_security += 1
             return
         rpt = _int(e.get(ef.get(TAG_RPT_SEQ, "")), -1)
+        if rpt >= 0 and md.msg_type == "X":
+            self.last_rpt[inst] = max(rpt, self.last_rpt.get(inst, -1))
         if etype == "J":
             self.rows.append((msg_no, frame, ts, ts_recv, inst, E_CLEAR, 0, 0, 0, 0, 0, 0, -1, rpt))
             return
@@ -607,6 +620,7 @@ def read_capture(
     out.entries = np.array(reader.rows, dtype=ENTRY_DTYPE) if reader.rows else out.entries
     out.instruments, out.keyed_by_symbol = reader.instruments, reader.by_symbol
     out.skipped_types, out.no_security = reader.skipped_types, reader.no_security
+    out.stale_snapshots = reader.stale_snapshots
     out.message_seq = by_msg.finish()
     out.packet_seq = by_packet.finish() if by_packet is not None else None
     out.skipped_frames = Counter(cap.skipped)
