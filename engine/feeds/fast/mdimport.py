@@ -356,6 +356,10 @@ def _int(v: Value | None, default: int) -> int:
     return default
 
 
+#: Entry rows gathered as tuples before they become an array (bounds the memory they take).
+_CHUNK: Final[int] = 1 << 16
+
+
 class _Reader:
     """Turns decoded market-data messages into entry rows."""
 
@@ -369,6 +373,18 @@ class _Reader:
         self.no_security = 0
         self.last_rpt: dict[int, int] = {}  # instrument -> highest RptSeq applied
         self.stale_snapshots = 0
+        self._done: list[npt.NDArray[np.void]] = []  # rows already made arrays
+
+    def _row(self, row: tuple[int, ...]) -> None:
+        self.rows.append(row)
+        if len(self.rows) >= _CHUNK:
+            self._done.append(np.array(self.rows, dtype=ENTRY_DTYPE))
+            self.rows = []
+
+    def entries(self) -> npt.NDArray[np.void]:
+        """Return every entry row so far, as one array."""
+        parts = [*self._done, np.array(self.rows, dtype=ENTRY_DTYPE).reshape(-1)]
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
     def instrument(self, fields: dict[str, Value], names: dict[str, str]) -> int:
         for tag, is_symbol in ((TAG_SECURITY_ID, False), (TAG_SYMBOL, True)):
@@ -402,7 +418,7 @@ class _Reader:
                     return
                 self.last_rpt[msg_instrument] = rpt
             if msg_instrument >= 0:
-                self.rows.append(
+                self._row(
                     (msg_no, frame, ts, ts_recv, msg_instrument, E_CLEAR, 0, 0, 0, 0, 0, 0, -1, -1)
                 )
         ef = md.entry_fields
@@ -438,7 +454,7 @@ class _Reader:
         if rpt >= 0 and md.msg_type == "X":
             self.last_rpt[inst] = max(rpt, self.last_rpt.get(inst, -1))
         if etype == "J":
-            self.rows.append((msg_no, frame, ts, ts_recv, inst, E_CLEAR, 0, 0, 0, 0, 0, 0, -1, rpt))
+            self._row((msg_no, frame, ts, ts_recv, inst, E_CLEAR, 0, 0, 0, 0, 0, 0, -1, rpt))
             return
         px = _units(e.get(ef[TAG_PX]))
         size = _units(e.get(ef.get(TAG_SIZE, "")))
@@ -457,7 +473,7 @@ class _Reader:
                     side = _int(e.get(ef[tag]), 0)
                     break
             tid = _int(e.get(ef.get(TAG_TRADE_ID, "")), -1)
-            self.rows.append(
+            self._row(
                 (
                     msg_no,
                     frame,
@@ -478,7 +494,7 @@ class _Reader:
             return
         level = _int(e.get(ef.get(TAG_LEVEL, "")), 0)
         side = SIDE_BID if etype == "0" else SIDE_OFFER
-        self.rows.append(
+        self._row(
             (
                 msg_no,
                 frame,
@@ -518,16 +534,12 @@ def _messages(dec: Decoder, payload: bytes, reset: str) -> Iterator[Message]:
             dec.reset()
 
 
-_Decoded = list[tuple[int, int, str, int, list[Message]]]
-
-
-def _decode_all(
+def _decoded(
     path: Path, cap: UdpCapture, templates: TemplateSet, framing: str, reset: str
-) -> _Decoded:
-    """Return (frame, capture ns, destination, packet seq, messages) per datagram."""
-    decoded: _Decoded = []
+) -> Iterator[tuple[int, int, str, int, list[Message]]]:
+    """Yield (frame, capture ns, destination, packet seq, messages) per datagram."""
     decoders: dict[str, Decoder] = {}
-    for d in cap:
+    for n, d in enumerate(cap, 1):
         dest = f"{d.dst}:{d.dport}"
         payload, pseq = d.payload, -1
         if framing == "cme":
@@ -544,11 +556,8 @@ def _decode_all(
         try:
             msgs = list(_messages(dec, payload, reset))
         except FastDecodeError as e:
-            raise FastMdError(
-                f"{path}: frame {d.index} (datagram {len(decoded) + 1} to {dest}): {e}"
-            ) from e
-        decoded.append((d.index, d.ts_ns, dest, pseq, msgs))
-    return decoded
+            raise FastMdError(f"{path}: frame {d.index} (datagram {n} to {dest}): {e}") from e
+        yield d.index, d.ts_ns, dest, pseq, msgs
 
 
 def read_capture(
@@ -588,36 +597,34 @@ def read_capture(
         raise FastMdError(f"--reset {reset!r}: give one of {', '.join(RESETS)}")
     md = layout or MdLayout.of(templates)
     cap = UdpCapture(path)
-    decoded = _decode_all(path, cap, templates, framing, reset)
-    datagrams = len(decoded)
-    incremental = {
-        dest
-        for _, _, dest, _, msgs in decoded
-        for m in msgs
-        if (t := md.templates.get(m.template_id)) is not None and t.msg_type == "X"
-    }
     seq_names = {t.id: _fields(t.instructions).get(TAG_SEQ) for t in templates.templates}
     reader = _Reader(md)
-    out = MdCapture(np.zeros(0, ENTRY_DTYPE), [], [], datagrams=datagrams)
+    out = MdCapture(np.zeros(0, ENTRY_DTYPE), [], [])
     by_msg = _Sequencer()
     by_packet = _Sequencer() if framing == "cme" else None
+    incremental: set[str] = set()  # destinations that carried an incremental message
     msg_no = 0
-    for frame, ts_recv, dest, pseq, msgs in decoded:
+    for frame, ts_recv, dest, pseq, msgs in _decoded(path, cap, templates, framing, reset):
+        out.datagrams += 1
+        if dest not in incremental and any(
+            (t := md.templates.get(m.template_id)) is not None and t.msg_type == "X" for m in msgs
+        ):
+            incremental.add(dest)
         sequenced = dest in incremental
         if by_packet is not None and sequenced and not by_packet.take(pseq):
             msg_no += len(msgs)
             continue
         for m in msgs:
             msg_no += 1
-            out.messages[m.name] += 1
-            t = md.templates.get(m.template_id)
             seq_name = seq_names.get(m.template_id)
             seq = m.fields.get(seq_name) if seq_name else None
             if sequenced and isinstance(seq, int) and not by_msg.take(seq):
                 continue
+            out.messages[m.name] += 1
+            t = md.templates.get(m.template_id)
             if t is not None:
                 reader.message(m, t, msg_no - 1, frame, ts_recv)
-    out.entries = np.array(reader.rows, dtype=ENTRY_DTYPE) if reader.rows else out.entries
+    out.entries = reader.entries()
     out.instruments, out.keyed_by_symbol = reader.instruments, reader.by_symbol
     out.skipped_types, out.no_security = reader.skipped_types, reader.no_security
     out.stale_snapshots = reader.stale_snapshots
