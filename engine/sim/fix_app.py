@@ -14,6 +14,7 @@ import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
+from typing import NoReturn
 
 import numpy as np
 import numpy.typing as npt
@@ -58,6 +59,11 @@ _ORD_STATUS_FIX = {s: ord_status_to_fix(s) for s in OrdStatus}
 #: The fields an ack of a new limit order gives per send (ClOrdID, ExecID, OrderID,
 #: OrderQty, Price, TransactTime, LeavesQty); its other fields are the template's constants.
 _ACK_SLOTS = frozenset({11, 17, 37, 38, 44, 60, 151})
+#: What an order request may hold, read in one lookup (``FixMessage.get_many``): MsgType,
+#: ClOrdID, Side, OrdType, TimeInForce, Symbol, OrderQty, Price, OrigClOrdID.
+_ORDER_FIELDS = (35, 11, 54, 40, 59, 55, 38, 44, 41)
+#: Their values (None: absent).
+_OrderValues = tuple[bytes | None, ...]
 #: Report statuses with no quantity left open.
 _NO_LEAVES = frozenset(
     {OrdStatus.FILLED, OrdStatus.CANCELED, OrdStatus.EXPIRED, OrdStatus.REJECTED}
@@ -95,6 +101,30 @@ class _Client:
         self.fix42 = bs < "FIX.4.3"
         self.fix44 = bs >= "FIX.4.4"
         self.ts_precision = 0 if bs < "FIX.4.2" else 3
+
+
+def _refuse_order(values: tuple[bytes | None, ...]) -> NoReturn:
+    """Raise what a NewOrderSingle's fields (``_ORDER_FIELDS``) are refused for.
+
+    Checked in the order the simulator always read them: ClOrdID, Side, OrdType,
+    TimeInForce, Symbol (the first problem is the one answered).
+    """
+    _, clordid, side, ord_type, tif, symbol, _, _, _ = values
+    if clordid is None:
+        raise FieldNotFound(11)
+    if side is None:
+        raise FieldNotFound(54)
+    if side not in FIX_TO_SIDE:
+        raise IncorrectTagValue(54)
+    if ord_type is None:
+        raise FieldNotFound(40)
+    if ord_type not in FIX_TO_ORD_TYPE:
+        raise IncorrectTagValue(40)
+    if (tif or b"0") not in FIX_TO_TIF:
+        raise IncorrectTagValue(59)
+    if symbol is None:
+        raise FieldNotFound(55)
+    raise AssertionError("_refuse_order called for fields that pass")  # pragma: no cover
 
 
 def _grid_text(ins: Instrument, error: FixValueError, raw: bytes | None) -> str:
@@ -187,16 +217,18 @@ class SimFixApplication(Application):
         client = self._clients.get(session_id)
         if client is None:  # pragma: no cover  (the session delivers only after logon)
             return
-        mt = message.msg_type
+        # Every field an order request reads, in one lookup (_ORDER_FIELDS).
+        values = message.get_many(_ORDER_FIELDS)
+        mt = values[0]
         try:
             if mt == b"D":
-                self._new_order(client, message)
+                self._new_order(client, values)
             elif mt == b"F":
-                self._cancel(client, message)
+                self._cancel(client, values)
             elif mt == b"G":
-                self._replace(client, message)
+                self._replace(client, values)
             elif mt == b"H":
-                self._status(client, message)
+                self._status(client, values)
             elif mt == b"V":
                 self._md_request(client, message)
             else:
@@ -210,21 +242,21 @@ class SimFixApplication(Application):
             raise FieldNotFound(tag)
         return value
 
-    def _instrument(self, m: FixMessage) -> Instrument | None:
-        return self.instruments.get(self._req(m, 55).decode("latin-1"))
-
-    def _new_order(self, client: _Client, m: FixMessage) -> None:
-        clordid = self._req(m, 11).decode("latin-1")
-        side = FIX_TO_SIDE.get(self._req(m, 54))
-        if side is None:
-            raise IncorrectTagValue(54)
-        ord_type = FIX_TO_ORD_TYPE.get(self._req(m, 40))
-        if ord_type is None:
-            raise IncorrectTagValue(40)
-        tif = FIX_TO_TIF.get(m.get(59) or b"0")
-        if tif is None:
-            raise IncorrectTagValue(59)
-        symbol = self._req(m, 55).decode("latin-1")
+    def _new_order(self, client: _Client, values: _OrderValues) -> None:
+        _, clordid_raw, side_raw, type_raw, tif_raw, symbol_raw, qty_raw, px_raw, _ = values
+        side = FIX_TO_SIDE.get(side_raw or b"")
+        ord_type = FIX_TO_ORD_TYPE.get(type_raw or b"")
+        tif = FIX_TO_TIF.get(tif_raw or b"0")
+        if (
+            clordid_raw is None
+            or side is None
+            or ord_type is None
+            or tif is None
+            or symbol_raw is None
+        ):
+            _refuse_order(values)
+        clordid = clordid_raw.decode("latin-1")
+        symbol = symbol_raw.decode("latin-1")
         ins = self.instruments.get(symbol)
         now = self.clock.now_ns()
         if ins is None:
@@ -234,8 +266,12 @@ class SimFixApplication(Application):
         else:
             nums = self._numbers(symbol)
             assert nums is not None
-            qty_raw = self._req(m, 38)
-            px_raw = self._req(m, 44) if ord_type is OrdType.LIMIT else None
+            if qty_raw is None:
+                raise FieldNotFound(38)
+            if ord_type is not OrdType.LIMIT:
+                px_raw = None
+            elif px_raw is None:
+                raise FieldNotFound(44)
             try:
                 qty = nums.qty_lots(38, qty_raw)
                 px = nums.px_ticks(44, px_raw) if px_raw is not None else 0
@@ -257,22 +293,31 @@ class SimFixApplication(Application):
                     return
         self.dispatch(reports)
 
-    def _cancel(self, client: _Client, m: FixMessage) -> None:
+    def _cancel(self, client: _Client, values: _OrderValues) -> None:
+        clordid, orig = values[1], values[8]
+        if clordid is None:
+            raise FieldNotFound(11)
+        if orig is None:
+            raise FieldNotFound(41)
         result = self.exchange.cancel(
-            client.owner,
-            self._req(m, 11).decode("latin-1"),
-            self._req(m, 41).decode("latin-1"),
-            ts=self.clock.now_ns(),
+            client.owner, clordid.decode("latin-1"), orig.decode("latin-1"), ts=self.clock.now_ns()
         )
         self._answer(client, result)
 
-    def _replace(self, client: _Client, m: FixMessage) -> None:
-        ins = self._instrument(m)
-        clordid = self._req(m, 11).decode("latin-1")
-        orig = self._req(m, 41).decode("latin-1")
+    def _replace(self, client: _Client, values: _OrderValues) -> None:
+        _, clordid_raw, _, _, _, symbol_raw, qty_raw, px_raw, orig_raw = values
+        if symbol_raw is None:
+            raise FieldNotFound(55)
+        symbol = symbol_raw.decode("latin-1")
+        ins = self.instruments.get(symbol)
+        if clordid_raw is None:
+            raise FieldNotFound(11)
+        if orig_raw is None:
+            raise FieldNotFound(41)
+        clordid = clordid_raw.decode("latin-1")
+        orig = orig_raw.decode("latin-1")
         result: list[ExecutionReport] | CancelReject
         if ins is None:
-            symbol = self._req(m, 55).decode("latin-1")
             result = self.exchange.refuse_cancel(
                 client.owner,
                 clordid,
@@ -281,7 +326,8 @@ class SimFixApplication(Application):
                 replace=True,
             )
         else:
-            qty_raw, px_raw = self._req(m, 38), m.get(44)
+            if qty_raw is None:
+                raise FieldNotFound(38)
             try:
                 qty = qty_lots(ins, 38, qty_raw)
                 px = px_ticks(ins, 44, px_raw) if px_raw else 0
@@ -294,15 +340,20 @@ class SimFixApplication(Application):
                 )
         self._answer(client, result)
 
-    def _status(self, client: _Client, m: FixMessage) -> None:
-        clordid = self._req(m, 11).decode("latin-1")
+    def _status(self, client: _Client, values: _OrderValues) -> None:
+        clordid_raw, side_raw, symbol_raw = values[1], values[2], values[5]
+        if clordid_raw is None:
+            raise FieldNotFound(11)
+        clordid = clordid_raw.decode("latin-1")
         report = self.exchange.status(client.owner, clordid, self.clock.now_ns())
         if report is not None:
             self.dispatch([report])
             return
         # Unknown here (never seen, or from before a restart of the simulator).
-        ins = self._instrument(m)
-        side = FIX_TO_SIDE.get(m.get(54) or b"")
+        if symbol_raw is None:
+            raise FieldNotFound(55)
+        ins = self.instruments.get(symbol_raw.decode("latin-1"))
+        side = FIX_TO_SIDE.get(side_raw or b"")
         if side is None:
             raise IncorrectTagValue(54)
         self._send(
