@@ -26,9 +26,10 @@ CPU is reported besides (the machine's cores are shared, so latency depends on w
 runs): the relay process's CPU per row taken in (µs, all 20 subscribers served) and the
 subscriber processes' CPU per row delivered to one subscriber (µs). So is the machine's own
 scheduling noise during each phase: how late a thread of this (otherwise idle) process wakes
-from a 1 ms sleep, p99 (``wake_p99_ms``). Every row crosses at least two such wake-ups (the
-relay's loop, then a subscriber's), so on a machine whose wake-up p99 is above the target the
-target cannot be met whatever the relay does. Two more figures split the latency: how long
+from a 1 ms sleep, p99 (``wake_p99_ms``). A row is stamped when it is published, after the
+relay's loop woke, so its path crosses one such wake-up (a subscriber's) and the relay's
+flush, which a woken process can preempt: on a machine whose wake-up p99 is above the target
+the target cannot be met whatever the relay does. Two more figures split the latency: how long
 after a batch is published the relay has written it to every link (``written``: its flush
 runs right after the publish; the last of 20 TLS links waits for the 19 before it), and how
 long each phase's relay and subscriber processes waited for a CPU (Linux schedstat, ms per
