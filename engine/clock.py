@@ -23,17 +23,17 @@ class Clock(Protocol):
 
 
 class LiveClock:
-    """The real clock (``time.time_ns`` and ``time.monotonic_ns``)."""
+    """The real clock: ``time.time_ns`` and ``time.monotonic_ns`` themselves.
+
+    Static methods, not Python functions calling them: a clock read is a builtin call, one
+    Python frame fewer on every read of the trading path (four to five per tick to order;
+    issue 25).
+    """
 
     __slots__ = ()
 
-    def now_ns(self) -> int:
-        """Return wall-clock time, ns since the epoch (UTC)."""
-        return time.time_ns()
-
-    def monotonic_ns(self) -> int:
-        """Return a monotonic time in ns."""
-        return time.monotonic_ns()
+    now_ns = staticmethod(time.time_ns)
+    monotonic_ns = staticmethod(time.monotonic_ns)
 
 
 class TestClock:

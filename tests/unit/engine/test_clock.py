@@ -25,3 +25,12 @@ def test_live_clock_is_a_clock_with_nanosecond_resolution() -> None:
     a, b = clock.monotonic_ns(), clock.monotonic_ns()
     assert b >= a
     assert clock.now_ns() > 1_600_000_000 * 10**9  # after 2020, in ns not s
+
+
+def test_live_clock_reads_are_the_time_builtins_themselves() -> None:
+    # No Python frame per read: the trading path reads the clock several times a tick.
+    import time
+
+    clock = LiveClock()
+    assert clock.now_ns is time.time_ns
+    assert clock.monotonic_ns is time.monotonic_ns
