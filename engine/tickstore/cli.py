@@ -15,12 +15,15 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from engine.cli_parser import OneLineErrorParser
 from engine.tickstore.days import TickStoreError
 from engine.tickstore.importing import ImportResult, ImportRowError, write_report
 from engine.tickstore.store import TickStore
+
+if TYPE_CHECKING:
+    from engine.tickstore.fast_import import FastStats
 
 PROG = "qwconsole import"
 
@@ -392,6 +395,8 @@ def _run_mdp3(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
 
     if a.schema is None:
         raise ValueError("--protocol mdp3 needs --schema (CME's templates_FixBinary.xml)")
+    if a.templates is not None:
+        raise ValueError("--templates is for --protocol fast (mdp3 takes --schema)")
     if a.tick_size is None:
         raise ValueError("--protocol mdp3 needs --tick-size (e.g. 0.25 for ES)")
     if a.day is not None:
@@ -454,6 +459,12 @@ def _run_fast(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
         progress=progress,
     )
     progress.close()
+    _fast_summary(stats, a.depth)
+    return result
+
+
+def _fast_summary(stats: FastStats, depth: int) -> None:
+    """Print what a FAST import read besides its rows: messages, sequences, what it left out."""
     msgs = ", ".join(f"{t} {n:,}" for t, n in sorted(stats.messages.items()))
     print(f"{stats.datagrams:,} datagrams; messages: {msgs or 'none'}", file=sys.stderr)
     for name, reports in (("message", stats.message_seq), ("packet", stats.packet_seq)):
@@ -470,14 +481,19 @@ def _run_fast(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
         print(f"entries left out by MDEntryType: {left}", file=sys.stderr)
     if stats.no_security:
         print(f"{stats.no_security:,} entries name no instrument: left out", file=sys.stderr)
+    if stats.undecodable:
+        print(
+            f"{stats.undecodable:,} messages of a stream that had lost one since its last "
+            "reset (their FAST dictionaries unknown): left out (copies used where there are)",
+            file=sys.stderr,
+        )
     if stats.stale_snapshots:
         print(
             f"{stats.stale_snapshots:,} snapshots the books were already at or past: left out",
             file=sys.stderr,
         )
     if stats.bad_levels:
-        print(f"{stats.bad_levels:,} entries outside --depth {a.depth}: left out", file=sys.stderr)
-    return result
+        print(f"{stats.bad_levels:,} entries outside --depth {depth}: left out", file=sys.stderr)
 
 
 _RUNNERS: dict[str, Callable[[argparse.Namespace, ProgressBar], ImportResult]] = {

@@ -77,6 +77,7 @@ class FastStats:
     skipped_types: dict[str, int] = field(default_factory=dict)
     no_security: int = 0
     stale_snapshots: int = 0
+    undecodable: int = 0
     bad_levels: int = 0
     message_seq: list[SequenceReport] = field(default_factory=list)
     packet_seq: list[SequenceReport] = field(default_factory=list)
@@ -137,6 +138,7 @@ class FastImporter:
             st.skipped_types[name] = st.skipped_types.get(name, 0) + n
         st.no_security += cap.no_security
         st.stale_snapshots += cap.stale_snapshots
+        st.undecodable += cap.undecodable
         st.message_seq.append(cap.message_seq)
         if cap.packet_seq is not None:
             st.packet_seq.append(cap.packet_seq)

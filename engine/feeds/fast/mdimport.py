@@ -39,7 +39,9 @@ snapshot): it fills a gap, and the recovery loop's repeats are left out and coun
 
 Resets follow the decoder: ``reset="packet"`` clears the dictionaries before each datagram,
 ``"message"`` before each message, ``"none"`` only where a template says ``reset="yes"`` or the
-session-control Reset message (template 120) comes.
+session-control Reset message (template 120) comes. With ``"none"`` a destination that misses a
+MsgSeqNum has lost its dictionaries' state: its messages are left out (counted in
+``undecodable``; a copy from another destination is used) until the next reset.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from engine.feeds.fast.decoder import Decoder, FastDecodeError, Message, Value
+from engine.feeds.fast.decoder import SCP_RESET_ID, Decoder, FastDecodeError, Message, Value
 from engine.feeds.fast.templates import (
     Decimal,
     Field,
@@ -272,6 +274,10 @@ class MdCapture:
     packet_seq: SequenceReport | None = None  # with framing="cme"
     no_security: int = 0  # entries naming no instrument: left out
     stale_snapshots: int = 0  # snapshots whose RptSeq the book had reached: left out
+    #: Messages of a stream that lost one since its last reset (``reset="none"``): their
+    #: copy-, increment- and delta-coded values are unknown, so they are left out (a copy on
+    #: another destination is used; without one, their numbers are gaps).
+    undecodable: int = 0
     skipped_frames: Counter[str] = field(default_factory=Counter)  # pcap frames without UDP
 
 
@@ -560,6 +566,29 @@ def _decoded(
         yield d.index, d.ts_ns, dest, pseq, msgs
 
 
+class _Streams:
+    """Whether each destination's dictionaries are whole (``reset="none"``: lost after a gap)."""
+
+    def __init__(self, templates: TemplateSet, reset: str) -> None:
+        self.resets = {t.id for t in templates.templates if t.reset}
+        if SCP_RESET_ID not in templates.by_id:
+            self.resets.add(SCP_RESET_ID)
+        self.check = reset == "none"
+        self.last: dict[str, int] = {}  # destination -> its last MsgSeqNum
+        self.lost: set[str] = set()  # destinations that missed a message since a reset
+
+    def usable(self, dest: str, template_id: int, seq: Value | None) -> bool:
+        """Return whether a message decoded on ``dest`` can be trusted."""
+        if template_id in self.resets:
+            self.lost.discard(dest)
+        if self.check and isinstance(seq, int):
+            last = self.last.get(dest, seq - 1)
+            if seq > last + 1:
+                self.lost.add(dest)  # the operators' values of the missing ones are unknown
+            self.last[dest] = max(seq, last)
+        return dest not in self.lost
+
+
 def read_capture(
     path: Path,
     templates: TemplateSet,
@@ -603,6 +632,7 @@ def read_capture(
     by_msg = _Sequencer()
     by_packet = _Sequencer() if framing == "cme" else None
     incremental: set[str] = set()  # destinations that carried an incremental message
+    streams = _Streams(templates, reset)
     msg_no = 0
     for frame, ts_recv, dest, pseq, msgs in _decoded(path, cap, templates, framing, reset):
         out.datagrams += 1
@@ -618,6 +648,9 @@ def read_capture(
             msg_no += 1
             seq_name = seq_names.get(m.template_id)
             seq = m.fields.get(seq_name) if seq_name else None
+            if not streams.usable(dest, m.template_id, seq if sequenced else None):
+                out.undecodable += 1
+                continue
             if sequenced and isinstance(seq, int) and not by_msg.take(seq):
                 continue
             out.messages[m.name] += 1
