@@ -354,6 +354,15 @@ def _units(v: Value | None) -> tuple[int, bool] | None:
     return None
 
 
+def _aggressor(e: dict[str, Value], ef: dict[str, str]) -> int:
+    """Return a trade entry's AggressorSide: 1 buy, 2 sell, 0 when not given."""
+    for tag in TAG_AGGRESSOR:
+        if tag in ef:
+            side = _int(e.get(ef[tag]), 0)
+            return side if side in (1, 2) else 0
+    return 0
+
+
 def _int(v: Value | None, default: int) -> int:
     if isinstance(v, int):
         return v
@@ -379,6 +388,7 @@ class _Reader:
         self.no_security = 0
         self.last_rpt: dict[int, int] = {}  # instrument -> highest RptSeq applied
         self.stale_snapshots = 0
+        self.snapshot_levels = [0, 0]  # entries per side so far in the current snapshot
         self._done: list[npt.NDArray[np.void]] = []  # rows already made arrays
 
     def _row(self, row: tuple[int, ...]) -> None:
@@ -428,6 +438,7 @@ class _Reader:
                     (msg_no, frame, ts, ts_recv, msg_instrument, E_CLEAR, 0, 0, 0, 0, 0, 0, -1, -1)
                 )
         ef = md.entry_fields
+        self.snapshot_levels = [0, 0]
         for e in entries:
             self.entry(e, ef, md, msg_no, frame, self._time(e, ef, ts), ts_recv, msg_instrument, f)
 
@@ -473,51 +484,17 @@ class _Reader:
                 self.skipped_types[f"{etype} (no MDEntryPx)"] += 1
                 return
         if etype == "2":
-            side = 0
-            for tag in TAG_AGGRESSOR:
-                if tag in ef:
-                    side = _int(e.get(ef[tag]), 0)
-                    break
             tid = _int(e.get(ef.get(TAG_TRADE_ID, "")), -1)
-            self._row(
-                (
-                    msg_no,
-                    frame,
-                    ts,
-                    ts_recv,
-                    inst,
-                    E_TRADE,
-                    side if side in (1, 2) else 0,
-                    0,
-                    0,
-                    px[0],
-                    px[1],
-                    qty,
-                    tid,
-                    rpt,
-                )
-            )
+            row = (msg_no, frame, ts, ts_recv, inst, E_TRADE, _aggressor(e, ef), 0, 0)
+            self._row((*row, px[0], px[1], qty, tid, rpt))
             return
         level = _int(e.get(ef.get(TAG_LEVEL, "")), 0)
         side = SIDE_BID if etype == "0" else SIDE_OFFER
-        self._row(
-            (
-                msg_no,
-                frame,
-                ts,
-                ts_recv,
-                inst,
-                E_BOOK,
-                side,
-                action,
-                level,
-                px[0],
-                px[1],
-                qty,
-                -1,
-                rpt,
-            )
-        )
+        if md.msg_type == "W":  # a snapshot without levels lists each side best first
+            self.snapshot_levels[side] += 1
+            level = level or self.snapshot_levels[side]
+        row = (msg_no, frame, ts, ts_recv, inst, E_BOOK, side, action, level)
+        self._row((*row, px[0], px[1], qty, -1, rpt))
 
     @staticmethod
     def _time(f: dict[str, Value], names: dict[str, str], default: int) -> int:

@@ -243,10 +243,12 @@ def test_snapshot_clears_then_sets_and_bad_options_are_refused(tmp_path: Path) -
                            "RptSeq": 3, "SecurityID": 9, "MDEntries": [
         {"MDEntryType": "1", "MDPriceLevel": 1, "MDEntryPx": Decimal(0, 5), "MDEntrySize": 2},
         {"MDEntryType": "2", "MDEntryPx": Decimal(0, 5), "MDEntrySize": 2},  # last trade
+        {"MDEntryType": "1", "MDEntryPx": Decimal(0, 6), "MDEntrySize": 3},  # level 2, unsaid
     ]})  # fmt: skip
     pcap = _pcap(tmp_path / "s.pcap", [snap])
     cap = read_capture(pcap, MD)
-    assert cap.entries["kind"].tolist() == [E_CLEAR, E_BOOK]
+    assert cap.entries["kind"].tolist() == [E_CLEAR, E_BOOK, E_BOOK]
+    assert cap.entries["level"].tolist() == [0, 1, 2]
     assert cap.instruments == ["9"]
     assert dict(cap.skipped_types) == {"2 (in a snapshot)": 1}
     with pytest.raises(FastMdError, match="--framing 'x': give one of none, cme"):
@@ -258,7 +260,8 @@ def test_snapshot_clears_then_sets_and_bad_options_are_refused(tmp_path: Path) -
     with TickStore(store) as s:
         l2 = s.read("NINE", result.days[0][1], "l2")
     assert [(int(r["kind"]), int(r["side"]), int(r["px"]), int(r["qty"])) for r in l2][1:] == [
-        (L2_SET, SELL, 5, 2)
+        (L2_SET, SELL, 5, 2),
+        (L2_SET, SELL, 6, 3),
     ]
     assert int(l2["kind"][0]) == L2_CLEAR
     assert np.all(l2["seq"] == -1)
