@@ -3,13 +3,16 @@
 
 The encoder (``encoder.py``) is checked first: whatever it encodes, the reference decoder and
 the column kernel give back (hypothesis over entry lists, optional fields left out, dictionaries
-carried from message to message). Then the import side on its own: templates found by FIX tag
-or by name, a price-keyed book (no MDPriceLevel), instruments named by Symbol, CME's integer
-timestamps, the reset rules (per message, a ``reset="yes"`` template) and entry types left out.
+carried from message to message). Then the import side on its own: random level flows
+(hypothesis) whose stored ``l2`` deltas replay to the book the flow describes; templates found
+by FIX tag or by name, a price-keyed book (no MDPriceLevel), instruments named by Symbol, CME's
+integer timestamps, the reset rules (per message, a ``reset="yes"`` template) and entry types
+left out.
 """
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -265,3 +268,97 @@ def test_snapshot_clears_then_sets_and_bad_options_are_refused(tmp_path: Path) -
     ]
     assert int(l2["kind"][0]) == L2_CLEAR
     assert np.all(l2["seq"] == -1)
+
+
+DEPTH = 4
+
+
+@st.composite
+def book_flows(draw: st.DrawFn) -> list[tuple[int, int, int, int, int]]:
+    """Return valid MBP level operations (action, side, level, price, size) for a depth-4 book.
+
+    Bids are kept descending and offers ascending, apart by side (bids below 1000, offers
+    above); New inserts at the price's rank, Change and Delete name a level that is there.
+    """
+    sides: list[list[int]] = [[], []]
+    ops = []
+    for _ in range(draw(st.integers(1, 40))):
+        s = draw(st.integers(0, 1))
+        levels = sides[s]
+        choice = draw(st.sampled_from(["new", "change", "delete"] if levels else ["new"]))
+        if choice == "new":
+            taken = set(levels)
+            px = draw(st.integers(900, 999) if s == 0 else st.integers(1001, 1100))
+            if px in taken:
+                continue
+            levels.append(px)
+            levels.sort(reverse=s == 0)
+            level = levels.index(px) + 1
+            if level > DEPTH:
+                levels.remove(px)
+                continue
+            del levels[DEPTH:]  # the level pushed past the depth is gone
+            ops.append((0, s, level, px, draw(st.integers(1, 99))))
+        elif choice == "change":
+            level = draw(st.integers(1, len(levels)))
+            ops.append((1, s, level, levels[level - 1], draw(st.integers(1, 99))))
+        else:
+            level = draw(st.integers(1, len(levels)))
+            ops.append((2, s, level, levels.pop(level - 1), 0))
+    return ops
+
+
+@settings(max_examples=25, deadline=None)
+@given(book_flows(), st.integers(1, 3))
+def test_stored_level_deltas_replay_to_the_book_the_flow_describes(
+    flow: list[tuple[int, int, int, int, int]], per_message: int
+) -> None:
+    enc = Encoder(MD)
+    payloads: list[bytes] = []
+    want: list[dict[int, int]] = [{}, {}]
+    for n in range(0, len(flow), per_message):
+        items: list[dict[str, Any]] = []
+        for action, side, level, price, size in flow[n : n + per_message]:
+            e: dict[str, Any] = {
+                "MDUpdateAction": action,
+                "MDEntryType": str(side),
+                "SecurityID": 5,
+                "RptSeq": len(payloads) * 10 + len(items),
+                "MDEntryPx": Decimal(-1, price),
+                "MDPriceLevel": level,
+            }
+            if action != 2:
+                e["MDEntrySize"] = size
+            items.append(e)
+            book = want[side]
+            if action == 2:
+                del book[price]
+            else:
+                book[price] = size
+            if action == 0:  # a level pushed past the depth leaves the book
+                ranked = sorted(book, reverse=side == 0)
+                for gone in ranked[DEPTH:]:
+                    del book[gone]
+        seq = len(payloads) + 1
+        payloads.append(enc.encode(81, {"MsgSeqNum": seq, "SendingTime": 0, "MDEntries": items}))
+    with tempfile.TemporaryDirectory() as t:
+        pcap = _pcap(Path(t) / "f.pcap", payloads)
+        store = Path(t) / "s.h5"
+        result, stats = import_fast(
+            [pcap], store, templates=TEMPLATES, tick_size="0.1", depth=DEPTH
+        )
+        assert stats.bad_levels == 0
+        got: list[dict[int, int]] = [{}, {}]
+        with TickStore(store) as ticks:
+            l2 = ticks.read("SECID5", result.days[0][1], "l2")
+            bbo = ticks.read("SECID5", result.days[0][1], "bbo")
+    for r in l2:
+        book = got[0 if int(r["side"]) == BUY else 1]
+        if int(r["qty"]):
+            book[int(r["px"])] = int(r["qty"])
+        else:
+            book.pop(int(r["px"]), None)
+    assert got == want
+    best_bid = max(want[0], default=0)
+    best_ask = min(want[1], default=0)
+    assert (int(bbo[-1]["bid_px"]), int(bbo[-1]["ask_px"])) == (best_bid, best_ask)
