@@ -341,9 +341,9 @@ class FixMessage:
         The first message of a layout (its sequence of tags) finds where each tag is and
         compiles a plan for it: a function slicing the values straight from their offsets.
         Later messages of that layout look the plan up by their tag codes (one byte per field,
-        see :class:`Block`) or their tag array's bytes, and run it: about a third of the CPU
-        of separate ``get`` calls for eight tags. Long messages (more than 64 fields) and
-        layouts beyond the cache's caps are answered by ``get`` per tag.
+        see :class:`Block`) or their tag array's bytes, and run it: 40 % of the CPU of
+        separate ``get`` calls for eight tags, under 30 % for eighteen. Long messages (more
+        than 64 fields) and layouts beyond the cache's caps are answered by ``get`` per tag.
         """
         b = self._b
         k = self._k
