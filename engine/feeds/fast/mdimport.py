@@ -180,13 +180,16 @@ class MdTemplate:
     entry_fields: dict[str, str]  # tag -> name, in an entry
 
 
-def _msg_type(t: Template, fields: dict[str, str]) -> str:
+def _msg_type(t: Template) -> str:
+    """Return the template's MsgType: its constant 35 field, else what its name says."""
     for ins in t.instructions:
-        if isinstance(ins, Field) and _tag_of(ins) == TAG_MSG_TYPE:
-            if ins.operator.op == Op.CONSTANT and isinstance(ins.operator.initial, str):
-                return ins.operator.initial
-            return ""
-    del fields
+        if (
+            isinstance(ins, Field)
+            and _tag_of(ins) == TAG_MSG_TYPE
+            and ins.operator.op == Op.CONSTANT
+            and isinstance(ins.operator.initial, str)
+        ):
+            return ins.operator.initial
     low = t.name.lower()
     if "increfresh" in low or "incremental" in low:
         return "X"
@@ -223,15 +226,14 @@ class MdLayout:
         for t in ts.templates:
             if t.id < 0:
                 continue
-            fields = _fields(t.instructions)
-            kind = _msg_type(t, fields)
+            kind = _msg_type(t)
             seq = _entries(t)
             if kind not in ("X", "W") or seq is None:
                 continue
             ef = _fields(seq.instructions)
             if TAG_PX not in ef:
                 continue
-            found[t.id] = MdTemplate(t.id, t.name, kind, fields, seq.name, ef)
+            found[t.id] = MdTemplate(t.id, t.name, kind, _fields(t.instructions), seq.name, ef)
         if not found:
             have = ", ".join(f"{t.id} {t.name}" for t in ts.templates if t.id >= 0) or "none"
             raise FastMdError(
