@@ -202,6 +202,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--depth", type=int, default=10, help="fast: book levels a side, for MDPriceLevel (10)"
     )
     p.add_argument(
+        "--channel",
+        action="append",
+        default=[],
+        metavar="ADDR:PORT",
+        help="fast: read only datagrams to this destination (repeatable: its A and B feeds)",
+    )
+    p.add_argument(
         "--symbol",
         action="append",
         default=[],
@@ -453,6 +460,7 @@ def _run_fast(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
         framing=a.framing,
         reset=a.reset,
         depth=a.depth,
+        channels=_channels(a.channel),
         allow_gaps=a.allow_gaps,
         replace=a.replace,
         skip_bad_rows=a.skip_bad_rows,
@@ -461,6 +469,17 @@ def _run_fast(a: argparse.Namespace, progress: ProgressBar) -> ImportResult:
     progress.close()
     _fast_summary(stats, a.depth)
     return result
+
+
+def _channels(given: list[str]) -> frozenset[str] | None:
+    """Return ``--channel`` destinations as ``ADDR:PORT`` texts (None: every destination)."""
+    if not given:
+        return None
+    for c in given:
+        addr, sep, port = c.rpartition(":")
+        if not sep or not addr or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"--channel {c!r}: give ADDR:PORT (e.g. 224.0.31.1:14310)")
+    return frozenset(given)
 
 
 def _fast_summary(stats: FastStats, depth: int) -> None:
@@ -494,6 +513,10 @@ def _fast_summary(stats: FastStats, depth: int) -> None:
         )
     if stats.bad_levels:
         print(f"{stats.bad_levels:,} entries outside --depth {depth}: left out", file=sys.stderr)
+    if stats.other_destinations:
+        n = sum(stats.other_destinations.values())
+        dests = ", ".join(sorted(stats.other_destinations))
+        print(f"{n:,} datagrams to other destinations left out ({dests})", file=sys.stderr)
 
 
 _RUNNERS: dict[str, Callable[[argparse.Namespace, ProgressBar], ImportResult]] = {

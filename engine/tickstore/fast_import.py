@@ -28,6 +28,7 @@ unless ``--allow-gaps``, which imports it and lists the gaps in each day's ``l2_
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,6 +80,7 @@ class FastStats:
     stale_snapshots: int = 0
     undecodable: int = 0
     bad_levels: int = 0
+    other_destinations: Counter[str] = field(default_factory=Counter)  # not in --channel
     message_seq: list[SequenceReport] = field(default_factory=list)
     packet_seq: list[SequenceReport] = field(default_factory=list)
 
@@ -104,6 +106,7 @@ class FastImporter:
         framing: str = "none",
         reset: str = "none",
         depth: int = 10,
+        channels: frozenset[str] | None = None,
         skip_bad_rows: bool = False,
     ) -> None:
         if not 1 <= depth <= 1000:
@@ -114,6 +117,7 @@ class FastImporter:
         self.tick_size, self.lot_size, self.venue = tick_size, lot_size, venue
         self.symbols = symbols or {}
         self.framing, self.reset, self.depth = framing, reset, depth
+        self.channels = channels
         self.px = Grid("tick size", tick_size)
         self.qty = Grid("lot size", lot_size)
         self.result = ImportResult()
@@ -128,7 +132,12 @@ class FastImporter:
         if progress is not None:
             progress(0, total, 0)
         cap = read_capture(
-            path, self.templates, framing=self.framing, reset=self.reset, layout=self.layout
+            path,
+            self.templates,
+            framing=self.framing,
+            reset=self.reset,
+            layout=self.layout,
+            channels=self.channels,
         )
         st = self.stats
         st.datagrams += cap.datagrams
@@ -139,6 +148,7 @@ class FastImporter:
         st.no_security += cap.no_security
         st.stale_snapshots += cap.stale_snapshots
         st.undecodable += cap.undecodable
+        st.other_destinations.update(cap.other_destinations)
         st.message_seq.append(cap.message_seq)
         if cap.packet_seq is not None:
             st.packet_seq.append(cap.packet_seq)
@@ -398,6 +408,7 @@ def import_fast(
     framing: str = "none",
     reset: str = "none",
     depth: int = 10,
+    channels: frozenset[str] | None = None,
     allow_gaps: bool = False,
     replace: bool = False,
     skip_bad_rows: bool = False,
@@ -425,6 +436,7 @@ def import_fast(
             framing=framing,
             reset=reset,
             depth=depth,
+            channels=channels,
             skip_bad_rows=skip_bad_rows,
         )
         for f in files:

@@ -392,3 +392,38 @@ def test_prices_off_the_tick_are_reported_and_arguments_checked(tmp_path: Path) 
         "qwconsole import: error: --protocol fast needs --templates (the feed's FAST "
         "template XML); nothing imported",
     )
+
+
+def test_two_channels_are_not_taken_for_copies_and_one_is_chosen(tmp_path: Path) -> None:
+    # a second channel with its own numbering: messages 1 and 2 of SecurityID 2002
+    enc = Encoder(TemplateSet.from_file(TEMPLATES))
+    frames = []
+    for n in (1, 2):
+        e = entry(NEW, "1", 2002, n, f"{99 + n}.00", n, 1)
+        enc.reset()  # the import resets per packet
+        p = enc.encode(INC, {"MsgSeqNum": n, "SendingTime": T0 + n, "MDEntries": [e]})
+        frames.append((RECV0_NS + sending_ns(n) - T0_NS + 500, frame(p, "224.0.31.9", 14399)))
+    one = capture(tmp_path / "one.pcap")
+    with one.open("rb") as f:
+        frames += [(int(ts * 1_000_000_000), bytes(fr)) for ts, fr in dpkt.pcap.Reader(f)]
+    pcap = write_pcap(tmp_path / "two.pcap", sorted(frames, key=lambda f: f[0]))
+    store = tmp_path / "s.h5"
+    base = (pcap, "--store", store, "--templates", TEMPLATES, "--tick-size", "0.25",
+            "--reset", "packet")  # fmt: skip
+    done = run(*base)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "MsgSeqNum 1 carries different messages to 224.0.31.1:14310 and 224.0.31.9:14399" in (
+        done.stderr
+    )
+    assert "import one channel at a time with --channel ADDR:PORT" in done.stderr
+    done = run(*base, "--channel", "224.0.31.1:14310")
+    assert done.returncode == 0, done.stderr
+    assert "2 datagrams to other destinations left out (224.0.31.9:14399)" in done.stderr
+    check_es(store, lambda m: m != 6)
+    done = run(*base, "--channel", "224.0.31.9:14399", "--replace")
+    assert done.returncode == 0, done.stderr
+    assert stored_l2(store, "SECID2002") == [(SELL, L2_SET, 400, 1, 1), (SELL, L2_SET, 404, 2, 2)]
+    done = run(*base, "--channel", "224.0.31.9")
+    assert done.returncode == 2
+    assert "--channel '224.0.31.9': give ADDR:PORT" in done.stderr

@@ -281,22 +281,39 @@ class MdCapture:
     #: another destination is used; without one, their numbers are gaps).
     undecodable: int = 0
     skipped_frames: Counter[str] = field(default_factory=Counter)  # pcap frames without UDP
+    #: Datagrams to destinations not asked for (``channels``), by destination.
+    other_destinations: Counter[str] = field(default_factory=Counter)
 
 
 class _Sequencer:
     """First arrivals of numbered items across copies, and the numbers missing."""
 
-    def __init__(self) -> None:
-        self.seen: set[int] = set()
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.seen: dict[int, tuple[object, str]] = {}  # number -> (signature, destination)
         self.high = -1
         self.report = SequenceReport()
 
-    def take(self, n: int) -> bool:
-        """Return whether ``n`` is new (a copy is counted and refused)."""
-        if n in self.seen:
+    def take(self, n: int, signature: object = None, dest: str = "") -> bool:
+        """Return whether ``n`` is new (a copy is counted and refused).
+
+        Raises
+        ------
+        FastMdError
+            ``n`` came before from another destination with another ``signature``: the two
+            are not copies of one channel.
+        """
+        first = self.seen.get(n)
+        if first is not None:
+            if signature is not None and first[0] != signature and first[1] != dest:
+                raise FastMdError(
+                    f"{self.path}: MsgSeqNum {n} carries different messages to {first[1]} "
+                    f"and {dest}: they are not A and B copies of one channel; import one "
+                    "channel at a time with --channel ADDR:PORT"
+                )
             self.report.copies += 1
             return False
-        self.seen.add(n)
+        self.seen[n] = (signature, dest)
         if n < self.high:
             self.report.late += 1
         self.high = max(self.high, n)
@@ -305,7 +322,7 @@ class _Sequencer:
     def finish(self) -> SequenceReport:
         r = self.report
         if self.seen:
-            s = np.unique(np.fromiter(self.seen, np.int64, len(self.seen)))
+            s = np.unique(np.fromiter(self.seen.keys(), np.int64, len(self.seen)))
             r.first, r.last = int(s[0]), int(s[-1])
             jumps = np.flatnonzero(np.diff(s) > 1)
             r.gaps = [(int(s[j]) + 1, int(s[j + 1]) - 1) for j in jumps.tolist()]
@@ -520,12 +537,21 @@ def _messages(dec: Decoder, payload: bytes, reset: str) -> Iterator[Message]:
 
 
 def _decoded(
-    path: Path, cap: UdpCapture, templates: TemplateSet, framing: str, reset: str
+    path: Path,
+    cap: UdpCapture,
+    templates: TemplateSet,
+    framing: str,
+    reset: str,
+    channels: frozenset[str] | None,
+    others: Counter[str],
 ) -> Iterator[tuple[int, int, str, int, list[Message]]]:
-    """Yield (frame, capture ns, destination, packet seq, messages) per datagram."""
+    """Yield (frame, capture ns, destination, packet seq, messages) per datagram read."""
     decoders: dict[str, Decoder] = {}
     for n, d in enumerate(cap, 1):
         dest = f"{d.dst}:{d.dport}"
+        if channels is not None and dest not in channels:
+            others[dest] += 1
+            continue
         payload, pseq = d.payload, -1
         if framing == "cme":
             if len(payload) < CME_PREAMBLE:
@@ -575,6 +601,7 @@ def read_capture(
     framing: str = "none",
     reset: str = "none",
     layout: MdLayout | None = None,
+    channels: frozenset[str] | None = None,
 ) -> MdCapture:
     """Decode the FAST market data of one capture into entries.
 
@@ -592,12 +619,16 @@ def read_capture(
         ``"packet"`` (every datagram) or ``"message"``.
     layout
         The templates' layout (found from ``templates`` when None).
+    channels
+        Read only the datagrams sent to these destinations (``"ADDR:PORT"``); the others
+        are counted in ``other_destinations``. None reads every destination.
 
     Raises
     ------
     FastMdError
         A datagram that does not decode (frame, message, offset, field, why), a datagram
-        shorter than the preamble, or a bad ``framing``/``reset``.
+        shorter than the preamble, a bad ``framing``/``reset``, or two destinations that
+        carry different messages under one MsgSeqNum (two channels, not A and B copies).
     """
     if framing not in FRAMINGS:
         raise FastMdError(f"--framing {framing!r}: give one of {', '.join(FRAMINGS)}")
@@ -608,12 +639,13 @@ def read_capture(
     seq_names = {t.id: _fields(t.instructions).get(TAG_SEQ) for t in templates.templates}
     reader = _Reader(md)
     out = MdCapture(np.zeros(0, ENTRY_DTYPE), [], [])
-    by_msg = _Sequencer()
-    by_packet = _Sequencer() if framing == "cme" else None
+    by_msg = _Sequencer(path)
+    by_packet = _Sequencer(path) if framing == "cme" else None
     incremental: set[str] = set()  # destinations that carried an incremental message
     streams = _Streams(templates, reset)
     msg_no = 0
-    for frame, ts_recv, dest, pseq, msgs in _decoded(path, cap, templates, framing, reset):
+    decoded = _decoded(path, cap, templates, framing, reset, channels, out.other_destinations)
+    for frame, ts_recv, dest, pseq, msgs in decoded:
         out.datagrams += 1
         if dest not in incremental and any(
             (t := md.templates.get(m.template_id)) is not None and t.msg_type == "X" for m in msgs
@@ -630,7 +662,11 @@ def read_capture(
             if not streams.usable(dest, m.template_id, seq if sequenced else None):
                 out.undecodable += 1
                 continue
-            if sequenced and isinstance(seq, int) and not by_msg.take(seq):
+            if (
+                sequenced
+                and isinstance(seq, int)
+                and not by_msg.take(seq, (m.template_id, m.size), dest)
+            ):
                 continue
             out.messages[m.name] += 1
             t = md.templates.get(m.template_id)
