@@ -106,6 +106,12 @@ FIX_REQUEST_NAMES: Mapping[Request, str] = {
 }
 
 
+#: What an ExecutionReport <8> is read for, in one ``get_many`` (``_on_execution_report``):
+#: Symbol, LastQty, LastPx, OrderQty, Price, ClOrdID, OrigClOrdID, OrderID, ExecID, ExecType,
+#: OrdStatus, Side, LeavesQty, CumQty, Text, PossResend, PossDupFlag, TransactTime.
+_ER_TAGS = (55, 32, 31, 38, 44, 11, 41, 37, 17, 150, 39, 54, 151, 14, 58, 97, 43, 60)
+
+
 class FixVenue(Application):
     """Venue adapter and FIX application of one initiator session.
 
@@ -568,30 +574,30 @@ class FixVenue(Application):
         return sink, self._numbers[symbol]
 
     def _on_execution_report(self, m: FixMessage) -> None:
-        get = m.get
-        sink, nums = self._sink((get(55) or b"").decode("latin-1"))
-        last_qty = get(32)
-        last_px = get(31) if last_qty else None
-        order_qty = get(38)
-        px = get(44)
+        # Every field in one call (FixMessage.get_many: ~1.6 µs for these 18, 5.5 µs by get).
+        (
+            symbol, last_qty, last_px, order_qty, px, clordid, orig, venue_id, exec_id,
+            exec_type, status, side, leaves, cum, text, poss_resend, poss_dup, transact,
+        ) = m.get_many(_ER_TAGS)  # fmt: skip
+        sink, nums = self._sink((symbol or b"").decode("latin-1"))
         rep = _execution_report(
-            client_order_id=(get(11) or b"").decode("latin-1"),
-            orig_client_order_id=(get(41) or b"").decode("latin-1"),
-            venue_order_id=(get(37) or b"").decode("latin-1"),
-            exec_id=(get(17) or b"").decode("latin-1"),
-            exec_type=fix_to_exec_type(get(150)),
-            ord_status=fix_to_ord_status(get(39)),
-            side=FIX_TO_SIDE.get(get(54) or b""),
-            leaves_qty_lots=nums.qty_lots(151, get(151)),
-            cum_qty_lots=nums.qty_lots(14, get(14)),
+            client_order_id=(clordid or b"").decode("latin-1"),
+            orig_client_order_id=(orig or b"").decode("latin-1"),
+            venue_order_id=(venue_id or b"").decode("latin-1"),
+            exec_id=(exec_id or b"").decode("latin-1"),
+            exec_type=fix_to_exec_type(exec_type),
+            ord_status=fix_to_ord_status(status),
+            side=FIX_TO_SIDE.get(side or b""),
+            leaves_qty_lots=nums.qty_lots(151, leaves),
+            cum_qty_lots=nums.qty_lots(14, cum),
             last_qty_lots=nums.qty_lots(32, last_qty) if last_qty else 0,
-            last_px_ticks=nums.px_ticks(31, last_px) if last_px else 0,
+            last_px_ticks=nums.px_ticks(31, last_px) if last_qty and last_px else 0,
             order_qty_lots=nums.qty_lots(38, order_qty) if order_qty else 0,
             px_ticks=nums.px_ticks(44, px) if px else 0,
-            text=(get(58) or b"").decode("latin-1"),
-            poss_resend=get(97) == b"Y",
-            poss_dup=get(43) == b"Y",
-            ts_event=parse_timestamp(get(60) or b"") or 0,
+            text=(text or b"").decode("latin-1"),
+            poss_resend=poss_resend == b"Y",
+            poss_dup=poss_dup == b"Y",
+            ts_event=parse_timestamp(transact or b"") or 0,
             ts_recv=m.ts_recv or self.clock.now_ns(),
         )
         sink.on_execution_report(rep)
