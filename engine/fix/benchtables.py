@@ -27,6 +27,7 @@ package is importable. No Qt here: the histogram is drawn by ``app.bench``.
 import argparse
 import asyncio
 import contextlib
+import os
 import socket
 import subprocess
 import sys
@@ -570,12 +571,17 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--echo-polling", action="store_true")
     parser.add_argument("--busy-poll", type=int, default=0, metavar="US")
     opts = parser.parse_args(argv)
-    if opts.serve:
-        run_on_engine_loop(serve(opts.busy_poll))
-    elif opts.echo:
-        run_on_engine_loop(serve_echo())
-    elif opts.echo_blocking or opts.echo_polling:
-        serve_echo_blocking(polling=opts.echo_polling)
+    try:
+        if opts.serve:
+            run_on_engine_loop(serve(opts.busy_poll))
+        elif opts.echo:
+            run_on_engine_loop(serve_echo())
+        elif opts.echo_blocking or opts.echo_polling:
+            serve_echo_blocking(polling=opts.echo_polling)
+    except BrokenPipeError:
+        # The benchmark that started this child went away before reading its port: nothing
+        # to serve, and nothing to say (the interpreter's own flush at exit would fail too).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 

@@ -81,3 +81,19 @@ def test_quickfix_column() -> None:
     rates = qfpeer.batch_table(100, (1, 10))
     assert set(rates) == {1, 10}
     assert all(r > 0 for r in rates.values())
+
+
+def test_a_venue_child_whose_benchmark_went_away_exits_quietly() -> None:
+    # `qwconsole bench fix` killed before it read the child's port: the child's write fails
+    # (a closed pipe) and it must leave without a traceback on the terminal.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engine.fix.benchtables", "--serve"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()  # the reader is gone before the port is written
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()
+    assert b"Traceback" not in err, err.decode()

@@ -21,6 +21,7 @@ benchmarks.
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -168,7 +169,7 @@ def _run(argv: list[str], folder: Path) -> tuple[str, int | None, str]:
         out, err = proc.communicate(timeout=RUN_S)
         return " ".join(argv), proc.returncode, out + err
     except subprocess.TimeoutExpired:  # still running: its command line was accepted
-        proc.kill()
+        os.killpg(proc.pid, signal.SIGKILL)  # and any child it started (its own session)
         out, err = proc.communicate()
         return " ".join(argv), None, out + err
 
