@@ -57,6 +57,7 @@ from engine.tickstore.importing import (
     Sink,
     Staging,
     grid_steps,
+    monotonic_times,
 )
 from engine.tickstore.schema import BBO_DTYPE, L2_DELTA_DTYPE, TRADE_DTYPE
 from engine.types import BUY, L2_CLEAR, L2_EVENT_DTYPE, L2_SET, SELL
@@ -266,7 +267,7 @@ class FastImporter:
             rows["px"], rows["qty"] = ev["px"][sel], ev["qty"][sel]
             rows["side"], rows["kind"] = ev["side"][sel], ev["kind"][sel]
             rows["seq"] = e["rpt_seq"][entry[sel]]
-            _monotonic(rows)
+            monotonic_times(rows)
             sink = self._sink(cap, b)
             sink.append("l2", rows)
             n += sel.size
@@ -336,7 +337,7 @@ class FastImporter:
             rows["ts"], rows["ts_recv"] = e["ts"][sel], e["ts_recv"][sel]
             rows["px"], rows["qty"] = px[sel], qty[sel]
             rows["trade_id"], rows["side"] = e["trade_id"][sel], side[sel]
-            _monotonic(rows)
+            monotonic_times(rows)
             self._sink(cap, int(inst)).append("trades", rows)
             n += sel.size
         return n
@@ -390,10 +391,6 @@ def _gaps(cap: MdCapture) -> list[tuple[str, int, int]]:
     if cap.packet_seq is not None:
         out += [("packet", a, b) for a, b in cap.packet_seq.gaps]
     return out
-
-
-def _monotonic(rows: npt.NDArray[np.void]) -> None:
-    np.maximum.accumulate(rows["ts"], out=rows["ts"])
 
 
 def import_fast(

@@ -227,6 +227,15 @@ class Grid:
         return q
 
 
+def monotonic_times(rows: npt.NDArray[np.void]) -> None:
+    """Make ``rows["ts"]`` non-decreasing in place (a time that steps back takes the last one).
+
+    Captures are written in sequence order; a sender's clock that steps back must not make the
+    day's rows out of time order, which the store refuses.
+    """
+    np.maximum.accumulate(rows["ts"], out=rows["ts"])
+
+
 def grid_steps(
     values: npt.NDArray[np.int64], grid: Grid, report: Callable[[int], None]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:

@@ -53,6 +53,7 @@ from engine.tickstore.importing import (
     Sink,
     Staging,
     grid_steps,
+    monotonic_times,
 )
 from engine.tickstore.schema import MBO_DTYPE, TRADE_DTYPE
 from engine.types import BUY, L3_ADD, L3_CANCEL, L3_EXECUTE, SELL
@@ -363,7 +364,7 @@ class ItchImporter:
                     out = np.zeros(part.shape[0], dtype)
                     for f in dtype.names or ():
                         out[f] = part[f]
-                    _monotonic(out)
+                    monotonic_times(out)
                     sink.append(kind, out)
             if gaps:
                 for _sym, day in [d for d in self.result.days if d[0] == name]:
@@ -383,11 +384,6 @@ _ADD_FIELDS = (
     "shares",
     "price",
 )
-
-
-def _monotonic(rows: npt.NDArray[np.void]) -> None:
-    # ITCH times are in sequence order within a stock; a clock that steps back keeps order.
-    np.maximum.accumulate(rows["ts"], out=rows["ts"])
 
 
 class _Orders:

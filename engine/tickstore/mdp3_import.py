@@ -48,6 +48,7 @@ from engine.tickstore.importing import (
     Sink,
     Staging,
     grid_steps,
+    monotonic_times,
 )
 from engine.tickstore.schema import BBO_DTYPE, L2_DELTA_DTYPE, MBO_DTYPE, TRADE_DTYPE
 from engine.types import BUY, L2_CLEAR, SELL
@@ -237,7 +238,7 @@ class Mdp3Importer:
             rows["ts"] = rows["ts_recv"] = ev["ts"][sel]
             rows["px"], rows["qty"] = px[sel], qty[sel]
             rows["side"], rows["kind"], rows["seq"] = ev["side"][sel], ev["kind"][sel], -1
-            _monotonic(rows)
+            monotonic_times(rows)
             sink = self._sink(sec)
             sink.append("l2", rows)
             n += sel.size
@@ -255,7 +256,7 @@ class Mdp3Importer:
                 ticks, _on_grid = self._ticks(file, top[:, j] * scale, exponent, at, col)
                 bbo[col] = np.where(top[:, j + 1] > 0, ticks, 0)
             bbo["bid_qty"], bbo["ask_qty"], bbo["seq"] = top[:, 1], top[:, 3], -1
-            _monotonic(bbo)
+            monotonic_times(bbo)
             sink.append("bbo", bbo)
             n += keep.size
         return n
@@ -292,7 +293,7 @@ class Mdp3Importer:
             rows["px"], rows["qty"], rows["trade_id"], rows["side"] = (
                 px[sel], qty[sel], trade_id[sel], side[sel],
             )  # fmt: skip
-            _monotonic(rows)
+            monotonic_times(rows)
             self._sink(int(s)).append("trades", rows)
             n += sel.size
         return n
@@ -319,7 +320,7 @@ class Mdp3Importer:
             out["ts"] = out["ts_recv"] = rows["ts"][sel]
             out["order_id"], out["px"], out["qty"] = rows["order_id"][sel], px[sel], qty[sel]
             out["side"], out["action"] = rows["side"][sel], rows["action"][sel]
-            _monotonic(out)
+            monotonic_times(out)
             self._sink(sec).append("mbo", out)
             n += sel.size
         return n
@@ -334,10 +335,6 @@ class Mdp3Importer:
     def finish(self) -> ImportResult:
         """Return the result."""
         return self.result
-
-
-def _monotonic(rows: npt.NDArray[np.void]) -> None:
-    np.maximum.accumulate(rows["ts"], out=rows["ts"])
 
 
 def parse_symbols(pairs: list[str]) -> dict[int, str]:
