@@ -576,9 +576,25 @@ class FixVenue(Application):
     def _on_execution_report(self, m: FixMessage) -> None:
         # Every field in one call (FixMessage.get_many: ~1.6 µs for these 18, 5.5 µs by get).
         (
-            symbol, last_qty, last_px, order_qty, px, clordid, orig, venue_id, exec_id,
-            exec_type, status, side, leaves, cum, text, poss_resend, poss_dup, transact,
-        ) = m.get_many(_ER_TAGS)  # fmt: skip
+            symbol,
+            last_qty,
+            last_px,
+            order_qty,
+            px,
+            clordid,
+            orig,
+            venue_id,
+            exec_id,
+            exec_type,
+            status,
+            side,
+            leaves,
+            cum,
+            text,
+            poss_resend,
+            poss_dup,
+            transact,
+        ) = m.get_many(_ER_TAGS)
         sink, nums = self._sink((symbol or b"").decode("latin-1"))
         rep = _execution_report(
             client_order_id=(clordid or b"").decode("latin-1"),
