@@ -151,6 +151,44 @@ _NO_LIMITS = RiskLimits()
 _OFF = KillLevel.OFF
 
 
+class _Exposure:
+    """What one scope (the engine, or one strategy) holds in one instrument, in lots.
+
+    ``position`` is signed; ``buy`` and ``sell`` are the leaves quantities of its working
+    orders on each side. A slotted object per scope and instrument, reached through two
+    lookups by cached-hash keys (a symbol, then ``None`` or a strategy id): on the order
+    path this replaced dictionaries keyed by ``(scope, symbol, side)`` tuples, each update
+    of which built, hashed and compared a tuple twice (issue 25).
+    """
+
+    __slots__ = ("buy", "position", "sell")
+
+    def __init__(self) -> None:
+        self.position = 0
+        self.buy = 0
+        self.sell = 0
+
+
+class _Scope:
+    """One strategy's working orders (across instruments) and its send times in the window."""
+
+    __slots__ = ("open", "sent")
+
+    def __init__(self) -> None:
+        self.open = 0
+        self.sent: deque[int] = deque()
+
+
+class _Exposures(dict[int | None, _Exposure]):
+    """The exposures of one instrument by scope (``None``: the engine); made on first use."""
+
+    __slots__ = ()
+
+    def __missing__(self, key: int | None) -> _Exposure:
+        exposure = self[key] = _Exposure()
+        return exposure
+
+
 class RiskChecker:
     """Apply :class:`RiskLimits` globally and per strategy, and hold the kill switch.
 
@@ -184,11 +222,13 @@ class RiskChecker:
         self.reference_px = reference_px
         self.kill_level = KillLevel.OFF
         # Keys: None for the whole engine, else the strategy id.
-        self._open: defaultdict[int | None, int] = defaultdict(int)
-        self._position: defaultdict[tuple[int | None, str], int] = defaultdict(int)
-        self._working: defaultdict[tuple[int | None, str, Side], int] = defaultdict(int)
-        self._sent: defaultdict[int | None, deque[int]] = defaultdict(deque)
-        self._sent_all = self._sent[None]
+        # Working orders of the whole engine; per strategy, in its scope.
+        self._open_all = 0
+        # symbol -> scope (None or a strategy id) -> position and working lots per side.
+        self._exposure: defaultdict[str, _Exposures] = defaultdict(_Exposures)
+        # Per strategy: working orders and send times in the rate window (the engine's window
+        # is all of them together: each send is in exactly one strategy's window).
+        self._scopes: defaultdict[int, _Scope] = defaultdict(_Scope)
         self._seen: dict[int, tuple[RiskLimits, bool]] = {}
         self._glob = self.global_limits
         self._glob_active = self._checks_anything(self._glob)
@@ -236,46 +276,66 @@ class RiskChecker:
         self, strategy_id: int, symbol: str, side: Side, d_orders: int, d_leaves_lots: int
     ) -> None:
         """Adjust the count of working orders and their leaves quantity."""
-        opened, working = self._open, self._working
-        opened[None] += d_orders
-        opened[strategy_id] += d_orders
-        working[(None, symbol, side)] += d_leaves_lots
-        working[(strategy_id, symbol, side)] += d_leaves_lots
+        self._open_all += d_orders
+        self._scopes[strategy_id].open += d_orders
+        of = self._exposure[symbol]
+        every, own = of[None], of[strategy_id]
+        if side > 0:
+            every.buy += d_leaves_lots
+            own.buy += d_leaves_lots
+        else:
+            every.sell += d_leaves_lots
+            own.sell += d_leaves_lots
 
     def on_fill(self, strategy_id: int, symbol: str, side: Side, qty_lots: int) -> None:
         """Book a fill into the positions risk sees."""
-        for key in (None, strategy_id):
-            self._position[(key, symbol)] += int(side) * qty_lots
+        lots = int(side) * qty_lots
+        of = self._exposure[symbol]
+        of[None].position += lots
+        of[strategy_id].position += lots
 
     def restore_position(self, strategy_id: int, symbol: str, lots: int) -> None:
         """Add a signed position (a restart's sum of the day's fills) to what risk sees."""
-        for key in (None, strategy_id):
-            self._position[(key, symbol)] += lots
+        of = self._exposure[symbol]
+        of[None].position += lots
+        of[strategy_id].position += lots
 
     def position(self, symbol: str, strategy_id: int | None = None) -> int:
         """Return the net position in lots (signed) of a strategy, or of the whole engine."""
-        return self._position[(strategy_id, symbol)]
+        of = self._exposure.get(symbol)
+        exposure = of.get(strategy_id) if of is not None else None
+        return exposure.position if exposure is not None else 0
+
+    def working_lots(self, symbol: str, side: Side, strategy_id: int | None = None) -> int:
+        """Return the leaves quantity of the working orders of a strategy (or all) on a side."""
+        of = self._exposure.get(symbol)
+        exposure = of.get(strategy_id) if of is not None else None
+        if exposure is None:
+            return 0
+        return exposure.buy if side > 0 else exposure.sell
 
     def strategies_with_position(self, symbol: str) -> list[int]:
         """Return the strategies with a non-zero position in ``symbol``."""
-        return sorted(
-            k for (k, sym), pos in self._position.items() if k is not None and sym == symbol and pos
-        )
+        of = self._exposure.get(symbol)
+        return sorted(k for k, e in (of or {}).items() if k is not None and e.position)
 
     def open_orders(self, strategy_id: int | None = None) -> int:
         """Return the number of working orders of a strategy, or of the whole engine."""
-        return self._open[strategy_id]
+        if strategy_id is None:
+            return self._open_all
+        scope = self._scopes.get(strategy_id)
+        return scope.open if scope is not None else 0
 
     def record_sent(self, strategy_id: int) -> None:
         """Count a new or replace request in the order-rate window."""
         now = self.clock.monotonic_ns()
         horizon = now - RATE_WINDOW_NS
-        for window in (self._sent[None], self._sent[strategy_id]):
-            window.append(now)
-            # Forget what left the window here too: without a rate limit nothing else would,
-            # and the window held one timestamp per order of the day (issue 16's soak: 80 MB).
-            while window[0] <= horizon:
-                window.popleft()
+        window = self._scopes[strategy_id].sent
+        window.append(now)
+        # Forget what left the window here too: without a rate limit nothing else would, and
+        # the window held one timestamp per order of the day (issue 16's soak: 80 MB).
+        while window[0] <= horizon:
+            window.popleft()
 
     def on_new_order_sent(self, strategy_id: int, symbol: str, side: Side, qty_lots: int) -> None:
         """Book a new order sent: :meth:`record_sent`, and one more working order of ``qty_lots``.
@@ -285,19 +345,21 @@ class RiskChecker:
         """
         now = self.clock.monotonic_ns()
         horizon = now - RATE_WINDOW_NS
-        window = self._sent_all
+        scope = self._scopes[strategy_id]
+        window = scope.sent
         window.append(now)
         while window[0] <= horizon:  # as record_sent
             window.popleft()
-        window = self._sent[strategy_id]
-        window.append(now)
-        while window[0] <= horizon:
-            window.popleft()
-        opened, working = self._open, self._working
-        opened[None] += 1
-        opened[strategy_id] += 1
-        working[(None, symbol, side)] += qty_lots
-        working[(strategy_id, symbol, side)] += qty_lots
+        scope.open += 1
+        self._open_all += 1
+        of = self._exposure[symbol]
+        every, own = of[None], of[strategy_id]
+        if side > 0:
+            every.buy += qty_lots
+            own.buy += qty_lots
+        else:
+            every.sell += qty_lots
+            own.sell += qty_lots
 
     # ---------------------------------------------------------------- the check
     def check_new(
@@ -438,8 +500,9 @@ class RiskChecker:
                     f"{notional:,.2f} > {lim.max_order_notional:,.2f} ({where})",
                 )
         if lim.max_position_lots is not None:
-            pos = self._position[(key, symbol)]
-            working = self._working[(key, symbol, side)]
+            exposure = self._exposure[symbol][key]
+            pos = exposure.position
+            working = exposure.buy if side > 0 else exposure.sell
             added = extra_qty_lots if is_replace else qty
             worst = pos + int(side) * (working + added)
             if abs(worst) > lim.max_position_lots and abs(worst) > abs(pos):
@@ -460,24 +523,34 @@ class RiskChecker:
         if (
             lim.max_open_orders is not None
             and not is_replace
-            and self._open[key] + 1 > lim.max_open_orders
+            and self.open_orders(key) + 1 > lim.max_open_orders
         ):
             return RiskRefusal(
                 "max_open_orders",
-                f"{self._open[key]} working + 1 > {lim.max_open_orders} ({where})",
+                f"{self.open_orders(key)} working + 1 > {lim.max_open_orders} ({where})",
             )
         if lim.max_orders_per_second is not None:
-            window = self._sent[key]
-            horizon = self.clock.monotonic_ns() - RATE_WINDOW_NS
-            while window and window[0] <= horizon:
-                window.popleft()
-            if len(window) + 1 > lim.max_orders_per_second:
+            sent = self.sent_in_window(key)
+            if sent + 1 > lim.max_orders_per_second:
                 return RiskRefusal(
                     "max_order_rate",
-                    f"{len(window)} orders in the last second + 1 > "
+                    f"{sent} orders in the last second + 1 > "
                     f"{lim.max_orders_per_second}/s ({where})",
                 )
         return None
+
+    def sent_in_window(self, strategy_id: int | None = None) -> int:
+        """Return the new and replace requests of a strategy (or all) in the last second."""
+        horizon = self.clock.monotonic_ns() - RATE_WINDOW_NS
+        scopes = self._scopes
+        windows = [scopes[strategy_id]] if strategy_id is not None else list(scopes.values())
+        count = 0
+        for scope in windows:
+            window = scope.sent
+            while window and window[0] <= horizon:
+                window.popleft()
+            count += len(window)
+        return count
 
     def _check_band(
         self, band: RiskLimits, symbol: str, side: Side, px_ticks: int, where: str

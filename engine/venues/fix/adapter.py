@@ -93,6 +93,7 @@ _LAYOUTS: dict[tuple[str, bool, bool], _Layout] = {
 _NEW_LIMIT = ("D", True, False)
 _NEW_OTHER = ("D", False, False)
 _LIMIT = ORD_TYPE_TO_FIX[OrdType.LIMIT]
+_LIMIT_TYPE = OrdType.LIMIT
 
 
 #: The order messages and the requests they carry.
@@ -211,7 +212,8 @@ class FixVenue(Application):
 
     def submit(self, order: Order) -> None:
         """Send a NewOrderSingle <D>; TransactTime <60> is when the order was sent."""
-        nums = self._numbers[order.symbol]
+        symbol = order.symbol
+        nums = self._numbers[symbol]
         clordid = order.client_order_id
         qty, px = order.qty_lots, order.px_ticks
         # The order manager stamped ts_sent just now: no second clock read for <60>.
@@ -220,19 +222,53 @@ class FixVenue(Application):
             self._stamp(now)
         # ClOrdID <11>, [HandlInst <21>], OrderQty <38>, OrdType <40>, Price <44> if limit,
         # Side <54>, Symbol <55>, TimeInForce <59>, TransactTime <60>; the texts remembered.
-        if order.ord_type is OrdType.LIMIT:
+        if order.ord_type is _LIMIT_TYPE:
+            key = _NEW_LIMIT
             values = [
                 clordid.encode(), nums.qty_texts.get(qty) or nums.qty_text(qty), _LIMIT,
                 nums.px_texts.get(px) or nums.px_text(px), SIDE_TO_FIX[order.side],
                 nums.symbol, TIF_TO_FIX[order.time_in_force], self._ts,
             ]  # fmt: skip
-            self._send_order(_NEW_LIMIT, values, clordid, order.symbol, order)
-            return
-        values = [
-            clordid.encode(), nums.qty_text(qty), ORD_TYPE_TO_FIX[order.ord_type],
-            SIDE_TO_FIX[order.side], nums.symbol, TIF_TO_FIX[order.time_in_force], self._ts,
-        ]  # fmt: skip
-        self._send_order(_NEW_OTHER, values, clordid, order.symbol, order)
+        else:
+            key = _NEW_OTHER
+            values = [
+                clordid.encode(), nums.qty_text(qty), ORD_TYPE_TO_FIX[order.ord_type],
+                SIDE_TO_FIX[order.side], nums.symbol, TIF_TO_FIX[order.time_in_force], self._ts,
+            ]  # fmt: skip
+        # _send_order(key, values, clordid, symbol, order), inlined: once per order.
+        symbol_of = self._symbol_of
+        symbol_of[clordid] = symbol
+        session = self.session
+        st = session.state if session is not None else None
+        if session is not None and st is not None and st.received_logon and st.sent_logon:
+            # (session.is_logged_on, inlined)
+            template = self._templates.get(key) if self._templates_of is session else None
+            if template is None:
+                template = self._template(session, key)
+            # The MsgSeqNum <34> this message goes out under, for mapping a Reject back.
+            store = session.store
+            sent = self._sent
+            sent[store.next_sender_seq_num] = ("D", clordid)
+            if len(sent) > SENT_MEMORY:
+                self._forget_oldest()
+            if len(symbol_of) > SYMBOL_MEMORY:
+                self._forget_symbols()
+            if store is not self._store:  # the store's annotate(), looked up once per store
+                self._store = store
+                self._annotate = getattr(store, "annotate", None)
+            annotate = self._annotate
+            if annotate is None:
+                if session.send_template(template, values):
+                    return
+            else:
+                # A file store keeps the order's strategy and engine order id beside it: a
+                # restart finds the order there if the journal never got it.
+                annotate(_note(order))
+                done = session.send_template(template, values)
+                annotate(b"")  # not stored (messages not persisted): not for the next one
+                if done:
+                    return
+        self._refuse("D", clordid, symbol)
 
     def cancel(self, order: Order, request: PendingRequest) -> None:
         """Send an OrderCancelRequest <F>."""
@@ -296,48 +332,36 @@ class FixVenue(Application):
         self._ts = format_timestamp(now, self._precision)
 
     def _send_order(
-        self,
-        key: tuple[str, bool, bool],
-        values: list[bytes],
-        clordid: str,
-        symbol: str,
-        new: Order | None = None,
+        self, key: tuple[str, bool, bool], values: list[bytes], clordid: str, symbol: str
     ) -> None:
-        # An order message through the session's template for its layout; see _send. A new
-        # order's note is stored with the message in a file store (its strategy and engine
-        # order id: a restart finds the order there if the journal never got it).
+        # A cancel, replace or status request through the session's template for its layout,
+        # as submit() sends a new order (whose note alone goes into a file store).
         self._symbol_of[clordid] = symbol
         session = self.session
         st = session.state if session is not None else None
         if session is not None and st is not None and st.received_logon and st.sent_logon:
             # (session.is_logged_on, inlined)
-            templates = self._templates
-            if self._templates_of is not session:  # session set without bind()
-                templates = self._templates = {}
-                self._templates_of = session
-            template = templates.get(key)
+            template = self._templates.get(key) if self._templates_of is session else None
             if template is None:
-                template = templates[key] = session.template(key[0], _LAYOUTS[key])
+                template = self._template(session, key)
             # The MsgSeqNum <34> this message goes out under, for mapping a Reject back.
-            store = session.store
             sent = self._sent
-            sent[store.next_sender_seq_num] = (key[0], clordid)
+            sent[session.store.next_sender_seq_num] = (key[0], clordid)
             if len(sent) > SENT_MEMORY:
                 self._forget_oldest()
             if len(self._symbol_of) > SYMBOL_MEMORY:
                 self._forget_symbols()
-            if store is not self._store:  # the store's annotate(), looked up once per store
-                self._store = store
-                self._annotate = getattr(store, "annotate", None)
-            annotate = self._annotate if new is not None else None
-            if annotate is not None:
-                annotate(_note(new))  # type: ignore[arg-type]  # (new is not None here)
-            done = session.send_template(template, values)
-            if annotate is not None:
-                annotate(b"")  # not stored (messages not persisted): not for the next one
-            if done:
+            if session.send_template(template, values):
                 return
         self._refuse(key[0], clordid, symbol)
+
+    def _template(self, session: FixSession, key: tuple[str, bool, bool]) -> AppTemplate:
+        # The session's send template of an order message layout, made on first use.
+        if self._templates_of is not session:  # session set without bind()
+            self._templates = {}
+            self._templates_of = session
+        template = self._templates[key] = session.template(key[0], _LAYOUTS[key])
+        return template
 
     def send_order_message(self, msg: OutMessage, clordid: str, symbol: str) -> None:
         """Send an order message built by hand, or hand it back as not sent.
