@@ -433,7 +433,9 @@ class LogRecorded(Event):
     text: str
 
 
-def fast_constructor(cls: type[_T], *, positional: bool = False) -> Callable[..., _T]:
+def fast_constructor(
+    cls: type[_T], *, positional: bool = False, every_field: bool = False
+) -> Callable[..., _T]:
     """Return a constructor of the frozen, slotted dataclass ``cls``, several times as fast.
 
     A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__`` (looked up
@@ -446,12 +448,16 @@ def fast_constructor(cls: type[_T], *, positional: bool = False) -> Callable[...
 
     ``positional`` makes the arguments positional, in field order, defaults last (only when
     every defaulted field follows every required one): cheaper still for many fields.
+    ``every_field`` (with ``positional``) makes every field a required positional argument, in
+    field order, whatever its default: for a hot path that has every value at hand and a class
+    whose required fields follow defaulted ones (a keyword-only dataclass).
 
     Raises
     ------
     TypeError
-        If ``cls`` is not a slotted dataclass, has a ``__post_init__``, or (``positional``) a
-        required field after a defaulted one.
+        If ``cls`` is not a slotted dataclass, has a ``__post_init__``, or (``positional``
+        without ``every_field``) a required field after a defaulted one; ``every_field``
+        without ``positional``.
     """
     if not (dataclasses.is_dataclass(cls) and "__slots__" in vars(cls)):
         raise TypeError(f"{cls.__name__}: not a slotted dataclass")
@@ -470,8 +476,12 @@ def fast_constructor(cls: type[_T], *, positional: bool = False) -> Callable[...
     ns: dict[str, Any] = {"_new": object.__new__, "_twin": twin, "_cls": cls}
     params, body = [], []
     seen_default = False
+    if every_field and not positional:
+        raise TypeError(f"{cls.__name__}: every_field needs positional=True")
     for i, f in enumerate(dataclasses.fields(cls)):
-        if f.default is not dataclasses.MISSING:
+        if every_field:
+            params.append(f.name)
+        elif f.default is not dataclasses.MISSING:
             ns[f"_d{i}"] = f.default
             params.append(f"{f.name}=_d{i}")
             seen_default = True

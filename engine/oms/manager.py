@@ -41,7 +41,7 @@ from engine.events import (
 )
 from engine.fastlog import get_log
 from engine.instruments import Instrument
-from engine.oms.order import TERMINAL, WORKING, Order, PendingRequest, is_allowed
+from engine.oms.order import ORDER_STATE_TABLE, TERMINAL, WORKING, Order, PendingRequest
 from engine.oms.request import OrderRequest, client_order_id_problem
 from engine.oms.risk import (
     MAX_NOTIONAL_TICKS_LOTS as MAX_NOTIONAL,
@@ -65,6 +65,10 @@ _FILL_TYPES = frozenset({ExecType.TRADE, ExecType.PARTIAL_FILL, ExecType.FILL})
 
 _NOT_COUNTED = (False, 0)
 _REJ = OrdStatus.REJECTED
+_REPLACED_STATUS = OrdStatus.REPLACED
+_ORDER_STATUS = ExecType.ORDER_STATUS
+_REJECTED_EXEC = ExecType.REJECTED
+_NEW_EXEC = ExecType.NEW
 _LIMIT = OrdType.LIMIT
 _MARKET = OrdType.MARKET
 
@@ -126,6 +130,8 @@ class OrderManager:
         self.bus = bus
         self.clock = clock
         self.risk = risk
+        # Whether anyone listens to OrderChanged (kept current by the bus): read per change.
+        self._order_changed = bus.interest(OrderChanged)
         self._next_order_id = next_order_id or _order_ids.__next__
         self._tick_value = float(instrument.tick_value)
         #: Orders that may still change (not terminal), by order id.
@@ -335,7 +341,7 @@ class OrderManager:
         else:
             risk.record_sent(strategy_id)
             self._sync_risk(order)
-        if self.bus.wants(OrderChanged):
+        if self._order_changed.wanted:  # (bus.wants(OrderChanged))
             self._publish(order, "new")
         # else: _publish() would do nothing more (a PENDING_NEW order is held, not retired)
         self.venue.submit(order)
@@ -515,26 +521,29 @@ class OrderManager:
     # ------------------------------------------------------------------ venue answers
     def on_execution_report(self, rep: ExecutionReport) -> Order | None:
         """Apply an ExecutionReport <8>; return the order, or ``None`` if it is unknown."""
-        if self._asked and rep.exec_type is ExecType.ORDER_STATUS:
+        et = rep.exec_type
+        if self._asked and et is _ORDER_STATUS:
             self._status_answered(rep)
-        order = self._find(rep.client_order_id, rep.orig_client_order_id, rep.venue_order_id)
+        order = self._by_clordid.get(rep.client_order_id)  # _find()'s first lookup, inlined
+        if order is None:
+            order = self._find(rep.client_order_id, rep.orig_client_order_id, rep.venue_order_id)
         if order is None:
             self._report_of_unknown(rep)
             return None
-        et = rep.exec_type
         if et in _FILL_TYPES:
             if rep.exec_id and self._duplicate_fill(order, rep):
                 return order
         elif not self._report_applies(order, rep):
             return order
         now = self.clock.now_ns()
-        if rep.venue_order_id and rep.venue_order_id != order.venue_order_id:
-            order.venue_order_id = rep.venue_order_id
-            self._by_venue_id[rep.venue_order_id] = order
+        venue_id = rep.venue_order_id
+        if venue_id and venue_id != order.venue_order_id:
+            order.venue_order_id = venue_id
+            self._by_venue_id[venue_id] = order
         # A status answer "rejected" (unknown to the venue) acknowledges nothing either.
-        if not order.ts_acked and et is not ExecType.REJECTED and rep.ord_status is not _REJ:
+        if not order.ts_acked and et is not _REJECTED_EXEC and rep.ord_status is not _REJ:
             order.ts_acked = rep.ts_recv or now
-        change = self._apply_exec_type(order, rep)
+        change = "ack" if et is _NEW_EXEC else self._apply_exec_type(order, rep)
         if not self._apply_status(order, rep):
             change += " (state kept)"
         order.text = rep.text or order.text
@@ -583,12 +592,18 @@ class OrderManager:
         that repeats its current state. Resent reports (43=Y) are expected to be old news and
         are ignored quietly; any other refused move raises an alert.
         """
-        new = self._target_status(order, rep)
+        new = rep.ord_status  # the status the report moves the order to
+        if new is _REPLACED_STATUS:  # FIX 4.0-4.2: the old order's status after a replace
+            new = OrdStatus.PARTIALLY_FILLED if rep.cum_qty_lots else OrdStatus.NEW
         backwards = rep.cum_qty_lots < order.cum_qty_lots
-        if not backwards and is_allowed(order.status, new):
-            if not (rep.resent and order.is_terminal and new is order.status):
+        if not backwards and new in ORDER_STATE_TABLE[order.status]:
+            if not (
+                (rep.poss_dup or rep.poss_resend)
+                and order.status in TERMINAL
+                and new is order.status
+            ):
                 return True
-        elif _venue_lost(order, rep, new):
+        elif rep.exec_type is _ORDER_STATUS and _venue_lost(order, rep, new):
             return True  # the venue no longer knows a working order: _apply_status says so
         # A status answer is a snapshot that reports in flight may have overtaken: quiet too.
         quiet = rep.resent or rep.exec_type is ExecType.ORDER_STATUS
@@ -619,13 +634,6 @@ class OrderManager:
             f"{rep.cum_qty_lots}, ExecType {rep.exec_type.name}, ExecID {rep.exec_id!r}); the "
             "order state table does not allow it: not applied",
         )
-
-    @staticmethod
-    def _target_status(order: Order, rep: ExecutionReport) -> OrdStatus:
-        new = rep.ord_status
-        if new is OrdStatus.REPLACED:  # FIX 4.0-4.2: the old order's status after a replace
-            new = OrdStatus.PARTIALLY_FILLED if rep.cum_qty_lots else OrdStatus.NEW
-        return new
 
     def _apply_exec_type(self, order: Order, rep: ExecutionReport) -> str:
         et, pending = rep.exec_type, order.pending
@@ -711,8 +719,10 @@ class OrderManager:
         A fill is booked whatever the state (the venue traded); its report moves the order
         only forward: CumQty <14> never decreases and a terminal order stays terminal.
         """
-        new = self._target_status(order, rep)
-        if _venue_lost(order, rep, new):
+        new = rep.ord_status  # as in _report_applies()
+        if new is _REPLACED_STATUS:
+            new = OrdStatus.PARTIALLY_FILLED if rep.cum_qty_lots else OrdStatus.NEW
+        if rep.exec_type is _ORDER_STATUS and _venue_lost(order, rep, new):
             # A status request for an order the venue acknowledged, answered "unknown": the
             # venue has lost it (a restart of the venue). It cannot trade any more.
             self._alert(
@@ -722,7 +732,7 @@ class OrderManager:
             )
             new = OrdStatus.CANCELED
             order.pending = None
-        if rep.cum_qty_lots < order.cum_qty_lots or not is_allowed(order.status, new):
+        if rep.cum_qty_lots < order.cum_qty_lots or new not in ORDER_STATE_TABLE[order.status]:
             if rep.exec_type in _FILL_TYPES:  # the fill itself was booked by _apply_fill
                 if rep.resent:
                     log.info(
@@ -748,9 +758,11 @@ class OrderManager:
             )
         order.status = new
         order.cum_qty_lots = rep.cum_qty_lots
-        order.leaves_qty_lots = 0 if order.is_terminal else rep.leaves_qty_lots
-        if order.is_terminal:
+        if new in TERMINAL:  # (order.is_terminal)
+            order.leaves_qty_lots = 0
             order.pending = None
+        else:
+            order.leaves_qty_lots = rep.leaves_qty_lots
         return True
 
     def on_cancel_reject(self, rej: CancelReject) -> Order | None:
@@ -1009,12 +1021,11 @@ class OrderManager:
             self._counted[order.order_id] = (working, leaves)
 
     def _publish(self, order: Order, change: str) -> None:
-        bus = self.bus
-        if not bus.wants(OrderChanged):  # nobody listens: build no view
+        if not self._order_changed.wanted:  # nobody listens: build no view
             order.published = None
         else:
             view = order.published = order.view()
-            bus.publish(_order_changed(ts_event=order.ts_last, order=view, change=change))
+            self.bus.publish(_order_changed(ts_event=order.ts_last, order=view, change=change))
         if order.status in TERMINAL:
             self._retire(order)
         elif order.order_id not in self.orders:  # a done order a venue report revived

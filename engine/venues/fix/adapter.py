@@ -17,6 +17,7 @@ would send the session back to its generic path): it reads the MsgSeqNum <34> ea
 message goes out under just before sending it, to map a session Reject back to the order.
 """
 
+import contextlib
 import itertools
 from collections.abc import Callable, Mapping
 
@@ -40,9 +41,11 @@ from engine.oms.venue import (
     clordid_prefix,
 )
 from engine.venues.fix.codes import (
+    EXEC_TYPE_OF_CODE,
     FIX_TO_ORD_TYPE,
     FIX_TO_SIDE,
     FIX_TO_TIF,
+    ORD_STATUS_OF_CODE,
     ORD_TYPE_TO_FIX,
     SIDE_TO_FIX,
     TIF_TO_FIX,
@@ -55,8 +58,9 @@ from engine.venues.fix.feed import MARKET_DATA_TYPES, FixMarketData
 
 log = get_log(__name__)
 
-#: Built per report: the fast constructor (engine.events.fast_constructor).
-_execution_report = fast_constructor(ExecutionReport)
+#: Built per report: the fast constructor (engine.events.fast_constructor), every field
+#: positional in field order.
+_execution_report = fast_constructor(ExecutionReport, positional=True, every_field=True)
 
 #: How many sent order messages are remembered for mapping session Rejects back to orders
 #: (a Reject answers within a round trip; one beyond is logged, and the order's unanswered
@@ -166,6 +170,11 @@ class FixVenue(Application):
         self._annotate: Callable[[bytes], None] | None = None
         # Price and quantity conversions by symbol (made afresh when it is routed again).
         self._numbers: dict[str, FixNumbers] = {}
+        # The order manager and conversions of each routed symbol, by Symbol <55> as it comes.
+        self._sinks_by_code: dict[bytes, tuple[ReportSink, FixNumbers]] = {}
+        # The last TransactTime <60> read from an ExecutionReport and its time, ns.
+        self._transact: bytes | None = None
+        self._transact_ns = 0
 
     # ------------------------------------------------------------------ wiring
     @property
@@ -191,7 +200,11 @@ class FixVenue(Application):
         """Deliver what the venue says about ``instrument`` to ``sink`` (its order manager)."""
         self.instruments[instrument.symbol] = instrument
         self._sinks[instrument.symbol] = sink
-        self._numbers[instrument.symbol] = FixNumbers(instrument)
+        nums = self._numbers[instrument.symbol] = FixNumbers(instrument)
+        # Symbol <55> is read as Latin-1 text: the bytes a report names it by (a symbol that
+        # has none is looked up by _sink(), which says no report can name it).
+        with contextlib.suppress(UnicodeEncodeError):
+            self._sinks_by_code[instrument.symbol.encode("latin-1")] = (sink, nums)
         if self.feed is not None:
             self.feed.add_instrument(instrument)
 
@@ -619,27 +632,49 @@ class FixVenue(Application):
             poss_dup,
             transact,
         ) = m.get_many(_ER_TAGS)
-        sink, nums = self._sink((symbol or b"").decode("latin-1"))
-        rep = _execution_report(
-            client_order_id=(clordid or b"").decode("latin-1"),
-            orig_client_order_id=(orig or b"").decode("latin-1"),
-            venue_order_id=(venue_id or b"").decode("latin-1"),
-            exec_id=(exec_id or b"").decode("latin-1"),
-            exec_type=fix_to_exec_type(exec_type),
-            ord_status=fix_to_ord_status(status),
-            side=FIX_TO_SIDE.get(side or b""),
-            leaves_qty_lots=nums.qty_lots(151, leaves),
-            cum_qty_lots=nums.qty_lots(14, cum),
-            last_qty_lots=nums.qty_lots(32, last_qty) if last_qty else 0,
-            last_px_ticks=nums.px_ticks(31, last_px) if last_qty and last_px else 0,
-            order_qty_lots=nums.qty_lots(38, order_qty) if order_qty else 0,
-            px_ticks=nums.px_ticks(44, px) if px else 0,
-            text=(text or b"").decode("latin-1"),
-            poss_resend=poss_resend == b"Y",
-            poss_dup=poss_dup == b"Y",
-            ts_event=parse_timestamp(transact or b"") or 0,
-            ts_recv=m.ts_recv or self.clock.now_ns(),
+        sink, nums = self._sinks_by_code.get(symbol) or self._sink(  # type: ignore[arg-type]
+            (symbol or b"").decode("latin-1")
         )
+        # Codes, quantities and prices through the conversions' own memories first (a miss, a
+        # zero, or a bad or missing value goes to the converter, which raises naming the tag;
+        # in this order, as ExecutionReport's fields: a report with two bad values names the
+        # same tag as ever).
+        et = EXEC_TYPE_OF_CODE.get(exec_type)  # type: ignore[arg-type]
+        if et is None:  # (NEW is 0: not `or`)
+            et = fix_to_exec_type(exec_type)  # raises
+        st = ORD_STATUS_OF_CODE.get(status)  # type: ignore[arg-type]
+        if st is None:  # (NEW is 0: not `or`)
+            st = fix_to_ord_status(status)  # raises
+        lots, ticks = nums.lots_of, nums.ticks_of
+        leaves_lots: int | None = lots.get(leaves)  # type: ignore[arg-type]
+        if leaves_lots is None:
+            leaves_lots = nums.qty_lots(151, leaves)
+        cum_lots: int | None = lots.get(cum)  # type: ignore[arg-type]
+        if cum_lots is None:
+            cum_lots = nums.qty_lots(14, cum)
+        last_lots = (lots.get(last_qty) or nums.qty_lots(32, last_qty)) if last_qty else 0
+        last_ticks = (
+            (ticks.get(last_px) or nums.px_ticks(31, last_px)) if last_qty and last_px else 0
+        )
+        order_lots = (lots.get(order_qty) or nums.qty_lots(38, order_qty)) if order_qty else 0
+        px_ticks = (ticks.get(px) or nums.px_ticks(44, px)) if px else 0
+        if transact != self._transact:  # TransactTime <60>: the same ms for a burst's reports
+            self._transact_ns = parse_timestamp(transact or b"") or 0
+            self._transact = transact
+        # ExecutionReport's fields positionally, in their order (a test checks it against
+        # ExecutionReport(**...)); symbol, ord_type, avg_px_ticks, maker, client: not read.
+        rep = _execution_report(
+            clordid.decode("latin-1") if clordid else "",
+            orig.decode("latin-1") if orig else "",
+            venue_id.decode("latin-1") if venue_id else "",
+            exec_id.decode("latin-1") if exec_id else "",
+            et, st, FIX_TO_SIDE.get(side),  # type: ignore[arg-type]
+            leaves_lots, cum_lots, last_lots, last_ticks, order_lots, px_ticks,
+            text.decode("latin-1") if text else "",
+            poss_resend == b"Y", poss_dup == b"Y",
+            self._transact_ns, m.ts_recv or self.clock.now_ns(),
+            "", None, 0.0, False, 0,
+        )  # fmt: skip
         sink.on_execution_report(rep)
 
     def _on_cancel_reject(self, m: FixMessage) -> None:

@@ -5,6 +5,7 @@ Used by the FIX venue adapter (our side) and by the exchange simulator's FIX app
 (the venue's side), so both speak exactly the same codes.
 """
 
+from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 
 from engine.enums import ExecType, OrdStatus, OrdType, Side, TimeInForce
@@ -36,6 +37,10 @@ _EXEC_TYPE_CODE: dict[ExecType, bytes] = {e: _B36[int(e)].encode() for e in Exec
 _EXEC_TYPE_OF: dict[bytes, ExecType] = {v: k for k, v in _EXEC_TYPE_CODE.items()}
 _ORD_STATUS_CODE: dict[OrdStatus, bytes] = {s: _B36[int(s)].encode() for s in OrdStatus}
 _ORD_STATUS_OF: dict[bytes, OrdStatus] = {v: k for k, v in _ORD_STATUS_CODE.items()}
+#: The ExecType and OrdStatus of each code, for a hot path's ``.get`` (``None``: no such code;
+#: then :func:`fix_to_exec_type` / :func:`fix_to_ord_status` raise the error naming the tag).
+EXEC_TYPE_OF_CODE: Mapping[bytes, ExecType] = _EXEC_TYPE_OF
+ORD_STATUS_OF_CODE: Mapping[bytes, OrdStatus] = _ORD_STATUS_OF
 
 
 def exec_type_to_fix(et: ExecType, begin_string: str, status: OrdStatus) -> bytes:
@@ -114,7 +119,7 @@ class FixNumbers:
         Tick and lot sizes.
     """
 
-    __slots__ = ("_lots", "_ticks", "instrument", "px_texts", "qty_texts", "symbol")
+    __slots__ = ("instrument", "lots_of", "px_texts", "qty_texts", "symbol", "ticks_of")
 
     def __init__(self, instrument: Instrument) -> None:
         self.instrument = instrument
@@ -124,8 +129,11 @@ class FixNumbers:
         #: hot path (``px_texts.get(ticks) or px_text(ticks)``); never written from outside.
         self.px_texts: dict[int, bytes] = {}
         self.qty_texts: dict[int, bytes] = {}
-        self._ticks: dict[bytes, int] = {}
-        self._lots: dict[bytes, int] = {}
+        #: Prices (ticks) and quantities (lots) of the texts parsed so far, to read on the hot
+        #: path (``lots_of.get(text)``, then :meth:`qty_lots` when ``None``); never written
+        #: from outside.
+        self.ticks_of: dict[bytes, int] = {}
+        self.lots_of: dict[bytes, int] = {}
 
     def px_text(self, ticks: int) -> bytes:
         """Return a price in ticks as FIX decimal text."""
@@ -151,7 +159,7 @@ class FixNumbers:
         """Parse a FIX price into ticks; raise :class:`FixValueError` naming the tag."""
         if value is None:
             raise FixValueError(tag, value, "is missing")
-        known = self._ticks
+        known = self.ticks_of
         ticks = known.get(value)
         if ticks is None:
             ticks = px_ticks(self.instrument, tag, value)
@@ -164,7 +172,7 @@ class FixNumbers:
         """Parse a FIX quantity into lots; raise :class:`FixValueError` naming the tag."""
         if value is None:
             raise FixValueError(tag, value, "is missing")
-        known = self._lots
+        known = self.lots_of
         lots = known.get(value)
         if lots is None:
             lots = qty_lots(self.instrument, tag, value)

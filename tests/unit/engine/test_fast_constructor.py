@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from engine.enums import EngineState, OrdStatus, OrdType, Side, TimeInForce
+from engine.enums import EngineState, ExecType, OrdStatus, OrdType, Side, TimeInForce
 from engine.events import (
     BookUpdated,
     EngineStateChanged,
@@ -15,6 +15,7 @@ from engine.events import (
     OrderView,
     fast_constructor,
 )
+from engine.oms.venue import ExecutionReport
 
 VIEW = {
     "order_id": 7, "client_order_id": "C7", "orig_client_order_ids": ("C6",),
@@ -123,3 +124,44 @@ def test_no_positional_constructor_when_a_required_field_follows_a_default() -> 
     assert fast_constructor(Mixed)(b=2) == Mixed(b=2)
     with pytest.raises(TypeError, match="field 'b' without a default follows one"):
         fast_constructor(Mixed, positional=True)
+
+
+def test_every_field_positional_takes_defaulted_fields_too_in_order() -> None:
+    # The FIX adapter's ExecutionReport: keyword-only, required fields after defaulted ones.
+    make = fast_constructor(ExecutionReport, positional=True, every_field=True)
+    kw: dict[str, object] = {
+        "client_order_id": "A",
+        "orig_client_order_id": "O",
+        "venue_order_id": "V",
+        "exec_id": "E",
+        "exec_type": ExecType.TRADE,
+        "ord_status": OrdStatus.PARTIALLY_FILLED,
+        "side": Side.SELL,
+        "leaves_qty_lots": 2,
+        "cum_qty_lots": 1,
+        "last_qty_lots": 1,
+        "last_px_ticks": 24_000,
+        "order_qty_lots": 3,
+        "px_ticks": 24_001,
+        "text": "t",
+        "poss_resend": True,
+        "poss_dup": False,
+        "ts_event": 5,
+        "ts_recv": 6,
+        "symbol": "ESZ6",
+        "ord_type": OrdType.LIMIT,
+        "avg_px_ticks": 24_000.0,
+        "maker": True,
+        "client": 7,
+    }
+    names = [f.name for f in dataclasses.fields(ExecutionReport)]
+    assert sorted(names) == sorted(kw)
+    built = make(*(kw[n] for n in names))
+    assert type(built) is ExecutionReport
+    assert built == ExecutionReport(**kw)  # type: ignore[arg-type]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.cum_qty_lots = 3  # type: ignore[misc]
+    with pytest.raises(TypeError):  # no defaults: every field is required
+        make(*(kw[n] for n in names[:-1]))
+    with pytest.raises(TypeError, match="every_field needs positional=True"):
+        fast_constructor(ExecutionReport, every_field=True)

@@ -37,4 +37,4 @@ def test_bad_text_fails_every_time_naming_the_tag(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(fixcodes, "TEXT_MEMORY", 3)
     for t in range(10):
         assert nums.px_ticks(31, px_text(CL, t)) == t
-    assert len(nums._ticks) <= 3
+    assert len(nums.ticks_of) <= 3
