@@ -2,6 +2,8 @@
 """Pre-trade risk: each rule refuses with its name and values, per strategy and globally."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.clock import TestClock
 from engine.enums import ExecType, KillLevel, OrdStatus, Side
@@ -212,3 +214,97 @@ def test_on_new_order_sent_books_what_record_sent_and_on_working_changed_book() 
     refusal = one.check_new(3, "ESZ6", Side.BUY, 1, 1, 1.0)  # 3 lots working + 1: at the limit
     assert refusal is not None
     assert refusal.rule == "max_open_orders"
+
+
+class _Model:
+    """What risk books, as plain counters keyed as the checker once kept them (issue 25)."""
+
+    def __init__(self) -> None:
+        self.open: dict[int | None, int] = {}
+        self.position: dict[tuple[int | None, str], int] = {}
+        self.working: dict[tuple[int | None, str, int], int] = {}
+        self.sent: list[tuple[int, int]] = []  # (monotonic ns, strategy)
+
+    def add(self, d: dict, key: object, n: int) -> None:  # type: ignore[type-arg]
+        d[key] = d.get(key, 0) + n
+
+    def apply(
+        self, risk: RiskChecker, clock: TestClock, op: tuple[str, int, str, Side, int]
+    ) -> None:
+        """Do ``op`` to ``risk`` and book it here."""
+        kind, sid, sym, side, n = op
+        if kind == "new":
+            risk.on_new_order_sent(sid, sym, side, abs(n))
+            self.sent.append((clock.monotonic_ns(), sid))
+            for key in (None, sid):
+                self.add(self.open, key, 1)
+                self.add(self.working, (key, sym, int(side)), abs(n))
+        elif kind == "working":
+            risk.on_working_changed(sid, sym, side, n // 2, n)
+            for key in (None, sid):
+                self.add(self.open, key, n // 2)
+                self.add(self.working, (key, sym, int(side)), n)
+        elif kind in ("fill", "restore"):
+            lots = int(side) * abs(n) if kind == "fill" else n
+            if kind == "fill":
+                risk.on_fill(sid, sym, side, abs(n))
+            else:
+                risk.restore_position(sid, sym, n)
+            for key in (None, sid):
+                self.add(self.position, (key, sym), lots)
+        elif kind == "sent":
+            risk.record_sent(sid)
+            self.sent.append((clock.monotonic_ns(), sid))
+        else:
+            clock.advance(abs(n) * 300_000_000)
+
+
+_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["new", "working", "fill", "restore", "sent", "wait"]),
+        st.sampled_from([1, 2, 20170101]),
+        st.sampled_from(["ESZ6", "NQZ6"]),
+        st.sampled_from([Side.BUY, Side.SELL]),
+        st.integers(-3, 5),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_OPS)
+def test_bookkeeping_matches_plain_counters(ops: list[tuple[str, int, str, Side, int]]) -> None:
+    # Positions, working orders and lots per side, and the rate windows (per strategy and
+    # engine-wide, the engine's being every strategy's sends together), after any sequence.
+    clock = TestClock()
+    risk, m = RiskChecker(clock), _Model()
+    for op in ops:
+        m.apply(risk, clock, op)
+    horizon = clock.monotonic_ns() - 1_000_000_000
+    for key in (None, 1, 2, 20170101, 99):
+        assert risk.open_orders(key) == m.open.get(key, 0)
+        in_window = [s for t, s in m.sent if t > horizon and (key is None or s == key)]
+        assert risk.sent_in_window(key) == len(in_window)
+        for sym in ("ESZ6", "NQZ6", "CLF7"):
+            assert risk.position(sym, key) == m.position.get((key, sym), 0)
+            for side in (Side.BUY, Side.SELL):
+                want = m.working.get((key, sym, int(side)), 0)
+                assert risk.working_lots(sym, side, key) == want
+    for sym in ("ESZ6", "NQZ6", "CLF7"):
+        held = sorted(k for (k, s), p in m.position.items() if k is not None and s == sym and p)
+        assert risk.strategies_with_position(sym) == held
+
+
+def test_engine_wide_rate_limit_counts_every_strategys_sends() -> None:
+    clock = TestClock()
+    risk = RiskChecker(clock, RiskLimits(max_orders_per_second=3))
+    for sid in (1, 2, 3):
+        assert risk.check_new(sid, "ESZ6", Side.BUY, 1, 100, 1.0) is None
+        risk.on_new_order_sent(sid, "ESZ6", Side.BUY, 1)
+        clock.advance(100_000_000)
+    refusal = risk.check_new(4, "ESZ6", Side.BUY, 1, 100, 1.0)
+    assert refusal is not None
+    assert str(refusal) == "max_order_rate: 3 orders in the last second + 1 > 3/s (engine-wide)"
+    clock.advance(700_000_001)  # the first send (at 0) leaves the window
+    assert risk.sent_in_window() == 2
+    assert risk.check_new(4, "ESZ6", Side.BUY, 1, 100, 1.0) is None
