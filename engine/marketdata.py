@@ -44,8 +44,9 @@ _book_updated_of = fast_constructor(BookUpdated, positional=True)  # a tick's, i
 class L2BookView:
     """Read-only :class:`engine.strategy.base.BookView` of one book of an :class:`L2Books`.
 
-    The touch is read straight from the books' arrays (their read-only views, which follow
-    every update): a strategy asks for it on every book update.
+    The touch is read straight from the books' arrays (memoryviews of their read-only views,
+    which follow every update: an element of a memoryview is a quarter of the cost of
+    ``ndarray.item``): a strategy asks for it on every book update.
     """
 
     __slots__ = ("_books", "_index", "_levels", "_n", "_state", "_symbol")
@@ -54,8 +55,8 @@ class L2BookView:
         self._books = books
         self._index = index
         self._symbol = symbol
-        self._levels = books.levels  # int64[book, side, level], read-only
-        self._state = books.state  # int64[book, L2S_*], read-only
+        self._levels = books.levels.data  # int64[book, side, level], read-only
+        self._state = books.state.data  # int64[book, L2S_*], read-only
         self._n = books.n_levels
 
     @property
@@ -66,18 +67,18 @@ class L2BookView:
     def best_bid(self) -> tuple[int, int] | None:
         """Return ``(px_ticks, qty_lots)`` of the best bid, or ``None``."""
         st, b = self._state, self._index
-        i = st.item(b, L2S_BID)
+        i: int = st[b, L2S_BID]
         if i < 0:
             return None
-        return st.item(b, L2S_BASE) + i, self._levels.item(b, BID_SIDE, i)
+        return st[b, L2S_BASE] + i, self._levels[b, BID_SIDE, i]
 
     def best_ask(self) -> tuple[int, int] | None:
         """Return ``(px_ticks, qty_lots)`` of the best ask, or ``None``."""
         st, b = self._state, self._index
-        i = st.item(b, L2S_ASK)
+        i: int = st[b, L2S_ASK]
         if i >= self._n:
             return None
-        return st.item(b, L2S_BASE) + i, self._levels.item(b, ASK_SIDE, i)
+        return st[b, L2S_BASE] + i, self._levels[b, ASK_SIDE, i]
 
     def depth_at(self, side: Side, px_ticks: int) -> int:
         """Return the size in lots at a price on one side."""
@@ -128,6 +129,7 @@ class MarketData:
         self._touch_row = self._touch[0]
         self._apply_row = self.books.row_applier(self._touch)
         self._wants = bus.wants  # (the bus is this object's for its life)
+        self._book_updated = bus.interest(BookUpdated)  # .wanted: wants(BookUpdated), current
         self._publish_event = bus.publish
         self.queue: L2QueuePositions | None = None
         self._queue_keys = itertools.count(1)
@@ -195,7 +197,7 @@ class MarketData:
             # A row that comes alone (a tick): one kernel call, the touch and the row's kind
             # from one small array; the row itself is read only for a trade or an event.
             kind = self._apply_row(events)
-            if kind == L2_TRADE or self._wants(BookUpdated):
+            if kind == L2_TRADE or self._book_updated.wanted:
                 self._one_row_events(events, kind != L2_TRADE)  # (a trade asks again)
             return 1
         if dtype is not L2_EVENT_DTYPE and dtype != L2_EVENT_DTYPE:

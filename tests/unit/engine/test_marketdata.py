@@ -174,3 +174,24 @@ def test_the_book_view_reads_the_touch_the_books_hold() -> None:
         assert view.best_bid() == md.books.best_bid(1)
         assert view.best_ask() == md.books.best_ask(1)
     assert md.book("ESZ6").best_bid() is None  # type: ignore[union-attr]  # the other book
+
+
+def test_the_book_view_follows_the_window_when_the_books_recentre() -> None:
+    # Prices walk far beyond the 32-tick window: the books move it (their base changes); the
+    # view, reading the books' memory, answers as the books do after every row.
+    md = MarketData(["ESZ6"], MessageBus(), TestClock(), n_levels=32, centres=[1_000])
+    view = md.book("ESZ6")
+    assert view is not None
+    rng = np.random.default_rng(11)
+    mid = 1_000
+    for _ in range(400):
+        mid += int(rng.integers(-6, 7))
+        row = np.zeros(1, L2_EVENT_DTYPE)
+        side = BUY if rng.random() < 0.5 else SELL
+        row["side"], row["kind"] = side, L2_SET
+        row["px"] = mid - int(rng.integers(1, 4)) if side == BUY else mid + int(rng.integers(1, 4))
+        row["qty"] = int(rng.integers(0, 4))
+        md.apply(row)
+        assert view.best_bid() == md.books.best_bid(0)
+        assert view.best_ask() == md.books.best_ask(0)
+    assert md.books.recentres(0) > 0
