@@ -302,9 +302,7 @@ class RiskChecker:
 
     def position(self, symbol: str, strategy_id: int | None = None) -> int:
         """Return the net position in lots (signed) of a strategy, or of the whole engine."""
-        of = self._exposure.get(symbol)
-        exposure = of.get(strategy_id) if of is not None else None
-        return exposure.position if exposure is not None else 0
+        return self._exposure[symbol][strategy_id].position  # (made, at zero, if new)
 
     def working_lots(self, symbol: str, side: Side, strategy_id: int | None = None) -> int:
         """Return the leaves quantity of the working orders of a strategy (or all) on a side."""
