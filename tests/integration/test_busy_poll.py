@@ -16,10 +16,8 @@ import pytest
 from engine.busypoll import busy_poll_for
 from engine.fix.application import Application, SessionID
 from engine.fix.message import FixMessage, OutMessage
-from engine.fix.session import FixSession, lookup_session
-from engine.fix.settings import SessionSettings, SettingsError, load_settings
-from engine.fix.store import MemoryStore
-from engine.fix.transport import SocketAcceptor, SocketInitiator
+from engine.fix.session import lookup_session
+from engine.fix.settings import SettingsError, load_settings
 from engine.remote.tls import make_self_signed, server_context
 from tests.factories import socket_pair
 
@@ -141,49 +139,17 @@ async def _tls_trade(tmp: Path) -> tuple[int, bytes]:
     make_self_signed(tmp / "c.crt", tmp / "c.key")
     server_ctx = server_context(tmp / "c.crt", tmp / "c.key")
     client_ctx = ssl.create_default_context(cafile=str(tmp / "c.crt"))
-    venue = FixSession(
-        SessionSettings(
-            begin_string="FIX.4.4",
-            sender_comp_id="EXCH",
-            target_comp_id="ME",
-            connection_type="acceptor",
-            heart_bt_int=30,
-            use_data_dictionary=False,
-            busy_poll_microseconds=50_000,
-        ),
-        MemoryStore(),
-        _Echo(),
-    )
     app = _Client()
-    client = FixSession(
-        SessionSettings(
-            begin_string="FIX.4.4",
-            sender_comp_id="ME",
-            target_comp_id="EXCH",
-            connection_type="initiator",
-            heart_bt_int=30,
-            use_data_dictionary=False,
-            busy_poll_microseconds=50_000,
-        ),
-        MemoryStore(),
+    async with socket_pair(
+        _Echo(),
         app,
-    )
-    acceptor = SocketAcceptor([venue], port=0, ssl=server_ctx)
-    await acceptor.start()
-    initiator = SocketInitiator(
-        client, [("127.0.0.1", acceptor.port)], ssl=client_ctx, server_hostname="localhost"
-    )
-    await initiator.start()
-    try:
-        await initiator.wait_logged_on(5)
+        tls=(server_ctx, client_ctx),
+        use_data_dictionary=False,
+        busy_poll_microseconds=50_000,
+    ) as pair:
         watching = busy_poll_for(asyncio.get_running_loop()).watching
-        client.send(OutMessage(b"D", [(11, b"tls1"), (54, b"1"), (55, b"X")]))
+        pair.client.send(OutMessage(b"D", [(11, b"tls1"), (54, b"1"), (55, b"X")]))
         return watching, await asyncio.wait_for(app.got.get(), 5)
-    finally:
-        await initiator.stop()
-        await acceptor.stop()
-        venue.close()
-        client.close()
 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl CLI not available")
