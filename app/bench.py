@@ -340,7 +340,8 @@ def bench_fix(opts: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         "the default.",
         "",
         "Batch table (seed 003): FIX 4.4, send a batch of NewOrderSingles, wait for all reports, "
-        "repeat; latency of an order from its send to its report. Targets: every row >= "
+        "repeat (the next batch sent from the callback of the report that completes one); "
+        "latency of an order from its send to its report. Targets: every row >= "
         f"{TARGET_RATIO:g}x QuickFIX, batch 1 >= {TARGET_PING_PONG:,.0f}/s.",
         "",
         *b_lines,
