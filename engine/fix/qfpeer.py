@@ -95,19 +95,46 @@ class _Exchange(_Base):
 
 
 class _Client(_Base):
+    """The initiator's application: batches of orders, as ours sends them.
+
+    ``run_row`` sends ``rounds`` batches of ``n`` orders: the next from the callback of the
+    report that completes a batch, ``done`` set after the last.
+    """
+
     def __init__(self) -> None:
         super().__init__()
         self.logged_on = threading.Event()
         self.done = threading.Event()
-        self.received = 0
-        self.target = 0
+        self.sent = 0
+        self.got = 0
+        self.n = 1
+        self.rounds_left = 0
 
     def onLogon(self, session_id: object) -> None:
         self.logged_on.set()
 
+    def run_row(self, n: int, rounds: int) -> None:
+        """Send ``rounds`` batches of ``n``; return when every report is in."""
+        self.done.clear()
+        self.n, self.got, self.rounds_left = n, 0, rounds
+        self.send_batch()
+        if not self.done.wait(60):
+            raise TimeoutError(f"QuickFIX: {self.rounds_left} batches of {n} not answered")
+
+    def send_batch(self) -> None:
+        self.rounds_left -= 1
+        for _ in range(self.n):
+            self.sent += 1
+            self.send(self.sent)
+
     def fromApp(self, message: object, session_id: object) -> None:
-        self.received += 1
-        if self.received >= self.target:
+        self.got += 1
+        if self.got < self.n:
+            return
+        self.got = 0
+        if self.rounds_left > 0:
+            self.send_batch()
+        else:
             self.done.set()
 
     def send(self, i: int) -> None:
@@ -150,26 +177,12 @@ def _initiator(port: int, orders_per_row: int, batches: list[int]) -> None:
     if not app.logged_on.wait(20):
         sys.stdout.write("RESULT {}\n")
         os._exit(1)
-    sent = 0
-
-    def batch(n: int) -> None:
-        nonlocal sent
-        app.done.clear()
-        app.target = app.received + n
-        for _ in range(n):
-            sent += 1
-            app.send(sent)
-        if not app.done.wait(60):
-            raise TimeoutError(f"QuickFIX: {app.target - app.received} reports missing")
-
-    for _ in range(200):  # the connection's first round trips (not counted), as ours
-        batch(1)
+    app.run_row(1, 200)  # the connection's first round trips (not counted), as ours
     rates: dict[int, float] = {}
     for n in batches:
         rounds = max(3, orders_per_row // n)
         t0 = time.perf_counter()
-        for _ in range(rounds):
-            batch(n)
+        app.run_row(n, rounds)
         rates[n] = rounds * n / (time.perf_counter() - t0)
     sys.stdout.write("RESULT " + json.dumps(rates) + "\n")
     sys.stdout.flush()
