@@ -14,8 +14,15 @@ from dataclasses import dataclass
 from engine.fix.message import FixMessage, OutMessage
 
 
+class _HashSlot:
+    # Where SessionID keeps its hash: a slot outside the dataclass's fields (so not in
+    # fields(), asdict(), repr, comparisons or pickles; made again when missing).
+    __slots__ = ("_hash",)
+    _hash: int
+
+
 @dataclass(frozen=True, slots=True)
-class SessionID:
+class SessionID(_HashSlot):
     """Identity of a session, seen from our side: the one session id of the engine.
 
     The settings file (``engine.fix.settings.SessionSettings.session_id``), the running
@@ -45,6 +52,27 @@ class SessionID:
     sender_location_id: str = ""
     target_sub_id: str = ""
     target_location_id: str = ""
+
+    def __hash__(self) -> int:
+        # The dataclass's hash (of the fields' tuple), made once: sessions are looked up by
+        # their id per message (an application's dict of sessions, the registry).
+        try:
+            return self._hash
+        except AttributeError:
+            h = hash(
+                (
+                    self.begin_string,
+                    self.sender_comp_id,
+                    self.target_comp_id,
+                    self.qualifier,
+                    self.sender_sub_id,
+                    self.sender_location_id,
+                    self.target_sub_id,
+                    self.target_location_id,
+                )
+            )
+            object.__setattr__(self, "_hash", h)
+            return h
 
     def __str__(self) -> str:
         """Return ``FIX.4.4:ME->EXCH``, with ``/SUB/LOC`` parts and ``:QUALIFIER`` when set."""

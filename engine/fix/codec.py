@@ -340,6 +340,12 @@ def _row_views(fields: npt.NDArray[np.int64]) -> tuple[memoryview, memoryview, m
     return v0, v1, v2
 
 
+def _first_row(msgs: npt.NDArray[np.int64]) -> memoryview:
+    # The first row of the message table as a memoryview of int64 ("q"): its ``tolist()`` is
+    # the row without a numpy call.
+    return msgs.reshape(-1)[: _kernels.MSG_COLUMNS].data.cast("B").cast("q")
+
+
 def _ints(column: npt.NDArray[np.int64]) -> array[int]:
     # A contiguous int64 column as array("q"): one memcpy (``tolist`` made a Python int of
     # every value: three quarters of the cost of decoding into messages).
@@ -634,6 +640,47 @@ class DecodedBatch:
         return out
 
 
+def _one_frame(
+    buf: bytes,
+    msgs: npt.NDArray[np.int64],
+    fields: npt.NDArray[np.int64],
+    row: list[int],
+    checked: list[int] | None,
+    nf: int,
+    views: tuple[memoryview, memoryview, memoryview],
+) -> DecodedBatch:
+    # DecodedBatch(buf, msgs, fields, [row], checked, frames=1, nfields=nf, views=views) for a
+    # good frame, its field lists made at once (every consumer of a one-frame batch asks for
+    # them), slots set without __init__ (its keywords cost as much as the copies).
+    k = nf * 8
+    v0, v1, v2 = views
+    tags = array("q")
+    tags.frombytes(v0[:k])
+    starts = array("q")
+    starts.frombytes(v1[:k])
+    ends = array("q")
+    ends.frombytes(v2[:k])
+    b = _new_batch(DecodedBatch)
+    b.buf = buf
+    b._all_msgs = msgs
+    b._all_fields = fields
+    b._nm = 1
+    b._nf = nf
+    b._msgs_v = None
+    b._fields_v = None
+    b._views = views
+    b._rows = [row]
+    b._lists = (tags, starts, ends)
+    b.checked = checked
+    return b
+
+
+_new_batch = object.__new__
+#: The compiled scan_and_check for (bytes, int, the decoder's tables, int), found after its
+#: first call (:func:`engine.fix._kernels.compiled_entry`).
+_scan_and_check: list[Callable[..., tuple[int, int, int]] | None] = [None]
+
+
 class FixDecoder:
     """Incremental FIX decoder over a byte stream.
 
@@ -660,6 +707,7 @@ class FixDecoder:
         "_fields",
         "_msgs",
         "_pending",
+        "_row",
         "_views",
         "garbled",
         "layouts",
@@ -676,8 +724,10 @@ class FixDecoder:
         self._pending = b""
         self._data_tags = data_tag_table(data_length_tags)
         self._msgs = np.zeros((256, _kernels.MSG_COLUMNS), dtype=np.int64)
+        self._row = _first_row(self._msgs)
         self._fields = np.zeros((3, 8192), dtype=np.int64)
         self._views = _row_views(self._fields)
+        # At least one mark per row of the message table (kept so by _ensure).
         self._checked = np.zeros(256, dtype=np.int64)
         self._expect = _NO_EXPECTATION
         #: The session's layouts (:mod:`engine.fix.layouts`): each frame decoded is marked
@@ -719,8 +769,11 @@ class FixDecoder:
         rows = min(nbytes // 64, 1 << 20)
         if self._msgs.shape[0] < rows:
             self._msgs = np.zeros((rows, _kernels.MSG_COLUMNS), dtype=np.int64)
+            self._row = _first_row(self._msgs)
+            if self._checked.shape[0] < rows:
+                self._checked = np.zeros(rows, dtype=np.int64)
 
-    def decode_batch(self, data: bytes) -> DecodedBatch:
+    def decode_batch(self, data: bytes) -> DecodedBatch:  # noqa: C901  (the read path in one)
         """Frame ``data`` (appended to any pending tail) and return the frames as arrays.
 
         Dropped frames are counted and reported as in :meth:`feed`; they also appear in the
@@ -736,14 +789,14 @@ class FixDecoder:
         msgs = self._msgs
         fields = self._fields
         layouts = self.layouts
-        marked = bool(layouts)  # the kernel marks every frame, unless more passes come
+        # The kernel marks every frame (unless more passes come) when there are layouts to
+        # check; ``_progs`` is ``len(layouts)`` without the call.
+        marked = layouts is not None and layouts._progs > 0
         if marked:
             assert layouts is not None
-            # One kernel call frames and checks the layouts (a second call costs its dispatch).
-            out = self._checked
-            if out.shape[0] < msgs.shape[0]:
-                out = self._checked = np.zeros(msgs.shape[0], dtype=np.int64)
-            nm, nf, consumed = _kernels.scan_and_check(
+            # One kernel call frames and checks the layouts (a second call costs its dispatch;
+            # ``_checked`` has a row per frame row: _ensure keeps it so).
+            args = (
                 buf,
                 n,
                 msgs,
@@ -751,15 +804,36 @@ class FixDecoder:
                 self._data_tags,
                 self._expect,
                 layouts.table,
-                out,
+                self._checked,
                 layouts.base,
             )
+            entry = _scan_and_check[0]
+            if entry is not None and type(buf) is bytes:
+                # Every argument is of the types the entry was compiled for: bytes, ints and
+                # the int64 / uint8 tables this decoder and its LayoutTable make.
+                nm, nf, consumed = entry(*args)
+            else:
+                nm, nf, consumed = _kernels.scan_and_check(*args)
+                if entry is None and type(buf) is bytes:
+                    _scan_and_check[0] = _kernels.compiled_entry(_kernels.scan_and_check, args)
         else:
             nm, nf, consumed = _kernels.scan_frames(
                 buf, n, msgs, fields, self._data_tags, self._expect
             )
         if consumed >= n:
             self._pending = b""
+            if nm == 1:
+                # One message per read, the latency path: its row from the table's bytes, its
+                # fields copied out once, the batch made without __init__'s keywords.
+                row = self._row.tolist()
+                if not row[4]:
+                    if marked:
+                        checked: list[int] | None = [self._checked.item(0)]
+                    elif layouts is None:
+                        checked = None
+                    else:
+                        checked = [layouts.base]  # no layout kept yet: LAYOUT_UNKNOWN
+                    return _one_frame(buf, msgs, fields, row, checked, nf, self._views)
             if nm <= 32:
                 # The common case: everything framed in one pass, few frames (a read of one
                 # message is the latency path: no numpy call here besides the table's rows).

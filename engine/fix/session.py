@@ -163,6 +163,18 @@ class _UnsupportedVersion(Exception):
     """BeginString <8> differs from the session's."""
 
 
+#: What _next answers when processing a message raises it (see FixSession._handle); anything
+#: else is a crash (the connection is dropped).
+_HANDLED = (
+    FieldNotFound,
+    IncorrectTagValue,
+    IncorrectDataFormat,
+    UnsupportedMessageType,
+    RejectLogon,
+    _UnsupportedVersion,
+    _Disconnect,
+)
+
 _SESSIONS: dict[SessionID, FixSession] = {}
 
 
@@ -488,6 +500,51 @@ class FixSession:
         """
         if self.wants_disconnect:
             return []
+        if head is not None and head[_HEAD] & _HEAD_FAST_MASK == _HEAD_FAST:
+            # The latency path: on_messages -> _next -> _next_app_read for one application
+            # message, inlined (the same checks in the same order, the same effects; any
+            # check that fails, and a message the decoder's kernel did not prove valid when
+            # the session validates, take the full path below, where nothing changed yet).
+            st = self.state
+            store = self.store
+            cfg = self.config
+            expected = store._target if type(store) is MemoryStore else store.next_target_seq_num
+            layouts = self.layouts
+            if (
+                st.received_logon
+                and st.resend_range == _NO_RANGE
+                and head[_SEQ] == expected
+                and self.schedule is None
+                and (not cfg.check_comp_id or head[_HEAD] & _HEAD_COMP_IDS)
+                and (
+                    not cfg.check_latency
+                    or abs(now_ns // _NS - head[_SENT] // _NS) <= cfg.max_latency
+                )
+                and (
+                    self._session_dd is None
+                    or (layouts is not None and msg.checked == layouts.valid)
+                )
+            ):
+                self._depth += 1
+                self._now = now_ns
+                try:
+                    log = self.log
+                    if type(log) is not NullLog:
+                        log.on_incoming(msg.raw, now_ns)
+                    st.last_received_ns = now_ns
+                    st.test_request = 0
+                    self.app.from_app(msg, self.session_id)
+                    if type(store) is MemoryStore:
+                        store._target += 1
+                    else:
+                        store.incr_next_target_seq_num()
+                    self._after_next(st)
+                except Exception as e:
+                    self._next_failed(e, msg)
+                self._depth -= 1
+                out = self._out
+                self._out = []
+                return out
         return self.on_messages((msg,), now_ns, None if head is None else (head,))
 
     def on_messages(
@@ -558,17 +615,19 @@ class FixSession:
         self._leave()
         self.log.flush()
 
-    def send(self, message: OutMessage) -> bool:
+    def send(self, message: OutMessage, *, now_ns: int | None = None) -> bool:
         """Send an application (or admin) message; False when not sent now.
 
         Called from inside a callback, the bytes go out with the entry point's result;
-        otherwise they are written through the responder set by the transport.
+        otherwise they are written through the responder set by the transport. ``now_ns``:
+        the caller's clock reading, used instead of the session's clock outside an entry
+        point (inside one, the entry point's time is used).
         """
         message.header.pop(43, None)
         message.header.pop(122, None)
         outside = self._depth == 0
         if outside:
-            self._enter(self._clock.now_ns())
+            self._enter(self._clock.now_ns() if now_ns is None else now_ns)
         try:
             ok = self._send_raw(message)
         finally:
@@ -629,13 +688,31 @@ class FixSession:
         return AppTemplate(self, mt, given, encoder, None if identity else order)
 
     def send_template(  # noqa: C901  (one hot path, its checks inlined)
-        self, template: AppTemplate, values: Sequence[bytes]
-    ) -> bool:
+        self, template: AppTemplate, values: Sequence[bytes], now_ns: int | None = None
+    ) -> int:
         """Send ``template`` with ``values`` in its slots; like :meth:`send`, faster.
 
         The message is built as bytes directly, without an :class:`OutMessage`, unless the
         application overrides ``to_app`` (which must see, and may change, the message): then
         this is ``send(template.message(values))``.
+
+        Parameters
+        ----------
+        template : AppTemplate
+            A template of this session (:meth:`template`).
+        values : sequence of bytes
+            One value per slot, in the order of the template's slots.
+        now_ns : int, optional
+            The caller's clock reading, ns since the epoch, used instead of reading the
+            session's clock when called outside an entry point (SendingTime <52>); inside
+            one (from a callback) the entry point's time is used, as :meth:`send` does.
+
+        Returns
+        -------
+        int
+            The message's MsgSeqNum <34> when it was sent (or queued for the transport) now;
+            0 when not (not logged on, or ``to_app`` raised DoNotSend), so the result tests
+            true exactly when it was sent, as the ``bool`` it used to be.
 
         Raises
         ------
@@ -647,15 +724,16 @@ class FixSession:
         app = self.app
         if app is not self._plain_app:  # checked once per application object
             if type(app).to_app is not Application.to_app:
-                return self.send(template.message(values))
+                return self._send_message(template.message(values), now_ns)
             self._plain_app = app
         outside = self._depth == 0
         if outside:
-            self._now = self._clock.now_ns()
+            self._now = self._clock.now_ns() if now_ns is None else now_ns
         now = self._now
         st = self.state
         store = self.store
-        seq = store.next_sender_seq_num
+        memory = store if type(store) is MemoryStore else None
+        seq = memory._sender if memory is not None else store.next_sender_seq_num
         if len(values) != template.slots:
             raise ValueError(f"template takes {template.slots} values, got {len(values)}")
         order = template._order
@@ -666,11 +744,16 @@ class FixSession:
             ts = self._timestamp()
         raw = template._encoder.encode2(b"%d" % seq, ts, values)
         st.last_sent_ns = now
-        if self._persist:
-            store.set(seq, raw)
-        store.incr_next_sender_seq_num()
+        if memory is not None:  # MemoryStore.set and incr_next_sender_seq_num, inlined
+            if self._persist:
+                memory._messages[seq] = raw
+            memory._sender = seq + 1
+        else:
+            if self._persist:
+                store.set(seq, raw)
+            store.incr_next_sender_seq_num()
         if not (st.received_logon and st.sent_logon):  # st.logged_on, inlined
-            return False
+            return 0
         log = self.log
         if type(log) is not NullLog:
             log.on_outgoing(raw, now)
@@ -681,7 +764,12 @@ class FixSession:
             self._out = []
             for data in out:
                 responder(data)
-        return True
+        return seq
+
+    def _send_message(self, message: OutMessage, now_ns: int | None) -> int:
+        # send() for send_template's slow path: the MsgSeqNum when sent, else 0.
+        seq = self.store.next_sender_seq_num
+        return seq if self.send(message, now_ns=now_ns) else 0
 
     def drain(self) -> list[bytes]:
         """Return (and forget) bytes produced outside entry points with no responder set."""
@@ -852,9 +940,7 @@ class FixSession:
                 _log.exception("%s: layout not kept for the decoder", self.session_id)
         return issue
 
-    def _next(  # noqa: C901  (QuickFIX's dispatch)
-        self, msg: FixMessage, queued: bool, row: Sequence[int] | None = None
-    ) -> None:
+    def _next(self, msg: FixMessage, queued: bool, row: Sequence[int] | None = None) -> None:
         st = self.state
         # An application message whose header the decoder's kernel read (row): its MsgType
         # is not needed unless the fast path declines (any non-admin value means the same to
@@ -872,36 +958,8 @@ class FixSession:
                     self._dispatch(msg, msg.get(35) or b"")
             elif head is None or not self._next_app_in_sequence(msg, head):
                 self._dispatch(msg, mt)
-        except FieldNotFound as e:
-            if self._fix42_plus and mt not in ADMIN_MSG_TYPES:
-                self._logex(self._generate_business_reject, msg, 5, e.tag)
-            else:
-                self._logex(self._generate_reject, msg, 1, e.tag)
-                if mt == b"A":
-                    self._event("Required field missing from logon")
-                    self._disconnect()
-        except IncorrectTagValue as e:
-            self._logex(self._generate_reject, msg, 5, e.tag)
-        except IncorrectDataFormat as e:
-            self._logex(self._generate_reject, msg, 6, e.tag)
-        except UnsupportedMessageType:
-            if self._fix42_plus:
-                self._logex(self._generate_business_reject, msg, 3, 0)
-            else:
-                self._logex(self._generate_text_reject, msg, "Unsupported message type")
-        except RejectLogon as e:
-            self._event(str(e))
-            self._generate_logout(str(e))
-            self._disconnect()
-        except _UnsupportedVersion:
-            if mt == b"5":
-                self._next_logout(msg)
-            else:
-                self._generate_logout("Incorrect BeginString")
-                self.store.incr_next_target_seq_num()
-        except _Disconnect as e:
-            self._event(str(e))
-            self._disconnect()
+        except _HANDLED as e:
+            self._handle(e, msg, mt)
         if self.wants_disconnect:
             return
         if not queued and st.queue:
@@ -914,6 +972,64 @@ class FixSession:
                 if hb == 0 or (now - st.last_sent_ns < hb and now - st.last_received_ns < hb):
                     return
             self._next_timer()
+
+    def _after_next(self, st: SessionState) -> None:
+        # The end of _next for a message taken (not queued) when nothing raised.
+        if self.wants_disconnect:
+            return
+        if st.queue:
+            self._next_queued()
+        if st.received_logon and st.sent_logon:  # st.logged_on, inlined
+            if self.enabled and self.schedule is None and not st.sent_logout:
+                hb = st.heart_bt_int * _NS
+                now = self._now
+                if hb == 0 or (now - st.last_sent_ns < hb and now - st.last_received_ns < hb):
+                    return
+            self._next_timer()
+
+    def _next_failed(self, e: Exception, msg: FixMessage) -> None:
+        # What _next and on_messages do when an application message's processing raised
+        # (the inlined path of on_message): answer as _next does, then go on as it does.
+        try:
+            if not isinstance(e, _HANDLED):
+                raise e
+            self._handle(e, msg, _NOT_ADMIN)
+            self._after_next(self.state)
+        except Exception as e2:
+            self._crash(e2)
+
+    def _handle(self, e: Exception, msg: FixMessage, mt: bytes) -> None:
+        # _next's answers to what processing a message raised (QuickFIX's catch clauses).
+        if isinstance(e, FieldNotFound):
+            if self._fix42_plus and mt not in ADMIN_MSG_TYPES:
+                self._logex(self._generate_business_reject, msg, 5, e.tag)
+            else:
+                self._logex(self._generate_reject, msg, 1, e.tag)
+                if mt == b"A":
+                    self._event("Required field missing from logon")
+                    self._disconnect()
+        elif isinstance(e, IncorrectTagValue):
+            self._logex(self._generate_reject, msg, 5, e.tag)
+        elif isinstance(e, IncorrectDataFormat):
+            self._logex(self._generate_reject, msg, 6, e.tag)
+        elif isinstance(e, UnsupportedMessageType):
+            if self._fix42_plus:
+                self._logex(self._generate_business_reject, msg, 3, 0)
+            else:
+                self._logex(self._generate_text_reject, msg, "Unsupported message type")
+        elif isinstance(e, RejectLogon):
+            self._event(str(e))
+            self._generate_logout(str(e))
+            self._disconnect()
+        elif isinstance(e, _UnsupportedVersion):
+            if mt == b"5":
+                self._next_logout(msg)
+            else:
+                self._generate_logout("Incorrect BeginString")
+                self.store.incr_next_target_seq_num()
+        elif isinstance(e, _Disconnect):
+            self._event(str(e))
+            self._disconnect()
 
     def _dispatch(self, msg: FixMessage, mt: bytes) -> None:  # noqa: C901  (QuickFIX's order)
         if msg.get(49) is None:
