@@ -264,7 +264,7 @@ class SimFixApplication(Application):
                 client.owner, clordid, symbol, side, 1, 0, ord_type, tif, ts=now
             )
         else:
-            nums = self._numbers(symbol)
+            nums = self._nums.get(symbol) or self._numbers(symbol)
             assert nums is not None
             if qty_raw is None:
                 raise FieldNotFound(38)
@@ -273,8 +273,13 @@ class SimFixApplication(Application):
             elif px_raw is None:
                 raise FieldNotFound(44)
             try:
-                qty = nums.qty_lots(38, qty_raw)
-                px = nums.px_ticks(44, px_raw) if px_raw is not None else 0
+                # The conversions' memories first (a miss or a zero: the converter).
+                qty = nums.lots_of.get(qty_raw) or nums.qty_lots(38, qty_raw)
+                px = (
+                    (nums.ticks_of.get(px_raw) or nums.px_ticks(44, px_raw))
+                    if px_raw is not None
+                    else 0
+                )
             except FixValueError as e:
                 why = _grid_text(ins, e, px_raw if e.tag == 44 else qty_raw)
                 reports = [
@@ -459,7 +464,11 @@ class SimFixApplication(Application):
                     client.ack_templates[(order.symbol, order.side)] = ack
                 nums = self._nums[order.symbol]  # made by _ack_template at the latest
                 epoch = self._epoch
-                qty = nums.qty_text(order.qty)
+                qty = nums.qty_texts.get(order.qty) or nums.qty_text(order.qty)
+                precision = client.ts_precision  # _timestamp(ts, precision), its test inlined
+                unit = 1_000_000 if precision == 3 else 1_000_000_000
+                if ts // unit != self._ts_key or precision != self._ts_precision:
+                    self._timestamp(ts, precision)  # (else its text is the one it made last)
                 session.send_template(
                     ack,
                     [
@@ -467,8 +476,8 @@ class SimFixApplication(Application):
                         b"%sX%d" % (epoch, raw[3]),
                         b"%s%d" % (epoch, order.id),
                         qty,
-                        nums.px_text(order.px),
-                        self._timestamp(ts, client.ts_precision),
+                        nums.px_texts.get(order.px) or nums.px_text(order.px),
+                        self._ts,
                         qty,  # leaves: all of it
                     ],
                 )
