@@ -654,11 +654,12 @@ def _one_frame(
     # them), slots set without __init__ (its keywords cost as much as the copies).
     k = nf * 8
     v0, v1, v2 = views
-    tags = array("q")
+    empty = _EMPTY
+    tags = empty[:]  # a new empty array("q"), cheaper than array("q")
     tags.frombytes(v0[:k])
-    starts = array("q")
+    starts = empty[:]
     starts.frombytes(v1[:k])
-    ends = array("q")
+    ends = empty[:]
     ends.frombytes(v2[:k])
     b = _new_batch(DecodedBatch)
     b.buf = buf
@@ -676,6 +677,7 @@ def _one_frame(
 
 
 _new_batch = object.__new__
+_EMPTY: array[int] = array("q")
 #: The compiled scan_and_check for (bytes, int, the decoder's tables, int), found after its
 #: first call (:func:`engine.fix._kernels.compiled_entry`).
 _scan_and_check: list[Callable[..., tuple[int, int, int]] | None] = [None]

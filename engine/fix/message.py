@@ -192,10 +192,19 @@ class FixMessage:
             What the decoder's layout table proved of it (:mod:`engine.fix.layouts`; 0:
             nothing).
         """
+        # make_block, inlined (the transport makes one message per read this way).
+        b = Block()
+        b.buf = buf
+        b.tags = tags
+        b.starts = starts
+        b.ends = ends
+        b.first = [first, last]
+        b.cuts = [0, len(buf)]
+        b.codes = None
+        b.checked = [checked]
+        b.ts_recv = ts_recv
         m = cls()
-        m._b = make_block(
-            buf, tags, starts, ends, [first, last], [0, len(buf)], None, [checked], ts_recv
-        )
+        m._b = b
         m._k = 0
         return m
 

@@ -522,7 +522,11 @@ class FixSession:
                 )
                 and (
                     self._session_dd is None
-                    or (layouts is not None and msg.checked == layouts.valid)
+                    or (
+                        layouts is not None
+                        and (checked := msg._b.checked) is not None  # msg.checked, inlined
+                        and checked[msg._k] == layouts.valid
+                    )
                 )
             ):
                 self._depth += 1
@@ -538,7 +542,22 @@ class FixSession:
                         store._target += 1
                     else:
                         store.incr_next_target_seq_num()
-                    self._after_next(st)
+                    # _after_next, its usual answer inlined: nothing queued, nothing due.
+                    # (Skipped only when it would do nothing; it returns at once when the
+                    # callback disconnected, so wants_disconnect need not be read here.)
+                    hb = st.heart_bt_int * _NS
+                    if (
+                        st.queue
+                        or not (st.sent_logon and self.enabled)
+                        or st.sent_logout
+                        or (
+                            hb
+                            and (
+                                now_ns - st.last_sent_ns >= hb or now_ns - st.last_received_ns >= hb
+                            )
+                        )
+                    ):
+                        self._after_next(st)
                 except Exception as e:
                     self._next_failed(e, msg)
                 self._depth -= 1
