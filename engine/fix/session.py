@@ -500,70 +500,6 @@ class FixSession:
         """
         if self.wants_disconnect:
             return []
-        if head is not None and head[_HEAD] & _HEAD_FAST_MASK == _HEAD_FAST:
-            # The latency path: on_messages -> _next -> _next_app_read for one application
-            # message, inlined (the same checks in the same order, the same effects; any
-            # check that fails, and a message the decoder's kernel did not prove valid when
-            # the session validates, take the full path below, where nothing changed yet).
-            st = self.state
-            store = self.store
-            cfg = self.config
-            expected = store._target if type(store) is MemoryStore else store.next_target_seq_num
-            layouts = self.layouts
-            if (
-                st.received_logon
-                and st.resend_range == _NO_RANGE
-                and head[_SEQ] == expected
-                and self.schedule is None
-                and (not cfg.check_comp_id or head[_HEAD] & _HEAD_COMP_IDS)
-                and (
-                    not cfg.check_latency
-                    or abs(now_ns // _NS - head[_SENT] // _NS) <= cfg.max_latency
-                )
-                and (
-                    self._session_dd is None
-                    or (
-                        layouts is not None
-                        and (checked := msg._b.checked) is not None  # msg.checked, inlined
-                        and checked[msg._k] == layouts.valid
-                    )
-                )
-            ):
-                self._depth += 1
-                self._now = now_ns
-                try:
-                    log = self.log
-                    if type(log) is not NullLog:
-                        log.on_incoming(msg.raw, now_ns)
-                    st.last_received_ns = now_ns
-                    st.test_request = 0
-                    self.app.from_app(msg, self.session_id)
-                    if type(store) is MemoryStore:
-                        store._target += 1
-                    else:
-                        store.incr_next_target_seq_num()
-                    # _after_next, its usual answer inlined: nothing queued, nothing due.
-                    # (Skipped only when it would do nothing; it returns at once when the
-                    # callback disconnected, so wants_disconnect need not be read here.)
-                    hb = st.heart_bt_int * _NS
-                    if (
-                        st.queue
-                        or not (st.sent_logon and self.enabled)
-                        or st.sent_logout
-                        or (
-                            hb
-                            and (
-                                now_ns - st.last_sent_ns >= hb or now_ns - st.last_received_ns >= hb
-                            )
-                        )
-                    ):
-                        self._after_next(st)
-                except Exception as e:
-                    self._next_failed(e, msg)
-                self._depth -= 1
-                out = self._out
-                self._out = []
-                return out
         return self.on_messages((msg,), now_ns, None if head is None else (head,))
 
     def on_messages(
@@ -584,13 +520,73 @@ class FixSession:
         self._now = now_ns
         log = self.log
         logged = type(log) is not NullLog
-        for i, msg in enumerate(msgs):
+        st = self.state
+        cfg = self.config
+        store = self.store
+        memory = store if type(store) is MemoryStore else None
+        i = -1
+        for msg in msgs:
+            i += 1
             if self.wants_disconnect:
                 break
             try:
                 if logged:
                     log.on_incoming(msg.raw, now_ns)
-                self._next(msg, False, None if heads is None else heads[i])
+                head = None if heads is None else heads[i]
+                if head is None or head[_HEAD] & _HEAD_FAST_MASK != _HEAD_FAST:
+                    self._next(msg, False, head)
+                    continue
+                # An application message whose header the decoder's kernel read: _next ->
+                # _next_app_read inlined (the same checks in the same order, the same
+                # effects). When a check fails, or the kernel did not prove the message valid
+                # when the session validates, _next takes it, nothing having changed yet.
+                layouts = self.layouts
+                if not (
+                    st.received_logon
+                    and st.resend_range == _NO_RANGE
+                    and head[_SEQ]
+                    == (memory._target if memory is not None else store.next_target_seq_num)
+                    and self.schedule is None
+                    and (not cfg.check_comp_id or head[_HEAD] & _HEAD_COMP_IDS)
+                    and (
+                        not cfg.check_latency
+                        or abs(now_ns // _NS - head[_SENT] // _NS) <= cfg.max_latency
+                    )
+                    and (
+                        self._session_dd is None
+                        or (
+                            layouts is not None
+                            and (checked := msg._b.checked) is not None  # msg.checked
+                            and checked[msg._k] == layouts.valid
+                        )
+                    )
+                ):
+                    self._next(msg, False, head)
+                    continue
+                st.last_received_ns = now_ns
+                st.test_request = 0
+                try:
+                    self.app.from_app(msg, self.session_id)
+                    if memory is not None:
+                        memory._target += 1
+                    else:
+                        store.incr_next_target_seq_num()
+                except _HANDLED as e:  # as _next answers them
+                    self._handle(e, msg, _NOT_ADMIN)
+                # The end of _next (_after_next), its usual answer inlined: nothing queued,
+                # nothing due. Skipped only when it would do nothing (it returns at once when
+                # the message made the session disconnect: no need to read that here).
+                hb = st.heart_bt_int * _NS
+                if (
+                    st.queue
+                    or not (st.sent_logon and self.enabled)
+                    or st.sent_logout
+                    or (
+                        hb
+                        and (now_ns - st.last_sent_ns >= hb or now_ns - st.last_received_ns >= hb)
+                    )
+                ):
+                    self._after_next(st)
             except Exception as e:
                 self._crash(e)
         self._depth -= 1
@@ -1005,17 +1001,6 @@ class FixSession:
                 if hb == 0 or (now - st.last_sent_ns < hb and now - st.last_received_ns < hb):
                     return
             self._next_timer()
-
-    def _next_failed(self, e: Exception, msg: FixMessage) -> None:
-        # What _next and on_messages do when an application message's processing raised
-        # (the inlined path of on_message): answer as _next does, then go on as it does.
-        try:
-            if not isinstance(e, _HANDLED):
-                raise e
-            self._handle(e, msg, _NOT_ADMIN)
-            self._after_next(self.state)
-        except Exception as e2:
-            self._crash(e2)
 
     def _handle(self, e: Exception, msg: FixMessage, mt: bytes) -> None:
         # _next's answers to what processing a message raised (QuickFIX's catch clauses).

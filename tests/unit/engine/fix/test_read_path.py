@@ -151,8 +151,10 @@ class Reader:
     def read(self, data: bytes, now: int) -> list[bytes]:
         batch = self.decoder.decode_batch(data)
         rows = batch.rows
-        assert len(rows) == 1
-        assert not rows[0][4]
+        assert all(not r[4] for r in rows)
+        if len(rows) > 1:  # a burst: _Connection._burst
+            msgs = [m for m in batch.messages(now) if m is not None]
+            return self.session.on_messages(msgs, now, rows)
         start, end, a, count, _, _, _, _ = rows[0]
         tags, vstart, vend = batch.field_lists()
         checked = batch.checked
@@ -178,7 +180,8 @@ def _logon(s: FixSession, clock: TestClock) -> None:
 
 
 # One inbound message: MsgType (empty: none, the timer only), seq offset from expected,
-# flavour, application action, seconds to advance (idle spells bring TestRequests).
+# flavour, application action, seconds to advance (idle spells bring TestRequests), and how
+# many orders follow it in the same read (a burst, on_messages with the decoder's rows).
 _EVENT = st.tuples(
     st.sampled_from([b"D", b"D", b"D", b"D", b"8", b"0", b"1", b"A", b"5", b"", b""]),
     st.sampled_from([0, 0, 0, 0, 0, 1, 2, -1]),
@@ -187,6 +190,7 @@ _EVENT = st.tuples(
     ),
     st.sampled_from([b"ok"] * 6 + [b"send", b"send", b"fnf", b"itv", b"idf", b"umt", b"boom"]),
     st.sampled_from([0, 0, 1, 31, 40]),
+    st.sampled_from([0, 0, 0, 1, 2]),
 )
 
 
@@ -195,14 +199,14 @@ _EVENT = st.tuples(
 @given(events=st.lists(_EVENT, min_size=1, max_size=30))
 @example(  # a TestRequest outstanding, answered by an order: the next heartbeat is due
     events=[
-        (b"D", 0, "plain", b"ok", 0),
-        (b"", 0, "plain", b"ok", 40),
-        (b"D", 0, "plain", b"ok", 0),
-        (b"", 0, "plain", b"ok", 31),
+        (b"D", 0, "plain", b"ok", 0, 0),
+        (b"", 0, "plain", b"ok", 40, 0),
+        (b"D", 0, "plain", b"ok", 0, 0),
+        (b"", 0, "plain", b"ok", 31, 0),
     ]
 )
 def test_one_message_read_matches_full_dispatch(
-    dictionary: bool, events: list[tuple[bytes, int, str, bytes, int]]
+    dictionary: bool, events: list[tuple[bytes, int, str, bytes, int, int]]
 ) -> None:
     clock_a = TestClock(T0)
     clock_b = TestClock(T0)
@@ -215,21 +219,25 @@ def test_one_message_read_matches_full_dispatch(
     for s, clock in ((fast, clock_a), (full, clock_b)):
         _logon(s, clock)
     try:
-        for mt, offset, flavour, action, advance in events:
+        for mt, offset, flavour, action, advance, burst in events:
             outs: list[list[bytes]] = []
             for s, clock in ((fast, clock_a), (full, clock_b)):
                 clock.advance(advance * S)
                 now = clock.now_ns()
                 seq = max(1, s.next_target_seq_num + offset)
                 raw = _inbound(mt, seq, flavour, action, now) if mt else b""
+                if burst:  # more orders in the same read, in sequence after this one
+                    raw += b"".join(
+                        _inbound(b"D", seq + 1 + j, "plain", b"send" if j else b"ok", now)
+                        for j in range(burst)
+                    )
                 if not raw:
                     outs.append([])
                 elif s is fast:
                     outs.append(reader.read(raw, now))
                 else:
-                    msg = decode_one(raw)
-                    assert msg is not None
-                    outs.append(s.on_messages([msg], now))
+                    msgs = FixDecoder().feed(raw)
+                    outs.append(s.on_messages(msgs, now))
                 outs.append(s.on_timer(now))
             assert outs[0] == outs[2]
             assert outs[1] == outs[3]
@@ -257,13 +265,13 @@ def test_an_in_sequence_order_is_read_without_the_general_path(dictionary: bool)
     s, _ = _session(clock, app, dictionary)
     _logon(s, clock)
     general: list[int] = []
-    real = s.on_messages
+    real = s._next
 
-    def spy(*args: object) -> list[bytes]:
+    def spy(*args: object) -> None:
         general.append(1)
-        return real(*args)  # type: ignore[arg-type]
+        real(*args)  # type: ignore[arg-type]
 
-    s.on_messages = spy  # type: ignore[method-assign,assignment]
+    s._next = spy  # type: ignore[method-assign,assignment]
     reader = Reader(s)
     try:
         for i in range(3):
