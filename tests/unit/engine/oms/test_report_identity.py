@@ -1,9 +1,15 @@
 # SPDX-License-Identifier: MIT
 """Identity of executions and resent reports (issue 15): applied once, never backwards."""
 
+import dataclasses
+
+from engine.bus import MessageBus
+from engine.clock import TestClock
 from engine.enums import AlertLevel, ExecType, OrdStatus, OrdType, Side, TimeInForce
 from engine.events import OrderChanged, OrderFilled, OrderView
-from tests.factories import make_oms, report
+from engine.oms.manager import OrderManager
+from engine.oms.risk import RiskChecker
+from tests.factories import RecordingVenue, make_instrument, make_oms, report
 
 S, E = OrdStatus, ExecType
 
@@ -216,3 +222,56 @@ def test_status_answer_unknown_order_for_an_acked_order_cancels_it() -> None:
     last = rig.changes[-1]
     assert isinstance(last, OrderChanged)
     assert last.order.status is S.CANCELED
+
+
+def test_fill_event_has_every_field_of_the_fill() -> None:
+    # The order manager builds OrderFilled positionally: each value in its field.
+    rig = make_oms()
+    order = _acked(rig)
+    rig.clock.advance(5)
+    fill = dataclasses.replace(
+        report(order, E.TRADE, S.PARTIALLY_FILLED, last_qty=2, last_px=101, exec_id="F9"),
+        ts_event=1_700_000_000_000_000_111,
+        ts_recv=1_700_000_000_000_000_222,
+    )
+    rig.oms.on_execution_report(fill)
+    assert rig.fills == [
+        OrderFilled(
+            ts_event=1_700_000_000_000_000_111,
+            order_id=order.order_id,
+            client_order_id=order.client_order_id,
+            venue_order_id=f"V{order.order_id}",
+            exec_id="F9",
+            strategy_id=7,
+            symbol="ESZ6",
+            side=Side.BUY,
+            last_px_ticks=101,
+            last_qty_lots=2,
+            leaves_qty_lots=1,
+            ts_recv=1_700_000_000_000_000_222,
+        )
+    ]
+    # Without a TransactTime the event is stamped with the engine's clock.
+    rig.oms.on_execution_report(
+        report(order, E.TRADE, S.FILLED, last_qty=1, last_px=100, exec_id="F10")
+    )
+    assert rig.fills[-1].ts_event == rig.clock.now_ns()
+
+
+def test_no_fill_event_is_built_when_nobody_listens_but_the_fill_is_booked() -> None:
+    bus = MessageBus()
+    clock = TestClock()
+    risk = RiskChecker(clock)
+    oms = OrderManager(make_instrument(), RecordingVenue(), bus, clock, risk)
+    order = oms.send(strategy_id=7, side=Side.SELL, qty_lots=3, px_ticks=100)
+    oms.on_execution_report(report(order, E.NEW, S.NEW, exec_id="A0"))
+    oms.on_execution_report(
+        report(order, E.TRADE, S.PARTIALLY_FILLED, last_qty=2, last_px=100, exec_id="F1")
+    )
+    assert order.cum_qty_lots == 2
+    assert risk.position("ESZ6", 7) == -2
+    fills: list[OrderFilled] = []
+    bus.subscribe(OrderFilled, fills.append)  # a listener from now on gets every fill
+    oms.on_execution_report(report(order, E.TRADE, S.FILLED, last_qty=1, last_px=99, exec_id="F2"))
+    assert [(f.exec_id, f.last_qty_lots, f.side) for f in fills] == [("F2", 1, Side.SELL)]
+    assert risk.position("ESZ6", 7) == -3
