@@ -333,7 +333,10 @@ def data_tag_table(pairs: dict[int, int] | None = None) -> npt.NDArray[np.int64]
 _NO_EXPECTATION: npt.NDArray[np.uint8] = np.zeros(0, dtype=np.uint8)
 
 
-def _row_views(fields: npt.NDArray[np.int64]) -> tuple[memoryview, memoryview, memoryview]:
+_Views = tuple[memoryview, memoryview, memoryview]
+
+
+def _row_views(fields: npt.NDArray[np.int64]) -> _Views:
     # The rows of the decoder's field table as bytes: a batch copies its fields out of them
     # with array.frombytes (DecodedBatch.field_lists), one memcpy and no numpy call.
     v0, v1, v2 = (memoryview(fields[i]).cast("B") for i in range(3))
@@ -647,20 +650,21 @@ def _one_frame(
     row: list[int],
     checked: list[int] | None,
     nf: int,
-    views: tuple[memoryview, memoryview, memoryview],
+    cuts: tuple[memoryview, memoryview, memoryview, _Views],
 ) -> DecodedBatch:
     # DecodedBatch(buf, msgs, fields, [row], checked, frames=1, nfields=nf, views=views) for a
     # good frame, its field lists made at once (every consumer of a one-frame batch asks for
-    # them), slots set without __init__ (its keywords cost as much as the copies).
-    k = nf * 8
-    v0, v1, v2 = views
+    # them), slots set without __init__ (its keywords cost as much as the copies). ``cuts``:
+    # the first ``nf`` fields of each row of the table, as bytes (FixDecoder._cut), and the
+    # rows' views.
+    v0, v1, v2, views = cuts
     empty = _EMPTY
     tags = empty[:]  # a new empty array("q"), cheaper than array("q")
-    tags.frombytes(v0[:k])
+    tags.frombytes(v0)
     starts = empty[:]
-    starts.frombytes(v1[:k])
+    starts.frombytes(v1)
     ends = empty[:]
-    ends.frombytes(v2[:k])
+    ends.frombytes(v2)
     b = _new_batch(DecodedBatch)
     b.buf = buf
     b._all_msgs = msgs
@@ -704,6 +708,7 @@ class FixDecoder:
 
     __slots__ = (
         "_checked",
+        "_cuts",
         "_data_tags",
         "_expect",
         "_fields",
@@ -729,6 +734,7 @@ class FixDecoder:
         self._row = _first_row(self._msgs)
         self._fields = np.zeros((3, 8192), dtype=np.int64)
         self._views = _row_views(self._fields)
+        self._cuts: dict[int, tuple[memoryview, memoryview, memoryview, _Views]] = {}
         # At least one mark per row of the message table (kept so by _ensure).
         self._checked = np.zeros(256, dtype=np.int64)
         self._expect = _NO_EXPECTATION
@@ -768,12 +774,24 @@ class FixDecoder:
         if self._fields.shape[1] < need:
             self._fields = np.zeros((3, max(need, self._fields.shape[1] * 2)), dtype=np.int64)
             self._views = _row_views(self._fields)
+            self._cuts = {}
         rows = min(nbytes // 64, 1 << 20)
         if self._msgs.shape[0] < rows:
             self._msgs = np.zeros((rows, _kernels.MSG_COLUMNS), dtype=np.int64)
             self._row = _first_row(self._msgs)
             if self._checked.shape[0] < rows:
                 self._checked = np.zeros(rows, dtype=np.int64)
+
+    def _cut(self, nf: int) -> tuple[memoryview, memoryview, memoryview, _Views]:
+        # The first ``nf`` fields of each row of the field table as bytes, kept per count
+        # (a read of one message copies them out: messages of a layout have the same count).
+        v0, v1, v2 = views = self._views
+        k = nf * 8
+        cuts = self._cuts
+        if len(cuts) >= 64:
+            cuts.clear()
+        cut = cuts[nf] = (v0[:k], v1[:k], v2[:k], views)
+        return cut
 
     def decode_batch(self, data: bytes) -> DecodedBatch:  # noqa: C901  (the read path in one)
         """Frame ``data`` (appended to any pending tail) and return the frames as arrays.
@@ -835,7 +853,10 @@ class FixDecoder:
                         checked = None
                     else:
                         checked = [layouts.base]  # no layout kept yet: LAYOUT_UNKNOWN
-                    return _one_frame(buf, msgs, fields, row, checked, nf, self._views)
+                    cuts = self._cuts.get(nf)
+                    if cuts is None:
+                        cuts = self._cut(nf)
+                    return _one_frame(buf, msgs, fields, row, checked, nf, cuts)
             if nm <= 32:
                 # The common case: everything framed in one pass, few frames (a read of one
                 # message is the latency path: no numpy call here besides the table's rows).

@@ -475,3 +475,24 @@ def test_session_id_hash_is_the_fields_hash_and_survives_copies() -> None:
     )
     assert {sid: 1}[SessionID("FIX.4.4", "ME", "YOU", qualifier="q", target_sub_id="DESK")] == 1
     assert SessionID("FIX.4.4", "ME", "YOU") != sid
+
+
+def test_one_frame_reads_stay_right_after_the_tables_grow() -> None:
+    dec = FixDecoder()
+    one = _raw(b"D", 2, T0, _nos(b"first"))
+    got = dec.decode_batch(one).messages()[0]
+    assert got is not None
+    assert got.pairs == FixDecoder().feed(one)[0].pairs
+    many = b"".join(_raw(b"D", 3 + i, T0, _nos(b"m%d" % i)) for i in range(700))
+    assert len(dec.decode_batch(many)) == 700  # more fields than the table held: it grows
+    for clordid in (b"after", b"x"):  # the same field count as before, then another one
+        raw = _raw(b"D", 9, T0, _nos(clordid))
+        batch = dec.decode_batch(raw)
+        msg = batch.messages()[0]
+        assert msg is not None
+        assert msg.pairs == FixDecoder().feed(raw)[0].pairs
+        assert [list(a) for a in batch.field_lists()] == [
+            batch.tags.tolist(),
+            batch.vstart.tolist(),
+            batch.vend.tolist(),
+        ]
