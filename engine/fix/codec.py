@@ -231,6 +231,9 @@ def encode_body(body: Sequence[BodyEntry], sort_body: bool = True) -> bytes:
 
 
 _first = operator.itemgetter(0)
+#: Columns of a decoder row (MSG_START, MSG_FIRST_FIELD).
+_col_start = operator.itemgetter(_kernels.MSG_START)
+_col_first = operator.itemgetter(_kernels.MSG_FIRST_FIELD)
 
 
 class MessageTemplate:
@@ -392,6 +395,7 @@ class DecodedBatch:
         "_all_fields",
         "_all_msgs",
         "_fields_v",
+        "_good",
         "_lists",
         "_msgs_v",
         "_nf",
@@ -427,6 +431,8 @@ class DecodedBatch:
         self._views = views
         self._rows = rows
         self._lists: tuple[array[int], array[int], array[int]] | None = None
+        # True: ``rows`` are known to be all good frames, back to back from the buffer's start.
+        self._good = False
         #: Per frame, the decoder's layout table's mark (:mod:`engine.fix.layouts`), or None.
         self.checked = checked
 
@@ -528,6 +534,9 @@ class DecodedBatch:
 
     def _messages(self, ts_recv: int, holes: bool) -> list[FixMessage | None]:
         rows = self._rows
+        if self._good:
+            assert rows is not None
+            return self._few_messages(rows, ts_recv)  # type: ignore[return-value]
         if rows is None:
             if not self.msgs[:, _kernels.MSG_STATUS].any():
                 return self._good_messages(ts_recv)  # type: ignore[return-value]
@@ -569,6 +578,30 @@ class DecodedBatch:
         tags, starts, ends = self.field_lists()
         out: list[FixMessage] = []
         per = MESSAGES_PER_BLOCK
+        if rows and len(rows) <= per and rows[0][0] == 0 and rows[0][2] == 0:
+            # One block from the read's start (the usual read of a few messages): the read's
+            # bytes and the field arrays as they are when the frames fill them.
+            last = rows[-1]
+            c1 = last[1]
+            f1 = last[2] + last[3]
+            first = list(map(_col_first, rows))
+            first.append(f1)
+            cuts = list(map(_col_start, rows))
+            cuts.append(c1)
+            whole = f1 == len(tags)
+            block = make_block(
+                buf[:c1],  # the same bytes object when the frames fill the read
+                tags if whole else tags[:f1],
+                starts if whole else starts[:f1],
+                ends if whole else ends[:f1],
+                first,
+                cuts,
+                None,
+                checked,
+                ts_recv,
+            )
+            make_messages(out, block, len(rows))
+            return out
         for j in range(0, len(rows), per):
             block_rows = rows[j : j + per]
             c0 = block_rows[0][0]
@@ -676,6 +709,7 @@ def _one_frame(
     b._views = views
     b._rows = [row]
     b._lists = (tags, starts, ends)
+    b._good = True
     b.checked = checked
     return b
 
@@ -861,10 +895,21 @@ class FixDecoder:
                 # The common case: everything framed in one pass, few frames (a read of one
                 # message is the latency path: no numpy call here besides the table's rows).
                 table = msgs[:nm].tolist()
+                good = nm > 0
                 for start, end, _, _, status_code, _, _, _ in table:
                     if status_code:
+                        good = False
                         self._report(status_code, buf[start : min(end, start + 4096)])
                 checked = self._check(buf, msgs, nm, fields, marked=marked)
+                if good:  # good frames back to back from the start: messages() in one block
+                    cuts = self._cuts.get(nf)
+                    if cuts is None:
+                        cuts = self._cut(nf)
+                    batch = _one_frame(buf, msgs, fields, table[0], checked, nf, cuts)
+                    batch._nm = nm
+                    batch._rows = table
+                    batch._good = True
+                    return batch
                 return DecodedBatch(
                     buf, msgs, fields, table, checked, frames=nm, nfields=nf, views=self._views
                 )
