@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 import simplefix
 
+from engine.clock import TestClock
 from engine.fix.application import Application, SessionID
 from engine.fix.benchtables import end_child
 from engine.fix.codec import FixDecoder, MessageTemplate, decode_one, encode, format_timestamp
@@ -442,6 +443,95 @@ def bench_round_trip(
         end_child(proc)
 
 
+# ----------------------------------------------------------------------------- in process
+
+
+class _Reader:
+    """One end's reads as the transport makes them (``_Connection.data_received``): a read of
+    one message goes ``decode_batch`` -> ``FixMessage.from_arrays`` -> ``on_message`` with the
+    decoder's row, a read of several ``messages()`` -> ``on_messages``."""
+
+    def __init__(self, session: FixSession) -> None:
+        self.session = session
+        self.decoder = FixDecoder()
+        self.decoder.layouts = session.layouts
+        self.decoder.expect_header(*session.expected_header())
+        self.sent: list[bytes] = []
+        session.set_responder(self.sent.append)
+
+    def read(self, data: bytes, now: int) -> list[bytes]:
+        batch = self.decoder.decode_batch(data)
+        rows = batch.rows
+        if len(rows) == 1 and not rows[0][4]:
+            start, end, a, count, _, _, _, _ = rows[0]
+            tags, vstart, vend = batch.field_lists()
+            checked = batch.checked
+            msg = FixMessage.from_arrays(
+                batch.buf[start:end],
+                tags,
+                vstart,
+                vend,
+                a,
+                a + count,
+                now,
+                checked[0] if checked is not None else 0,
+            )
+            return self.session.on_message(msg, now, rows[0])
+        msgs = [m for m in batch.messages(now) if m is not None]
+        return self.session.on_messages(msgs, now, rows)
+
+
+def bench_in_process(n: int, batch: int = 1) -> float:
+    """Return µs of CPU (this thread) per order of NOS -> ER between two sessions in process.
+
+    What ``qwconsole bench fix`` runs minus the sockets and the event loop: the client's
+    ``send_template``, the venue's read (decode, session checks, validation by the decoder's
+    layout kernel, store) and answer from a session template, and the client's read of the
+    report; FIX 4.4 with data-dictionary validation, ``batch`` orders per write. Both sessions
+    read the same :class:`~engine.clock.TestClock`, advanced 25 µs per order.
+    """
+    clock = TestClock(1_764_892_800 * 1_000_000_000)
+    venue = FixSession(
+        _config("EXCH", "CLIENT", initiator=False, dictionary=True),
+        MemoryStore(),
+        _TemplateVenue(),
+        clock=clock,
+    )
+    client = FixSession(
+        _config("CLIENT", "EXCH", initiator=True, dictionary=True),
+        MemoryStore(),
+        _Client(),
+        clock=clock,
+    )
+    c, v = _Reader(client), _Reader(venue)
+    try:
+        for data in client.on_connected(clock.now_ns()):
+            for back in v.read(data, clock.now_ns()):
+                c.read(back, clock.now_ns())
+        assert client.is_logged_on
+        nos = client.template(b"D", NOS_FIELDS)
+        clordids = [b"c%d" % i for i in range(n + 1000)]
+
+        def rounds(first: int, count: int) -> None:
+            for i in range(first, first + count, batch):
+                for j in range(i, i + batch):
+                    clock.advance(25_000)
+                    client.send_template(nos, (clordids[j],))
+                data = b"".join(c.sent)
+                c.sent.clear()
+                out = v.read(data, clock.now_ns())
+                c.read(b"".join(out), clock.now_ns())
+
+        rounds(0, 1000 - 1000 % batch)  # warm: layouts kept, kernels loaded
+        count = n - n % batch
+        t = time.thread_time()
+        rounds(1000, count)
+        return (time.thread_time() - t) / count * 1e6
+    finally:
+        venue.close()
+        client.close()
+
+
 # ----------------------------------------------------------------------------- validation
 
 
@@ -573,6 +663,11 @@ def run(quick: bool, uvloop: bool) -> tuple[dict[str, float], dict[str, list[flo
     res |= bench_decode(n, reps)
     res |= bench_encode(n // 2, reps)
     res |= bench_validate(n // 10, reps)
+    for b in (1, 10):  # session + codec CPU per order, no sockets (#18)
+        res[f"in_process_b{b}_cpu_us"] = statistics.median(
+            bench_in_process(n // 10) if b == 1 else bench_in_process(n // 10, b)
+            for _ in range(reps)
+        )
     rt_n = 3_000 if quick else 20_000
     pipe_n = 10_000 if quick else 50_000
     configs = {  # suffix: (templates, BusyPollMicroseconds)
@@ -621,6 +716,8 @@ def run(quick: bool, uvloop: bool) -> tuple[dict[str, float], dict[str, list[flo
     print("                           MarketDataIncrementalRefresh (3 entries), FIX.4.4;")
     print("                           *_reference: the full walk, without the precompiled plan")
     print("                           *_layout: the decoder's kernel on a kept layout, per frame")
+    print("    in_process_b1/b10_cpu_us: CPU µs per order, NOS -> ER between two sessions in")
+    print("                           this process (validation ON, 1 or 10 orders per read)")
     for key, value in res.items():
         target = TARGETS.get(key)
         extra = f"  target {target[0]:,} {target[1]}" if target else ""
