@@ -773,12 +773,17 @@ class FixSession:
         if type(log) is not NullLog:
             log.on_outgoing(raw, now)
         out = self._out
-        out.append(raw)
         responder = self._responder
         if outside and responder is not None:
+            if not out:  # the usual send from outside: straight to the transport
+                responder(raw)
+                return seq
+            out.append(raw)
             self._out = []
             for data in out:
                 responder(data)
+            return seq
+        out.append(raw)
         return seq
 
     def _send_message(self, message: OutMessage, now_ns: int | None) -> int:
