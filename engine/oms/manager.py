@@ -64,7 +64,6 @@ _order_filled_of = fast_constructor(OrderFilled, positional=True)  # a fill's, i
 
 _FILL_TYPES = frozenset({ExecType.TRADE, ExecType.PARTIAL_FILL, ExecType.FILL})
 
-_NOT_COUNTED = (False, 0)
 _REJ = OrdStatus.REJECTED
 _REPLACED_STATUS = OrdStatus.REPLACED
 _ORDER_STATUS = ExecType.ORDER_STATUS
@@ -160,7 +159,8 @@ class OrderManager:
         self.duplicates_ignored = 0
         #: Reports whose state move the order state table refused (each raised an alert).
         self.transitions_refused = 0
-        self._counted: dict[int, tuple[bool, int]] = {}  # order_id -> (working, leaves) risk saw
+        # order_id -> the leaves risk counts for a working order; None (or absent): not working.
+        self._counted: dict[int, int | None] = {}
         #: Why the last :meth:`replace` that returned ``False`` was refused.
         self.replace_refused = ""
         # Orders asked about because a request went unanswered (check_unanswered): order id ->
@@ -339,7 +339,7 @@ class OrderManager:
         counted = self._counted
         if oid not in counted:  # _sync_risk() of a new working order, with record_sent()
             risk.on_new_order_sent(strategy_id, self.symbol, side, qty_lots)
-            counted[oid] = (True, qty_lots)
+            counted[oid] = qty_lots
         else:
             risk.record_sent(strategy_id)
             self._sync_risk(order)
@@ -1006,18 +1006,19 @@ class OrderManager:
         return order
 
     def _sync_risk(self, order: Order) -> None:
-        was_working, was_leaves = self._counted.get(order.order_id, _NOT_COUNTED)
-        working = order.status in WORKING  # order.is_working, inlined
-        leaves = order.leaves_qty_lots if working else 0
-        if working != was_working or leaves != was_leaves:
+        # Tell risk what changed since it last counted the order: whether it works (one open
+        # order more or less) and its leaves (None: not working, no leaves counted).
+        was = self._counted.get(order.order_id)
+        leaves = order.leaves_qty_lots if order.status in WORKING else None  # (is_working)
+        if leaves != was:
             self.risk.on_working_changed(
                 order.strategy_id,
                 self.symbol,
                 order.side,
-                int(working) - int(was_working),
-                leaves - was_leaves,
+                (leaves is not None) - (was is not None),
+                (leaves or 0) - (was or 0),
             )
-            self._counted[order.order_id] = (working, leaves)
+            self._counted[order.order_id] = leaves
 
     def _publish(self, order: Order, change: str) -> None:
         if not self._order_changed.wanted:  # nobody listens: build no view

@@ -177,6 +177,7 @@ class OmsAgainstVenue(RuleBasedStateMachine):
     @invariant()
     def agrees_with_venue(self) -> None:
         working = 0
+        leaves = {Side.BUY: 0, Side.SELL: 0}
         for vo in self.venue:
             o = vo.order
             assert o.cum_qty_lots == vo.cum
@@ -188,7 +189,11 @@ class OmsAgainstVenue(RuleBasedStateMachine):
             else:
                 assert o.cum_qty_lots + o.leaves_qty_lots == o.qty_lots
                 working += 1
+                leaves[o.side] += o.leaves_qty_lots
         assert self.rig.risk.open_orders() == working
+        # Risk counts each working order's leaves on its side (what max_position adds up).
+        for side, lots in leaves.items():
+            assert self.rig.risk.working_lots("ESZ6", side) == lots
         assert self.rig.risk.position("ESZ6") == self.position
         bad = [a.text for a in self.rig.alerts if "does not allow" in a.text or "unknown" in a.text]
         assert not bad
