@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -228,14 +227,10 @@ async def socket_pair(
     begin: str = "FIX.4.4",
     venue_id: str = "EXCH",
     client_id: str = "ME",
-    tls: tuple[ssl.SSLContext, ssl.SSLContext] | None = None,
     **settings: Any,
 ) -> AsyncIterator[SocketPair]:
     """Run an acceptor (``venue_app``) and an initiator (``client_app``) on 127.0.0.1, logged
-    on; ``settings`` are further :class:`SessionSettings` fields of both; stopped on exit.
-
-    ``tls``: the server's and the client's contexts (the certificate names ``localhost``).
-    """
+    on; ``settings`` are further :class:`SessionSettings` fields of both; stopped on exit."""
     common = {"begin_string": begin, "heart_bt_int": 30, **settings}
     venue = FixSession(
         SessionSettings(
@@ -251,16 +246,9 @@ async def socket_pair(
         MemoryStore(),
         client_app,
     )
-    server_ctx, client_ctx = tls if tls is not None else (None, None)
-    acceptor = SocketAcceptor([venue], port=0, timer_interval=0.5, ssl=server_ctx)
+    acceptor = SocketAcceptor([venue], port=0, timer_interval=0.5)
     await acceptor.start()
-    initiator = SocketInitiator(
-        client,
-        [("127.0.0.1", acceptor.port)],
-        reconnect_interval=0.2,
-        ssl=client_ctx,
-        server_hostname="localhost" if tls is not None else None,
-    )
+    initiator = SocketInitiator(client, [("127.0.0.1", acceptor.port)], reconnect_interval=0.2)
     await initiator.start()
     try:
         await initiator.wait_logged_on(10)

@@ -74,7 +74,6 @@ class _Connection(asyncio.Protocol):
         # Busy polling (the session's BusyPollMicroseconds, ns; no spinner when off).
         self._spin_ns = 0
         self._spinner: BusyPoll | None = None
-        self._watch_key = -1  # the spinner reads our socket while it spins (BusyPoll.watch)
 
     # -------------------------------------------------------------- asyncio callbacks
 
@@ -208,24 +207,15 @@ class _Connection(asyncio.Protocol):
         self._decoder.layouts = session.layouts
         self._decoder.expect_header(*session.expected_header())
         self._spin_ns = session.config.busy_poll_microseconds * 1000
-        self._unwatch()
         self._spinner = None
         if self._spin_ns:
             self._spinner = busy_poll_for(asyncio.get_running_loop())
-            if self._transport is not None:
-                self._watch_key = self._spinner.watch(self._transport, self.data_received)
             self._spinner.touch(self._spin_ns)
         if self._logon_timer is not None:
             self._logon_timer.cancel()
             self._logon_timer = None
 
-    def _unwatch(self) -> None:
-        if self._spinner is not None and self._watch_key >= 0:
-            self._spinner.unwatch(self._watch_key, self.data_received)
-        self._watch_key = -1
-
     def _unbind(self) -> None:
-        self._unwatch()
         session = self.session
         if session is not None and self._owner.active.get(session) is self:
             del self._owner.active[session]

@@ -1,13 +1,10 @@
 # SPDX-License-Identifier: MIT
 """Busy polling: a session with BusyPollMicroseconds keeps its loop polling after traffic,
-then lets it sleep; without it the loop never spins; while it spins it reads the sessions'
-plain TCP sockets itself, never a TLS one. Real sessions on 127.0.0.1."""
+then lets it sleep; without it the loop never spins. Real sessions on 127.0.0.1."""
 
 from __future__ import annotations
 
 import asyncio
-import shutil
-import ssl
 import time
 from pathlib import Path
 
@@ -18,7 +15,6 @@ from engine.fix.application import Application, SessionID
 from engine.fix.message import FixMessage, OutMessage
 from engine.fix.session import lookup_session
 from engine.fix.settings import SettingsError, load_settings
-from engine.remote.tls import make_self_signed, server_context
 from tests.factories import socket_pair
 
 pytestmark = pytest.mark.integration
@@ -96,65 +92,3 @@ def test_busy_poll_setting_in_a_cfg(tmp_path: Path) -> None:
     text = str(err.value)
     for part in ("BusyPollMicroseconds", "fast", "s.cfg"):
         assert part in text
-
-
-async def _watched_trade(n: int) -> tuple[int, int, int, list[bytes]]:
-    """Trade ``n`` orders back to back with busy polling; return the sockets the spinner
-    watched while trading, the reads it made itself, the sockets still watched after the
-    pair closed, and the ClOrdIDs of the reports in arrival order."""
-    app = _Client()
-    bp = busy_poll_for(asyncio.get_running_loop())
-    reads0 = bp.reads
-    async with socket_pair(
-        _Echo(), app, use_data_dictionary=False, busy_poll_microseconds=50_000
-    ) as pair:
-        watching = bp.watching
-        got = []
-        for i in range(n):
-            pair.client.send(OutMessage(b"D", [(11, b"c%d" % i), (54, b"1"), (55, b"X")]))
-            if i % 7 == 6:  # bursts of seven, then wait for them all
-                got += [await asyncio.wait_for(app.got.get(), 5) for _ in range(7)]
-        while len(got) < n:
-            got.append(await asyncio.wait_for(app.got.get(), 5))
-    await asyncio.sleep(0.05)
-    return watching, bp.reads - reads0, bp.watching, got
-
-
-@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
-def test_the_spinner_reads_busy_polled_sockets_itself(loop: str) -> None:
-    factory = asyncio.new_event_loop
-    if loop == "uvloop":
-        uvloop = pytest.importorskip("uvloop")
-        factory = uvloop.new_event_loop
-    with asyncio.Runner(loop_factory=factory) as runner:
-        watching, reads, after, got = runner.run(_watched_trade(300))
-    assert watching == 2  # both ends of the pair share this loop
-    # The reports come whole and in order whether the spinner or the transport read them.
-    assert got == [b"c%d" % i for i in range(300)]
-    assert reads > 10, f"the spinner read {reads} times: the transport read everything"
-    assert after == 0  # closed connections are no longer read
-
-
-async def _tls_trade(tmp: Path) -> tuple[int, bytes]:
-    make_self_signed(tmp / "c.crt", tmp / "c.key")
-    server_ctx = server_context(tmp / "c.crt", tmp / "c.key")
-    client_ctx = ssl.create_default_context(cafile=str(tmp / "c.crt"))
-    app = _Client()
-    async with socket_pair(
-        _Echo(),
-        app,
-        tls=(server_ctx, client_ctx),
-        use_data_dictionary=False,
-        busy_poll_microseconds=50_000,
-    ) as pair:
-        watching = busy_poll_for(asyncio.get_running_loop()).watching
-        pair.client.send(OutMessage(b"D", [(11, b"tls1"), (54, b"1"), (55, b"X")]))
-        return watching, await asyncio.wait_for(app.got.get(), 5)
-
-
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl CLI not available")
-def test_tls_sockets_are_left_to_their_transport(tmp_path: Path) -> None:
-    # A TLS socket carries ciphertext: the spinner must not read it (the session still polls).
-    watching, clordid = asyncio.run(_tls_trade(tmp_path))
-    assert watching == 0
-    assert clordid == b"tls1"
