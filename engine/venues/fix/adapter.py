@@ -258,29 +258,29 @@ class FixVenue(Application):
             template = self._templates.get(key) if self._templates_of is session else None
             if template is None:
                 template = self._template(session, key)
-            # The MsgSeqNum <34> this message goes out under, for mapping a Reject back.
             store = session.store
-            sent = self._sent
-            sent[store.next_sender_seq_num] = ("D", clordid)
-            if len(sent) > SENT_MEMORY:
-                self._forget_oldest()
-            if len(symbol_of) > SYMBOL_MEMORY:
-                self._forget_symbols()
             if store is not self._store:  # the store's annotate(), looked up once per store
                 self._store = store
                 self._annotate = getattr(store, "annotate", None)
             annotate = self._annotate
+            # SendingTime <52> is the TransactTime's clock reading (no second read).
             if annotate is None:
-                if session.send_template(template, values):
-                    return
+                seq = session.send_template(template, values, now)
             else:
                 # A file store keeps the order's strategy and engine order id beside it: a
                 # restart finds the order there if the journal never got it.
                 annotate(_note(order))
-                done = session.send_template(template, values)
+                seq = session.send_template(template, values, now)
                 annotate(b"")  # not stored (messages not persisted): not for the next one
-                if done:
-                    return
+            if seq:
+                # The MsgSeqNum <34> it went out under, for mapping a Reject back.
+                sent = self._sent
+                sent[seq] = ("D", clordid)
+                if len(sent) > SENT_MEMORY:
+                    self._forget_oldest()
+                if len(symbol_of) > SYMBOL_MEMORY:
+                    self._forget_symbols()
+                return
         self._refuse("D", clordid, symbol)
 
     def cancel(self, order: Order, request: PendingRequest) -> None:
