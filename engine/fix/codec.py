@@ -518,6 +518,26 @@ class DecodedBatch:
             raw, tags[a:b], vstart[a:b], vend[a:b], 0, count, ts_recv, checked
         )
 
+    def single_message(self, ts_recv: int = 0) -> FixMessage:
+        """Return the one frame of a one-frame read (a good one) as a :class:`FixMessage`.
+
+        The latency path of a transport (a read of one message): the message shares the
+        batch's field lists (:meth:`field_lists`, made for this batch) instead of copies.
+        """
+        start, end, a, count = self.rows[0][:4]
+        tags, vstart, vend = self.field_lists()
+        checked = self.checked
+        return FixMessage.from_arrays(
+            self.buf[start:end],
+            tags,
+            vstart,
+            vend,
+            a,
+            a + count,
+            ts_recv,
+            checked[0] if checked is not None else 0,
+        )
+
     def messages(self, ts_recv: int = 0) -> list[FixMessage | None]:
         """Return every frame as a :class:`FixMessage`, None for a dropped one (row order).
 

@@ -980,6 +980,10 @@ class FixSession:
                 self._dispatch(msg, mt)
         except _HANDLED as e:
             self._handle(e, msg, mt)
+        self._after_next(st, queued)
+
+    def _after_next(self, st: SessionState, queued: bool = False) -> None:
+        # The end of _next: the queue (unless this message came from it), then the timer.
         if self.wants_disconnect:
             return
         if not queued and st.queue:
@@ -987,20 +991,6 @@ class FixSession:
         if st.received_logon and st.sent_logon:  # st.logged_on, inlined
             if self.enabled and self.schedule is None and not st.sent_logout:
                 # _next_timer's usual answer, inlined: nothing due (see there).
-                hb = st.heart_bt_int * _NS
-                now = self._now
-                if hb == 0 or (now - st.last_sent_ns < hb and now - st.last_received_ns < hb):
-                    return
-            self._next_timer()
-
-    def _after_next(self, st: SessionState) -> None:
-        # The end of _next for a message taken (not queued) when nothing raised.
-        if self.wants_disconnect:
-            return
-        if st.queue:
-            self._next_queued()
-        if st.received_logon and st.sent_logon:  # st.logged_on, inlined
-            if self.enabled and self.schedule is None and not st.sent_logout:
                 hb = st.heart_bt_int * _NS
                 now = self._now
                 if hb == 0 or (now - st.last_sent_ns < hb and now - st.last_received_ns < hb):

@@ -115,22 +115,8 @@ class _Connection(asyncio.Protocol):
         # session's entry point (the equivalent of _write and _check is inlined).
         rows = batch.rows
         if len(rows) == 1 and not rows[0][4]:
-            # One message per read, the latency path: made here (messages() in short).
-            start, end, a, count, _, _, _, _ = rows[0]
-            tags, vstart, vend = batch.field_lists()
-            checked = batch.checked
-            messages: list[FixMessage | None] = [
-                FixMessage.from_arrays(
-                    batch.buf[start:end],
-                    tags,
-                    vstart,
-                    vend,
-                    a,
-                    a + count,
-                    now,
-                    checked[0] if checked is not None else 0,
-                )
-            ]
+            # One message per read, the latency path.
+            messages: list[FixMessage | None] = [batch.single_message(now)]
         else:
             messages = batch.messages(now)
             if self._burst(messages, rows, now):

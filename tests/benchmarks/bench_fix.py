@@ -463,20 +463,7 @@ class _Reader:
         batch = self.decoder.decode_batch(data)
         rows = batch.rows
         if len(rows) == 1 and not rows[0][4]:
-            start, end, a, count, _, _, _, _ = rows[0]
-            tags, vstart, vend = batch.field_lists()
-            checked = batch.checked
-            msg = FixMessage.from_arrays(
-                batch.buf[start:end],
-                tags,
-                vstart,
-                vend,
-                a,
-                a + count,
-                now,
-                checked[0] if checked is not None else 0,
-            )
-            return self.session.on_message(msg, now, rows[0])
+            return self.session.on_message(batch.single_message(now), now, rows[0])
         msgs = [m for m in batch.messages(now) if m is not None]
         return self.session.on_messages(msgs, now, rows)
 

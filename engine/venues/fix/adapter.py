@@ -272,8 +272,7 @@ class FixVenue(Application):
                 annotate(_note(order))
                 seq = session.send_template(template, values, now)
                 annotate(b"")  # not stored (messages not persisted): not for the next one
-            if seq:
-                # The MsgSeqNum <34> it went out under, for mapping a Reject back.
+            if seq:  # self._remember(seq, "D", clordid), inlined: once per order
                 sent = self._sent
                 sent[seq] = ("D", clordid)
                 if len(sent) > SENT_MEMORY:
@@ -357,16 +356,21 @@ class FixVenue(Application):
             template = self._templates.get(key) if self._templates_of is session else None
             if template is None:
                 template = self._template(session, key)
-            # The MsgSeqNum <34> this message goes out under, for mapping a Reject back.
-            sent = self._sent
-            sent[session.store.next_sender_seq_num] = (key[0], clordid)
-            if len(sent) > SENT_MEMORY:
-                self._forget_oldest()
-            if len(self._symbol_of) > SYMBOL_MEMORY:
-                self._forget_symbols()
-            if session.send_template(template, values):
+            seq = session.send_template(template, values)
+            if seq:
+                self._remember(seq, key[0], clordid)
                 return
         self._refuse(key[0], clordid, symbol)
+
+    def _remember(self, seq: int, msg_type: str, clordid: str) -> None:
+        # The MsgSeqNum <34> a message went out under, for mapping a Reject back; both
+        # memories kept bounded.
+        sent = self._sent
+        sent[seq] = (msg_type, clordid)
+        if len(sent) > SENT_MEMORY:
+            self._forget_oldest()
+        if len(self._symbol_of) > SYMBOL_MEMORY:
+            self._forget_symbols()
 
     def _template(self, session: FixSession, key: tuple[str, bool, bool]) -> AppTemplate:
         # The session's send template of an order message layout, made on first use.
@@ -389,11 +393,9 @@ class FixVenue(Application):
             self._forget_symbols()
         session = self.session
         if session is not None and session.is_logged_on:
-            sent = self._sent
-            sent[session.next_sender_seq_num] = (msg_type, clordid)
-            if len(sent) > SENT_MEMORY:
-                self._forget_oldest()
+            seq = session.next_sender_seq_num  # send() says only whether it went out
             if session.send(msg):
+                self._remember(seq, msg_type, clordid)
                 return
         self._refuse(msg_type, clordid, symbol)
 
