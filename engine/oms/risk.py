@@ -348,6 +348,7 @@ class RiskChecker:
         window.append(now)
         while window[0] <= horizon:  # as record_sent
             window.popleft()
+        # on_working_changed(strategy_id, symbol, side, 1, qty_lots), inlined: once per order.
         scope.open += 1
         self._open_all += 1
         of = self._exposure[symbol]
