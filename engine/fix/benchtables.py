@@ -277,16 +277,20 @@ class BatchRow:
     orders_per_s: float
 
 
-async def _batch_round_trips(link: _Link, n: int, rounds: int, lat: npt.NDArray[np.int64]) -> None:
+async def _batch_round_trips(
+    link: _Link, n: int, rounds: int, lat: npt.NDArray[np.int64], skip: int = 0
+) -> None:
     # ``rounds`` batches of ``n`` orders; the next batch goes out from the callback of the
     # report that completes the last one, as a trading application answers (a future and a
     # task wake-up per round were the harness's cost, not the engine's: ~9 µs of a batch-1
-    # round trip). ``lat`` receives each order's send-to-report time, in order.
+    # round trip). ``lat`` receives each order's send-to-report time, in order, after the
+    # first ``skip`` rounds (warm-up, not recorded).
     app = link.app
     done: asyncio.Future[None] = app.loop.create_future()
     sent = [0] * n
     got = 0
-    base = 0
+    base = -skip * n  # where the current batch's first order goes in ``lat``
+    end = (rounds - skip) * n
 
     def send_batch() -> None:
         for i in range(n):
@@ -294,13 +298,14 @@ async def _batch_round_trips(link: _Link, n: int, rounds: int, lat: npt.NDArray[
 
     def on_report(arrived: int) -> None:
         nonlocal got, base
-        lat[base + got] = arrived - sent[got]
+        if base >= 0:
+            lat[base + got] = arrived - sent[got]
         got += 1
         if got < n:
             return
         got = 0
         base += n
-        if base < lat.size:
+        if base < end:
             send_batch()
         elif not done.done():
             done.set_result(None)
@@ -380,32 +385,6 @@ class ParallelRun:
         }
 
 
-async def _ping_pong(link: _Link, n: int, warmup: int, out: npt.NDArray[np.int64]) -> None:
-    # One order at a time: each report's callback records its round trip and sends the next.
-    app = link.app
-    total = warmup + n
-    done: asyncio.Future[None] = app.loop.create_future()
-    count = 0
-    sent_at = 0
-
-    def on_report(arrived: int) -> None:
-        nonlocal count, sent_at
-        if count >= warmup:
-            out[count - warmup] = arrived - sent_at
-        count += 1
-        if count < total:
-            sent_at = link.send()
-        elif not done.done():
-            done.set_result(None)
-
-    app.on_report = on_report
-    try:
-        sent_at = link.send()
-        await done
-    finally:
-        app.on_report = None
-
-
 async def _parallel(port: int, total: int, warmup: int, busy_poll_us: int) -> ParallelRun:
     links = [await _connect(v, port, busy_poll_us) for v in VERSIONS]
     each = total // len(links)
@@ -413,7 +392,10 @@ async def _parallel(port: int, total: int, warmup: int, busy_poll_us: int) -> Pa
     outs = {link.version: np.empty(each, np.int64) for link in links}
     try:
         t0 = time.perf_counter()
-        await asyncio.gather(*(_ping_pong(lk, each, warmup, outs[lk.version]) for lk in links))
+        # One order at a time each (batches of 1), the first ``warmup`` not recorded.
+        await asyncio.gather(
+            *(_batch_round_trips(lk, 1, warmup + each, outs[lk.version], warmup) for lk in links)
+        )
         run.elapsed_s = time.perf_counter() - t0
     finally:
         for link in links:
