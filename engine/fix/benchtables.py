@@ -118,14 +118,20 @@ class _Venue(Application):
 
     def __init__(self) -> None:
         self._templates: dict[SessionID, AppTemplate] = {}
+        # The last session's template: a run of reports for one session finds it by identity
+        # (the dict's lookup hashes the SessionID, a Python call per order).
+        self._last: tuple[SessionID | None, AppTemplate | None] = (None, None)
 
     def from_app(self, message: FixMessage, session_id: SessionID) -> None:
-        tmpl = self._templates.get(session_id)
-        if tmpl is None:
-            s = lookup_session(session_id)
-            assert s is not None
-            version = next(v for v in VERSIONS if _ids(v)[1] == s.config.sender_comp_id)
-            tmpl = self._templates[session_id] = s.template(b"8", er_fields(version))
+        last_id, tmpl = self._last
+        if session_id is not last_id or tmpl is None:
+            tmpl = self._templates.get(session_id)
+            if tmpl is None:
+                s = lookup_session(session_id)
+                assert s is not None
+                version = next(v for v in VERSIONS if _ids(v)[1] == s.config.sender_comp_id)
+                tmpl = self._templates[session_id] = s.template(b"8", er_fields(version))
+            self._last = (session_id, tmpl)
         clordid = message.get(11) or b""
         tmpl.session.send_template(tmpl, (clordid, b"E" + clordid, b"O" + clordid))
 
