@@ -130,15 +130,17 @@ class OrderRouter:
         manager = self.managers.get(symbol)
         if manager is None:
             manager = self.manager(symbol)  # raises, naming the symbol
-        return manager.send(
-            side=side,
-            qty_lots=qty_lots,
-            px_ticks=px_ticks,
-            ord_type=ord_type,
-            time_in_force=time_in_force,
-            strategy_id=strategy_id,
-            client_order_id=client_order_id,
-            band_override=band_override,
+        # manager.send(...) with these keywords, through its positional entry.
+        return manager._send_new(
+            side,
+            qty_lots,
+            px_ticks,
+            ord_type,
+            time_in_force,
+            strategy_id,
+            client_order_id,
+            band_override,
+            False,
         )
 
     def submit(self, request: OrderRequest) -> Order:

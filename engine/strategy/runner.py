@@ -96,13 +96,9 @@ class LiveContext:
         if router.risk.kill_level is _OFF and strategy_id not in self.halted:
             # The usual case, router.send() inlined: nothing blocks the order.
             manager = router.managers.get(symbol) or router.manager(symbol)
-            order = manager.send(
-                side=side,
-                qty_lots=qty_lots,
-                px_ticks=px_ticks,
-                ord_type=ord_type,
-                time_in_force=time_in_force,
-                strategy_id=strategy_id,
+            # manager.send(...) with these keywords, through its positional entry.
+            order = manager._send_new(
+                side, qty_lots, px_ticks, ord_type, time_in_force, strategy_id, None, False, False
             )
             # The order manager published every change it made: its last view is the current.
             return order.published or order.view()
