@@ -348,10 +348,39 @@ class OrderManager:
         if clordid in by_clordid:
             return self._refuse(order, f"duplicate ClOrdID {clordid!r}: already used today")
         by_clordid[clordid] = order
+        if risk_exempt or (self.stp is not None and len(self._held) > 1) or oid in self._counted:
+            # (len(_held) > 1: _others_hold(), this order being held)
+            return self._send_checked(order, band_override, risk_exempt)
+        # The usual order: risk checks it and books it sent in one call (no self-trade
+        # prevention to ask between the two), as _send_checked() would.
+        refusal = self.risk.new_order(
+            strategy_id, self.symbol, side, qty_lots, px_ticks, self._tick_value, band_override
+        )
+        if refusal is not None:
+            return self._refuse(order, f"risk: {refusal}")
+        order.ts_sent = now
+        self._counted[oid] = qty_lots
+        if self._order_changed.wanted:  # (bus.wants(OrderChanged))
+            self._publish(order, "new")
+        # else: _publish() would do nothing more (a PENDING_NEW order is held, not retired)
+        self.venue.submit(order)
+        return order
+
+    def _send_checked(self, order: Order, band_override: bool, risk_exempt: bool) -> Order:
+        # The rest of _send_new() for an order self-trade prevention is asked about, a
+        # flattening order (risk_exempt) or one risk counted already: the risk check, STP,
+        # then risk books it sent.
         risk = self.risk
+        strategy_id, side, qty_lots = order.strategy_id, order.side, order.qty_lots
         if not risk_exempt:
             refusal = risk.check_new(
-                strategy_id, self.symbol, side, qty_lots, px_ticks, self._tick_value, band_override
+                strategy_id,
+                self.symbol,
+                side,
+                qty_lots,
+                order.px_ticks,
+                self._tick_value,
+                band_override,
             )
             if refusal is not None:
                 return self._refuse(order, f"risk: {refusal}")
@@ -362,7 +391,8 @@ class OrderManager:
                 self.cancel_many(stp.cancel)  # sent first: the venue takes them first
             if stp.refusal is not None or stuck:
                 return self._refuse(order, stp.refusal or stuck)
-        order.ts_sent = now
+        order.ts_sent = order.ts_created  # created and sent at once
+        oid = order.order_id
         counted = self._counted
         if oid not in counted:  # _sync_risk() of a new working order, with record_sent()
             risk.on_new_order_sent(strategy_id, self.symbol, side, qty_lots)

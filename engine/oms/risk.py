@@ -360,6 +360,60 @@ class RiskChecker:
             every.sell += qty_lots
             own.sell += qty_lots
 
+    def new_order(
+        self,
+        strategy_id: int,
+        symbol: str,
+        side: Side,
+        qty_lots: int,
+        px_ticks: int,
+        tick_value: float,
+        band_override: bool = False,
+    ) -> RiskRefusal | None:
+        """Check a new order and book it as sent if it passes; return the refusal or ``None``.
+
+        :meth:`check_new`, then, when it answers ``None``, :meth:`on_new_order_sent`, in one
+        call with positional arguments: the order manager's, once per order it sends when
+        nothing decides between the check and the send (no self-trade prevention to ask).
+        A refused order is not booked.
+        """
+        if not (
+            self.kill_level is _OFF
+            and self.global_limits is self._glob
+            and not self._glob_active
+            and not self.instrument_limits
+            and strategy_id not in self.strategy_limits
+        ):  # check_new()'s test: a rule may apply
+            refusal = self.check_order(
+                strategy_id=strategy_id,
+                symbol=symbol,
+                side=side,
+                qty_lots=qty_lots,
+                px_ticks=px_ticks,
+                tick_value=tick_value,
+                band_override=band_override,
+            )
+            if refusal is not None:
+                return refusal
+        # on_new_order_sent(strategy_id, symbol, side, qty_lots), inlined.
+        now = self.clock.monotonic_ns()
+        scope = self._scopes[strategy_id]
+        window = scope.sent
+        window.append(now)
+        now -= RATE_WINDOW_NS  # the horizon: what is this old or older left the window
+        while window[0] <= now:
+            window.popleft()
+        scope.open += 1
+        self._open_all += 1
+        of = self._exposure[symbol]
+        if side > 0:
+            of[None].buy += qty_lots
+            of[strategy_id].buy += qty_lots
+        else:
+            of[None].sell += qty_lots
+            of[strategy_id].sell += qty_lots
+        return None
+
     # ---------------------------------------------------------------- the check
     def check_new(
         self,
