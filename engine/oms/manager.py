@@ -65,6 +65,8 @@ _order_filled_of = fast_constructor(OrderFilled, positional=True)  # a fill's, i
 _FILL_TYPES = frozenset({ExecType.TRADE, ExecType.PARTIAL_FILL, ExecType.FILL})
 
 _REJ = OrdStatus.REJECTED
+_PENDING_NEW = OrdStatus.PENDING_NEW
+_new = object.__new__
 _REPLACED_STATUS = OrdStatus.REPLACED
 _ORDER_STATUS = ExecType.ORDER_STATUS
 _REJECTED_EXEC = ExecType.REJECTED
@@ -325,19 +327,24 @@ class OrderManager:
             px_ticks = 0
         now = self.clock.now_ns()  # created and sent at once: one time for both
         clordid = client_order_id or self.venue.new_client_order_id()
-        order = Order.pending_new(
-            self._next_order_id(),
-            clordid,
-            strategy_id,
-            self.symbol,
-            side,
-            ord_type,
-            time_in_force,
-            qty_lots,
-            px_ticks,
-            now,
-        )
-        oid = order.order_id
+        # Order.pending_new(...), inlined: the Order its __init__ would build, PENDING_NEW,
+        # all of it left, created now (test_send_fast_path compares every field).
+        order = _new(Order)
+        order.order_id = oid = self._next_order_id()
+        order.client_order_id = clordid
+        order.strategy_id = strategy_id
+        order.symbol = self.symbol
+        order.side = side
+        order.ord_type = ord_type
+        order.time_in_force = time_in_force
+        order.qty_lots = order.leaves_qty_lots = qty_lots
+        order.px_ticks = px_ticks
+        order.ts_created = order.ts_last = now
+        order.status = _PENDING_NEW
+        order.venue_order_id = order.text = ""
+        order.chain = ()
+        order.cum_qty_lots = order.notional_ticks_lots = order.ts_sent = order.ts_acked = 0
+        order.pending = order.published = None
         orders = self.orders
         if oid not in orders:  # _hold(order), inlined
             held = self._held
