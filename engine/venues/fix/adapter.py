@@ -161,6 +161,8 @@ class FixVenue(Application):
         # Send templates of the bound session (built on first use, dropped on bind()).
         self._templates: dict[tuple[str, bool, bool], AppTemplate] = {}
         self._templates_of: FixSession | None = None
+        # The limit NewOrderSingle's (the most sent), whatever session it was built for.
+        self._new_limit: AppTemplate | None = None
         # TransactTime <60> text, formatted once per unit of the precision.
         self._ts_unit = 1_000_000
         self._ts_key = -1
@@ -195,6 +197,7 @@ class FixVenue(Application):
         self._ts_key = -1
         self._templates = {}
         self._templates_of = session
+        self._new_limit = None
 
     def route(self, instrument: Instrument, sink: ReportSink) -> None:
         """Deliver what the venue says about ``instrument`` to ``sink`` (its order manager)."""
@@ -228,7 +231,6 @@ class FixVenue(Application):
         symbol = order.symbol
         nums = self._numbers[symbol]
         clordid = order.client_order_id
-        qty, px = order.qty_lots, order.px_ticks
         # The order manager stamped ts_sent just now: no second clock read for <60>.
         now = order.ts_sent or self.clock.now_ns()
         if now // self._ts_unit != self._ts_key:  # _now_text(), inlined
@@ -236,18 +238,19 @@ class FixVenue(Application):
         # ClOrdID <11>, [HandlInst <21>], OrderQty <38>, OrdType <40>, Price <44> if limit,
         # Side <54>, Symbol <55>, TimeInForce <59>, TransactTime <60>; the texts remembered.
         if order.ord_type is _LIMIT_TYPE:
-            key = _NEW_LIMIT
+            qty, px = order.qty_lots, order.px_ticks
             values = [
                 clordid.encode(), nums.qty_texts.get(qty) or nums.qty_text(qty), _LIMIT,
                 nums.px_texts.get(px) or nums.px_text(px), SIDE_TO_FIX[order.side],
                 nums.symbol, TIF_TO_FIX[order.time_in_force], self._ts,
             ]  # fmt: skip
+            template = self._new_limit  # the layout's template, kept at hand
         else:
-            key = _NEW_OTHER
             values = [
-                clordid.encode(), nums.qty_text(qty), ORD_TYPE_TO_FIX[order.ord_type],
+                clordid.encode(), nums.qty_text(order.qty_lots), ORD_TYPE_TO_FIX[order.ord_type],
                 SIDE_TO_FIX[order.side], nums.symbol, TIF_TO_FIX[order.time_in_force], self._ts,
             ]  # fmt: skip
+            template = None
         # _send_order(key, values, clordid, symbol, order), inlined: once per order.
         symbol_of = self._symbol_of
         symbol_of[clordid] = symbol
@@ -255,9 +258,11 @@ class FixVenue(Application):
         st = session.state if session is not None else None
         if session is not None and st is not None and st.received_logon and st.sent_logon:
             # (session.is_logged_on, inlined)
-            template = self._templates.get(key) if self._templates_of is session else None
-            if template is None:
-                template = self._template(session, key)
+            if template is None or template.session is not session:
+                key = _NEW_LIMIT if order.ord_type is _LIMIT_TYPE else _NEW_OTHER
+                template = self._templates.get(key) if self._templates_of is session else None
+                if template is None:
+                    template = self._template(session, key)
             store = session.store
             if store is not self._store:  # the store's annotate(), looked up once per store
                 self._store = store
@@ -378,6 +383,8 @@ class FixVenue(Application):
             self._templates = {}
             self._templates_of = session
         template = self._templates[key] = session.template(key[0], _LAYOUTS[key])
+        if key == _NEW_LIMIT:
+            self._new_limit = template
         return template
 
     def send_order_message(self, msg: OutMessage, clordid: str, symbol: str) -> None:
