@@ -25,6 +25,7 @@ import itertools
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
+from math import isqrt
 
 import numpy as np
 
@@ -72,6 +73,10 @@ _ORDER_STATUS = ExecType.ORDER_STATUS
 _REJECTED_EXEC = ExecType.REJECTED
 _NEW_EXEC = ExecType.NEW
 _LIMIT = OrdType.LIMIT
+#: A quantity and a limit price up to this are sane whatever the other is (order_problem()
+#: is None): within the quantity and price maxima, their product within the notional one.
+#: Below 2**30, so the interpreter compares them as small ints.
+_PLAIN = min(MAX_ORDER_QTY_LOTS, MAX_PX_TICKS, isqrt(MAX_NOTIONAL), 2**30 - 1)
 _MARKET = OrdType.MARKET
 
 #: Done (terminal) orders an order manager keeps whole, newest last (:attr:`OrderManager.archive`).
@@ -317,10 +322,8 @@ class OrderManager:
         limit = ord_type is _LIMIT
         if (
             client_order_id is not None
-            or not 1 <= qty_lots <= MAX_ORDER_QTY_LOTS
-            or (
-                limit and not (0 < px_ticks <= MAX_PX_TICKS and px_ticks * qty_lots <= MAX_NOTIONAL)
-            )
+            or not 1 <= qty_lots <= _PLAIN
+            or (limit and not 0 < px_ticks <= _PLAIN)
         ):  # order_problem() is None for anything else: asked only here
             self._check_request(qty_lots, px_ticks, limit, client_order_id)
         if ord_type is _MARKET:

@@ -12,6 +12,7 @@ the NewOrderSingle ``FixSession.send`` writes for the message built field by fie
 from __future__ import annotations
 
 import dataclasses
+import re
 from decimal import Decimal
 
 import pytest
@@ -27,7 +28,7 @@ from engine.fix.session import FixSession
 from engine.instruments import Instrument
 from engine.oms.manager import OrderManager
 from engine.oms.order import Order
-from engine.oms.risk import RiskChecker, RiskLimits
+from engine.oms.risk import RiskChecker, RiskLimits, order_problem
 from engine.oms.router import OrderRouter
 from engine.strategy.runner import LiveContext
 from engine.venues.fix.adapter import FixVenue
@@ -225,3 +226,34 @@ def test_new_order_is_check_new_then_on_new_order_sent(
             assert fast.working_lots("X", side, s) == general.working_lots("X", side, s)
             assert fast.sent_in_window(s) == general.sent_in_window(s)
         clock.advance(wait)
+
+
+@pytest.mark.parametrize(
+    ("qty", "px"),
+    [
+        (1_000_000_000, 1_000_000_000),  # the plain bounds themselves
+        (1_000_000_000, 1_000_000_001),  # a price beyond them, its product still fine
+        (1, 2**53),
+        (1, 2**53 + 1),
+        (2**20, 2**43),  # product 2**63: beyond the notional range
+        (1_000_000_001, 1),
+        (3, 1.5),
+    ],
+)
+def test_orders_beyond_the_plain_bounds_are_judged_by_order_problem(qty: int, px: int) -> None:
+    clock = TestClock()
+    venue = FixVenue(clock)
+    session, _theirs, out = fix_pair(venue, clock)
+    venue.bind(session)
+    router = OrderRouter(MessageBus(), clock, RiskLimits())
+    manager = router.add_instrument(ES, venue)
+    venue.route(ES, manager)
+    problem = order_problem(qty, px, limit=True)
+    if problem is None:
+        o = router.send(symbol="ESZ6", side=Side.BUY, qty_lots=qty, px_ticks=px)
+        assert o.status is OrdStatus.PENDING_NEW
+        assert len(out) == 1
+    else:
+        with pytest.raises(ValueError, match=re.escape(f"ESZ6: {problem}")):
+            router.send(symbol="ESZ6", side=Side.BUY, qty_lots=qty, px_ticks=px)
+        assert not out
