@@ -726,6 +726,89 @@ def scan_and_check(
     return nm, nf, consumed
 
 
+#: The decoder's workspace: one int64 array that holds its tables (:func:`workspace`), so that
+#: a read costs one array argument where it cost five (numba unboxes each array argument:
+#: about 500 instructions apiece). Its header: where each table starts and how long it is.
+WS_MSGS: int = 0  # offset of the message table, rows of MSG_COLUMNS
+WS_ROWS: int = 1  # rows of the message table (and of the layout marks)
+WS_FIELDS: int = 2  # offset of the field table, 3 rows of WS_CAP
+WS_CAP: int = 3  # columns of the field table
+WS_CHECKED: int = 4  # offset of the layout marks, WS_ROWS of them
+WS_DATA: int = 5  # offset of the LENGTH -> DATA tag table
+WS_DATA_LEN: int = 6
+WS_EXPECT: int = 7  # offset in bytes of the header expectation (uint8)
+WS_EXPECT_LEN: int = 8  # its length in bytes (0: none)
+WS_HEADER: int = 9
+#: int64 slots kept for the header expectation: the longest :func:`header_expectation`.
+WS_EXPECT_SLOTS: int = (3 + 3 * 255 + 7) // 8
+
+
+def workspace(
+    rows: int, cap: int, data_tags: npt.NDArray[np.int64], expect: npt.NDArray[np.uint8]
+) -> tuple[
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.uint8],
+]:
+    """Return a decoder's workspace and views of its tables (see ``WS_*``).
+
+    Returns ``(ws, msgs, fields, checked, data_tags, expect)``: ``msgs`` int64[rows,
+    MSG_COLUMNS], ``fields`` int64[3, cap], ``checked`` int64[rows] (zeros), then copies of
+    ``data_tags`` and ``expect`` (at most ``WS_EXPECT_SLOTS * 8`` bytes); every one a
+    C-contiguous view of ``ws``, of the types :func:`scan_and_check` is compiled for.
+    """
+    nd = data_tags.shape[0]
+    ne = expect.shape[0]
+    if ne > WS_EXPECT_SLOTS * 8:
+        raise ValueError(f"header expectation of {ne} bytes: at most {WS_EXPECT_SLOTS * 8}")
+    e_at = WS_HEADER
+    d_at = e_at + WS_EXPECT_SLOTS
+    m_at = d_at + nd
+    c_at = m_at + rows * MSG_COLUMNS
+    f_at = c_at + rows
+    ws = np.zeros(f_at + 3 * cap, dtype=np.int64)
+    ws[:WS_HEADER] = (m_at, rows, f_at, cap, c_at, d_at, nd, e_at * 8, ne)
+    ws[d_at:m_at] = data_tags
+    raw = ws.view(np.uint8)
+    raw[e_at * 8 : e_at * 8 + ne] = expect
+    return (
+        ws,
+        ws[m_at:c_at].reshape(rows, MSG_COLUMNS),
+        ws[f_at:].reshape(3, cap),
+        ws[c_at:f_at],
+        ws[d_at:m_at],
+        raw[e_at * 8 : e_at * 8 + ne],
+    )
+
+
+@kernel
+def scan_and_check_ws(
+    buf: bytes, ws: npt.NDArray[np.int64], table: npt.NDArray[np.int64], base: int
+) -> tuple[int, int, int]:
+    """:func:`scan_and_check` of all of ``buf`` over the tables of a :func:`workspace`."""
+    rows = ws[WS_ROWS]
+    m = ws[WS_MSGS]
+    f = ws[WS_FIELDS]
+    cap = ws[WS_CAP]
+    c = ws[WS_CHECKED]
+    d = ws[WS_DATA]
+    e = ws[WS_EXPECT]
+    return scan_and_check(
+        buf,
+        len(buf),
+        ws[m : m + rows * MSG_COLUMNS].reshape((rows, MSG_COLUMNS)),
+        ws[f : f + 3 * cap].reshape((3, cap)),
+        ws[d : d + ws[WS_DATA_LEN]],
+        ws.view(np.uint8)[e : e + ws[WS_EXPECT_LEN]],
+        table,
+        ws[c : c + rows],
+        base,
+    )
+
+
 def compiled_entry(dispatcher: Any, args: tuple[Any, ...]) -> Callable[..., Any] | None:
     """Return the compiled function ``dispatcher`` runs for arguments of these types, or None.
 

@@ -334,6 +334,7 @@ def data_tag_table(pairs: dict[int, int] | None = None) -> npt.NDArray[np.int64]
 
 #: No header to read (an empty expectation: the kernel writes no header flags).
 _NO_EXPECTATION: npt.NDArray[np.uint8] = np.zeros(0, dtype=np.uint8)
+_NO_TABLE: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
 
 
 _Views = tuple[memoryview, memoryview, memoryview]
@@ -736,8 +737,8 @@ def _one_frame(
 
 _new_batch = object.__new__
 _EMPTY: array[int] = array("q")
-#: The compiled scan_and_check for (bytes, int, the decoder's tables, int), found after its
-#: first call (:func:`engine.fix._kernels.compiled_entry`).
+#: The compiled scan_and_check_ws for (bytes, the decoder's workspace, a layout table, int),
+#: found after its first call (:func:`engine.fix._kernels.compiled_entry`).
 _scan_and_check: list[Callable[..., tuple[int, int, int]] | None] = [None]
 
 
@@ -770,6 +771,7 @@ class FixDecoder:
         "_pending",
         "_row",
         "_views",
+        "_ws",
         "garbled",
         "layouts",
         "max_buffer",
@@ -783,15 +785,15 @@ class FixDecoder:
         data_length_tags: dict[int, int] | None = None,
     ) -> None:
         self._pending = b""
+        # The tables live in one workspace array (_kernels.workspace): the kernel takes it as
+        # one argument. The attributes below are views of it; _workspace makes them.
+        self._ws = self._msgs = self._fields = self._checked = _NO_TABLE
         self._data_tags = data_tag_table(data_length_tags)
-        self._msgs = np.zeros((256, _kernels.MSG_COLUMNS), dtype=np.int64)
-        self._row = _first_row(self._msgs)
-        self._fields = np.zeros((3, 8192), dtype=np.int64)
-        self._views = _row_views(self._fields)
-        self._cuts: dict[int, tuple[memoryview, memoryview, memoryview, _Views]] = {}
-        # At least one mark per row of the message table (kept so by _ensure).
-        self._checked = np.zeros(256, dtype=np.int64)
         self._expect = _NO_EXPECTATION
+        self._row = memoryview(b"")
+        self._views = _row_views(np.zeros((3, 0), dtype=np.int64))
+        self._cuts: dict[int, tuple[memoryview, memoryview, memoryview, _Views]] = {}
+        self._workspace(256, 8192)
         #: The session's layouts (:mod:`engine.fix.layouts`): each frame decoded is marked
         #: with what they prove of it (``DecodedBatch.checked``, ``FixMessage.checked``).
         self.layouts: LayoutTable | None = None
@@ -817,24 +819,42 @@ class FixDecoder:
         fast path; values longer than 255 bytes are not compared (no flags).
         """
         try:
-            self._expect = (
+            expect = (
                 _kernels.header_expectation(begin, sender, target) if begin else _NO_EXPECTATION
             )
         except ValueError:
-            self._expect = _NO_EXPECTATION
+            expect = _NO_EXPECTATION
+        ws = self._ws
+        at = int(ws[_kernels.WS_EXPECT])
+        n = expect.shape[0]
+        raw = ws.view(np.uint8)
+        raw[at : at + n] = expect
+        ws[_kernels.WS_EXPECT_LEN] = n
+        self._expect = raw[at : at + n]
+
+    def _workspace(self, rows: int, cap: int) -> None:
+        # A new workspace of ``rows`` frames and ``cap`` fields (the tables are scratch: only
+        # the data tags and the header expectation are carried over).
+        ws, msgs, fields, checked, data_tags, expect = _kernels.workspace(
+            rows, cap, self._data_tags, self._expect
+        )
+        self._ws = ws
+        self._msgs = msgs
+        self._row = _first_row(msgs)
+        self._fields = fields
+        self._views = _row_views(fields)
+        self._cuts = {}
+        self._checked = checked  # one mark per row of the message table
+        self._data_tags = data_tags
+        self._expect = expect
 
     def _ensure(self, nbytes: int) -> None:
         need = nbytes // 2 + 2
-        if self._fields.shape[1] < need:
-            self._fields = np.zeros((3, max(need, self._fields.shape[1] * 2)), dtype=np.int64)
-            self._views = _row_views(self._fields)
-            self._cuts = {}
-        rows = min(nbytes // 64, 1 << 20)
-        if self._msgs.shape[0] < rows:
-            self._msgs = np.zeros((rows, _kernels.MSG_COLUMNS), dtype=np.int64)
-            self._row = _first_row(self._msgs)
-            if self._checked.shape[0] < rows:
-                self._checked = np.zeros(rows, dtype=np.int64)
+        cap = self._fields.shape[1]
+        rows = self._msgs.shape[0]
+        want = min(nbytes // 64, 1 << 20)
+        if cap < need or rows < want:
+            self._workspace(max(rows, want), cap if cap >= need else max(need, cap * 2))
 
     def _cut(self, nf: int) -> tuple[memoryview, memoryview, memoryview, _Views]:
         # The first ``nf`` fields of each row of the field table as bytes, kept per count
@@ -868,28 +888,18 @@ class FixDecoder:
         marked = layouts is not None and layouts._progs > 0
         if marked:
             assert layouts is not None
-            # One kernel call frames and checks the layouts (a second call costs its dispatch;
-            # ``_checked`` has a row per frame row: _ensure keeps it so).
-            args = (
-                buf,
-                n,
-                msgs,
-                fields,
-                self._data_tags,
-                self._expect,
-                layouts.table,
-                self._checked,
-                layouts.base,
-            )
+            # One kernel call frames and checks the layouts (a second call costs its dispatch),
+            # over the tables of the workspace (``_checked`` has a row per frame row).
             entry = _scan_and_check[0]
             if entry is not None and type(buf) is bytes:
-                # Every argument is of the types the entry was compiled for: bytes, ints and
-                # the int64 / uint8 tables this decoder and its LayoutTable make.
-                nm, nf, consumed = entry(*args)
+                # Every argument is of the types the entry was compiled for: bytes, the int64
+                # workspace, the LayoutTable's int64 table and an int.
+                nm, nf, consumed = entry(buf, self._ws, layouts.table, layouts.base)
             else:
-                nm, nf, consumed = _kernels.scan_and_check(*args)
+                args = (buf, self._ws, layouts.table, layouts.base)
+                nm, nf, consumed = _kernels.scan_and_check_ws(*args)
                 if entry is None and type(buf) is bytes:
-                    _scan_and_check[0] = _kernels.compiled_entry(_kernels.scan_and_check, args)
+                    _scan_and_check[0] = _kernels.compiled_entry(_kernels.scan_and_check_ws, args)
         else:
             nm, nf, consumed = _kernels.scan_frames(
                 buf, n, msgs, fields, self._data_tags, self._expect
@@ -998,8 +1008,8 @@ class FixDecoder:
         if not layouts:
             return [layouts.base] * nm  # every layout unknown (LAYOUT_UNKNOWN)
         out = self._checked
-        if out.shape[0] < nm:
-            out = self._checked = np.zeros(max(nm, 2 * out.shape[0]), dtype=np.int64)
+        if out.shape[0] < nm:  # more frames than rows (_more_passes): scratch, not the view
+            out = np.zeros(nm, dtype=np.int64)
         layouts.check(buf, msgs, nm, fields, out)
         return cast(list[int], out[:nm].tolist())
 

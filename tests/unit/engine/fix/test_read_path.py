@@ -40,6 +40,7 @@ from engine.fix.session import AppTemplate, FixSession
 from engine.fix.settings import SessionSettings
 from engine.fix.store import FileStore, MemoryStore
 from engine.fix.validation.plans import layout_program
+from engine.fix.validation.validator import validate_message
 
 S = 1_000_000_000
 T0 = 1_700_000_000 * S
@@ -310,6 +311,9 @@ def test_one_frame_batch_equals_the_general_batch(data: st.DataObject, layouts: 
             assert msg is not None
             assert s.layouts is not None
             assert s._session_dd is not None
+            # Validated first: a layout's program comes from the dictionary's plans, which a
+            # validation makes (run alone, this test has no other test's validations to lean on).
+            assert validate_message(msg, s._session_dd, None, s._validation) is None
             s.layouts.add(msg.tags, b"D", layout_program(msg, s._session_dd, None))
         for _ in range(3):
             raw = data.draw(_frames())
@@ -351,6 +355,7 @@ def test_the_compiled_entry_frames_as_the_dispatcher_does(raw: bytes) -> None:
         msg = decode_one(_raw(b"D", 2, T0, _nos(b"x")))
         assert msg is not None
         assert s._session_dd is not None
+        assert validate_message(msg, s._session_dd, None, s._validation) is None
         s.layouts.add(msg.tags, b"D", layout_program(msg, s._session_dd, None))
         dec.layouts = s.layouts
         dec.expect_header(*s.expected_header())
@@ -359,6 +364,7 @@ def test_the_compiled_entry_frames_as_the_dispatcher_does(raw: bytes) -> None:
         assert entry is not None
 
         def run(fn: object) -> tuple[object, ...]:
+            # The separate tables scan_and_check takes (what the workspace packs).
             msgs = np.zeros((256, k.MSG_COLUMNS), np.int64)
             fields = np.zeros((3, 8192), np.int64)
             out = np.zeros(256, np.int64)
@@ -368,15 +374,24 @@ def test_the_compiled_entry_frames_as_the_dispatcher_does(raw: bytes) -> None:
                 len(raw),
                 msgs,
                 fields,
-                dec._data_tags,
-                dec._expect,
+                dec._data_tags.copy(),
+                dec._expect.copy(),
                 s.layouts.table,
                 out,
                 s.layouts.base,
             )
             return got, msgs.tobytes(), fields.tobytes(), out.tobytes()
 
-        assert run(entry) == run(k.scan_and_check)
+        def run_ws(fn: object) -> tuple[object, ...]:
+            # The decoder's way: one workspace array holding the same tables.
+            ws, msgs, fields, out, _, _ = k.workspace(256, 8192, dec._data_tags, dec._expect)
+            assert s.layouts is not None
+            got = fn(raw, ws, s.layouts.table, s.layouts.base)  # type: ignore[operator]
+            return got, msgs.tobytes(), fields.tobytes(), out.tobytes()
+
+        expected = run(k.scan_and_check)
+        assert run_ws(entry) == expected
+        assert run_ws(k.scan_and_check_ws) == expected
     finally:
         s.close()
 
