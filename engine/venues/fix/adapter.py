@@ -165,7 +165,8 @@ class FixVenue(Application):
         self._new_limit: AppTemplate | None = None
         # TransactTime <60> text, formatted once per unit of the precision.
         self._ts_unit = 1_000_000
-        self._ts_key = -1
+        # The unit of time (ns, [from, until)) the text is of: none yet.
+        self._ts_from = self._ts_until = 0
         self._ts = b""
         # The store of the session last sent through and its annotate(), if it has one.
         self._store: object = None
@@ -194,7 +195,7 @@ class FixVenue(Application):
         self.session = session
         self._precision = 0 if session.config.begin_string < "FIX.4.2" else 3
         self._ts_unit = 10 ** (9 - self._precision)
-        self._ts_key = -1
+        self._ts_from = self._ts_until = 0
         self._templates = {}
         self._templates_of = session
         self._new_limit = None
@@ -233,7 +234,7 @@ class FixVenue(Application):
         clordid = order.client_order_id
         # The order manager stamped ts_sent just now: no second clock read for <60>.
         now = order.ts_sent or self.clock.now_ns()
-        if now // self._ts_unit != self._ts_key:  # _now_text(), inlined
+        if not self._ts_from <= now < self._ts_until:  # _now_text(), inlined
             self._stamp(now)
         # ClOrdID <11>, [HandlInst <21>], OrderQty <38>, OrdType <40>, Price <44> if limit,
         # Side <54>, Symbol <55>, TimeInForce <59>, TransactTime <60>; the texts remembered.
@@ -339,13 +340,15 @@ class FixVenue(Application):
     def _now_text(self) -> bytes:
         # TransactTime changes once per unit of the precision: format it once per unit.
         now = self.clock.now_ns()
-        if now // self._ts_unit != self._ts_key:
+        if not self._ts_from <= now < self._ts_until:
             self._stamp(now)
         return self._ts
 
     def _stamp(self, now: int) -> None:
         # The TransactTime text of ``now`` (kept until the next unit of the precision).
-        self._ts_key = now // self._ts_unit
+        unit = self._ts_unit
+        self._ts_from = start = now // unit * unit
+        self._ts_until = start + unit
         self._ts = format_timestamp(now, self._precision)
 
     def _send_order(
