@@ -222,12 +222,11 @@ class RiskChecker:
         self.reference_px = reference_px
         self.kill_level = KillLevel.OFF
         # Keys: None for the whole engine, else the strategy id.
-        # Working orders of the whole engine; per strategy, in its scope.
-        self._open_all = 0
         # symbol -> scope (None or a strategy id) -> position and working lots per side.
         self._exposure: defaultdict[str, _Exposures] = defaultdict(_Exposures)
-        # Per strategy: working orders and send times in the rate window (the engine's window
-        # is all of them together: each send is in exactly one strategy's window).
+        # Per strategy: working orders and send times in the rate window (the engine's count
+        # and window are all of them together: each working order and each send is in exactly
+        # one strategy's).
         self._scopes: defaultdict[int, _Scope] = defaultdict(_Scope)
         self._seen: dict[int, tuple[RiskLimits, bool]] = {}
         self._glob = self.global_limits
@@ -276,7 +275,6 @@ class RiskChecker:
         self, strategy_id: int, symbol: str, side: Side, d_orders: int, d_leaves_lots: int
     ) -> None:
         """Adjust the count of working orders and their leaves quantity."""
-        self._open_all += d_orders
         self._scopes[strategy_id].open += d_orders
         of = self._exposure[symbol]
         every, own = of[None], of[strategy_id]
@@ -319,8 +317,8 @@ class RiskChecker:
 
     def open_orders(self, strategy_id: int | None = None) -> int:
         """Return the number of working orders of a strategy, or of the whole engine."""
-        if strategy_id is None:
-            return self._open_all
+        if strategy_id is None:  # each working order is in exactly one strategy's count
+            return sum(scope.open for scope in self._scopes.values())
         scope = self._scopes.get(strategy_id)
         return scope.open if scope is not None else 0
 
@@ -350,7 +348,6 @@ class RiskChecker:
             window.popleft()
         # on_working_changed(strategy_id, symbol, side, 1, qty_lots), inlined: once per order.
         scope.open += 1
-        self._open_all += 1
         of = self._exposure[symbol]
         every, own = of[None], of[strategy_id]
         if side > 0:
@@ -404,7 +401,6 @@ class RiskChecker:
         while window[0] <= now:
             window.popleft()
         scope.open += 1
-        self._open_all += 1
         of = self._exposure[symbol]
         if side > 0:
             of[None].buy += qty_lots
