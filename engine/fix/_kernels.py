@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from engine.jit import kernel
+from engine.jit import kernel, kernel_inline
 
 #: Frame status codes written to column ``MSG_STATUS`` of the message table.
 FRAME_OK: int = 0
@@ -516,7 +516,7 @@ def layout_hash(
     return (h ^ type_len) * _HASH_PRIME
 
 
-@kernel
+@kernel_inline
 def _digits(buf: bytes, s: int, e: int) -> bool:
     if e <= s:
         return False
@@ -526,7 +526,7 @@ def _digits(buf: bytes, s: int, e: int) -> bool:
     return True
 
 
-@kernel
+@kernel_inline
 def _value_ok(  # noqa: C901  (one switch over the check kinds)
     buf: bytes, s: int, e: int, kind: int, arg: int, table: npt.NDArray[np.int64]
 ) -> bool:
@@ -582,7 +582,7 @@ def _value_ok(  # noqa: C901  (one switch over the check kinds)
 _U64_MAX_DIGITS = np.frombuffer(b"18446744073709551615", dtype=np.uint8)
 
 
-@kernel
+@kernel_inline
 def _fits_u64(buf: bytes, s: int, e: int) -> bool:
     # Digits ``buf[s:e]`` as a number: at most 2**64 - 1 (leading zeros allowed).
     while e - s > 1 and buf[s] == _ZERO:
@@ -595,12 +595,12 @@ def _fits_u64(buf: bytes, s: int, e: int) -> bool:
     return True
 
 
-@kernel
+@kernel_inline
 def _two(buf: bytes, i: int) -> int:
     return (int(buf[i]) - _ZERO) * 10 + int(buf[i + 1]) - _ZERO
 
 
-@kernel
+@kernel_inline
 def _timestamp_ok(buf: bytes, s: int, e: int) -> bool:
     # What validation's _timestamp_ok accepts: YYYYMMDD-HH:MM:SS[.f{1,9}] and a real date.
     n = e - s
