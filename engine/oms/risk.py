@@ -180,9 +180,17 @@ class _Scope:
 
 
 class _Exposures(dict[int | None, _Exposure]):
-    """The exposures of one instrument by scope (``None``: the engine); made on first use."""
+    """The exposures of one instrument by scope (``None``: the engine); made on first use.
 
-    __slots__ = ()
+    The engine's is made at once and kept at hand as :attr:`every` too (``every is of[None]``):
+    an attribute read on the order path instead of a lookup of a dict subclass.
+    """
+
+    __slots__ = ("every",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.every = self[None] = _Exposure()
 
     def __missing__(self, key: int | None) -> _Exposure:
         exposure = self[key] = _Exposure()
@@ -277,7 +285,7 @@ class RiskChecker:
         """Adjust the count of working orders and their leaves quantity."""
         self._scopes[strategy_id].open += d_orders
         of = self._exposure[symbol]
-        every, own = of[None], of[strategy_id]
+        every, own = of.every, of[strategy_id]
         if side > 0:
             every.buy += d_leaves_lots
             own.buy += d_leaves_lots
@@ -289,13 +297,13 @@ class RiskChecker:
         """Book a fill into the positions risk sees."""
         lots = int(side) * qty_lots
         of = self._exposure[symbol]
-        of[None].position += lots
+        of.every.position += lots
         of[strategy_id].position += lots
 
     def restore_position(self, strategy_id: int, symbol: str, lots: int) -> None:
         """Add a signed position (a restart's sum of the day's fills) to what risk sees."""
         of = self._exposure[symbol]
-        of[None].position += lots
+        of.every.position += lots
         of[strategy_id].position += lots
 
     def position(self, symbol: str, strategy_id: int | None = None) -> int:
@@ -349,7 +357,7 @@ class RiskChecker:
         # on_working_changed(strategy_id, symbol, side, 1, qty_lots), inlined: once per order.
         scope.open += 1
         of = self._exposure[symbol]
-        every, own = of[None], of[strategy_id]
+        every, own = of.every, of[strategy_id]
         if side > 0:
             every.buy += qty_lots
             own.buy += qty_lots
@@ -403,10 +411,10 @@ class RiskChecker:
         scope.open += 1
         of = self._exposure[symbol]
         if side > 0:
-            of[None].buy += qty_lots
+            of.every.buy += qty_lots
             of[strategy_id].buy += qty_lots
         else:
-            of[None].sell += qty_lots
+            of.every.sell += qty_lots
             of[strategy_id].sell += qty_lots
         return None
 
