@@ -48,7 +48,6 @@ from engine.fix.message import OutMessage
 from engine.fix.session import FixSession
 from engine.instruments import Instrument
 from engine.marketdata import MarketData
-from engine.oms.order import Order
 from engine.oms.router import OrderRouter
 from engine.portfolio.positions import PositionBook
 from engine.strategy.examples import Taker
@@ -74,7 +73,7 @@ class Stages:
         self.overhead = 0  # ns one wrapper adds to its caller's time
         self._undo: list[Callable[[], None]] = []
 
-    def wrap(self, obj: Any, attr: str, name: str, *, on_class: bool = False) -> None:
+    def wrap(self, obj: Any, attr: str, name: str) -> None:
         """Time every call of ``obj.attr`` as stage ``name``."""
         fn = getattr(obj, attr)
         stack, own = self._stack, self._own
@@ -91,11 +90,7 @@ class Stages:
                 if stack:
                     stack[-1] += incl + self.overhead
 
-        if on_class:
-            original = obj.__dict__[attr]
-            setattr(obj, attr, staticmethod(timed))
-            self._undo.append(lambda: setattr(obj, attr, original))
-        elif attr in getattr(obj, "__dict__", {}):  # an instance attribute: put it back
+        if attr in getattr(obj, "__dict__", {}):  # an instance attribute: put it back
             setattr(obj, attr, timed)
             self._undo.append(lambda: setattr(obj, attr, fn))
         else:
@@ -222,10 +217,10 @@ class TickPath:
         # A lone row goes to the kernel through MarketData's row applier (L2Books.row_applier).
         st.wrap(self.market, "_apply_row", "book kernel")
         st.wrap(self.taker, "on_book", "strategy")
-        st.wrap(self.manager, "send", "order manager")
-        st.wrap(Order, "pending_new", "order object", on_class=True)
-        st.wrap(self.manager.risk, "check_new", "risk")
-        st.wrap(self.manager.risk, "on_new_order_sent", "risk")
+        # The strategy's context sends through the order manager's positional entry, which
+        # builds the Order in place and asks risk once (new_order: check and book).
+        st.wrap(self.manager, "_send_new", "order manager")
+        st.wrap(self.manager.risk, "new_order", "risk")
         st.wrap(self.venue, "submit", "venue adapter")
         st.wrap(self.session, "send_template", "session")
         st.wrap(self, "write", "socket send")
@@ -233,9 +228,8 @@ class TickPath:
             ("market data", "MarketData.apply: checks, the event, the bus, the runner"),
             ("book kernel", "the row applier: the numba kernel (it checks the row)"),
             ("strategy", "Taker.on_book: decide, strategy API, context"),
-            ("order manager", "OrderManager.send: ids, STP, bookkeeping, view, event"),
-            ("order object", "Order.pending_new"),
-            ("risk", "RiskChecker.check_new + on_new_order_sent (2 wrapped calls)"),
+            ("order manager", "OrderManager._send_new: ids, the Order, bookkeeping, event"),
+            ("risk", "RiskChecker.new_order: limits checked, the order booked"),
             ("venue adapter", "FixVenue.submit: field values, seq map"),
             ("session", "FixSession.send_template: header, encode, store"),
             ("socket send", "socket.send of the bytes (TCP 127.0.0.1)"),
