@@ -34,6 +34,7 @@ from engine.fix.message import (
     CODE_ESCAPE,
     MESSAGES_PER_BLOCK,
     SOH,
+    Block,
     BodyEntry,
     Field,
     FixMessage,
@@ -124,6 +125,8 @@ _PREFIX: list[bytes] = [b"%d=" % t for t in range(10000)]
 # up rather than formatted for every message.
 _MAX_LENGTH = 4096
 _LENGTH: list[bytes] = [b"%d\x01" % n for n in range(_MAX_LENGTH)]
+#: The byte sum of each of ``_LENGTH`` (its share of the CheckSum).
+_LENGTH_SUM: list[int] = [sum(v) for v in _LENGTH]
 _TRAILER: list[bytes] = [b"10=%03d\x01" % cs for cs in range(256)]
 
 
@@ -255,7 +258,7 @@ class MessageTemplate:
         values are constant.
     """
 
-    __slots__ = ("_begin", "_parts", "_slots")
+    __slots__ = ("_begin", "_begin_sum", "_parts", "_slots")
 
     def __init__(
         self, begin_string: bytes, msg_type: bytes, fields: Sequence[tuple[int, bytes | None]]
@@ -275,6 +278,7 @@ class MessageTemplate:
         self._parts = parts
         self._slots = slots
         self._begin = b"8=" + begin_string + b"\x019="
+        self._begin_sum = sum(self._begin)
 
     @property
     def slots(self) -> int:
@@ -303,8 +307,14 @@ class MessageTemplate:
         parts[3] = second
         parts[5:-1:2] = rest
         body = b"".join(parts)
-        # The rest as in encode() (written out: a call costs as much as the rest of it).
         n = len(body)
+        if n <= 256:
+            # The CheckSum from the body's byte sum (Adler-32's low half, exact up to 256
+            # bytes: see checksum()) and those of the parts before it, kept; the message in
+            # one join (a ``+`` takes both sides' buffers and copies the body once more).
+            cs = self._begin_sum + _LENGTH_SUM[n] + (_adler32(body) & 0xFFFF) - 1
+            return b"".join((self._begin, _LENGTH[n], body, _TRAILER[cs & 0xFF]))
+        # The rest as in encode() (written out: a call costs as much as the rest of it).
         msg = self._begin + (_LENGTH[n] if n < _MAX_LENGTH else b"%d\x01" % n) + body
         # checksum() inlined for the usual short message (see there).
         if len(msg) <= 256:
@@ -395,6 +405,7 @@ class DecodedBatch:
     __slots__ = (
         "_all_fields",
         "_all_msgs",
+        "_block",
         "_fields_v",
         "_good",
         "_lists",
@@ -432,6 +443,8 @@ class DecodedBatch:
         self._views = views
         self._rows = rows
         self._lists: tuple[array[int], array[int], array[int]] | None = None
+        # The block of a one-frame read, made by the decoder, for single_message's first call.
+        self._block: Block | None = None
         # True: ``rows`` are known to be all good frames, back to back from the buffer's start.
         self._good = False
         #: Per frame, the decoder's layout table's mark (:mod:`engine.fix.layouts`), or None.
@@ -525,6 +538,16 @@ class DecodedBatch:
         The latency path of a transport (a read of one message): the message shares the
         batch's field lists (:meth:`field_lists`, made for this batch) instead of copies.
         """
+        block = self._block
+        if block is not None:
+            # The decoder made the block with the batch (FixDecoder.decode_batch): what the
+            # lines below make, but for ts_recv, set here (once: a second call makes its own).
+            self._block = None
+            block.ts_recv = ts_recv
+            m = _new_message(FixMessage)
+            m._b = block
+            m._k = 0
+            return m
         start, end, a, count = self.rows[0][:4]
         tags, vstart, vend = self.field_lists()
         checked = self.checked
@@ -732,10 +755,13 @@ def _one_frame(
     b._lists = (tags, starts, ends)
     b._good = True
     b.checked = checked
+    b._block = None
     return b
 
 
 _new_batch = object.__new__
+_new_message = object.__new__
+_new_block = object.__new__
 _EMPTY: array[int] = array("q")
 #: The compiled scan_and_check_ws for (bytes, the decoder's workspace, a layout table, int),
 #: found after its first call (:func:`engine.fix._kernels.compiled_entry`).
@@ -767,6 +793,7 @@ class FixDecoder:
         "_data_tags",
         "_expect",
         "_fields",
+        "_mark",
         "_msgs",
         "_pending",
         "_row",
@@ -790,7 +817,7 @@ class FixDecoder:
         self._ws = self._msgs = self._fields = self._checked = _NO_TABLE
         self._data_tags = data_tag_table(data_length_tags)
         self._expect = _NO_EXPECTATION
-        self._row = memoryview(b"")
+        self._row = self._mark = memoryview(b"")
         self._views = _row_views(np.zeros((3, 0), dtype=np.int64))
         self._cuts: dict[int, tuple[memoryview, memoryview, memoryview, _Views]] = {}
         self._workspace(256, 8192)
@@ -839,6 +866,7 @@ class FixDecoder:
             rows, cap, self._data_tags, self._expect
         )
         self._ws = ws
+        self._mark = checked[:1].data.cast("B").cast("q")  # checked.item(0), cheaper
         self._msgs = msgs
         self._row = _first_row(msgs)
         self._fields = fields
@@ -912,7 +940,7 @@ class FixDecoder:
                 row = self._row.tolist()
                 if not row[4]:
                     if marked:
-                        checked: list[int] | None = [self._checked.item(0)]
+                        checked: list[int] | None = [self._mark[0]]
                     elif layouts is None:
                         checked = None
                     else:
@@ -920,7 +948,19 @@ class FixDecoder:
                     cuts = self._cuts.get(nf)
                     if cuts is None:
                         cuts = self._cut(nf)
-                    return _one_frame(buf, msgs, fields, row, checked, nf, cuts)
+                    batch = _one_frame(buf, msgs, fields, row, checked, nf, cuts)
+                    # The message's block, made now (single_message's general path, from
+                    # this row: the one frame fills ``buf`` and the field lists).
+                    start, end, a = row[0], row[1], row[2]
+                    block = _new_block(Block)
+                    block.buf = buf if start == 0 and end == n else buf[start:end]
+                    block.tags, block.starts, block.ends = batch._lists  # type: ignore[misc]
+                    block.first = [a, a + row[3]]
+                    block.cuts = [0, end - start]
+                    block.codes = None
+                    block.checked = [0 if checked is None else checked[0]]
+                    batch._block = block
+                    return batch
             if nm <= 32:
                 # The common case: everything framed in one pass, few frames (a read of one
                 # message is the latency path: no numpy call here besides the table's rows).

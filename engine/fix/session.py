@@ -324,6 +324,10 @@ class FixSession:
         self._precision = config.effective_timestamp_precision()
         self._ts_key: int | None = None
         self._ts = b""
+        # The ns during which ``_ts`` holds: [_ts_lo, _ts_hi), one unit of the precision
+        # (send_template tests it with two comparisons, not a division).
+        self._ts_lo = 0
+        self._ts_hi = 0
         # Last SendingTime <52> found within MaxLatency, and the second it was checked in.
         self._good_sending_time = b""
         self._good_sending_sec = -1
@@ -755,7 +759,7 @@ class FixSession:
         if order is not None:
             values = [values[k] for k in order]
         ts = self._ts
-        if now // self._ts_unit != self._ts_key:  # _timestamp(), inlined
+        if not self._ts_lo <= now < self._ts_hi:  # _timestamp()'s test, without a division
             ts = self._timestamp()
         raw = template._encoder.encode2(b"%d" % seq, ts, values)
         st.last_sent_ns = now
@@ -871,6 +875,8 @@ class FixSession:
         if key != self._ts_key:
             self._ts_key = key
             self._ts = format_timestamp(self._now, self._precision)
+            self._ts_lo = key * self._ts_unit
+            self._ts_hi = self._ts_lo + self._ts_unit
         return self._ts
 
     def _emit(self, raw: bytes) -> None:
