@@ -9,19 +9,22 @@ its own text. Every NewOrderSingle's TransactTime must be ``format_timestamp`` o
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 
 from engine.bus import MessageBus
 from engine.clock import TestClock
 from engine.enums import OrdType, Side, TimeInForce
 from engine.fix.codec import FixDecoder, format_timestamp
+from engine.instruments import Instrument
 from engine.oms.order import Order
 from engine.oms.router import OrderRouter
 from engine.venues.fix.adapter import FixVenue
 from tests.factories import fix_pair
-from tests.unit.engine.venues.test_fix_adapter import ES
 
 ES_SYMBOL = "ESZ6"
+ES = Instrument(symbol=ES_SYMBOL, tick_size=Decimal("0.25"), multiplier=Decimal(50))
 
 #: Offsets (ns) of successive orders' ts_sent from a whole second: within a millisecond,
 #: across one, back before the first, the same again, a second later, back a second.
