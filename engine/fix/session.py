@@ -87,6 +87,10 @@ _log = get_log(__name__)
 _NS = 1_000_000_000
 #: The largest sequence number (QuickFIX's SEQNUM is a uint64): one past it is refused.
 SEQNUM_MAX = (1 << 64) - 1
+#: A callback that sends many messages (a batch of orders answered from a report) hands them
+#: to the transport by this many as it goes (with a responder set), rather than all when the
+#: entry point returns: the peer works on the first ones while the rest are made.
+STREAM_EVERY = 32
 #: ``SessionState.resend_range`` when no ResendRequest is outstanding.
 _NO_RANGE = (0, 0)
 #: Columns of a decoder row and the header flags the fast path needs (engine.fix._kernels).
@@ -788,6 +792,10 @@ class FixSession:
                 responder(data)
             return seq
         out.append(raw)
+        if len(out) >= STREAM_EVERY and responder is not None:
+            self._out = []
+            for data in out:
+                responder(data)
         return seq
 
     def _send_message(self, message: OutMessage, now_ns: int | None) -> int:
