@@ -717,7 +717,8 @@ class FixSession:
 
         The message is built as bytes directly, without an :class:`OutMessage`, unless the
         application overrides ``to_app`` (which must see, and may change, the message): then
-        this is ``send(template.message(values))``.
+        this is ``send(template.message(values))``. From inside a callback, the messages it
+        gathers go to the transport by :data:`STREAM_EVERY` as they are made.
 
         Parameters
         ----------
