@@ -465,7 +465,13 @@ class _Reader:
         if len(rows) == 1 and not rows[0][4]:
             return self.session.on_message(batch.single_message(now), now, rows[0])
         msgs = [m for m in batch.messages(now) if m is not None]
-        return self.session.on_messages(msgs, now, rows)
+        sent = self.sent
+        before = len(sent)
+        out = self.session.on_messages(msgs, now, rows)
+        if len(sent) > before:  # answers handed over while made (FixSession.STREAM_EVERY)
+            out = sent[before:] + out
+            del sent[before:]
+        return out
 
 
 def bench_in_process(n: int, batch: int = 1) -> float:
