@@ -314,11 +314,8 @@ class MessageTemplate:
             # one join (a ``+`` takes both sides' buffers and copies the body once more).
             cs = self._begin_sum + _LENGTH_SUM[n] + (_adler32(body) & 0xFFFF) - 1
             return b"".join((self._begin, _LENGTH[n], body, _TRAILER[cs & 0xFF]))
-        # The rest as in encode() (written out: a call costs as much as the rest of it).
+        # A longer body (its message is past checksum()'s short case).
         msg = self._begin + (_LENGTH[n] if n < _MAX_LENGTH else b"%d\x01" % n) + body
-        # checksum() inlined for the usual short message (see there).
-        if len(msg) <= 256:
-            return msg + _TRAILER[((_adler32(msg) & 0xFFFF) - 1) & 0xFF]
         return msg + _TRAILER[checksum(msg)]
 
 

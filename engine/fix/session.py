@@ -326,10 +326,9 @@ class FixSession:
             + b"\x01"
         )
         self._precision = config.effective_timestamp_precision()
-        self._ts_key: int | None = None
         self._ts = b""
         # The ns during which ``_ts`` holds: [_ts_lo, _ts_hi), one unit of the precision
-        # (send_template tests it with two comparisons, not a division).
+        # (tested with two comparisons, not a division; empty: no text yet).
         self._ts_lo = 0
         self._ts_hi = 0
         # Last SendingTime <52> found within MaxLatency, and the second it was checked in.
@@ -764,7 +763,7 @@ class FixSession:
         if order is not None:
             values = [values[k] for k in order]
         ts = self._ts
-        if not self._ts_lo <= now < self._ts_hi:  # _timestamp()'s test, without a division
+        if not self._ts_lo <= now < self._ts_hi:  # _timestamp()'s test, inlined
             ts = self._timestamp()
         raw = template._encoder.encode2(b"%d" % seq, ts, values)
         st.last_sent_ns = now
@@ -880,12 +879,12 @@ class FixSession:
     def _timestamp(self) -> bytes:
         # SendingTime changes once per unit of the precision (a millisecond by default):
         # format it once per unit, not once per message.
-        key = self._now // self._ts_unit
-        if key != self._ts_key:
-            self._ts_key = key
-            self._ts = format_timestamp(self._now, self._precision)
-            self._ts_lo = key * self._ts_unit
-            self._ts_hi = self._ts_lo + self._ts_unit
+        now = self._now
+        if not self._ts_lo <= now < self._ts_hi:
+            unit = self._ts_unit
+            self._ts_lo = lo = now // unit * unit
+            self._ts_hi = lo + unit
+            self._ts = format_timestamp(now, self._precision)
         return self._ts
 
     def _emit(self, raw: bytes) -> None:
