@@ -167,9 +167,12 @@ def fix_pair(
     begin: str = "FIX.4.4",
     sender: str = "C",
     validate: bool = True,
+    precision: int | None = None,
 ) -> tuple[FixSession, FixSession, list[bytes]]:
     """Return our initiator session (application ``app``) logged on to a counterparty, in
-    memory, the counterparty, and the list our session's later output goes to."""
+    memory, the counterparty, and the list our session's later output goes to.
+
+    ``precision``: our session's TimestampPrecision (None: its version's default)."""
     ours = FixSession(
         SessionSettings(
             begin_string=begin,
@@ -178,6 +181,7 @@ def fix_pair(
             connection_type="initiator",
             heart_bt_int=30,
             use_data_dictionary=validate,
+            timestamp_precision=precision,
         ),
         MemoryStore(),
         app,

@@ -15,9 +15,7 @@ from hypothesis import strategies as st
 from engine.clock import TestClock
 from engine.fix.codec import FixDecoder, MessageTemplate, decode_one, encode, format_timestamp
 from engine.fix.message import OutMessage
-from engine.fix.session import FixSession
-from engine.fix.settings import SessionSettings
-from engine.fix.store import MemoryStore
+from tests.factories import fix_pair
 
 S = 1_000_000_000
 T0 = 1_700_000_000 * S
@@ -70,40 +68,6 @@ class _WallClock(TestClock):
         self._now_ns = now_ns
 
 
-def _pair(clock: TestClock, precision: int) -> FixSession:
-    s = FixSession(
-        SessionSettings(
-            begin_string="FIX.4.4",
-            sender_comp_id="C",
-            target_comp_id="S",
-            connection_type="initiator",
-            heart_bt_int=30,
-            timestamp_precision=precision,
-        ),
-        MemoryStore(clock.now_ns()),
-        None,
-        None,
-        clock,
-    )
-    theirs = FixSession(
-        SessionSettings(begin_string="FIX.4.4", sender_comp_id="S", target_comp_id="C"),
-        MemoryStore(clock.now_ns()),
-        None,
-        None,
-        clock,
-    )
-    d_ours, d_theirs = FixDecoder(), FixDecoder()
-    now = clock.now_ns()
-    for raw in s.on_connected(now):
-        for msg in d_theirs.feed(raw):
-            for back in theirs.on_message(msg, now):
-                for m2 in d_ours.feed(back):
-                    s.on_message(m2, now)
-    theirs.close()
-    assert s.is_logged_on
-    return s
-
-
 @settings(max_examples=60, deadline=None)
 @given(
     precision=st.sampled_from([0, 3, 6, 9]),
@@ -123,15 +87,13 @@ def test_send_template_stamps_the_time_of_each_send(
     # Each send's SendingTime is format_timestamp of its own time, the clock going back and
     # forth across the precision's units; and the bytes are the ones send() writes.
     clock = _WallClock(T0 + 123_456_789)
-    s = _pair(clock, precision)
-    ref = _pair(clock, precision)
+    s, theirs, out = fix_pair(None, clock, precision=precision)
+    ref, ref_theirs, ref_out = fix_pair(None, clock, precision=precision)
+    theirs.close()
+    ref_theirs.close()
     try:
         fields: list[tuple[int, bytes | None]] = [(11, None), (55, b"AAPL"), (54, b"1")]
         tmpl = s.template(b"D", fields)
-        out: list[bytes] = []
-        ref_out: list[bytes] = []
-        s.set_responder(out.append)
-        ref.set_responder(ref_out.append)
         now = clock.now_ns()
         for k, step in enumerate(steps):
             now += step
