@@ -22,7 +22,8 @@ per-message path (``on_messages`` -> ``_next`` -> ``_verify``) is kept in one pl
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import repeat
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -98,6 +99,8 @@ _HEAD, _SEQ, _SENT = MSG_HEAD, MSG_SEQ, MSG_SENT
 _HEAD_FAST = HEAD_FAST
 _HEAD_FAST_MASK = HEAD_FAST | HEAD_ADMIN
 _HEAD_COMP_IDS = HEAD_COMP_IDS
+#: SendingTime <52> bounds (ns) that every int64 lies within: no latency check.
+_NO_WINDOW = (-(1 << 64), 1 << 64)
 #: A MsgType that is not a session-level one (see _next).
 _NOT_ADMIN = b"?"
 _first = operator.itemgetter(0)
@@ -272,6 +275,10 @@ class FixSession:
     Entry points: :meth:`on_connected`, :meth:`on_message`, :meth:`on_garbled`,
     :meth:`on_timer`, :meth:`on_disconnected`; each returns the bytes to write, in order.
     """
+
+    #: The latency check's SendingTime window for the second in which it was last made
+    #: (on_messages): that second's bounds, then the window's, all ns.
+    _window: tuple[int, int, int, int] = (0, 0, 0, 0)
 
     def __init__(
         self,
@@ -509,7 +516,7 @@ class FixSession:
             return []
         return self.on_messages((msg,), now_ns, None if head is None else (head,))
 
-    def on_messages(
+    def on_messages(  # noqa: C901  (the read path, its checks inlined)
         self,
         msgs: Sequence[FixMessage],
         now_ns: int,
@@ -531,36 +538,57 @@ class FixSession:
         cfg = self.config
         store = self.store
         memory = store if type(store) is MemoryStore else None
-        i = -1
-        for msg in msgs:
-            i += 1
+        # What the fast path's test needs that no message changes, read once per call (the
+        # settings are frozen; schedule, dictionary and application are set at creation): the
+        # header flags it needs (CompIDs too when checked), SendingTime's window (QuickFIX's
+        # whole-second test, abs(now_s - sent_s) <= MaxLatency, as ns bounds), whether a
+        # message must have been proven valid by the decoder's layout kernel.
+        mask = _HEAD_FAST_MASK
+        want = _HEAD_FAST
+        if cfg.check_comp_id:
+            mask |= _HEAD_COMP_IDS
+            want |= _HEAD_COMP_IDS
+        if self.schedule is not None:
+            want = -1  # (no flags are -1: every message takes _next)
+        lo, hi = _NO_WINDOW
+        if cfg.check_latency:
+            second, end, lo, hi = self._window
+            if not second <= now_ns < end:
+                second = now_ns - now_ns % _NS
+                late = cfg.max_latency * _NS
+                lo, hi = second - late, second + _NS + late
+                self._window = (second, second + _NS, lo, hi)
+        layouts = self.layouts
+        proven = self._session_dd is not None
+        from_app = self.app.from_app
+        sid = self.session_id
+        # The end of _next's test of what is due, as ``last <= due``: heart_bt_int changes only
+        # in _next (a Logon), so it is read again after each _next.
+        hb = st.heart_bt_int * _NS
+        due = now_ns - hb
+        pairs: Iterable[tuple[FixMessage, Sequence[int] | None]] = (
+            zip(msgs, repeat(None)) if heads is None else zip(msgs, heads)  # noqa: B905
+        )
+        for msg, head in pairs:
             if self.wants_disconnect:
                 break
             try:
                 if logged:
                     log.on_incoming(msg.raw, now_ns)
-                head = None if heads is None else heads[i]
-                if head is None or head[_HEAD] & _HEAD_FAST_MASK != _HEAD_FAST:
-                    self._next(msg, False, head)
-                    continue
                 # An application message whose header the decoder's kernel read: _next ->
                 # _next_app_read inlined (the same checks in the same order, the same
                 # effects). When a check fails, or the kernel did not prove the message valid
                 # when the session validates, _next takes it, nothing having changed yet.
-                layouts = self.layouts
                 if not (
-                    st.received_logon
+                    head is not None
+                    and head[_HEAD] & mask == want
+                    and st.received_logon
                     and st.resend_range == _NO_RANGE
                     and head[_SEQ]
                     == (memory._target if memory is not None else store.next_target_seq_num)
-                    and self.schedule is None
-                    and (not cfg.check_comp_id or head[_HEAD] & _HEAD_COMP_IDS)
+                    and lo <= head[_SENT] < hi
                     and (
-                        not cfg.check_latency
-                        or abs(now_ns // _NS - head[_SENT] // _NS) <= cfg.max_latency
-                    )
-                    and (
-                        self._session_dd is None
+                        not proven
                         or (
                             layouts is not None
                             and (checked := msg._b.checked) is not None  # msg.checked
@@ -569,11 +597,13 @@ class FixSession:
                     )
                 ):
                     self._next(msg, False, head)
+                    hb = st.heart_bt_int * _NS
+                    due = now_ns - hb
                     continue
                 st.last_received_ns = now_ns
                 st.test_request = 0
                 try:
-                    self.app.from_app(msg, self.session_id)
+                    from_app(msg, sid)
                     if memory is not None:
                         memory._target += 1
                     else:
@@ -583,19 +613,23 @@ class FixSession:
                 # The end of _next (_after_next), its usual answer inlined: nothing queued,
                 # nothing due. Skipped only when it would do nothing (it returns at once when
                 # the message made the session disconnect: no need to read that here).
-                hb = st.heart_bt_int * _NS
                 if (
                     st.queue
                     or not (st.sent_logon and self.enabled)
                     or st.sent_logout
-                    or (
-                        hb
-                        and (now_ns - st.last_sent_ns >= hb or now_ns - st.last_received_ns >= hb)
-                    )
+                    or (hb and (st.last_sent_ns <= due or st.last_received_ns <= due))
                 ):
-                    self._after_next(st)
+                    self._after_next(st)  # (it may take queued messages: a Logon among them)
+                    hb = st.heart_bt_int * _NS
+                    due = now_ns - hb
             except Exception as e:
                 self._crash(e)
+        if heads is not None and len(heads) < len(msgs) and not self.wants_disconnect:
+            # A caller's error: the first message without a header row crashes the session,
+            # logged first (as every message taken in).
+            if logged:
+                log.on_incoming(msgs[len(heads)].raw, now_ns)
+            self._crash(IndexError(f"{len(msgs)} messages but {len(heads)} header rows"))
         self._depth -= 1
         out = self._out
         self._out = []
