@@ -279,6 +279,8 @@ class FixSession:
     #: The latency check's SendingTime window for the second in which it was last made
     #: (on_messages): that second's bounds, then the window's, all ns.
     _window: tuple[int, int, int, int] = (0, 0, 0, 0)
+    #: on_messages' constants, made on its first call (:meth:`_rx_constants`).
+    _rx: tuple[int, int, bool] | None = None
 
     def __init__(
         self,
@@ -538,18 +540,13 @@ class FixSession:
         cfg = self.config
         store = self.store
         memory = store if type(store) is MemoryStore else None
-        # What the fast path's test needs that no message changes, read once per call (the
-        # settings are frozen; schedule, dictionary and application are set at creation): the
-        # header flags it needs (CompIDs too when checked), SendingTime's window (QuickFIX's
-        # whole-second test, abs(now_s - sent_s) <= MaxLatency, as ns bounds), whether a
-        # message must have been proven valid by the decoder's layout kernel.
-        mask = _HEAD_FAST_MASK
-        want = _HEAD_FAST
-        if cfg.check_comp_id:
-            mask |= _HEAD_COMP_IDS
-            want |= _HEAD_COMP_IDS
-        if self.schedule is not None:
-            want = -1  # (no flags are -1: every message takes _next)
+        # What the fast path's test needs that no message changes, read once per call: the
+        # session's constants, SendingTime's window (QuickFIX's whole-second test,
+        # abs(now_s - sent_s) <= MaxLatency, as ns bounds, kept for the second it was made in).
+        rx = self._rx
+        if rx is None:
+            rx = self._rx = self._rx_constants()
+        mask, want, proven = rx
         lo, hi = _NO_WINDOW
         if cfg.check_latency:
             second, end, lo, hi = self._window
@@ -559,11 +556,13 @@ class FixSession:
                 lo, hi = second - late, second + _NS + late
                 self._window = (second, second + _NS, lo, hi)
         layouts = self.layouts
-        proven = self._session_dd is not None
         from_app = self.app.from_app
         sid = self.session_id
-        # The end of _next's test of what is due, as ``last <= due``: heart_bt_int changes only
-        # in _next (a Logon), so it is read again after each _next.
+        # What only _next changes (a Logon, a ResendRequest sent or satisfied; a disconnect
+        # also sets wants_disconnect, which ends the loop), read again after each _next: the
+        # session ready for the fast path, and the end of _next's test of what is due, as
+        # ``last <= due``.
+        ready = st.received_logon and st.resend_range == _NO_RANGE
         hb = st.heart_bt_int * _NS
         due = now_ns - hb
         pairs: Iterable[tuple[FixMessage, Sequence[int] | None]] = (
@@ -582,8 +581,7 @@ class FixSession:
                 if not (
                     head is not None
                     and head[_HEAD] & mask == want
-                    and st.received_logon
-                    and st.resend_range == _NO_RANGE
+                    and ready
                     and head[_SEQ]
                     == (memory._target if memory is not None else store.next_target_seq_num)
                     and lo <= head[_SENT] < hi
@@ -597,6 +595,7 @@ class FixSession:
                     )
                 ):
                     self._next(msg, False, head)
+                    ready = st.received_logon and st.resend_range == _NO_RANGE
                     hb = st.heart_bt_int * _NS
                     due = now_ns - hb
                     continue
@@ -620,6 +619,7 @@ class FixSession:
                     or (hb and (st.last_sent_ns <= due or st.last_received_ns <= due))
                 ):
                     self._after_next(st)  # (it may take queued messages: a Logon among them)
+                    ready = st.received_logon and st.resend_range == _NO_RANGE
                     hb = st.heart_bt_int * _NS
                     due = now_ns - hb
             except Exception as e:
@@ -634,6 +634,21 @@ class FixSession:
         out = self._out
         self._out = []
         return out
+
+    def _rx_constants(self) -> tuple[int, int, bool]:
+        # on_messages' per-session constants (the settings are frozen; schedule and dictionary
+        # are set at creation): the header flags its fast path needs (CompIDs too when they
+        # are checked; none with a schedule: -1 is no flags), and whether a message must have
+        # been proven valid by the decoder's layout kernel.
+        cfg = self.config
+        mask = _HEAD_FAST_MASK
+        want = _HEAD_FAST
+        if cfg.check_comp_id:
+            mask |= _HEAD_COMP_IDS
+            want |= _HEAD_COMP_IDS
+        if self.schedule is not None:
+            want = -1
+        return mask, want, self._session_dd is not None
 
     def on_garbled(self, reason: str, data: bytes, now_ns: int) -> list[bytes]:
         """Note a dropped frame; before Logon it ends the connection (as QuickFIX does)."""
