@@ -22,8 +22,7 @@ per-message path (``on_messages`` -> ``_next`` -> ``_verify``) is kept in one pl
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import repeat
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -518,7 +517,7 @@ class FixSession:
             return []
         return self.on_messages((msg,), now_ns, None if head is None else (head,))
 
-    def on_messages(  # noqa: C901  (the read path, its checks inlined)
+    def on_messages(
         self,
         msgs: Sequence[FixMessage],
         now_ns: int,
@@ -556,8 +555,6 @@ class FixSession:
                 lo, hi = second - late, second + _NS + late
                 self._window = (second, second + _NS, lo, hi)
         layouts = self.layouts
-        from_app = self.app.from_app
-        sid = self.session_id
         # What only _next changes (a Logon, a ResendRequest sent or satisfied; a disconnect
         # also sets wants_disconnect, which ends the loop), read again after each _next: the
         # session ready for the fast path, and the end of _next's test of what is due, as
@@ -565,15 +562,15 @@ class FixSession:
         ready = st.received_logon and st.resend_range == _NO_RANGE
         hb = st.heart_bt_int * _NS
         due = now_ns - hb
-        pairs: Iterable[tuple[FixMessage, Sequence[int] | None]] = (
-            zip(msgs, repeat(None)) if heads is None else zip(msgs, heads)  # noqa: B905
-        )
-        for msg, head in pairs:
+        i = -1
+        for msg in msgs:
+            i += 1
             if self.wants_disconnect:
                 break
             try:
                 if logged:
                     log.on_incoming(msg.raw, now_ns)
+                head = None if heads is None else heads[i]
                 # An application message whose header the decoder's kernel read: _next ->
                 # _next_app_read inlined (the same checks in the same order, the same
                 # effects). When a check fails, or the kernel did not prove the message valid
@@ -602,7 +599,7 @@ class FixSession:
                 st.last_received_ns = now_ns
                 st.test_request = 0
                 try:
-                    from_app(msg, sid)
+                    self.app.from_app(msg, self.session_id)
                     if memory is not None:
                         memory._target += 1
                     else:
@@ -624,12 +621,6 @@ class FixSession:
                     due = now_ns - hb
             except Exception as e:
                 self._crash(e)
-        if heads is not None and len(heads) < len(msgs) and not self.wants_disconnect:
-            # A caller's error: the first message without a header row crashes the session,
-            # logged first (as every message taken in).
-            if logged:
-                log.on_incoming(msgs[len(heads)].raw, now_ns)
-            self._crash(IndexError(f"{len(msgs)} messages but {len(heads)} header rows"))
         self._depth -= 1
         out = self._out
         self._out = []
