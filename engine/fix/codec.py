@@ -237,6 +237,7 @@ _first = operator.itemgetter(0)
 #: Columns of a decoder row (MSG_START, MSG_FIRST_FIELD).
 _col_start = operator.itemgetter(_kernels.MSG_START)
 _col_first = operator.itemgetter(_kernels.MSG_FIRST_FIELD)
+_col_status = operator.itemgetter(_kernels.MSG_STATUS)
 
 
 class MessageTemplate:
@@ -567,10 +568,28 @@ class DecodedBatch:
         copies made once per block): a message is one small object to allocate and, for the
         garbage collector, to track; it stays valid whatever the decoder does next.
         """
-        return self._messages(ts_recv, True)
+        block = self._block
+        if block is None:
+            return self._messages(ts_recv, True)
+        # The block the decoder made with the batch (FixDecoder.decode_batch: every frame
+        # good, one block), for this first call (a second call makes its own); the messages
+        # made here, as make_messages makes them.
+        self._block = None
+        block.ts_recv = ts_recv
+        cls = FixMessage
+        out: list[FixMessage | None] = []
+        append = out.append
+        for k in range(self._nm):
+            m = cls()
+            m._b = block
+            m._k = k
+            append(m)
+        return out
 
     def good_messages(self, ts_recv: int = 0) -> list[FixMessage]:
         """Return the frames that passed every check as messages, in order (see ``messages``)."""
+        if self._block is not None:
+            return self.messages(ts_recv)  # type: ignore[return-value]
         return self._messages(ts_recv, False)  # type: ignore[return-value]
 
     def _messages(self, ts_recv: int, holes: bool) -> list[FixMessage | None]:
@@ -756,6 +775,70 @@ def _one_frame(
     return b
 
 
+def _few_frames(
+    buf: bytes,
+    msgs: npt.NDArray[np.int64],
+    fields: npt.NDArray[np.int64],
+    table: list[list[int]],
+    checked: list[int] | None,
+    nf: int,
+    cuts: tuple[memoryview, memoryview, memoryview, _Views],
+) -> DecodedBatch:
+    # The batch of a read of a few frames (at least one), all good: what _one_frame makes for
+    # one, with ``table`` as its rows, and, when they fit one block (the usual read of a few
+    # messages), the block of their messages as DecodedBatch._few_messages makes it, for
+    # messages()' first call.
+    v0, v1, v2, views = cuts
+    empty = _EMPTY
+    tags = empty[:]
+    tags.frombytes(v0)
+    starts = empty[:]
+    starts.frombytes(v1)
+    ends = empty[:]
+    ends.frombytes(v2)
+    nm = len(table)
+    b = _new_batch(DecodedBatch)
+    b.buf = buf
+    b._all_msgs = msgs
+    b._all_fields = fields
+    b._nm = nm
+    b._nf = nf
+    b._msgs_v = None
+    b._fields_v = None
+    b._views = views
+    b._rows = table
+    b._lists = (tags, starts, ends)
+    b._good = True
+    b.checked = checked
+    b._block = None
+    row = table[0]
+    if nm <= MESSAGES_PER_BLOCK and row[0] == 0 and row[2] == 0:
+        last = table[-1]
+        c1 = last[1]
+        f1 = last[2] + last[3]
+        first = list(map(_col_first, table))
+        first.append(f1)
+        offsets = list(map(_col_start, table))
+        offsets.append(c1)
+        block = _new_block(Block)
+        block.buf = buf if c1 == len(buf) else buf[:c1]
+        if f1 == nf:
+            block.tags = tags
+            block.starts = starts
+            block.ends = ends
+        else:
+            block.tags = tags[:f1]
+            block.starts = starts[:f1]
+            block.ends = ends[:f1]
+        block.first = first
+        block.cuts = offsets
+        block.codes = None
+        block.checked = checked
+        block.ts_recv = 0
+        b._block = block
+    return b
+
+
 _new_batch = object.__new__
 _new_message = object.__new__
 _new_block = object.__new__
@@ -791,9 +874,11 @@ class FixDecoder:
         "_expect",
         "_fields",
         "_mark",
+        "_marks",
         "_msgs",
         "_pending",
         "_row",
+        "_tables",
         "_views",
         "_ws",
         "garbled",
@@ -814,7 +899,8 @@ class FixDecoder:
         self._ws = self._msgs = self._fields = self._checked = _NO_TABLE
         self._data_tags = data_tag_table(data_length_tags)
         self._expect = _NO_EXPECTATION
-        self._row = self._mark = memoryview(b"")
+        self._row = self._mark = self._marks = memoryview(b"")
+        self._tables: dict[int, memoryview] = {}
         self._views = _row_views(np.zeros((3, 0), dtype=np.int64))
         self._cuts: dict[int, tuple[memoryview, memoryview, memoryview, _Views]] = {}
         self._workspace(256, 8192)
@@ -864,6 +950,8 @@ class FixDecoder:
         )
         self._ws = ws
         self._mark = checked[:1].data.cast("B").cast("q")  # checked.item(0), cheaper
+        self._marks = checked.data.cast("B").cast("q")  # checked[:k].tolist(), cheaper
+        self._tables = {}
         self._msgs = msgs
         self._row = _first_row(msgs)
         self._fields = fields
@@ -891,6 +979,17 @@ class FixDecoder:
             cuts.clear()
         cut = cuts[nf] = (v0[:k], v1[:k], v2[:k], views)
         return cut
+
+    def _table(self, nm: int) -> memoryview:
+        # The first ``nm`` rows of the message table as a memoryview of shape (nm, MSG_COLUMNS),
+        # kept per count: its ``tolist()`` is the rows without numpy's slicing.
+        tables = self._tables
+        if len(tables) >= 64:
+            tables.clear()
+        k = nm * _kernels.MSG_COLUMNS
+        view = self._msgs.reshape(-1)[:k].data.cast("B").cast("q", (nm, _kernels.MSG_COLUMNS))
+        tables[nm] = view
+        return view
 
     def decode_batch(self, data: bytes) -> DecodedBatch:  # noqa: C901  (the read path in one)
         """Frame ``data`` (appended to any pending tail) and return the frames as arrays.
@@ -959,24 +1058,30 @@ class FixDecoder:
                     batch._block = block
                     return batch
             if nm <= 32:
-                # The common case: everything framed in one pass, few frames (a read of one
-                # message is the latency path: no numpy call here besides the table's rows).
-                table = msgs[:nm].tolist()
-                good = nm > 0
-                for start, end, _, _, status_code, _, _, _ in table:
-                    if status_code:
-                        good = False
-                        self._report(status_code, buf[start : min(end, start + 4096)])
+                # The common case: everything framed in one pass, few frames: the rows (and the
+                # layout marks) from memoryviews of the tables, no numpy call.
+                table: list[list[int]] = []
+                if nm:
+                    view = self._tables.get(nm)
+                    if view is None:
+                        view = self._table(nm)
+                    # (a 2-D view: its tolist() is a list of rows)
+                    table = view.tolist()  # type: ignore[assignment]
+                    if not any(map(_col_status, table)):
+                        # Every frame good, so back to back from the start: the batch and the
+                        # block of its messages made here (messages() hands them out).
+                        cuts = self._cuts.get(nf)
+                        if cuts is None:
+                            cuts = self._cut(nf)
+                        if marked:
+                            checked = self._marks[:nm].tolist()
+                        else:
+                            checked = self._check(buf, msgs, nm, fields)
+                        return _few_frames(buf, msgs, fields, table, checked, nf, cuts)
+                    for start, end, _, _, status_code, _, _, _ in table:
+                        if status_code:
+                            self._report(status_code, buf[start : min(end, start + 4096)])
                 checked = self._check(buf, msgs, nm, fields, marked=marked)
-                if good:  # good frames back to back from the start: messages() in one block
-                    cuts = self._cuts.get(nf)
-                    if cuts is None:
-                        cuts = self._cut(nf)
-                    batch = _one_frame(buf, msgs, fields, table[0], checked, nf, cuts)
-                    batch._nm = nm
-                    batch._rows = table
-                    batch._good = True
-                    return batch
                 return DecodedBatch(
                     buf, msgs, fields, table, checked, frames=nm, nfields=nf, views=self._views
                 )
@@ -1040,8 +1145,8 @@ class FixDecoder:
         if layouts is None:
             return None
         if marked:
-            out = self._checked
-            return [out.item(0)] if nm == 1 else cast(list[int], out[:nm].tolist())
+            marks: list[int] = self._marks[:nm].tolist()
+            return marks
         if not layouts:
             return [layouts.base] * nm  # every layout unknown (LAYOUT_UNKNOWN)
         out = self._checked

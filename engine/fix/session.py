@@ -98,6 +98,8 @@ _HEAD, _SEQ, _SENT = MSG_HEAD, MSG_SEQ, MSG_SENT
 _HEAD_FAST = HEAD_FAST
 _HEAD_FAST_MASK = HEAD_FAST | HEAD_ADMIN
 _HEAD_COMP_IDS = HEAD_COMP_IDS
+#: SendingTime <52> bounds (ns) that every int64 lies within: no latency check.
+_NO_WINDOW = (-(1 << 64), 1 << 64)
 #: A MsgType that is not a session-level one (see _next).
 _NOT_ADMIN = b"?"
 _first = operator.itemgetter(0)
@@ -272,6 +274,12 @@ class FixSession:
     Entry points: :meth:`on_connected`, :meth:`on_message`, :meth:`on_garbled`,
     :meth:`on_timer`, :meth:`on_disconnected`; each returns the bytes to write, in order.
     """
+
+    #: The latency check's SendingTime window for the second in which it was last made
+    #: (on_messages): that second's bounds, then the window's, all ns.
+    _window: tuple[int, int, int, int] = (0, 0, 0, 0)
+    #: on_messages' constants, made on its first call (:meth:`_rx_constants`).
+    _rx: tuple[int, int, bool] | None = None
 
     def __init__(
         self,
@@ -531,6 +539,29 @@ class FixSession:
         cfg = self.config
         store = self.store
         memory = store if type(store) is MemoryStore else None
+        # What the fast path's test needs that no message changes, read once per call: the
+        # session's constants, SendingTime's window (QuickFIX's whole-second test,
+        # abs(now_s - sent_s) <= MaxLatency, as ns bounds, kept for the second it was made in).
+        rx = self._rx
+        if rx is None:
+            rx = self._rx = self._rx_constants()
+        mask, want, proven = rx
+        lo, hi = _NO_WINDOW
+        if cfg.check_latency:
+            second, end, lo, hi = self._window
+            if not second <= now_ns < end:
+                second = now_ns - now_ns % _NS
+                late = cfg.max_latency * _NS
+                lo, hi = second - late, second + _NS + late
+                self._window = (second, second + _NS, lo, hi)
+        layouts = self.layouts
+        # What only _next changes (a Logon, a ResendRequest sent or satisfied; a disconnect
+        # also sets wants_disconnect, which ends the loop), read again after each _next: the
+        # session ready for the fast path, and the end of _next's test of what is due, as
+        # ``last <= due``.
+        ready = st.received_logon and st.resend_range == _NO_RANGE
+        hb = st.heart_bt_int * _NS
+        due = now_ns - hb
         i = -1
         for msg in msgs:
             i += 1
@@ -540,27 +571,19 @@ class FixSession:
                 if logged:
                     log.on_incoming(msg.raw, now_ns)
                 head = None if heads is None else heads[i]
-                if head is None or head[_HEAD] & _HEAD_FAST_MASK != _HEAD_FAST:
-                    self._next(msg, False, head)
-                    continue
                 # An application message whose header the decoder's kernel read: _next ->
                 # _next_app_read inlined (the same checks in the same order, the same
                 # effects). When a check fails, or the kernel did not prove the message valid
                 # when the session validates, _next takes it, nothing having changed yet.
-                layouts = self.layouts
                 if not (
-                    st.received_logon
-                    and st.resend_range == _NO_RANGE
+                    head is not None
+                    and head[_HEAD] & mask == want
+                    and ready
                     and head[_SEQ]
                     == (memory._target if memory is not None else store.next_target_seq_num)
-                    and self.schedule is None
-                    and (not cfg.check_comp_id or head[_HEAD] & _HEAD_COMP_IDS)
+                    and lo <= head[_SENT] < hi
                     and (
-                        not cfg.check_latency
-                        or abs(now_ns // _NS - head[_SENT] // _NS) <= cfg.max_latency
-                    )
-                    and (
-                        self._session_dd is None
+                        not proven
                         or (
                             layouts is not None
                             and (checked := msg._b.checked) is not None  # msg.checked
@@ -569,6 +592,9 @@ class FixSession:
                     )
                 ):
                     self._next(msg, False, head)
+                    ready = st.received_logon and st.resend_range == _NO_RANGE
+                    hb = st.heart_bt_int * _NS
+                    due = now_ns - hb
                     continue
                 st.last_received_ns = now_ns
                 st.test_request = 0
@@ -583,23 +609,37 @@ class FixSession:
                 # The end of _next (_after_next), its usual answer inlined: nothing queued,
                 # nothing due. Skipped only when it would do nothing (it returns at once when
                 # the message made the session disconnect: no need to read that here).
-                hb = st.heart_bt_int * _NS
                 if (
                     st.queue
                     or not (st.sent_logon and self.enabled)
                     or st.sent_logout
-                    or (
-                        hb
-                        and (now_ns - st.last_sent_ns >= hb or now_ns - st.last_received_ns >= hb)
-                    )
+                    or (hb and (st.last_sent_ns <= due or st.last_received_ns <= due))
                 ):
-                    self._after_next(st)
+                    self._after_next(st)  # (it may take queued messages: a Logon among them)
+                    ready = st.received_logon and st.resend_range == _NO_RANGE
+                    hb = st.heart_bt_int * _NS
+                    due = now_ns - hb
             except Exception as e:
                 self._crash(e)
         self._depth -= 1
         out = self._out
         self._out = []
         return out
+
+    def _rx_constants(self) -> tuple[int, int, bool]:
+        # on_messages' per-session constants (the settings are frozen; schedule and dictionary
+        # are set at creation): the header flags its fast path needs (CompIDs too when they
+        # are checked; none with a schedule: -1 is no flags), and whether a message must have
+        # been proven valid by the decoder's layout kernel.
+        cfg = self.config
+        mask = _HEAD_FAST_MASK
+        want = _HEAD_FAST
+        if cfg.check_comp_id:
+            mask |= _HEAD_COMP_IDS
+            want |= _HEAD_COMP_IDS
+        if self.schedule is not None:
+            want = -1
+        return mask, want, self._session_dd is not None
 
     def on_garbled(self, reason: str, data: bytes, now_ns: int) -> list[bytes]:
         """Note a dropped frame; before Logon it ends the connection (as QuickFIX does)."""

@@ -93,7 +93,7 @@ class _Connection(asyncio.Protocol):
             loop = asyncio.get_running_loop()
             self._logon_timer = loop.call_later(self._owner.logon_timeout, self._logon_timeout)
 
-    def data_received(self, data: bytes) -> None:
+    def data_received(self, data: bytes) -> None:  # noqa: C901  (the read path, inlined)
         if self._closing:
             return
         now = self._clock.now_ns()
@@ -101,7 +101,9 @@ class _Connection(asyncio.Protocol):
         if spinner is not None:
             spinner.touch(self._spin_ns)
         batch = self._decoder.decode_batch(data)
-        rows = batch.rows
+        rows = batch._rows  # (batch.rows without the property's call: set for a read of few)
+        if rows is None:
+            rows = batch.rows
         if not rows:
             return
         self._batching = True
@@ -116,6 +118,15 @@ class _Connection(asyncio.Protocol):
                         self._pending.extend(out)
                 if session.wants_disconnect and session is self.session:
                     self.close()
+            elif batch._good and session is not None and len(rows) <= WRITE_EVERY:
+                # A few messages, all good, for a bound session: _process() -> _burst() written
+                # out for their one on_messages call.
+                out = session.on_messages(batch.messages(now), now, rows)  # type: ignore[arg-type]
+                if not self._closing:
+                    if out:
+                        self._pending.extend(out)
+                    if session.wants_disconnect and session is self.session:
+                        self.close()
             else:
                 self._process(batch, rows, now)
         finally:
