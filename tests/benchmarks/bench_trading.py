@@ -14,7 +14,9 @@ into ``docs/performance.md``.
   subscription is muted (the ``Taker`` has no ``on_order``): the strategy's context builds
   the one view ``buy``/``sell`` return; with a journal or a console listening, as in the
   engine, the order manager builds it and the ``OrderChanged`` event as well. simplefix
-  building and encoding the same NewOrderSingle is measured beside it.
+  building and encoding the same NewOrderSingle is measured beside it. The judged figure runs
+  with no risk limits set (risk books the order and has nothing to check); the same path with
+  every engine-wide limit but the price band set is printed beside it, not judged.
 * **book update → strategy → risk → order manager → encoded NewOrderSingle**: one L2 row
   into ``MarketData.apply``; the ``Taker`` example decides and sends; time until the bytes.
 * **one L2 row into the book**: a lone row (an array of one) through ``MarketData.apply`` with
@@ -49,6 +51,7 @@ from engine.fix.store import MemoryStore
 from engine.fix.transport import SocketAcceptor, SocketInitiator
 from engine.instruments import Instrument
 from engine.marketdata import MarketData
+from engine.oms.risk import RiskLimits
 from engine.oms.router import OrderRouter
 from engine.sim.exchange import FlowConfig, SimExchange, SimInstrument
 from engine.sim.fix_app import SimFixApplication
@@ -71,13 +74,29 @@ def logged_on_pair(
     return ours, out
 
 
-def order_to_wire(n: int, validate: bool) -> float:
-    """Return the median ns of send -> encoded NewOrderSingle bytes."""
+#: Engine-wide limits that every order of :func:`order_to_wire` passes, each rule checked.
+EVERY_LIMIT = RiskLimits(
+    max_order_qty_lots=1_000,
+    max_order_notional=1e9,
+    max_position_lots=1_000_000,
+    max_open_orders=1_000_000,
+    max_orders_per_second=1_000_000,
+)
+
+
+def order_to_wire(n: int, validate: bool, limits: RiskLimits | None = None) -> float:
+    """Return the median ns of send -> encoded NewOrderSingle bytes.
+
+    ``limits``: the engine-wide risk limits (default none: risk books the order and checks
+    nothing, as an engine configured with no limits does).
+    """
     clock = LiveClock()
     venue = FixVenue(clock)
     session, out = logged_on_pair(venue, clock, validate)
     venue.bind(session)
     router = OrderRouter(MessageBus(), clock)
+    if limits is not None:
+        router.risk.set_limits(limits)
     manager = router.add_instrument(ES, venue)
     venue.route(ES, manager)
     samples = []
@@ -341,6 +360,11 @@ def run(
     novalid = judge.Figure(
         "  same, dictionary validation off", "µs", note="outbound is not validated: same path"
     )
+    limited = judge.Figure(
+        "  same, every engine-wide risk limit set",
+        "µs",
+        note="order size, notional, position, open orders and rate checked (no price band)",
+    )
     ref = judge.Figure("  simplefix: build + encode that NOS only", "µs")
     t50 = judge.Figure("book update -> strategy -> NOS bytes, p50", "µs", target=10.0)
     t99 = judge.Figure("  p99", "µs", target=40.0)
@@ -361,6 +385,7 @@ def run(
         ref.runs.append(simplefix_nos(20_000) / 1e3)
         nos.runs.append(order_to_wire(20_000, True) / 1e3)
         novalid.runs.append(order_to_wire(20_000, False) / 1e3)
+        limited.runs.append(order_to_wire(20_000, True, EVERY_LIMIT) / 1e3)
         p50, p99 = tick_to_order(20_000)
         t50.runs.append(p50 / 1e3)
         t99.runs.append(p99 / 1e3)
@@ -382,7 +407,7 @@ def run(
     nos.note = f"ours / simplefix encoding alone: {nos.median / ref.median:.2f}x; C++ OMS: 0.87 µs"
     t50.note = "C++ (QWFIX): < 5 µs"
     md1.note = f"{md1.median / md_k.median:.2f}x the kernel's call alone"
-    figures = [nos, novalid, ref, t50, t99, md1, md_k, sim, cpu, side, sim_nv]
+    figures = [nos, novalid, limited, ref, t50, t99, md1, md_k, sim, cpu, side, sim_nv]
     if no_sim:
         figures = figures[:-4]
     return figures, (load0, os.getloadavg()[0])
