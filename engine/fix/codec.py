@@ -297,6 +297,19 @@ class MessageTemplate:
             return msg + _TRAILER[((_adler32(msg) & 0xFFFF) - 1) & 0xFF]
         return msg + _TRAILER[checksum(msg)]
 
+    def pieces(
+        self,
+    ) -> tuple[list[bytes], bytes, int, list[bytes], list[int], list[bytes]]:
+        """Return what :meth:`encode2` builds a message from, for a caller that inlines it.
+
+        ``(parts, begin, begin_sum, lengths, length_sums, trailers)``: the parts list whose
+        odd items are the slots (shared: filled in place by every encode), ``8=...<SOH>9=``
+        and its byte sum, the BodyLength texts (``9=`` value and SOH) by length below
+        4096 and their byte sums, and the CheckSum fields by value. A caller gives a body of
+        more than 256 bytes to :meth:`encode2` (Adler-32's byte sum is exact up to 256).
+        """
+        return self._parts, self._begin, self._begin_sum, _LENGTH, _LENGTH_SUM, _TRAILER
+
     def encode2(self, first: bytes, second: bytes, rest: Sequence[bytes]) -> bytes:
         """Return ``encode((first, second, *rest))``, without building that sequence.
 

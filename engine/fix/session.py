@@ -25,6 +25,7 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
+from zlib import adler32 as _adler32
 
 from engine.clock import Clock, LiveClock
 from engine.fastlog import get_log
@@ -221,7 +222,20 @@ class AppTemplate:
         The session the template belongs to.
     """
 
-    __slots__ = ("_encoder", "_order", "fields", "msg_type", "session", "slots")
+    __slots__ = (
+        "_begin",
+        "_begin_sum",
+        "_encoder",
+        "_lengths",
+        "_order",
+        "_parts",
+        "_sums",
+        "_trailers",
+        "fields",
+        "msg_type",
+        "session",
+        "slots",
+    )
 
     def __init__(
         self,
@@ -238,6 +252,15 @@ class AppTemplate:
         self.slots = encoder.slots - 2
         # Wire position -> index into the values, when the fields were not given in tag order.
         self._order = order
+        # What encoder.encode2() builds a message from: send_template() encodes in place.
+        (
+            self._parts,
+            self._begin,
+            self._begin_sum,
+            self._lengths,
+            self._sums,
+            self._trailers,
+        ) = encoder.pieces()
 
     def message(self, values: Sequence[bytes]) -> OutMessage:
         """Return the message with ``values`` filled in, as an :class:`OutMessage`."""
@@ -765,7 +788,20 @@ class FixSession:
         ts = self._ts
         if not self._ts_lo <= now < self._ts_hi:  # _timestamp()'s test, inlined
             ts = self._timestamp()
-        raw = template._encoder.encode2(b"%d" % seq, ts, values)
+        # template._encoder.encode2(b"%d" % seq, ts, values), inlined (see there).
+        parts = template._parts
+        parts[1] = b"%d" % seq
+        parts[3] = ts
+        parts[5:-1:2] = values
+        body = b"".join(parts)
+        n = len(body)
+        if n <= 256:
+            cs = template._begin_sum + template._sums[n] + (_adler32(body) & 0xFFFF) - 1
+            raw = b"".join(
+                (template._begin, template._lengths[n], body, template._trailers[cs & 255])
+            )
+        else:
+            raw = template._encoder.encode2(parts[1], ts, values)
         st.last_sent_ns = now
         if memory is not None:  # MemoryStore.set and incr_next_sender_seq_num, inlined
             if self._persist:

@@ -22,7 +22,7 @@ import itertools
 from collections.abc import Callable, Mapping
 
 from engine.clock import Clock
-from engine.enums import OrdStatus, OrdType, TimeInForce
+from engine.enums import OrdStatus, OrdType, Side, TimeInForce
 from engine.events import Event, OrderView, VenueLinkChanged, fast_constructor
 from engine.fastlog import get_log
 from engine.fix.application import Application, DoNotSend, IncorrectTagValue, SessionID
@@ -94,7 +94,6 @@ _LAYOUTS: dict[tuple[str, bool, bool], _Layout] = {
 }
 
 
-_NEW_LIMIT = ("D", True, False)
 _NEW_OTHER = ("D", False, False)
 _LIMIT = ORD_TYPE_TO_FIX[OrdType.LIMIT]
 _LIMIT_TYPE = OrdType.LIMIT
@@ -161,8 +160,9 @@ class FixVenue(Application):
         # Send templates of the bound session (built on first use, dropped on bind()).
         self._templates: dict[tuple[str, bool, bool], AppTemplate] = {}
         self._templates_of: FixSession | None = None
-        # The limit NewOrderSingle's (the most sent), whatever session it was built for.
-        self._new_limit: AppTemplate | None = None
+        # Limit NewOrderSingles' templates by (symbol, side, time in force), of the session
+        # they were built for.
+        self._new_limit: dict[tuple[str, Side, TimeInForce], AppTemplate] = {}
         # TransactTime <60> text, formatted once per unit of the precision.
         self._ts_unit = 1_000_000
         # The unit of time (ns, [from, until)) the text is of: none yet.
@@ -198,7 +198,7 @@ class FixVenue(Application):
         self._ts_from = self._ts_until = 0
         self._templates = {}
         self._templates_of = session
-        self._new_limit = None
+        self._new_limit = {}
 
     def route(self, instrument: Instrument, sink: ReportSink) -> None:
         """Deliver what the venue says about ``instrument`` to ``sink`` (its order manager)."""
@@ -236,16 +236,21 @@ class FixVenue(Application):
         now = order.ts_sent or self.clock.now_ns()
         if not self._ts_from <= now < self._ts_until:  # _now_text(), inlined
             self._stamp(now)
+        session = self.session
         # ClOrdID <11>, [HandlInst <21>], OrderQty <38>, OrdType <40>, Price <44> if limit,
         # Side <54>, Symbol <55>, TimeInForce <59>, TransactTime <60>; the texts remembered.
         if order.ord_type is _LIMIT_TYPE:
+            # A limit order's template has its OrdType, Side, Symbol and TimeInForce written
+            # in (one per instrument, side and time in force): four values to fill in.
             qty, px = order.qty_lots, order.px_ticks
             values = [
-                clordid.encode(), nums.qty_texts.get(qty) or nums.qty_text(qty), _LIMIT,
-                nums.px_texts.get(px) or nums.px_text(px), SIDE_TO_FIX[order.side],
-                nums.symbol, TIF_TO_FIX[order.time_in_force], self._ts,
+                clordid.encode(), nums.qty_texts.get(qty) or nums.qty_text(qty),
+                nums.px_texts.get(px) or nums.px_text(px), self._ts,
             ]  # fmt: skip
-            template = self._new_limit  # the layout's template, kept at hand
+            key = (symbol, order.side, order.time_in_force)
+            template = self._new_limit.get(key)
+            if template is None or template.session is not session:
+                template = self._limit_template(session, key, nums)
         else:
             values = [
                 clordid.encode(), nums.qty_text(order.qty_lots), ORD_TYPE_TO_FIX[order.ord_type],
@@ -255,15 +260,15 @@ class FixVenue(Application):
         # _send_order(key, values, clordid, symbol, order), inlined: once per order.
         symbol_of = self._symbol_of
         symbol_of[clordid] = symbol
-        session = self.session
         st = session.state if session is not None else None
         if session is not None and st is not None and st.received_logon and st.sent_logon:
             # (session.is_logged_on, inlined)
-            if template is None or template.session is not session:
-                key = _NEW_LIMIT if order.ord_type is _LIMIT_TYPE else _NEW_OTHER
-                template = self._templates.get(key) if self._templates_of is session else None
+            if template is None:
+                template = (
+                    self._templates.get(_NEW_OTHER) if self._templates_of is session else None
+                )
                 if template is None:
-                    template = self._template(session, key)
+                    template = self._template(session, _NEW_OTHER)
             store = session.store
             if store is not self._store:  # the store's annotate(), looked up once per store
                 self._store = store
@@ -287,6 +292,29 @@ class FixVenue(Application):
                     self._forget_symbols()
                 return
         self._refuse("D", clordid, symbol)
+
+    def _limit_template(
+        self,
+        session: FixSession | None,
+        key: tuple[str, Side, TimeInForce],
+        nums: FixNumbers,
+    ) -> AppTemplate | None:
+        # The limit NewOrderSingle's template of an instrument, side and time in force, made on
+        # first use: its values ClOrdID, OrderQty, Price and TransactTime. None without a
+        # session (the order is then refused); an unknown side or time in force raises.
+        _symbol, side, tif = key
+        fields = (
+            (11, None), (21, b"1"), (38, None), (40, _LIMIT), (44, None),
+            (54, SIDE_TO_FIX[side]), (55, nums.symbol), (59, TIF_TO_FIX[tif]), (60, None),
+        )  # fmt: skip
+        if session is None:
+            return None
+        if self._templates_of is not session:  # session set without bind()
+            self._templates = {}
+            self._new_limit = {}
+            self._templates_of = session
+        template = self._new_limit[key] = session.template("D", fields)
+        return template
 
     def cancel(self, order: Order, request: PendingRequest) -> None:
         """Send an OrderCancelRequest <F>."""
@@ -386,8 +414,6 @@ class FixVenue(Application):
             self._templates = {}
             self._templates_of = session
         template = self._templates[key] = session.template(key[0], _LAYOUTS[key])
-        if key == _NEW_LIMIT:
-            self._new_limit = template
         return template
 
     def send_order_message(self, msg: OutMessage, clordid: str, symbol: str) -> None:
