@@ -774,16 +774,17 @@ class FixSession:
             self._plain_app = app
         outside = self._depth == 0
         if outside:
-            self._now = self._clock.now_ns() if now_ns is None else now_ns
-        now = self._now
+            self._now = now = self._clock.now_ns() if now_ns is None else now_ns
+        else:
+            now = self._now
         st = self.state
         store = self.store
         memory = store if type(store) is MemoryStore else None
         seq = memory._sender if memory is not None else store.next_sender_seq_num
-        if len(values) != template.slots:
-            raise ValueError(f"template takes {template.slots} values, got {len(values)}")
         order = template._order
         if order is not None:
+            if len(values) != template.slots:
+                raise ValueError(f"template takes {template.slots} values, got {len(values)}")
             values = [values[k] for k in order]
         ts = self._ts
         if not self._ts_lo <= now < self._ts_hi:  # _timestamp()'s test, inlined
@@ -792,7 +793,10 @@ class FixSession:
         parts = template._parts
         parts[1] = b"%d" % seq
         parts[3] = ts
-        parts[5:-1:2] = values
+        try:
+            parts[5:-1:2] = values  # as many as the template's slots, or ValueError
+        except ValueError:
+            raise ValueError(f"template takes {template.slots} values, got {len(values)}") from None
         body = b"".join(parts)
         n = len(body)
         if n <= 256:

@@ -141,6 +141,8 @@ class OrderManager:
         self._order_changed = bus.interest(OrderChanged)
         self._order_filled = bus.interest(OrderFilled)
         self._next_order_id = next_order_id or _order_ids.__next__
+        # The venue's ClOrdID source, looked up once (the venue is this manager's for good).
+        self._new_client_order_id = venue.new_client_order_id
         self._tick_value = float(instrument.tick_value)
         #: Orders that may still change (not terminal), by order id.
         self.orders: dict[int, Order] = {}
@@ -329,7 +331,7 @@ class OrderManager:
         if ord_type is _MARKET:
             px_ticks = 0
         now = self.clock.now_ns()  # created and sent at once: one time for both
-        clordid = client_order_id or self.venue.new_client_order_id()
+        clordid = client_order_id or self._new_client_order_id()
         # Order.pending_new(...), inlined: the Order its __init__ would build, PENDING_NEW,
         # all of it left, created now (test_send_fast_path compares every field).
         order = _new(Order)

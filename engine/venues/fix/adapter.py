@@ -19,7 +19,7 @@ message goes out under just before sending it, to map a session Reject back to t
 
 import contextlib
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from engine.clock import Clock
 from engine.enums import OrdStatus, OrdType, Side, TimeInForce
@@ -71,6 +71,15 @@ SENT_MEMORY = 20_000
 SYMBOL_MEMORY = 10_000
 
 _Layout = tuple[tuple[int, bytes | None], ...]
+
+
+def _id_batches(prefix: str) -> Iterator[list[str]]:
+    # The ClOrdIDs prefix + 1, 2, 3... ten at a time: the numbers 10k to 10k + 9 are the
+    # text of k followed by each digit (a concatenation each, not a conversion).
+    yield [prefix + d for d in "123456789"]
+    for k in itertools.count(1):
+        head = prefix + str(k)
+        yield [head + d for d in "0123456789"]
 
 
 def _layout(*tags: int) -> _Layout:
@@ -151,9 +160,15 @@ class FixVenue(Application):
         # ClOrdID -> symbol of the last SYMBOL_MEMORY order messages, for 9 and j (an older one
         # is asked of the order managers: _symbol).
         self._symbol_of: dict[str, str] = {}
-        self._sent: dict[int, tuple[str, str]] = {}  # MsgSeqNum -> (MsgType, ClOrdID)
-        self._ids = itertools.count(1)
+        # MsgSeqNum -> (MsgType, ClOrdID) of an order message; a NewOrderSingle's is its
+        # ClOrdID alone (no tuple per order): read through _sent_message().
+        self._sent: dict[int, str | tuple[str, str]] = {}
         self._prefix = clordid_prefix("F", clock.now_ns())
+        #: Return a fresh ClOrdID (``Venue.new_client_order_id``): the prefix and the next
+        #: number from 1, made ten at a time, so that a call runs no Python code.
+        self.new_client_order_id: Callable[[], str] = itertools.chain.from_iterable(
+            _id_batches(self._prefix)
+        ).__next__
         self._precision = 3
         #: The market-data feed carried on this venue's session (:meth:`set_feed`), if any.
         self.feed: FixMarketData | None = None
@@ -223,10 +238,6 @@ class FixVenue(Application):
             feed.add_instrument(instrument)
 
     # ------------------------------------------------------------------ Venue
-    def new_client_order_id(self) -> str:
-        """Return a fresh ClOrdID."""
-        return f"{self._prefix}{next(self._ids)}"
-
     def submit(self, order: Order) -> None:
         """Send a NewOrderSingle <D>; TransactTime <60> is when the order was sent."""
         symbol = order.symbol
@@ -260,8 +271,7 @@ class FixVenue(Application):
         # _send_order(key, values, clordid, symbol, order), inlined: once per order.
         symbol_of = self._symbol_of
         symbol_of[clordid] = symbol
-        st = session.state if session is not None else None
-        if session is not None and st is not None and st.received_logon and st.sent_logon:
+        if session is not None and (st := session.state).received_logon and st.sent_logon:
             # (session.is_logged_on, inlined)
             if template is None:
                 template = (
@@ -285,7 +295,7 @@ class FixVenue(Application):
                 annotate(b"")  # not stored (messages not persisted): not for the next one
             if seq:  # self._remember(seq, "D", clordid), inlined: once per order
                 sent = self._sent
-                sent[seq] = ("D", clordid)
+                sent[seq] = clordid  # ("D", clordid): see _sent_message()
                 if len(sent) > SENT_MEMORY:
                     self._forget_oldest()
                 if len(symbol_of) > SYMBOL_MEMORY:
@@ -407,6 +417,13 @@ class FixVenue(Application):
             self._forget_oldest()
         if len(self._symbol_of) > SYMBOL_MEMORY:
             self._forget_symbols()
+
+    def _sent_message(self, seq: int | None) -> tuple[str, str] | None:
+        # The (MsgType, ClOrdID) of the order message sent under MsgSeqNum ``seq``, if known.
+        sent = self._sent.get(seq) if seq is not None else None
+        if isinstance(sent, str):
+            return ("D", sent)
+        return sent
 
     def _template(self, session: FixSession, key: tuple[str, bool, bool]) -> AppTemplate:
         # The session's send template of an order message layout, made on first use.
@@ -600,7 +617,7 @@ class FixVenue(Application):
         if message.msg_type != b"3":
             return
         ref = message.get_int(45)
-        sent = self._sent.get(ref) if ref is not None else None
+        sent = self._sent_message(ref)
         if sent is None:
             log.warning(
                 "%s: Reject of MsgSeqNum %s we cannot map: %s", session_id, ref, message.get(58)
@@ -756,7 +773,7 @@ class FixVenue(Application):
         msg_type, clordid = ref_type, ref_id
         symbol = self._symbol(ref_id) if ref_id else ""
         if not symbol and ref_seq is not None:
-            sent = self._sent.get(ref_seq)
+            sent = self._sent_message(ref_seq)
             if sent is not None and (not ref_type or sent[0] == ref_type):
                 msg_type, clordid = sent
                 symbol = self._symbol(clordid)

@@ -177,3 +177,14 @@ def test_to_app_sees_the_side_symbol_and_time_in_force_written_into_the_template
     session.set_next_sender_seq_num(seq)
     assert session.send(reference(o), now_ns=now)
     assert out[1] == out[0]
+
+
+def test_client_order_ids_are_the_prefix_and_the_count_from_one() -> None:
+    # Made ten at a time from the text of the tens (issue 25): the same texts as
+    # f"{prefix}{n}", across the first batches and the carries of the tens.
+    venue = FixVenue(TestClock())
+    prefix = venue._prefix
+    got = [venue.new_client_order_id() for _ in range(12_345)]
+    assert got == [f"{prefix}{n}" for n in range(1, 12_346)]
+    other = FixVenue(TestClock())
+    assert other.new_client_order_id() == f"{prefix}1"  # each venue counts on its own
