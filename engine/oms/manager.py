@@ -31,7 +31,7 @@ import numpy as np
 
 from engine.bus import MessageBus
 from engine.clock import Clock
-from engine.enums import AlertLevel, ExecType, OrdStatus, OrdType, Side, TimeInForce
+from engine.enums import AlertLevel, ExecType, KillLevel, OrdStatus, OrdType, Side, TimeInForce
 from engine.events import (
     ALERTED,
     Alert,
@@ -50,6 +50,7 @@ from engine.oms.risk import (
 from engine.oms.risk import (
     MAX_ORDER_QTY_LOTS,
     MAX_PX_TICKS,
+    RATE_WINDOW_NS,
     RiskChecker,
     order_problem,
 )
@@ -66,6 +67,7 @@ _order_filled_of = fast_constructor(OrderFilled, positional=True)  # a fill's, i
 _FILL_TYPES = frozenset({ExecType.TRADE, ExecType.PARTIAL_FILL, ExecType.FILL})
 
 _REJ = OrdStatus.REJECTED
+_OFF = KillLevel.OFF
 _PENDING_NEW = OrdStatus.PENDING_NEW
 _new = object.__new__
 _REPLACED_STATUS = OrdStatus.REPLACED
@@ -144,6 +146,9 @@ class OrderManager:
         # The venue's ClOrdID source, looked up once (the venue is this manager's for good).
         self._new_client_order_id = venue.new_client_order_id
         self._tick_value = float(instrument.tick_value)
+        # Risk's exposures of this instrument (made now if new; risk never drops them): the
+        # order path books a new order into them itself (_send_new).
+        self._exposure = risk._exposure[self.symbol]
         #: Orders that may still change (not terminal), by order id.
         self.orders: dict[int, Order] = {}
         # strategy id -> how many of ``orders`` are its own: self-trade prevention looks at the
@@ -351,25 +356,48 @@ class OrderManager:
         order.cum_qty_lots = order.notional_ticks_lots = order.ts_sent = order.ts_acked = 0
         order.pending = order.published = None
         orders = self.orders
+        held = self._held
         if oid not in orders:  # _hold(order), inlined
-            held = self._held
             held[strategy_id] = held.get(strategy_id, 0) + 1
         orders[oid] = order
         self.created += 1
-        by_clordid = self._by_clordid
-        if clordid in by_clordid:
+        # The ClOrdID taken for this order unless another order has it (one lookup).
+        if self._by_clordid.setdefault(clordid, order) is not order:
             return self._refuse(order, f"duplicate ClOrdID {clordid!r}: already used today")
-        by_clordid[clordid] = order
-        if risk_exempt or (self.stp is not None and len(self._held) > 1) or oid in self._counted:
+        if risk_exempt or (self.stp is not None and len(held) > 1) or oid in self._counted:
             # (len(_held) > 1: _others_hold(), this order being held)
             return self._send_checked(order, band_override, risk_exempt)
         # The usual order: risk checks it and books it sent in one call (no self-trade
         # prevention to ask between the two), as _send_checked() would.
-        refusal = self.risk.new_order(
-            strategy_id, self.symbol, side, qty_lots, px_ticks, self._tick_value, band_override
-        )
-        if refusal is not None:
-            return self._refuse(order, f"risk: {refusal}")
+        risk = self.risk
+        if (
+            risk.kill_level is _OFF
+            and risk.global_limits is risk._glob
+            and not risk._glob_active
+            and not risk.instrument_limits
+            and strategy_id not in risk.strategy_limits
+        ):  # no rule applies (risk.check_new()'s test): risk.new_order()'s booking, inlined
+            mono = risk.clock.monotonic_ns()
+            scope = risk._scopes[strategy_id]
+            window = scope.sent
+            window.append(mono)
+            mono -= RATE_WINDOW_NS  # the horizon: what is this old or older left the window
+            while window[0] <= mono:
+                window.popleft()
+            scope.open += 1
+            of = self._exposure  # risk's exposures of this instrument
+            if side > 0:
+                of.every.buy += qty_lots
+                of[strategy_id].buy += qty_lots
+            else:
+                of.every.sell += qty_lots
+                of[strategy_id].sell += qty_lots
+        else:
+            refusal = risk.new_order(
+                strategy_id, self.symbol, side, qty_lots, px_ticks, self._tick_value, band_override
+            )
+            if refusal is not None:
+                return self._refuse(order, f"risk: {refusal}")
         order.ts_sent = now
         self._counted[oid] = qty_lots
         if self._order_changed.wanted:  # (bus.wants(OrderChanged))
