@@ -297,18 +297,22 @@ class MessageTemplate:
             return msg + _TRAILER[((_adler32(msg) & 0xFFFF) - 1) & 0xFF]
         return msg + _TRAILER[checksum(msg)]
 
-    def pieces(
-        self,
-    ) -> tuple[list[bytes], bytes, int, list[bytes], list[int], list[bytes]]:
-        """Return what :meth:`encode2` builds a message from, for a caller that inlines it.
+    def pieces(self) -> tuple[list[bytes], list[bytes], list[int], list[bytes]]:
+        """Return what :meth:`encode2` builds a short message from, for a caller inlining it.
 
-        ``(parts, begin, begin_sum, lengths, length_sums, trailers)``: the parts list whose
-        odd items are the slots (shared: filled in place by every encode), ``8=...<SOH>9=``
-        and its byte sum, the BodyLength texts (``9=`` value and SOH) by length below
-        4096 and their byte sums, and the CheckSum fields by value. A caller gives a body of
-        more than 256 bytes to :meth:`encode2` (Adler-32's byte sum is exact up to 256).
+        ``(parts, heads, sums, trailers)``: the parts list whose odd items are the slots
+        (shared: filled in place by every encode); by body length ``n`` up to 256,
+        ``heads[n]``, the message up to the body (``8=...<SOH>9=n<SOH>``), and ``sums[n]``,
+        its byte sum less one; the CheckSum fields by value. The message of a body of ``n``
+        bytes up to 256 is ``heads[n] + body + trailers[(sums[n] + adler32(body)) & 255]``
+        (Adler-32's low half is one more than the byte sum for up to 256 bytes, see
+        :func:`checksum`; its high half does not change the low 8 bits). A longer body goes
+        to :meth:`encode2`.
         """
-        return self._parts, self._begin, self._begin_sum, _LENGTH, _LENGTH_SUM, _TRAILER
+        begin = self._begin
+        heads = [begin + _LENGTH[n] for n in range(257)]
+        sums = [self._begin_sum + _LENGTH_SUM[n] - 1 for n in range(257)]
+        return self._parts, heads, sums, _TRAILER
 
     def encode2(self, first: bytes, second: bytes, rest: Sequence[bytes]) -> bytes:
         """Return ``encode((first, second, *rest))``, without building that sequence.

@@ -220,19 +220,20 @@ class AppTemplate:
         How many values a send expects.
     session : FixSession
         The session the template belongs to.
+    send : Callable[[AppTemplate, Sequence[bytes], int | None], int]
+        The session's :meth:`FixSession.send_template`, bound.
     """
 
     __slots__ = (
-        "_begin",
-        "_begin_sum",
         "_encoder",
-        "_lengths",
+        "_heads",
         "_order",
         "_parts",
         "_sums",
         "_trailers",
         "fields",
         "msg_type",
+        "send",
         "session",
         "slots",
     )
@@ -253,14 +254,10 @@ class AppTemplate:
         # Wire position -> index into the values, when the fields were not given in tag order.
         self._order = order
         # What encoder.encode2() builds a message from: send_template() encodes in place.
-        (
-            self._parts,
-            self._begin,
-            self._begin_sum,
-            self._lengths,
-            self._sums,
-            self._trailers,
-        ) = encoder.pieces()
+        self._parts, self._heads, self._sums, self._trailers = encoder.pieces()
+        # Read into a local and called, it skips looking the method up on the session (whose
+        # attributes are too many for the interpreter's fast method lookup).
+        self.send = session.send_template
 
     def message(self, values: Sequence[bytes]) -> OutMessage:
         """Return the message with ``values`` filled in, as an :class:`OutMessage`."""
@@ -799,11 +796,9 @@ class FixSession:
             raise ValueError(f"template takes {template.slots} values, got {len(values)}") from None
         body = b"".join(parts)
         n = len(body)
-        if n <= 256:
-            cs = template._begin_sum + template._sums[n] + (_adler32(body) & 0xFFFF) - 1
-            raw = b"".join(
-                (template._begin, template._lengths[n], body, template._trailers[cs & 255])
-            )
+        if n <= 256:  # (see MessageTemplate.pieces())
+            cs = (template._sums[n] + _adler32(body)) & 255
+            raw = b"".join((template._heads[n], body, template._trailers[cs]))
         else:
             raw = template._encoder.encode2(parts[1], ts, values)
         st.last_sent_ns = now

@@ -143,8 +143,11 @@ class OrderManager:
         self._order_changed = bus.interest(OrderChanged)
         self._order_filled = bus.interest(OrderFilled)
         self._next_order_id = next_order_id or _order_ids.__next__
-        # The venue's ClOrdID source, looked up once (the venue is this manager's for good).
+        # The venue's ClOrdID source and the clocks' readings, looked up once (the venue and
+        # the clocks are this manager's and its risk checker's for good).
         self._new_client_order_id = venue.new_client_order_id
+        self._now_ns = clock.now_ns
+        self._monotonic_ns = risk.clock.monotonic_ns
         self._tick_value = float(instrument.tick_value)
         # Risk's exposures of this instrument (made now if new; risk never drops them): the
         # order path books a new order into them itself (_send_new).
@@ -335,12 +338,20 @@ class OrderManager:
             self._check_request(qty_lots, px_ticks, limit, client_order_id)
         if ord_type is _MARKET:
             px_ticks = 0
-        now = self.clock.now_ns()  # created and sent at once: one time for both
-        clordid = client_order_id or self._new_client_order_id()
+        # (Callables kept in attributes are read into locals first: a call of self.f() looks
+        # f up as a method, the slow way when it is an attribute; so is a static method.)
+        now_ns = self._now_ns
+        now = now_ns()  # created and sent at once: one time for both
+        if not client_order_id:  # (client_order_id or a new one)
+            new_id = self._new_client_order_id
+            clordid = new_id()
+        else:
+            clordid = client_order_id
         # Order.pending_new(...), inlined: the Order its __init__ would build, PENDING_NEW,
         # all of it left, created now (test_send_fast_path compares every field).
         order = _new(Order)
-        order.order_id = oid = self._next_order_id()
+        next_id = self._next_order_id
+        order.order_id = oid = next_id()
         order.client_order_id = clordid
         order.strategy_id = strategy_id
         order.symbol = self.symbol
@@ -377,7 +388,8 @@ class OrderManager:
             and not risk.instrument_limits
             and strategy_id not in risk.strategy_limits
         ):  # no rule applies (risk.check_new()'s test): risk.new_order()'s booking, inlined
-            mono = risk.clock.monotonic_ns()
+            monotonic_ns = self._monotonic_ns
+            mono = monotonic_ns()
             scope = risk._scopes[strategy_id]
             window = scope.sent
             window.append(mono)

@@ -175,9 +175,9 @@ class FixVenue(Application):
         # Send templates of the bound session (built on first use, dropped on bind()).
         self._templates: dict[tuple[str, bool, bool], AppTemplate] = {}
         self._templates_of: FixSession | None = None
-        # Limit NewOrderSingles' templates by (symbol, side, time in force), of the session
+        # Limit NewOrderSingles' templates by symbol, side and time in force, of the session
         # they were built for.
-        self._new_limit: dict[tuple[str, Side, TimeInForce], AppTemplate] = {}
+        self._new_limit: dict[str, dict[Side, dict[TimeInForce, AppTemplate]]] = {}
         # TransactTime <60> text, formatted once per unit of the precision.
         self._ts_unit = 1_000_000
         # The unit of time (ns, [from, until)) the text is of: none yet.
@@ -238,7 +238,7 @@ class FixVenue(Application):
             feed.add_instrument(instrument)
 
     # ------------------------------------------------------------------ Venue
-    def submit(self, order: Order) -> None:
+    def submit(self, order: Order) -> None:  # noqa: C901  (one hot path, its checks inlined)
         """Send a NewOrderSingle <D>; TransactTime <60> is when the order was sent."""
         symbol = order.symbol
         nums = self._numbers[symbol]
@@ -258,10 +258,13 @@ class FixVenue(Application):
                 clordid.encode(), nums.qty_texts.get(qty) or nums.qty_text(qty),
                 nums.px_texts.get(px) or nums.px_text(px), self._ts,
             ]  # fmt: skip
-            key = (symbol, order.side, order.time_in_force)
-            template = self._new_limit.get(key)
+            template: AppTemplate | None
+            try:  # by symbol, side and time in force
+                template = self._new_limit[symbol][order.side][order.time_in_force]
+            except KeyError:
+                template = None
             if template is None or template.session is not session:
-                template = self._limit_template(session, key, nums)
+                template = self._limit_template(session, order, nums)
         else:
             values = [
                 clordid.encode(), nums.qty_text(order.qty_lots), ORD_TYPE_TO_FIX[order.ord_type],
@@ -285,13 +288,14 @@ class FixVenue(Application):
                 self._annotate = getattr(store, "annotate", None)
             annotate = self._annotate
             # SendingTime <52> is the TransactTime's clock reading (no second read).
+            send = template.send  # (session.send_template, bound: see AppTemplate.send)
             if annotate is None:
-                seq = session.send_template(template, values, now)
+                seq = send(template, values, now)
             else:
                 # A file store keeps the order's strategy and engine order id beside it: a
                 # restart finds the order there if the journal never got it.
                 annotate(_note(order))
-                seq = session.send_template(template, values, now)
+                seq = send(template, values, now)
                 annotate(b"")  # not stored (messages not persisted): not for the next one
             if seq:  # self._remember(seq, "D", clordid), inlined: once per order
                 sent = self._sent
@@ -304,15 +308,13 @@ class FixVenue(Application):
         self._refuse("D", clordid, symbol)
 
     def _limit_template(
-        self,
-        session: FixSession | None,
-        key: tuple[str, Side, TimeInForce],
-        nums: FixNumbers,
+        self, session: FixSession | None, order: Order, nums: FixNumbers
     ) -> AppTemplate | None:
-        # The limit NewOrderSingle's template of an instrument, side and time in force, made on
-        # first use: its values ClOrdID, OrderQty, Price and TransactTime. None without a
-        # session (the order is then refused); an unknown side or time in force raises.
-        _symbol, side, tif = key
+        # The limit NewOrderSingle's template of the order's instrument, side and time in
+        # force, made on first use: its values ClOrdID, OrderQty, Price and TransactTime.
+        # None without a session (the order is then refused); an unknown side or time in
+        # force raises.
+        side, tif = order.side, order.time_in_force
         fields = (
             (11, None), (21, b"1"), (38, None), (40, _LIMIT), (44, None),
             (54, SIDE_TO_FIX[side]), (55, nums.symbol), (59, TIF_TO_FIX[tif]), (60, None),
@@ -323,7 +325,8 @@ class FixVenue(Application):
             self._templates = {}
             self._new_limit = {}
             self._templates_of = session
-        template = self._new_limit[key] = session.template("D", fields)
+        by_side = self._new_limit.setdefault(order.symbol, {})
+        template = by_side.setdefault(side, {})[tif] = session.template("D", fields)
         return template
 
     def cancel(self, order: Order, request: PendingRequest) -> None:

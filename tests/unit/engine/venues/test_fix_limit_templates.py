@@ -109,7 +109,8 @@ def test_each_new_order_is_the_message_send_writes(
         assert session.send(reference(o), now_ns=now)
         assert out[1] == out[0], (symbol, side, ot, tif)
         out.clear()
-    assert len(venue._new_limit) <= len({(s, d, t) for s, d, _o, t, *_r in orders})
+    made = [t for by_side in venue._new_limit.values() for d in by_side.values() for t in d]
+    assert len(made) <= len({(s, d, t) for s, d, _o, t, *_r in orders})
 
 
 def test_templates_of_one_session_are_not_used_on_another() -> None:
