@@ -26,6 +26,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from math import isqrt
+from typing import TypeVar
 
 import numpy as np
 
@@ -58,6 +59,8 @@ from engine.oms.stp import SelfTradePrevention
 from engine.oms.venue import CancelReject, ExecutionReport, RejectReason, Request, Venue
 
 log = get_log(__name__)
+
+T = TypeVar("T")
 
 # Built per order change and per fill: the fast constructors (engine.events.fast_constructor).
 _order_changed = fast_constructor(OrderChanged)
@@ -93,6 +96,16 @@ ANSWER_TIMEOUT_S = 10.0
 
 #: Engine-wide order ids (stable across cancel/replace chains and instruments).
 _order_ids = itertools.count(1)
+_NEVER = object()
+
+
+def _iterator_of(source: Callable[[], T]) -> Iterator[T]:
+    # An iterator whose next() is source(): the iterator itself when source is its __next__
+    # (next() then calls it without building an argument tuple, unlike source()).
+    owner = getattr(source, "__self__", None)
+    if isinstance(owner, Iterator) and owner.__next__ == source:
+        return owner
+    return iter(source, _NEVER)
 
 
 class OrderManager:
@@ -143,9 +156,10 @@ class OrderManager:
         self._order_changed = bus.interest(OrderChanged)
         self._order_filled = bus.interest(OrderFilled)
         self._next_order_id = next_order_id or _order_ids.__next__
+        self._order_ids = _iterator_of(self._next_order_id)
         # The venue's ClOrdID source and the clocks' readings, looked up once (the venue and
         # the clocks are this manager's and its risk checker's for good).
-        self._new_client_order_id = venue.new_client_order_id
+        self._client_order_ids = _iterator_of(venue.new_client_order_id)
         self._now_ns = clock.now_ns
         self._monotonic_ns = risk.clock.monotonic_ns
         self._tick_value = float(instrument.tick_value)
@@ -193,6 +207,7 @@ class OrderManager:
     def use_order_ids(self, next_order_id: Callable[[], int]) -> None:
         """Take the ids of new orders from ``next_order_id`` from now on (the router's)."""
         self._next_order_id = next_order_id
+        self._order_ids = _iterator_of(next_order_id)
 
     # ------------------------------------------------------------------ queries
     def get(self, client_order_id: str) -> Order | None:
@@ -342,16 +357,11 @@ class OrderManager:
         # f up as a method, the slow way when it is an attribute; so is a static method.)
         now_ns = self._now_ns
         now = now_ns()  # created and sent at once: one time for both
-        if not client_order_id:  # (client_order_id or a new one)
-            new_id = self._new_client_order_id
-            clordid = new_id()
-        else:
-            clordid = client_order_id
+        clordid = client_order_id or next(self._client_order_ids)  # (venue.new_client_order_id())
         # Order.pending_new(...), inlined: the Order its __init__ would build, PENDING_NEW,
         # all of it left, created now (test_send_fast_path compares every field).
         order = _new(Order)
-        next_id = self._next_order_id
-        order.order_id = oid = next_id()
+        order.order_id = oid = next(self._order_ids)  # (self._next_order_id())
         order.client_order_id = clordid
         order.strategy_id = strategy_id
         order.symbol = self.symbol

@@ -164,11 +164,12 @@ class FixVenue(Application):
         # ClOrdID alone (no tuple per order): read through _sent_message().
         self._sent: dict[int, str | tuple[str, str]] = {}
         self._prefix = clordid_prefix("F", clock.now_ns())
-        #: Return a fresh ClOrdID (``Venue.new_client_order_id``): the prefix and the next
-        #: number from 1, made ten at a time, so that a call runs no Python code.
-        self.new_client_order_id: Callable[[], str] = itertools.chain.from_iterable(
-            _id_batches(self._prefix)
-        ).__next__
+        # ClOrdIDs: the prefix and the next number from 1, made ten at a time.
+        self._client_order_ids = itertools.chain.from_iterable(_id_batches(self._prefix))
+        if type(self).new_client_order_id is FixVenue.new_client_order_id:  # not overridden
+            # The iterator's own __next__: a call runs no Python code, and the order manager
+            # takes the iterator itself (engine.oms.manager._iterator_of).
+            self.new_client_order_id = self._client_order_ids.__next__  # type: ignore[method-assign]
         self._precision = 3
         #: The market-data feed carried on this venue's session (:meth:`set_feed`), if any.
         self.feed: FixMarketData | None = None
@@ -238,6 +239,10 @@ class FixVenue(Application):
             feed.add_instrument(instrument)
 
     # ------------------------------------------------------------------ Venue
+    def new_client_order_id(self) -> str:
+        """Return a fresh ClOrdID: the venue's prefix and the next number from 1."""
+        return next(self._client_order_ids)
+
     def submit(self, order: Order) -> None:  # noqa: C901  (one hot path, its checks inlined)
         """Send a NewOrderSingle <D>; TransactTime <60> is when the order was sent."""
         symbol = order.symbol
