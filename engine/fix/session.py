@@ -225,6 +225,7 @@ class AppTemplate:
     """
 
     __slots__ = (
+        "_at",
         "_encoder",
         "_heads",
         "_order",
@@ -255,6 +256,7 @@ class AppTemplate:
         self._order = order
         # What encoder.encode2() builds a message from: send_template() encodes in place.
         self._parts, self._heads, self._sums, self._trailers = encoder.pieces()
+        self._at = slice(5, -1, 2)  # where the values go in the parts (made once)
         # Read into a local and called, it skips looking the method up on the session (whose
         # attributes are too many for the interpreter's fast method lookup).
         self.send = session.send_template
@@ -769,7 +771,7 @@ class FixSession:
             if type(app).to_app is not Application.to_app:
                 return self._send_message(template.message(values), now_ns)
             self._plain_app = app
-        outside = self._depth == 0
+        outside = not self._depth  # (== 0: a comparison stored is not specialized)
         if outside:
             self._now = now = self._clock.now_ns() if now_ns is None else now_ns
         else:
@@ -791,7 +793,7 @@ class FixSession:
         parts[1] = b"%d" % seq
         parts[3] = ts
         try:
-            parts[5:-1:2] = values  # as many as the template's slots, or ValueError
+            parts[template._at] = values  # (the odd items from 5 on) as many as the slots
         except ValueError:
             raise ValueError(f"template takes {template.slots} values, got {len(values)}") from None
         body = b"".join(parts)
