@@ -259,17 +259,19 @@ class FixVenue(Application):
             # A limit order's template has its OrdType, Side, Symbol and TimeInForce written
             # in (one per instrument, side and time in force): four values to fill in.
             qty, px = order.qty_lots, order.px_ticks
-            values = [
-                clordid.encode(), nums.qty_texts.get(qty) or nums.qty_text(qty),
-                nums.px_texts.get(px) or nums.px_text(px), self._ts,
-            ]  # fmt: skip
+            try:  # the texts converted before (nums.qty_text(qty) and px_text(px), at hand)
+                qty_text, px_text = nums.qty_texts[qty], nums.px_texts[px]
+            except KeyError:
+                qty_text, px_text = nums.qty_text(qty), nums.px_text(px)
+            values = [clordid.encode(), qty_text, px_text, self._ts]
             template: AppTemplate | None
             try:  # by symbol, side and time in force
                 template = self._new_limit[symbol][order.side][order.time_in_force]
             except KeyError:
-                template = None
-            if template is None or template.session is not session:
                 template = self._limit_template(session, order, nums)
+            else:
+                if template.session is not session:  # made for another session
+                    template = self._limit_template(session, order, nums)
         else:
             values = [
                 clordid.encode(), nums.qty_text(order.qty_lots), ORD_TYPE_TO_FIX[order.ord_type],

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from engine.clock import TestClock
@@ -92,6 +92,16 @@ ORDER = st.tuples(
 
 @settings(max_examples=120, deadline=None)
 @given(orders=st.lists(ORDER, min_size=1, max_size=25))
+# Texts converted before or not: both, the quantity's only, the price's only, both again.
+@example(
+    [
+        ("ESZ6", Side.BUY, OrdType.LIMIT, TimeInForce.DAY, 1, 100, 0),
+        ("ESZ6", Side.BUY, OrdType.LIMIT, TimeInForce.DAY, 1, 101, 1),
+        ("ESZ6", Side.SELL, OrdType.LIMIT, TimeInForce.DAY, 2, 100, 1),
+        ("ESZ6", Side.BUY, OrdType.LIMIT, TimeInForce.DAY, 1, 100, 1),
+        ("NQH7", Side.BUY, OrdType.LIMIT, TimeInForce.DAY, 1, 100, 1),
+    ]
+)
 def test_each_new_order_is_the_message_send_writes(
     orders: list[tuple[str, Side, OrdType, TimeInForce, int, int, int]],
 ) -> None:
