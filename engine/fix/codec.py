@@ -128,6 +128,9 @@ _LENGTH: list[bytes] = [b"%d\x01" % n for n in range(_MAX_LENGTH)]
 #: The byte sum of each of ``_LENGTH`` (its share of the CheckSum).
 _LENGTH_SUM: list[int] = [sum(v) for v in _LENGTH]
 _TRAILER: list[bytes] = [b"10=%03d\x01" % cs for cs in range(256)]
+#: ``8=...<SOH>9=`` -> the message heads and their byte sums less one, by body length up to
+#: 256 (``MessageTemplate.pieces``).
+_HEADS: dict[bytes, tuple[list[bytes], list[int]]] = {}
 
 
 def _pfx(tag: int) -> bytes:
@@ -309,10 +312,14 @@ class MessageTemplate:
         :func:`checksum`; its high half does not change the low 8 bits). A longer body goes
         to :meth:`encode2`.
         """
-        begin = self._begin
-        heads = [begin + _LENGTH[n] for n in range(257)]
-        sums = [self._begin_sum + _LENGTH_SUM[n] - 1 for n in range(257)]
-        return self._parts, heads, sums, _TRAILER
+        heads_sums = _HEADS.get(self._begin)
+        if heads_sums is None:  # made once per BeginString, shared by its templates
+            begin = self._begin
+            heads_sums = _HEADS[begin] = (
+                [begin + _LENGTH[n] for n in range(257)],
+                [self._begin_sum + _LENGTH_SUM[n] - 1 for n in range(257)],
+            )
+        return self._parts, heads_sums[0], heads_sums[1], _TRAILER
 
     def encode2(self, first: bytes, second: bytes, rest: Sequence[bytes]) -> bytes:
         """Return ``encode((first, second, *rest))``, without building that sequence.
