@@ -12,9 +12,11 @@ market later.
 
 Order messages go out through the session's send templates (``FixSession.template`` and
 ``send_template``, one per body layout, built on first use and dropped on :meth:`FixVenue.bind`),
-which write the bytes ``FixSession.send`` would. The venue does not override ``to_app`` (that
-would send the session back to its generic path): it reads the MsgSeqNum <34> each order
-message goes out under just before sending it, to map a session Reject back to the order.
+which write the bytes ``FixSession.send`` would; a limit NewOrderSingle's template has its
+OrdType, Side, Symbol and TimeInForce written in (one per symbol, side and time in force).
+The venue does not override ``to_app`` (that would send the session back to its generic
+path): it reads the MsgSeqNum <34> each order message goes out under just before sending it,
+to map a session Reject back to the order.
 """
 
 import contextlib
