@@ -128,6 +128,9 @@ _LENGTH: list[bytes] = [b"%d\x01" % n for n in range(_MAX_LENGTH)]
 #: The byte sum of each of ``_LENGTH`` (its share of the CheckSum).
 _LENGTH_SUM: list[int] = [sum(v) for v in _LENGTH]
 _TRAILER: list[bytes] = [b"10=%03d\x01" % cs for cs in range(256)]
+#: ``8=...<SOH>9=`` -> the message heads and their byte sums less one, by body length up to
+#: 256 (``MessageTemplate.pieces``).
+_HEADS: dict[bytes, tuple[list[bytes], list[int]]] = {}
 
 
 def _pfx(tag: int) -> bytes:
@@ -297,6 +300,27 @@ class MessageTemplate:
         if len(msg) <= 256:
             return msg + _TRAILER[((_adler32(msg) & 0xFFFF) - 1) & 0xFF]
         return msg + _TRAILER[checksum(msg)]
+
+    def pieces(self) -> tuple[list[bytes], list[bytes], list[int], list[bytes]]:
+        """Return what :meth:`encode2` builds a short message from, for a caller inlining it.
+
+        ``(parts, heads, sums, trailers)``: the parts list whose odd items are the slots
+        (shared: filled in place by every encode); by body length ``n`` up to 256,
+        ``heads[n]``, the message up to the body (``8=...<SOH>9=n<SOH>``), and ``sums[n]``,
+        its byte sum less one; the CheckSum fields by value. The message of a body of ``n``
+        bytes up to 256 is ``heads[n] + body + trailers[(sums[n] + adler32(body)) & 255]``
+        (Adler-32's low half is one more than the byte sum for up to 256 bytes, see
+        :func:`checksum`; its high half does not change the low 8 bits). A longer body goes
+        to :meth:`encode2`.
+        """
+        heads_sums = _HEADS.get(self._begin)
+        if heads_sums is None:  # made once per BeginString, shared by its templates
+            begin = self._begin
+            heads_sums = _HEADS[begin] = (
+                [begin + _LENGTH[n] for n in range(257)],
+                [self._begin_sum + _LENGTH_SUM[n] - 1 for n in range(257)],
+            )
+        return self._parts, heads_sums[0], heads_sums[1], _TRAILER
 
     def encode2(self, first: bytes, second: bytes, rest: Sequence[bytes]) -> bytes:
         """Return ``encode((first, second, *rest))``, without building that sequence.

@@ -25,6 +25,7 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
+from zlib import adler32 as _adler32
 
 from engine.clock import Clock, LiveClock
 from engine.fastlog import get_log
@@ -221,9 +222,24 @@ class AppTemplate:
         How many values a send expects.
     session : FixSession
         The session the template belongs to.
+    send : Callable[[AppTemplate, Sequence[bytes], int | None], int]
+        The session's :meth:`FixSession.send_template`, bound.
     """
 
-    __slots__ = ("_encoder", "_order", "fields", "msg_type", "session", "slots")
+    __slots__ = (
+        "_at",
+        "_encoder",
+        "_heads",
+        "_order",
+        "_parts",
+        "_sums",
+        "_trailers",
+        "fields",
+        "msg_type",
+        "send",
+        "session",
+        "slots",
+    )
 
     def __init__(
         self,
@@ -240,6 +256,12 @@ class AppTemplate:
         self.slots = encoder.slots - 2
         # Wire position -> index into the values, when the fields were not given in tag order.
         self._order = order
+        # What encoder.encode2() builds a message from: send_template() encodes in place.
+        self._parts, self._heads, self._sums, self._trailers = encoder.pieces()
+        self._at = slice(5, -1, 2)  # where the values go in the parts (made once)
+        # Read into a local and called, it skips looking the method up on the session (whose
+        # attributes are too many for the interpreter's fast method lookup).
+        self.send = session.send_template
 
     def message(self, values: Sequence[bytes]) -> OutMessage:
         """Return the message with ``values`` filled in, as an :class:`OutMessage`."""
@@ -789,23 +811,38 @@ class FixSession:
             if type(app).to_app is not Application.to_app:
                 return self._send_message(template.message(values), now_ns)
             self._plain_app = app
-        outside = self._depth == 0
+        outside = not self._depth  # (== 0: a comparison stored is not specialized)
         if outside:
-            self._now = self._clock.now_ns() if now_ns is None else now_ns
-        now = self._now
+            self._now = now = self._clock.now_ns() if now_ns is None else now_ns
+        else:
+            now = self._now
         st = self.state
         store = self.store
         memory = store if type(store) is MemoryStore else None
         seq = memory._sender if memory is not None else store.next_sender_seq_num
-        if len(values) != template.slots:
-            raise ValueError(f"template takes {template.slots} values, got {len(values)}")
         order = template._order
         if order is not None:
+            if len(values) != template.slots:
+                raise ValueError(f"template takes {template.slots} values, got {len(values)}")
             values = [values[k] for k in order]
         ts = self._ts
         if not self._ts_lo <= now < self._ts_hi:  # _timestamp()'s test, inlined
             ts = self._timestamp()
-        raw = template._encoder.encode2(b"%d" % seq, ts, values)
+        # template._encoder.encode2(b"%d" % seq, ts, values), inlined (see there).
+        parts = template._parts
+        parts[1] = b"%d" % seq
+        parts[3] = ts
+        try:
+            parts[template._at] = values  # (the odd items from 5 on) as many as the slots
+        except ValueError:
+            raise ValueError(f"template takes {template.slots} values, got {len(values)}") from None
+        body = b"".join(parts)
+        n = len(body)
+        if n <= 256:  # (see MessageTemplate.pieces())
+            cs = (template._sums[n] + _adler32(body)) & 255
+            raw = b"".join((template._heads[n], body, template._trailers[cs]))
+        else:
+            raw = template._encoder.encode2(parts[1], ts, values)
         st.last_sent_ns = now
         if memory is not None:  # MemoryStore.set and incr_next_sender_seq_num, inlined
             if self._persist:

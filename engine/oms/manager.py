@@ -26,12 +26,13 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from math import isqrt
+from typing import TypeVar
 
 import numpy as np
 
 from engine.bus import MessageBus
 from engine.clock import Clock
-from engine.enums import AlertLevel, ExecType, OrdStatus, OrdType, Side, TimeInForce
+from engine.enums import AlertLevel, ExecType, KillLevel, OrdStatus, OrdType, Side, TimeInForce
 from engine.events import (
     ALERTED,
     Alert,
@@ -50,6 +51,7 @@ from engine.oms.risk import (
 from engine.oms.risk import (
     MAX_ORDER_QTY_LOTS,
     MAX_PX_TICKS,
+    RATE_WINDOW_NS,
     RiskChecker,
     order_problem,
 )
@@ -57,6 +59,8 @@ from engine.oms.stp import SelfTradePrevention
 from engine.oms.venue import CancelReject, ExecutionReport, RejectReason, Request, Venue
 
 log = get_log(__name__)
+
+T = TypeVar("T")
 
 # Built per order change and per fill: the fast constructors (engine.events.fast_constructor).
 _order_changed = fast_constructor(OrderChanged)
@@ -66,6 +70,7 @@ _order_filled_of = fast_constructor(OrderFilled, positional=True)  # a fill's, i
 _FILL_TYPES = frozenset({ExecType.TRADE, ExecType.PARTIAL_FILL, ExecType.FILL})
 
 _REJ = OrdStatus.REJECTED
+_OFF = KillLevel.OFF
 _PENDING_NEW = OrdStatus.PENDING_NEW
 _new = object.__new__
 _REPLACED_STATUS = OrdStatus.REPLACED
@@ -91,6 +96,16 @@ ANSWER_TIMEOUT_S = 10.0
 
 #: Engine-wide order ids (stable across cancel/replace chains and instruments).
 _order_ids = itertools.count(1)
+_NEVER = object()
+
+
+def _iterator_of(source: Callable[[], T]) -> Iterator[T]:
+    # An iterator whose next() is source(): the iterator itself when source is its __next__
+    # (next() then calls it without building an argument tuple, unlike source()).
+    owner = getattr(source, "__self__", None)
+    if isinstance(owner, Iterator) and owner.__next__ == source:
+        return owner
+    return iter(source, _NEVER)
 
 
 class OrderManager:
@@ -141,7 +156,16 @@ class OrderManager:
         self._order_changed = bus.interest(OrderChanged)
         self._order_filled = bus.interest(OrderFilled)
         self._next_order_id = next_order_id or _order_ids.__next__
+        self._order_ids = _iterator_of(self._next_order_id)
+        # The venue's ClOrdID source and the clocks' readings, looked up once (the venue and
+        # the clocks are this manager's and its risk checker's for good).
+        self._client_order_ids = _iterator_of(venue.new_client_order_id)
+        self._now_ns = clock.now_ns
+        self._monotonic_ns = risk.clock.monotonic_ns
         self._tick_value = float(instrument.tick_value)
+        # Risk's exposures of this instrument (made now if new; risk never drops them): the
+        # order path books a new order into them itself (_send_new).
+        self._exposure = risk._exposure[self.symbol]
         #: Orders that may still change (not terminal), by order id.
         self.orders: dict[int, Order] = {}
         # strategy id -> how many of ``orders`` are its own: self-trade prevention looks at the
@@ -183,6 +207,7 @@ class OrderManager:
     def use_order_ids(self, next_order_id: Callable[[], int]) -> None:
         """Take the ids of new orders from ``next_order_id`` from now on (the router's)."""
         self._next_order_id = next_order_id
+        self._order_ids = _iterator_of(next_order_id)
 
     # ------------------------------------------------------------------ queries
     def get(self, client_order_id: str) -> Order | None:
@@ -328,12 +353,15 @@ class OrderManager:
             self._check_request(qty_lots, px_ticks, limit, client_order_id)
         if ord_type is _MARKET:
             px_ticks = 0
-        now = self.clock.now_ns()  # created and sent at once: one time for both
-        clordid = client_order_id or self.venue.new_client_order_id()
+        # (Callables kept in attributes are read into locals first: a call of self.f() looks
+        # f up as a method, the slow way when it is an attribute; so is a static method.)
+        now_ns = self._now_ns
+        now = now_ns()  # created and sent at once: one time for both
+        clordid = client_order_id or next(self._client_order_ids)  # (venue.new_client_order_id())
         # Order.pending_new(...), inlined: the Order its __init__ would build, PENDING_NEW,
         # all of it left, created now (test_send_fast_path compares every field).
         order = _new(Order)
-        order.order_id = oid = self._next_order_id()
+        order.order_id = oid = next(self._order_ids)  # (self._next_order_id())
         order.client_order_id = clordid
         order.strategy_id = strategy_id
         order.symbol = self.symbol
@@ -349,25 +377,49 @@ class OrderManager:
         order.cum_qty_lots = order.notional_ticks_lots = order.ts_sent = order.ts_acked = 0
         order.pending = order.published = None
         orders = self.orders
+        held = self._held
         if oid not in orders:  # _hold(order), inlined
-            held = self._held
             held[strategy_id] = held.get(strategy_id, 0) + 1
         orders[oid] = order
         self.created += 1
-        by_clordid = self._by_clordid
-        if clordid in by_clordid:
+        # The ClOrdID taken for this order unless another order has it (one lookup).
+        if self._by_clordid.setdefault(clordid, order) is not order:
             return self._refuse(order, f"duplicate ClOrdID {clordid!r}: already used today")
-        by_clordid[clordid] = order
-        if risk_exempt or (self.stp is not None and len(self._held) > 1) or oid in self._counted:
+        if risk_exempt or (self.stp is not None and len(held) > 1) or oid in self._counted:
             # (len(_held) > 1: _others_hold(), this order being held)
             return self._send_checked(order, band_override, risk_exempt)
         # The usual order: risk checks it and books it sent in one call (no self-trade
         # prevention to ask between the two), as _send_checked() would.
-        refusal = self.risk.new_order(
-            strategy_id, self.symbol, side, qty_lots, px_ticks, self._tick_value, band_override
-        )
-        if refusal is not None:
-            return self._refuse(order, f"risk: {refusal}")
+        risk = self.risk
+        if (
+            risk.kill_level is _OFF
+            and risk.global_limits is risk._glob
+            and not risk._glob_active
+            and not risk.instrument_limits
+            and strategy_id not in risk.strategy_limits
+        ):  # no rule applies (risk.check_new()'s test): risk.new_order()'s booking, inlined
+            monotonic_ns = self._monotonic_ns
+            mono = monotonic_ns()
+            scope = risk._scopes[strategy_id]
+            window = scope.sent
+            window.append(mono)
+            mono -= RATE_WINDOW_NS  # the horizon: what is this old or older left the window
+            while window[0] <= mono:
+                window.popleft()
+            scope.open += 1
+            of = self._exposure  # risk's exposures of this instrument
+            if side > 0:
+                of.every.buy += qty_lots
+                of[strategy_id].buy += qty_lots
+            else:
+                of.every.sell += qty_lots
+                of[strategy_id].sell += qty_lots
+        else:
+            refusal = risk.new_order(
+                strategy_id, self.symbol, side, qty_lots, px_ticks, self._tick_value, band_override
+            )
+            if refusal is not None:
+                return self._refuse(order, f"risk: {refusal}")
         order.ts_sent = now
         self._counted[oid] = qty_lots
         if self._order_changed.wanted:  # (bus.wants(OrderChanged))

@@ -12,17 +12,19 @@ market later.
 
 Order messages go out through the session's send templates (``FixSession.template`` and
 ``send_template``, one per body layout, built on first use and dropped on :meth:`FixVenue.bind`),
-which write the bytes ``FixSession.send`` would. The venue does not override ``to_app`` (that
-would send the session back to its generic path): it reads the MsgSeqNum <34> each order
-message goes out under just before sending it, to map a session Reject back to the order.
+which write the bytes ``FixSession.send`` would; a limit NewOrderSingle's template has its
+OrdType, Side, Symbol and TimeInForce written in (one per symbol, side and time in force).
+The venue does not override ``to_app`` (that would send the session back to its generic
+path): it reads the MsgSeqNum <34> each order message goes out under just before sending it,
+to map a session Reject back to the order.
 """
 
 import contextlib
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from engine.clock import Clock
-from engine.enums import OrdStatus, OrdType, TimeInForce
+from engine.enums import OrdStatus, OrdType, Side, TimeInForce
 from engine.events import Event, OrderView, VenueLinkChanged, fast_constructor
 from engine.fastlog import get_log
 from engine.fix.application import Application, DoNotSend, IncorrectTagValue, SessionID
@@ -73,6 +75,15 @@ SYMBOL_MEMORY = 10_000
 _Layout = tuple[tuple[int, bytes | None], ...]
 
 
+def _id_batches(prefix: str) -> Iterator[list[str]]:
+    # The ClOrdIDs prefix + 1, 2, 3... ten at a time: the numbers 10k to 10k + 9 are the
+    # text of k followed by each digit (a concatenation each, not a conversion).
+    yield [prefix + d for d in "123456789"]
+    for k in itertools.count(1):
+        head = prefix + str(k)
+        yield [head + d for d in "0123456789"]
+
+
 def _layout(*tags: int) -> _Layout:
     # Body of an order message: HandlInst <21> is the one constant, every other field a slot.
     return tuple((t, b"1" if t == 21 else None) for t in sorted(tags))
@@ -94,7 +105,6 @@ _LAYOUTS: dict[tuple[str, bool, bool], _Layout] = {
 }
 
 
-_NEW_LIMIT = ("D", True, False)
 _NEW_OTHER = ("D", False, False)
 _LIMIT = ORD_TYPE_TO_FIX[OrdType.LIMIT]
 _LIMIT_TYPE = OrdType.LIMIT
@@ -152,17 +162,25 @@ class FixVenue(Application):
         # ClOrdID -> symbol of the last SYMBOL_MEMORY order messages, for 9 and j (an older one
         # is asked of the order managers: _symbol).
         self._symbol_of: dict[str, str] = {}
-        self._sent: dict[int, tuple[str, str]] = {}  # MsgSeqNum -> (MsgType, ClOrdID)
-        self._ids = itertools.count(1)
+        # MsgSeqNum -> (MsgType, ClOrdID) of an order message; a NewOrderSingle's is its
+        # ClOrdID alone (no tuple per order): read through _sent_message().
+        self._sent: dict[int, str | tuple[str, str]] = {}
         self._prefix = clordid_prefix("F", clock.now_ns())
+        # ClOrdIDs: the prefix and the next number from 1, made ten at a time.
+        self._client_order_ids = itertools.chain.from_iterable(_id_batches(self._prefix))
+        if type(self).new_client_order_id is FixVenue.new_client_order_id:  # not overridden
+            # The iterator's own __next__: a call runs no Python code, and the order manager
+            # takes the iterator itself (engine.oms.manager._iterator_of).
+            self.new_client_order_id = self._client_order_ids.__next__  # type: ignore[method-assign]
         self._precision = 3
         #: The market-data feed carried on this venue's session (:meth:`set_feed`), if any.
         self.feed: FixMarketData | None = None
         # Send templates of the bound session (built on first use, dropped on bind()).
         self._templates: dict[tuple[str, bool, bool], AppTemplate] = {}
         self._templates_of: FixSession | None = None
-        # The limit NewOrderSingle's (the most sent), whatever session it was built for.
-        self._new_limit: AppTemplate | None = None
+        # Limit NewOrderSingles' templates by symbol, side and time in force, of the session
+        # they were built for.
+        self._new_limit: dict[str, dict[Side, dict[TimeInForce, AppTemplate]]] = {}
         # TransactTime <60> text, formatted once per unit of the precision.
         self._ts_unit = 1_000_000
         # The unit of time (ns, [from, until)) the text is of: none yet.
@@ -198,7 +216,7 @@ class FixVenue(Application):
         self._ts_from = self._ts_until = 0
         self._templates = {}
         self._templates_of = session
-        self._new_limit = None
+        self._new_limit = {}
 
     def route(self, instrument: Instrument, sink: ReportSink) -> None:
         """Deliver what the venue says about ``instrument`` to ``sink`` (its order manager)."""
@@ -224,10 +242,10 @@ class FixVenue(Application):
 
     # ------------------------------------------------------------------ Venue
     def new_client_order_id(self) -> str:
-        """Return a fresh ClOrdID."""
-        return f"{self._prefix}{next(self._ids)}"
+        """Return a fresh ClOrdID: the venue's prefix and the next number from 1."""
+        return next(self._client_order_ids)
 
-    def submit(self, order: Order) -> None:
+    def submit(self, order: Order) -> None:  # noqa: C901  (one hot path, its checks inlined)
         """Send a NewOrderSingle <D>; TransactTime <60> is when the order was sent."""
         symbol = order.symbol
         nums = self._numbers[symbol]
@@ -236,16 +254,26 @@ class FixVenue(Application):
         now = order.ts_sent or self.clock.now_ns()
         if not self._ts_from <= now < self._ts_until:  # _now_text(), inlined
             self._stamp(now)
+        session = self.session
         # ClOrdID <11>, [HandlInst <21>], OrderQty <38>, OrdType <40>, Price <44> if limit,
         # Side <54>, Symbol <55>, TimeInForce <59>, TransactTime <60>; the texts remembered.
         if order.ord_type is _LIMIT_TYPE:
+            # A limit order's template has its OrdType, Side, Symbol and TimeInForce written
+            # in (one per instrument, side and time in force): four values to fill in.
             qty, px = order.qty_lots, order.px_ticks
-            values = [
-                clordid.encode(), nums.qty_texts.get(qty) or nums.qty_text(qty), _LIMIT,
-                nums.px_texts.get(px) or nums.px_text(px), SIDE_TO_FIX[order.side],
-                nums.symbol, TIF_TO_FIX[order.time_in_force], self._ts,
-            ]  # fmt: skip
-            template = self._new_limit  # the layout's template, kept at hand
+            try:  # the texts converted before (nums.qty_text(qty) and px_text(px), at hand)
+                qty_text, px_text = nums.qty_texts[qty], nums.px_texts[px]
+            except KeyError:
+                qty_text, px_text = nums.qty_text(qty), nums.px_text(px)
+            values = [clordid.encode(), qty_text, px_text, self._ts]
+            template: AppTemplate | None
+            try:  # by symbol, side and time in force
+                template = self._new_limit[symbol][order.side][order.time_in_force]
+            except KeyError:
+                template = self._limit_template(session, order, nums)
+            else:
+                if template.session is not session:  # made for another session
+                    template = self._limit_template(session, order, nums)
         else:
             values = [
                 clordid.encode(), nums.qty_text(order.qty_lots), ORD_TYPE_TO_FIX[order.ord_type],
@@ -255,38 +283,60 @@ class FixVenue(Application):
         # _send_order(key, values, clordid, symbol, order), inlined: once per order.
         symbol_of = self._symbol_of
         symbol_of[clordid] = symbol
-        session = self.session
-        st = session.state if session is not None else None
-        if session is not None and st is not None and st.received_logon and st.sent_logon:
+        if session is not None and (st := session.state).received_logon and st.sent_logon:
             # (session.is_logged_on, inlined)
-            if template is None or template.session is not session:
-                key = _NEW_LIMIT if order.ord_type is _LIMIT_TYPE else _NEW_OTHER
-                template = self._templates.get(key) if self._templates_of is session else None
+            if template is None:
+                template = (
+                    self._templates.get(_NEW_OTHER) if self._templates_of is session else None
+                )
                 if template is None:
-                    template = self._template(session, key)
+                    template = self._template(session, _NEW_OTHER)
             store = session.store
             if store is not self._store:  # the store's annotate(), looked up once per store
                 self._store = store
                 self._annotate = getattr(store, "annotate", None)
             annotate = self._annotate
             # SendingTime <52> is the TransactTime's clock reading (no second read).
+            send = template.send  # (session.send_template, bound: see AppTemplate.send)
             if annotate is None:
-                seq = session.send_template(template, values, now)
+                seq = send(template, values, now)
             else:
                 # A file store keeps the order's strategy and engine order id beside it: a
                 # restart finds the order there if the journal never got it.
                 annotate(_note(order))
-                seq = session.send_template(template, values, now)
+                seq = send(template, values, now)
                 annotate(b"")  # not stored (messages not persisted): not for the next one
             if seq:  # self._remember(seq, "D", clordid), inlined: once per order
                 sent = self._sent
-                sent[seq] = ("D", clordid)
+                sent[seq] = clordid  # ("D", clordid): see _sent_message()
                 if len(sent) > SENT_MEMORY:
                     self._forget_oldest()
                 if len(symbol_of) > SYMBOL_MEMORY:
                     self._forget_symbols()
                 return
         self._refuse("D", clordid, symbol)
+
+    def _limit_template(
+        self, session: FixSession | None, order: Order, nums: FixNumbers
+    ) -> AppTemplate | None:
+        # The limit NewOrderSingle's template of the order's instrument, side and time in
+        # force, made on first use: its values ClOrdID, OrderQty, Price and TransactTime.
+        # None without a session (the order is then refused); an unknown side or time in
+        # force raises.
+        side, tif = order.side, order.time_in_force
+        fields = (
+            (11, None), (21, b"1"), (38, None), (40, _LIMIT), (44, None),
+            (54, SIDE_TO_FIX[side]), (55, nums.symbol), (59, TIF_TO_FIX[tif]), (60, None),
+        )  # fmt: skip
+        if session is None:
+            return None
+        if self._templates_of is not session:  # session set without bind()
+            self._templates = {}
+            self._new_limit = {}
+            self._templates_of = session
+        by_side = self._new_limit.setdefault(order.symbol, {})
+        template = by_side.setdefault(side, {})[tif] = session.template("D", fields)
+        return template
 
     def cancel(self, order: Order, request: PendingRequest) -> None:
         """Send an OrderCancelRequest <F>."""
@@ -380,14 +430,19 @@ class FixVenue(Application):
         if len(self._symbol_of) > SYMBOL_MEMORY:
             self._forget_symbols()
 
+    def _sent_message(self, seq: int | None) -> tuple[str, str] | None:
+        # The (MsgType, ClOrdID) of the order message sent under MsgSeqNum ``seq``, if known.
+        sent = self._sent.get(seq) if seq is not None else None
+        if isinstance(sent, str):
+            return ("D", sent)
+        return sent
+
     def _template(self, session: FixSession, key: tuple[str, bool, bool]) -> AppTemplate:
         # The session's send template of an order message layout, made on first use.
         if self._templates_of is not session:  # session set without bind()
             self._templates = {}
             self._templates_of = session
         template = self._templates[key] = session.template(key[0], _LAYOUTS[key])
-        if key == _NEW_LIMIT:
-            self._new_limit = template
         return template
 
     def send_order_message(self, msg: OutMessage, clordid: str, symbol: str) -> None:
@@ -574,7 +629,7 @@ class FixVenue(Application):
         if message.msg_type != b"3":
             return
         ref = message.get_int(45)
-        sent = self._sent.get(ref) if ref is not None else None
+        sent = self._sent_message(ref)
         if sent is None:
             log.warning(
                 "%s: Reject of MsgSeqNum %s we cannot map: %s", session_id, ref, message.get(58)
@@ -730,7 +785,7 @@ class FixVenue(Application):
         msg_type, clordid = ref_type, ref_id
         symbol = self._symbol(ref_id) if ref_id else ""
         if not symbol and ref_seq is not None:
-            sent = self._sent.get(ref_seq)
+            sent = self._sent_message(ref_seq)
             if sent is not None and (not ref_type or sent[0] == ref_type):
                 msg_type, clordid = sent
                 symbol = self._symbol(clordid)
