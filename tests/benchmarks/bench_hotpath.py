@@ -34,6 +34,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from decimal import Decimal
+from types import MemberDescriptorType
 from typing import Any
 
 import numpy as np
@@ -90,7 +91,8 @@ class Stages:
                 if stack:
                     stack[-1] += incl + self.overhead
 
-        if attr in getattr(obj, "__dict__", {}):  # an instance attribute: put it back
+        slot = isinstance(getattr(type(obj), attr, None), MemberDescriptorType)
+        if slot or attr in getattr(obj, "__dict__", {}):  # an instance's own: put it back
             setattr(obj, attr, timed)
             self._undo.append(lambda: setattr(obj, attr, fn))
         else:
@@ -218,18 +220,27 @@ class TickPath:
         st.wrap(self.market, "_apply_row", "book kernel")
         st.wrap(self.taker, "on_book", "strategy")
         # The strategy's context sends through the order manager's positional entry, which
-        # builds the Order in place and asks risk once (new_order: check and book).
+        # builds the Order in place; with no risk rule set it books the order into risk
+        # itself (its time is the order manager's), else it asks risk once (new_order).
         st.wrap(self.manager, "_send_new", "order manager")
         st.wrap(self.manager.risk, "new_order", "risk")
         st.wrap(self.venue, "submit", "venue adapter")
-        st.wrap(self.session, "send_template", "session")
+        # The adapter sends through its templates' ``send`` (the session's send_template,
+        # bound): made during the warm-up, each is wrapped.
+        for by_side in self.venue._new_limit.values():
+            for by_tif in by_side.values():
+                for template in by_tif.values():
+                    st.wrap(template, "send", "session")
         st.wrap(self, "write", "socket send")
         return [
             ("market data", "MarketData.apply: checks, the event, the bus, the runner"),
             ("book kernel", "the row applier: the numba kernel (it checks the row)"),
             ("strategy", "Taker.on_book: decide, strategy API, context"),
-            ("order manager", "OrderManager._send_new: ids, the Order, bookkeeping, event"),
-            ("risk", "RiskChecker.new_order: limits checked, the order booked"),
+            (
+                "order manager",
+                "OrderManager._send_new: ids, the Order, bookkeeping, risk booked, event",
+            ),
+            ("risk", "RiskChecker.new_order (only with a risk rule set): limits, booking"),
             ("venue adapter", "FixVenue.submit: field values, seq map"),
             ("session", "FixSession.send_template: header, encode, store"),
             ("socket send", "socket.send of the bytes (TCP 127.0.0.1)"),
