@@ -882,6 +882,7 @@ class FixDecoder:
         "_views",
         "_ws",
         "garbled",
+        "head",
         "layouts",
         "max_buffer",
         "on_garbled",
@@ -908,6 +909,8 @@ class FixDecoder:
         #: with what they prove of it (``DecodedBatch.checked``, ``FixMessage.checked``).
         self.layouts: LayoutTable | None = None
         self.garbled = 0
+        #: The message-table row of the last message :meth:`decode_message` returned.
+        self.head: list[int] = []
         self.on_garbled = on_garbled
         self.max_buffer = max_buffer
 
@@ -991,11 +994,25 @@ class FixDecoder:
         tables[nm] = view
         return view
 
-    def decode_batch(self, data: bytes) -> DecodedBatch:  # noqa: C901  (the read path in one)
+    def decode_batch(self, data: bytes) -> DecodedBatch:
         """Frame ``data`` (appended to any pending tail) and return the frames as arrays.
 
         Dropped frames are counted and reported as in :meth:`feed`; they also appear in the
         batch with a non-zero status. The returned arrays are valid until the next call.
+        """
+        return self.decode_message(data, -1)  # type: ignore[return-value]
+
+    def decode_message(  # noqa: C901  (the read path in one)
+        self, data: bytes, ts_recv: int
+    ) -> FixMessage | DecodedBatch:
+        """Return the message of a read that completes exactly one good frame, else the batch.
+
+        The latency path of a transport (a read of one message): when ``data`` (appended to
+        any pending tail) is exactly one good frame, the message is made at once, without a
+        :class:`DecodedBatch` (what ``decode_batch(data).single_message(ts_recv)`` returns),
+        and its row of the message table is :attr:`head` (``MSG_COLUMNS`` values, for
+        :meth:`~engine.fix.session.FixSession.on_messages`). Any other read returns what
+        :meth:`decode_batch` returns. A negative ``ts_recv`` always returns the batch.
         """
         pending = self._pending
         buf = pending + data if pending else data
@@ -1044,6 +1061,30 @@ class FixDecoder:
                     cuts = self._cuts.get(nf)
                     if cuts is None:
                         cuts = self._cut(nf)
+                    if ts_recv >= 0:
+                        # The message alone (decode_message): its block as below, with the
+                        # field lists _one_frame makes, and no batch.
+                        v0, v1, v2, _ = cuts
+                        empty = _EMPTY
+                        block = _new_block(Block)
+                        start, end, a = row[0], row[1], row[2]
+                        block.buf = buf if start == 0 and end == n else buf[start:end]
+                        block.tags = tags = empty[:]
+                        tags.frombytes(v0)
+                        block.starts = starts = empty[:]
+                        starts.frombytes(v1)
+                        block.ends = ends = empty[:]
+                        ends.frombytes(v2)
+                        block.first = [a, a + row[3]]
+                        block.cuts = [0, end - start]
+                        block.codes = None
+                        block.checked = checked
+                        block.ts_recv = ts_recv
+                        m = _new_message(FixMessage)
+                        m._b = block
+                        m._k = 0
+                        self.head = row
+                        return m
                     batch = _one_frame(buf, msgs, fields, row, checked, nf, cuts)
                     # The message's block, made now (single_message's general path, from
                     # this row: the one frame fills ``buf`` and the field lists).
