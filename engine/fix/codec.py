@@ -843,9 +843,11 @@ _new_batch = object.__new__
 _new_message = object.__new__
 _new_block = object.__new__
 _EMPTY: array[int] = array("q")
+#: A new empty ``array("q")`` (cheaper than ``array("q")`` or ``_EMPTY[:]``).
+_new_fields = _EMPTY.__copy__
 #: The compiled scan_and_check_ws for (bytes, the decoder's workspace, a layout table, int),
 #: found after its first call (:func:`engine.fix._kernels.compiled_entry`).
-_scan_and_check: list[Callable[..., tuple[int, int, int]] | None] = [None]
+_scan_and_check: list[Callable[..., tuple[int, ...]] | None] = [None]
 
 
 class FixDecoder:
@@ -909,8 +911,9 @@ class FixDecoder:
         #: with what they prove of it (``DecodedBatch.checked``, ``FixMessage.checked``).
         self.layouts: LayoutTable | None = None
         self.garbled = 0
-        #: The message-table row of the last message :meth:`decode_message` returned.
-        self.head: list[int] = []
+        #: The message-table row of the last message :meth:`decode_message` returned (its
+        #: first ``MSG_COLUMNS`` values; a sequence, not necessarily a list).
+        self.head: Sequence[int] = []
         self.on_garbled = on_garbled
         self.max_buffer = max_buffer
 
@@ -1021,8 +1024,6 @@ class FixDecoder:
         # big enough for them and this stays cheap; large reads grow them.
         if n > 4096:
             self._ensure(n)
-        msgs = self._msgs
-        fields = self._fields
         layouts = self.layouts
         # The kernel marks every frame (unless more passes come) when there are layouts to
         # check; ``_progs`` is ``len(layouts)`` without the call.
@@ -1035,25 +1036,29 @@ class FixDecoder:
             if entry is not None and type(buf) is bytes:
                 # Every argument is of the types the entry was compiled for: bytes, the int64
                 # workspace, the LayoutTable's int64 table and an int.
-                nm, nf, consumed = entry(buf, self._ws, layouts.table, layouts.base)
+                got = entry(buf, self._ws, layouts.table, layouts.base)
             else:
                 args = (buf, self._ws, layouts.table, layouts.base)
-                nm, nf, consumed = _kernels.scan_and_check_ws(*args)
+                got = _kernels.scan_and_check_ws(*args)
                 if entry is None and type(buf) is bytes:
                     _scan_and_check[0] = _kernels.compiled_entry(_kernels.scan_and_check_ws, args)
+            # The first frame's row and mark, then the counts (_kernels.WS_RET_*).
+            nm, nf, consumed = got[9], got[10], got[11]  # (WS_RET_FRAMES, _FIELDS, _CONSUMED)
         else:
             nm, nf, consumed = _kernels.scan_frames(
-                buf, n, msgs, fields, self._data_tags, self._expect
+                buf, n, self._msgs, self._fields, self._data_tags, self._expect
             )
+            got = None
         if consumed >= n:
             self._pending = b""
             if nm == 1:
-                # One message per read, the latency path: its row from the table's bytes, its
-                # fields copied out once, the batch made without __init__'s keywords.
-                row = self._row.tolist()
+                # One message per read, the latency path: its row (from the kernel, else from
+                # the table's bytes), its fields copied out once, the batch made without
+                # __init__'s keywords.
+                row: Sequence[int] = self._row.tolist() if got is None else got
                 if not row[4]:
-                    if marked:
-                        checked: list[int] | None = [self._mark[0]]
+                    if got is not None:
+                        checked: list[int] | None = [got[8]]
                     elif layouts is None:
                         checked = None
                     else:
@@ -1063,20 +1068,22 @@ class FixDecoder:
                         cuts = self._cut(nf)
                     if ts_recv >= 0:
                         # The message alone (decode_message): its block as below, with the
-                        # field lists _one_frame makes, and no batch.
+                        # field lists _one_frame makes, and no batch. The one good frame of a
+                        # read wholly consumed is all of ``buf`` (bytes before it would be a
+                        # junk frame, after it a junk frame or a pending tail) and all ``nf``
+                        # fields.
                         v0, v1, v2, _ = cuts
-                        empty = _EMPTY
+                        new = _new_fields
                         block = _new_block(Block)
-                        start, end, a = row[0], row[1], row[2]
-                        block.buf = buf if start == 0 and end == n else buf[start:end]
-                        block.tags = tags = empty[:]
+                        block.buf = buf
+                        block.tags = tags = new()
                         tags.frombytes(v0)
-                        block.starts = starts = empty[:]
+                        block.starts = starts = new()
                         starts.frombytes(v1)
-                        block.ends = ends = empty[:]
+                        block.ends = ends = new()
                         ends.frombytes(v2)
-                        block.first = [a, a + row[3]]
-                        block.cuts = [0, end - start]
+                        block.first = [0, nf]
+                        block.cuts = [0, n]
                         block.codes = None
                         block.checked = checked
                         block.ts_recv = ts_recv
@@ -1085,7 +1092,17 @@ class FixDecoder:
                         m._k = 0
                         self.head = row
                         return m
-                    batch = _one_frame(buf, msgs, fields, row, checked, nf, cuts)
+                    if got is not None:
+                        row = self._row.tolist()  # (a list of MSG_COLUMNS, as rows are)
+                    batch = _one_frame(
+                        buf,
+                        self._msgs,
+                        self._fields,
+                        row,  # type: ignore[arg-type]
+                        checked,
+                        nf,
+                        cuts,
+                    )
                     # The message's block, made now (single_message's general path, from
                     # this row: the one frame fills ``buf`` and the field lists).
                     start, end, a = row[0], row[1], row[2]
@@ -1098,6 +1115,8 @@ class FixDecoder:
                     block.checked = [0 if checked is None else checked[0]]
                     batch._block = block
                     return batch
+            msgs = self._msgs
+            fields = self._fields
             if nm <= 32:
                 # The common case: everything framed in one pass, few frames: the rows (and the
                 # layout marks) from memoryviews of the tables, no numpy call.
@@ -1126,6 +1145,8 @@ class FixDecoder:
                 return DecodedBatch(
                     buf, msgs, fields, table, checked, frames=nm, nfields=nf, views=self._views
                 )
+        msgs = self._msgs
+        fields = self._fields
         if nm < msgs.shape[0] or consumed >= n:
             all_rows = msgs[:nm]
         else:

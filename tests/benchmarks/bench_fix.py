@@ -471,7 +471,11 @@ class _Reader:
         decoder = self.decoder
         got = decoder.decode_message(data, now)
         if type(got) is FixMessage:
-            return self.session.on_message(got, now, decoder.head)
+            # (the transport's call: on_message's test inlined)
+            session = self.session
+            if session.wants_disconnect:
+                return []
+            return session.on_messages((got,), now, (decoder.head,))
         batch = cast(DecodedBatch, got)
         rows = batch.rows
         if len(rows) == 1 and not rows[0][4]:
