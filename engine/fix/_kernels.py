@@ -784,25 +784,11 @@ def workspace(
     )
 
 
-#: Where :func:`scan_and_check_ws` returns the first frame's layout mark and its three counts
-#: (after the frame's ``MSG_COLUMNS`` row).
-WS_RET_MARK: int = MSG_COLUMNS
-WS_RET_FRAMES: int = MSG_COLUMNS + 1
-WS_RET_FIELDS: int = MSG_COLUMNS + 2
-WS_RET_CONSUMED: int = MSG_COLUMNS + 3
-
-
 @kernel
 def scan_and_check_ws(
     buf: bytes, ws: npt.NDArray[np.int64], table: npt.NDArray[np.int64], base: int
-) -> tuple[int, ...]:
-    """:func:`scan_and_check` of all of ``buf`` over the tables of a :func:`workspace`.
-
-    Returns the first frame's row of the message table (``MSG_COLUMNS`` values), its layout
-    mark, then :func:`scan_and_check`'s ``(frames, fields, bytes consumed)`` (``WS_RET_*``):
-    a read of one message needs nothing more from the tables but its fields. The row and the
-    mark mean something only when a frame was written.
-    """
+) -> tuple[int, int, int]:
+    """:func:`scan_and_check` of all of ``buf`` over the tables of a :func:`workspace`."""
     rows = ws[WS_ROWS]
     m = ws[WS_MSGS]
     f = ws[WS_FIELDS]
@@ -810,7 +796,7 @@ def scan_and_check_ws(
     c = ws[WS_CHECKED]
     d = ws[WS_DATA]
     e = ws[WS_EXPECT]
-    nm, nf, consumed = scan_and_check(
+    return scan_and_check(
         buf,
         len(buf),
         ws[m : m + rows * MSG_COLUMNS].reshape((rows, MSG_COLUMNS)),
@@ -820,20 +806,6 @@ def scan_and_check_ws(
         table,
         ws[c : c + rows],
         base,
-    )
-    return (
-        ws[m],
-        ws[m + 1],
-        ws[m + 2],
-        ws[m + 3],
-        ws[m + 4],
-        ws[m + 5],
-        ws[m + 6],
-        ws[m + 7],
-        ws[c],
-        nm,
-        nf,
-        consumed,
     )
 
 

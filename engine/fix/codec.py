@@ -847,7 +847,7 @@ _EMPTY: array[int] = array("q")
 _new_fields = _EMPTY.__copy__
 #: The compiled scan_and_check_ws for (bytes, the decoder's workspace, a layout table, int),
 #: found after its first call (:func:`engine.fix._kernels.compiled_entry`).
-_scan_and_check: list[Callable[..., tuple[int, ...]] | None] = [None]
+_scan_and_check: list[Callable[..., tuple[int, int, int]] | None] = [None]
 
 
 class FixDecoder:
@@ -911,9 +911,8 @@ class FixDecoder:
         #: with what they prove of it (``DecodedBatch.checked``, ``FixMessage.checked``).
         self.layouts: LayoutTable | None = None
         self.garbled = 0
-        #: The message-table row of the last message :meth:`decode_message` returned (its
-        #: first ``MSG_COLUMNS`` values; a sequence, not necessarily a list).
-        self.head: Sequence[int] = []
+        #: The message-table row of the last message :meth:`decode_message` returned.
+        self.head: list[int] = []
         self.on_garbled = on_garbled
         self.max_buffer = max_buffer
 
@@ -1036,29 +1035,25 @@ class FixDecoder:
             if entry is not None and type(buf) is bytes:
                 # Every argument is of the types the entry was compiled for: bytes, the int64
                 # workspace, the LayoutTable's int64 table and an int.
-                got = entry(buf, self._ws, layouts.table, layouts.base)
+                nm, nf, consumed = entry(buf, self._ws, layouts.table, layouts.base)
             else:
                 args = (buf, self._ws, layouts.table, layouts.base)
-                got = _kernels.scan_and_check_ws(*args)
+                nm, nf, consumed = _kernels.scan_and_check_ws(*args)
                 if entry is None and type(buf) is bytes:
                     _scan_and_check[0] = _kernels.compiled_entry(_kernels.scan_and_check_ws, args)
-            # The first frame's row and mark, then the counts (_kernels.WS_RET_*).
-            nm, nf, consumed = got[9], got[10], got[11]  # (WS_RET_FRAMES, _FIELDS, _CONSUMED)
         else:
             nm, nf, consumed = _kernels.scan_frames(
                 buf, n, self._msgs, self._fields, self._data_tags, self._expect
             )
-            got = None
         if consumed >= n:
             self._pending = b""
             if nm == 1:
-                # One message per read, the latency path: its row (from the kernel, else from
-                # the table's bytes), its fields copied out once, the batch made without
-                # __init__'s keywords.
-                row: Sequence[int] = self._row.tolist() if got is None else got
+                # One message per read, the latency path: its row from the table's bytes, its
+                # fields copied out once, the batch made without __init__'s keywords.
+                row = self._row.tolist()
                 if not row[4]:
-                    if got is not None:
-                        checked: list[int] | None = [got[8]]
+                    if marked:
+                        checked: list[int] | None = [self._mark[0]]
                     elif layouts is None:
                         checked = None
                     else:
@@ -1092,17 +1087,7 @@ class FixDecoder:
                         m._k = 0
                         self.head = row
                         return m
-                    if got is not None:
-                        row = self._row.tolist()  # (a list of MSG_COLUMNS, as rows are)
-                    batch = _one_frame(
-                        buf,
-                        self._msgs,
-                        self._fields,
-                        row,  # type: ignore[arg-type]
-                        checked,
-                        nf,
-                        cuts,
-                    )
+                    batch = _one_frame(buf, self._msgs, self._fields, row, checked, nf, cuts)
                     # The message's block, made now (single_message's general path, from
                     # this row: the one frame fills ``buf`` and the field lists).
                     start, end, a = row[0], row[1], row[2]

@@ -22,7 +22,6 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import cast
 
 import numpy as np
 import pytest
@@ -476,7 +475,7 @@ class _Reader:
             if session.wants_disconnect:
                 return []
             return session.on_messages((got,), now, (decoder.head,))
-        batch = cast(DecodedBatch, got)
+        batch: DecodedBatch = got  # type: ignore[assignment]
         rows = batch.rows
         if len(rows) == 1 and not rows[0][4]:
             return self.session.on_message(batch.single_message(now), now, rows[0])
