@@ -455,8 +455,8 @@ def bench_round_trip(
 
 class _Reader:
     """One end's reads as the transport makes them (``_Connection.data_received``): a read of
-    one message goes ``decode_message`` -> ``on_message`` with the decoder's row, a read of
-    several ``decode_batch`` -> ``messages()`` -> ``on_messages``."""
+    one message goes ``decode_message`` -> ``on_messages`` with the decoder's row, a read of
+    several ``decode_message``'s batch -> ``messages()`` -> ``on_messages``."""
 
     def __init__(self, session: FixSession) -> None:
         self.session = session
