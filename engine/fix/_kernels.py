@@ -511,7 +511,7 @@ def layout_hash(
     """Return the hash of a layout: ``tags[a:a+n]`` and its MsgType <35> packed in an int."""
     h = _HASH_SEED
     for j in range(a, a + n):
-        h = (h ^ tags[j]) * _HASH_PRIME
+        h = (h ^ tags[_U(j)]) * _HASH_PRIME
     h = (h ^ packed_type) * _HASH_PRIME
     return (h ^ type_len) * _HASH_PRIME
 
@@ -521,7 +521,7 @@ def _digits(buf: bytes, s: int, e: int) -> bool:
     if e <= s:
         return False
     for k in range(s, e):  # noqa: SIM110  (numba: a loop, not a generator)
-        if not _ZERO <= buf[k] <= _NINE:
+        if not _ZERO <= buf[_U(k)] <= _NINE:
             return False
     return True
 
@@ -534,13 +534,13 @@ def _value_ok(  # noqa: C901  (one switch over the check kinds)
     if kind == CHECK_ANY:
         return True
     if kind == CHECK_INT:
-        return _digits(buf, s + 1, e) if buf[s] == _MINUS else _digits(buf, s, e)
+        return _digits(buf, s + 1, e) if buf[_U(s)] == _MINUS else _digits(buf, s, e)
     if kind == CHECK_FLOAT:
-        j = s + 1 if buf[s] == _MINUS else s
+        j = s + 1 if buf[_U(s)] == _MINUS else s
         digits = 0
         dot = False
         for k in range(j, e):
-            c = buf[k]
+            c = buf[_U(k)]
             if _ZERO <= c <= _NINE:
                 digits += 1
             elif c == 46 and not dot:
@@ -555,10 +555,10 @@ def _value_ok(  # noqa: C901  (one switch over the check kinds)
         if n > 8:
             return False
         for k in range(n):
-            packed |= int(buf[s + k]) << (8 * k)
+            packed |= int(buf[_U(s + k)]) << (8 * k)
         at = table[TABLE_ENUMS] + 2 * (arg >> 16)
         for k in range(arg & 0xFFFF):
-            if table[at + 2 * k] == packed and table[at + 2 * k + 1] == n:
+            if table[_U(at + 2 * k)] == packed and table[_U(at + 2 * k + 1)] == n:
                 return True
         return False
     if kind == CHECK_TIMESTAMP:
@@ -566,7 +566,7 @@ def _value_ok(  # noqa: C901  (one switch over the check kinds)
     if kind == CHECK_SEQNUM:
         return _digits(buf, s, e) and _fits_u64(buf, s, e)
     if kind == CHECK_INT_SEQNUM:
-        if buf[s] == _MINUS:
+        if buf[_U(s)] == _MINUS:
             return _digits(buf, s + 1, e)  # negative: below any limit
         return _digits(buf, s, e) and _fits_u64(buf, s, e)
     if kind == CHECK_COUNT:
@@ -574,7 +574,7 @@ def _value_ok(  # noqa: C901  (one switch over the check kinds)
             return False
         v = 0
         for k in range(s, e):
-            v = v * 10 + (int(buf[k]) - _ZERO)
+            v = v * 10 + (int(buf[_U(k)]) - _ZERO)
         return v == arg
     return False
 
@@ -585,19 +585,19 @@ _U64_MAX_DIGITS = np.frombuffer(b"18446744073709551615", dtype=np.uint8)
 @kernel_inline
 def _fits_u64(buf: bytes, s: int, e: int) -> bool:
     # Digits ``buf[s:e]`` as a number: at most 2**64 - 1 (leading zeros allowed).
-    while e - s > 1 and buf[s] == _ZERO:
+    while e - s > 1 and buf[_U(s)] == _ZERO:
         s += 1
     if e - s != 20:
         return e - s < 20
     for k in range(20):
-        if buf[s + k] != _U64_MAX_DIGITS[k]:
-            return bool(buf[s + k] < _U64_MAX_DIGITS[k])
+        if buf[_U(s + k)] != _U64_MAX_DIGITS[_U(k)]:
+            return bool(buf[_U(s + k)] < _U64_MAX_DIGITS[_U(k)])
     return True
 
 
 @kernel_inline
 def _two(buf: bytes, i: int) -> int:
-    return (int(buf[i]) - _ZERO) * 10 + int(buf[i + 1]) - _ZERO
+    return (int(buf[_U(i)]) - _ZERO) * 10 + int(buf[_U(i + 1)]) - _ZERO
 
 
 @kernel_inline
@@ -606,9 +606,9 @@ def _timestamp_ok(buf: bytes, s: int, e: int) -> bool:
     n = e - s
     if n != 17 and not 19 <= n <= 27:
         return False
-    if buf[s + 8] != _MINUS or buf[s + 11] != 58 or buf[s + 14] != 58:
+    if buf[_U(s + 8)] != _MINUS or buf[_U(s + 11)] != 58 or buf[_U(s + 14)] != 58:
         return False
-    if n > 17 and (buf[s + 17] != 46 or not _digits(buf, s + 18, e)):
+    if n > 17 and (buf[_U(s + 17)] != 46 or not _digits(buf, s + 18, e)):
         return False
     if not (
         _digits(buf, s, s + 8)
@@ -658,7 +658,7 @@ def check_layouts(  # noqa: C901  (probe, compare, check: one pass per message)
     code = table[TABLE_CODE]
     tags = fields[0]
     for i in range(nm):
-        out[i] = base + LAYOUT_UNKNOWN
+        out[_U(i)] = base + LAYOUT_UNKNOWN
         if msgs[i, 4] != FRAME_OK:
             continue
         s = msgs[i, 0]
@@ -670,20 +670,20 @@ def check_layouts(  # noqa: C901  (probe, compare, check: one pass per message)
             continue
         packed = 0
         for k in range(te - ts):
-            packed |= int(buf[ts + k]) << (8 * k)
+            packed |= int(buf[_U(ts + k)]) << (8 * k)
         h = layout_hash(tags, a, n, packed, te - ts)
         k = h & mask
         found = -1
         while True:
-            p1 = table[slots + k]
+            p1 = table[_U(slots + k)]
             if p1 == 0:
                 break
             po = progs + PROG_COLUMNS * (p1 - 1)
-            if table[po] == h and table[po + 2] == n:
-                c = code + 3 * table[po + 1]
+            if table[_U(po)] == h and table[_U(po + 2)] == n:
+                c = code + 3 * table[_U(po + 1)]
                 same = True
                 for j in range(n):
-                    if table[c + 3 * j] != tags[a + j]:
+                    if table[_U(c + 3 * j)] != tags[_U(a + j)]:
                         same = False
                         break
                 if same:
@@ -692,20 +692,20 @@ def check_layouts(  # noqa: C901  (probe, compare, check: one pass per message)
             k = (k + 1) & mask
         if found < 0:
             continue
-        if table[found + 3] == 0:
-            out[i] = base + LAYOUT_UNPROVEN
+        if table[_U(found + 3)] == 0:
+            out[_U(i)] = base + LAYOUT_UNPROVEN
             continue
-        c = code + 3 * table[found + 1]
+        c = code + 3 * table[_U(found + 1)]
         ok = True
         for j in range(n):
-            vs = s + fields[1, a + j]
-            ve = s + fields[2, a + j]
+            vs = s + fields[1, _U(a + j)]
+            ve = s + fields[2, _U(a + j)]
             if ve <= vs or not _value_ok(
-                buf, vs, ve, table[c + 3 * j + 1], table[c + 3 * j + 2], table
+                buf, vs, ve, table[_U(c + 3 * j + 1)], table[_U(c + 3 * j + 2)], table
             ):
                 ok = False
                 break
-        out[i] = base + (LAYOUT_VALID if ok else LAYOUT_UNPROVEN)
+        out[_U(i)] = base + (LAYOUT_VALID if ok else LAYOUT_UNPROVEN)
 
 
 @kernel

@@ -867,6 +867,8 @@ _new_batch = object.__new__
 _new_message = object.__new__
 _new_block = object.__new__
 _EMPTY: array[int] = array("q")
+#: A new empty ``array("q")`` (cheaper than ``array("q")`` or ``_EMPTY[:]``).
+_new_fields = _EMPTY.__copy__
 #: The compiled scan_and_check_ws for (bytes, the decoder's workspace, a layout table, int),
 #: found after its first call (:func:`engine.fix._kernels.compiled_entry`).
 _scan_and_check: list[Callable[..., tuple[int, int, int]] | None] = [None]
@@ -906,6 +908,7 @@ class FixDecoder:
         "_views",
         "_ws",
         "garbled",
+        "head",
         "layouts",
         "max_buffer",
         "on_garbled",
@@ -932,6 +935,8 @@ class FixDecoder:
         #: with what they prove of it (``DecodedBatch.checked``, ``FixMessage.checked``).
         self.layouts: LayoutTable | None = None
         self.garbled = 0
+        #: The message-table row of the last message :meth:`decode_message` returned.
+        self.head: list[int] = []
         self.on_garbled = on_garbled
         self.max_buffer = max_buffer
 
@@ -1015,11 +1020,25 @@ class FixDecoder:
         tables[nm] = view
         return view
 
-    def decode_batch(self, data: bytes) -> DecodedBatch:  # noqa: C901  (the read path in one)
+    def decode_batch(self, data: bytes) -> DecodedBatch:
         """Frame ``data`` (appended to any pending tail) and return the frames as arrays.
 
         Dropped frames are counted and reported as in :meth:`feed`; they also appear in the
         batch with a non-zero status. The returned arrays are valid until the next call.
+        """
+        return self.decode_message(data, -1)  # type: ignore[return-value]
+
+    def decode_message(  # noqa: C901  (the read path in one)
+        self, data: bytes, ts_recv: int
+    ) -> FixMessage | DecodedBatch:
+        """Return the message of a read that completes exactly one good frame, else the batch.
+
+        The latency path of a transport (a read of one message): when ``data`` (appended to
+        any pending tail) is exactly one good frame, the message is made at once, without a
+        :class:`DecodedBatch` (what ``decode_batch(data).single_message(ts_recv)`` returns),
+        and its row of the message table is :attr:`head` (``MSG_COLUMNS`` values, for
+        :meth:`~engine.fix.session.FixSession.on_messages`). Any other read returns what
+        :meth:`decode_batch` returns. A negative ``ts_recv`` always returns the batch.
         """
         pending = self._pending
         buf = pending + data if pending else data
@@ -1028,8 +1047,6 @@ class FixDecoder:
         # big enough for them and this stays cheap; large reads grow them.
         if n > 4096:
             self._ensure(n)
-        msgs = self._msgs
-        fields = self._fields
         layouts = self.layouts
         # The kernel marks every frame (unless more passes come) when there are layouts to
         # check; ``_progs`` is ``len(layouts)`` without the call.
@@ -1050,7 +1067,7 @@ class FixDecoder:
                     _scan_and_check[0] = _kernels.compiled_entry(_kernels.scan_and_check_ws, args)
         else:
             nm, nf, consumed = _kernels.scan_frames(
-                buf, n, msgs, fields, self._data_tags, self._expect
+                buf, n, self._msgs, self._fields, self._data_tags, self._expect
             )
         if consumed >= n:
             self._pending = b""
@@ -1068,7 +1085,33 @@ class FixDecoder:
                     cuts = self._cuts.get(nf)
                     if cuts is None:
                         cuts = self._cut(nf)
-                    batch = _one_frame(buf, msgs, fields, row, checked, nf, cuts)
+                    if ts_recv >= 0:
+                        # The message alone (decode_message): its block as below, with the
+                        # field lists _one_frame makes, and no batch. The one good frame of a
+                        # read wholly consumed is all of ``buf`` (bytes before it would be a
+                        # junk frame, after it a junk frame or a pending tail) and all ``nf``
+                        # fields.
+                        v0, v1, v2, _ = cuts
+                        new = _new_fields
+                        block = _new_block(Block)
+                        block.buf = buf
+                        block.tags = tags = new()
+                        tags.frombytes(v0)
+                        block.starts = starts = new()
+                        starts.frombytes(v1)
+                        block.ends = ends = new()
+                        ends.frombytes(v2)
+                        block.first = [0, nf]
+                        block.cuts = [0, n]
+                        block.codes = None
+                        block.checked = checked
+                        block.ts_recv = ts_recv
+                        m = _new_message(FixMessage)
+                        m._b = block
+                        m._k = 0
+                        self.head = row
+                        return m
+                    batch = _one_frame(buf, self._msgs, self._fields, row, checked, nf, cuts)
                     # The message's block, made now (single_message's general path, from
                     # this row: the one frame fills ``buf`` and the field lists).
                     start, end, a = row[0], row[1], row[2]
@@ -1081,6 +1124,8 @@ class FixDecoder:
                     block.checked = [0 if checked is None else checked[0]]
                     batch._block = block
                     return batch
+            msgs = self._msgs
+            fields = self._fields
             if nm <= 32:
                 # The common case: everything framed in one pass, few frames: the rows (and the
                 # layout marks) from memoryviews of the tables, no numpy call.
@@ -1109,6 +1154,8 @@ class FixDecoder:
                 return DecodedBatch(
                     buf, msgs, fields, table, checked, frames=nm, nfields=nf, views=self._views
                 )
+        msgs = self._msgs
+        fields = self._fields
         if nm < msgs.shape[0] or consumed >= n:
             all_rows = msgs[:nm]
         else:

@@ -100,19 +100,37 @@ class _Connection(asyncio.Protocol):
         spinner = self._spinner
         if spinner is not None:
             spinner.touch(self._spin_ns)
-        batch = self._decoder.decode_batch(data)
-        rows = batch._rows  # (batch.rows without the property's call: set for a read of few)
-        if rows is None:
-            rows = batch.rows
-        if not rows:
-            return
-        self._batching = True
         session = self.session
+        decoder = self._decoder
+        rows: list[list[int]] | None = None
+        if session is not None:
+            # A bound session: a read of one good message comes back as the message itself
+            # (no batch), the latency path.
+            got = decoder.decode_message(data, now)
+        else:
+            got = decoder.decode_batch(data)
+        if type(got) is not FixMessage:
+            batch: DecodedBatch = got  # type: ignore[assignment]
+            rows = batch._rows  # (batch.rows without the property's call: set for a few)
+            if rows is None:
+                rows = batch.rows
+            if not rows:
+                return
+        self._batching = True
         try:
-            if len(rows) == 1 and not rows[0][4] and session is not None:
-                # One good message for a bound session, the latency path: _process(),
-                # on_message() and _flush() written out (four calls of the round trip's ~45).
+            if rows is None:
+                # One good message for a bound session: _process(), on_message() and _flush()
+                # written out.
+                assert session is not None
                 if not session.wants_disconnect:  # (what on_message checks first)
+                    out = session.on_messages((got,), now, (decoder.head,))  # type: ignore[arg-type]
+                    if out and not self._closing:
+                        self._pending.extend(out)
+                if session.wants_disconnect and session is self.session:
+                    self.close()
+            elif len(rows) == 1 and not rows[0][4] and session is not None:
+                # One good message and the start of the next one.
+                if not session.wants_disconnect:
                     out = session.on_messages((batch.single_message(now),), now, rows)
                     if out and not self._closing:
                         self._pending.extend(out)

@@ -30,7 +30,14 @@ import simplefix
 from engine.clock import TestClock
 from engine.fix.application import Application, SessionID
 from engine.fix.benchtables import end_child
-from engine.fix.codec import FixDecoder, MessageTemplate, decode_one, encode, format_timestamp
+from engine.fix.codec import (
+    DecodedBatch,
+    FixDecoder,
+    MessageTemplate,
+    decode_one,
+    encode,
+    format_timestamp,
+)
 from engine.fix.dictionary import DataDictionary, default_dictionary_path
 from engine.fix.layouts import LayoutTable
 from engine.fix.message import FixMessage, OutMessage
@@ -448,8 +455,8 @@ def bench_round_trip(
 
 class _Reader:
     """One end's reads as the transport makes them (``_Connection.data_received``): a read of
-    one message goes ``decode_batch`` -> ``FixMessage.from_arrays`` -> ``on_message`` with the
-    decoder's row, a read of several ``messages()`` -> ``on_messages``."""
+    one message goes ``decode_message`` -> ``on_messages`` with the decoder's row, a read of
+    several ``decode_message``'s batch -> ``messages()`` -> ``on_messages``."""
 
     def __init__(self, session: FixSession) -> None:
         self.session = session
@@ -460,7 +467,15 @@ class _Reader:
         session.set_responder(self.sent.append)
 
     def read(self, data: bytes, now: int) -> list[bytes]:
-        batch = self.decoder.decode_batch(data)
+        decoder = self.decoder
+        got = decoder.decode_message(data, now)
+        if type(got) is FixMessage:
+            # (the transport's call: on_message's test inlined)
+            session = self.session
+            if session.wants_disconnect:
+                return []
+            return session.on_messages((got,), now, (decoder.head,))
+        batch: DecodedBatch = got  # type: ignore[assignment]
         rows = batch.rows
         if len(rows) == 1 and not rows[0][4]:
             return self.session.on_message(batch.single_message(now), now, rows[0])
