@@ -160,6 +160,22 @@ class StaticBook:
         return arr(self.bids), arr(self.asks)
 
 
+def assert_answered_alike(outs: list[list[bytes]], fast: FixSession, full: FixSession) -> None:
+    """Assert that two sessions given the same traffic answered it alike.
+
+    ``outs``: the fast path's session's answer to a read and then to a timer, followed by the
+    general path's two; both then want (or do not want) their connection closed, and their
+    sequence numbers agree.
+    """
+    assert outs[0] == outs[2]
+    assert outs[1] == outs[3]
+    assert fast.wants_disconnect == full.wants_disconnect
+    assert (fast.next_sender_seq_num, fast.next_target_seq_num) == (
+        full.next_sender_seq_num,
+        full.next_target_seq_num,
+    )
+
+
 def fix_pair(
     app: Application | None,
     clock: Clock,

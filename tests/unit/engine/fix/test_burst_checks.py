@@ -21,6 +21,7 @@ from engine.fix.log import MemoryLog
 from engine.fix.session import FixSession
 from engine.fix.settings import SessionSettings
 from engine.fix.store import MemoryStore
+from tests.factories import assert_answered_alike
 from tests.unit.engine.fix.test_read_path import ER_FIELDS, T0, Reader, Venue, _nos
 
 S = 1_000_000_000
@@ -141,13 +142,7 @@ def test_a_burst_with_rows_answers_as_the_general_path(
                 else:  # no rows: every message through _next
                     outs.append(s.on_messages(FixDecoder().feed(raw), now))
                 outs.append(s.on_timer(now))
-            assert outs[0] == outs[2]
-            assert outs[1] == outs[3]
-            assert fast.wants_disconnect == full.wants_disconnect
-            assert (fast.next_sender_seq_num, fast.next_target_seq_num) == (
-                full.next_sender_seq_num,
-                full.next_target_seq_num,
-            )
+            assert_answered_alike(outs, fast, full)
             if fast.wants_disconnect:
                 break
         assert apps[0].got == apps[1].got

@@ -22,6 +22,7 @@ from engine.fix.message import FixMessage, OutMessage
 from engine.fix.session import FixSession
 from engine.fix.settings import SessionSettings
 from engine.fix.store import MemoryStore
+from tests.factories import assert_answered_alike
 
 S = 1_000_000_000
 
@@ -186,13 +187,7 @@ def test_fast_path_matches_full_dispatch(
             seq = max(1, s.next_target_seq_num + offset)
             outs.append(s.on_message(_inbound(mt, seq, flavour, clock.now_ns()), clock.now_ns()))
             outs.append(s.on_timer(clock.now_ns()))
-        assert outs[0] == outs[2]
-        assert outs[1] == outs[3]
-        assert fast.wants_disconnect == full.wants_disconnect
-        assert (fast.next_sender_seq_num, fast.next_target_seq_num) == (
-            full.next_sender_seq_num,
-            full.next_target_seq_num,
-        )
+        assert_answered_alike(outs, fast, full)
         if fast.wants_disconnect:
             break
     assert app_a.app == app_b.app

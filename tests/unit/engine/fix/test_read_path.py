@@ -41,6 +41,7 @@ from engine.fix.settings import SessionSettings
 from engine.fix.store import FileStore, MemoryStore
 from engine.fix.validation.plans import layout_program
 from engine.fix.validation.validator import validate_message
+from tests.factories import assert_answered_alike
 
 S = 1_000_000_000
 T0 = 1_700_000_000 * S
@@ -227,13 +228,7 @@ def test_one_message_read_matches_full_dispatch(
                     msgs = FixDecoder().feed(raw)
                     outs.append(s.on_messages(msgs, now))
                 outs.append(s.on_timer(now))
-            assert outs[0] == outs[2]
-            assert outs[1] == outs[3]
-            assert fast.wants_disconnect == full.wants_disconnect
-            assert (fast.next_sender_seq_num, fast.next_target_seq_num) == (
-                full.next_sender_seq_num,
-                full.next_target_seq_num,
-            )
+            assert_answered_alike(outs, fast, full)
             if fast.wants_disconnect:
                 break
         assert app_a.got == app_b.got
