@@ -397,7 +397,7 @@ class OrderManager:
             and not risk._glob_active
             and not risk.instrument_limits
             and strategy_id not in risk.strategy_limits
-        ):  # no rule applies (risk.check_new()'s test): risk.new_order()'s booking, inlined
+        ):  # risk.no_rule_applies(strategy_id), then on_new_order_sent()'s booking, inlined
             monotonic_ns = self._monotonic_ns
             mono = monotonic_ns()
             scope = risk._scopes[strategy_id]

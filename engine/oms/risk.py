@@ -382,43 +382,29 @@ class RiskChecker:
         nothing decides between the check and the send (no self-trade prevention to ask).
         A refused order is not booked.
         """
-        if not (
+        refusal = self.check_new(
+            strategy_id, symbol, side, qty_lots, px_ticks, tick_value, band_override
+        )
+        if refusal is None:
+            self.on_new_order_sent(strategy_id, symbol, side, qty_lots)
+        return refusal
+
+    # ---------------------------------------------------------------- the check
+    def no_rule_applies(self, strategy_id: int) -> bool:
+        """Return whether no rule can refuse a new order of ``strategy_id`` now.
+
+        The kill switch is off and neither the strategy, an instrument nor the engine-wide
+        limits have a rule. The order manager's send path makes this same test inline
+        (``OrderManager._send_new``) before booking an order itself.
+        """
+        return (
             self.kill_level is _OFF
             and self.global_limits is self._glob
             and not self._glob_active
             and not self.instrument_limits
             and strategy_id not in self.strategy_limits
-        ):  # check_new()'s test: a rule may apply
-            refusal = self.check_order(
-                strategy_id=strategy_id,
-                symbol=symbol,
-                side=side,
-                qty_lots=qty_lots,
-                px_ticks=px_ticks,
-                tick_value=tick_value,
-                band_override=band_override,
-            )
-            if refusal is not None:
-                return refusal
-        # on_new_order_sent(strategy_id, symbol, side, qty_lots), inlined.
-        now = self.clock.monotonic_ns()
-        scope = self._scopes[strategy_id]
-        window = scope.sent
-        window.append(now)
-        now -= RATE_WINDOW_NS  # the horizon: what is this old or older left the window
-        while window[0] <= now:
-            window.popleft()
-        scope.open += 1
-        of = self._exposure[symbol]
-        if side > 0:
-            of.every.buy += qty_lots
-            of[strategy_id].buy += qty_lots
-        else:
-            of.every.sell += qty_lots
-            of[strategy_id].sell += qty_lots
-        return None
+        )
 
-    # ---------------------------------------------------------------- the check
     def check_new(
         self,
         strategy_id: int,
@@ -435,13 +421,7 @@ class RiskChecker:
         off, no limits of the strategy or of an instrument, no engine-wide rule) it answers
         ``None`` without looking further.
         """
-        if (
-            self.kill_level is _OFF
-            and self.global_limits is self._glob
-            and not self._glob_active
-            and not self.instrument_limits
-            and strategy_id not in self.strategy_limits
-        ):
+        if self.no_rule_applies(strategy_id):
             return None
         return self.check_order(
             strategy_id=strategy_id,
