@@ -262,7 +262,7 @@ class MessageTemplate:
         values are constant.
     """
 
-    __slots__ = ("_begin", "_begin_sum", "_parts", "_slots")
+    __slots__ = ("_begin", "_begin_sum", "_format", "_parts", "_slots")
 
     def __init__(
         self, begin_string: bytes, msg_type: bytes, fields: Sequence[tuple[int, bytes | None]]
@@ -281,6 +281,11 @@ class MessageTemplate:
         parts.append(cur)
         self._parts = parts
         self._slots = slots
+        # The body as a bytes format: the constant parts (any % doubled) around the slots,
+        # the first an int (``%d``: MsgSeqNum <34> of a session template), the others ``%b``.
+        constant = [p.replace(b"%", b"%%") for p in parts[0::2]]
+        marks = [b"%d"] + [b"%b"] * (slots - 1) if slots else []
+        self._format = b"".join(c + m for c, m in zip(constant, [*marks, b""], strict=True))
         self._begin = b"8=" + begin_string + b"\x019="
         self._begin_sum = sum(self._begin)
 
@@ -301,17 +306,20 @@ class MessageTemplate:
             return msg + _TRAILER[((_adler32(msg) & 0xFFFF) - 1) & 0xFF]
         return msg + _TRAILER[checksum(msg)]
 
-    def pieces(self) -> tuple[list[bytes], list[bytes], list[int], list[bytes]]:
+    def pieces(self) -> tuple[bytes, list[bytes], list[int], list[bytes]]:
         """Return what :meth:`encode2` builds a short message from, for a caller inlining it.
 
-        ``(parts, heads, sums, trailers)``: the parts list whose odd items are the slots
-        (shared: filled in place by every encode); by body length ``n`` up to 256,
-        ``heads[n]``, the message up to the body (``8=...<SOH>9=n<SOH>``), and ``sums[n]``,
-        its byte sum less one; the CheckSum fields by value. The message of a body of ``n``
-        bytes up to 256 is ``heads[n] + body + trailers[(sums[n] + adler32(body)) & 255]``
-        (Adler-32's low half is one more than the byte sum for up to 256 bytes, see
-        :func:`checksum`; its high half does not change the low 8 bits). A longer body goes
-        to :meth:`encode2`.
+        ``(body_format, heads, sums, trailers)``: the body as a bytes format taking the first
+        slot's value as an int (MsgSeqNum <34>) and the others as bytes,
+        ``body_format % (seq, *rest)``; by body length ``n`` up to 256, ``heads[n]``, the
+        message up to the body (``8=...<SOH>9=n<SOH>``), and ``sums[n]``, its byte sum less
+        one; the CheckSum fields by value. The message of a body of ``n`` bytes up to 256 is
+        ``heads[n] + body + trailers[(sums[n] + adler32(body)) & 255]`` (Adler-32's low half
+        is one more than the byte sum for up to 256 bytes, see :func:`checksum`; its high half
+        does not change the low 8 bits). A longer body goes to :meth:`encode2`.
+
+        One ``%`` formatting builds the body: about 130 ns less per message than filling the
+        slots of the parts list and joining it (issue 25).
         """
         heads_sums = _HEADS.get(self._begin)
         if heads_sums is None:  # made once per BeginString, shared by its templates
@@ -320,7 +328,7 @@ class MessageTemplate:
                 [begin + _LENGTH[n] for n in range(257)],
                 [self._begin_sum + _LENGTH_SUM[n] - 1 for n in range(257)],
             )
-        return self._parts, heads_sums[0], heads_sums[1], _TRAILER
+        return self._format, heads_sums[0], heads_sums[1], _TRAILER
 
     def encode2(self, first: bytes, second: bytes, rest: Sequence[bytes]) -> bytes:
         """Return ``encode((first, second, *rest))``, without building that sequence.

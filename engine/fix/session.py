@@ -227,11 +227,10 @@ class AppTemplate:
     """
 
     __slots__ = (
-        "_at",
         "_encoder",
+        "_format",
         "_heads",
         "_order",
-        "_parts",
         "_sums",
         "_trailers",
         "fields",
@@ -256,9 +255,8 @@ class AppTemplate:
         self.slots = encoder.slots - 2
         # Wire position -> index into the values, when the fields were not given in tag order.
         self._order = order
-        # What encoder.encode2() builds a message from: send_template() encodes in place.
-        self._parts, self._heads, self._sums, self._trailers = encoder.pieces()
-        self._at = slice(5, -1, 2)  # where the values go in the parts (made once)
+        # What encoder.encode2() builds a short message from: send_template() encodes itself.
+        self._format, self._heads, self._sums, self._trailers = encoder.pieces()
         # Read into a local and called, it skips looking the method up on the session (whose
         # attributes are too many for the interpreter's fast method lookup).
         self.send = session.send_template
@@ -828,21 +826,22 @@ class FixSession:
         ts = self._ts
         if not self._ts_lo <= now < self._ts_hi:  # _timestamp()'s test, inlined
             ts = self._timestamp()
-        # template._encoder.encode2(b"%d" % seq, ts, values), inlined (see there).
-        parts = template._parts
-        parts[1] = b"%d" % seq
-        parts[3] = ts
+        # template._encoder.encode2(b"%d" % seq, ts, values), inlined (see there): the body
+        # in one formatting (see MessageTemplate.pieces()).
         try:
-            parts[template._at] = values  # (the odd items from 5 on) as many as the slots
-        except ValueError:
-            raise ValueError(f"template takes {template.slots} values, got {len(values)}") from None
-        body = b"".join(parts)
+            body = template._format % (seq, ts, *values)
+        except TypeError:  # the wrong number of values, or one not bytes
+            if len(values) != template.slots:
+                raise ValueError(
+                    f"template takes {template.slots} values, got {len(values)}"
+                ) from None
+            raise
         n = len(body)
-        if n <= 256:  # (see MessageTemplate.pieces())
+        if n <= 256:
             cs = (template._sums[n] + _adler32(body)) & 255
             raw = b"".join((template._heads[n], body, template._trailers[cs]))
         else:
-            raw = template._encoder.encode2(parts[1], ts, values)
+            raw = template._encoder.encode2(b"%d" % seq, ts, values)
         st.last_sent_ns = now
         if memory is not None:  # MemoryStore.set and incr_next_sender_seq_num, inlined
             if self._persist:

@@ -1,13 +1,16 @@
 # SPDX-License-Identifier: MIT
 """The send path's shortcuts give what the general code gives (issue 18).
 
-``MessageTemplate.encode2`` (its CheckSum from kept byte sums, the message in one join) against
-the generic :func:`~engine.fix.codec.encode`, across the 256-byte bound where it falls back;
+``MessageTemplate.encode2`` (its CheckSum from kept byte sums, the message in one join) and the
+body format of ``MessageTemplate.pieces`` (constants holding ``%``) against the generic
+:func:`~engine.fix.codec.encode`, across the 256-byte bound where it falls back;
 ``send_template``'s SendingTime test (a range, not a division) against ``format_timestamp`` of
 the clock, with the clock going back and forth; ``send_template`` against ``send``.
 """
 
 from __future__ import annotations
+
+import zlib
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -29,7 +32,13 @@ _values = st.binary(min_size=1, max_size=120).map(
 @given(
     begin=st.sampled_from([b"FIX.4.2", b"FIX.4.4", b"FIXT.1.1"]),
     msg_type=st.sampled_from([b"D", b"8", b"AE"]),
-    constants=st.lists(st.tuples(st.integers(1, 9999), _values), max_size=6),
+    constants=st.lists(
+        st.tuples(
+            st.integers(1, 9999),
+            st.one_of(_values, st.sampled_from([b"%", b"%d", b"%%b", b"5% off", b"%s%b"])),
+        ),
+        max_size=6,
+    ),
     slot_tags=st.lists(st.integers(1, 9999), max_size=6),
     data=st.data(),
 )
@@ -57,6 +66,14 @@ def test_encode2_equals_the_generic_encoder(
     assert got == ref
     assert got == tmpl.encode([seq, ts, *rest])
     assert decode_one(got) is not None
+    # What send_template() builds a short message from.
+    body_format, heads, sums, trailers = tmpl.pieces()
+    short = body_format % (int(seq), ts, *rest)
+    n = len(short)
+    if n <= 256:
+        assert heads[n] + short + trailers[(sums[n] + zlib.adler32(short)) & 255] == ref
+    else:
+        assert ref.endswith(short + ref[-7:])
 
 
 class _WallClock(TestClock):
