@@ -51,7 +51,6 @@ from engine.oms.risk import (
 from engine.oms.risk import (
     MAX_ORDER_QTY_LOTS,
     MAX_PX_TICKS,
-    RATE_WINDOW_NS,
     RiskChecker,
     order_problem,
 )
@@ -401,11 +400,9 @@ class OrderManager:
             monotonic_ns = self._monotonic_ns
             mono = monotonic_ns()
             scope = risk._scopes[strategy_id]
-            window = scope.sent
-            window.append(mono)
-            mono -= RATE_WINDOW_NS  # the horizon: what is this old or older left the window
-            while window[0] <= mono:
-                window.popleft()
+            scope.sent.append(mono)
+            if mono >= scope.trim_at:  # (as RiskChecker.record_sent)
+                scope.trim(mono)
             scope.open += 1
             of = self._exposure  # risk's exposures of this instrument
             if side > 0:

@@ -5,7 +5,8 @@ Every refusal names the rule and the values that broke it, e.g.
 ``max_order_qty: 500 lots > 100 lots (strategy 20170101)``.
 """
 
-from collections import defaultdict, deque
+from bisect import bisect_right
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 
@@ -170,13 +171,32 @@ class _Exposure:
 
 
 class _Scope:
-    """One strategy's working orders (across instruments) and its send times in the window."""
+    """One strategy's working orders (across instruments) and its send times in the window.
 
-    __slots__ = ("open", "sent")
+    ``sent`` holds the monotonic times of its new and replace requests, ascending. A send
+    appends its time (a list append: the interpreter's fastest call) and, when its time has
+    reached ``trim_at``, :meth:`trim` forgets what left the window: at most a second's sends
+    older than the window are kept, instead of testing the oldest on every send (a deque's
+    ``popleft`` loop, ~40 ns more per order; issue 25).
+    """
+
+    __slots__ = ("open", "sent", "trim_at")
 
     def __init__(self) -> None:
         self.open = 0
-        self.sent: deque[int] = deque()
+        self.sent: list[int] = []
+        self.trim_at = 0
+
+    def trim(self, now: int) -> None:
+        """Forget the send times that left the window by ``now``; the next trim a window on."""
+        sent = self.sent
+        del sent[: bisect_right(sent, now - RATE_WINDOW_NS)]
+        self.trim_at = now + RATE_WINDOW_NS
+
+    def in_window(self, now: int) -> int:
+        """Return how many sends are in the window ending at ``now``."""
+        sent = self.sent
+        return len(sent) - bisect_right(sent, now - RATE_WINDOW_NS)
 
 
 class _Exposures(dict[int | None, _Exposure]):
@@ -333,13 +353,12 @@ class RiskChecker:
     def record_sent(self, strategy_id: int) -> None:
         """Count a new or replace request in the order-rate window."""
         now = self.clock.monotonic_ns()
-        horizon = now - RATE_WINDOW_NS
-        window = self._scopes[strategy_id].sent
-        window.append(now)
+        scope = self._scopes[strategy_id]
+        scope.sent.append(now)
         # Forget what left the window here too: without a rate limit nothing else would, and
         # the window held one timestamp per order of the day (issue 16's soak: 80 MB).
-        while window[0] <= horizon:
-            window.popleft()
+        if now >= scope.trim_at:
+            scope.trim(now)
 
     def on_new_order_sent(self, strategy_id: int, symbol: str, side: Side, qty_lots: int) -> None:
         """Book a new order sent: :meth:`record_sent`, and one more working order of ``qty_lots``.
@@ -348,12 +367,10 @@ class RiskChecker:
         side, 1, qty_lots)``, in one call (the order manager's, once per order).
         """
         now = self.clock.monotonic_ns()
-        horizon = now - RATE_WINDOW_NS
         scope = self._scopes[strategy_id]
-        window = scope.sent
-        window.append(now)
-        while window[0] <= horizon:  # as record_sent
-            window.popleft()
+        scope.sent.append(now)
+        if now >= scope.trim_at:  # as record_sent
+            scope.trim(now)
         # on_working_changed(strategy_id, symbol, side, 1, qty_lots), inlined: once per order.
         scope.open += 1
         of = self._exposure[symbol]
@@ -578,16 +595,11 @@ class RiskChecker:
 
     def sent_in_window(self, strategy_id: int | None = None) -> int:
         """Return the new and replace requests of a strategy (or all) in the last second."""
-        horizon = self.clock.monotonic_ns() - RATE_WINDOW_NS
+        now = self.clock.monotonic_ns()
         scopes = self._scopes
-        windows = [scopes[strategy_id]] if strategy_id is not None else list(scopes.values())
-        count = 0
-        for scope in windows:
-            window = scope.sent
-            while window and window[0] <= horizon:
-                window.popleft()
-            count += len(window)
-        return count
+        if strategy_id is not None:
+            return scopes[strategy_id].in_window(now)
+        return sum(scope.in_window(now) for scope in scopes.values())
 
     def _check_band(
         self, band: RiskLimits, symbol: str, side: Side, px_ticks: int, where: str

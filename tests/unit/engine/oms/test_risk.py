@@ -101,6 +101,24 @@ def test_order_rate_window_slides() -> None:
     )
 
 
+def test_the_rate_window_forgets_old_sends_without_a_rate_limit() -> None:
+    # Ten sends every 100 ms for a minute, through the order manager (which books them
+    # itself when no rule applies) and through record_sent: the windows count the last
+    # second's sends, and keep at most two seconds of them (not the day's: issue 16's soak).
+    rig = make_oms()
+    risk = rig.oms.risk
+    for step in range(600):
+        for _ in range(5):
+            rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100)
+            risk.record_sent(2)
+        rig.clock.advance(100_000_000)
+        assert risk.sent_in_window(1) == min(5 * (step + 1), 45)  # (a second ago: out)
+        assert risk.sent_in_window(None) == min(10 * (step + 1), 90)
+    assert risk.open_orders(1) == 3000
+    kept = [len(risk._scopes[sid].sent) for sid in (1, 2)]
+    assert all(45 <= n <= 100 for n in kept), kept
+
+
 def test_kill_switch_blocks_new_orders_and_replace_refusal_is_alerted() -> None:
     rig = make_oms(RiskLimits(max_order_qty_lots=5))
     order = rig.oms.send(strategy_id=1, side=Side.BUY, qty_lots=1, px_ticks=100)
