@@ -387,36 +387,39 @@ class OrderManager:
         if risk_exempt or (self.stp is not None and len(held) > 1) or oid in self._counted:
             # (len(_held) > 1: _others_hold(), this order being held)
             return self._send_checked(order, band_override, risk_exempt)
-        # The usual order: risk checks it and books it sent in one call (no self-trade
-        # prevention to ask between the two), as _send_checked() would.
+        # The usual order (no self-trade prevention to ask between the check and the send):
+        # risk's check, then on_new_order_sent()'s booking, inlined, as _send_checked() does.
         risk = self.risk
-        if (
-            risk.kill_level is _OFF
-            and risk.global_limits is risk._glob
-            and not risk._glob_active
-            and not risk.instrument_limits
-            and strategy_id not in risk.strategy_limits
-        ):  # risk.no_rule_applies(strategy_id), then on_new_order_sent()'s booking, inlined
-            monotonic_ns = self._monotonic_ns
-            mono = monotonic_ns()
-            scope = risk._scopes[strategy_id]
-            scope.sent.append(mono)
-            if mono >= scope.trim_at:  # (as RiskChecker.record_sent)
-                scope.trim(mono)
-            scope.open += 1
-            of = self._exposure  # risk's exposures of this instrument
-            if side > 0:
-                of.every.buy += qty_lots
-                of[strategy_id].buy += qty_lots
-            else:
-                of.every.sell += qty_lots
-                of[strategy_id].sell += qty_lots
-        else:
-            refusal = risk.new_order(
+        if not (
+            (
+                risk.kill_level is _OFF
+                and risk.global_limits is risk._glob
+                and not risk._glob_active
+                and not risk.instrument_limits
+                and strategy_id not in risk.strategy_limits
+            )  # risk.no_rule_applies(strategy_id), inlined
+            or risk.passes_new(
+                strategy_id, self.symbol, side, qty_lots, px_ticks, self._tick_value, band_override
+            )
+        ):  # a rule refuses it: check_new() names the rule
+            refusal = risk.check_new(
                 strategy_id, self.symbol, side, qty_lots, px_ticks, self._tick_value, band_override
             )
             if refusal is not None:
                 return self._refuse(order, f"risk: {refusal}")
+        mono = self._monotonic_ns()
+        scope = risk._scopes[strategy_id]
+        scope.sent.append(mono)
+        if mono >= scope.trim_at:  # (as RiskChecker.record_sent)
+            scope.trim(mono)
+        scope.open += 1
+        of = self._exposure  # risk's exposures of this instrument
+        if side > 0:
+            of.every.buy += qty_lots
+            of[strategy_id].buy += qty_lots
+        else:
+            of.every.sell += qty_lots
+            of[strategy_id].sell += qty_lots
         order.ts_sent = now
         self._counted[oid] = qty_lots
         if self._order_changed.wanted:  # (bus.wants(OrderChanged))

@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: MIT
 """The pre-trade check's fast test answers as the full check, on any limits and state (issue 25).
 
-``RiskChecker.check_new`` and ``new_order`` first ask ``_passes_new`` whether every rule
+``RiskChecker.check_new`` and ``new_order`` first ask ``passes_new`` whether every rule
 passes, and build a refusal with ``check_order`` only when one does not. Here random limits
 (engine-wide, per strategy, per instrument), kill levels, reference prices, positions,
-working orders and send times are set, and for random orders ``_passes_new`` must be exactly
+working orders and send times are set, and for random orders ``passes_new`` must be exactly
 ``check_order(...) is None``; ``check_new`` and ``new_order`` must return what ``check_order``
 returns, and ``new_order`` must book exactly the orders it passes.
 """
@@ -108,7 +108,7 @@ def test_the_fast_test_answers_as_check_order(
             tick_value=12.5,
             band_override=override,
         )
-        assert risk._passes_new(*args) == (full is None), (args, full)
+        assert risk.passes_new(*args) == (full is None), (args, full)
         assert risk.check_new(*args) == full
         before = (risk.open_orders(sid), risk.sent_in_window(sid), risk.working_lots(symbol, side))
         assert risk.new_order(*args) == full
