@@ -52,6 +52,8 @@ from engine.oms.risk import (
     MAX_ORDER_QTY_LOTS,
     MAX_PX_TICKS,
     RiskChecker,
+    _Exposure,
+    _Scope,
     order_problem,
 )
 from engine.oms.stp import SelfTradePrevention
@@ -165,6 +167,10 @@ class OrderManager:
         # Risk's exposures of this instrument (made now if new; risk never drops them): the
         # order path books a new order into them itself (_send_new).
         self._exposure = risk._exposure[self.symbol]
+        self._every = self._exposure.every  # the engine's exposure in it
+        # strategy id -> its scope in risk and its exposure in this instrument (risk's, made
+        # on a strategy's first order here; risk never drops them): one lookup per order.
+        self._risk_of: dict[int, tuple[_Scope, _Exposure]] = {}
         #: Orders that may still change (not terminal), by order id.
         self.orders: dict[int, Order] = {}
         # strategy id -> how many of ``orders`` are its own: self-trade prevention looks at the
@@ -408,18 +414,23 @@ class OrderManager:
             if refusal is not None:
                 return self._refuse(order, f"risk: {refusal}")
         mono = self._monotonic_ns()
-        scope = risk._scopes[strategy_id]
+        try:
+            scope, own = self._risk_of[strategy_id]
+        except KeyError:
+            scope, own = self._risk_of[strategy_id] = (
+                risk._scopes[strategy_id],
+                self._exposure[strategy_id],
+            )
         scope.sent.append(mono)
         if mono >= scope.trim_at:  # (as RiskChecker.record_sent)
             scope.trim(mono)
         scope.open += 1
-        of = self._exposure  # risk's exposures of this instrument
         if side > 0:
-            of.every.buy += qty_lots
-            of[strategy_id].buy += qty_lots
+            self._every.buy += qty_lots
+            own.buy += qty_lots
         else:
-            of.every.sell += qty_lots
-            of[strategy_id].sell += qty_lots
+            self._every.sell += qty_lots
+            own.sell += qty_lots
         order.ts_sent = now
         self._counted[oid] = qty_lots
         if self._order_changed.wanted:  # (bus.wants(OrderChanged))
