@@ -115,7 +115,6 @@ class OrderRouter:
     # ------------------------------------------------------------------ orders
     def send(
         self,
-        *,
         symbol: str,
         side: Side,
         qty_lots: int,
@@ -124,9 +123,16 @@ class OrderRouter:
         time_in_force: TimeInForce = TimeInForce.DAY,
         strategy_id: int = 0,
         client_order_id: str | None = None,
+        *,
         band_override: bool = False,
     ) -> Order:
-        """Send one order: the fields of an :class:`OrderRequest`, as :meth:`OrderManager.send`."""
+        """Send one order: the fields of an :class:`OrderRequest`, as :meth:`OrderManager.send`.
+
+        The fields may be given by keyword (as callers here do) or in this order;
+        ``band_override``, which skips a check, by keyword only. (A keyword-only field left
+        out costs a lookup by name per call: ~400 instructions per order of the four with
+        defaults that a usual call leaves out; issue 25.)
+        """
         manager = self.managers.get(symbol)
         if manager is None:
             manager = self.manager(symbol)  # raises, naming the symbol
