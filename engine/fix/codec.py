@@ -240,7 +240,6 @@ _first = operator.itemgetter(0)
 #: Columns of a decoder row (MSG_START, MSG_FIRST_FIELD).
 _col_start = operator.itemgetter(_kernels.MSG_START)
 _col_first = operator.itemgetter(_kernels.MSG_FIRST_FIELD)
-_col_status = operator.itemgetter(_kernels.MSG_STATUS)
 
 
 class MessageTemplate:
@@ -439,6 +438,7 @@ class DecodedBatch:
         "_fields_v",
         "_good",
         "_lists",
+        "_made",
         "_msgs_v",
         "_nf",
         "_nm",
@@ -475,6 +475,8 @@ class DecodedBatch:
         self._lists: tuple[array[int], array[int], array[int]] | None = None
         # The block of a one-frame read, made by the decoder, for single_message's first call.
         self._block: Block | None = None
+        # The messages of that block, made by the decoder too, for messages()' first call.
+        self._made: list[FixMessage | None] | None = None
         # True: ``rows`` are known to be all good frames, back to back from the buffer's start.
         self._good = False
         #: Per frame, the decoder's layout table's mark (:mod:`engine.fix.layouts`), or None.
@@ -608,14 +610,17 @@ class DecodedBatch:
         # made here, as make_messages makes them.
         self._block = None
         block.ts_recv = ts_recv
+        made = self._made
+        if made is not None:  # made by the decoder with the block (_few_frames)
+            self._made = None
+            return made
         cls = FixMessage
         out: list[FixMessage | None] = []
-        append = out.append
         for k in range(self._nm):
             m = cls()
             m._b = block
             m._k = k
-            append(m)
+            out.append(m)  # (a bound append is not specialized)
         return out
 
     def good_messages(self, ts_recv: int = 0) -> list[FixMessage]:
@@ -804,6 +809,7 @@ def _one_frame(
     b._good = True
     b.checked = checked
     b._block = None
+    b._made = None
     return b
 
 
@@ -815,20 +821,38 @@ def _few_frames(
     checked: list[int] | None,
     nf: int,
     cuts: tuple[memoryview, memoryview, memoryview, _Views],
-) -> DecodedBatch:
-    # The batch of a read of a few frames (at least one), all good: what _one_frame makes for
-    # one, with ``table`` as its rows, and, when they fit one block (the usual read of a few
-    # messages), the block of their messages as DecodedBatch._few_messages makes it, for
-    # messages()' first call.
-    v0, v1, v2, views = cuts
-    empty = _EMPTY
-    tags = empty[:]
-    tags.frombytes(v0)
-    starts = empty[:]
-    starts.frombytes(v1)
-    ends = empty[:]
-    ends.frombytes(v2)
+    ts_recv: int = -1,
+) -> DecodedBatch | None:
+    # The batch of a read of a few frames (at least one) when they are all good, else None:
+    # what _one_frame makes for one, with ``table`` as its rows, and, when they fit one block
+    # (the usual read of a few messages), the block of their messages as
+    # DecodedBatch._few_messages makes it, for messages()' first call; with ``ts_recv`` (a
+    # transport's read: decode_message) that call's messages too. One loop over the rows
+    # tests them and gathers the block's offsets (map() and any() cost more for a few rows).
     nm = len(table)
+    row = table[0]
+    first: list[int] = []
+    offsets: list[int] = []
+    if nm <= MESSAGES_PER_BLOCK and row[0] == 0 and row[2] == 0:
+        for row in table:
+            if row[4]:
+                return None
+            first.append(row[2])
+            offsets.append(row[0])
+        blocked = True
+    else:
+        for row in table:
+            if row[4]:
+                return None
+        blocked = False
+    v0, v1, v2, views = cuts
+    new = _new_fields
+    tags = new()
+    tags.frombytes(v0)
+    starts = new()
+    starts.frombytes(v1)
+    ends = new()
+    ends.frombytes(v2)
     b = _new_batch(DecodedBatch)
     b.buf = buf
     b._all_msgs = msgs
@@ -843,14 +867,12 @@ def _few_frames(
     b._good = True
     b.checked = checked
     b._block = None
-    row = table[0]
-    if nm <= MESSAGES_PER_BLOCK and row[0] == 0 and row[2] == 0:
-        last = table[-1]
-        c1 = last[1]
-        f1 = last[2] + last[3]
-        first = list(map(_col_first, table))
+    b._made = None
+    if blocked:
+        # (``row`` is the last one)
+        c1 = row[1]
+        f1 = row[2] + row[3]
         first.append(f1)
-        offsets = list(map(_col_start, table))
         offsets.append(c1)
         block = _new_block(Block)
         block.buf = buf if c1 == len(buf) else buf[:c1]
@@ -868,6 +890,16 @@ def _few_frames(
         block.checked = checked
         block.ts_recv = 0
         b._block = block
+        if ts_recv >= 0:
+            # messages()' loop, made here (as make_messages makes them; no call to pay).
+            made: list[FixMessage | None] = []
+            cls = FixMessage
+            for k in range(nm):
+                m = cls()
+                m._b = block
+                m._k = k
+                made.append(m)
+            b._made = made
     return b
 
 
@@ -1144,21 +1176,25 @@ class FixDecoder:
                         view = self._table(nm)
                     # (a 2-D view: its tolist() is a list of rows)
                     table = view.tolist()  # type: ignore[assignment]
-                    if not any(map(_col_status, table)):
-                        # Every frame good, so back to back from the start: the batch and the
-                        # block of its messages made here (messages() hands them out).
-                        cuts = self._cuts.get(nf)
-                        if cuts is None:
-                            cuts = self._cut(nf)
-                        if marked:
-                            checked = self._marks[:nm].tolist()
-                        else:
-                            checked = self._check(buf, msgs, nm, fields)
-                        return _few_frames(buf, msgs, fields, table, checked, nf, cuts)
+                    # The layout marks (what _check returns, as below) and the field lists'
+                    # bytes, then the batch when every frame is good (so back to back from
+                    # the start): it and the block of its messages made by _few_frames
+                    # (messages() hands them out), None when a frame is not good.
+                    if marked:
+                        checked = self._marks[:nm].tolist()
+                    else:
+                        checked = self._check(buf, msgs, nm, fields)
+                    cuts = self._cuts.get(nf)
+                    if cuts is None:
+                        cuts = self._cut(nf)
+                    few = _few_frames(buf, msgs, fields, table, checked, nf, cuts, ts_recv)
+                    if few is not None:
+                        return few
                     for start, end, _, _, status_code, _, _, _ in table:
                         if status_code:
                             self._report(status_code, buf[start : min(end, start + 4096)])
-                checked = self._check(buf, msgs, nm, fields, marked=marked)
+                else:
+                    checked = self._check(buf, msgs, nm, fields, marked=marked)
                 return DecodedBatch(
                     buf, msgs, fields, table, checked, frames=nm, nfields=nf, views=self._views
                 )

@@ -822,20 +822,21 @@ class FixSession:
         if order is not None:
             if len(values) != template.slots:
                 raise ValueError(f"template takes {template.slots} values, got {len(values)}")
-            values = [values[k] for k in order]
+            values = tuple([values[k] for k in order])
         ts = self._ts
         if not self._ts_lo <= now < self._ts_hi:  # _timestamp()'s test, inlined
             ts = self._timestamp()
         # template._encoder.encode2(b"%d" % seq, ts, values), inlined (see there): the body
-        # in one formatting (see MessageTemplate.pieces()).
+        # in one formatting (see MessageTemplate.pieces()), its arguments one tuple
+        # concatenation when the values are a tuple (about 300 instructions fewer than
+        # building ``(seq, ts, *values)``, whose list is made, extended and copied).
+        fmt = template._format
         try:
-            body = template._format % (seq, ts, *values)
-        except TypeError:  # the wrong number of values, or one not bytes
-            if len(values) != template.slots:
-                raise ValueError(
-                    f"template takes {template.slots} values, got {len(values)}"
-                ) from None
-            raise
+            body: bytes | None = fmt % ((seq, ts) + values)  # type: ignore[operator]  # noqa: RUF005
+        except TypeError:  # values not a tuple, or not right: _template_body says which
+            body = None
+        if body is None:
+            body = self._template_body(template, seq, ts, values)
         n = len(body)
         if n <= 256:
             cs = (template._sums[n] + _adler32(body)) & 255
@@ -873,6 +874,21 @@ class FixSession:
             for data in out:
                 responder(data)
         return seq
+
+    @staticmethod
+    def _template_body(
+        template: AppTemplate, seq: int, ts: bytes, values: Sequence[bytes]
+    ) -> bytes:
+        # send_template's body for values it could not format as a tuple: any sequence, the
+        # wrong number of values a ValueError, a value not bytes the formatting's TypeError.
+        try:
+            return template._format % (seq, ts, *values)
+        except TypeError:
+            if len(values) != template.slots:
+                raise ValueError(
+                    f"template takes {template.slots} values, got {len(values)}"
+                ) from None
+            raise
 
     def _send_message(self, message: OutMessage, now_ns: int | None) -> int:
         # send() for send_template's slow path: the MsgSeqNum when sent, else 0.
