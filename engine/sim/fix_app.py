@@ -420,7 +420,7 @@ class SimFixApplication(Application):
             template = templates.get(tags)
             if template is None:
                 template = templates[tags] = session.template(b"8", [(t, None) for t in tags])
-            session.send_template(template, [v for _, v in fields])
+            session.send_template(template, tuple([v for _, v in fields]))
 
     def dispatch_raw(self, raws: Sequence[RawReport], ts: int) -> None:
         """Send raw reports made at ``ts`` (``SimExchange.submit_raw``) to their clients.
@@ -471,7 +471,7 @@ class SimFixApplication(Application):
                     self._timestamp(ts, precision)  # (else its text is the one it made last)
                 session.send_template(
                     ack,
-                    [
+                    (
                         order.clordid.encode(),
                         b"%sX%d" % (epoch, raw[3]),
                         b"%s%d" % (epoch, order.id),
@@ -479,7 +479,7 @@ class SimFixApplication(Application):
                         nums.px_texts.get(order.px) or nums.px_text(order.px),
                         self._ts,
                         qty,  # leaves: all of it
-                    ],
+                    ),
                 )
                 continue
             key, values = self._raw_values(client, raw, ts)
@@ -487,7 +487,7 @@ class SimFixApplication(Application):
             if template is None:
                 template = self._raw_template(client, session, raw, ts, len(values))
                 client.raw_templates[key] = template
-            session.send_template(template, values)
+            session.send_template(template, tuple(values))  # (a tuple: the fast path)
 
     def _ack_template(
         self, client: _Client, session: FixSession, raw: RawReport, ts: int

@@ -265,7 +265,7 @@ class FixVenue(Application):
                 qty_text, px_text = nums.qty_texts[qty], nums.px_texts[px]
             except KeyError:
                 qty_text, px_text = nums.qty_text(qty), nums.px_text(px)
-            values = [clordid.encode(), qty_text, px_text, self._ts]
+            values: tuple[bytes, ...] = (clordid.encode(), qty_text, px_text, self._ts)
             template: AppTemplate | None
             try:  # by symbol, side and time in force
                 template = self._new_limit[symbol][order.side][order.time_in_force]
@@ -275,10 +275,10 @@ class FixVenue(Application):
                 if template.session is not session:  # made for another session
                     template = self._limit_template(session, order, nums)
         else:
-            values = [
+            values = (
                 clordid.encode(), nums.qty_text(order.qty_lots), ORD_TYPE_TO_FIX[order.ord_type],
                 SIDE_TO_FIX[order.side], nums.symbol, TIF_TO_FIX[order.time_in_force], self._ts,
-            ]  # fmt: skip
+            )  # fmt: skip
             template = None
         # _send_order(key, values, clordid, symbol, order), inlined: once per order.
         symbol_of = self._symbol_of
@@ -414,7 +414,7 @@ class FixVenue(Application):
             template = self._templates.get(key) if self._templates_of is session else None
             if template is None:
                 template = self._template(session, key)
-            seq = session.send_template(template, values)
+            seq = session.send_template(template, tuple(values))  # (a tuple: the fast path)
             if seq:
                 self._remember(seq, key[0], clordid)
                 return
