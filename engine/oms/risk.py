@@ -396,26 +396,15 @@ class RiskChecker:
         """Check a new order and book it as sent if it passes; return the refusal or ``None``.
 
         :meth:`check_new`, then, when it answers ``None``, :meth:`on_new_order_sent`, in one
-        call with positional arguments: the order manager's, once per order it sends when
-        nothing decides between the check and the send (no self-trade prevention to ask).
-        A refused order is not booked.
+        call with positional arguments. A refused order is not booked. (The order manager
+        makes the same two steps itself: :meth:`passes_new`, then its own booking.)
         """
-        if not self.passes_new(
+        refusal = self.check_new(
             strategy_id, symbol, side, qty_lots, px_ticks, tick_value, band_override
-        ):  # check_order() names the rule that refuses it
-            refusal = self.check_order(
-                strategy_id=strategy_id,
-                symbol=symbol,
-                side=side,
-                qty_lots=qty_lots,
-                px_ticks=px_ticks,
-                tick_value=tick_value,
-                band_override=band_override,
-            )
-            if refusal is not None:
-                return refusal
-        self.on_new_order_sent(strategy_id, symbol, side, qty_lots)
-        return None
+        )
+        if refusal is None:
+            self.on_new_order_sent(strategy_id, symbol, side, qty_lots)
+        return refusal
 
     # ---------------------------------------------------------------- the check
     def no_rule_applies(self, strategy_id: int) -> bool:
