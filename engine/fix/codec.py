@@ -614,14 +614,7 @@ class DecodedBatch:
         if made is not None:  # made by the decoder with the block (_few_frames)
             self._made = None
             return made
-        cls = FixMessage
-        out: list[FixMessage | None] = []
-        for k in range(self._nm):
-            m = cls()
-            m._b = block
-            m._k = k
-            out.append(m)  # (a bound append is not specialized)
-        return out
+        return _block_messages(block, self._nm)
 
     def good_messages(self, ts_recv: int = 0) -> list[FixMessage]:
         """Return the frames that passed every check as messages, in order (see ``messages``)."""
@@ -813,6 +806,18 @@ def _one_frame(
     return b
 
 
+def _block_messages(block: Block, nm: int) -> list[FixMessage | None]:
+    # The messages 0 .. nm-1 of ``block``, as make_messages makes them.
+    cls = FixMessage
+    out: list[FixMessage | None] = []
+    for k in range(nm):
+        m = cls()
+        m._b = block
+        m._k = k
+        out.append(m)  # (a bound append is not specialized)
+    return out
+
+
 def _few_frames(
     buf: bytes,
     msgs: npt.NDArray[np.int64],
@@ -890,16 +895,8 @@ def _few_frames(
         block.checked = checked
         block.ts_recv = 0
         b._block = block
-        if ts_recv >= 0:
-            # messages()' loop, made here (as make_messages makes them; no call to pay).
-            made: list[FixMessage | None] = []
-            cls = FixMessage
-            for k in range(nm):
-                m = cls()
-                m._b = block
-                m._k = k
-                made.append(m)
-            b._made = made
+        if ts_recv >= 0:  # messages()' first answer, made now
+            b._made = _block_messages(block, nm)
     return b
 
 
