@@ -14,6 +14,13 @@ transport reports with :meth:`BusyPoll.touch` (a message received or sent), then
 sleeps as usual: a quiet session costs nothing, an active one costs one core
 (about 1 µs of CPU per iteration, all of it while nothing else is ready).
 
+While it spins, a FIX connection on a plain TCP socket reads the socket itself
+(:class:`SocketReader`): the loop's own reading of it is paused, and each iteration asks the
+socket for bytes directly. That takes the loop's readiness poll and its read machinery off the
+path of a message that arrives: about 1.8 µs less per round trip of a 200-byte echo between
+two processes here (11.6 -> 9.8 µs p50), which is what a polling socket loop without any event
+loop reaches. When the spin ends the loop reads the socket again and sleeps on it as usual.
+
 Turned on per FIX session by ``BusyPollMicroseconds`` (an extension key, default 0 = off) and per
 OUCH account by ``[[ouch]] busy_poll_us`` (``SoupClientLink``, ``SoupServerListener``); the
 longest window of the links on one loop wins. Meant for processes whose event loop is
@@ -27,11 +34,15 @@ import asyncio
 import os
 import time
 import weakref
+from collections.abc import Callable
 
 #: The longest window a setting may ask for, µs (ten seconds: past it, set no window at all).
 MAX_BUSY_POLL_US = 10_000_000
 #: A spinning loop offers its core to other processes this often (``sched_yield``), ns.
 YIELD_EVERY_NS = 20_000
+#: The most a direct read takes at once, bytes (below glibc's mmap threshold: a read of this
+#: size is served from the heap; a batch bigger than this is read in several goes).
+READ_SIZE = 65_536
 
 _loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, BusyPoll] = weakref.WeakKeyDictionary()
 
@@ -45,15 +56,27 @@ class BusyPoll:
         The loop to keep polling.
     """
 
-    __slots__ = ("__weakref__", "_loop", "_running", "_until", "_yield_at", "iterations")
+    __slots__ = (
+        "__weakref__",
+        "_loop",
+        "_readers",
+        "_running",
+        "_until",
+        "_yield_at",
+        "direct_reads",
+        "iterations",
+    )
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._until = 0
         self._yield_at = 0
         self._running = False
+        self._readers: tuple[SocketReader, ...] = ()
         #: Loop iterations spent polling (for tests and diagnostics).
         self.iterations = 0
+        #: Reads that brought bytes through a :class:`SocketReader` (for tests and diagnostics).
+        self.direct_reads = 0
 
     @property
     def spinning(self) -> bool:
@@ -68,11 +91,28 @@ class BusyPoll:
         if not self._running and not self._loop.is_closed():
             self._running = True
             self._loop.call_soon(self._spin)
+            for reader in self._readers:
+                reader._pause()
+
+    def add(self, reader: SocketReader) -> None:
+        """Let ``reader`` read its socket itself while this loop spins (from now on)."""
+        if reader not in self._readers:
+            self._readers = (*self._readers, reader)
+            if self._running:
+                reader._pause()
+
+    def remove(self, reader: SocketReader) -> None:
+        """Stop ``reader``'s direct reads; the loop reads its socket again (unless closing)."""
+        if reader in self._readers:
+            self._readers = tuple(r for r in self._readers if r is not reader)
+        reader._resume()
 
     def _spin(self) -> None:
         now = time.monotonic_ns()
         if now < self._until and not self._loop.is_closed():
             self.iterations += 1
+            for reader in self._readers:  # (a tuple: a reader removed meanwhile is skipped)
+                reader._read()
             if now >= self._yield_at:
                 # Polling, not hogging: every YIELD_EVERY_NS a process that is runnable on
                 # this core (the peer of a ping-pong on a busy machine) gets it, rather than
@@ -84,6 +124,111 @@ class BusyPoll:
             self._loop.call_soon(self._spin)
         else:
             self._running = False
+            for reader in self._readers:
+                reader._resume()
+
+
+class SocketReader:
+    """Reads a transport's socket directly while the loop of a :class:`BusyPoll` spins.
+
+    Made by :func:`socket_reader` and handed to :meth:`BusyPoll.add`. While the loop spins, the
+    transport's own reading is paused (``pause_reading``) and every spin iteration reads the
+    socket (one non-blocking ``read``); bytes go to ``on_data``, as the transport would hand
+    them to its protocol's ``data_received``. When the spin ends, or at the end of the stream
+    or an error, the transport reads again: the loop then sleeps on the socket, and sees the
+    end or the error itself and closes the connection as it always does. Remove the reader
+    (:meth:`BusyPoll.remove`) before the transport is closed: it must never read a descriptor
+    that may have been reused.
+    """
+
+    __slots__ = ("_fd", "_on_data", "_paused", "_poll", "_transport")
+
+    def __init__(
+        self,
+        poll: BusyPoll,
+        transport: asyncio.Transport,
+        fd: int,
+        on_data: Callable[[bytes], object],
+    ) -> None:
+        self._poll = poll
+        self._transport = transport
+        self._fd = fd
+        self._on_data = on_data
+        self._paused = False
+
+    @property
+    def reading(self) -> bool:
+        """Whether this reader reads the socket now (the transport's reading paused)."""
+        return self._paused
+
+    def close(self) -> None:
+        """Stop reading, for good: the transport reads its socket again (unless closing)."""
+        self._poll.remove(self)
+
+    def _pause(self) -> None:
+        t = self._transport
+        if not self._paused and not t.is_closing():
+            t.pause_reading()
+            self._paused = True
+
+    def _resume(self) -> None:
+        if self._paused:
+            self._paused = False
+            t = self._transport
+            if not t.is_closing():
+                t.resume_reading()
+
+    def _read(self) -> None:
+        if not self._paused:
+            return
+        try:
+            data = os.read(self._fd, READ_SIZE)
+        except BlockingIOError:  # nothing yet: the usual answer of a spin
+            return
+        except OSError:
+            data = b""
+        if data:
+            self._poll.direct_reads += 1
+            try:
+                self._on_data(data)
+            except Exception as e:  # as the transport treats a failing data_received
+                self._poll.remove(self)
+                self._poll._loop.call_exception_handler(
+                    {
+                        "message": "protocol.data_received() call failed",
+                        "exception": e,
+                        "transport": self._transport,
+                    }
+                )
+                self._transport.abort()
+        else:  # the end of the stream or an error: the transport's own read takes it
+            self._poll.remove(self)
+
+
+def socket_reader(
+    loop: asyncio.AbstractEventLoop,
+    transport: asyncio.Transport,
+    on_data: Callable[[bytes], object],
+) -> SocketReader | None:
+    """Return a :class:`SocketReader` of ``transport`` on ``loop``'s busy poll, or None.
+
+    None when the transport is not a plain socket transport whose bytes are the protocol's
+    (TLS: the socket carries ciphertext) or has no socket. The reader is not added yet.
+    """
+    if transport.get_extra_info("sslcontext") is not None:
+        return None
+    if transport.get_extra_info("ssl_object") is not None:
+        return None
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return None
+    try:
+        fd = sock.fileno()
+    except (OSError, ValueError):
+        return None
+    if fd < 0:
+        return None
+    return SocketReader(busy_poll_for(loop), transport, fd, on_data)
 
 
 def busy_poll_for(loop: asyncio.AbstractEventLoop) -> BusyPoll:

@@ -31,7 +31,7 @@ import ssl as _ssl
 from collections.abc import Iterable, Sequence
 from typing import cast
 
-from engine.busypoll import BusyPoll, busy_poll_for
+from engine.busypoll import BusyPoll, SocketReader, busy_poll_for, socket_reader
 from engine.clock import Clock, LiveClock
 from engine.fastlog import get_log
 from engine.fix.codec import FRAME_REASONS, DecodedBatch, FixDecoder
@@ -74,6 +74,8 @@ class _Connection(asyncio.Protocol):
         # Busy polling (the session's BusyPollMicroseconds, ns; no spinner when off).
         self._spin_ns = 0
         self._spinner: BusyPoll | None = None
+        # While the loop spins, the socket read directly (a plain TCP socket; see busypoll).
+        self._reader: SocketReader | None = None
 
     # -------------------------------------------------------------- asyncio callbacks
 
@@ -240,13 +242,23 @@ class _Connection(asyncio.Protocol):
         self._spin_ns = session.config.busy_poll_microseconds * 1000
         self._spinner = None
         if self._spin_ns:
-            self._spinner = busy_poll_for(asyncio.get_running_loop())
-            self._spinner.touch(self._spin_ns)
+            loop = asyncio.get_running_loop()
+            self._spinner = spinner = busy_poll_for(loop)
+            t = self._transport
+            if self._reader is None and t is not None:
+                self._reader = socket_reader(loop, t, self.data_received)
+            if self._reader is not None:
+                spinner.add(self._reader)
+            spinner.touch(self._spin_ns)
         if self._logon_timer is not None:
             self._logon_timer.cancel()
             self._logon_timer = None
 
     def _unbind(self) -> None:
+        reader = self._reader
+        if reader is not None:  # before the transport closes: its descriptor is not read again
+            self._reader = None
+            reader.close()
         session = self.session
         if session is not None and self._owner.active.get(session) is self:
             del self._owner.active[session]
