@@ -360,7 +360,9 @@ def bench_fix(opts: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         f"Transport floor, same run: {bt.FLOOR_BYTES} bytes echoed between two processes on "
         "127.0.0.1, no FIX, one at a time; what any ping-pong here costs before a message is "
         "decoded (both ends of the tables above run on the engine's event loop). An idle core "
-        "takes tens of µs to wake for a message; polling sockets do not sleep.",
+        "takes tens of µs to wake for a message; polling sockets do not sleep. The busy-polling "
+        "event loop reads its one socket itself while it spins, as a FIX session's does "
+        "(engine/busypoll.py).",
         "",
         *floor_lines(floor, rows, slept_rows),
     ])  # fmt: skip

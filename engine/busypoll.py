@@ -14,12 +14,17 @@ transport reports with :meth:`BusyPoll.touch` (a message received or sent), then
 sleeps as usual: a quiet session costs nothing, an active one costs one core
 (about 1 µs of CPU per iteration, all of it while nothing else is ready).
 
-While it spins, a FIX connection on a plain TCP socket reads the socket itself
-(:class:`SocketReader`): the loop's own reading of it is paused, and each iteration asks the
-socket for bytes directly. That takes the loop's readiness poll and its read machinery off the
-path of a message that arrives: about 1.8 µs less per round trip of a 200-byte echo between
-two processes here (11.6 -> 9.8 µs p50), which is what a polling socket loop without any event
-loop reaches. When the spin ends the loop reads the socket again and sleeps on it as usual.
+While it spins with one FIX connection on a plain TCP socket (the usual engine: one session to
+its venue), that connection reads its socket itself (:class:`SocketReader`): the loop's own
+reading of it is paused, and each iteration asks the socket for bytes directly. That takes the
+loop's readiness poll and its read machinery off the path of a message that arrives: about
+1.5-2 µs less per round trip of a 200-byte echo between two processes here (13.5 -> 11.7 µs
+p50; ``qwconsole bench fix`` prints it in its transport floor), close to what a polling socket
+loop without any event loop reaches. With two or more such connections the
+loop reads them all, as before: a read that finds nothing costs ~1.75 µs here (a syscall and
+the ``BlockingIOError``), so one readiness poll for all beats one read each; a second poll of
+our own (``epoll``) measured no faster than the loop's. When the spin ends the loop reads the
+socket again and sleeps on it as usual.
 
 Turned on per FIX session by ``BusyPollMicroseconds`` (an extension key, default 0 = off) and per
 OUCH account by ``[[ouch]] busy_poll_us`` (``SoupClientLink``, ``SoupServerListener``); the
@@ -58,6 +63,7 @@ class BusyPoll:
 
     __slots__ = (
         "__weakref__",
+        "_direct",
         "_loop",
         "_readers",
         "_running",
@@ -73,6 +79,7 @@ class BusyPoll:
         self._yield_at = 0
         self._running = False
         self._readers: tuple[SocketReader, ...] = ()
+        self._direct: SocketReader | None = None  # the reader when it is the only one
         #: Loop iterations spent polling (for tests and diagnostics).
         self.iterations = 0
         #: Reads that brought bytes through a :class:`SocketReader` (for tests and diagnostics).
@@ -91,28 +98,38 @@ class BusyPoll:
         if not self._running and not self._loop.is_closed():
             self._running = True
             self._loop.call_soon(self._spin)
-            for reader in self._readers:
-                reader._pause()
+            if self._direct is not None:
+                self._direct._pause()
 
     def add(self, reader: SocketReader) -> None:
-        """Let ``reader`` read its socket itself while this loop spins (from now on)."""
+        """Let ``reader`` read its socket itself while this loop spins, if it is the only one."""
         if reader not in self._readers:
-            self._readers = (*self._readers, reader)
-            if self._running:
-                reader._pause()
+            self._set_readers((*self._readers, reader))
 
     def remove(self, reader: SocketReader) -> None:
-        """Stop ``reader``'s direct reads; the loop reads its socket again (unless closing)."""
+        """Stop ``reader``'s direct reads for good; the loop reads its socket (unless closing)."""
         if reader in self._readers:
-            self._readers = tuple(r for r in self._readers if r is not reader)
+            self._set_readers(tuple(r for r in self._readers if r is not reader))
         reader._resume()
+
+    def _set_readers(self, readers: tuple[SocketReader, ...]) -> None:
+        # Direct reads only when one reader is left: the loop takes back any other.
+        self._readers = readers
+        direct = readers[0] if len(readers) == 1 else None
+        if direct is not self._direct:
+            if self._direct is not None:
+                self._direct._resume()
+            self._direct = direct
+            if direct is not None and self._running:
+                direct._pause()
 
     def _spin(self) -> None:
         now = time.monotonic_ns()
         if now < self._until and not self._loop.is_closed():
             self.iterations += 1
-            for reader in self._readers:  # (a tuple: a reader removed meanwhile is skipped)
-                reader._read()
+            direct = self._direct
+            if direct is not None:
+                direct._read()
             if now >= self._yield_at:
                 # Polling, not hogging: every YIELD_EVERY_NS a process that is runnable on
                 # this core (the peer of a ping-pong on a busy machine) gets it, rather than
@@ -121,24 +138,26 @@ class BusyPoll:
                 # 1,800 round trips/s (2 cores, load 11).
                 self._yield_at = now + YIELD_EVERY_NS
                 os.sched_yield()
+                if direct is not None:
+                    direct._keep_paused()
             self._loop.call_soon(self._spin)
         else:
             self._running = False
-            for reader in self._readers:
-                reader._resume()
+            if self._direct is not None:
+                self._direct._resume()
 
 
 class SocketReader:
     """Reads a transport's socket directly while the loop of a :class:`BusyPoll` spins.
 
-    Made by :func:`socket_reader` and handed to :meth:`BusyPoll.add`. While the loop spins, the
-    transport's own reading is paused (``pause_reading``) and every spin iteration reads the
-    socket (one non-blocking ``read``); bytes go to ``on_data``, as the transport would hand
-    them to its protocol's ``data_received``. When the spin ends, or at the end of the stream
-    or an error, the transport reads again: the loop then sleeps on the socket, and sees the
-    end or the error itself and closes the connection as it always does. Remove the reader
-    (:meth:`BusyPoll.remove`) before the transport is closed: it must never read a descriptor
-    that may have been reused.
+    Made by :func:`socket_reader` and handed to :meth:`BusyPoll.add`. While the loop spins and
+    this is the loop's only reader, the transport's own reading is paused (``pause_reading``)
+    and every spin iteration reads the socket (one non-blocking ``read``); bytes go to
+    ``on_data``, as the transport would hand them to its protocol's ``data_received``. When
+    the spin ends, or at the end of the stream or an error, the transport reads again: the
+    loop then sleeps on the socket, and sees the end or the error itself and closes the
+    connection as it always does. Remove the reader (:meth:`BusyPoll.remove`, :meth:`close`)
+    before the transport is closed: it must never read a descriptor that may have been reused.
     """
 
     __slots__ = ("_fd", "_on_data", "_paused", "_poll", "_transport")
@@ -170,6 +189,13 @@ class SocketReader:
         if not self._paused and not t.is_closing():
             t.pause_reading()
             self._paused = True
+
+    def _keep_paused(self) -> None:
+        # uvloop starts reading a new connection after its protocol's connection_made, whatever
+        # pause_reading said there (where an initiator's session is bound): pause it again.
+        t = self._transport
+        if self._paused and not t.is_closing() and t.is_reading():
+            t.pause_reading()
 
     def _resume(self) -> None:
         if self._paused:

@@ -39,6 +39,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 import numpy.typing as npt
 
+from engine.busypoll import busy_poll_for, socket_reader
 from engine.fix.application import Application, SessionID
 from engine.fix.message import FixMessage
 from engine.fix.session import AppTemplate, FixSession, lookup_session
@@ -172,9 +173,10 @@ class Venue:
     """A child process of this module (a context manager): ``port`` once started.
 
     ``mode`` is ``--serve`` (the FIX venue, its sessions with BusyPollMicroseconds
-    ``busy_poll_us``), ``--echo``, ``--echo-blocking`` or ``--echo-polling`` (the transport
-    floor: bytes sent straight back, on the engine's event loop, a blocking socket or a
-    non-blocking socket polled in a loop).
+    ``busy_poll_us``), ``--echo``, ``--echo-spinning``, ``--echo-blocking`` or
+    ``--echo-polling`` (the transport floor: bytes sent straight back, on the engine's event
+    loop sleeping or busy polling, a blocking socket or a non-blocking socket polled in a
+    loop).
     """
 
     def __init__(self, mode: str = "--serve", busy_poll_us: int = 0) -> None:
@@ -423,20 +425,59 @@ def parallel_sessions(
 FLOOR_BYTES = 200
 
 
+class _Spinning:
+    """A FIX connection's busy polling, for an echo.
+
+    As a session with BusyPollMicroseconds does: the loop kept polling a while after each read,
+    the socket read directly meanwhile (:func:`~engine.busypoll.socket_reader`).
+    """
+
+    def __init__(self, transport: asyncio.Transport, on_data: Callable[[bytes], None]) -> None:
+        loop = asyncio.get_running_loop()
+        self.poll = busy_poll_for(loop)
+        self.reader = socket_reader(loop, transport, on_data)
+        if self.reader is not None:
+            self.poll.add(self.reader)
+        self.poll.touch(_SPIN_NS)
+
+    def close(self) -> None:
+        if self.reader is not None:
+            self.reader.close()
+
+
+#: The busy-poll window of the floor's spinning rows: the benchmark's default.
+_SPIN_NS = 1_000_000
+
+
 class _Echo(asyncio.Protocol):
+    def __init__(self, spin: bool = False) -> None:
+        self.spin = spin
+        self.spinning: _Spinning | None = None
+
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # (uvloop's is no subclass)
         sock = transport.get_extra_info("socket")
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.spin:
+            self.spinning = _Spinning(self.transport, self.data_received)
 
     def data_received(self, data: bytes) -> None:
+        if self.spinning is not None:
+            self.spinning.poll.touch(_SPIN_NS)
         self.transport.write(data)
 
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.spinning is not None:
+            self.spinning.close()
 
-async def serve_echo() -> None:
-    """Send every byte straight back, on the event loop; print the port; stop with stdin."""
+
+async def serve_echo(spin: bool = False) -> None:
+    """Send every byte straight back, on the event loop; print the port; stop with stdin.
+
+    With ``spin``, the loop busy-polls as a FIX session's does (see :class:`_Spinning`).
+    """
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(_Echo, "127.0.0.1", 0)
+    server = await loop.create_server(lambda: _Echo(spin), "127.0.0.1", 0)
     sys.stdout.write(f"{server.sockets[0].getsockname()[1]}\n")
     sys.stdout.flush()
     await loop.run_in_executor(None, sys.stdin.read)
@@ -470,20 +511,30 @@ def serve_echo_blocking(polling: bool = False) -> None:
 
 
 class _Pinger(asyncio.Protocol):
-    def __init__(self, n: int, done: "asyncio.Future[None]") -> None:
+    def __init__(self, n: int, done: "asyncio.Future[None]", spin: bool = False) -> None:
         self.n, self.done = n, done
         self.lat = np.empty(n, np.int64)
         self.i = 0
         self.got = 0
         self.msg = b"x" * FLOOR_BYTES
+        self.spin = spin
+        self.spinning: _Spinning | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # (uvloop's is no subclass)
         transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.spin:
+            self.spinning = _Spinning(self.transport, self.data_received)
         self.t = time.perf_counter_ns()
         self.transport.write(self.msg)
 
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.spinning is not None:
+            self.spinning.close()
+
     def data_received(self, data: bytes) -> None:
+        if self.spinning is not None:
+            self.spinning.poll.touch(_SPIN_NS)
         self.got += len(data)
         if self.got < FLOOR_BYTES:
             return
@@ -491,16 +542,21 @@ class _Pinger(asyncio.Protocol):
         self.lat[self.i] = time.perf_counter_ns() - self.t
         self.i += 1
         if self.i == self.n:
+            if self.spinning is not None:
+                self.spinning.close()
+                self.spinning = None
             self.done.set_result(None)
             return
         self.t = time.perf_counter_ns()
         self.transport.write(self.msg)
 
 
-async def _echo_loop(port: int, n: int) -> npt.NDArray[np.int64]:
+async def _echo_loop(port: int, n: int, spin: bool = False) -> npt.NDArray[np.int64]:
     loop = asyncio.get_running_loop()
     done: asyncio.Future[None] = loop.create_future()
-    transport, pinger = await loop.create_connection(lambda: _Pinger(n, done), "127.0.0.1", port)
+    transport, pinger = await loop.create_connection(
+        lambda: _Pinger(n, done, spin), "127.0.0.1", port
+    )
     await done
     transport.close()
     return pinger.lat
@@ -538,25 +594,26 @@ class FloorRow:
 def transport_floor(n: int = 20_000) -> list[FloorRow]:
     """Measure the ping-pong floor: ``FLOOR_BYTES`` echoed between two processes.
 
-    On the engine's loop, on blocking sockets, and on sockets polled without sleeping.
+    On the engine's loop sleeping when idle, on blocking sockets, on the engine's loop busy
+    polling as a FIX session does, and on sockets polled without sleeping (no event loop).
     """
     rows = []
     for label, mode in (
         ("event loop (the engine's), sleeping when idle", "--echo"),
         ("blocking sockets", "--echo-blocking"),
+        ("event loop (the engine's), busy polling", "--echo-spinning"),
         ("busy-polled sockets", "--echo-polling"),
     ):
         with Venue(mode) as venue:
             t0 = time.perf_counter()
-            if mode == "--echo":
-                lat = run_on_engine_loop(_echo_loop(venue.port, n))
+            if mode in ("--echo", "--echo-spinning"):
+                lat = run_on_engine_loop(_echo_loop(venue.port, n, mode == "--echo-spinning"))
             else:
                 lat = _echo_blocking(venue.port, n, polling=mode == "--echo-polling")
             elapsed = time.perf_counter() - t0
         p = np.percentile(lat, [50, 99]) / 1e3
-        rows.append(
-            FloorRow(label, n, n / elapsed, float(p[0]), float(p[1]), mode == "--echo-polling")
-        )
+        polling = mode in ("--echo-polling", "--echo-spinning")
+        rows.append(FloorRow(label, n, n / elapsed, float(p[0]), float(p[1]), polling))
     return rows
 
 
@@ -566,6 +623,7 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--serve", action="store_true")
     mode.add_argument("--echo", action="store_true")
+    mode.add_argument("--echo-spinning", action="store_true")
     mode.add_argument("--echo-blocking", action="store_true")
     mode.add_argument("--echo-polling", action="store_true")
     parser.add_argument("--busy-poll", type=int, default=0, metavar="US")
@@ -573,8 +631,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if opts.serve:
             run_on_engine_loop(serve(opts.busy_poll))
-        elif opts.echo:
-            run_on_engine_loop(serve_echo())
+        elif opts.echo or opts.echo_spinning:
+            run_on_engine_loop(serve_echo(spin=opts.echo_spinning))
         elif opts.echo_blocking or opts.echo_polling:
             serve_echo_blocking(polling=opts.echo_polling)
     except BrokenPipeError:

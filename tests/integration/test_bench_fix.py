@@ -39,10 +39,11 @@ def test_bench_fix_prints_and_writes_both_tables(tmp_path: Path) -> None:
     assert all(len(r.split("|")) == 10 for r in batch_rows)  # 6 columns + 2 sleeping
     assert all(float(r.split("|")[8].replace(",", "")) > 0 for r in batch_rows)
     assert any(r.startswith("| all five, sleeping when idle | 250 |") for r in rows)
-    # the transport floor of the same run: three transports, as many round trips as a row
+    # the transport floor of the same run: four transports, as many round trips as a row
     floor = {r.split("|")[1].strip(): r.split("|") for r in rows if "socket" in r or "loop" in r}
     assert sorted(floor) == [
-        "blocking sockets", "busy-polled sockets", "event loop (the engine's), sleeping when idle"
+        "blocking sockets", "busy-polled sockets", "event loop (the engine's), busy polling",
+        "event loop (the engine's), sleeping when idle",
     ]  # fmt: skip
     for cells in floor.values():
         assert cells[2].strip() == "60"
