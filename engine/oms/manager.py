@@ -413,7 +413,8 @@ class OrderManager:
             )
             if refusal is not None:
                 return self._refuse(order, f"risk: {refusal}")
-        mono = self._monotonic_ns()
+        monotonic_ns = self._monotonic_ns  # (a local: see now_ns above)
+        mono = monotonic_ns()
         try:
             scope, own = self._risk_of[strategy_id]
         except KeyError:
