@@ -25,6 +25,7 @@ import itertools
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from math import isqrt
 from typing import TypeVar
 
@@ -73,7 +74,9 @@ _FILL_TYPES = frozenset({ExecType.TRADE, ExecType.PARTIAL_FILL, ExecType.FILL})
 _REJ = OrdStatus.REJECTED
 _OFF = KillLevel.OFF
 _PENDING_NEW = OrdStatus.PENDING_NEW
-_new = object.__new__
+#: A bare Order (its slots unset): object.__new__(Order) with the class bound in, called
+#: with no argument (~90 instructions fewer per order; issue 25).
+_new_order = partial(object.__new__, Order)
 _REPLACED_STATUS = OrdStatus.REPLACED
 _ORDER_STATUS = ExecType.ORDER_STATUS
 _REJECTED_EXEC = ExecType.REJECTED
@@ -365,7 +368,7 @@ class OrderManager:
         clordid = client_order_id or next(self._client_order_ids)  # (venue.new_client_order_id())
         # Order.pending_new(...), inlined: the Order its __init__ would build, PENDING_NEW,
         # all of it left, created now (test_send_fast_path compares every field).
-        order = _new(Order)
+        order = _new_order()
         order.order_id = oid = next(self._order_ids)  # (self._next_order_id())
         order.client_order_id = clordid
         order.strategy_id = strategy_id

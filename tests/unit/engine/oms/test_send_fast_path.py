@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections import Counter
 from decimal import Decimal
 
 import pytest
@@ -127,6 +128,7 @@ def test_each_order_is_the_general_paths_order_counts_and_bytes(through: str) ->
             ref.on_new_order_sent(sid, "ESZ6", side, qty)
         why = str(refusal) if refusal is not None else None
         want = expected_order(o, sid, side, qty, px, ot, tif, now, why)
+        assert type(o) is Order
         for f in dataclasses.fields(Order):
             if f.name != "published":
                 assert getattr(o, f.name) == getattr(want, f.name), f.name
@@ -134,6 +136,9 @@ def test_each_order_is_the_general_paths_order_counts_and_bytes(through: str) ->
         assert o.client_order_id not in ids
         ids.add(o.client_order_id)
         same_counts(router.risk, ref)
+        # The open orders each strategy holds, as _hold() counts them (self-trade prevention
+        # reads them).
+        assert manager._held == Counter(h.strategy_id for h in manager.orders.values())
         if refusal is not None:
             assert len(out) == sent  # nothing went out
         else:
