@@ -204,6 +204,10 @@ def send_to_target(message: OutMessage, session_id: SessionID) -> bool:
     return session.send(message)
 
 
+#: Adler-32's modulus: the low half of a checksum is the byte sum modulo this.
+_ADLER_BASE = 65_521
+
+
 class AppTemplate:
     """The fixed layout of an application message, bound to one session.
 
@@ -231,7 +235,8 @@ class AppTemplate:
         "_format",
         "_heads",
         "_order",
-        "_sums",
+        "_short",
+        "_starts",
         "_trailers",
         "fields",
         "msg_type",
@@ -256,7 +261,16 @@ class AppTemplate:
         # Wire position -> index into the values, when the fields were not given in tag order.
         self._order = order
         # What encoder.encode2() builds a short message from: send_template() encodes itself.
-        self._format, self._heads, self._sums, self._trailers = encoder.pieces()
+        self._format, self._heads, sums, self._trailers = encoder.pieces()
+        # By body length n: the byte sum of the message up to the body (sums[n] + 1), the
+        # Adler-32 a send starts from: the low half of adler32(body, start) is then the byte
+        # sum of the whole message up to the CheckSum, while that is under 65,521 (no modulo),
+        # so for bodies up to _short bytes (about 250), whatever their bytes.
+        self._starts = starts = [total + 1 for total in sums]
+        short = len(starts) - 1
+        while short and starts[short] + 255 * short >= _ADLER_BASE:
+            short -= 1
+        self._short = short
         # Read into a local and called, it skips looking the method up on the session (whose
         # attributes are too many for the interpreter's fast method lookup).
         self.send = session.send_template
@@ -839,8 +853,8 @@ class FixSession:
         if body is None:
             body = self._template_body(template, seq, ts, values)
         n = len(body)
-        if n <= 256:
-            cs = (template._sums[n] + _adler32(body)) & 255
+        if n <= template._short:  # CheckSum: see AppTemplate._starts
+            cs = _adler32(body, template._starts[n]) & 255
             raw = b"".join((template._heads[n], body, template._trailers[cs]))
         else:
             raw = template._encoder.encode2(b"%d" % seq, ts, values)

@@ -49,3 +49,27 @@ def test_short_and_long_bodies_are_the_bytes_send_writes(size: int) -> None:
     session.set_next_sender_seq_num(seq)
     assert session.send(OutMessage(b"D", [(11, b"C1"), (55, b"ESZ6"), (58, text)]), now_ns=now)
     assert out[0] == out[1]
+
+
+@pytest.mark.parametrize("byte", [b"t", b"\xff"])
+def test_bodies_around_the_short_checksums_limit_are_the_bytes_send_writes(byte: bytes) -> None:
+    # The short case's CheckSum is Adler-32 started at the head's byte sum (AppTemplate
+    # _starts): exact up to _short bytes of body whatever the bytes, the heaviest (0xFF)
+    # included; longer bodies go to encode2. Every body length across that limit.
+    clock = TestClock()
+    session, _theirs, out = fix_pair(None, clock)
+    tmpl = session.template(b"D", [(11, None), (58, None), (55, b"ESZ6")])
+    # The longest body whose heaviest bytes keep the sum under Adler-32's modulus.
+    short, starts = tmpl._short, tmpl._starts
+    assert starts[short] + 255 * short < 65_521 <= starts[short + 1] + 255 * (short + 1)
+    assert 240 <= short < 256
+    lengths = set()
+    for size in range(150, 230):
+        text = byte * size
+        now = clock.now_ns()
+        seq = session.send_template(tmpl, (b"C1", text), now_ns=now)
+        session.set_next_sender_seq_num(seq)
+        assert session.send(OutMessage(b"D", [(11, b"C1"), (55, b"ESZ6"), (58, text)]), now_ns=now)
+        assert out[-2] == out[-1], size
+        lengths.add(int(out[-1].split(b"\x019=", 1)[1].split(b"\x01", 1)[0]))
+    assert min(lengths) < tmpl._short < max(lengths)
