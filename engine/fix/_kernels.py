@@ -12,6 +12,7 @@ the byte-level helpers and the frame table's columns, and numba compiles a kerne
 helpers it calls, so keeping them together keeps every call a compiled one.
 """
 
+from array import array
 from collections.abc import Callable
 from typing import Any
 
@@ -759,6 +760,7 @@ def workspace(
     MSG_COLUMNS], ``fields`` int64[3, cap], ``checked`` int64[rows] (zeros), then copies of
     ``data_tags`` and ``expect`` (at most ``WS_EXPECT_SLOTS * 8`` bytes); every one a
     C-contiguous view of ``ws``, of the types :func:`scan_and_check` is compiled for.
+    ``ws`` is a view of an ``array("q")``, ``ws.base.obj``.
     """
     nd = data_tags.shape[0]
     ne = expect.shape[0]
@@ -769,7 +771,9 @@ def workspace(
     m_at = d_at + nd
     c_at = m_at + rows * MSG_COLUMNS
     f_at = c_at + rows
-    ws = np.zeros(f_at + 3 * cap, dtype=np.int64)
+    # Over an ``array("q")`` (zeros), its ``base.obj``: the decoder copies fields out of it as
+    # arrays with a slice (one call, no numpy).
+    ws = np.frombuffer(array("q", bytes(8 * (f_at + 3 * cap))), dtype=np.int64)
     ws[:WS_HEADER] = (m_at, rows, f_at, cap, c_at, d_at, nd, e_at * 8, ne)
     ws[d_at:m_at] = data_tags
     raw = ws.view(np.uint8)

@@ -377,6 +377,10 @@ _NO_TABLE: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
 
 
 _Views = tuple[memoryview, memoryview, memoryview]
+#: What a decoder keeps per field count (FixDecoder._cut): its workspace as an array("q"), the
+#: slices of it that are the first fields of each row of the field table, the rows' views,
+#: and the message fields ``[0, count)`` of a block of one message.
+_Cut = tuple["array[int]", slice, slice, slice, _Views, list[int]]
 
 
 def _row_views(fields: npt.NDArray[np.int64]) -> _Views:
@@ -773,21 +777,17 @@ def _one_frame(
     row: list[int],
     checked: list[int] | None,
     nf: int,
-    cuts: tuple[memoryview, memoryview, memoryview, _Views],
+    cuts: _Cut,
 ) -> DecodedBatch:
     # DecodedBatch(buf, msgs, fields, [row], checked, frames=1, nfields=nf, views=views) for a
     # good frame, its field lists made at once (every consumer of a one-frame batch asks for
     # them), slots set without __init__ (its keywords cost as much as the copies). ``cuts``:
-    # the first ``nf`` fields of each row of the table, as bytes (FixDecoder._cut), and the
-    # rows' views.
-    v0, v1, v2, views = cuts
-    empty = _EMPTY
-    tags = empty[:]  # a new empty array("q"), cheaper than array("q")
-    tags.frombytes(v0)
-    starts = empty[:]
-    starts.frombytes(v1)
-    ends = empty[:]
-    ends.frombytes(v2)
+    # the first ``nf`` fields of each row of the table as slices of the workspace
+    # (FixDecoder._cut), and the rows' views.
+    ws, s0, s1, s2, views, _ = cuts
+    tags = ws[s0]
+    starts = ws[s1]
+    ends = ws[s2]
     b = _new_batch(DecodedBatch)
     b.buf = buf
     b._all_msgs = msgs
@@ -825,7 +825,7 @@ def _few_frames(
     table: list[list[int]],
     checked: list[int] | None,
     nf: int,
-    cuts: tuple[memoryview, memoryview, memoryview, _Views],
+    cuts: _Cut,
     ts_recv: int = -1,
 ) -> DecodedBatch | None:
     # The batch of a read of a few frames (at least one) when they are all good, else None:
@@ -850,14 +850,10 @@ def _few_frames(
             if row[4]:
                 return None
         blocked = False
-    v0, v1, v2, views = cuts
-    new = _new_fields
-    tags = new()
-    tags.frombytes(v0)
-    starts = new()
-    starts.frombytes(v1)
-    ends = new()
-    ends.frombytes(v2)
+    ws, s0, s1, s2, views, _ = cuts
+    tags = ws[s0]
+    starts = ws[s1]
+    ends = ws[s2]
     b = _new_batch(DecodedBatch)
     b.buf = buf
     b._all_msgs = msgs
@@ -903,9 +899,6 @@ def _few_frames(
 _new_batch = object.__new__
 _new_message = object.__new__
 _new_block = object.__new__
-_EMPTY: array[int] = array("q")
-#: A new empty ``array("q")`` (cheaper than ``array("q")`` or ``_EMPTY[:]``).
-_new_fields = _EMPTY.__copy__
 #: The compiled scan_and_check_ws for (bytes, the decoder's workspace, a layout table, int),
 #: found after its first call (:func:`engine.fix._kernels.compiled_entry`).
 _scan_and_check: list[Callable[..., tuple[int, int, int]] | None] = [None]
@@ -944,6 +937,7 @@ class FixDecoder:
         "_tables",
         "_views",
         "_ws",
+        "_wsa",
         "garbled",
         "head",
         "layouts",
@@ -966,7 +960,7 @@ class FixDecoder:
         self._row = self._mark = self._marks = memoryview(b"")
         self._tables: dict[int, memoryview] = {}
         self._views = _row_views(np.zeros((3, 0), dtype=np.int64))
-        self._cuts: dict[int, tuple[memoryview, memoryview, memoryview, _Views]] = {}
+        self._cuts: dict[int, _Cut] = {}
         self._workspace(256, 8192)
         #: The session's layouts (:mod:`engine.fix.layouts`): each frame decoded is marked
         #: with what they prove of it (``DecodedBatch.checked``, ``FixMessage.checked``).
@@ -1015,6 +1009,8 @@ class FixDecoder:
             rows, cap, self._data_tags, self._expect
         )
         self._ws = ws
+        # (the array("q") under the workspace: see _kernels.workspace)
+        self._wsa = cast("array[int]", cast(memoryview, ws.base).obj)
         self._mark = checked[:1].data.cast("B").cast("q")  # checked.item(0), cheaper
         self._marks = checked.data.cast("B").cast("q")  # checked[:k].tolist(), cheaper
         self._tables = {}
@@ -1035,15 +1031,24 @@ class FixDecoder:
         if cap < need or rows < want:
             self._workspace(max(rows, want), cap if cap >= need else max(need, cap * 2))
 
-    def _cut(self, nf: int) -> tuple[memoryview, memoryview, memoryview, _Views]:
-        # The first ``nf`` fields of each row of the field table as bytes, kept per count
-        # (a read of one message copies them out: messages of a layout have the same count).
-        v0, v1, v2 = views = self._views
-        k = nf * 8
+    def _cut(self, nf: int) -> _Cut:
+        # The first ``nf`` fields of each row of the field table as slices of the workspace,
+        # kept per count (a read of one message copies them out: messages of a layout have the
+        # same count), with the fields of a block of one message.
+        ws = self._ws
+        f = int(ws[_kernels.WS_FIELDS])
+        cap = int(ws[_kernels.WS_CAP])
         cuts = self._cuts
         if len(cuts) >= 64:
             cuts.clear()
-        cut = cuts[nf] = (v0[:k], v1[:k], v2[:k], views)
+        cut = cuts[nf] = (
+            self._wsa,
+            slice(f, f + nf),
+            slice(f + cap, f + cap + nf),
+            slice(f + 2 * cap, f + 2 * cap + nf),
+            self._views,
+            [0, nf],
+        )
         return cut
 
     def _table(self, nm: int) -> memoryview:
@@ -1128,17 +1133,13 @@ class FixDecoder:
                         # read wholly consumed is all of ``buf`` (bytes before it would be a
                         # junk frame, after it a junk frame or a pending tail) and all ``nf``
                         # fields.
-                        v0, v1, v2, _ = cuts
-                        new = _new_fields
+                        ws, s0, s1, s2, _, first = cuts
                         block = _new_block(Block)
                         block.buf = buf
-                        block.tags = tags = new()
-                        tags.frombytes(v0)
-                        block.starts = starts = new()
-                        starts.frombytes(v1)
-                        block.ends = ends = new()
-                        ends.frombytes(v2)
-                        block.first = [0, nf]
+                        block.tags = ws[s0]
+                        block.starts = ws[s1]
+                        block.ends = ws[s2]
+                        block.first = first  # (shared: a block's lists are never changed)
                         block.cuts = [0, n]
                         block.codes = None
                         block.checked = checked
