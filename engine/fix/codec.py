@@ -580,7 +580,7 @@ class DecodedBatch:
             # lines below make, but for ts_recv, set here (once: a second call makes its own).
             self._block = None
             block.ts_recv = ts_recv
-            m = _new_message(FixMessage)
+            m = FixMessage()
             m._b = block
             m._k = 0
             return m
@@ -875,7 +875,7 @@ def _few_frames(
         f1 = row[2] + row[3]
         first.append(f1)
         offsets.append(c1)
-        block = _new_block(Block)
+        block = Block()
         block.buf = buf if c1 == len(buf) else buf[:c1]
         if f1 == nf:
             block.tags = tags
@@ -891,14 +891,23 @@ def _few_frames(
         block.checked = checked
         block.ts_recv = 0
         b._block = block
-        if ts_recv >= 0:  # messages()' first answer, made now
-            b._made = _block_messages(block, nm)
+        if ts_recv >= 0:  # messages()' first answer, made now (_block_messages inlined)
+            made: list[FixMessage | None] = []
+            k = 0
+            for _ in table:
+                m = FixMessage()
+                m._b = block
+                m._k = k
+                made.append(m)
+                k += 1  # noqa: SIM113  (a count: no enumerate() call for a few rows)
+            b._made = made
     return b
 
 
+#: A DecodedBatch made without its __init__ (its keywords cost as much as the copies). A
+#: Block or FixMessage, which have no __init__, is made by calling its class: cheaper than
+#: ``object.__new__(cls)`` (no method wrapper to go through).
 _new_batch = object.__new__
-_new_message = object.__new__
-_new_block = object.__new__
 #: The compiled scan_and_check_ws for (bytes, the decoder's workspace, a layout table, int),
 #: found after its first call (:func:`engine.fix._kernels.compiled_entry`).
 _scan_and_check: list[Callable[..., tuple[int, int, int]] | None] = [None]
@@ -1092,9 +1101,8 @@ class FixDecoder:
         layouts = self.layouts
         # The kernel marks every frame (unless more passes come) when there are layouts to
         # check; ``_progs`` is ``len(layouts)`` without the call.
-        marked = layouts is not None and layouts._progs > 0
-        if marked:
-            assert layouts is not None
+        if layouts is not None and layouts._progs > 0:
+            marked = True
             # One kernel call frames and checks the layouts (a second call costs its dispatch),
             # over the tables of the workspace (``_checked`` has a row per frame row).
             entry = _scan_and_check[0]
@@ -1108,6 +1116,7 @@ class FixDecoder:
                 if entry is None and type(buf) is bytes:
                     _scan_and_check[0] = _kernels.compiled_entry(_kernels.scan_and_check_ws, args)
         else:
+            marked = False
             nm, nf, consumed = _kernels.scan_frames(
                 buf, n, self._msgs, self._fields, self._data_tags, self._expect
             )
@@ -1134,7 +1143,7 @@ class FixDecoder:
                         # junk frame, after it a junk frame or a pending tail) and all ``nf``
                         # fields.
                         ws, s0, s1, s2, _, first = cuts
-                        block = _new_block(Block)
+                        block = Block()
                         block.buf = buf
                         block.tags = ws[s0]
                         block.starts = ws[s1]
@@ -1144,7 +1153,7 @@ class FixDecoder:
                         block.codes = None
                         block.checked = checked
                         block.ts_recv = ts_recv
-                        m = _new_message(FixMessage)
+                        m = FixMessage()
                         m._b = block
                         m._k = 0
                         self.head = row
@@ -1153,7 +1162,7 @@ class FixDecoder:
                     # The message's block, made now (single_message's general path, from
                     # this row: the one frame fills ``buf`` and the field lists).
                     start, end, a = row[0], row[1], row[2]
-                    block = _new_block(Block)
+                    block = Block()
                     block.buf = buf if start == 0 and end == n else buf[start:end]
                     block.tags, block.starts, block.ends = batch._lists  # type: ignore[misc]
                     block.first = [a, a + row[3]]

@@ -313,7 +313,7 @@ class FixSession:
     #: (on_messages): that second's bounds, then the window's, all ns.
     _window: tuple[int, int, int, int] = (0, 0, 0, 0)
     #: on_messages' constants, made on its first call (:meth:`_rx_constants`).
-    _rx: tuple[int, int, bool] | None = None
+    _rx: tuple[int, int, bool, tuple[int, int]] | None = None
 
     def __init__(
         self,
@@ -579,8 +579,7 @@ class FixSession:
         rx = self._rx
         if rx is None:
             rx = self._rx = self._rx_constants()
-        mask, want, proven = rx
-        lo, hi = _NO_WINDOW
+        mask, want, proven, fresh = rx
         if cfg.check_latency:
             second, end, lo, hi = self._window
             if not second <= now_ns < end:
@@ -588,12 +587,15 @@ class FixSession:
                 late = cfg.max_latency * _NS
                 lo, hi = second - late, second + _NS + late
                 self._window = (second, second + _NS, lo, hi)
+        else:
+            lo, hi = _NO_WINDOW
         layouts = self.layouts
         # What only _next changes (a Logon, a ResendRequest sent or satisfied; a disconnect
         # also sets wants_disconnect, which ends the loop), read again after each _next: the
-        # session ready for the fast path, and the end of _next's test of what is due, as
-        # ``last <= due``.
-        ready = st.received_logon and st.resend_range == _NO_RANGE
+        # session ready for the fast path (no resend pending: the state's own (0, 0), as it
+        # starts and clears, tells it without a tuple comparison), and the end of _next's
+        # test of what is due, as ``last <= due``.
+        ready = st.received_logon and (st.resend_range is fresh or st.resend_range == _NO_RANGE)
         hb = st.heart_bt_int * _NS
         due = now_ns - hb
         i = -1
@@ -626,7 +628,9 @@ class FixSession:
                     )
                 ):
                     self._next(msg, False, head)
-                    ready = st.received_logon and st.resend_range == _NO_RANGE
+                    ready = st.received_logon and (
+                        st.resend_range is fresh or st.resend_range == _NO_RANGE
+                    )
                     hb = st.heart_bt_int * _NS
                     due = now_ns - hb
                     continue
@@ -650,7 +654,9 @@ class FixSession:
                     or (hb and (st.last_sent_ns <= due or st.last_received_ns <= due))
                 ):
                     self._after_next(st)  # (it may take queued messages: a Logon among them)
-                    ready = st.received_logon and st.resend_range == _NO_RANGE
+                    ready = st.received_logon and (
+                        st.resend_range is fresh or st.resend_range == _NO_RANGE
+                    )
                     hb = st.heart_bt_int * _NS
                     due = now_ns - hb
             except Exception as e:
@@ -660,11 +666,13 @@ class FixSession:
         self._out = []
         return out
 
-    def _rx_constants(self) -> tuple[int, int, bool]:
+    def _rx_constants(self) -> tuple[int, int, bool, tuple[int, int]]:
         # on_messages' per-session constants (the settings are frozen; schedule and dictionary
         # are set at creation): the header flags its fast path needs (CompIDs too when they
-        # are checked; none with a schedule: -1 is no flags), and whether a message must have
-        # been proven valid by the decoder's layout kernel.
+        # are checked; none with a schedule: -1 is no flags), whether a message must have
+        # been proven valid by the decoder's layout kernel, and the (0, 0) object a
+        # SessionState's resend_range starts and is cleared with (the same object: one
+        # constant of its module).
         cfg = self.config
         mask = _HEAD_FAST_MASK
         want = _HEAD_FAST
@@ -673,7 +681,9 @@ class FixSession:
             want |= _HEAD_COMP_IDS
         if self.schedule is not None:
             want = -1
-        return mask, want, self._session_dd is not None
+        fields = SessionState.__dataclass_fields__
+        fresh: tuple[int, int] = fields["resend_range"].default  # type: ignore[assignment]
+        return mask, want, self._session_dd is not None, fresh
 
     def on_garbled(self, reason: str, data: bytes, now_ns: int) -> list[bytes]:
         """Note a dropped frame; before Logon it ends the connection (as QuickFIX does)."""

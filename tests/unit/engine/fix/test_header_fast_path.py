@@ -19,6 +19,7 @@ from engine.clock import TestClock
 from engine.fix import _kernels as k
 from engine.fix.application import Application, SessionID
 from engine.fix.codec import FixDecoder, checksum, parse_timestamp
+from engine.fix.log import MemoryLog
 from engine.fix.message import FixMessage
 from tests.factories import fix_pair
 
@@ -135,22 +136,28 @@ class _Recorder(Application):
 
 
 def _deliver(
-    raw: bytes, with_rows: bool, spy: Callable[[], None] | None = None
-) -> tuple[list[bytes], list[bytes], int]:
-    """Feed ``raw`` to our logged-on session; return what the app got, what the session
-    answered and the next expected sequence number. ``spy`` runs once logged on."""
+    raw: bytes | tuple[bytes, ...], with_rows: bool, spy: Callable[[], None] | None = None
+) -> tuple[list[bytes], list[bytes], int, tuple[int, int], list[str]]:
+    """Feed ``raw`` (one read, or a tuple of reads) to our logged-on session; return what the
+    app got, what the session answered, the next expected sequence number, the resend range
+    still outstanding and the session's events. ``spy`` runs once logged on."""
     clock = TestClock(T0 + 1_000_000_000)
     app = _Recorder()
     ours, _theirs, out = fix_pair(app, clock, sender="C", validate=False)
+    log = ours.log = MemoryLog()
     if spy is not None:
         spy()
     dec = FixDecoder()
     if with_rows:
         dec.expect_header(*ours.expected_header())
-    batch = dec.decode_batch(raw)
-    msgs = [m for m in batch.messages(clock.now_ns()) if m is not None]
-    answer = ours.on_messages(msgs, clock.now_ns(), batch.rows if with_rows else None)
-    return app.got, [a.split(b"\x0152=")[0] for a in answer + out], ours.store.next_target_seq_num
+    answer: list[bytes] = []
+    for read in (raw,) if isinstance(raw, bytes) else raw:
+        batch = dec.decode_batch(read)
+        msgs = [m for m in batch.messages(clock.now_ns()) if m is not None]
+        answer += ours.on_messages(msgs, clock.now_ns(), batch.rows if with_rows else None)
+    answered = [a.split(b"\x0152=")[0] for a in answer + out]
+    resend = ours.state.resend_range
+    return app.got, answered, ours.store.next_target_seq_num, resend, log.events
 
 
 @pytest.mark.parametrize(
@@ -162,9 +169,16 @@ def _deliver(
         nos(b"2", sender=b"X"),  # CompID wrong: Reject and Logout
         nos(b"2", sent=b"20251204-00:00:00"),  # SendingTime a day off: Reject and Logout
         nos(b"2", mt=b"0") + nos(b"3"),  # admin first
+        # A gap, then the resent messages: in sequence while a resend is outstanding (not
+        # the fast path), the last of them satisfying it.
+        nos(b"5") + nos(b"2") + nos(b"3") + nos(b"4"),
+        nos(b"5") + nos(b"2"),
+        # The same over reads: the resend outstanding when a read comes in, then satisfied
+        # (the session's own (0, 0) again, not the one a state starts with).
+        (nos(b"5"), nos(b"2"), nos(b"3") + nos(b"4"), nos(b"6")),
     ],
 )
-def test_both_paths_decide_alike(raw: bytes) -> None:
+def test_both_paths_decide_alike(raw: bytes | tuple[bytes, ...]) -> None:
     assert _deliver(raw, with_rows=True) == _deliver(raw, with_rows=False)
 
 
@@ -175,9 +189,47 @@ def test_the_fast_path_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
     def spy() -> None:
         monkeypatch.setattr(FixMessage, "session_header", lambda m: calls.append(1) or real(m))
 
-    got, _, next_seq = _deliver(nos(b"2") + nos(b"3"), with_rows=True, spy=spy)
+    got, _, next_seq, _, _ = _deliver(nos(b"2") + nos(b"3"), with_rows=True, spy=spy)
     assert got == [b"A", b"A"]
     assert next_seq == 4
     assert calls == []  # the header was not read again in Python
     _deliver(nos(b"2") + nos(b"3"), with_rows=False, spy=calls.clear)
     assert calls == [1, 1]  # without the rows it is
+
+
+def test_a_resend_outstanding_keeps_reads_off_the_fast_path() -> None:
+    # Whether a resend is outstanding is read at the start of a read (on_messages: the
+    # state's own (0, 0) tells it at once, the session's (0, 0) once one was satisfied):
+    # while one is, every message goes the general way (_next), which tracks the resend;
+    # once satisfied, the fast path again.
+    clock = TestClock(T0 + 1_000_000_000)
+    ours, _theirs, _out = fix_pair(_Recorder(), clock, sender="C", validate=False)
+    dec = FixDecoder()
+    dec.expect_header(*ours.expected_header())
+    general: list[int] = []
+    real = ours._next
+
+    def counting(msg: FixMessage, queued: bool, row: Any = None) -> None:
+        general.append(msg.get_int(34) or 0)
+        real(msg, queued, row)
+
+    ours._next = counting  # type: ignore[method-assign]
+
+    def read(raw: bytes) -> None:
+        batch = dec.decode_batch(raw)
+        msgs = [m for m in batch.messages(clock.now_ns()) if m is not None]
+        ours.on_messages(msgs, clock.now_ns(), batch.rows)
+
+    read(nos(b"2"))
+    assert general == []  # in sequence, nothing outstanding: the fast path
+    read(nos(b"5"))  # a gap: ResendRequest for 3 .. 4, 5 queued
+    assert ours.state.resend_range == (3, 4)
+    read(nos(b"3"))
+    read(nos(b"4"))  # satisfies it; the queued 5 follows
+    assert general == [5, 3, 4, 5]
+    assert ours.state.resend_range == (0, 0)
+    assert ours.store.next_target_seq_num == 6
+    read(nos(b"6"))
+    assert general == [5, 3, 4, 5]  # the fast path again
+    assert ours.store.next_target_seq_num == 7
+    ours.close()
