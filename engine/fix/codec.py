@@ -967,7 +967,7 @@ class FixDecoder:
         self._data_tags = data_tag_table(data_length_tags)
         self._expect = _NO_EXPECTATION
         self._row = self._mark = self._marks = memoryview(b"")
-        self._tables: dict[int, memoryview] = {}
+        self._tables: dict[int, tuple[memoryview, memoryview]] = {}
         self._views = _row_views(np.zeros((3, 0), dtype=np.int64))
         self._cuts: dict[int, _Cut] = {}
         self._workspace(256, 8192)
@@ -1060,16 +1060,17 @@ class FixDecoder:
         )
         return cut
 
-    def _table(self, nm: int) -> memoryview:
-        # The first ``nm`` rows of the message table as a memoryview of shape (nm, MSG_COLUMNS),
-        # kept per count: its ``tolist()`` is the rows without numpy's slicing.
+    def _table(self, nm: int) -> tuple[memoryview, memoryview]:
+        # The first ``nm`` rows of the message table as a memoryview of shape (nm, MSG_COLUMNS)
+        # and the first ``nm`` layout marks, kept per count: their ``tolist()`` is the rows
+        # and the marks without numpy's slicing (or a slice of a memoryview per read).
         tables = self._tables
         if len(tables) >= 64:
             tables.clear()
         k = nm * _kernels.MSG_COLUMNS
         view = self._msgs.reshape(-1)[:k].data.cast("B").cast("q", (nm, _kernels.MSG_COLUMNS))
-        tables[nm] = view
-        return view
+        views = tables[nm] = (view, self._marks[:nm])
+        return views
 
     def decode_batch(self, data: bytes) -> DecodedBatch:
         """Frame ``data`` (appended to any pending tail) and return the frames as arrays.
@@ -1178,19 +1179,17 @@ class FixDecoder:
                 # layout marks) from memoryviews of the tables, no numpy call.
                 table: list[list[int]] = []
                 if nm:
-                    view = self._tables.get(nm)
-                    if view is None:
-                        view = self._table(nm)
+                    views = self._tables.get(nm)
+                    if views is None:
+                        views = self._table(nm)
                     # (a 2-D view: its tolist() is a list of rows)
-                    table = view.tolist()  # type: ignore[assignment]
+                    table = views[0].tolist()  # type: ignore[assignment]
                     # The layout marks (what _check returns, as below) and the field lists'
                     # bytes, then the batch when every frame is good (so back to back from
                     # the start): it and the block of its messages made by _few_frames
                     # (messages() hands them out), None when a frame is not good.
-                    if marked:
-                        checked = self._marks[:nm].tolist()
-                    else:
-                        checked = self._check(buf, msgs, nm, fields)
+                    # (views[1] is self._marks[:nm], kept)
+                    checked = views[1].tolist() if marked else self._check(buf, msgs, nm, fields)
                     cuts = self._cuts.get(nf)
                     if cuts is None:
                         cuts = self._cut(nf)
