@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from engine.jit import kernel, kernel_inline
+from engine.jit import kernel, kernel_inline, kernel_keep_gil
 
 #: Frame status codes written to column ``MSG_STATUS`` of the message table.
 FRAME_OK: int = 0
@@ -788,7 +788,7 @@ def workspace(
     )
 
 
-@kernel
+@kernel_keep_gil
 def scan_and_check_ws(
     buf: bytes, ws: npt.NDArray[np.int64], table: npt.NDArray[np.int64], base: int
 ) -> tuple[int, int, int]:
