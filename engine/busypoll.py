@@ -48,6 +48,12 @@ YIELD_EVERY_NS = 20_000
 #: The most a direct read takes at once, bytes (below glibc's mmap threshold: a read of this
 #: size is served from the heap; a batch bigger than this is read in several goes).
 READ_SIZE = 65_536
+#: Reads of a direct reader's socket per spin iteration while they find nothing. The loop's
+#: own part of an iteration (its readiness poll, the callback) is then paid once per three
+#: reads: a message that arrives waits less for the next read (a 200-byte echo's p50 here:
+#: 11.3-12.8 -> 10.6-12.0 µs from one read to three), and other work on the loop at most
+#: two empty reads (~1.5 µs) more.
+READS_PER_SPIN = 3
 
 _loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, BusyPoll] = weakref.WeakKeyDictionary()
 
@@ -210,8 +216,13 @@ class SocketReader:
     def _read(self) -> None:
         if not self._paused:
             return
+        read = self._read_fd
         try:
-            data = self._read_fd(READ_SIZE)
+            data = read(READ_SIZE)
+            more = READS_PER_SPIN - 1
+            while data is None and more:
+                more -= 1
+                data = read(READ_SIZE)
         except OSError:
             data = b""
         if data is None:  # nothing yet: the usual answer of a spin
