@@ -128,13 +128,19 @@ class _Venue(Application):
         if session_id is not last_id or tmpl is None:
             tmpl = self._templates.get(session_id)
             if tmpl is None:
-                s = lookup_session(session_id)
-                assert s is not None
-                version = next(v for v in VERSIONS if _ids(v)[1] == s.config.sender_comp_id)
-                tmpl = self._templates[session_id] = s.template(b"8", er_fields(version))
+                tmpl = self._templates[session_id] = _er_template(session_id)
             self._last = (session_id, tmpl)
         clordid = message.get(11) or b""
         tmpl.session.send_template(tmpl, (clordid, b"E" + clordid, b"O" + clordid))
+
+
+def _er_template(session_id: SessionID) -> AppTemplate:
+    # The venue session's ExecutionReport template. (Its generator written in from_app would
+    # make a variable there a cell, created on every call: ~250 instructions per order.)
+    s = lookup_session(session_id)
+    assert s is not None
+    version = next(v for v in VERSIONS if _ids(v)[1] == s.config.sender_comp_id)
+    return s.template(b"8", er_fields(version))
 
 
 async def serve(busy_poll_us: int = 0) -> None:

@@ -846,7 +846,7 @@ class FixSession:
         if order is not None:
             if len(values) != template.slots:
                 raise ValueError(f"template takes {template.slots} values, got {len(values)}")
-            values = tuple([values[k] for k in order])
+            values = _in_order(values, order)
         ts = self._ts
         if not self._ts_lo <= now < self._ts_hi:  # _timestamp()'s test, inlined
             ts = self._timestamp()
@@ -1826,6 +1826,12 @@ class FixSession:
         else:
             self._event(f"Message {seq} Rejected")
         self._send_raw(reject)
+
+
+def _in_order(values: Sequence[bytes], order: tuple[int, ...]) -> tuple[bytes, ...]:
+    # A template's values in wire order. (A comprehension written in send_template would make
+    # ``values`` a cell there, created on every call: ~250 instructions per send.)
+    return tuple([values[k] for k in order])
 
 
 def _match_precision(ts: bytes, precision: int) -> bytes:
