@@ -3,19 +3,24 @@
 
 from __future__ import annotations
 
+import asyncio
+import ssl
+import subprocess
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from engine.bus import MessageBus
 from engine.clock import Clock, TestClock
 from engine.enums import ExecType, OrdStatus
 from engine.events import Alert, Event, OrderChanged, OrderFilled
-from engine.fix.application import Application
+from engine.fix.application import Application, SessionID
 from engine.fix.codec import FixDecoder
 from engine.fix.log import NullLog
-from engine.fix.session import FixSession
+from engine.fix.message import FixMessage, OutMessage
+from engine.fix.session import FixSession, lookup_session
 from engine.fix.settings import SessionSettings
 from engine.fix.store import MemoryStore
 from engine.fix.transport import SocketAcceptor, SocketInitiator
@@ -316,3 +321,44 @@ def multicast_or_skip() -> None:
     finally:
         r.close()
         s.close()
+
+
+class AckingVenue(Application):
+    """A FIX venue that answers every NewOrderSingle with an ExecutionReport of its ClOrdID."""
+
+    def from_app(self, message: FixMessage, session_id: SessionID) -> None:
+        s = lookup_session(session_id)
+        assert s is not None
+        clordid = message.get(11) or b""
+        s.send(OutMessage(b"8", [(11, clordid), (17, b"E" + clordid), (150, b"0")]))
+
+
+class ReportQueue(Application):
+    """A FIX client that queues the ClOrdID <11> of every application message it receives."""
+
+    def __init__(self) -> None:
+        self.got: asyncio.Queue[bytes] = asyncio.Queue()
+
+    def from_app(self, message: FixMessage, session_id: SessionID) -> None:
+        self.got.put_nowait(message.get(11) or b"")
+
+
+def tls_contexts(folder: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """Return (server, client) TLS contexts of a self-signed ``localhost`` certificate.
+
+    The certificate and key are made in ``folder`` by the ``openssl`` command (skip a test
+    that needs this where ``shutil.which("openssl")`` is None).
+    """
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        [
+            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+            "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+            "-keyout", str(key), "-out", str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server.load_cert_chain(cert, key)
+    return server, ssl.create_default_context(cafile=str(cert))

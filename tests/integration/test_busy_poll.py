@@ -12,31 +12,11 @@ from pathlib import Path
 import pytest
 
 from engine.busypoll import busy_poll_for
-from engine.fix.application import Application, SessionID
-from engine.fix.message import FixMessage, OutMessage
-from engine.fix.session import lookup_session
+from engine.fix.message import OutMessage
 from engine.fix.settings import SettingsError, load_settings
-from tests.factories import socket_pair
+from tests.factories import AckingVenue, ReportQueue, socket_pair
 
 pytestmark = pytest.mark.integration
-
-
-class _Echo(Application):
-    """The venue: answers every NewOrderSingle with an ExecutionReport."""
-
-    def from_app(self, message: FixMessage, session_id: SessionID) -> None:
-        s = lookup_session(session_id)
-        assert s is not None
-        clordid = message.get(11) or b""
-        s.send(OutMessage(b"8", [(11, clordid), (17, b"E" + clordid), (150, b"0")]))
-
-
-class _Client(Application):
-    def __init__(self) -> None:
-        self.got: asyncio.Queue[bytes] = asyncio.Queue()
-
-    def from_app(self, message: FixMessage, session_id: SessionID) -> None:
-        self.got.put_nowait(message.get(11) or b"")
 
 
 def _sleeps() -> int:
@@ -53,9 +33,9 @@ async def _trade(spin_us: int) -> tuple[int, bool, int, float]:
     """Trade 50 orders; return the loop's poll iterations, whether it still spins 300 ms after
     the last message, how often the thread blocked while trading, and the process CPU share
     while quiet."""
-    app = _Client()
+    app = ReportQueue()
     async with socket_pair(
-        _Echo(), app, use_data_dictionary=False, busy_poll_microseconds=spin_us
+        AckingVenue(), app, use_data_dictionary=False, busy_poll_microseconds=spin_us
     ) as pair:
         blocked = _sleeps()
         for i in range(50):

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import ssl
-import subprocess
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,13 +17,13 @@ import pytest
 
 from engine.busypoll import READ_SIZE, busy_poll_for
 from engine.fix import benchtables as bt
-from engine.fix.application import Application, SessionID
-from engine.fix.message import FixMessage, OutMessage
-from engine.fix.session import FixSession, lookup_session
+from engine.fix.application import Application
+from engine.fix.message import OutMessage
+from engine.fix.session import FixSession
 from engine.fix.settings import SessionSettings
 from engine.fix.store import MemoryStore
 from engine.fix.transport import SocketAcceptor, SocketInitiator
-from tests.factories import socket_pair
+from tests.factories import AckingVenue, ReportQueue, socket_pair, tls_contexts
 
 pytestmark = pytest.mark.integration
 
@@ -44,29 +42,11 @@ def _run_on(kind: str, coro: Callable[[], Coroutine[Any, Any, T]]) -> T:
 LOOPS = ["asyncio", "uvloop"]
 
 
-class _Venue(Application):
-    """Answers every NewOrderSingle with an ExecutionReport carrying its ClOrdID."""
-
-    def from_app(self, message: FixMessage, session_id: SessionID) -> None:
-        s = lookup_session(session_id)
-        assert s is not None
-        clordid = message.get(11) or b""
-        s.send(OutMessage(b"8", [(11, clordid), (17, b"E" + clordid), (150, b"0")]))
-
-
-class _Client(Application):
-    def __init__(self) -> None:
-        self.got: asyncio.Queue[bytes] = asyncio.Queue()
-
-    def from_app(self, message: FixMessage, session_id: SessionID) -> None:
-        self.got.put_nowait(message.get(11) or b"")
-
-
 def _order(clordid: bytes) -> OutMessage:
     return OutMessage(b"D", [(11, clordid), (38, b"100"), (54, b"1"), (55, b"X" * 40)])
 
 
-async def _answers(app: _Client, n: int) -> list[bytes]:
+async def _answers(app: ReportQueue, n: int) -> list[bytes]:
     return [await asyncio.wait_for(app.got.get(), 10) for _ in range(n)]
 
 
@@ -84,7 +64,7 @@ async def _client_of(port: int, app: Application, spin_us: int) -> tuple[FixSess
 @pytest.mark.parametrize("kind", LOOPS)
 def test_a_spinning_loop_reads_its_socket_itself_and_loses_nothing(kind: str) -> None:
     async def trade(port: int) -> None:
-        app = _Client()
+        app = ReportQueue()
         session, initiator = await _client_of(port, app, WINDOW_US)
         try:
             nos = session.template(b"D", bt.nos_fields("4.4"))
@@ -125,7 +105,7 @@ def test_a_peer_that_goes_away_while_the_loop_spins_is_seen(kind: str) -> None:
     # A window of 10 s: a reader that missed the end of the stream would only hand the
     # socket back to the loop when the spin ends, long after the 2 s allowed below.
     async def trade(venue: bt.Venue) -> None:
-        app = _Client()
+        app = ReportQueue()
         session, initiator = await _client_of(venue.port, app, 10_000_000)
         try:
             nos = session.template(b"D", bt.nos_fields("4.4"))
@@ -153,9 +133,9 @@ def test_two_connections_on_one_loop_are_read_by_the_loop(kind: str) -> None:
     # Both ends of a pair on one loop: a read that finds nothing costs as much as the loop's
     # readiness poll of every socket, so the loop keeps reading them (no direct reads).
     async def trade() -> None:
-        app = _Client()
+        app = ReportQueue()
         async with socket_pair(
-            _Venue(), app, use_data_dictionary=False, busy_poll_microseconds=WINDOW_US
+            AckingVenue(), app, use_data_dictionary=False, busy_poll_microseconds=WINDOW_US
         ) as pair:
             for i in range(20):
                 pair.client.send(_order(b"t%d" % i))
@@ -172,26 +152,10 @@ def test_two_connections_on_one_loop_are_read_by_the_loop(kind: str) -> None:
     _run_on(kind, trade)
 
 
-def _tls_contexts(tmp: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:
-    cert, key = tmp / "cert.pem", tmp / "key.pem"
-    subprocess.run(
-        [
-            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-            "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
-            "-keyout", str(key), "-out", str(cert),
-        ],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    server.load_cert_chain(cert, key)
-    return server, ssl.create_default_context(cafile=str(cert))
-
-
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl CLI not available")
 @pytest.mark.parametrize("kind", LOOPS)
 def test_tls_connections_spin_but_leave_reading_to_the_transport(kind: str, tmp_path: Path) -> None:
-    server_ctx, client_ctx = _tls_contexts(tmp_path)
+    server_ctx, client_ctx = tls_contexts(tmp_path)
 
     def settings(me: str, them: str, role: str) -> SessionSettings:
         return SessionSettings(
@@ -205,8 +169,8 @@ def test_tls_connections_spin_but_leave_reading_to_the_transport(kind: str, tmp_
         )
 
     async def trade() -> None:
-        app = _Client()
-        venue = FixSession(settings("EXCH", "ME", "acceptor"), MemoryStore(), _Venue())
+        app = ReportQueue()
+        venue = FixSession(settings("EXCH", "ME", "acceptor"), MemoryStore(), AckingVenue())
         client = FixSession(settings("ME", "EXCH", "initiator"), MemoryStore(), app)
         acceptor = SocketAcceptor([venue], port=0, ssl=server_ctx)
         await acceptor.start()

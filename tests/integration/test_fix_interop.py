@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import ssl
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from engine.fix.session import FixSession, lookup_session
 from engine.fix.settings import SessionSettings
 from engine.fix.store import FileStore
 from engine.fix.transport import SocketAcceptor, SocketInitiator
+from tests.factories import tls_contexts
 
 pytestmark = pytest.mark.integration
 
@@ -336,31 +336,7 @@ async def test_initiator_fails_over_to_next_host_and_reconnects(tmp_path: Path) 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl CLI not available")
 async def test_initiator_and_acceptor_over_tls(tmp_path: Path) -> None:
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    proc = await asyncio.create_subprocess_exec(
-        "openssl",
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=localhost",
-        "-addext",
-        "subjectAltName=DNS:localhost",
-        "-keyout",
-        str(key),
-        "-out",
-        str(cert),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    assert await proc.wait() == 0
-    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    server_ctx.load_cert_chain(cert, key)
-    client_ctx = ssl.create_default_context(cafile=str(cert))
+    server_ctx, client_ctx = tls_contexts(tmp_path)
     exch = _session(
         "FIX.4.4", None, "EXCH", "CLIENT", Exchange("FIX.4.4"), tmp_path / "a", initiator=False
     )
