@@ -107,6 +107,33 @@ class BusyPoll:
             if self._direct is not None:
                 self._direct._pause()
 
+    def attach(
+        self, transport: asyncio.Transport, on_data: Callable[[bytes], object]
+    ) -> SocketReader | None:
+        """Read ``transport``'s socket directly while this loop spins; return its reader.
+
+        The reader is added (:meth:`add`); ``on_data`` gets the bytes, as the transport's
+        protocol's ``data_received`` would. None, and nothing added, when the transport is not
+        a plain socket transport whose bytes are the protocol's (TLS: the socket carries
+        ciphertext) or has no socket.
+        """
+        if transport.get_extra_info("sslcontext") is not None:
+            return None
+        if transport.get_extra_info("ssl_object") is not None:
+            return None
+        sock = transport.get_extra_info("socket")
+        if sock is None:
+            return None
+        try:
+            fd = sock.fileno()
+        except (OSError, ValueError):
+            return None
+        if fd < 0:
+            return None
+        reader = SocketReader(self, transport, fd, on_data)
+        self.add(reader)
+        return reader
+
     def add(self, reader: SocketReader) -> None:
         """Let ``reader`` read its socket itself while this loop spins, if it is the only one."""
         if reader not in self._readers:
@@ -156,9 +183,9 @@ class BusyPoll:
 class SocketReader:
     """Reads a transport's socket directly while the loop of a :class:`BusyPoll` spins.
 
-    Made by :func:`socket_reader` and handed to :meth:`BusyPoll.add`. While the loop spins and
-    this is the loop's only reader, the transport's own reading is paused (``pause_reading``)
-    and every spin iteration reads the socket (one non-blocking ``read``); bytes go to
+    Made and added by :meth:`BusyPoll.attach`. While the loop spins and this is the loop's
+    only reader, the transport's own reading is paused (``pause_reading``) and every spin
+    iteration reads the socket (up to :data:`READS_PER_SPIN` non-blocking reads); bytes go to
     ``on_data``, as the transport would hand them to its protocol's ``data_received``. When
     the spin ends, or at the end of the stream or an error, the transport reads again: the
     loop then sleeps on the socket, and sees the end or the error itself and closes the
@@ -166,7 +193,7 @@ class SocketReader:
     before the transport is closed: it must never read a descriptor that may have been reused.
     """
 
-    __slots__ = ("_fd", "_on_data", "_paused", "_poll", "_read_fd", "_transport")
+    __slots__ = ("_on_data", "_paused", "_poll", "_read_fd", "_transport")
 
     def __init__(
         self,
@@ -177,7 +204,6 @@ class SocketReader:
     ) -> None:
         self._poll = poll
         self._transport = transport
-        self._fd = fd
         # A raw file of the descriptor (not closing it): its read answers None when nothing
         # is there, where os.read raises BlockingIOError (~0.3 µs more per idle spin).
         self._read_fd = io.FileIO(fd, "rb", closefd=False).read
@@ -243,32 +269,6 @@ class SocketReader:
                 self._transport.abort()
         else:  # the end of the stream or an error: the transport's own read takes it
             self._poll.remove(self)
-
-
-def socket_reader(
-    loop: asyncio.AbstractEventLoop,
-    transport: asyncio.Transport,
-    on_data: Callable[[bytes], object],
-) -> SocketReader | None:
-    """Return a :class:`SocketReader` of ``transport`` on ``loop``'s busy poll, or None.
-
-    None when the transport is not a plain socket transport whose bytes are the protocol's
-    (TLS: the socket carries ciphertext) or has no socket. The reader is not added yet.
-    """
-    if transport.get_extra_info("sslcontext") is not None:
-        return None
-    if transport.get_extra_info("ssl_object") is not None:
-        return None
-    sock = transport.get_extra_info("socket")
-    if sock is None:
-        return None
-    try:
-        fd = sock.fileno()
-    except (OSError, ValueError):
-        return None
-    if fd < 0:
-        return None
-    return SocketReader(busy_poll_for(loop), transport, fd, on_data)
 
 
 def busy_poll_for(loop: asyncio.AbstractEventLoop) -> BusyPoll:

@@ -39,7 +39,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 import numpy.typing as npt
 
-from engine.busypoll import busy_poll_for, socket_reader
+from engine.busypoll import busy_poll_for
 from engine.fix.application import Application, SessionID
 from engine.fix.message import FixMessage
 from engine.fix.session import AppTemplate, FixSession, lookup_session
@@ -435,15 +435,12 @@ class _Spinning:
     """A FIX connection's busy polling, for an echo.
 
     As a session with BusyPollMicroseconds does: the loop kept polling a while after each read,
-    the socket read directly meanwhile (:func:`~engine.busypoll.socket_reader`).
+    the socket read directly meanwhile (:meth:`~engine.busypoll.BusyPoll.attach`).
     """
 
     def __init__(self, transport: asyncio.Transport, on_data: Callable[[bytes], None]) -> None:
-        loop = asyncio.get_running_loop()
-        self.poll = busy_poll_for(loop)
-        self.reader = socket_reader(loop, transport, on_data)
-        if self.reader is not None:
-            self.poll.add(self.reader)
+        self.poll = busy_poll_for(asyncio.get_running_loop())
+        self.reader = self.poll.attach(transport, on_data)
         self.poll.touch(_SPIN_NS)
 
     def close(self) -> None:

@@ -31,7 +31,7 @@ import ssl as _ssl
 from collections.abc import Iterable, Sequence
 from typing import cast
 
-from engine.busypoll import BusyPoll, SocketReader, busy_poll_for, socket_reader
+from engine.busypoll import BusyPoll, SocketReader, busy_poll_for
 from engine.clock import Clock, LiveClock
 from engine.fastlog import get_log
 from engine.fix.codec import FRAME_REASONS, DecodedBatch, FixDecoder
@@ -245,10 +245,8 @@ class _Connection(asyncio.Protocol):
             loop = asyncio.get_running_loop()
             self._spinner = spinner = busy_poll_for(loop)
             t = self._transport
-            if self._reader is None and t is not None:
-                self._reader = socket_reader(loop, t, self.data_received)
-            if self._reader is not None:
-                spinner.add(self._reader)
+            if self._reader is None and t is not None:  # (_unbind closes any earlier one)
+                self._reader = spinner.attach(t, self.data_received)
             spinner.touch(self._spin_ns)
         if self._logon_timer is not None:
             self._logon_timer.cancel()
