@@ -871,7 +871,11 @@ class FixSession:
         st.last_sent_ns = now
         if memory is not None:  # MemoryStore.set and incr_next_sender_seq_num, inlined
             if self._persist:
-                memory._messages[seq] = raw
+                msgs = memory._messages
+                if seq - memory._first == len(msgs):  # the next number: appended
+                    msgs.append(raw)
+                else:
+                    memory.set(seq, raw)
             memory._sender = seq + 1
         else:
             if self._persist:

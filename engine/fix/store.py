@@ -103,6 +103,11 @@ class MessageStore(Protocol):
         ...
 
 
+#: The longest gap in sent sequence numbers a :class:`MemoryStore` bridges in its list (None per
+#: missing number); past it the list starts again at the new number.
+GAP_KEPT = 4096
+
+
 class StoreError(ValueError):
     """A store's files cannot be read as a store (names the file and why)."""
 
@@ -110,31 +115,73 @@ class StoreError(ValueError):
 class MemoryStore:
     """In-memory :class:`MessageStore`.
 
+    Sent messages are kept in a list indexed by sequence number (from the first one kept),
+    not a dict: a session stores one message per send for a whole day, and a dict that
+    doubles its table copies every entry while the sender waits (7 ms at 87,000 messages,
+    14 ms at 175,000 on this project's machines, and again at each doubling), where a list
+    grows its array of pointers in place. Numbers sent after a gap of up to :data:`GAP_KEPT`
+    are kept in the same list (the gap holds None); a jump further ahead (a number set by
+    hand) starts the list again at the new number and keeps the messages before it aside, in
+    a dict by number, as are messages stored under a number before the list's first. What
+    :meth:`get_range` returns is what a dict of every message stored would.
+
     Parameters
     ----------
     now_ns : int
         Creation time, ns since the epoch.
     """
 
-    __slots__ = ("_created", "_messages", "_sender", "_target")
+    __slots__ = ("_aside", "_created", "_first", "_messages", "_sender", "_target")
 
     def __init__(self, now_ns: int = 0) -> None:
-        self._messages: dict[int, bytes] = {}
+        #: ``_messages[i]`` is the message sent as ``_first + i`` (None: none stored).
+        self._messages: list[bytes | None] = []
+        self._first = 1
+        #: Messages sent before ``_first`` when the list started again (see the class).
+        self._aside: dict[int, bytes] = {}
         self._sender = 1
         self._target = 1
         self._created = now_ns
 
     def set(self, seq_num: int, message: bytes) -> bool:
         """Store a sent message under its MsgSeqNum."""
-        self._messages[seq_num] = message
+        msgs = self._messages
+        i = seq_num - self._first
+        n = len(msgs)
+        if i == n:  # the next number: the usual call
+            msgs.append(message)
+        elif 0 <= i < n:
+            msgs[i] = message
+        elif not msgs:
+            self._first = seq_num
+            msgs.append(message)
+        elif n < i <= n + GAP_KEPT:
+            msgs.extend([None] * (i - n))
+            msgs.append(message)
+        elif i < 0:  # before the list's first number
+            self._aside[seq_num] = message
+        else:  # far ahead: the list starts again here, what it held is kept aside
+            aside = self._aside
+            first = self._first
+            for k, m in enumerate(msgs):
+                if m is not None:
+                    aside[first + k] = m
+            self._messages = [message]
+            self._first = seq_num
         return True
 
     def get_range(self, begin: int, end: int) -> list[tuple[int, bytes]]:
         """Return the stored messages with ``begin <= seq_num <= end``, in order."""
+        aside = self._aside
+        # Every number kept aside is below the list's first one.
+        out = sorted((s, m) for s, m in aside.items() if begin <= s <= end) if aside else []
         msgs = self._messages
-        if end - begin < len(msgs):
-            return [(s, msgs[s]) for s in range(begin, end + 1) if s in msgs]
-        return sorted((s, m) for s, m in msgs.items() if begin <= s <= end)
+        first = self._first
+        for i in range(max(begin, first) - first, min(end - first + 1, len(msgs))):
+            m = msgs[i]
+            if m is not None:
+                out.append((first + i, m))
+        return out
 
     @property
     def next_sender_seq_num(self) -> int:
@@ -169,7 +216,9 @@ class MemoryStore:
 
     def reset(self, now_ns: int) -> None:
         """Forget all messages and restart both sequence numbers at 1."""
-        self._messages.clear()
+        self._messages = []
+        self._first = 1
+        self._aside = {}
         self._sender = 1
         self._target = 1
         self._created = now_ns

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from engine.fix.codec import decode_one, encode, format_timestamp
 from engine.fix.message import FixMessage
 from engine.fix.session import FixSession
 from engine.fix.settings import SessionSettings
-from engine.fix.store import FileStore, MemoryStore, MessageStore
+from engine.fix.store import GAP_KEPT, FileStore, MemoryStore, MessageStore
 
 ROOT = Path(__file__).resolve().parents[4]
 
@@ -45,6 +46,77 @@ def test_store_set_get_and_counters(kind: str, tmp_path: Path) -> None:
         5,
     )
     store.close()
+
+
+class _DictStore:
+    """What a MemoryStore keeps, as a plain dict: the model its list must agree with."""
+
+    def __init__(self) -> None:
+        self.messages: dict[int, bytes] = {}
+
+    def set(self, seq: int, message: bytes) -> None:
+        self.messages[seq] = message
+
+    def get_range(self, begin: int, end: int) -> list[tuple[int, bytes]]:
+        return sorted((s, m) for s, m in self.messages.items() if begin <= s <= end)
+
+
+def test_memory_store_keeps_what_a_dict_keeps() -> None:
+    # Runs of consecutive numbers (the usual sends), small gaps bridged in the list, jumps far
+    # ahead and back (numbers set by hand) and numbers stored again: every range asked for
+    # afterwards is what a dict of every message stored gives.
+    rng = random.Random(7)
+    for _ in range(40):
+        store, model = MemoryStore(), _DictStore()
+        seq = rng.choice([1, 1, 500, 10**12])
+        for _ in range(rng.randrange(1, 400)):
+            move = rng.random()
+            if move < 0.05:
+                seq += rng.randrange(2, GAP_KEPT + 2)  # a gap the list bridges
+            elif move < 0.08:
+                seq += GAP_KEPT + rng.randrange(2, 10**6)  # far ahead
+            elif move < 0.11 and seq > 3:
+                seq = rng.randrange(1, seq)  # back: numbers used again from here
+            elif move < 0.13 and seq > 1:
+                again = rng.randrange(max(1, seq - 50), seq)  # stored again in place
+                model.set(again, b"again %d" % again)
+                store.set(again, b"again %d" % again)
+                continue
+            message = b"m %d" % seq
+            store.set(seq, message)
+            model.set(seq, message)
+            seq += 1
+        top = max(model.messages) + 5
+        for _ in range(30):
+            begin = rng.randrange(0, top)
+            end = rng.randrange(begin, top + 1)
+            assert store.get_range(begin, end) == model.get_range(begin, end), (begin, end)
+        assert store.get_range(0, top) == model.get_range(0, top)
+        store.reset(1)
+        assert store.get_range(0, top) == []
+
+
+def test_memory_store_sends_through_a_session_keep_every_message() -> None:
+    # send_template stores through its own inlined append: messages after a jump of the
+    # sender's number (set by hand) are stored and resent like the others.
+    clock = TestClock(1_764_892_800 * 1_000_000_000)
+    store = MemoryStore()
+    session = FixSession(
+        SessionSettings(begin_string="FIX.4.4", sender_comp_id="A", target_comp_id="B"),
+        store,
+        clock=clock,
+    )
+    session.state.received_logon = session.state.sent_logon = True
+    tmpl = session.template(b"D", [(11, None), (55, b"X")])
+    for i in range(3):
+        assert session.send_template(tmpl, (b"c%d" % i,)) == i + 1
+    store.set_next_sender_seq_num(GAP_KEPT + 100)
+    for i in range(3, 5):
+        session.send_template(tmpl, (b"c%d" % i,))
+    kept = store.get_range(1, 10**9)
+    assert [s for s, _ in kept] == [1, 2, 3, GAP_KEPT + 100, GAP_KEPT + 101]
+    assert all(b"\x0111=c%d\x01" % i in raw for i, (_, raw) in enumerate(kept))
+    session.close()
 
 
 def test_file_store_reopen_restores_messages_and_seqnums(tmp_path: Path) -> None:
