@@ -9,7 +9,6 @@ and headless on a server; it knows nothing of threads, sockets to clients or Qt.
 
 import asyncio
 import contextlib
-import gc
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -37,6 +36,7 @@ from engine.events import (
     EventRecord,
 )
 from engine.fastlog import get_log
+from engine.gcpace import freeze_start_up
 
 log = get_log(__name__)
 
@@ -304,7 +304,7 @@ class Engine:
         try:
             if await self._start_components(warm_up, started):
                 self._set_state(EngineState.RUNNING)
-                _freeze_start_up_objects()
+                freeze_start_up()
                 await self._stop.wait()
         except Exception as e:
             failure = f"{type(e).__name__}: {e}"
@@ -441,17 +441,6 @@ class Engine:
             due += self._hb_interval_ns
             if due < mono:  # fell behind by more than an interval: do not burst to catch up
                 due = mono + self._hb_interval_ns
-
-
-def _freeze_start_up_objects() -> None:
-    """Keep what start-up made (modules, kernels, dictionaries, caches) out of full collections.
-
-    A full (generation 2) collection walks every tracked object: with the start-up's millions
-    it paused the engine loop for ~200 ms every few seconds of heavy trading (issue 16). Frozen,
-    those objects are never scanned again; a full pass then costs what trading keeps.
-    """
-    gc.collect()
-    gc.freeze()
 
 
 def _check_heartbeat_ms(ms: int) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import importlib.util
 import os
 import statistics
@@ -48,6 +49,7 @@ from engine.fix.transport import SocketAcceptor, SocketInitiator, install_uvloop
 from engine.fix.validation.plans import layout_program
 from engine.fix.validation.validator import validate, validate_message
 from engine.fix.validation.walk import _validate_reference
+from engine.gcpace import freeze_start_up
 from tests.benchmarks import judge
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -309,6 +311,7 @@ async def _serve(dictionary: bool, templates: bool, busy_poll_us: int) -> None:
     session = FixSession(config, MemoryStore(), app)
     acceptor = SocketAcceptor([session], port=0, timer_interval=1.0)
     await acceptor.start()
+    freeze_start_up()  # as an engine's process does once started (engine.core)
     print(acceptor.port, flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
     await acceptor.stop()
@@ -352,6 +355,7 @@ async def _round_trips(
     await initiator.start()
     await initiator.wait_logged_on(10)
     loop = asyncio.get_running_loop()
+    freeze_start_up()  # as the venue's process (and an engine's once started)
     try:
         lat = await _one_at_a_time(loop, app, send, n)
         total_s = sum(lat) / 1e9
@@ -368,6 +372,7 @@ async def _round_trips(
         await asyncio.wait_for(app.waiter, 120)
         pipe_s = (time.perf_counter_ns() - t0) / 1e9
     finally:
+        gc.unfreeze()
         await initiator.stop()
         session.close()
     return {
