@@ -29,6 +29,12 @@ def test_bench_fix_prints_and_writes_both_tables(tmp_path: Path) -> None:
     # Targets are judged: exit 1 with a MISSED line per miss, 0 only without any.
     assert done.returncode == (1 if "MISSED:" in out else 0), out + done.stderr
     assert "Traceback" not in done.stderr
+    # Measured row by row: each batch size's runs follow each other (no QuickFIX here).
+    progress = [line.strip() for line in out.splitlines() if line.startswith("  batch ")]
+    assert progress == [
+        "batch 1: busy polling, sleeping when idle …",
+        "batch 10: busy polling, sleeping when idle …",
+    ]
     rows = [line for line in out.splitlines() if line.startswith("| ")]
     batch_rows = [r for r in rows if r.split("|")[1].strip() in ("1", "10")]
     assert [r.split("|")[2].strip() for r in batch_rows] == ["60", "60"]  # orders per row
