@@ -871,9 +871,11 @@ class FixSession:
         st.last_sent_ns = now
         if memory is not None:  # MemoryStore.set and incr_next_sender_seq_num, inlined
             if self._persist:
-                msgs = memory._messages
-                if seq - memory._first == len(msgs):  # the next number: appended
-                    msgs.append(raw)
+                ends = memory._ends
+                if seq - memory._first == len(ends):  # the next number: packed at the end
+                    packed = memory._data
+                    packed += raw
+                    ends.append(len(packed))
                 else:
                     memory.set(seq, raw)
             memory._sender = seq + 1
