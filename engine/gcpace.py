@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import threading
 import time
 
 
@@ -32,8 +33,16 @@ def freeze_start_up() -> None:
     a FIX session's process for 35 ms in 200,000 messages. Frozen, those objects are never
     scanned again; a full pass then costs what trading keeps. Called once start-up is done
     (the engine's start, the FIX benchmarks' processes once logged on).
+
+    Start-up's garbage is collected first only on the main thread. An engine embedded in the
+    console starts in a thread of its own, and the console collects in its GUI thread only
+    (``app.bridge.GcPacer``): a collection there can free a cycle holding a Qt object and
+    destroy it in the wrong thread, or wait on the GUI thread while that waits for the
+    interpreter lock (the console hung while its window was being built). Elsewhere the
+    objects are frozen as they are.
     """
-    gc.collect()
+    if threading.current_thread() is threading.main_thread():
+        gc.collect()
     gc.freeze()
 
 

@@ -3,8 +3,10 @@
 
 import asyncio
 import gc
+import threading
+from typing import ClassVar
 
-from engine.gcpace import GcPacing
+from engine.gcpace import GcPacing, freeze_start_up
 
 
 class _Node:
@@ -36,3 +38,38 @@ def test_pacing_frees_cycles_freezes_survivors_and_restores_the_collector() -> N
     asyncio.run(run())
     assert gc.isenabled()
     assert gc.get_freeze_count() == 0
+
+
+class _Noted:
+    """A garbage cycle that notes the thread that freed it."""
+
+    freed_in: ClassVar[list[str]] = []
+
+    def __init__(self) -> None:
+        self.me = self
+
+    def __del__(self) -> None:
+        _Noted.freed_in.append(threading.current_thread().name)
+
+
+def test_freeze_start_up_collects_on_the_main_thread_only() -> None:
+    # The console's embedded engine starts in its own thread while the GUI thread owns every
+    # collection (app.bridge.GcPacer): there start-up's objects are frozen, never collected.
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        gc.collect()
+        _Noted.freed_in.clear()
+        _Noted()  # garbage now: only a collection frees it
+        worker = threading.Thread(target=freeze_start_up, name="engine")
+        worker.start()
+        worker.join()
+        assert _Noted.freed_in == []
+        gc.unfreeze()
+        _Noted()
+        freeze_start_up()  # here, on the main thread: collected, then frozen
+        assert _Noted.freed_in == ["MainThread", "MainThread"]
+    finally:
+        gc.unfreeze()
+        if was:
+            gc.enable()
