@@ -78,12 +78,15 @@ from engine.fix.message import (
 )
 from engine.fix.settings import SessionSettings
 from engine.fix.state import SessionState
-from engine.fix.store import MemoryStore, MessageStore
+from engine.fix.store import CHUNK, MemoryStore, MessageStore
 from engine.fix.validation.issues import REJECT_TEXTS, IssueKind, ValidationIssue
 from engine.fix.validation.plans import layout_program
 from engine.fix.validation.validator import validate_message
 
 _log = get_log(__name__)
+#: The inlined store of send_template appends unless the message would fill a MemoryStore
+#: chunk (that one goes through MemoryStore.set, which seals the chunk).
+_CHUNK_LAST = CHUNK - 1
 
 _NS = 1_000_000_000
 #: The largest sequence number (QuickFIX's SEQNUM is a uint64): one past it is refused.
@@ -871,11 +874,10 @@ class FixSession:
         st.last_sent_ns = now
         if memory is not None:  # MemoryStore.set and incr_next_sender_seq_num, inlined
             if self._persist:
-                ends = memory._ends
-                if seq - memory._first == len(ends):  # the next number: packed at the end
-                    packed = memory._data
-                    packed += raw
-                    ends.append(len(packed))
+                tail = memory._tail
+                if seq == memory._next and len(tail) < _CHUNK_LAST:  # the next number
+                    tail.append(raw)
+                    memory._next = seq + 1
                 else:
                     memory.set(seq, raw)
             memory._sender = seq + 1

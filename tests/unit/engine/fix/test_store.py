@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from engine.clock import TestClock
+from engine.fix import store as store_module
 from engine.fix.codec import decode_one, encode, format_timestamp
 from engine.fix.message import FixMessage
 from engine.fix.session import FixSession
@@ -61,10 +62,13 @@ class _DictStore:
         return sorted((s, m) for s, m in self.messages.items() if begin <= s <= end)
 
 
-def test_memory_store_keeps_what_a_dict_keeps() -> None:
+@pytest.mark.parametrize("chunk", [7, store_module.CHUNK])
+def test_memory_store_keeps_what_a_dict_keeps(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
     # Runs of consecutive numbers (the usual sends), small gaps bridged in the list, jumps far
     # ahead and back (numbers set by hand) and numbers stored again: every range asked for
     # afterwards is what a dict of every message stored gives.
+    # (A chunk of 7 messages: many chunks filled and sealed.)
+    monkeypatch.setattr(store_module, "CHUNK", chunk)
     rng = random.Random(7)
     for _ in range(40):
         store, model = MemoryStore(), _DictStore()
@@ -108,13 +112,18 @@ def test_memory_store_sends_through_a_session_keep_every_message() -> None:
     )
     session.state.received_logon = session.state.sent_logon = True
     tmpl = session.template(b"D", [(11, None), (55, b"X")])
-    for i in range(3):
+    n = 2 * store_module.CHUNK + 3  # two chunks filled and sealed on the way
+    for i in range(n):
         assert session.send_template(tmpl, (b"c%d" % i,)) == i + 1
-    store.set_next_sender_seq_num(GAP_KEPT + 100)
-    for i in range(3, 5):
+    # Filled chunks are sealed (tuples the collector stops walking): the list being filled
+    # holds the last three only.
+    assert len(store._tail) == 3
+    far = n + GAP_KEPT + 100
+    store.set_next_sender_seq_num(far)
+    for i in range(n, n + 2):
         session.send_template(tmpl, (b"c%d" % i,))
     kept = store.get_range(1, 10**9)
-    assert [s for s, _ in kept] == [1, 2, 3, GAP_KEPT + 100, GAP_KEPT + 101]
+    assert [s for s, _ in kept] == [*range(1, n + 1), far, far + 1]
     assert all(b"\x0111=c%d\x01" % i in raw for i, (_, raw) in enumerate(kept))
     session.close()
 
