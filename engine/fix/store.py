@@ -168,7 +168,7 @@ class MemoryStore:
         nxt = self._next
         if seq_num == nxt or (not self._tail and not self._chunks):
             if nxt != seq_num:  # nothing kept yet: the chunks start here
-                self._first = seq_num
+                self._first = self._next = seq_num
             self._push(message)
         elif nxt < seq_num <= nxt + GAP_KEPT:
             for _ in range(seq_num - nxt):
@@ -182,14 +182,14 @@ class MemoryStore:
                 aside.setdefault(seq, raw)
             self._chunks = []
             self._tail = []
-            self._first = seq_num
+            self._first = self._next = seq_num
             self._push(message)
         return True
 
     def _push(self, message: bytes | None) -> None:
         tail = self._tail
         tail.append(message)
-        self._next = self._first + len(self._chunks) * CHUNK + len(tail)
+        self._next += 1
         if len(tail) == CHUNK:
             self._chunks.append(tuple(tail))
             self._tail = []
