@@ -32,6 +32,7 @@ from engine.types import (
     TIF_IOC,
 )
 
+I64 = npt.NDArray[np.int64]
 _TIFS = (TIF_DAY, TIF_GTC, TIF_IOC, TIF_FOK)
 _EV_FIELDS = len(EXEC_EVENT_DTYPE.names or ())
 
@@ -122,7 +123,7 @@ class Matcher:
         same ``owner`` (``owner < 0`` never self-trades).
     """
 
-    __slots__ = ("_a", "_ev", "_one", "_out", "_stp")
+    __slots__ = ("_a", "_ev", "_out", "_stp", "_ws")
 
     def __init__(
         self, px_min: int, n_levels: int, capacity: int = 1 << 16, stp: int = STP_NONE
@@ -132,8 +133,7 @@ class Matcher:
         self._a = L3Arrays(px_min, n_levels, capacity, PRIO_DEFAULT)
         self._stp = stp
         self._out = np.zeros(1024, EXEC_EVENT_DTYPE)
-        self._one = make_cmds(1)
-        self._ev = np.zeros((1024, _EV_FIELDS), np.int64)  # submit_one's events as int rows
+        self._ws, self._ev = _workspace(stp, 1024)
 
     @property
     def book(self) -> L3Book:
@@ -217,34 +217,25 @@ class Matcher:
         a = self._a
         while True:
             m = k.match_one(
-                a.o,
-                a.lv,
-                a.st,
-                a.keys,
-                a.vals,
-                a.free,
-                self._one,
-                self._out,
-                self._stp,
-                ts,
-                order_id,
-                px,
-                qty,
-                owner,
-                side,
-                action,
-                ord_type,
-                tif,
-                self._ev,
-            )
+                a.o, a.lv, a.st, a.tab, a.free, self._ws,
+                ts, order_id, px, qty, owner, side, action, ord_type, tif,
+            )  # fmt: skip
             if m >= 0:
                 return self._ev[:m].tolist()  # type: ignore[no-any-return]
             if m == -1:
                 a.grow()
             else:
-                self._reserve(1)
-                if self._ev.shape[0] < self._out.shape[0]:
-                    self._ev = np.zeros((self._out.shape[0], _EV_FIELDS), np.int64)
+                rows = max(8 + 3 * a.n_orders + 16, 2 * self._ev.shape[0])
+                self._ws, self._ev = _workspace(self._stp, rows)
+
+
+def _workspace(stp: int, rows: int) -> tuple[I64, I64]:
+    # match_one's workspace (the MW_* layout of the kernels) and its int rows of events
+    ws = np.zeros(k.MW_OUT + (k.MW_OUT_WIDTH + k.MW_EV_WIDTH) * rows, np.int64)
+    ws[k.MW_STP] = stp
+    ws[k.MW_ROWS] = rows
+    ev = ws[k.MW_OUT + k.MW_OUT_WIDTH * rows :].reshape(rows, k.MW_EV_WIDTH)
+    return ws, ev
 
 
 def make_cmds(n: int) -> npt.NDArray[np.void]:

@@ -477,3 +477,22 @@ def test_submit_one_is_submit_of_one_row(cmds: list[tuple[int, ...]], stp: int) 
             continue
         assert single.submit_one(1000 + i, oid, px, qty, owner, sd, act, typ, tif) == want
     assert single.book.resting().tolist() == batch.book.resting().tolist()
+
+
+def test_submit_one_grows_its_workspace_when_a_sweep_needs_more_rows() -> None:
+    # 500 resting orders need more event rows than the first workspace has (8 + 3 * 500 + 16
+    # > 1024): the call grows it and answers as the batch path does, every fill included.
+    batch, single = Matcher(PX_MIN, N), Matcher(PX_MIN, N)
+    for oid in range(1, 501):
+        px = PX_MIN + 1 + oid % (N - 1)
+        row = make_cmds(1)
+        row[0] = (oid, oid, px, 2, -1, SELL, CMD_NEW, ORD_LIMIT, TIF_DAY)
+        want = [list(r) for r in batch.submit(row).tolist()]
+        assert single.submit_one(oid, oid, px, 2, -1, SELL, CMD_NEW, ORD_LIMIT, TIF_DAY) == want
+    sweep = make_cmds(1)
+    sweep[0] = (9000, 9000, 0, 1000, -1, BUY, CMD_NEW, ORD_MARKET, TIF_IOC)
+    want = [list(r) for r in batch.submit(sweep).tolist()]
+    got = single.submit_one(9000, 9000, 0, 1000, -1, BUY, CMD_NEW, ORD_MARKET, TIF_IOC)
+    assert len(got) == 1 + 2 * 500
+    assert got == want
+    assert single.book.resting().shape[0] == 0
