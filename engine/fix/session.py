@@ -400,6 +400,8 @@ class FixSession:
         #: The layouts this session found valid, for its transport's decoder to check again
         #: in a kernel (:mod:`engine.fix.layouts`); None without a data dictionary.
         self.layouts = LayoutTable() if config.use_data_dictionary else None
+        # The block and table size of the last LayoutTable.recheck (_validate): once each.
+        self._rechecked: tuple[int, int] = (0, 0)
         _SESSIONS[self.session_id] = self
         self.app.on_create(self.session_id)
         self._event("Created session")
@@ -1087,14 +1089,29 @@ class FixSession:
         checked = msg.checked
         if checked == layouts.valid:  # proven valid by the decoder's kernel
             return None
+        unknown = layouts.base + LAYOUT_UNKNOWN
+        block = msg._b
+        if checked == unknown and self._rechecked != (id(block), len(layouts)):
+            # Decoded before a layout was kept (the rest of a session's first read): the
+            # kernel proves what it can of the block now, once per block and table size.
+            self._rechecked = (id(block), len(layouts))
+            checked = layouts.recheck(block, msg._k)
+            if checked == layouts.valid:
+                return None
         app_dd = self._app_dd(msg) if self._is_fixt else None
         if self._is_fixt and app_dd is None and not dd.is_msg_type(msg.msg_type.decode("latin-1")):
             return None
         issue = validate_message(msg, dd, app_dd, self._validation)
-        if issue is None and checked == layouts.base + LAYOUT_UNKNOWN:
-            # A layout the kernel has not seen, found valid: the kernel checks the next ones.
+        if issue is None and checked == unknown:
+            # A layout the kernel has not seen, found valid: the kernel checks the next ones,
+            # from the next message of this block on.
             try:
-                layouts.add(msg.tags, msg.get(35) or b"", layout_program(msg, dd, app_dd))
+                program = layout_program(msg, dd, app_dd)
+                if layouts.add(msg.tags, msg.get(35) or b"", program) and msg._k + 2 < len(
+                    block.first
+                ):
+                    self._rechecked = (id(block), len(layouts))
+                    layouts.recheck(block, msg._k + 1)
             except Exception:  # a shortcut must never cost the session its connection
                 _log.exception("%s: layout not kept for the decoder", self.session_id)
         return issue

@@ -263,6 +263,83 @@ def test_a_session_learns_a_layout_and_still_rejects_a_bad_value() -> None:
     assert rejects[0].get(371) == b"44"
 
 
+def test_recheck_proves_what_was_decoded_before_its_layout_was_kept() -> None:
+    # A read decoded while the table was empty: every mark unknown. Once the layout is kept,
+    # recheck marks the rest of the block as the decoder would now, in place: a good value
+    # valid, a bad one unproven (left to validation), another MsgType still unknown; marks
+    # before ``first`` and marks another generation made are left alone.
+    d = dd("FIX44")
+    table = LayoutTable()
+    other = _er(b"O5")
+    other[2] = (35, b"9")
+    pairs = [_er(b"A1"), _er(b"B2", b"101.25"), _er(b"C3", b"1.2.3"), _er(b"D4"), other]
+    dec = FixDecoder()
+    dec.layouts = table
+    msgs = dec.decode_batch(b"".join(frame(p) or b"" for p in pairs)).messages()
+    block = msgs[0]._b  # type: ignore[union-attr]
+    assert all(m is not None and m._b is block for m in msgs)
+    assert block.checked == [table.base + k.LAYOUT_UNKNOWN] * 5
+    assert table.recheck(block, 1) == table.base + k.LAYOUT_UNKNOWN  # nothing kept yet
+    first = msgs[0]
+    assert first is not None
+    assert validate_message(first, d) is None
+    assert table.add(first.tags, b"8", layout_program(first, d))
+    assert table.recheck(block, 1) == table.valid
+    assert [m - table.base for m in block.checked] == [
+        k.LAYOUT_UNKNOWN, k.LAYOUT_VALID, k.LAYOUT_UNPROVEN, k.LAYOUT_VALID, k.LAYOUT_UNKNOWN
+    ]  # fmt: skip
+    assert [m.checked for m in msgs if m is not None] == block.checked
+    block.checked[3] = 1  # a mark of an earlier generation (base 0): not this table's to change
+    table.recheck(block, 0)
+    assert block.checked[3] == 1
+    assert block.checked[0] == table.valid
+
+
+class _Burst(Application):
+    def __init__(self) -> None:
+        self.marks: list[int] = []
+        self.clordids: list[bytes] = []
+
+    def from_app(self, message: FixMessage, session_id: SessionID) -> None:
+        s = lookup_session(session_id)
+        assert s is not None
+        assert s.layouts is not None
+        self.marks.append(message.checked - s.layouts.base)
+        self.clordids.append(message.get(11) or b"")
+
+
+async def _burst() -> tuple[_Burst, list[FixMessage]]:
+    app = _Burst()
+    client_app = _Client()
+    async with socket_pair(app, client_app, use_data_dictionary=True) as pair:
+        client = pair.client
+        good = client.template(b"D", nos_fields("4.4"))
+        bad = client.template(
+            b"D", [(t, b"1O1.25" if t == 44 else v) for t, v in nos_fields("4.4")]
+        )
+        # One write (sends outside a read are gathered): 40 orders of a layout the venue has
+        # not seen, over three of the decoder's blocks, a bad price among them.
+        for i in range(40):
+            client.send_template(bad if i == 20 else good, (b"o%d" % i,))
+        for _ in range(250):
+            if len(app.marks) == 39 and client_app.rejects:
+                break
+            await asyncio.sleep(0.02)
+        return app, client_app.rejects
+
+
+def test_a_burst_before_its_layout_is_known_is_proven_by_the_kernel_after_the_first() -> None:
+    app, rejects = asyncio.run(_burst())
+    assert app.clordids == [b"o%d" % i for i in range(40) if i != 20]
+    # The first order was validated in Python and its layout kept; every later one of the
+    # same read was proven by the kernel (so not validated again), the bad price was not.
+    assert app.marks == [k.LAYOUT_UNKNOWN, *[k.LAYOUT_VALID] * 38]
+    assert len(rejects) == 1
+    assert rejects[0].get(45) == b"22"  # RefSeqNum: the bad order (Logon was 1)
+    assert rejects[0].get(373) == b"6"  # Incorrect data format for value
+    assert rejects[0].get(371) == b"44"
+
+
 def test_programs_survive_the_table_growing() -> None:
     table = LayoutTable()
     n_layouts, n_values = 60, 10  # 2,640 code rows and 600 enum values: both areas grow
