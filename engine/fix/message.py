@@ -76,8 +76,9 @@ class Block:
 
     The decoder makes one per block of messages that arrived together, and a
     :class:`FixMessage` is a position in one: decoding into messages costs one small object
-    per message. Nothing here changes once made (``bytes``, and arrays no one writes to), so
-    a message stays valid whatever the decoder does next; a message kept long keeps its block
+    per message. Nothing here changes once made (``bytes``, and arrays no one writes to;
+    only ``checked`` may be refined, see below), so a message stays valid whatever the decoder
+    does next; a message kept long keeps its block
     alive (about 14 KB for 16 ExecutionReports): keep the values you need rather than the
     message when you keep many.
 
@@ -98,7 +99,9 @@ class Block:
         :meth:`FixMessage.get` finds a tag with a memchr (``bytes.find``) rather than a scan
         of the tag array (a Python int compared per field).
     checked : list of int or None
-        Per message, what the decoder's layout table proved of it (None: 0 for all).
+        Per message, what the decoder's layout table proved of it (None: 0 for all). The one
+        thing that changes: the session may mark an unknown layout again once it keeps it
+        (:meth:`~engine.fix.layouts.LayoutTable.recheck`).
     ts_recv : int
         Local receive time of the messages, ns since the epoch (0 when unknown).
     """
