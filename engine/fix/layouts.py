@@ -188,7 +188,8 @@ class LayoutTable:
         fields[1] = block.starts[f0:f1]
         fields[2] = block.ends[f0:f1]
         out = np.empty(nm, dtype=np.int64)
-        k.check_layouts(block.buf, msgs, nm, fields, self.table, out, self.base)
+        buf = block.buf if type(block.buf) is bytes else bytes(block.buf)  # (one compiled type)
+        k.check_layouts(buf, msgs, nm, fields, self.table, out, self.base)
         unknown = self.base + k.LAYOUT_UNKNOWN
         for i, mark in enumerate(out.tolist(), first):
             if checked[i] == unknown:

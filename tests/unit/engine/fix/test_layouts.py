@@ -295,6 +295,28 @@ def test_recheck_proves_what_was_decoded_before_its_layout_was_kept() -> None:
     assert block.checked[0] == table.valid
 
 
+def test_recheck_of_a_block_read_from_a_bytearray_compiles_nothing_new() -> None:
+    d = dd("FIX44")
+    table = LayoutTable()
+    dec = FixDecoder()
+    dec.layouts = table
+    raw = b"".join(frame(_er(b"A%d" % i)) or b"" for i in range(3))
+    msgs = dec.decode_batch(raw).messages()  # bytes: the type the kernel is compiled for
+    first = msgs[0]
+    assert first is not None
+    assert validate_message(first, d) is None
+    assert table.add(first.tags, b"8", layout_program(first, d))
+    assert table.recheck(first._b, 1) == table.valid
+    signatures = len(k.check_layouts.signatures)
+    again = FixDecoder()
+    block = again.decode_batch(bytearray(raw)).messages()[0]._b  # type: ignore[union-attr]
+    assert type(block.buf) is bytearray
+    block.checked = [table.base + k.LAYOUT_UNKNOWN] * 3
+    assert table.recheck(block, 0) == table.valid
+    assert block.checked == [table.valid] * 3
+    assert len(k.check_layouts.signatures) == signatures
+
+
 class _Burst(Application):
     def __init__(self) -> None:
         self.marks: list[int] = []
