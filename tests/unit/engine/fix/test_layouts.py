@@ -164,6 +164,50 @@ def test_timestamps_the_kernel_accepts_are_real(stamp: bytes, ok: bool) -> None:
     assert (_validate_reference(pairs, d) is None) == ok
 
 
+_KINDS = [
+    (k.CHECK_INT, 0, b"0", True), (k.CHECK_INT, 0, b"-5", True), (k.CHECK_INT, 0, b"00012", True),
+    (k.CHECK_INT, 0, b"-", False), (k.CHECK_INT, 0, b"5-", False), (k.CHECK_INT, 0, b"1.0", False),
+    (k.CHECK_FLOAT, 0, b"1.5", True), (k.CHECK_FLOAT, 0, b"-1.5", True),
+    (k.CHECK_FLOAT, 0, b".5", True), (k.CHECK_FLOAT, 0, b"5.", True),
+    (k.CHECK_FLOAT, 0, b"-", False), (k.CHECK_FLOAT, 0, b".", False),
+    (k.CHECK_FLOAT, 0, b"1.2.3", False), (k.CHECK_FLOAT, 0, b"1e5", False),
+    (k.CHECK_FLOAT, 0, b"--1", False),
+    (k.CHECK_CHAR, 0, b"Y", True), (k.CHECK_CHAR, 0, b"YN", False),
+    (k.CHECK_SEQNUM, 0, b"1", True), (k.CHECK_SEQNUM, 0, b"18446744073709551615", True),
+    (k.CHECK_SEQNUM, 0, b"0000018446744073709551615", True),
+    (k.CHECK_SEQNUM, 0, b"18446744073709551616", False),
+    (k.CHECK_SEQNUM, 0, b"99999999999999999999", False),
+    (k.CHECK_SEQNUM, 0, b"100000000000000000000", False),
+    (k.CHECK_SEQNUM, 0, b"17999999999999999999", True),
+    (k.CHECK_SEQNUM, 0, b"-1", False), (k.CHECK_SEQNUM, 0, b"1x", False),
+    (k.CHECK_INT_SEQNUM, 0, b"-99999999999999999999999", True),
+    (k.CHECK_INT_SEQNUM, 0, b"18446744073709551616", False),
+    (k.CHECK_INT_SEQNUM, 0, b"-", False), (k.CHECK_INT_SEQNUM, 0, b"42", True),
+    (k.CHECK_COUNT, 3, b"3", True), (k.CHECK_COUNT, 3, b"03", True),
+    (k.CHECK_COUNT, 3, b"4", False), (k.CHECK_COUNT, 3, b"-3", False),
+    (k.CHECK_COUNT, 3, b"0000000000000000003", False),  # over 18 digits
+    (k.CHECK_ANY, 0, b"anything", True),
+    (k.CHECK_ENUM, 0, b"A", True), (k.CHECK_ENUM, 0, b"BC", True), (k.CHECK_ENUM, 0, b"B", False),
+    (k.CHECK_ENUM, 0, b"ABCDEFGHI", False), (k.CHECK_ENUM, 0, b"BCD", False),
+    (99, 0, b"1", False),  # a kind the kernel does not know proves nothing
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("kind", "arg", "value", "ok"), _KINDS)
+def test_each_value_check_proves_exactly_its_values(
+    kind: int, arg: int, value: bytes, ok: bool
+) -> None:
+    table = LayoutTable()
+    check: int | frozenset[bytes] = frozenset((b"A", b"BC")) if kind == k.CHECK_ENUM else arg
+    program: list[tuple[int, int | frozenset[bytes]]] = [
+        (k.CHECK_ANY, 0), (k.CHECK_INT, 0), (k.CHECK_ENUM, frozenset()), (kind, check),
+        (k.CHECK_INT, 0),
+    ]  # fmt: skip
+    assert table.add([8, 9, 35, 5001, 10], b"Z", program)
+    raw = frame([(8, b"FIX.4.4"), (9, b"0"), (35, b"Z"), (5001, value), (10, b"0")])
+    assert mark(table, raw or b"")[0] == (k.LAYOUT_VALID if ok else k.LAYOUT_UNPROVEN)
+
+
 def test_a_full_table_starts_again_and_grows_its_code() -> None:
     table = LayoutTable()
     tags = [8, 9, 35, *range(100, 140), 10]  # 44 fields: the code area grows past 1,024 rows
