@@ -13,6 +13,7 @@ moved, dropped or repeated).
 from __future__ import annotations
 
 import asyncio
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -273,15 +274,19 @@ class _Client(Application):
             self.rejects.append(message)
 
 
+def _good_and_bad(client: FixSession) -> tuple[AppTemplate, AppTemplate]:
+    # NewOrderSingle templates of one layout: a good one, and one whose price is no number.
+    good = client.template(b"D", nos_fields("4.4"))
+    bad = client.template(b"D", [(t, b"1O1.25" if t == 44 else v) for t, v in nos_fields("4.4")])
+    return good, bad
+
+
 async def _orders() -> tuple[list[int], list[FixMessage], int]:
     app = _Venue()
     client_app = _Client()
     async with socket_pair(app, client_app, use_data_dictionary=True) as pair:
         client = pair.client
-        good = client.template(b"D", nos_fields("4.4"))
-        bad = client.template(
-            b"D", [(t, b"1O1.25" if t == 44 else v) for t, v in nos_fields("4.4")]
-        )
+        good, bad = _good_and_bad(client)
         for i in range(5):
             client.send_template(good, (b"g%d" % i,))
             await asyncio.wait_for(client_app.got.get(), 5)
@@ -351,14 +356,14 @@ def test_recheck_of_a_block_read_from_a_bytearray_compiles_nothing_new() -> None
     assert validate_message(first, d) is None
     assert table.add(first.tags, b"8", layout_program(first, d))
     assert table.recheck(first._b, 1) == table.valid
-    signatures = len(k.check_layouts.signatures)
+    signatures = len(cast(Any, k.check_layouts).signatures)
     again = FixDecoder()
-    block = again.decode_batch(bytearray(raw)).messages()[0]._b  # type: ignore[union-attr]
+    block = again.decode_batch(bytearray(raw)).messages()[0]._b  # type: ignore[arg-type,union-attr]
     assert type(block.buf) is bytearray
     block.checked = [table.base + k.LAYOUT_UNKNOWN] * 3
     assert table.recheck(block, 0) == table.valid
     assert block.checked == [table.valid] * 3
-    assert len(k.check_layouts.signatures) == signatures
+    assert len(cast(Any, k.check_layouts).signatures) == signatures
 
 
 class _Burst(Application):
@@ -379,10 +384,7 @@ async def _burst() -> tuple[_Burst, list[FixMessage]]:
     client_app = _Client()
     async with socket_pair(app, client_app, use_data_dictionary=True) as pair:
         client = pair.client
-        good = client.template(b"D", nos_fields("4.4"))
-        bad = client.template(
-            b"D", [(t, b"1O1.25" if t == 44 else v) for t, v in nos_fields("4.4")]
-        )
+        good, bad = _good_and_bad(client)
         # One write (sends outside a read are gathered): 40 orders of a layout the venue has
         # not seen, over three of the decoder's blocks, a bad price among them.
         for i in range(40):
