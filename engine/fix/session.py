@@ -1095,7 +1095,10 @@ class FixSession:
             # Decoded before a layout was kept (the rest of a session's first read): the
             # kernel proves what it can of the block now, once per block and table size.
             self._rechecked = (id(block), len(layouts))
-            checked = layouts.recheck(block, msg._k)
+            try:
+                checked = layouts.recheck(block, msg._k)
+            except Exception:  # a shortcut must never cost the session its connection
+                _log.exception("%s: layouts not checked again", self.session_id)
             if checked == layouts.valid:
                 return None
         app_dd = self._app_dd(msg) if self._is_fixt else None
