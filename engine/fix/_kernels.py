@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from engine.jit import kernel, kernel_inline, kernel_keep_gil
+from engine.jit import kernel, kernel_keep_gil
 
 #: Frame status codes written to column ``MSG_STATUS`` of the message table.
 FRAME_OK: int = 0
@@ -165,16 +165,6 @@ def header_expectation(begin: bytes, sender: bytes, target: bytes) -> npt.NDArra
 
 
 @kernel
-def _same(buf: bytes, s: int, e: int, expect: npt.NDArray[np.uint8], at: int, n: int) -> bool:
-    if e - s != n:
-        return False
-    for j in range(n):  # noqa: SIM110  (numba: a loop, not a generator)
-        if buf[_U(s + j)] != expect[_U(at + j)]:
-            return False
-    return True
-
-
-@kernel
 def _days_from_civil(y: int, m: int, d: int) -> int:
     # Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
     if m <= 2:
@@ -188,26 +178,7 @@ def _days_from_civil(y: int, m: int, d: int) -> int:
 
 
 @kernel
-def _timestamp_ns(buf: bytes, s: int, e: int) -> int:
-    # A UTCTimestamp as ns since the epoch: -1 when _timestamp_ok refuses it, or when its year
-    # is outside what int64 ns hold (1677-09-21 to 2262-04-11: the rest is left to Python).
-    if not _timestamp_ok(buf, s, e):
-        return -1
-    y = _two(buf, s) * 100 + _two(buf, s + 2)
-    if y < 1678 or y > 2261:
-        return -1
-    frac = 0
-    for j in range(s + 18, e):
-        frac = frac * 10 + int(buf[_U(j)]) - _ZERO
-    for _ in range(27 - e + s if e - s > 17 else 9):
-        frac *= 10
-    days = _days_from_civil(y, _two(buf, s + 4), _two(buf, s + 6))
-    secs = ((days * 24 + _two(buf, s + 9)) * 60 + _two(buf, s + 12)) * 60 + _two(buf, s + 15)
-    return secs * 1_000_000_000 + frac
-
-
-@kernel
-def read_header(
+def read_header(  # noqa: C901  (the header read flat: helpers cost their reference counts)
     buf: bytes,
     s: int,
     fields: npt.NDArray[np.int64],
@@ -224,6 +195,8 @@ def read_header(
     and numbers instead of slicing and parsing its header in Python; a flag not set sends the
     message down the full path, which decides exactly as before.
     """
+    # Written flat: a helper handed ``buf`` or ``expect`` costs its reference counts on
+    # every message (the header's read went from ~115 to ~72 ns; docs/kernels.md).
     flags = 0
     seq = 0
     sent = 0
@@ -241,13 +214,32 @@ def read_header(
         nb = int(expect[0])
         ns = int(expect[1])
         nt = int(expect[2])
-        if _same(buf, s + fields[1, _U(f)], s + fields[2, _U(f)], expect, 3, nb):
+        # BeginString, then SenderCompID and TargetCompID, against the expectation.
+        a = s + fields[1, _U(f)]
+        same = s + fields[2, _U(f)] - a == nb
+        if same:
+            for j in range(nb):
+                if buf[_U(a + j)] != expect[_U(3 + j)]:
+                    same = False
+                    break
+        if same:
             flags |= HEAD_BEGIN
-        if _same(
-            buf, s + fields[1, _U(f + 4)], s + fields[2, _U(f + 4)], expect, 3 + nb, ns
-        ) and _same(
-            buf, s + fields[1, _U(f + 6)], s + fields[2, _U(f + 6)], expect, 3 + nb + ns, nt
-        ):
+        a = s + fields[1, _U(f + 4)]
+        same = s + fields[2, _U(f + 4)] - a == ns
+        if same:
+            for j in range(ns):
+                if buf[_U(a + j)] != expect[_U(3 + nb + j)]:
+                    same = False
+                    break
+        if same:
+            a = s + fields[1, _U(f + 6)]
+            same = s + fields[2, _U(f + 6)] - a == nt
+            if same:
+                for j in range(nt):
+                    if buf[_U(a + j)] != expect[_U(3 + nb + ns + j)]:
+                        same = False
+                        break
+        if same:
             flags |= HEAD_COMP_IDS
         a = s + fields[1, _U(f + 3)]
         b = s + fields[2, _U(f + 3)]
@@ -269,11 +261,62 @@ def read_header(
             c = buf[_U(a)]
             if _ZERO <= c <= 53 or c == 65:  # "0" ... "5", "A"
                 flags |= HEAD_ADMIN
-        sent = _timestamp_ns(buf, s + fields[1, _U(f + 5)], s + fields[2, _U(f + 5)])
-        if sent >= 0:
-            flags |= HEAD_SENT
-        else:
-            sent = 0
+        # SendingTime <52> as ns since the epoch: what validation accepts as a UTCTimestamp
+        # (YYYYMMDD-HH:MM:SS[.f{1,9}], a real date) from 1970 to 2261 (int64 ns; the rest is
+        # left to Python).
+        a = s + fields[1, _U(f + 5)]
+        b = s + fields[2, _U(f + 5)]
+        n = b - a
+        if (
+            (n == 17 or 19 <= n <= 27)
+            and buf[_U(a + 8)] == _MINUS
+            and buf[_U(a + 11)] == 58
+            and buf[_U(a + 14)] == 58
+            and (n == 17 or buf[_U(a + 17)] == 46)
+        ):
+            ok = True
+            for j in range(a, b):
+                r = j - a
+                if r != 8 and r != 11 and r != 14 and r != 17:
+                    c = buf[_U(j)]
+                    if not _ZERO <= c <= _NINE:
+                        ok = False
+                        break
+            if ok:
+                year = 0
+                for j in range(a, a + 4):
+                    year = year * 10 + int(buf[_U(j)]) - _ZERO
+                month = (int(buf[_U(a + 4)]) - _ZERO) * 10 + int(buf[_U(a + 5)]) - _ZERO
+                day = (int(buf[_U(a + 6)]) - _ZERO) * 10 + int(buf[_U(a + 7)]) - _ZERO
+                hh = (int(buf[_U(a + 9)]) - _ZERO) * 10 + int(buf[_U(a + 10)]) - _ZERO
+                mi = (int(buf[_U(a + 12)]) - _ZERO) * 10 + int(buf[_U(a + 13)]) - _ZERO
+                sec = (int(buf[_U(a + 15)]) - _ZERO) * 10 + int(buf[_U(a + 16)]) - _ZERO
+                if month == 2:
+                    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+                    last = 29 if leap else 28
+                elif month in (4, 6, 9, 11):
+                    last = 30
+                else:
+                    last = 31
+                if (
+                    hh <= 23
+                    and mi <= 59
+                    and sec <= 60
+                    and 1678 <= year <= 2261
+                    and 1 <= month <= 12
+                    and 1 <= day <= last
+                ):
+                    frac = 0
+                    for j in range(a + 18, b):
+                        frac = frac * 10 + int(buf[_U(j)]) - _ZERO
+                    for _ in range(27 - n if n > 17 else 9):
+                        frac *= 10
+                    days = _days_from_civil(year, month, day)
+                    sent = (((days * 24 + hh) * 60 + mi) * 60 + sec) * 1_000_000_000 + frac
+                    if sent >= 0:
+                        flags |= HEAD_SENT
+                    else:  # before 1970: left to Python, as ever
+                        sent = 0
     msgs[row, MSG_HEAD] = flags
     msgs[row, MSG_SEQ] = seq
     msgs[row, MSG_SENT] = sent
@@ -517,54 +560,7 @@ def layout_hash(
     return (h ^ type_len) * _HASH_PRIME
 
 
-@kernel_inline
-def _digits(buf: bytes, s: int, e: int) -> bool:
-    if e <= s:
-        return False
-    for k in range(s, e):  # noqa: SIM110  (numba: a loop, not a generator)
-        if not _ZERO <= buf[_U(k)] <= _NINE:
-            return False
-    return True
-
-
 _U64_MAX_DIGITS = np.frombuffer(b"18446744073709551615", dtype=np.uint8)
-
-
-@kernel_inline
-def _two(buf: bytes, i: int) -> int:
-    return (int(buf[_U(i)]) - _ZERO) * 10 + int(buf[_U(i + 1)]) - _ZERO
-
-
-@kernel_inline
-def _timestamp_ok(buf: bytes, s: int, e: int) -> bool:
-    # What validation's _timestamp_ok accepts: YYYYMMDD-HH:MM:SS[.f{1,9}] and a real date.
-    n = e - s
-    if n != 17 and not 19 <= n <= 27:
-        return False
-    if buf[_U(s + 8)] != _MINUS or buf[_U(s + 11)] != 58 or buf[_U(s + 14)] != 58:
-        return False
-    if n > 17 and (buf[_U(s + 17)] != 46 or not _digits(buf, s + 18, e)):
-        return False
-    if not (
-        _digits(buf, s, s + 8)
-        and _digits(buf, s + 9, s + 11)
-        and _digits(buf, s + 12, s + 14)
-        and _digits(buf, s + 15, s + 17)
-    ):
-        return False
-    if _two(buf, s + 9) > 23 or _two(buf, s + 12) > 59 or _two(buf, s + 15) > 60:
-        return False
-    year = _two(buf, s) * 100 + _two(buf, s + 2)
-    month = _two(buf, s + 4)
-    day = _two(buf, s + 6)
-    if year < 1 or not 1 <= month <= 12 or day < 1:
-        return False
-    if month == 2:
-        leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-        return day <= (29 if leap else 28)
-    if month in (4, 6, 9, 11):
-        return day <= 30
-    return day <= 31
 
 
 @kernel
@@ -682,7 +678,7 @@ def check_layouts(  # noqa: C901  (probe, compare, check: one pass per message)
                     ok = False
                     break
             elif kind == CHECK_TIMESTAMP:
-                # YYYYMMDD-HH:MM:SS[.f{1,9}] and a real date (_timestamp_ok, flat).
+                # YYYYMMDD-HH:MM:SS[.f{1,9}] and a real date (as read_header reads SendingTime).
                 if (
                     (nv != 17 and not 19 <= nv <= 27)
                     or buf[_U(vs + 8)] != _MINUS

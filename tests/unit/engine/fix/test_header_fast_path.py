@@ -121,10 +121,18 @@ def test_the_kernel_reads_a_timestamp_as_the_parser_does(
     text = b"%04d%02d%02d-%02d:%02d:%02d" % (y, mo, d, h, mi, s)
     if dot:
         text += b"." + frac.encode()
-    got = k._timestamp_ns(text, 0, len(text))
     want = parse_timestamp(text)
-    # Years whose ns since the epoch do not fit an int64 are left to Python (-1).
-    assert got == (-1 if want is None or not 1678 <= y <= 2261 else want)
+    # Before 1970, and years whose ns since the epoch do not fit an int64, are left to
+    # Python (no flag).
+    if want is None or want < 0 or not 1678 <= y <= 2261:
+        want = None
+    for fn in (None, *READ):  # the decoder's own read, then each form of the kernel
+        row = row_of(nos(b"7", sent=text), fn)
+        assert row[k.MSG_HEAD] & k.HEAD_STANDARD
+        got = row[k.MSG_SENT] if row[k.MSG_HEAD] & k.HEAD_SENT else None
+        assert got == want, (fn, text)
+        if want is None:
+            assert row[k.MSG_SENT] == 0
 
 
 class _Recorder(Application):
