@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from engine.jit import kernel, kernel_keep_gil
+from engine.jit import kernel, kernel_inline, kernel_keep_gil
 
 #: Frame status codes written to column ``MSG_STATUS`` of the message table.
 FRAME_OK: int = 0
@@ -164,6 +164,19 @@ def header_expectation(begin: bytes, sender: bytes, target: bytes) -> npt.NDArra
     return np.frombuffer(head + begin + sender + target, dtype=np.uint8).copy()
 
 
+@kernel_inline
+def _time_ok(year: int, month: int, day: int, hh: int, mi: int, sec: int) -> bool:
+    # A real date (proleptic Gregorian) and time of day, leap second allowed; scalars only, so
+    # inlined at no cost (a helper handed arrays costs their reference counts).
+    if not 1 <= month <= 12 or day < 1 or hh > 23 or mi > 59 or sec > 60:
+        return False
+    if month == 2:
+        return day <= (29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28)
+    if month in (4, 6, 9, 11):
+        return day <= 30
+    return day <= 31
+
+
 @kernel
 def _days_from_civil(y: int, m: int, d: int) -> int:
     # Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
@@ -291,21 +304,7 @@ def read_header(  # noqa: C901  (the header read flat: helpers cost their refere
                 hh = (int(buf[_U(a + 9)]) - _ZERO) * 10 + int(buf[_U(a + 10)]) - _ZERO
                 mi = (int(buf[_U(a + 12)]) - _ZERO) * 10 + int(buf[_U(a + 13)]) - _ZERO
                 sec = (int(buf[_U(a + 15)]) - _ZERO) * 10 + int(buf[_U(a + 16)]) - _ZERO
-                if month == 2:
-                    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-                    last = 29 if leap else 28
-                elif month in (4, 6, 9, 11):
-                    last = 30
-                else:
-                    last = 31
-                if (
-                    hh <= 23
-                    and mi <= 59
-                    and sec <= 60
-                    and 1678 <= year <= 2261
-                    and 1 <= month <= 12
-                    and 1 <= day <= last
-                ):
+                if 1678 <= year <= 2261 and _time_ok(year, month, day, hh, mi, sec):
                     frac = 0
                     for j in range(a + 18, b):
                         frac = frac * 10 + int(buf[_U(j)]) - _ZERO
@@ -705,21 +704,7 @@ def check_layouts(  # noqa: C901  (probe, compare, check: one pass per message)
                     year = year * 10 + int(buf[_U(q)]) - _ZERO
                 month = (int(buf[_U(vs + 4)]) - _ZERO) * 10 + int(buf[_U(vs + 5)]) - _ZERO
                 day = (int(buf[_U(vs + 6)]) - _ZERO) * 10 + int(buf[_U(vs + 7)]) - _ZERO
-                if month == 2:
-                    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-                    last = 29 if leap else 28
-                elif month == 4 or month == 6 or month == 9 or month == 11:
-                    last = 30
-                else:
-                    last = 31
-                if (
-                    hh > 23
-                    or mi > 59
-                    or ss > 60
-                    or year < 1
-                    or not 1 <= month <= 12
-                    or not 1 <= day <= last
-                ):
+                if year < 1 or not _time_ok(year, month, day, hh, mi, ss):
                     ok = False
                     break
             elif kind in (CHECK_INT, CHECK_SEQNUM, CHECK_INT_SEQNUM, CHECK_COUNT):
