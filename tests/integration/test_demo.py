@@ -60,11 +60,15 @@ def test_demo_trades_within_five_seconds_and_obeys_commands(transport: str) -> N
     client = EmbeddedEngineClient(configure=functools.partial(build_demo, transport=transport))
     client.start()
     try:
-        events = collect_until(
-            client,
-            lambda ev: kinds(ev, OrderFilled) and kinds(ev, PositionChanged),
-            timeout_s=5.0,
-        )
+        # A fill and its position; over FIX also an incremental market-data message, which
+        # may come after the first fill (the first quotes can trade on the snapshot alone).
+        def ready(ev: list[EventRecord]) -> bool:
+            if not (kinds(ev, OrderFilled) and kinds(ev, PositionChanged)):
+                return False
+            seen = kinds(ev, FixMessageSeen)
+            return transport != "fix" or any(m.msg_type == "X" and not m.outbound for m in seen)
+
+        events = collect_until(client, ready, timeout_s=5.0)
         assert {e.symbol for e in kinds(events, InstrumentAdded)} == {"ESZ6", "NQZ6", "CLF7"}
         orders = kinds(events, OrderChanged)
         assert {o.order.symbol for o in orders} == {"ESZ6", "NQZ6", "CLF7"}
