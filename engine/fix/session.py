@@ -1106,15 +1106,10 @@ class FixSession:
             return None
         issue = validate_message(msg, dd, app_dd, self._validation)
         if issue is None and checked == unknown:
-            # A layout the kernel has not seen, found valid: the kernel checks the next ones,
-            # from the next message of this block on.
+            # A layout the kernel has not seen, found valid: the kernel checks the next ones
+            # (those of this read already decoded by the recheck above, once the table grew).
             try:
-                program = layout_program(msg, dd, app_dd)
-                if layouts.add(msg.tags, msg.get(35) or b"", program) and msg._k + 2 < len(
-                    block.first
-                ):
-                    self._rechecked = (id(block), len(layouts))
-                    layouts.recheck(block, msg._k + 1)
+                layouts.add(msg.tags, msg.get(35) or b"", layout_program(msg, dd, app_dd))
             except Exception:  # a shortcut must never cost the session its connection
                 _log.exception("%s: layout not kept for the decoder", self.session_id)
         return issue

@@ -802,10 +802,10 @@ def match_batch(  # noqa: C901 (one flat hot loop on purpose, see the docstring)
 #: scratch events as records and the events as int rows, each of ``rows`` rows.
 MW_STP = 0  # the self-trade prevention mode (fixed per matcher)
 MW_ROWS = 1  # rows of each event region
-MW_CMD = 2  # one ORDER_CMD_DTYPE row (48 bytes)
-MW_OUT = 8  # EXEC_EVENT_DTYPE rows (56 bytes: 7 int64 each), then int rows of 11
-MW_OUT_WIDTH = 7
-MW_EV_WIDTH = 11
+MW_CMD = 2  # one ORDER_CMD_DTYPE row
+MW_OUT = MW_CMD + -(-ORDER_CMD_DTYPE.itemsize // 8)  # EXEC_EVENT_DTYPE rows, then int rows
+MW_OUT_WIDTH = EXEC_EVENT_DTYPE.itemsize // 8  # int64 slots of one event record
+MW_EV_WIDTH = len(EXEC_EVENT_DTYPE.names or ())  # one column per event field
 
 
 @kernel_keep_gil

@@ -34,7 +34,6 @@ from engine.types import (
 
 I64 = npt.NDArray[np.int64]
 _TIFS = (TIF_DAY, TIF_GTC, TIF_IOC, TIF_FOK)
-_EV_FIELDS = len(EXEC_EVENT_DTYPE.names or ())
 
 #: Events of :meth:`Matcher.submit_one` are int rows in ``EXEC_EVENT_DTYPE`` field order; these
 #: are the positions of the fields in them.
