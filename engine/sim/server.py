@@ -560,12 +560,14 @@ async def _serve(
         return 0
     finally:
         await pacing.stop()
+        # The pump first: a step run while the feeds below close (their stop awaits) published
+        # to a closed socket ("Bad file descriptor", a traceback on every such stop).
+        await pump.stop()
         # Orders do not outlive the simulator: every client hears so, live or on its next logon.
         app.cancel_all()
         await extras.stop()
         for acceptor in acceptors:
             await acceptor.stop(logout=True)
-        await pump.stop()
         _close(sessions)
         if acceptors:
             _say("stopped", out)
