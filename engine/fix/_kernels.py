@@ -81,7 +81,7 @@ _MAX_TRAILER_SEARCH = 1 << 20
 _U = np.uint64
 
 
-@kernel
+@kernel_inline
 def _find_start(buf: bytes, pos: int, n: int) -> int:
     # "8=" at the buffer start (a known boundary) or right after an SOH.
     i = pos
@@ -92,7 +92,7 @@ def _find_start(buf: bytes, pos: int, n: int) -> int:
     return -1
 
 
-@kernel
+@kernel_inline
 def _tokenize(
     buf: bytes,
     start: int,
@@ -190,7 +190,7 @@ def _days_from_civil(y: int, m: int, d: int) -> int:
     return era * 146097 + doe - 719468
 
 
-@kernel
+@kernel_inline
 def read_header(  # noqa: C901  (the header read flat: helpers cost their reference counts)
     buf: bytes,
     s: int,
@@ -321,7 +321,7 @@ def read_header(  # noqa: C901  (the header read flat: helpers cost their refere
     msgs[row, MSG_SENT] = sent
 
 
-@kernel
+@kernel_inline
 def scan_frames(  # noqa: C901  (one pass, one kernel: splitting costs calls)
     buf: bytes,
     n: int,
@@ -562,7 +562,7 @@ def layout_hash(
 _U64_MAX_DIGITS = np.frombuffer(b"18446744073709551615", dtype=np.uint8)
 
 
-@kernel
+@kernel_inline
 def check_layouts(  # noqa: C901  (probe, compare, check: one pass per message)
     buf: bytes,
     msgs: npt.NDArray[np.int64],
@@ -756,7 +756,7 @@ def check_layouts(  # noqa: C901  (probe, compare, check: one pass per message)
         out[_U(i)] = base + (LAYOUT_VALID if ok else LAYOUT_UNPROVEN)
 
 
-@kernel
+@kernel_inline
 def scan_and_check(
     buf: bytes,
     n: int,

@@ -11,13 +11,26 @@ from engine.fix.layouts import LayoutTable
 
 
 def warm_up() -> None:
-    """Decode a Heartbeat (framing kernels), then keep its layout and prove it valid."""
+    """Decode a Heartbeat (framing kernels), keep its layout, prove it valid (layout kernels).
+
+    Every kernel the decoder and the layout table call from Python is compiled here, each for
+    the argument types it gets at run time: the framing kernel alone (no layouts), the layout
+    check alone (a block read before its layout was kept, marked again: ``recheck``), and the
+    framing and layout kernel in one (``scan_and_check_ws``). The per-message stages inside
+    them are inlined, so a stage called from Python is a compilation of its own.
+    """
     frame = encode(b"FIX.4.4", b"0", [(34, b"1"), (49, b"A"), (56, b"B")], [])
     dec = FixDecoder()
     (msg,) = dec.feed(frame)
     table = LayoutTable()
-    table.add(msg.tags, b"0", [(k.CHECK_ANY, 0)] * len(msg.tags))
     dec.layouts = table
+    (unknown,) = dec.feed(frame)
+    table.add(msg.tags, b"0", [(k.CHECK_ANY, 0)] * len(msg.tags))
+    if table.recheck(unknown._b, unknown._k) != table.valid:
+        raise RuntimeError(
+            "FIX layout warm-up: a Heartbeat read before its layout was kept "
+            "was not proven valid once kept"
+        )
     batch = dec.decode_batch(frame)
     if batch.checked != [table.valid]:
         raise RuntimeError("FIX layout warm-up: a kept Heartbeat layout was not proven valid")

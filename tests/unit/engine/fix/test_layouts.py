@@ -567,3 +567,31 @@ def test_a_layout_with_appl_ver_id_proves_only_its_own_version() -> None:
     assert table.add(msg.tags, b"8", program)
     assert mark(table, frame(er(b"9")) or b"")[0] == k.LAYOUT_VALID
     assert mark(table, frame(er(b"7")) or b"")[0] == k.LAYOUT_UNPROVEN
+
+
+def test_after_the_warm_up_a_first_read_and_its_recheck_compile_nothing() -> None:
+    # The per-message stages are inlined into the kernels that call them, so each kernel the
+    # decoder and the layout table call from Python is a compilation of its own: the warm-up
+    # must have made every one of them, for the types a session's reads hand them (a fresh
+    # user's first session would otherwise compile on its trading thread).
+    from engine.fix import precompile
+
+    precompile.warm_up()
+    kernels = [k.scan_frames, k.check_layouts, k.scan_and_check_ws]
+    before = [len(cast(Any, f).signatures) for f in kernels]
+    assert all(before)
+    d = dd("FIX44")
+    table = LayoutTable()
+    dec = FixDecoder()
+    dec.expect_header(b"FIX.4.4", b"S", b"C")
+    raw = b"".join(frame(_er(b"W%d" % i)) or b"" for i in range(3))
+    (first, *_) = dec.decode_batch(raw).messages()  # no layouts yet: the framing kernel alone
+    dec.layouts = table
+    msgs = dec.decode_batch(raw).messages()  # layouts, none kept: every mark unknown
+    assert first is not None
+    assert msgs[0] is not None
+    assert validate_message(first, d) is None
+    assert table.add(first.tags, b"8", layout_program(first, d))
+    assert table.recheck(msgs[0]._b, 0) == table.valid  # the layout check from Python
+    assert dec.decode_batch(raw).checked == [table.valid] * 3  # both kernels in one call
+    assert [len(cast(Any, f).signatures) for f in kernels] == before
