@@ -101,7 +101,10 @@ class _Connection(asyncio.Protocol):
         now = self._clock.now_ns()
         spinner = self._spinner
         if spinner is not None:
-            spinner.touch(self._spin_ns)
+            if not spinner._running:
+                spinner.touch(self._spin_ns)
+            elif self._spin_ns > spinner.touched:  # counted from the spin's next iteration
+                spinner.touched = self._spin_ns
         session = self.session
         decoder = self._decoder
         rows: list[list[int]] | None = None

@@ -86,3 +86,24 @@ def test_busy_poll_setting_in_a_cfg(tmp_path: Path) -> None:
     text = str(err.value)
     for part in ("BusyPollMicroseconds", "fast", "s.cfg"):
         assert part in text
+
+
+def test_a_window_asked_while_spinning_counts_from_the_next_iteration() -> None:
+    # What a transport's read does while the loop spins: ``touched`` instead of touch().
+    async def run() -> tuple[bool, int, bool, bool]:
+        bp = busy_poll_for(asyncio.get_running_loop())
+        bp.touch(20_000_000)  # 20 ms
+        await asyncio.sleep(0.001)
+        assert bp.spinning
+        bp.touched = 200_000_000  # 200 ms, from the next iteration on
+        await asyncio.sleep(0.1)  # past the first window
+        still, left = bp.spinning, bp.touched
+        bp.touched = 1_000_000  # shorter than what is left: changes nothing
+        await asyncio.sleep(0.25)  # past the second
+        return still, left, bp.spinning, bp.touched == 0
+
+    still, left, after, cleared = asyncio.run(run())
+    assert still, "a window asked while spinning was not applied"
+    assert left == 0
+    assert not after, "the loop kept polling after the window asked for"
+    assert cleared
