@@ -352,6 +352,11 @@ class FixSession:
         self._out: list[bytes] = []
         self._depth = 0
         self._responder: Callable[[bytes], None] | None = None
+        #: Set by the transport while the session handles a read of one message: the first
+        #: message made then, with nothing made before it, goes to this callable at once
+        #: (written before the rest of the callback and the session's own bookkeeping run,
+        #: ~0.55 µs sooner on each side of a ping-pong), not with the entry point's result.
+        self.answer_now: Callable[[bytes], None] | None = None
         # The application last found not to override to_app (send_template's fast path).
         self._plain_app: Application | None = None
         bs = config.begin_string
@@ -903,6 +908,12 @@ class FixSession:
             for data in out:
                 responder(data)
             return seq
+        if not out:
+            answer_now = self.answer_now
+            if answer_now is not None:  # the answer to a read of one message: at once
+                self.answer_now = None
+                answer_now(raw)
+                return seq
         out.append(raw)
         if len(out) >= STREAM_EVERY and responder is not None:
             self._out = []
@@ -1018,7 +1029,14 @@ class FixSession:
         log = self.log
         if type(log) is not NullLog:
             log.on_outgoing(raw, self._now)
-        self._out.append(raw)
+        out = self._out
+        if not out:
+            answer_now = self.answer_now
+            if answer_now is not None:  # (see send_template)
+                self.answer_now = None
+                answer_now(raw)
+                return
+        out.append(raw)
 
     def _encode(
         self,
