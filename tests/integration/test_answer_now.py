@@ -16,6 +16,7 @@ import asyncio
 import socket
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -133,9 +134,9 @@ async def _run() -> tuple[list[bool], list[bytes]]:
         p.join(5)
 
 
-async def _wait(done: object, within_s: float = 10.0) -> None:
+async def _wait(done: Callable[[], bool], within_s: float = 10.0) -> None:
     deadline = time.monotonic() + within_s
-    while not done():  # type: ignore[operator]
+    while not done():
         if time.monotonic() > deadline:
             raise AssertionError("the reports did not come")
         await asyncio.sleep(0.01)
