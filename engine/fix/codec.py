@@ -442,7 +442,6 @@ class DecodedBatch:
         "_fields_v",
         "_good",
         "_lists",
-        "_made",
         "_msgs_v",
         "_nf",
         "_nm",
@@ -479,8 +478,6 @@ class DecodedBatch:
         self._lists: tuple[array[int], array[int], array[int]] | None = None
         # The block of a one-frame read, made by the decoder, for single_message's first call.
         self._block: Block | None = None
-        # The messages of that block, made by the decoder too, for messages()' first call.
-        self._made: list[FixMessage | None] | None = None
         # True: ``rows`` are known to be all good frames, back to back from the buffer's start.
         self._good = False
         #: Per frame, the decoder's layout table's mark (:mod:`engine.fix.layouts`), or None.
@@ -614,10 +611,6 @@ class DecodedBatch:
         # made here, as make_messages makes them.
         self._block = None
         block.ts_recv = ts_recv
-        made = self._made
-        if made is not None:  # made by the decoder with the block (_few_frames)
-            self._made = None
-            return made
         return _block_messages(block, self._nm)
 
     def good_messages(self, ts_recv: int = 0) -> list[FixMessage]:
@@ -802,7 +795,6 @@ def _one_frame(
     b._good = True
     b.checked = checked
     b._block = None
-    b._made = None
     return b
 
 
@@ -826,14 +818,13 @@ def _few_frames(
     checked: list[int] | None,
     nf: int,
     cuts: _Cut,
-    ts_recv: int = -1,
 ) -> DecodedBatch | None:
     # The batch of a read of a few frames (at least one) when they are all good, else None:
     # what _one_frame makes for one, with ``table`` as its rows, and, when they fit one block
     # (the usual read of a few messages), the block of their messages as
-    # DecodedBatch._few_messages makes it, for messages()' first call; with ``ts_recv`` (a
-    # transport's read: decode_message) that call's messages too. One loop over the rows
-    # tests them and gathers the block's offsets (map() and any() cost more for a few rows).
+    # DecodedBatch._few_messages makes it, for messages()' first call (a transport's read of
+    # such frames gets their messages alone: _few_messages). One loop over the rows tests them
+    # and gathers the block's offsets (map() and any() cost more for a few rows).
     nm = len(table)
     row = table[0]
     first: list[int] = []
@@ -868,7 +859,6 @@ def _few_frames(
     b._good = True
     b.checked = checked
     b._block = None
-    b._made = None
     if blocked:
         # (``row`` is the last one)
         c1 = row[1]
@@ -891,17 +881,60 @@ def _few_frames(
         block.checked = checked
         block.ts_recv = 0
         b._block = block
-        if ts_recv >= 0:  # messages()' first answer, made now (_block_messages inlined)
-            made: list[FixMessage | None] = []
-            k = 0
-            for _ in table:
-                m = FixMessage()
-                m._b = block
-                m._k = k
-                made.append(m)
-                k += 1  # noqa: SIM113  (a count: no enumerate() call for a few rows)
-            b._made = made
     return b
+
+
+def _few_messages(
+    buf: bytes,
+    table: list[list[int]],
+    checked: list[int] | None,
+    nf: int,
+    cuts: _Cut,
+    ts_recv: int,
+) -> list[FixMessage] | None:
+    # The messages of a read of a few frames when they are all good and fit one block, back
+    # to back from the start of ``buf`` (what _few_frames makes, and messages() then hands
+    # out, without the batch); None otherwise.
+    nm = len(table)
+    row = table[0]
+    if nm > MESSAGES_PER_BLOCK or row[0] or row[2]:
+        return None
+    first: list[int] = []
+    offsets: list[int] = []
+    for row in table:
+        if row[4]:
+            return None
+        first.append(row[2])
+        offsets.append(row[0])
+    ws, s0, s1, s2, _, _ = cuts
+    c1 = row[1]  # (``row`` is the last one)
+    f1 = row[2] + row[3]
+    first.append(f1)
+    offsets.append(c1)
+    block = Block()
+    block.buf = buf if c1 == len(buf) else buf[:c1]
+    if f1 == nf:
+        block.tags = ws[s0]
+        block.starts = ws[s1]
+        block.ends = ws[s2]
+    else:
+        block.tags = ws[s0][:f1]
+        block.starts = ws[s1][:f1]
+        block.ends = ws[s2][:f1]
+    block.first = first
+    block.cuts = offsets
+    block.codes = None
+    block.checked = checked
+    block.ts_recv = ts_recv
+    made: list[FixMessage] = []
+    k = 0
+    for _ in table:
+        m = FixMessage()
+        m._b = block
+        m._k = k
+        made.append(m)
+        k += 1  # noqa: SIM113  (a count: no enumerate() call for a few rows)
+    return made
 
 
 #: A DecodedBatch made without its __init__ (its keywords cost as much as the copies). A
@@ -949,6 +982,7 @@ class FixDecoder:
         "_wsa",
         "garbled",
         "head",
+        "heads",
         "layouts",
         "max_buffer",
         "on_garbled",
@@ -977,6 +1011,8 @@ class FixDecoder:
         self.garbled = 0
         #: The message-table row of the last message :meth:`decode_message` returned.
         self.head: list[int] = []
+        #: The rows of the messages of decode_message's last list (``MSG_COLUMNS`` values each).
+        self.heads: list[list[int]] = []
         self.on_garbled = on_garbled
         self.max_buffer = max_buffer
 
@@ -1082,15 +1118,19 @@ class FixDecoder:
 
     def decode_message(  # noqa: C901  (the read path in one)
         self, data: bytes, ts_recv: int
-    ) -> FixMessage | DecodedBatch:
-        """Return the message of a read that completes exactly one good frame, else the batch.
+    ) -> FixMessage | list[FixMessage] | DecodedBatch:
+        """Return the message, or messages, of a read of good frames; else the batch.
 
         The latency path of a transport (a read of one message): when ``data`` (appended to
         any pending tail) is exactly one good frame, the message is made at once, without a
         :class:`DecodedBatch` (what ``decode_batch(data).single_message(ts_recv)`` returns),
         and its row of the message table is :attr:`head` (``MSG_COLUMNS`` values, for
-        :meth:`~engine.fix.session.FixSession.on_messages`). Any other read returns what
-        :meth:`decode_batch` returns. A negative ``ts_recv`` always returns the batch.
+        :meth:`~engine.fix.session.FixSession.on_messages`). When it is a few good frames
+        (2 to :data:`~engine.fix.message.MESSAGES_PER_BLOCK`, back to back), the list of their
+        messages (what ``decode_batch(data).messages(ts_recv)`` returns), their rows
+        :attr:`heads`: no batch either (batch 2 of ``qwconsole bench fix``: +8-10 % orders/s).
+        Any other read returns what :meth:`decode_batch` returns. A negative ``ts_recv``
+        always returns the batch.
         """
         pending = self._pending
         buf = pending + data if pending else data
@@ -1193,7 +1233,14 @@ class FixDecoder:
                     cuts = self._cuts.get(nf)
                     if cuts is None:
                         cuts = self._cut(nf)
-                    few = _few_frames(buf, msgs, fields, table, checked, nf, cuts, ts_recv)
+                    if ts_recv >= 0:
+                        # A transport's read of a few good messages: the messages alone, as
+                        # for one (no batch), their rows ``heads``.
+                        made = _few_messages(buf, table, checked, nf, cuts, ts_recv)
+                        if made is not None:
+                            self.heads = table
+                            return made
+                    few = _few_frames(buf, msgs, fields, table, checked, nf, cuts)
                     if few is not None:
                         return few
                     for start, end, _, _, status_code, _, _, _ in table:

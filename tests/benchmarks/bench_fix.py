@@ -480,14 +480,17 @@ class _Reader:
             if session.wants_disconnect:
                 return []
             return session.on_messages((got,), now, (decoder.head,))
-        batch: DecodedBatch = got  # type: ignore[assignment]
-        rows = batch.rows
-        if len(rows) == 1 and not rows[0][4]:
-            return self.session.on_message(batch.single_message(now), now, rows[0])
-        msgs = [m for m in batch.messages(now) if m is not None]
         sent = self.sent
         before = len(sent)
-        out = self.session.on_messages(msgs, now, rows)
+        if type(got) is list:  # a few good messages, their rows decoder.heads
+            out = self.session.on_messages(got, now, decoder.heads)
+        else:
+            batch: DecodedBatch = got  # type: ignore[assignment]
+            rows = batch.rows
+            if len(rows) == 1 and not rows[0][4]:
+                return self.session.on_message(batch.single_message(now), now, rows[0])
+            msgs = [m for m in batch.messages(now) if m is not None]
+            out = self.session.on_messages(msgs, now, rows)
         if len(sent) > before:  # answers handed over while made (FixSession.STREAM_EVERY)
             out = sent[before:] + out
             del sent[before:]

@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: MIT
-"""A read of one message made into the message alone gives what the batch gives (#18).
+"""A read of one message (or of a few) made into the message alone (or the list of them)
+gives what the batch gives (#18).
 
-Covered: :meth:`FixDecoder.decode_message` against :meth:`FixDecoder.decode_batch` (and its
-``single_message``) of a second decoder fed the same reads, with and without layouts, across
-reads cut anywhere, garbled frames included: the same message (bytes, fields, values, layout
-mark, receive time), the same row for the session (:attr:`FixDecoder.head`), the same batch for
-every other read, the same pending tail and garbled count; and a transport over real sockets
-that answers one order per read through it.
+Covered: :meth:`FixDecoder.decode_message` against :meth:`FixDecoder.decode_batch` (its
+``single_message`` and ``messages``) of a second decoder fed the same reads, with and without
+layouts, across reads cut anywhere, garbled frames included: the same messages (bytes, fields,
+values, layout mark, receive time), the same rows for the session (:attr:`FixDecoder.head`,
+:attr:`FixDecoder.heads`), the same batch for every other read, the same pending tail and
+garbled count; and a transport over real sockets that answers one order per read through it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.fix.codec import DecodedBatch
-from engine.fix.message import FixMessage
+from engine.fix.message import MESSAGES_PER_BLOCK, FixMessage
 from engine.fix.session import FixSession
 from engine.fix.store import MemoryStore
 from engine.fix.transport import SocketAcceptor, SocketInitiator
@@ -44,12 +45,20 @@ def test_decode_message_equals_the_batch_path(reads: list[bytes], layouts: bool,
         for raw in reads:
             got = mine.decode_message(raw, ts)
             batch = theirs.decode_batch(raw)
-            one = len(batch) == 1 and not batch.rows[0][4] and not theirs.pending
+            rows = batch.rows
+            good = not theirs.pending and all(not r[4] for r in rows)
+            one = good and len(rows) == 1
+            few = good and 1 < len(rows) <= MESSAGES_PER_BLOCK and rows[0][0] == rows[0][2] == 0
             assert isinstance(got, FixMessage) == one
+            assert isinstance(got, list) == few
             if isinstance(got, FixMessage):
                 assert _seen(got) == _seen(batch.single_message(ts))
                 assert got.ts_recv == ts
-                assert mine.head == batch.rows[0]
+                assert mine.head == rows[0]
+            elif isinstance(got, list):
+                assert [_seen(m) for m in got] == [_seen(m) for m in batch.messages(ts)]
+                assert all(m.ts_recv == ts for m in got)
+                assert mine.heads == rows
             else:
                 _same_batch(got, batch)
             assert mine.pending == theirs.pending
