@@ -894,7 +894,8 @@ def _few_messages(
 ) -> list[FixMessage] | None:
     # The messages of a read of a few frames when they are all good and fit one block, back
     # to back from the start of ``buf`` (what _few_frames makes, and messages() then hands
-    # out, without the batch); None otherwise.
+    # out, without the batch); None otherwise. The block is made as _few_frames makes its
+    # own, written out here: a helper's call costs ~0.1 µs a read on the latency path.
     nm = len(table)
     row = table[0]
     if nm > MESSAGES_PER_BLOCK or row[0] or row[2]:

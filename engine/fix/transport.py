@@ -122,28 +122,14 @@ class _Connection(asyncio.Protocol):
             got = decoder.decode_message(data, now)
         else:
             got = decoder.decode_batch(data)
-        if type(got) is list:
-            # A few good messages for a bound session (decode_message's list): _process() ->
-            # _burst() written out for their one on_messages call.
-            assert session is not None
-            self._batching = True
-            try:
-                out = session.on_messages(got, now, decoder.heads)
-                if not self._closing:
-                    if out:
-                        self._pending.extend(out)
-                    if session.wants_disconnect and session is self.session:
-                        self.close()
-            finally:
-                self._batching = False
-                self._flush_scheduled = False  # _flush(), inlined
-                pending = self._pending
-                t = self._transport
-                if pending and t is not None:
-                    self._pending = []
-                    t.write(pending[0] if len(pending) == 1 else b"".join(pending))
-            return
-        if type(got) is not FixMessage:
+        many: list[FixMessage] | None = None
+        kind = type(got)
+        if kind is list:
+            # A few good messages for a bound session (decode_message's list), their rows the
+            # decoder's heads.
+            many = got  # type: ignore[assignment]
+            rows = decoder.heads
+        elif kind is not FixMessage:
             batch: DecodedBatch = got  # type: ignore[assignment]
             rows = batch._rows  # (batch.rows without the property's call: set for a few)
             if rows is None:
@@ -174,10 +160,16 @@ class _Connection(asyncio.Protocol):
                         self._pending.extend(out)
                 if session.wants_disconnect and session is self.session:
                     self.close()
-            elif batch._good and session is not None and len(rows) <= WRITE_EVERY:
-                # A few messages, all good, for a bound session: _process() -> _burst() written
-                # out for their one on_messages call.
-                out = session.on_messages(batch.messages(now), now, rows)  # type: ignore[arg-type]
+            elif many is not None or (
+                batch._good and session is not None and len(rows) <= WRITE_EVERY
+            ):
+                # A few messages, all good, for a bound session (a list has two rows at least,
+                # so none above): _process() -> _burst() written out for their one on_messages
+                # call.
+                assert session is not None
+                if many is None:
+                    many = batch.messages(now)  # type: ignore[assignment]
+                out = session.on_messages(many, now, rows)  # type: ignore[arg-type]
                 if not self._closing:
                     if out:
                         self._pending.extend(out)
