@@ -241,6 +241,20 @@ class FixLink:
             loop.create_task(self._watch(), name="fix-status"),
         ]
 
+    async def prepare_stop(self) -> None:
+        """Cancel the start-up steps still under way (an engine stopped right after it started).
+
+        The engine calls every component's ``prepare_stop`` before it stops any: a step left
+        running would open what a component already stopped then never closes (the demo's
+        OUCH listener, started after its port's stop under a slow disk: a server left open,
+        the loop's close then stalled for seconds).
+        """
+        start = self._tasks[0] if self._tasks else None
+        if start is not None and not start.done():
+            start.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await start
+
     async def _start_all(self) -> None:
         for step in self._startup:
             try:
