@@ -7,28 +7,20 @@ descriptors), on asyncio's own loop and on uvloop (the engine's)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
-from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar, cast
+from collections.abc import AsyncIterator, Callable
+from typing import cast
 
 import pytest
 
 from engine.busypoll import BusyPoll, SocketReader, busy_poll_for
 from engine.fix import benchtables as bt
+from tests.integration.test_direct_reads import LOOPS, _run_on
 
 pytestmark = pytest.mark.integration
 
-T = TypeVar("T")
-LOOPS = ["asyncio", "uvloop"]
 WINDOW_NS = 5_000_000_000  # longer than any test: the loop spins throughout
-
-
-def _run_on(kind: str, coro: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    if kind == "uvloop":
-        uvloop = pytest.importorskip("uvloop")
-        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            return runner.run(coro())
-    return asyncio.run(coro())
 
 
 class _Sink(asyncio.Protocol):
@@ -42,7 +34,8 @@ class _Sink(asyncio.Protocol):
         self.got += data
 
 
-async def _spinning_reader() -> tuple[BusyPoll, SocketReader, _Sink, socket.socket]:
+@contextlib.asynccontextmanager
+async def _spinning_reader() -> AsyncIterator[tuple[BusyPoll, SocketReader, _Sink, socket.socket]]:
     """A TCP connection on 127.0.0.1 read directly by this loop's spin; its peer's socket."""
     loop = asyncio.get_running_loop()
     with socket.create_server(("127.0.0.1", 0)) as srv:
@@ -52,11 +45,16 @@ async def _spinning_reader() -> tuple[BusyPoll, SocketReader, _Sink, socket.sock
     bp = busy_poll_for(loop)
     reader = bp.attach(sink.transport, sink.data_received)
     assert reader is not None
-    bp.touch(WINDOW_NS)
-    for _ in range(100):  # the spin starts on the next iteration and pauses the transport
-        await asyncio.sleep(0)
-    assert reader.reading
-    return bp, reader, sink, peer
+    try:
+        bp.touch(WINDOW_NS)
+        for _ in range(100):  # the spin starts on the next iteration and pauses the transport
+            await asyncio.sleep(0)
+        assert reader.reading
+        yield bp, reader, sink, peer
+    finally:
+        reader.close()
+        peer.close()
+        sink.transport.close()
 
 
 async def _until(test: Callable[[], bool], within: float = 5.0) -> None:
@@ -70,8 +68,7 @@ async def _until(test: Callable[[], bool], within: float = 5.0) -> None:
 @pytest.mark.parametrize("kind", LOOPS)
 def test_a_spinning_reader_reads_on_in_bursts_and_loses_nothing(kind: str) -> None:
     async def run() -> None:
-        bp, reader, sink, peer = await _spinning_reader()
-        try:
+        async with _spinning_reader() as (bp, _reader, sink, peer):
             await asyncio.sleep(0.05)  # nothing arrives: the reads go on in bursts
             assert bp.bursts > 0
             sent = b""
@@ -83,10 +80,6 @@ def test_a_spinning_reader_reads_on_in_bursts_and_loses_nothing(kind: str) -> No
                 await _until(lambda: len(sink.got) >= want)  # noqa: B023  (awaited here)
             assert bytes(sink.got) == sent
             assert bp.direct_reads >= 1
-        finally:
-            reader.close()
-            peer.close()
-            sink.transport.close()
 
     _run_on(kind, run)
 
@@ -97,28 +90,25 @@ def test_a_burst_stops_at_once_when_another_socket_of_the_loop_has_bytes(kind: s
     # one of the loop's descriptors has something (here a socket pair the loop reads).
     async def run() -> None:
         loop = asyncio.get_running_loop()
-        bp, reader, sink, peer = await _spinning_reader()
         a, b = socket.socketpair()
         a.setblocking(False)
         seen = bytearray()
-        loop.add_reader(a.fileno(), lambda: seen.extend(a.recv(100)))
-        try:
-            await asyncio.sleep(0.01)  # the loop has registered ``a`` with its poller
-            loop_io = bp._loop_io
-            assert loop_io is not None
-            assert not loop_io(0)
-            b.send(b"md")
-            assert loop_io(0)  # a burst running now stops after its current reads
-            assert reader._burst(reader._read_fd) is None  # and none starts meanwhile
-            await _until(lambda: bytes(seen) == b"md")  # the loop serves the socket
-            assert not loop_io(0)
-        finally:
-            loop.remove_reader(a.fileno())
-            a.close()
-            b.close()
-            reader.close()
-            peer.close()
-            sink.transport.close()
+        async with _spinning_reader() as (bp, reader, _sink, _peer):
+            loop.add_reader(a.fileno(), lambda: seen.extend(a.recv(100)))
+            try:
+                await asyncio.sleep(0.01)  # the loop has registered ``a`` with its poller
+                loop_io = bp._loop_io
+                assert loop_io is not None
+                assert not loop_io(0)
+                b.send(b"md")
+                assert loop_io(0)  # a burst running now stops after its current reads
+                assert reader._burst(reader._read_fd) is None  # and none starts meanwhile
+                await _until(lambda: bytes(seen) == b"md")  # the loop serves the socket
+                assert not loop_io(0)
+            finally:
+                loop.remove_reader(a.fileno())
+                a.close()
+                b.close()
 
     _run_on(kind, run)
 
@@ -128,18 +118,17 @@ def test_no_burst_while_asyncio_has_callbacks_queued() -> None:
     # spin iteration gets no burst in its way; once it ends, the bursts come back.
     async def run() -> None:
         loop = asyncio.get_running_loop()
-        bp, reader, sink, peer = await _spinning_reader()
-        done = loop.create_future()
-        hops = [0]
+        async with _spinning_reader() as (bp, _reader, _sink, _peer):
+            done = loop.create_future()
+            hops = [0]
 
-        def hop() -> None:
-            hops[0] += 1
-            if hops[0] < 20_000:
-                loop.call_soon(hop)
-            else:
-                done.set_result(bp.bursts)
+            def hop() -> None:
+                hops[0] += 1
+                if hops[0] < 20_000:
+                    loop.call_soon(hop)
+                else:
+                    done.set_result(bp.bursts)
 
-        try:
             await asyncio.sleep(0.01)
             loop.call_soon(hop)
             before = bp.bursts
@@ -148,10 +137,6 @@ def test_no_burst_while_asyncio_has_callbacks_queued() -> None:
             assert during - before <= 1
             await asyncio.sleep(0.05)
             assert bp.bursts > during
-        finally:
-            reader.close()
-            peer.close()
-            sink.transport.close()
 
     asyncio.run(run())
 
@@ -161,8 +146,7 @@ def test_a_touch_from_outside_a_read_skips_the_next_burst(kind: str) -> None:
     # touch() is what a send from outside a read does (its flush is a callback of the loop):
     # the reader makes no burst until the spin's next iteration.
     async def run() -> None:
-        bp, reader, sink, peer = await _spinning_reader()
-        try:
+        async with _spinning_reader() as (bp, reader, _sink, _peer):
             bp.touch(WINDOW_NS)
             before = bp.bursts
             assert reader._burst(reader._read_fd) is None
@@ -170,10 +154,6 @@ def test_a_touch_from_outside_a_read_skips_the_next_burst(kind: str) -> None:
             await _until(lambda: not bp.hurry)  # cleared by the spin's next iteration ...
             after = bp.bursts
             await _until(lambda: bp.bursts > after)  # ... and its bursts resume
-        finally:
-            reader.close()
-            peer.close()
-            sink.transport.close()
 
     _run_on(kind, run)
 
