@@ -821,84 +821,53 @@ def _few_frames(
 ) -> DecodedBatch | None:
     # The batch of a read of a few frames (at least one) when they are all good, else None:
     # what _one_frame makes for one, with ``table`` as its rows, and, when they fit one block
-    # (the usual read of a few messages), the block of their messages as
-    # DecodedBatch._few_messages makes it, for messages()' first call (a transport's read of
-    # such frames gets their messages alone: _few_messages). One loop over the rows tests them
-    # and gathers the block's offsets (map() and any() cost more for a few rows).
-    nm = len(table)
+    # (the usual read of a few messages), the block of their messages (_few_block), for
+    # messages()' first call (a transport's read of such frames gets their messages alone:
+    # _few_messages).
     row = table[0]
-    first: list[int] = []
-    offsets: list[int] = []
-    if nm <= MESSAGES_PER_BLOCK and row[0] == 0 and row[2] == 0:
-        for row in table:
-            if row[4]:
-                return None
-            first.append(row[2])
-            offsets.append(row[0])
-        blocked = True
+    block = None
+    if len(table) <= MESSAGES_PER_BLOCK and row[0] == 0 and row[2] == 0:
+        block = _few_block(buf, table, checked, nf, cuts, 0)
+        if block is None:
+            return None
     else:
         for row in table:
             if row[4]:
                 return None
-        blocked = False
     ws, s0, s1, s2, views, _ = cuts
-    tags = ws[s0]
-    starts = ws[s1]
-    ends = ws[s2]
     b = _new_batch(DecodedBatch)
     b.buf = buf
     b._all_msgs = msgs
     b._all_fields = fields
-    b._nm = nm
+    b._nm = len(table)
     b._nf = nf
     b._msgs_v = None
     b._fields_v = None
     b._views = views
     b._rows = table
-    b._lists = (tags, starts, ends)
+    if block is not None and block.first[-1] == nf:  # the block holds every field: shared
+        b._lists = (block.tags, block.starts, block.ends)
+    else:
+        b._lists = (ws[s0], ws[s1], ws[s2])
     b._good = True
     b.checked = checked
-    b._block = None
-    if blocked:
-        # (``row`` is the last one)
-        c1 = row[1]
-        f1 = row[2] + row[3]
-        first.append(f1)
-        offsets.append(c1)
-        block = Block()
-        block.buf = buf if c1 == len(buf) else buf[:c1]
-        if f1 == nf:
-            block.tags = tags
-            block.starts = starts
-            block.ends = ends
-        else:
-            block.tags = tags[:f1]
-            block.starts = starts[:f1]
-            block.ends = ends[:f1]
-        block.first = first
-        block.cuts = offsets
-        block.codes = None
-        block.checked = checked
-        block.ts_recv = 0
-        b._block = block
+    b._block = block
     return b
 
 
-def _few_messages(
+def _few_block(
     buf: bytes,
     table: list[list[int]],
     checked: list[int] | None,
     nf: int,
     cuts: _Cut,
     ts_recv: int,
-) -> list[FixMessage] | None:
-    # The messages of a read of a few frames when they are all good and fit one block, back
-    # to back from the start of ``buf`` (what _few_frames makes, and messages() then hands
-    # out, without the batch); None otherwise. The block is made as _few_frames makes its
-    # own, written out here: a helper's call costs ~0.1 µs a read on the latency path.
-    nm = len(table)
+) -> Block | None:
+    # The block of the messages of a read of a few frames when they are all good and fit one
+    # block, back to back from the start of ``buf``; None otherwise. One loop over the rows
+    # tests them and gathers the block's offsets (map() and any() cost more for a few rows).
     row = table[0]
-    if nm > MESSAGES_PER_BLOCK or row[0] or row[2]:
+    if len(table) > MESSAGES_PER_BLOCK or row[0] or row[2]:
         return None
     first: list[int] = []
     offsets: list[int] = []
@@ -927,6 +896,22 @@ def _few_messages(
     block.codes = None
     block.checked = checked
     block.ts_recv = ts_recv
+    return block
+
+
+def _few_messages(
+    buf: bytes,
+    table: list[list[int]],
+    checked: list[int] | None,
+    nf: int,
+    cuts: _Cut,
+    ts_recv: int,
+) -> list[FixMessage] | None:
+    # The messages of a read of a few good frames that fit one block (what _few_frames makes,
+    # and messages() then hands out, without the batch); None otherwise.
+    block = _few_block(buf, table, checked, nf, cuts, ts_recv)
+    if block is None:
+        return None
     made: list[FixMessage] = []
     k = 0
     for _ in table:
