@@ -26,6 +26,7 @@ from typing import TextIO
 
 import numpy as np
 
+from engine import native
 from engine.cli_parser import OneLineErrorParser
 from engine.clock import LiveClock
 from engine.fix import benchtables as bt
@@ -328,6 +329,7 @@ def bench_fix(opts: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         out.flush()
 
     load0 = os.getloadavg()[0]
+    say(f"FIX modules: {native.status()}")
     batches = tuple(opts.batches)
     spin = opts.busy_poll
     with_qf = not opts.no_quickfix and _qf_available()
@@ -353,7 +355,8 @@ def bench_fix(opts: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         f"![round-trip histogram](screenshots/{Path(opts.png).name})" if opts.png else "",
         "",
         f"`qwconsole bench fix --orders-per-row {opts.orders_per_row} --round-trips "
-        f"{opts.round_trips}` — {when}, CPython {platform.python_version()}, machine load "
+        f"{opts.round_trips}` — {when}, CPython {platform.python_version()} (FIX modules "
+        f"{native.form()}), machine load "
         f"(1-min average, {os.cpu_count()} CPUs) {load0:.1f} at the start, {load1:.1f} at the "
         f"end; {qf_note}.",
         "",

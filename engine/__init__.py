@@ -49,4 +49,10 @@ Map of ``engine/`` (how data flows through it, its threads and the checked impor
       posttrade      a day's orders and executions from the journal as arrays
       cli_parser     every command's argument parser (a bad argument: one line, exit 2)
       bad_input      the one-line errors for bad files at the entry points
+      native         the FIX hot path compiled with mypyc, and the hook that loads it
 """
+
+from engine.native import install as _install_native
+
+# Before any module of engine.native.MODULES is imported: their compiled form when current.
+_install_native()

@@ -56,6 +56,13 @@ wanted=("${APT_BASE[@]}")
 if ! "$PY" -c 'import ensurepip, venv' >/dev/null 2>&1; then
   wanted+=(python3-venv)
 fi
+# The FIX hot path's native build (engine.native): a C compiler and the Python headers.
+wanted+=(gcc libc6-dev)
+if ! "$PY" -c 'import os, sysconfig, sys
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+    >/dev/null 2>&1; then
+  wanted+=(python3-dev)  # Debian's own python3 (another interpreter brings its headers)
+fi
 
 missing=()
 if command -v dpkg-query >/dev/null 2>&1; then
@@ -132,7 +139,17 @@ warm_kernels() {
   fi
 }
 
+# The FIX hot path compiled with mypyc (engine.native), rebuilt when a source changed; without
+# it the engine runs interpreted, with the same results.
+build_native() {
+  "$VENV/bin/python" -m engine.native build --if-stale \
+    || echo "bootstrap: the FIX engine runs interpreted (see above)" >&2
+}
+
 cd "$ROOT"
+case "$MODE" in
+  run|test|env|bench) build_native ;;
+esac
 case "$MODE" in
   run|test|env) warm_kernels ;;
 esac
@@ -161,6 +178,10 @@ case "$MODE" in
       step "pytest (engine, integration)" "$VENV/bin/python" -m pytest -m "not bench and not gui" \
         -n "${QW_TEST_WORKERS:-2}" --dist loadfile
       step "pytest (GUI, offscreen)"      "$VENV/bin/python" -m pytest -m "gui and not bench"
+      # The FIX unit tests once more on the interpreted modules (the tests marked
+      # `interpreted`, which replace methods of compiled classes, run only here).
+      step "pytest (FIX, interpreted)"    env QW_NATIVE=0 "$VENV/bin/python" -m pytest \
+        -m "not bench and not gui" -n "${QW_TEST_WORKERS:-2}" --dist loadfile -q tests/unit/engine/fix
     fi
     if [ ${#failed[@]} -gt 0 ]; then
       echo "bootstrap: FAILED: ${failed[*]} ($(( $(date +%s) - t0 )) s)" >&2

@@ -42,6 +42,27 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     warm_up()
 
 
+def pytest_report_header() -> str:
+    """Say whether the FIX hot path runs compiled (engine.native) or interpreted."""
+    from engine import native
+
+    return f"engine.native: {native.status()}"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Skip the tests that replace methods of compiled modules (marker ``interpreted``)."""
+    from engine import native
+
+    if not native.status().startswith("compiled"):
+        return
+    skip = pytest.mark.skip(
+        reason="replaces methods of a module engine.native compiled: runs with QW_NATIVE=0"
+    )
+    for item in items:
+        if item.get_closest_marker("interpreted") is not None:
+            item.add_marker(skip)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Run the cyclic garbage collector only in the main (GUI) thread during GUI tests.

@@ -458,7 +458,6 @@ class DecodedBatch:
         fields: npt.NDArray[np.int64],
         rows: list[list[int]] | None = None,
         checked: list[int] | None = None,
-        *,
         frames: int = -1,
         nfields: int = -1,
         views: tuple[memoryview, memoryview, memoryview] | None = None,
@@ -774,27 +773,15 @@ def _one_frame(
 ) -> DecodedBatch:
     # DecodedBatch(buf, msgs, fields, [row], checked, frames=1, nfields=nf, views=views) for a
     # good frame, its field lists made at once (every consumer of a one-frame batch asks for
-    # them), slots set without __init__ (its keywords cost as much as the copies). ``cuts``:
-    # the first ``nf`` fields of each row of the table as slices of the workspace
-    # (FixDecoder._cut), and the rows' views.
+    # them). ``cuts``: the first ``nf`` fields of each row of the table as slices of the
+    # workspace (FixDecoder._cut), and the rows' views.
     ws, s0, s1, s2, views, _ = cuts
     tags = ws[s0]
     starts = ws[s1]
     ends = ws[s2]
-    b = _new_batch(DecodedBatch)
-    b.buf = buf
-    b._all_msgs = msgs
-    b._all_fields = fields
-    b._nm = 1
-    b._nf = nf
-    b._msgs_v = None
-    b._fields_v = None
-    b._views = views
-    b._rows = [row]
+    b = DecodedBatch(buf, msgs, fields, [row], checked, 1, nf, views)
     b._lists = (tags, starts, ends)
     b._good = True
-    b.checked = checked
-    b._block = None
     return b
 
 
@@ -835,22 +822,12 @@ def _few_frames(
             if row[4]:
                 return None
     ws, s0, s1, s2, views, _ = cuts
-    b = _new_batch(DecodedBatch)
-    b.buf = buf
-    b._all_msgs = msgs
-    b._all_fields = fields
-    b._nm = len(table)
-    b._nf = nf
-    b._msgs_v = None
-    b._fields_v = None
-    b._views = views
-    b._rows = table
+    b = DecodedBatch(buf, msgs, fields, table, checked, len(table), nf, views)
     if block is not None and block.first[-1] == nf:  # the block holds every field: shared
         b._lists = (block.tags, block.starts, block.ends)
     else:
         b._lists = (ws[s0], ws[s1], ws[s2])
     b._good = True
-    b.checked = checked
     b._block = block
     return b
 
@@ -923,10 +900,6 @@ def _few_messages(
     return made
 
 
-#: A DecodedBatch made without its __init__ (its keywords cost as much as the copies). A
-#: Block or FixMessage, which have no __init__, is made by calling its class: cheaper than
-#: ``object.__new__(cls)`` (no method wrapper to go through).
-_new_batch = object.__new__
 #: The compiled scan_and_check_ws for (bytes, the decoder's workspace, a layout table, int),
 #: found after its first call (:func:`engine.fix._kernels.compiled_entry`).
 _scan_and_check: list[Callable[..., tuple[int, int, int]] | None] = [None]

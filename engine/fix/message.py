@@ -327,7 +327,7 @@ class FixMessage:
         at = b.cuts[k]
         return b.buf[at + b.starts[i] : at + b.ends[i]]
 
-    def get_many(self, tags: tuple[int, ...]) -> tuple[bytes | None, ...]:
+    def get_many(self, tags: Sequence[int]) -> tuple[bytes | None, ...]:
         """Return the values of several tags at once: ``get(tag)`` of each, None when absent.
 
         Parameters
@@ -362,10 +362,8 @@ class FixMessage:
         first = b.first
         a = first[k]
         z = first[k + 1]
-        try:
-            plans = _PLANS.get(tags)
-        except TypeError:  # unhashable: a list, say
-            raise TypeError(f"get_many takes a tuple of tags, not {type(tags).__name__}") from None
+        # (Typed a Sequence, so that a list reaches the check below, compiled too.)
+        plans = _PLANS.get(tags) if type(tags) is tuple else None
         if plans is None:
             plans = _plans_of(tags)
         if z - a <= _PLAN_FIELDS:
@@ -498,19 +496,18 @@ _PLANS: dict[tuple[int, ...], _Plans] = {}
 _plan_count = 0
 
 
-def _plans_of(tags: tuple[int, ...]) -> _Plans:
+def _plans_of(tags: Sequence[int]) -> _Plans:
     """Return the (new) plans entry of ``tags``, after checking they are integers."""
     if type(tags) is not tuple:
         raise TypeError(f"get_many takes a tuple of tags, not {type(tags).__name__}")
-    try:
-        ints = tuple(operator.index(t) for t in tags)
-    except TypeError:
-        bad = next(t for t in tags if not hasattr(t, "__index__"))
-        raise TypeError(f"get_many: tag {bad!r} is not an integer") from None
+    for t in tags:
+        if not hasattr(t, "__index__"):
+            raise TypeError(f"get_many: tag {t!r} is not an integer")
+    ints = tuple(operator.index(t) for t in tags)
     kept = len(_PLANS) < _PLAN_TOTAL
     plans = _Plans(ints, kept)
     if kept:
-        _PLANS[tags] = plans
+        _PLANS[ints] = plans
     return plans
 
 

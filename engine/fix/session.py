@@ -927,14 +927,13 @@ class FixSession:
     ) -> bytes:
         # send_template's body for values it could not format as a tuple: any sequence, the
         # wrong number of values a ValueError, a value not bytes the formatting's TypeError.
+        # (The ValueError is raised outside the handler: no chained TypeError, compiled too.)
         try:
             return template._format % (seq, ts, *values)
         except TypeError:
-            if len(values) != template.slots:
-                raise ValueError(
-                    f"template takes {template.slots} values, got {len(values)}"
-                ) from None
-            raise
+            if len(values) == template.slots:
+                raise
+        raise ValueError(f"template takes {template.slots} values, got {len(values)}")
 
     def _send_message(self, message: OutMessage, now_ns: int | None) -> int:
         # send() for send_template's slow path: the MsgSeqNum when sent, else 0.

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine import native
+
 DOC = Path(__file__).resolve().parents[2] / "docs" / "performance.md"
 
 _HEAD = """# Performance
@@ -179,7 +181,8 @@ def write_section(
         f"<!-- bench:{name} -->",
         f"## {title}",
         "",
-        f"`{command}` — {runs}; {when}, CPython {platform.python_version()}, {load_text(*load)}.",
+        f"`{command}` — {runs}; {when}, CPython {platform.python_version()} (FIX modules "
+        f"{native.form()}), {load_text(*load)}.",
         "",
         "| " + " | ".join(_COLUMNS) + " |",
         "|" + "|".join("---" for _ in _COLUMNS) + "|",

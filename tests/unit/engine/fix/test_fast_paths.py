@@ -155,6 +155,7 @@ def _inbound(
     return _msg(mt, seq, sent, body, header, sender=sender)
 
 
+@pytest.mark.interpreted
 @pytest.mark.parametrize("dictionary", [False, True])
 @settings(max_examples=60, deadline=None)
 @given(events=st.lists(_EVENT, min_size=1, max_size=25))

@@ -190,6 +190,7 @@ def test_both_paths_decide_alike(raw: bytes | tuple[bytes, ...]) -> None:
     assert _deliver(raw, with_rows=True) == _deliver(raw, with_rows=False)
 
 
+@pytest.mark.interpreted
 def test_the_fast_path_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
     real = FixMessage.session_header
@@ -205,6 +206,7 @@ def test_the_fast_path_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
     assert calls == [1, 1]  # without the rows it is
 
 
+@pytest.mark.interpreted
 def test_a_resend_outstanding_keeps_reads_off_the_fast_path() -> None:
     # Whether a resend is outstanding is read at the start of a read (on_messages: the
     # state's own (0, 0) tells it at once, the session's (0, 0) once one was satisfied):

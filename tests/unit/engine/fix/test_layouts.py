@@ -344,6 +344,7 @@ def test_recheck_proves_what_was_decoded_before_its_layout_was_kept() -> None:
     assert block.checked[0] == table.valid
 
 
+@pytest.mark.interpreted
 def test_recheck_of_a_block_read_from_a_bytearray_compiles_nothing_new() -> None:
     d = dd("FIX44")
     table = LayoutTable()

@@ -183,6 +183,7 @@ _EVENT = st.tuples(
 )
 
 
+@pytest.mark.interpreted
 @pytest.mark.parametrize("dictionary", [False, True])
 @settings(max_examples=150, deadline=None)
 @given(events=st.lists(_EVENT, min_size=1, max_size=30))
@@ -241,6 +242,7 @@ def test_one_message_read_matches_full_dispatch(
         full.close()
 
 
+@pytest.mark.interpreted
 @pytest.mark.parametrize("dictionary", [False, True])
 def test_an_in_sequence_order_is_read_without_the_general_path(dictionary: bool) -> None:
     clock = TestClock(T0)
