@@ -38,7 +38,7 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 import numpy as np
 
@@ -47,7 +47,6 @@ import numpy as np
 WriteBarrier = Callable[[Callable[[], object]], None]
 
 
-@runtime_checkable
 class MessageStore(Protocol):
     """What a session needs from a store (QuickFIX's ``MessageStore``)."""
 

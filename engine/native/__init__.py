@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """The FIX hot path compiled to C with mypyc, and the import hook that loads it.
 
-The modules of :data:`MODULES` (the FIX codec, messages and sessions) are plain typed Python.
+The modules of :data:`MODULES` (the FIX codec, messages, sessions, their state and stores) are
+plain typed Python.
 ``python -m engine.native build`` (:mod:`engine.native.__main__`) compiles them with mypyc
 (the mypy project's compiler of type-annotated Python to C extensions; it compiles mypy and
 black) into ``build/native/``, next to a manifest of the sources' SHA-256. The same source
@@ -42,6 +43,8 @@ MODULES: tuple[str, ...] = (
     "engine.fix.message",
     "engine.fix.codec",
     "engine.fix.session",
+    "engine.fix.state",
+    "engine.fix.store",
 )
 #: The group's shared library (a top-level module the modules' stubs import).
 GROUP = "qwconsole_native"
