@@ -20,7 +20,7 @@ import operator
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Final, cast
 from zlib import adler32 as _adler32
 
 import numpy as np
@@ -902,7 +902,7 @@ def _few_messages(
 
 #: The compiled scan_and_check_ws for (bytes, the decoder's workspace, a layout table, int),
 #: found after its first call (:func:`engine.fix._kernels.compiled_entry`).
-_scan_and_check: list[Callable[..., tuple[int, int, int]] | None] = [None]
+_scan_and_check: Final[list[Callable[..., tuple[int, int, int]] | None]] = [None]
 
 
 class FixDecoder:

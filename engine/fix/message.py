@@ -15,7 +15,7 @@ import operator
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from decimal import Decimal
-from typing import TypeAlias
+from typing import Final, TypeAlias
 
 #: Field separator.
 SOH: bytes = b"\x01"
@@ -34,15 +34,15 @@ TRAILER_TAGS: frozenset[int] = frozenset({93, 89, 10})
 _STD_HEADER: array[int] = array("q", [8, 9, 35, 34, 49, 52, 56])
 #: Tags from this one on (and negative ones) are this byte in a message's tag codes (see
 #: :func:`make_messages`).
-CODE_ESCAPE = 255
+CODE_ESCAPE: Final = 255
 #: Messages of at most this many fields answer :meth:`FixMessage.get` by scanning their tags;
 #: longer ones build a tag index on the first lookup.
-_SCAN_FIELDS = 40
+_SCAN_FIELDS: Final = 40
 #: Messages whose fields share one set of lists in a :class:`FixMessage` (see there).
-MESSAGES_PER_BLOCK = 16
+MESSAGES_PER_BLOCK: Final = 16
 #: :meth:`FixMessage.get_many` compiles a plan per layout for messages of at most this many
 #: fields; longer ones (and any beyond the caps below) are answered tag by tag.
-_PLAN_FIELDS = 64
+_PLAN_FIELDS: Final = 64
 #: At most this many layouts get a plan per tuple of tags, and this many plans in all (a
 #: counterparty sending ever new layouts must not grow the cache without end).
 _PLAN_LAYOUTS = 32

@@ -24,7 +24,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 from zlib import adler32 as _adler32
 
 from engine.clock import Clock, LiveClock
@@ -84,28 +84,32 @@ from engine.fix.validation.plans import layout_program
 from engine.fix.validation.validator import validate_message
 
 _log = get_log(__name__)
+# (The constants below are Final: the compiled module reads them as C variables, not from
+# its namespace dictionary.)
 #: The inlined store of send_template appends unless the message would fill a MemoryStore
 #: chunk (that one goes through MemoryStore.set, which seals the chunk).
-_CHUNK_LAST = CHUNK - 1
+_CHUNK_LAST: Final = CHUNK - 1
 
-_NS = 1_000_000_000
+_NS: Final = 1_000_000_000
 #: The largest sequence number (QuickFIX's SEQNUM is a uint64): one past it is refused.
 SEQNUM_MAX = (1 << 64) - 1
 #: A callback that sends many messages (a batch of orders answered from a report) hands them
 #: to the transport by this many as it goes (with a responder set), rather than all when the
 #: entry point returns: the peer works on the first ones while the rest are made.
-STREAM_EVERY = 32
+STREAM_EVERY: Final = 32
 #: ``SessionState.resend_range`` when no ResendRequest is outstanding.
-_NO_RANGE = (0, 0)
+_NO_RANGE: Final = (0, 0)
 #: Columns of a decoder row and the header flags the fast path needs (engine.fix._kernels).
-_HEAD, _SEQ, _SENT = MSG_HEAD, MSG_SEQ, MSG_SENT
-_HEAD_FAST = HEAD_FAST
-_HEAD_FAST_MASK = HEAD_FAST | HEAD_ADMIN
-_HEAD_COMP_IDS = HEAD_COMP_IDS
+_HEAD: Final = MSG_HEAD
+_SEQ: Final = MSG_SEQ
+_SENT: Final = MSG_SENT
+_HEAD_FAST: Final = HEAD_FAST
+_HEAD_FAST_MASK: Final = HEAD_FAST | HEAD_ADMIN
+_HEAD_COMP_IDS: Final = HEAD_COMP_IDS
 #: SendingTime <52> bounds (ns) that every int64 lies within: no latency check.
-_NO_WINDOW = (-(1 << 64), 1 << 64)
+_NO_WINDOW: Final = (-(1 << 64), 1 << 64)
 #: A MsgType that is not a session-level one (see _next).
-_NOT_ADMIN = b"?"
+_NOT_ADMIN: Final = b"?"
 _first = operator.itemgetter(0)
 
 #: Version name by ApplVerID <1128> code (``APPL_VER_IDS`` is the dictionary module's table).
@@ -175,7 +179,7 @@ class _UnsupportedVersion(Exception):
 
 #: What _next answers when processing a message raises it (see FixSession._handle); anything
 #: else is a crash (the connection is dropped).
-_HANDLED = (
+_HANDLED: Final = (
     FieldNotFound,
     IncorrectTagValue,
     IncorrectDataFormat,
