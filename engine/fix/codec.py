@@ -811,13 +811,8 @@ def _few_frames(
     # (the usual read of a few messages), the block of their messages (_few_block), for
     # messages()' first call (a transport's read of such frames gets their messages alone:
     # _few_messages).
-    row = table[0]
-    block = None
-    if len(table) <= MESSAGES_PER_BLOCK and row[0] == 0 and row[2] == 0:
-        block = _few_block(buf, table, checked, nf, cuts, 0)
-        if block is None:
-            return None
-    else:
+    block = _few_block(buf, table, checked, nf, cuts, 0)
+    if block is None:  # more frames than a block, or a bad one
         for row in table:
             if row[4]:
                 return None
@@ -858,22 +853,11 @@ def _few_block(
     f1 = row[2] + row[3]
     first.append(f1)
     offsets.append(c1)
-    block = Block()
-    block.buf = buf if c1 == len(buf) else buf[:c1]
+    part = buf if c1 == len(buf) else buf[:c1]
     if f1 == nf:
-        block.tags = ws[s0]
-        block.starts = ws[s1]
-        block.ends = ws[s2]
-    else:
-        block.tags = ws[s0][:f1]
-        block.starts = ws[s1][:f1]
-        block.ends = ws[s2][:f1]
-    block.first = first
-    block.cuts = offsets
-    block.codes = None
-    block.checked = checked
-    block.ts_recv = ts_recv
-    return block
+        return make_block(part, ws[s0], ws[s1], ws[s2], first, offsets, None, checked, ts_recv)
+    tags, starts, ends = ws[s0][:f1], ws[s1][:f1], ws[s2][:f1]
+    return make_block(part, tags, starts, ends, first, offsets, None, checked, ts_recv)
 
 
 def _few_messages(
