@@ -34,6 +34,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Where builds go: one directory per interpreter (its extension suffix).
@@ -90,6 +91,13 @@ def check(directory: Path, root: Path = ROOT) -> tuple[dict[str, Path], str]:
         return {}, "interpreted: no native build (python -m engine.native build)"
     except (OSError, ValueError) as e:
         return {}, f"interpreted: unreadable {directory / MANIFEST} ({e})"
+    try:
+        return _check(manifest, directory, root)
+    except (AttributeError, KeyError, TypeError) as e:  # a manifest not of the build's shape
+        return {}, f"interpreted: {directory / MANIFEST} is not a native build's ({e!r})"
+
+
+def _check(manifest: Any, directory: Path, root: Path) -> tuple[dict[str, Path], str]:
     if manifest.get("python") != _python():
         return {}, f"interpreted: the native build is for another Python ({manifest.get('python')})"
     files: dict[str, Path] = {}

@@ -66,6 +66,13 @@ def test_a_build_of_another_python_or_list_or_missing_file_is_not_loaded(tmp_pat
     assert files == {}
     assert why.endswith("message.so is missing (rebuild it)")
     assert native.check(tmp_path / "nowhere", root)[1].startswith("interpreted: no native build")
+    shapeless = {"python": native._python(), "modules": dict.fromkeys(native.MODULES, 1)}
+    for bad in ("[1, 2]", json.dumps(shapeless), "{"):
+        (build / native.MANIFEST).write_text(bad)
+        files, why = native.check(build, root)
+        assert files == {}
+        assert why.startswith("interpreted: ")
+        assert str(build / native.MANIFEST) in why
 
 
 def _in_child(env: dict[str, str]) -> list[str]:
