@@ -21,7 +21,7 @@ from numba.extending import intrinsic
 
 from engine.book._kernels import ht_find, l3_new_order, l3_reduce, l3_remove
 from engine.jit import kernel
-from engine.matching._kernels import match_batch
+from engine.matching._kernels import match_flat
 from engine.types import (
     BUY,
     L2_SET,
@@ -378,17 +378,19 @@ def match_each(
     cycles: I64,
     empty: I64,
 ) -> int:
-    """Run ``cmds`` through ``match_batch`` one command per call, timing each call (cycles).
+    """Run ``cmds`` through ``match_flat`` one command per call, timing each call (cycles).
 
-    ``empty[c]`` times the same call with no command (the call's own cost: arguments, the
-    arrays' reference counts), measured right after, so the matching work of command ``c`` is
-    ``cycles[c] - empty[c]``. Stops at the first command that finds no free order slot.
+    ``match_flat`` is the matcher's loop itself (``match_batch`` runs it and takes the
+    general kinds of command out of line; these commands are all of its kind). ``empty[c]``
+    times the same call with no command (the call's own cost: its arguments), measured right
+    after, so the matching work of command ``c`` is ``cycles[c] - empty[c]``. Stops at the
+    first command that finds no free order slot.
     """
     for c in range(cmds.shape[0]):
         t0 = _rdtsc()
-        done, _m = match_batch(o, lv, st, keys, vals, free, cmds[c : c + 1], out, stp)
+        done, _m = match_flat(o, lv, st, keys, vals, free, cmds[c : c + 1], 0, out, 0, stp)
         t1 = _rdtsc()
-        _d, _m2 = match_batch(o, lv, st, keys, vals, free, cmds[c:c], out, stp)
+        _d, _m2 = match_flat(o, lv, st, keys, vals, free, cmds[c:c], 0, out, 0, stp)
         t2 = _rdtsc()
         if done == 0:
             return c
