@@ -36,6 +36,7 @@ from engine import fastlog
 from engine.client import ClientState
 from engine.embedded import EmbeddedEngineClient
 from engine.events import EngineHeartbeat, EventRecord, OrderChanged, OrderFilled
+from engine.pages import small_pages
 from widgets.connect_dialog import ConnectRequest
 
 if TYPE_CHECKING:
@@ -182,6 +183,7 @@ class ConsoleRun:
         """Show the window, run the loop until it closes, and return the exit code."""
         t0 = time.perf_counter()
         sys.excepthook = self._excepthook
+        small_pages()  # before the tables reserve their buffers (engine.pages says why)
         app = QApplication.instance() or QApplication(["qwconsole"])
         assert isinstance(app, QApplication)
         app.setApplicationName("qwconsole")

@@ -37,6 +37,7 @@ from engine.events import (
 )
 from engine.fastlog import get_log
 from engine.gcpace import freeze_start_up
+from engine.pages import small_pages
 
 log = get_log(__name__)
 
@@ -291,6 +292,7 @@ class Engine:
         (:meth:`report_progress`). An exception from a component's start ends the run in
         ``FAILED`` with the reason and is raised again.
         """
+        small_pages()  # before the components allocate: no huge-page faults mid-session
         self._stop = asyncio.Event()
         if self._stop_requested:  # asked before the run began (a console closed meanwhile)
             self._stop.set()

@@ -63,6 +63,7 @@ from engine.fix.settings import SessionSettings, SettingsError, SettingsFile
 from engine.fix.transport import SocketAcceptor, install_uvloop
 from engine.gcpace import GcPacing
 from engine.oms.venue import ExecutionReport
+from engine.pages import small_pages
 from engine.sim.exchange import SimExchange, SimInstrument, id_epoch
 from engine.sim.fix_app import SimFixApplication
 from engine.sim.itch_feed import SimItchFeed
@@ -466,6 +467,7 @@ async def serve(
     status: 0 after a clean stop, 2 for bad input (on stderr).
     """
     out = out or sys.stdout
+    small_pages()  # a venue answers in microseconds: no huge-page faults (engine.pages)
     with _stop_on_signals() as stop:  # before the port line: a caller may signal at once
         return await _serve(
             cfg,

@@ -13,7 +13,9 @@ GUI event loop runs: its longest and 99th-percentile gaps are the stalls a trade
 Each storm runs in a fresh interpreter, ``--runs`` times with CPython's collector as it comes
 (the baseline) alternating with runs paced by ``app.bridge.GcPacer`` as the console runs it;
 the median runs are reported, with the CPU time the GUI thread and the producer used (on a
-loaded machine the gaps grow while the CPU figures stay put).
+loaded machine the gaps grow while the CPU figures stay put). Both kinds give numpy's arrays
+4 KB pages as the console does (``engine.pages``); ``--huge-pages`` runs them with numpy's
+default instead (its first writes into a fresh 2 MB stalled the GUI thread up to 100 ms here).
 The memory per kept order is the whole process's RSS growth over the storm divided by the
 orders the blotter keeps: it counts every view that grows with the stream (executions, FIX
 messages, logs), not the blotter alone; the blotter's own arrays are printed beside it.
@@ -75,6 +77,7 @@ from engine.events import (
     PositionChanged,
     StrategyStatusChanged,
 )
+from engine.pages import small_pages
 from widgets.monitor.context import MonitorContext
 from widgets.monitor.orders import ORDER_ROW_DTYPE, OrderColumns, OrdersView
 from widgets.monitor.workspace import MonitorWorkspace
@@ -439,13 +442,22 @@ def _storm_workspace(app: QApplication) -> MonitorWorkspace:
 
 
 def run_storm(
-    seconds: float, rate: int, *, pregenerate: bool = False, pace_gc: bool = False
+    seconds: float,
+    rate: int,
+    *,
+    pregenerate: bool = False,
+    pace_gc: bool = False,
+    huge_pages: bool = False,
 ) -> StormResult:
     """Feed ``rate`` events/s into a shown Monitor for ``seconds``; measure the GUI loop.
 
     With ``pace_gc`` a :class:`GcPacer` runs, as in the console: the long-lived rows leave the
     collector's generations, so a full collection no longer walks every order ever shown.
+    numpy's arrays get 4 KB pages, as in the console (:func:`engine.pages.small_pages`),
+    unless ``huge_pages`` keeps numpy's default (to measure what that costs).
     """
+    if not huge_pages:
+        small_pages()
     app = QApplication.instance() or QApplication([])
     assert isinstance(app, QApplication)
     ws = _storm_workspace(app)
@@ -592,6 +604,7 @@ def run_scroll(n_orders: int, steps: int = 300) -> ScrollResult:
     It also times the live path on the loaded blotter: ``apply_orders`` with ``OrderView``
     objects (new states of loaded orders), per order.
     """
+    small_pages()  # as the console runs
     app = QApplication.instance() or QApplication([])
     assert isinstance(app, QApplication)
     apply_theme(app, load_theme("dark"))
@@ -812,6 +825,8 @@ def _storm_in_child(args: argparse.Namespace, paced: bool) -> StormResult:
     ]
     if args.pregenerate:
         cmd.append("--pregenerate")
+    if args.huge_pages:
+        cmd.append("--huge-pages")
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     line = next(x for x in out.splitlines() if x.startswith("{"))
     fields = json.loads(line)
@@ -839,6 +854,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="skip the baseline storms (the collector as it comes, without GcPacer)",
     )
+    ap.add_argument(
+        "--huge-pages",
+        action="store_true",
+        help="storms with numpy's huge pages (its default on Linux), not the console's 4 KB",
+    )
     ap.add_argument("--runs", type=int, default=3, help="storms of each kind (each judged)")
     ap.add_argument("--doc", action="store_true", help="write docs/performance.md")
     ap.add_argument("--child", choices=("paced", "baseline"), help=argparse.SUPPRESS)
@@ -846,7 +866,11 @@ def main(argv: list[str] | None = None) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     if args.child:
         result = run_storm(
-            args.seconds, args.rate, pregenerate=args.pregenerate, pace_gc=args.child == "paced"
+            args.seconds,
+            args.rate,
+            pregenerate=args.pregenerate,
+            pace_gc=args.child == "paced",
+            huge_pages=args.huge_pages,
         )
         print(json.dumps({**asdict(result), "gaps": []}))
         return 0
