@@ -212,10 +212,14 @@ case "$MODE" in
     # Every benchmark at the issues' sizes, each run judged (exit 1 on a miss), each writing
     # its section of docs/performance.md; then the FIX tables (issue 18). About an hour here.
     for name in trading hotpath logging journal kernels fix ouch quit startup tickstore backtest \
-                remote monitor analyzer multicast sbe itch fast cluster relay; do
+                remote analyzer multicast sbe itch fast cluster relay; do
       echo "== bench_$name"
       "$VENV/bin/python" -m "tests.benchmarks.bench_$name" --doc || status=1
     done
+    # The Monitor at issue 25's size: ten storms of 60 s, each judged (one baseline storm).
+    echo "== bench_monitor"
+    "$VENV/bin/python" -m tests.benchmarks.bench_monitor --seconds 60 --runs 10 \
+      --baseline-runs 1 --doc || status=1
     echo "== bench_soak"
     "$VENV/bin/python" -m tests.benchmarks.bench_soak --plot docs/screenshots/soak-1m.png \
       --doc || status=1

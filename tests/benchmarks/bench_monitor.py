@@ -860,6 +860,12 @@ def main(argv: list[str] | None = None) -> int:
         help="storms with numpy's huge pages (its default on Linux), not the console's 4 KB",
     )
     ap.add_argument("--runs", type=int, default=3, help="storms of each kind (each judged)")
+    ap.add_argument(
+        "--baseline-runs",
+        type=int,
+        default=None,
+        help="baseline storms, if not as many as --runs (the first ones alternate)",
+    )
     ap.add_argument("--doc", action="store_true", help="write docs/performance.md")
     ap.add_argument("--child", choices=("paced", "baseline"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -876,8 +882,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     load0 = os.getloadavg()[0]
     runs: dict[bool, list[StormResult]] = {False: [], True: []}
-    for _ in range(max(1, args.runs)):
-        for paced in (False, True) if not args.no_baseline else (True,):
+    baseline_runs = 0 if args.no_baseline else args.runs
+    if args.baseline_runs is not None:
+        baseline_runs = args.baseline_runs
+    for n in range(max(1, args.runs)):
+        for paced in (False, True) if n < baseline_runs else (True,):
             runs[paced].append(_storm_in_child(args, paced))
     for paced, results in runs.items():
         if not results:
@@ -907,7 +916,9 @@ def main(argv: list[str] | None = None) -> int:
             "monitor",
             "Trade Monitor: event storms and a big blotter",
             f"QT_QPA_PLATFORM=offscreen python -m tests.benchmarks.bench_monitor --seconds "
-            f"{args.seconds:g} --runs {args.runs} --orders {args.orders} --doc",
+            f"{args.seconds:g} --runs {args.runs}"
+            + (f" --baseline-runs {args.baseline_runs}" if args.baseline_runs is not None else "")
+            + f" --orders {args.orders} --doc",
             figures,
             load=load,
             runs=f"{len(runs[True])} storms of {args.seconds:g} s at {args.rate:,} events/s, "
