@@ -15,7 +15,7 @@ THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 
 # A child writes a fresh 64 MB numpy array and reports the huge pages mapped under it.
 CHILD = """
-import json, sys
+import ctypes, json, sys
 import numpy as np
 from engine import pages
 
@@ -25,6 +25,8 @@ def anon_huge_kb():
             return int(line.split()[1])
     return 0
 
+# A clean start: the flag is inherited from the parent (a test process that ran an engine).
+ctypes.CDLL(None).prctl(41, 0, 0, 0, 0)  # PR_SET_THP_DISABLE, off
 if sys.argv[1] == "small":
     ok = pages.small_pages()
 else:
@@ -65,8 +67,9 @@ def test_small_pages_maps_new_arrays_without_huge_pages() -> None:
 
 
 ENGINE_CHILD = """
-import asyncio
+import asyncio, ctypes
 from engine import pages
+ctypes.CDLL(None).prctl(41, 0, 0, 0, 0)  # inherited from the test process: start clean
 from engine.clock import LiveClock
 from engine.core import Engine
 
