@@ -341,6 +341,17 @@ class ReportPath:
         ]
 
 
+def _result(plain: list[int], st: Stages, order: list[tuple[str, str]]) -> dict[str, Any]:
+    """One path's measurements: unwrapped times, stage runs, their order, wrapper cost."""
+    return {
+        "plain": plain,
+        "stages": st.runs,
+        "order": order,
+        "overhead": st.overhead,
+        "inseparable": st.inseparable,
+    }
+
+
 def measure_ticks(n: int) -> dict[str, Any]:
     """Run ``n`` ticks unwrapped (end to end) and ``n`` wrapped (stages)."""
     with tcp_pair() as (a, b):
@@ -368,13 +379,7 @@ def measure_ticks(n: int) -> dict[str, Any]:
         finally:
             st.undo()
         assert path.sent - sent == n, "a tick did not send an order"
-    return {
-        "plain": plain,
-        "stages": st.runs,
-        "order": order,
-        "overhead": st.overhead,
-        "inseparable": st.inseparable,
-    }
+    return _result(plain, st, order)
 
 
 def measure_reports(n: int) -> dict[str, Any]:
@@ -397,13 +402,7 @@ def measure_reports(n: int) -> dict[str, Any]:
     finally:
         st.undo()
     assert path.manager.orders == {}, "a fill was not applied"
-    return {
-        "plain": plain,
-        "stages": st.runs,
-        "order": order,
-        "overhead": st.overhead,
-        "inseparable": st.inseparable,
-    }
+    return _result(plain, st, order)
 
 
 def _pct(xs: list[int], q: float) -> float:
