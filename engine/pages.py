@@ -39,6 +39,16 @@ def _switch() -> Callable[[bool], Any] | None:
     return getattr(getattr(core, "multiarray", None), "_set_madvise_hugepage", None)
 
 
+def _prctl(option: int, arg: int) -> int | None:
+    """Return ``prctl(option, arg)``'s result, or None off Linux or without the call."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return int(ctypes.CDLL(None).prctl(option, arg, 0, 0, 0))
+    except (OSError, AttributeError):
+        return None
+
+
 def small_pages() -> bool:
     """Give memory the process maps from now on 4 KB pages; return whether the kernel agreed.
 
@@ -48,26 +58,16 @@ def small_pages() -> bool:
     setter = _switch()
     if setter is not None:
         setter(False)
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        done = bool(libc.prctl(_PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0)
-    except (OSError, AttributeError):
-        done = False
-    if not done:
+    result = _prctl(_PR_SET_THP_DISABLE, 1)
+    done = result == 0
+    if result is not None and not done:
         log.info("the kernel kept transparent huge pages for this process (prctl refused)")
     return done
 
 
 def thp_disabled() -> bool:
     """Return whether transparent huge pages are off for this process (``PR_GET_THP_DISABLE``)."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        return bool(ctypes.CDLL(None).prctl(_PR_GET_THP_DISABLE, 0, 0, 0, 0) == 1)
-    except (OSError, AttributeError):
-        return False
+    return _prctl(_PR_GET_THP_DISABLE, 0) == 1
 
 
 def huge_pages_requested() -> bool:

@@ -887,11 +887,7 @@ def match_one(
     c["action"] = action
     c["ord_type"] = ord_type
     c["tif"] = tif
-    keys = tab[0::2]
-    vals = tab[1::2]
-    done, m = match_flat(o, lv, st, keys, vals, free, cmd, 0, out, 0, ws[MW_STP])
-    if done == 0:  # a command of the general kind (or no free slot: match_batch says so)
-        done, m = match_batch(o, lv, st, keys, vals, free, cmd, out, ws[MW_STP])
+    done, m = match_batch(o, lv, st, tab[0::2], tab[1::2], free, cmd, out, ws[MW_STP])
     if done == 0:
         return -1
     for i in range(m):

@@ -883,9 +883,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     load0 = os.getloadavg()[0]
     runs: dict[bool, list[StormResult]] = {False: [], True: []}
-    baseline_runs = 0 if args.no_baseline else args.runs
-    if args.baseline_runs is not None:
-        baseline_runs = args.baseline_runs
+    baseline_runs = args.baseline_runs
+    if baseline_runs is None:
+        baseline_runs = 0 if args.no_baseline else args.runs
     for n in range(max(1, args.runs)):
         for paced in (False, True) if n < baseline_runs else (True,):
             runs[paced].append(_storm_in_child(args, paced))
